@@ -1,0 +1,5 @@
+"""The Pulumi program: `pulumi up -s <env>` and `gpufleet.synth` both run this file unchanged."""
+
+from components.program import run
+
+run()

@@ -1,0 +1,1 @@
+"""gpufleet components: what gets built. They know nothing of the CLI."""

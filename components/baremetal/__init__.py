@@ -1,0 +1,1 @@
+"""Bare-metal sites: inventory servers bootstrapped over SSH, InfiniBand / RoCE fabrics, storage."""

@@ -1,0 +1,187 @@
+"""The catalog: GPU models, AWS GPU instance facts and prices, each dated and sourced.
+
+Data lives in the files beside this module; this loader is the only reader. Everything that needs a GPU
+count, a GPU's memory, an EFA layout or a price asks here, so no number is typed twice.
+- `aws_instances.json` is written by `gpufleet catalog refresh` (EC2 DescribeInstanceTypes), never by hand.
+- `aws_prices.json` holds on-demand Linux prices per region with their date and source.
+- `gpus.yaml` holds GPU models (API memory, MIG profiles) with sources.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERE = Path(__file__).parent
+INSTANCES_FILE = HERE / "aws_instances.json"
+PRICES_FILE = HERE / "aws_prices.json"
+GPUS_FILE = HERE / "gpus.yaml"
+
+# The NVIDIA x86 GPU instance types gpufleet ships facts for; `catalog refresh` describes exactly these.
+SHIPPED_INSTANCE_TYPES: tuple[str, ...] = (
+    "p6-b300.48xlarge", "p6-b200.48xlarge",
+    "p5.48xlarge", "p5.4xlarge", "p5e.48xlarge", "p5en.48xlarge",
+    "p4d.24xlarge", "p4de.24xlarge", "p3dn.24xlarge",
+    "g6e.xlarge", "g6e.2xlarge", "g6e.4xlarge", "g6e.8xlarge", "g6e.12xlarge", "g6e.16xlarge",
+    "g6e.24xlarge", "g6e.48xlarge",
+    "g6.xlarge", "g6.2xlarge", "g6.4xlarge", "g6.8xlarge", "g6.12xlarge", "g6.16xlarge",
+    "g6.24xlarge", "g6.48xlarge",
+    "g5.xlarge", "g5.2xlarge", "g5.4xlarge", "g5.8xlarge", "g5.12xlarge", "g5.16xlarge",
+    "g5.24xlarge", "g5.48xlarge",
+)  # fmt: skip
+
+HOURS_PER_MONTH = 730
+
+
+class CatalogError(LookupError):
+    """A GPU model, instance type or price the catalog does not hold."""
+
+
+@dataclass(frozen=True)
+class MigProfile:
+    name: str  # e.g. "1g.10gb"
+    per_gpu: int  # how many fit on one GPU
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    id: str  # e.g. "H100-80GB"; the name stack files use for bare-metal servers
+    aws_name: str  # the name EC2 reports, e.g. "H100"
+    memory_mib: int
+    mig_profiles: tuple[MigProfile, ...]
+
+    @property
+    def memory_gb(self) -> float:
+        return self.memory_mib * 1024 * 1024 / 1e9
+
+    def mig_profile(self, name: str) -> MigProfile | None:
+        return next((p for p in self.mig_profiles if p.name == name), None)
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    name: str
+    gpu: GpuModel
+    gpu_count: int
+    vcpus: int
+    memory_mib: int
+    network_performance: str
+    network_cards: int
+    efa_supported: bool
+    max_efa_interfaces: int
+    local_nvme_gb: int
+    local_nvme_disks: int
+    placement_strategies: tuple[str, ...]
+    usage_classes: tuple[str, ...]
+
+    @property
+    def family(self) -> str:
+        return self.name.split(".")[0]
+
+
+@dataclass(frozen=True)
+class Price:
+    usd_per_hour: float
+    region: str
+    date: str
+    source: str
+
+
+@cache
+def _instances_doc() -> dict[str, Any]:
+    return json.loads(INSTANCES_FILE.read_text())
+
+
+@cache
+def _prices_doc() -> dict[str, Any]:
+    return json.loads(PRICES_FILE.read_text())
+
+
+@cache
+def gpu_models() -> dict[str, GpuModel]:
+    doc = yaml.safe_load(GPUS_FILE.read_text())
+    return {
+        gid: GpuModel(
+            id=gid,
+            aws_name=g["aws_name"],
+            memory_mib=int(g["memory_mib"]),
+            mig_profiles=tuple(MigProfile(n, int(c)) for n, c in (g.get("mig_profiles") or {}).items()),
+        )
+        for gid, g in doc["models"].items()
+    }
+
+
+def gpu_model(gid: str) -> GpuModel:
+    try:
+        return gpu_models()[gid]
+    except KeyError:
+        raise CatalogError(f"unknown GPU model {gid!r}; known: {', '.join(sorted(gpu_models()))}") from None
+
+
+def _model_for(aws_name: str, memory_mib: int) -> GpuModel:
+    for m in gpu_models().values():
+        if m.aws_name == aws_name and m.memory_mib == memory_mib:
+            return m
+    raise CatalogError(f"no GPU model in gpus.yaml for EC2 GPU {aws_name} with {memory_mib} MiB")
+
+
+@cache
+def instance_types() -> dict[str, InstanceType]:
+    out: dict[str, InstanceType] = {}
+    for name, f in _instances_doc()["instances"].items():
+        out[name] = InstanceType(
+            name=name,
+            gpu=_model_for(f["gpu_name"], f["gpu_memory_mib"]),
+            gpu_count=f["gpu_count"],
+            vcpus=f["vcpus"],
+            memory_mib=f["memory_mib"],
+            network_performance=f["network_performance"],
+            network_cards=f["network_cards"],
+            efa_supported=f["efa_supported"],
+            max_efa_interfaces=f["max_efa_interfaces"],
+            local_nvme_gb=f["local_nvme_gb"],
+            local_nvme_disks=f["local_nvme_disks"],
+            placement_strategies=tuple(f["placement_strategies"]),
+            usage_classes=tuple(f["usage_classes"]),
+        )
+    return out
+
+
+def instance_type(name: str) -> InstanceType:
+    try:
+        return instance_types()[name]
+    except KeyError:
+        raise CatalogError(
+            f"instance type {name!r} is not in the GPU catalog; known: {', '.join(sorted(instance_types()))}"
+        ) from None
+
+
+def offered_zones(name: str, region: str) -> list[str] | None:
+    """AZs of `region` offering `name`, or None when the catalog holds no offerings for that region."""
+    region_offers = _instances_doc().get("offerings", {}).get(region)
+    if region_offers is None:
+        return None
+    return list(region_offers.get(name, []))
+
+
+def instances_generated() -> str:
+    return str(_instances_doc()["generated"])
+
+
+def price(name: str, region: str) -> Price | None:
+    """On-demand Linux $/h of `name` in `region`, or None when the catalog has no price for it."""
+    doc = _prices_doc()
+    value = doc["regions"].get(region, {}).get(name)
+    if value is None:
+        return None
+    return Price(usd_per_hour=float(value), region=region, date=doc["date"], source=doc["source"])
+
+
+def price_table() -> dict[str, Any]:
+    """The whole price document (instances and storage), for tools that need more than one figure."""
+    return _prices_doc()

@@ -1,0 +1,68 @@
+"""Estate: composes each site (its cluster, pools, fabrics, storage), each site's Kubernetes stack and
+tenants, and, in a hybrid estate, the MultiKueue wiring between sites."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pulumi
+
+from components.aws.site import AwsSiteArgs, AwsSiteStack
+from components.baremetal.site import BaremetalSiteArgs, BaremetalSiteStack
+from components.hybrid.multikueue import MultiKueueArgs, MultiKueueWiring
+from components.kubernetes.cluster import ClusterStack, ClusterStackArgs
+from components.spec import AwsSite, BurstWindow, EstateSpec
+from components.tags import Tags
+
+SecretLookup = Callable[[str], pulumi.Output[str]]
+
+
+@dataclass(frozen=True)
+class EstateArgs:
+    spec: EstateSpec
+    window: BurstWindow | None  # the burst window in stack config, open or not
+    now: dt.datetime  # the moment windows are judged against
+    secret: SecretLookup  # config key -> secret Output (SSH keys, kubeconfigs, join tokens)
+
+
+class Estate(pulumi.ComponentResource):
+    """The whole estate: one child component per site, each with its Kubernetes stack."""
+
+    def __init__(self, name: str, args: EstateArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpufleet:index:Estate", name, None, opts)
+        spec = args.spec
+        tags = Tags.from_spec(spec)
+        self.sites: dict[str, AwsSiteStack | BaremetalSiteStack] = {}
+        self.clusters: dict[str, ClusterStack] = {}
+        for site in spec.sites:
+            site_opts = pulumi.ResourceOptions(parent=self)
+            built: AwsSiteStack | BaremetalSiteStack
+            if isinstance(site, AwsSite):
+                built = AwsSiteStack(site.name, AwsSiteArgs(spec, site, tags, args.window, args.now), site_opts)
+            else:
+                built = BaremetalSiteStack(site.name, BaremetalSiteArgs(spec, site, tags, args.secret), site_opts)
+            self.sites[site.name] = built
+            self.clusters[site.name] = ClusterStack(
+                f"{site.name}-k8s",
+                ClusterStackArgs(spec, site, tags, args.window, args.now),
+                pulumi.ResourceOptions(parent=built, providers={"kubernetes": built.k8s_provider}),
+            )
+        if spec.burst is not None:
+            cloud = spec.site(spec.burst.cloud_site)
+            manager = next(s for s in spec.sites if s.name != cloud.name)
+            MultiKueueWiring(
+                f"{spec.metadata.name}-multikueue",
+                MultiKueueArgs(
+                    spec=spec,
+                    manager=manager,
+                    worker=cloud,
+                    manager_provider=self.sites[manager.name].k8s_provider,
+                    worker_provider=self.sites[cloud.name].k8s_provider,
+                    manager_stack=self.clusters[manager.name],
+                    worker_stack=self.clusters[cloud.name],
+                ),
+                pulumi.ResourceOptions(parent=self),
+            )
+        self.register_outputs({})

@@ -1,0 +1,1 @@
+"""Hybrid estates: MultiKueue wiring between sites, burst pools and burst windows."""

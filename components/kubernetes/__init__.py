@@ -1,0 +1,1 @@
+"""Kubernetes on every site: GPU software stack, fabric plugins, Kueue, priorities and tenants."""

@@ -1,0 +1,42 @@
+"""The program body: read the estate from stack config, validate it, build the Estate.
+
+`__main__.py` calls `run()`. Bad input raises `pulumi.RunError`, which the engine prints as one message
+without a traceback; `gpufleet` catches the same `SpecError` before it ever runs the program.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pulumi
+
+from components.config import ESTATE_KEY, WINDOW_KEY, SpecError, parse_estate, parse_window
+from components.estate import Estate, EstateArgs
+
+
+def run() -> Estate:
+    config = pulumi.Config()
+    source = f"stacks/Pulumi.{pulumi.get_stack()}.yaml"
+    try:
+        spec = parse_estate(config.get_object(ESTATE_KEY.split(":", 1)[1]), source)
+        window = parse_window(config.get_object(WINDOW_KEY.split(":", 1)[1]), source)
+    except SpecError as err:
+        raise pulumi.RunError(str(err)) from None
+
+    def secret(key: str) -> pulumi.Output[str]:
+        value = config.get_secret(key)
+        if value is None:
+            raise pulumi.RunError(
+                f"{source}: config.{pulumi.get_project()}:{key}: required secret is missing; set it with "
+                f"`pulumi config set --secret {key} -s {pulumi.get_stack()}`"
+            )
+        return value
+
+    estate = Estate(
+        spec.metadata.name,
+        EstateArgs(spec=spec, window=window, now=dt.datetime.now(dt.UTC), secret=secret),
+    )
+    pulumi.export("estate", spec.metadata.name)
+    pulumi.export("environment", spec.metadata.environment)
+    pulumi.export("sites", {s.name: s.kind for s in spec.sites})
+    return estate

@@ -1,0 +1,158 @@
+"""The `gpufleet` command line. Thin: each command calls one module and renders its result.
+
+Exit codes: 0 fine, 1 a mandatory policy violation, 2 bad input (the message names file and field).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import pulumi
+import typer
+from rich.console import Console
+
+from components.config import SpecError
+from gpufleet import report
+from gpufleet.plan import Plan
+from gpufleet.synth import SynthError, synth
+
+app = typer.Typer(
+    name="gpufleet",
+    help="GPU estates as Pulumi code: preview, check, cost and export them offline; burst them to cloud.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+catalog_app = typer.Typer(help="The GPU instance catalog.", no_args_is_help=True)
+app.add_typer(catalog_app, name="catalog")
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+StackOpt = Annotated[str, typer.Option("--stack", "-s", help="Stack name: stacks/Pulumi.<stack>.yaml.")]
+ProjectOpt = Annotated[
+    Path, typer.Option("--project", "-C", help="Project directory (holds Pulumi.yaml).", show_default=False)
+]
+
+
+class Format(StrEnum):
+    text = "text"
+    markdown = "markdown"
+    json = "json"
+
+
+def user_errors(fn: F) -> F:
+    """Turn user mistakes into one message per problem and exit 2, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except SpecError as e:
+            for problem in e.problems:
+                err.print(f"[red]error:[/red] {problem}")
+            raise typer.Exit(2) from None
+        except pulumi.RunError as e:
+            err.print(f"[red]error:[/red] {e}")
+            raise typer.Exit(2) from None
+        except SynthError as e:
+            err.print(f"[red]error:[/red] the program could not be synthesized offline: {e}")
+            raise typer.Exit(2) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def load_plan(project: Path, stack: str) -> Plan:
+    return synth(project, stack)
+
+
+@app.command()
+@user_errors
+def preview(
+    stack: StackOpt,
+    format: Annotated[Format, typer.Option("--format", "-f", help="text, markdown or json.")] = Format.text,
+    project: ProjectOpt = Path("."),
+) -> None:
+    """Synthesize a stack offline and show what it builds (no credentials, no Pulumi CLI)."""
+    plan = load_plan(project, stack)
+    if format is Format.json:
+        out.print_json(report.render_json(plan))
+    elif format is Format.markdown:
+        print(report.render_markdown(plan))
+    else:
+        report.render_text(plan, out)
+
+
+@app.command()
+@user_errors
+def export(
+    stack: StackOpt,
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Directory to write YAML into.")],
+    project: ProjectOpt = Path("."),
+) -> None:
+    """Write every Kubernetes object (one YAML file each) and every Helm release's chart and values."""
+    from gpufleet.export import export as write
+
+    plan = load_plan(project, stack)  # synthesize first: bad input writes nothing
+    written = write(plan, out_dir)
+    out.print(f"wrote {len(written)} files under {out_dir}")
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of the `gpufleet:estate` config value (for editor validation)."""
+    from components.spec import json_schema
+
+    print(json.dumps(json_schema(), indent=1))
+
+
+@catalog_app.command("refresh")
+def catalog_refresh(
+    region: Annotated[str, typer.Option("--region", "-r", help="Region whose AZ offerings to record.")],
+) -> None:
+    """Regenerate instance facts and AZ offerings from EC2 (needs AWS credentials)."""
+    import boto3
+    import botocore.exceptions
+
+    from gpufleet.catalog_refresh import refresh
+
+    try:
+        doc = refresh(boto3.client("ec2", region_name=region), region)
+    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
+        err.print(f"[red]error:[/red] EC2 refused the catalog refresh: {e}")
+        raise typer.Exit(2) from None
+    out.print(f"catalog: {len(doc['instances'])} instance types, offerings for {region} ({doc['generated']})")
+
+
+@catalog_app.command("show")
+def catalog_show(
+    region: Annotated[str, typer.Option("--region", "-r", help="Region for prices.")] = "us-east-1",
+) -> None:
+    """List the GPU instance types the catalog holds, with GPUs, EFA and on-demand price."""
+    from rich.table import Table
+
+    from components import catalog
+
+    table = Table(title=f"GPU instance catalog (facts {catalog.instances_generated()})")
+    for col in ("instance", "GPU", "count", "vCPU", "EFA max", "NVMe GB", "$/h", "$/GPU-h"):
+        table.add_column(col)
+    for it in catalog.instance_types().values():
+        p = catalog.price(it.name, region)
+        table.add_row(
+            it.name,
+            it.gpu.id,
+            str(it.gpu_count),
+            str(it.vcpus),
+            str(it.max_efa_interfaces),
+            str(it.local_nvme_gb),
+            f"{p.usd_per_hour:.2f}" if p else "-",
+            f"{p.usd_per_hour / it.gpu_count:.2f}" if p else "-",
+        )
+    out.print(table)

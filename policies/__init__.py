@@ -1,0 +1,2 @@
+"""Policy packs: what is allowed. Each pack is a folder with PulumiPolicy.yaml, a one-call __main__.py and
+importable rules; `gpufleet check` evaluates the same rule objects over a Plan."""
