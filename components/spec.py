@@ -212,6 +212,12 @@ class OnPremCost(Model):
         default=500.0, ge=0, description="Operations: space, support contracts, staff share."
     )
 
+    @property
+    def usd_per_server_hour(self) -> float:
+        """Depreciation + power + operations for one server-hour (8,760 hours a year, 730 a month)."""
+        depreciation = self.server_price_usd / (self.lifetime_years * 8760)
+        return depreciation + self.power_kw * self.usd_per_kwh + self.ops_usd_per_server_month / 730
+
 
 BaremetalNodePool.model_rebuild()
 
