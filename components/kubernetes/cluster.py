@@ -25,4 +25,8 @@ class ClusterStack(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ClusterStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:kubernetes:ClusterStack", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        # -- GPU software stack (GPU Operator / device plugin, EFA plugin, Network Operator) -------------
+        _ = child
+        # -- scheduling and tenants (Kueue, priorities, tenant bundles) -----------------------------------
         self.register_outputs({})
