@@ -90,7 +90,6 @@ class _RecordingMonitor(mocks.MockMonitor):
         self.registrations: dict[str, _Registration] = {}
         self.duplicates: list[str] = []
         self.stack_outputs: dict[str, Any] = {}
-        self.root_urn = ""
 
     def make_urn(self, parent: str, type_: str, name: str) -> str:
         # The engine qualifies a type with every ancestor's type except the root stack's.
@@ -103,7 +102,6 @@ class _RecordingMonitor(mocks.MockMonitor):
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
         if request.type == "pulumi:pulumi:Stack":
-            self.root_urn = response.urn
             return response
         if response.urn in self.registrations:
             self.duplicates.append(response.urn)
@@ -122,12 +120,17 @@ class _RecordingMonitor(mocks.MockMonitor):
         )
         return response
 
-    def RegisterResourceOutputs(self, request: Any) -> Any:
-        if request.urn == self.root_urn:
-            from pulumi.runtime import rpc
 
-            self.stack_outputs = normalise(rpc.deserialize_properties(request.outputs))
-        return super().RegisterResourceOutputs(request)
+def _run_and_collect_outputs(program: Path, monitor: _RecordingMonitor) -> pulumi.Output[Any]:
+    """Run the program, then resolve the root stack's exports (mocks register them before the program runs)."""
+    runpy.run_path(str(program), run_name="__main__")
+    root = settings.get_root_resource()
+    outputs: dict[str, Any] = dict(getattr(root, "outputs", {}) or {})
+
+    def keep(values: dict[str, Any]) -> None:
+        monitor.stack_outputs = normalise(values)
+
+    return pulumi.Output.from_input(outputs).apply(keep)
 
 
 class _WarningCollector(logging.Handler):
@@ -184,7 +187,7 @@ def run_program(program: Path, project: str, stack: str, config: dict[str, str],
     if added_path:
         sys.path.insert(0, str(program.parent))
     try:
-        pulumi.runtime.test(lambda: runpy.run_path(str(program), run_name="__main__"))()
+        pulumi.runtime.test(lambda: _run_and_collect_outputs(program, monitor))()
     except pulumi.RunError:
         raise
     except Exception as err:
