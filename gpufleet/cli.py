@@ -142,7 +142,7 @@ def catalog_show(
 
     table = Table(title=f"GPU instance catalog (facts {catalog.instances_generated()})")
     for col in ("instance", "GPU", "count", "vCPU", "EFA max", "NVMe GB", "$/h", "$/GPU-h"):
-        table.add_column(col)
+        table.add_column(col, no_wrap=True)
     for it in catalog.instance_types().values():
         p = catalog.price(it.name, region)
         table.add_row(

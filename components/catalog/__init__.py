@@ -38,7 +38,7 @@ SHIPPED_INSTANCE_TYPES: tuple[str, ...] = (
 HOURS_PER_MONTH = 730
 
 
-class CatalogError(LookupError):
+class CatalogError(LookupError, ValueError):
     """A GPU model, instance type or price the catalog does not hold."""
 
 
