@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import ipaddress
 from collections import Counter
+from functools import cached_property
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -567,6 +568,15 @@ class BurstWindow(Model):
     start: dt.datetime
     expires: dt.datetime
     opened_by: str = Field(default="gpufleet burst")
+    gpus: int | None = Field(default=None, ge=1, description="GPUs asked for when the window was opened.")
+    usd_per_hour: float | None = Field(
+        default=None, ge=0, description="Catalog price of one node-hour when the window was opened."
+    )
+
+    @field_validator("start", "expires")
+    @classmethod
+    def _utc(cls, v: dt.datetime) -> dt.datetime:
+        return v.replace(tzinfo=dt.UTC) if v.tzinfo is None else v.astimezone(dt.UTC)
 
     @model_validator(mode="after")
     def _order(self) -> BurstWindow:
@@ -576,6 +586,29 @@ class BurstWindow(Model):
 
     def is_open(self, now: dt.datetime) -> bool:
         return self.start <= now < self.expires
+
+
+class BurstLedgerEntry(Model):
+    """One past burst window, kept in the stack file (`gpufleet:burstLedger`) for spend so far."""
+
+    pool: Name = Field(description="The burst pool the window grew.")
+    instance_type: str = Field(description="EC2 instance type of the window's nodes.")
+    nodes: int = Field(ge=1, description="Nodes the window held.")
+    start: dt.datetime = Field(description="When the window opened.")
+    end: dt.datetime = Field(description="When it closed, or expired if nobody closed it earlier.")
+    usd: float = Field(ge=0, description="Spend booked for the window: node-hour price x nodes x hours open.")
+    closed_by: str = Field(default="gpufleet burst close", description="What ended it (close or reconcile).")
+
+    @field_validator("start", "end")
+    @classmethod
+    def _utc(cls, v: dt.datetime) -> dt.datetime:
+        return v.replace(tzinfo=dt.UTC) if v.tzinfo is None else v.astimezone(dt.UTC)
+
+    @model_validator(mode="after")
+    def _order(self) -> BurstLedgerEntry:
+        if self.end < self.start:
+            raise ValueError("end must not be before start")
+        return self
 
 
 class PolicySettings(Model):
@@ -605,15 +638,28 @@ class EstateSpec(Model):
     burst: BurstPolicy | None = Field(default=None, description="Burst policy of a hybrid estate.")
     policies: PolicySettings = Field(default_factory=PolicySettings)
 
-    # -- lookups used by components and tools --------------------------------------------------------
+    # -- lookups used by components and tools (indexes built once per spec) -----------------------------
+    @cached_property
+    def _pool_index(self) -> dict[str, tuple[AwsSite | BaremetalSite, AwsNodePool | BaremetalNodePool]]:
+        return {p.name: (s, p) for s in self.sites for p in s.node_pools}
+
+    @cached_property
+    def _servers_index(self) -> dict[str, list[Server]]:
+        out: dict[str, list[Server]] = {}
+        for s in self.sites:
+            if isinstance(s, BaremetalSite):
+                for p in s.node_pools:
+                    out[p.name] = [x for x in s.inventory if all(x.labels.get(k) == v for k, v in p.selector.items())]
+        return out
+
     def pools(self) -> list[tuple[AwsSite | BaremetalSite, AwsNodePool | BaremetalNodePool]]:
-        return [(s, p) for s in self.sites for p in s.node_pools]
+        return list(self._pool_index.values())
 
     def pool(self, name: str) -> AwsNodePool | BaremetalNodePool:
-        return next(p for _, p in self.pools() if p.name == name)
+        return self._pool_index[name][1]
 
     def site_of_pool(self, name: str) -> AwsSite | BaremetalSite:
-        return next(s for s, p in self.pools() if p.name == name)
+        return self._pool_index[name][0]
 
     def site(self, name: str) -> AwsSite | BaremetalSite:
         return next(s for s in self.sites if s.name == name)
@@ -622,7 +668,8 @@ class EstateSpec(Model):
         return next(t for t in self.tenants if t.name == name)
 
     def pool_servers(self, site: BaremetalSite, pool: BaremetalNodePool) -> list[Server]:
-        return [s for s in site.inventory if all(s.labels.get(k) == v for k, v in pool.selector.items())]
+        """Inventory servers whose labels match the pool's selector."""
+        return self._servers_index.get(pool.name, [])
 
     def pool_gpus_per_node(self, name: str) -> int:
         site, pool = self.site_of_pool(name), self.pool(name)
