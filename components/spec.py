@@ -716,7 +716,7 @@ class EstateSpec(Model):
                 raise SpecFieldError(path, f"{kind} names must be unique; duplicated: {', '.join(d)}")
 
         dupes("site", "sites", [s.name for s in self.sites])
-        dupes("node pool", "sites", [p.name for _, p in self.pools()])
+        dupes("node pool", "sites", [p.name for s in self.sites for p in s.node_pools])
         dupes("tenant", "tenants", [t.name for t in self.tenants])
         for i, s in enumerate(self.sites):
             dupes("fabric", f"sites[{i}].fabrics", [f.name for f in s.fabrics])
