@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import re
 from collections import Counter
 from functools import cached_property
 from typing import Annotated, Literal
@@ -258,6 +259,32 @@ class InfinibandFabric(Model):
     hca_device_ids: list[str] = Field(
         default_factory=lambda: ["101b", "1021"], description="PCI device ids of the HCAs (ConnectX-6/7)."
     )
+    ipoib_interface: str = Field(
+        default="ib0", description="Host IPoIB interface the IPoIB networks create child links from."
+    )
+    vfs_per_port: int = Field(
+        default=8, ge=1, le=127, description="SR-IOV virtual functions per HCA port (device_plugin sriov)."
+    )
+
+    @field_validator("partition_keys")
+    @classmethod
+    def _pkeys(cls, v: dict[str, str]) -> dict[str, str]:
+        for tenant, pkey in v.items():
+            if not re.fullmatch(r"0x[0-9a-fA-F]{1,4}", pkey) or int(pkey, 16) in (0, 0x7FFF, 0xFFFF):
+                raise ValueError(
+                    f"partition key {pkey!r} of tenant {tenant} must be a hex pkey 0x0001..0x7ffe "
+                    "(0x7fff/0xffff is the default partition every port is in)"
+                )
+        return v
+
+    @model_validator(mode="after")
+    def _pkeys_need_sriov(self) -> InfinibandFabric:
+        if self.partition_keys and self.device_plugin != "sriov":
+            raise ValueError(
+                "partition_keys need device_plugin: sriov (a partition isolates SR-IOV virtual functions through "
+                "ib-kubernetes; with rdma-shared every pod shares the HCA in the default partition)"
+            )
+        return self
 
 
 class RoceFabric(Model):
@@ -460,6 +487,13 @@ class Server(Model):
     rail: str | None = Field(default=None, description="Rail (rail-optimised fabrics).")
     bmc_address: str | None = None
     labels: dict[str, str] = Field(default_factory=dict, description="Inventory labels pools select on.")
+    driver_version: str | None = Field(
+        default=None,
+        description="NVIDIA driver the preflight expects (nvidia-smi); defaults to the site's kubernetes.driver_version.",
+    )
+    ib_rate_gbps: int | None = Field(
+        default=None, gt=0, description="Link rate every ib_port must report (ibstat `Rate:`); unchecked if unset."
+    )
 
     @field_validator("gpu_model")
     @classmethod
@@ -486,6 +520,18 @@ class Join(Model):
         description="Config key holding the kubeadm token or nodeadm activation (secret).",
     )
     ca_hash_config: str = Field(default="caCertHash", description="Config key holding the CA cert hash (secret).")
+    cluster_name: str | None = Field(default=None, description="EKS cluster hybrid nodes join (method eks-hybrid).")
+    region: str | None = Field(default=None, description="AWS region of that EKS cluster (method eks-hybrid).")
+    activation_id_config: str = Field(
+        default="ssmActivationId",
+        description="Config key holding the SSM hybrid activation id (secret; method eks-hybrid).",
+    )
+
+    @model_validator(mode="after")
+    def _eks_hybrid(self) -> Join:
+        if self.method == "eks-hybrid" and not (self.cluster_name and self.region):
+            raise ValueError("method eks-hybrid needs cluster_name and region (the EKS cluster nodeadm joins)")
+        return self
 
 
 class BaremetalSite(SiteBase):
