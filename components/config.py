@@ -13,10 +13,11 @@ import yaml
 from pydantic import ValidationError
 
 from components.catalog import CatalogError
-from components.spec import BurstWindow, EstateSpec, SpecFieldError
+from components.spec import BurstLedgerEntry, BurstWindow, EstateSpec, SpecFieldError
 
 ESTATE_KEY = "gpufleet:estate"
 WINDOW_KEY = "gpufleet:burstWindow"
+LEDGER_KEY = "gpufleet:burstLedger"  # past burst windows (spend so far); written by `gpufleet burst`
 
 # Discriminator values pydantic inserts into error locations of tagged unions; they are not YAML keys.
 _UNION_TAGS = frozenset(
@@ -87,6 +88,23 @@ def parse_window(raw: Any, source: str) -> BurstWindow | None:
         raise SpecError(_problems(err, source, base)) from None
 
 
+def parse_ledger(raw: Any, source: str) -> list[BurstLedgerEntry]:
+    if raw is None:
+        return []
+    base = f"config.{LEDGER_KEY}"
+    if not isinstance(raw, list):
+        raise SpecError([f"{source}: {base}: must be a list of past windows, got {type(raw).__name__}"])
+    out, problems = [], []
+    for i, entry in enumerate(raw):
+        try:
+            out.append(BurstLedgerEntry.model_validate(entry))
+        except ValidationError as err:
+            problems += _problems(err, source, f"{base}[{i}]")
+    if problems:
+        raise SpecError(problems)
+    return out
+
+
 @dataclass(frozen=True)
 class StackFile:
     """A stack settings file as the Pulumi CLI reads it."""
@@ -102,6 +120,9 @@ class StackFile:
 
     def window(self) -> BurstWindow | None:
         return parse_window(self.config.get(WINDOW_KEY), str(self.path))
+
+    def ledger(self) -> list[BurstLedgerEntry]:
+        return parse_ledger(self.config.get(LEDGER_KEY), str(self.path))
 
 
 def read_project(project_dir: Path) -> dict[str, Any]:
