@@ -241,8 +241,12 @@ def main(argv: list[str] | None = None) -> int:
     from components.config import SpecError
 
     args = sys.argv[1:] if argv is None else argv
+    # --review: print {"plan", "cost", "findings"} instead (gpufleet.diff.review_document), so `gpufleet diff`
+    # gets the base revision's cost and findings from the base revision's own code.
+    review = "--review" in args
+    args = [a for a in args if a != "--review"]
     if len(args) != 2:
-        print("usage: python -m gpufleet.synth PROJECT_DIR STACK", file=sys.stderr)
+        print("usage: python -m gpufleet.synth [--review] PROJECT_DIR STACK", file=sys.stderr)
         return 2
     try:
         plan = synth(Path(args[0]), args[1])
@@ -252,6 +256,11 @@ def main(argv: list[str] | None = None) -> int:
     except pulumi.RunError as err:
         print(str(err), file=sys.stderr)
         return 2
+    if review:
+        from gpufleet.diff import review_document
+
+        print(json.dumps(review_document(Path(args[0]), args[1], plan), indent=1, sort_keys=True, default=str))
+        return 0
     print(plan.to_json())
     return 0
 
