@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pulumi
 
+from components.kubernetes.gpu_stack import GpuStack, GpuStackArgs
 from components.spec import AwsSite, BaremetalSite, BurstWindow, EstateSpec
 from components.tags import Tags
 
@@ -27,6 +28,6 @@ class ClusterStack(pulumi.ComponentResource):
         super().__init__("gpufleet:kubernetes:ClusterStack", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         # -- GPU software stack (GPU Operator / device plugin, EFA plugin, Network Operator) -------------
-        _ = child
+        self.gpu_stack = GpuStack(f"{name}-gpu", GpuStackArgs(args.spec, args.site, args.tags), child)
         # -- scheduling and tenants (Kueue, priorities, tenant bundles) -----------------------------------
         self.register_outputs({})

@@ -1,0 +1,76 @@
+"""Standalone NVIDIA device plugin (site.kubernetes.gpu_stack == "device-plugin").
+
+For sites whose nodes already carry the driver and container toolkit and that do not want the operator. Key
+names checked against NVIDIA/k8s-device-plugin `deployments/helm/nvidia-device-plugin/values.yaml` at tag
+v0.20.0 (versions.NVIDIA_DEVICE_PLUGIN): `config.{map,default}`, `migStrategy`, `failOnInitError`,
+`nodeSelector`, `affinity`, `tolerations`, `gfd.enabled`, `nfd.*` (subchart alias, enabled with gfd).
+
+The same named configs as the operator (sharing.py) select time-slicing per pool by node label. This chart
+does not partition GPUs: on MIG pools the layout must already be applied on the hosts (mig-parted during
+bootstrap); the plugin advertises what it finds under `migStrategy`. GPU Feature Discovery is deployed when
+some pool shares GPUs (it publishes `nvidia.com/gpu.sharing-strategy` and the MIG labels policies and users
+select on); it needs NFD, which the chart's subchart provides unless the Network Operator already does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.kubernetes import placement, sharing, versions
+from components.kubernetes.namespaces import DEVICE_PLUGIN_NAMESPACE
+from components.spec import AwsSite, BaremetalSite
+
+
+def gfd_needed(site: AwsSite | BaremetalSite) -> bool:
+    return any(p.sharing.mode != "whole" for p in site.node_pools)
+
+
+def device_plugin_values(site: AwsSite | BaremetalSite, *, nfd_elsewhere: bool) -> dict[str, Any]:
+    """Helm values for the standalone plugin; `nfd_elsewhere` when another chart (Network Operator) runs NFD."""
+    tolerations = placement.tolerations(site.node_pools)
+    gfd = gfd_needed(site)
+    return {
+        "config": {"map": sharing.device_plugin_configs(site), "default": sharing.DEFAULT_DEVICE_PLUGIN_CONFIG},
+        "migStrategy": site.kubernetes.mig_strategy,
+        "failOnInitError": True,
+        "nodeSelector": {},
+        "affinity": placement.gpu_nodes_affinity(),
+        "tolerations": tolerations,
+        "devicePlugin": {"enabled": True},
+        "gfd": {"enabled": gfd},
+        "nfd": {"enabled": gfd and not nfd_elsewhere, "worker": {"tolerations": tolerations}},
+    }
+
+
+@dataclass(frozen=True)
+class DevicePluginArgs:
+    site: AwsSite | BaremetalSite
+    namespace: pulumi.Resource  # the kube-system patch (namespaces.SystemNamespaces)
+    nfd_elsewhere: bool  # NFD comes from the Network Operator on this site
+
+
+class NvidiaDevicePlugin(pulumi.ComponentResource):
+    """The standalone NVIDIA device plugin Helm release (plus GFD and NFD when pools share GPUs)."""
+
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: DevicePluginArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpufleet:kubernetes:NvidiaDevicePlugin", name, None, opts)
+        chart = versions.NVIDIA_DEVICE_PLUGIN
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name="nvidia-device-plugin",
+            chart=chart.name,
+            version=chart.version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
+            namespace=DEVICE_PLUGIN_NAMESPACE,
+            create_namespace=False,
+            values=device_plugin_values(args.site, nfd_elsewhere=args.nfd_elsewhere),
+            max_history=10,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.namespace]),
+        )
+        self.register_outputs({"status": self.release.status})

@@ -1,0 +1,157 @@
+"""NVIDIA GPU Operator: one Helm release whose values are derived from the site and its pools.
+
+Key names checked against NVIDIA/gpu-operator `deployments/gpu-operator/values.yaml` and
+`templates/{clusterpolicy,plugin_config,mig_config}.yaml` at tag v26.7.0 (versions.GPU_OPERATOR).
+
+Decisions:
+- EKS (AL2023 NVIDIA AMIs ship the driver and the container toolkit): `driver.enabled=false`,
+  `toolkit.enabled=false` (EKS best practices, aiml). Bare metal: the operator installs the driver, pinned to
+  `kubernetes.driver_version` or versions.GPU_DRIVER, and upgrades it one node at a time after draining it.
+- GPUDirect RDMA (`driver.rdma.enabled`) on bare-metal sites with an InfiniBand or RoCE fabric. The DOCA-OFED
+  driver comes from the Network Operator's NicClusterPolicy (network_operator.py), not from the host, so
+  `driver.rdma.useHostMofed=false`.
+- GPUDirect Storage (`gds.enabled`) only where it can pay off: the operator installs the driver, the site has
+  an RDMA fabric and a parallel file system tier (the GDS-capable clients of Lustre / GPFS / WEKA read over
+  RDMA). NFS and object tiers gain nothing from nvidia-fs.
+- Operands are confined to GPU nodes by the operator itself: it deploys them only to nodes labelled
+  `nvidia.com/gpu.present=true` (controllers/state_manager.go), which every pool sets (components.nodes). The
+  values add tolerations for exactly the GPU and tenant taints of the site's pools; the operator Deployment
+  stays off GPU nodes by affinity. The chart has no node selector for operands (`daemonsets` has none).
+- The namespace is labelled PSA-privileged by gpufleet (namespaces.py), so `psa.enabled=false`.
+- Device-plugin health checks stay on: no `DP_DISABLE_HEALTHCHECKS` in `devicePlugin.env`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.kubernetes import placement, sharing, versions
+from components.kubernetes.namespaces import GPU_OPERATOR_NAMESPACE
+from components.spec import AwsSite, BaremetalSite, EstateSpec, InfinibandFabric, ParallelFsTier, RoceFabric
+
+DEVICE_PLUGIN_CONFIGMAP = "gpufleet-device-plugin-configs"
+MIG_PARTED_CONFIGMAP = "gpufleet-mig-parted-config"
+DRAIN_TIMEOUT_SECONDS = 900  # long enough for a checkpointing training pod to exit; bounded so drains end
+
+
+def rdma_fabrics(site: AwsSite | BaremetalSite) -> list[InfinibandFabric | RoceFabric]:
+    """The site's InfiniBand / RoCE fabrics (GPUDirect RDMA and the Network Operator need them)."""
+    return [f for f in site.fabrics if isinstance(f, InfinibandFabric | RoceFabric)]
+
+
+def gds_enabled(site: AwsSite | BaremetalSite) -> bool:
+    return (
+        isinstance(site, BaremetalSite)
+        and bool(rdma_fabrics(site))
+        and any(isinstance(t, ParallelFsTier) for t in site.storage)
+    )
+
+
+def gpu_operator_values(spec: EstateSpec, site: AwsSite | BaremetalSite) -> dict[str, Any]:
+    """Helm values for the GPU Operator on `site` (never written by users)."""
+    k = site.kubernetes
+    tolerations = placement.tolerations(site.node_pools)
+    return {
+        "nfd": {"enabled": True},
+        "node-feature-discovery": {"worker": {"tolerations": _nfd_worker_tolerations(tolerations)}},
+        "psa": {"enabled": False},
+        "operator": {"affinity": placement.off_gpu_nodes_affinity()},
+        "daemonsets": {"tolerations": tolerations},
+        "mig": {"strategy": k.mig_strategy},
+        "driver": _driver(site),
+        "toolkit": {"enabled": isinstance(site, BaremetalSite)},
+        "devicePlugin": {
+            "enabled": True,
+            "env": [],  # health checks on: never DP_DISABLE_HEALTHCHECKS
+            "config": {
+                "create": True,
+                "name": DEVICE_PLUGIN_CONFIGMAP,
+                "default": sharing.DEFAULT_DEVICE_PLUGIN_CONFIG,
+                "data": sharing.device_plugin_configs(site),
+            },
+        },
+        "dcgmExporter": {
+            "enabled": True,
+            "serviceMonitor": {"enabled": k.prometheus},
+            "enablePodLabels": False,  # both need a cluster-wide pod reader (check P7)
+            "enablePodUID": False,
+        },
+        "gfd": {"enabled": True},
+        "migManager": {
+            "enabled": True,
+            "config": {
+                "create": True,
+                "name": MIG_PARTED_CONFIGMAP,
+                "default": sharing.MIG_DISABLED,
+                "data": {"config.yaml": sharing.mig_parted_config(spec, site)},
+            },
+        },
+        "gds": {"enabled": gds_enabled(site)},
+    }
+
+
+def _driver(site: AwsSite | BaremetalSite) -> dict[str, Any]:
+    if isinstance(site, AwsSite):
+        return {"enabled": False}
+    return {
+        "enabled": True,
+        "version": site.kubernetes.driver_version or versions.GPU_DRIVER,
+        "rdma": {"enabled": bool(rdma_fabrics(site)), "useHostMofed": False},
+        "upgradePolicy": {
+            "autoUpgrade": True,
+            "maxParallelUpgrades": 1,
+            "maxUnavailable": 1,
+            "gpuPodDeletion": {"force": False, "timeoutSeconds": 300, "deleteEmptyDir": True},
+            "drain": {
+                "enable": True,
+                "force": False,  # never evict pods no controller will recreate
+                "timeoutSeconds": DRAIN_TIMEOUT_SECONDS,
+                "deleteEmptyDir": True,  # training pods keep /dev/shm and scratch in emptyDir
+            },
+        },
+    }
+
+
+def _nfd_worker_tolerations(gpu_tolerations: list[dict[str, str]]) -> list[dict[str, str]]:
+    control_plane = {
+        "key": "node-role.kubernetes.io/control-plane",
+        "operator": "Equal",
+        "value": "",
+        "effect": "NoSchedule",
+    }
+    return [control_plane, *gpu_tolerations]
+
+
+@dataclass(frozen=True)
+class GpuOperatorArgs:
+    spec: EstateSpec
+    site: AwsSite | BaremetalSite
+    namespace: pulumi.Resource  # the gpu-operator namespace (namespaces.SystemNamespaces)
+
+
+class GpuOperator(pulumi.ComponentResource):
+    """The NVIDIA GPU Operator Helm release (ClusterPolicy, operands, device-plugin and MIG ConfigMaps)."""
+
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpufleet:kubernetes:GpuOperator", name, None, opts)
+        chart = versions.GPU_OPERATOR
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name="gpu-operator",
+            chart=chart.name,
+            version=chart.version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
+            namespace=GPU_OPERATOR_NAMESPACE,
+            create_namespace=False,
+            values=gpu_operator_values(args.spec, args.site),
+            max_history=10,
+            timeout=900,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.namespace]),
+        )
+        self.register_outputs({"status": self.release.status})

@@ -1,0 +1,116 @@
+"""GpuStack: the GPU software stack of one site's cluster, chosen from the site and its fabrics.
+
+- `kubernetes.gpu_stack: gpu-operator` -> GpuOperator (gpu_operator.py); `device-plugin` -> the standalone
+  NvidiaDevicePlugin (device_plugin.py).
+- Every EFA fabric (AWS) -> one EfaDevicePlugin (efa.py).
+- Any InfiniBand / RoCE fabric (bare metal) -> NetworkOperator with its NicClusterPolicy (network_operator.py).
+- The privileged system namespaces those need (namespaces.py), and nothing else.
+
+Node Feature Discovery runs once per cluster: from the GPU Operator when it is installed, else from the
+Network Operator when there is one, else from the device plugin's subchart (only when GFD needs it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+
+from components.kubernetes.device_plugin import DevicePluginArgs, NvidiaDevicePlugin
+from components.kubernetes.efa import EfaDevicePlugin, EfaDevicePluginArgs, efa_fabrics
+from components.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs, rdma_fabrics
+from components.kubernetes.namespaces import (
+    DEVICE_PLUGIN_NAMESPACE,
+    EFA_PLUGIN_NAMESPACE,
+    GPU_OPERATOR_NAMESPACE,
+    NETWORK_OPERATOR_NAMESPACE,
+    SystemNamespaces,
+    SystemNamespacesArgs,
+)
+from components.kubernetes.network_operator import NetworkOperator, NetworkOperatorArgs
+from components.spec import AwsSite, BaremetalSite, EstateSpec
+from components.tags import Tags
+
+
+@dataclass(frozen=True)
+class GpuStackArgs:
+    spec: EstateSpec
+    site: AwsSite | BaremetalSite
+    tags: Tags
+
+
+class GpuStack(pulumi.ComponentResource):
+    """GPU Operator or device plugin, EFA device plugins, Network Operator, and their system namespaces."""
+
+    def __init__(self, name: str, args: GpuStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpufleet:kubernetes:GpuStack", name, None, opts)
+        self._name = name
+        self._args = args
+        site = args.site
+        self.uses_operator = site.kubernetes.gpu_stack == "gpu-operator"
+        self.efa = efa_fabrics(site) if isinstance(site, AwsSite) else []
+        self.rdma = rdma_fabrics(site) if isinstance(site, BaremetalSite) else []
+        self.namespaces = SystemNamespaces(
+            f"{name}-namespaces", SystemNamespacesArgs(args.tags, self._namespaces()), self._child()
+        )
+        self.gpu_operator: GpuOperator | None = None
+        self.device_plugin: NvidiaDevicePlugin | None = None
+        self.efa_plugins: dict[str, EfaDevicePlugin] = {}
+        self.network_operator: NetworkOperator | None = None
+        self._gpu_plugin()
+        self._efa_plugins()
+        self._network_operator()
+        self.register_outputs({})
+
+    def _child(self) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self)
+
+    def _namespaces(self) -> tuple[str, ...]:
+        names = [GPU_OPERATOR_NAMESPACE if self.uses_operator else DEVICE_PLUGIN_NAMESPACE]
+        if self.efa:
+            names.append(EFA_PLUGIN_NAMESPACE)
+        if self.rdma:
+            names.append(NETWORK_OPERATOR_NAMESPACE)
+        return tuple(dict.fromkeys(names))
+
+    def _gpu_plugin(self) -> None:
+        a = self._args
+        if self.uses_operator:
+            ns = self.namespaces.resources[GPU_OPERATOR_NAMESPACE]
+            self.gpu_operator = GpuOperator(
+                f"{self._name}-gpu-operator", GpuOperatorArgs(a.spec, a.site, ns), self._child()
+            )
+            return
+        ns = self.namespaces.resources[DEVICE_PLUGIN_NAMESPACE]
+        self.device_plugin = NvidiaDevicePlugin(
+            f"{self._name}-device-plugin",
+            DevicePluginArgs(a.site, ns, nfd_elsewhere=bool(self.rdma)),
+            self._child(),
+        )
+
+    def _efa_plugins(self) -> None:
+        site = self._args.site
+        if not isinstance(site, AwsSite):
+            return
+        ns = self.namespaces.resources.get(EFA_PLUGIN_NAMESPACE)
+        for fabric in self.efa:
+            assert ns is not None  # _namespaces() adds it whenever there is an EFA fabric
+            self.efa_plugins[fabric.name] = EfaDevicePlugin(
+                f"{self._name}-efa-{fabric.name}", EfaDevicePluginArgs(site, fabric, ns), self._child()
+            )
+
+    def _network_operator(self) -> None:
+        site = self._args.site
+        if not self.rdma or not isinstance(site, BaremetalSite):
+            return
+        self.network_operator = NetworkOperator(
+            f"{self._name}-network-operator",
+            NetworkOperatorArgs(
+                site,
+                self._args.tags,
+                self.namespaces.resources[NETWORK_OPERATOR_NAMESPACE],
+                # The GPU Operator always runs NFD; the device plugin leaves it to this chart.
+                nfd_elsewhere=self.uses_operator,
+            ),
+            self._child(),
+        )

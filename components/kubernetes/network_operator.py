@@ -1,0 +1,172 @@
+"""NVIDIA Network Operator and its NicClusterPolicy, for sites with InfiniBand or RoCE fabrics.
+
+Chart `network-operator` (versions.NETWORK_OPERATOR) from the NGC Helm repository; values and the
+NicClusterPolicy (`mellanox.com/v1alpha1`, singleton `nic-cluster-policy`) checked against
+Mellanox/network-operator at tag v26.4.1: `deployment/network-operator/values.yaml` (`nfd.enabled`,
+`nfd.deployNodeFeatureRules`, `sriovNetworkOperator.enabled`, `operator.affinity`), `api/v1alpha1/
+nicclusterpolicy_types.go` (spec fields) and `example/crs/mellanox.com_v1alpha1_nicclusterpolicy_cr*.yaml`.
+
+Decisions:
+- Drivers: the policy's `ofedDriver` installs the DOCA-OFED driver container (versions.DOCA_DRIVER) and
+  upgrades it one node at a time after a drain; hosts carry no MOFED of their own, and the GPU Operator is
+  told so (`driver.rdma.useHostMofed=false`, gpu_operator.py).
+- InfiniBand with `device_plugin: rdma-shared`: the RDMA shared device plugin, one resource per fabric
+  (`rdma/shared_<fabric>`), selecting the fabric's HCAs by vendor 15b3 and `hca_device_ids`; up to
+  RDMA_HCA_MAX pods share one HCA. IPoIB secondary networks (`secondaryNetwork.ipoib`) when `ipoib`.
+- SR-IOV (InfiniBand `device_plugin: sriov`, every RoCE fabric): the chart's SR-IOV Network Operator
+  (`sriovNetworkOperator.enabled`), which creates the VFs from SriovNetworkNodePolicies and runs its own
+  SR-IOV device plugin — so the policy carries no `sriovDevicePlugin` (two would fight over the VFs). The
+  per-tenant IPoIB / SR-IOV networks and node policies belong to the bare-metal fabric component.
+- Multus, the CNI plugins and NVIDIA IPAM (`nvIpam`) always; `ibKubernetes` (PKey isolation through UFM) is
+  not deployed: it needs a UFM endpoint and secret the schema does not model yet.
+- One NFD per cluster: the GPU Operator's (or the device plugin's) when present, else this chart's.
+- Node placement: the policy's daemons run only on nodes of the site's RDMA fabrics
+  (`components.nodes.FABRIC_LABEL`) and tolerate exactly those pools' GPU and tenant taints; the operator
+  Deployment stays off GPU nodes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.kubernetes import placement, versions
+from components.kubernetes.gpu_operator import rdma_fabrics
+from components.kubernetes.namespaces import NETWORK_OPERATOR_NAMESPACE
+from components.nodes import FABRIC_LABEL
+from components.spec import AwsSite, BaremetalSite, InfinibandFabric, RoceFabric
+from components.tags import Tags
+
+NIC_CLUSTER_POLICY = "nic-cluster-policy"
+MELLANOX_VENDOR_ID = "15b3"
+RDMA_RESOURCE_PREFIX = "rdma"
+RDMA_HCA_MAX = 63  # pods sharing one HCA (the upstream examples' value)
+DRAIN_TIMEOUT_SECONDS = 900
+
+
+def rdma_shared_resource_name(fabric: InfinibandFabric) -> str:
+    """`resourceName` of the fabric's RDMA shared devices; pods request `rdma/<this>: 1`."""
+    return "shared_" + fabric.name.replace("-", "_")
+
+
+def needs_sriov_operator(site: AwsSite | BaremetalSite) -> bool:
+    return any(
+        isinstance(f, RoceFabric) or (isinstance(f, InfinibandFabric) and f.device_plugin == "sriov")
+        for f in site.fabrics
+    )
+
+
+def network_operator_values(site: AwsSite | BaremetalSite, *, nfd_elsewhere: bool) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "nfd": {"enabled": not nfd_elsewhere, "deployNodeFeatureRules": True},
+        "sriovNetworkOperator": {"enabled": needs_sriov_operator(site)},
+        "operator": {"affinity": placement.off_gpu_nodes_affinity()},
+    }
+    if not nfd_elsewhere:
+        control_plane = {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}
+        tolerations = [control_plane, *placement.tolerations(site.node_pools)]
+        values["node-feature-discovery"] = {"worker": {"tolerations": tolerations}}
+    return values
+
+
+def _image(name: str) -> dict[str, str]:
+    return {
+        "image": name,
+        "repository": versions.NETWORK_OPERATOR_REGISTRY,
+        "version": versions.NETWORK_OPERATOR_COMPONENTS_TAG,
+    }
+
+
+def _ofed_driver() -> dict[str, Any]:
+    return {
+        "image": "doca-driver",
+        "repository": versions.NETWORK_OPERATOR_REGISTRY,
+        "version": versions.DOCA_DRIVER,
+        "upgradePolicy": {
+            "autoUpgrade": True,
+            "maxParallelUpgrades": 1,
+            "drain": {"enable": True, "force": False, "timeoutSeconds": DRAIN_TIMEOUT_SECONDS, "deleteEmptyDir": True},
+        },
+        "startupProbe": {"initialDelaySeconds": 10, "periodSeconds": 10},
+        "livenessProbe": {"initialDelaySeconds": 30, "periodSeconds": 30},
+        "readinessProbe": {"initialDelaySeconds": 10, "periodSeconds": 30},
+    }
+
+
+def rdma_shared_config(site: AwsSite | BaremetalSite) -> dict[str, Any] | None:
+    """The RDMA shared device plugin's configList: one resource per rdma-shared InfiniBand fabric."""
+    resources = [
+        {
+            "resourceName": rdma_shared_resource_name(f),
+            "rdmaHcaMax": RDMA_HCA_MAX,
+            "selectors": {"vendors": [MELLANOX_VENDOR_ID], "deviceIDs": list(f.hca_device_ids)},
+        }
+        for f in site.fabrics
+        if isinstance(f, InfinibandFabric) and f.device_plugin == "rdma-shared"
+    ]
+    return {"configList": resources} if resources else None
+
+
+def nic_cluster_policy_spec(site: AwsSite | BaremetalSite) -> dict[str, Any]:
+    fabrics = rdma_fabrics(site)
+    names = [f.name for f in fabrics]
+    pools = [p for p in site.node_pools if p.fabric in names]
+    spec: dict[str, Any] = {
+        "nodeAffinity": placement.require_labels(FABRIC_LABEL, names)["nodeAffinity"],
+        "tolerations": placement.tolerations(pools),
+        "ofedDriver": _ofed_driver(),
+        "secondaryNetwork": {"multus": _image("multus-cni"), "cniPlugins": _image("plugins")},
+        "nvIpam": {**_image("nvidia-k8s-ipam"), "enableWebhook": False},
+    }
+    if any(isinstance(f, InfinibandFabric) and f.ipoib for f in fabrics):
+        spec["secondaryNetwork"]["ipoib"] = _image("ipoib-cni")
+    shared = rdma_shared_config(site)
+    if shared is not None:
+        spec["rdmaSharedDevicePlugin"] = {**_image("k8s-rdma-shared-dev-plugin"), "config": json.dumps(shared)}
+    return spec
+
+
+@dataclass(frozen=True)
+class NetworkOperatorArgs:
+    site: BaremetalSite
+    tags: Tags
+    namespace: pulumi.Resource  # the network-operator namespace (namespaces.SystemNamespaces)
+    nfd_elsewhere: bool  # NFD comes from the GPU Operator or the device plugin on this site
+
+
+class NetworkOperator(pulumi.ComponentResource):
+    """The NVIDIA Network Operator Helm release and the cluster's NicClusterPolicy."""
+
+    release: k8s.helm.v3.Release
+    policy: k8s.apiextensions.CustomResource
+
+    def __init__(self, name: str, args: NetworkOperatorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpufleet:kubernetes:NetworkOperator", name, None, opts)
+        chart = versions.NETWORK_OPERATOR
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name="network-operator",
+            chart=chart.name,
+            version=chart.version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
+            namespace=NETWORK_OPERATOR_NAMESPACE,
+            create_namespace=False,
+            values=network_operator_values(args.site, nfd_elsewhere=args.nfd_elsewhere),
+            max_history=10,
+            timeout=900,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.namespace]),
+        )
+        # The CRD arrives with the chart, so the policy waits for the release.
+        self.policy = k8s.apiextensions.CustomResource(
+            f"{name}-nic-cluster-policy",
+            api_version="mellanox.com/v1alpha1",
+            kind="NicClusterPolicy",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=NIC_CLUSTER_POLICY, labels=args.tags.labels()),
+            spec=nic_cluster_policy_spec(args.site),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
+        )
+        self.register_outputs({"status": self.release.status})
