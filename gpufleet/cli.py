@@ -165,3 +165,27 @@ def catalog_show(
 # -- burst ------------------------------------------------------------------------------------------------
 
 # -- size -------------------------------------------------------------------------------------------------
+
+
+@app.command()
+@user_errors
+def size(
+    workloads: Annotated[Path, typer.Argument(help="Workload file (see examples/workloads.yaml).")],
+    stack: Annotated[
+        str | None, typer.Option("--stack", "-s", help="Compare this stack's pools with the range.")
+    ] = None,
+    format: Annotated[Format, typer.Option("--format", "-f", help="text, markdown or json.")] = Format.text,
+    project: ProjectOpt = Path("."),
+) -> None:
+    """Size GPUs from workload evidence: demand, memory fit, cheapest placement, installed range, node pools."""
+    from components.config import read_stack
+    from gpufleet import sizing, sizing_report
+
+    spec = read_stack(project, stack).estate() if stack else None
+    result = sizing.size(sizing.load_workloads(workloads), str(workloads), spec, stack)
+    if format is Format.json:
+        print(json.dumps(sizing_report.render_json(result), indent=1))
+    elif format is Format.markdown:
+        print(sizing_report.render_markdown(result), end="")
+    else:
+        print(sizing_report.render_text(result), end="")
