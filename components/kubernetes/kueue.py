@@ -1,0 +1,412 @@
+"""Kueue on one site's cluster: the pinned chart with gpufleet's controller configuration, a ResourceFlavor per
+node pool, a Topology per bare-metal fabric, and per tenant with GPU quota on the site a ClusterQueue (in one
+cohort per estate) and a LocalQueue in the tenant's namespace.
+
+Naming contract (other components rely on it): ResourceFlavor = pool name; ClusterQueue and LocalQueue = tenant
+name; Topology = fabric name; the cohort = the estate name (`metadata.name`). `cluster_queue_spec` builds a
+ClusterQueue spec from flavors and quotas, so MultiKueue burst queues are built the same way.
+
+Kueue API facts (kubernetes-sigs/kueue at v0.19.2, apis/kueue/v1beta2/*_types.go, pkg/webhooks):
+- API `kueue.x-k8s.io/v1beta2`; a ClusterQueue joins a cohort through `spec.cohortName` (v1beta1: `cohort`).
+- `resourceGroups[].coveredResources` and `flavors[].resources[]` list the same resources in the same order;
+  a flavor appears in one resource group only; `lendingLimit` must not exceed `nominalQuota`; borrowing and
+  lending limits need a cohort.
+- `preemption.borrowWithinCohort` is classical preemption only: with fair sharing on, Kueue ignores it
+  (pkg/scheduler/preemption/preemption.go getTargets; site docs concepts/preemption.md), so it is set only
+  when fair sharing is off.
+- `admissionChecksStrategy.admissionChecks[].name` replaces v1beta1's `admissionChecks` list.
+- ResourceFlavor `nodeLabels`, `nodeTaints`, `tolerations` (at most 8), `topologyName` (needs a nodeLabel).
+- Topology `levels[].nodeLabel`, widest first, `kubernetes.io/hostname` only as the last level.
+- Chart: `managerConfig.controllerManagerConfigYaml` is the whole `config.kueue.x-k8s.io/v1beta2`
+  Configuration (charts/kueue/values.yaml); `fairSharing:` present enables fair sharing (cmd/kueue/main.go).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+
+from components import nodes
+from components.kubernetes import versions
+from components.spec import AwsNodePool, AwsSite, BaremetalNodePool, BaremetalSite, EstateSpec, Tenant
+from components.tags import Tags
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+KUEUE_NAMESPACE = "kueue-system"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+MANAGED_NAMESPACE_LABEL = "tenant"
+"""Tenant namespaces carry `tenant=<id>`; Kueue manages jobs without a queue name only in such namespaces."""
+GPU_RESOURCE = "nvidia.com/gpu"
+FAIR_SHARING = True
+WAIT_FOR_PODS_READY_TIMEOUT = "10m"
+WAIT_FOR_PODS_RECOVERY_TIMEOUT = "3m"
+_PROVIDER_VERSION = importlib.metadata.version("pulumi_kubernetes")
+
+Pool = AwsNodePool | BaremetalNodePool
+Site = AwsSite | BaremetalSite
+Quantity = int | str
+
+# -- pure helpers ----------------------------------------------------------------------------------------
+
+
+def is_burst(pool: Pool) -> bool:
+    return isinstance(pool, AwsNodePool) and pool.burst
+
+
+def gpu_resource_name(site: Site, pool: Pool) -> str:
+    """The extended resource a pool's GPUs are advertised as: per MIG profile under mig_strategy mixed."""
+    if pool.sharing.mode == "mig" and site.kubernetes.mig_strategy == "mixed":
+        return f"nvidia.com/mig-{pool.sharing.mig_profile}"
+    return GPU_RESOURCE
+
+
+def scheduled_pools(site: Site) -> list[Pool]:
+    """Pools of the site Kueue schedules onto here (burst pools belong to the MultiKueue wiring)."""
+    return [p for p in site.node_pools if not is_burst(p)]
+
+
+def site_gpu_quota(site: Site, tenant: Tenant) -> dict[str, int]:
+    """The tenant's nominal GPU units per pool of this site (pools with a positive quota only)."""
+    names = {p.name for p in scheduled_pools(site)}
+    return {pool: n for pool, n in tenant.gpu_quota.items() if pool in names and n > 0}
+
+
+def tenants_on_site(spec: EstateSpec, site: Site) -> list[Tenant]:
+    """Tenants with GPU quota on the site: each gets a namespace, a ClusterQueue and a LocalQueue here."""
+    return [t for t in spec.tenants if site_gpu_quota(site, t)]
+
+
+def tenant_flavors(site: Site, tenant: Tenant) -> list[Pool]:
+    """Pools a tenant's ClusterQueue lists: shared pools and pools dedicated to it; untrusted: dedicated only."""
+    pools = scheduled_pools(site)
+    if tenant.trust == "untrusted":
+        return [p for p in pools if p.dedicated_to == tenant.name]
+    return [p for p in pools if p.dedicated_to in (None, tenant.name)]
+
+
+def site_gpu_resources(site: Site, tenant: Tenant) -> dict[str, int]:
+    """ResourceQuota view: GPU units per advertised resource name, summed over the tenant's pools here."""
+    pools = {p.name: p for p in site.node_pools}
+    totals: dict[str, int] = {}
+    for pool, n in site_gpu_quota(site, tenant).items():
+        name = gpu_resource_name(site, pools[pool])
+        totals[name] = totals.get(name, 0) + n
+    return totals
+
+
+def topology_fabrics(site: Site) -> list[str]:
+    """Bare-metal fabrics with scheduled pools: their servers carry rack/leaf labels, so Kueue gets a Topology."""
+    if not isinstance(site, BaremetalSite):
+        return []
+    return sorted({p.fabric for p in scheduled_pools(site) if p.fabric})
+
+
+def resource_flavor_spec(site: Site, pool: Pool) -> dict[str, Any]:
+    """Flavor of one pool: its pool label (and tenant label when dedicated) and tolerations for its taints.
+
+    Kueue injects nodeLabels as a nodeSelector and adds the tolerations to every pod it admits on this flavor,
+    which is what pins a dedicated tenant's pods to its tainted nodes.
+    """
+    labels = {nodes.POOL_LABEL: pool.name}
+    if pool.dedicated_to:
+        labels[nodes.TENANT_NODE_LABEL] = pool.dedicated_to
+    spec: dict[str, Any] = {
+        "nodeLabels": labels,
+        "tolerations": [t.toleration() for t in nodes.pool_taints(pool)],
+    }
+    if isinstance(site, BaremetalSite) and pool.fabric:
+        spec["topologyName"] = pool.fabric
+    return spec
+
+
+def topology_spec() -> dict[str, Any]:
+    return {"levels": [{"nodeLabel": label} for label in nodes.TOPOLOGY_LEVELS]}
+
+
+@dataclass(frozen=True)
+class Quota:
+    nominal: Quantity
+    borrowing_limit: Quantity | None = None
+    lending_limit: Quantity | None = None
+
+    def as_k8s(self, resource: str) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": resource, "nominalQuota": self.nominal}
+        if self.borrowing_limit is not None:
+            out["borrowingLimit"] = self.borrowing_limit
+        if self.lending_limit is not None:
+            out["lendingLimit"] = self.lending_limit
+        return out
+
+
+@dataclass(frozen=True)
+class FlavorQuotas:
+    flavor: str
+    resources: Mapping[str, Quota] = field(default_factory=dict)
+
+
+def covered_resources(gpu_resources: Sequence[str]) -> list[str]:
+    """cpu, memory, nvidia.com/gpu, then MIG resource names (sorted); Kueue wants this order in every flavor."""
+    migs = sorted({r for r in gpu_resources if r != GPU_RESOURCE})
+    return ["cpu", "memory", GPU_RESOURCE, *migs]
+
+
+def cluster_queue_spec(
+    *,
+    namespace: str | None,
+    cohort: str,
+    covered: Sequence[str],
+    flavors: Sequence[FlavorQuotas],
+    admission_checks: Sequence[str] = (),
+    fair_sharing: bool = FAIR_SHARING,
+    borrow_preempt_max_priority: int | None = None,
+) -> dict[str, Any]:
+    """A ClusterQueue spec: one resource group over `covered`, the flavors in order of preference.
+
+    `namespace` pins the queue to one namespace (None admits from every namespace, for MultiKueue workers).
+    A resource a flavor does not list gets a nominal quota of 0. Preemption: reclaim lent quota from any
+    workload in the cohort, preempt lower priorities inside the queue, and (classical preemption only) let a
+    borrowing workload preempt lower-priority work elsewhere in the cohort, up to
+    `borrow_preempt_max_priority` (e.g. the batch priority value) when given.
+    """
+    preemption: dict[str, Any] = {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
+    if not fair_sharing:
+        borrow: dict[str, Any] = {"policy": "LowerPriority"}
+        if borrow_preempt_max_priority is not None:
+            borrow["maxPriorityThreshold"] = borrow_preempt_max_priority
+        preemption["borrowWithinCohort"] = borrow
+    spec: dict[str, Any] = {
+        "cohortName": cohort,
+        "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: namespace}} if namespace else {},
+        "queueingStrategy": "BestEffortFIFO",
+        "resourceGroups": [
+            {
+                "coveredResources": list(covered),
+                "flavors": [
+                    {
+                        "name": f.flavor,
+                        "resources": [f.resources.get(r, Quota(0)).as_k8s(r) for r in covered],
+                    }
+                    for f in flavors
+                ],
+            }
+        ],
+        "preemption": preemption,
+    }
+    if admission_checks:
+        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": c} for c in admission_checks]}
+    return spec
+
+
+def tenant_cluster_queue_spec(spec: EstateSpec, site: Site, tenant: Tenant) -> dict[str, Any]:
+    """The tenant's ClusterQueue on a site, its GPU quota per flavor from `tenant.gpu_quota`.
+
+    GPUs: nominal = the tenant's quota on the pool (0 on shared pools it may only borrow on), borrowingLimit =
+    `tenant.borrowing_limit`, lendingLimit = `tenant.lending_limit` capped at the nominal quota (Kueue rejects
+    more), all per flavor and counted in the pool's own units (MIG slices, time-sliced replicas).
+    CPU and memory are covered so that Kueue admits pods requesting them: each flavor allows up to the
+    tenant's totals without borrowing or lending; the namespace ResourceQuota enforces the totals across
+    flavors.
+    """
+    quota = site_gpu_quota(site, tenant)
+    pools = tenant_flavors(site, tenant)
+    resources = [gpu_resource_name(site, p) for p in pools]
+    flavors = []
+    for p in pools:
+        nominal = quota.get(p.name, 0)
+        lending = None if tenant.lending_limit is None else min(tenant.lending_limit, nominal)
+        flavors.append(
+            FlavorQuotas(
+                p.name,
+                {
+                    "cpu": Quota(tenant.cpu_quota, 0, 0),
+                    "memory": Quota(f"{tenant.memory_quota_gib}Gi", 0, 0),
+                    gpu_resource_name(site, p): Quota(nominal, tenant.borrowing_limit, lending),
+                },
+            )
+        )
+    return cluster_queue_spec(
+        namespace=tenant.name,
+        cohort=spec.metadata.name,
+        covered=covered_resources(resources),
+        flavors=flavors,
+    )
+
+
+def controller_config(prometheus: bool = False) -> dict[str, Any]:
+    """The Kueue Configuration (config.kueue.x-k8s.io/v1beta2) the chart mounts; replaces the chart default.
+
+    - manageJobsWithoutQueueName: jobs in tenant namespaces without `kueue.x-k8s.io/queue-name` stay
+      suspended until labelled: no GPU job bypasses quota. managedJobsNamespaceSelector limits that (and the
+      pod-based integrations) to namespaces labelled `tenant`, so system namespaces are never touched.
+    - waitForPodsReady: all-or-nothing admission of gangs; a workload whose pods are not all ready within the
+      timeout is evicted and requeued with backoff, so half-started gangs do not hold GPUs.
+    - fairSharing: preemption-based fair sharing of borrowed quota inside the cohort.
+    """
+    return {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": prometheus},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "manageJobsWithoutQueueName": True,
+        "managedJobsNamespaceSelector": {"matchExpressions": [{"key": MANAGED_NAMESPACE_LABEL, "operator": "Exists"}]},
+        "waitForPodsReady": {
+            "timeout": WAIT_FOR_PODS_READY_TIMEOUT,
+            "recoveryTimeout": WAIT_FOR_PODS_RECOVERY_TIMEOUT,
+            "blockAdmission": False,
+            "requeuingStrategy": {
+                "timestamp": "Eviction",
+                "backoffLimitCount": 5,
+                "backoffBaseSeconds": 60,
+                "backoffMaxSeconds": 3600,
+            },
+        },
+        "integrations": {
+            "frameworks": [
+                "batch/job",
+                "jobset.x-k8s.io/jobset",
+                "kubeflow.org/mpijob",
+                "kubeflow.org/pytorchjob",
+                "trainer.kubeflow.org/trainjob",
+                "ray.io/rayjob",
+                "ray.io/raycluster",
+                "pod",
+                "deployment",
+                "statefulset",
+                "leaderworkerset.x-k8s.io/leaderworkerset",
+            ]
+        },
+        "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
+    }
+
+
+def kube_object(
+    name: str,
+    api_version: str,
+    kind: str,
+    metadata: dict[str, Any],
+    body: dict[str, Any],
+    opts: pulumi.ResourceOptions,
+) -> pulumi.CustomResource:
+    """A Kubernetes object of a CRD kind with top-level fields beyond `spec` (WorkloadPriorityClass `value`).
+
+    pulumi_kubernetes' Python CustomResource only accepts `spec`; this registers the same resource type
+    (`kubernetes:<apiVersion>:<kind>`) with the whole body.
+    """
+    props = {"apiVersion": api_version, "kind": kind, "metadata": metadata, **body}
+    return pulumi.CustomResource(
+        f"kubernetes:{api_version}:{kind}",
+        name,
+        props,
+        pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=_PROVIDER_VERSION)),
+    )
+
+
+# -- component -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KueueArgs:
+    spec: EstateSpec
+    site: Site
+    tags: Tags
+    namespaces: Mapping[str, pulumi.Resource]  # tenant -> its Namespace (LocalQueues live there)
+
+
+class Kueue(pulumi.ComponentResource):
+    """Kueue on one cluster: the Helm release, ResourceFlavors, Topologies, ClusterQueues and LocalQueues."""
+
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpufleet:kubernetes:Kueue", name, None, opts)
+        self._name = name
+        self._tags = args.tags
+        self._labels = args.tags.labels()
+        self.release = self._release(args.site)
+        crds = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
+        self.topologies = {f: self._topology(f, crds) for f in topology_fabrics(args.site)}
+        self.flavors = {
+            p.name: self._flavor(args.site, p, pulumi.ResourceOptions.merge(crds, self._after(self.topologies)))
+            for p in scheduled_pools(args.site)
+        }
+        self.cluster_queues: dict[str, pulumi.CustomResource] = {}
+        self.local_queues: dict[str, pulumi.CustomResource] = {}
+        for tenant in tenants_on_site(args.spec, args.site):
+            self.cluster_queues[tenant.name] = self._cluster_queue(args.spec, args.site, tenant, crds)
+            self.local_queues[tenant.name] = self._local_queue(tenant, args.namespaces.get(tenant.name))
+        self.register_outputs({})
+
+    @staticmethod
+    def _after(deps: Mapping[str, pulumi.Resource]) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(depends_on=list(deps.values()))
+
+    def _release(self, site: Site) -> k8s.helm.v3.Release:
+        chart = versions.KUEUE
+        config = controller_config(site.kubernetes.prometheus)
+        return k8s.helm.v3.Release(
+            f"{self._name}-release",
+            name="kueue",
+            chart=f"{chart.repository}/{chart.name}",
+            version=chart.version,
+            namespace=KUEUE_NAMESPACE,
+            create_namespace=True,
+            values={
+                "enablePrometheus": site.kubernetes.prometheus,
+                "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(config, sort_keys=False)},
+            },
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _object(
+        self, name: str, kind: str, metadata: dict[str, Any], body: dict[str, Any], opts: pulumi.ResourceOptions
+    ) -> pulumi.CustomResource:
+        return kube_object(name, KUEUE_API, kind, {"labels": self._labels, **metadata}, body, opts)
+
+    def _tenant_labels(self, tenant: Tenant) -> dict[str, str]:
+        return self._tags.labels(tenant=tenant.name, cost_center=tenant.cost_center)
+
+    def _topology(self, fabric: str, opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
+        return self._object(
+            f"{self._name}-topology-{fabric}", "Topology", {"name": fabric}, {"spec": topology_spec()}, opts
+        )
+
+    def _flavor(self, site: Site, pool: Pool, opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
+        return self._object(
+            f"{self._name}-flavor-{pool.name}",
+            "ResourceFlavor",
+            {"name": pool.name},
+            {"spec": resource_flavor_spec(site, pool)},
+            opts,
+        )
+
+    def _cluster_queue(
+        self, spec: EstateSpec, site: Site, tenant: Tenant, opts: pulumi.ResourceOptions
+    ) -> pulumi.CustomResource:
+        flavors = [self.flavors[p.name] for p in tenant_flavors(site, tenant)]
+        return self._object(
+            f"{self._name}-cq-{tenant.name}",
+            "ClusterQueue",
+            {"name": tenant.name, "labels": self._tenant_labels(tenant)},
+            {"spec": tenant_cluster_queue_spec(spec, site, tenant)},
+            pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=flavors)),
+        )
+
+    def _local_queue(self, tenant: Tenant, namespace: pulumi.Resource | None) -> pulumi.CustomResource:
+        deps: list[pulumi.Resource] = [self.release, self.cluster_queues[tenant.name]]
+        if namespace is not None:
+            deps.append(namespace)
+        return self._object(
+            f"{self._name}-lq-{tenant.name}",
+            "LocalQueue",
+            {"name": tenant.name, "namespace": tenant.name, "labels": self._tenant_labels(tenant)},
+            {"spec": {"clusterQueue": tenant.name}},
+            pulumi.ResourceOptions(parent=self, depends_on=deps),
+        )

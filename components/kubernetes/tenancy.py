@@ -1,0 +1,406 @@
+"""TenantBundle: one tenant's namespace on one site, with its quota, limits, network policy, RBAC and trust level.
+
+One bundle per tenant per site where the tenant has GPU quota (`kueue.tenants_on_site`); its Kueue queues
+are built by `components.kubernetes.kueue.Kueue`. Checks T1-T9 and T11 of shared/reference/gpu-facts.md.
+
+Trust levels. An untrusted tenant (agents running generated code) has its quota only on pools dedicated to
+it, never time-sliced (the schema enforces both). Its pods reach its dedicated nodes because Kueue manages
+every job and pod in tenant namespaces (`manageJobsWithoutQueueName` with `managedJobsNamespaceSelector`) and
+injects the dedicated flavor's nodeSelector (`node-restriction.kubernetes.io/tenant=<id>`, a label kubelets
+cannot set) and the toleration for the `tenant=<id>:NoSchedule` taint at admission. A built-in
+ValidatingAdmissionPolicy (no controller, no Kyverno) backs this up: in the untrusted namespace, a pod that is
+no longer scheduling-gated must carry that nodeSelector, may not carry a toleration without a key or for
+another tenant's taint, and, where the site names a sandbox RuntimeClass, must set `runtimeClassName` to it.
+Pods get the RuntimeClass by declaring it; the API server refuses those that do not. Its egress is denied
+except DNS, its own namespace and `egress_cidrs` (no storage endpoints).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import nodes
+from components.kubernetes import kueue
+from components.spec import (
+    AwsSite,
+    BaremetalSite,
+    EfsTier,
+    EstateSpec,
+    FsxLustreTier,
+    NfsTier,
+    OnPremS3Tier,
+    S3Tier,
+    Tenant,
+)
+from components.tags import LABEL_PREFIX, Tags
+
+Site = AwsSite | BaremetalSite
+
+PSA_MODES = ("enforce", "audit", "warn")
+RBAC_API_GROUP = "rbac.authorization.k8s.io"
+TRUST_LABEL = f"{LABEL_PREFIX}trust"
+READ = ["get", "list", "watch"]
+WRITE = [*READ, "create", "update", "patch", "delete"]
+
+# Object-count quota (MTB-PL1-CC-FNS-2). No LoadBalancer or NodePort services: they open the tenant to the
+# outside (MTB-PL1-BC-HI-1); a platform ingress is the way in.
+OBJECT_COUNTS: dict[str, str] = {
+    "pods": "500",
+    "count/jobs.batch": "500",
+    "services": "50",
+    "services.loadbalancers": "0",
+    "services.nodeports": "0",
+    "persistentvolumeclaims": "100",
+    "configmaps": "200",
+    "secrets": "200",
+}
+DEFAULT_LIMITS = {"cpu": "4", "memory": "16Gi"}
+DEFAULT_REQUESTS = {"cpu": "1", "memory": "4Gi"}
+
+# Namespaced RBAC of tenant members (T7): explicit verbs and resources only. Not granted: pods/exec,
+# pods/attach, pods/portforward, nodes/proxy, roles/rolebindings (no bind/escalate/impersonate either), and
+# only read access to resourcequotas, limitranges and networkpolicies.
+ROLE_RULES: tuple[dict[str, Any], ...] = (
+    {
+        "apiGroups": [""],
+        "resources": ["pods", "services", "configmaps", "secrets", "persistentvolumeclaims"],
+        "verbs": WRITE,
+    },
+    {
+        "apiGroups": [""],
+        "resources": ["pods/log", "events", "serviceaccounts", "resourcequotas", "limitranges"],
+        "verbs": READ,
+    },
+    {"apiGroups": ["apps"], "resources": ["deployments", "statefulsets"], "verbs": WRITE},
+    {"apiGroups": ["apps"], "resources": ["replicasets"], "verbs": READ},
+    {"apiGroups": ["batch"], "resources": ["jobs", "cronjobs"], "verbs": WRITE},
+    {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": WRITE},
+    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["localqueues", "workloads"], "verbs": READ},
+    {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": READ},
+    {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": READ},
+)
+
+# Ports of storage endpoints: Lustre (LNet 988; FSx also 1018-1023), NFSv4 / EFS 2049, S3 HTTPS 443.
+LUSTRE_PORTS = [{"protocol": "TCP", "port": 988}, {"protocol": "TCP", "port": 1018, "endPort": 1023}]
+NFS_PORTS = [{"protocol": "TCP", "port": 2049}]
+HTTPS_PORTS = [{"protocol": "TCP", "port": 443}]
+
+
+@dataclass(frozen=True)
+class StorageEgress:
+    tier: str
+    cidr: str | None  # None: the address is a host name or unknown; the tenant lists it in egress_cidrs
+    ports: tuple[dict[str, Any], ...]
+    address: str = ""
+
+
+def _ip_cidr(host: str) -> str | None:
+    try:
+        return f"{ipaddress.ip_address(host)}/32"
+    except ValueError:
+        return None
+
+
+def storage_egress(site: Site) -> list[StorageEgress]:
+    """Storage endpoints tenant pods may reach, derived from the site's tiers.
+
+    AWS managed endpoints (FSx for Lustre, EFS mount targets, S3 interface endpoints) live in the VPC, so they
+    get the VPC CIDR of a VPC the stack creates (an adopted VPC's CIDR is not in the spec). S3 reached through
+    a gateway endpoint or the internet uses public S3 ranges, which a NetworkPolicy cannot name: list them in
+    egress_cidrs. On bare metal an NFS server or S3 endpoint given as an IP address gets a /32; a host name
+    cannot be resolved here and is reported with cidr None.
+    """
+    out: list[StorageEgress] = []
+    if isinstance(site, AwsSite):
+        vpc = site.vpc.cidr if site.vpc.vpc_id is None else None
+        for tier in site.storage:
+            if isinstance(tier, FsxLustreTier):
+                out.append(StorageEgress(tier.name, vpc, tuple(LUSTRE_PORTS), "vpc"))
+            elif isinstance(tier, EfsTier):
+                out.append(StorageEgress(tier.name, vpc, tuple(NFS_PORTS), "vpc"))
+            elif isinstance(tier, S3Tier):
+                out.append(StorageEgress(tier.name, vpc, tuple(HTTPS_PORTS), "vpc"))
+        return out
+    for tier in site.storage:
+        if isinstance(tier, NfsTier):
+            out.append(StorageEgress(tier.name, _ip_cidr(tier.server), tuple(NFS_PORTS), tier.server))
+        elif isinstance(tier, OnPremS3Tier):
+            url = urlsplit(tier.endpoint)
+            host = url.hostname or ""
+            ports = ({"protocol": "TCP", "port": url.port or 443},)
+            out.append(StorageEgress(tier.name, _ip_cidr(host), ports, host))
+    return out
+
+
+def namespace_labels(tags: Tags, tenant: Tenant) -> dict[str, str]:
+    return {
+        **tags.labels(tenant=tenant.name, cost_center=tenant.cost_center),
+        kueue.MANAGED_NAMESPACE_LABEL: tenant.name,
+        TRUST_LABEL: tenant.trust,
+        **{f"pod-security.kubernetes.io/{mode}": tenant.pod_security for mode in PSA_MODES},
+    }
+
+
+def gpu_quota_ceiling(site: Site, tenant: Tenant) -> dict[str, int]:
+    """GPU units per advertised resource the tenant's pods may request at once on the site.
+
+    Kueue decides what runs within the nominal quota plus what the tenant may borrow; the namespace quota is
+    the hard ceiling behind it, so it allows nominal + borrowing_limit on each flavor the tenant's
+    ClusterQueue lists. Every GPU resource the site advertises is listed (0 where the tenant has none), so
+    no GPU kind is outside the quota.
+    """
+    quota = kueue.site_gpu_quota(site, tenant)
+    ceiling = {kueue.gpu_resource_name(site, p): 0 for p in kueue.scheduled_pools(site)}
+    for p in kueue.tenant_flavors(site, tenant):
+        name = kueue.gpu_resource_name(site, p)
+        ceiling[name] += quota.get(p.name, 0) + tenant.borrowing_limit
+    return ceiling
+
+
+def resource_quota_hard(site: Site, tenant: Tenant) -> dict[str, str]:
+    """ResourceQuota `hard`: GPUs only as `requests.<resource>` (extended resources allow no `limits.`)."""
+    memory = f"{tenant.memory_quota_gib}Gi"
+    hard = {
+        "requests.cpu": str(tenant.cpu_quota),
+        "limits.cpu": str(tenant.cpu_quota),
+        "requests.memory": memory,
+        "limits.memory": memory,
+        **{f"requests.{name}": str(n) for name, n in sorted(gpu_quota_ceiling(site, tenant).items())},
+        **OBJECT_COUNTS,
+    }
+    return hard
+
+
+def untrusted_validations(tenant: Tenant, runtime_class: str | None) -> list[dict[str, str]]:
+    """CEL rules of the untrusted tenant's ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1)."""
+    key = nodes.TENANT_NODE_LABEL
+    gated = "has(object.spec.schedulingGates) && size(object.spec.schedulingGates) > 0"
+    pinned = (
+        f"has(object.spec.nodeSelector) && '{key}' in object.spec.nodeSelector && "
+        f"object.spec.nodeSelector['{key}'] == '{tenant.name}'"
+    )
+    rules = [
+        {
+            "expression": f"({gated}) || ({pinned})",
+            "message": f"pods of untrusted tenant {tenant.name} run only on its dedicated nodes "
+            f"(nodeSelector {key}={tenant.name}, set by Kueue at admission)",
+        },
+        {
+            "expression": "!has(object.spec.tolerations) || object.spec.tolerations.all(t, "
+            f"has(t.key) && t.key != '' && (t.key != 'tenant' || (has(t.value) && t.value == '{tenant.name}')))",
+            "message": "tolerations need a key and may not tolerate another tenant's taint",
+        },
+    ]
+    if runtime_class:
+        rules.append(
+            {
+                "expression": f"has(object.spec.runtimeClassName) && object.spec.runtimeClassName == '{runtime_class}'",
+                "message": f"pods of untrusted tenant {tenant.name} must set runtimeClassName: {runtime_class}",
+            }
+        )
+    return rules
+
+
+@dataclass(frozen=True)
+class TenantBundleArgs:
+    spec: EstateSpec
+    site: Site
+    tenant: Tenant
+    tags: Tags
+
+
+class TenantBundle(pulumi.ComponentResource):
+    """A tenant's Namespace (tenant, cost and Pod Security labels), ResourceQuota, LimitRange, NetworkPolicies
+    (default deny, DNS, same namespace, storage, egress CIDRs), Role and RoleBinding for its member groups,
+    the namespace's `default` ServiceAccount without token automount, and for an untrusted tenant a
+    ValidatingAdmissionPolicy pinning its pods.
+
+    The tenant namespace is retained on delete: removing a tenant from the spec must not delete its
+    PersistentVolumeClaims with it; an administrator deletes the namespace once its data is safe.
+    """
+
+    namespace: k8s.core.v1.Namespace
+
+    def __init__(self, name: str, args: TenantBundleArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpufleet:kubernetes:TenantBundle", name, None, opts)
+        self._name = name
+        self._tenant = args.tenant
+        self._ns = args.tenant.name
+        self._labels = args.tags.labels(tenant=args.tenant.name, cost_center=args.tenant.cost_center)
+        self.namespace = self._namespace(args.tags)
+        self._in_ns = pulumi.ResourceOptions(parent=self, depends_on=[self.namespace])
+        self.resource_quota = self._resource_quota(args.site)
+        self.limit_range = self._limit_range()
+        self.network_policies = self._network_policies(args.site)
+        self.role, self.role_binding = self._rbac()
+        self.default_service_account = self._default_service_account()
+        if args.tenant.trust == "untrusted":
+            self._admission_policy(args.site.kubernetes.sandbox_runtime_class)
+        self.register_outputs({"namespace": self.namespace.metadata.name})
+
+    def _meta(self, name: str) -> k8s.meta.v1.ObjectMetaArgs:
+        return k8s.meta.v1.ObjectMetaArgs(name=name, namespace=self._ns, labels=self._labels)
+
+    def _namespace(self, tags: Tags) -> k8s.core.v1.Namespace:
+        return k8s.core.v1.Namespace(
+            f"{self._name}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=self._ns, labels=namespace_labels(tags, self._tenant)),
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
+        )
+
+    def _resource_quota(self, site: Site) -> k8s.core.v1.ResourceQuota:
+        return k8s.core.v1.ResourceQuota(
+            f"{self._name}-quota",
+            metadata=self._meta("tenant-quota"),
+            spec={"hard": resource_quota_hard(site, self._tenant)},
+            opts=self._in_ns,
+        )
+
+    def _limit_range(self) -> k8s.core.v1.LimitRange:
+        spec: Any = {"limits": [{"type": "Container", "default": DEFAULT_LIMITS, "defaultRequest": DEFAULT_REQUESTS}]}
+        return k8s.core.v1.LimitRange(
+            f"{self._name}-limits", metadata=self._meta("tenant-limits"), spec=spec, opts=self._in_ns
+        )
+
+    def _policy(self, suffix: str, spec: Any) -> k8s.networking.v1.NetworkPolicy:
+        return k8s.networking.v1.NetworkPolicy(
+            f"{self._name}-netpol-{suffix}", metadata=self._meta(suffix), spec=spec, opts=self._in_ns
+        )
+
+    def _network_policies(self, site: Site) -> dict[str, k8s.networking.v1.NetworkPolicy]:
+        everyone: dict[str, Any] = {}
+        policies = {
+            "default-deny": self._policy(
+                "default-deny", {"podSelector": everyone, "policyTypes": ["Ingress", "Egress"]}
+            ),
+            "allow-dns": self._policy(
+                "allow-dns",
+                {
+                    "podSelector": everyone,
+                    "policyTypes": ["Egress"],
+                    "egress": [
+                        {
+                            "to": [
+                                {
+                                    "namespaceSelector": {"matchLabels": {kueue.NAMESPACE_NAME_LABEL: "kube-system"}},
+                                    "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                                }
+                            ],
+                            "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+                        }
+                    ],
+                },
+            ),
+            "allow-same-namespace": self._policy(
+                "allow-same-namespace",
+                {
+                    "podSelector": everyone,
+                    "policyTypes": ["Ingress", "Egress"],
+                    "ingress": [{"from": [{"podSelector": everyone}]}],
+                    "egress": [{"to": [{"podSelector": everyone}]}],
+                },
+            ),
+        }
+        if self._tenant.trust == "trusted":
+            rules = self._storage_rules(site)
+            if rules:
+                policies["allow-storage"] = self._policy(
+                    "allow-storage", {"podSelector": everyone, "policyTypes": ["Egress"], "egress": rules}
+                )
+        if self._tenant.egress_cidrs:
+            policies["allow-egress-cidrs"] = self._policy(
+                "allow-egress-cidrs",
+                {
+                    "podSelector": everyone,
+                    "policyTypes": ["Egress"],
+                    "egress": [{"to": [{"ipBlock": {"cidr": c}} for c in self._tenant.egress_cidrs]}],
+                },
+            )
+        return policies
+
+    def _storage_rules(self, site: Site) -> list[dict[str, Any]]:
+        rules = []
+        for e in storage_egress(site):
+            if e.cidr is None:
+                pulumi.log.warn(
+                    f"tenant {self._ns}: storage tier {e.tier} on site {site.name} is at {e.address or 'an unknown'} "
+                    "address, which a NetworkPolicy cannot name; add its CIDR to the tenant's egress_cidrs",
+                    self,
+                )
+                continue
+            rules.append({"to": [{"ipBlock": {"cidr": e.cidr}}], "ports": list(e.ports)})
+        return rules
+
+    def _rbac(self) -> tuple[k8s.rbac.v1.Role, k8s.rbac.v1.RoleBinding | None]:
+        role = k8s.rbac.v1.Role(
+            f"{self._name}-role",
+            metadata=self._meta("tenant-member"),
+            rules=[
+                k8s.rbac.v1.PolicyRuleArgs(api_groups=r["apiGroups"], resources=r["resources"], verbs=r["verbs"])
+                for r in ROLE_RULES
+            ],
+            opts=self._in_ns,
+        )
+        if not self._tenant.members:
+            return role, None
+        binding = k8s.rbac.v1.RoleBinding(
+            f"{self._name}-rolebinding",
+            metadata=self._meta("tenant-member"),
+            role_ref=k8s.rbac.v1.RoleRefArgs(api_group=RBAC_API_GROUP, kind="Role", name="tenant-member"),
+            subjects=[
+                k8s.rbac.v1.SubjectArgs(api_group=RBAC_API_GROUP, kind="Group", name=g) for g in self._tenant.members
+            ],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace, role]),
+        )
+        return role, binding
+
+    def _default_service_account(self) -> k8s.core.v1.ServiceAccountPatch:
+        # The ServiceAccount controller creates `default` in every new namespace, and pulumi-kubernetes (since
+        # 4.29) refuses to create an object that already exists; a server-side-apply patch sets only
+        # automountServiceAccountToken whether or not the controller got there first.
+        return k8s.core.v1.ServiceAccountPatch(
+            f"{self._name}-default-sa",
+            metadata=k8s.meta.v1.ObjectMetaPatchArgs(name="default", namespace=self._ns),
+            automount_service_account_token=False,
+            opts=self._in_ns,
+        )
+
+    def _admission_policy(self, runtime_class: str | None) -> None:
+        policy_name = f"gpufleet-untrusted-{self._ns}"
+        policy_spec: Any = {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": ["pods"],
+                    }
+                ]
+            },
+            "validations": untrusted_validations(self._tenant, runtime_class),
+        }
+        policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+            f"{self._name}-pod-policy",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=policy_name, labels=self._labels),
+            spec=policy_spec,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        binding_spec: Any = {
+            "policyName": policy_name,
+            "validationActions": ["Deny"],
+            "matchResources": {"namespaceSelector": {"matchLabels": {kueue.NAMESPACE_NAME_LABEL: self._ns}}},
+        }
+        k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+            f"{self._name}-pod-policy-binding",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=policy_name, labels=self._labels),
+            spec=binding_spec,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
+        )
