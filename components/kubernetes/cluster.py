@@ -8,6 +8,9 @@ from dataclasses import dataclass
 import pulumi
 
 from components.kubernetes.gpu_stack import GpuStack, GpuStackArgs
+from components.kubernetes.kueue import Kueue, KueueArgs, tenants_on_site
+from components.kubernetes.priorities import Priorities, PrioritiesArgs
+from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs
 from components.spec import AwsSite, BaremetalSite, BurstWindow, EstateSpec
 from components.tags import Tags
 
@@ -30,4 +33,11 @@ class ClusterStack(pulumi.ComponentResource):
         # -- GPU software stack (GPU Operator / device plugin, EFA plugin, Network Operator) -------------
         self.gpu_stack = GpuStack(f"{name}-gpu", GpuStackArgs(args.spec, args.site, args.tags), child)
         # -- scheduling and tenants (Kueue, priorities, tenant bundles) -----------------------------------
+        self.tenants = {
+            t.name: TenantBundle(f"{name}-tenant-{t.name}", TenantBundleArgs(args.spec, args.site, t, args.tags), child)
+            for t in tenants_on_site(args.spec, args.site)
+        }
+        namespaces = {t: b.namespace for t, b in self.tenants.items()}
+        self.kueue = Kueue(f"{name}-kueue", KueueArgs(args.spec, args.site, args.tags, namespaces), child)
+        self.priorities = Priorities(f"{name}-priorities", PrioritiesArgs(args.tags, self.kueue.release), child)
         self.register_outputs({})
