@@ -162,7 +162,79 @@ def catalog_show(
 
 # -- cost and diff ----------------------------------------------------------------------------------------
 
+
+class CostFormat(StrEnum):
+    text = "text"
+    markdown = "markdown"
+    json = "json"
+
+
+@app.command()
+@user_errors
+def cost(
+    stack: StackOpt,
+    format: Annotated[CostFormat, typer.Option("--format", "-f", help="text, markdown or json.")] = CostFormat.text,
+    at: Annotated[
+        str | None, typer.Option("--at", help="ISO time burst windows are judged at (default: now, UTC).")
+    ] = None,
+    project: ProjectOpt = Path("."),
+) -> None:
+    """Cost envelope from catalog prices: per pool, site, tenant and estate at min, desired and max size."""
+    import datetime as dt
+
+    from components.config import read_stack
+    from gpufleet.cost import estate_cost
+
+    stack_file = read_stack(project, stack)
+    now = _parse_time(at) if at else dt.datetime.now(dt.UTC)
+    envelope = estate_cost(stack_file.estate(), stack_file.window(), now)
+    if format is CostFormat.json:
+        print(json.dumps(envelope.to_dict(), indent=1))
+    elif format is CostFormat.markdown:
+        print(report.render_cost_markdown(envelope), end="")
+    else:
+        report.render_cost_text(envelope, out)
+
+
+def _parse_time(value: str) -> Any:
+    import datetime as dt
+
+    try:
+        t = dt.datetime.fromisoformat(value)
+    except ValueError:
+        err.print(f"[red]error:[/red] --at: {value!r} is not an ISO time (e.g. 2026-12-01T09:00:00Z)")
+        raise typer.Exit(2) from None
+    return t if t.tzinfo else t.replace(tzinfo=dt.UTC)
+
+
+@app.command()
+@user_errors
+def diff(
+    stack: StackOpt,
+    base: Annotated[str, typer.Option("--base", "-b", help="Git revision to compare with, e.g. origin/main.")],
+    format: Annotated[Format, typer.Option("--format", "-f", help="text, markdown or json.")] = Format.text,
+    project: ProjectOpt = Path("."),
+) -> None:
+    """Compare a stack at a git revision with the working tree: resources, replacements, cost and findings."""
+    from gpufleet.diff import DiffError, diff_revision
+
+    try:
+        result = diff_revision(project, stack, base)
+    except DiffError as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from None
+    if format is Format.json:
+        print(json.dumps(result.to_dict(), indent=1, default=str))
+    elif format is Format.markdown:
+        print(report.render_diff_markdown(result), end="")
+    else:
+        report.render_diff_text(result, out)
+
+
 # -- burst ------------------------------------------------------------------------------------------------
+from gpufleet.burst_cli import burst_app  # noqa: E402  (the commands live in their own module)
+
+app.add_typer(burst_app, name="burst")
 
 # -- size -------------------------------------------------------------------------------------------------
 

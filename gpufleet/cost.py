@@ -430,11 +430,11 @@ def _storage_cost(site: AwsSite | BaremetalSite, tier: Any) -> StorageCost:
     if isinstance(tier, EfsTier | S3Tier):
         key = "efs-standard" if isinstance(tier, EfsTier) else "s3-standard"
         entry = prices.get(key)
-        ref = _ref(entry) if entry else None
+        unit = _ref(entry) if entry else None
         usage = str(entry.get("usage_based", "")) if entry else ""
-        rate = f"${ref.usd}/GB-month" if ref else "no catalog price"
+        rate = f"${unit.usd}/GB-month" if unit else "no catalog price"
         return StorageCost(
-            site.name, name, kind, "usage-based", None, ref, "usage",
+            site.name, name, kind, "usage-based", None, unit, "usage",
             f"billed on data stored ({rate}) and traffic; not in the totals. {usage}".strip(),
         )  # fmt: skip
     return StorageCost(site.name, name, kind, "unpriced", None, None, "-", f"no pricing rule for {kind} tiers")
