@@ -1,0 +1,52 @@
+"""`gpufleet size` end to end: text verdict, markdown decision record, json, and bad input exits 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from typer.testing import CliRunner
+
+from gpufleet.cli import app
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKLOADS = str(ROOT / "examples" / "workloads.yaml")
+runner = CliRunner()
+
+
+def test_size_against_aws_train_gives_a_verdict_per_pool() -> None:
+    res = runner.invoke(app, ["size", WORKLOADS, "--stack", "aws-train", "--project", str(ROOT)])
+    assert res.exit_code == 0, res.output
+    assert "Verdict for stack aws-train: over-provisioned." in res.output
+    assert "Gang minimum: 8 compatible GPUs" in res.output
+    assert "- name: training-p5-48xlarge" in res.output
+
+
+def test_markdown_is_a_decision_record_with_formula_inputs_and_assumptions() -> None:
+    res = runner.invoke(app, ["size", WORKLOADS, "--format", "markdown", "--project", str(ROOT)])
+    assert res.exit_code == 0, res.output
+    for heading in ("## Decision record", "#### Formula", "#### Units", "#### Inputs", "#### Assumptions"):
+        assert heading in res.output
+    assert "Owner: ml-platform." in res.output and "Review by 2027-03-01" in res.output
+    assert "| 60 % | 29.01 | 30 |" in res.output
+    assert "```yaml\nnode_pools:" in res.output
+
+
+def test_json_carries_scenarios_and_stack_verdict() -> None:
+    res = runner.invoke(app, ["size", WORKLOADS, "-s", "aws-train", "-f", "json", "--project", str(ROOT)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["demand_gpu_hours"] == 2924
+    assert [s["total_rounded"] for s in doc["scenarios"]] == [42, 35, 30]
+    assert doc["stack"]["verdict"] == "over-provisioned"
+
+
+def test_bad_workload_file_exits_2_naming_file_and_path(tmp_path: Path) -> None:
+    raw = yaml.safe_load(Path(WORKLOADS).read_text())
+    raw["classes"][0]["gpus_per_run"] = 0
+    f = tmp_path / "w.yaml"
+    f.write_text(yaml.safe_dump(raw))
+    res = runner.invoke(app, ["size", str(f), "--project", str(ROOT)])
+    assert res.exit_code == 2
+    assert f"{f}: classes[0].gpus_per_run: Input should be greater than or equal to 1" in res.output

@@ -1,0 +1,103 @@
+"""Workload files: the example loads; every mistake names the file and the YAML path, never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components.config import SpecError
+from gpufleet.sizing import load_workloads, parse_workloads
+from tests.sizing.helpers import raw_file
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def problems(raw: Any) -> list[str]:
+    with pytest.raises(SpecError) as e:
+        parse_workloads(raw, "w.yaml")
+    return e.value.problems
+
+
+def test_example_workload_file_loads() -> None:
+    w = load_workloads(ROOT / "examples" / "workloads.yaml")
+    assert [c.name for c in w.classes] == ["pretrain-7b", "finetune-13b", "chat-70b", "embed-batch", "notebooks"]
+    assert w.planning.utilisation_pct == [50, 60, 70]
+
+
+def test_unknown_key_is_named_with_its_path() -> None:
+    raw = raw_file()
+    raw["classes"][0]["gpus"] = 4
+    assert problems(raw) == [
+        "w.yaml: classes[0].gpus: unknown key (check the spelling; examples/workloads.yaml shows every key)"
+    ]
+
+
+def test_missing_key_is_named_with_its_path() -> None:
+    raw = raw_file()
+    del raw["planning"]["hours_per_device"]
+    assert problems(raw) == ["w.yaml: planning.hours_per_device: required key is missing"]
+
+
+def test_more_hours_per_device_than_the_period_has_is_rejected() -> None:
+    (msg,) = problems(raw_file(hours_per_device=200))
+    assert msg == "w.yaml: planning.hours_per_device: 200 hours per device is more than a week has (168 hours)"
+
+
+def test_utilisation_scenario_outside_0_to_100_names_its_index() -> None:
+    (msg,) = problems(raw_file(utilisation_pct=[50, 120]))
+    assert msg.startswith("w.yaml: planning.utilisation_pct[1]: 120 must be above 0")
+
+
+def test_a_class_needs_exactly_one_objective() -> None:
+    raw = raw_file()
+    raw["classes"][0]["latency_p95_ms"] = 100
+    (msg,) = problems(raw)
+    assert msg == "w.yaml: classes[0]: class train-7b needs exactly one objective: deadline_hours or latency_p95_ms"
+
+
+def test_runs_started_together_needs_gang() -> None:
+    raw = raw_file()
+    raw["classes"][0]["runs_started_together"] = 2
+    (msg,) = problems(raw)
+    assert msg.startswith("w.yaml: classes[0].runs_started_together: runs that start together are a gang")
+
+
+def test_unknown_gpu_model_lists_the_known_ones() -> None:
+    raw = raw_file()
+    raw["classes"][0]["measured_on"] = "H100"
+    (msg,) = problems(raw)
+    assert msg.startswith("w.yaml: classes[0].measured_on: unknown GPU model 'H100'; known: ")
+    assert "H100-80GB" in msg
+
+
+def test_duplicate_class_names_are_rejected() -> None:
+    raw = raw_file()
+    raw["classes"].append(dict(raw["classes"][0]))
+    (msg,) = problems(raw)
+    assert msg == "w.yaml: classes[1].name: class names must be unique; train-7b appears twice"
+
+
+def test_kv_cache_on_a_training_class_is_rejected() -> None:
+    raw = raw_file()
+    raw["classes"][0]["kv_cache_gb"] = 10
+    (msg,) = problems(raw)
+    assert msg.startswith("w.yaml: classes[0].kv_cache_gb: a training class has no KV cache")
+
+
+def test_bad_yaml_names_the_line(tmp_path: Path) -> None:
+    f = tmp_path / "w.yaml"
+    f.write_text("planning: [unclosed\n")
+    with pytest.raises(SpecError) as e:
+        load_workloads(f)
+    assert e.value.problems[0].startswith(f"{f}: not valid YAML (line ")
+
+
+def test_a_file_that_is_not_a_mapping_is_rejected(tmp_path: Path) -> None:
+    f = tmp_path / "w.yaml"
+    f.write_text(yaml.safe_dump(["a", "b"]))
+    with pytest.raises(SpecError) as e:
+        load_workloads(f)
+    assert e.value.problems == [f"{f}: must be a mapping with assumptions, planning and classes"]
