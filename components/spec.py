@@ -939,6 +939,37 @@ class EstateSpec(Model):
         return self
 
 
+    @model_validator(mode="after")
+    def _baremetal_inventory(self) -> EstateSpec:
+        tenants = {t.name for t in self.tenants}
+        for i, s in enumerate(self.sites):
+            if not isinstance(s, BaremetalSite):
+                continue
+            owner: dict[str, str] = {}
+            for j, p in enumerate(s.node_pools):
+                for server in self.pool_servers(s, p):
+                    if server.hostname in owner:
+                        raise SpecFieldError(
+                            f"sites[{i}].node_pools[{j}].selector",
+                            f"server {server.hostname} is selected by pools {owner[server.hostname]} and {p.name}; "
+                            "a server is bootstrapped into exactly one pool",
+                        )
+                    owner[server.hostname] = p.name
+            for j, f in enumerate(s.fabrics):
+                if not isinstance(f, InfinibandFabric):
+                    continue
+                seen: dict[int, str] = {}
+                for tenant, pkey in f.partition_keys.items():
+                    path = f"sites[{i}].fabrics[{j}].partition_keys.{tenant}"
+                    if tenant not in tenants:
+                        raise SpecFieldError(path, f"{tenant} is not a tenant of the estate")
+                    if int(pkey, 16) in seen:
+                        raise SpecFieldError(
+                            path, f"tenants {seen[int(pkey, 16)]} and {tenant} share partition key {pkey}"
+                        )
+                    seen[int(pkey, 16)] = tenant
+        return self
+
 def json_schema() -> dict[str, object]:
     """JSON Schema of a stack file's `gpufleet:estate` value, for editors."""
     schema = EstateSpec.model_json_schema()
