@@ -1,0 +1,311 @@
+"""Shared helpers for the policy packs: reading Pulumi resource inputs, Kubernetes objects, nodes and config.
+
+Rules see resource INPUTS with the engine's camelCase names (`scalingConfig.maxSize`, `metadataOptions.httpTokens`)
+under `pulumi preview --policy-pack`, and the same names in `gpufleet check` (gpufleet/check.py builds the same
+`ResourceValidationArgs` / `StackValidationArgs` from a Plan). Policies know nothing of components except the catalog
+and the constants components publish (node label keys in `components.nodes`, the cost-label prefix in
+`components.tags`).
+
+A rule is a plain function `fn(args, report_violation)`; `resource_policy` / `stack_policy` wrap it in the
+pulumi_policy object with its id, description (which cites the check-list item from
+shared/reference/gpu-facts.md §2 and the Checkov id), default enforcement level, config schema and remediation text.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    PolicyResource,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from components.nodes import GPU_PRESENT_LABEL, GPU_TAINT, POOL_LABEL, TENANT_NODE_LABEL
+
+MANDATORY = EnforcementLevel.MANDATORY
+ADVISORY = EnforcementLevel.ADVISORY
+
+TENANT_LABEL = "tenant"  # T1: every tenant namespace carries tenant=<id>
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+
+# AWS resource types (pulumi-aws 7 type tokens)
+EKS_CLUSTER = "aws:eks/cluster:Cluster"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
+SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
+SG_INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
+SG_EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
+SUBNET = "aws:ec2/subnet:Subnet"
+PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
+FSX_LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
+EFS = "aws:efs/fileSystem:FileSystem"
+S3_BUCKETS = frozenset({"aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2"})
+S3_PUBLIC_ACCESS_BLOCK = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
+S3_BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
+STATEFUL_STORAGE = frozenset({FSX_LUSTRE, EFS, *S3_BUCKETS})
+
+Validator = Callable[[ResourceValidationArgs, ReportViolation], None]
+StackValidator = Callable[[StackValidationArgs, ReportViolation], None]
+
+
+# ------------------------------------------------------------------------------------------- reading inputs
+
+
+def get(obj: Any, path: str, default: Any = None) -> Any:
+    """`get(props, "vpcConfig.endpointPublicAccess")`: walk mappings by dotted path; `default` when absent."""
+    cur = obj
+    for part in path.split("."):
+        if not isinstance(cur, Mapping) or part not in cur:
+            return default
+        cur = cur[part]
+    return default if cur is None else cur
+
+
+def as_list(value: Any) -> list[Any]:
+    """A list from a sequence input (plain lists and pulumi_policy's read-only proxies alike)."""
+    if value is None:
+        return []
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return list(value)
+    return [value]
+
+
+def plain(value: Any) -> Any:
+    """Plain dicts and lists (for json.dumps and comparisons) from pulumi_policy's proxies."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return [plain(v) for v in value]
+    return value
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    return {str(k): v for k, v in value.items()} if isinstance(value, Mapping) else {}
+
+
+def is_true(value: Any) -> bool:
+    return value is True or (isinstance(value, str) and value.lower() == "true")
+
+
+def is_false(value: Any) -> bool:
+    return value is False or (isinstance(value, str) and value.lower() == "false")
+
+
+def is_open_cidr(cidr: Any) -> bool:
+    """True for 0.0.0.0/0 and ::/0 (any prefix length 0)."""
+    try:
+        return ipaddress.ip_network(str(cidr), strict=False).prefixlen == 0
+    except ValueError:
+        return False
+
+
+def config(args: ResourceValidationArgs | StackValidationArgs, key: str, default: Any) -> Any:
+    """A policy's config value (`--policy-pack-config` / spec.policies), or the pack default."""
+    value = args.get_config().get(key)
+    return default if value is None else value
+
+
+# --------------------------------------------------------------------------------------- kubernetes objects
+
+
+def kind(props: Mapping[str, Any]) -> str | None:
+    k = props.get("kind")
+    return str(k) if isinstance(k, str) else None
+
+
+def k8s_name(props: Mapping[str, Any], fallback: str = "") -> str:
+    return str(get(props, "metadata.name", fallback))
+
+
+def k8s_namespace(props: Mapping[str, Any]) -> str | None:
+    ns = get(props, "metadata.namespace")
+    return str(ns) if ns is not None else None
+
+
+def k8s_labels(props: Mapping[str, Any]) -> dict[str, str]:
+    return {k: str(v) for k, v in as_dict(get(props, "metadata.labels")).items()}
+
+
+def is_kubernetes(resource_type: str) -> bool:
+    return resource_type.startswith("kubernetes:") and resource_type != HELM_RELEASE
+
+
+def objects(resources: Iterable[PolicyResource], *kinds: str) -> Iterator[PolicyResource]:
+    """Kubernetes objects of the given kinds (by the `kind` input, so Patch resources and CRs count)."""
+    for r in resources:
+        if is_kubernetes(r.resource_type) and kind(r.props) in kinds:
+            yield r
+
+
+def tenant_namespaces(resources: Iterable[PolicyResource]) -> dict[str, str]:
+    """Namespace name -> tenant id, for every Namespace labelled tenant=<id>."""
+    out: dict[str, str] = {}
+    for r in objects(resources, "Namespace"):
+        tenant = k8s_labels(r.props).get(TENANT_LABEL)
+        if tenant:
+            out[k8s_name(r.props, r.name)] = tenant
+    return out
+
+
+def expected_tenants(args: StackValidationArgs) -> list[str]:
+    """Tenants from config (`tenants`, written from the stack's spec), else those the namespaces declare."""
+    configured = config(args, "tenants", None)
+    if configured is not None:
+        return [str(t) for t in configured]
+    return sorted(set(tenant_namespaces(args.resources).values()))
+
+
+def namespace_of_tenant(args: StackValidationArgs, tenant: str) -> str | None:
+    return next((ns for ns, t in tenant_namespaces(args.resources).items() if t == tenant), None)
+
+
+def in_namespace(resources: Iterable[PolicyResource], namespace: str, *kinds: str) -> list[PolicyResource]:
+    return [r for r in objects(resources, *kinds) if k8s_namespace(r.props) == namespace]
+
+
+# ------------------------------------------------------------------------------------------------ nodes
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str
+    effect: str  # normalised: "noschedule", "noexecute", "prefernoschedule"
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}:{self.effect}"
+
+
+def _effect(value: Any) -> str:
+    return str(value or "").replace("_", "").lower()
+
+
+def taints(values: Any) -> list[Taint]:
+    """EKS node-group taints (`NO_SCHEDULE`) and Kubernetes taints (`NoSchedule`) in one form."""
+    return [
+        Taint(str(t.get("key", "")), str(t.get("value", "") or ""), _effect(t.get("effect")))
+        for t in as_list(values)
+        if isinstance(t, Mapping)
+    ]
+
+
+def has_taint(found: list[Taint], key: str, value: str, effect: str = "NoSchedule") -> bool:
+    return any(t.key == key and t.value == value and t.effect == _effect(effect) for t in found)
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """The node facts a rule needs, from an EKS node group or a Kubernetes Node patch."""
+
+    source: str  # "nodegroup" | "node"
+    labels: dict[str, str]
+    taints: list[Taint]
+    instance_types: list[str]
+
+    @property
+    def pool(self) -> str | None:
+        return self.labels.get(POOL_LABEL)
+
+    @property
+    def dedicated_tenant(self) -> str | None:
+        return self.labels.get(TENANT_NODE_LABEL)
+
+    def has_gpu_taint(self) -> bool:
+        return has_taint(self.taints, GPU_TAINT.key, GPU_TAINT.value, GPU_TAINT.effect)
+
+
+def node_view(resource_type: str, props: Mapping[str, Any]) -> NodeView | None:
+    if resource_type == NODE_GROUP:
+        return NodeView(
+            "nodegroup",
+            {k: str(v) for k, v in as_dict(props.get("labels")).items()},
+            taints(props.get("taints")),
+            [str(t) for t in as_list(props.get("instanceTypes"))],
+        )
+    if is_kubernetes(resource_type) and kind(props) == "Node":
+        return NodeView("node", k8s_labels(props), taints(get(props, "spec.taints")), [])
+    return None
+
+
+def is_gpu_node(view: NodeView) -> bool:
+    from components import catalog
+
+    if view.labels.get(GPU_PRESENT_LABEL) == "true":
+        return True
+    return any(t in catalog.instance_types() for t in view.instance_types)
+
+
+# -------------------------------------------------------------------------------------------- wrappers
+
+
+def resource_policy(
+    fn: Validator,
+    *,
+    name: str,
+    description: str,
+    types: Iterable[str] | None = None,
+    kinds: Iterable[str] | None = None,
+    enforcement: EnforcementLevel,
+    remediation: str,
+    config_schema: PolicyConfigSchema | None = None,
+) -> ResourceValidationPolicy:
+    """Wrap a rule function; it only runs on resources of `types` (type tokens) or Kubernetes `kinds`."""
+    type_set = frozenset(types or ())
+    kind_set = frozenset(kinds or ())
+
+    def validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
+        applies = args.resource_type in type_set or (
+            bool(kind_set) and is_kubernetes(args.resource_type) and kind(args.props) in kind_set
+        )
+        if applies:
+            fn(args, report)
+
+    validate.__name__ = fn.__name__
+    return ResourceValidationPolicy(
+        name=name,
+        description=description,
+        validate=validate,
+        enforcement_level=enforcement,
+        config_schema=config_schema,
+        remediation_steps=remediation,
+    )
+
+
+def stack_policy(
+    fn: StackValidator,
+    *,
+    name: str,
+    description: str,
+    enforcement: EnforcementLevel,
+    remediation: str,
+    config_schema: PolicyConfigSchema | None = None,
+) -> StackValidationPolicy:
+    return StackValidationPolicy(
+        name=name,
+        description=description,
+        validate=fn,
+        enforcement_level=enforcement,
+        config_schema=config_schema,
+        remediation_steps=remediation,
+    )
+
+
+def schema(**properties: dict[str, Any]) -> PolicyConfigSchema:
+    return PolicyConfigSchema(properties=properties)
+
+
+TENANTS_SCHEMA: dict[str, Any] = {
+    "type": "array",
+    "items": {"type": "string"},
+    "description": "Tenant ids of the estate (written from spec.tenants); empty: those the namespaces declare.",
+}

@@ -1,0 +1,1 @@
+"""Policy pack `cost-tags` (rules in `rules.py`)."""

@@ -1,0 +1,213 @@
+"""Cost and ownership: required tags on every taggable AWS resource and on launched instances and volumes, cost
+labels on namespaces and nodes, a budget cap on the stack's hourly cost at max size, and GPU instance types from
+an allow-list. Check-list items A15 and A16 of shared/reference/gpu-facts.md §2.
+
+Tags must be set explicitly on each resource: AWS provider `default_tags` never show in a resource's `tags`
+input (shared/reference/pulumi-notes.md §2), so they do not count here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, StackValidationArgs
+
+from components import catalog
+from components.tags import LABEL_PREFIX
+from policies.common import (
+    ADVISORY,
+    LAUNCH_TEMPLATE,
+    MANDATORY,
+    NODE_GROUP,
+    TENANT_LABEL,
+    as_dict,
+    as_list,
+    config,
+    get,
+    k8s_labels,
+    node_view,
+    resource_policy,
+    schema,
+    stack_policy,
+)
+from policies.cost_tags.taggable import taggable_types
+
+PACK_NAME = "cost-tags"
+DEFAULT_ENFORCEMENT = MANDATORY
+
+# Same default as components.spec.Metadata.required_tags (a test keeps the two equal).
+DEFAULT_REQUIRED_TAGS = ("owner", "cost-center", "env", "cluster", "tenant")
+DEFAULT_REQUIRED_LABELS = tuple(f"{LABEL_PREFIX}{k}" for k in DEFAULT_REQUIRED_TAGS)
+PROPAGATED_TO = ("instance", "volume")
+
+
+def required_tags(args: ResourceValidationArgs | StackValidationArgs) -> list[str]:
+    return [str(t) for t in config(args, "requiredTags", list(DEFAULT_REQUIRED_TAGS))]
+
+
+def _missing(tags: Any, required: list[str]) -> list[str]:
+    have = as_dict(tags)
+    return [k for k in required if not str(have.get(k) or "").strip()]
+
+
+def tags_present(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    missing = _missing(args.props.get("tags"), required_tags(args))
+    if missing:
+        report(f"{args.resource_type.split(':')[-1]} {args.name} lacks tags {missing}", None)
+
+
+def tags_propagate(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """Launch templates tag the instances and volumes they launch; node groups use a launch template."""
+    if args.resource_type == NODE_GROUP:
+        if not as_dict(args.props.get("launchTemplate")):
+            report(f"node group {args.name} has no launch template, so its instances and volumes go untagged", None)
+        return
+    required = required_tags(args)
+    specs = {
+        str(as_dict(s).get("resourceType")): as_dict(s).get("tags")
+        for s in as_list(args.props.get("tagSpecifications"))
+    }
+    for resource_type in PROPAGATED_TO:
+        if resource_type not in specs:
+            report(f"launch template {args.name} has no tagSpecifications for {resource_type}", None)
+            continue
+        missing = _missing(specs[resource_type], required)
+        if missing:
+            report(f"launch template {args.name} tags {resource_type}s without {missing}", None)
+
+
+def cost_labels(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    required = [str(k) for k in config(args, "requiredLabels", list(DEFAULT_REQUIRED_LABELS))]
+    view = node_view(args.resource_type, args.props)
+    if view is not None:
+        labels, what = view.labels, f"node pool {view.pool or args.name}"
+    else:
+        labels = k8s_labels(args.props)
+        if not labels.get(TENANT_LABEL):
+            return  # cost labels are required on tenant namespaces
+        what = f"namespace {get(args.props, 'metadata.name', args.name)}"
+    missing = [k for k in required if not labels.get(k)]
+    if missing:
+        report(f"{what} lacks cost labels {missing}", None)
+
+
+# -- A16 ----------------------------------------------------------------------------------------------------
+
+
+def _instance_type(ng: PolicyResource, resources: list[PolicyResource]) -> str | None:
+    types = as_list(ng.props.get("instanceTypes"))
+    if types:
+        return str(types[0])
+    for dep in ng.dependencies:
+        if dep.resource_type == LAUNCH_TEMPLATE and dep.props.get("instanceType"):
+            return str(dep.props["instanceType"])
+    return None
+
+
+def _region(r: PolicyResource) -> str | None:
+    region = r.props.get("region") or (r.provider.props.get("region") if r.provider is not None else None)
+    return str(region) if region else None
+
+
+def budget_cap(args: StackValidationArgs, report: ReportViolation) -> None:
+    """Σ over node groups of scalingConfig.maxSize × catalog on-demand $/h stays within the configured cap."""
+    cap = config(args, "budgetUsdPerHour", None)
+    if cap is None:
+        return
+    total = 0.0
+    parts: list[str] = []
+    for ng in (r for r in args.resources if r.resource_type == NODE_GROUP):
+        itype = _instance_type(ng, args.resources)
+        if itype is None or itype not in catalog.instance_types():
+            continue  # CPU system pools are outside the GPU catalog and the budget
+        max_size = int(get(ng.props, "scalingConfig.maxSize", 0) or 0)
+        region = _region(ng)
+        price = catalog.price(itype, region) if region else None
+        if price is None:
+            report(
+                f"node group {ng.name}: no catalog price for {itype} in {region}; the budget cannot be checked", ng.urn
+            )
+            continue
+        total += max_size * price.usd_per_hour
+        parts.append(f"{ng.name} {max_size} x {itype} @ ${price.usd_per_hour:.2f}")
+    if total > float(cap):
+        report(f"max hourly cost ${total:,.2f} exceeds the budget cap ${float(cap):,.2f} ({'; '.join(parts)})", None)
+
+
+def gpu_instance_allowlist(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    allowed = [str(t) for t in config(args, "allowedInstanceTypes", [])]
+    if not allowed:
+        return
+    types = [str(t) for t in as_list(args.props.get("instanceTypes"))]
+    if args.props.get("instanceType"):
+        types.append(str(args.props["instanceType"]))
+    for t in types:
+        if t in catalog.instance_types() and t not in allowed:
+            report(f"{args.name} uses GPU instance type {t}; allowed: {allowed}", None)
+
+
+TAGS_CONFIG = schema(
+    requiredTags={
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "Tag keys every taggable AWS resource must carry (metadata.required_tags).",
+    }
+)
+
+ALL = [
+    resource_policy(
+        tags_present,
+        name="required-tags",
+        description="A15: every taggable AWS resource carries the required cost and ownership tags, set explicitly (CKV_AWS_153; provider default_tags do not count).",
+        types=taggable_types(),
+        enforcement=MANDATORY,
+        config_schema=TAGS_CONFIG,
+        remediation="Set metadata.owner/cost_center/environment (and metadata.tags for extra required tags) in the stack file; components tag from them.",
+    ),
+    resource_policy(
+        tags_propagate,
+        name="tags-propagate",
+        description="A15: launch templates propagate the required tags to instances and volumes via tagSpecifications; node groups use a launch template (CKV_AWS_153).",
+        types=(LAUNCH_TEMPLATE, NODE_GROUP),
+        enforcement=MANDATORY,
+        config_schema=TAGS_CONFIG,
+        remediation="Node pools must use gpufleet's launch template, which tags instances and volumes from metadata.",
+    ),
+    resource_policy(
+        cost_labels,
+        name="cost-labels",
+        description="A15: tenant namespaces and GPU nodes carry gpufleet.io/ cost labels (owner, cost-center, env, cluster, tenant).",
+        types=(NODE_GROUP,),
+        kinds=("Namespace", "Node"),
+        enforcement=ADVISORY,
+        config_schema=schema(
+            requiredLabels={"type": "array", "items": {"type": "string"}, "description": "Cost label keys."}
+        ),
+        remediation="Cost labels come from metadata and tenants[].cost_center; a missing label is a gpufleet bug.",
+    ),
+    stack_policy(
+        budget_cap,
+        name="budget-cap",
+        description="A16: the stack's hourly cost at max size (node groups' maxSize × catalog on-demand price) stays within the budget cap (Pulumi cost-control policies).",
+        enforcement=MANDATORY,
+        config_schema=schema(
+            budgetUsdPerHour={"type": "number", "description": "Cap in USD per hour (policies.budget_usd_per_hour)."}
+        ),
+        remediation="Lower node_pools[].scaling.max or raise policies.budget_usd_per_hour in the stack file.",
+    ),
+    resource_policy(
+        gpu_instance_allowlist,
+        name="gpu-instance-allowlist",
+        description="A16: GPU instance types come from the allow-list (policies.allowed_instance_types).",
+        types=(NODE_GROUP, LAUNCH_TEMPLATE),
+        enforcement=MANDATORY,
+        config_schema=schema(
+            allowedInstanceTypes={
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "GPU instance types allowed; empty allows every catalog type.",
+            }
+        ),
+        remediation="Use an allowed instance_type, or add it to policies.allowed_instance_types.",
+    ),
+]

@@ -1,0 +1,1 @@
+"""Policy pack `gpu-guardrails` (rules in `rules.py`)."""

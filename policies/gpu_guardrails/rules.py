@@ -1,0 +1,295 @@
+"""GPU guardrails: the GPU taint on every GPU pool, EFA pools in one subnet with a placement group or a
+reservation and no more EFA interfaces than the instance has, FSx next to the GPUs, time-slicing only on
+single-tenant pools, GPU Operator driver settings that match the site, pinned chart versions and protected
+stateful storage. Check-list items T10, T12, A11, A14, H1, H2, H7 of shared/reference/gpu-facts.md §2.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, StackValidationArgs
+
+from components import catalog
+from components.nodes import DEVICE_PLUGIN_CONFIG_LABEL, EFA_LABEL, FABRIC_LABEL, GPU_TAINT
+from policies.common import (
+    ADVISORY,
+    FSX_LUSTRE,
+    HELM_RELEASE,
+    LAUNCH_TEMPLATE,
+    MANDATORY,
+    NODE_GROUP,
+    STATEFUL_STORAGE,
+    TENANT_LABEL,
+    as_dict,
+    as_list,
+    get,
+    has_taint,
+    is_false,
+    is_gpu_node,
+    node_view,
+    objects,
+    plain,
+    resource_policy,
+    stack_policy,
+)
+
+PACK_NAME = "gpu-guardrails"
+DEFAULT_ENFORCEMENT = MANDATORY
+
+EFA_INTERFACE_TYPES = ("efa", "efa-only")
+AWS_SITE_TYPE = "gpufleet:aws:Site"  # component type tokens name the site kind in every URN below them
+BAREMETAL_SITE_TYPE = "gpufleet:baremetal:Site"
+UNPINNED = re.compile(r"(^$|latest|[\^~*<>|]|\bx\b|\.x$)", re.IGNORECASE)
+
+
+# -- T10 ----------------------------------------------------------------------------------------------------
+
+
+def gpu_taint(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    view = node_view(args.resource_type, args.props)
+    if view is not None and is_gpu_node(view) and not view.has_gpu_taint():
+        report(f"GPU pool {view.pool or args.name} lacks taint {GPU_TAINT.key}={GPU_TAINT.value}:NoSchedule", None)
+
+
+# -- A14 ----------------------------------------------------------------------------------------------------
+
+
+def efa_interfaces(props: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [
+        as_dict(n)
+        for n in as_list(props.get("networkInterfaces"))
+        if as_dict(n).get("interfaceType") in EFA_INTERFACE_TYPES
+    ]
+
+
+def efa_placement(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if not efa_interfaces(args.props):
+        return
+    placement = as_dict(args.props.get("placement"))
+    target = as_dict(get(args.props, "capacityReservationSpecification.capacityReservationTarget"))
+    block = get(args.props, "instanceMarketOptions.marketType") == "capacity-block"
+    if not (placement.get("groupName") or placement.get("groupId") or any(target.values()) or block):
+        report(
+            f"EFA launch template {args.name} has neither a cluster placement group nor a capacity reservation", None
+        )
+
+
+def efa_single_subnet(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    labels = as_dict(args.props.get("labels"))
+    if labels.get(EFA_LABEL) != "true" and not labels.get(FABRIC_LABEL):
+        return
+    subnets = as_list(args.props.get("subnetIds"))
+    if len(subnets) != 1:
+        report(f"EFA node group {args.name} spans {len(subnets)} subnets; an EFA pool must sit in one subnet/AZ", None)
+
+
+def _pool_instance_type(lt: PolicyResource, resources: list[PolicyResource]) -> str | None:
+    if lt.props.get("instanceType"):
+        return str(lt.props["instanceType"])
+    for r in resources:
+        if r.resource_type == NODE_GROUP and lt in r.dependencies and as_list(r.props.get("instanceTypes")):
+            return str(as_list(r.props["instanceTypes"])[0])
+    return None
+
+
+def efa_interface_count(args: StackValidationArgs, report: ReportViolation) -> None:
+    """EFA interfaces on a launch template ≤ the instance type's maximum (catalog, from EC2 EfaInfo)."""
+    for lt in (r for r in args.resources if r.resource_type == LAUNCH_TEMPLATE):
+        count = len(efa_interfaces(lt.props))
+        if not count:
+            continue
+        itype = _pool_instance_type(lt, args.resources)
+        if itype is None or itype not in catalog.instance_types():
+            report(f"EFA launch template {lt.name}: instance type {itype} is not in the GPU catalog", lt.urn)
+            continue
+        it = catalog.instance_type(itype)
+        if not it.efa_supported or count > it.max_efa_interfaces:
+            report(
+                f"launch template {lt.name} has {count} EFA interfaces; {itype} supports {it.max_efa_interfaces}",
+                lt.urn,
+            )
+
+
+# -- A11 ----------------------------------------------------------------------------------------------------
+
+
+def fsx_colocated(args: StackValidationArgs, report: ReportViolation) -> None:
+    efa_subnets: set[str] = set()
+    for ng in (r for r in args.resources if r.resource_type == NODE_GROUP):
+        labels = as_dict(ng.props.get("labels"))
+        if labels.get(EFA_LABEL) == "true" or labels.get(FABRIC_LABEL):
+            efa_subnets |= {str(s) for s in as_list(ng.props.get("subnetIds"))}
+    if not efa_subnets:
+        return
+    for fsx in (r for r in args.resources if r.resource_type == FSX_LUSTRE):
+        subnets = {str(s) for s in as_list(fsx.props.get("subnetIds"))}
+        if not subnets <= efa_subnets:
+            report(
+                f"FSx for Lustre {fsx.name} is in subnets {sorted(subnets)}, not the GPU pools' {sorted(efa_subnets)}",
+                fsx.urn,
+            )
+
+
+# -- T12 ----------------------------------------------------------------------------------------------------
+
+
+def _config_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(plain(value))
+
+
+def device_plugin_configs(resources: list[PolicyResource]) -> dict[str, str]:
+    """Named device-plugin configs (ConfigMap data and Helm values) -> their text."""
+    out: dict[str, str] = {}
+    for cm in objects(resources, "ConfigMap"):
+        out.update({str(k): _config_text(v) for k, v in as_dict(cm.props.get("data")).items()})
+    for rel in (r for r in resources if r.resource_type == HELM_RELEASE):
+        values = as_dict(rel.props.get("values"))
+        for path in ("devicePlugin.config.data", "config.map"):
+            out.update({str(k): _config_text(v) for k, v in as_dict(get(values, path)).items()})
+    return out
+
+
+def _shares(text: str) -> bool:
+    return "timeSlicing" in text or re.search(r"\bmps\b", text) is not None
+
+
+def time_slicing_single_tenant(args: StackValidationArgs, report: ReportViolation) -> None:
+    """A node on a time-slicing / MPS config is dedicated to one tenant (label + taint)."""
+    configs = device_plugin_configs(args.resources)
+    for r in args.resources:
+        view = node_view(r.resource_type, r.props)
+        if view is None or not view.labels.get(DEVICE_PLUGIN_CONFIG_LABEL):
+            continue
+        name = view.labels[DEVICE_PLUGIN_CONFIG_LABEL]
+        if name in configs and not _shares(configs[name]):
+            continue  # a named config that does not share GPUs
+        tenant = view.dedicated_tenant
+        if not tenant or not has_taint(view.taints, TENANT_LABEL, tenant):
+            report(
+                f"pool {view.pool or r.name} time-slices GPUs (config {name}) but is not dedicated to one tenant", r.urn
+            )
+
+
+def time_slicing_fail_requests(args: StackValidationArgs, report: ReportViolation) -> None:
+    for name, text in device_plugin_configs(args.resources).items():
+        if "timeSlicing" in text and not re.search(r"failRequestsGreaterThanOne\"?:\s*true", text):
+            report(f"time-slicing config {name} does not set failRequestsGreaterThanOne: true", None)
+
+
+# -- H1 / H2 / H7 -------------------------------------------------------------------------------------------
+
+
+def operator_driver_site(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.props.get("chart") != "gpu-operator":
+        return
+    values = as_dict(args.props.get("values"))
+    if AWS_SITE_TYPE in args.urn:
+        for part in ("driver", "toolkit"):
+            if not is_false(get(values, f"{part}.enabled")):
+                report(f"GPU Operator {args.name} on EKS must set {part}.enabled=false (the AMI ships it)", None)
+    elif BAREMETAL_SITE_TYPE in args.urn:
+        if is_false(get(values, "driver.enabled")):
+            report(f"GPU Operator {args.name} on bare metal must install the driver (driver.enabled)", None)
+        if not get(values, "driver.version"):
+            report(f"GPU Operator {args.name} on bare metal must pin driver.version", None)
+
+
+def chart_versions_pinned(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    version = str(args.props.get("version") or "")
+    if UNPINNED.search(version):
+        report(f"Helm release {args.name} (chart {args.props.get('chart')}) is not pinned: version {version!r}", None)
+
+
+def stateful_storage_protected(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if not args.opts.protect:
+        report(f"{args.resource_type.split(':')[-1]} {args.name} is not protected (protect=True)", None)
+    # The real engine does not pass retainOnDelete to analyzers; gpufleet check does (see gpufleet/check.py).
+    if getattr(args.opts, "retain_on_delete", None) is False:
+        report(
+            f"{args.resource_type.split(':')[-1]} {args.name} is not retained on delete (retain_on_delete=True)", None
+        )
+
+
+ALL = [
+    resource_policy(
+        gpu_taint,
+        name="gpu-taint",
+        description="T10: every GPU node pool carries nvidia.com/gpu=present:NoSchedule (EKS BPG aiml taints).",
+        types=(NODE_GROUP,),
+        kinds=("Node",),
+        enforcement=MANDATORY,
+        remediation="GPU pools get the taint from gpufleet; do not override node taints in the stack's labels.",
+    ),
+    resource_policy(
+        efa_placement,
+        name="efa-placement",
+        description="A14: EFA launch templates use a cluster placement group or a declared capacity reservation/block (EKS device-management-efa).",
+        types=(LAUNCH_TEMPLATE,),
+        enforcement=MANDATORY,
+        remediation="Keep fabrics[].placement_group true, or buy capacity with capacity.type capacity-reservation/capacity-block.",
+    ),
+    resource_policy(
+        efa_single_subnet,
+        name="efa-single-subnet",
+        description="A14: EFA node groups sit in exactly one subnet (one AZ) (EKS device-management-efa).",
+        types=(NODE_GROUP,),
+        enforcement=MANDATORY,
+        remediation="Put the pool on an EFA fabric (node_pools[].fabric); the fabric pins one AZ and subnet.",
+    ),
+    stack_policy(
+        efa_interface_count,
+        name="efa-interface-count",
+        description="A14: a launch template's EFA interfaces do not exceed the instance type's MaximumEfaInterfaces (catalog, EC2 EfaInfo).",
+        enforcement=MANDATORY,
+        remediation="Use an EFA-capable instance_type; the interface layout comes from the catalog.",
+    ),
+    stack_policy(
+        fsx_colocated,
+        name="fsx-colocated",
+        description="A11: FSx for Lustre sits in the GPU pools' subnet/AZ (EKS BPG aiml_storage).",
+        enforcement=ADVISORY,
+        remediation="Set storage[].fabric of the fsx-lustre tier to the training pools' fabric.",
+    ),
+    stack_policy(
+        time_slicing_single_tenant,
+        name="time-slicing-single-tenant",
+        description="T12: time-slicing/MPS device-plugin configs only on pools dedicated to one tenant (device-plugin README; EKS BPG aiml).",
+        enforcement=MANDATORY,
+        remediation="Set dedicated_to on time-slicing pools, or use sharing.mode mig for pools shared between tenants.",
+    ),
+    stack_policy(
+        time_slicing_fail_requests,
+        name="time-slicing-fail-requests",
+        description="T12: time-slicing configs set failRequestsGreaterThanOne: true (GPU Operator time-slicing doc).",
+        enforcement=ADVISORY,
+        remediation="The device-plugin config comes from gpufleet; a missing flag is a gpufleet bug.",
+    ),
+    resource_policy(
+        operator_driver_site,
+        name="operator-driver-site",
+        description="H1/H2: GPU Operator driver settings match the site: driver and toolkit off on EKS accelerated AMIs, driver on and pinned on bare metal.",
+        types=(HELM_RELEASE,),
+        enforcement=MANDATORY,
+        remediation="Set kubernetes.driver_version on bare-metal sites; on AWS gpufleet turns the driver off.",
+    ),
+    resource_policy(
+        chart_versions_pinned,
+        name="chart-versions-pinned",
+        description="H7: every Helm release pins an exact chart version (no missing, `latest` or range versions).",
+        types=(HELM_RELEASE,),
+        enforcement=MANDATORY,
+        remediation="Chart versions live in components/kubernetes/versions.py; pin an exact version there.",
+    ),
+    resource_policy(
+        stateful_storage_protected,
+        name="stateful-storage-protected",
+        description="FSx, EFS and S3 storage is protected and retained on delete, so no up, refactor or destroy loses data (DESIGN storage tiers).",
+        types=tuple(sorted(STATEFUL_STORAGE)),
+        enforcement=MANDATORY,
+        remediation="Stateful tiers are protected by gpufleet; to delete one, remove protection deliberately with `pulumi state unprotect`.",
+    ),
+]

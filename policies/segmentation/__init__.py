@@ -1,0 +1,1 @@
+"""Policy pack `segmentation` (rules in `rules.py`)."""

@@ -1,0 +1,1 @@
+"""Policy pack `tenancy` (rules in `rules.py`)."""
