@@ -888,6 +888,26 @@ class EstateSpec(Model):
             raise SpecFieldError(f"{path}.capacity.type", f"{p.instance_type} is not sold as {p.capacity.type}")
 
     @model_validator(mode="after")
+    def _mig_layouts_consistent(self) -> EstateSpec:
+        """Nodes select MIG layouts by the label value `all-<profile>`, one layout per name and site."""
+        for i, s in enumerate(self.sites):
+            seen: dict[str, tuple[str, int]] = {}
+            for j, p in enumerate(s.node_pools):
+                model = self.pool_gpu_model(p.name)
+                profile = model.mig_profile(p.sharing.mig_profile or "") if p.sharing.mode == "mig" else None
+                if profile is None:
+                    continue
+                other_model, other_count = seen.setdefault(profile.name, (model.id, profile.per_gpu))
+                if other_count != profile.per_gpu:
+                    raise SpecFieldError(
+                        f"sites[{i}].node_pools[{j}].sharing.mig_profile",
+                        f"MIG profile {profile.name} fits {profile.per_gpu} per {model.id} GPU but {other_count} per "
+                        f"{other_model} GPU on another pool of site {s.name}; one site applies one `all-"
+                        f"{profile.name}` layout, so pick a different profile for one of the pools",
+                    )
+        return self
+
+    @model_validator(mode="after")
     def _tenants_fit(self) -> EstateSpec:
         pools = {p.name for _, p in self.pools()}
         for i, t in enumerate(self.tenants):

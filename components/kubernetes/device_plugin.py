@@ -2,7 +2,7 @@
 
 For sites whose nodes already carry the driver and container toolkit and that do not want the operator. Key
 names checked against NVIDIA/k8s-device-plugin `deployments/helm/nvidia-device-plugin/values.yaml` at tag
-v0.20.0 (versions.NVIDIA_DEVICE_PLUGIN): `config.{map,default}`, `migStrategy`, `failOnInitError`,
+the pinned chart version (versions.NVIDIA_DEVICE_PLUGIN): `config.{map,default}`, `migStrategy`, `failOnInitError`,
 `nodeSelector`, `affinity`, `tolerations`, `gfd.enabled`, `nfd.*` (subchart alias, enabled with gfd).
 
 The same named configs as the operator (sharing.py) select time-slicing per pool by node label. This chart

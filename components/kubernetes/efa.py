@@ -2,7 +2,7 @@
 
 EKS AL2023 / Bottlerocket accelerated AMIs carry the EFA host software but not the device plugin (EKS user
 guide, device-management-efa). Chart `aws-efa-k8s-device-plugin` from https://aws.github.io/eks-charts
-(aws/eks-charts `stable/aws-efa-k8s-device-plugin`, Chart.yaml version v0.5.30); its values `nodeSelector` and
+(aws/eks-charts `stable/aws-efa-k8s-device-plugin`, Chart.yaml at the pinned version); its values `nodeSelector` and
 `tolerations` are merged into the DaemonSet (templates/daemonset.yaml), whose own affinity already limits it
 to EFA-capable instance types. One release per fabric, selecting the fabric's nodes by
 `components.nodes.FABRIC_LABEL` and tolerating exactly the GPU and tenant taints of the fabric's pools.

@@ -1,7 +1,7 @@
 """NVIDIA GPU Operator: one Helm release whose values are derived from the site and its pools.
 
 Key names checked against NVIDIA/gpu-operator `deployments/gpu-operator/values.yaml` and
-`templates/{clusterpolicy,plugin_config,mig_config}.yaml` at tag v26.7.0 (versions.GPU_OPERATOR).
+`templates/{clusterpolicy,plugin_config,mig_config}.yaml` at the pinned tag (versions.GPU_OPERATOR).
 
 Decisions:
 - EKS (AL2023 NVIDIA AMIs ship the driver and the container toolkit): `driver.enabled=false`,

@@ -43,6 +43,14 @@ def privileged_labels() -> dict[str, str]:
     return {f"pod-security.kubernetes.io/{mode}": "privileged" for mode in PSA_MODES}
 
 
+def check_registered(namespaces: Iterable[str]) -> None:
+    """Refuse to label a namespace privileged unless it is in the register."""
+    unknown = sorted(set(namespaces) - PRIVILEGED_NAMESPACES)
+    if unknown:
+        # A programming error, not user input: gpufleet's components fix the set of system namespaces.
+        raise ValueError(f"{', '.join(unknown)} not in the privileged-namespace register PRIVILEGED_NAMESPACES")
+
+
 @dataclass(frozen=True)
 class SystemNamespacesArgs:
     tags: Tags
@@ -58,10 +66,7 @@ class SystemNamespaces(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: SystemNamespacesArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:kubernetes:SystemNamespaces", name, None, opts)
-        unknown = sorted(set(args.namespaces) - PRIVILEGED_NAMESPACES)
-        if unknown:
-            # A programming error, not user input: the set of namespaces is fixed by gpufleet's components.
-            raise ValueError(f"{', '.join(unknown)} not in the privileged-namespace register PRIVILEGED_NAMESPACES")
+        check_registered(args.namespaces)
         self._name = name
         self._labels = {**args.tags.labels(), **privileged_labels()}
         self.resources: dict[str, pulumi.CustomResource] = {ns: self._namespace(ns) for ns in _unique(args.namespaces)}

@@ -2,7 +2,7 @@
 
 Chart `network-operator` (versions.NETWORK_OPERATOR) from the NGC Helm repository; values and the
 NicClusterPolicy (`mellanox.com/v1alpha1`, singleton `nic-cluster-policy`) checked against
-Mellanox/network-operator at tag v26.4.1: `deployment/network-operator/values.yaml` (`nfd.enabled`,
+Mellanox/network-operator at the pinned tag: `deployment/network-operator/values.yaml` (`nfd.enabled`,
 `nfd.deployNodeFeatureRules`, `sriovNetworkOperator.enabled`, `operator.affinity`), `api/v1alpha1/
 nicclusterpolicy_types.go` (spec fields) and `example/crs/mellanox.com_v1alpha1_nicclusterpolicy_cr*.yaml`.
 

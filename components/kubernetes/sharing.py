@@ -5,9 +5,9 @@ time-sliced pool (key `components.nodes.device_plugin_config_name(pool)`, which 
 pool's `nvidia.com/device-plugin.config` node label) and a default for every other GPU node. MIG layouts are
 mig-parted configs named `all-<profile>`, the value of the pools' `nvidia.com/mig.config` node label.
 
-Formats: k8s-device-plugin v0.20.0 README "Shared Access to GPUs" / api/config/v1 (version, flags.migStrategy,
+Formats: k8s-device-plugin README (pinned tag) "Shared Access to GPUs" / api/config/v1 (version, flags.migStrategy,
 sharing.timeSlicing.{renameByDefault, failRequestsGreaterThanOne, resources[{name, replicas}]}); GPU Operator
-v26.7.0 values.yaml `migManager.config` example (version v1, mig-configs.<name>[{devices, mig-enabled,
+values.yaml `migManager.config` example at the pinned tag (version v1, mig-configs.<name>[{devices, mig-enabled,
 mig-devices}]).
 """
 
