@@ -717,21 +717,21 @@ class PoolRecommendation:
 
 
 def recommend_pools(sized: list[ClassSizing], planning: Planning) -> list[PoolRecommendation]:
-    """One pool per (chosen placement, role); min and max rounded up to whole nodes."""
+    """One new cloud pool per (instance type, role); an existing on-prem pool stays one pool. Whole nodes."""
     groups: dict[tuple[str, str], list[tuple[ClassSizing, Choice]]] = {}
     for cs in sized:
         ch = cs.chosen
         if ch is not None:
-            groups.setdefault((ch.placement.name, cs.cls.role), []).append((cs, ch))
+            key = cs.cls.role if ch.placement.instance_type else ""
+            groups.setdefault((ch.placement.name, key), []).append((cs, ch))
     out = []
-    for (pname, role), placed in groups.items():
+    for (pname, key), placed in groups.items():
         p = placed[0][1].placement
-        name = f"{role}-{pname.replace('.', '-')}" if p.instance_type else pname
-        out.append(
-            PoolRecommendation(
-                name=name[:40].rstrip("-"), role=placed[0][0].cls.role, demand=demand_on(p, placed, planning)
-            )
-        )
+        if p.instance_type:
+            name, pool_role = f"{key}-{pname.replace('.', '-')}"[:40].rstrip("-"), placed[0][0].cls.role
+        else:
+            name, pool_role = pname, p.role or placed[0][0].cls.role
+        out.append(PoolRecommendation(name=name, role=pool_role, demand=demand_on(p, placed, planning)))
     return out
 
 

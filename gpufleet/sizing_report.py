@@ -210,7 +210,7 @@ def _pools(r: SizingReport) -> list[Block]:
             [
                 rec.name,
                 rec.role,
-                d.placement.name,
+                d.placement.name if d.placement.instance_type else f"{d.placement.name} (on-prem, {d.placement.site})",
                 ", ".join(d.classes),
                 *_demand_cells(d),
                 f"{d.min_nodes}-{d.max_nodes} {unit}",
@@ -223,6 +223,15 @@ def _pools(r: SizingReport) -> list[Block]:
             "reserves; both at least the gang minimum and rounded up to whole nodes."
         ),
     ]
+    for rec in r.pools:
+        p = rec.demand.placement
+        if p.instance_type is None and p.capacity_gpus is not None and rec.demand.max_gpus > p.capacity_gpus:
+            blocks.append(
+                Para(
+                    f"On-prem pool {p.name} holds {p.capacity_gpus} GPUs; up to {rec.demand.max_gpus} are needed "
+                    "there: buy servers or move classes to the cloud."
+                )
+            )
     if r.snippet:
         blocks += [Para("Stack-file snippet (node_pools entries of an aws site):"), Code("yaml", r.snippet)]
     if r.unplaced:

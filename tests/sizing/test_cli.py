@@ -26,8 +26,8 @@ def test_size_against_aws_train_gives_a_verdict_per_pool() -> None:
 def test_markdown_is_a_decision_record_with_formula_inputs_and_assumptions() -> None:
     res = runner.invoke(app, ["size", WORKLOADS, "--format", "markdown", "--project", str(ROOT)])
     assert res.exit_code == 0, res.output
-    for heading in ("## Decision record", "#### Formula", "#### Units", "#### Inputs", "#### Assumptions"):
-        assert heading in res.output
+    for heading in ("### Decision record", "#### Formula", "#### Units", "#### Inputs", "#### Assumptions"):
+        assert f"\n{heading}\n" in res.output
     assert "Owner: ml-platform." in res.output and "Review by 2027-03-01" in res.output
     assert "| 60 % | 29.01 | 30 |" in res.output
     assert "```yaml\nnode_pools:" in res.output
