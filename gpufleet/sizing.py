@@ -722,13 +722,13 @@ def recommend_pools(sized: list[ClassSizing], planning: Planning) -> list[PoolRe
     for cs in sized:
         ch = cs.chosen
         if ch is not None:
-            key = cs.cls.role if ch.placement.instance_type else ""
+            key: str = cs.cls.role if ch.placement.instance_type else ""
             groups.setdefault((ch.placement.name, key), []).append((cs, ch))
     out = []
-    for (pname, key), placed in groups.items():
+    for (pname, role_key), placed in groups.items():
         p = placed[0][1].placement
         if p.instance_type:
-            name, pool_role = f"{key}-{pname.replace('.', '-')}"[:40].rstrip("-"), placed[0][0].cls.role
+            name, pool_role = f"{role_key}-{pname.replace('.', '-')}"[:40].rstrip("-"), placed[0][0].cls.role
         else:
             name, pool_role = pname, p.role or placed[0][0].cls.role
         out.append(PoolRecommendation(name=name, role=pool_role, demand=demand_on(p, placed, planning)))

@@ -87,3 +87,13 @@ def test_onprem_inventory_is_a_candidate_priced_at_the_amortised_server_hour() -
     assert onprem.name == "train" and onprem.role == "training"
     assert onprem.demand.classes == ("pretrain-7b", "finetune-13b", "chat-70b")
     assert onprem.demand.max_nodes * 8 >= onprem.demand.max_gpus
+
+
+def test_figures_past_their_review_date_are_flagged_in_the_decision_record() -> None:
+    from gpufleet.sizing_report import render_markdown
+
+    w = load_workloads(WORKLOADS)
+    assert "OVERDUE" not in render_markdown(size(w, "w.yaml", today=dt.date(2027, 3, 1)))
+    late = size(w, "w.yaml", today=dt.date(2027, 3, 2))
+    assert late.review_overdue
+    assert "Review by 2027-03-01 (OVERDUE: review the figures before deciding)." in render_markdown(late)
