@@ -9,7 +9,12 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.spec import AwsSite, BurstWindow, EstateSpec
+from components.aws.cluster import EksClusterArgs, EksClusterStack
+from components.aws.fabric import EfaFabricArgs, EfaFabricStack, pool_placement_group
+from components.aws.network import SiteNetwork, SiteNetworkArgs
+from components.aws.node_pool import EfaAttachment, GpuNodePool, GpuNodePoolArgs
+from components.aws.storage import SiteStorage, SiteStorageArgs
+from components.spec import AwsNodePool, AwsSite, BurstWindow, EfaFabric, EstateSpec, ScratchTier
 from components.tags import Tags
 
 
@@ -23,19 +28,111 @@ class AwsSiteArgs:
 
 
 class AwsSiteStack(pulumi.ComponentResource):
-    """Creates the site's AWS provider and (to come) cluster, pools, fabrics and storage."""
+    """Creates the site's AWS provider, network (VPC or adopted subnets), EKS cluster, EFA fabrics, one node
+    group per GPU pool, storage tiers, and the Kubernetes provider every in-cluster component uses."""
 
     k8s_provider: k8s.Provider
+    kubeconfig: pulumi.Output[str]  # secret; also what a MultiKueue manager needs to reach this cluster
+    cluster_name: str
 
     def __init__(self, name: str, args: AwsSiteArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:aws:Site", name, None, opts)
+        self._n = name
+        self._args = args
         self.aws_provider = aws.Provider(
             f"{name}-aws",
             region=args.site.region,
             default_tags=aws.ProviderDefaultTagsArgs(tags=args.tags.aws()),
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.k8s_provider = k8s.Provider(
-            f"{name}-k8s", enable_server_side_apply=True, opts=pulumi.ResourceOptions(parent=self)
+        self.network = SiteNetwork(f"{name}-net", SiteNetworkArgs(args.site, args.tags), self._child())
+        self.cluster = EksClusterStack(
+            f"{name}-cluster",
+            EksClusterArgs(args.site, args.tags, self.network.private_subnet_ids),
+            self._child(),
         )
-        self.register_outputs({})
+        self.cluster_name = self.cluster.name
+        self.kubeconfig = self.cluster.kubeconfig
+        self.k8s_provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.cluster.kubeconfig,
+            enable_server_side_apply=True,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.fabrics = self._fabrics()
+        self.pools = [self._pool(p) for p in args.site.node_pools]
+        self.storage = SiteStorage(
+            f"{name}-storage",
+            SiteStorageArgs(
+                spec=args.spec,
+                site=args.site,
+                tags=args.tags,
+                cluster_name=self.cluster.name,
+                vpc_id=self.network.vpc_id,
+                private_subnet_ids=self.network.private_subnet_ids,
+                cluster_security_group_id=self.cluster.cluster_security_group_id,
+                fabric_subnets={f: s.subnet_id for f, s in self.fabrics.items()},
+                node_role_arn=self.cluster.node_role_arn,
+                k8s_provider=self.k8s_provider,
+                depends_on=[self.cluster],
+            ),
+            self._child(),
+        )
+        self.register_outputs({"cluster_name": self.cluster_name})
+
+    def _child(self) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self, providers={"aws": self.aws_provider})
+
+    def _fabrics(self) -> dict[str, EfaFabricStack]:
+        site = self._args.site
+        out = {}
+        for f in site.fabrics:
+            if not isinstance(f, EfaFabric):
+                continue
+            out[f.name] = EfaFabricStack(
+                f"{self._n}-{f.name}",
+                EfaFabricArgs(
+                    site=site,
+                    fabric=f,
+                    tags=self._args.tags,
+                    vpc_id=self.network.vpc_id,
+                    private_route_table_id=self.network.private_route_tables.get(f.availability_zone),
+                ),
+                self._child(),
+            )
+        return out
+
+    def _pool(self, pool: AwsNodePool) -> GpuNodePool:
+        a, site = self._args, self._args.site
+        efa = None
+        fabric = next((f for f in site.fabrics if isinstance(f, EfaFabric) and f.name == pool.fabric), None)
+        if fabric is not None:
+            stack = self.fabrics[fabric.name]
+            efa = EfaAttachment(
+                subnet_id=stack.subnet_id,
+                security_group_id=stack.security_group_id,
+                placement_group=pool_placement_group(pool, fabric, stack.placement_group_name),
+            )
+        subnets: list[pulumi.Input[str]] = list(self.network.private_subnet_ids)
+        if pool.availability_zone and pool.availability_zone in self.network.private_subnets_by_az:
+            subnets = [self.network.private_subnets_by_az[pool.availability_zone]]
+        scratch = next((t for t in site.storage if isinstance(t, ScratchTier)), None)
+        return GpuNodePool(
+            f"{self._n}-{pool.name}",
+            GpuNodePoolArgs(
+                spec=a.spec,
+                pool=pool,
+                tags=a.tags,
+                window=a.window,
+                now=a.now,
+                cluster_name=self.cluster.name,
+                node_role_arn=self.cluster.node_role_arn,
+                key_arn=self.cluster.key_arn,
+                cluster_security_group_id=self.cluster.cluster_security_group_id,
+                subnet_ids=subnets,
+                efa=efa,
+                scratch_mount_path=scratch.mount_path if scratch else None,
+                depends_on=[self.cluster],
+            ),
+            self._child(),
+        )

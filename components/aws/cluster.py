@@ -1,0 +1,255 @@
+"""EksClusterStack: the site's EKS cluster (created or adopted), its KMS key, IAM roles, access entries,
+control-plane logs, node add-ons and the CPU system node group; hands out a kubeconfig for the provider."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from components.aws import iam
+from components.aws.launch import launch_template_args, template_version
+from components.nodes import ROLE_LABEL
+from components.spec import AwsSite
+from components.tags import Tags
+
+SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
+LOG_RETENTION_DAYS = 90
+# EKS managed add-ons installed beside the default networking add-ons. Versions are left to EKS (the default
+# version for the cluster's Kubernetes version), so an upgrade of the control plane brings matching add-ons.
+NODE_ADDONS = (
+    "eks-pod-identity-agent",  # IAM for the CSI controllers (EKS Pod Identity)
+    "eks-node-monitoring-agent",  # GPU/XID health conditions that node auto repair acts on
+)
+
+
+def cluster_name(tags: Tags, site: AwsSite) -> str:
+    """EKS cluster names are unique per account and region: estate, environment and site."""
+    return site.cluster.adopt_name or f"{tags.base['cluster']}-{tags.base['env']}-{site.name}"
+
+
+def kubeconfig(name: str, endpoint: str | None, ca_data: str | None, region: str) -> str:
+    """A kubeconfig that authenticates with `aws eks get-token` (the deployer's AWS credentials)."""
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": name, "cluster": {"server": endpoint or "", "certificate-authority-data": ca_data or ""}}
+        ],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+        "current-context": name,
+        "users": [
+            {
+                "name": name,
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1beta1",
+                        "command": "aws",
+                        "args": ["eks", "get-token", "--cluster-name", name, "--region", region, "--output", "json"],
+                        "interactiveMode": "Never",
+                    }
+                },
+            }
+        ],
+    }
+    return json.dumps(doc)
+
+
+@dataclass(frozen=True)
+class EksClusterArgs:
+    site: AwsSite
+    tags: Tags
+    subnet_ids: list[pulumi.Output[str]]
+
+
+class EksClusterStack(pulumi.ComponentResource):
+    """Creates (or, with `cluster.adopt_name`, reads) the EKS cluster: private endpoint (public only to the
+    spec's CIDRs), secrets encrypted with the site KMS key (rotating), all five control-plane log types, IAM
+    roles for the control plane and the nodes, API-mode access entries with cluster-admin for the spec's
+    admin roles, node add-ons and a CPU system node group. The site key also encrypts node root volumes."""
+
+    name: str
+    kubeconfig: pulumi.Output[str]
+    cluster_security_group_id: pulumi.Output[str]
+    node_role_arn: pulumi.Output[str]
+    key_arn: pulumi.Output[str]
+
+    def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpufleet:aws:EksCluster", name, None, opts)
+        self._n = name
+        self._args = args
+        site = args.site
+        self.name = cluster_name(args.tags, site)
+        node_role = self._node_role()
+        self.node_role_arn = node_role.arn
+        self.key_arn = self._key(node_role).arn
+        cluster = self._adopted() if site.cluster.adopt_name else self._created()
+        self.cluster_security_group_id = cluster.vpc_config.apply(
+            lambda c: c.cluster_security_group_id if c is not None else None  # type: ignore[arg-type,return-value]
+        )
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(cluster.endpoint, cluster.certificate_authority).apply(
+                lambda v: kubeconfig(self.name, v[0], v[1].data if v[1] is not None else None, site.region)
+            )
+        )
+        self._addons(cluster)
+        self._system_node_group(cluster)
+        self.register_outputs({"name": self.name, "kubeconfig": self.kubeconfig})
+
+    def _opts(self, **kw: object) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self, **kw)  # type: ignore[arg-type]
+
+    # -- identity and keys ---------------------------------------------------------------------------
+    def _node_role(self) -> aws.iam.Role:
+        region = self._args.site.region
+        role = aws.iam.Role(
+            f"{self._n}-node",
+            assume_role_policy=iam.assume_role_policy("ec2.amazonaws.com"),
+            description=f"EKS nodes of {self.name}",
+            tags=self._args.tags.aws(),
+            opts=self._opts(),
+        )
+        for policy in (
+            "AmazonEKSWorkerNodePolicy",
+            "AmazonEKS_CNI_Policy",
+            "AmazonEC2ContainerRegistryPullOnly",
+            "AmazonSSMManagedInstanceCore",  # Session Manager instead of SSH
+        ):
+            aws.iam.RolePolicyAttachment(
+                f"{self._n}-node-{policy}",
+                role=role.name,
+                policy_arn=iam.managed_policy(region, policy),
+                opts=self._opts(),
+            )
+        return role
+
+    def _key(self, node_role: aws.iam.Role) -> aws.kms.Key:
+        region = self._args.site.region
+        return aws.kms.Key(
+            f"{self._n}-key",
+            description=f"{self.name}: EKS secrets envelope encryption and node root volumes",
+            enable_key_rotation=True,
+            deletion_window_in_days=30,
+            policy=node_role.arn.apply(lambda arn: iam.site_key_policy(region, iam.account_of(arn))),
+            tags=self._args.tags.aws(),
+            opts=self._opts(),
+        )
+
+    # -- the cluster -----------------------------------------------------------------------------------
+    def _adopted(self) -> aws.eks.Cluster:
+        # A read of existing state by id: no invoke, so offline synth needs no answer for it.
+        return aws.eks.Cluster.get(f"{self._n}-eks", id=self.name, opts=self._opts())
+
+    def _created(self) -> aws.eks.Cluster:
+        site, tags = self._args.site, self._args.tags
+        role = aws.iam.Role(
+            f"{self._n}-control-plane",
+            assume_role_policy=iam.assume_role_policy("eks.amazonaws.com", tag_session=True),
+            description=f"EKS control plane of {self.name}",
+            tags=tags.aws(),
+            opts=self._opts(),
+        )
+        attachment = aws.iam.RolePolicyAttachment(
+            f"{self._n}-control-plane",
+            role=role.name,
+            policy_arn=iam.managed_policy(site.region, "AmazonEKSClusterPolicy"),
+            opts=self._opts(),
+        )
+        # EKS writes control-plane logs here; created first so retention and tags are ours.
+        logs = aws.cloudwatch.LogGroup(
+            f"{self._n}-logs",
+            name=f"/aws/eks/{self.name}/cluster",
+            retention_in_days=LOG_RETENTION_DAYS,
+            tags=tags.aws(),
+            opts=self._opts(),
+        )
+        public = site.cluster.endpoint_public_cidrs
+        cluster = aws.eks.Cluster(
+            f"{self._n}-eks",
+            name=self.name,
+            version=site.cluster.version,
+            role_arn=role.arn,
+            vpc_config=aws.eks.ClusterVpcConfigArgs(
+                subnet_ids=self._args.subnet_ids,
+                endpoint_private_access=True,
+                endpoint_public_access=bool(public),
+                public_access_cidrs=list(public) if public else None,
+            ),
+            encryption_config=aws.eks.ClusterEncryptionConfigArgs(
+                resources=["secrets"], provider=aws.eks.ClusterEncryptionConfigProviderArgs(key_arn=self.key_arn)
+            ),
+            enabled_cluster_log_types=iam.CONTROL_PLANE_LOG_TYPES,
+            access_config=aws.eks.ClusterAccessConfigArgs(
+                authentication_mode="API",
+                # The deployer keeps admin so that the Kubernetes provider (its `aws eks get-token`) can apply.
+                bootstrap_cluster_creator_admin_permissions=True,
+            ),
+            upgrade_policy=aws.eks.ClusterUpgradePolicyArgs(support_type="STANDARD"),
+            tags=tags.aws(),
+            opts=self._opts(depends_on=[attachment, logs]),
+        )
+        for arn in site.cluster.admin_role_arns:
+            label = arn.rsplit("/", 1)[-1]
+            entry = aws.eks.AccessEntry(
+                f"{self._n}-admin-{label}",
+                cluster_name=cluster.name,
+                principal_arn=arn,
+                type="STANDARD",
+                tags=tags.aws(),
+                opts=self._opts(),
+            )
+            aws.eks.AccessPolicyAssociation(
+                f"{self._n}-admin-{label}",
+                cluster_name=cluster.name,
+                principal_arn=arn,
+                policy_arn=iam.EKS_CLUSTER_ADMIN_POLICY,
+                access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+                opts=self._opts(depends_on=[entry]),
+            )
+        return cluster
+
+    def _addons(self, cluster: aws.eks.Cluster) -> None:
+        for addon in NODE_ADDONS:
+            aws.eks.Addon(
+                f"{self._n}-{addon}",
+                cluster_name=self.name,
+                addon_name=addon,
+                resolve_conflicts_on_create="OVERWRITE",
+                resolve_conflicts_on_update="PRESERVE",
+                tags=self._args.tags.aws(),
+                opts=self._opts(depends_on=[cluster]),
+            )
+
+    def _system_node_group(self, cluster: aws.eks.Cluster) -> None:
+        site, tags = self._args.site, self._args.tags
+        lt = aws.ec2.LaunchTemplate(
+            f"{self._n}-system",
+            **launch_template_args(
+                instance_type=site.system_instance_type,
+                hop_limit=1,
+                root_volume_gib=100,
+                key_arn=self.key_arn,
+                tags=tags.aws(),
+                description=f"{self.name}: CPU system nodes",
+            ),
+            opts=self._opts(),
+        )
+        aws.eks.NodeGroup(
+            f"{self._n}-system",
+            cluster_name=self.name,
+            node_role_arn=self.node_role_arn,
+            subnet_ids=self._args.subnet_ids,
+            ami_type=SYSTEM_AMI_TYPE,
+            capacity_type="ON_DEMAND",
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=2, desired_size=2, max_size=4),
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=lt.id, version=lt.latest_version.apply(template_version)
+            ),
+            labels={ROLE_LABEL: "system"},
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True),
+            tags=tags.aws(),
+            opts=self._opts(depends_on=[cluster]),
+        )

@@ -1,0 +1,128 @@
+"""EfaFabricStack: one AZ, one subnet, a security group open only to itself, an optional cluster placement group."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from components.spec import AwsNodePool, AwsSite, EfaFabric
+from components.tags import Tags
+
+RESERVED_CAPACITY = ("capacity-reservation", "capacity-block")
+
+
+def pool_placement_group(pool: AwsNodePool, fabric: EfaFabric, created_name: str | None) -> str | None:
+    """The placement group name a pool's launch template uses, or None.
+
+    A named group (`placement_group_name`, e.g. the one a capacity reservation was made in) always wins.
+    Pools on capacity reservations or blocks get no group otherwise: capacity blocks are already co-located,
+    and an ODCR launches only into the group it targets (terraform-aws-eks PR #3730: a forced cluster group
+    makes reserved launches fail with InsufficientInstanceCapacity).
+    """
+    if fabric.placement_group_name:
+        return fabric.placement_group_name
+    if pool.capacity.type in RESERVED_CAPACITY:
+        return None
+    return created_name
+
+
+def fabric_needs_placement_group(fabric: EfaFabric, pools: list[AwsNodePool]) -> bool:
+    """Create a group only when asked, no existing group is named, and some pool on the fabric would use it."""
+    if not fabric.placement_group or fabric.placement_group_name:
+        return False
+    return any(p.fabric == fabric.name and p.capacity.type not in RESERVED_CAPACITY for p in pools)
+
+
+@dataclass(frozen=True)
+class EfaFabricArgs:
+    site: AwsSite
+    fabric: EfaFabric
+    tags: Tags
+    vpc_id: pulumi.Input[str]
+    private_route_table_id: pulumi.Input[str] | None  # created VPC: the fabric AZ's private route table
+
+
+class EfaFabricStack(pulumi.ComponentResource):
+    """Creates the fabric's private subnet in its one AZ (or adopts `subnet_id`), the EFA security group (all
+    traffic to and from itself, nothing wider) and, when a pool will use it, a cluster placement group."""
+
+    subnet_id: pulumi.Output[str]
+    security_group_id: pulumi.Output[str]
+    placement_group_name: str | None  # the group this stack created, if any
+
+    def __init__(self, name: str, args: EfaFabricArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpufleet:aws:EfaFabric", name, None, opts)
+        self._name = name
+        self._args = args
+        self.subnet_id = self._subnet()
+        self.security_group_id = self._security_group()
+        self.placement_group_name = self._placement_group()
+        self.register_outputs({"subnet_id": self.subnet_id, "security_group_id": self.security_group_id})
+
+    def _opts(self) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self)
+
+    def _subnet(self) -> pulumi.Output[str]:
+        f = self._args.fabric
+        if f.subnet_id:
+            return pulumi.Output.from_input(f.subnet_id)
+        if not f.subnet_cidr:
+            raise pulumi.RunError(f"fabric {f.name} needs subnet_cidr (created VPC) or subnet_id (adopted VPC)")
+        subnet = aws.ec2.Subnet(
+            f"{self._name}-subnet",
+            vpc_id=self._args.vpc_id,
+            cidr_block=f.subnet_cidr,
+            availability_zone=f.availability_zone,
+            map_public_ip_on_launch=False,
+            tags=self._args.tags.aws(Name=f"{self._name}-subnet", fabric=f.name),
+            opts=self._opts(),
+        )
+        if self._args.private_route_table_id is not None:
+            aws.ec2.RouteTableAssociation(
+                f"{self._name}-subnet",
+                subnet_id=subnet.id,
+                route_table_id=self._args.private_route_table_id,
+                opts=self._opts(),
+            )
+        return subnet.id
+
+    def _security_group(self) -> pulumi.Output[str]:
+        f = self._args.fabric
+        # EFA's OS-bypass traffic needs every protocol to and from the group itself (EC2 user guide efa-start,
+        # "Prepare an EFA-enabled security group"); inline egress replaces the default allow-all egress rule.
+        sg = aws.ec2.SecurityGroup(
+            f"{self._name}-sg",
+            vpc_id=self._args.vpc_id,
+            description=f"EFA fabric {f.name}: all traffic between its members only",
+            ingress=[
+                aws.ec2.SecurityGroupIngressArgs(
+                    protocol="-1", from_port=0, to_port=0, self=True, description="EFA: all traffic from the fabric"
+                )
+            ],
+            egress=[
+                aws.ec2.SecurityGroupEgressArgs(
+                    protocol="-1", from_port=0, to_port=0, self=True, description="EFA: all traffic to the fabric"
+                )
+            ],
+            tags=self._args.tags.aws(Name=f"{self._name}-sg", fabric=f.name),
+            opts=self._opts(),
+        )
+        return sg.id
+
+    def _placement_group(self) -> str | None:
+        f = self._args.fabric
+        if not fabric_needs_placement_group(f, self._args.site.node_pools):
+            return None
+        # Placement group names are unique per account and region: qualify with estate, environment and site.
+        base = self._args.tags.base
+        group_name = f"{base['cluster']}-{base['env']}-{self._name}"
+        aws.ec2.PlacementGroup(
+            f"{self._name}-pg",
+            name=group_name,
+            strategy="cluster",
+            tags=self._args.tags.aws(Name=group_name, fabric=f.name),
+            opts=self._opts(),
+        )
+        return group_name

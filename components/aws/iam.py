@@ -1,0 +1,123 @@
+"""IAM and KMS documents of an AWS site. Pure; the policies are plain dicts, JSON-encoded by callers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+EKS_CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+CONTROL_PLANE_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
+
+
+def partition(region: str) -> str:
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
+
+
+def managed_policy(region: str, name: str) -> str:
+    return f"arn:{partition(region)}:iam::aws:policy/{name}"
+
+
+def assume_role_policy(service: str, *, tag_session: bool = False) -> str:
+    actions = ["sts:AssumeRole", "sts:TagSession"] if tag_session else "sts:AssumeRole"
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": actions}],
+        }
+    )
+
+
+def account_of(arn: str | None) -> str:
+    """The account id inside an ARN (`arn:aws:iam::123456789012:role/x`)."""
+    if not arn or arn.count(":") < 5:
+        # Offline synth never learns a real ARN; the engine always does before the key policy is sent.
+        return "ACCOUNT_ID_KNOWN_AT_APPLY"
+    return arn.split(":")[4]
+
+
+def site_key_policy(region: str, account: str) -> str:
+    """Key policy of the site key (EKS secrets, node root volumes).
+
+    The account's IAM policies govern use of the key (no wildcard principal). EC2 Auto Scaling launches the
+    node groups' instances under its service-linked role, which needs the key for the encrypted root volumes
+    (EC2 Auto Scaling user guide, "Required AWS KMS key policy for use with encrypted volumes").
+    """
+    p = partition(region)
+    asg_role = f"arn:{p}:iam::{account}:role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "AccountAdministersKeyThroughIam",
+            "Effect": "Allow",
+            "Principal": {"AWS": f"arn:{p}:iam::{account}:root"},
+            "Action": "kms:*",
+            "Resource": "*",
+        },
+        {
+            "Sid": "AutoScalingUsesKeyForNodeVolumes",
+            "Effect": "Allow",
+            "Principal": {"AWS": asg_role},
+            "Action": ["kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:DescribeKey"],
+            "Resource": "*",
+        },
+        {
+            "Sid": "AutoScalingGrantsForAttachedVolumes",
+            "Effect": "Allow",
+            "Principal": {"AWS": asg_role},
+            "Action": "kms:CreateGrant",
+            "Resource": "*",
+            "Condition": {"Bool": {"kms:GrantIsForAWSResource": "true"}},
+        },
+    ]
+    return json.dumps({"Version": "2012-10-17", "Statement": statements})
+
+
+def tls_only_bucket_policy(bucket_arn: str) -> str:
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "DenyInsecureTransport",
+                    "Effect": "Deny",
+                    "Principal": {"AWS": "*"},
+                    "Action": "s3:*",
+                    "Resource": [bucket_arn, f"{bucket_arn}/*"],
+                    "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                }
+            ],
+        }
+    )
+
+
+def log_delivery_bucket_policy(log_bucket_arn: str, source_bucket_arns: list[str], account: str) -> str:
+    """Lets the S3 logging service write access logs for the estate's buckets (and only those); TLS only."""
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "S3ServerAccessLogsFromEstateBuckets",
+                    "Effect": "Allow",
+                    "Principal": {"Service": "logging.s3.amazonaws.com"},
+                    "Action": "s3:PutObject",
+                    "Resource": f"{log_bucket_arn}/*",
+                    "Condition": {
+                        "ArnLike": {"aws:SourceArn": source_bucket_arns},
+                        "StringEquals": {"aws:SourceAccount": account},
+                    },
+                },
+                {
+                    "Sid": "DenyInsecureTransport",
+                    "Effect": "Deny",
+                    "Principal": {"AWS": "*"},
+                    "Action": "s3:*",
+                    "Resource": [log_bucket_arn, f"{log_bucket_arn}/*"],
+                    "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                },
+            ],
+        }
+    )

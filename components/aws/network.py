@@ -1,0 +1,153 @@
+"""SiteNetwork: the VPC of an AWS site, created (private + public subnets per AZ, NAT for egress) or adopted."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from components.spec import AwsSite, EfaFabric
+from components.tags import Tags
+
+PRIVATE_PREFIX_STEP = 3  # a /16 VPC gets /19 private subnets (8,190 addresses each: pods take VPC IPs)
+PUBLIC_PREFIX = 24
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network  # public subnets only hold NAT gateways (and load balancers)
+
+
+@dataclass(frozen=True)
+class SubnetPlan:
+    private: dict[str, str]  # AZ -> CIDR
+    public: dict[str, str]  # AZ -> CIDR
+
+
+def plan_subnets(vpc_cidr: str, azs: list[str], reserved: list[str]) -> SubnetPlan:
+    """Private subnets from the bottom of the VPC range, public /24s from the top, none overlapping `reserved`.
+
+    `reserved` holds the fabric subnets' CIDRs, which the fabrics create themselves.
+    """
+    vpc = ipaddress.ip_network(vpc_cidr)
+    taken: list[Network] = [ipaddress.ip_network(c) for c in reserved]
+
+    def free(prefix: int, reverse: bool) -> list[Network]:
+        nets: list[Network] = list(vpc.subnets(new_prefix=prefix)) if prefix > vpc.prefixlen else [vpc]
+        nets = nets[::-1] if reverse else nets
+        return [n for n in nets if not any(n.overlaps(t) for t in taken)]
+
+    private_prefix = min(vpc.prefixlen + PRIVATE_PREFIX_STEP, 24)
+    public_prefix = max(PUBLIC_PREFIX, private_prefix)
+    public = free(public_prefix, reverse=True)[: len(azs)]
+    taken.extend(public)
+    private = free(private_prefix, reverse=False)[: len(azs)]
+    if len(private) < len(azs) or len(public) < len(azs):
+        raise ValueError(f"VPC {vpc_cidr} is too small for private and public subnets in {len(azs)} AZs")
+    return SubnetPlan(
+        private={az: str(n) for az, n in zip(azs, private, strict=True)},
+        public={az: str(n) for az, n in zip(azs, public, strict=True)},
+    )
+
+
+@dataclass(frozen=True)
+class SiteNetworkArgs:
+    site: AwsSite
+    tags: Tags
+
+
+class SiteNetwork(pulumi.ComponentResource):
+    """Creates the site VPC: per AZ a private subnet (nodes) and a public subnet with a NAT gateway (egress),
+    an internet gateway, route tables and VPC flow logs are left to the account baseline. For an adopted VPC
+    (`vpc.vpc_id`) it creates nothing and hands out the given private subnet ids."""
+
+    vpc_id: pulumi.Output[str]
+    private_subnet_ids: list[pulumi.Output[str]]
+    private_route_tables: dict[str, pulumi.Output[str]]  # AZ -> route table id (created VPC only)
+
+    def __init__(self, name: str, args: SiteNetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpufleet:aws:Network", name, None, opts)
+        self._name = name
+        self._tags = args.tags
+        site = args.site
+        self.private_route_tables = {}
+        self.private_subnets_by_az: dict[str, pulumi.Output[str]] = {}
+        if site.vpc.vpc_id:
+            self.vpc_id = pulumi.Output.from_input(site.vpc.vpc_id)
+            self.private_subnet_ids = [pulumi.Output.from_input(s) for s in site.vpc.private_subnet_ids]
+        else:
+            self._create(site)
+        self.register_outputs({"vpc_id": self.vpc_id, "private_subnet_ids": self.private_subnet_ids})
+
+    def _opts(self) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self)
+
+    def _create(self, site: AwsSite) -> None:
+        assert site.vpc.cidr is not None
+        fabric_cidrs = [f.subnet_cidr for f in site.fabrics if isinstance(f, EfaFabric) and f.subnet_cidr]
+        plan = plan_subnets(site.vpc.cidr, site.availability_zones, fabric_cidrs)
+        n = self._name
+        vpc = aws.ec2.Vpc(
+            f"{n}-vpc",
+            cidr_block=site.vpc.cidr,
+            enable_dns_hostnames=True,
+            enable_dns_support=True,
+            tags=self._tags.aws(Name=f"{n}-vpc"),
+            opts=self._opts(),
+        )
+        self.vpc_id = vpc.id
+        igw = aws.ec2.InternetGateway(
+            f"{n}-igw", vpc_id=vpc.id, tags=self._tags.aws(Name=f"{n}-igw"), opts=self._opts()
+        )
+        public_rt = aws.ec2.RouteTable(
+            f"{n}-public",
+            vpc_id=vpc.id,
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=igw.id)],
+            tags=self._tags.aws(Name=f"{n}-public"),
+            opts=self._opts(),
+        )
+        private_ids = []
+        for az in site.availability_zones:
+            public = aws.ec2.Subnet(
+                f"{n}-public-{az}",
+                vpc_id=vpc.id,
+                cidr_block=plan.public[az],
+                availability_zone=az,
+                map_public_ip_on_launch=False,
+                tags=self._tags.aws(Name=f"{n}-public-{az}", **{"kubernetes.io/role/elb": "1"}),
+                opts=self._opts(),
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{n}-public-{az}", subnet_id=public.id, route_table_id=public_rt.id, opts=self._opts()
+            )
+            eip = aws.ec2.Eip(
+                f"{n}-nat-{az}", domain="vpc", tags=self._tags.aws(Name=f"{n}-nat-{az}"), opts=self._opts()
+            )
+            nat = aws.ec2.NatGateway(
+                f"{n}-nat-{az}",
+                subnet_id=public.id,
+                allocation_id=eip.id,
+                tags=self._tags.aws(Name=f"{n}-nat-{az}"),
+                opts=self._opts(),
+            )
+            private_rt = aws.ec2.RouteTable(
+                f"{n}-private-{az}",
+                vpc_id=vpc.id,
+                routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
+                tags=self._tags.aws(Name=f"{n}-private-{az}"),
+                opts=self._opts(),
+            )
+            private = aws.ec2.Subnet(
+                f"{n}-private-{az}",
+                vpc_id=vpc.id,
+                cidr_block=plan.private[az],
+                availability_zone=az,
+                map_public_ip_on_launch=False,
+                tags=self._tags.aws(Name=f"{n}-private-{az}", **{"kubernetes.io/role/internal-elb": "1"}),
+                opts=self._opts(),
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{n}-private-{az}", subnet_id=private.id, route_table_id=private_rt.id, opts=self._opts()
+            )
+            self.private_route_tables[az] = private_rt.id
+            self.private_subnets_by_az[az] = private.id
+            private_ids.append(private.id)
+        self.private_subnet_ids = private_ids
