@@ -5,6 +5,7 @@ Used by the Pulumi program (config from the engine) and by the CLI (stack files 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,20 +79,44 @@ def parse_estate(raw: Any, source: str) -> EstateSpec:
         raise SpecError(_problems(err, source, base)) from None
 
 
+def _json_text(raw: Any, source: str, base: str) -> Any:
+    """`pulumi config set KEY '<json>'` stores structured values as JSON text; the engine parses it back."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise SpecError([f"{source}: {base}: not valid JSON: {err}"]) from None
+
+
 def parse_window(raw: Any, source: str) -> BurstWindow | None:
+    base = f"config.{WINDOW_KEY}"
+    raw = _json_text(raw, source, base)
     if raw is None:
         return None
-    base = f"config.{WINDOW_KEY}"
     try:
         return BurstWindow.model_validate(raw)
     except ValidationError as err:
         raise SpecError(_problems(err, source, base)) from None
 
 
+def check_window(spec: EstateSpec, window: BurstWindow | None, source: str) -> None:
+    """A window must grow an existing burst pool with that pool's instance type, in its AZ."""
+    from components.hybrid.windows import window_problems
+
+    if window is None:
+        return
+    base = f"config.{WINDOW_KEY}"
+    problems = window_problems(spec, window)
+    if problems:
+        raise SpecError([f"{source}: {base}{'.' + p.path if p.path else ''}: {p.message}" for p in problems])
+
+
 def parse_ledger(raw: Any, source: str) -> list[BurstLedgerEntry]:
+    base = f"config.{LEDGER_KEY}"
+    raw = _json_text(raw, source, base)
     if raw is None:
         return []
-    base = f"config.{LEDGER_KEY}"
     if not isinstance(raw, list):
         raise SpecError([f"{source}: {base}: must be a list of past windows, got {type(raw).__name__}"])
     out, problems = [], []

@@ -52,6 +52,8 @@ class Estate(pulumi.ComponentResource):
         if spec.burst is not None:
             cloud = spec.site(spec.burst.cloud_site)
             manager = next(s for s in spec.sites if s.name != cloud.name)
+            worker_site = self.sites[cloud.name]
+            assert isinstance(worker_site, AwsSiteStack)  # the schema makes the cloud site an aws site
             MultiKueueWiring(
                 f"{spec.metadata.name}-multikueue",
                 MultiKueueArgs(
@@ -62,6 +64,9 @@ class Estate(pulumi.ComponentResource):
                     worker_provider=self.sites[cloud.name].k8s_provider,
                     manager_stack=self.clusters[manager.name],
                     worker_stack=self.clusters[cloud.name],
+                    worker_kubeconfig=worker_site.kubeconfig,
+                    window=args.window,
+                    now=args.now,
                 ),
                 pulumi.ResourceOptions(parent=self),
             )

@@ -10,7 +10,7 @@ import datetime as dt
 
 import pulumi
 
-from components.config import ESTATE_KEY, WINDOW_KEY, SpecError, parse_estate, parse_window
+from components.config import ESTATE_KEY, WINDOW_KEY, SpecError, check_window, parse_estate, parse_window
 from components.estate import Estate, EstateArgs
 
 
@@ -20,6 +20,7 @@ def run() -> Estate:
     try:
         spec = parse_estate(config.get_object(ESTATE_KEY.split(":", 1)[1]), source)
         window = parse_window(config.get_object(WINDOW_KEY.split(":", 1)[1]), source)
+        check_window(spec, window, source)
     except SpecError as err:
         raise pulumi.RunError(str(err)) from None
 

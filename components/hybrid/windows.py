@@ -77,7 +77,8 @@ class BurstQuota:
     """What one burst pool offers to Kueue right now (all zero outside a window)."""
 
     flavor: str  # the pool name: the ResourceFlavor's name on manager and worker
-    gpus: int
+    gpus: int  # whole GPUs
+    gpu_units: int  # schedulable units: GPUs x MIG slices per GPU or time-slicing replicas
     cpu: int  # vCPUs of the nodes (catalog), so workloads requesting cpu are admissible
     memory_gib: int
 
@@ -96,11 +97,21 @@ def burst_quotas(spec: EstateSpec, window: BurstWindow | None, now: dt.datetime)
             BurstQuota(
                 flavor=pool.name,
                 gpus=nodes * inst.gpu_count,
+                gpu_units=nodes * inst.gpu_count * _units_per_gpu(pool),
                 cpu=nodes * inst.vcpus,
                 memory_gib=nodes * inst.memory_mib // 1024,
             )
         )
     return out
+
+
+def _units_per_gpu(pool: AwsNodePool) -> int:
+    if pool.sharing.mode == "time-slicing":
+        return pool.sharing.replicas or 1
+    if pool.sharing.mode == "mig":
+        profile = pool.gpu_model.mig_profile(pool.sharing.mig_profile or "")
+        return profile.per_gpu if profile else 1
+    return 1
 
 
 def window_problems(spec: EstateSpec, window: BurstWindow) -> list[SpecFieldError]:
@@ -168,9 +179,7 @@ def spend_in_month(ledger: Iterable[BurstLedgerEntry], now: dt.datetime) -> floa
     return round(sum(e.usd * _overlap_share(e.start, e.end, lo, hi) for e in ledger), 2)
 
 
-def close_entry(
-    spec: EstateSpec, window: BurstWindow, end: dt.datetime, closed_by: str
-) -> BurstLedgerEntry:
+def close_entry(spec: EstateSpec, window: BurstWindow, end: dt.datetime, closed_by: str) -> BurstLedgerEntry:
     """The ledger entry for `window` closed at `end` (never later than its expiry, never before its start)."""
     end = max(window.start, min(end, window.expires))
     price = window.usd_per_hour if window.usd_per_hour is not None else node_hour_price(spec, window.instance_type)

@@ -1,0 +1,124 @@
+"""The stack driver behind `gpufleet burst`: a small protocol over the Pulumi Automation API.
+
+`AutomationDriver` selects an existing stack of the project (work_dir = the project directory, so the CLI honours
+`stackConfigDir: stacks`), reads and writes config through the CLI (`pulumi config get/set/rm`) and runs
+`pulumi up`. Structured values (the window, the ledger) are stored as JSON text, which the program's
+`config.get_object` parses back. Tests use a fake implementing the same protocol.
+
+Every failure of the engine or the CLI becomes a `DriverError` with a sentence saying what to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+OutputSink = Callable[[str], None]
+
+
+class DriverError(Exception):
+    """The Pulumi CLI or engine could not do what was asked; the message says why and what to do."""
+
+
+class StackLocked(DriverError):
+    """Another update holds the stack's lock."""
+
+
+class StackDriver(Protocol):
+    def select(self, stack: str) -> None: ...
+
+    def get_config(self, key: str) -> str | None: ...
+
+    def set_config(self, key: str, value: str) -> None: ...
+
+    def remove_config(self, key: str) -> None: ...
+
+    def preview(self, on_output: OutputSink) -> dict[str, int]: ...
+
+    def up(self, on_output: OutputSink) -> dict[str, int]: ...
+
+    def outputs(self) -> dict[str, Any]: ...
+
+
+NO_CLI = (
+    "the Pulumi CLI was not found: install it (https://www.pulumi.com/docs/iac/download-install/) and make sure "
+    "`pulumi` is on PATH, then run the command again"
+)
+
+
+class AutomationDriver:
+    """StackDriver over `pulumi.automation` (needs the Pulumi CLI and the stack's backend login)."""
+
+    def __init__(self, project_dir: Path) -> None:
+        self.project_dir = project_dir
+        self._stack: Any = None
+
+    def _translate(self, err: Exception, doing: str) -> DriverError:
+        from pulumi.automation import errors
+
+        if isinstance(err, FileNotFoundError):
+            return DriverError(NO_CLI)
+        if isinstance(err, errors.ConcurrentUpdateError):
+            return StackLocked(
+                f"{doing}: the stack is locked by another update; wait for it to finish (or, if it died, run "
+                "`pulumi cancel`) and try again"
+            )
+        if isinstance(err, errors.InvalidVersionError):
+            return DriverError(f"{doing}: the installed Pulumi CLI is too old for the Automation API: {err}")
+        if isinstance(err, errors.CommandError):
+            return DriverError(f"{doing} failed: {_tail(str(err))}")
+        return DriverError(f"{doing} failed: {err}")
+
+    def _call(self, doing: str, fn: Callable[[], Any]) -> Any:
+        from pulumi.automation import errors
+
+        try:
+            return fn()
+        except (FileNotFoundError, errors.CommandError, errors.InvalidVersionError) as err:
+            raise self._translate(err, doing) from None
+
+    def select(self, stack: str) -> None:
+        from pulumi import automation as auto
+
+        self._stack = self._call(
+            f"selecting stack {stack}", lambda: auto.select_stack(stack_name=stack, work_dir=str(self.project_dir))
+        )
+
+    def get_config(self, key: str) -> str | None:
+        from pulumi.automation import errors
+
+        try:
+            return str(self._stack.get_config(key).value)
+        except errors.CommandError as err:
+            if "not found" in str(err).lower():
+                return None
+            raise self._translate(err, f"reading config {key}") from None
+        except FileNotFoundError as err:
+            raise self._translate(err, f"reading config {key}") from None
+
+    def set_config(self, key: str, value: str) -> None:
+        from pulumi import automation as auto
+
+        self._call(f"setting config {key}", lambda: self._stack.set_config(key, auto.ConfigValue(value=value)))
+
+    def remove_config(self, key: str) -> None:
+        self._call(f"removing config {key}", lambda: self._stack.remove_config(key))
+
+    def preview(self, on_output: OutputSink) -> dict[str, int]:
+        result = self._call("pulumi preview", lambda: self._stack.preview(on_output=on_output))
+        return {str(k): int(v) for k, v in (result.change_summary or {}).items()}
+
+    def up(self, on_output: OutputSink) -> dict[str, int]:
+        result = self._call("pulumi up", lambda: self._stack.up(on_output=on_output))
+        return {str(k): int(v) for k, v in (result.summary.resource_changes or {}).items()}
+
+    def outputs(self) -> dict[str, Any]:
+        outs = self._call("reading stack outputs", lambda: self._stack.outputs())
+        return {k: v.value for k, v in outs.items()}
+
+
+def _tail(text: str, lines: int = 12) -> str:
+    """The end of a CLI error (where the engine puts the reason)."""
+    kept = [line for line in text.strip().splitlines() if line.strip()]
+    return "\n".join(kept[-lines:])
