@@ -235,6 +235,9 @@ def diff(
 from gpufleet.burst_cli import burst_app  # noqa: E402  (the commands live in their own module)
 
 app.add_typer(burst_app, name="burst")
+from gpufleet.burst_cli import burst_app  # noqa: E402  (the commands live in their own module)
+
+app.add_typer(burst_app, name="burst")
 
 # -- size -------------------------------------------------------------------------------------------------
 
