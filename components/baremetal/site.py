@@ -8,7 +8,11 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.spec import BaremetalSite, EstateSpec
+from components.baremetal.bootstrap import ServerBootstrap, ServerBootstrapArgs, render_server
+from components.baremetal.fabric import BaremetalFabric, FabricArgs
+from components.baremetal.node_patch import node_patch
+from components.baremetal.storage import BaremetalStorage, StorageArgs
+from components.spec import BaremetalSite, EstateSpec, InfinibandFabric, RoceFabric
 from components.tags import Tags
 
 
@@ -21,16 +25,72 @@ class BaremetalSiteArgs:
 
 
 class BaremetalSiteStack(pulumi.ComponentResource):
-    """Creates the site's Kubernetes provider and (to come) bootstrap, node patches, fabric and storage."""
+    """A bare-metal site: the cluster's Kubernetes provider; per pool server a ServerBootstrap (preflight, scratch
+    NVMe, join, clean leave) and a NodePatch (pool, topology and cost labels; pool taints); per fabric its Network
+    Operator objects; the storage tiers' drivers and classes.
+
+    Servers that no pool selects are inventory only: nothing is run on them.
+    """
 
     k8s_provider: k8s.Provider
+    servers: dict[str, ServerBootstrap]
+    node_patches: dict[str, k8s.core.v1.NodePatch]
 
     def __init__(self, name: str, args: BaremetalSiteArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:baremetal:Site", name, None, opts)
+        self._prefix = name
+        self._args = args
         self.k8s_provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=args.secret(args.site.kubeconfig_config),
             enable_server_side_apply=True,
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.register_outputs({})
+        self._k8s = pulumi.ResourceOptions(parent=self, providers={"kubernetes": self.k8s_provider})
+        self.servers = {}
+        self.node_patches = {}
+        self._bootstrap_servers()
+        self._fabrics()
+        self._storage()
+        self.register_outputs({"nodes": sorted(self.servers)})
+
+    def _bootstrap_servers(self) -> None:
+        spec, site = self._args.spec, self._args.site
+        for pool in site.node_pools:
+            for server in spec.pool_servers(site, pool):
+                bootstrap = ServerBootstrap(
+                    f"{self._prefix}-{server.hostname}",
+                    ServerBootstrapArgs(
+                        spec=spec,
+                        site=site,
+                        pool=pool,
+                        server=server,
+                        scripts=render_server(spec, site, pool, server),
+                        secret=self._args.secret,
+                    ),
+                    pulumi.ResourceOptions(parent=self),
+                )
+                self.servers[server.hostname] = bootstrap
+                self.node_patches[server.hostname] = node_patch(
+                    f"{self._prefix}-{server.hostname}-node",
+                    bootstrap.node_name,
+                    spec,
+                    self._args.tags,
+                    pool,
+                    server,
+                    pulumi.ResourceOptions.merge(self._k8s, pulumi.ResourceOptions(depends_on=[bootstrap.ready])),
+                )
+
+    def _fabrics(self) -> None:
+        for fabric in self._args.site.fabrics:
+            if isinstance(fabric, InfinibandFabric | RoceFabric):
+                args = FabricArgs(self._args.spec, self._args.site, fabric)
+                BaremetalFabric(f"{self._prefix}-{fabric.name}", args, self._k8s)
+
+    def _storage(self) -> None:
+        if self._args.site.storage:
+            BaremetalStorage(
+                f"{self._prefix}-storage",
+                StorageArgs(self._args.site, self._args.tags, self._args.secret),
+                self._k8s,
+            )

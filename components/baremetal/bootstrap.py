@@ -1,0 +1,294 @@
+"""Bootstrap of inventory servers over SSH: preflight, scratch NVMe, join, and a clean leave on delete.
+
+Scripts are rendered from the jinja2 templates in `templates/` by one module-level Environment (loaded once, not
+per resource). Rendering is pure: the same spec gives byte-identical scripts, and each Command carries the script
+text (`create`/`update`) and its sha256 (`triggers`), so a template change re-runs a step only on the servers
+whose rendered script changed. Secrets never reach a template: the join token and CA hash (or the SSM
+activation) travel on the Command's stdin, a secret Output; the kubeconfig of the API steps travels in the
+environment of local commands.
+
+Per server, in order of creation (destroy runs it backwards, which is the kubeadm "remove a node" order:
+drain through the API, reset on the server, delete the Node object):
+
+    node-delete (local; delete: kubectl delete node)
+      -> preflight (remote; refuses a server that does not match the inventory)
+      -> scratch (remote; only with a scratch tier and NVMe devices)
+      -> join (remote; kubeadm join / nodeadm init; delete: kubeadm reset / nodeadm uninstall)
+      -> node-ready (local; waits for Ready; delete: kubectl drain)
+      -> NodePatch (labels and taints; see node_patch.py)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+import pulumi
+import pulumi_command as command
+
+from components import catalog
+from components.nodes import Taint, pool_labels, pool_taints, server_topology_labels
+from components.spec import BaremetalNodePool, BaremetalSite, EstateSpec, ScratchTier, Server
+
+TEMPLATES = Path(__file__).parent / "templates"
+SCRATCH_FS_LABEL = "gf-scratch"  # XFS labels hold at most 12 characters
+SCRATCH_MD_NAME = "gpufleet-scratch"
+LOCAL_VOLUME_ROOT = "/mnt/gpufleet"  # the local volume provisioner's discovery directories live under here
+READY_TIMEOUT = "15m"
+DRAIN_TIMEOUT = "30m"
+
+
+def _shell_quote(value: object) -> str:
+    return shlex.quote(str(value))
+
+
+_ENV = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(TEMPLATES),
+    undefined=jinja2.StrictUndefined,
+    keep_trailing_newline=True,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    autoescape=False,
+)
+_ENV.filters["q"] = _shell_quote
+
+
+@dataclass(frozen=True)
+class Script:
+    """A rendered script: its text and the sha256 that triggers a re-run when the text changes."""
+
+    name: str  # preflight, scratch, join, leave, node-ready, node-drain, node-delete
+    text: str
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class ServerScripts:
+    preflight: Script
+    scratch: Script | None
+    join: Script
+    leave: Script
+    node_ready: Script
+    node_drain: Script
+    node_delete: Script
+
+    def all(self) -> list[Script]:
+        scripts = [self.preflight, self.scratch, self.join, self.leave, self.node_ready, self.node_drain]
+        return [s for s in [*scripts, self.node_delete] if s is not None]
+
+
+def render(template: str, **context: object) -> Script:
+    name = template.removesuffix(".sh.j2")
+    return Script(name, _ENV.get_template(template).render(**context))
+
+
+def registration_labels(labels: Mapping[str, str]) -> dict[str, str]:
+    """Labels a kubelet may register itself with: NodeRestriction refuses kubernetes.io / k8s.io prefixes."""
+
+    def restricted(key: str) -> bool:
+        prefix = key.split("/", 1)[0] if "/" in key else ""
+        return any(prefix == d or prefix.endswith("." + d) for d in ("kubernetes.io", "k8s.io"))
+
+    return {k: v for k, v in sorted(labels.items()) if not restricted(k)}
+
+
+def kubelet_flags(labels: Mapping[str, str], taints: list[Taint]) -> list[str]:
+    flags = []
+    allowed = registration_labels(labels)
+    if allowed:
+        flags.append("--node-labels=" + ",".join(f"{k}={v}" for k, v in allowed.items()))
+    if taints:
+        flags.append("--register-with-taints=" + ",".join(f"{t.key}={t.value}:{t.effect}" for t in taints))
+    return flags
+
+
+def node_labels(spec: EstateSpec, pool: BaremetalNodePool, server: Server) -> dict[str, str]:
+    """Pool labels plus the server's rack / leaf / rail (what the NodePatch sets and the join registers)."""
+    return {**pool_labels(spec, pool), **server_topology_labels(server)}
+
+
+def scratch_tier(site: BaremetalSite) -> ScratchTier | None:
+    return next((t for t in site.storage if isinstance(t, ScratchTier)), None)
+
+
+def local_volume_dir(tier: ScratchTier) -> str:
+    """Discovery directory of the local volume provisioner for a scratch tier."""
+    return f"{LOCAL_VOLUME_ROOT}/{tier.name}"
+
+
+def render_server(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool, server: Server) -> ServerScripts:
+    """Every script of one server. Pure: no Pulumi, no secrets; the same inputs give the same bytes."""
+    gpu = catalog.gpu_model(server.gpu_model)
+    labels = node_labels(spec, pool, server)
+    taints = pool_taints(pool)
+    flags = kubelet_flags(labels, taints)
+    common = {"server": server, "pool": pool, "join": site.join}
+    tier = scratch_tier(site)
+    scratch = None
+    if tier is not None and server.nvme_devices:
+        scratch = render(
+            "scratch.sh.j2",
+            **common,
+            tier=tier.name,
+            mount_path=tier.mount_path,
+            bind_path=f"{local_volume_dir(tier)}/{SCRATCH_MD_NAME}",
+            fs_label=SCRATCH_FS_LABEL,
+            md_name=SCRATCH_MD_NAME,
+        )
+    kubeadm = site.join.method == "kubeadm"
+    return ServerScripts(
+        preflight=render(
+            "preflight.sh.j2",
+            **common,
+            gpu=gpu,
+            driver_version=server.driver_version or site.kubernetes.driver_version,
+        ),
+        scratch=scratch,
+        join=render(
+            "join-kubeadm.sh.j2" if kubeadm else "join-eks-hybrid.sh.j2",
+            **common,
+            kubelet_extra_args=" ".join(flags),
+            kubelet_flags=flags,
+        ),
+        leave=render("leave-kubeadm.sh.j2" if kubeadm else "leave-eks-hybrid.sh.j2", **common),
+        node_ready=render("node-ready.sh.j2", ready_timeout=READY_TIMEOUT),
+        node_drain=render("node-drain.sh.j2", drain_timeout=DRAIN_TIMEOUT),
+        node_delete=render("node-delete.sh.j2"),
+    )
+
+
+def remote_command(script: Script, user: str) -> str:
+    """The command line a remote step runs: the script as `bash -c` (as root through sudo for a non-root user).
+
+    stdin passes through sudo to the script (the join reads its secrets there); environment variables would not
+    (sudo resets them, and sshd accepts only AcceptEnv names), which is why secrets do not use `environment`.
+    """
+    run = f"bash -c {shlex.quote(script.text)} gpufleet-{script.name}"
+    return run if user == "root" else f"sudo -n {run}"
+
+
+def parse_node_name(stdout: str | None) -> str:
+    """The `node-name=` line the eks-hybrid join prints last (SSM names the node after its managed instance)."""
+    for line in reversed((stdout or "").splitlines()):
+        if line.startswith("node-name="):
+            return line.removeprefix("node-name=")
+    return ""
+
+
+@dataclass(frozen=True)
+class ServerBootstrapArgs:
+    spec: EstateSpec
+    site: BaremetalSite
+    pool: BaremetalNodePool
+    server: Server
+    scripts: ServerScripts
+    secret: Callable[[str], pulumi.Output[str]]
+
+
+class ServerBootstrap(pulumi.ComponentResource):
+    """One inventory server's bootstrap: the Commands above, in order, each from a rendered script.
+
+    `node_name` is the Kubernetes node name (the hostname with kubeadm; from the join's output with EKS Hybrid
+    Nodes on SSM); `ready` is the last step, which the server's NodePatch depends on.
+    """
+
+    node_name: pulumi.Output[str]
+    ready: command.local.Command
+
+    def __init__(self, name: str, args: ServerBootstrapArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpufleet:baremetal:ServerBootstrap", name, None, opts)
+        self._prefix = name
+        self._args = args
+        self._ssh_connection = self._connection_args()
+        self._kubeconfig = args.secret(args.site.kubeconfig_config)
+        hostname = pulumi.Output.from_input(args.server.hostname)
+        node_delete = self._api_step("node-delete", args.scripts.node_delete, hostname, create=False)
+        preflight = self._ssh_step("preflight", args.scripts.preflight, [node_delete])
+        before_join: list[pulumi.Resource] = [preflight]
+        if args.scripts.scratch is not None:
+            before_join = [self._ssh_step("scratch", args.scripts.scratch, [preflight])]
+        join = self._join(before_join)
+        if args.site.join.method == "kubeadm":
+            self.node_name = hostname
+        else:
+            self.node_name = join.stdout.apply(parse_node_name)
+        self.ready = self._api_step(
+            "node-ready", args.scripts.node_ready, self.node_name, delete=args.scripts.node_drain, after=[join]
+        )
+        self.register_outputs({"nodeName": self.node_name})
+
+    def _connection_args(self) -> command.remote.ConnectionArgs:
+        ssh = self._args.site.ssh
+        key = self._args.secret(ssh.private_key_config)
+        proxy = None
+        if ssh.bastion:
+            user, _, host = ssh.bastion.rpartition("@")
+            proxy = command.remote.ProxyConnectionArgs(host=host, user=user or ssh.user, private_key=key)
+        return command.remote.ConnectionArgs(
+            host=self._args.server.address, user=ssh.user, private_key=key, proxy=proxy
+        )
+
+    def _ssh_step(
+        self,
+        step: str,
+        script: Script,
+        after: list[pulumi.Resource],
+        *,
+        stdin: pulumi.Output[str] | None = None,
+        delete: Script | None = None,
+    ) -> command.remote.Command:
+        user = self._args.site.ssh.user
+        run = remote_command(script, user)
+        return command.remote.Command(
+            f"{self._prefix}-{step}",
+            connection=self._ssh_connection,
+            create=run,
+            update=run,  # with `update` set, a changed script re-runs in place instead of replacing (and resetting)
+            delete=remote_command(delete, user) if delete else None,
+            stdin=stdin,
+            triggers=[script.sha256],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=after),
+        )
+
+    def _join(self, after: list[pulumi.Resource]) -> command.remote.Command:
+        join = self._args.site.join
+        second = join.ca_hash_config if join.method == "kubeadm" else join.activation_id_config
+        stdin = pulumi.Output.all(self._args.secret(join.token_config), self._args.secret(second)).apply(
+            lambda values: f"{values[0]}\n{values[1]}\n"
+        )
+        return self._ssh_step(
+            "join", self._args.scripts.join, after, stdin=pulumi.Output.secret(stdin), delete=self._args.scripts.leave
+        )
+
+    def _api_step(
+        self,
+        step: str,
+        script: Script,
+        node: pulumi.Output[str],
+        *,
+        create: bool = True,
+        delete: Script | None = None,
+        after: list[pulumi.Resource] | None = None,
+    ) -> command.local.Command:
+        """A step against the Kubernetes API, run where `pulumi up` runs (kubectl), with the site's kubeconfig."""
+        if not create:
+            delete, text = script, None
+        else:
+            text = script.text
+        return command.local.Command(
+            f"{self._prefix}-{step}",
+            create=text,
+            update=text,
+            delete=delete.text if delete else None,
+            interpreter=["/bin/bash", "-c"],
+            environment={"GPUFLEET_NODE": node, "GPUFLEET_KUBECONFIG": self._kubeconfig},
+            triggers=[script.sha256] if create else None,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=after or []),
+        )

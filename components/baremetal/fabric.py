@@ -1,0 +1,230 @@
+"""Bare-metal fabrics as NVIDIA Network Operator objects: InfiniBand (IPoIB, pkey-isolated SR-IOV) and RoCE.
+
+Kinds and fields follow the Network Operator documentation (Mellanox/network-operator-docs, "Network Operator
+Deployment with InfiniBand ... ib-kubernetes", "Host Device Network", IPoIBNetwork CRD): IPoIBNetwork
+(`mellanox.com/v1alpha1`, cluster-scoped: networkNamespace, master, ipam), SriovNetworkNodePolicy and
+SriovNetwork (`sriovnetwork.openshift.io/v1`, in the operator's namespace), a NetworkAttachmentDefinition
+(`k8s.cni.cncf.io/v1`) of type `ib-sriov` with a `pkey` that ib-kubernetes enforces through UFM, and an NVIDIA
+IPAM IPPool (`nv-ipam.nvidia.com/v1alpha1`: subnet, perNodeBlockSize, nodeSelector) per fabric, because the
+cluster's NicClusterPolicy deploys nv-ipam (components/kubernetes/network_operator.py), not whereabouts.
+
+- InfiniBand, per tenant with a partition key: a NetworkAttachmentDefinition in the tenant's namespace on the
+  fabric's SR-IOV VFs with that pkey; ib-kubernetes adds the pods' GUIDs to the partition, so the tenant's pods
+  reach only each other. (The isolation holds only where the NicClusterPolicy deploys `ibKubernetes` with a UFM
+  endpoint; it does not yet, see network_operator.py.)
+- InfiniBand with `ipoib`: an IPoIBNetwork per tenant without a partition key (all in the default partition,
+  addresses from the fabric's one IPPool, so they do not collide).
+- InfiniBand with `device_plugin: sriov`: SriovNetworkNodePolicies (linkType IB) creating the VFs.
+- RoCE: a SriovNetworkNodePolicy (linkType ETH) over the fabric's interfaces and per tenant a SriovNetwork
+  (the operator writes the NetworkAttachmentDefinition into the tenant namespace) with the `rdma` meta plugin.
+
+Nodes are selected by the fabric label (components.nodes.FABRIC_LABEL) their pool carries. The Network Operator
+itself, its NicClusterPolicy (RDMA shared device plugin, ib-kubernetes, whereabouts, multus) and
+`sriovNetworkOperator.enabled` belong to the cluster's GPU stack (components/kubernetes).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from dataclasses import dataclass
+
+import pulumi
+from pulumi_kubernetes.apiextensions import CustomResource
+
+from components.kubernetes.namespaces import NETWORK_OPERATOR_NAMESPACE
+from components.nodes import FABRIC_LABEL
+from components.spec import BaremetalSite, EstateSpec, InfinibandFabric, RoceFabric
+
+SRIOV_RESOURCE_PREFIX = "nvidia.com"  # the Network Operator's sriovNetworkOperator.resourcePrefix
+MELLANOX_VENDOR = "15b3"
+NO_TENANT_NAMESPACE = "default"  # where a fabric's network goes in an estate without tenants
+
+
+def resource_name(fabric: InfinibandFabric | RoceFabric) -> str:
+    """The SR-IOV device-plugin resource of a fabric's VFs (letters, digits and `_` only)."""
+    suffix = "ib" if isinstance(fabric, InfinibandFabric) else "roce"
+    return f"{fabric.name.replace('-', '_')}_{suffix}"
+
+
+def ipam(fabric: InfinibandFabric | RoceFabric) -> str:
+    """IPAM config of every network on a fabric: the fabric's nv-ipam pool (named after the fabric)."""
+    return json.dumps({"type": "nv-ipam", "poolName": fabric.name}, sort_keys=True)
+
+
+def fabric_cidr(fabric: InfinibandFabric | RoceFabric) -> str:
+    return fabric.ipoib_cidr if isinstance(fabric, InfinibandFabric) else fabric.cidr
+
+
+def per_node_block_size(cidr: str, nodes: int) -> int:
+    """Addresses nv-ipam hands each node: a power of two, at most 256, leaving half the subnet spare for growth."""
+    size = ipaddress.ip_network(cidr, strict=False).num_addresses
+    fair = size // (2 * max(nodes, 1))
+    block = 256
+    while block > fair and block > 4:
+        block //= 2
+    return block
+
+
+def fabric_servers(site: BaremetalSite, spec: EstateSpec, fabric: InfinibandFabric | RoceFabric) -> int:
+    return sum(len(spec.pool_servers(site, p)) for p in site.node_pools if p.fabric == fabric.name)
+
+
+def pkey_network_config(fabric: InfinibandFabric, tenant: str, pkey: str) -> str:
+    """CNI config of a tenant's partition: ib-sriov with the pkey, managed by ib-kubernetes, plus rdma isolation."""
+    name = f"{fabric.name}-{tenant}"
+    return json.dumps(
+        {
+            "cniVersion": "0.3.1",
+            "name": name,
+            "plugins": [
+                {
+                    "type": "ib-sriov",
+                    "pkey": pkey,
+                    "link_state": "enable",
+                    "ibKubernetesEnabled": True,
+                    "ipam": json.loads(ipam(fabric)),
+                },
+                {"type": "rdma"},
+            ],
+        },
+        sort_keys=True,
+    )
+
+
+@dataclass(frozen=True)
+class FabricArgs:
+    spec: EstateSpec
+    site: BaremetalSite
+    fabric: InfinibandFabric | RoceFabric
+
+
+class BaremetalFabric(pulumi.ComponentResource):
+    """Network Operator objects of one InfiniBand or RoCE fabric (see the module docstring)."""
+
+    def __init__(self, name: str, args: FabricArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpufleet:baremetal:Fabric", name, None, opts)
+        self._name_prefix = name
+        self._child_opts = pulumi.ResourceOptions(parent=self)
+        tenants = [t.name for t in args.spec.tenants]
+        fabric = args.fabric
+        self._ip_pool(fabric, fabric_servers(args.site, args.spec, fabric))
+        if isinstance(fabric, InfinibandFabric):
+            self._infiniband(fabric, tenants)
+        else:
+            self._roce(fabric, tenants)
+        self.register_outputs({})
+
+    # -- InfiniBand ---------------------------------------------------------------------------------------
+    def _infiniband(self, fabric: InfinibandFabric, tenants: list[str]) -> None:
+        if fabric.device_plugin == "sriov":
+            for device_id in fabric.hca_device_ids:
+                self._node_policy(f"ib-{device_id}", fabric, {"vendor": MELLANOX_VENDOR, "deviceID": device_id}, "IB")
+        for tenant, pkey in sorted(fabric.partition_keys.items()):
+            self._pkey_network(fabric, tenant, pkey)
+        if fabric.ipoib:
+            # every tenant without a partition of its own shares the default partition
+            shared = [t for t in tenants if t not in fabric.partition_keys] if tenants else [NO_TENANT_NAMESPACE]
+            for namespace in shared:
+                self._ipoib_network(fabric, namespace)
+
+    def _pkey_network(self, fabric: InfinibandFabric, tenant: str, pkey: str) -> None:
+        CustomResource(
+            f"{self._name_prefix}-{tenant}-pkey",
+            api_version="k8s.cni.cncf.io/v1",
+            kind="NetworkAttachmentDefinition",
+            metadata={
+                "name": f"{fabric.name}-pkey",
+                "namespace": tenant,
+                "annotations": {"k8s.v1.cni.cncf.io/resourceName": f"{SRIOV_RESOURCE_PREFIX}/{resource_name(fabric)}"},
+                "labels": {FABRIC_LABEL: fabric.name},
+            },
+            spec={"config": pkey_network_config(fabric, tenant, pkey)},
+            opts=self._child_opts,
+        )
+
+    def _ipoib_network(self, fabric: InfinibandFabric, namespace: str) -> None:
+        CustomResource(
+            f"{self._name_prefix}-{namespace}-ipoib",
+            api_version="mellanox.com/v1alpha1",
+            kind="IPoIBNetwork",
+            metadata={"name": f"{fabric.name}-ipoib-{namespace}", "labels": {FABRIC_LABEL: fabric.name}},
+            spec={
+                "networkNamespace": namespace,
+                "master": fabric.ipoib_interface,
+                "ipam": ipam(fabric),
+            },
+            opts=self._child_opts,
+        )
+
+    # -- RoCE -----------------------------------------------------------------------------------------------
+    def _roce(self, fabric: RoceFabric, tenants: list[str]) -> None:
+        self._node_policy("roce", fabric, {"vendor": MELLANOX_VENDOR, "pfNames": list(fabric.interfaces)}, "ETH")
+        for namespace in tenants or [NO_TENANT_NAMESPACE]:
+            CustomResource(
+                f"{self._name_prefix}-{namespace}-roce",
+                api_version="sriovnetwork.openshift.io/v1",
+                kind="SriovNetwork",
+                metadata={
+                    "name": f"{fabric.name}-{namespace}",
+                    "namespace": NETWORK_OPERATOR_NAMESPACE,
+                    "labels": {FABRIC_LABEL: fabric.name},
+                },
+                spec={
+                    "networkNamespace": namespace,
+                    "resourceName": resource_name(fabric),
+                    "ipam": ipam(fabric),
+                    "metaPlugins": json.dumps({"type": "rdma"}),
+                },
+                opts=self._child_opts,
+            )
+
+    # -- shared -------------------------------------------------------------------------------------------
+    def _ip_pool(self, fabric: InfinibandFabric | RoceFabric, nodes: int) -> None:
+        cidr = fabric_cidr(fabric)
+        CustomResource(
+            f"{self._name_prefix}-ippool",
+            api_version="nv-ipam.nvidia.com/v1alpha1",
+            kind="IPPool",
+            metadata={
+                "name": fabric.name,
+                "namespace": NETWORK_OPERATOR_NAMESPACE,
+                "labels": {FABRIC_LABEL: fabric.name},
+            },
+            spec={
+                "subnet": cidr,
+                "perNodeBlockSize": per_node_block_size(cidr, nodes),
+                "nodeSelector": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": FABRIC_LABEL, "operator": "In", "values": [fabric.name]}]}
+                    ]
+                },
+            },
+            opts=self._child_opts,
+        )
+
+    def _node_policy(
+        self, suffix: str, fabric: InfinibandFabric | RoceFabric, nic_selector: dict[str, object], link_type: str
+    ) -> None:
+        vfs = fabric.vfs_per_port if isinstance(fabric, InfinibandFabric) else fabric.vfs_per_interface
+        CustomResource(
+            f"{self._name_prefix}-{suffix}-policy",
+            api_version="sriovnetwork.openshift.io/v1",
+            kind="SriovNetworkNodePolicy",
+            metadata={
+                "name": f"{fabric.name}-{suffix}",
+                "namespace": NETWORK_OPERATOR_NAMESPACE,
+                "labels": {FABRIC_LABEL: fabric.name},
+            },
+            spec={
+                "resourceName": resource_name(fabric),
+                "nodeSelector": {FABRIC_LABEL: fabric.name},
+                "nicSelector": nic_selector,
+                "linkType": link_type,
+                "isRdma": True,
+                "numVfs": vfs,
+                "deviceType": "netdevice",
+                "priority": 90,
+            },
+            opts=self._child_opts,
+        )

@@ -1,0 +1,194 @@
+"""The rendered preflight, run with bash against fake nvidia-smi / ibstat / lsblk placed first on PATH.
+
+The fakes answer like the real tools (nvidia-smi's CSV query, ibstat's per-CA port blocks, lsblk's TYPE,TRAN
+columns); nothing in the script is switched off for the test: it looks its tools up on PATH as it does on a server.
+"""
+
+from __future__ import annotations
+
+import shutil
+import stat
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.baremetal.helpers import SAMPLE, onprem_spec, scripts_for
+
+pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+
+H100 = "NVIDIA H100 80GB HBM3, 81559, 580.126.20"
+PORTS = ("mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3")
+DISKS = ("/dev/nvme1n1", "/dev/nvme2n1")
+
+
+def ibstat_block(ca: str, state: str = "Active", physical: str = "LinkUp", rate: int = 400) -> str:
+    return f"""CA '{ca}'
+\tCA type: MT4129
+\tNumber of ports: 1
+\tFirmware version: 28.39.1002
+\tHardware version: 0
+\tNode GUID: 0x946dae0300aa0001
+\tSystem image GUID: 0x946dae0300aa0001
+\tPort 1:
+\t\tState: {state}
+\t\tPhysical state: {physical}
+\t\tRate: {rate}
+\t\tBase lid: 12
+\t\tLMC: 0
+\t\tSM lid: 1
+\t\tCapability mask: 0xa751e848
+\t\tPort GUID: 0x946dae0300aa0001
+\t\tLink layer: InfiniBand
+"""
+
+
+@dataclass
+class Machine:
+    """What the fake tools report about the server."""
+
+    gpus: list[str] = field(default_factory=lambda: [H100] * 8)
+    ibstat: dict[str, str] = field(default_factory=lambda: {ca: ibstat_block(ca) for ca in PORTS})
+    disks: dict[str, str] = field(default_factory=lambda: dict.fromkeys(DISKS, "disk nvme"))
+    has_nvidia_smi: bool = True
+
+
+def _tool(bin_dir: Path, name: str, body: str) -> None:
+    path = bin_dir / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+
+
+def run_preflight(tmp_path: Path, machine: Machine, script: str | None = None) -> subprocess.CompletedProcess[str]:
+    bin_dir, data = tmp_path / "bin", tmp_path / "data"
+    bin_dir.mkdir(parents=True)
+    data.mkdir(parents=True)
+    if machine.has_nvidia_smi:
+        (data / "gpus.csv").write_text("".join(g + "\n" for g in machine.gpus))
+        _tool(bin_dir, "nvidia-smi", f'cat "{data}/gpus.csv"\n')
+    for ca, text in machine.ibstat.items():
+        (data / f"ibstat-{ca}").write_text(text)
+    _tool(
+        bin_dir,
+        "ibstat",
+        f'f="{data}/ibstat-$1"\n[ -f "$f" ] || {{ echo "ibpanic: [1] main: stat of IB device \'$1\' failed: No such file" >&2; exit 255; }}\ncat "$f"\n',
+    )
+    for dev, answer in machine.disks.items():
+        (data / ("lsblk" + dev.replace("/", "_"))).write_text(answer + "\n")
+    # lsblk -d -n -o TYPE,TRAN -- DEVICE: the device is the last argument
+    _tool(
+        bin_dir,
+        "lsblk",
+        f'for last; do :; done\nf="{data}/lsblk$(echo "$last" | tr / _)"\n[ -f "$f" ] || {{ echo "lsblk: $last: not a block device" >&2; exit 32; }}\ncat "$f"\n',
+    )
+    path = tmp_path / "preflight.sh"
+    path.write_text(script if script is not None else scripts_for(onprem_spec()).preflight.text)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "LC_ALL": "C"}
+    return subprocess.run(["bash", str(path)], capture_output=True, text=True, env=env, timeout=30)
+
+
+def failed_checks(result: subprocess.CompletedProcess[str]) -> list[str]:
+    return [line.split("FAILED ", 1)[1] for line in result.stderr.splitlines() if "FAILED " in line]
+
+
+def test_matching_server_passes_every_check(tmp_path: Path) -> None:
+    result = run_preflight(tmp_path, Machine())
+    assert result.returncode == 0, result.stderr
+    assert f"preflight {SAMPLE}: all checks passed" in result.stdout
+    assert failed_checks(result) == []
+    for check in ("gpu.count", "gpu.model", "gpu.memory", "gpu.driver", "ib.mlx5_3.state", "nvme./dev/nvme2n1"):
+        assert f"ok {check}:" in result.stdout
+
+
+def test_server_with_seven_gpus_is_refused(tmp_path: Path) -> None:
+    result = run_preflight(tmp_path, Machine(gpus=[H100] * 7))
+    assert result.returncode == 1
+    assert failed_checks(result) == ["gpu.count: expected 8 GPUs; found 7 GPUs"]
+    assert "refusing to join this server" in result.stderr
+
+
+def test_server_with_other_gpu_model_is_refused(tmp_path: Path) -> None:
+    a100 = "NVIDIA A100-SXM4-40GB, 40960, 580.126.20"
+    result = run_preflight(tmp_path, Machine(gpus=[a100] * 8))
+    assert result.returncode == 1
+    assert failed_checks(result) == [
+        "gpu.model: expected every GPU a H100-80GB (name containing H100); found NVIDIA A100-SXM4-40GB",
+        "gpu.memory: expected about 81920 MiB per GPU (H100-80GB); found 40960 MiB",
+    ]
+
+
+def test_server_with_other_driver_is_refused(tmp_path: Path) -> None:
+    old = H100.replace("580.126.20", "570.86.15")
+    result = run_preflight(tmp_path, Machine(gpus=[H100] * 7 + [old]))
+    assert result.returncode == 1
+    assert failed_checks(result) == ["gpu.driver: expected driver 580.126.20; found driver 570.86.15, 580.126.20"]
+
+
+def test_server_without_a_driver_is_refused(tmp_path: Path) -> None:
+    if any(Path(d, "nvidia-smi").exists() for d in ("/usr/bin", "/bin")):
+        pytest.skip("this machine has a real nvidia-smi on /usr/bin or /bin")
+    result = run_preflight(tmp_path, Machine(has_nvidia_smi=False))
+    assert result.returncode == 1
+    assert failed_checks(result) == [
+        "gpu.driver: expected nvidia-smi from an installed NVIDIA driver 580.126.20; found no nvidia-smi on PATH"
+    ]
+
+
+def test_server_with_a_port_down_is_refused(tmp_path: Path) -> None:
+    machine = Machine()
+    machine.ibstat["mlx5_2"] = ibstat_block("mlx5_2", state="Down", physical="Polling")
+    result = run_preflight(tmp_path, machine)
+    assert result.returncode == 1
+    assert failed_checks(result) == [
+        "ib.mlx5_2.state: expected State: Active; found State: Down",
+        "ib.mlx5_2.link: expected Physical state: LinkUp; found Physical state: Polling",
+    ]
+
+
+def test_server_missing_an_hca_is_refused(tmp_path: Path) -> None:
+    machine = Machine()
+    del machine.ibstat["mlx5_3"]
+    result = run_preflight(tmp_path, machine)
+    assert result.returncode == 1
+    [failure] = failed_checks(result)
+    assert failure.startswith("ib.mlx5_3: expected HCA mlx5_3 present; found ibstat mlx5_3 failed: ibpanic")
+
+
+def test_server_with_a_missing_or_non_nvme_disk_is_refused(tmp_path: Path) -> None:
+    machine = Machine(disks={"/dev/nvme1n1": "disk nvme"})  # /dev/nvme2n1 absent
+    result = run_preflight(tmp_path, machine)
+    assert result.returncode == 1
+    assert failed_checks(result) == ["nvme./dev/nvme2n1: expected an NVMe disk at /dev/nvme2n1; found no block device"]
+    sata = Machine(disks={"/dev/nvme1n1": "disk nvme", "/dev/nvme2n1": "disk sata"})
+    assert failed_checks(run_preflight(tmp_path / "sata", sata)) == [
+        "nvme./dev/nvme2n1: expected an NVMe disk at /dev/nvme2n1; found disk sata"
+    ]
+
+
+def test_link_rate_is_checked_when_the_inventory_sets_one(tmp_path: Path) -> None:
+    def rate(estate: dict) -> None:  # type: ignore[type-arg]
+        estate["sites"][0]["inventory"][0]["ib_rate_gbps"] = 400
+
+    script = scripts_for(onprem_spec(rate)).preflight.text
+    machine = Machine()
+    machine.ibstat["mlx5_1"] = ibstat_block("mlx5_1", rate=200)
+    result = run_preflight(tmp_path, machine, script)
+    assert result.returncode == 1
+    assert failed_checks(result) == ["ib.mlx5_1.rate: expected Rate: 400; found Rate: 200"]
+
+
+def test_every_failed_check_is_reported_not_just_the_first(tmp_path: Path) -> None:
+    machine = Machine(gpus=[H100] * 4, disks={})
+    machine.ibstat["mlx5_0"] = ibstat_block("mlx5_0", state="Init")
+    result = run_preflight(tmp_path, machine)
+    assert result.returncode == 1
+    checks = [f.split(":", 1)[0] for f in failed_checks(result)]
+    assert checks == ["gpu.count", "ib.mlx5_0.state", "nvme./dev/nvme1n1", "nvme./dev/nvme2n1"]
+    assert "4 check(s) failed" in result.stderr
+
+
+def test_preflight_has_no_switch_that_turns_checks_off() -> None:
+    # the script finds the fakes through PATH alone: no variable exists to skip or stub a check
+    text = scripts_for(onprem_spec()).preflight.text
+    assert "GPUFLEET_" not in text and "SKIP" not in text.upper()
