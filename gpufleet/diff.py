@@ -441,10 +441,20 @@ def _worktree(repo: Path, rev: str) -> Iterator[Path]:
         subprocess.run(["git", "worktree", "prune"], cwd=repo, capture_output=True)
 
 
+# `python -m gpufleet.synth` with the revision's directory first on the path and without the editable-install
+# finder of the working tree's package (it would serve modules the revision lacks from the working tree).
+_ISOLATED_SYNTH = (
+    "import runpy, sys; "
+    "sys.meta_path[:] = [f for f in sys.meta_path if '__editable__' not in getattr(f, '__module__', '')]; "
+    "sys.argv[0] = 'gpufleet.synth'; "
+    "runpy.run_module('gpufleet.synth', run_name='__main__', alter_sys=True)"
+)
+
+
 def _run_synth(project: Path, stack: str, review: bool) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(project) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    cmd = [sys.executable, "-m", "gpufleet.synth", *(["--review"] if review else []), str(project), stack]
+    cmd = [sys.executable, "-c", _ISOLATED_SYNTH, *(["--review"] if review else []), str(project), stack]
     return subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True)
 
 

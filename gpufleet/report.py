@@ -98,15 +98,19 @@ def render_findings_text(findings: list[Finding], console: Console) -> None:
 
 
 def render_cost_text(cost: EstateCost, console: Console) -> None:
-    table = Table(title=f"Cost envelope: {cost.estate} ({cost.environment}), $/h (month = {HOURS} h)")
-    for col in ("site", "pool", "what", "nodes min/des/max", "$/unit-h", "min", "desired", "max", "$/month at max"):
-        table.add_column(col, justify="right" if col[0] in "$mdn" else "left")
+    table = Table(title=f"Cost envelope: {cost.estate} ({cost.environment}), $ per hour (a month is {HOURS} h)")
+    table.add_column("site/pool", no_wrap=True)
+    table.add_column("instance", overflow="fold")
+    table.add_column("nodes", justify="right", no_wrap=True)
+    table.add_column("$/h each", justify="right")
+    for lv in LEVELS:
+        table.add_column(lv, justify="right")
     for p in cost.pools:
-        what = f"{p.instance_type or p.gpu_model} ({p.gpus_per_node} GPU)"
+        what = p.instance_type or f"{p.gpu_model} × {p.gpus_per_node}"
         nodes = "/".join(str(p.nodes[lv]) for lv in LEVELS)
         cells = [_usd(p.hourly.at(lv)) if p.priced else "unpriced" for lv in LEVELS]
         unit = _usd(p.price.usd) if p.price else "unpriced"
-        table.add_row(p.site, p.pool, what, nodes, unit, *cells, _usd(p.hourly.monthly("max"), 0) if p.priced else "-")
+        table.add_row(f"{p.site}/{p.pool}", what, nodes, unit, *cells)
     console.print(table)
     for p in cost.pools:
         for n in p.notes:

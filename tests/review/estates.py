@@ -1,0 +1,93 @@
+"""Small hand-checked estates for the review tests (cost, diff, markdown)."""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+from typing import Any
+
+NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
+
+# One AWS site (p5.48xlarge on EFA + g6e.xlarge dedicated to agents, FSx 2400 GiB at 125 MB/s/TiB, EFS, S3,
+# scratch) and one bare-metal site (two 8-GPU H100 servers, $200,000 each over 4 years, 10 kW at $0.10/kWh,
+# $730/month operations). Tenants: research 16 and product 4 GPUs of h100 (24 at max); agents 2 of agents-g6e.
+SMALL: dict[str, Any] = {
+    "metadata": {"name": "small", "environment": "test", "owner": "ml-platform", "cost_center": "cc-1"},
+    "sites": [
+        {
+            "kind": "aws",
+            "name": "use1",
+            "region": "us-east-1",
+            "availability_zones": ["us-east-1a", "us-east-1b"],
+            "fabrics": [
+                {"kind": "efa", "name": "efa", "availability_zone": "us-east-1a", "subnet_cidr": "10.0.128.0/20"}
+            ],
+            "node_pools": [
+                {
+                    "name": "h100",
+                    "role": "training",
+                    "instance_type": "p5.48xlarge",
+                    "fabric": "efa",
+                    "scaling": {"min": 1, "desired": 2, "max": 3},
+                },
+                {
+                    "name": "agents-g6e",
+                    "role": "interactive",
+                    "instance_type": "g6e.xlarge",
+                    "dedicated_to": "agents",
+                    "scaling": {"min": 0, "desired": 1, "max": 2},
+                },
+            ],
+            "storage": [
+                {
+                    "kind": "fsx-lustre",
+                    "name": "lustre",
+                    "fabric": "efa",
+                    "capacity_gib": 2400,
+                    "throughput_per_tib": 125,
+                },
+                {"kind": "efs", "name": "home"},
+                {"kind": "s3", "name": "objects"},
+                {"kind": "scratch", "name": "nvme"},
+            ],
+        },
+        {
+            "kind": "baremetal",
+            "name": "dc",
+            "ssh": {"private_key_config": "sshKey"},
+            "join": {"api_server": "k8s.dc.example.com:6443"},
+            "cost": {
+                "server_price_usd": 200000,
+                "lifetime_years": 4,
+                "power_kw": 10,
+                "usd_per_kwh": 0.1,
+                "ops_usd_per_server_month": 730,
+            },
+            "fabrics": [{"kind": "infiniband", "name": "ib"}],
+            "inventory": [
+                {
+                    "hostname": f"gpu-0{i}",
+                    "address": f"10.1.0.{i}",
+                    "gpu_model": "H100-80GB",
+                    "gpu_count": 8,
+                    "rack": "r1",
+                    "leaf": "l1",
+                    "labels": {"pool": "owned"},
+                }
+                for i in (1, 2)
+            ],
+            "node_pools": [{"name": "owned", "role": "training", "selector": {"pool": "owned"}, "fabric": "ib"}],
+            "storage": [{"kind": "nfs", "name": "home", "server": "nfs.dc.example.com", "path": "/home"}],
+        },
+    ],
+    "tenants": [
+        {"name": "research", "gpu_quota": {"h100": 16, "owned": 16}},
+        {"name": "product", "gpu_quota": {"h100": 4}},
+        {"name": "agents", "trust": "untrusted", "gpu_quota": {"agents-g6e": 2}},
+    ],
+    "policies": {"budget_usd_per_hour": 200},
+}
+
+
+def small() -> dict[str, Any]:
+    return copy.deepcopy(SMALL)

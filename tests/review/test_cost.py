@@ -1,0 +1,183 @@
+"""The cost envelope: hand-checked figures, unpriced pools, burst windows, tenants, storage, the CLI."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from components import catalog
+from components.config import parse_estate
+from components.spec import BurstWindow
+from gpufleet.cli import app
+from gpufleet.cost import UNASSIGNED, EstateCost, estate_cost
+from tests.conftest import ROOT, example_estate, write_project
+from tests.review.estates import NOW, small
+
+P5 = 55.04  # us-east-1 on-demand $/h, catalog (Karpenter price table, 2026-07-20)
+G6E_XL = 1.861
+# Bare metal, per server-hour: 200,000 / (4 y × 8,760 h) + 10 kW × $0.10 + $730 / 730 h
+SERVER_HOUR = 200_000 / (4 * 8760) + 10 * 0.1 + 730 / 730  # = 5.70776 + 1 + 1 = 7.70776
+FSX_MONTH = 2400 * 0.145  # 2,400 GB × $0.145/GB-month (PERSISTENT_2, 125 MB/s/TiB) = $348/month
+FSX_HOUR = FSX_MONTH / 730  # = $0.47671/h
+
+
+def small_cost() -> EstateCost:
+    return estate_cost(parse_estate(small(), "test"), None, NOW)
+
+
+def test_pool_figures_are_price_times_nodes_at_each_size() -> None:
+    cost = small_cost()
+    h100 = next(p for p in cost.pools if p.pool == "h100")
+    # nodes 1 / 2 / 3 at $55.04 -> $55.04 / $110.08 / $165.12 per hour; $120,537.60 a month at max
+    assert h100.nodes == {"min": 1, "desired": 2, "max": 3}
+    assert h100.hourly.at("min") == pytest.approx(55.04)
+    assert h100.hourly.at("desired") == pytest.approx(110.08)
+    assert h100.hourly.at("max") == pytest.approx(165.12)
+    assert h100.hourly.monthly("max") == pytest.approx(120_537.60)
+    assert h100.price is not None and h100.price.date == "2026-07-20"
+    assert "karpenter" in h100.price.source
+
+
+def test_bare_metal_pool_costs_its_servers_at_the_amortised_rate_at_every_size() -> None:
+    cost = small_cost()
+    owned = next(p for p in cost.pools if p.pool == "owned")
+    # 2 servers × $7.70776/h = $15.41553/h at min, desired and max (owned servers cost the same)
+    assert owned.nodes == {"min": 2, "desired": 2, "max": 2}
+    for level in ("min", "desired", "max"):
+        assert owned.hourly.at(level) == pytest.approx(2 * SERVER_HOUR)
+    assert owned.price is not None and owned.price.unit == "server-hour"
+    assert "sites.dc.cost" in owned.price.source
+
+
+def test_estate_total_adds_pools_and_fsx_storage() -> None:
+    total = small_cost().total()
+    # min:     55.04 + 0     + 15.41553 + 0.47671 =  70.93224
+    # desired: 110.08 + 1.861 + 15.41553 + 0.47671 = 127.83324
+    # max:     165.12 + 3.722 + 15.41553 + 0.47671 = 184.73424
+    assert total.hourly.at("min") == pytest.approx(P5 + 2 * SERVER_HOUR + FSX_HOUR)
+    assert total.hourly.at("desired") == pytest.approx(2 * P5 + G6E_XL + 2 * SERVER_HOUR + FSX_HOUR)
+    assert total.hourly.at("max") == pytest.approx(3 * P5 + 2 * G6E_XL + 2 * SERVER_HOUR + FSX_HOUR)
+    assert total.hourly.at("max") == pytest.approx(184.73424, abs=1e-4)
+    assert total.hourly.monthly("desired") == pytest.approx(127.83324 * 730, abs=0.1)
+    assert total.unpriced == ()
+
+
+def test_site_totals_split_the_estate() -> None:
+    cost = small_cost()
+    use1, dc = cost.site_total("use1"), cost.site_total("dc")
+    assert use1.hourly.at("desired") == pytest.approx(2 * P5 + G6E_XL + FSX_HOUR)
+    assert dc.hourly.at("desired") == pytest.approx(2 * SERVER_HOUR)
+    assert use1.hourly.at("max") + dc.hourly.at("max") == pytest.approx(cost.total().hourly.at("max"))  # type: ignore[operator]
+
+
+def test_tenants_pay_their_quota_share_and_the_rest_is_unassigned() -> None:
+    tenants = small_cost().tenants()
+    # h100 offers 3 × 8 = 24 GPUs at max: research 16/24 = 2/3, product 4/24 = 1/6, unassigned 1/6.
+    # owned offers 16 GPUs: research 16/16. agents-g6e offers 2: agents 2/2.
+    assert tenants["research"].at("desired") == pytest.approx(2 / 3 * 2 * P5 + 2 * SERVER_HOUR)
+    assert tenants["product"].at("max") == pytest.approx(1 / 6 * 3 * P5)
+    assert tenants[UNASSIGNED].at("max") == pytest.approx(1 / 6 * 3 * P5)
+    assert tenants["agents"].at("desired") == pytest.approx(G6E_XL)
+    pools_only = small_cost().pool_total(small_cost().pools).hourly.at("max")
+    assert sum(f.at("max") or 0 for f in tenants.values()) == pytest.approx(pools_only)
+
+
+def test_fsx_is_priced_by_capacity_and_throughput_tier_with_its_source() -> None:
+    cost = small_cost()
+    fsx = next(t for t in cost.storage if t.kind == "fsx-lustre")
+    assert fsx.status == "priced"
+    assert fsx.monthly_usd == pytest.approx(348.0)
+    assert fsx.price is not None and fsx.price.date == "2026-11-29" and fsx.price.verified
+    tiers = {t.kind: t for t in cost.storage}
+    assert tiers["efs"].status == "usage-based" and tiers["efs"].monthly_usd is None
+    assert tiers["s3"].status == "usage-based" and tiers["s3"].monthly_usd is None
+    assert tiers["scratch"].status == "included"
+    assert tiers["nfs"].status == "external"
+
+
+def test_every_storage_price_in_the_catalog_has_a_date_and_a_source() -> None:
+    storage = catalog.price_table()["storage"]
+    for region, services in storage.items():
+        if region.startswith("_"):
+            continue
+        for service, entry in services.items():
+            figures = entry.get("by_throughput_per_tib", {"-": entry})
+            for tier, fig in figures.items():
+                assert fig["usd"] > 0, (region, service, tier)
+                assert dt.date.fromisoformat(fig["date"]), (region, service, tier)
+                assert len(fig["source"]) > 20 and isinstance(fig["verified"], bool), (region, service, tier)
+
+
+def test_pool_without_a_catalog_price_is_unpriced_not_zero() -> None:
+    raw = small()
+    site = raw["sites"][0]
+    site["region"] = "eu-north-1"  # the catalog holds us-east-1 prices only
+    site["availability_zones"] = ["eu-north-1a", "eu-north-1b"]
+    site["fabrics"][0]["availability_zone"] = "eu-north-1a"
+    cost = estate_cost(parse_estate(raw, "test"), None, NOW)
+    h100 = next(p for p in cost.pools if p.pool == "h100")
+    assert h100.price is None and not h100.priced
+    assert h100.hourly.at("max") is None
+    assert any("no catalog price" in n for n in h100.notes)
+    total = cost.total()
+    assert "pool h100" in total.unpriced and "pool agents-g6e" in total.unpriced
+    assert "tier lustre" in total.unpriced  # no FSx price for eu-north-1 either
+    assert json.loads(json.dumps(cost.to_dict()))["pools"][0]["hourly"]["max"] is None
+
+
+def _hybrid_window(start: dt.datetime, hours: int, instance_type: str = "p5.48xlarge") -> BurstWindow:
+    return BurstWindow(
+        pool="burst-h100",
+        nodes=2,
+        instance_type=instance_type,
+        availability_zone="us-east-1a",
+        start=start,
+        expires=start + dt.timedelta(hours=hours),
+    )
+
+
+def test_burst_pool_costs_the_open_window_and_nothing_after_it_expires() -> None:
+    spec = parse_estate(example_estate("hybrid"), "hybrid")
+    window = _hybrid_window(NOW - dt.timedelta(hours=1), 8)
+    during = next(p for p in estate_cost(spec, window, NOW).pools if p.pool == "burst-h100")
+    assert during.nodes == {"min": 0, "desired": 2, "max": 2}
+    assert during.hourly.at("desired") == pytest.approx(2 * P5)
+    after = next(p for p in estate_cost(spec, window, NOW + dt.timedelta(hours=9)).pools if p.pool == "burst-h100")
+    assert after.nodes == {"min": 0, "desired": 0, "max": 0}
+    assert after.hourly.at("max") == 0.0 and after.priced
+
+
+def test_burst_window_with_another_instance_type_is_priced_at_that_type() -> None:
+    spec = parse_estate(example_estate("hybrid"), "hybrid")
+    window = _hybrid_window(NOW - dt.timedelta(hours=1), 8, "p5en.48xlarge")
+    pool = next(p for p in estate_cost(spec, window, NOW).pools if p.pool == "burst-h100")
+    assert pool.instance_type == "p5en.48xlarge"
+    assert pool.hourly.at("max") == pytest.approx(2 * 63.296)
+
+
+def test_cost_cli_json_carries_totals_and_dated_prices(tmp_path: Path) -> None:
+    project = write_project(tmp_path, {"gpufleet:estate": small()}, stack="small")
+    result = CliRunner().invoke(app, ["cost", "-s", "small", "-C", str(project), "-f", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["total"]["hourly"]["max"] == pytest.approx(184.7342, abs=1e-3)
+    assert {p["date"] for p in doc["prices"]} == {"2026-07-20", "stack file", "2026-11-29"}
+    assert doc["budget_usd_per_hour"] == 200
+
+
+def test_cost_cli_text_and_markdown_name_every_pool() -> None:
+    for fmt in ("text", "markdown"):
+        result = CliRunner().invoke(app, ["cost", "-s", "aws-train", "-C", str(ROOT), "-f", fmt])
+        assert result.exit_code == 0, result.output
+        for pool in ("h100", "l40s", "agents-l40s"):
+            assert pool in result.stdout
+
+
+def test_cost_cli_bad_time_exits_2() -> None:
+    result = CliRunner().invoke(app, ["cost", "-s", "aws-train", "-C", str(ROOT), "--at", "tomorrow"])
+    assert result.exit_code == 2
+    assert "--at" in result.stderr
