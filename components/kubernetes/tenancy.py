@@ -147,23 +147,26 @@ def namespace_labels(tags: Tags, tenant: Tenant) -> dict[str, str]:
     }
 
 
-def gpu_quota_ceiling(site: Site, tenant: Tenant) -> dict[str, int]:
+def gpu_quota_ceiling(spec: EstateSpec, site: Site, tenant: Tenant) -> dict[str, int]:
     """GPU units per advertised resource the tenant's pods may request at once on the site.
 
     Kueue decides what runs within the nominal quota plus what the tenant may borrow; the namespace quota is
     the hard ceiling behind it, so it allows nominal + borrowing_limit on each flavor the tenant's
-    ClusterQueue lists. Every GPU resource the site advertises is listed (0 where the tenant has none), so
-    no GPU kind is outside the quota.
+    ClusterQueue lists. On a burst pool (a MultiKueue worker's), a tenant with `burst: true` may use up to the
+    pool's size at max and any other tenant nothing; the open window's quota is Kueue's to enforce. Every GPU
+    resource the site advertises is listed (0 where the tenant has none), so no GPU kind is outside the quota.
     """
     quota = kueue.site_gpu_quota(site, tenant)
-    ceiling = {kueue.gpu_resource_name(site, p): 0 for p in kueue.scheduled_pools(site)}
+    ceiling = {kueue.gpu_resource_name(site, p): 0 for p in site.node_pools}
     for p in kueue.tenant_flavors(site, tenant):
-        name = kueue.gpu_resource_name(site, p)
-        ceiling[name] += quota.get(p.name, 0) + tenant.borrowing_limit
+        ceiling[kueue.gpu_resource_name(site, p)] += quota.get(p.name, 0) + tenant.borrowing_limit
+    for p in site.node_pools:
+        if kueue.is_burst(p) and tenant.burst:
+            ceiling[kueue.gpu_resource_name(site, p)] += spec.pool_gpu_units(p.name)
     return ceiling
 
 
-def resource_quota_hard(site: Site, tenant: Tenant) -> dict[str, str]:
+def resource_quota_hard(spec: EstateSpec, site: Site, tenant: Tenant) -> dict[str, str]:
     """ResourceQuota `hard`: GPUs only as `requests.<resource>` (extended resources allow no `limits.`)."""
     memory = f"{tenant.memory_quota_gib}Gi"
     hard = {
@@ -171,7 +174,7 @@ def resource_quota_hard(site: Site, tenant: Tenant) -> dict[str, str]:
         "limits.cpu": str(tenant.cpu_quota),
         "requests.memory": memory,
         "limits.memory": memory,
-        **{f"requests.{name}": str(n) for name, n in sorted(gpu_quota_ceiling(site, tenant).items())},
+        **{f"requests.{name}": str(n) for name, n in sorted(gpu_quota_ceiling(spec, site, tenant).items())},
         **OBJECT_COUNTS,
     }
     return hard
@@ -235,7 +238,7 @@ class TenantBundle(pulumi.ComponentResource):
         self._labels = args.tags.labels(tenant=args.tenant.name, cost_center=args.tenant.cost_center)
         self.namespace = self._namespace(args.tags)
         self._in_ns = pulumi.ResourceOptions(parent=self, depends_on=[self.namespace])
-        self.resource_quota = self._resource_quota(args.site)
+        self.resource_quota = self._resource_quota(args.spec, args.site)
         self.limit_range = self._limit_range()
         self.network_policies = self._network_policies(args.site)
         self.role, self.role_binding = self._rbac()
@@ -254,11 +257,11 @@ class TenantBundle(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
         )
 
-    def _resource_quota(self, site: Site) -> k8s.core.v1.ResourceQuota:
+    def _resource_quota(self, spec: EstateSpec, site: Site) -> k8s.core.v1.ResourceQuota:
         return k8s.core.v1.ResourceQuota(
             f"{self._name}-quota",
             metadata=self._meta("tenant-quota"),
-            spec={"hard": resource_quota_hard(site, self._tenant)},
+            spec={"hard": resource_quota_hard(spec, site, self._tenant)},
             opts=self._in_ns,
         )
 

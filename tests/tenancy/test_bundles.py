@@ -1,0 +1,210 @@
+"""Tenant bundles, queues and priorities as the example stacks synthesize them (Pulumi mocks)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+
+from components import nodes
+from components.kubernetes import versions
+from components.kubernetes.priorities import PRIORITY_LEVELS
+from gpufleet.plan import Plan
+from tests.conftest import example_config
+from tests.tenancy.conftest import in_namespace, k8s_object, k8s_objects
+
+PlanOf = Callable[[str], Plan]
+ESCALATION_VERBS = {"bind", "escalate", "impersonate", "*"}
+GUARDED = {"resourcequotas", "limitranges", "networkpolicies"}
+
+
+def _tenants(plan: Plan) -> set[str]:
+    return {
+        r.inputs["metadata"]["name"]
+        for r in k8s_objects(plan, "Namespace")
+        if "tenant" in r.inputs["metadata"].get("labels", {})
+    }
+
+
+def test_every_example_tenant_with_quota_gets_a_bundle_and_queues(plan_of: PlanOf) -> None:
+    expected = {
+        "aws-train": {"research", "product", "agents"},
+        "onprem": {"research", "product"},
+        "hybrid": {"research", "product"},
+    }
+    for stack, tenants in expected.items():
+        plan = plan_of(stack)
+        assert _tenants(plan) == tenants, stack
+        bundles = [b for b in plan.find("gpufleet:kubernetes:TenantBundle") if b.parent and "ClusterStack" in b.parent]
+        assert len(bundles) == len(tenants), stack
+        for t in tenants:
+            assert k8s_object(plan, "ClusterQueue", t)
+            assert k8s_object(plan, "LocalQueue", t, t).inputs["spec"] == {"clusterQueue": t}
+            for kind in ("ResourceQuota", "LimitRange", "Role", "RoleBinding"):
+                assert len(in_namespace(plan, kind, t)) == 1, (stack, t, kind)
+
+
+def test_namespace_labels_tenant_cost_and_pod_security(plan_of: PlanOf) -> None:
+    ns = k8s_object(plan_of("aws-train"), "Namespace", "research")
+    labels = ns.inputs["metadata"]["labels"]
+    assert labels["tenant"] == "research"
+    assert labels["gpufleet.io/tenant"] == "research" and labels["gpufleet.io/cost-center"] == "cc-4100"
+    for mode in ("enforce", "audit", "warn"):
+        assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted"
+    assert ns.retain_on_delete  # its PVCs outlive a tenant's removal from the spec
+
+
+def test_resource_quota_counts_gpus_by_advertised_resource(plan_of: PlanOf) -> None:
+    hard = k8s_object(plan_of("onprem"), "ResourceQuota", "tenant-quota", "product").inputs["spec"]["hard"]
+    # product: train 16 whole GPUs, dev 56 MIG slices (mixed strategy), no borrowing
+    assert hard["requests.nvidia.com/gpu"] == "16"
+    assert hard["requests.nvidia.com/mig-1g.10gb"] == "56"
+    assert hard["requests.cpu"] == hard["limits.cpu"] == "256"
+    assert hard["requests.memory"] == "2048Gi"
+    for key in ("pods", "count/jobs.batch", "services", "persistentvolumeclaims", "configmaps", "secrets"):
+        assert int(hard[key]) > 0
+    assert hard["services.loadbalancers"] == hard["services.nodeports"] == "0"
+
+
+def test_resource_quota_leaves_room_for_what_kueue_lets_a_tenant_borrow(plan_of: PlanOf) -> None:
+    hard = k8s_object(plan_of("aws-train"), "ResourceQuota", "tenant-quota", "research").inputs["spec"]["hard"]
+    assert hard["requests.nvidia.com/gpu"] == str(24 + 8 + 8 + 8)  # h100 24 + l40s 8, borrowing 8 on each
+
+
+def test_no_quota_anywhere_sets_limits_on_gpus(plan_of: PlanOf) -> None:
+    for stack in ("aws-train", "onprem", "hybrid"):
+        for rq in k8s_objects(plan_of(stack), "ResourceQuota", anywhere=True):
+            keys = rq.inputs["spec"]["hard"]
+            assert not [k for k in keys if k.startswith("limits.nvidia.com/")], rq.name
+            assert any(k.startswith("requests.nvidia.com/") for k in keys), rq.name
+
+
+def test_tenant_rbac_has_no_wildcards_escalation_or_writes_to_guardrails(plan_of: PlanOf) -> None:
+    plan = plan_of("aws-train")
+    roles = k8s_objects(plan, "Role")
+    assert {r.inputs["metadata"]["namespace"] for r in roles} >= {"research", "product", "agents"}
+    for role in roles:
+        for rule in role.inputs["rules"]:
+            assert "*" not in rule["resources"] and "*" not in rule["apiGroups"]
+            assert not ESCALATION_VERBS & set(rule["verbs"])
+            assert not {"pods/exec", "pods/attach", "nodes/proxy", "roles", "rolebindings"} & set(rule["resources"])
+            if GUARDED & set(rule["resources"]):
+                assert set(rule["verbs"]) <= {"get", "list", "watch"}, rule
+
+
+def test_role_binding_binds_the_member_groups(plan_of: PlanOf) -> None:
+    rb = k8s_object(plan_of("aws-train"), "RoleBinding", "tenant-member", "agents").inputs
+    assert rb["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "tenant-member"}
+    assert rb["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "oidc:agent-runners"}]
+
+
+def test_default_service_account_does_not_mount_a_token(plan_of: PlanOf) -> None:
+    plan = plan_of("aws-train")
+    patches = plan.find("kubernetes:core/v1:ServiceAccountPatch")
+    by_ns = {p.inputs["metadata"]["namespace"]: p.inputs for p in patches if p.inputs["metadata"]["name"] == "default"}
+    assert set(by_ns) >= {"research", "product", "agents"}
+    assert all(sa["automountServiceAccountToken"] is False for sa in by_ns.values())
+
+
+def _policies(plan: Plan, ns: str) -> dict[str, dict[str, Any]]:
+    return {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in in_namespace(plan, "NetworkPolicy", ns)}
+
+
+def test_network_policies_default_deny_then_dns_namespace_and_storage(plan_of: PlanOf) -> None:
+    pols = _policies(plan_of("aws-train"), "research")
+    assert pols["default-deny"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    dns = pols["allow-dns"]["egress"][0]
+    assert dns["to"][0]["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}
+    assert dns["to"][0]["podSelector"] == {"matchLabels": {"k8s-app": "kube-dns"}}
+    assert {p["port"] for p in dns["ports"]} == {53}
+    assert pols["allow-same-namespace"]["ingress"] == [{"from": [{"podSelector": {}}]}]
+    storage = pols["allow-storage"]["egress"]
+    assert {b["ipBlock"]["cidr"] for rule in storage for b in rule["to"]} == {"10.40.0.0/16"}  # the site's VPC
+    assert {p["port"] for rule in storage for p in rule["ports"]} == {988, 1018, 2049, 443}
+
+
+def test_untrusted_tenant_egress_only_dns_namespace_and_its_cidrs(plan_of: PlanOf) -> None:
+    pols = _policies(plan_of("aws-train"), "agents")
+    assert set(pols) == {"default-deny", "allow-dns", "allow-same-namespace", "allow-egress-cidrs"}
+    assert pols["allow-egress-cidrs"]["egress"] == [{"to": [{"ipBlock": {"cidr": "198.51.100.10/32"}}]}]
+
+
+def test_onprem_nfs_by_host_name_gets_no_storage_policy_but_a_warning(plan_of: PlanOf) -> None:
+    plan = plan_of("onprem")
+    assert "allow-storage" not in _policies(plan, "research")
+    assert any("nfs.dc1.example.com" in w and "egress_cidrs" in w for w in plan.warnings)
+
+
+def test_untrusted_tenant_pods_pinned_by_flavor_and_admission_policy(plan_of: PlanOf) -> None:
+    plan = plan_of("aws-train")
+    flavor = k8s_object(plan, "ResourceFlavor", "agents-l40s").inputs["spec"]
+    assert flavor["nodeLabels"][nodes.TENANT_NODE_LABEL] == "agents"
+    assert {"key": "tenant", "operator": "Equal", "value": "agents", "effect": "NoSchedule"} in flavor["tolerations"]
+    cq = k8s_object(plan, "ClusterQueue", "agents").inputs["spec"]
+    assert [f["name"] for f in cq["resourceGroups"][0]["flavors"]] == ["agents-l40s"]
+    vap = k8s_object(plan, "ValidatingAdmissionPolicy", "gpufleet-untrusted-agents").inputs["spec"]
+    rules = " ".join(v["expression"] for v in vap["validations"])
+    assert f"object.spec.nodeSelector['{nodes.TENANT_NODE_LABEL}'] == 'agents'" in rules
+    assert "runtimeClassName" not in rules  # the site names no sandbox runtime
+    binding = k8s_object(plan, "ValidatingAdmissionPolicyBinding", "gpufleet-untrusted-agents").inputs["spec"]
+    assert binding["validationActions"] == ["Deny"]
+    assert binding["matchResources"]["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "agents"}}
+    assert not [r for r in k8s_objects(plan, "ValidatingAdmissionPolicy") if "research" in r.inputs["metadata"]["name"]]
+
+
+def test_untrusted_tenant_must_use_the_sites_sandbox_runtime(synth_config: Callable[[dict[str, Any]], Plan]) -> None:
+    config = example_config("aws-train")
+    config["gpufleet:estate"]["sites"][0]["kubernetes"]["sandbox_runtime_class"] = "kata"
+    plan = synth_config(config)
+    vap = k8s_object(plan, "ValidatingAdmissionPolicy", "gpufleet-untrusted-agents").inputs["spec"]
+    assert any(v["expression"].endswith("object.spec.runtimeClassName == 'kata'") for v in vap["validations"])
+
+
+def test_kueue_release_pinned_and_configured(plan_of: PlanOf) -> None:
+    for stack in ("aws-train", "onprem", "hybrid"):
+        releases = [r for r in plan_of(stack).helm_releases() if r.inputs.get("name") == "kueue"]
+        assert len(releases) == len(example_config(stack)["gpufleet:estate"]["sites"]), stack  # one per cluster
+        for r in releases:
+            assert r.inputs["chart"] == f"{versions.KUEUE.repository}/{versions.KUEUE.name}"
+            assert r.inputs["version"] == versions.KUEUE.version
+            config = yaml.safe_load(r.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
+            assert config["manageJobsWithoutQueueName"] is True
+            assert "waitForPodsReady" in config and "fairSharing" in config
+
+
+def test_flavor_per_scheduled_pool_and_topology_per_baremetal_fabric(plan_of: PlanOf) -> None:
+    def names(plan: Plan, kind: str) -> list[str]:  # objects of the cluster's Kueue component only
+        return sorted(
+            r.inputs["metadata"]["name"] for r in k8s_objects(plan, kind) if "gpufleet:kubernetes:Kueue$" in r.key
+        )
+
+    assert names(plan_of("aws-train"), "ResourceFlavor") == ["agents-l40s", "h100", "l40s"]
+    assert names(plan_of("onprem"), "ResourceFlavor") == ["dev", "train"]
+    assert names(plan_of("onprem"), "Topology") == ["ib"]
+    assert names(plan_of("aws-train"), "Topology") == []
+    assert "burst-h100" not in names(plan_of("hybrid"), "ResourceFlavor")  # the MultiKueue wiring's concern
+
+
+def test_gpu_quota_per_flavor_never_exceeds_the_pool(plan_of: PlanOf) -> None:
+    plan = plan_of("onprem")
+    nominal: dict[tuple[str, str], int] = {}
+    for cq in k8s_objects(plan, "ClusterQueue"):
+        for f in cq.inputs["spec"]["resourceGroups"][0]["flavors"]:
+            for r in f["resources"]:
+                if r["name"].startswith("nvidia.com/"):
+                    nominal[(f["name"], r["name"])] = nominal.get((f["name"], r["name"]), 0) + r["nominalQuota"]
+    assert nominal[("train", "nvidia.com/gpu")] == 48  # 6 servers x 8 GPUs
+    assert nominal[("dev", "nvidia.com/mig-1g.10gb")] == 112  # 2 servers x 8 GPUs x 7 slices
+
+
+def test_priority_and_workload_priority_classes_agree(plan_of: PlanOf) -> None:
+    plan = plan_of("aws-train")
+    pcs = {r.inputs["metadata"]["name"]: r.inputs for r in k8s_objects(plan, "PriorityClass")}
+    wpcs = {r.inputs["metadata"]["name"]: r.inputs for r in k8s_objects(plan, "WorkloadPriorityClass")}
+    assert set(pcs) == set(wpcs) == {lv.name for lv in PRIORITY_LEVELS}
+    for name, pc in pcs.items():
+        assert pc["value"] == wpcs[name]["value"]
+        assert pc["globalDefault"] is False
+    assert pcs["inference"]["value"] > pcs["training"]["value"] > pcs["interactive"]["value"] > pcs["batch"]["value"]
+    assert pcs["batch"]["preemptionPolicy"] == "Never"
