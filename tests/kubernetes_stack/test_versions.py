@@ -56,6 +56,7 @@ def test_version_strings_appear_only_in_versions_py() -> None:
                 continue
             text = path.read_text(errors="ignore")
             offenders += [f"{path.relative_to(ROOT)}: {v}" for v, rx in patterns.items() if rx.search(text)]
+    # Comments count too: a cited tag goes stale on the next bump; write "at the pinned tag (versions.KUEUE)".
     assert offenders == [], "import these from components/kubernetes/versions.py instead: " + "; ".join(offenders)
 
 
