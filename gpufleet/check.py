@@ -41,8 +41,10 @@ from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 from components.spec import EstateSpec
 from gpufleet.findings import Enforcement, Finding
 from gpufleet.plan import Plan, PlanResource
-from policies import PACK_FOLDERS
 
+# The pack folders under policies/ (each an importable package with rules.py). Kept here, not in
+# policies/__init__.py: the editable install registers `policies` as a namespace package, whose __init__ never runs.
+PACK_FOLDERS: tuple[str, ...] = ("tenancy", "segmentation", "cost_tags", "gpu_guardrails")
 LEVELS = {"mandatory": EnforcementLevel.MANDATORY, "advisory": EnforcementLevel.ADVISORY}
 
 
@@ -75,12 +77,8 @@ def _settings(spec: EstateSpec) -> dict[str, Any]:
         "tenants": [t.name for t in spec.tenants],
         "requiredTags": list(spec.metadata.required_tags),
         "allowedInstanceTypes": list(spec.policies.allowed_instance_types),
-        "imdsHopLimitExceptions": sorted(
-            {
-                *spec.policies.imds_hop_limit_exceptions,
-                *(p.name for _, p in spec.pools() if getattr(p, "pods_need_imds", False)),
-            }
-        ),
+        # Only the explicit exception list: a pool with pods_need_imds but no exception is what the rule catches.
+        "imdsHopLimitExceptions": list(spec.policies.imds_hop_limit_exceptions),
     }
     if spec.policies.budget_usd_per_hour is not None:
         values["budgetUsdPerHour"] = spec.policies.budget_usd_per_hour
@@ -120,8 +118,23 @@ def write_configs(spec: EstateSpec, out_dir: Path) -> list[Path]:
     return written
 
 
-def unknown_rule_ids(spec: EstateSpec) -> list[str]:
-    return sorted(set(spec.policies.enforcement) - rule_ids())
+def load_spec(project: Path, stack: str) -> EstateSpec:
+    """The stack's estate, with enforcement overrides checked against the packs' rule ids (SpecError if not)."""
+    from components.config import ESTATE_KEY, SpecError, read_stack
+
+    stack_file = read_stack(project, stack)
+    spec = stack_file.estate()
+    unknown = sorted(set(spec.policies.enforcement) - rule_ids())
+    if unknown:
+        known = ", ".join(sorted(rule_ids()))
+        raise SpecError(
+            [
+                f"{stack_file.path}: config.{ESTATE_KEY}.policies.enforcement.{r}: no policy rule has this id; "
+                f"known: {known}"
+                for r in unknown
+            ]
+        )
+    return spec
 
 
 # -- policy arguments from a Plan -----------------------------------------------------------------------------
@@ -224,12 +237,20 @@ class _Collector:
 
 def evaluate(plan: Plan, spec: EstateSpec) -> list[Finding]:
     """Every pack's policies over the plan, with the stack's config and enforcement overrides."""
+    return run(plan, {pack.name: pack_config(spec, pack) for pack in packs()})
+
+
+def run(plan: Plan, configs: dict[str, dict[str, Any]] | None = None, only: set[str] | None = None) -> list[Finding]:
+    """The packs' policies (or only the rule ids in `only`) over the plan; `configs` maps a PolicyPack name to
+    its `--policy-pack-config` document (per policy: enforcementLevel and config properties)."""
     view = _View(plan)
     stack_resources: list[PolicyResource] | None = None
     findings: list[Finding] = []
     for pack in packs():
-        config_doc = pack_config(spec, pack)
+        config_doc = (configs or {}).get(pack.name, {})
         for policy in pack.policies:
+            if only is not None and policy.name not in only:
+                continue
             level = _level(policy, pack, config_doc)
             if level is EnforcementLevel.DISABLED:
                 continue

@@ -160,6 +160,43 @@ def catalog_show(
 
 # -- check (policy packs) ---------------------------------------------------------------------------------
 
+
+class CheckFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+@app.command()
+@user_errors
+def check(
+    stack: StackOpt,
+    format: Annotated[CheckFormat, typer.Option("--format", "-f", help="text or json.")] = CheckFormat.text,
+    write_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--write-config",
+            help="Write one --policy-pack-config file per pack (<dir>/<pack>.json) for `pulumi preview` and stop.",
+        ),
+    ] = None,
+    project: ProjectOpt = Path("."),
+) -> None:
+    """Evaluate the policy packs over a stack offline; exit 1 on a mandatory violation."""
+    from gpufleet import check as checker
+
+    spec = checker.load_spec(project, stack)
+    if write_config is not None:
+        for path in checker.write_configs(spec, write_config):
+            out.print(f"pulumi preview -s {stack} --policy-pack policies/{path.stem} --policy-pack-config {path}")
+        return
+    findings = checker.evaluate(load_plan(project, stack), spec)
+    if format is CheckFormat.json:
+        print(json.dumps(checker.to_json(findings), indent=1))
+    else:
+        out.print(checker.render_text(findings), markup=False)
+    if any(f.enforcement == "mandatory" for f in findings):
+        raise typer.Exit(1)
+
+
 # -- cost and diff ----------------------------------------------------------------------------------------
 
 
@@ -232,9 +269,6 @@ def diff(
 
 
 # -- burst ------------------------------------------------------------------------------------------------
-from gpufleet.burst_cli import burst_app  # noqa: E402  (the commands live in their own module)
-
-app.add_typer(burst_app, name="burst")
 from gpufleet.burst_cli import burst_app  # noqa: E402  (the commands live in their own module)
 
 app.add_typer(burst_app, name="burst")

@@ -104,9 +104,13 @@ def _instance_type(ng: PolicyResource, resources: list[PolicyResource]) -> str |
     return None
 
 
-def _region(r: PolicyResource) -> str | None:
+def _region(r: PolicyResource, resources: list[PolicyResource]) -> str | None:
+    """The resource's region input, else its provider's, else the one region all AWS providers share."""
     region = r.props.get("region") or (r.provider.props.get("region") if r.provider is not None else None)
-    return str(region) if region else None
+    if region:
+        return str(region)
+    regions = {str(p.props.get("region")) for p in resources if p.resource_type == "pulumi:providers:aws"}
+    return regions.pop() if len(regions) == 1 else None
 
 
 def budget_cap(args: StackValidationArgs, report: ReportViolation) -> None:
@@ -121,7 +125,7 @@ def budget_cap(args: StackValidationArgs, report: ReportViolation) -> None:
         if itype is None or itype not in catalog.instance_types():
             continue  # CPU system pools are outside the GPU catalog and the budget
         max_size = int(get(ng.props, "scalingConfig.maxSize", 0) or 0)
-        region = _region(ng)
+        region = _region(ng, args.resources)
         price = catalog.price(itype, region) if region else None
         if price is None:
             report(

@@ -7,6 +7,7 @@ Check-list items T5, A1-A3, A7, A10, A13 of shared/reference/gpu-facts.md §2.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -128,11 +129,17 @@ def sg_no_public_ingress(args: ResourceValidationArgs, report: ReportViolation) 
             report(f"ingress from {open_} (ports {ports}) on security group {args.name}", None)
 
 
+_EFA_WORD = re.compile(r"(^|[^a-z])efa([^a-z]|$)")
+
+
 def is_efa_security_group(r: PolicyResource) -> bool:
-    """The EFA security group, by convention: its name, description or Name tag mentions `efa`."""
-    texts = [r.name, r.props.get("name"), r.props.get("namePrefix"), r.props.get("description")]
-    texts.append(as_dict(r.props.get("tags")).get("Name"))
-    return any("efa" in str(t).lower() for t in texts if t)
+    """The EFA security group, by convention: tagged with its `fabric` (AWS fabrics are EFA), or its name,
+    description or Name tag has the word `efa`."""
+    tags = as_dict(r.props.get("tags"))
+    if tags.get("fabric"):
+        return True
+    texts = [r.name, r.props.get("name"), r.props.get("namePrefix"), r.props.get("description"), tags.get("Name")]
+    return any(_EFA_WORD.search(str(t).lower()) for t in texts if t)
 
 
 def _normalise_rule(rule: Mapping[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs, StackValidationArgs
 
+from components.nodes import TENANT_NODE_LABEL
 from policies.common import (
     MANDATORY,
     NODE_GROUP,
@@ -238,16 +239,24 @@ def default_sa_no_automount(args: StackValidationArgs, report: ReportViolation) 
 
 
 def dedicated_pool_isolation(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """A pool labelled for a tenant is tainted for it, and a tenant taint matches the tenant label when present.
+
+    EKS node groups cannot carry `node-restriction.kubernetes.io/` labels (the node-group API rejects
+    kubernetes.io prefixes), so on a node group the tenant taint alone marks a dedicated pool.
+    """
     view = node_view(args.resource_type, args.props)
     if view is None:
         return
     tenant = view.dedicated_tenant
-    tenant_taints = [t for t in view.taints if t.key == TENANT_LABEL]
     if tenant and not has_taint(view.taints, TENANT_LABEL, tenant):
         report(f"pool {view.pool} is dedicated to {tenant} but lacks taint {TENANT_LABEL}={tenant}:NoSchedule", None)
-    for t in tenant_taints:
-        if t.value != tenant:
+    for t in (t for t in view.taints if t.key == TENANT_LABEL):
+        if t.effect != "noschedule":
+            report(f"pool {view.pool} tenant taint {t} must have effect NoSchedule", None)
+        if tenant is not None and t.value != tenant:
             report(f"pool {view.pool} has taint {t} but its tenant node label is {tenant!r}", None)
+        if tenant is None and view.source == "node":
+            report(f"node {view.pool} has taint {t} but no {TENANT_NODE_LABEL} label", None)
 
 
 # -- T13 --------------------------------------------------------------------------------------------------

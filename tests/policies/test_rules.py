@@ -1,0 +1,207 @@
+"""Every rule has a fixture that passes and one that violates, asserted by rule id through `gpufleet.check.run`
+(the same policy objects the real CLI loads)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from components.nodes import GPU_PRESENT_LABEL, POOL_LABEL, TENANT_NODE_LABEL
+from gpufleet import check
+from gpufleet.findings import Finding
+from gpufleet.plan import PlanResource
+from tests.policies import fixtures as fx
+
+
+@dataclass
+class Case:
+    rule: str
+    good: list[PlanResource]
+    bad: list[PlanResource]
+    config: dict[str, Any] = field(default_factory=dict)
+    id: str = ""
+
+
+def bundle_without(kind: str, ns: str = "research") -> list[PlanResource]:
+    return [r for r in fx.tenant_bundle(ns) if r.inputs.get("kind") != kind]
+
+
+def bundle_without_policy(name: str) -> list[PlanResource]:
+    return [r for r in fx.tenant_bundle() if r.inputs["metadata"]["name"] != name]
+
+
+TENANTS = {"tenants": ["research"]}
+B = fx.bucket()
+EFA_SELF = {"protocol": "-1", "fromPort": 0, "toPort": 0, "self": True}
+LT_P5 = fx.launch_template()
+LT_RESERVED = fx.with_(
+    fx.launch_template(efa=4),
+    placement=None,
+    capacityReservationSpecification={"capacityReservationTarget": {"capacityReservationId": "cr-0123456789abcdef0"}},
+)
+CASES = [
+    # -- tenancy
+    Case("tenant-namespace", fx.tenant_bundle(), [fx.namespace("product")], TENANTS),
+    Case("tenant-namespace", fx.tenant_bundle(), [fx.namespace("research"), fx.k8s("Namespace", "research-2", metadata={"labels": {"tenant": "research"}})], id="split"),
+    Case("no-default-namespace", [fx.role("research")], [fx.role("default")]),
+    Case("quota-requests-only", [fx.quota()], [fx.quota(hard={"limits.nvidia.com/gpu": 4})]),
+    Case("tenant-gpu-quota", fx.tenant_bundle(), [*bundle_without("ResourceQuota"), fx.quota(hard={"requests.cpu": 1, "requests.memory": "1Gi"})], TENANTS),
+    Case("tenant-gpu-quota", fx.tenant_bundle(), [*bundle_without("ResourceQuota"), fx.quota(hard={"requests.nvidia.com/gpu": 8})], TENANTS, id="no-cpu"),
+    Case("tenant-object-counts", fx.tenant_bundle(), [*bundle_without("ResourceQuota"), fx.quota(hard={"requests.nvidia.com/gpu": 8, "requests.cpu": 1, "requests.memory": "1Gi"})], TENANTS),
+    Case("tenant-limit-range", fx.tenant_bundle(), bundle_without("LimitRange"), TENANTS),
+    Case(
+        "namespace-pod-security",
+        [fx.namespace(), fx.k8s("Namespace", "gpu-operator", metadata={"labels": {"pod-security.kubernetes.io/enforce": "privileged"}})],
+        [fx.namespace(labels={"tenant": "research", "pod-security.kubernetes.io/enforce": "privileged"})],
+    ),
+    Case(
+        "namespace-pod-security",
+        [fx.namespace()],
+        [fx.k8s("Namespace", "monitoring", metadata={"labels": {"pod-security.kubernetes.io/enforce": "privileged"}})],
+        id="unregistered-privileged",
+    ),
+    Case("rbac-least-privilege", [fx.role()], [fx.role(rules=[{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}])]),
+    Case("rbac-least-privilege", [fx.role()], [fx.role(rules=[{"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"]}])], id="exec"),
+    Case("rbac-least-privilege", [fx.role()], [fx.role(rules=[{"apiGroups": [""], "resources": ["resourcequotas"], "verbs": ["patch"]}])], id="edit-quota"),
+    Case("rbac-least-privilege", [fx.role()], [fx.role(rules=[{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["escalate"]}])], id="escalate"),
+    Case("tenant-rbac-namespaced", [fx.role_binding()], [fx.role_binding(role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"})]),
+    Case("tenant-rbac-namespaced", [fx.role_binding()], [fx.role_binding(kind="ClusterRoleBinding", labels={"tenant": "research"})], id="cluster-binding"),
+    Case("default-sa-no-automount", fx.tenant_bundle(), [*bundle_without("ServiceAccount"), fx.default_sa(automount=True)], TENANTS),
+    Case(
+        "dedicated-pool-tainted",
+        [fx.dedicated_node_group(), fx.node_patch(labels={TENANT_NODE_LABEL: "agents"}, taints=[{"key": "tenant", "value": "agents", "effect": "NoSchedule"}])],
+        [fx.node_patch(labels={TENANT_NODE_LABEL: "agents", GPU_PRESENT_LABEL: "true"})],
+    ),
+    Case(
+        "dedicated-pool-tainted",
+        [fx.dedicated_node_group()],
+        [fx.node_patch(labels={TENANT_NODE_LABEL: "agents"}, taints=[{"key": "tenant", "value": "research", "effect": "NoSchedule"}])],
+        id="wrong-tenant",
+    ),
+    Case("kueue-clusterqueue-pinned", [fx.cluster_queue()], [fx.cluster_queue(selector={})]),
+    Case("kueue-clusterqueue-pinned", [fx.cluster_queue()], [fx.cluster_queue(selector=None)], id="missing-selector"),
+    Case("kueue-clusterqueue-pinned", [fx.cluster_queue()], [fx.cluster_queue(covered=["cpu", "memory"])], id="no-gpu"),
+    Case("tenant-local-queue", fx.tenant_bundle(), bundle_without("LocalQueue"), TENANTS),
+    Case("priority-classes", [*fx.tenant_bundle(), fx.priority_class()], fx.tenant_bundle(), TENANTS),
+    # -- segmentation
+    Case("tenant-default-deny", fx.tenant_bundle(), bundle_without_policy("default-deny"), TENANTS),
+    Case("tenant-default-deny", fx.tenant_bundle(), bundle_without_policy("allow-dns"), TENANTS, id="no-dns"),
+    Case("no-allow-all-networkpolicy", [fx.default_deny(), fx.allow_dns()], [fx.netpol("research", "open", {"podSelector": {}, "ingress": [{}]})]),
+    Case(
+        "no-allow-all-networkpolicy",
+        [fx.netpol("research", "egress-gw", {"podSelector": {}, "egress": [{"to": [{"ipBlock": {"cidr": "198.51.100.10/32"}}]}]})],
+        [fx.netpol("research", "world", {"podSelector": {}, "ingress": [{"from": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}]})],
+        id="open-ipblock",
+    ),
+    Case("sg-no-public-ingress", [fx.security_group()], [fx.security_group(ingress=[{"protocol": "tcp", "fromPort": 22, "toPort": 22, "cidrBlocks": ["0.0.0.0/0"]}])]),
+    Case(
+        "sg-no-public-ingress",
+        [fx.security_group()],
+        [fx.res("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", "ssh", {"securityGroupId": "sg-1", "cidrIpv6": "::/0", "ipProtocol": "tcp", "fromPort": 22, "toPort": 22})],
+        id="ipv6-rule",
+    ),
+    Case("efa-sg-self-only", [fx.efa_security_group()], [fx.efa_security_group(ingress=[EFA_SELF, {"protocol": "tcp", "fromPort": 22, "toPort": 22, "cidrBlocks": ["10.0.0.0/8"]}])]),
+    Case("efa-sg-self-only", [fx.efa_security_group()], [fx.efa_security_group(egress=[])], id="no-self-egress"),
+    Case("nodes-private", [LT_P5, fx.subnet()], [fx.subnet(public_ip=True)]),
+    Case(
+        "nodes-private",
+        [LT_P5],
+        [fx.with_(LT_P5, networkInterfaces=[{"deviceIndex": 0, "interfaceType": "interface", "associatePublicIpAddress": "true"}])],
+        id="public-ip",
+    ),
+    Case("eks-endpoint-restricted", [fx.eks_cluster(cidrs=["203.0.113.0/24"]), fx.eks_cluster(public=False)], [fx.eks_cluster(cidrs=None)]),
+    Case("eks-endpoint-restricted", [fx.eks_cluster(cidrs=["203.0.113.0/24"])], [fx.eks_cluster(cidrs=["0.0.0.0/0"])], id="open-cidr"),
+    Case("eks-endpoint-restricted", [fx.eks_cluster(public=False)], [fx.eks_cluster(public=False, private=False)], id="no-private"),
+    Case("imds-v2-hop-limit", [LT_P5], [fx.launch_template(hop=2)]),
+    Case("imds-v2-hop-limit", [fx.launch_template(hop=2)], [fx.launch_template(pool="l40s", hop=2)], {"imdsHopLimitExceptions": ["h100"]}, id="exception"),
+    Case("imds-v2-hop-limit", [LT_P5], [fx.with_(LT_P5, metadataOptions={"httpTokens": "optional", "httpPutResponseHopLimit": 1})], id="imdsv1"),
+    Case("s3-public-access-block", [fx.public_access_block(B)], [fx.public_access_block(B, blockPublicPolicy=False)]),
+    Case("storage-not-public", [B, fx.public_access_block(B), fx.bucket_policy(B)], [B, fx.public_access_block(B)]),
+    Case("storage-not-public", [B, fx.public_access_block(B), fx.bucket_policy(B)], [B, fx.bucket_policy(B)], id="no-pab"),
+    # -- cost-tags
+    Case("required-tags", [fx.security_group()], [fx.with_(fx.security_group(), tags={"owner": "ml-platform", "env": ""})]),
+    Case("required-tags", [fx.with_(fx.security_group(), tags={**fx.TAGS, "project": "p"})], [fx.security_group()], {"requiredTags": ["owner", "project"]}, id="configured"),
+    Case("tags-propagate", [LT_P5, fx.node_group()], [fx.with_(LT_P5, tagSpecifications=[{"resourceType": "instance", "tags": fx.TAGS}])]),
+    Case("tags-propagate", [LT_P5, fx.node_group()], [fx.with_(fx.node_group(), launchTemplate=None)], id="no-launch-template"),
+    Case("cost-labels", [fx.namespace(), fx.node_patch()], [fx.namespace(labels={"tenant": "research"})]),
+    Case("cost-labels", [fx.node_patch()], [fx.node_patch(labels={POOL_LABEL: "base"})], id="node"),
+    Case("budget-cap", [LT_P5, fx.node_group(lt=LT_P5, max_size=4)], [LT_P5, fx.node_group(lt=LT_P5, max_size=8)], {"budgetUsdPerHour": 300}),
+    Case("budget-cap", [fx.node_group(instance_type="g6e.12xlarge", max_size=6)], [fx.node_group(instance_type="p5.48xlarge", max_size=6)], {"budgetUsdPerHour": 300}, id="instance-types"),
+    Case("gpu-instance-allowlist", [LT_P5], [fx.launch_template(instance_type="g6e.12xlarge")], {"allowedInstanceTypes": ["p5.48xlarge"]}),
+    # -- gpu-guardrails
+    Case("gpu-taint", [fx.node_group(), fx.node_patch()], [fx.node_group(taints=[])]),
+    Case("gpu-taint", [fx.node_patch()], [fx.node_patch(taints=[])], id="node"),
+    Case("efa-placement", [fx.launch_template(efa=4), LT_RESERVED], [fx.with_(fx.launch_template(efa=4), placement=None)]),
+    Case("efa-single-subnet", [fx.efa_node_group()], [fx.efa_node_group(subnets=["subnet-a-id", "subnet-b-id"])]),
+    Case("efa-interface-count", [fx.launch_template(efa=32)], [fx.launch_template(efa=33)]),
+    Case("efa-interface-count", [fx.launch_template(instance_type="g6e.12xlarge", efa=1)], [fx.launch_template(instance_type="g6e.xlarge", efa=1)], id="no-efa-type"),
+    Case("fsx-colocated", [fx.efa_node_group(), fx.fsx()], [fx.efa_node_group(), fx.fsx(subnets=["subnet-b-id"])]),
+    Case("time-slicing-single-tenant", fx.time_sliced_nodes(dedicated=True), fx.time_sliced_nodes(dedicated=False)),
+    Case(
+        "time-slicing-fail-requests",
+        fx.time_sliced_nodes(dedicated=True),
+        [fx.k8s("ConfigMap", "dp", "gpu-operator", data={"ts": "version: v1\nsharing:\n  timeSlicing:\n    resources: []\n"})],
+    ),
+    Case("operator-driver-site", [fx.helm_release(values=fx.EKS_OPERATOR_VALUES), fx.helm_release(values=fx.BM_OPERATOR_VALUES, site=fx.BM_SITE)], [fx.helm_release(values=fx.BM_OPERATOR_VALUES)]),
+    Case("operator-driver-site", [fx.helm_release(values=fx.BM_OPERATOR_VALUES, site=fx.BM_SITE)], [fx.helm_release(values={"driver": {"enabled": True}}, site=fx.BM_SITE)], id="baremetal-unpinned"),
+    Case("chart-versions-pinned", [fx.helm_release(), fx.helm_release("kueue", "0.19.2")], [fx.helm_release(version=None)]),
+    Case("chart-versions-pinned", [fx.helm_release()], [fx.helm_release(version="latest")], id="latest"),
+    Case("chart-versions-pinned", [fx.helm_release()], [fx.helm_release(version="^26.0")], id="range"),
+    Case("stateful-storage-protected", [B, fx.fsx()], [fx.bucket(protect=False)]),
+    Case("stateful-storage-protected", [B], [fx.bucket(retain=False)], id="not-retained"),
+]  # fmt: skip
+
+
+def pack_of(rule: str) -> str:
+    return next(p.name for p in check.packs() for pol in p.policies if pol.name == rule)
+
+
+def findings(case: Case, resources: list[PlanResource]) -> list[Finding]:
+    configs = {pack_of(case.rule): {case.rule: case.config}} if case.config else None
+    return check.run(fx.plan(*resources), configs, only={case.rule})
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c.rule}-{c.id}" if c.id else c.rule for c in CASES])
+def test_rule_passes_good_fixture_and_flags_bad_one(case: Case) -> None:
+    assert findings(case, case.good) == []
+    bad = findings(case, case.bad)
+    assert bad, f"{case.rule} did not flag its violating fixture"
+    assert {f.rule for f in bad} == {case.rule}
+    assert all(f.remediation for f in bad)
+
+
+def test_every_rule_has_a_passing_and_a_violating_fixture() -> None:
+    assert {c.rule for c in CASES} == check.rule_ids()
+
+
+def test_advisory_rules_report_advisory_and_mandatory_rules_mandatory() -> None:
+    levels = {p.name: p.enforcement_level.value for pack in check.packs() for p in pack.policies if p.enforcement_level}
+    for case in CASES:
+        for f in findings(case, case.bad):
+            assert f.enforcement == levels[case.rule]
+
+
+def test_enforcement_override_turns_a_mandatory_rule_advisory_or_off() -> None:
+    bad = [fx.bucket(protect=False)]
+    pack = pack_of("stateful-storage-protected")
+    for level, expected in (("advisory", ["advisory"]), ("disabled", [])):
+        configs = {pack: {"stateful-storage-protected": {"enforcementLevel": level}}}
+        found = check.run(fx.plan(*bad), configs, only={"stateful-storage-protected"})
+        assert [f.enforcement for f in found] == expected
+
+
+def test_provider_default_tags_do_not_satisfy_required_tags() -> None:
+    untagged = fx.with_(fx.security_group(), tags=None, provider=fx.AWS_PROVIDER)
+    p = fx.plan(untagged)
+    p.get(fx.AWS_PROVIDER).inputs["defaultTags"] = (
+        '{"tags": {"owner": "a", "cost-center": "b", "env": "c", "cluster": "d", "tenant": "e"}}'
+    )
+    assert [f.rule for f in check.run(p, only={"required-tags"})] == ["required-tags"]
+
+
+def test_stack_findings_name_the_resource_they_concern() -> None:
+    bad = [fx.efa_security_group(egress=[])]
+    (finding,) = check.run(fx.plan(*bad), only={"efa-sg-self-only"})
+    assert finding.resource == bad[0].key
