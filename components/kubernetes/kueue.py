@@ -42,6 +42,9 @@ KUEUE_NAMESPACE = "kueue-system"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 MANAGED_NAMESPACE_LABEL = "tenant"
 """Tenant namespaces carry `tenant=<id>`; Kueue manages jobs without a queue name only in such namespaces."""
+DEFAULT_LOCAL_QUEUE = "default"
+"""Kueue (LocalQueueDefaulting, ungated in v0.19) sends jobs and pods without a queue-name label in a managed
+namespace to the LocalQueue named `default` there; each tenant's points at the tenant's ClusterQueue."""
 GPU_RESOURCE = "nvidia.com/gpu"
 FAIR_SHARING = True
 WAIT_FOR_PODS_READY_TIMEOUT = "10m"
@@ -241,9 +244,11 @@ def tenant_cluster_queue_spec(spec: EstateSpec, site: Site, tenant: Tenant) -> d
 def controller_config(prometheus: bool = False) -> dict[str, Any]:
     """The Kueue Configuration (config.kueue.x-k8s.io/v1beta2) the chart mounts; replaces the chart default.
 
-    - manageJobsWithoutQueueName: jobs in tenant namespaces without `kueue.x-k8s.io/queue-name` stay
-      suspended until labelled: no GPU job bypasses quota. managedJobsNamespaceSelector limits that (and the
-      pod-based integrations) to namespaces labelled `tenant`, so system namespaces are never touched.
+    - manageJobsWithoutQueueName: Kueue manages jobs (and, through the pod integrations, bare pods,
+      Deployments, StatefulSets) in tenant namespaces even without `kueue.x-k8s.io/queue-name`; they go to the
+      namespace's `default` LocalQueue, so nothing bypasses quota or flavor pinning. The
+      managedJobsNamespaceSelector limits this to namespaces labelled `tenant`: system namespaces are never
+      touched.
     - waitForPodsReady: all-or-nothing admission of gangs; a workload whose pods are not all ready within the
       timeout is evicted and requeued with backoff, so half-started gangs do not hold GPUs.
     - fairSharing: preemption-based fair sharing of borrowed quota inside the cohort.
@@ -321,7 +326,9 @@ class KueueArgs:
 
 
 class Kueue(pulumi.ComponentResource):
-    """Kueue on one cluster: the Helm release, ResourceFlavors, Topologies, ClusterQueues and LocalQueues."""
+    """Kueue on one cluster: its namespace (Pod Security restricted), the Helm release, a ResourceFlavor per
+    scheduled pool, a Topology per bare-metal fabric, and per tenant with quota here a ClusterQueue and two
+    LocalQueues in the tenant's namespace: `<tenant>` (the naming contract) and `default` (unlabelled jobs)."""
 
     release: k8s.helm.v3.Release
 
@@ -330,6 +337,7 @@ class Kueue(pulumi.ComponentResource):
         self._name = name
         self._tags = args.tags
         self._labels = args.tags.labels()
+        self.namespace = self._namespace()
         self.release = self._release(args.site)
         crds = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
         self.topologies = {f: self._topology(f, crds) for f in topology_fabrics(args.site)}
@@ -339,9 +347,12 @@ class Kueue(pulumi.ComponentResource):
         }
         self.cluster_queues: dict[str, pulumi.CustomResource] = {}
         self.local_queues: dict[str, pulumi.CustomResource] = {}
+        self.default_local_queues: dict[str, pulumi.CustomResource] = {}
         for tenant in tenants_on_site(args.spec, args.site):
             self.cluster_queues[tenant.name] = self._cluster_queue(args.spec, args.site, tenant, crds)
-            self.local_queues[tenant.name] = self._local_queue(tenant, args.namespaces.get(tenant.name))
+            namespace = args.namespaces.get(tenant.name)
+            self.local_queues[tenant.name] = self._local_queue(tenant, tenant.name, namespace)
+            self.default_local_queues[tenant.name] = self._local_queue(tenant, DEFAULT_LOCAL_QUEUE, namespace)
         self.register_outputs({})
 
     @staticmethod
@@ -357,11 +368,21 @@ class Kueue(pulumi.ComponentResource):
             chart=f"{chart.repository}/{chart.name}",
             version=chart.version,
             namespace=KUEUE_NAMESPACE,
-            create_namespace=True,
+            create_namespace=False,
             values={
                 "enablePrometheus": site.kubernetes.prometheus,
                 "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(config, sort_keys=False)},
             },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace]),
+        )
+
+    def _namespace(self) -> k8s.core.v1.Namespace:
+        # The chart's manager runs as non-root, drops all capabilities and uses RuntimeDefault seccomp
+        # (charts/kueue/values.yaml), so its namespace enforces Pod Security `restricted`.
+        psa = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "audit", "warn")}
+        return k8s.core.v1.Namespace(
+            f"{self._name}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=KUEUE_NAMESPACE, labels={**self._labels, **psa}),
             opts=pulumi.ResourceOptions(parent=self),
         )
 
@@ -399,14 +420,15 @@ class Kueue(pulumi.ComponentResource):
             pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=flavors)),
         )
 
-    def _local_queue(self, tenant: Tenant, namespace: pulumi.Resource | None) -> pulumi.CustomResource:
+    def _local_queue(self, tenant: Tenant, name: str, namespace: pulumi.Resource | None) -> pulumi.CustomResource:
         deps: list[pulumi.Resource] = [self.release, self.cluster_queues[tenant.name]]
         if namespace is not None:
             deps.append(namespace)
+        suffix = "" if name == tenant.name else f"-{name}"
         return self._object(
-            f"{self._name}-lq-{tenant.name}",
+            f"{self._name}-lq-{tenant.name}{suffix}",
             "LocalQueue",
-            {"name": tenant.name, "namespace": tenant.name, "labels": self._tenant_labels(tenant)},
+            {"name": name, "namespace": tenant.name, "labels": self._tenant_labels(tenant)},
             {"spec": {"clusterQueue": tenant.name}},
             pulumi.ResourceOptions(parent=self, depends_on=deps),
         )

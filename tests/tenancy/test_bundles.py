@@ -41,6 +41,8 @@ def test_every_example_tenant_with_quota_gets_a_bundle_and_queues(plan_of: PlanO
         for t in tenants:
             assert k8s_object(plan, "ClusterQueue", t)
             assert k8s_object(plan, "LocalQueue", t, t).inputs["spec"] == {"clusterQueue": t}
+            # unlabelled jobs and pods land in the tenant's queue too
+            assert k8s_object(plan, "LocalQueue", "default", t).inputs["spec"] == {"clusterQueue": t}
             for kind in ("ResourceQuota", "LimitRange", "Role", "RoleBinding"):
                 assert len(in_namespace(plan, kind, t)) == 1, (stack, t, kind)
 
@@ -171,6 +173,12 @@ def test_kueue_release_pinned_and_configured(plan_of: PlanOf) -> None:
             config = yaml.safe_load(r.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
             assert config["manageJobsWithoutQueueName"] is True
             assert "waitForPodsReady" in config and "fairSharing" in config
+
+
+def test_kueue_namespace_is_pod_security_restricted_and_not_managed_by_kueue(plan_of: PlanOf) -> None:
+    labels = k8s_object(plan_of("aws-train"), "Namespace", "kueue-system").inputs["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert "tenant" not in labels  # outside managedJobsNamespaceSelector
 
 
 def test_flavor_per_scheduled_pool_and_topology_per_baremetal_fabric(plan_of: PlanOf) -> None:
