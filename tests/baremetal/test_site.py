@@ -1,0 +1,262 @@
+"""The bare-metal site in synthesized plans: bootstrap commands, node patches, fabric objects, storage classes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from components.baremetal.bootstrap import remote_command
+from components.kubernetes import versions
+from components.nodes import (
+    FABRIC_LABEL,
+    GPU_TAINT,
+    LEAF_LABEL,
+    MIG_CONFIG_LABEL,
+    POOL_LABEL,
+    RACK_LABEL,
+    RAIL_LABEL,
+    ROLE_LABEL,
+    TENANT_NODE_LABEL,
+    TOPOLOGY_LEVELS,
+)
+from gpufleet.plan import SECRET, Plan, PlanResource
+from gpufleet.synth import SECRET_PLACEHOLDER
+from tests.baremetal.helpers import onprem_spec, scripts_for
+from tests.conftest import example_config
+
+REMOTE = "command:remote:Command"
+LOCAL = "command:local:Command"
+NODE_PATCH = "kubernetes:core/v1:NodePatch"
+STORAGE_CLASS = "kubernetes:storage.k8s.io/v1:StorageClass"
+
+
+def by_name(plan: Plan, type_: str) -> dict[str, PlanResource]:
+    return {r.name: r for r in plan.find(type_)}
+
+
+def short(key: str) -> str:
+    return key.rsplit("::", 1)[1]
+
+
+# -- bootstrap commands ------------------------------------------------------------------------------------
+
+
+def test_onprem_bootstraps_every_pool_server_in_order(example_plans: dict[str, Plan]) -> None:
+    plan = example_plans["onprem"]
+    remote, local = by_name(plan, REMOTE), by_name(plan, LOCAL)
+    hosts = [f"gpu-r{r}-0{i}" for r in (1, 2) for i in (1, 2, 3, 4)]
+    assert len(plan.find("gpufleet:baremetal:ServerBootstrap")) == 8
+    for host in hosts:
+        p = f"dc1-{host}"
+        assert [short(d) for d in remote[f"{p}-preflight"].dependencies] == [f"{p}-node-delete"]
+        assert [short(d) for d in remote[f"{p}-scratch"].dependencies] == [f"{p}-preflight"]
+        assert [short(d) for d in remote[f"{p}-join"].dependencies] == [f"{p}-scratch"]
+        assert [short(d) for d in local[f"{p}-node-ready"].dependencies] == [f"{p}-join"]
+        patch = by_name(plan, NODE_PATCH)[f"{p}-node"]
+        assert [short(d) for d in patch.dependencies] == [f"{p}-node-ready"]
+
+
+def test_join_command_carries_the_rendered_script_and_its_sha256(example_plans: dict[str, Plan]) -> None:
+    join = by_name(example_plans["onprem"], REMOTE)["dc1-gpu-r1-01-join"]
+    scripts = scripts_for(onprem_spec())
+    assert join.inputs["create"] == remote_command(scripts.join, "gpufleet")
+    assert join.inputs["update"] == join.inputs["create"]  # a changed script updates in place, never resets
+    assert join.inputs["delete"] == remote_command(scripts.leave, "gpufleet")
+    assert join.inputs["triggers"] == [scripts.join.sha256]
+    assert join.inputs["stdin"] == SECRET
+    assert join.inputs["connection"] == SECRET  # carries the SSH private key
+
+
+def test_api_steps_drain_before_reset_and_delete_the_node_last(example_plans: dict[str, Plan]) -> None:
+    local = by_name(example_plans["onprem"], LOCAL)
+    scripts = scripts_for(onprem_spec())
+    ready, gone = local["dc1-gpu-r1-01-node-ready"], local["dc1-gpu-r1-01-node-delete"]
+    assert ready.inputs["delete"] == scripts.node_drain.text
+    assert "kubectl --kubeconfig" in ready.inputs["delete"] and " drain " in ready.inputs["delete"]
+    assert gone.inputs["delete"] == scripts.node_delete.text
+    assert "create" not in gone.inputs
+    assert ready.inputs["environment"] == SECRET  # holds the kubeconfig
+
+
+def test_no_secret_value_appears_in_any_plain_input(example_plans: dict[str, Plan]) -> None:
+    for stack in ("onprem", "hybrid"):
+        text = example_plans[stack].to_json()
+        assert SECRET_PLACEHOLDER not in text, stack
+        assert "REPLACEWITHPULUMICONFIGSETSECRET" not in text, stack
+
+
+def test_hybrid_on_prem_site_bootstraps_its_servers(example_plans: dict[str, Plan]) -> None:
+    plan = example_plans["hybrid"]
+    joins = sorted(n for n in by_name(plan, REMOTE) if n.endswith("-join"))
+    assert joins == [f"onprem-gpu-0{i}-join" for i in (1, 2, 3, 4)]
+    patches = by_name(plan, NODE_PATCH)
+    assert patches["onprem-gpu-03-node"].inputs["metadata"]["labels"][LEAF_LABEL] == "leaf-2"
+
+
+# -- node patches --------------------------------------------------------------------------------------------
+
+
+def test_node_patches_carry_pool_topology_and_cost_labels(example_plans: dict[str, Plan]) -> None:
+    patches = by_name(example_plans["onprem"], NODE_PATCH)
+    train = patches["dc1-gpu-r1-02-node"].inputs
+    dev = patches["dc1-gpu-r2-04-node"].inputs
+    assert train["metadata"]["name"] == "gpu-r1-02"
+    t = train["metadata"]["labels"]
+    assert (t[POOL_LABEL], t[ROLE_LABEL], t[FABRIC_LABEL], t[MIG_CONFIG_LABEL]) == (
+        "train",
+        "training",
+        "ib",
+        "all-disabled",
+    )
+    assert (t[RACK_LABEL], t[LEAF_LABEL], t[RAIL_LABEL]) == ("r1", "leaf-1", "1")
+    assert t["gpufleet.io/cost-center"] == "cc-4100" and t["gpufleet.io/tenant"] == "shared"
+    d = dev["metadata"]["labels"]
+    assert (d[POOL_LABEL], d[ROLE_LABEL], d[MIG_CONFIG_LABEL]) == ("dev", "interactive", "all-1g.10gb")
+    assert FABRIC_LABEL not in d
+    assert (d[RACK_LABEL], d[LEAF_LABEL]) == ("r2", "leaf-2")
+    for inputs in (train, dev):
+        assert inputs["spec"]["taints"] == [GPU_TAINT.as_k8s()]
+
+
+def test_every_kueue_topology_level_is_a_label_the_nodes_carry(example_plans: dict[str, Plan]) -> None:
+    for patch in example_plans["onprem"].find(NODE_PATCH):
+        labels = patch.inputs["metadata"]["labels"]
+        for level in TOPOLOGY_LEVELS:
+            # kubernetes.io/hostname is set by the kubelet itself; gpufleet sets the others
+            assert level in labels or level == "kubernetes.io/hostname", (patch.name, level)
+
+
+# -- a variant: dedicated pool, pkey partitions, RoCE, parallel FS --------------------------------------------
+
+
+def _variant() -> dict[str, Any]:
+    config = example_config("onprem")
+    estate = config["gpufleet:estate"]
+    site = estate["sites"][0]
+    site["fabrics"] = [
+        {"kind": "infiniband", "name": "ib", "device_plugin": "sriov", "partition_keys": {"research": "0x0010"}},
+        {"kind": "roce", "name": "eth", "interfaces": ["ens1f0np0", "ens1f1np1"], "cidr": "192.168.128.0/24"},
+    ]
+    site["node_pools"][1]["dedicated_to"] = "product"
+    site["storage"].append(
+        {
+            "kind": "parallel-fs",
+            "name": "lustre",
+            "csi_driver": "lustre.csi.k8s.io",
+            "parameters": {"mgsAddress": "10.0.0.5@o2ib", "fsName": "scratch"},
+            "throughput_gbps": 200,
+        }
+    )
+    estate["tenants"][0]["gpu_quota"] = {"train": 32}
+    return config
+
+
+@pytest.fixture(scope="module")
+def variant(tmp_path_factory: pytest.TempPathFactory) -> Plan:
+    from gpufleet.synth import synth
+    from tests.conftest import write_project
+
+    return synth(write_project(tmp_path_factory.mktemp("variant"), _variant()), "test")
+
+
+def test_dedicated_pool_nodes_get_tenant_label_and_taint(variant: Plan) -> None:
+    dev = by_name(variant, NODE_PATCH)["dc1-gpu-r2-03-node"].inputs
+    assert dev["metadata"]["labels"][TENANT_NODE_LABEL] == "product"
+    assert dev["metadata"]["labels"]["gpufleet.io/tenant"] == "product"
+    assert dev["spec"]["taints"] == [GPU_TAINT.as_k8s(), {"key": "tenant", "value": "product", "effect": "NoSchedule"}]
+    join = by_name(variant, REMOTE)["dc1-gpu-r2-03-join"].inputs["create"]
+    assert "--register-with-taints=nvidia.com/gpu=present:NoSchedule,tenant=product:NoSchedule" in join
+    assert TENANT_NODE_LABEL not in join  # NodeRestriction: only the NodePatch may set it
+
+
+def test_tenant_with_partition_key_gets_an_isolated_ib_network(variant: Plan) -> None:
+    nads = variant.find("kubernetes:k8s.cni.cncf.io/v1:NetworkAttachmentDefinition")
+    assert [(n.inputs["metadata"]["namespace"], n.inputs["metadata"]["name"]) for n in nads] == [
+        ("research", "ib-pkey")
+    ]
+    config = json.loads(nads[0].inputs["spec"]["config"])
+    ib = config["plugins"][0]
+    assert (ib["type"], ib["pkey"], ib["ibKubernetesEnabled"]) == ("ib-sriov", "0x0010", True)
+    assert nads[0].inputs["metadata"]["annotations"] == {"k8s.v1.cni.cncf.io/resourceName": "nvidia.com/ib_ib"}
+    ipoib = variant.find("kubernetes:mellanox.com/v1alpha1:IPoIBNetwork")
+    # the partitioned tenant does not also get the shared default-partition network
+    assert [n.inputs["spec"]["networkNamespace"] for n in ipoib] == ["product"]
+
+
+def test_sriov_fabrics_get_node_policies_and_roce_networks_per_tenant(variant: Plan) -> None:
+    policies = {
+        p.inputs["metadata"]["name"]: p.inputs["spec"]
+        for p in variant.find("kubernetes:sriovnetwork.openshift.io/v1:SriovNetworkNodePolicy")
+    }
+    assert sorted(policies) == ["eth-roce", "ib-ib-101b", "ib-ib-1021"]
+    assert policies["eth-roce"]["nicSelector"] == {"vendor": "15b3", "pfNames": ["ens1f0np0", "ens1f1np1"]}
+    assert (policies["eth-roce"]["linkType"], policies["ib-ib-1021"]["linkType"]) == ("ETH", "IB")
+    assert policies["eth-roce"]["nodeSelector"] == {FABRIC_LABEL: "eth"}
+    networks = variant.find("kubernetes:sriovnetwork.openshift.io/v1:SriovNetwork")
+    assert sorted(n.inputs["spec"]["networkNamespace"] for n in networks) == ["product", "research"]
+    pools = {
+        p.inputs["metadata"]["name"]: p.inputs["spec"]
+        for p in variant.find("kubernetes:nv-ipam.nvidia.com/v1alpha1:IPPool")
+    }
+    assert pools["eth"]["subnet"] == "192.168.128.0/24" and pools["ib"]["subnet"] == "192.168.64.0/18"
+
+
+def test_parallel_fs_storage_class_uses_the_spec_driver_and_is_retained(variant: Plan) -> None:
+    sc = by_name(variant, STORAGE_CLASS)["dc1-storage-lustre-sc"]
+    assert sc.inputs["provisioner"] == "lustre.csi.k8s.io"
+    assert sc.inputs["parameters"] == {"mgsAddress": "10.0.0.5@o2ib", "fsName": "scratch"}
+    assert sc.inputs["reclaimPolicy"] == "Retain"
+    assert sc.protect and sc.retain_on_delete
+
+
+# -- storage -------------------------------------------------------------------------------------------------
+
+
+def test_nfs_tier_is_a_retained_protected_class_on_the_pinned_csi_driver(example_plans: dict[str, Plan]) -> None:
+    plan = example_plans["onprem"]
+    sc = by_name(plan, STORAGE_CLASS)["dc1-storage-home-sc"]
+    assert sc.inputs["provisioner"] == "nfs.csi.k8s.io"
+    assert sc.inputs["parameters"] == {"server": "nfs.dc1.example.com", "share": "/export/home"}
+    assert sc.inputs["reclaimPolicy"] == "Retain"
+    assert sc.protect and sc.retain_on_delete
+    release = by_name(plan, "kubernetes:helm.sh/v3:Release")["dc1-storage-nfs-csi"]
+    assert (release.inputs["chart"], release.inputs["version"]) == ("csi-driver-nfs", versions.NFS_CSI_DRIVER.version)
+    assert [short(d) for d in sc.dependencies] == ["dc1-storage-nfs-csi"]
+
+
+def test_scratch_tier_is_local_volumes_from_the_bootstrap_bind_mount(example_plans: dict[str, Plan]) -> None:
+    plan = example_plans["onprem"]
+    sc = by_name(plan, STORAGE_CLASS)["dc1-storage-nvme-sc"]
+    assert sc.inputs["provisioner"] == "kubernetes.io/no-provisioner"
+    assert sc.inputs["volumeBindingMode"] == "WaitForFirstConsumer"
+    release = by_name(plan, "kubernetes:helm.sh/v3:Release")["dc1-storage-nvme-local"]
+    assert release.inputs["version"] == versions.LOCAL_STATIC_PROVISIONER.version
+    [klass] = release.inputs["values"]["classes"]
+    assert klass["name"] == "nvme" and klass["hostDir"] == "/mnt/gpufleet/nvme"
+    assert GPU_TAINT.toleration() in release.inputs["values"]["tolerations"]
+    scratch = scripts_for(onprem_spec()).scratch
+    assert scratch is not None and "bind_path=/mnt/gpufleet/nvme/gpufleet-scratch" in scratch.text
+
+
+def test_onprem_s3_credentials_are_a_protected_secret_and_the_endpoint_a_configmap(
+    example_plans: dict[str, Plan],
+) -> None:
+    plan = example_plans["onprem"]
+    secret = by_name(plan, "kubernetes:core/v1:Secret")["dc1-storage-objects-credentials"]
+    assert secret.inputs["stringData"] == SECRET
+    assert secret.inputs["metadata"]["namespace"] == "gpufleet-storage"
+    endpoint = by_name(plan, "kubernetes:core/v1:ConfigMap")["dc1-storage-objects-endpoint"]
+    assert endpoint.inputs["data"] == {"AWS_ENDPOINT_URL": "https://s3.dc1.example.com"}
+    namespace = by_name(plan, "kubernetes:core/v1:Namespace")["dc1-storage-namespace"]
+    for r in (secret, endpoint, namespace):
+        assert r.protect and r.retain_on_delete, r.name
+
+
+def test_site_objects_use_the_site_kubernetes_provider(example_plans: dict[str, Plan]) -> None:
+    plan = example_plans["onprem"]
+    provider = by_name(plan, "pulumi:providers:kubernetes")["dc1-k8s"].key
+    for type_ in (NODE_PATCH, STORAGE_CLASS, "kubernetes:mellanox.com/v1alpha1:IPoIBNetwork"):
+        for r in plan.find(type_):
+            assert r.provider == provider, r.name
