@@ -50,8 +50,9 @@ NO_CLI = (
 class AutomationDriver:
     """StackDriver over `pulumi.automation` (needs the Pulumi CLI and the stack's backend login)."""
 
-    def __init__(self, project_dir: Path) -> None:
+    def __init__(self, project_dir: Path, pulumi_root: Path | None = None) -> None:
         self.project_dir = project_dir
+        self.pulumi_root = pulumi_root  # a directory with bin/pulumi; default: `pulumi` on PATH
         self._stack: Any = None
 
     def _translate(self, err: Exception, doing: str) -> DriverError:
@@ -81,9 +82,14 @@ class AutomationDriver:
     def select(self, stack: str) -> None:
         from pulumi import automation as auto
 
-        self._stack = self._call(
-            f"selecting stack {stack}", lambda: auto.select_stack(stack_name=stack, work_dir=str(self.project_dir))
-        )
+        def select() -> Any:
+            opts = None
+            if self.pulumi_root is not None:
+                command = auto.PulumiCommand(root=str(self.pulumi_root), skip_version_check=True)
+                opts = auto.LocalWorkspaceOptions(pulumi_command=command)
+            return auto.select_stack(stack_name=stack, work_dir=str(self.project_dir), opts=opts)
+
+        self._stack = self._call(f"selecting stack {stack}", select)
 
     def get_config(self, key: str) -> str | None:
         from pulumi.automation import errors

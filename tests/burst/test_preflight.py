@@ -1,0 +1,212 @@
+"""The burst preflight against moto (EC2 offerings and instances) with stubbed Service Quotas and capacity
+reservations, which moto 5 does not implement (service-quotas only knows `vpc`; DescribeCapacityReservations
+raises NotImplementedError)."""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import os
+from collections.abc import Iterator
+from typing import Any
+from unittest import mock
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from moto import mock_aws
+
+from components.spec import BurstLedgerEntry, EstateSpec
+from gpufleet.burst import Aws, BurstError, BurstRequest, preflight
+from tests.burst.helpers import NOW
+from tests.conftest import example_estate
+
+P_ON_DEMAND = "L-417A185B"
+
+
+def estate(**changes: Any) -> EstateSpec:
+    raw = copy.deepcopy(example_estate("hybrid"))
+    cloud = raw["sites"][1]
+    pool = cloud["node_pools"][0]
+    for key, value in changes.items():
+        target = {"pool": pool, "cloud": cloud, "burst": raw["burst"]}[key.split("__")[0]]
+        target[key.split("__")[1]] = value
+    return EstateSpec.model_validate(raw)
+
+
+class Quotas:
+    """Service Quotas answers for one Aws instance (botocore Stubber: request shapes checked against the model)."""
+
+    def __init__(self, aws: Aws) -> None:
+        self.stub = Stubber(aws.quotas)
+        self.stub.activate()
+
+    def value(self, code: str, vcpus: float) -> None:
+        self.stub.add_response(
+            "get_service_quota",
+            {"Quota": {"ServiceCode": "ec2", "QuotaCode": code, "QuotaName": "x", "Value": vcpus}},
+            {"ServiceCode": "ec2", "QuotaCode": code},
+        )
+
+    def error(self, code: str) -> None:
+        self.stub.add_client_error("get_service_quota", service_error_code=code, http_status_code=400)
+
+
+@pytest.fixture(scope="module")
+def moto() -> Iterator[None]:
+    """One moto EC2 for the module: its first call loads offerings data (seconds), so pay that once."""
+    with mock.patch.dict(os.environ, {"MOTO_EC2_LOAD_DEFAULT_AMIS": "false"}), mock_aws():
+        yield
+
+
+@pytest.fixture(scope="module")
+def shared_aws(moto: None) -> Aws:
+    return Aws("us-east-1", session=boto3.session.Session(region_name="us-east-1"))
+
+
+@pytest.fixture
+def aws_env(shared_aws: Aws) -> Iterator[dict[str, Any]]:
+    slept: list[float] = []
+    shared_aws.sleep = slept.append
+    quotas = Quotas(shared_aws)
+    yield {"aws": shared_aws, "quotas": quotas, "slept": slept}
+    quotas.stub.deactivate()
+
+
+def test_gpus_round_up_to_whole_nodes_in_the_fabric_az_and_window_is_priced(aws_env: dict[str, Any]) -> None:
+    aws_env["quotas"].value(P_ON_DEMAND, 768)
+    check = preflight(estate(), [], BurstRequest(gpus=12, hours=8), NOW, aws_env["aws"])
+    w = check.window
+    assert (w.pool, w.nodes, w.instance_type, w.availability_zone) == ("burst-h100", 2, "p5.48xlarge", "us-east-1a")
+    assert w.expires - w.start == dt.timedelta(hours=8) and w.gpus == 12 and w.usd_per_hour == 55.04
+    assert check.price_usd == round(55.04 * 2 * 8, 2)
+    assert any("quota L-417A185B" in c and "0 + 384 of 768" in c for c in check.checks)
+
+
+def test_quota_counts_running_instances_of_the_family(aws_env: dict[str, Any]) -> None:
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    running = [
+        ec2.run_instances(ImageId="ami-12c6146b", InstanceType=t, MinCount=1, MaxCount=1)["Instances"][0]["InstanceId"]
+        for t in ("p4d.24xlarge", "g5.xlarge")  # 96 P vCPUs; the G instance counts against another quota
+    ]
+    try:
+        aws_env["quotas"].value(P_ON_DEMAND, 384)
+        with pytest.raises(BurstError) as err:
+            preflight(estate(), [], BurstRequest(gpus=16, hours=4), NOW, aws_env["aws"])
+        assert str(err.value).startswith(
+            "EC2 quota L-417A185B (Running On-Demand P instances) in us-east-1 is 384 vCPUs; 96 are in use and "
+            "the window needs 384 more (2 x 192)"
+        )
+        assert err.value.exit_code == 1
+        aws_env["quotas"].value(P_ON_DEMAND, 384)
+        assert preflight(estate(), [], BurstRequest(gpus=8, hours=4), NOW, aws_env["aws"]).window.nodes == 1
+    finally:
+        ec2.terminate_instances(InstanceIds=running)
+
+
+def test_type_not_offered_in_the_fabric_az_is_refused(moto: None) -> None:
+    # moto's eu-west-1 offerings carry no p5.48xlarge; the catalog holds offerings for us-east-1 only, so the
+    # schema lets the estate through and only the preflight can tell.
+    spec = estate(cloud__region="eu-west-1", cloud__availability_zones=["eu-west-1a", "eu-west-1b"],
+                  cloud__fabrics=[{"kind": "efa", "name": "burst-efa", "availability_zone": "eu-west-1a",
+                                   "subnet_cidr": "10.50.128.0/20"}])  # fmt: skip
+    aws = Aws("eu-west-1", session=boto3.session.Session(region_name="eu-west-1"))
+    with pytest.raises(BurstError, match=r"EC2 does not offer p5\.48xlarge in eu-west-1a \(offered in: no AZ"):
+        preflight(spec, [], BurstRequest(gpus=8, hours=4), NOW, aws)
+
+
+def test_budget_refusal_gives_price_and_what_is_left(aws_env: dict[str, Any]) -> None:
+    aws_env["quotas"].value(P_ON_DEMAND, 768)
+    spent = BurstLedgerEntry(pool="burst-h100", instance_type="p5.48xlarge", nodes=4,
+                             start=dt.datetime(2026, 11, 3, tzinfo=dt.UTC), end=dt.datetime(2026, 11, 4, tzinfo=dt.UTC),
+                             usd=19500.0)  # fmt: skip
+    with pytest.raises(BurstError) as err:
+        preflight(estate(), [spent], BurstRequest(gpus=16, hours=8), NOW, aws_env["aws"])
+    assert str(err.value) == (
+        "the window costs $880.64 (2 x p5.48xlarge at $55.04/h x 8 h), but only $500.00 of the $20,000.00 monthly "
+        "burst budget is left ($19,500.00 spent in November 2026)"
+    )
+
+
+def test_last_month_spend_does_not_count_against_this_month(aws_env: dict[str, Any]) -> None:
+    aws_env["quotas"].value(P_ON_DEMAND, 768)
+    october = BurstLedgerEntry(pool="burst-h100", instance_type="p5.48xlarge", nodes=4,
+                               start=dt.datetime(2026, 10, 3, tzinfo=dt.UTC),
+                               end=dt.datetime(2026, 10, 4, tzinfo=dt.UTC), usd=19500.0)  # fmt: skip
+    assert preflight(estate(), [october], BurstRequest(gpus=16, hours=8), NOW, aws_env["aws"]).spend_usd == 0
+
+
+def test_instance_type_outside_the_burst_policy_is_refused_before_any_aws_call() -> None:
+    spec = estate(burst__allowed_instance_types=["p5en.48xlarge"])
+    with pytest.raises(BurstError, match=r"p5\.48xlarge is not allowed by the burst policy"):
+        preflight(spec, [], BurstRequest(gpus=8, hours=4), NOW, aws=None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("request_", "message"),
+    [
+        (BurstRequest(gpus=8, hours=49), r"--hours must be more than 0 and at most .* \(48\); got 49"),
+        (BurstRequest(gpus=8, hours=4, instance_type="p9.huge"), r"instance type 'p9\.huge' is not in the GPU catalog"),
+        (BurstRequest(gpus=8, hours=4, instance_type="p5en.48xlarge"), r"no burst pool runs p5en\.48xlarge"),
+        (BurstRequest(gpus=40, hours=4), r"40 GPUs need 5 x p5\.48xlarge .* more than pool burst-h100's max of 4"),
+    ],
+)
+def test_bad_requests_are_input_errors(request_: BurstRequest, message: str) -> None:
+    with pytest.raises(BurstError, match=message) as err:
+        preflight(estate(), [], request_, NOW, aws=None)  # type: ignore[arg-type]
+    assert err.value.exit_code == 2
+
+
+def test_spot_pool_needs_allow_spot_and_uses_the_spot_quota(aws_env: dict[str, Any]) -> None:
+    spot = {"type": "spot", "checkpointing": True}
+    with pytest.raises(BurstError, match="does not allow_spot"):
+        preflight(estate(pool__capacity=spot), [], BurstRequest(gpus=8, hours=4), NOW, aws_env["aws"])
+    aws_env["quotas"].value("L-7212CCBC", 192)
+    check = preflight(estate(pool__capacity=spot, burst__allow_spot=True), [], BurstRequest(gpus=8, hours=4), NOW,
+                      aws_env["aws"])  # fmt: skip
+    assert any("L-7212CCBC (All P Spot Instance Requests)" in c for c in check.checks)
+
+
+def test_capacity_block_needs_room_in_its_reservation(aws_env: dict[str, Any]) -> None:
+    block = {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}
+    spec = estate(pool__capacity=block, burst__allow_capacity_blocks=True)
+    with pytest.raises(BurstError, match="does not allow_capacity_blocks"):
+        preflight(estate(pool__capacity=block), [], BurstRequest(gpus=8, hours=4), NOW, aws_env["aws"])
+    stub = Stubber(aws_env["aws"].ec2)  # moto does not implement DescribeCapacityReservations
+    reservation = {"CapacityReservationId": "cr-0123456789abcdef0", "InstanceType": "p5.48xlarge",
+                   "AvailabilityZone": "us-east-1a", "State": "active", "AvailableInstanceCount": 1,
+                   "EndDate": NOW + dt.timedelta(hours=24)}  # fmt: skip
+    for _ in range(2):
+        stub.add_response("describe_instance_type_offerings", {"InstanceTypeOfferings": [
+            {"InstanceType": "p5.48xlarge", "LocationType": "availability-zone", "Location": "us-east-1a"}]})  # fmt: skip
+        stub.add_response("describe_capacity_reservations", {"CapacityReservations": [reservation]},
+                          {"CapacityReservationIds": ["cr-0123456789abcdef0"]})  # fmt: skip
+    with stub:
+        with pytest.raises(BurstError, match="only 1 of its instances are free and the window needs 2"):
+            preflight(spec, [], BurstRequest(gpus=16, hours=4), NOW, aws_env["aws"])
+        check = preflight(spec, [], BurstRequest(gpus=8, hours=4), NOW, aws_env["aws"])
+    assert check.window.nodes == 1
+
+
+def test_throttling_is_retried_with_backoff_then_succeeds(aws_env: dict[str, Any]) -> None:
+    q = aws_env["quotas"]
+    q.error("ThrottlingException")
+    q.error("ThrottlingException")
+    q.value(P_ON_DEMAND, 768)
+    check = preflight(estate(), [], BurstRequest(gpus=8, hours=4), NOW, aws_env["aws"])
+    assert check.window.nodes == 1
+    assert aws_env["slept"] == [1.0, 2.0]
+
+
+def test_persistent_throttling_is_reported_after_bounded_attempts(aws_env: dict[str, Any]) -> None:
+    for _ in range(4):
+        aws_env["quotas"].error("ThrottlingException")
+    with pytest.raises(BurstError, match=r"AWS kept throttling GetServiceQuota ec2/L-417A185B .* after 4 attempts"):
+        preflight(estate(), [], BurstRequest(gpus=8, hours=4), NOW, aws_env["aws"])
+    assert aws_env["slept"] == [1.0, 2.0, 4.0]
+
+
+def test_other_aws_errors_are_reported_not_raised(aws_env: dict[str, Any]) -> None:
+    aws_env["quotas"].error("AccessDeniedException")
+    with pytest.raises(BurstError, match=r"AWS refused GetServiceQuota ec2/L-417A185B: AccessDeniedException"):
+        preflight(estate(), [], BurstRequest(gpus=8, hours=4), NOW, aws_env["aws"])

@@ -1,0 +1,101 @@
+"""Burst windows and the ledger, without Pulumi: sizes, expiry, spend per month, window checks."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from components.config import SpecError, check_window, parse_ledger, parse_window
+from components.hybrid.windows import (
+    burst_quotas,
+    close_entry,
+    effective_scaling,
+    spend_in_month,
+)
+from components.spec import BurstLedgerEntry, BurstWindow, EstateSpec
+from tests.burst.helpers import NOW, window
+from tests.conftest import example_estate
+
+
+@pytest.fixture(scope="module")
+def spec() -> EstateSpec:
+    return EstateSpec.model_validate(example_estate("hybrid"))
+
+
+def entry(start: dt.datetime, end: dt.datetime, usd: float) -> BurstLedgerEntry:
+    return BurstLedgerEntry(pool="burst-h100", instance_type="p5.48xlarge", nodes=1, start=start, end=end, usd=usd)
+
+
+def test_burst_pool_takes_open_window_size_and_zero_after_expiry(spec: EstateSpec) -> None:
+    pool = spec.pool("burst-h100")
+    w = BurstWindow.model_validate(window(NOW - dt.timedelta(hours=1), 8, nodes=3))
+    assert effective_scaling(pool, w, NOW).max == 3  # type: ignore[arg-type]
+    assert effective_scaling(pool, w, w.expires).max == 0  # type: ignore[arg-type]
+    assert effective_scaling(pool, None, NOW).max == 0  # type: ignore[arg-type]
+
+
+def test_burst_quota_counts_gpus_vcpus_and_memory_of_the_window_nodes(spec: EstateSpec) -> None:
+    w = BurstWindow.model_validate(window(NOW - dt.timedelta(hours=1), 8, nodes=2))
+    (q,) = burst_quotas(spec, w, NOW)
+    assert (q.flavor, q.gpus, q.gpu_units, q.cpu, q.memory_gib) == ("burst-h100", 16, 16, 384, 4096)
+    (closed,) = burst_quotas(spec, w, w.expires + dt.timedelta(seconds=1))
+    assert (closed.gpus, closed.cpu, closed.memory_gib) == (0, 0, 0)
+
+
+def test_spend_books_a_window_across_month_end_pro_rata() -> None:
+    nov_30_18h = dt.datetime(2026, 11, 30, 18, tzinfo=dt.UTC)
+    ledger = [
+        entry(nov_30_18h, nov_30_18h + dt.timedelta(hours=12), 1200.0),  # 6 h in November, 6 h in December
+        entry(dt.datetime(2026, 10, 5, tzinfo=dt.UTC), dt.datetime(2026, 10, 6, tzinfo=dt.UTC), 999.0),
+        entry(dt.datetime(2026, 11, 2, tzinfo=dt.UTC), dt.datetime(2026, 11, 2, 2, tzinfo=dt.UTC), 110.08),
+    ]
+    assert spend_in_month(ledger, NOW) == 710.08
+    assert spend_in_month(ledger, dt.datetime(2026, 12, 3, tzinfo=dt.UTC)) == 600.0
+
+
+def test_closing_after_expiry_books_only_until_expiry(spec: EstateSpec) -> None:
+    w = BurstWindow.model_validate(window(NOW, 8, nodes=2, usd_per_hour=55.04))
+    e = close_entry(spec, w, NOW + dt.timedelta(days=3), "reconcile")
+    assert e.end == w.expires
+    assert e.usd == round(55.04 * 2 * 8, 2)
+
+
+def test_closing_early_books_the_hours_open_at_catalog_price(spec: EstateSpec) -> None:
+    w = BurstWindow.model_validate(window(NOW, 8, nodes=1))  # no recorded price: the catalog's
+    e = close_entry(spec, w, NOW + dt.timedelta(hours=2), "close")
+    assert e.usd == round(55.04 * 2, 2)
+
+
+def test_window_for_another_instance_type_is_rejected_naming_the_field(spec: EstateSpec) -> None:
+    w = parse_window(window(NOW, 8, instance_type="p5en.48xlarge"), "stacks/Pulumi.x.yaml")
+    with pytest.raises(SpecError) as err:
+        check_window(spec, w, "stacks/Pulumi.x.yaml")
+    assert err.value.problems == [
+        "stacks/Pulumi.x.yaml: config.gpufleet:burstWindow.instance_type: pool burst-h100 runs p5.48xlarge, not "
+        "p5en.48xlarge; a window grows an existing burst pool and cannot change its instance type"
+    ]
+
+
+def test_window_on_a_non_burst_pool_or_wrong_az_is_rejected(spec: EstateSpec) -> None:
+    with pytest.raises(SpecError, match=r"burstWindow\.pool: base is not a burst pool"):
+        check_window(spec, parse_window(window(NOW, 8, pool="base"), "f"), "f")
+    with pytest.raises(SpecError, match=r"burstWindow\.availability_zone: pool burst-h100 runs in us-east-1a"):
+        check_window(spec, parse_window(window(NOW, 8, availability_zone="us-east-1b"), "f"), "f")
+
+
+def test_window_and_ledger_read_back_from_json_text_as_pulumi_config_set_stores_them() -> None:
+    w = parse_window('{"pool":"burst-h100","nodes":1,"instance_type":"p5.48xlarge",'
+                     '"availability_zone":"us-east-1a","start":"2026-11-20T12:00:00Z",'
+                     '"expires":"2026-11-20T20:00:00Z"}', "f")  # fmt: skip
+    assert w is not None and w.expires - w.start == dt.timedelta(hours=8)
+    ledger = parse_ledger('[{"pool":"burst-h100","instance_type":"p5.48xlarge","nodes":1,'
+                          '"start":"2026-11-01T00:00:00","end":"2026-11-01T01:00:00","usd":55.04}]', "f")  # fmt: skip
+    assert ledger[0].start.tzinfo is not None  # naive times are read as UTC
+
+
+def test_bad_ledger_entry_names_its_index_and_field() -> None:
+    with pytest.raises(SpecError) as err:
+        parse_ledger([{"pool": "burst-h100", "instance_type": "p5.48xlarge", "nodes": 0,
+                       "start": "2026-11-01T00:00:00Z", "end": "2026-11-01T01:00:00Z", "usd": 1}], "f")  # fmt: skip
+    assert err.value.problems[0].startswith("f: config.gpufleet:burstLedger[0].nodes:")
