@@ -10,10 +10,13 @@ import pytest
 from components.config import SpecError
 from components.kubernetes import sharing, versions
 from components.kubernetes.gpu_operator import gpu_operator_values
-from components.nodes import DEVICE_PLUGIN_CONFIG_LABEL, GPU_PRESENT_LABEL, MIG_CONFIG_LABEL, pool_labels
+from components.nodes import DEVICE_PLUGIN_CONFIG_LABEL, GPU_PRESENT_LABEL, MIG_CONFIG_LABEL, POOL_LABEL, pool_labels
 from gpufleet.plan import Plan
 from tests.conftest import example_config
 from tests.kubernetes_stack.helpers import estate, parse, release, time_sliced_pool
+
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+NODE_PATCH = "kubernetes:core/v1:NodePatch"
 
 
 def operator_values(plan: Plan) -> dict[str, Any]:
@@ -100,6 +103,10 @@ def test_mig_manager_has_a_layout_for_every_pools_label(example_plans: dict[str,
     spec = estate("onprem")
     for pool in spec.sites[0].node_pools:
         assert pool_labels(spec, pool)[MIG_CONFIG_LABEL] in layouts
+    # and every bare-metal node patch selects a layout that exists
+    patched = [r.inputs["metadata"].get("labels") or {} for r in example_plans["onprem"].find(NODE_PATCH)]
+    selected = {labels[MIG_CONFIG_LABEL] for labels in patched if MIG_CONFIG_LABEL in labels}
+    assert selected and selected <= set(layouts)
     # the H100 `dev` pool: 7 x 1g.10gb per GPU, from the catalog
     assert layouts["all-1g.10gb"] == [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.10gb": 7}}]
     assert layouts["all-disabled"] == [{"devices": "all", "mig-enabled": False}]
@@ -150,8 +157,11 @@ def test_one_profile_name_with_two_layouts_on_a_site_is_rejected() -> None:
 def test_time_slicing_config_per_pool_selected_by_the_pools_label(synth_config: Callable[..., Plan]) -> None:
     config = example_config("aws-train")
     time_sliced_pool(config["gpufleet:estate"])
-    values = operator_values(synth_config(config))
-    plugin = values["devicePlugin"]["config"]
+    plan = synth_config(config)
+    plugin = operator_values(plan)["devicePlugin"]["config"]
+    # the pool's node group carries the label that selects its config
+    (group,) = [r for r in plan.find(NODE_GROUP) if (r.inputs.get("labels") or {}).get(POOL_LABEL) == "l40s-shared"]
+    assert group.inputs["labels"][DEVICE_PLUGIN_CONFIG_LABEL] in plugin["data"]
     assert plugin["create"] is True and plugin["name"]
     assert plugin["default"] == sharing.DEFAULT_DEVICE_PLUGIN_CONFIG
 
