@@ -65,17 +65,32 @@ def refresh(
     ec2: Any,
     region: str,
     *,
-    path: Path = INSTANCES_FILE,
+    path: Path | None = None,
     instance_types: list[str] | None = None,
     today: dt.date | None = None,
 ) -> dict[str, Any]:
-    """Rewrite the catalog's instance facts and `region`'s AZ offerings; returns the new document."""
+    """Rewrite the catalog's instance facts and `region`'s AZ offerings; returns the new document.
+
+    EC2 answers DescribeInstanceTypes only for types that exist in the client's region and fails the whole
+    call otherwise ("InvalidInstanceType: The following supplied instance types do not exist"), and no region
+    has every shipped type (p6-b300 is in few). So only the types offered in `region` are described; the
+    others keep the facts an earlier refresh in another region recorded (instance facts are the same in every
+    region), and their offerings in `region` are recorded as empty.
+    """
+    path = INSTANCES_FILE if path is None else path
     types = sorted(instance_types or SHIPPED_INSTANCE_TYPES)
     doc: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    zones = offerings(ec2, types)
+    offered = [t for t in types if zones[t]]
+    facts = describe(ec2, offered) if offered else {}
+    previous = doc.get("instances") or {}
+    for t in types:
+        if t not in facts and t in previous:
+            facts[t] = previous[t]
     doc["source"] = "ec2:DescribeInstanceTypes and ec2:DescribeInstanceTypeOfferings (gpufleet catalog refresh)"
     doc["generated"] = (today or dt.date.today()).isoformat()
-    doc["instances"] = describe(ec2, types)
-    doc.setdefault("offerings", {})[region] = offerings(ec2, types)
+    doc["instances"] = dict(sorted(facts.items()))
+    doc.setdefault("offerings", {})[region] = zones
     doc["offerings"] = dict(sorted(doc["offerings"].items()))
     path.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
     return doc

@@ -175,7 +175,8 @@ class SiteStorage(pulumi.ComponentResource):
             copy_tags_to_backups=True,
             log_configuration=aws.fsx.LustreFileSystemLogConfigurationArgs(level="WARN_ERROR"),
             tags=a.tags.aws(Name=f"{a.cluster_name}-{tier.name}", tier=tier.name),
-            opts=self._stateful(),
+            # Explicit: offline plans never learn ARNs, and should still show which key encrypts the tier.
+            opts=self._stateful(depends_on=[key]),
         )
         if tier.s3_import_path:
             aws.fsx.DataRepositoryAssociation(
@@ -311,7 +312,7 @@ class SiteStorage(pulumi.ComponentResource):
             throughput_mode="elastic",
             performance_mode="generalPurpose",
             tags=a.tags.aws(Name=f"{a.cluster_name}-{tier.name}", tier=tier.name),
-            opts=self._stateful(),
+            opts=self._stateful(depends_on=[key]),  # explicit for offline plans, as for FSx
         )
         aws.efs.BackupPolicy(
             f"{self._n}-{tier.name}",

@@ -1,0 +1,147 @@
+"""Pure helpers of the AWS site: subnet maths, placement, scaling, node-group labels, throughput, user data."""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+
+import pytest
+import yaml
+
+from components.aws.fabric import fabric_needs_placement_group, pool_placement_group
+from components.aws.launch import nodeadm_user_data
+from components.aws.network import plan_subnets
+from components.aws.node_pool import imds_hop_limit, mng_labels, mng_scaling
+from components.aws.storage import tenant_uid, throughput_warning
+from components.config import parse_estate
+from components.nodes import TENANT_NODE_LABEL, pool_labels
+from components.spec import AwsNodePool, AwsSite, BurstWindow, EfaFabric, FsxLustreTier
+from tests.conftest import example_estate
+
+NOW = dt.datetime(2026, 11, 29, 12, tzinfo=dt.UTC)
+
+
+def _train() -> tuple[AwsSite, dict]:
+    spec = parse_estate(example_estate("aws-train"), "aws-train")
+    site = spec.sites[0]
+    assert isinstance(site, AwsSite)
+    return site, {"spec": spec}
+
+
+def test_subnets_do_not_overlap_each_other_or_the_fabric_subnet() -> None:
+    plan = plan_subnets("10.40.0.0/16", ["us-east-1a", "us-east-1b", "us-east-1c"], ["10.40.128.0/20"])
+    nets = [ipaddress.ip_network(c) for c in [*plan.private.values(), *plan.public.values(), "10.40.128.0/20"]]
+    for i, a in enumerate(nets):
+        for b in nets[i + 1 :]:
+            assert not a.overlaps(b), (a, b)
+    assert all(ipaddress.ip_network(c).prefixlen == 19 for c in plan.private.values())
+    assert all(ipaddress.ip_network(c).subnet_of(ipaddress.ip_network("10.40.0.0/16")) for c in plan.public.values())
+
+
+def test_subnets_rejected_when_the_vpc_is_too_small() -> None:
+    with pytest.raises(ValueError, match="too small"):
+        plan_subnets("10.0.0.0/24", ["a", "b", "c"], ["10.0.0.0/25"])
+
+
+def _efa_pool(capacity: dict) -> AwsNodePool:
+    return AwsNodePool.model_validate(
+        {"name": "p", "role": "training", "instance_type": "p5.48xlarge", "fabric": "f", "capacity": capacity,
+         "scaling": {"max": 2}}
+    )  # fmt: skip
+
+
+def test_placement_group_skipped_for_capacity_reservation_and_block_pools() -> None:
+    fabric = EfaFabric(kind="efa", name="f", availability_zone="us-east-1a", subnet_cidr="10.0.0.0/20")
+    odcr = _efa_pool({"type": "capacity-reservation", "reservation_id": "cr-0123456789abcdef0"})
+    block = _efa_pool({"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"})
+    on_demand = _efa_pool({"type": "on-demand"})
+    assert pool_placement_group(odcr, fabric, "est-prod-site-f") is None
+    assert pool_placement_group(block, fabric, "est-prod-site-f") is None
+    assert pool_placement_group(on_demand, fabric, "est-prod-site-f") == "est-prod-site-f"
+    assert not fabric_needs_placement_group(fabric, [odcr, block])  # nobody would use it
+    assert fabric_needs_placement_group(fabric, [odcr, on_demand])
+
+
+def test_named_placement_group_is_used_even_by_reserved_pools() -> None:
+    fabric = EfaFabric(kind="efa", name="f", availability_zone="us-east-1a", placement_group_name="odcr-pg")
+    odcr = _efa_pool({"type": "capacity-reservation", "reservation_id": "cr-0123456789abcdef0"})
+    assert pool_placement_group(odcr, fabric, None) == "odcr-pg"
+    assert not fabric_needs_placement_group(fabric, [odcr, _efa_pool({"type": "on-demand"})])
+
+
+def _burst_pool() -> AwsNodePool:
+    return AwsNodePool.model_validate(
+        {"name": "burst-h100", "role": "training", "instance_type": "p5.48xlarge", "burst": True,
+         "scaling": {"min": 0, "max": 4}}
+    )  # fmt: skip
+
+
+def _window(start: dt.datetime, hours: int, nodes: int = 3) -> BurstWindow:
+    return BurstWindow(
+        pool="burst-h100", nodes=nodes, instance_type="p5.48xlarge", availability_zone="us-east-1a",
+        start=start, expires=start + dt.timedelta(hours=hours),
+    )  # fmt: skip
+
+
+def test_burst_pool_idles_at_zero_outside_a_window() -> None:
+    pool = _burst_pool()
+    assert mng_scaling(pool, None, NOW) == (0, 0, 1)  # EKS needs maxSize >= 1; nothing runs at desired 0
+    expired = _window(NOW - dt.timedelta(hours=10), 8)
+    assert mng_scaling(pool, expired, NOW) == (0, 0, 1)
+
+
+def test_burst_pool_takes_the_open_windows_size() -> None:
+    assert mng_scaling(_burst_pool(), _window(NOW - dt.timedelta(hours=1), 8, nodes=3), NOW) == (0, 3, 3)
+
+
+def test_imds_hop_limit_is_two_only_where_pods_need_imds() -> None:
+    pool = _burst_pool()
+    assert imds_hop_limit(pool) == 1
+    assert imds_hop_limit(pool.model_copy(update={"pods_need_imds": True})) == 2
+
+
+def test_node_group_labels_drop_prefixes_the_eks_api_rejects() -> None:
+    site, ctx = _train()
+    pool = next(p for p in site.node_pools if p.dedicated_to == "agents")
+    assert TENANT_NODE_LABEL in pool_labels(ctx["spec"], pool)
+    labels = mng_labels(ctx["spec"], pool)
+    assert TENANT_NODE_LABEL not in labels
+    assert not any("kubernetes.io/" in k or "k8s.io/" in k for k in labels)
+    assert labels["gpufleet.io/pool"] == "agents-l40s"
+
+
+def test_throughput_warning_names_tier_numbers_and_fix_for_an_undersized_fsx() -> None:
+    site, _ = _train()
+    small = FsxLustreTier(
+        kind="fsx-lustre", name="lustre", fabric="train-efa", capacity_gib=2400, throughput_per_tib=125
+    )
+    msg = throughput_warning(site, small)
+    assert msg is not None
+    assert "lustre" in msg and "0.3 GB/s" in msg and "20.0 GB/s" in msg  # 2400 GiB x 125 MB/s/TiB vs 4 x 5 GB/s
+    assert "raise capacity_gib or throughput_per_tib" in msg
+
+
+def test_throughput_warning_silent_for_the_example_tier() -> None:
+    site, _ = _train()
+    tier = next(t for t in site.storage if isinstance(t, FsxLustreTier))
+    assert throughput_warning(site, tier) is None
+
+
+def test_nodeadm_user_data_stripes_instance_store_raid0_in_mime() -> None:
+    text = nodeadm_user_data("/scratch")
+    assert text.startswith("MIME-Version: 1.0\n")
+    part = text.split("Content-Type: application/node.eks.aws\n\n", 1)[1].split("\n--", 1)[0]
+    doc = yaml.safe_load(part)
+    assert doc["apiVersion"] == "node.eks.aws/v1alpha1" and doc["kind"] == "NodeConfig"
+    assert doc["spec"]["instance"]["localStorage"] == {"strategy": "RAID0", "mountPath": "/scratch"}
+
+
+def test_tenant_uid_is_stable_and_distinct_for_the_example_tenants() -> None:
+    uids = {t: tenant_uid(t) for t in ("research", "product", "agents")}
+    assert len(set(uids.values())) == 3
+    assert uids["research"] == tenant_uid("research") and all(u >= 50_000 for u in uids.values())
+
+
+def test_user_data_without_a_scratch_tier_keeps_nodeadms_default_mount() -> None:
+    text = nodeadm_user_data(None)
+    assert "strategy: RAID0" in text and "mountPath" not in text
