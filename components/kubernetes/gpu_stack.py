@@ -111,6 +111,7 @@ class GpuStack(pulumi.ComponentResource):
                 self.namespaces.resources[NETWORK_OPERATOR_NAMESPACE],
                 # The GPU Operator always runs NFD; the device plugin leaves it to this chart.
                 nfd_elsewhere=self.uses_operator,
+                nfd_release=self.gpu_operator.release if self.gpu_operator else None,
             ),
             self._child(),
         )

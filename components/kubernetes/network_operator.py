@@ -135,7 +135,8 @@ class NetworkOperatorArgs:
     site: BaremetalSite
     tags: Tags
     namespace: pulumi.Resource  # the network-operator namespace (namespaces.SystemNamespaces)
-    nfd_elsewhere: bool  # NFD comes from the GPU Operator or the device plugin on this site
+    nfd_elsewhere: bool  # NFD comes from the GPU Operator on this site
+    nfd_release: pulumi.Resource | None = None  # the release that installs NFD's CRDs when nfd_elsewhere
 
 
 class NetworkOperator(pulumi.ComponentResource):
@@ -158,7 +159,10 @@ class NetworkOperator(pulumi.ComponentResource):
             values=network_operator_values(args.site, nfd_elsewhere=args.nfd_elsewhere),
             max_history=10,
             timeout=900,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.namespace]),
+            # deployNodeFeatureRules needs the NodeFeatureRule CRD, which the NFD-carrying release installs.
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[args.namespace, *([args.nfd_release] if args.nfd_release else [])]
+            ),
         )
         # The CRD arrives with the chart, so the policy waits for the release.
         self.policy = k8s.apiextensions.CustomResource(

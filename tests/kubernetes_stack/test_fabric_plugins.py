@@ -73,6 +73,8 @@ def test_network_operator_and_policy_on_the_infiniband_site(example_plans: dict[
     assert policy.inputs["apiVersion"] == "mellanox.com/v1alpha1"
     assert policy.inputs["metadata"]["name"] == "nic-cluster-policy"
     assert r.key in policy.dependencies  # the CRD comes with the chart
+    # NodeFeatureRules need the NFD CRDs the GPU Operator's chart installs
+    assert release(plan, "gpu-operator").key in r.dependencies
 
 
 def test_no_network_operator_without_infiniband_or_roce(example_plans: dict[str, Plan]) -> None:
