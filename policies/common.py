@@ -237,6 +237,30 @@ def node_view(resource_type: str, props: Mapping[str, Any]) -> NodeView | None:
     return None
 
 
+def launch_template_of(ng: PolicyResource) -> PolicyResource | None:
+    """A node group's launch template: the one its `launchTemplate` names, else the one it depends on that
+    shares its parent (node groups may also depend on other pools' templates through depends_on)."""
+    lts = [d for d in ng.dependencies if d.resource_type == LAUNCH_TEMPLATE]
+    ref = as_dict(ng.props.get("launchTemplate"))
+    for lt in lts:
+        if (ref.get("id") and ref.get("id") == lt.props.get("id")) or (
+            ref.get("name") and ref.get("name") == lt.props.get("name")
+        ):
+            return lt
+    siblings = [lt for lt in lts if ng.parent is not None and lt.parent is ng.parent]
+    if len(siblings) == 1:
+        return siblings[0]
+    return lts[0] if len(lts) == 1 else None
+
+
+def node_group_instance_type(ng: PolicyResource) -> str | None:
+    types = as_list(ng.props.get("instanceTypes"))
+    if types:
+        return str(types[0])
+    lt = launch_template_of(ng)
+    return str(lt.props["instanceType"]) if lt is not None and lt.props.get("instanceType") else None
+
+
 def is_gpu_node(view: NodeView) -> bool:
     from components import catalog
 

@@ -25,6 +25,7 @@ from policies.common import (
     config,
     get,
     k8s_labels,
+    node_group_instance_type,
     node_view,
     resource_policy,
     schema,
@@ -94,16 +95,6 @@ def cost_labels(args: ResourceValidationArgs, report: ReportViolation) -> None:
 # -- A16 ----------------------------------------------------------------------------------------------------
 
 
-def _instance_type(ng: PolicyResource, resources: list[PolicyResource]) -> str | None:
-    types = as_list(ng.props.get("instanceTypes"))
-    if types:
-        return str(types[0])
-    for dep in ng.dependencies:
-        if dep.resource_type == LAUNCH_TEMPLATE and dep.props.get("instanceType"):
-            return str(dep.props["instanceType"])
-    return None
-
-
 def _region(r: PolicyResource, resources: list[PolicyResource]) -> str | None:
     """The resource's region input, else its provider's, else the one region all AWS providers share."""
     region = r.props.get("region") or (r.provider.props.get("region") if r.provider is not None else None)
@@ -121,7 +112,7 @@ def budget_cap(args: StackValidationArgs, report: ReportViolation) -> None:
     total = 0.0
     parts: list[str] = []
     for ng in (r for r in args.resources if r.resource_type == NODE_GROUP):
-        itype = _instance_type(ng, args.resources)
+        itype = node_group_instance_type(ng)
         if itype is None or itype not in catalog.instance_types():
             continue  # CPU system pools are outside the GPU catalog and the budget
         max_size = int(get(ng.props, "scalingConfig.maxSize", 0) or 0)

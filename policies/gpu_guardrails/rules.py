@@ -30,6 +30,7 @@ from policies.common import (
     has_taint,
     is_false,
     is_gpu_node,
+    launch_template_of,
     node_view,
     objects,
     plain,
@@ -91,7 +92,7 @@ def _pool_instance_type(lt: PolicyResource, resources: list[PolicyResource]) -> 
     if lt.props.get("instanceType"):
         return str(lt.props["instanceType"])
     for r in resources:
-        if r.resource_type == NODE_GROUP and lt in r.dependencies and as_list(r.props.get("instanceTypes")):
+        if r.resource_type == NODE_GROUP and launch_template_of(r) is lt and as_list(r.props.get("instanceTypes")):
             return str(as_list(r.props["instanceTypes"])[0])
     return None
 
