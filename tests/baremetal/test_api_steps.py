@@ -1,0 +1,80 @@
+"""The local API steps (node-ready, drain, node-delete), run with bash against a fake kubectl on PATH."""
+
+from __future__ import annotations
+
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.baremetal.helpers import onprem_spec, scripts_for
+
+pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+
+KUBECONFIG = "apiVersion: v1\nkind: Config\n# token: not-a-real-one\n"
+
+
+def run_step(tmp_path: Path, text: str, *, node_exists: bool) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """Run a step script; the fake kubectl records each call and the kubeconfig it was handed."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "calls"
+    kubectl = bin_dir / "kubectl"
+    kubectl.write_text(
+        "#!/bin/bash\n"
+        f'printf "%s\\n" "$*" >> "{log}"\n'
+        '[ "$1" = --kubeconfig ] && cat "$2" > "' + str(tmp_path / "seen-kubeconfig") + '"\n'
+        f'if [ "$3" = get ]; then exit {0 if node_exists else 1}; fi\n'
+        "exit 0\n"
+    )
+    kubectl.chmod(kubectl.stat().st_mode | stat.S_IEXEC)
+    script = tmp_path / "step.sh"
+    script.write_text(text)
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "GPUFLEET_NODE": "gpu-r1-01",
+        "GPUFLEET_KUBECONFIG": KUBECONFIG,
+        "TMPDIR": str(tmp_path),
+    }
+    result = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, timeout=30)
+    calls = log.read_text().splitlines() if log.exists() else []
+    return result, calls
+
+
+def _without_kubeconfig_path(call: str) -> str:
+    return call.split(" ", 2)[2]  # drop "--kubeconfig <tmpfile>"
+
+
+def test_drain_cordons_and_drains_through_the_api(tmp_path: Path) -> None:
+    result, calls = run_step(tmp_path, scripts_for(onprem_spec()).node_drain.text, node_exists=True)
+    assert result.returncode == 0, result.stderr
+    assert [_without_kubeconfig_path(c) for c in calls] == [
+        "get node gpu-r1-01",
+        "drain gpu-r1-01 --ignore-daemonsets --delete-emptydir-data --timeout=30m",
+    ]
+    assert (tmp_path / "seen-kubeconfig").read_text() == KUBECONFIG + "\n"
+
+
+def test_drain_of_a_node_that_left_already_does_nothing(tmp_path: Path) -> None:
+    result, calls = run_step(tmp_path, scripts_for(onprem_spec()).node_drain.text, node_exists=False)
+    assert result.returncode == 0
+    assert [_without_kubeconfig_path(c) for c in calls] == ["get node gpu-r1-01"]
+    assert "nothing to drain" in result.stdout
+
+
+def test_node_delete_tolerates_a_missing_node(tmp_path: Path) -> None:
+    result, calls = run_step(tmp_path, scripts_for(onprem_spec()).node_delete.text, node_exists=False)
+    assert result.returncode == 0
+    assert [_without_kubeconfig_path(c) for c in calls] == ["delete node gpu-r1-01 --ignore-not-found"]
+
+
+def test_kubeconfig_lives_in_a_temp_file_removed_after_the_step(tmp_path: Path) -> None:
+    result, calls = run_step(tmp_path, scripts_for(onprem_spec()).node_ready.text, node_exists=True)
+    assert result.returncode == 0
+    [call] = calls
+    kubeconfig_file = call.split(" ")[1]
+    assert kubeconfig_file.startswith(str(tmp_path)) and not Path(kubeconfig_file).exists()
+    assert KUBECONFIG.strip() not in call  # never on a command line
+    assert _without_kubeconfig_path(call) == "wait --for=condition=Ready node/gpu-r1-01 --timeout=15m"
