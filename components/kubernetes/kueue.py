@@ -6,7 +6,7 @@ Naming contract (other components rely on it): ResourceFlavor = pool name; Clust
 name; Topology = fabric name; the cohort = the estate name (`metadata.name`). `cluster_queue_spec` builds a
 ClusterQueue spec from flavors and quotas, so MultiKueue burst queues are built the same way.
 
-Kueue API facts (kubernetes-sigs/kueue at v0.19.2, apis/kueue/v1beta2/*_types.go, pkg/webhooks):
+Kueue API facts (kubernetes-sigs/kueue at the tag of versions.KUEUE, apis/kueue/v1beta2/*_types.go, pkg/webhooks):
 - API `kueue.x-k8s.io/v1beta2`; a ClusterQueue joins a cohort through `spec.cohortName` (v1beta1: `cohort`).
 - `resourceGroups[].coveredResources` and `flavors[].resources[]` list the same resources in the same order;
   a flavor appears in one resource group only; `lendingLimit` must not exceed `nominalQuota`; borrowing and
