@@ -209,7 +209,7 @@ class ServerBootstrap(pulumi.ComponentResource):
         self._ssh_connection = self._connection_args()
         self._kubeconfig = args.secret(args.site.kubeconfig_config)
         hostname = pulumi.Output.from_input(args.server.hostname)
-        node_delete = self._api_step("node-delete", args.scripts.node_delete, hostname, create=False)
+        node_delete = self._api_step("node-delete", hostname, create=None, delete=args.scripts.node_delete)
         preflight = self._ssh_step("preflight", args.scripts.preflight, [node_delete])
         before_join: list[pulumi.Resource] = [preflight]
         if args.scripts.scratch is not None:
@@ -220,7 +220,7 @@ class ServerBootstrap(pulumi.ComponentResource):
         else:
             self.node_name = join.stdout.apply(parse_node_name)
         self.ready = self._api_step(
-            "node-ready", args.scripts.node_ready, self.node_name, delete=args.scripts.node_drain, after=[join]
+            "node-ready", self.node_name, create=args.scripts.node_ready, delete=args.scripts.node_drain, after=[join]
         )
         self.register_outputs({"nodeName": self.node_name})
 
@@ -270,18 +270,17 @@ class ServerBootstrap(pulumi.ComponentResource):
     def _api_step(
         self,
         step: str,
-        script: Script,
         node: pulumi.Output[str],
         *,
-        create: bool = True,
-        delete: Script | None = None,
+        create: Script | None,
+        delete: Script | None,
         after: list[pulumi.Resource] | None = None,
     ) -> command.local.Command:
-        """A step against the Kubernetes API, run where `pulumi up` runs (kubectl), with the site's kubeconfig."""
-        if not create:
-            delete, text = script, None
-        else:
-            text = script.text
+        """A step against the Kubernetes API, run where `pulumi up` runs (kubectl), with the site's kubeconfig.
+
+        The environment (node name, kubeconfig) is kept in state, so the delete step still has it on destroy.
+        """
+        text = create.text if create else None
         return command.local.Command(
             f"{self._prefix}-{step}",
             create=text,
@@ -289,6 +288,6 @@ class ServerBootstrap(pulumi.ComponentResource):
             delete=delete.text if delete else None,
             interpreter=["/bin/bash", "-c"],
             environment={"GPUFLEET_NODE": node, "GPUFLEET_KUBECONFIG": self._kubeconfig},
-            triggers=[script.sha256] if create else None,
+            triggers=[create.sha256] if create else None,
             opts=pulumi.ResourceOptions(parent=self, depends_on=after or []),
         )

@@ -260,3 +260,30 @@ def test_site_objects_use_the_site_kubernetes_provider(example_plans: dict[str, 
     for type_ in (NODE_PATCH, STORAGE_CLASS, "kubernetes:mellanox.com/v1alpha1:IPoIBNetwork"):
         for r in plan.find(type_):
             assert r.provider == provider, r.name
+
+
+# -- EKS Hybrid Nodes ----------------------------------------------------------------------------------------
+
+
+def test_eks_hybrid_join_reads_the_ssm_activation_from_stdin_and_names_the_node_from_its_output(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    from gpufleet.synth import synth
+    from tests.conftest import write_project
+
+    config = example_config("onprem")
+    config["gpufleet:ssmActivationId"] = {"secure": "v1:PLACEHOLDER"}
+    config["gpufleet:estate"]["sites"][0]["join"] = {
+        "method": "eks-hybrid",
+        "api_server": "ABCDEF.gr7.us-east-1.eks.amazonaws.com:443",
+        "cluster_name": "dc1-hybrid",
+        "region": "us-east-1",
+    }
+    plan = synth(write_project(tmp_path_factory.mktemp("eks"), config), "test")
+    join = by_name(plan, REMOTE)["dc1-gpu-r1-01-join"].inputs
+    assert "nodeadm init" in join["create"] and "nodeadm uninstall" in join["delete"]
+    assert join["stdin"] == SECRET
+    # with SSM the node is named after its managed instance, known only once the join ran (unknown offline)
+    patch = by_name(plan, NODE_PATCH)["dc1-gpu-r1-01-node"]
+    assert patch.inputs["metadata"]["name"] != "gpu-r1-01"
+    assert SECRET_PLACEHOLDER not in plan.to_json()
