@@ -432,10 +432,10 @@ def _storage_cost(site: AwsSite | BaremetalSite, tier: Any) -> StorageCost:
         entry = prices.get(key)
         unit = _ref(entry) if entry else None
         usage = str(entry.get("usage_based", "")) if entry else ""
-        rate = f"${unit.usd}/GB-month" if unit else "no catalog price"
+        rate = f"${unit.usd:.3f}/GB-month stored" if unit else "no catalog price"
         return StorageCost(
             site.name, name, kind, "usage-based", None, unit, "usage",
-            f"billed on data stored ({rate}) and traffic; not in the totals. {usage}".strip(),
+            f"billed on usage, not in the totals: {rate}, {usage}".rstrip(", "),
         )  # fmt: skip
     return StorageCost(site.name, name, kind, "unpriced", None, None, "-", f"no pricing rule for {kind} tiers")
 

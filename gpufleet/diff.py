@@ -14,6 +14,7 @@ is accounted for), the cost delta at desired and max size, and policy findings n
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import importlib
 import json
@@ -406,7 +407,7 @@ def review_document(project_dir: Path, stack: str, plan: Plan, now: dt.datetime 
     return {
         "plan": plan.to_dict(),
         "cost": estate_cost(spec, window, now).to_dict(),
-        "findings": None if findings is None else [f.__dict__ for f in findings],
+        "findings": None if findings is None else [dataclasses.asdict(f) for f in findings],
     }
 
 

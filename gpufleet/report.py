@@ -324,7 +324,8 @@ def render_diff_markdown(diff: PlanDiff, max_chars: int = MAX_COMMENT) -> str:
     if diff.cost_pools:
         sections.append(Section("cost by pool", _details("Cost by pool", _cost_pool_table(diff))))
     for c in diff.changed:
-        title = f"~ `{c.resource.type}` {c.resource.name} ({len(c.changes)} properties)"
+        n = len(c.changes)
+        title = f"~ <code>{c.resource.type}</code> {c.resource.name} ({n} propert{'y' if n == 1 else 'ies'})"
         if c.renamed_from:
             title += " — renamed with an alias"
         sections.append(Section(f"change to {c.resource.name}", _details(title, _property_table(c.changes))))
@@ -352,7 +353,10 @@ def _replacement_summary(diff: PlanDiff) -> list[str]:
         )
         if r.protected:
             line += " It is protected, so `pulumi up` will stop with an error rather than delete it."
-        line += " Keep the old name, or add `aliases=[pulumi.Alias(name=...)]` to the new one."
+        line += (
+            " If the rename is not meant to replace it, keep the old name in the stack file; a deliberate move "
+            "needs an alias in the component (or `pulumi state mv`) before this merges."
+        )
         out += ["", line]
     if len(diff.replaced) > SUMMARY_LIST_LIMIT:
         out += ["", f"> … and {len(diff.replaced) - SUMMARY_LIST_LIMIT} more replacements (see Replacements)."]

@@ -6,6 +6,9 @@ import copy
 import datetime as dt
 from typing import Any
 
+from components.spec import AwsSite, EstateSpec, FsxLustreTier
+from gpufleet.plan import Plan, PlanResource
+
 NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
 
 # One AWS site (p5.48xlarge on EFA + g6e.xlarge dedicated to agents, FSx 2400 GiB at 125 MB/s/TiB, EFS, S3,
@@ -91,3 +94,49 @@ SMALL: dict[str, Any] = {
 
 def small() -> dict[str, Any]:
     return copy.deepcopy(SMALL)
+
+
+def changed() -> dict[str, Any]:
+    """The small estate after a change: h100 max 3 -> 4, a new l40s pool, the Lustre tier renamed to `hot`."""
+    estate = small()
+    aws = estate["sites"][0]
+    aws["node_pools"][0]["scaling"]["max"] = 4
+    aws["node_pools"].append(
+        {"name": "l40s", "role": "inference", "instance_type": "g6e.12xlarge", "scaling": {"min": 1, "max": 2}}
+    )
+    aws["storage"][0]["name"] = "hot"
+    return estate
+
+
+def plan_of(spec: EstateSpec, stack: str = "review") -> Plan:
+    """A plan shaped like the test program's: a node group per AWS pool, a protected FSx per Lustre tier."""
+    resources = []
+    for site in spec.sites:
+        if not isinstance(site, AwsSite):
+            continue
+        for pool in site.node_pools:
+            s = pool.scaling
+            name = f"{site.name}-{pool.name}"
+            pool_inputs: dict[str, Any] = {
+                "instanceTypes": [pool.instance_type],
+                "scalingConfig": {"minSize": s.min, "desiredSize": s.desired_nodes, "maxSize": s.max},
+                "labels": {"gpufleet.io/pool": pool.name},
+                "tags": {"Name": f"{spec.metadata.name}-{pool.name}", "env": spec.metadata.environment},
+                "userData": "[secret]",
+            }
+            resources.append(PlanResource(f"{NODE_GROUP}::{name}", NODE_GROUP, name, None, True, pool_inputs))
+        for tier in site.storage:
+            if isinstance(tier, FsxLustreTier):
+                name = f"{site.name}-{tier.name}"
+                inputs: dict[str, Any] = {
+                    "storageCapacity": tier.capacity_gib,
+                    "deploymentType": "PERSISTENT_2",
+                    "perUnitStorageThroughput": tier.throughput_per_tib,
+                    "tags": {"Name": f"{spec.metadata.name}-{tier.name}", "env": spec.metadata.environment},
+                }
+                resources.append(PlanResource(f"{FSX}::{name}", FSX, name, None, True, inputs, True, True))
+    return Plan("gpufleet", stack, sorted(resources, key=lambda r: r.key))
+
+
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
