@@ -245,14 +245,8 @@ def choose_pool(spec: EstateSpec, instance_type: str | None) -> AwsNodePool:
     )
 
 
-def preflight(
-    spec: EstateSpec,
-    ledger: Iterable[BurstLedgerEntry],
-    request: BurstRequest,
-    now: dt.datetime,
-    aws: Aws,
-) -> Preflight:
-    """Check the request against the burst policy and AWS; raise BurstError naming the first thing that fails."""
+def check_request(spec: EstateSpec, request: BurstRequest) -> tuple[AwsNodePool, int]:
+    """The checks that need no AWS: the burst policy, the pool and the node count. Returns (pool, nodes)."""
     policy = spec.burst
     if policy is None:
         raise BurstError("the estate has no burst policy (`burst:`), so it cannot burst", 2)
@@ -266,7 +260,6 @@ def preflight(
         )
     pool = choose_pool(spec, request.instance_type)
     itype = pool.instance_type
-    checks: list[str] = []
     if itype not in policy.allowed_instance_types:
         raise BurstError(
             f"{itype} is not allowed by the burst policy (allowed_instance_types: "
@@ -287,7 +280,22 @@ def preflight(
             f"max of {pool.scaling.max} nodes",
             2,
         )
-    checks.append(f"{request.gpus} GPUs -> {nodes} x {itype} ({nodes * per_node} GPUs) for {request.hours:g} h")
+    return pool, nodes
+
+
+def preflight(
+    spec: EstateSpec,
+    ledger: Iterable[BurstLedgerEntry],
+    request: BurstRequest,
+    now: dt.datetime,
+    aws: Aws,
+) -> Preflight:
+    """Check the request against the burst policy and AWS; raise BurstError naming the first thing that fails."""
+    pool, nodes = check_request(spec, request)
+    policy = spec.burst
+    assert policy is not None
+    itype, capacity, per_node = pool.instance_type, pool.capacity.type, pool.gpus_per_node
+    checks = [f"{request.gpus} GPUs -> {nodes} x {itype} ({nodes * per_node} GPUs) for {request.hours:g} h"]
 
     site = cloud_site(spec)
     zone = pool_zone(site, pool)
@@ -488,6 +496,7 @@ def plan_open(
         )
     expired = _expired_entry(state, now, "gpufleet burst open (expired window booked)")
     ledger = [*state.ledger, *([expired] if expired else [])]
+    check_request(state.spec, request)  # bad input fails before any AWS client exists
     check = preflight(state.spec, ledger, request, now, aws_factory(cloud_site(state.spec).region))
     changes: list[Change] = [(WINDOW_KEY, window_json(check.window))]
     if expired:
@@ -511,7 +520,7 @@ def open_window(
 
 
 def close_window(
-    project_dir: Path, stack: str, *, driver: StackDriver, now: dt.datetime, on_output: OutputSink
+    project_dir: Path, stack: str, *, driver: Callable[[], StackDriver], now: dt.datetime, on_output: OutputSink
 ) -> Outcome:
     state = load_state(project_dir, stack)
     w = state.window
@@ -519,7 +528,7 @@ def close_window(
         return Outcome("no burst window in the stack config; nothing to close")
     entry = close_entry(state.spec, w, now, "gpufleet burst close")
     ledger = [*state.ledger, entry]
-    summary = apply_and_up(driver, stack, [(WINDOW_KEY, None), (LEDGER_KEY, ledger_json(ledger))], on_output)
+    summary = apply_and_up(driver(), stack, [(WINDOW_KEY, None), (LEDGER_KEY, ledger_json(ledger))], on_output)
     return Outcome(
         f"burst window closed: {entry.nodes} x {entry.instance_type} for "
         f"{hours_between(entry.start, entry.end):.1f} h booked at ${entry.usd:,.2f}",
@@ -528,7 +537,7 @@ def close_window(
 
 
 def reconcile(
-    project_dir: Path, stack: str, *, driver: StackDriver, now: dt.datetime, on_output: OutputSink
+    project_dir: Path, stack: str, *, driver: Callable[[], StackDriver], now: dt.datetime, on_output: OutputSink
 ) -> Outcome:
     """Close a window that has expired (book it, remove it, `up` so the pools shrink); leave an open one alone."""
     state = load_state(project_dir, stack)
@@ -539,7 +548,7 @@ def reconcile(
     if entry is None:
         return Outcome(f"burst window on pool {w.pool} is open until {w.expires:%Y-%m-%d %H:%M} UTC; nothing to do")
     ledger = [*state.ledger, entry]
-    summary = apply_and_up(driver, stack, [(WINDOW_KEY, None), (LEDGER_KEY, ledger_json(ledger))], on_output)
+    summary = apply_and_up(driver(), stack, [(WINDOW_KEY, None), (LEDGER_KEY, ledger_json(ledger))], on_output)
     return Outcome(
         f"expired burst window on pool {w.pool} closed (expired {w.expires:%Y-%m-%d %H:%M} UTC, "
         f"booked ${entry.usd:,.2f})",

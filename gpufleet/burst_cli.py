@@ -92,7 +92,9 @@ def open_cmd(
 def close_cmd(stack: StackOpt, project: ProjectOpt = Path(".")) -> None:
     """Remove the burst window, book it in the ledger and run `pulumi up` (the cloud pools shrink to zero)."""
     try:
-        outcome = burst.close_window(project, stack, driver=make_driver(project), now=clock(), on_output=_stream)
+        outcome = burst.close_window(
+            project, stack, driver=lambda: make_driver(project), now=clock(), on_output=_stream
+        )
     except (SpecError, burst.BurstError) as e:
         raise _fail(e) from None
     out.print(f"{outcome.message}" + (f" ({_summary(outcome.changes)})" if outcome.changes else ""))
@@ -102,7 +104,7 @@ def close_cmd(stack: StackOpt, project: ProjectOpt = Path(".")) -> None:
 def reconcile_cmd(stack: StackOpt, project: ProjectOpt = Path(".")) -> None:
     """Close a window that has expired (for a scheduled job); leave an open one alone."""
     try:
-        outcome = burst.reconcile(project, stack, driver=make_driver(project), now=clock(), on_output=_stream)
+        outcome = burst.reconcile(project, stack, driver=lambda: make_driver(project), now=clock(), on_output=_stream)
     except (SpecError, burst.BurstError) as e:
         raise _fail(e) from None
     out.print(f"{outcome.message}" + (f" ({_summary(outcome.changes)})" if outcome.changes else ""))

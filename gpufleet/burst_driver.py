@@ -72,11 +72,9 @@ class AutomationDriver:
         return DriverError(f"{doing} failed: {err}")
 
     def _call(self, doing: str, fn: Callable[[], Any]) -> Any:
-        from pulumi.automation import errors
-
         try:
             return fn()
-        except (FileNotFoundError, errors.CommandError, errors.InvalidVersionError) as err:
+        except Exception as err:  # the Automation API also raises plain errors (e.g. a missing summary event)
             raise self._translate(err, doing) from None
 
     def select(self, stack: str) -> None:

@@ -1,0 +1,325 @@
+"""`gpufleet burst` end to end through typer's CliRunner: the driver calls it makes, the Pulumi commands the real
+AutomationDriver runs (through a recording `pulumi` shim), exit codes, and the stack config after every failure."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from moto import mock_aws
+from typer.testing import CliRunner
+
+from components.config import LEDGER_KEY, WINDOW_KEY, read_stack
+from gpufleet import burst_cli
+from gpufleet.burst import Aws
+from gpufleet.burst_driver import AutomationDriver, StackDriver, StackLocked
+from gpufleet.cli import app
+from tests.burst.helpers import NOW, STACK, FakeDriver, hybrid_config, project, stack_file, window
+
+runner = CliRunner()
+P_ON_DEMAND = "L-417A185B"
+
+
+@pytest.fixture(scope="module")
+def moto_aws() -> Iterator[Aws]:
+    with mock.patch.dict(os.environ, {"MOTO_EC2_LOAD_DEFAULT_AMIS": "false"}), mock_aws():
+        yield Aws("us-east-1", session=boto3.session.Session(region_name="us-east-1"))
+
+
+@pytest.fixture
+def quota(moto_aws: Aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
+    """The CLI's AWS is moto with stubbed Service Quotas; its clock is NOW."""
+    stub = Stubber(moto_aws.quotas)
+    stub.activate()
+    monkeypatch.setattr(burst_cli, "make_aws", lambda region: moto_aws)
+    monkeypatch.setattr(burst_cli, "clock", lambda: NOW)
+    yield stub
+    stub.deactivate()
+
+
+def allow(stub: Stubber, vcpus: float) -> None:
+    stub.add_response(
+        "get_service_quota",
+        {"Quota": {"ServiceCode": "ec2", "QuotaCode": P_ON_DEMAND, "Value": vcpus}},
+        {"ServiceCode": "ec2", "QuotaCode": P_ON_DEMAND},
+    )
+
+
+def use_driver(monkeypatch: pytest.MonkeyPatch, driver: StackDriver | None) -> None:
+    def make(project_dir: Path) -> StackDriver:
+        assert driver is not None, "the command must not touch the stack"
+        return driver
+
+    monkeypatch.setattr(burst_cli, "make_driver", make)
+
+
+def invoke(proj: Path, *args: str) -> Any:
+    return runner.invoke(app, ["burst", *args, "--stack", STACK, "--project", str(proj)])
+
+
+def config_of(proj: Path) -> dict[str, Any]:
+    sf = read_stack(proj, STACK)
+    return {"window": sf.window(), "ledger": sf.ledger(), "estate": sf.estate()}
+
+
+# -- open ---------------------------------------------------------------------------------------------------
+
+
+def test_open_checks_then_writes_the_window_and_runs_up(
+    tmp_path: Path, quota: Stubber, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proj = project(tmp_path, hybrid_config())
+    driver = FakeDriver(proj)
+    use_driver(monkeypatch, driver)
+    allow(quota, 768)
+    result = invoke(proj, "open", "--gpus", "12", "--hours", "8")
+    assert result.exit_code == 0, result.output
+    assert [c[:2] for c in driver.calls] == [
+        ("select", STACK),
+        ("get_config", WINDOW_KEY),
+        ("set_config", WINDOW_KEY),
+        ("up",),
+    ]
+    written = json.loads(driver.calls[2][2])
+    assert written == {
+        "pool": "burst-h100",
+        "nodes": 2,
+        "instance_type": "p5.48xlarge",
+        "availability_zone": "us-east-1a",
+        "start": "2026-11-20T12:00:00Z",
+        "expires": "2026-11-20T20:00:00Z",
+        "opened_by": "gpufleet burst",
+        "gpus": 12,
+        "usd_per_hour": 55.04,
+    }
+    w = config_of(proj)["window"]
+    assert w is not None and w.nodes == 2  # the stack file now holds the window the program reads
+    assert "ok quota L-417A185B (Running On-Demand P instances): 0 + 384 of 768 vCPUs" in result.output
+    assert "burst window open: 2 x p5.48xlarge in us-east-1a until 2026-11-20 20:00 UTC" in result.output
+
+
+def test_dry_run_checks_and_changes_nothing(tmp_path: Path, quota: Stubber, monkeypatch: pytest.MonkeyPatch) -> None:
+    proj = project(tmp_path, hybrid_config())
+    before = stack_file(proj).read_bytes()
+    use_driver(monkeypatch, None)
+    allow(quota, 768)
+    result = invoke(proj, "open", "--gpus", "8", "--hours", "2", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "dry run: nothing was changed" in result.output
+    assert stack_file(proj).read_bytes() == before
+
+
+def test_quota_refusal_exits_1_without_touching_the_stack(
+    tmp_path: Path, quota: Stubber, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proj = project(tmp_path, hybrid_config())
+    before = stack_file(proj).read_bytes()
+    use_driver(monkeypatch, None)
+    allow(quota, 192)
+    result = invoke(proj, "open", "--gpus", "16", "--hours", "2")
+    assert result.exit_code == 1
+    assert "EC2 quota L-417A185B" in result.output and "Request a quota increase first" in result.output
+    assert stack_file(proj).read_bytes() == before
+
+
+def test_budget_refusal_exits_1_with_the_numbers(
+    tmp_path: Path, quota: Stubber, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spent = {"pool": "burst-h100", "instance_type": "p5.48xlarge", "nodes": 4, "start": "2026-11-02T00:00:00Z",
+             "end": "2026-11-03T00:00:00Z", "usd": 19800.0}  # fmt: skip
+    proj = project(tmp_path, hybrid_config(ledger=[spent]))
+    before = stack_file(proj).read_bytes()
+    use_driver(monkeypatch, None)
+    allow(quota, 768)
+    result = invoke(proj, "open", "--gpus", "8", "--hours", "4")
+    assert result.exit_code == 1
+    assert "the window costs $220.16 (1 x p5.48xlarge at $55.04/h x 4 h), but only $200.00 of the $20,000.00" in (
+        result.output
+    )
+    assert stack_file(proj).read_bytes() == before
+
+
+def test_unknown_instance_type_is_bad_input_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    proj = project(tmp_path, hybrid_config())
+    use_driver(monkeypatch, None)
+    monkeypatch.setattr(burst_cli, "make_aws", lambda region: pytest.fail("no AWS call for bad input"))
+    result = invoke(proj, "open", "--gpus", "8", "--hours", "4", "--instance-type", "p9.huge")
+    assert result.exit_code == 2
+    assert "instance type 'p9.huge' is not in the GPU catalog" in result.output
+
+
+def test_open_refused_while_a_window_is_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(burst_cli, "clock", lambda: NOW)
+    proj = project(tmp_path, hybrid_config(window(NOW - dt.timedelta(hours=1), 4)))
+    use_driver(monkeypatch, None)
+    result = invoke(proj, "open", "--gpus", "8", "--hours", "4")
+    assert result.exit_code == 1
+    assert "a burst window is already open on pool burst-h100" in result.output
+
+
+def test_locked_stack_restores_the_config_and_exits_1(
+    tmp_path: Path, quota: Stubber, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proj = project(tmp_path, hybrid_config())
+    before = config_of(proj)
+    driver = FakeDriver(proj, fail_up=StackLocked("pulumi up: the stack is locked by another update"))
+    use_driver(monkeypatch, driver)
+    allow(quota, 768)
+    result = invoke(proj, "open", "--gpus", "8", "--hours", "4")
+    assert result.exit_code == 1
+    assert "the stack is locked by another update" in result.output
+    assert "the stack config was restored to what it was before" in result.output
+    assert driver.names() == ["select", "get_config", "set_config", "up", "get_config", "remove_config"]
+    assert config_of(proj) == before
+
+
+def test_failed_up_after_an_expired_window_restores_window_and_ledger(
+    tmp_path: Path, quota: Stubber, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = window(NOW - dt.timedelta(hours=30), 8, nodes=1, usd_per_hour=55.04)
+    proj = project(tmp_path, hybrid_config(old, ledger=[]))
+    before = config_of(proj)
+    driver = FakeDriver(proj, fail_up=StackLocked("locked"))
+    use_driver(monkeypatch, driver)
+    allow(quota, 768)
+    result = invoke(proj, "open", "--gpus", "8", "--hours", "4")
+    assert result.exit_code == 1
+    set_keys = [c[1] for c in driver.calls if c[0] == "set_config"]
+    assert set_keys == [WINDOW_KEY, LEDGER_KEY, WINDOW_KEY, LEDGER_KEY]  # written, then put back
+    assert config_of(proj) == before
+
+
+# -- close, reconcile, status -------------------------------------------------------------------------------
+
+
+def test_close_books_the_window_removes_it_and_runs_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(burst_cli, "clock", lambda: NOW)
+    proj = project(tmp_path, hybrid_config(window(NOW - dt.timedelta(hours=3), 8, nodes=2, usd_per_hour=55.04)))
+    driver = FakeDriver(proj)
+    use_driver(monkeypatch, driver)
+    result = invoke(proj, "close")
+    assert result.exit_code == 0, result.output
+    assert [c[:2] for c in driver.calls] == [
+        ("select", STACK),
+        ("get_config", WINDOW_KEY),
+        ("get_config", LEDGER_KEY),
+        ("remove_config", WINDOW_KEY),
+        ("set_config", LEDGER_KEY),
+        ("up",),
+    ]
+    after = config_of(proj)
+    assert after["window"] is None
+    (entry,) = after["ledger"]
+    assert (entry.nodes, entry.end, entry.usd, entry.closed_by) == (2, NOW, 330.24, "gpufleet burst close")
+
+
+def test_reconcile_closes_only_an_expired_window(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(burst_cli, "clock", lambda: NOW)
+    (tmp_path / "a").mkdir()
+    open_proj = project(tmp_path / "a", hybrid_config(window(NOW - dt.timedelta(hours=1), 8)))
+    use_driver(monkeypatch, None)
+    result = invoke(open_proj, "reconcile")
+    assert result.exit_code == 0 and "is open until 2026-11-20 19:00 UTC; nothing to do" in result.output
+
+    expired = window(NOW - dt.timedelta(hours=10), 8, nodes=1, usd_per_hour=55.04)
+    (tmp_path / "b").mkdir()
+    proj = project(tmp_path / "b", hybrid_config(expired))
+    driver = FakeDriver(proj)
+    use_driver(monkeypatch, driver)
+    result = invoke(proj, "reconcile")
+    assert result.exit_code == 0, result.output
+    assert driver.names()[-1] == "up"
+    (entry,) = config_of(proj)["ledger"]
+    assert entry.end == NOW - dt.timedelta(hours=2)  # booked until expiry, not until now
+    assert (entry.usd, entry.closed_by) == (440.32, "gpufleet burst reconcile")
+
+
+def test_status_shows_time_left_spend_and_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(burst_cli, "clock", lambda: NOW)
+    past = {"pool": "burst-h100", "instance_type": "p5.48xlarge", "nodes": 1, "start": "2026-11-02T00:00:00Z",
+            "end": "2026-11-02T10:00:00Z", "usd": 550.4}  # fmt: skip
+    proj = project(tmp_path, hybrid_config(window(NOW - dt.timedelta(hours=2), 8, nodes=1, usd_per_hour=55.04), [past]))
+    result = invoke(proj, "status")
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "time left │ 6.0 h" in text
+    assert "spent this month │ $660.48" in text  # 550.40 booked + 2 h of the open window
+    assert "committed (to expiry) │ $330.24" in text
+    assert "budget left │ $19,009.28" in text
+
+
+def test_status_of_a_non_hybrid_stack_is_bad_input(tmp_path: Path) -> None:
+    config = hybrid_config()
+    config["gpufleet:estate"].pop("burst")
+    for site in config["gpufleet:estate"]["sites"]:
+        for pool in site.get("node_pools", []):
+            pool.pop("burst", None)
+    proj = project(tmp_path, config)
+    result = invoke(proj, "status")
+    assert result.exit_code == 2
+    assert "only hybrid estates burst" in result.output
+
+
+# -- the real AutomationDriver ------------------------------------------------------------------------------
+
+SHIM = """#!/bin/sh
+echo "$@" >> "{log}"
+case "$*" in
+  version) echo "v3.200.0" ;;
+  *"config get"*) echo "error: configuration key 'gpufleet:burstWindow' not found for stack 'test'" >&2; exit 255 ;;
+  *" up "*|up\\ *) echo "error: the stack is currently locked by 1 lock(s)" >&2; exit 255 ;;
+esac
+exit 0
+"""
+
+
+def test_automation_driver_runs_these_pulumi_commands_and_undoes_them_when_up_fails(
+    tmp_path: Path, quota: Stubber, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proj = project(tmp_path, hybrid_config())
+    log = tmp_path / "argv.log"
+    shim = tmp_path / "pulumi-root"
+    (shim / "bin").mkdir(parents=True)
+    (shim / "bin" / "pulumi").write_text(SHIM.format(log=log))
+    (shim / "bin" / "pulumi").chmod(stat.S_IRWXU)
+    monkeypatch.setattr(burst_cli, "make_driver", lambda p: AutomationDriver(p, pulumi_root=shim))
+    allow(quota, 768)
+    result = invoke(proj, "open", "--gpus", "8", "--hours", "4")
+    assert result.exit_code == 1
+    assert "the stack is locked by another update" in result.output
+    argv = log.read_text().splitlines()
+    window_json = next(a for a in argv if a.startswith("config set")).split(" -- ", 1)[1]
+    up = next(a for a in argv if " up " in f" {a} ")
+    assert argv == [
+        "version",
+        f"--non-interactive stack select --stack {STACK}",
+        f"--non-interactive config get {WINDOW_KEY} --json --stack {STACK}",
+        f"config set {WINDOW_KEY} --plaintext --stack {STACK} --non-interactive -- {window_json}",
+        up,
+        f"--non-interactive config get {WINDOW_KEY} --json --stack {STACK}",
+    ]
+    assert up.split()[:4] == ["--non-interactive", "up", "--yes", "--skip-preview"]
+    assert json.loads(window_json)["nodes"] == 1
+
+
+def test_no_pulumi_cli_is_a_clear_error_and_changes_nothing(
+    tmp_path: Path, quota: Stubber, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proj = project(tmp_path, hybrid_config())
+    before = stack_file(proj).read_bytes()
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setattr(burst_cli, "make_driver", AutomationDriver)
+    allow(quota, 768)
+    result = invoke(proj, "open", "--gpus", "8", "--hours", "4")
+    assert result.exit_code == 1
+    assert "the Pulumi CLI was not found" in result.output and "nothing was changed" in result.output
+    assert stack_file(proj).read_bytes() == before
