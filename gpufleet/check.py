@@ -97,12 +97,12 @@ def pack_config(spec: EstateSpec, pack: Pack) -> dict[str, Any]:
     doc: dict[str, Any] = {}
     for policy in pack.policies:
         entry: dict[str, Any] = {}
-        override = spec.policies.enforcement.get(policy.name)
-        if override is not None:
-            entry["enforcementLevel"] = override
         if policy.config_schema is not None:
             entry.update({k: values[k] for k in policy.config_schema.properties if k in values})
-        if entry:
+        override = spec.policies.enforcement.get(policy.name)
+        if override is not None or entry:
+            # Always explicit: an analyzer configured for a policy without a level would fall back to advisory.
+            entry["enforcementLevel"] = override or (policy.enforcement_level or pack.default).value
             doc[policy.name] = entry
     return doc
 

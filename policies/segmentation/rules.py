@@ -65,10 +65,19 @@ def _is_default_deny(props: Mapping[str, Any]) -> bool:
     )
 
 
+def _is_port(value: Any, number: int) -> bool:
+    """Ports arrive as ints from a Plan but as floats from the engine (protobuf Struct numbers)."""
+    try:
+        return float(value) == number
+    except (TypeError, ValueError):
+        return False
+
+
 def _allows_dns(props: Mapping[str, Any]) -> bool:
     for rule in as_list(get(props, "spec.egress")):
         for port in as_list(as_dict(rule).get("ports")):
-            if str(as_dict(port).get("port")) in ("53", "dns", "dns-tcp") and as_dict(port).get("protocol", "UDP") in (
+            p = as_dict(port)
+            if (_is_port(p.get("port"), 53) or p.get("port") in ("dns", "dns-tcp")) and p.get("protocol", "UDP") in (
                 "UDP",
                 "TCP",
             ):

@@ -35,15 +35,6 @@ def test_components_tags_satisfy_cost_tags_without_provider_default_tags(
     assert any(r.type.startswith("aws:") for r in plan.resources) or stack == "onprem"
 
 
-@pytest.fixture(scope="module")
-def broken(tmp_path_factory: pytest.TempPathFactory) -> tuple[Plan, Any]:
-    from gpufleet.synth import synth
-    from tests.conftest import write_project
-
-    project = write_project(tmp_path_factory.mktemp("broken"), broken_config())
-    return synth(project, "test"), parse_estate(broken_config()[ESTATE_KEY], "broken")
-
-
 def test_broken_stack_fails_exactly_the_rules_it_breaks(broken: tuple[Plan, Any]) -> None:
     plan, spec = broken
     violated = {f.rule for f in mandatory(check.evaluate(plan, spec))}

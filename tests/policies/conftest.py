@@ -1,0 +1,18 @@
+"""Shared fixtures for the policy tests: the broken stack synthesized once per session."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.config import ESTATE_KEY, parse_estate
+from components.spec import EstateSpec
+from gpufleet.plan import Plan
+from gpufleet.synth import synth
+from tests.conftest import write_project
+from tests.policies.broken_stack import broken_config
+
+
+@pytest.fixture(scope="session")
+def broken(tmp_path_factory: pytest.TempPathFactory) -> tuple[Plan, EstateSpec]:
+    project = write_project(tmp_path_factory.mktemp("broken"), broken_config())
+    return synth(project, "test"), parse_estate(broken_config()[ESTATE_KEY], "broken")
