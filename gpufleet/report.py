@@ -164,28 +164,36 @@ class Section:
 
     title: str
     body: str
+    kind: str = ""  # how the truncation note counts it ("resource change"); defaults to the title
+
+    def __post_init__(self) -> None:
+        if not self.kind:
+            object.__setattr__(self, "kind", self.title)
 
 
 def assemble(head: str, sections: list[Section], max_chars: int = MAX_COMMENT) -> str:
-    """`head` (marker and summary, always kept) then sections, dropping sections from the tail to fit."""
-    kept = list(sections)
-    left_out: list[Section] = []
+    """`head` (marker and summary, always kept) then sections, dropping whole sections from the tail to fit."""
+    head = head.rstrip()
+    bodies = [s.body.rstrip() for s in sections]
+    kept = len(sections)
+    size = len(head) + sum(len(b) + 2 for b in bodies) + 1  # "\n\n" between blocks, "\n" at the end
 
-    def text(note: str) -> str:
-        return "\n\n".join([head.rstrip(), *(s.body.rstrip() for s in kept), *([note] if note else [])]) + "\n"
-
-    def note() -> str:
+    def note(n_kept: int) -> str:
+        left_out = sections[n_kept:]
         if not left_out:
             return ""
-        names = ", ".join(s.title for s in reversed(left_out))
+        kinds = Counter(s.kind for s in left_out)
+        what = ", ".join(f"{n} × {k}" if n > 1 else k for k, n in kinds.items())
         return (
-            f"> ✂️ Left out to stay under {max_chars:,} characters: {len(left_out)} detail section(s): {names}. "
+            f"> ✂️ Left out to stay under {max_chars:,} characters: {len(left_out)} detail section(s) ({what}). "
             "Run the same command locally to see everything."
         )
 
-    while kept and len(text(note())) > max_chars:
-        left_out.append(kept.pop())
-    return text(note())
+    while kept and size + len(note(kept)) + 2 > max_chars:
+        kept -= 1
+        size -= len(bodies[kept]) + 2
+    tail = note(kept)
+    return "\n\n".join([head, *bodies[:kept], *([tail] if tail else [])]) + "\n"
 
 
 def render_markdown(
@@ -328,7 +336,9 @@ def render_diff_markdown(diff: PlanDiff, max_chars: int = MAX_COMMENT) -> str:
         title = f"~ <code>{c.resource.type}</code> {c.resource.name} ({n} propert{'y' if n == 1 else 'ies'})"
         if c.renamed_from:
             title += " — renamed with an alias"
-        sections.append(Section(f"change to {c.resource.name}", _details(title, _property_table(c.changes))))
+        sections.append(
+            Section(f"change to {c.resource.name}", _details(title, _property_table(c.changes)), "resource change")
+        )
     if diff.added:
         sections.append(
             Section("added resources", _details(f"+ Added ({len(diff.added)})", _resource_table(diff.added)))

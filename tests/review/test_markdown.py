@@ -131,7 +131,9 @@ def test_long_comment_is_truncated_by_whole_sections_and_keeps_the_summary() -> 
     full_summary = render_diff_markdown(d, max_chars=10**9).split("<details", 1)[0]
     assert md.startswith(full_summary)  # the summary survives intact
     assert "✂️ Left out to stay under 64,000 characters" in md
-    assert "estate diagram" in md.split("✂️", 1)[1]  # dropped from the tail: the diagram goes first
+    note = md.split("✂️", 1)[1]
+    assert "estate diagram" in note and "added resources" not in note  # dropped from the tail: diagram first
+    assert re.search(r"\d+ × resource change", note)
     assert md.count("<details") == md.count("</details>")
     # no table is cut: every kept change section is complete (all five labels of its resource)
     for block in re.findall(r"<details>.*?</details>", md, flags=re.S):
@@ -146,7 +148,7 @@ def test_assemble_never_cuts_inside_a_section() -> None:
     assert out.startswith("HEAD") and len(out) <= 2500
     kept = out.count("<details>")
     assert 0 < kept < 10 and out.count("| 1 | 2 |") == 50 * kept
-    assert f"{10 - kept} detail section(s)" in out
+    assert f"{10 - kept} detail section(s) (" in out and f"s{kept}" in out
 
 
 def test_summary_survives_even_when_nothing_else_fits() -> None:
