@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
-import boto3
 import pytest
 from botocore.stub import Stubber
-from moto import mock_aws
 from typer.testing import CliRunner
 
 from components.config import LEDGER_KEY, WINDOW_KEY, read_stack
@@ -27,12 +23,6 @@ from tests.burst.helpers import NOW, STACK, FakeDriver, hybrid_config, project, 
 
 runner = CliRunner()
 P_ON_DEMAND = "L-417A185B"
-
-
-@pytest.fixture(scope="module")
-def moto_aws() -> Iterator[Aws]:
-    with mock.patch.dict(os.environ, {"MOTO_EC2_LOAD_DEFAULT_AMIS": "false"}), mock_aws():
-        yield Aws("us-east-1", session=boto3.session.Session(region_name="us-east-1"))
 
 
 @pytest.fixture

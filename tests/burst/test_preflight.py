@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-import os
 from collections.abc import Iterator
 from typing import Any
-from unittest import mock
 
 import boto3
 import pytest
 from botocore.stub import Stubber
-from moto import mock_aws
 
 from components.spec import BurstLedgerEntry, EstateSpec
 from gpufleet.burst import Aws, BurstError, BurstRequest, preflight
@@ -52,24 +49,12 @@ class Quotas:
         self.stub.add_client_error("get_service_quota", service_error_code=code, http_status_code=400)
 
 
-@pytest.fixture(scope="module")
-def moto() -> Iterator[None]:
-    """One moto EC2 for the module: its first call loads offerings data (seconds), so pay that once."""
-    with mock.patch.dict(os.environ, {"MOTO_EC2_LOAD_DEFAULT_AMIS": "false"}), mock_aws():
-        yield
-
-
-@pytest.fixture(scope="module")
-def shared_aws(moto: None) -> Aws:
-    return Aws("us-east-1", session=boto3.session.Session(region_name="us-east-1"))
-
-
 @pytest.fixture
-def aws_env(shared_aws: Aws) -> Iterator[dict[str, Any]]:
+def aws_env(moto_aws: Aws) -> Iterator[dict[str, Any]]:
     slept: list[float] = []
-    shared_aws.sleep = slept.append
-    quotas = Quotas(shared_aws)
-    yield {"aws": shared_aws, "quotas": quotas, "slept": slept}
+    moto_aws.sleep = slept.append
+    quotas = Quotas(moto_aws)
+    yield {"aws": moto_aws, "quotas": quotas, "slept": slept}
     quotas.stub.deactivate()
 
 

@@ -99,3 +99,21 @@ def test_bad_ledger_entry_names_its_index_and_field() -> None:
         parse_ledger([{"pool": "burst-h100", "instance_type": "p5.48xlarge", "nodes": 0,
                        "start": "2026-11-01T00:00:00Z", "end": "2026-11-01T01:00:00Z", "usd": 1}], "f")  # fmt: skip
     assert err.value.problems[0].startswith("f: config.gpufleet:burstLedger[0].nodes:")
+
+
+def test_reconcile_workflow_runs_on_a_schedule_with_pinned_actions_and_oidc() -> None:
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    path = Path(__file__).resolve().parents[2] / ".github" / "workflows" / "burst-reconcile.yml"
+    doc = yaml.safe_load(path.read_text())
+    assert doc[True]["schedule"][0]["cron"]  # `on:` parses as True in YAML 1.1
+    assert doc["permissions"] == {"contents": "write", "id-token": "write"}
+    steps = doc["jobs"]["reconcile"]["steps"]
+    uses = [s["uses"] for s in steps if "uses" in s]
+    assert uses and all(re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", u) for u in uses), uses
+    assert any(u.startswith("pulumi/actions@") for u in uses)
+    assert any("role-to-assume" in s.get("with", {}) for s in steps)
+    assert any("gpufleet burst reconcile" in s.get("run", "") for s in steps)
