@@ -797,6 +797,8 @@ class EstateSpec(Model):
                         f"{f.availability_zone} is not one of the site's availability_zones "
                         f"({', '.join(s.availability_zones)})",
                     )
+                if isinstance(f, EfaFabric) and isinstance(s, AwsSite):
+                    _check_efa_subnet(path, s, f)
             if isinstance(s, AwsSite):
                 for j, az in enumerate(s.availability_zones):
                     if not az.startswith(s.region):
@@ -886,6 +888,12 @@ class EstateSpec(Model):
             )
         if p.capacity.type in ("spot", "capacity-block") and p.capacity.type not in inst.usage_classes:
             raise SpecFieldError(f"{path}.capacity.type", f"{p.instance_type} is not sold as {p.capacity.type}")
+        if p.capacity.type in ("capacity-reservation", "capacity-block") and az is None:
+            raise SpecFieldError(
+                f"{path}.availability_zone",
+                f"pool {p.name} runs on {p.capacity.type} {p.capacity.reservation_id}, which lives in one AZ; set "
+                "availability_zone to the reservation's AZ or put the pool on a fabric in that AZ",
+            )
 
     @model_validator(mode="after")
     def _mig_layouts_consistent(self) -> EstateSpec:
@@ -989,6 +997,30 @@ class EstateSpec(Model):
                         )
                     seen[int(pkey, 16)] = tenant
         return self
+
+
+def _check_efa_subnet(path: str, s: AwsSite, f: EfaFabric) -> None:
+    """An EFA fabric names its subnet the way its site's VPC is built: a CIDR inside a created VPC, an id in
+    an adopted one."""
+    if s.vpc.vpc_id:
+        if not f.subnet_id:
+            raise SpecFieldError(
+                f"{path}.subnet_id", f"site {s.name} adopts VPC {s.vpc.vpc_id}; fabric {f.name} needs subnet_id"
+            )
+        return
+    if not f.subnet_cidr:
+        raise SpecFieldError(
+            f"{path}.subnet_cidr", f"site {s.name} creates its VPC; fabric {f.name} needs subnet_cidr inside it"
+        )
+    if f.subnet_id:
+        raise SpecFieldError(f"{path}.subnet_id", "subnet_id is only for a site that adopts its VPC (vpc.vpc_id)")
+    try:
+        net, vpc = ipaddress.ip_network(f.subnet_cidr), ipaddress.ip_network(s.vpc.cidr or "")
+    except ValueError as err:
+        raise SpecFieldError(f"{path}.subnet_cidr", f"{f.subnet_cidr} is not a valid CIDR: {err}") from None
+    if not (net.version == vpc.version and net.subnet_of(vpc)):  # type: ignore[arg-type]
+        raise SpecFieldError(f"{path}.subnet_cidr", f"{f.subnet_cidr} is not inside the site's VPC {s.vpc.cidr}")
+
 
 def json_schema() -> dict[str, object]:
     """JSON Schema of a stack file's `gpufleet:estate` value, for editors."""

@@ -45,3 +45,32 @@ def test_efa_fabric_outside_the_site_azs_rejected() -> None:
     estate["sites"][0]["fabrics"][0]["availability_zone"] = "us-east-1d"
     problems = _problems(estate)
     assert any("sites[0].fabrics[0].availability_zone: us-east-1d is not one of the site's" in p for p in problems)
+
+
+def test_reserved_capacity_pool_needs_the_reservations_az() -> None:
+    estate = example_estate("aws-train")
+    estate["sites"][0]["node_pools"][1]["capacity"] = {
+        "type": "capacity-reservation",
+        "reservation_id": "cr-0123456789abcdef0",
+    }
+    problems = _problems(estate)
+    assert len(problems) == 1 and f"{BASE}[1].availability_zone: " in problems[0]
+    assert "cr-0123456789abcdef0" in problems[0]
+    estate["sites"][0]["node_pools"][1]["availability_zone"] = "us-east-1b"
+    parse_estate(estate, "stacks/Pulumi.aws-train.yaml")
+
+
+def test_fabric_subnet_cidr_must_lie_inside_the_created_vpc() -> None:
+    estate = example_estate("aws-train")
+    estate["sites"][0]["fabrics"][0]["subnet_cidr"] = "10.99.0.0/20"
+    problems = _problems(estate)
+    assert any(
+        "sites[0].fabrics[0].subnet_cidr: 10.99.0.0/20 is not inside the site's VPC 10.40.0.0/16" in p for p in problems
+    )
+
+
+def test_fabric_in_an_adopted_vpc_needs_a_subnet_id() -> None:
+    estate = example_estate("aws-train")
+    estate["sites"][0]["vpc"] = {"vpc_id": "vpc-0abc", "private_subnet_ids": ["subnet-a", "subnet-b"]}
+    problems = _problems(estate)
+    assert any("sites[0].fabrics[0].subnet_id: site use1 adopts VPC vpc-0abc" in p for p in problems)

@@ -348,3 +348,22 @@ def test_every_taggable_aws_resource_of_the_site_carries_the_required_tags(
             assert all(k in r.tags for k in REQUIRED_TAGS), (r.key, r.tags)
             checked += 1
     assert checked > 20
+
+
+# -- adoption -----------------------------------------------------------------------------------------------
+
+
+def test_adopted_cluster_and_vpc_synthesize_without_creating_them(tmp_path: Path) -> None:
+    config = example_config("aws-train")
+    site = config["gpufleet:estate"]["sites"][0]
+    site["cluster"]["adopt_name"] = "shared-prod"
+    site["vpc"] = {"vpc_id": "vpc-0abc", "private_subnet_ids": ["subnet-0a", "subnet-0b", "subnet-0c"]}
+    site["fabrics"][0] = {"kind": "efa", "name": "train-efa", "availability_zone": "us-east-1a",
+                          "subnet_id": "subnet-0efa"}  # fmt: skip
+    plan = synth(write_project(tmp_path, config), "test")  # a read by id: no invoke that synth cannot answer
+    assert not plan.find("aws:eks/cluster:Cluster") and not plan.find("aws:ec2/vpc:Vpc")
+    assert not plan.find("aws:ec2/subnet:Subnet")
+    ng = _pool_ng(plan, "use1", "h100")
+    assert ng.inputs["clusterName"] == "shared-prod" and ng.inputs["subnetIds"] == ["subnet-0efa"]
+    assert _pool_ng(plan, "use1", "l40s").inputs["subnetIds"] == ["subnet-0a", "subnet-0b", "subnet-0c"]
+    assert plan.one("pulumi:providers:kubernetes", "use1-k8s").inputs["kubeconfig"] == "[secret]"
