@@ -1,9 +1,9 @@
 """MultiKueueWiring: the on-prem cluster hosts the Kueue manager, the cloud site is a MultiKueue worker.
 
-How "queues try on-prem first" is realised (Kueue v0.19, API kueue.x-k8s.io/v1beta2):
+How "queues try on-prem first" is realised (Kueue at the pinned tag, versions.KUEUE; API kueue.x-k8s.io/v1beta2):
 - Kueue cannot scope a MultiKueue admission check to a flavor: a ClusterQueue whose
   `admissionChecksStrategy.admissionChecks[].onFlavors` names a MultiKueue check goes inactive with reason
-  `MultiKueueAdmissionCheckAppliedPerFlavor` (kueue v0.19.2 `pkg/cache/scheduler/clusterqueue.go`). The manager
+  `MultiKueueAdmissionCheckAppliedPerFlavor` (kueue `pkg/cache/scheduler/clusterqueue.go` at the pinned tag). The manager
   also cannot be a worker for itself (MultiKueue concept docs, "Using manager to run workloads"), so one queue
   cannot first run a job on-prem and then hand it to the cloud.
 - So each tenant with `burst: true` keeps its own on-prem queues (the tenancy layer: LocalQueue `<tenant>` ->
@@ -21,7 +21,7 @@ With a single worker the dispatcher (AllAtOnce or Incremental, a Kueue configura
 difference; `MultiKueueConfig.spec.clusters` lists the worker alone.
 
 Credentials: a ServiceAccount on the worker with the ClusterRole the Kueue docs give for the MultiKueue manager
-(`site/static/examples/multikueue/create-multikueue-kubeconfig.sh`, v0.19.2), a long-lived token Secret
+(`site/static/examples/multikueue/create-multikueue-kubeconfig.sh` at the pinned tag), a long-lived token Secret
 (`kubernetes.io/service-account-token`; pulumi-kubernetes waits until the token is filled in), and on the
 manager a Secret in `kueue-system` holding a kubeconfig built from the worker endpoint, the token Secret's
 `ca.crt` and token (a secret Output, never plaintext in state or the plan).
@@ -65,7 +65,7 @@ def _job_rules(group: str, *kinds: str, extra: tuple[str, ...] = ()) -> list[dic
 
 
 # What the MultiKueue manager does in a worker: mirror every supported job kind and its Workload
-# (kueue v0.19.2 site/static/examples/multikueue/create-multikueue-kubeconfig.sh).
+# (kueue at the pinned tag, site/static/examples/multikueue/create-multikueue-kubeconfig.sh).
 WORKER_RULES: list[dict[str, Any]] = [
     *_job_rules("batch", "jobs"),
     {"apiGroups": [""], "resources": ["pods"], "verbs": _CREATE_WATCH},
