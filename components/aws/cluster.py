@@ -247,7 +247,7 @@ class EksClusterStack(pulumi.ComponentResource):
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
                 id=lt.id, version=lt.latest_version.apply(template_version)
             ),
-            labels={ROLE_LABEL: "system"},
+            labels={**tags.labels(), ROLE_LABEL: "system"},
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True),
             tags=tags.aws(),

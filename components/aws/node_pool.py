@@ -155,7 +155,7 @@ class GpuNodePool(pulumi.ComponentResource):
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
                 id=lt.id, version=lt.latest_version.apply(template_version)
             ),
-            labels=mng_labels(a.spec, pool),
+            labels={**a.tags.labels(tenant=pool.dedicated_to or SHARED), **mng_labels(a.spec, pool)},
             taints=[mng_taint(t) for t in pool_taints(pool)],
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True),

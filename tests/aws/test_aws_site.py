@@ -367,3 +367,12 @@ def test_adopted_cluster_and_vpc_synthesize_without_creating_them(tmp_path: Path
     assert ng.inputs["clusterName"] == "shared-prod" and ng.inputs["subnetIds"] == ["subnet-0efa"]
     assert _pool_ng(plan, "use1", "l40s").inputs["subnetIds"] == ["subnet-0a", "subnet-0b", "subnet-0c"]
     assert plan.one("pulumi:providers:kubernetes", "use1-k8s").inputs["kubeconfig"] == "[secret]"
+
+
+def test_node_groups_carry_the_kubernetes_cost_labels(example_plans: dict[str, Plan]) -> None:
+    plan = example_plans["aws-train"]
+    for ng in plan.find(NG):
+        labels = ng.inputs["labels"]
+        assert labels["gpufleet.io/cost-center"] == "cc-4100" and labels["gpufleet.io/cluster"] == "train"
+    assert _pool_ng(plan, "use1", "agents-l40s").inputs["labels"]["gpufleet.io/tenant"] == "agents"
+    assert _pool_ng(plan, "use1", "h100").inputs["labels"]["gpufleet.io/tenant"] == "shared"
