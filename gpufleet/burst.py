@@ -325,7 +325,12 @@ def preflight(
             )
         checks.append(f"quota {code} ({title}): {in_use} + {vcpus} of {limit:g} vCPUs")
 
-    usd_per_hour = node_hour_price(spec, itype)
+    # On-demand catalog price for every purchase option: an upper bound for spot (which never charges more)
+    # and the rate reservations are billed at; capacity blocks are prepaid at their own, usually lower, rate.
+    try:
+        usd_per_hour = node_hour_price(spec, itype)
+    except catalog.CatalogError as err:
+        raise BurstError(f"cannot price the window against the budget: {str(err).strip(chr(39))}") from None
     price = window_price(usd_per_hour, nodes, request.hours)
     spent = spend_in_month(ledger, now)
     left = round(policy.budget_usd - spent, 2)

@@ -14,8 +14,10 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from components.catalog import CatalogError
 from components.config import SpecError
 from gpufleet import burst
 from gpufleet.burst_driver import AutomationDriver, StackDriver
@@ -44,12 +46,13 @@ ProjectOpt = Annotated[
 def _fail(e: Exception) -> typer.Exit:
     if isinstance(e, SpecError):
         for problem in e.problems:
-            err.print(f"[red]error:[/red] {problem}")
+            err.print(f"[red]error:[/red] {escape(problem)}")
         return typer.Exit(2)
-    assert isinstance(e, burst.BurstError)
-    for line in str(e).splitlines():
-        err.print(f"[red]error:[/red] {line}" if line == str(e).splitlines()[0] else f"  {line}")
-    return typer.Exit(e.exit_code)
+    lines = str(e).strip("'\"").splitlines()
+    err.print(f"[red]error:[/red] {escape(lines[0])}")
+    for line in lines[1:]:
+        err.print(f"  {line}", markup=False)
+    return typer.Exit(e.exit_code if isinstance(e, burst.BurstError) else 1)
 
 
 def _stream(line: str) -> None:
@@ -83,7 +86,7 @@ def open_cmd(
             return
         out.print(f"writing the window to stack {stack} and running pulumi up ...")
         outcome = plan.done(burst.apply_and_up(make_driver(project), stack, plan.changes, _stream))
-    except (SpecError, burst.BurstError) as e:
+    except (SpecError, burst.BurstError, CatalogError) as e:
         raise _fail(e) from None
     out.print(f"[green]{outcome.message}[/green] ({_summary(outcome.changes)})")
 
@@ -95,7 +98,7 @@ def close_cmd(stack: StackOpt, project: ProjectOpt = Path(".")) -> None:
         outcome = burst.close_window(
             project, stack, driver=lambda: make_driver(project), now=clock(), on_output=_stream
         )
-    except (SpecError, burst.BurstError) as e:
+    except (SpecError, burst.BurstError, CatalogError) as e:
         raise _fail(e) from None
     out.print(f"{outcome.message}" + (f" ({_summary(outcome.changes)})" if outcome.changes else ""))
 
@@ -105,7 +108,7 @@ def reconcile_cmd(stack: StackOpt, project: ProjectOpt = Path(".")) -> None:
     """Close a window that has expired (for a scheduled job); leave an open one alone."""
     try:
         outcome = burst.reconcile(project, stack, driver=lambda: make_driver(project), now=clock(), on_output=_stream)
-    except (SpecError, burst.BurstError) as e:
+    except (SpecError, burst.BurstError, CatalogError) as e:
         raise _fail(e) from None
     out.print(f"{outcome.message}" + (f" ({_summary(outcome.changes)})" if outcome.changes else ""))
 
@@ -116,7 +119,7 @@ def status_cmd(stack: StackOpt, project: ProjectOpt = Path(".")) -> None:
     now = clock()
     try:
         s = burst.status(project, stack, now)
-    except (SpecError, burst.BurstError) as e:
+    except (SpecError, burst.BurstError, CatalogError) as e:
         raise _fail(e) from None
     table = Table(title=f"burst status of {stack} ({now:%Y-%m-%d %H:%M} UTC)", show_header=False)
     w = s.window

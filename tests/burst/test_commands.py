@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from components.config import LEDGER_KEY, WINDOW_KEY, read_stack
 from gpufleet import burst_cli
 from gpufleet.burst import Aws
-from gpufleet.burst_driver import AutomationDriver, StackDriver, StackLocked
+from gpufleet.burst_driver import AutomationDriver, DriverError, StackDriver, StackLocked
 from gpufleet.cli import app
 from tests.burst.helpers import NOW, STACK, FakeDriver, hybrid_config, project, stack_file, window
 
@@ -313,3 +313,19 @@ def test_no_pulumi_cli_is_a_clear_error_and_changes_nothing(
     assert result.exit_code == 1
     assert "the Pulumi CLI was not found" in result.output and "nothing was changed" in result.output
     assert stack_file(proj).read_bytes() == before
+
+
+def test_no_capacity_during_up_says_so_and_restores_the_config(
+    tmp_path: Path, quota: Stubber, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proj = project(tmp_path, hybrid_config())
+    before = config_of(proj)
+    failure = DriverError("pulumi up failed: ... InsufficientInstanceCapacity: We currently do not have sufficient "
+                          "p5.48xlarge capacity in the Availability Zone you requested (us-east-1a) [409]")  # fmt: skip
+    use_driver(monkeypatch, FakeDriver(proj, fail_up=failure))
+    allow(quota, 768)
+    result = invoke(proj, "open", "--gpus", "8", "--hours", "4")
+    assert result.exit_code == 1
+    assert "(us-east-1a) [409]" in result.output  # printed as text, not read as markup
+    assert "EC2 has no capacity for this instance type in the AZ right now" in result.output
+    assert config_of(proj) == before
