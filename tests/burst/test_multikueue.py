@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from components.config import WINDOW_KEY
 from components.hybrid.multikueue import WORKER_RULES, server_of, worker_kubeconfig
 from gpufleet.plan import Plan, PlanResource
 from tests.burst.helpers import hybrid_config, window
@@ -145,7 +147,10 @@ def burst_node_group(plan: Plan) -> dict[str, Any]:
 
 
 def synth_window(synth_config: Callable[[dict[str, Any]], Plan], start: dt.datetime, hours: float) -> Plan:
-    return synth_config(hybrid_config(window(start, hours, nodes=2)))
+    config = hybrid_config()
+    # as `gpufleet burst open` stores it: JSON text through `pulumi config set`
+    config[WINDOW_KEY] = json.dumps(window(start, hours, nodes=2))
+    return synth_config(config)
 
 
 def test_open_window_sizes_the_cloud_pool_and_the_burst_quotas(synth_config: Callable[[dict[str, Any]], Plan]) -> None:
