@@ -131,6 +131,10 @@ def window_problems(spec: EstateSpec, window: BurstWindow) -> list[SpecFieldErro
                 "existing burst pool and cannot change its instance type",
             )
         )
+    if window.nodes > pool.scaling.max:
+        problems.append(
+            SpecFieldError("nodes", f"{window.nodes} nodes exceed pool {pool.name}'s max of {pool.scaling.max}")
+        )
     zone = pool_zone(cloud_site(spec), pool)
     if zone is not None and window.availability_zone != zone:
         problems.append(SpecFieldError("availability_zone", f"pool {pool.name} runs in {zone}"))
