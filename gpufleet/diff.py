@@ -452,25 +452,36 @@ _ISOLATED_SYNTH = (
 )
 
 
-def _run_synth(project: Path, stack: str, review: bool) -> subprocess.CompletedProcess[str]:
+def _start_synth(project: Path, stack: str, review: bool) -> subprocess.Popen[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(project) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     cmd = [sys.executable, "-c", _ISOLATED_SYNTH, *(["--review"] if review else []), str(project), stack]
-    return subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True)
+    return subprocess.Popen(cmd, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _base_side(project: Path, stack: str, rev: str) -> _Side:
+def _finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
+    out, err = proc.communicate()
+    return proc.returncode, out, err
+
+
+def _missing(project: Path, stack: str, label: str) -> _Side | None:
+    """A side with no resources when the project or the stack file does not exist at `label`."""
     if not (project / "Pulumi.yaml").exists():
-        return _Side(None, None, None, [f"{rev} has no Pulumi.yaml here: every resource is new"])
+        return _Side(None, None, None, [f"{label} has no Pulumi.yaml here: every resource is new"])
     try:
         exists = stack_path(project, stack).exists()
     except Exception:
         exists = False
     if not exists:
-        return _Side(None, None, [], [f"stack {stack} does not exist at {rev}: every resource is new"])
-    done = _run_synth(project, stack, review=True)
-    if done.returncode == 0:
-        doc = json.loads(done.stdout)
+        return _Side(None, None, [], [f"stack {stack} does not exist at {label}: every resource is new"])
+    return None
+
+
+def _side(project: Path, stack: str, label: str, result: tuple[int, str, str]) -> _Side:
+    """Plan, cost and findings of `stack` in `project` from its own code (`synth --review` output)."""
+    code, out, err = result
+    if code == 0:
+        doc = json.loads(out)
         findings = doc.get("findings")
         return _Side(
             Plan.from_dict(doc["plan"]),
@@ -478,52 +489,63 @@ def _base_side(project: Path, stack: str, rev: str) -> _Side:
             None if findings is None else [Finding(**f) for f in findings],
             [],
         )
-    if "usage:" not in done.stderr:
-        raise DiffError(f"stack {stack} at {rev} does not synthesize: {done.stderr.strip()[-2000:]}")
-    # The base revision predates `--review`: take its plan, and cost it with this revision's catalog.
-    done = _run_synth(project, stack, review=False)
-    if done.returncode != 0:
-        raise DiffError(f"stack {stack} at {rev} does not synthesize: {done.stderr.strip()[-2000:]}")
-    plan = Plan.from_dict(json.loads(done.stdout))
-    notes = [f"{rev} predates `synth --review`: its cost and findings come from this revision's code"]
+    if "usage:" not in err:
+        raise DiffError(f"stack {stack} at {label} does not synthesize: {err.strip()[-2000:]}")
+    # The revision predates `synth --review`: take its plan, and cost it with this code's catalog.
+    code, out, err = _finish(_start_synth(project, stack, review=False))
+    if code != 0:
+        raise DiffError(f"stack {stack} at {label} does not synthesize: {err.strip()[-2000:]}")
+    plan = Plan.from_dict(json.loads(out))
+    notes = [f"{label} predates `synth --review`: its cost and findings come from this revision's code"]
     try:
         sf = read_stack(project, stack)
         spec = sf.estate()
         cost: dict[str, Any] | None = estate_cost(spec, sf.window()).to_dict()
         findings = evaluate_findings(plan, spec)
-    except Exception as err:  # the base stack may not parse under today's schema
+    except Exception as e:  # the stack may not parse under today's schema
         cost, findings = None, None
-        notes.append(f"base cost not available: {err}")
+        notes.append(f"cost at {label} not available: {e}")
     return _Side(plan, cost, findings, notes)
 
 
-def diff_revision(project_dir: Path | str, stack: str, base: str, now: dt.datetime | None = None) -> PlanDiff:
-    """Diff `stack` between git revision `base` and the working tree of `project_dir`."""
-    from gpufleet.synth import synth
+def diff_revision(project_dir: Path | str, stack: str, base: str) -> PlanDiff:
+    """Diff `stack` between git revision `base` and the working tree of `project_dir`.
 
+    Both sides are synthesized in their own interpreter with their own tree first on the path, so each runs
+    its own components, catalog and policy packs; the two run at the same time.
+    """
     project_dir = Path(project_dir).resolve()
     repo = Path(_git(project_dir, "rev-parse", "--show-toplevel"))
     rel = project_dir.relative_to(repo)
     short = _git(repo, "rev-parse", "--short", f"{base}^{{commit}}")
-    head_plan = synth(project_dir, stack)  # bad input in the working tree fails first, before any checkout
-    sf = read_stack(project_dir, stack)
-    spec, window = sf.estate(), sf.window()
-    head_cost = estate_cost(spec, window, now).to_dict()
-    head_findings = evaluate_findings(head_plan, spec)
-    with _worktree(repo, base) as wt:
-        side = _base_side(wt / rel, stack, base)
+    sf = read_stack(project_dir, stack)  # bad input in the working tree fails first, before any checkout
+    spec = sf.estate()
+    sf.window()
+    head_proc = _start_synth(project_dir, stack, review=True)
+    try:
+        with _worktree(repo, base) as wt:
+            base_dir = wt / rel
+            side = _missing(base_dir, stack, base)
+            if side is None:
+                side = _side(base_dir, stack, base, _finish(_start_synth(base_dir, stack, review=True)))
+        head = _side(project_dir, stack, "the working tree", _finish(head_proc))
+    finally:
+        if head_proc.poll() is None:
+            head_proc.kill()
+            head_proc.communicate()
+    assert head.plan is not None
     out = diff_plans(
         side.plan,
-        head_plan,
+        head.plan,
         base_label=f"{base} ({short})",
         head_label="working tree",
         base_cost=side.cost,
-        head_cost=head_cost,
+        head_cost=head.cost,
         base_findings=side.findings,
-        head_findings=head_findings,
+        head_findings=head.findings,
         spec=spec,
     )
-    out.notes += side.notes
-    if head_findings is None:
-        out.notes.append("policy findings not evaluated: gpufleet.check is not available in this revision")
+    out.notes += side.notes + head.notes
+    if head.findings is None:
+        out.notes.append("policy findings not evaluated: gpufleet.check is not available in the working tree")
     return out

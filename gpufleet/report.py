@@ -355,21 +355,27 @@ def render_diff_markdown(diff: PlanDiff, max_chars: int = MAX_COMMENT) -> str:
 
 
 def _replacement_summary(diff: PlanDiff) -> list[str]:
-    out = []
-    for r in diff.replaced[:SUMMARY_LIST_LIMIT]:
-        line = (
-            f"> ⚠️ **`{r.removed.type}` `{r.removed.name}` would be REPLACED (rename without alias)** by "
-            f"`{r.added.name}`: the engine deletes the old resource and creates a new one."
-        )
+    if not diff.replaced:
+        return []
+    ordered = sorted(diff.replaced, key=lambda r: (not r.protected, r.removed.type, r.removed.name))
+    n = len(ordered)
+    out = [
+        "",
+        f"> ⚠️ **{n} resource{'s' if n > 1 else ''} would be REPLACED (rename without alias)**: the engine deletes "
+        f"{'each' if n > 1 else 'it'} and creates a new one.",
+    ]
+    for r in ordered[:SUMMARY_LIST_LIMIT]:
+        line = f"> - `{r.removed.type}` `{r.removed.name}` → `{r.added.name}`"
         if r.protected:
-            line += " It is protected, so `pulumi up` will stop with an error rather than delete it."
-        line += (
-            " If the rename is not meant to replace it, keep the old name in the stack file; a deliberate move "
-            "needs an alias in the component (or `pulumi state mv`) before this merges."
-        )
-        out += ["", line]
-    if len(diff.replaced) > SUMMARY_LIST_LIMIT:
-        out += ["", f"> … and {len(diff.replaced) - SUMMARY_LIST_LIMIT} more replacements (see Replacements)."]
+            line += " — **protected: `pulumi up` will stop with an error rather than delete it**"
+        out.append(line)
+    if n > SUMMARY_LIST_LIMIT:
+        out.append(f"> - … and {n - SUMMARY_LIST_LIMIT} more (see Replacements)")
+    out.append(">")
+    out.append(
+        "> If the rename is not meant to replace them, keep the old name in the stack file; a deliberate move needs "
+        "an alias in the component (or `pulumi state mv`) before this merges."
+    )
     return out
 
 

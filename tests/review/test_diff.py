@@ -7,6 +7,7 @@ exact whatever the real components grow into); the last test runs the real progr
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -18,13 +19,12 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-import gpufleet.diff as diff_mod
 from gpufleet.cli import app
 from gpufleet.diff import MISSING, diff_findings, diff_plans, diff_revision, flatten
 from gpufleet.findings import Finding
 from gpufleet.plan import Plan, PlanResource
 from tests.conftest import ROOT, example_config
-from tests.review.estates import NOW, small
+from tests.review.estates import small
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
@@ -124,6 +124,15 @@ VIOLATION = Finding(
 )
 
 
+FAKE_CHECK = f"""
+from gpufleet.findings import Finding
+
+
+def evaluate(plan, spec):
+    return [Finding(**{dataclasses.asdict(VIOLATION)!r})]
+"""
+
+
 @pytest.fixture
 def two_revisions(tmp_path: Path) -> Path:
     """Base: the small estate with p5.48xlarge at $50/h. Working tree: a pool added (l40s), h100 max 3 -> 4,
@@ -141,6 +150,8 @@ def two_revisions(tmp_path: Path) -> Path:
     )
     aws["storage"][0]["name"] = "hot"
     write_stack(repo, "review", stack_config(estate))
+    # a policy check that exists only in the working tree and finds one violation (the base has none)
+    (repo / "gpufleet" / "check.py").write_text(FAKE_CHECK)
     return repo
 
 
@@ -148,11 +159,8 @@ def keys(resources: list[PlanResource]) -> list[tuple[str, str]]:
     return [(r.type, r.name) for r in resources]
 
 
-def test_diff_between_two_revisions_reports_added_changed_and_replaced(
-    two_revisions: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(diff_mod, "evaluate_findings", lambda plan, spec: [VIOLATION])
-    d = diff_revision(two_revisions, "review", "main", now=NOW)
+def test_diff_between_two_revisions_reports_added_changed_and_replaced(two_revisions: Path) -> None:
+    d = diff_revision(two_revisions, "review", "main")
 
     assert keys(d.added) == [(NODE_GROUP, "use1-l40s")]
     assert d.removed == []
@@ -180,7 +188,7 @@ def test_diff_between_two_revisions_reports_added_changed_and_replaced(
 
 
 def test_diff_removes_its_temporary_worktree(two_revisions: Path) -> None:
-    diff_revision(two_revisions, "review", "main", now=NOW)
+    diff_revision(two_revisions, "review", "main")
     assert git(two_revisions, "worktree", "list").count("\n") == 0  # only the main working tree
 
 
@@ -188,7 +196,7 @@ def test_stack_missing_at_base_means_everything_is_added(tmp_path: Path) -> None
     repo = init_repo(tmp_path, PROGRAM)
     commit(repo, "no stacks yet")
     write_stack(repo, "review", stack_config(small()))
-    d = diff_revision(repo, "review", "main", now=NOW)
+    d = diff_revision(repo, "review", "main")
     assert d.base_missing
     assert keys(d.added) == [(NODE_GROUP, "use1-agents-g6e"), (NODE_GROUP, "use1-h100"), (FSX, "use1-lustre")]
     assert d.removed == [] and d.changed == [] and d.replaced == []
@@ -209,10 +217,11 @@ def test_diff_cli_markdown_is_a_comment_a_reviewer_can_act_on(two_revisions: Pat
     md = result.stdout
     assert md.startswith("<!-- gpufleet:plan:gpufleet/review -->\n")
     assert "**1 to add · 1 to change · 0 to delete · 1 to replace**" in md
-    assert "`use1-lustre` would be REPLACED (rename without alias)" in md
-    assert "It is protected" in md
+    assert "**1 resource would be REPLACED (rename without alias)**" in md
+    assert "`use1-lustre` → `use1-hot` — **protected: `pulumi up` will stop with an error" in md
     assert "<code>scalingConfig.maxSize</code> | <code>3</code> | <code>4</code>" in md
     assert "+$91.15/h" in md and "+$20.57/h" in md
+    assert "❌ **1 mandatory policy violation(s)** (0 advisory). New: 1 (1 mandatory); fixed: 0." in md
 
 
 def test_real_program_diff_on_an_example_stack_names_the_new_pool(tmp_path: Path) -> None:
@@ -224,7 +233,7 @@ def test_real_program_diff_on_an_example_stack_names_the_new_pool(tmp_path: Path
         {"name": "batch-l4", "role": "batch", "instance_type": "g6.12xlarge", "scaling": {"min": 0, "max": 3}}
     )
     write_stack(repo, "aws-train", config)
-    d = diff_revision(repo, "aws-train", "main", now=NOW)
+    d = diff_revision(repo, "aws-train", "main")
     assert d.added and all("batch-l4" in r.name for r in d.added), [r.key for r in d.added]
     assert d.removed == [] and d.replaced == []
     # g6.12xlarge is $4.6016/h: 3 nodes at max, 0 at desired

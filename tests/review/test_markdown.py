@@ -83,7 +83,8 @@ def test_diff_comment_summary_comes_first_with_counts_cost_and_violations() -> N
     summary = md.split("<details", 1)[0]
     assert md.startswith(marker("gpufleet", "review") + "\n")
     assert "**1 to add · 1 to change · 0 to delete · 1 to replace**" in summary
-    assert "`use1-lustre` would be REPLACED (rename without alias)** by `use1-hot`" in summary
+    assert "**1 resource would be REPLACED (rename without alias)**" in summary
+    assert "> - `aws:fsx/lustreFileSystem:LustreFileSystem` `use1-lustre` → `use1-hot` — **protected" in summary
     assert "| **delta** | **+$10.49/h (+$7,660/month)** | **+$76.03/h (+$55,498/month)** |" in summary
     assert "❌ **1 mandatory policy violation(s)** (1 advisory). New: 2 (1 mandatory); fixed: 1." in summary
     assert "**cost-tags/budget-at-max-size**" in summary
