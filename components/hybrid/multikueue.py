@@ -3,13 +3,15 @@
 How "queues try on-prem first" is realised (Kueue at the pinned tag, versions.KUEUE; API kueue.x-k8s.io/v1beta2):
 - Kueue cannot scope a MultiKueue admission check to a flavor: a ClusterQueue whose
   `admissionChecksStrategy.admissionChecks[].onFlavors` names a MultiKueue check goes inactive with reason
-  `MultiKueueAdmissionCheckAppliedPerFlavor` (kueue `pkg/cache/scheduler/clusterqueue.go` at the pinned tag). The manager
-  also cannot be a worker for itself (MultiKueue concept docs, "Using manager to run workloads"), so one queue
+  `MultiKueueAdmissionCheckAppliedPerFlavor` (kueue `pkg/cache/scheduler/clusterqueue.go` at the pinned tag). The
+  manager also cannot be a worker for itself (MultiKueue concept docs, "Using manager to run workloads"), so one queue
   cannot first run a job on-prem and then hand it to the cloud.
 - So each tenant with `burst: true` keeps its own on-prem queues (the tenancy layer: LocalQueue `<tenant>` ->
   ClusterQueue `<tenant>`), which is where work goes by default, and gets a second pair on the manager:
   LocalQueue `<tenant>-burst` -> ClusterQueue `<tenant>-burst` carrying the MultiKueue check. Work spills to
-  the cloud only by being submitted (or re-queued, while suspended) to `<tenant>-burst`.
+  the cloud only by being submitted to `<tenant>-burst`, or by relabelling a job still waiting (suspended) in
+  the on-prem queue: Kueue lets `kueue.x-k8s.io/queue-name` change while a job is suspended
+  (`pkg/controller/jobframework/validation.go`).
 - The burst ClusterQueues hold no quota of their own; they borrow from a Cohort `<estate>-burst` whose quota is
   the open window's size (GPUs, and the nodes' vCPUs and memory from the catalog) and zero outside windows, so
   a workload in a burst queue waits on the manager until a window opens and never dispatches to an empty pool.
@@ -151,8 +153,9 @@ def burst_cluster_queue_spec(
 
 
 def worker_kubeconfig(cluster: str, server: str, ca_data_b64: str, token: str) -> str:
-    """A kubeconfig for the MultiKueue manager: one cluster, one token user (no exec plugins, which MultiKueue
-    refuses)."""
+    """A kubeconfig for the MultiKueue manager: one cluster, one token user. Not the deployer's EKS kubeconfig:
+    MultiKueue refuses exec plugins in Secret kubeconfigs ("exec plugins are not allowed",
+    `pkg/controller/admissionchecks/multikueue/multikueuecluster.go`)."""
     user = f"{cluster}-{WORKER_SA}"
     doc = {
         "apiVersion": "v1",
