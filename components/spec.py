@@ -888,6 +888,13 @@ class EstateSpec(Model):
             )
         if p.capacity.type in ("spot", "capacity-block") and p.capacity.type not in inst.usage_classes:
             raise SpecFieldError(f"{path}.capacity.type", f"{p.instance_type} is not sold as {p.capacity.type}")
+        for key in p.labels:
+            if any(r in key for r in ("kubernetes.io/", "k8s.io/", "eks.amazonaws.com/")):
+                raise SpecFieldError(
+                    f"{path}.labels",
+                    f"{key} uses a prefix EKS node groups reject (kubernetes.io/, k8s.io/, eks.amazonaws.com/); "
+                    "use your own prefix, e.g. example.com/",
+                )
         if p.capacity.type in ("capacity-reservation", "capacity-block") and az is None:
             raise SpecFieldError(
                 f"{path}.availability_zone",

@@ -56,8 +56,8 @@ class SiteNetworkArgs:
 
 class SiteNetwork(pulumi.ComponentResource):
     """Creates the site VPC: per AZ a private subnet (nodes) and a public subnet with a NAT gateway (egress),
-    an internet gateway, route tables and VPC flow logs are left to the account baseline. For an adopted VPC
-    (`vpc.vpc_id`) it creates nothing and hands out the given private subnet ids."""
+    an internet gateway and route tables. For an adopted VPC (`vpc.vpc_id`) it creates nothing and hands out the
+    given private subnet ids. VPC flow logs are left to the account's baseline."""
 
     vpc_id: pulumi.Output[str]
     private_subnet_ids: list[pulumi.Output[str]]

@@ -74,3 +74,10 @@ def test_fabric_in_an_adopted_vpc_needs_a_subnet_id() -> None:
     estate["sites"][0]["vpc"] = {"vpc_id": "vpc-0abc", "private_subnet_ids": ["subnet-a", "subnet-b"]}
     problems = _problems(estate)
     assert any("sites[0].fabrics[0].subnet_id: site use1 adopts VPC vpc-0abc" in p for p in problems)
+
+
+def test_pool_label_with_a_prefix_eks_rejects_is_refused_by_the_schema() -> None:
+    estate = example_estate("aws-train")
+    estate["sites"][0]["node_pools"][1]["labels"] = {"node-role.kubernetes.io/inference": "true"}
+    problems = _problems(estate)
+    assert len(problems) == 1 and f"{BASE}[1].labels: node-role.kubernetes.io/inference uses a prefix" in problems[0]
