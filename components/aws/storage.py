@@ -198,7 +198,7 @@ class SiteStorage(pulumi.ComponentResource):
             tier.name,
             f"{tier.capacity_gib}Gi",
             storage_class_provisioner="kubernetes.io/no-provisioner",
-            csi=lambda tenant: {
+            csi={
                 "driver": FSX_CSI,
                 "volumeHandle": fs.id,
                 "volumeAttributes": {"dnsname": fs.dns_name, "mountname": fs.mount_name},
@@ -403,7 +403,7 @@ class SiteStorage(pulumi.ComponentResource):
         capacity: str,
         *,
         storage_class_provisioner: str,
-        csi: Any,
+        csi: dict[str, Any],
         mount_options: list[str],
         driver: k8s.helm.v3.Release,
     ) -> None:
@@ -418,7 +418,7 @@ class SiteStorage(pulumi.ComponentResource):
             opts=self._k8s(depends_on=[driver]),
         )
         for tenant in self._tenants():
-            self._tenant_volume(tier, tenant, capacity, csi(tenant), mount_options, driver)
+            self._tenant_volume(tier, tenant, capacity, csi, mount_options, driver)
 
     def _tenant_volume(
         self, tier: str, tenant: str, capacity: str, csi: Any, mount_options: list[str], driver: k8s.helm.v3.Release

@@ -376,3 +376,18 @@ def test_node_groups_carry_the_kubernetes_cost_labels(example_plans: dict[str, P
         assert labels["gpufleet.io/cost-center"] == "cc-4100" and labels["gpufleet.io/cluster"] == "train"
     assert _pool_ng(plan, "use1", "agents-l40s").inputs["labels"]["gpufleet.io/tenant"] == "agents"
     assert _pool_ng(plan, "use1", "h100").inputs["labels"]["gpufleet.io/tenant"] == "shared"
+
+
+def test_fsx_is_shared_through_one_pre_bound_volume_per_tenant_never_provisioned(
+    example_plans: dict[str, Plan],
+) -> None:
+    plan = example_plans["aws-train"]
+    sc = plan.one("kubernetes:storage.k8s.io/v1:StorageClass", "use1-storage-lustre-sc")
+    assert sc.inputs["provisioner"] == "kubernetes.io/no-provisioner"  # a claim can never create a file system
+    pvs = [pv for pv in plan.find("kubernetes:core/v1:PersistentVolume") if pv.name.startswith("use1-storage-lustre-")]
+    assert {pv.inputs["spec"]["claimRef"]["namespace"] for pv in pvs} == {"research", "product", "agents"}
+    for pv in pvs:
+        spec = pv.inputs["spec"]
+        assert spec["csi"]["driver"] == "fsx.csi.aws.com" and spec["csi"]["volumeHandle"] == "use1-storage-lustre-id"
+        assert spec["persistentVolumeReclaimPolicy"] == "Retain" and spec["storageClassName"] == "lustre"
+        assert pv.provider and pv.provider.endswith("pulumi:providers:kubernetes::use1-k8s")
