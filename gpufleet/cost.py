@@ -3,8 +3,8 @@
 Every figure is a dated catalog price times a quantity from the spec, and carries that price's date and source:
 - AWS node pools: on-demand $/h of the instance type in the site's region (catalog) x nodes at min, desired and
   max size. Burst pools take the open window's size (and instance type) at `now`, else zero.
-- Bare-metal node pools: the amortised $/server-hour of `OnPremCost` (pool's, else the site's) x the pool's
-  servers; owned servers cost the same at every size.
+- Bare-metal node pools: the amortised $/server-hour of `OnPremCost` (pool's, else the site's; through
+  components.baremetal.cost) x the pool's servers; owned servers cost the same at every size.
 - Storage: FSx for Lustre by provisioned capacity x $/GB-month of its throughput tier (catalog `storage`);
   EFS and S3 are billed on usage, so they are listed with their unit price and left out of the totals.
 
@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from components import catalog
+from components.baremetal.cost import pool_gpu_hour_price
 from components.hybrid.windows import effective_scaling, open_window
 from components.spec import (
     AwsNodePool,
@@ -85,6 +86,7 @@ class PoolCost:
     gpus_per_node: int
     nodes: dict[str, int]  # min / desired / max
     gpu_units: int  # schedulable units at max size (MIG slices, replicas) used for tenant shares
+    gpu_total: int  # GPUs at max size
     burst: bool
     price: PriceRef | None  # per node-hour (aws) or per server-hour (bare metal); None = unpriced
     hourly: Figures
@@ -97,6 +99,16 @@ class PoolCost:
     def gpus(self, level: str) -> int:
         return self.nodes[level] * self.gpus_per_node
 
+    @property
+    def usd_per_gpu_hour(self) -> float | None:
+        """Price of one GPU-hour: instance price ÷ its GPUs (aws); the pool's hour ÷ its GPUs (bare metal)."""
+        if self.price is None:
+            return None
+        if self.kind == "aws":
+            return self.price.usd / self.gpus_per_node
+        gpus = self.gpu_total
+        return (self.hourly.at("max") or 0.0) / gpus if gpus else None
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "site": self.site,
@@ -108,6 +120,7 @@ class PoolCost:
             "nodes": dict(self.nodes),
             "gpus": {lv: self.gpus(lv) for lv in LEVELS},
             "gpu_units": self.gpu_units,
+            "usd_per_gpu_hour": _r(self.usd_per_gpu_hour),
             "burst": self.burst,
             "priced": self.priced,
             "price": _price_dict(self.price),
@@ -305,6 +318,7 @@ def _aws_pool(
         gpus_per_node=instance.gpu_count,
         nodes=nodes,
         gpu_units=_units(spec, pool.name, scaling.max * instance.gpu_count),
+        gpu_total=scaling.max * instance.gpu_count,
         burst=pool.burst,
         price=price,
         hourly=hourly,
@@ -313,19 +327,23 @@ def _aws_pool(
 
 
 def _baremetal_pool(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool) -> PoolCost:
+    # The amortised price comes from components.baremetal.cost (OnPremCost per server-hour: the pool's, else
+    # the site's); servers of a pool may differ in GPU count, so the pool is priced by servers.
     servers = spec.pool_servers(site, pool)
-    inputs = pool.cost or site.cost
-    where = f"sites.{site.name}.node_pools.{pool.name}.cost" if pool.cost else f"sites.{site.name}.cost"
+    found = pool_gpu_hour_price(spec, site, pool)
     notes = ["owned servers cost the same at every size (amortised)"]
     price = None
-    if inputs is not None:
-        price = PriceRef(_server_hour(inputs), "server-hour", "stack file", f"{where}: {_amortisation(inputs)}")
+    if found is not None:
+        inputs = pool.cost if found.source == "pool" else site.cost
+        assert inputs is not None
+        where = (
+            f"sites.{site.name}.node_pools.{pool.name}.cost" if found.source == "pool" else f"sites.{site.name}.cost"
+        )
+        price = PriceRef(found.usd_per_server_hour, "server-hour", "stack file", f"{where}: {_amortisation(inputs)}")
     else:
         notes.append(f"no OnPremCost on pool {pool.name} or site {site.name}: unpriced")
     n = len(servers)
-    # Servers of one pool share a GPU model; counts may differ, so price servers, not GPUs.
-    hourly = Figures(*(None if price is None else n * price.usd for _ in LEVELS))
-    gpus = sum(s.gpu_count for s in servers)
+    hourly = Figures(*(None if found is None else found.usd_per_hour for _ in LEVELS))
     return PoolCost(
         site=site.name,
         pool=pool.name,
@@ -334,17 +352,13 @@ def _baremetal_pool(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePo
         gpu_model=spec.pool_gpu_model(pool.name).id,
         gpus_per_node=spec.pool_gpus_per_node(pool.name),
         nodes={"min": n, "desired": n, "max": n},
-        gpu_units=_units(spec, pool.name, gpus),
+        gpu_units=_units(spec, pool.name, sum(s.gpu_count for s in servers)),
+        gpu_total=sum(s.gpu_count for s in servers),
         burst=False,
         price=price,
         hourly=hourly,
         notes=tuple(notes),
     )
-
-
-def _server_hour(c: OnPremCost) -> float:
-    """$/server-hour: the spec's own definition (depreciation + power + operations)."""
-    return c.usd_per_server_hour
 
 
 def _amortisation(c: OnPremCost) -> str:

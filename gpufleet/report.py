@@ -248,8 +248,9 @@ def cost_markdown(cost: EstateCost) -> str:
     out = [
         f"Hourly $ at min / desired / max size; a month is {HOURS} h.",
         "",
-        "| site | pool | instance / GPU | nodes min/desired/max | $/unit-hour | min | desired | max | $/month at max |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+        "| site | pool | instance / GPU | nodes min/desired/max | $/unit-hour | $/GPU-hour | min | desired | max "
+        "| $/month at max |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for p in cost.pools:
         what = f"`{p.instance_type}`" if p.instance_type else f"{p.gpu_model} × {p.gpus_per_node} (owned)"
@@ -257,8 +258,10 @@ def cost_markdown(cost: EstateCost) -> str:
         cells = [_usd(p.hourly.at(lv)) if p.priced else "unpriced" for lv in LEVELS]
         monthly = _usd(p.hourly.monthly("max"), 0) if p.priced else "unpriced"
         nodes = " / ".join(str(p.nodes[lv]) for lv in LEVELS)
+        per_gpu = _usd(p.usd_per_gpu_hour, 4) if p.usd_per_gpu_hour is not None else "-"
         out.append(
-            f"| {p.site} | {p.pool}{' (burst)' if p.burst else ''} | {what} | {nodes} | {unit} | {' | '.join(cells)} | {monthly} |"
+            f"| {p.site} | {p.pool}{' (burst)' if p.burst else ''} | {what} | {nodes} | {unit} | {per_gpu} "
+            f"| {' | '.join(cells)} | {monthly} |"
         )
     notes = [f"- `{p.pool}`: {_inline(n)}" for p in cost.pools for n in p.notes]
     if notes:

@@ -181,3 +181,9 @@ def test_cost_cli_bad_time_exits_2() -> None:
     result = CliRunner().invoke(app, ["cost", "-s", "aws-train", "-C", str(ROOT), "--at", "tomorrow"])
     assert result.exit_code == 2
     assert "--at" in result.stderr
+
+
+def test_gpu_hour_prices_put_cloud_and_owned_gpus_side_by_side() -> None:
+    pools = {p.pool: p for p in small_cost().pools}
+    assert pools["h100"].usd_per_gpu_hour == pytest.approx(P5 / 8)  # $6.88 per H100-hour on demand
+    assert pools["owned"].usd_per_gpu_hour == pytest.approx(SERVER_HOUR / 8)  # $0.96 per owned H100-hour
