@@ -220,6 +220,15 @@ class NodeView:
     def dedicated_tenant(self) -> str | None:
         return self.labels.get(TENANT_NODE_LABEL)
 
+    def isolated_tenant(self) -> str | None:
+        """The one tenant these nodes are reserved for: a tenant=<id>:NoSchedule taint that agrees with the
+        tenant node label when there is one (EKS node groups cannot carry node-restriction labels)."""
+        tainted = {t.value for t in self.taints if t.key == TENANT_LABEL and t.effect == "noschedule"}
+        if len(tainted) != 1:
+            return None
+        tenant = tainted.pop()
+        return tenant if self.dedicated_tenant in (None, tenant) else None
+
     def has_gpu_taint(self) -> bool:
         return has_taint(self.taints, GPU_TAINT.key, GPU_TAINT.value, GPU_TAINT.effect)
 

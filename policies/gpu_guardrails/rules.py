@@ -23,11 +23,9 @@ from policies.common import (
     MANDATORY,
     NODE_GROUP,
     STATEFUL_STORAGE,
-    TENANT_LABEL,
     as_dict,
     as_list,
     get,
-    has_taint,
     is_false,
     is_gpu_node,
     launch_template_of,
@@ -168,8 +166,7 @@ def time_slicing_single_tenant(args: StackValidationArgs, report: ReportViolatio
         name = view.labels[DEVICE_PLUGIN_CONFIG_LABEL]
         if name in configs and not _shares(configs[name]):
             continue  # a named config that does not share GPUs
-        tenant = view.dedicated_tenant
-        if not tenant or not has_taint(view.taints, TENANT_LABEL, tenant):
+        if view.isolated_tenant() is None:
             report(
                 f"pool {view.pool or r.name} time-slices GPUs (config {name}) but is not dedicated to one tenant", r.urn
             )

@@ -9,11 +9,12 @@ from dataclasses import dataclass
 
 import pytest
 
+from components.config import ESTATE_KEY, parse_estate
 from components.nodes import FABRIC_LABEL
 from gpufleet import check
 from gpufleet.findings import mandatory
 from gpufleet.plan import Plan, PlanResource
-from tests.conftest import ROOT
+from tests.conftest import ROOT, example_config
 
 
 @dataclass(frozen=True)
@@ -107,3 +108,19 @@ def test_fsx_outside_the_efa_subnet_is_advised_against(example_plans: dict[str, 
     found = [f for f in check.evaluate(plan, check.load_spec(ROOT, "aws-train")) if f.rule == "fsx-colocated"]
     assert [f.enforcement for f in found] == ["advisory"]
     assert any(FABRIC_LABEL in r.inputs.get("labels", {}) for r in plan.find("aws:eks/nodeGroup:NodeGroup"))
+
+
+def test_time_slicing_pool_passes_only_while_tainted_for_its_tenant(synth_config: Callable[..., Plan]) -> None:
+    config = example_config("aws-train")
+    estate = config[ESTATE_KEY]
+    pool = next(p for p in estate["sites"][0]["node_pools"] if p["name"] == "l40s")
+    pool["dedicated_to"] = "product"
+    pool["sharing"] = {"mode": "time-slicing", "replicas": 4}
+    estate["tenants"][0]["gpu_quota"].pop("l40s")
+    plan = synth_config(config)
+    spec = parse_estate(estate, "time-slicing")
+    assert mandatory(check.evaluate(plan, spec)) == []
+    (ng,) = [r for r in plan.find("aws:eks/nodeGroup:NodeGroup") if r.name == "use1-l40s-ng"]
+    ng.inputs["taints"] = [t for t in ng.inputs["taints"] if t["key"] != "tenant"]
+    violated = {f.rule for f in mandatory(check.evaluate(Plan.from_dict(plan.to_dict()), spec))}
+    assert violated == {"time-slicing-single-tenant"}
