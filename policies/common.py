@@ -136,6 +136,11 @@ def k8s_labels(props: Mapping[str, Any]) -> dict[str, str]:
     return {k: str(v) for k, v in as_dict(get(props, "metadata.labels")).items()}
 
 
+def chart_name(props: Mapping[str, Any]) -> str:
+    """A Helm release's chart name, also when given as a URL (`oci://registry.k8s.io/kueue/charts/kueue`)."""
+    return str(props.get("chart") or "").rstrip("/").rsplit("/", 1)[-1]
+
+
 def is_kubernetes(resource_type: str) -> bool:
     return resource_type.startswith("kubernetes:") and resource_type != HELM_RELEASE
 

@@ -25,6 +25,7 @@ from policies.common import (
     STATEFUL_STORAGE,
     as_dict,
     as_list,
+    chart_name,
     get,
     is_false,
     is_gpu_node,
@@ -182,7 +183,7 @@ def time_slicing_fail_requests(args: StackValidationArgs, report: ReportViolatio
 
 
 def operator_driver_site(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.props.get("chart") != "gpu-operator":
+    if chart_name(args.props) != "gpu-operator":
         return
     values = as_dict(args.props.get("values"))
     if AWS_SITE_TYPE in args.urn:

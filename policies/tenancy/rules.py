@@ -11,16 +11,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import yaml
 from pulumi_policy import ReportViolation, ResourceValidationArgs, StackValidationArgs
 
 from components.nodes import TENANT_NODE_LABEL
 from policies.common import (
+    HELM_RELEASE,
     MANDATORY,
     NODE_GROUP,
     TENANT_LABEL,
     TENANTS_SCHEMA,
     as_dict,
     as_list,
+    chart_name,
     config,
     expected_tenants,
     get,
@@ -276,6 +279,22 @@ def kueue_queue_pinned(args: ResourceValidationArgs, report: ReportViolation) ->
         report(f"ClusterQueue {name} does not cover nvidia.com/gpu", None)
 
 
+def kueue_manages_all_jobs(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """The Kueue release's controller config sets manageJobsWithoutQueueName: true, so a job without a queue
+    label is held instead of bypassing tenant quotas."""
+    if chart_name(args.props) != "kueue":
+        return
+    text = get(args.props, "values.managerConfig.controllerManagerConfigYaml")
+    try:
+        doc = yaml.safe_load(text) if isinstance(text, str) else None
+    except yaml.YAMLError:
+        doc = None
+    if not (isinstance(doc, dict) and doc.get("manageJobsWithoutQueueName") is True):
+        report(
+            f"Kueue release {args.name} does not set manageJobsWithoutQueueName: true in its controller config", None
+        )
+
+
 def tenant_local_queue(args: StackValidationArgs, report: ReportViolation) -> None:
     for tenant in expected_tenants(args):
         ns = _ns_for(args, tenant, report)
@@ -416,6 +435,14 @@ ALL = [
         kinds=("ClusterQueue",),
         enforcement=MANDATORY,
         remediation="ClusterQueues come from tenants[]; a hand-written one must select its namespace by kubernetes.io/metadata.name.",
+    ),
+    resource_policy(
+        kueue_manages_all_jobs,
+        name="kueue-manages-all-jobs",
+        description="T13: Kueue manages jobs without a queue label (manageJobsWithoutQueueName: true), so no job bypasses tenant quotas (Kueue installation docs).",
+        types=(HELM_RELEASE,),
+        enforcement=MANDATORY,
+        remediation="The Kueue component sets this in its controller config; a missing flag is a gpufleet bug.",
     ),
     stack_policy(
         tenant_local_queue,

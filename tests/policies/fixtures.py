@@ -366,3 +366,8 @@ def helm_release(
 
 EKS_OPERATOR_VALUES = {"driver": {"enabled": False}, "toolkit": {"enabled": False}}
 BM_OPERATOR_VALUES = {"driver": {"enabled": True, "version": "580.126.20"}, "toolkit": {"enabled": True}}
+
+
+def kueue_release(manage_all: bool = True) -> PlanResource:
+    config = f"apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nmanageJobsWithoutQueueName: {str(manage_all).lower()}\n"
+    return helm_release("kueue", "0.0.1-fixture", {"managerConfig": {"controllerManagerConfigYaml": config}})

@@ -83,6 +83,7 @@ BREAKS = [
     Break("operator-driver-site", "aws-train", _type("helm.sh/v3:Release", "gpu-operator"), _set(("values", "driver", "enabled"), True), "eks-driver-on"),
     Break("operator-driver-site", "onprem", _type("helm.sh/v3:Release", "gpu-operator"), _drop_key("values", "driver", "version"), "bm-driver-unpinned"),
     Break("chart-versions-pinned", "hybrid", _type("helm.sh/v3:Release", "onprem-k8s-kueue"), _set(("version",), "latest"), "kueue-latest"),
+    Break("kueue-manages-all-jobs", "onprem", _type("helm.sh/v3:Release", "kueue"), _set(("values", "managerConfig", "controllerManagerConfigYaml"), "manageJobsWithoutQueueName: false\n"), "unmanaged"),
     Break("required-tags", "aws-train", _type("nodeGroup:NodeGroup", "use1-l40s"), _drop_key("tags", "cost-center"), "nodegroup-tag"),
     Break("tags-propagate", "hybrid", _type("launchTemplate:LaunchTemplate", "burst-h100"), _set(("tagSpecifications",), []), "no-tag-specs"),
     Break("dedicated-pool-tainted", "aws-train", _type("nodeGroup:NodeGroup", "agents-l40s"), _set(("labels", "node-restriction.kubernetes.io/tenant"), "research"), "wrong-tenant"),

@@ -83,6 +83,8 @@ CASES = [
     Case("kueue-clusterqueue-pinned", [fx.cluster_queue()], [fx.cluster_queue(selector={})]),
     Case("kueue-clusterqueue-pinned", [fx.cluster_queue()], [fx.cluster_queue(selector=None)], id="missing-selector"),
     Case("kueue-clusterqueue-pinned", [fx.cluster_queue()], [fx.cluster_queue(covered=["cpu", "memory"])], id="no-gpu"),
+    Case("kueue-manages-all-jobs", [fx.kueue_release(), fx.helm_release()], [fx.kueue_release(manage_all=False)]),
+    Case("kueue-manages-all-jobs", [fx.kueue_release()], [fx.helm_release("kueue", "0.0.1-fixture")], id="no-config"),
     Case("tenant-local-queue", fx.tenant_bundle(), bundle_without("LocalQueue"), TENANTS),
     Case("priority-classes", [*fx.tenant_bundle(), fx.priority_class()], fx.tenant_bundle(), TENANTS),
     # -- segmentation
