@@ -251,3 +251,17 @@ def test_preview_markdown_cli_uses_the_same_renderer() -> None:
     if result.exit_code != 0:
         pytest.skip(f"preview does not synthesize right now (work in progress elsewhere): {result.output[-300:]}")
     assert result.stdout.startswith("<!-- gpufleet:plan:gpufleet/aws-train -->")
+
+
+def test_text_renderer_takes_cost_and_findings_for_preview() -> None:
+    from rich.console import Console
+
+    from gpufleet.report import render_text
+
+    spec = parse_estate(changed(), "head")
+    console = Console(record=True, width=200)
+    render_text(plan_of(spec), console, cost=estate_cost(spec, None, NOW), findings=[BUDGET, TAGS])
+    text = console.export_text()
+    for pool in ("h100", "agents-g6e", "l40s", "owned"):
+        assert f"/{pool}" in text
+    assert "mandatory cost-tags/budget-at-max-size" in text and "Estate: min $81.42" in text
