@@ -129,7 +129,8 @@ class PlanDiff:
             }  # fmt: skip
 
         def cl(c: CostLine) -> dict[str, Any]:
-            return {"name": c.name, "base": c.base, "head": c.head, "delta": {lv: c.delta(lv) for lv in LEVELS}}
+            delta = {lv: None if (v := c.delta(lv)) is None else round(v, 4) for lv in LEVELS}
+            return {"name": c.name, "base": c.base, "head": c.head, "delta": delta}
 
         return {
             "project": self.project,
