@@ -80,14 +80,30 @@ def preview(
     format: Annotated[Format, typer.Option("--format", "-f", help="text, markdown or json.")] = Format.text,
     project: ProjectOpt = Path("."),
 ) -> None:
-    """Synthesize a stack offline and show what it builds (no credentials, no Pulumi CLI)."""
+    """Synthesize a stack offline: resources by component, cost envelope and policy verdicts.
+
+    Needs no credentials and no Pulumi CLI. Exits 1 when a mandatory policy rule is violated.
+    """
+    import datetime as dt
+
+    from components.config import read_stack
+    from gpufleet import check as checker
+    from gpufleet.cost import estate_cost
+    from gpufleet.findings import mandatory
+
+    spec = checker.load_spec(project, stack)
     plan = load_plan(project, stack)
+    envelope = estate_cost(spec, read_stack(project, stack).window(), dt.datetime.now(dt.UTC))
+    findings = checker.evaluate(plan, spec)
     if format is Format.json:
-        out.print_json(report.render_json(plan))
+        extra = {"cost": envelope.to_dict(), "findings": checker.to_json(findings)}
+        print(report.render_json(plan, extra))
     elif format is Format.markdown:
-        print(report.render_markdown(plan))
+        print(report.render_markdown(plan, envelope, findings, spec=spec), end="")
     else:
-        report.render_text(plan, out)
+        report.render_text(plan, out, envelope, findings)
+    if mandatory(findings):
+        raise typer.Exit(1)
 
 
 @app.command()
