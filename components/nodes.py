@@ -12,6 +12,10 @@ ROLE_LABEL = "gpufleet.io/role"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 GPU_PRODUCT_LABEL = "gpufleet.io/gpu-model"
 TENANT_NODE_LABEL = "node-restriction.kubernetes.io/tenant"  # kubelets cannot set node-restriction labels
+# The tenant a node is dedicated to, as Kueue flavors and admission policies select it. It is also the cost
+# label (components.tags: `shared` on shared nodes). EKS node groups cannot carry TENANT_NODE_LABEL (reserved
+# kubernetes.io/ prefix), so this label is the one selector that exists on every site.
+DEDICATED_TENANT_LABEL = "gpufleet.io/tenant"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"  # read by the MIG manager
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"  # selects a named device-plugin config
 RACK_LABEL = "topology.gpufleet.io/rack"
@@ -57,6 +61,7 @@ def pool_labels(spec: EstateSpec, pool: AwsNodePool | BaremetalNodePool) -> dict
         labels[FABRIC_LABEL] = pool.fabric
     if pool.dedicated_to:
         labels[TENANT_NODE_LABEL] = pool.dedicated_to
+        labels[DEDICATED_TENANT_LABEL] = pool.dedicated_to
     if pool.sharing.mode == "mig":
         labels[MIG_CONFIG_LABEL] = f"all-{pool.sharing.mig_profile}"
     else:

@@ -362,6 +362,10 @@ class NfsTier(Model):
     name: Name
     server: str = Field(description="NFS server address.")
     path: str = Field(description="Exported path.")
+    cidr: str | None = Field(
+        default=None,
+        description="Network range of the server, for tenant NetworkPolicies (needed when server is a host name).",
+    )
 
 
 class ParallelFsTier(Model):
@@ -380,6 +384,10 @@ class OnPremS3Tier(Model):
     kind: Literal["s3-onprem"]
     name: Name
     endpoint: str = Field(pattern=r"^https://", description="HTTPS endpoint.")
+    cidr: str | None = Field(
+        default=None,
+        description="Network range of the endpoint, for tenant NetworkPolicies (needed when it is a host name).",
+    )
     access_key_config: str = Field(description="Config key holding the access key id (a Pulumi secret).")
     secret_key_config: str = Field(description="Config key holding the secret access key (a Pulumi secret).")
 
@@ -972,7 +980,6 @@ class EstateSpec(Model):
         if not any(p.burst for p in cloud.node_pools):
             raise SpecFieldError("burst.cloud_site", f"site {cloud.name} has no node pool with burst: true")
         return self
-
 
     @model_validator(mode="after")
     def _baremetal_inventory(self) -> EstateSpec:

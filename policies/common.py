@@ -29,7 +29,8 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from components.nodes import GPU_PRESENT_LABEL, GPU_TAINT, POOL_LABEL, TENANT_NODE_LABEL
+from components.nodes import DEDICATED_TENANT_LABEL, GPU_PRESENT_LABEL, GPU_TAINT, POOL_LABEL, TENANT_NODE_LABEL
+from components.tags import SHARED
 
 MANDATORY = EnforcementLevel.MANDATORY
 ADVISORY = EnforcementLevel.ADVISORY
@@ -223,7 +224,8 @@ class NodeView:
 
     @property
     def dedicated_tenant(self) -> str | None:
-        return self.labels.get(TENANT_NODE_LABEL)
+        dedicated = self.labels.get(DEDICATED_TENANT_LABEL)
+        return self.labels.get(TENANT_NODE_LABEL) or (dedicated if dedicated != SHARED else None)
 
     def isolated_tenant(self) -> str | None:
         """The one tenant these nodes are reserved for: a tenant=<id>:NoSchedule taint that agrees with the

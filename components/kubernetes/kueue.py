@@ -118,7 +118,7 @@ def resource_flavor_spec(site: Site, pool: Pool) -> dict[str, Any]:
     """
     labels = {nodes.POOL_LABEL: pool.name}
     if pool.dedicated_to:
-        labels[nodes.TENANT_NODE_LABEL] = pool.dedicated_to
+        labels[nodes.DEDICATED_TENANT_LABEL] = pool.dedicated_to
     spec: dict[str, Any] = {
         "nodeLabels": labels,
         "tolerations": [t.toleration() for t in nodes.pool_taints(pool)],

@@ -113,8 +113,8 @@ def storage_egress(site: Site) -> list[StorageEgress]:
     AWS managed endpoints (FSx for Lustre, EFS mount targets, S3 interface endpoints) live in the VPC, so they
     get the VPC CIDR of a VPC the stack creates (an adopted VPC's CIDR is not in the spec). S3 reached through
     a gateway endpoint or the internet uses public S3 ranges, which a NetworkPolicy cannot name: list them in
-    egress_cidrs. On bare metal an NFS server or S3 endpoint given as an IP address gets a /32; a host name
-    cannot be resolved here and is reported with cidr None.
+    egress_cidrs. On bare metal an NFS server or S3 endpoint uses the tier's `cidr`, or a /32 when given as an IP
+    address; a host name without `cidr` cannot be resolved here and is reported with cidr None.
     """
     out: list[StorageEgress] = []
     if isinstance(site, AwsSite):
@@ -129,12 +129,12 @@ def storage_egress(site: Site) -> list[StorageEgress]:
         return out
     for tier in site.storage:
         if isinstance(tier, NfsTier):
-            out.append(StorageEgress(tier.name, _ip_cidr(tier.server), tuple(NFS_PORTS), tier.server))
+            out.append(StorageEgress(tier.name, tier.cidr or _ip_cidr(tier.server), tuple(NFS_PORTS), tier.server))
         elif isinstance(tier, OnPremS3Tier):
             url = urlsplit(tier.endpoint)
             host = url.hostname or ""
             ports = ({"protocol": "TCP", "port": url.port or 443},)
-            out.append(StorageEgress(tier.name, _ip_cidr(host), ports, host))
+            out.append(StorageEgress(tier.name, tier.cidr or _ip_cidr(host), ports, host))
     return out
 
 
@@ -182,7 +182,7 @@ def resource_quota_hard(spec: EstateSpec, site: Site, tenant: Tenant) -> dict[st
 
 def untrusted_validations(tenant: Tenant, runtime_class: str | None) -> list[dict[str, str]]:
     """CEL rules of the untrusted tenant's ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1)."""
-    key = nodes.TENANT_NODE_LABEL
+    key = nodes.DEDICATED_TENANT_LABEL
     gated = "has(object.spec.schedulingGates) && size(object.spec.schedulingGates) > 0"
     pinned = (
         f"has(object.spec.nodeSelector) && '{key}' in object.spec.nodeSelector && "

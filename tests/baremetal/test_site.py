@@ -218,7 +218,7 @@ def test_nfs_tier_is_a_retained_protected_class_on_the_pinned_csi_driver(example
     plan = example_plans["onprem"]
     sc = by_name(plan, STORAGE_CLASS)["dc1-storage-home-sc"]
     assert sc.inputs["provisioner"] == "nfs.csi.k8s.io"
-    assert sc.inputs["parameters"] == {"server": "nfs.dc1.example.com", "share": "/export/home"}
+    assert sc.inputs["parameters"] == {"server": "10.10.0.20", "share": "/export/home"}
     assert sc.inputs["reclaimPolicy"] == "Retain"
     assert sc.protect and sc.retain_on_delete
     release = by_name(plan, "kubernetes:helm.sh/v3:Release")["dc1-storage-nfs-csi"]

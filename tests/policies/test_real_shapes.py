@@ -124,4 +124,4 @@ def test_time_slicing_pool_passes_only_while_tainted_for_its_tenant(synth_config
     (ng,) = [r for r in plan.find("aws:eks/nodeGroup:NodeGroup") if r.name == "use1-l40s-ng"]
     ng.inputs["taints"] = [t for t in ng.inputs["taints"] if t["key"] != "tenant"]
     violated = {f.rule for f in mandatory(check.evaluate(Plan.from_dict(plan.to_dict()), spec))}
-    assert violated == {"time-slicing-single-tenant"}
+    assert violated == {"time-slicing-single-tenant", "dedicated-pool-tainted"}

@@ -132,8 +132,22 @@ def test_untrusted_tenant_egress_only_dns_namespace_and_its_cidrs(plan_of: PlanO
     assert pols["allow-egress-cidrs"]["egress"] == [{"to": [{"ipBlock": {"cidr": "198.51.100.10/32"}}]}]
 
 
-def test_onprem_nfs_by_host_name_gets_no_storage_policy_but_a_warning(plan_of: PlanOf) -> None:
+def test_onprem_storage_endpoints_get_egress_rules_and_no_warning(plan_of: PlanOf) -> None:
     plan = plan_of("onprem")
+    egress = _policies(plan, "research")["allow-storage"]["egress"]
+    cidrs = {peer["ipBlock"]["cidr"] for rule in egress for peer in rule["to"]}
+    assert cidrs == {"10.10.0.20/32", "10.10.0.32/29"}  # the NFS filer's address, the S3 tier's cidr
+    assert not [w for w in plan.warnings if "egress_cidrs" in w]
+
+
+def test_storage_by_host_name_without_cidr_gets_no_storage_policy_but_a_warning(
+    synth_config: Callable[[dict[str, Any]], Plan],
+) -> None:
+    config = example_config("onprem")
+    storage = config["gpufleet:estate"]["sites"][0]["storage"]
+    storage[0]["server"] = "nfs.dc1.example.com"
+    del storage[2]["cidr"]
+    plan = synth_config(config)
     assert "allow-storage" not in _policies(plan, "research")
     assert any("nfs.dc1.example.com" in w and "egress_cidrs" in w for w in plan.warnings)
 
@@ -141,13 +155,13 @@ def test_onprem_nfs_by_host_name_gets_no_storage_policy_but_a_warning(plan_of: P
 def test_untrusted_tenant_pods_pinned_by_flavor_and_admission_policy(plan_of: PlanOf) -> None:
     plan = plan_of("aws-train")
     flavor = k8s_object(plan, "ResourceFlavor", "agents-l40s").inputs["spec"]
-    assert flavor["nodeLabels"][nodes.TENANT_NODE_LABEL] == "agents"
+    assert flavor["nodeLabels"][nodes.DEDICATED_TENANT_LABEL] == "agents"
     assert {"key": "tenant", "operator": "Equal", "value": "agents", "effect": "NoSchedule"} in flavor["tolerations"]
     cq = k8s_object(plan, "ClusterQueue", "agents").inputs["spec"]
     assert [f["name"] for f in cq["resourceGroups"][0]["flavors"]] == ["agents-l40s"]
     vap = k8s_object(plan, "ValidatingAdmissionPolicy", "gpufleet-untrusted-agents").inputs["spec"]
     rules = " ".join(v["expression"] for v in vap["validations"])
-    assert f"object.spec.nodeSelector['{nodes.TENANT_NODE_LABEL}'] == 'agents'" in rules
+    assert f"object.spec.nodeSelector['{nodes.DEDICATED_TENANT_LABEL}'] == 'agents'" in rules
     assert "runtimeClassName" not in rules  # the site names no sandbox runtime
     binding = k8s_object(plan, "ValidatingAdmissionPolicyBinding", "gpufleet-untrusted-agents").inputs["spec"]
     assert binding["validationActions"] == ["Deny"]

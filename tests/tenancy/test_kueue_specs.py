@@ -22,7 +22,7 @@ def test_dedicated_pool_flavor_pins_to_tenant_nodes_and_tolerates_its_taint() ->
     spec = estate("aws-train")
     site = spec.sites[0]
     flavor = kueue.resource_flavor_spec(site, spec.pool("agents-l40s"))
-    assert flavor["nodeLabels"] == {nodes.POOL_LABEL: "agents-l40s", nodes.TENANT_NODE_LABEL: "agents"}
+    assert flavor["nodeLabels"] == {nodes.POOL_LABEL: "agents-l40s", nodes.DEDICATED_TENANT_LABEL: "agents"}
     assert {"key": "tenant", "operator": "Equal", "value": "agents", "effect": "NoSchedule"} in flavor["tolerations"]
     assert nodes.GPU_TAINT.toleration() in flavor["tolerations"]
     # the flavor's labels and tolerations match what the nodes carry
