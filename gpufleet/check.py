@@ -16,7 +16,7 @@ import asyncio
 import functools
 import importlib
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import ModuleType
@@ -154,17 +154,25 @@ class _Options(PolicyResourceOptions):
 
 @dataclass
 class _View:
+    """Policy arguments for a plan's resources, each built once (rules get read-only proxies, so sharing is safe)."""
+
     plan: Plan
 
+    def __post_init__(self) -> None:
+        self._prefix = f"urn:pulumi:{self.plan.stack}::{self.plan.project}::"
+        self._props: dict[str, Any] = {}
+
     def urn(self, key: str) -> str:
-        return f"urn:pulumi:{self.plan.stack}::{self.plan.project}::{key}"
+        return self._prefix + key
 
     def key(self, urn: str | None) -> str | None:
-        prefix = f"urn:pulumi:{self.plan.stack}::{self.plan.project}::"
-        return urn[len(prefix) :] if urn and urn.startswith(prefix) else urn or None
+        return urn[len(self._prefix) :] if urn and urn.startswith(self._prefix) else urn or None
 
     def props(self, r: PlanResource) -> Any:
-        return unknown_checking_proxy(deserialize_properties(r.inputs))
+        props = self._props.get(r.key)
+        if props is None:
+            props = self._props[r.key] = unknown_checking_proxy(deserialize_properties(r.inputs))
+        return props
 
     def provider(self, r: PlanResource) -> PolicyProviderResource | None:
         if r.provider is None:
@@ -175,17 +183,19 @@ class _View:
     def opts(self, r: PlanResource) -> _Options:
         return _Options(r, self.urn(r.parent) if r.parent else None)
 
-    def resource_args(self, r: PlanResource, config: dict[str, Any] | None) -> ResourceValidationArgs:
-        return ResourceValidationArgs(
-            r.type, self.props(r), self.urn(r.key), r.name, self.opts(r), self.provider(r), config
-        )
+    @functools.cached_property
+    def _resource_parts(self) -> list[tuple[PlanResource, Any, str, _Options, PolicyProviderResource | None]]:
+        return [(r, self.props(r), self.urn(r.key), self.opts(r), self.provider(r)) for r in self.plan.resources]
+
+    def resource_args(self, config: dict[str, Any] | None) -> Iterator[tuple[PlanResource, ResourceValidationArgs]]:
+        """Every resource's validation args with one policy's config."""
+        for r, props, urn, opts, provider in self._resource_parts:
+            yield r, ResourceValidationArgs(r.type, props, urn, r.name, opts, provider, config)
 
     def stack_resources(self) -> list[PolicyResource]:
         by_key = {
-            r.key: PolicyResource(
-                r.type, self.props(r), self.urn(r.key), r.name, self.opts(r), self.provider(r), None, [], {}
-            )
-            for r in self.plan.resources
+            r.key: PolicyResource(r.type, props, urn, r.name, opts, provider, None, [], {})
+            for r, props, urn, opts, provider in self._resource_parts
         }
         for r in self.plan.resources:
             pr = by_key[r.key]
@@ -258,10 +268,8 @@ def run(plan: Plan, configs: dict[str, dict[str, Any]] | None = None, only: set[
             config = {k: v for k, v in config_doc.get(policy.name, {}).items() if k != "enforcementLevel"} or None
             out = _Collector(pack, policy, enforcement, findings, view)
             if isinstance(policy, ResourceValidationPolicy):
-                for r in plan.resources:
-                    out.guard(
-                        functools.partial(policy.validate, view.resource_args(r, config), out.for_resource(r.key))
-                    )
+                for r, args in view.resource_args(config):
+                    out.guard(functools.partial(policy.validate, args, out.for_resource(r.key)))
             elif isinstance(policy, StackValidationPolicy):
                 if stack_resources is None:
                     stack_resources = view.stack_resources()

@@ -146,8 +146,47 @@ def is_kubernetes(resource_type: str) -> bool:
     return resource_type.startswith("kubernetes:") and resource_type != HELM_RELEASE
 
 
+class _KindIndex:
+    """Kubernetes objects of one resource list by kind, and tenant namespaces: built once per list.
+
+    Stack rules ask for objects of a kind, or a tenant's namespace, once per tenant or per object; scanning the
+    whole plan each time made them quadratic at fleet scale."""
+
+    def __init__(self, resources: list[PolicyResource]) -> None:
+        self.resources = resources
+        self.by_kind: dict[str, list[PolicyResource]] = {}
+        for r in resources:
+            if is_kubernetes(r.resource_type):
+                k = kind(r.props)
+                if k is not None:
+                    self.by_kind.setdefault(k, []).append(r)
+        self.tenant_namespaces: dict[str, str] = {}
+        for r in self.by_kind.get("Namespace", []):
+            tenant = k8s_labels(r.props).get(TENANT_LABEL)
+            if tenant:
+                self.tenant_namespaces[k8s_name(r.props, r.name)] = tenant
+
+
+_last_index: _KindIndex | None = None
+
+
+def _index(resources: Iterable[PolicyResource]) -> _KindIndex | None:
+    """The index of `resources` when it is a list (the stack's resources); None for other iterables."""
+    global _last_index
+    if not isinstance(resources, list):
+        return None
+    if _last_index is None or _last_index.resources is not resources:
+        _last_index = _KindIndex(resources)
+    return _last_index
+
+
 def objects(resources: Iterable[PolicyResource], *kinds: str) -> Iterator[PolicyResource]:
     """Kubernetes objects of the given kinds (by the `kind` input, so Patch resources and CRs count)."""
+    idx = _index(resources)
+    if idx is not None:
+        for k in kinds:
+            yield from idx.by_kind.get(k, [])
+        return
     for r in resources:
         if is_kubernetes(r.resource_type) and kind(r.props) in kinds:
             yield r
@@ -155,6 +194,9 @@ def objects(resources: Iterable[PolicyResource], *kinds: str) -> Iterator[Policy
 
 def tenant_namespaces(resources: Iterable[PolicyResource]) -> dict[str, str]:
     """Namespace name -> tenant id, for every Namespace labelled tenant=<id>."""
+    idx = _index(resources)
+    if idx is not None:
+        return dict(idx.tenant_namespaces)
     out: dict[str, str] = {}
     for r in objects(resources, "Namespace"):
         tenant = k8s_labels(r.props).get(TENANT_LABEL)
