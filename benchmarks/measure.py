@@ -1,5 +1,10 @@
 """One measurement in a fresh interpreter (so peak RSS belongs to it alone); prints one JSON line.
 
+Both modes run their program once to warm up (lazy imports of provider modules, first-use caches) and time
+the second run, so the figures are steady-state synthesis, not interpreter and import start-up. The floor
+imports every module the synth run had loaded, so the peak-RSS comparison is about registrations, not about
+which libraries happen to be imported.
+
 python -m benchmarks.measure synth CONFIG.json PLAN_OUT.json   the real program under the mocks
 python -m benchmarks.measure floor PLAN.json                    the same custom resources registered
                                                                 directly, without components
@@ -35,6 +40,7 @@ def measure_synth(config_path: Path, plan_out: Path) -> dict[str, Any]:
     config = json.loads(config_path.read_text())
     with tempfile.TemporaryDirectory() as tmp:
         project = write_project(Path(tmp), config, stack="bench")
+        synth(project, "bench")  # warm-up
         start = time.perf_counter()
         plan = synth(project, "bench")
         synth_s = time.perf_counter() - start
@@ -49,6 +55,7 @@ def measure_synth(config_path: Path, plan_out: Path) -> dict[str, Any]:
         evaluate(plan, spec)
         policy_s = time.perf_counter() - start
     plan_out.write_text(plan.to_json())
+    plan_out.with_suffix(".modules").write_text("\n".join(sorted(m for m in sys.modules if not m.startswith("__"))))
     custom = [r for r in plan.resources if r.custom]
     return {
         "mode": "synth",
@@ -70,13 +77,20 @@ def _floor_program(plan: Plan) -> None:
 
 
 def measure_floor(plan_path: Path) -> dict[str, Any]:
+    import importlib
 
+    for module in plan_path.with_suffix(".modules").read_text().split():
+        try:
+            importlib.import_module(module)
+        except Exception:  # a module that imports only inside its package context is skipped
+            continue
     with tempfile.TemporaryDirectory() as tmp:
         program = Path(tmp) / "__main__.py"
         program.write_text(
             "import json, sys\nfrom benchmarks.measure import _floor_program\nfrom gpufleet.plan import Plan\n"
             f"_floor_program(Plan.from_dict(json.loads(open({str(plan_path)!r}).read())))\n"
         )
+        run_program(program, "gpufleet", "floor", {}, [])  # warm-up
         start = time.perf_counter()
         floor = run_program(program, "gpufleet", "floor", {}, [])
         seconds = time.perf_counter() - start

@@ -50,10 +50,13 @@ def run(sizes: list[int]) -> dict[str, Any]:
     rows = []
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
-        calib, _ = _synth(BASE, tmp, "calibration")
-        per_unit = calib["resources"]
+        # Resources grow linearly with the scale factor plus a fixed part (sites, operators): fit both.
+        small, _ = _synth(BASE, tmp, "calibration-1")
+        big, _ = _synth(BASE.times(4), tmp, "calibration-4")
+        per_factor = (big["resources"] - small["resources"]) / 3
+        fixed = small["resources"] - per_factor
         for target in sizes:
-            scale = BASE.times(target / per_unit)
+            scale = BASE.times(max(0.2, (target - fixed) / per_factor))
             synth, plan = _synth(scale, tmp, f"s{target}")
             floor = _measure("floor", str(plan))
             rows.append(

@@ -7,6 +7,7 @@ without a traceback; `gpufleet` catches the same `SpecError` before it ever runs
 from __future__ import annotations
 
 import datetime as dt
+import functools
 
 import pulumi
 
@@ -24,6 +25,7 @@ def run() -> Estate:
     except SpecError as err:
         raise pulumi.RunError(str(err)) from None
 
+    @functools.cache  # one Output per secret, shared by every server and site that uses it
     def secret(key: str) -> pulumi.Output[str]:
         value = config.get_secret(key)
         if value is None:
