@@ -100,3 +100,20 @@ def test_catalog_show_lists_priced_gpu_types() -> None:
     result = runner.invoke(app, ["catalog", "show"])
     assert result.exit_code == 0
     assert "p5.48xlarge" in result.stdout and "55.04" in result.stdout
+
+
+def test_preview_exits_1_on_a_mandatory_violation_and_shows_it(tmp_path: Path) -> None:
+    from tests.policies.broken_stack import broken_config
+
+    write_project(tmp_path, broken_config())
+    result = runner.invoke(app, ["preview", "-s", "test", "-C", str(tmp_path)])
+    assert result.exit_code == 1, result.output
+    assert "budget-cap" in result.stdout and "mandatory" in result.stdout
+
+
+def test_preview_json_carries_cost_and_findings() -> None:
+    result = runner.invoke(app, ["preview", "-s", "aws-train", "-f", "json", "-C", str(ROOT)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["cost"]["estate"] == "train"
+    assert "findings" in doc
