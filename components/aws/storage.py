@@ -26,7 +26,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.aws import iam
-from components.kubernetes import versions
+from components.kubernetes import helm, versions
 from components.spec import AwsSite, EfsTier, EstateSpec, FsxLustreTier, S3Tier
 from components.tags import Tags
 
@@ -139,13 +139,10 @@ class SiteStorage(pulumi.ComponentResource):
 
     # -- FSx for Lustre ----------------------------------------------------------------------------------
     def _fsx_driver(self) -> k8s.helm.v3.Release:
-        chart = versions.AWS_FSX_CSI_DRIVER
-        return k8s.helm.v3.Release(
+        return helm.release(
             f"{self._n}-fsx-csi",
+            versions.AWS_FSX_CSI_DRIVER,
             name="aws-fsx-csi-driver",
-            chart=chart.name,
-            version=chart.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
             namespace=CSI_NAMESPACE,
             # The node plugin must run on tainted GPU nodes; static volumes need no AWS API access.
             values={"node": {"tolerateAllTaints": True}, "controller": {"replicaCount": 2}},
@@ -287,13 +284,10 @@ class SiteStorage(pulumi.ComponentResource):
             tags=a.tags.aws(),
             opts=self._opts(depends_on=a.depends_on),
         )
-        chart = versions.AWS_EFS_CSI_DRIVER
-        return k8s.helm.v3.Release(
+        return helm.release(
             f"{self._n}-efs-csi",
+            versions.AWS_EFS_CSI_DRIVER,
             name="aws-efs-csi-driver",
-            chart=chart.name,
-            version=chart.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
             namespace=CSI_NAMESPACE,
             values={
                 "controller": {"serviceAccount": {"create": True, "name": EFS_CONTROLLER_SA}},

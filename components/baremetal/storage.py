@@ -28,7 +28,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.baremetal.bootstrap import local_volume_dir
-from components.kubernetes import versions
+from components.kubernetes import helm, versions
 from components.kubernetes.namespaces import KUBE_SYSTEM
 from components.nodes import GPU_PRESENT_LABEL, pool_taints
 from components.spec import BaremetalSite, NfsTier, OnPremS3Tier, ParallelFsTier, ScratchTier
@@ -95,12 +95,10 @@ class BaremetalStorage(pulumi.ComponentResource):
         return pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True, depends_on=depends_on or [])
 
     def _release(self, suffix: str, chart: versions.Chart, values: dict[str, Any]) -> k8s.helm.v3.Release:
-        return k8s.helm.v3.Release(
+        return helm.release(
             f"{self._prefix}-{suffix}",
+            chart,
             name=suffix,
-            chart=chart.name,
-            version=chart.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
             namespace=KUBE_SYSTEM,
             values=values,
             max_history=10,

@@ -20,7 +20,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes import placement, sharing, versions
+from components.kubernetes import helm, placement, sharing, versions
 from components.kubernetes.namespaces import DEVICE_PLUGIN_NAMESPACE
 from components.spec import AwsSite, BaremetalSite
 
@@ -60,13 +60,10 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: DevicePluginArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:kubernetes:NvidiaDevicePlugin", name, None, opts)
-        chart = versions.NVIDIA_DEVICE_PLUGIN
-        self.release = k8s.helm.v3.Release(
+        self.release = helm.release(
             f"{name}-release",
+            versions.NVIDIA_DEVICE_PLUGIN,
             name="nvidia-device-plugin",
-            chart=chart.name,
-            version=chart.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
             namespace=DEVICE_PLUGIN_NAMESPACE,
             create_namespace=False,
             values=device_plugin_values(args.site, nfd_elsewhere=args.nfd_elsewhere),

@@ -16,7 +16,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes import placement, versions
+from components.kubernetes import helm, placement, versions
 from components.kubernetes.namespaces import EFA_PLUGIN_NAMESPACE
 from components.nodes import FABRIC_LABEL
 from components.spec import AwsSite, EfaFabric
@@ -50,13 +50,10 @@ class EfaDevicePlugin(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: EfaDevicePluginArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:kubernetes:EfaDevicePlugin", name, None, opts)
-        chart = versions.AWS_EFA_DEVICE_PLUGIN
-        self.release = k8s.helm.v3.Release(
+        self.release = helm.release(
             f"{name}-release",
+            versions.AWS_EFA_DEVICE_PLUGIN,
             name=f"efa-{args.fabric.name}",
-            chart=chart.name,
-            version=chart.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
             namespace=EFA_PLUGIN_NAMESPACE,
             create_namespace=False,
             values=efa_plugin_values(args.site, args.fabric),

@@ -29,7 +29,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes import placement, sharing, versions
+from components.kubernetes import helm, placement, sharing, versions
 from components.kubernetes.namespaces import GPU_OPERATOR_NAMESPACE
 from components.spec import AwsSite, BaremetalSite, EstateSpec, InfinibandFabric, ParallelFsTier, RoceFabric
 
@@ -140,13 +140,10 @@ class GpuOperator(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:kubernetes:GpuOperator", name, None, opts)
-        chart = versions.GPU_OPERATOR
-        self.release = k8s.helm.v3.Release(
+        self.release = helm.release(
             f"{name}-release",
+            versions.GPU_OPERATOR,
             name="gpu-operator",
-            chart=chart.name,
-            version=chart.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
             namespace=GPU_OPERATOR_NAMESPACE,
             create_namespace=False,
             values=gpu_operator_values(args.spec, args.site),

@@ -33,7 +33,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components import nodes
-from components.kubernetes import versions
+from components.kubernetes import helm, versions
 from components.spec import AwsNodePool, AwsSite, BaremetalNodePool, BaremetalSite, EstateSpec, Tenant
 from components.tags import Tags
 
@@ -360,13 +360,11 @@ class Kueue(pulumi.ComponentResource):
         return pulumi.ResourceOptions(depends_on=list(deps.values()))
 
     def _release(self, site: Site) -> k8s.helm.v3.Release:
-        chart = versions.KUEUE
         config = controller_config(site.kubernetes.prometheus)
-        return k8s.helm.v3.Release(
+        return helm.release(
             f"{self._name}-release",
+            versions.KUEUE,
             name="kueue",
-            chart=f"{chart.repository}/{chart.name}",
-            version=chart.version,
             namespace=KUEUE_NAMESPACE,
             create_namespace=False,
             values={

@@ -34,7 +34,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes import placement, versions
+from components.kubernetes import helm, placement, versions
 from components.kubernetes.gpu_operator import rdma_fabrics
 from components.kubernetes.namespaces import NETWORK_OPERATOR_NAMESPACE
 from components.nodes import FABRIC_LABEL
@@ -147,13 +147,10 @@ class NetworkOperator(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: NetworkOperatorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:kubernetes:NetworkOperator", name, None, opts)
-        chart = versions.NETWORK_OPERATOR
-        self.release = k8s.helm.v3.Release(
+        self.release = helm.release(
             f"{name}-release",
+            versions.NETWORK_OPERATOR,
             name="network-operator",
-            chart=chart.name,
-            version=chart.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
             namespace=NETWORK_OPERATOR_NAMESPACE,
             create_namespace=False,
             values=network_operator_values(args.site, nfd_elsewhere=args.nfd_elsewhere),
