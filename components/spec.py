@@ -421,6 +421,14 @@ class KubernetesStack(Model):
     driver_version: str | None = Field(
         default=None, description="Pinned NVIDIA driver on bare metal (defaults to the operator's pin)."
     )
+    driver_managed_by: Literal["operator", "host"] = Field(
+        default="operator",
+        description=(
+            "Bare metal: who installs the NVIDIA driver — the GPU Operator's driver container, pinned to "
+            "driver_version and upgraded one node at a time (operator), or the host image, pre-installed and "
+            "checked by the preflight (host). EKS NVIDIA AMIs always bring their own driver."
+        ),
+    )
 
 
 # -------------------------------------------------------------------------------------------------- sites
@@ -497,7 +505,10 @@ class Server(Model):
     labels: dict[str, str] = Field(default_factory=dict, description="Inventory labels pools select on.")
     driver_version: str | None = Field(
         default=None,
-        description="NVIDIA driver the preflight expects (nvidia-smi); defaults to the site's kubernetes.driver_version.",
+        description=(
+            "NVIDIA driver the preflight expects (nvidia-smi) with kubernetes.driver_managed_by: host; defaults to "
+            "the site's kubernetes.driver_version."
+        ),
     )
     ib_rate_gbps: int | None = Field(
         default=None, gt=0, description="Link rate every ib_port must report (ibstat `Rate:`); unchecked if unset."
@@ -807,6 +818,27 @@ class EstateSpec(Model):
                     )
                 if isinstance(f, EfaFabric) and isinstance(s, AwsSite):
                     _check_efa_subnet(path, s, f)
+            if isinstance(s, BaremetalSite) and s.kubernetes.driver_managed_by == "operator":
+                if s.kubernetes.gpu_stack == "device-plugin":
+                    raise SpecFieldError(
+                        f"sites[{i}].kubernetes.driver_managed_by",
+                        "with gpu_stack device-plugin nothing installs the NVIDIA driver; set driver_managed_by: "
+                        "host (the host image brings it)",
+                    )
+                for j, server in enumerate(s.inventory):
+                    if server.driver_version:
+                        raise SpecFieldError(
+                            f"sites[{i}].inventory[{j}].driver_version",
+                            "the GPU Operator installs one driver per site (kubernetes.driver_version); a server "
+                            "driver_version needs kubernetes.driver_managed_by: host",
+                        )
+            explicit = "driver_managed_by" in s.kubernetes.model_fields_set
+            if isinstance(s, AwsSite) and explicit and s.kubernetes.driver_managed_by == "operator":
+                raise SpecFieldError(
+                    f"sites[{i}].kubernetes.driver_managed_by",
+                    "an aws site's EKS NVIDIA AMIs ship the driver; the GPU Operator cannot install it "
+                    "(leave it unset or set host)",
+                )
             if isinstance(s, AwsSite):
                 for j, az in enumerate(s.availability_zones):
                     if not az.startswith(s.region):

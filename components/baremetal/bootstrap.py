@@ -31,6 +31,7 @@ import pulumi
 import pulumi_command as command
 
 from components import catalog
+from components.kubernetes import versions
 from components.nodes import Taint, pool_labels, pool_taints, server_topology_labels
 from components.spec import BaremetalNodePool, BaremetalSite, EstateSpec, ScratchTier, Server
 
@@ -123,6 +124,15 @@ def local_volume_dir(tier: ScratchTier) -> str:
     return f"{LOCAL_VOLUME_ROOT}/{tier.name}"
 
 
+def preflight_driver_version(site: BaremetalSite, server: Server) -> str | None:
+    """The driver the preflight names: with `driver_managed_by: host` the version nvidia-smi must report (the
+    server's, else the site's, else unchecked); with `operator` the one the GPU Operator will install (the site's
+    pin or versions.GPU_DRIVER, as in gpu_operator.py), which the host must not have loaded."""
+    if site.kubernetes.driver_managed_by == "host":
+        return server.driver_version or site.kubernetes.driver_version
+    return site.kubernetes.driver_version or versions.GPU_DRIVER
+
+
 def render_server(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool, server: Server) -> ServerScripts:
     """Every script of one server. Pure: no Pulumi, no secrets; the same inputs give the same bytes."""
     gpu = catalog.gpu_model(server.gpu_model)
@@ -148,7 +158,8 @@ def render_server(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool
             "preflight.sh.j2",
             **common,
             gpu=gpu,
-            driver_version=server.driver_version or site.kubernetes.driver_version,
+            driver_managed_by=site.kubernetes.driver_managed_by,
+            driver_version=preflight_driver_version(site, server),
         ),
         scratch=scratch,
         join=render(

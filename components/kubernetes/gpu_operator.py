@@ -5,8 +5,11 @@ Key names checked against NVIDIA/gpu-operator `deployments/gpu-operator/values.y
 
 Decisions:
 - EKS (AL2023 NVIDIA AMIs ship the driver and the container toolkit): `driver.enabled=false`,
-  `toolkit.enabled=false` (EKS best practices, aiml). Bare metal: the operator installs the driver, pinned to
-  `kubernetes.driver_version` or versions.GPU_DRIVER, and upgrades it one node at a time after draining it.
+  `toolkit.enabled=false` (EKS best practices, aiml). Bare metal, `kubernetes.driver_managed_by: operator`
+  (default): the operator installs the driver, pinned to `kubernetes.driver_version` or versions.GPU_DRIVER,
+  and upgrades it one node at a time after draining it; the preflight then refuses a server with a host NVIDIA
+  module loaded. `driver_managed_by: host`: the host image brings the driver (the preflight checks its version
+  with nvidia-smi), so `driver.enabled=false` while the operator still installs the toolkit.
 - GPUDirect RDMA (`driver.rdma.enabled`) on bare-metal sites with an InfiniBand or RoCE fabric. The DOCA-OFED
   driver comes from the Network Operator's NicClusterPolicy (network_operator.py), not from the host, so
   `driver.rdma.useHostMofed=false`.
@@ -45,7 +48,7 @@ def rdma_fabrics(site: AwsSite | BaremetalSite) -> list[InfinibandFabric | RoceF
 
 def gds_enabled(site: AwsSite | BaremetalSite) -> bool:
     return (
-        isinstance(site, BaremetalSite)
+        operator_installs_driver(site)  # nvidia-fs runs beside the operator's driver container
         and bool(rdma_fabrics(site))
         and any(isinstance(t, ParallelFsTier) for t in site.storage)
     )
@@ -94,9 +97,23 @@ def gpu_operator_values(spec: EstateSpec, site: AwsSite | BaremetalSite) -> dict
     }
 
 
+def operator_installs_driver(site: AwsSite | BaremetalSite) -> bool:
+    """The GPU Operator's driver container owns the driver: bare metal with `driver_managed_by: operator`."""
+    return isinstance(site, BaremetalSite) and site.kubernetes.driver_managed_by == "operator"
+
+
+def release_name(site_name: str) -> str:
+    """Logical name of a site's GPU Operator release: estate `{site}-k8s` -> ClusterStack `-gpu` -> GpuStack
+    `-gpu-operator` -> `-release`. The operator-driver-site policy config names host-driver releases by it."""
+    return f"{site_name}-k8s-gpu-gpu-operator-release"
+
+
 def _driver(site: AwsSite | BaremetalSite) -> dict[str, Any]:
     if isinstance(site, AwsSite):
         return {"enabled": False}
+    if not operator_installs_driver(site):
+        # Host image driver (preflight checks it); the operator still installs the container toolkit.
+        return {"enabled": False, "rdma": {"enabled": bool(rdma_fabrics(site)), "useHostMofed": False}}
     return {
         "enabled": True,
         "version": site.kubernetes.driver_version or versions.GPU_DRIVER,

@@ -1,7 +1,11 @@
-"""The rendered preflight, run with bash against fake nvidia-smi / ibstat / lsblk placed first on PATH.
+"""The rendered preflight, run with bash against fake nvidia-smi / lspci / lsmod / ibstat / lsblk placed first on
+PATH.
 
-The fakes answer like the real tools (nvidia-smi's CSV query, ibstat's per-CA port blocks, lsblk's TYPE,TRAN
-columns); nothing in the script is switched off for the test: it looks its tools up on PATH as it does on a server.
+The fakes answer like the real tools (nvidia-smi's CSV query, `lspci -d 10de: -n` lines, lsmod's module table,
+ibstat's per-CA port blocks, lsblk's TYPE,TRAN columns); nothing in the script is switched off for the test: it
+looks its tools up on PATH as it does on a server. The nvidia-smi tests render the script of a host-driver site
+(kubernetes.driver_managed_by: host); the default, operator-managed site counts GPUs with lspci and refuses a
+host NVIDIA driver.
 """
 
 from __future__ import annotations
@@ -11,14 +15,31 @@ import stat
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from components.kubernetes import versions
 from tests.baremetal.helpers import SAMPLE, onprem_spec, scripts_for
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
 H100 = "NVIDIA H100 80GB HBM3, 81559, 580.126.20"
+# `lspci -d 10de: -n` on an HGX H100 board: eight 3D controllers (class 0302) and four NVSwitches (bridge, 0680)
+H100_PCI = [f"{bus:02x}:00.0 0302: 10de:2330 (rev a1)" for bus in (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)]
+NVSWITCH_PCI = [f"{bus:02x}:00.0 0680: 10de:22a3 (rev a1)" for bus in (0x05, 0x06, 0x07, 0x08)]
+LSMOD_HEAD = "Module                  Size  Used by"
+NO_NVIDIA_MODULES = [
+    LSMOD_HEAD,
+    "mlx5_ib               471040  0",
+    "ib_uverbs             188416  1 mlx5_ib",
+    "xfs                  2056192  2",
+]
+HOST_DRIVER_MODULES = [
+    *NO_NVIDIA_MODULES,
+    "nvidia_uvm           1765376  0",
+    "nvidia              9801728  1 nvidia_uvm",
+]
 PORTS = ("mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3")
 DISKS = ("/dev/nvme1n1", "/dev/nvme2n1")
 
@@ -52,6 +73,20 @@ class Machine:
     ibstat: dict[str, str] = field(default_factory=lambda: {ca: ibstat_block(ca) for ca in PORTS})
     disks: dict[str, str] = field(default_factory=lambda: dict.fromkeys(DISKS, "disk nvme"))
     has_nvidia_smi: bool = True
+    pci: list[str] = field(default_factory=lambda: H100_PCI + NVSWITCH_PCI)
+    modules: list[str] = field(default_factory=lambda: list(NO_NVIDIA_MODULES))
+
+
+def _host_driver(estate: dict[str, Any]) -> None:
+    estate["sites"][0]["kubernetes"]["driver_managed_by"] = "host"
+
+
+def host_driver_preflight() -> str:
+    return scripts_for(onprem_spec(_host_driver)).preflight.text
+
+
+def operator_preflight() -> str:
+    return scripts_for(onprem_spec()).preflight.text
 
 
 def _tool(bin_dir: Path, name: str, body: str) -> None:
@@ -67,6 +102,15 @@ def run_preflight(tmp_path: Path, machine: Machine, script: str | None = None) -
     if machine.has_nvidia_smi:
         (data / "gpus.csv").write_text("".join(g + "\n" for g in machine.gpus))
         _tool(bin_dir, "nvidia-smi", f'cat "{data}/gpus.csv"\n')
+    # lspci -d 10de: -n: only answers the vendor filter the script uses (anything else is a test bug)
+    (data / "lspci").write_text("".join(line + "\n" for line in machine.pci))
+    _tool(
+        bin_dir,
+        "lspci",
+        f'[ "$*" = "-d 10de: -n" ] || {{ echo "fake lspci: unexpected $*" >&2; exit 2; }}\ncat "{data}/lspci"\n',
+    )
+    (data / "lsmod").write_text("".join(line + "\n" for line in machine.modules))
+    _tool(bin_dir, "lsmod", f'cat "{data}/lsmod"\n')
     for ca, text in machine.ibstat.items():
         (data / f"ibstat-{ca}").write_text(text)
     _tool(
@@ -83,7 +127,7 @@ def run_preflight(tmp_path: Path, machine: Machine, script: str | None = None) -
         f'for last; do :; done\nf="{data}/lsblk$(echo "$last" | tr / _)"\n[ -f "$f" ] || {{ echo "lsblk: $last: not a block device" >&2; exit 32; }}\ncat "$f"\n',
     )
     path = tmp_path / "preflight.sh"
-    path.write_text(script if script is not None else scripts_for(onprem_spec()).preflight.text)
+    path.write_text(script if script is not None else host_driver_preflight())
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "LC_ALL": "C"}
     return subprocess.run(["bash", str(path)], capture_output=True, text=True, env=env, timeout=30)
 
@@ -169,6 +213,7 @@ def test_server_with_a_missing_or_non_nvme_disk_is_refused(tmp_path: Path) -> No
 def test_link_rate_is_checked_when_the_inventory_sets_one(tmp_path: Path) -> None:
     def rate(estate: dict) -> None:  # type: ignore[type-arg]
         estate["sites"][0]["inventory"][0]["ib_rate_gbps"] = 400
+        _host_driver(estate)
 
     script = scripts_for(onprem_spec(rate)).preflight.text
     machine = Machine()
@@ -190,5 +235,70 @@ def test_every_failed_check_is_reported_not_just_the_first(tmp_path: Path) -> No
 
 def test_preflight_has_no_switch_that_turns_checks_off() -> None:
     # the script finds the fakes through PATH alone: no variable exists to skip or stub a check
-    text = scripts_for(onprem_spec()).preflight.text
-    assert "GPUFLEET_" not in text and "SKIP" not in text.upper()
+    for text in (host_driver_preflight(), operator_preflight()):
+        assert "GPUFLEET_" not in text and "SKIP" not in text.upper()
+
+
+# -- operator-managed driver (the default): GPUs counted on the PCI bus, no host driver allowed ----------------
+
+
+def test_operator_site_passes_a_matching_server_without_a_host_driver(tmp_path: Path) -> None:
+    # no nvidia-smi at all: the GPU Operator has not installed the driver yet
+    result = run_preflight(tmp_path, Machine(has_nvidia_smi=False), operator_preflight())
+    assert result.returncode == 0, result.stderr
+    assert failed_checks(result) == []
+    assert "ok gpu.count: 8 GPUs (lspci)" in result.stdout  # the four NVSwitches are not counted
+    assert "ok gpu.host-driver: no nvidia module loaded; the GPU Operator installs driver 580.126.20" in result.stdout
+    for check in ("ib.mlx5_3.state", "ib.mlx5_0.link", "nvme./dev/nvme1n1", "nvme./dev/nvme2n1"):
+        assert f"ok {check}:" in result.stdout
+    assert "command -v nvidia-smi" not in operator_preflight()
+    assert f"preflight {SAMPLE}: all checks passed" in result.stdout
+
+
+def test_operator_site_refuses_a_server_with_seven_gpus_on_the_pci_bus(tmp_path: Path) -> None:
+    result = run_preflight(tmp_path, Machine(pci=H100_PCI[:7] + NVSWITCH_PCI), operator_preflight())
+    assert result.returncode == 1
+    assert failed_checks(result) == ["gpu.count: expected 8 GPUs; found 7 GPUs"]
+    assert "refusing to join this server" in result.stderr
+
+
+def test_operator_site_counts_vga_class_gpus_but_not_other_nvidia_functions(tmp_path: Path) -> None:
+    # a VGA-class (0300) GPU counts; an NVIDIA audio function (0403) does not
+    pci = [*H100_PCI[:7], "db:00.0 0300: 10de:2236 (rev a1)", "db:00.1 0403: 10de:1aef (rev a1)"]
+    result = run_preflight(tmp_path, Machine(pci=pci), operator_preflight())
+    assert result.returncode == 0, result.stderr
+    assert "ok gpu.count: 8 GPUs (lspci)" in result.stdout
+
+
+def test_operator_site_refuses_a_server_with_the_host_nvidia_module_loaded(tmp_path: Path) -> None:
+    result = run_preflight(tmp_path, Machine(modules=HOST_DRIVER_MODULES), operator_preflight())
+    assert result.returncode == 1
+    assert failed_checks(result) == [
+        "gpu.host-driver: expected no host NVIDIA driver (the GPU Operator installs driver 580.126.20); "
+        "found module nvidia loaded"
+    ]
+    assert f"preflight {SAMPLE}: 1 check(s) failed; refusing to join this server" in result.stderr
+
+
+def test_operator_site_ignores_modules_that_only_start_with_nvidia(tmp_path: Path) -> None:
+    # nvidiafb (the legacy framebuffer driver) is not the NVIDIA driver: the check matches the module `nvidia` only
+    modules = [*NO_NVIDIA_MODULES, "nvidiafb               49152  0"]
+    result = run_preflight(tmp_path, Machine(modules=modules), operator_preflight())
+    assert result.returncode == 0, result.stderr
+
+
+def test_operator_site_names_the_pinned_driver_when_the_site_does_not_pin_one() -> None:
+    def unpin(estate: dict[str, Any]) -> None:
+        del estate["sites"][0]["kubernetes"]["driver_version"]
+
+    text = scripts_for(onprem_spec(unpin)).preflight.text
+    assert f"the GPU Operator installs driver {versions.GPU_DRIVER}" in text
+
+
+def test_operator_site_without_lsmod_is_refused_not_waved_through(tmp_path: Path) -> None:
+    script = operator_preflight().replace("command -v lsmod", "command -v lsmod-absent-on-this-host")
+    result = run_preflight(tmp_path, Machine(), script)
+    assert result.returncode == 1
+    assert failed_checks(result) == [
+        "gpu.host-driver: expected lsmod (kmod) to show no host NVIDIA driver; found no lsmod on PATH"
+    ]

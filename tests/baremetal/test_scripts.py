@@ -40,9 +40,14 @@ def _eks_hybrid(estate: dict[str, Any]) -> None:
     }
 
 
+def _host_driver(estate: dict[str, Any]) -> None:
+    estate["sites"][0]["kubernetes"]["driver_managed_by"] = "host"
+
+
 CASES = {
     "kubeadm": onprem_spec,
     "eks-hybrid": lambda: onprem_spec(_eks_hybrid),
+    "kubeadm-host-driver": lambda: onprem_spec(_host_driver),  # the preflight checks nvidia-smi instead
 }
 
 

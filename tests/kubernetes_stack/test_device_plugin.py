@@ -15,6 +15,7 @@ from tests.kubernetes_stack.helpers import estate, parse, release, releases, tim
 
 def _device_plugin_stack(raw: dict[str, Any]) -> None:
     raw["sites"][0].setdefault("kubernetes", {})["gpu_stack"] = "device-plugin"
+    raw["sites"][0]["kubernetes"]["driver_managed_by"] = "host"  # without the operator, the host brings the driver
 
 
 def test_device_plugin_site_gets_the_plugin_instead_of_the_operator(synth_config: Callable[..., Plan]) -> None:

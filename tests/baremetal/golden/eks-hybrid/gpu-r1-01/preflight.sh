@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # gpufleet preflight for gpu-r1-01 (pool train): refuse to join unless this machine matches
 # the inventory. Read-only: it changes nothing on the host. Each failed check prints what it expected and what it
-# found; the script exits 1 if any check failed. The tools it calls (nvidia-smi, ibstat, lsblk) are looked up on
+# found; the script exits 1 if any check failed. The tools it calls (lspci, lsmod, ibstat, lsblk) are looked up on
 # PATH, so tests can put fakes first on PATH without any switch that weakens a check.
+# The GPU Operator installs NVIDIA driver 580.126.20 (kubernetes.driver_managed_by: operator): the host
+# must have no NVIDIA driver loaded, so the GPUs are counted on the PCI bus instead of with nvidia-smi.
 # Rendered from components/baremetal/templates/preflight.sh.j2.
 set -euo pipefail
 
@@ -27,39 +29,29 @@ joined() { # one line per item -> "a, b, c"
   printf '%s\n' "$1" | sed '/^$/d' | paste -sd, - | sed 's/,/, /g'
 }
 
-# -- GPUs: count, model, memory and driver (nvidia-smi) ----------------------------
-if ! command -v nvidia-smi >/dev/null 2>&1; then
-  fail gpu.driver "nvidia-smi from an installed NVIDIA driver 580.126.20" "no nvidia-smi on PATH"
-elif ! gpus="$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader,nounits 2>&1)"; then
-  fail gpu.driver "nvidia-smi to list 8 GPUs" "nvidia-smi failed: $(printf '%s' "$gpus" | head -n 1)"
+# -- GPUs: count on the PCI bus (lspci), no host NVIDIA driver loaded (lsmod) -----------------------------------
+# NVIDIA (vendor 10de) display controllers, class 0300 (VGA) or 0302 (3D: data-centre GPUs); NVSwitches (0680) and
+# other NVIDIA functions are not GPUs. `lspci -n` prints "BUS CLASS: VENDOR:DEVICE", e.g. "17:00.0 0302: 10de:2330".
+if ! command -v lspci >/dev/null 2>&1; then
+  fail gpu.count "lspci (pciutils) to count 8 NVIDIA GPUs" "no lspci on PATH"
+elif ! devices="$(lspci -d 10de: -n 2>&1)"; then
+  fail gpu.count "lspci to list 8 NVIDIA GPUs" "lspci failed: $(printf '%s' "$devices" | head -n 1)"
 else
-  gpus="$(printf '%s\n' "$gpus" | sed '/^[[:space:]]*$/d')"
-  names="$(printf '%s\n' "$gpus" | cut -d, -f1 | sed 's/^ *//; s/ *$//')"
-  count="$(printf '%s\n' "$names" | sed '/^$/d' | wc -l | tr -d ' ')"
+  count="$(printf '%s\n' "$devices" | awk '$2 == "0300:" || $2 == "0302:"' | wc -l | tr -d ' ')"
   if [ "$count" -eq 8 ]; then
-    pass gpu.count "$count GPUs"
+    pass gpu.count "$count GPUs (lspci)"
   else
     fail gpu.count "8 GPUs" "$count GPUs"
   fi
-  other_models="$(printf '%s\n' "$names" | grep -v -F -- H100 | sort -u || true)"
-  if [ -z "$other_models" ]; then
-    pass gpu.model "every GPU is a H100"
-  else
-    fail gpu.model "every GPU a H100-80GB (name containing H100)" "$(joined "$(printf '%s\n' "$names" | sort -u)")"
-  fi
-  # memory.total in MiB within 5% of the catalog's 81920 MiB: tells A100-40GB from A100-80GB
-  odd_memory="$(printf '%s\n' "$gpus" | cut -d, -f2 | awk '{ m = $1 + 0; if (m < 81920 * 0.95 || m > 81920 * 1.05) print m " MiB" }' | sort -u)"
-  if [ -z "$odd_memory" ]; then
-    pass gpu.memory "about 81920 MiB per GPU"
-  else
-    fail gpu.memory "about 81920 MiB per GPU (H100-80GB)" "$(joined "$odd_memory")"
-  fi
-  drivers="$(printf '%s\n' "$gpus" | cut -d, -f3 | sed 's/^ *//; s/ *$//' | sort -u)"
-  if all_are "$drivers" 580.126.20; then
-    pass gpu.driver "driver 580.126.20"
-  else
-    fail gpu.driver "driver 580.126.20" "driver $(joined "$drivers")"
-  fi
+fi
+if ! command -v lsmod >/dev/null 2>&1; then
+  fail gpu.host-driver "lsmod (kmod) to show no host NVIDIA driver" "no lsmod on PATH"
+elif ! modules="$(lsmod 2>&1)"; then
+  fail gpu.host-driver "lsmod to list kernel modules" "lsmod failed: $(printf '%s' "$modules" | head -n 1)"
+elif printf '%s\n' "$modules" | awk '$1 == "nvidia" { found = 1 } END { exit !found }'; then  # the line "nvidia SIZE ..."
+  fail gpu.host-driver "no host NVIDIA driver (the GPU Operator installs driver 580.126.20)" "module nvidia loaded"
+else
+  pass gpu.host-driver "no nvidia module loaded; the GPU Operator installs driver 580.126.20"
 fi
 
 # -- InfiniBand / RoCE ports: every port of every listed HCA Active and LinkUp (ibstat) ----

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# gpufleet join for gpu-r1-01 (pool train): kubeadm join k8s-api.dc1.example.com:6443.
+# The bootstrap token and the CA cert hash arrive on stdin (one line each), never in this text.
+# Idempotent: a server whose kubelet already runs with a kubelet.conf is left alone.
+# Rendered from components/baremetal/templates/join-kubeadm.sh.j2.
+set -euo pipefail
+
+node=gpu-r1-01
+
+# Labels and taints the kubelet registers the node with (the NodePatch keeps them afterwards). Labels under
+# kubernetes.io / k8s.io are left to the NodePatch: the NodeRestriction admission plugin refuses them from kubelets.
+extra_args='--node-labels=gpufleet.io/fabric=ib,gpufleet.io/gpu-model=H100-80GB,gpufleet.io/pool=train,gpufleet.io/role=training,nvidia.com/gpu.present=true,nvidia.com/mig.config=all-disabled,topology.gpufleet.io/leaf=leaf-1,topology.gpufleet.io/rack=r1,topology.gpufleet.io/rail=0 --register-with-taints=nvidia.com/gpu=present:NoSchedule'
+extra_args_file=/etc/default/kubelet
+if [ -d /etc/sysconfig ]; then extra_args_file=/etc/sysconfig/kubelet; fi
+if [ "$(cat "$extra_args_file" 2>/dev/null || true)" != "KUBELET_EXTRA_ARGS=$extra_args" ]; then
+  printf 'KUBELET_EXTRA_ARGS=%s\n' "$extra_args" > "$extra_args_file"
+fi
+
+if [ -f /etc/kubernetes/kubelet.conf ] && systemctl is-active --quiet kubelet; then
+  printf 'join %s: already a node of the cluster (kubelet.conf present, kubelet active); nothing to do\n' "$node"
+  exit 0
+fi
+
+token=""
+ca_hash=""
+IFS= read -r token || true
+IFS= read -r ca_hash || true
+if [ -z "$token" ] || [ -z "$ca_hash" ]; then
+  printf 'join %s: expected the join token and the CA cert hash on stdin, one line each\n' "$node" >&2
+  exit 2
+fi
+
+kubeadm join k8s-api.dc1.example.com:6443 \
+  --token "$token" \
+  --discovery-token-ca-cert-hash "$ca_hash" \
+  --node-name "$node"
+printf 'join %s: joined %s\n' "$node" k8s-api.dc1.example.com:6443

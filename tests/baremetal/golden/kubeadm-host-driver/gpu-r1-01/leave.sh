@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# gpufleet leave for gpu-r1-01: kubeadm reset after the node was drained through the API.
+# Runs as the join command's delete step; the drain runs before it and the Node object is deleted after it.
+# Idempotent: a server that is not (or no longer) a node is left alone.
+# Rendered from components/baremetal/templates/leave-kubeadm.sh.j2.
+set -euo pipefail
+
+node=gpu-r1-01
+if [ ! -f /etc/kubernetes/kubelet.conf ] && ! systemctl is-active --quiet kubelet; then
+  printf 'leave %s: not a node of any cluster; nothing to do\n' "$node"
+  exit 0
+fi
+kubeadm reset --force
+# kubeadm reset leaves the CNI configuration behind; remove it so a later join starts clean.
+rm -rf /etc/cni/net.d
+printf 'leave %s: reset; the Node object is deleted through the API next\n' "$node"

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# gpufleet preflight for gpu-r1-01 (pool train): refuse to join unless this machine matches
+# the inventory. Read-only: it changes nothing on the host. Each failed check prints what it expected and what it
+# found; the script exits 1 if any check failed. The tools it calls (nvidia-smi, ibstat, lsblk) are looked up on
+# PATH, so tests can put fakes first on PATH without any switch that weakens a check.
+# The NVIDIA driver comes with the host image (kubernetes.driver_managed_by: host): nvidia-smi must work.
+# Rendered from components/baremetal/templates/preflight.sh.j2.
+set -euo pipefail
+
+host=gpu-r1-01
+failures=0
+
+fail() { # fail CHECK EXPECTED FOUND
+  printf 'preflight %s: FAILED %s: expected %s; found %s\n' "$host" "$1" "$2" "$3" >&2
+  failures=$((failures + 1))
+}
+
+pass() { # pass CHECK WHAT
+  printf 'preflight %s: ok %s: %s\n' "$host" "$1" "$2"
+}
+
+# all_are LIST WANT: LIST (one item a line) is non-empty and every item equals WANT.
+all_are() {
+  [ -n "$1" ] && [ -z "$(printf '%s\n' "$1" | grep -v -x -F -- "$2" || true)" ]
+}
+
+joined() { # one line per item -> "a, b, c"
+  printf '%s\n' "$1" | sed '/^$/d' | paste -sd, - | sed 's/,/, /g'
+}
+
+# -- GPUs: count, model, memory and driver (nvidia-smi) ----------------------------
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+  fail gpu.driver "nvidia-smi from an installed NVIDIA driver 580.126.20" "no nvidia-smi on PATH"
+elif ! gpus="$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader,nounits 2>&1)"; then
+  fail gpu.driver "nvidia-smi to list 8 GPUs" "nvidia-smi failed: $(printf '%s' "$gpus" | head -n 1)"
+else
+  gpus="$(printf '%s\n' "$gpus" | sed '/^[[:space:]]*$/d')"
+  names="$(printf '%s\n' "$gpus" | cut -d, -f1 | sed 's/^ *//; s/ *$//')"
+  count="$(printf '%s\n' "$names" | sed '/^$/d' | wc -l | tr -d ' ')"
+  if [ "$count" -eq 8 ]; then
+    pass gpu.count "$count GPUs"
+  else
+    fail gpu.count "8 GPUs" "$count GPUs"
+  fi
+  other_models="$(printf '%s\n' "$names" | grep -v -F -- H100 | sort -u || true)"
+  if [ -z "$other_models" ]; then
+    pass gpu.model "every GPU is a H100"
+  else
+    fail gpu.model "every GPU a H100-80GB (name containing H100)" "$(joined "$(printf '%s\n' "$names" | sort -u)")"
+  fi
+  # memory.total in MiB within 5% of the catalog's 81920 MiB: tells A100-40GB from A100-80GB
+  odd_memory="$(printf '%s\n' "$gpus" | cut -d, -f2 | awk '{ m = $1 + 0; if (m < 81920 * 0.95 || m > 81920 * 1.05) print m " MiB" }' | sort -u)"
+  if [ -z "$odd_memory" ]; then
+    pass gpu.memory "about 81920 MiB per GPU"
+  else
+    fail gpu.memory "about 81920 MiB per GPU (H100-80GB)" "$(joined "$odd_memory")"
+  fi
+  drivers="$(printf '%s\n' "$gpus" | cut -d, -f3 | sed 's/^ *//; s/ *$//' | sort -u)"
+  if all_are "$drivers" 580.126.20; then
+    pass gpu.driver "driver 580.126.20"
+  else
+    fail gpu.driver "driver 580.126.20" "driver $(joined "$drivers")"
+  fi
+fi
+
+# -- InfiniBand / RoCE ports: every port of every listed HCA Active and LinkUp (ibstat) ----
+if ! command -v ibstat >/dev/null 2>&1; then
+  fail ib.tools "ibstat (infiniband-diags) to check mlx5_0, mlx5_1, mlx5_2, mlx5_3" "no ibstat on PATH"
+else
+  for ca in mlx5_0 mlx5_1 mlx5_2 mlx5_3; do
+    if ! out="$(ibstat "$ca" 2>&1)"; then
+      fail "ib.$ca" "HCA $ca present" "ibstat $ca failed: $(printf '%s' "$out" | head -n 1)"
+      continue
+    fi
+    states="$(printf '%s\n' "$out" | sed -n 's/^[[:space:]]*State:[[:space:]]*//p')"
+    physical="$(printf '%s\n' "$out" | sed -n 's/^[[:space:]]*Physical state:[[:space:]]*//p')"
+    if all_are "$states" Active; then pass "ib.$ca.state" Active; else fail "ib.$ca.state" "State: Active" "State: $(joined "$states")"; fi
+    if all_are "$physical" LinkUp; then pass "ib.$ca.link" LinkUp; else fail "ib.$ca.link" "Physical state: LinkUp" "Physical state: $(joined "$physical")"; fi
+  done
+fi
+
+# -- NVMe devices for scratch: each one a whole NVMe disk (lsblk) -------------------------------------------------
+for dev in /dev/nvme1n1 /dev/nvme2n1; do
+  found="$(lsblk -d -n -o TYPE,TRAN -- "$dev" 2>/dev/null | awk '{ print $1, $2 }' || true)"
+  if [ "$found" = "disk nvme" ]; then
+    pass "nvme.$dev" "NVMe disk"
+  else
+    fail "nvme.$dev" "an NVMe disk at $dev" "${found:-no block device}"
+  fi
+done
+
+if [ "$failures" -gt 0 ]; then
+  printf 'preflight %s: %d check(s) failed; refusing to join this server\n' "$host" "$failures" >&2
+  exit 1
+fi
+printf 'preflight %s: all checks passed\n' "$host"
