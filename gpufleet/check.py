@@ -38,7 +38,7 @@ from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.policy import _NotApplicableError
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
-from components.spec import EstateSpec
+from components.spec import BaremetalSite, EstateSpec
 from gpufleet.findings import Enforcement, Finding
 from gpufleet.plan import Plan, PlanResource
 
@@ -73,6 +73,8 @@ def rule_ids() -> set[str]:
 
 def _settings(spec: EstateSpec) -> dict[str, Any]:
     """Config values by key, from the spec; each policy takes the keys its config schema declares."""
+    from components.kubernetes import gpu_operator  # the release naming (imports pulumi_kubernetes: only here)
+
     values: dict[str, Any] = {
         "tenants": [t.name for t in spec.tenants],
         "requiredTags": list(spec.metadata.required_tags),
@@ -80,6 +82,12 @@ def _settings(spec: EstateSpec) -> dict[str, Any]:
         # Only the explicit exception list: a pool with pods_need_imds but no exception is what the rule catches.
         "imdsHopLimitExceptions": list(spec.policies.imds_hop_limit_exceptions),
     }
+    # GPU Operator releases whose site's host image brings the driver (operator-driver-site allows driver off).
+    values["hostDriverReleases"] = sorted(
+        gpu_operator.release_name(s.name)
+        for s in spec.sites
+        if isinstance(s, BaremetalSite) and s.kubernetes.driver_managed_by == "host"
+    )
     if spec.policies.budget_usd_per_hour is not None:
         values["budgetUsdPerHour"] = spec.policies.budget_usd_per_hour
     try:  # the components' exemption register, once published

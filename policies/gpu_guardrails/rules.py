@@ -26,6 +26,7 @@ from policies.common import (
     as_dict,
     as_list,
     chart_name,
+    config,
     get,
     is_false,
     is_gpu_node,
@@ -34,6 +35,7 @@ from policies.common import (
     objects,
     plain,
     resource_policy,
+    schema,
     stack_policy,
 )
 
@@ -191,6 +193,15 @@ def operator_driver_site(args: ResourceValidationArgs, report: ReportViolation) 
             if not is_false(get(values, f"{part}.enabled")):
                 report(f"GPU Operator {args.name} on EKS must set {part}.enabled=false (the AMI ships it)", None)
     elif BAREMETAL_SITE_TYPE in args.urn:
+        host_driver = args.name in [str(r) for r in config(args, "hostDriverReleases", [])]
+        if host_driver:
+            if not is_false(get(values, "driver.enabled")):
+                report(
+                    f"GPU Operator {args.name} is on a site whose hosts bring the NVIDIA driver "
+                    "(driver_managed_by: host): it must set driver.enabled=false",
+                    None,
+                )
+            return
         if is_false(get(values, "driver.enabled")):
             report(f"GPU Operator {args.name} on bare metal must install the driver (driver.enabled)", None)
         if not get(values, "driver.version"):
@@ -270,10 +281,17 @@ ALL = [
     resource_policy(
         operator_driver_site,
         name="operator-driver-site",
-        description="H1/H2: GPU Operator driver settings match the site: driver and toolkit off on EKS accelerated AMIs, driver on and pinned on bare metal.",
+        description="H1/H2: GPU Operator driver settings match the site: driver and toolkit off on EKS accelerated AMIs, driver on and pinned on bare metal, driver off on bare-metal sites whose hosts bring it.",
         types=(HELM_RELEASE,),
         enforcement=MANDATORY,
-        remediation="Set kubernetes.driver_version on bare-metal sites; on AWS gpufleet turns the driver off.",
+        config_schema=schema(
+            hostDriverReleases={
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "GPU Operator releases on bare-metal sites with kubernetes.driver_managed_by: host (driver.enabled=false allowed, required).",
+            }
+        ),
+        remediation="Set kubernetes.driver_version on bare-metal sites; on AWS gpufleet turns the driver off; a site whose host image brings the driver sets kubernetes.driver_managed_by: host.",
     ),
     resource_policy(
         chart_versions_pinned,

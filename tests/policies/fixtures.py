@@ -366,6 +366,8 @@ def helm_release(
 
 EKS_OPERATOR_VALUES = {"driver": {"enabled": False}, "toolkit": {"enabled": False}}
 BM_OPERATOR_VALUES = {"driver": {"enabled": True, "version": "580.126.20"}, "toolkit": {"enabled": True}}
+# a bare-metal site whose host image brings the driver (kubernetes.driver_managed_by: host): toolkit only
+BM_HOST_DRIVER_VALUES = {"driver": {"enabled": False}, "toolkit": {"enabled": True}}
 
 
 def kueue_release(manage_all: bool = True) -> PlanResource:

@@ -148,6 +148,8 @@ CASES = [
     ),
     Case("operator-driver-site", [fx.helm_release(values=fx.EKS_OPERATOR_VALUES), fx.helm_release(values=fx.BM_OPERATOR_VALUES, site=fx.BM_SITE)], [fx.helm_release(values=fx.BM_OPERATOR_VALUES)]),
     Case("operator-driver-site", [fx.helm_release(values=fx.BM_OPERATOR_VALUES, site=fx.BM_SITE)], [fx.helm_release(values={"driver": {"enabled": True}}, site=fx.BM_SITE)], id="baremetal-unpinned"),
+    Case("operator-driver-site", [fx.helm_release(values=fx.BM_OPERATOR_VALUES, site=fx.BM_SITE)], [fx.helm_release(values=fx.BM_HOST_DRIVER_VALUES, site=fx.BM_SITE)], id="baremetal-driver-off-unlisted"),
+    Case("operator-driver-site", [fx.helm_release(values=fx.BM_HOST_DRIVER_VALUES, site=fx.BM_SITE)], [fx.helm_release(values=fx.BM_OPERATOR_VALUES, site=fx.BM_SITE)], {"hostDriverReleases": ["gpu-operator-release"]}, id="baremetal-host-driver"),
     Case("chart-versions-pinned", [fx.helm_release(), fx.helm_release("kueue", "0.19.2")], [fx.helm_release(version=None)]),
     Case("chart-versions-pinned", [fx.helm_release()], [fx.helm_release(version="latest")], id="latest"),
     Case("chart-versions-pinned", [fx.helm_release()], [fx.helm_release(version="^26.0")], id="range"),
