@@ -154,6 +154,7 @@ class _KindIndex:
 
     def __init__(self, resources: list[PolicyResource]) -> None:
         self.resources = resources
+        self._fingerprint = self._of(resources)
         self.by_kind: dict[str, list[PolicyResource]] = {}
         for r in resources:
             if is_kubernetes(r.resource_type):
@@ -166,6 +167,14 @@ class _KindIndex:
             if tenant:
                 self.tenant_namespaces[k8s_name(r.props, r.name)] = tenant
 
+    @staticmethod
+    def _of(resources: list[PolicyResource]) -> tuple[int, int, int]:
+        return (len(resources), id(resources[0]) if resources else 0, id(resources[-1]) if resources else 0)
+
+    def describes(self, resources: list[PolicyResource]) -> bool:
+        """The same list, not grown or shrunk since it was indexed (a changed list gets a fresh index)."""
+        return self.resources is resources and self._fingerprint == self._of(resources)
+
 
 _last_index: _KindIndex | None = None
 
@@ -175,7 +184,7 @@ def _index(resources: Iterable[PolicyResource]) -> _KindIndex | None:
     global _last_index
     if not isinstance(resources, list):
         return None
-    if _last_index is None or _last_index.resources is not resources:
+    if _last_index is None or not _last_index.describes(resources):
         _last_index = _KindIndex(resources)
     return _last_index
 
