@@ -6,13 +6,18 @@ are built by `components.kubernetes.kueue.Kueue`. Checks T1-T9 and T11 of shared
 Trust levels. An untrusted tenant (agents running generated code) has its quota only on pools dedicated to
 it, never time-sliced (the schema enforces both). Its pods reach its dedicated nodes because Kueue manages
 every job and pod in tenant namespaces (`manageJobsWithoutQueueName` with `managedJobsNamespaceSelector`) and
-injects the dedicated flavor's nodeSelector (`node-restriction.kubernetes.io/tenant=<id>`, a label kubelets
-cannot set) and the toleration for the `tenant=<id>:NoSchedule` taint at admission. A built-in
+injects the dedicated flavor's nodeSelector (`gpufleet.io/tenant=<id>`, see components.nodes) and the toleration for the `tenant=<id>:NoSchedule` taint at admission. A built-in
 ValidatingAdmissionPolicy (no controller, no Kyverno) backs this up: in the untrusted namespace, a pod that is
 no longer scheduling-gated must carry that nodeSelector, may not carry a toleration without a key or for
 another tenant's taint, and, where the site names a sandbox RuntimeClass, must set `runtimeClassName` to it.
 Pods get the RuntimeClass by declaring it; the API server refuses those that do not. Its egress is denied
 except DNS, its own namespace and `egress_cidrs` (no storage endpoints).
+
+RDMA. RDMA / GPUDirect pods (`tenant.rdma`) add the IPC_LOCK capability, which neither Pod Security baseline
+nor restricted allows (check P6). Such a tenant's namespace is marked `gpufleet.io/rdma=true`, enforces Pod
+Security `privileged` and audits / warns at the tenant's own level, and a ValidatingAdmissionPolicy takes over
+enforcement: the Pod Security baseline controls with IPC_LOCK as the one extra capability. Other tenant
+namespaces keep enforcing restricted or baseline, so IPC_LOCK stays confined to namespaces marked for RDMA.
 """
 
 from __future__ import annotations
@@ -45,6 +50,20 @@ Site = AwsSite | BaremetalSite
 PSA_MODES = ("enforce", "audit", "warn")
 RBAC_API_GROUP = "rbac.authorization.k8s.io"
 TRUST_LABEL = f"{LABEL_PREFIX}trust"
+RDMA_LABEL = f"{LABEL_PREFIX}rdma"
+# Pod Security Standards, baseline profile (kubernetes.io/docs/concepts/security/pod-security-standards):
+# capabilities a container may add, and the "safe" sysctls. RDMA namespaces allow IPC_LOCK on top.
+BASELINE_CAPABILITIES = (
+    "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE", "SETFCAP",
+    "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
+)  # fmt: skip
+SAFE_SYSCTLS = (
+    "kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.ip_unprivileged_port_start",
+    "net.ipv4.tcp_syncookies", "net.ipv4.ping_group_range", "net.ipv4.ip_local_reserved_ports",
+    "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_fin_timeout", "net.ipv4.tcp_keepalive_intvl",
+    "net.ipv4.tcp_keepalive_probes",
+)  # fmt: skip
+SELINUX_TYPES = ("container_t", "container_init_t", "container_kvm_t", "container_engine_t")
 READ = ["get", "list", "watch"]
 WRITE = [*READ, "create", "update", "patch", "delete"]
 
@@ -139,11 +158,17 @@ def storage_egress(site: Site) -> list[StorageEgress]:
 
 
 def namespace_labels(tags: Tags, tenant: Tenant) -> dict[str, str]:
+    levels: dict[str, str] = {mode: tenant.pod_security for mode in PSA_MODES}
+    rdma = {}
+    if tenant.rdma:  # enforcement moves to the RDMA admission policy (baseline + IPC_LOCK)
+        levels["enforce"] = "privileged"
+        rdma = {RDMA_LABEL: "true"}
     return {
         **tags.labels(tenant=tenant.name, cost_center=tenant.cost_center),
         kueue.MANAGED_NAMESPACE_LABEL: tenant.name,
         TRUST_LABEL: tenant.trust,
-        **{f"pod-security.kubernetes.io/{mode}": tenant.pod_security for mode in PSA_MODES},
+        **rdma,
+        **{f"pod-security.kubernetes.io/{mode}": level for mode, level in levels.items()},
     }
 
 
@@ -210,6 +235,86 @@ def untrusted_validations(tenant: Tenant, runtime_class: str | None) -> list[dic
     return rules
 
 
+def rdma_pod_policy() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """CEL variables and validations of an RDMA namespace's ValidatingAdmissionPolicy: the Pod Security baseline
+    controls (host namespaces, privileged, capabilities, hostPath, host ports, procMount, seccomp, AppArmor,
+    SELinux, sysctls) with IPC_LOCK added to the allowed capabilities."""
+    caps = ", ".join(f"'{c}'" for c in (*BASELINE_CAPABILITIES, "IPC_LOCK"))
+    sysctls = ", ".join(f"'{c}'" for c in SAFE_SYSCTLS)
+    selinux = ", ".join(f"'{t}'" for t in SELINUX_TYPES)
+    variables = [
+        {
+            "name": "containers",
+            "expression": "object.spec.containers"
+            " + (has(object.spec.initContainers) ? object.spec.initContainers : [])"
+            " + (has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers : [])",
+        },
+        {"name": "podSecurity", "expression": "has(object.spec.securityContext) ? object.spec.securityContext : {}"},
+    ]
+
+    def each(cond: str) -> str:
+        return f"variables.containers.all(c, !has(c.securityContext) || ({cond}))"
+
+    validations = [
+        (
+            "!(has(object.spec.hostNetwork) && object.spec.hostNetwork) && !(has(object.spec.hostPID) && "
+            "object.spec.hostPID) && !(has(object.spec.hostIPC) && object.spec.hostIPC)",
+            "host namespaces (hostNetwork, hostPID, hostIPC) are not allowed",
+        ),
+        (
+            each("!has(c.securityContext.privileged) || !c.securityContext.privileged"),
+            "privileged containers are not allowed",
+        ),
+        (
+            each(
+                "!has(c.securityContext.capabilities) || !has(c.securityContext.capabilities.add) || "
+                f"c.securityContext.capabilities.add.all(cap, cap in [{caps}])"
+            ),
+            "containers may add only the Pod Security baseline capabilities and IPC_LOCK",
+        ),
+        (
+            "!has(object.spec.volumes) || object.spec.volumes.all(v, !has(v.hostPath))",
+            "hostPath volumes are not allowed",
+        ),
+        (
+            "variables.containers.all(c, !has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0))",
+            "host ports are not allowed",
+        ),
+        (
+            each("!has(c.securityContext.procMount) || c.securityContext.procMount == 'Default'"),
+            "procMount must be Default",
+        ),
+        (
+            "(!has(variables.podSecurity.seccompProfile) || variables.podSecurity.seccompProfile.type != 'Unconfined')"
+            " && "
+            + each("!has(c.securityContext.seccompProfile) || c.securityContext.seccompProfile.type != 'Unconfined'"),
+            "seccomp may not be Unconfined",
+        ),
+        (
+            "(!has(variables.podSecurity.appArmorProfile) || "
+            "variables.podSecurity.appArmorProfile.type != 'Unconfined') && "
+            + each("!has(c.securityContext.appArmorProfile) || c.securityContext.appArmorProfile.type != 'Unconfined'"),
+            "AppArmor may not be Unconfined",
+        ),
+        (
+            "(!has(variables.podSecurity.seLinuxOptions) || (!has(variables.podSecurity.seLinuxOptions.user) && "
+            "!has(variables.podSecurity.seLinuxOptions.role) && (!has(variables.podSecurity.seLinuxOptions.type) || "
+            f"variables.podSecurity.seLinuxOptions.type in [{selinux}]))) && "
+            + each(
+                "!has(c.securityContext.seLinuxOptions) || (!has(c.securityContext.seLinuxOptions.user) && "
+                "!has(c.securityContext.seLinuxOptions.role) && (!has(c.securityContext.seLinuxOptions.type) || "
+                f"c.securityContext.seLinuxOptions.type in [{selinux}]))"
+            ),
+            "SELinux options may set only an allowed type",
+        ),
+        (
+            f"!has(variables.podSecurity.sysctls) || variables.podSecurity.sysctls.all(s, s.name in [{sysctls}])",
+            "only the safe sysctls are allowed",
+        ),
+    ]
+    return variables, [{"expression": e, "message": f"RDMA namespace: {m}"} for e, m in validations]
+
+
 @dataclass(frozen=True)
 class TenantBundleArgs:
     spec: EstateSpec
@@ -244,7 +349,11 @@ class TenantBundle(pulumi.ComponentResource):
         self.role, self.role_binding = self._rbac()
         self.default_service_account = self._default_service_account()
         if args.tenant.trust == "untrusted":
-            self._admission_policy(args.site.kubernetes.sandbox_runtime_class)
+            validations = untrusted_validations(self._tenant, args.site.kubernetes.sandbox_runtime_class)
+            self._pod_admission_policy("untrusted", validations)
+        if args.tenant.rdma:
+            variables, validations = rdma_pod_policy()
+            self._pod_admission_policy("rdma", validations, variables)
         self.register_outputs({"namespace": self.namespace.metadata.name})
 
     def _meta(self, name: str) -> k8s.meta.v1.ObjectMetaArgs:
@@ -374,8 +483,11 @@ class TenantBundle(pulumi.ComponentResource):
             opts=self._in_ns,
         )
 
-    def _admission_policy(self, runtime_class: str | None) -> None:
-        policy_name = f"gpufleet-untrusted-{self._ns}"
+    def _pod_admission_policy(
+        self, purpose: str, validations: list[dict[str, str]], variables: list[dict[str, str]] | None = None
+    ) -> None:
+        """A ValidatingAdmissionPolicy on the namespace's pods, and its binding (Deny)."""
+        policy_name = f"gpufleet-{purpose}-{self._ns}"
         policy_spec: Any = {
             "failurePolicy": "Fail",
             "matchConstraints": {
@@ -388,10 +500,12 @@ class TenantBundle(pulumi.ComponentResource):
                     }
                 ]
             },
-            "validations": untrusted_validations(self._tenant, runtime_class),
+            **({"variables": variables} if variables else {}),
+            "validations": validations,
         }
+        suffix = "" if purpose == "untrusted" else f"-{purpose}"  # the untrusted policy keeps its resource names
         policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
-            f"{self._name}-pod-policy",
+            f"{self._name}-pod-policy{suffix}",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=policy_name, labels=self._labels),
             spec=policy_spec,
             opts=pulumi.ResourceOptions(parent=self),
@@ -402,7 +516,7 @@ class TenantBundle(pulumi.ComponentResource):
             "matchResources": {"namespaceSelector": {"matchLabels": {kueue.NAMESPACE_NAME_LABEL: self._ns}}},
         }
         k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-            f"{self._name}-pod-policy-binding",
+            f"{self._name}-pod-policy-binding{suffix}",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=policy_name, labels=self._labels),
             spec=binding_spec,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),

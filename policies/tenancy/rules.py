@@ -46,6 +46,8 @@ PACK_NAME = "tenancy"
 DEFAULT_ENFORCEMENT = MANDATORY
 
 PSA = "pod-security.kubernetes.io/"
+# A tenant namespace marked for RDMA / EFA jobs (IPC_LOCK); check-list item P6.
+RDMA_LABEL = "gpufleet.io/rdma"
 # T6: system namespaces whose operands are privileged by design (GPU Operator, Network Operator, EFA plugin).
 # Used when neither config nor components.kubernetes.namespaces provides the exemption list.
 DEFAULT_PRIVILEGED_NAMESPACES = ("kube-system", "gpu-operator", "network-operator", "nvidia-network-operator")
@@ -170,14 +172,52 @@ def namespace_pod_security(args: ResourceValidationArgs, report: ReportViolation
     labels = k8s_labels(args.props)
     name = k8s_name(args.props, args.name)
     levels = {mode: labels.get(f"{PSA}{mode}") for mode in ("enforce", "audit", "warn")}
-    if any(v == "privileged" for v in levels.values()) and name not in privileged_namespaces(args):
+    # An RDMA tenant namespace may hand enforcement to an admission policy (baseline + IPC_LOCK, rule
+    # rdma-namespace-guarded); its audit and warn levels must still be restricted or baseline.
+    rdma = bool(labels.get(TENANT_LABEL)) and labels.get(RDMA_LABEL) == "true" and levels["enforce"] == "privileged"
+    audit_levels = [levels["audit"], levels["warn"]]
+    if rdma and any(v not in ("restricted", "baseline") for v in audit_levels):
+        report(f"RDMA namespace {name} must audit and warn at restricted or baseline (has {audit_levels})", None)
+    if not rdma and any(v == "privileged" for v in levels.values()) and name not in privileged_namespaces(args):
         report(f"namespace {name} is Pod Security privileged but is not on the exemption list", None)
     if labels.get(TENANT_LABEL):
-        if levels["enforce"] not in ("restricted", "baseline"):
+        if not rdma and levels["enforce"] not in ("restricted", "baseline"):
             report(f"tenant namespace {name} must enforce restricted or baseline (has {levels['enforce']})", None)
         missing = [m for m in ("audit", "warn") if not levels[m]]
         if missing:
             report(f"tenant namespace {name} lacks Pod Security labels for {missing}", None)
+
+
+def rdma_namespace_guarded(args: StackValidationArgs, report: ReportViolation) -> None:
+    """P6: a namespace that lets pods add IPC_LOCK (Pod Security enforce=privileged, marked for RDMA) has a
+    Deny-mode ValidatingAdmissionPolicy bound to it that restricts capabilities and privileged containers."""
+    policies = {k8s_name(p.props, p.name): p for p in objects(args.resources, "ValidatingAdmissionPolicy")}
+    bindings = list(objects(args.resources, "ValidatingAdmissionPolicyBinding"))
+    for ns_res in objects(args.resources, "Namespace"):
+        labels = k8s_labels(ns_res.props)
+        if labels.get(RDMA_LABEL) != "true" or labels.get(f"{PSA}enforce") != "privileged":
+            continue
+        ns = k8s_name(ns_res.props, ns_res.name)
+        guarded = False
+        for b in bindings:
+            spec = as_dict(b.props.get("spec"))
+            selector = as_dict(get(spec, "matchResources.namespaceSelector.matchLabels"))
+            if selector.get("kubernetes.io/metadata.name") != ns or "Deny" not in list(
+                spec.get("validationActions") or []
+            ):
+                continue
+            policy = policies.get(str(spec.get("policyName")))
+            if policy is None:
+                continue
+            expressions = " ".join(str(v.get("expression", "")) for v in get(policy.props, "spec.validations") or [])
+            if "capabilities" in expressions and "privileged" in expressions:
+                guarded = True
+        if not guarded:
+            report(
+                f"namespace {ns} enforces Pod Security privileged for RDMA but no Deny admission policy bound to it "
+                "restricts capabilities and privileged containers",
+                None,
+            )
 
 
 # -- T7 ---------------------------------------------------------------------------------------------------
@@ -394,6 +434,13 @@ ALL = [
         enforcement=MANDATORY,
         config_schema=schema(privilegedNamespaces=PRIVILEGED_CONFIG),
         remediation="Set tenants[].pod_security to restricted or baseline; privileged only for GPU/Network Operator namespaces.",
+    ),
+    stack_policy(
+        rdma_namespace_guarded,
+        name="rdma-namespace-guarded",
+        description="P6: IPC_LOCK (RDMA) only in namespaces marked gpufleet.io/rdma, whose Pod Security enforcement is taken over by a Deny admission policy (baseline + IPC_LOCK).",
+        enforcement=MANDATORY,
+        remediation="Let gpufleet create the RDMA namespace's admission policy (tenants[].rdma: true); never label a tenant namespace privileged by hand.",
     ),
     resource_policy(
         rbac_least_privilege,

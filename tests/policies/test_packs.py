@@ -26,7 +26,7 @@ from policies.cost_tags import taggable
 from tests.conftest import ROOT
 
 PACKS = {p.folder: p for p in check.packs()}
-CHECKLIST_ID = re.compile(r"\b(T\d+|A\d+|H\d+|CKV\w*|DESIGN)\b")
+CHECKLIST_ID = re.compile(r"\b(T\d+|A\d+|H\d+|P\d+|CKV\w*|DESIGN)\b")
 
 
 @pytest.mark.parametrize("folder", sorted(PACKS))

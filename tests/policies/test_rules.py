@@ -41,6 +41,28 @@ LT_RESERVED = fx.with_(
     placement=None,
     capacityReservationSpecification={"capacityReservationTarget": {"capacityReservationId": "cr-0123456789abcdef0"}},
 )
+RDMA_LABELS = {
+    "tenant": "research",
+    "gpufleet.io/rdma": "true",
+    "pod-security.kubernetes.io/enforce": "privileged",
+    "pod-security.kubernetes.io/audit": "restricted",
+    "pod-security.kubernetes.io/warn": "restricted",
+}
+RDMA_NS = fx.namespace(labels=RDMA_LABELS)
+RDMA_VAP = fx.k8s(
+    "ValidatingAdmissionPolicy",
+    "gpufleet-rdma-research",
+    spec={"validations": [{"expression": "caps: c.securityContext.capabilities ... privileged"}]},
+)
+RDMA_BINDING = fx.k8s(
+    "ValidatingAdmissionPolicyBinding",
+    "gpufleet-rdma-research",
+    spec={
+        "policyName": "gpufleet-rdma-research",
+        "validationActions": ["Deny"],
+        "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "research"}}},
+    },
+)
 CASES = [
     # -- tenancy
     Case("tenant-namespace", fx.tenant_bundle(), [fx.namespace("product")], TENANTS),
@@ -62,6 +84,14 @@ CASES = [
         [fx.k8s("Namespace", "monitoring", metadata={"labels": {"pod-security.kubernetes.io/enforce": "privileged"}})],
         id="unregistered-privileged",
     ),
+    Case("rdma-namespace-guarded", [RDMA_NS, RDMA_VAP, RDMA_BINDING], [RDMA_NS, RDMA_VAP]),
+    Case(
+        "rdma-namespace-guarded",
+        [RDMA_NS, RDMA_VAP, RDMA_BINDING],
+        [RDMA_NS, fx.with_(RDMA_VAP, spec={"validations": [{"expression": "true"}]}), RDMA_BINDING],
+        id="policy-checks-nothing",
+    ),
+    Case("namespace-pod-security", [RDMA_NS], [fx.namespace(labels={**RDMA_LABELS, "pod-security.kubernetes.io/warn": "privileged"})], id="rdma-audit"),
     Case("rbac-least-privilege", [fx.role()], [fx.role(rules=[{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}])]),
     Case("rbac-least-privilege", [fx.role()], [fx.role(rules=[{"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"]}])], id="exec"),
     Case("rbac-least-privilege", [fx.role()], [fx.role(rules=[{"apiGroups": [""], "resources": ["resourcequotas"], "verbs": ["patch"]}])], id="edit-quota"),

@@ -48,13 +48,30 @@ def test_every_example_tenant_with_quota_gets_a_bundle_and_queues(plan_of: PlanO
 
 
 def test_namespace_labels_tenant_cost_and_pod_security(plan_of: PlanOf) -> None:
-    ns = k8s_object(plan_of("aws-train"), "Namespace", "research")
+    ns = k8s_object(plan_of("aws-train"), "Namespace", "product")
     labels = ns.inputs["metadata"]["labels"]
-    assert labels["tenant"] == "research"
-    assert labels["gpufleet.io/tenant"] == "research" and labels["gpufleet.io/cost-center"] == "cc-4100"
+    assert labels["tenant"] == "product"
+    assert labels["gpufleet.io/tenant"] == "product" and labels["gpufleet.io/cost-center"] == "cc-4100"
     for mode in ("enforce", "audit", "warn"):
         assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted"
+    assert "gpufleet.io/rdma" not in labels
     assert ns.retain_on_delete  # its PVCs outlive a tenant's removal from the spec
+    assert not [r for r in k8s_objects(plan_of("aws-train"), "ValidatingAdmissionPolicy") if "product" in r.name]
+
+
+def test_rdma_namespace_moves_enforcement_to_its_admission_policy(plan_of: PlanOf) -> None:
+    plan = plan_of("aws-train")
+    labels = k8s_object(plan, "Namespace", "research").inputs["metadata"]["labels"]
+    assert labels["gpufleet.io/rdma"] == "true"
+    assert labels["pod-security.kubernetes.io/enforce"] == "privileged"
+    assert labels["pod-security.kubernetes.io/audit"] == labels["pod-security.kubernetes.io/warn"] == "restricted"
+    vap = k8s_object(plan, "ValidatingAdmissionPolicy", "gpufleet-rdma-research").inputs["spec"]
+    assert vap["failurePolicy"] == "Fail" and "IPC_LOCK" in " ".join(v["expression"] for v in vap["validations"])
+    binding = k8s_object(plan, "ValidatingAdmissionPolicyBinding", "gpufleet-rdma-research").inputs["spec"]
+    assert binding["validationActions"] == ["Deny"]
+    assert binding["matchResources"]["namespaceSelector"] == {
+        "matchLabels": {"kubernetes.io/metadata.name": "research"}
+    }
 
 
 def test_resource_quota_counts_gpus_by_advertised_resource(plan_of: PlanOf) -> None:
@@ -166,7 +183,11 @@ def test_untrusted_tenant_pods_pinned_by_flavor_and_admission_policy(plan_of: Pl
     binding = k8s_object(plan, "ValidatingAdmissionPolicyBinding", "gpufleet-untrusted-agents").inputs["spec"]
     assert binding["validationActions"] == ["Deny"]
     assert binding["matchResources"]["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "agents"}}
-    assert not [r for r in k8s_objects(plan, "ValidatingAdmissionPolicy") if "research" in r.inputs["metadata"]["name"]]
+    assert not [
+        r
+        for r in k8s_objects(plan, "ValidatingAdmissionPolicy")
+        if "untrusted-research" in r.inputs["metadata"]["name"]
+    ]
 
 
 def test_untrusted_tenant_must_use_the_sites_sandbox_runtime(synth_config: Callable[[dict[str, Any]], Plan]) -> None:

@@ -1,0 +1,110 @@
+"""The admission policies' CEL, evaluated against sample pods with cel-python (no API server needed)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import celpy
+import pytest
+from celpy import celtypes, json_to_cel
+
+from components.kubernetes.tenancy import rdma_pod_policy, untrusted_validations
+from components.nodes import DEDICATED_TENANT_LABEL
+from components.spec import Tenant
+
+ENV = celpy.Environment()
+
+
+def refused(
+    validations: list[dict[str, str]], pod: dict[str, Any], variables: list[dict[str, str]] | None = None
+) -> list[str]:
+    """Messages of the validations `pod` fails, evaluated the way the API server does (variables first)."""
+    activation: dict[str, Any] = {"object": json_to_cel(pod)}
+    values = celtypes.MapType({})
+    for v in variables or []:
+        result = ENV.program(ENV.compile(v["expression"])).evaluate({**activation, "variables": values})
+        values = celtypes.MapType({**values, celtypes.StringType(v["name"]): result})
+    activation["variables"] = values
+    return [v["message"] for v in validations if not ENV.program(ENV.compile(v["expression"])).evaluate(activation)]
+
+
+RDMA_POD: dict[str, Any] = {
+    "metadata": {"name": "nccl"},
+    "spec": {
+        "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [
+            {
+                "name": "worker",
+                "image": "nccl-tests:1",
+                "securityContext": {"capabilities": {"add": ["IPC_LOCK"], "drop": ["ALL"]}},
+                "resources": {"limits": {"nvidia.com/gpu": 8, "rdma/rdma_shared_device_a": 1}},
+            }
+        ],
+    },
+}
+
+
+def rdma(pod: dict[str, Any]) -> list[str]:
+    variables, validations = rdma_pod_policy()
+    return refused(validations, pod, variables)
+
+
+def changed(path: list[Any], value: Any) -> dict[str, Any]:
+    pod = copy.deepcopy(RDMA_POD)
+    node: Any = pod
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return pod
+
+
+def test_rdma_pod_with_ipc_lock_is_admitted() -> None:
+    assert rdma(RDMA_POD) == []
+
+
+@pytest.mark.parametrize(
+    ("pod", "words"),
+    [
+        (
+            changed(["spec", "containers", 0, "securityContext", "capabilities", "add"], ["IPC_LOCK", "SYS_ADMIN"]),
+            "capabilities",
+        ),
+        (changed(["spec", "containers", 0, "securityContext", "privileged"], True), "privileged"),
+        (changed(["spec", "hostNetwork"], True), "host namespaces"),
+        (changed(["spec", "volumes"], [{"name": "h", "hostPath": {"path": "/"}}]), "hostPath"),
+        (changed(["spec", "containers", 0, "ports"], [{"containerPort": 80, "hostPort": 80}]), "host ports"),
+        (changed(["spec", "securityContext", "seccompProfile"], {"type": "Unconfined"}), "seccomp"),
+        (changed(["spec", "securityContext", "sysctls"], [{"name": "kernel.msgmax", "value": "1"}]), "sysctls"),
+        (
+            changed(["spec", "initContainers"], [{"name": "i", "image": "x", "securityContext": {"privileged": True}}]),
+            "privileged",
+        ),
+    ],
+)
+def test_rdma_policy_refuses_what_baseline_refuses(pod: dict[str, Any], words: str) -> None:
+    found = rdma(pod)
+    assert len(found) == 1 and words in found[0], found
+
+
+def untrusted(pod: dict[str, Any]) -> list[str]:
+    return refused(untrusted_validations(Tenant(name="agents", trust="untrusted"), None), pod)
+
+
+def test_untrusted_pod_must_carry_its_dedicated_node_selector_once_ungated() -> None:
+    gated = {"spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}], "containers": [{"name": "a"}]}}
+    assert untrusted(gated) == []
+    loose = {"spec": {"containers": [{"name": "a"}]}}
+    assert len(untrusted(loose)) == 1
+    pinned = {"spec": {"nodeSelector": {DEDICATED_TENANT_LABEL: "agents"}, "containers": [{"name": "a"}]}}
+    assert untrusted(pinned) == []
+
+
+def test_untrusted_pod_may_not_tolerate_everything_or_another_tenant() -> None:
+    base = {"nodeSelector": {DEDICATED_TENANT_LABEL: "agents"}, "containers": [{"name": "a"}]}
+    wildcard = {"spec": {**base, "tolerations": [{"operator": "Exists"}]}}
+    other = {"spec": {**base, "tolerations": [{"key": "tenant", "value": "research", "effect": "NoSchedule"}]}}
+    own = {"spec": {**base, "tolerations": [{"key": "tenant", "value": "agents", "effect": "NoSchedule"}]}}
+    assert len(untrusted(wildcard)) == 1
+    assert len(untrusted(other)) == 1
+    assert untrusted(own) == []
