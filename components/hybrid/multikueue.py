@@ -44,7 +44,7 @@ import yaml
 from components.hybrid.windows import BurstQuota, burst_pools, burst_quotas, cloud_site
 from components.kubernetes import kueue
 from components.kubernetes.cluster import ClusterStack
-from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs
+from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs, TenantTolerations
 from components.spec import AwsSite, BaremetalSite, BurstWindow, EstateSpec, Tenant
 from components.tags import Tags
 
@@ -350,6 +350,8 @@ class MultiKueueWiring(pulumi.ComponentResource):
     def _namespaces(self, side: str, site: AwsSite | BaremetalSite, stack: ClusterStack) -> dict[str, pulumi.Resource]:
         on = self._on_worker if side == "worker" else self._on_manager
         out: dict[str, pulumi.Resource] = {}
+        if not stack.tenants and burst_tenants(self._args.spec):  # the cluster's tenants are all added here
+            TenantTolerations(f"{self._name}-{side}-tenant-tolerations", self._tags, on)
         for t in burst_tenants(self._args.spec):
             existing = stack.tenants.get(t.name)
             if existing is not None:

@@ -10,7 +10,7 @@ import pulumi
 from components.kubernetes.gpu_stack import GpuStack, GpuStackArgs
 from components.kubernetes.kueue import Kueue, KueueArgs, tenants_on_site
 from components.kubernetes.priorities import Priorities, PrioritiesArgs
-from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs
+from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs, TenantTolerations
 from components.spec import AwsSite, BaremetalSite, BurstWindow, EstateSpec
 from components.tags import Tags
 
@@ -37,6 +37,8 @@ class ClusterStack(pulumi.ComponentResource):
             t.name: TenantBundle(f"{name}-tenant-{t.name}", TenantBundleArgs(args.spec, args.site, t, args.tags), child)
             for t in tenants_on_site(args.spec, args.site)
         }
+        if self.tenants:
+            TenantTolerations(f"{name}-tenant-tolerations", args.tags, child)
         namespaces = {t: b.namespace for t, b in self.tenants.items()}
         self.kueue = Kueue(f"{name}-kueue", KueueArgs(args.spec, args.site, args.tags, namespaces), child)
         self.priorities = Priorities(f"{name}-priorities", PrioritiesArgs(args.tags, self.kueue.release), child)

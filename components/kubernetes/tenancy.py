@@ -219,11 +219,6 @@ def untrusted_validations(tenant: Tenant, runtime_class: str | None) -> list[dic
             "message": f"pods of untrusted tenant {tenant.name} run only on its dedicated nodes "
             f"(nodeSelector {key}={tenant.name}, set by Kueue at admission)",
         },
-        {
-            "expression": "!has(object.spec.tolerations) || object.spec.tolerations.all(t, "
-            f"has(t.key) && t.key != '' && (t.key != 'tenant' || (has(t.value) && t.value == '{tenant.name}')))",
-            "message": "tolerations need a key and may not tolerate another tenant's taint",
-        },
     ]
     if runtime_class:
         rules.append(
@@ -313,6 +308,59 @@ def rdma_pod_policy() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
         ),
     ]
     return variables, [{"expression": e, "message": f"RDMA namespace: {m}"} for e, m in validations]
+
+
+TOLERATIONS_POLICY = "gpufleet-tenant-tolerations"
+TOLERATION_VALIDATIONS = [
+    {
+        "expression": "!has(object.spec.tolerations) || object.spec.tolerations.all(t, has(t.key) && t.key != '' "
+        "&& (t.key != 'tenant' || (has(t.value) && t.value == namespaceObject.metadata.labels['tenant'])))",
+        "message": "tenant pods may not tolerate every taint (a toleration needs a key) nor another tenant's "
+        "dedicated nodes (tenant=<other>)",
+    }
+]
+
+
+class TenantTolerations(pulumi.ComponentResource):
+    """T11 for every tenant namespace of a cluster: one ValidatingAdmissionPolicy, bound (Deny) to namespaces
+    labelled `tenant`, refusing keyless tolerations and tolerations of another tenant's dedicated-node taint.
+    Kueue's injected tolerations (the GPU taint, the pod's own tenant taint) pass."""
+
+    def __init__(self, name: str, tags: Tags, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpufleet:kubernetes:TenantTolerations", name, None, opts)
+        labels = tags.labels()
+        spec: Any = {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": ["pods"],
+                    }
+                ]
+            },
+            "validations": TOLERATION_VALIDATIONS,
+        }
+        policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+            f"{name}-policy",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=TOLERATIONS_POLICY, labels=labels),
+            spec=spec,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        binding: Any = {
+            "policyName": TOLERATIONS_POLICY,
+            "validationActions": ["Deny"],
+            "matchResources": {"namespaceSelector": {"matchExpressions": [{"key": "tenant", "operator": "Exists"}]}},
+        }
+        k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+            f"{name}-binding",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=TOLERATIONS_POLICY, labels=labels),
+            spec=binding,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
+        )
+        self.register_outputs({})
 
 
 @dataclass(frozen=True)

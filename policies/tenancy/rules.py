@@ -220,6 +220,29 @@ def rdma_namespace_guarded(args: StackValidationArgs, report: ReportViolation) -
             )
 
 
+# -- T11 --------------------------------------------------------------------------------------------------
+
+
+def tenant_tolerations_guarded(args: StackValidationArgs, report: ReportViolation) -> None:
+    """T11: where tenant namespaces exist, a Deny admission policy bound to namespaces labelled `tenant` refuses
+    keyless (wildcard) tolerations."""
+    if not tenant_namespaces(args.resources):
+        return
+    policies = {k8s_name(p.props, p.name): p for p in objects(args.resources, "ValidatingAdmissionPolicy")}
+    for b in objects(args.resources, "ValidatingAdmissionPolicyBinding"):
+        spec = as_dict(b.props.get("spec"))
+        selector = as_dict(get(spec, "matchResources.namespaceSelector"))
+        expressions = [as_dict(e) for e in as_list(selector.get("matchExpressions"))]
+        selects_tenants = any(e.get("key") == TENANT_LABEL and e.get("operator") == "Exists" for e in expressions)
+        policy = policies.get(str(spec.get("policyName")))
+        if not selects_tenants or policy is None or "Deny" not in list(spec.get("validationActions") or []):
+            continue
+        text = " ".join(str(v.get("expression", "")) for v in get(policy.props, "spec.validations") or [])
+        if "tolerations" in text and "has(t.key)" in text:
+            return
+    report("no Deny admission policy bound to tenant namespaces refuses wildcard tolerations (T11)", None)
+
+
 # -- T7 ---------------------------------------------------------------------------------------------------
 
 
@@ -434,6 +457,13 @@ ALL = [
         enforcement=MANDATORY,
         config_schema=schema(privilegedNamespaces=PRIVILEGED_CONFIG),
         remediation="Set tenants[].pod_security to restricted or baseline; privileged only for GPU/Network Operator namespaces.",
+    ),
+    stack_policy(
+        tenant_tolerations_guarded,
+        name="tenant-tolerations-guarded",
+        description="T11: tenant pods may not carry wildcard tolerations (operator Exists without a key) or tolerate another tenant's dedicated nodes; a Deny admission policy bound to tenant namespaces enforces it (EKS BPG multitenancy).",
+        enforcement=MANDATORY,
+        remediation="Keep the gpufleet-tenant-tolerations admission policy that gpufleet installs on every cluster with tenants.",
     ),
     stack_policy(
         rdma_namespace_guarded,

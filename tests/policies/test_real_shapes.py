@@ -68,6 +68,7 @@ BREAKS = [
     Break("default-sa-no-automount", "aws-train", _type("ServiceAccountPatch", "agents"), _set(("automountServiceAccountToken",), True), "automount"),
     Break("namespace-pod-security", "aws-train", _type("core/v1:Namespace", "tenant-agents"), _set(("metadata", "labels", "pod-security.kubernetes.io/enforce"), "privileged"), "privileged-tenant"),
     Break("rdma-namespace-guarded", "aws-train", _type("ValidatingAdmissionPolicyBinding", "research-pod-policy-binding-rdma"), _drop_resource, "binding-removed"),
+    Break("tenant-tolerations-guarded", "onprem", _type("ValidatingAdmissionPolicyBinding", "tenant-tolerations-binding"), _drop_resource, "guard-removed"),
     Break("kueue-clusterqueue-pinned", "hybrid", _type("ClusterQueue", "onprem-k8s-kueue-cq-research"), _set(("spec", "namespaceSelector"), {}), "open-selector"),
     Break("rbac-least-privilege", "onprem", _type("rbac.authorization.k8s.io/v1:Role", "research"), _set(("rules",), [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]), "wildcard"),
     Break("efa-sg-self-only", "aws-train", _type("securityGroup:SecurityGroup", "train-efa"), _set(("egress",), [{"protocol": "-1", "fromPort": 0, "toPort": 0, "cidrBlocks": ["0.0.0.0/0"]}]), "open-egress"),

@@ -63,6 +63,22 @@ RDMA_BINDING = fx.k8s(
         "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "research"}}},
     },
 )
+TOL_VAP = fx.k8s(
+    "ValidatingAdmissionPolicy",
+    "gpufleet-tenant-tolerations",
+    spec={
+        "validations": [{"expression": "!has(object.spec.tolerations) || object.spec.tolerations.all(t, has(t.key))"}]
+    },
+)
+TOL_BINDING = fx.k8s(
+    "ValidatingAdmissionPolicyBinding",
+    "gpufleet-tenant-tolerations",
+    spec={
+        "policyName": "gpufleet-tenant-tolerations",
+        "validationActions": ["Deny"],
+        "matchResources": {"namespaceSelector": {"matchExpressions": [{"key": "tenant", "operator": "Exists"}]}},
+    },
+)
 CASES = [
     # -- tenancy
     Case("tenant-namespace", fx.tenant_bundle(), [fx.namespace("product")], TENANTS),
@@ -83,6 +99,13 @@ CASES = [
         [fx.namespace()],
         [fx.k8s("Namespace", "monitoring", metadata={"labels": {"pod-security.kubernetes.io/enforce": "privileged"}})],
         id="unregistered-privileged",
+    ),
+    Case("tenant-tolerations-guarded", [fx.namespace(), TOL_VAP, TOL_BINDING], [fx.namespace(), TOL_VAP]),
+    Case(
+        "tenant-tolerations-guarded",
+        [fx.namespace(), TOL_VAP, TOL_BINDING],
+        [fx.namespace(), TOL_VAP, fx.with_(TOL_BINDING, spec={**TOL_BINDING.inputs["spec"], "validationActions": ["Warn"]})],
+        id="warn-only",
     ),
     Case("rdma-namespace-guarded", [RDMA_NS, RDMA_VAP, RDMA_BINDING], [RDMA_NS, RDMA_VAP]),
     Case(

@@ -9,7 +9,7 @@ import celpy
 import pytest
 from celpy import celtypes, json_to_cel
 
-from components.kubernetes.tenancy import rdma_pod_policy, untrusted_validations
+from components.kubernetes.tenancy import TOLERATION_VALIDATIONS, rdma_pod_policy, untrusted_validations
 from components.nodes import DEDICATED_TENANT_LABEL
 from components.spec import Tenant
 
@@ -17,10 +17,13 @@ ENV = celpy.Environment()
 
 
 def refused(
-    validations: list[dict[str, str]], pod: dict[str, Any], variables: list[dict[str, str]] | None = None
+    validations: list[dict[str, str]],
+    pod: dict[str, Any],
+    variables: list[dict[str, str]] | None = None,
+    namespace: dict[str, Any] | None = None,
 ) -> list[str]:
     """Messages of the validations `pod` fails, evaluated the way the API server does (variables first)."""
-    activation: dict[str, Any] = {"object": json_to_cel(pod)}
+    activation: dict[str, Any] = {"object": json_to_cel(pod), "namespaceObject": json_to_cel(namespace or {})}
     values = celtypes.MapType({})
     for v in variables or []:
         result = ENV.program(ENV.compile(v["expression"])).evaluate({**activation, "variables": values})
@@ -100,11 +103,26 @@ def test_untrusted_pod_must_carry_its_dedicated_node_selector_once_ungated() -> 
     assert untrusted(pinned) == []
 
 
-def test_untrusted_pod_may_not_tolerate_everything_or_another_tenant() -> None:
-    base = {"nodeSelector": {DEDICATED_TENANT_LABEL: "agents"}, "containers": [{"name": "a"}]}
+def tolerations(pod: dict[str, Any], tenant: str) -> list[str]:
+    return refused(TOLERATION_VALIDATIONS, pod, namespace={"metadata": {"name": tenant, "labels": {"tenant": tenant}}})
+
+
+@pytest.mark.parametrize("tenant", ["agents", "research"])
+def test_tenant_pods_may_not_tolerate_everything_or_another_tenant(tenant: str) -> None:
+    other = "research" if tenant == "agents" else "agents"
+    base = {"containers": [{"name": "a"}]}
     wildcard = {"spec": {**base, "tolerations": [{"operator": "Exists"}]}}
-    other = {"spec": {**base, "tolerations": [{"key": "tenant", "value": "research", "effect": "NoSchedule"}]}}
-    own = {"spec": {**base, "tolerations": [{"key": "tenant", "value": "agents", "effect": "NoSchedule"}]}}
-    assert len(untrusted(wildcard)) == 1
-    assert len(untrusted(other)) == 1
-    assert untrusted(own) == []
+    foreign = {"spec": {**base, "tolerations": [{"key": "tenant", "value": other, "effect": "NoSchedule"}]}}
+    own = {
+        "spec": {
+            **base,
+            "tolerations": [
+                {"key": "tenant", "operator": "Equal", "value": tenant, "effect": "NoSchedule"},
+                {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"},
+                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
+            ],
+        }
+    }
+    assert len(tolerations(wildcard, tenant)) == 1
+    assert len(tolerations(foreign, tenant)) == 1
+    assert tolerations(own, tenant) == []

@@ -251,3 +251,17 @@ def test_priority_and_workload_priority_classes_agree(plan_of: PlanOf) -> None:
         assert pc["globalDefault"] is False
     assert pcs["inference"]["value"] > pcs["training"]["value"] > pcs["interactive"]["value"] > pcs["batch"]["value"]
     assert pcs["batch"]["preemptionPolicy"] == "Never"
+
+
+def test_every_cluster_with_tenants_refuses_foreign_and_keyless_tolerations(plan_of: PlanOf) -> None:
+    for stack, clusters in {"aws-train": 1, "onprem": 1, "hybrid": 2}.items():
+        plan = plan_of(stack)
+        bindings = k8s_objects(plan, "ValidatingAdmissionPolicyBinding", anywhere=True)
+        guards = [b for b in bindings if b.inputs["metadata"]["name"] == "gpufleet-tenant-tolerations"]
+        assert len(guards) == clusters, stack  # the hybrid worker's burst namespaces are covered too
+        for b in guards:
+            spec = b.inputs["spec"]
+            assert spec["validationActions"] == ["Deny"]
+            assert spec["matchResources"]["namespaceSelector"] == {
+                "matchExpressions": [{"key": "tenant", "operator": "Exists"}]
+            }
