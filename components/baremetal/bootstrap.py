@@ -201,6 +201,16 @@ class ServerBootstrapArgs:
     server: Server
     scripts: ServerScripts
     secret: Callable[[str], pulumi.Output[str]]
+    join_stdin: pulumi.Output[str]  # the site's join secrets as the join step's stdin (join_stdin(), once per site)
+
+
+def join_stdin(site: BaremetalSite, secret: Callable[[str], pulumi.Output[str]]) -> pulumi.Output[str]:
+    """The join secrets, one per line, for the join script's stdin: kubeadm token and CA-cert hash, or the SSM
+    activation code and id. Built once per site; every server's join step reads the same secret Output."""
+    join = site.join
+    second = join.ca_hash_config if join.method == "kubeadm" else join.activation_id_config
+    both = pulumi.Output.all(secret(join.token_config), secret(second))
+    return pulumi.Output.secret(both.apply(lambda values: f"{values[0]}\n{values[1]}\n"))
 
 
 class ServerBootstrap(pulumi.ComponentResource):
@@ -269,13 +279,8 @@ class ServerBootstrap(pulumi.ComponentResource):
         )
 
     def _join(self, after: list[pulumi.Resource]) -> command.remote.Command:
-        join = self._args.site.join
-        second = join.ca_hash_config if join.method == "kubeadm" else join.activation_id_config
-        stdin = pulumi.Output.all(self._args.secret(join.token_config), self._args.secret(second)).apply(
-            lambda values: f"{values[0]}\n{values[1]}\n"
-        )
         return self._ssh_step(
-            "join", self._args.scripts.join, after, stdin=pulumi.Output.secret(stdin), delete=self._args.scripts.leave
+            "join", self._args.scripts.join, after, stdin=self._args.join_stdin, delete=self._args.scripts.leave
         )
 
     def _api_step(

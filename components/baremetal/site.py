@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.baremetal.bootstrap import ServerBootstrap, ServerBootstrapArgs, render_server
+from components.baremetal.bootstrap import ServerBootstrap, ServerBootstrapArgs, join_stdin, render_server
 from components.baremetal.fabric import BaremetalFabric, FabricArgs
 from components.baremetal.node_patch import node_patch
 from components.baremetal.storage import BaremetalStorage, StorageArgs
@@ -56,6 +56,7 @@ class BaremetalSiteStack(pulumi.ComponentResource):
 
     def _bootstrap_servers(self) -> None:
         spec, site = self._args.spec, self._args.site
+        stdin = join_stdin(site, self._args.secret)
         for pool in site.node_pools:
             for server in spec.pool_servers(site, pool):
                 bootstrap = ServerBootstrap(
@@ -67,6 +68,7 @@ class BaremetalSiteStack(pulumi.ComponentResource):
                         server=server,
                         scripts=render_server(spec, site, pool, server),
                         secret=self._args.secret,
+                        join_stdin=stdin,
                     ),
                     pulumi.ResourceOptions(parent=self),
                 )
