@@ -321,6 +321,45 @@ TOLERATION_VALIDATIONS = [
 ]
 
 
+def pod_admission_policy(
+    resource_names: tuple[str, str],
+    policy_name: str,
+    labels: dict[str, str],
+    validations: list[dict[str, str]],
+    namespace_selector: dict[str, Any],
+    parent: pulumi.Resource,
+    variables: list[dict[str, str]] | None = None,
+) -> None:
+    """A ValidatingAdmissionPolicy on pods (create and update) and its Deny binding to `namespace_selector`."""
+    spec: Any = {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "resourceRules": [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]}
+            ]
+        },
+        **({"variables": variables} if variables else {}),
+        "validations": validations,
+    }
+    policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+        resource_names[0],
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=policy_name, labels=labels),
+        spec=spec,
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+    binding: Any = {
+        "policyName": policy_name,
+        "validationActions": ["Deny"],
+        "matchResources": {"namespaceSelector": namespace_selector},
+    }
+    k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+        resource_names[1],
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=policy_name, labels=labels),
+        spec=binding,
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[policy]),
+    )
+
+
 class TenantTolerations(pulumi.ComponentResource):
     """T11 for every tenant namespace of a cluster: one ValidatingAdmissionPolicy, bound (Deny) to namespaces
     labelled `tenant`, refusing keyless tolerations and tolerations of another tenant's dedicated-node taint.
@@ -328,37 +367,13 @@ class TenantTolerations(pulumi.ComponentResource):
 
     def __init__(self, name: str, tags: Tags, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:kubernetes:TenantTolerations", name, None, opts)
-        labels = tags.labels()
-        spec: Any = {
-            "failurePolicy": "Fail",
-            "matchConstraints": {
-                "resourceRules": [
-                    {
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "operations": ["CREATE", "UPDATE"],
-                        "resources": ["pods"],
-                    }
-                ]
-            },
-            "validations": TOLERATION_VALIDATIONS,
-        }
-        policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
-            f"{name}-policy",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=TOLERATIONS_POLICY, labels=labels),
-            spec=spec,
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        binding: Any = {
-            "policyName": TOLERATIONS_POLICY,
-            "validationActions": ["Deny"],
-            "matchResources": {"namespaceSelector": {"matchExpressions": [{"key": "tenant", "operator": "Exists"}]}},
-        }
-        k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-            f"{name}-binding",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=TOLERATIONS_POLICY, labels=labels),
-            spec=binding,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
+        pod_admission_policy(
+            (f"{name}-policy", f"{name}-binding"),
+            TOLERATIONS_POLICY,
+            tags.labels(),
+            TOLERATION_VALIDATIONS,
+            {"matchExpressions": [{"key": "tenant", "operator": "Exists"}]},
+            self,
         )
         self.register_outputs({})
 
@@ -535,37 +550,13 @@ class TenantBundle(pulumi.ComponentResource):
         self, purpose: str, validations: list[dict[str, str]], variables: list[dict[str, str]] | None = None
     ) -> None:
         """A ValidatingAdmissionPolicy on the namespace's pods, and its binding (Deny)."""
-        policy_name = f"gpufleet-{purpose}-{self._ns}"
-        policy_spec: Any = {
-            "failurePolicy": "Fail",
-            "matchConstraints": {
-                "resourceRules": [
-                    {
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "operations": ["CREATE", "UPDATE"],
-                        "resources": ["pods"],
-                    }
-                ]
-            },
-            **({"variables": variables} if variables else {}),
-            "validations": validations,
-        }
         suffix = "" if purpose == "untrusted" else f"-{purpose}"  # the untrusted policy keeps its resource names
-        policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
-            f"{self._name}-pod-policy{suffix}",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=policy_name, labels=self._labels),
-            spec=policy_spec,
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        binding_spec: Any = {
-            "policyName": policy_name,
-            "validationActions": ["Deny"],
-            "matchResources": {"namespaceSelector": {"matchLabels": {kueue.NAMESPACE_NAME_LABEL: self._ns}}},
-        }
-        k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-            f"{self._name}-pod-policy-binding{suffix}",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=policy_name, labels=self._labels),
-            spec=binding_spec,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
+        pod_admission_policy(
+            (f"{self._name}-pod-policy{suffix}", f"{self._name}-pod-policy-binding{suffix}"),
+            f"gpufleet-{purpose}-{self._ns}",
+            self._labels,
+            validations,
+            {"matchLabels": {kueue.NAMESPACE_NAME_LABEL: self._ns}},
+            self,
+            variables,
         )
