@@ -300,6 +300,10 @@ def _aws_pool(
         else:
             notes.append("burst pool: idles at zero nodes outside a burst window")
     found = catalog.price(instance.name, site.region)
+    if pool.burst and (w is None or w.pool != pool.name) and found is not None:
+        ceiling = pool.scaling.max * found.usd_per_hour
+        budget = f", within the burst budget of ${spec.burst.budget_usd:,.0f}/month" if spec.burst else ""
+        notes.append(f"a window may grow it to {pool.scaling.max} × {instance.name} = ${ceiling:,.2f}/h{budget}")
     if pool.capacity.type != "on-demand":
         notes.append(f"{pool.capacity.type} capacity priced at the on-demand rate (the catalog holds no other rate)")
     price = None

@@ -151,6 +151,14 @@ def test_burst_pool_costs_the_open_window_and_nothing_after_it_expires() -> None
     assert after.hourly.at("max") == 0.0 and after.priced
 
 
+def test_idle_burst_pool_states_what_a_window_could_cost() -> None:
+    spec = parse_estate(example_estate("hybrid"), "hybrid")
+    idle = next(p for p in estate_cost(spec, None, NOW).pools if p.pool == "burst-h100")
+    assert idle.hourly.at("max") == 0.0
+    # pool max 4 nodes x p5.48xlarge $55.04 = $220.16/h, bounded by the burst policy's monthly budget
+    assert "a window may grow it to 4 × p5.48xlarge = $220.16/h, within the burst budget of $20,000/month" in idle.notes
+
+
 def test_burst_window_with_another_instance_type_is_priced_at_that_type() -> None:
     spec = parse_estate(example_estate("hybrid"), "hybrid")
     window = _hybrid_window(NOW - dt.timedelta(hours=1), 8, "p5en.48xlarge")
