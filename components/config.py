@@ -49,23 +49,27 @@ def yaml_path(base: str, loc: tuple[int | str, ...]) -> str:
     return out
 
 
-def _problems(err: ValidationError, source: str, base: str) -> list[str]:
+SCHEMA_HINT = "`gpufleet schema` lists the allowed keys"
+
+
+def validation_problems(err: ValidationError, source: str, base: str, hint: str = SCHEMA_HINT) -> list[str]:
+    """One `file: yaml.path: message` line per pydantic error; `base` prefixes every path ("" for the top level)."""
     out = []
     for e in err.errors():
         ctx_err = (e.get("ctx") or {}).get("error")
         if isinstance(ctx_err, SpecFieldError):
-            path = f"{base}.{ctx_err.path}" if ctx_err.path else base
+            path = ".".join(p for p in (base, ctx_err.path) if p)
             msg = ctx_err.message
         else:
-            path = yaml_path(base, tuple(e["loc"]))
+            path = yaml_path(base, tuple(e["loc"])).lstrip(".")
             msg = e["msg"].removeprefix("Value error, ")
             if isinstance(ctx_err, CatalogError):
                 msg = str(ctx_err).strip("'\"")
             if e["type"] == "extra_forbidden":
-                msg = "unknown key (check the spelling; `gpufleet schema` lists the allowed keys)"
+                msg = f"unknown key (check the spelling; {hint})"
             elif e["type"] == "missing":
                 msg = "required key is missing"
-        out.append(f"{source}: {path}: {msg}")
+        out.append(f"{source}: {path or '(top level)'}: {msg}")
     return out
 
 
@@ -76,7 +80,7 @@ def parse_estate(raw: Any, source: str) -> EstateSpec:
     try:
         return EstateSpec.model_validate(raw)
     except ValidationError as err:
-        raise SpecError(_problems(err, source, base)) from None
+        raise SpecError(validation_problems(err, source, base)) from None
 
 
 def _json_text(raw: Any, source: str, base: str) -> Any:
@@ -97,7 +101,7 @@ def parse_window(raw: Any, source: str) -> BurstWindow | None:
     try:
         return BurstWindow.model_validate(raw)
     except ValidationError as err:
-        raise SpecError(_problems(err, source, base)) from None
+        raise SpecError(validation_problems(err, source, base)) from None
 
 
 def check_window(spec: EstateSpec, window: BurstWindow | None, source: str) -> None:
@@ -124,7 +128,7 @@ def parse_ledger(raw: Any, source: str) -> list[BurstLedgerEntry]:
         try:
             out.append(BurstLedgerEntry.model_validate(entry))
         except ValidationError as err:
-            problems += _problems(err, source, f"{base}[{i}]")
+            problems += validation_problems(err, source, f"{base}[{i}]")
     if problems:
         raise SpecError(problems)
     return out

@@ -31,7 +31,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from components import catalog
-from components.config import SpecError, yaml_path
+from components.config import SpecError, validation_problems
 from components.spec import (
     DNS1123,
     AwsNodePool,
@@ -290,30 +290,13 @@ class WorkloadFile(Model):
         return self
 
 
-def _problems(err: ValidationError, source: str) -> list[str]:
-    out = []
-    for e in err.errors():
-        ctx_err = (e.get("ctx") or {}).get("error")
-        if isinstance(ctx_err, SpecFieldError):
-            path, msg = ctx_err.path, ctx_err.message
-        else:
-            path = yaml_path("", tuple(e["loc"])).lstrip(".")
-            msg = e["msg"].removeprefix("Value error, ")
-            if e["type"] == "extra_forbidden":
-                msg = "unknown key (check the spelling; examples/workloads.yaml shows every key)"
-            elif e["type"] == "missing":
-                msg = "required key is missing"
-        out.append(f"{source}: {path or '(top level)'}: {msg}")
-    return out
-
-
 def parse_workloads(raw: Any, source: str) -> WorkloadFile:
     if not isinstance(raw, dict):
         raise SpecError([f"{source}: must be a mapping with assumptions, planning and classes"])
     try:
         return WorkloadFile.model_validate(raw)
     except ValidationError as err:
-        raise SpecError(_problems(err, source)) from None
+        raise SpecError(validation_problems(err, source, "", "examples/workloads.yaml shows every key")) from None
 
 
 def load_workloads(path: Path) -> WorkloadFile:
