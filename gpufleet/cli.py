@@ -216,17 +216,11 @@ def check(
 # -- cost and diff ----------------------------------------------------------------------------------------
 
 
-class CostFormat(StrEnum):
-    text = "text"
-    markdown = "markdown"
-    json = "json"
-
-
 @app.command()
 @user_errors
 def cost(
     stack: StackOpt,
-    format: Annotated[CostFormat, typer.Option("--format", "-f", help="text, markdown or json.")] = CostFormat.text,
+    format: Annotated[Format, typer.Option("--format", "-f", help="text, markdown or json.")] = Format.text,
     at: Annotated[
         str | None, typer.Option("--at", help="ISO time burst windows are judged at (default: now, UTC).")
     ] = None,
@@ -241,9 +235,9 @@ def cost(
     stack_file = read_stack(project, stack)
     now = _parse_time(at) if at else dt.datetime.now(dt.UTC)
     envelope = estate_cost(stack_file.estate(), stack_file.window(), now)
-    if format is CostFormat.json:
+    if format is Format.json:
         print(json.dumps(envelope.to_dict(), indent=1))
-    elif format is CostFormat.markdown:
+    elif format is Format.markdown:
         print(report.render_cost_markdown(envelope), end="")
     else:
         report.render_cost_text(envelope, out)
