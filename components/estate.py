@@ -61,7 +61,7 @@ class Estate(pulumi.ComponentResource):
                     manager=manager,
                     worker=cloud,
                     manager_provider=self.sites[manager.name].k8s_provider,
-                    worker_provider=self.sites[cloud.name].k8s_provider,
+                    worker_provider=worker_site.k8s_provider,
                     manager_stack=self.clusters[manager.name],
                     worker_stack=self.clusters[cloud.name],
                     worker_kubeconfig=worker_site.kubeconfig,
