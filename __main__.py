@@ -1,4 +1,4 @@
-"""The Pulumi program: `pulumi up -s <env>` and `gpufleet.synth` both run this file unchanged."""
+"""The Pulumi program: `pulumi up -s <env>` and `gpufleet.engine.synth` both run this file unchanged."""
 
 from components.program import run
 

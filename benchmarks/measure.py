@@ -24,8 +24,8 @@ import pulumi
 import pulumi_aws  # noqa: F401 - imported before timing, as in synth
 import pulumi_kubernetes  # noqa: F401
 
-from gpufleet.plan import Plan
-from gpufleet.synth import run_program
+from gpufleet.engine.plan import Plan
+from gpufleet.engine.synth import run_program
 
 
 def _peak_mb() -> float:
@@ -33,8 +33,8 @@ def _peak_mb() -> float:
 
 
 def measure_synth(config_path: Path, plan_out: Path) -> dict[str, Any]:
-    from components.config import parse_estate
-    from gpufleet.synth import synth
+    from components.model.load import parse_estate
+    from gpufleet.engine.synth import synth
     from tests.conftest import write_project
 
     config = json.loads(config_path.read_text())
@@ -47,7 +47,7 @@ def measure_synth(config_path: Path, plan_out: Path) -> dict[str, Any]:
     spec = parse_estate(config["gpufleet:estate"], "bench")
     policy_s = None
     try:
-        from gpufleet.check import evaluate
+        from gpufleet.review.check import evaluate
     except ImportError:
         evaluate = None  # type: ignore[assignment]
     if evaluate is not None:
@@ -87,7 +87,7 @@ def measure_floor(plan_path: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         program = Path(tmp) / "__main__.py"
         program.write_text(
-            "import json, sys\nfrom benchmarks.measure import _floor_program\nfrom gpufleet.plan import Plan\n"
+            "import json, sys\nfrom benchmarks.measure import _floor_program\nfrom gpufleet.engine.plan import Plan\n"
             f"_floor_program(Plan.from_dict(json.loads(open({str(plan_path)!r}).read())))\n"
         )
         run_program(program, "gpufleet", "floor", {}, [])  # warm-up

@@ -21,10 +21,10 @@ import time, json, sys
 t0 = time.perf_counter()
 import datetime as dt
 from gpufleet import cli  # noqa: F401 - the CLI's own imports
-from gpufleet.synth import synth
-from gpufleet import check
-from gpufleet.cost import estate_cost
-from components.config import read_stack
+from gpufleet.engine.synth import synth
+from gpufleet.review import check
+from gpufleet.review.cost import estate_cost
+from components.model.load import read_stack
 t1 = time.perf_counter()
 plan = synth(".", sys.argv[1])
 t2 = time.perf_counter()

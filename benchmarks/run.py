@@ -2,7 +2,7 @@
 
 For each target size it generates a synthetic estate whose synthesized plan has about that many custom
 resources (calibrated on a small estate first), then measures, each in a fresh interpreter:
-- synth: wall time of `gpufleet.synth` (imports excluded), peak RSS, policy evaluation time;
+- synth: wall time of `gpufleet.engine.synth` (imports excluded), peak RSS, policy evaluation time;
 - floor: the same custom resources (same types, same inputs) registered directly under the same mocks,
   without components or any gpufleet logic.
 Prints a table and writes JSON (with `ratio` = synth seconds / floor seconds per size).

@@ -13,8 +13,8 @@ from components.aws.site import AwsSiteArgs, AwsSiteStack
 from components.baremetal.site import BaremetalSiteArgs, BaremetalSiteStack
 from components.hybrid.multikueue import MultiKueueArgs, MultiKueueWiring
 from components.kubernetes.cluster import ClusterStack, ClusterStackArgs
-from components.spec import AwsSite, BurstWindow, EstateSpec
-from components.tags import Tags
+from components.model.spec import AwsSite, BurstWindow, EstateSpec
+from components.model.tags import Tags
 
 SecretLookup = Callable[[str], pulumi.Output[str]]
 

@@ -11,8 +11,8 @@ import functools
 
 import pulumi
 
-from components.config import ESTATE_KEY, WINDOW_KEY, SpecError, check_window, parse_estate, parse_window
 from components.estate import Estate, EstateArgs
+from components.model.load import ESTATE_KEY, WINDOW_KEY, SpecError, check_window, parse_estate, parse_window
 
 
 def run() -> Estate:

@@ -3,8 +3,8 @@
 Rules see resource INPUTS with the engine's camelCase names (`scalingConfig.maxSize`, `metadataOptions.httpTokens`)
 under `pulumi preview --policy-pack`, and the same names in `gpufleet check` (gpufleet/check.py builds the same
 `ResourceValidationArgs` / `StackValidationArgs` from a Plan). Policies know nothing of components except the catalog
-and the constants components publish (node label keys in `components.nodes`, the cost-label prefix in
-`components.tags`).
+and the constants components publish (node label keys in `components.model.nodes`, the cost-label prefix in
+`components.model.tags`).
 
 A rule is a plain function `fn(args, report_violation)`; `resource_policy` / `stack_policy` wrap it in the
 pulumi_policy object with its id, description (which cites the check-list item from
@@ -29,8 +29,8 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from components.nodes import DEDICATED_TENANT_LABEL, GPU_PRESENT_LABEL, GPU_TAINT, POOL_LABEL, TENANT_NODE_LABEL
-from components.tags import SHARED
+from components.model.nodes import DEDICATED_TENANT_LABEL, GPU_PRESENT_LABEL, GPU_TAINT, POOL_LABEL, TENANT_NODE_LABEL
+from components.model.tags import SHARED
 
 MANDATORY = EnforcementLevel.MANDATORY
 ADVISORY = EnforcementLevel.ADVISORY
@@ -329,7 +329,7 @@ def node_group_instance_type(ng: PolicyResource) -> str | None:
 
 
 def is_gpu_node(view: NodeView) -> bool:
-    from components import catalog
+    from components.model import catalog
 
     if view.labels.get(GPU_PRESENT_LABEL) == "true":
         return True

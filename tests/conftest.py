@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from components.config import ESTATE_KEY, read_stack
-from gpufleet.plan import Plan
-from gpufleet.synth import synth
+from components.model.load import ESTATE_KEY, read_stack
+from gpufleet.engine.plan import Plan
+from gpufleet.engine.synth import synth
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ("aws-train", "onprem", "hybrid")

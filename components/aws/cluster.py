@@ -11,9 +11,9 @@ import pulumi_aws as aws
 
 from components.aws import iam
 from components.aws.launch import launch_template_args, template_version
-from components.nodes import ROLE_LABEL
-from components.spec import AwsSite
-from components.tags import Tags
+from components.model.nodes import ROLE_LABEL
+from components.model.spec import AwsSite
+from components.model.tags import Tags
 
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 LOG_RETENTION_DAYS = 90

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components import catalog
+from components.model import catalog
 
 ENA = "interface"
 EFA_ONLY = "efa-only"

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.spec import AwsNodePool, AwsSite, EfaFabric
-from components.tags import Tags
+from components.model.spec import AwsNodePool, AwsSite, EfaFabric
+from components.model.tags import Tags
 
 RESERVED_CAPACITY = ("capacity-reservation", "capacity-block")
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.spec import AwsSite, EfaFabric
-from components.tags import Tags
+from components.model.spec import AwsSite, EfaFabric
+from components.model.tags import Tags
 
 PRIVATE_PREFIX_STEP = 3  # a /16 VPC gets /19 private subnets (8,190 addresses each: pods take VPC IPs)
 PUBLIC_PREFIX = 24

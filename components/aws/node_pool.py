@@ -10,10 +10,10 @@ import pulumi_aws as aws
 
 from components.aws.efa import efa_interfaces
 from components.aws.launch import launch_template_args, nodeadm_user_data, template_version
-from components.hybrid.windows import effective_scaling
-from components.nodes import Taint, pool_labels, pool_taints
-from components.spec import AwsNodePool, BurstWindow, EstateSpec
-from components.tags import SHARED, Tags
+from components.model.nodes import Taint, pool_labels, pool_taints
+from components.model.spec import AwsNodePool, BurstWindow, EstateSpec
+from components.model.tags import SHARED, Tags
+from components.model.windows import effective_scaling
 
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 CAPACITY_TYPES = {

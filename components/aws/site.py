@@ -14,8 +14,8 @@ from components.aws.fabric import EfaFabricArgs, EfaFabricStack, pool_placement_
 from components.aws.network import SiteNetwork, SiteNetworkArgs
 from components.aws.node_pool import EfaAttachment, GpuNodePool, GpuNodePoolArgs
 from components.aws.storage import SiteStorage, SiteStorageArgs
-from components.spec import AwsNodePool, AwsSite, BurstWindow, EfaFabric, EstateSpec, ScratchTier
-from components.tags import Tags
+from components.model.spec import AwsNodePool, AwsSite, BurstWindow, EfaFabric, EstateSpec, ScratchTier
+from components.model.tags import Tags
 
 
 @dataclass(frozen=True)

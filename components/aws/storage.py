@@ -27,8 +27,8 @@ import pulumi_kubernetes as k8s
 
 from components.aws import iam
 from components.kubernetes import helm, versions
-from components.spec import AwsSite, EfsTier, EstateSpec, FsxLustreTier, S3Tier
-from components.tags import Tags
+from components.model.spec import AwsSite, EfsTier, EstateSpec, FsxLustreTier, S3Tier
+from components.model.tags import Tags
 
 LUSTRE_PORTS = ((988, 988), (1018, 1023))  # FSx for Lustre user guide, "Amazon VPC security groups"
 NFS_PORT = 2049

@@ -30,10 +30,10 @@ import jinja2
 import pulumi
 import pulumi_command as command
 
-from components import catalog
 from components.kubernetes import versions
-from components.nodes import Taint, pool_labels, pool_taints, server_topology_labels
-from components.spec import BaremetalNodePool, BaremetalSite, EstateSpec, ScratchTier, Server
+from components.model import catalog
+from components.model.nodes import Taint, pool_labels, pool_taints, server_topology_labels
+from components.model.spec import BaremetalNodePool, BaremetalSite, EstateSpec, ScratchTier, Server
 
 TEMPLATES = Path(__file__).parent / "templates"
 SCRATCH_FS_LABEL = "gf-scratch"  # XFS labels hold at most 12 characters

@@ -12,8 +12,8 @@ from components.baremetal.bootstrap import ServerBootstrap, ServerBootstrapArgs,
 from components.baremetal.fabric import BaremetalFabric, FabricArgs
 from components.baremetal.node_patch import node_patch
 from components.baremetal.storage import BaremetalStorage, StorageArgs
-from components.spec import BaremetalSite, EstateSpec, InfinibandFabric, RoceFabric
-from components.tags import Tags
+from components.model.spec import BaremetalSite, EstateSpec, InfinibandFabric, RoceFabric
+from components.model.tags import Tags
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,9 @@ import pulumi_kubernetes as k8s
 from components.baremetal.bootstrap import local_volume_dir
 from components.kubernetes import helm, versions
 from components.kubernetes.namespaces import KUBE_SYSTEM
-from components.nodes import GPU_PRESENT_LABEL, pool_taints
-from components.spec import BaremetalSite, NfsTier, OnPremS3Tier, ParallelFsTier, ScratchTier
-from components.tags import Tags
+from components.model.nodes import GPU_PRESENT_LABEL, pool_taints
+from components.model.spec import BaremetalSite, NfsTier, OnPremS3Tier, ParallelFsTier, ScratchTier
+from components.model.tags import Tags
 
 STORAGE_NAMESPACE = "gpufleet-storage"
 NFS_PROVISIONER = "nfs.csi.k8s.io"

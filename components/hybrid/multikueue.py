@@ -41,12 +41,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.hybrid.windows import BurstQuota, burst_pools, burst_quotas, cloud_site
 from components.kubernetes import kueue
 from components.kubernetes.cluster import ClusterStack
 from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs, TenantTolerations
-from components.spec import AwsSite, BaremetalSite, BurstWindow, EstateSpec, Tenant
-from components.tags import Tags
+from components.model.spec import AwsSite, BaremetalSite, BurstWindow, EstateSpec, Tenant
+from components.model.tags import Tags
+from components.model.windows import BurstQuota, burst_pools, burst_quotas, cloud_site
 
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 KUBECONFIG_KEY = "kubeconfig"  # the key MultiKueue reads from a Secret-located kubeconfig

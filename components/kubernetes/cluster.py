@@ -11,8 +11,8 @@ from components.kubernetes.gpu_stack import GpuStack, GpuStackArgs
 from components.kubernetes.kueue import Kueue, KueueArgs, tenants_on_site
 from components.kubernetes.priorities import Priorities, PrioritiesArgs
 from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs, TenantTolerations
-from components.spec import AwsSite, BaremetalSite, BurstWindow, EstateSpec
-from components.tags import Tags
+from components.model.spec import AwsSite, BaremetalSite, BurstWindow, EstateSpec
+from components.model.tags import Tags
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import pulumi_kubernetes as k8s
 
 from components.kubernetes import helm, placement, sharing, versions
 from components.kubernetes.namespaces import DEVICE_PLUGIN_NAMESPACE
-from components.spec import AwsSite, BaremetalSite
+from components.model.spec import AwsSite, BaremetalSite
 
 
 def gfd_needed(site: AwsSite | BaremetalSite) -> bool:

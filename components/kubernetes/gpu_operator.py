@@ -17,7 +17,7 @@ Decisions:
   an RDMA fabric and a parallel file system tier (the GDS-capable clients of Lustre / GPFS / WEKA read over
   RDMA). NFS and object tiers gain nothing from nvidia-fs.
 - Operands are confined to GPU nodes by the operator itself: it deploys them only to nodes labelled
-  `nvidia.com/gpu.present=true` (controllers/state_manager.go), which every pool sets (components.nodes). The
+  `nvidia.com/gpu.present=true` (controllers/state_manager.go), which every pool sets (components.model.nodes). The
   values add tolerations for exactly the GPU and tenant taints of the site's pools; the operator Deployment
   stays off GPU nodes by affinity. The chart has no node selector for operands (`daemonsets` has none).
 - The namespace is labelled PSA-privileged by gpufleet (namespaces.py), so `psa.enabled=false`.
@@ -34,7 +34,7 @@ import pulumi_kubernetes as k8s
 
 from components.kubernetes import helm, placement, sharing, versions
 from components.kubernetes.namespaces import GPU_OPERATOR_NAMESPACE
-from components.spec import AwsSite, BaremetalSite, EstateSpec, InfinibandFabric, ParallelFsTier, RoceFabric
+from components.model.spec import AwsSite, BaremetalSite, EstateSpec, InfinibandFabric, ParallelFsTier, RoceFabric
 
 DEVICE_PLUGIN_CONFIGMAP = "gpufleet-device-plugin-configs"
 MIG_PARTED_CONFIGMAP = "gpufleet-mig-parted-config"

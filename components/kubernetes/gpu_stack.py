@@ -28,8 +28,8 @@ from components.kubernetes.namespaces import (
     SystemNamespacesArgs,
 )
 from components.kubernetes.network_operator import NetworkOperator, NetworkOperatorArgs
-from components.spec import AwsSite, BaremetalSite, EstateSpec
-from components.tags import Tags
+from components.model.spec import AwsSite, BaremetalSite, EstateSpec
+from components.model.tags import Tags
 
 
 @dataclass(frozen=True)

@@ -32,10 +32,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components import nodes
 from components.kubernetes import helm, versions
-from components.spec import AwsNodePool, AwsSite, BaremetalNodePool, BaremetalSite, EstateSpec, Tenant
-from components.tags import Tags
+from components.model import nodes
+from components.model.spec import AwsNodePool, AwsSite, BaremetalNodePool, BaremetalSite, EstateSpec, Tenant
+from components.model.tags import Tags
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 KUEUE_NAMESPACE = "kueue-system"

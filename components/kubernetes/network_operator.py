@@ -21,7 +21,7 @@ Decisions:
   not deployed: it needs a UFM endpoint and secret the schema does not model yet.
 - One NFD per cluster: the GPU Operator's (or the device plugin's) when present, else this chart's.
 - Node placement: the policy's daemons run only on nodes of the site's RDMA fabrics
-  (`components.nodes.FABRIC_LABEL`) and tolerate exactly those pools' GPU and tenant taints; the operator
+  (`components.model.nodes.FABRIC_LABEL`) and tolerate exactly those pools' GPU and tenant taints; the operator
   Deployment stays off GPU nodes.
 """
 
@@ -37,9 +37,9 @@ import pulumi_kubernetes as k8s
 from components.kubernetes import helm, placement, versions
 from components.kubernetes.gpu_operator import rdma_fabrics
 from components.kubernetes.namespaces import NETWORK_OPERATOR_NAMESPACE
-from components.nodes import FABRIC_LABEL
-from components.spec import AwsSite, BaremetalSite, InfinibandFabric, RoceFabric
-from components.tags import Tags
+from components.model.nodes import FABRIC_LABEL
+from components.model.spec import AwsSite, BaremetalSite, InfinibandFabric, RoceFabric
+from components.model.tags import Tags
 
 NIC_CLUSTER_POLICY = "nic-cluster-policy"
 MELLANOX_VENDOR_ID = "15b3"

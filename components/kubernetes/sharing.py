@@ -1,7 +1,7 @@
 """GPU sharing configuration derived from a site's pools: device-plugin configs and MIG layouts.
 
 Both the GPU Operator and the standalone device plugin get the same named device-plugin configs: one per
-time-sliced pool (key `components.nodes.device_plugin_config_name(pool)`, which is also the value of the
+time-sliced pool (key `components.model.nodes.device_plugin_config_name(pool)`, which is also the value of the
 pool's `nvidia.com/device-plugin.config` node label) and a default for every other GPU node. MIG layouts are
 mig-parted configs named `all-<profile>`, the value of the pools' `nvidia.com/mig.config` node label.
 
@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
-from components.nodes import device_plugin_config_name
-from components.spec import AwsSite, BaremetalSite, EstateSpec
+from components.model.nodes import device_plugin_config_name
+from components.model.spec import AwsSite, BaremetalSite, EstateSpec
 
 GPU_RESOURCE = "nvidia.com/gpu"
 # Key of the config used by GPU nodes without a device-plugin config label. Pool names (the other keys) are

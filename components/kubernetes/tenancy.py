@@ -6,7 +6,7 @@ are built by `components.kubernetes.kueue.Kueue`. Checks T1-T9 and T11 of shared
 Trust levels. An untrusted tenant (agents running generated code) has its quota only on pools dedicated to
 it, never time-sliced (the schema enforces both). Its pods reach its dedicated nodes because Kueue manages
 every job and pod in tenant namespaces (`manageJobsWithoutQueueName` with `managedJobsNamespaceSelector`) and
-injects the dedicated flavor's nodeSelector (`gpufleet.io/tenant=<id>`, see components.nodes) and the toleration for the `tenant=<id>:NoSchedule` taint at admission. A built-in
+injects the dedicated flavor's nodeSelector (`gpufleet.io/tenant=<id>`, see components.model.nodes) and the toleration for the `tenant=<id>:NoSchedule` taint at admission. A built-in
 ValidatingAdmissionPolicy (no controller, no Kyverno) backs this up: in the untrusted namespace, a pod that is
 no longer scheduling-gated must carry that nodeSelector, may not carry a toleration without a key or for
 another tenant's taint, and, where the site names a sandbox RuntimeClass, must set `runtimeClassName` to it.
@@ -30,9 +30,9 @@ from urllib.parse import urlsplit
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import nodes
 from components.kubernetes import kueue
-from components.spec import (
+from components.model import nodes
+from components.model.spec import (
     AwsSite,
     BaremetalSite,
     EfsTier,
@@ -43,7 +43,7 @@ from components.spec import (
     S3Tier,
     Tenant,
 )
-from components.tags import LABEL_PREFIX, Tags
+from components.model.tags import LABEL_PREFIX, Tags
 
 Site = AwsSite | BaremetalSite
 

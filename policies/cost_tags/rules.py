@@ -12,8 +12,8 @@ from typing import Any
 
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, StackValidationArgs
 
-from components import catalog
-from components.tags import LABEL_PREFIX
+from components.model import catalog
+from components.model.tags import LABEL_PREFIX
 from policies.common import (
     ADVISORY,
     LAUNCH_TEMPLATE,
@@ -36,7 +36,7 @@ from policies.cost_tags.taggable import taggable_types
 PACK_NAME = "cost-tags"
 DEFAULT_ENFORCEMENT = MANDATORY
 
-# Same default as components.spec.Metadata.required_tags (a test keeps the two equal).
+# Same default as components.model.spec.Metadata.required_tags (a test keeps the two equal).
 DEFAULT_REQUIRED_TAGS = ("owner", "cost-center", "env", "cluster", "tenant")
 DEFAULT_REQUIRED_LABELS = tuple(f"{LABEL_PREFIX}{k}" for k in DEFAULT_REQUIRED_TAGS)
 PROPAGATED_TO = ("instance", "volume")

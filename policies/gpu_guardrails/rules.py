@@ -13,8 +13,8 @@ from typing import Any
 
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, StackValidationArgs
 
-from components import catalog
-from components.nodes import DEVICE_PLUGIN_CONFIG_LABEL, EFA_LABEL, FABRIC_LABEL, GPU_TAINT
+from components.model import catalog
+from components.model.nodes import DEVICE_PLUGIN_CONFIG_LABEL, EFA_LABEL, FABRIC_LABEL, GPU_TAINT
 from policies.common import (
     ADVISORY,
     FSX_LUSTRE,

@@ -13,7 +13,7 @@ from typing import Any
 
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, StackValidationArgs
 
-from components.nodes import POOL_LABEL
+from components.model.nodes import POOL_LABEL
 from policies.common import (
     EKS_CLUSTER,
     LAUNCH_TEMPLATE,

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from pulumi_policy import ReportViolation, ResourceValidationArgs, StackValidationArgs
 
-from components.nodes import TENANT_NODE_LABEL
+from components.model.nodes import TENANT_NODE_LABEL
 from policies.common import (
     HELM_RELEASE,
     MANDATORY,
@@ -277,7 +277,7 @@ def tenant_rbac_namespaced(args: ResourceValidationArgs, report: ReportViolation
 
 
 def _tenant_label(labels: dict[str, str]) -> str | None:
-    from components.tags import LABEL_PREFIX, SHARED
+    from components.model.tags import LABEL_PREFIX, SHARED
 
     value = labels.get(f"{LABEL_PREFIX}tenant")
     return value if value and value != SHARED else None

@@ -1,10 +1,10 @@
-"""Schema rules for AWS pools on EFA fabrics: errors name the YAML field (components/spec.py _check_aws_pool)."""
+"""Schema rules for AWS pools on EFA fabrics: errors name the YAML field (components/model/spec.py _check_aws_pool)."""
 
 from __future__ import annotations
 
 import pytest
 
-from components.config import SpecError, parse_estate
+from components.model.load import SpecError, parse_estate
 from tests.conftest import example_estate
 
 BASE = "config.gpufleet:estate.sites[0].node_pools"

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from components.aws.storage import throughput_warning
-from gpufleet.plan import Plan, PlanResource
-from gpufleet.synth import synth
+from gpufleet.engine.plan import Plan, PlanResource
+from gpufleet.engine.synth import synth
 from tests.conftest import example_config, write_project
 
 LT = "aws:ec2/launchTemplate:LaunchTemplate"

@@ -14,9 +14,9 @@ import pytest
 from moto import mock_aws
 from typer.testing import CliRunner
 
-import gpufleet.catalog_refresh as catalog_refresh
-from components.catalog import INSTANCES_FILE, SHIPPED_INSTANCE_TYPES
-from gpufleet.catalog_refresh import refresh
+import gpufleet.catalog.refresh as catalog_refresh
+from components.model.catalog import INSTANCES_FILE, SHIPPED_INSTANCE_TYPES
+from gpufleet.catalog.refresh import refresh
 
 COMMITTED: dict[str, Any] = json.loads(INSTANCES_FILE.read_text())
 TODAY = dt.date(2026, 11, 29)
@@ -88,7 +88,7 @@ def test_refresh_in_a_region_without_some_types_keeps_their_facts_and_records_no
 
 
 def test_catalog_refresh_command_writes_the_catalog(aws: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gpufleet.cli import app
+    from gpufleet.cli.app import app
 
     out = tmp_path / "aws_instances.json"
     shutil.copy(INSTANCES_FILE, out)

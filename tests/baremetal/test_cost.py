@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from components.baremetal.cost import estate_gpu_hour_prices, pool_gpu_hour_price
-from components.spec import BaremetalSite
+from components.model.pricing import estate_gpu_hour_prices, pool_gpu_hour_price
+from components.model.spec import BaremetalSite
 from tests.baremetal.helpers import onprem_spec
 
 # Hand-picked inputs with round results: 87,600 USD over 1 year = 10 USD per hour (8,760 h); 10 kW at

@@ -9,7 +9,7 @@ import pytest
 
 from components.baremetal.bootstrap import remote_command
 from components.kubernetes import versions
-from components.nodes import (
+from components.model.nodes import (
     FABRIC_LABEL,
     GPU_TAINT,
     LEAF_LABEL,
@@ -21,8 +21,8 @@ from components.nodes import (
     TENANT_NODE_LABEL,
     TOPOLOGY_LEVELS,
 )
-from gpufleet.plan import SECRET, Plan, PlanResource
-from gpufleet.synth import SECRET_PLACEHOLDER
+from gpufleet.engine.plan import SECRET, Plan, PlanResource
+from gpufleet.engine.synth import SECRET_PLACEHOLDER
 from tests.baremetal.helpers import onprem_spec, scripts_for
 from tests.conftest import example_config
 
@@ -155,7 +155,7 @@ def _variant() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def variant(tmp_path_factory: pytest.TempPathFactory) -> Plan:
-    from gpufleet.synth import synth
+    from gpufleet.engine.synth import synth
     from tests.conftest import write_project
 
     return synth(write_project(tmp_path_factory.mktemp("variant"), _variant()), "test")
@@ -268,7 +268,7 @@ def test_site_objects_use_the_site_kubernetes_provider(example_plans: dict[str, 
 def test_eks_hybrid_join_reads_the_ssm_activation_from_stdin_and_names_the_node_from_its_output(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    from gpufleet.synth import synth
+    from gpufleet.engine.synth import synth
     from tests.conftest import write_project
 
     config = example_config("onprem")

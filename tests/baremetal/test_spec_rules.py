@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from components.config import SpecError
+from components.model.load import SpecError
 from tests.baremetal.helpers import onprem_spec
 
 Mutation = Callable[[dict[str, Any]], None]

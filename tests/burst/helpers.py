@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
-from components.config import LEDGER_KEY, WINDOW_KEY
-from gpufleet.burst_driver import DriverError, OutputSink
+from components.model.load import LEDGER_KEY, WINDOW_KEY
+from gpufleet.burst.driver import DriverError, OutputSink
 from tests.conftest import example_config, write_project
 
 NOW = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.UTC)

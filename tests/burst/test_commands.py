@@ -14,11 +14,11 @@ import pytest
 from botocore.stub import Stubber
 from typer.testing import CliRunner
 
-from components.config import LEDGER_KEY, WINDOW_KEY, read_stack
-from gpufleet import burst_cli
-from gpufleet.burst import Aws
-from gpufleet.burst_driver import AutomationDriver, DriverError, StackDriver, StackLocked
-from gpufleet.cli import app
+from components.model.load import LEDGER_KEY, WINDOW_KEY, read_stack
+from gpufleet.burst.commands import Aws
+from gpufleet.burst.driver import AutomationDriver, DriverError, StackDriver, StackLocked
+from gpufleet.cli import burst as burst_cli
+from gpufleet.cli.app import app
 from tests.burst.helpers import NOW, STACK, FakeDriver, hybrid_config, project, stack_file, window
 
 runner = CliRunner()

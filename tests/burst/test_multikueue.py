@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from components.config import WINDOW_KEY
 from components.hybrid.multikueue import WORKER_RULES, server_of, worker_kubeconfig
-from gpufleet.plan import Plan, PlanResource
+from components.model.load import WINDOW_KEY
+from gpufleet.engine.plan import Plan, PlanResource
 from tests.burst.helpers import hybrid_config, window
 
 MK = "gpufleet:hybrid:MultiKueue"

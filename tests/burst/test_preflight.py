@@ -13,8 +13,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from components.spec import BurstLedgerEntry, EstateSpec
-from gpufleet.burst import Aws, BurstError, BurstRequest, preflight
+from components.model.spec import BurstLedgerEntry, EstateSpec
+from gpufleet.burst.commands import Aws, BurstError, BurstRequest, preflight
 from tests.burst.helpers import NOW
 from tests.conftest import example_estate
 

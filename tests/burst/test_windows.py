@@ -6,14 +6,14 @@ import datetime as dt
 
 import pytest
 
-from components.config import SpecError, check_window, parse_ledger, parse_window
-from components.hybrid.windows import (
+from components.model.load import SpecError, check_window, parse_ledger, parse_window
+from components.model.spec import BurstLedgerEntry, BurstWindow, EstateSpec
+from components.model.windows import (
     burst_quotas,
     close_entry,
     effective_scaling,
     spend_in_month,
 )
-from components.spec import BurstLedgerEntry, BurstWindow, EstateSpec
 from tests.burst.helpers import NOW, window
 from tests.conftest import example_estate
 

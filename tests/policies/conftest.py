@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from components.config import ESTATE_KEY, parse_estate
-from components.spec import EstateSpec
-from gpufleet.plan import Plan
-from gpufleet.synth import synth
+from components.model.load import ESTATE_KEY, parse_estate
+from components.model.spec import EstateSpec
+from gpufleet.engine.plan import Plan
+from gpufleet.engine.synth import synth
 from tests.conftest import write_project
 from tests.policies.broken_stack import broken_config
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from components.nodes import (
+from components.model.nodes import (
     DEVICE_PLUGIN_CONFIG_LABEL,
     FABRIC_LABEL,
     GPU_PRESENT_LABEL,
     POOL_LABEL,
     TENANT_NODE_LABEL,
 )
-from gpufleet.plan import Plan, PlanResource
+from gpufleet.engine.plan import Plan, PlanResource
 
 AWS_SITE = "gpufleet:index:Estate$gpufleet:aws:Site"
 BM_SITE = "gpufleet:index:Estate$gpufleet:baremetal:Site"

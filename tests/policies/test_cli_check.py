@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from components.config import ESTATE_KEY
-from components.spec import EstateSpec
-from gpufleet import check, cli
-from gpufleet.plan import Plan
+from components.model.load import ESTATE_KEY
+from components.model.spec import EstateSpec
+from gpufleet.cli import app as cli
+from gpufleet.engine.plan import Plan
+from gpufleet.review import check
 from tests.conftest import ROOT, example_config, write_project
 from tests.policies.broken_stack import BREAKS, broken_config
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from components.config import ESTATE_KEY, parse_estate
-from gpufleet import check
-from gpufleet.findings import mandatory
-from gpufleet.plan import Plan
+from components.model.load import ESTATE_KEY, parse_estate
+from gpufleet.engine.plan import Plan
+from gpufleet.review import check
+from gpufleet.review.findings import mandatory
 from tests.conftest import EXAMPLES, ROOT, example_estate
 from tests.policies.broken_stack import BREAKS, broken_config
 

@@ -8,11 +8,11 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from components.config import ESTATE_KEY, parse_estate
 from components.kubernetes import gpu_operator
-from gpufleet import check
-from gpufleet.findings import mandatory
-from gpufleet.plan import Plan
+from components.model.load import ESTATE_KEY, parse_estate
+from gpufleet.engine.plan import Plan
+from gpufleet.review import check
+from gpufleet.review.findings import mandatory
 from tests.conftest import EXAMPLES, example_config
 
 RULE = "operator-driver-site"

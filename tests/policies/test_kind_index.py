@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpufleet import check
+from gpufleet.review import check
 from policies import common
 from tests.policies import fixtures as fx
 

@@ -18,9 +18,9 @@ import yaml
 from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
-from components.spec import EstateSpec, Metadata
-from gpufleet import check
-from gpufleet.plan import Plan, PlanResource
+from components.model.spec import EstateSpec, Metadata
+from gpufleet.engine.plan import Plan, PlanResource
+from gpufleet.review import check
 from policies.cost_tags import rules as cost_rules
 from policies.cost_tags import taggable
 from tests.conftest import ROOT

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from components.config import ESTATE_KEY, parse_estate
-from components.nodes import FABRIC_LABEL
-from gpufleet import check
-from gpufleet.findings import mandatory
-from gpufleet.plan import Plan, PlanResource
+from components.model.load import ESTATE_KEY, parse_estate
+from components.model.nodes import FABRIC_LABEL
+from gpufleet.engine.plan import Plan, PlanResource
+from gpufleet.review import check
+from gpufleet.review.findings import mandatory
 from tests.conftest import ROOT, example_config
 
 

@@ -1,4 +1,4 @@
-"""Every rule has a fixture that passes and one that violates, asserted by rule id through `gpufleet.check.run`
+"""Every rule has a fixture that passes and one that violates, asserted by rule id through `gpufleet.review.check.run`
 (the same policy objects the real CLI loads)."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from components.nodes import GPU_PRESENT_LABEL, POOL_LABEL, TENANT_NODE_LABEL
-from gpufleet import check
-from gpufleet.findings import Finding
-from gpufleet.plan import PlanResource
+from components.model.nodes import GPU_PRESENT_LABEL, POOL_LABEL, TENANT_NODE_LABEL
+from gpufleet.engine.plan import PlanResource
+from gpufleet.review import check
+from gpufleet.review.findings import Finding
 from tests.policies import fixtures as fx
 
 

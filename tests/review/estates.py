@@ -6,8 +6,8 @@ import copy
 import datetime as dt
 from typing import Any
 
-from components.spec import AwsSite, EstateSpec, FsxLustreTier
-from gpufleet.plan import Plan, PlanResource
+from components.model.spec import AwsSite, EstateSpec, FsxLustreTier
+from gpufleet.engine.plan import Plan, PlanResource
 
 NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
 

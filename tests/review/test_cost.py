@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from components import catalog
-from components.config import parse_estate
-from components.spec import BurstWindow
-from gpufleet.cli import app
-from gpufleet.cost import UNASSIGNED, EstateCost, estate_cost
+from components.model import catalog
+from components.model.load import parse_estate
+from components.model.spec import BurstWindow
+from gpufleet.cli.app import app
+from gpufleet.review.cost import UNASSIGNED, EstateCost, estate_cost
 from tests.conftest import ROOT, example_estate, write_project
 from tests.review.estates import NOW, small
 

@@ -19,10 +19,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from gpufleet.cli import app
-from gpufleet.diff import MISSING, diff_findings, diff_plans, diff_revision, flatten
-from gpufleet.findings import Finding
-from gpufleet.plan import Plan, PlanResource
+from gpufleet.cli.app import app
+from gpufleet.engine.plan import Plan, PlanResource
+from gpufleet.review.diff import MISSING, diff_findings, diff_plans, diff_revision, flatten
+from gpufleet.review.findings import Finding
 from tests.conftest import ROOT, example_config
 from tests.review.estates import small
 
@@ -34,8 +34,8 @@ PROGRAM = textwrap.dedent(
     """Test program: one node group per AWS pool, one protected FSx per Lustre tier."""
     import pulumi
 
-    from components.config import parse_estate
-    from components.spec import AwsSite, FsxLustreTier
+    from components.model.load import parse_estate
+    from components.model.spec import AwsSite, FsxLustreTier
 
     config = pulumi.Config()
     spec = parse_estate(config.get_object("estate"), "test")
@@ -105,7 +105,7 @@ def write_stack(repo: Path, stack: str, config: dict[str, Any]) -> None:
 
 
 def set_price(repo: Path, instance: str, usd: float) -> None:
-    path = repo / "components" / "catalog" / "aws_prices.json"
+    path = repo / "components" / "model" / "catalog" / "aws_prices.json"
     doc = json.loads(path.read_text())
     doc["regions"]["us-east-1"][instance] = usd
     path.write_text(json.dumps(doc, indent=1))
@@ -125,7 +125,7 @@ VIOLATION = Finding(
 
 
 FAKE_CHECK = f"""
-from gpufleet.findings import Finding
+from gpufleet.review.findings import Finding
 
 
 def evaluate(plan, spec):
@@ -151,7 +151,7 @@ def two_revisions(tmp_path: Path) -> Path:
     aws["storage"][0]["name"] = "hot"
     write_stack(repo, "review", stack_config(estate))
     # a policy check that exists only in the working tree and finds one violation (the base has none)
-    (repo / "gpufleet" / "check.py").write_text(FAKE_CHECK)
+    (repo / "gpufleet" / "review" / "check.py").write_text(FAKE_CHECK)
     return repo
 
 

@@ -16,13 +16,21 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from components.config import parse_estate
-from gpufleet.cli import app
-from gpufleet.cost import estate_cost
-from gpufleet.diff import PlanDiff, diff_plans
-from gpufleet.findings import Finding
-from gpufleet.plan import Plan, PlanResource
-from gpufleet.report import MAX_COMMENT, Section, assemble, marker, mermaid, render_diff_markdown, render_markdown
+from components.model.load import parse_estate
+from gpufleet.cli.app import app
+from gpufleet.engine.plan import Plan, PlanResource
+from gpufleet.render.report import (
+    MAX_COMMENT,
+    Section,
+    assemble,
+    marker,
+    mermaid,
+    render_diff_markdown,
+    render_markdown,
+)
+from gpufleet.review.cost import estate_cost
+from gpufleet.review.diff import PlanDiff, diff_plans
+from gpufleet.review.findings import Finding
 from tests.conftest import ROOT, example_estate
 from tests.review.estates import NODE_GROUP, NOW, changed, plan_of, small
 
@@ -256,7 +264,7 @@ def test_preview_markdown_cli_uses_the_same_renderer() -> None:
 def test_text_renderer_takes_cost_and_findings_for_preview() -> None:
     from rich.console import Console
 
-    from gpufleet.report import render_text
+    from gpufleet.render.report import render_text
 
     spec = parse_estate(changed(), "head")
     console = Console(record=True, width=200)

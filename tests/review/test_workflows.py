@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpufleet.check import packs
+from gpufleet.review.check import packs
 from tests.conftest import ROOT
 
 WORKFLOWS = ROOT / ".github" / "workflows"

@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 from typer.testing import CliRunner
 
-from gpufleet.cli import app
+from gpufleet.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = str(ROOT / "examples" / "workloads.yaml")

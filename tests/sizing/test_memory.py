@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from components import catalog
-from gpufleet.sizing import Choice, catalog_placements, evaluate, memory_fit, memory_need, size_class
+from components.model import catalog
+from gpufleet.sizing.core import Choice, catalog_placements, evaluate, memory_fit, memory_need, size_class
 from tests.sizing.helpers import wclass
 
 H100 = catalog.gpu_model("H100-80GB")

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components import catalog
-from components.config import parse_estate
-from components.spec import AwsNodePool
-from gpufleet.sizing import SizingReport, load_workloads, size
+from components.model import catalog
+from components.model.load import parse_estate
+from components.model.spec import AwsNodePool
+from gpufleet.sizing.core import SizingReport, load_workloads, size
 from tests.conftest import example_estate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,7 +90,7 @@ def test_onprem_inventory_is_a_candidate_priced_at_the_amortised_server_hour() -
 
 
 def test_figures_past_their_review_date_are_flagged_in_the_decision_record() -> None:
-    from gpufleet.sizing_report import render_markdown
+    from gpufleet.render.sizing import render_markdown
 
     w = load_workloads(WORKLOADS)
     assert "OVERDUE" not in render_markdown(size(w, "w.yaml", today=dt.date(2027, 3, 1)))

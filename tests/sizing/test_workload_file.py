@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from components.config import SpecError
-from gpufleet.sizing import load_workloads, parse_workloads
+from components.model.load import SpecError
+from gpufleet.sizing.core import load_workloads, parse_workloads
 from tests.sizing.helpers import raw_file
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,8 +10,8 @@ import pytest
 from celpy import celtypes, json_to_cel
 
 from components.kubernetes.tenancy import TOLERATION_VALIDATIONS, rdma_pod_policy, untrusted_validations
-from components.nodes import DEDICATED_TENANT_LABEL
-from components.spec import Tenant
+from components.model.nodes import DEDICATED_TENANT_LABEL
+from components.model.spec import Tenant
 
 ENV = celpy.Environment()
 

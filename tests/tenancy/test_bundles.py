@@ -7,10 +7,10 @@ from typing import Any
 
 import yaml
 
-from components import nodes
 from components.kubernetes import versions
 from components.kubernetes.priorities import PRIORITY_LEVELS
-from gpufleet.plan import Plan
+from components.model import nodes
+from gpufleet.engine.plan import Plan
 from tests.conftest import example_config
 from tests.tenancy.conftest import in_namespace, k8s_object, k8s_objects
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import yaml
 
-from components import nodes
 from components.kubernetes import kueue
 from components.kubernetes.priorities import PRIORITY_LEVELS, priority_value
+from components.model import nodes
 from tests.tenancy.conftest import estate
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from components.config import SpecError
+from components.model.load import SpecError
 from tests.tenancy.conftest import estate
 
 

@@ -1,0 +1,198 @@
+"""Burst windows: what size a burst pool has at a given moment, and what burst windows cost.
+
+Pure functions, shared by the AWS node pools (node-group scaling), the MultiKueue wiring (burst quotas) and the
+`gpufleet burst` command. A pool marked `burst` idles at zero; while a window for it is open it has the
+window's size; once the window has expired any `up` shrinks it to zero again, even if nobody closed it.
+
+Spend is booked in a ledger of past windows (`gpufleet:burstLedger` in the stack file): node-hour price x
+nodes x hours open. A window that straddles a month boundary is booked to each month pro rata.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from components.model import catalog
+from components.model.spec import (
+    AwsNodePool,
+    AwsSite,
+    BurstLedgerEntry,
+    BurstWindow,
+    EfaFabric,
+    EstateSpec,
+    Scaling,
+    SpecFieldError,
+)
+
+
+def open_window(window: BurstWindow | None, now: dt.datetime) -> BurstWindow | None:
+    return window if window is not None and window.is_open(now) else None
+
+
+def effective_scaling(pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime) -> Scaling:
+    """The node-group bounds `pool` gets now: its own, or for a burst pool the open window's (else zero)."""
+    if not pool.burst:
+        return pool.scaling
+    w = open_window(window, now)
+    if w is None or w.pool != pool.name:
+        return Scaling(min=0, desired=0, max=0)
+    return Scaling(min=0, desired=w.nodes, max=w.nodes)
+
+
+def burst_gpus(pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime) -> int:
+    """GPUs the burst pool offers now (0 outside a window)."""
+    return effective_scaling(pool, window, now).max * pool.gpus_per_node
+
+
+# ------------------------------------------------------------------------------------------- burst pools
+
+
+def cloud_site(spec: EstateSpec) -> AwsSite:
+    """The AWS site a hybrid estate bursts to."""
+    assert spec.burst is not None, "not a hybrid estate (no burst policy)"
+    site = spec.site(spec.burst.cloud_site)
+    assert isinstance(site, AwsSite)  # the schema guarantees it
+    return site
+
+
+def burst_pools(spec: EstateSpec) -> list[AwsNodePool]:
+    """The pools of the cloud site that idle at zero and grow in windows."""
+    if spec.burst is None:
+        return []
+    return [p for p in cloud_site(spec).node_pools if p.burst]
+
+
+def pool_zone(site: AwsSite, pool: AwsNodePool) -> str | None:
+    """The one AZ a pool runs in: its EFA fabric's, else its own (None: any of the site's AZs)."""
+    fabric = next((f for f in site.fabrics if f.name == pool.fabric), None)
+    if isinstance(fabric, EfaFabric):
+        return fabric.availability_zone
+    return pool.availability_zone
+
+
+@dataclass(frozen=True)
+class BurstQuota:
+    """What one burst pool offers to Kueue right now (all zero outside a window)."""
+
+    flavor: str  # the pool name: the ResourceFlavor's name on manager and worker
+    gpus: int  # whole GPUs
+    gpu_units: int  # schedulable units: GPUs x MIG slices per GPU or time-slicing replicas
+    cpu: int  # vCPUs of the nodes (catalog), so workloads requesting cpu are admissible
+    memory_gib: int
+
+    @property
+    def open(self) -> bool:
+        return self.gpus > 0
+
+
+def burst_quotas(spec: EstateSpec, window: BurstWindow | None, now: dt.datetime) -> list[BurstQuota]:
+    """Per burst pool, the quota it offers now: the open window's nodes x the instance's GPUs/vCPUs/memory."""
+    out = []
+    for pool in burst_pools(spec):
+        nodes = effective_scaling(pool, window, now).max
+        inst = pool.instance
+        out.append(
+            BurstQuota(
+                flavor=pool.name,
+                gpus=nodes * inst.gpu_count,
+                gpu_units=nodes * inst.gpu_count * _units_per_gpu(pool),
+                cpu=nodes * inst.vcpus,
+                memory_gib=nodes * inst.memory_mib // 1024,
+            )
+        )
+    return out
+
+
+def _units_per_gpu(pool: AwsNodePool) -> int:
+    if pool.sharing.mode == "time-slicing":
+        return pool.sharing.replicas or 1
+    if pool.sharing.mode == "mig":
+        profile = pool.gpu_model.mig_profile(pool.sharing.mig_profile or "")
+        return profile.per_gpu if profile else 1
+    return 1
+
+
+def window_problems(spec: EstateSpec, window: BurstWindow) -> list[SpecFieldError]:
+    """Ways a window in stack config does not fit the estate (paths relative to the window value)."""
+    if spec.burst is None:
+        return [SpecFieldError("", "the estate has no burst policy, so it cannot have a burst window")]
+    pools = {p.name: p for p in burst_pools(spec)}
+    pool = pools.get(window.pool)
+    if pool is None:
+        return [SpecFieldError("pool", f"{window.pool} is not a burst pool (burst pools: {', '.join(pools)})")]
+    problems = []
+    if window.instance_type != pool.instance_type:
+        problems.append(
+            SpecFieldError(
+                "instance_type",
+                f"pool {pool.name} runs {pool.instance_type}, not {window.instance_type}; a window grows an "
+                "existing burst pool and cannot change its instance type",
+            )
+        )
+    if window.nodes > pool.scaling.max:
+        problems.append(
+            SpecFieldError("nodes", f"{window.nodes} nodes exceed pool {pool.name}'s max of {pool.scaling.max}")
+        )
+    zone = pool_zone(cloud_site(spec), pool)
+    if zone is not None and window.availability_zone != zone:
+        problems.append(SpecFieldError("availability_zone", f"pool {pool.name} runs in {zone}"))
+    return problems
+
+
+# -------------------------------------------------------------------------------------------------- spend
+
+
+def hours_between(start: dt.datetime, end: dt.datetime) -> float:
+    return max(0.0, (end - start).total_seconds() / 3600)
+
+
+def node_hour_price(spec: EstateSpec, instance_type: str) -> float:
+    """Catalog on-demand price of one node-hour in the cloud site's region (CatalogError if unknown)."""
+    region = cloud_site(spec).region
+    price = catalog.price(instance_type, region)
+    if price is None:
+        raise catalog.CatalogError(f"the catalog holds no {region} price for {instance_type}")
+    return price.usd_per_hour
+
+
+def window_price(usd_per_hour: float, nodes: int, hours: float) -> float:
+    return round(usd_per_hour * nodes * hours, 2)
+
+
+def month_start(now: dt.datetime) -> dt.datetime:
+    return now.astimezone(dt.UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def next_month(start: dt.datetime) -> dt.datetime:
+    return start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
+
+
+def _overlap_share(start: dt.datetime, end: dt.datetime, lo: dt.datetime, hi: dt.datetime) -> float:
+    total = hours_between(start, end)
+    if total == 0:
+        return 1.0 if lo <= start < hi else 0.0
+    return hours_between(max(start, lo), min(end, hi)) / total
+
+
+def spend_in_month(ledger: Iterable[BurstLedgerEntry], now: dt.datetime) -> float:
+    """Spend booked in the calendar month (UTC) of `now`; windows across a month boundary count pro rata."""
+    lo = month_start(now)
+    hi = next_month(lo)
+    return round(sum(e.usd * _overlap_share(e.start, e.end, lo, hi) for e in ledger), 2)
+
+
+def close_entry(spec: EstateSpec, window: BurstWindow, end: dt.datetime, closed_by: str) -> BurstLedgerEntry:
+    """The ledger entry for `window` closed at `end` (never later than its expiry, never before its start)."""
+    end = max(window.start, min(end, window.expires))
+    price = window.usd_per_hour if window.usd_per_hour is not None else node_hour_price(spec, window.instance_type)
+    return BurstLedgerEntry(
+        pool=window.pool,
+        instance_type=window.instance_type,
+        nodes=window.nodes,
+        start=window.start,
+        end=end,
+        usd=window_price(price, window.nodes, hours_between(window.start, end)),
+        closed_by=closed_by,
+    )

@@ -1,0 +1,269 @@
+"""The offline engine: run the real Pulumi program under recording mocks and return a Plan.
+
+No Pulumi CLI, no credentials. Config is set the way the engine sets it (namespaced keys, structured values
+as JSON, `secure:` values as secrets whose plaintext is not known here). Each synth gets a fresh event loop
+and fresh runtime settings, so two synths in one process do not see each other. Invokes are answered from
+the catalog; an invoke nobody can answer offline is an error naming its token, never an empty answer.
+
+`python -m gpufleet.engine.synth PROJECT_DIR STACK` prints the plan as JSON; `gpufleet diff` uses it to synthesize
+another git revision in a separate interpreter (its own `components` package).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import runpy
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.runtime import mocks, settings
+
+from components.model import catalog
+from components.model.load import StackFile, read_stack
+from gpufleet.engine.plan import Plan, PlanResource, normalise
+
+SECRET_PLACEHOLDER = "[secret: not decrypted offline]"
+Invoke = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class SynthError(Exception):
+    """The program could not be synthesized offline (not a user-input error)."""
+
+
+def _instance_type(args: dict[str, Any]) -> dict[str, Any]:
+    it = catalog.instance_type(str(args.get("instanceType")))
+    return {"instanceType": it.name, "defaultVcpus": it.vcpus, "memorySize": it.memory_mib, "gpuses": []}
+
+
+# Invokes answered offline. Add a token here only with an answer derived from the catalog or the spec.
+INVOKES: dict[str, Invoke] = {
+    "aws:ec2/getInstanceType:getInstanceType": _instance_type,
+}
+
+
+@dataclass
+class _Registration:
+    type: str
+    name: str
+    parent_urn: str
+    custom: bool
+    inputs: dict[str, Any]
+    protect: bool
+    retain_on_delete: bool
+    dependencies: list[str]
+    provider: str
+    aliases: list[str]
+    ignore_changes: list[str]
+
+
+class _RecordingMocks(pulumi.runtime.Mocks):
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        return f"{args.name}-id", dict(args.inputs)
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> Any:
+        handler = INVOKES.get(args.token)
+        if handler is None:
+            msg = f"invoke {args.token} cannot be answered offline (no catalog answer for it)"
+            self.errors.append(msg)
+            raise SynthError(msg)
+        try:
+            return handler(dict(args.args))
+        except Exception as err:
+            self.errors.append(f"invoke {args.token}: {err}")
+            raise
+
+
+class _RecordingMonitor(mocks.MockMonitor):
+    """MockMonitor that keeps parent, options and dependencies, with engine-shaped URNs."""
+
+    def __init__(self, m: _RecordingMocks) -> None:
+        super().__init__(m)
+        self.registrations: dict[str, _Registration] = {}
+        self.duplicates: list[str] = []
+        self.stack_outputs: dict[str, Any] = {}
+
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        # The engine qualifies a type with every ancestor's type except the root stack's.
+        if parent and type_ != "pulumi:pulumi:Stack":
+            qualified = parent.split("::")[2]
+            if qualified != "pulumi:pulumi:Stack":
+                type_ = f"{qualified}${type_}"
+        return "urn:pulumi:" + "::".join([pulumi.get_stack(), pulumi.get_project(), type_, name])
+
+    def RegisterResource(self, request: Any) -> Any:
+        response = super().RegisterResource(request)
+        if request.type == "pulumi:pulumi:Stack":
+            return response
+        if response.urn in self.registrations:
+            self.duplicates.append(response.urn)
+        self.registrations[response.urn] = _Registration(
+            type=request.type,
+            name=request.name,
+            parent_urn=request.parent,
+            custom=bool(request.custom),
+            inputs=self.resources[response.urn].state,
+            protect=bool(request.protect),
+            retain_on_delete=bool(request.retainOnDelete),
+            dependencies=list(request.dependencies),
+            provider=request.provider,
+            aliases=[str(a) for a in request.aliases],
+            ignore_changes=list(request.ignoreChanges),
+        )
+        return response
+
+
+def _run_and_collect_outputs(program: Path, monitor: _RecordingMonitor) -> pulumi.Output[Any]:
+    """Run the program, then resolve the root stack's exports (mocks register them before the program runs)."""
+    runpy.run_path(str(program), run_name="__main__")
+    root = settings.get_root_resource()
+    outputs: dict[str, Any] = dict(getattr(root, "outputs", {}) or {})
+
+    def keep(values: dict[str, Any]) -> None:
+        monitor.stack_outputs = normalise(values)
+
+    return pulumi.Output.from_input(outputs).apply(keep)
+
+
+class _WarningCollector(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def engine_config(stack_file: StackFile) -> tuple[dict[str, str], list[str]]:
+    """Config as the engine hands it to a program: strings, structured values as JSON, secrets marked."""
+    config: dict[str, str] = {}
+    secret_keys: list[str] = []
+    for key, value in stack_file.config.items():
+        if isinstance(value, dict) and set(value) == {"secure"}:
+            config[key] = SECRET_PLACEHOLDER
+            secret_keys.append(key)
+        elif isinstance(value, str):
+            config[key] = value
+        else:
+            config[key] = json.dumps(value, default=str)
+    return config, secret_keys
+
+
+def _key(urn: str) -> str:
+    return urn.split("::", 2)[2]
+
+
+def synth(project_dir: Path | str, stack: str) -> Plan:
+    """Run the project's `__main__.py` for `stack` under mocks and return what it registered."""
+    project_dir = Path(project_dir).resolve()
+    stack_file = read_stack(project_dir, stack)  # raises SpecError for bad files
+    stack_file.estate()  # validate up front so user errors never surface as engine failures
+    stack_file.window()
+    config, secret_keys = engine_config(stack_file)
+    return run_program(project_dir / "__main__.py", stack_file.project, stack, config, secret_keys)
+
+
+def run_program(program: Path, project: str, stack: str, config: dict[str, str], secret_keys: list[str]) -> Plan:
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    settings.reset_options()
+    pulumi.runtime.set_all_config(config, secret_keys=secret_keys)
+    m = _RecordingMocks()
+    monitor = _RecordingMonitor(m)
+    logger = logging.getLogger(f"gpufleet.engine.synth.{stack}")
+    logger.propagate = False
+    collector = _WarningCollector()
+    logger.addHandler(collector)
+    mocks.set_mocks(m, project=project, stack=stack, logger=logger, monitor=monitor)
+    added_path = str(program.parent) not in sys.path
+    if added_path:
+        sys.path.insert(0, str(program.parent))
+    try:
+        pulumi.runtime.test(lambda: _run_and_collect_outputs(program, monitor))()
+    except pulumi.RunError:
+        raise
+    except Exception as err:
+        if m.errors:
+            raise SynthError("; ".join(m.errors)) from err
+        raise
+    finally:
+        if added_path:
+            sys.path.remove(str(program.parent))
+        logger.removeHandler(collector)
+        settings.reset_options()
+        asyncio.set_event_loop(None)
+        loop.close()
+    if m.errors:
+        raise SynthError("; ".join(m.errors))
+    if monitor.duplicates:
+        raise SynthError(
+            "two resources would share one URN (the engine rejects this): "
+            + ", ".join(sorted({_key(u) for u in monitor.duplicates}))
+        )
+    return _plan(project, stack, monitor, collector.messages)
+
+
+def _plan(project: str, stack: str, monitor: _RecordingMonitor, warnings: list[str]) -> Plan:
+    urn_to_key = {urn: _key(urn) for urn in monitor.registrations}
+    resources = []
+    for urn, reg in monitor.registrations.items():
+        provider_urn = reg.provider.rsplit("::", 1)[0] if reg.provider else ""
+        resources.append(
+            PlanResource(
+                key=urn_to_key[urn],
+                type=reg.type,
+                name=reg.name,
+                parent=urn_to_key.get(reg.parent_urn),
+                custom=reg.custom,
+                inputs=normalise(reg.inputs, urn_to_key),
+                protect=reg.protect,
+                retain_on_delete=reg.retain_on_delete,
+                dependencies=sorted(urn_to_key.get(d, d) for d in reg.dependencies),
+                provider=urn_to_key.get(provider_urn),
+                aliases=reg.aliases,
+                ignore_changes=reg.ignore_changes,
+            )
+        )
+    resources.sort(key=lambda r: r.key)
+    return Plan(project=project, stack=stack, resources=resources, outputs=monitor.stack_outputs, warnings=warnings)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m gpufleet.engine.synth PROJECT_DIR STACK`: print the plan as JSON (used by `gpufleet diff`)."""
+    from components.model.load import SpecError
+
+    args = sys.argv[1:] if argv is None else argv
+    # --review: print {"plan", "cost", "findings"} instead (gpufleet.review.diff.review_document), so `gpufleet diff`
+    # gets the base revision's cost and findings from the base revision's own code.
+    review = "--review" in args
+    args = [a for a in args if a != "--review"]
+    if len(args) != 2:
+        print("usage: python -m gpufleet.engine.synth [--review] PROJECT_DIR STACK", file=sys.stderr)
+        return 2
+    try:
+        plan = synth(Path(args[0]), args[1])
+    except SpecError as err:
+        print(str(err), file=sys.stderr)
+        return 2
+    except pulumi.RunError as err:
+        print(str(err), file=sys.stderr)
+        return 2
+    if review:
+        from gpufleet.review.diff import review_document
+
+        print(json.dumps(review_document(Path(args[0]), args[1], plan), indent=1, sort_keys=True, default=str))
+        return 0
+    print(plan.to_json())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,540 @@
+"""Renderers for a sizing report: text (terminal), markdown (a decision record for a pull request), json.
+
+Text and markdown are built from one list of blocks, so both say the same thing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from gpufleet.sizing.core import (
+    PERIOD_HOURS,
+    Choice,
+    ClassSizing,
+    Demand,
+    PoolRecommendation,
+    SizingReport,
+    StackComparison,
+)
+
+SHOWN_CHOICES = 6
+
+
+@dataclass(frozen=True)
+class Heading:
+    level: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Para:
+    text: str
+
+
+@dataclass(frozen=True)
+class Table:
+    headers: list[str]
+    rows: list[list[str]]
+
+
+@dataclass(frozen=True)
+class Code:
+    lang: str
+    text: str
+
+
+Block = Heading | Para | Table | Code
+
+
+def num(x: Fraction | float | int, places: int = 2) -> str:
+    """A number with at most `places` decimals and thousands separators (960, 13.33, 11.43)."""
+    s = f"{float(x):,.{places}f}"
+    return s.rstrip("0").rstrip(".") if "." in s else s
+
+
+def usd(x: Fraction | None) -> str:
+    return "unpriced" if x is None else f"${float(x):,.2f}"
+
+
+# ----------------------------------------------------------------------------------------------- blocks
+
+
+def _portfolio(r: SizingReport) -> list[Block]:
+    p = r.workloads.planning
+    lo, hi = r.scenarios[-1], r.scenarios[0]
+    rows = [
+        [
+            f"{num(s.utilisation_pct)} %",
+            num(s.equivalents),
+            str(s.equivalents_rounded),
+            num(s.failure_reserve),
+            num(s.maintenance),
+            num(s.growth),
+            num(s.total),
+            str(s.rounded),
+        ]
+        for s in r.scenarios
+    ]
+    gang = (
+        f"Gang minimum: {r.gang_gpus} compatible GPUs must be free at once (class {r.gang_class}), whatever the "
+        "weekly totals say."
+        if r.gang_class
+        else "Gang minimum: none (no class needs its runs to start together)."
+    )
+    span = f"{lo.rounded}" if lo.rounded == hi.rounded else f"{lo.rounded}-{hi.rounded}"
+    return [
+        Heading(2, "Portfolio"),
+        Para(
+            f"Demand: {num(r.total_gpu_hours)} GPU-hours per {p.period} (reference hours per class). "
+            f"Hours per device: {num(p.hours_per_device)} of the {PERIOD_HOURS[p.period]} in a {p.period}."
+        ),
+        Table(
+            [
+                "utilisation",
+                "GPU equivalents",
+                "rounded",
+                "+ failure",
+                "+ maintenance",
+                "+ growth",
+                "total",
+                "total rounded",
+            ],
+            rows,
+        ),
+        Para(
+            f"Installed range: {span} GPU equivalents with reserves "
+            f"({num(lo.equivalents)}-{num(hi.equivalents)} before reserves of {num(p.failure_reserve_pct)} % "
+            f"failure, {num(p.maintenance_pct)} % maintenance, {num(p.growth_pct)} % growth)."
+        ),
+        Para(gang),
+    ]
+
+
+def _choice_row(i: int, ch: Choice) -> list[str]:
+    p = ch.placement
+    return [
+        str(i) if ch.status == "ok" else "-",
+        p.name,
+        p.gpu.id,
+        str(p.gpus_per_node),
+        str(ch.gpus_needed),
+        str(ch.nodes_per_run),
+        "no timing" if ch.hours_per_run is None else num(ch.hours_per_run),
+        usd(ch.cost_per_run) if ch.hours_per_run is not None else "-",
+        ch.status,
+    ]
+
+
+def _class(cs: ClassSizing, region: str) -> list[Block]:
+    c, n = cs.cls, cs.need
+    objective = (
+        f"deadline {num(c.deadline_hours)} h" if c.deadline_hours else f"p95 latency {num(c.latency_p95_ms or 0)} ms"
+    )
+    if c.latency_p95_ms:
+        objective += " (not checkable offline: benchmark the chosen GPU)"
+    gang = f"gang of {c.gang_gpus} GPUs" if c.gang else "no gang"
+    kv = f" + KV cache {num(n.kv_cache_gb)} GB" if n.kv_cache_gb else ""
+    blocks: list[Block] = [
+        Heading(3, f"{c.name} ({c.kind})"),
+        Para(
+            f"Demand: {num(c.runs_per_period)} runs × {c.gpus_per_run} GPU{'s' if c.gpus_per_run > 1 else ''} × "
+            f"{num(c.hours_per_run)} h = "
+            f"{num(cs.gpu_hours)} GPU-hours; {objective}; {gang}."
+        ),
+        Para(
+            f"Memory: {num(c.parameters_billion)}B params × {num(n.bytes_per_parameter)} B = {num(n.states_gb)} GB "
+            f"({n.basis}){kv}, + {num(n.margin_pct)} % margin ({n.margin_basis}) = {num(n.required_gb)} GB per run, "
+            "sharded evenly over its GPUs."
+        ),
+        Table(
+            ["GPU", "GB per GPU", "fits one GPU", "GPUs needed", f"within {c.gpus_per_run} per run"],
+            [
+                [
+                    f.gpu.id,
+                    num(f.gpu_memory_gb, 1),
+                    "yes" if f.fits_one_gpu else "no",
+                    str(f.gpus_needed),
+                    "yes" if f.gpus_needed <= c.gpus_per_run else "no",
+                ]
+                for f in cs.fits
+            ],
+        ),
+    ]
+    if not cs.choices:
+        blocks.append(Para("No catalog placement fits this class within its GPUs per run."))
+        return blocks
+    ok = [ch for ch in cs.choices if ch.status == "ok"]
+    late = [ch for ch in cs.choices if ch.status == "misses deadline"]
+    shown = ok[:SHOWN_CHOICES] + late[:3]
+    blocks.append(
+        Table(
+            ["rank", "placement", "GPU", "GPUs/node", "GPUs for memory", "nodes/run", "h/run", "cost/run", "status"],
+            [_choice_row(i + 1, ch) for i, ch in enumerate(ok[:SHOWN_CHOICES])]
+            + [_choice_row(0, ch) for ch in late[:3]],
+        )
+    )
+    chosen = cs.chosen
+    verdict = (
+        f"Chosen: {chosen.placement.name} ({chosen.placement.gpu.id}) at {usd(chosen.cost_per_run)} per run."
+        if chosen
+        else "Chosen: none; no priced placement fits and meets the objective."
+    )
+    hidden = len(ok) + len(late) - len(shown)
+    if hidden:
+        verdict += f" {hidden} more placements that fit cost more (--format json lists every one)."
+    untimed = sorted({ch.placement.gpu.id for ch in cs.choices if ch.status == "no timing"})
+    if untimed:
+        verdict += f" Fit but not ranked, no timing in the file (add hours_on): {', '.join(untimed)}."
+    unpriced = sorted(ch.placement.name for ch in cs.choices if ch.status == "unpriced")
+    if unpriced:
+        verdict += f" Fit but unpriced in {region}: {', '.join(unpriced)}."
+    blocks.append(Para(verdict))
+    return blocks
+
+
+def _demand_cells(d: Demand) -> list[str]:
+    return [num(d.gpu_hours), f"{d.min_gpus}-{d.max_gpus}", str(d.gang_gpus or "-")]
+
+
+def _pools(r: SizingReport) -> list[Block]:
+    blocks: list[Block] = [Heading(2, "Recommended node pools")]
+    if not r.pools:
+        return [*blocks, Para("None: no class has a priced placement that fits and meets its objective.")]
+    rows = []
+    for rec in r.pools:
+        d = rec.demand
+        unit = "nodes" if d.placement.instance_type else "servers"
+        rows.append(
+            [
+                rec.name,
+                rec.role,
+                d.placement.name if d.placement.instance_type else f"{d.placement.name} (on-prem, {d.placement.site})",
+                ", ".join(d.classes),
+                *_demand_cells(d),
+                f"{d.min_nodes}-{d.max_nodes} {unit}",
+            ]
+        )
+    blocks += [
+        Table(["pool", "role", "placement", "classes", "GPU-hours", "GPUs (min-max)", "gang", "size"], rows),
+        Para(
+            "min: the highest-utilisation scenario with reserves; max: the lowest-utilisation scenario with "
+            "reserves; both at least the gang minimum and rounded up to whole nodes."
+        ),
+    ]
+    for rec in r.pools:
+        p = rec.demand.placement
+        if p.instance_type is None and p.capacity_gpus is not None and rec.demand.max_gpus > p.capacity_gpus:
+            blocks.append(
+                Para(
+                    f"On-prem pool {p.name} holds {p.capacity_gpus} GPUs; up to {rec.demand.max_gpus} are needed "
+                    "there: buy servers or move classes to the cloud."
+                )
+            )
+    if r.snippet:
+        blocks += [Para("Stack-file snippet (node_pools entries of an aws site):"), Code("yaml", r.snippet)]
+    if r.unplaced:
+        blocks.append(Para(f"Not placed (no priced placement meets the objective): {', '.join(r.unplaced)}."))
+    return blocks
+
+
+def _comparison(c: StackComparison) -> list[Block]:
+    rows = []
+    for v in c.pools:
+        p, d = v.placement, v.demand
+        rows.append(
+            [
+                p.name,
+                p.gpu.id,
+                str(p.capacity_gpus),
+                ", ".join(d.classes) or "-",
+                *_demand_cells(d),
+                v.verdict,
+                str(v.excess_gpus or "-"),
+                usd(v.excess_usd_per_month) if v.excess_gpus else "-",
+            ]
+        )
+    blocks: list[Block] = [
+        Heading(2, f"Stack {c.stack}: {c.verdict}"),
+        Para(
+            "Each class goes to the cheapest pool of the stack it fits on and meets its objective on (pools of the "
+            "same role first); each pool's capacity at max size is judged against the range of what it hosts."
+        ),
+        Table(
+            [
+                "pool",
+                "GPU",
+                "GPUs at max",
+                "classes",
+                "GPU-hours",
+                "needs (min-max)",
+                "gang",
+                "verdict",
+                "excess GPUs",
+                "excess per month",
+            ],
+            rows,
+        ),
+    ]
+    for v in c.pools:
+        if v.role_mismatch:
+            blocks.append(
+                Para(f"Pool {v.placement.name} has role {v.placement.role} but hosts {', '.join(v.role_mismatch)}.")
+            )
+    for name, why in c.unplaced:
+        blocks.append(Para(f"Class {name} fits no pool of the stack: {'; '.join(why)}."))
+    for pool, reason in c.skipped:
+        blocks.append(Para(f"Pool {pool} not compared: {reason}."))
+    return blocks
+
+
+def _decision_record(r: SizingReport) -> list[Block]:
+    w = r.workloads
+    a, p = w.assumptions, w.planning
+    overdue = " (OVERDUE: review the figures before deciding)" if r.review_overdue else ""
+    classes = [
+        [
+            c.name,
+            c.kind,
+            num(c.parameters_billion),
+            c.precision,
+            num(c.runs_per_period),
+            str(c.gpus_per_run),
+            num(c.hours_per_run),
+            c.measured_on or "any",
+            "yes" if c.gang else "no",
+            c.source or "(file)",
+        ]
+        for c in w.classes
+    ]
+    prices = sorted({ch.placement.price_basis for cs in r.classes for ch in cs.choices})
+    return [
+        Heading(2, "Decision record"),
+        Heading(3, "Formula"),
+        Code(
+            "text",
+            "demand [GPU-h / period]   = Σ_class runs_per_period × gpus_per_run × hours_per_run\n"
+            "equivalents [GPU]         = demand ÷ (hours_per_device [h/period] × utilisation)\n"
+            "reserves [GPU]            = equivalents × (failure % + maintenance % + growth %), each shown\n"
+            "installed range [GPU]     = ceil(equivalents + reserves) over the utilisation scenarios\n"
+            "gang minimum [GPU]        = max_class gpus_per_run × runs_started_together (gang classes)\n"
+            "memory per run [GB]       = (params × B/param + KV cache) × (1 + margin %)\n"
+            "GPUs for memory           = ceil(memory per run ÷ GB per GPU)\n"
+            "cost per run [USD]        = billed GPUs × USD per GPU-hour × hours per run on that GPU\n"
+            "nodes                     = ceil(GPUs ÷ GPUs per node)",
+        ),
+        Heading(3, "Units"),
+        Para(
+            "GPU-hours per planning period; GPUs; decimal GB (10^9 bytes; catalog MiB × 1.048576 ÷ 1000); "
+            "parameters in billions; USD at the catalog's on-demand price (per hour, per run, per month of "
+            "730 hours)."
+        ),
+        Heading(3, "Inputs"),
+        Table(
+            ["period", "hours per device", "utilisation scenarios", "failure reserve", "maintenance", "growth"],
+            [
+                [
+                    p.period,
+                    num(p.hours_per_device),
+                    ", ".join(f"{num(u)} %" for u in p.utilisation_pct),
+                    f"{num(p.failure_reserve_pct)} %",
+                    f"{num(p.maintenance_pct)} %",
+                    f"{num(p.growth_pct)} %",
+                ]
+            ],
+        ),
+        Table(
+            ["class", "kind", "params (B)", "precision", "runs", "GPUs/run", "h/run", "measured on", "gang", "source"],
+            classes,
+        ),
+        Heading(3, "Assumptions"),
+        Para(f"Owner: {a.owner}. Source: {a.source.rstrip('.')}. Review by {a.review_date.isoformat()}{overdue}."),
+        Para(
+            "- Training and full fine-tuning need 16 B/param (bf16 weights and grads, fp32 master weights, Adam m "
+            "and v; gpu-facts §8, ZeRO paper, EleutherAI Transformer Math 101) before activations; gpufleet adds "
+            "a 20 % margin for activations unless a class sets memory_margin_pct (no published figure).\n"
+            "- Inference and interactive classes need the weights at their precision plus the KV cache, + 20 % "
+            "(Accelerate's model-size estimator docs).\n"
+            "- A run's memory is sharded evenly over its GPUs (ZeRO-3/FSDP, tensor parallel); inference and "
+            "interactive runs stay within one node; runs spanning nodes need EFA or a fabric.\n"
+            "- Hours per run on a GPU model come from the file (measured_on, hours_on); without measured_on they "
+            "are assumed equal on every GPU. The catalog holds no throughput figures.\n"
+            "- Latency objectives are recorded, not checked: no offline model predicts latency.\n"
+            "- A run smaller than a node pays for its own GPUs (runs share nodes); a larger run pays whole nodes.\n"
+            "- Reserves are percentages of the installed equivalent, added, not compounded, and not folded "
+            "into utilisation.\n"
+            f"- Prices: {'; '.join(prices) or 'none'} (source: components/model/catalog/aws_prices.json)."
+        ),
+    ]
+
+
+def blocks(r: SizingReport) -> list[Block]:
+    head = f"gpufleet size: {r.source}"
+    out: list[Block] = [Heading(1, head)]
+    if r.comparison is not None:
+        out.append(Para(f"Verdict for stack {r.comparison.stack}: {r.comparison.verdict}."))
+    if r.review_overdue:
+        out.append(Para(f"The figures were due for review on {r.workloads.assumptions.review_date.isoformat()}."))
+    out += [Para(n) for n in r.notes]
+    out += _portfolio(r)
+    out.append(Heading(2, f"Classes (prices: {r.region})"))
+    for cs in r.classes:
+        out += _class(cs, r.region)
+    out += _pools(r)
+    if r.comparison is not None:
+        out += _comparison(r.comparison)
+    out += _decision_record(r)
+    return out
+
+
+# -------------------------------------------------------------------------------------------- renderers
+
+
+def render_markdown(r: SizingReport) -> str:
+    lines: list[str] = []
+    for b in blocks(r):
+        if isinstance(b, Heading):
+            lines += [f"{'#' * (b.level + 1)} {b.text}", ""]
+        elif isinstance(b, Para):
+            lines += [b.text, ""]
+        elif isinstance(b, Table):
+            lines += [
+                "| " + " | ".join(b.headers) + " |",
+                "|" + "---|" * len(b.headers),
+                *("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in b.rows),
+                "",
+            ]
+        else:
+            lines += [f"```{b.lang}", b.text.rstrip("\n"), "```", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def render_text(r: SizingReport) -> str:
+    lines: list[str] = []
+    for b in blocks(r):
+        if isinstance(b, Heading):
+            if lines:
+                lines.append("")
+            lines += [b.text, ("=" if b.level == 1 else "-" if b.level == 2 else "·") * len(b.text)]
+        elif isinstance(b, Para):
+            lines.append(b.text)
+        elif isinstance(b, Table):
+            widths = [max(len(x) for x in col) for col in zip(b.headers, *b.rows, strict=False)]
+            for row in [b.headers, *b.rows]:
+                lines.append("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+        else:
+            lines += ["  " + line for line in b.text.rstrip("\n").splitlines()]
+    return "\n".join(lines) + "\n"
+
+
+def _f(x: Fraction | None) -> float | None:
+    return None if x is None else round(float(x), 6)
+
+
+def _demand_json(d: Demand) -> dict[str, Any]:
+    return {
+        "placement": d.placement.name,
+        "gpu": d.placement.gpu.id,
+        "classes": list(d.classes),
+        "gpu_hours": _f(d.gpu_hours),
+        "min_gpus": d.min_gpus,
+        "max_gpus": d.max_gpus,
+        "gang_gpus": d.gang_gpus,
+        "min_nodes": d.min_nodes,
+        "max_nodes": d.max_nodes,
+    }
+
+
+def _choice_json(ch: Choice) -> dict[str, Any]:
+    return {
+        "placement": ch.placement.name,
+        "gpu": ch.placement.gpu.id,
+        "gpus_per_node": ch.placement.gpus_per_node,
+        "gpus_for_memory": ch.gpus_needed,
+        "nodes_per_run": ch.nodes_per_run,
+        "hours_per_run": _f(ch.hours_per_run),
+        "cost_per_run_usd": _f(ch.cost_per_run),
+        "status": ch.status,
+        "price_basis": ch.placement.price_basis,
+    }
+
+
+def _pool_json(rec: PoolRecommendation) -> dict[str, Any]:
+    return {"name": rec.name, "role": rec.role, **_demand_json(rec.demand)}
+
+
+def render_json(r: SizingReport) -> dict[str, Any]:
+    w = r.workloads
+    out: dict[str, Any] = {
+        "source": r.source,
+        "region": r.region,
+        "assumptions": {**w.assumptions.model_dump(mode="json"), "review_overdue": r.review_overdue},
+        "planning": w.planning.model_dump(mode="json"),
+        "demand_gpu_hours": _f(r.total_gpu_hours),
+        "scenarios": [
+            {
+                "utilisation_pct": _f(s.utilisation_pct),
+                "equivalents": _f(s.equivalents),
+                "equivalents_rounded": s.equivalents_rounded,
+                "failure_reserve": _f(s.failure_reserve),
+                "maintenance": _f(s.maintenance),
+                "growth": _f(s.growth),
+                "total": _f(s.total),
+                "total_rounded": s.rounded,
+            }
+            for s in r.scenarios
+        ],
+        "gang_minimum": {"gpus": r.gang_gpus, "class": r.gang_class},
+        "classes": [
+            {
+                "name": cs.cls.name,
+                "kind": cs.cls.kind,
+                "gpu_hours": _f(cs.gpu_hours),
+                "memory": {
+                    "basis": cs.need.basis,
+                    "bytes_per_parameter": _f(cs.need.bytes_per_parameter),
+                    "states_gb": _f(cs.need.states_gb),
+                    "kv_cache_gb": _f(cs.need.kv_cache_gb),
+                    "margin_pct": _f(cs.need.margin_pct),
+                    "required_gb": _f(cs.need.required_gb),
+                },
+                "memory_fit": [
+                    {
+                        "gpu": f.gpu.id,
+                        "gb_per_gpu": _f(f.gpu_memory_gb),
+                        "fits_one_gpu": f.fits_one_gpu,
+                        "gpus_needed": f.gpus_needed,
+                    }
+                    for f in cs.fits
+                ],
+                "choices": [_choice_json(ch) for ch in cs.choices],
+                "chosen": cs.chosen.placement.name if cs.chosen else None,
+            }
+            for cs in r.classes
+        ],
+        "node_pools": [_pool_json(p) for p in r.pools],
+        "snippet": r.snippet,
+        "notes": r.notes,
+    }
+    if r.comparison is not None:
+        c = r.comparison
+        out["stack"] = {
+            "name": c.stack,
+            "verdict": c.verdict,
+            "pools": [
+                {
+                    **_demand_json(v.demand),
+                    "pool": v.placement.name,
+                    "capacity_gpus": v.placement.capacity_gpus,
+                    "verdict": v.verdict,
+                    "excess_gpus": v.excess_gpus,
+                    "excess_usd_per_month": _f(v.excess_usd_per_month),
+                    "role_mismatch": list(v.role_mismatch),
+                }
+                for v in c.pools
+            ],
+            "unplaced": [{"class": n, "why": why} for n, why in c.unplaced],
+            "skipped": [{"pool": p, "why": why} for p, why in c.skipped],
+        }
+    return out

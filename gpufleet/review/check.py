@@ -1,0 +1,333 @@
+"""Evaluate the policy packs' rule objects over a Plan, exactly as `pulumi preview --policy-pack` would.
+
+The same `ResourceValidationPolicy` / `StackValidationPolicy` objects from `policies/<pack>/rules.py` run here,
+built into public pulumi_policy argument objects (pulumi-notes.md §4.3 Path A): resource policies get each
+resource's inputs with its options and provider; stack policies get every resource with parent and dependencies
+linked. Pack config comes from the stack's spec (spec.policies, metadata.required_tags, the tenants) and is the
+same document `pack_config()` writes for `pulumi preview --policy-pack-config`, so both agree.
+
+Differences from the real engine, on purpose: stack policies run here on every check (the engine runs them only
+during `up`, over outputs); and `retain_on_delete` reaches the rules here (the engine does not pass it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import importlib
+import json
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, cast
+
+from pulumi_policy import (
+    EnforcementLevel,
+    Policy,
+    PolicyCustomTimeouts,
+    PolicyProviderResource,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+from pulumi_policy.deserialize import deserialize_properties
+from pulumi_policy.policy import _NotApplicableError
+from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
+
+from components.model.spec import BaremetalSite, EstateSpec
+from gpufleet.engine.plan import Plan, PlanResource
+from gpufleet.review.findings import Enforcement, Finding
+
+# The pack folders under policies/ (each an importable package with rules.py). Kept here, not in
+# policies/__init__.py: the editable install registers `policies` as a namespace package, whose __init__ never runs.
+PACK_FOLDERS: tuple[str, ...] = ("tenancy", "segmentation", "cost_tags", "gpu_guardrails")
+LEVELS = {"mandatory": EnforcementLevel.MANDATORY, "advisory": EnforcementLevel.ADVISORY}
+
+
+@dataclass(frozen=True)
+class Pack:
+    folder: str  # policies/<folder>
+    name: str  # the PolicyPack name
+    default: EnforcementLevel
+    policies: list[Policy]
+
+
+def packs() -> list[Pack]:
+    out = []
+    for folder in PACK_FOLDERS:
+        rules: ModuleType = importlib.import_module(f"policies.{folder}.rules")
+        out.append(Pack(folder, rules.PACK_NAME, rules.DEFAULT_ENFORCEMENT, list(rules.ALL)))
+    return out
+
+
+def rule_ids() -> set[str]:
+    return {p.name for pack in packs() for p in pack.policies}
+
+
+# -- config ------------------------------------------------------------------------------------------------
+
+
+def _settings(spec: EstateSpec) -> dict[str, Any]:
+    """Config values by key, from the spec; each policy takes the keys its config schema declares."""
+    from components.kubernetes import gpu_operator  # the release naming (imports pulumi_kubernetes: only here)
+
+    values: dict[str, Any] = {
+        "tenants": [t.name for t in spec.tenants],
+        "requiredTags": list(spec.metadata.required_tags),
+        "allowedInstanceTypes": list(spec.policies.allowed_instance_types),
+        # Only the explicit exception list: a pool with pods_need_imds but no exception is what the rule catches.
+        "imdsHopLimitExceptions": list(spec.policies.imds_hop_limit_exceptions),
+    }
+    # GPU Operator releases whose site's host image brings the driver (operator-driver-site allows driver off).
+    values["hostDriverReleases"] = sorted(
+        gpu_operator.release_name(s.name)
+        for s in spec.sites
+        if isinstance(s, BaremetalSite) and s.kubernetes.driver_managed_by == "host"
+    )
+    if spec.policies.budget_usd_per_hour is not None:
+        values["budgetUsdPerHour"] = spec.policies.budget_usd_per_hour
+    try:  # the components' exemption register, once published
+        from components.kubernetes import namespaces
+
+        values["privilegedNamespaces"] = sorted(namespaces.PRIVILEGED_NAMESPACES)
+    except (ImportError, AttributeError):
+        pass
+    return values
+
+
+def pack_config(spec: EstateSpec, pack: Pack) -> dict[str, Any]:
+    """The `--policy-pack-config` document of one pack for this stack: per policy its enforcement and knobs."""
+    values = _settings(spec)
+    doc: dict[str, Any] = {}
+    for policy in pack.policies:
+        entry: dict[str, Any] = {}
+        if policy.config_schema is not None:
+            entry.update({k: values[k] for k in policy.config_schema.properties if k in values})
+        override = spec.policies.enforcement.get(policy.name)
+        if override is not None or entry:
+            # Always explicit: an analyzer configured for a policy without a level would fall back to advisory.
+            entry["enforcementLevel"] = override or (policy.enforcement_level or pack.default).value
+            doc[policy.name] = entry
+    return doc
+
+
+def write_configs(spec: EstateSpec, out_dir: Path) -> list[Path]:
+    """One `<folder>.json` per pack, for `pulumi preview --policy-pack policies/<folder> --policy-pack-config`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for pack in packs():
+        path = out_dir / f"{pack.folder}.json"
+        path.write_text(json.dumps(pack_config(spec, pack), indent=1, sort_keys=True) + "\n")
+        written.append(path)
+    return written
+
+
+def load_spec(project: Path, stack: str) -> EstateSpec:
+    """The stack's estate, with enforcement overrides checked against the packs' rule ids (SpecError if not)."""
+    from components.model.load import ESTATE_KEY, SpecError, read_stack
+
+    stack_file = read_stack(project, stack)
+    spec = stack_file.estate()
+    unknown = sorted(set(spec.policies.enforcement) - rule_ids())
+    if unknown:
+        known = ", ".join(sorted(rule_ids()))
+        raise SpecError(
+            [
+                f"{stack_file.path}: config.{ESTATE_KEY}.policies.enforcement.{r}: no policy rule has this id; "
+                f"known: {known}"
+                for r in unknown
+            ]
+        )
+    return spec
+
+
+# -- policy arguments from a Plan -----------------------------------------------------------------------------
+
+
+class _Options(PolicyResourceOptions):
+    """Resource options as the engine passes them, plus retain_on_delete (which only gpufleet check knows)."""
+
+    retain_on_delete: bool
+
+    def __init__(self, r: PlanResource, parent_urn: str | None) -> None:
+        super().__init__(
+            r.protect, list(r.ignore_changes), None, list(r.aliases), PolicyCustomTimeouts(0, 0, 0), [], parent_urn
+        )
+        self.retain_on_delete = r.retain_on_delete
+
+
+@dataclass
+class _View:
+    """Policy arguments for a plan's resources, each built once (rules get read-only proxies, so sharing is safe)."""
+
+    plan: Plan
+
+    def __post_init__(self) -> None:
+        self._prefix = f"urn:pulumi:{self.plan.stack}::{self.plan.project}::"
+        self._props: dict[str, Any] = {}
+
+    def urn(self, key: str) -> str:
+        return self._prefix + key
+
+    def key(self, urn: str | None) -> str | None:
+        return urn[len(self._prefix) :] if urn and urn.startswith(self._prefix) else urn or None
+
+    def props(self, r: PlanResource) -> Any:
+        props = self._props.get(r.key)
+        if props is None:
+            props = self._props[r.key] = unknown_checking_proxy(deserialize_properties(r.inputs))
+        return props
+
+    def provider(self, r: PlanResource) -> PolicyProviderResource | None:
+        if r.provider is None:
+            return None
+        p = self.plan.get(r.provider)
+        return PolicyProviderResource(p.type, self.props(p), self.urn(p.key), p.name)
+
+    def opts(self, r: PlanResource) -> _Options:
+        return _Options(r, self.urn(r.parent) if r.parent else None)
+
+    @functools.cached_property
+    def _resource_parts(self) -> list[tuple[PlanResource, Any, str, _Options, PolicyProviderResource | None]]:
+        return [(r, self.props(r), self.urn(r.key), self.opts(r), self.provider(r)) for r in self.plan.resources]
+
+    def resource_args(self, config: dict[str, Any] | None) -> Iterator[tuple[PlanResource, ResourceValidationArgs]]:
+        """Every resource's validation args with one policy's config."""
+        for r, props, urn, opts, provider in self._resource_parts:
+            yield r, ResourceValidationArgs(r.type, props, urn, r.name, opts, provider, config)
+
+    def stack_resources(self) -> list[PolicyResource]:
+        by_key = {
+            r.key: PolicyResource(r.type, props, urn, r.name, opts, provider, None, [], {})
+            for r, props, urn, opts, provider in self._resource_parts
+        }
+        for r in self.plan.resources:
+            pr = by_key[r.key]
+            pr.parent = by_key.get(r.parent) if r.parent else None
+            pr.dependencies = [by_key[d] for d in r.dependencies if d in by_key]
+        return list(by_key.values())
+
+
+def _level(policy: Policy, pack: Pack, config_doc: dict[str, Any]) -> EnforcementLevel:
+    override = config_doc.get(policy.name, {}).get("enforcementLevel")
+    if override is not None:
+        return EnforcementLevel(override)
+    return policy.enforcement_level or pack.default
+
+
+def _run(result: Awaitable[Any] | None) -> None:
+    if result is not None:
+        asyncio.run(cast(Any, result))
+
+
+@dataclass
+class _Collector:
+    pack: Pack
+    policy: Policy
+    enforcement: Enforcement
+    findings: list[Finding]
+    view: _View
+
+    def add(self, message: str, resource: str | None) -> None:
+        remediation = self.policy.remediation_steps or ""
+        self.findings.append(
+            Finding(self.pack.name, self.policy.name, self.enforcement, message, resource, remediation)
+        )
+
+    def for_resource(self, key: str) -> Callable[..., None]:
+        return lambda message, urn=None: self.add(message, key)
+
+    def for_stack(self, message: str, urn: str | None = None) -> None:
+        self.add(message, self.view.key(urn))
+
+    def guard(self, result: Callable[[], Awaitable[Any] | None]) -> None:
+        try:
+            _run(result())
+        except _NotApplicableError:
+            return
+        except UnknownValueError as e:
+            self.findings.append(Finding(self.pack.name, self.policy.name, "advisory", f"can't run: {e.message}"))
+
+
+def evaluate(plan: Plan, spec: EstateSpec) -> list[Finding]:
+    """Every pack's policies over the plan, with the stack's config and enforcement overrides."""
+    return run(plan, {pack.name: pack_config(spec, pack) for pack in packs()})
+
+
+def run(plan: Plan, configs: dict[str, dict[str, Any]] | None = None, only: set[str] | None = None) -> list[Finding]:
+    """The packs' policies (or only the rule ids in `only`) over the plan; `configs` maps a PolicyPack name to
+    its `--policy-pack-config` document (per policy: enforcementLevel and config properties)."""
+    view = _View(plan)
+    stack_resources: list[PolicyResource] | None = None
+    findings: list[Finding] = []
+    for pack in packs():
+        config_doc = (configs or {}).get(pack.name, {})
+        for policy in pack.policies:
+            if only is not None and policy.name not in only:
+                continue
+            level = _level(policy, pack, config_doc)
+            if level is EnforcementLevel.DISABLED:
+                continue
+            enforcement: Enforcement = "advisory" if level is EnforcementLevel.ADVISORY else "mandatory"
+            config = {k: v for k, v in config_doc.get(policy.name, {}).items() if k != "enforcementLevel"} or None
+            out = _Collector(pack, policy, enforcement, findings, view)
+            if isinstance(policy, ResourceValidationPolicy):
+                for r, args in view.resource_args(config):
+                    out.guard(functools.partial(policy.validate, args, out.for_resource(r.key)))
+            elif isinstance(policy, StackValidationPolicy):
+                if stack_resources is None:
+                    stack_resources = view.stack_resources()
+                out.guard(
+                    functools.partial(policy.validate, StackValidationArgs(stack_resources, config), out.for_stack)
+                )
+    return findings
+
+
+# -- presentation ----------------------------------------------------------------------------------------------
+
+
+def grouped(findings: list[Finding]) -> dict[str, dict[str, list[Finding]]]:
+    """pack -> enforcement ("mandatory" first) -> findings, in pack order."""
+    out: dict[str, dict[str, list[Finding]]] = {}
+    order = {p.name: i for i, p in enumerate(packs())}
+    for f in sorted(
+        findings, key=lambda f: (order.get(f.pack, 99), f.enforcement != "mandatory", f.rule, f.resource or "")
+    ):
+        out.setdefault(f.pack, {}).setdefault(f.enforcement, []).append(f)
+    return out
+
+
+def to_json(findings: list[Finding]) -> dict[str, Any]:
+    mandatory = [f for f in findings if f.enforcement == "mandatory"]
+    return {
+        "passed": not mandatory,
+        "mandatory": len(mandatory),
+        "advisory": len(findings) - len(mandatory),
+        "packs": {
+            pack: {level: [asdict(f) for f in items] for level, items in levels.items()}
+            for pack, levels in grouped(findings).items()
+        },
+    }
+
+
+def render_text(findings: list[Finding]) -> str:
+    if not findings:
+        return (
+            f"policy check passed: {sum(len(p.policies) for p in packs())} rules in {len(packs())} packs, no violations"
+        )
+    lines = []
+    for pack, levels in grouped(findings).items():
+        for level, items in levels.items():
+            lines.append(f"{pack} — {level} ({len(items)})")
+            for f in items:
+                lines.append(f"  [{f.rule}] {f.resource or '(stack)'}")
+                lines.append(f"      {f.message}")
+                if f.remediation:
+                    lines.append(f"      fix: {f.remediation}")
+    mandatory = sum(1 for f in findings if f.enforcement == "mandatory")
+    lines.append(f"{mandatory} mandatory, {len(findings) - mandatory} advisory")
+    return "\n".join(lines)

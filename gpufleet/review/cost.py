@@ -1,0 +1,495 @@
+"""The cost envelope of an estate: what its node pools and storage tiers cost per hour and per month.
+
+Every figure is a dated catalog price times a quantity from the spec, and carries that price's date and source:
+- AWS node pools: on-demand $/h of the instance type in the site's region (catalog) x nodes at min, desired and
+  max size. Burst pools take the open window's size (and instance type) at `now`, else zero.
+- Bare-metal node pools: the amortised $/server-hour of `OnPremCost` (pool's, else the site's; through
+  components.model.pricing) x the pool's servers; owned servers cost the same at every size.
+- Storage: FSx for Lustre by provisioned capacity x $/GB-month of its throughput tier (catalog `storage`);
+  EFS and S3 are billed on usage, so they are listed with their unit price and left out of the totals.
+
+A pool or tier without a price is reported as unpriced (`None`), never as $0, and totals say how many figures
+they leave out. Monthly figures use `catalog.HOURS_PER_MONTH` (730 h).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from components.model import catalog
+from components.model.pricing import pool_gpu_hour_price
+from components.model.spec import (
+    AwsNodePool,
+    AwsSite,
+    BaremetalNodePool,
+    BaremetalSite,
+    BurstWindow,
+    EfsTier,
+    EstateSpec,
+    FsxLustreTier,
+    OnPremCost,
+    S3Tier,
+)
+from components.model.windows import effective_scaling, open_window
+
+HOURS = catalog.HOURS_PER_MONTH
+LEVELS: tuple[str, ...] = ("min", "desired", "max")
+Level = Literal["min", "desired", "max"]
+UNASSIGNED = "(unassigned)"
+
+
+@dataclass(frozen=True)
+class PriceRef:
+    """One price the envelope uses: value per unit, with its date and source."""
+
+    usd: float
+    unit: str  # "node-hour", "server-hour", "GB-month"
+    date: str
+    source: str
+    verified: bool = True
+
+
+@dataclass(frozen=True)
+class Figures:
+    """$/h at min, desired and max size; None where a price is missing."""
+
+    min: float | None
+    desired: float | None
+    max: float | None
+
+    def at(self, level: str) -> float | None:
+        return float(getattr(self, level)) if getattr(self, level) is not None else None
+
+    def monthly(self, level: str) -> float | None:
+        v = self.at(level)
+        return None if v is None else v * HOURS
+
+    def scaled(self, share: float) -> Figures:
+        return Figures(*(None if v is None else v * share for v in (self.min, self.desired, self.max)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "hourly": {lv: _r(self.at(lv)) for lv in LEVELS},
+            "monthly": {lv: _r(self.monthly(lv)) for lv in LEVELS},
+        }
+
+
+@dataclass(frozen=True)
+class PoolCost:
+    site: str
+    pool: str
+    kind: Literal["aws", "baremetal"]
+    instance_type: str | None  # aws only
+    gpu_model: str
+    gpus_per_node: int
+    nodes: dict[str, int]  # min / desired / max
+    gpu_units: int  # schedulable units at max size (MIG slices, replicas) used for tenant shares
+    gpu_total: int  # GPUs at max size
+    burst: bool
+    price: PriceRef | None  # per node-hour (aws) or per server-hour (bare metal); None = unpriced
+    hourly: Figures
+    notes: tuple[str, ...] = ()
+
+    @property
+    def priced(self) -> bool:
+        return self.price is not None
+
+    def gpus(self, level: str) -> int:
+        return self.nodes[level] * self.gpus_per_node
+
+    @property
+    def usd_per_gpu_hour(self) -> float | None:
+        """Price of one GPU-hour: instance price ÷ its GPUs (aws); the pool's hour ÷ its GPUs (bare metal)."""
+        if self.price is None:
+            return None
+        if self.kind == "aws":
+            return self.price.usd / self.gpus_per_node
+        gpus = self.gpu_total
+        return (self.hourly.at("max") or 0.0) / gpus if gpus else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "site": self.site,
+            "pool": self.pool,
+            "kind": self.kind,
+            "instance_type": self.instance_type,
+            "gpu_model": self.gpu_model,
+            "gpus_per_node": self.gpus_per_node,
+            "nodes": dict(self.nodes),
+            "gpus": {lv: self.gpus(lv) for lv in LEVELS},
+            "gpu_units": self.gpu_units,
+            "usd_per_gpu_hour": _r(self.usd_per_gpu_hour),
+            "burst": self.burst,
+            "priced": self.priced,
+            "price": _price_dict(self.price),
+            **self.hourly.to_dict(),
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class StorageCost:
+    site: str
+    tier: str
+    kind: str
+    status: Literal["priced", "usage-based", "included", "external", "unpriced"]
+    monthly_usd: float | None  # in the totals only when status is priced
+    price: PriceRef | None
+    quantity: str  # what was multiplied, e.g. "24000 GB"
+    note: str
+
+    @property
+    def hourly_usd(self) -> float | None:
+        return None if self.monthly_usd is None else self.monthly_usd / HOURS
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "site": self.site,
+            "tier": self.tier,
+            "kind": self.kind,
+            "status": self.status,
+            "monthly_usd": _r(self.monthly_usd),
+            "hourly_usd": _r(self.hourly_usd),
+            "price": _price_dict(self.price),
+            "quantity": self.quantity,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class Total:
+    """A sum of priced figures, and how many unpriced figures it leaves out."""
+
+    hourly: Figures
+    unpriced: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.hourly.to_dict(), "unpriced": list(self.unpriced)}
+
+
+@dataclass(frozen=True)
+class TenantShare:
+    tenant: str
+    pool: str
+    quota: int  # GPU units on the pool (0 for the unassigned remainder)
+    share: float  # quota / pool GPU units
+    hourly: Figures
+
+
+@dataclass
+class EstateCost:
+    """The cost envelope of one estate at one moment (burst windows resolve against `now`)."""
+
+    estate: str
+    environment: str
+    now: dt.datetime
+    pools: list[PoolCost]
+    storage: list[StorageCost]
+    tenant_shares: list[TenantShare]
+    budget_usd_per_hour: float | None
+    excluded: tuple[str, ...]
+    spec: EstateSpec | None = field(default=None, repr=False, compare=False)  # for renderers (diagram)
+
+    # -- totals ---------------------------------------------------------------------------------------
+    def pool_total(self, pools: list[PoolCost]) -> Total:
+        return _sum([p.hourly for p in pools], [f"pool {p.pool}" for p in pools if not p.priced])
+
+    def storage_total(self, tiers: list[StorageCost]) -> Total:
+        monthly = [t.monthly_usd for t in tiers if t.status == "priced" and t.monthly_usd is not None]
+        per_hour = sum(monthly) / HOURS
+        return Total(
+            Figures(per_hour, per_hour, per_hour), tuple(f"tier {t.tier}" for t in tiers if t.status == "unpriced")
+        )
+
+    def site_total(self, site: str) -> Total:
+        pools = self.pool_total([p for p in self.pools if p.site == site])
+        store = self.storage_total([t for t in self.storage if t.site == site])
+        return _add(pools, store)
+
+    def total(self) -> Total:
+        return _add(self.pool_total(self.pools), self.storage_total(self.storage))
+
+    def sites(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for name in [p.site for p in self.pools] + [t.site for t in self.storage]:
+            seen.setdefault(name)
+        return list(seen)
+
+    def tenants(self) -> dict[str, Figures]:
+        """Each tenant's quota share of the pools it has quota on, plus the unassigned remainder."""
+        out: dict[str, list[Figures]] = {}
+        for s in self.tenant_shares:
+            out.setdefault(s.tenant, []).append(s.hourly)
+        return {t: _sum(fs, []).hourly for t, fs in out.items()}
+
+    def prices(self) -> list[PriceRef]:
+        refs = [p.price for p in self.pools if p.price] + [t.price for t in self.storage if t.price]
+        return list(dict.fromkeys(refs))
+
+    def to_dict(self) -> dict[str, Any]:
+        total = self.total()
+        return {
+            "estate": self.estate,
+            "environment": self.environment,
+            "at": self.now.isoformat(),
+            "hours_per_month": HOURS,
+            "pools": [p.to_dict() for p in self.pools],
+            "storage": [t.to_dict() for t in self.storage],
+            "sites": {s: self.site_total(s).to_dict() for s in self.sites()},
+            "tenants": {t: f.to_dict() for t, f in self.tenants().items()},
+            "tenant_shares": [
+                {"tenant": s.tenant, "pool": s.pool, "quota": s.quota, "share": round(s.share, 6), **s.hourly.to_dict()}
+                for s in self.tenant_shares
+            ],
+            "total": total.to_dict(),
+            "budget_usd_per_hour": self.budget_usd_per_hour,
+            "excluded": list(self.excluded),
+            "prices": [_price_dict(p) for p in self.prices()],
+        }
+
+
+# ----------------------------------------------------------------------------------------------- compute
+
+
+def estate_cost(spec: EstateSpec, window: BurstWindow | None = None, now: dt.datetime | None = None) -> EstateCost:
+    """The cost envelope of `spec`, with burst pools sized by `window` as it stands at `now`."""
+    now = now or dt.datetime.now(dt.UTC)
+    pools = [_pool_cost(spec, site, pool, window, now) for site, pool in spec.pools()]
+    storage = [_storage_cost(site, tier) for site in spec.sites for tier in site.storage]
+    return EstateCost(
+        estate=spec.metadata.name,
+        environment=spec.metadata.environment,
+        now=now,
+        pools=pools,
+        storage=storage,
+        tenant_shares=_tenant_shares(spec, pools),
+        budget_usd_per_hour=spec.policies.budget_usd_per_hour,
+        excluded=_excluded(spec),
+        spec=spec,
+    )
+
+
+def _pool_cost(
+    spec: EstateSpec,
+    site: AwsSite | BaremetalSite,
+    pool: AwsNodePool | BaremetalNodePool,
+    window: BurstWindow | None,
+    now: dt.datetime,
+) -> PoolCost:
+    if isinstance(pool, AwsNodePool):
+        assert isinstance(site, AwsSite)
+        return _aws_pool(spec, site, pool, window, now)
+    assert isinstance(site, BaremetalSite)
+    return _baremetal_pool(spec, site, pool)
+
+
+def _aws_pool(
+    spec: EstateSpec, site: AwsSite, pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime
+) -> PoolCost:
+    scaling = effective_scaling(pool, window, now)
+    instance = catalog.instance_type(pool.instance_type)
+    notes: list[str] = []
+    w = open_window(window, now)
+    if pool.burst:
+        if w is not None and w.pool == pool.name:
+            notes.append(f"burst window open until {w.expires.isoformat()}: {w.nodes} × {w.instance_type}")
+            if w.instance_type != pool.instance_type:
+                instance = catalog.instance_type(w.instance_type)
+        else:
+            notes.append("burst pool: idles at zero nodes outside a burst window")
+    found = catalog.price(instance.name, site.region)
+    if pool.burst and (w is None or w.pool != pool.name) and found is not None:
+        ceiling = pool.scaling.max * found.usd_per_hour
+        budget = f", within the burst budget of ${spec.burst.budget_usd:,.0f}/month" if spec.burst else ""
+        notes.append(f"a window may grow it to {pool.scaling.max} × {instance.name} = ${ceiling:,.2f}/h{budget}")
+    if pool.capacity.type != "on-demand":
+        notes.append(f"{pool.capacity.type} capacity priced at the on-demand rate (the catalog holds no other rate)")
+    price = None
+    if found is not None:
+        price = PriceRef(found.usd_per_hour, "node-hour", found.date, f"{found.source}; {found.region}")
+    else:
+        notes.append(f"no catalog price for {instance.name} in {site.region}: unpriced")
+    nodes = {"min": scaling.min, "desired": scaling.desired_nodes, "max": scaling.max}
+    hourly = Figures(*(None if price is None else nodes[lv] * price.usd for lv in LEVELS))
+    return PoolCost(
+        site=site.name,
+        pool=pool.name,
+        kind="aws",
+        instance_type=instance.name,
+        gpu_model=instance.gpu.id,
+        gpus_per_node=instance.gpu_count,
+        nodes=nodes,
+        gpu_units=_units(spec, pool.name, scaling.max * instance.gpu_count),
+        gpu_total=scaling.max * instance.gpu_count,
+        burst=pool.burst,
+        price=price,
+        hourly=hourly,
+        notes=tuple(notes),
+    )
+
+
+def _baremetal_pool(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool) -> PoolCost:
+    # The amortised price comes from components.model.pricing (OnPremCost per server-hour: the pool's, else
+    # the site's); servers of a pool may differ in GPU count, so the pool is priced by servers.
+    servers = spec.pool_servers(site, pool)
+    found = pool_gpu_hour_price(spec, site, pool)
+    notes = ["owned servers cost the same at every size (amortised)"]
+    price = None
+    if found is not None:
+        inputs = pool.cost if found.source == "pool" else site.cost
+        assert inputs is not None
+        where = (
+            f"sites.{site.name}.node_pools.{pool.name}.cost" if found.source == "pool" else f"sites.{site.name}.cost"
+        )
+        price = PriceRef(found.usd_per_server_hour, "server-hour", "stack file", f"{where}: {_amortisation(inputs)}")
+    else:
+        notes.append(f"no OnPremCost on pool {pool.name} or site {site.name}: unpriced")
+    n = len(servers)
+    hourly = Figures(*(None if found is None else found.usd_per_hour for _ in LEVELS))
+    return PoolCost(
+        site=site.name,
+        pool=pool.name,
+        kind="baremetal",
+        instance_type=None,
+        gpu_model=spec.pool_gpu_model(pool.name).id,
+        gpus_per_node=spec.pool_gpus_per_node(pool.name),
+        nodes={"min": n, "desired": n, "max": n},
+        gpu_units=_units(spec, pool.name, sum(s.gpu_count for s in servers)),
+        gpu_total=sum(s.gpu_count for s in servers),
+        burst=False,
+        price=price,
+        hourly=hourly,
+        notes=tuple(notes),
+    )
+
+
+def _amortisation(c: OnPremCost) -> str:
+    return (
+        f"${c.server_price_usd:,.0f} over {c.lifetime_years:g} y + {c.power_kw:g} kW × ${c.usd_per_kwh:g}/kWh "
+        f"+ ${c.ops_usd_per_server_month:,.0f}/month ops"
+    )
+
+
+def _units(spec: EstateSpec, pool: str, gpus: int) -> int:
+    """Schedulable GPU units for `gpus` GPUs of `pool` (MIG slices and time-slicing replicas count apiece)."""
+    p = spec.pool(pool)
+    if p.sharing.mode == "time-slicing":
+        return gpus * (p.sharing.replicas or 1)
+    if p.sharing.mode == "mig":
+        profile = spec.pool_gpu_model(pool).mig_profile(p.sharing.mig_profile or "")
+        return gpus * (profile.per_gpu if profile else 1)
+    return gpus
+
+
+def _tenant_shares(spec: EstateSpec, pools: list[PoolCost]) -> list[TenantShare]:
+    """A tenant's share of a pool = its gpu_quota on the pool ÷ the pool's GPU units; the rest is unassigned."""
+    out: list[TenantShare] = []
+    for p in pools:
+        assigned = 0.0
+        if p.gpu_units > 0:
+            for t in spec.tenants:
+                quota = t.gpu_quota.get(p.pool, 0)
+                if quota:
+                    share = min(quota / p.gpu_units, 1.0 - assigned)
+                    assigned += share
+                    out.append(TenantShare(t.name, p.pool, quota, share, p.hourly.scaled(share)))
+        rest = max(0.0, 1.0 - assigned)
+        if rest > 1e-9:
+            out.append(TenantShare(UNASSIGNED, p.pool, 0, rest, p.hourly.scaled(rest)))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- storage
+
+
+def _storage_prices(region: str) -> dict[str, Any]:
+    storage = catalog.price_table().get("storage", {})
+    return dict(storage.get(region, {}))
+
+
+def _ref(entry: dict[str, Any]) -> PriceRef:
+    return PriceRef(
+        usd=float(entry["usd"]),
+        unit="GB-month",
+        date=str(entry["date"]),
+        source=str(entry["source"]),
+        verified=bool(entry.get("verified", False)),
+    )
+
+
+def _storage_cost(site: AwsSite | BaremetalSite, tier: Any) -> StorageCost:
+    name, kind = tier.name, tier.kind
+    if kind == "scratch":
+        return StorageCost(site.name, name, kind, "included", None, None, "-", "node-local NVMe: in the node's price")
+    if not isinstance(site, AwsSite):
+        return StorageCost(
+            site.name, name, kind, "external", None, None, "-", "existing on-prem system: not bought by this stack"
+        )
+    prices = _storage_prices(site.region)
+    if isinstance(tier, FsxLustreTier):
+        entry = (
+            prices.get("fsx-lustre-persistent-2", {}).get("by_throughput_per_tib", {}).get(str(tier.throughput_per_tib))
+        )
+        if entry is None:
+            return StorageCost(
+                site.name, name, kind, "unpriced", None, None, f"{tier.capacity_gib} GB",
+                f"no catalog price for FSx Lustre PERSISTENT_2 {tier.throughput_per_tib} MB/s/TiB in {site.region}",
+            )  # fmt: skip
+        ref = _ref(entry)
+        note = f"PERSISTENT_2 {tier.throughput_per_tib} MB/s/TiB; backups and transfer not included"
+        if not ref.verified:
+            note += "; price not confirmed from a stored copy of the AWS price page"
+        # FSx bills provisioned capacity; the stack sets it in GiB and AWS quotes $/GB-month for it.
+        return StorageCost(
+            site.name, name, kind, "priced", tier.capacity_gib * ref.usd, ref, f"{tier.capacity_gib} GB", note
+        )
+    if isinstance(tier, EfsTier | S3Tier):
+        key = "efs-standard" if isinstance(tier, EfsTier) else "s3-standard"
+        entry = prices.get(key)
+        unit = _ref(entry) if entry else None
+        usage = str(entry.get("usage_based", "")) if entry else ""
+        rate = f"${unit.usd:.3f}/GB-month stored" if unit else "no catalog price"
+        return StorageCost(
+            site.name, name, kind, "usage-based", None, unit, "usage",
+            f"billed on usage, not in the totals: {rate}, {usage}".rstrip(", "),
+        )  # fmt: skip
+    return StorageCost(site.name, name, kind, "unpriced", None, None, "-", f"no pricing rule for {kind} tiers")
+
+
+def _excluded(spec: EstateSpec) -> tuple[str, ...]:
+    out = []
+    if any(isinstance(s, AwsSite) for s in spec.sites):
+        out += [
+            "EKS control plane, the CPU system node pool, NAT gateways and load balancers",
+            "EBS root volumes of GPU nodes, data transfer, FSx backups",
+            "usage-based storage (EFS, S3): listed with unit prices, not summed",
+        ]
+    if any(isinstance(s, BaremetalSite) for s in spec.sites):
+        out.append("on-prem shared storage and network (existing systems)")
+    return tuple(out)
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+
+
+def _sum(figures: list[Figures], unpriced: list[str]) -> Total:
+    vals = {lv: sum(v for f in figures if (v := f.at(lv)) is not None) for lv in LEVELS}
+    return Total(Figures(vals["min"], vals["desired"], vals["max"]), tuple(unpriced))
+
+
+def _add(a: Total, b: Total) -> Total:
+    return Total(
+        Figures(*((a.hourly.at(lv) or 0.0) + (b.hourly.at(lv) or 0.0) for lv in LEVELS)), a.unpriced + b.unpriced
+    )
+
+
+def _r(v: float | None) -> float | None:
+    return None if v is None else round(v, 4)
+
+
+def _price_dict(p: PriceRef | None) -> dict[str, Any] | None:
+    if p is None:
+        return None
+    return {"usd": p.usd, "unit": p.unit, "date": p.date, "source": p.source, "verified": p.verified}

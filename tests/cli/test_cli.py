@@ -1,0 +1,119 @@
+"""The CLI: output formats, exit codes, bad input without tracebacks, export."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from typer.testing import CliRunner
+
+from gpufleet.cli.app import app
+from tests.conftest import ROOT, example_config, write_project
+
+runner = CliRunner()
+
+
+def test_preview_text_shows_the_component_tree_and_type_counts() -> None:
+    result = runner.invoke(app, ["preview", "--stack", "hybrid", "--project", str(ROOT)])
+    assert result.exit_code == 0, result.output
+    assert "Estate hyb" in result.output
+    assert "Site onprem" in result.output and "Site cloud" in result.output
+    assert "Resources by type" in result.output
+
+
+def test_preview_json_carries_every_resource_with_key_type_name_parent_inputs_protect() -> None:
+    result = runner.invoke(app, ["preview", "-s", "onprem", "-f", "json", "-C", str(ROOT)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["stack"] == "onprem"
+    assert doc["resources"]
+    for r in doc["resources"]:
+        assert {"key", "type", "name", "parent", "inputs", "protect"} <= set(r)
+
+
+def test_preview_markdown_renders() -> None:
+    result = runner.invoke(app, ["preview", "-s", "aws-train", "-f", "markdown", "-C", str(ROOT)])
+    assert result.exit_code == 0, result.output
+    assert "aws-train" in result.stdout
+
+
+def test_missing_stack_exits_2_and_lists_stacks() -> None:
+    result = runner.invoke(app, ["preview", "-s", "nope", "-C", str(ROOT)])
+    assert result.exit_code == 2
+    assert "Pulumi.nope.yaml: stack file not found" in result.stderr
+    assert "aws-train" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_broken_yaml_exits_2_with_the_line(tmp_path: Path) -> None:
+    write_project(tmp_path, example_config("aws-train"))
+    (tmp_path / "stacks" / "Pulumi.test.yaml").write_text("config:\n  gpufleet:estate: {metadata: [\n")
+    result = runner.invoke(app, ["preview", "-s", "test", "-C", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "not valid YAML (line" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_bad_field_exits_2_naming_file_and_path(tmp_path: Path) -> None:
+    config = example_config("aws-train")
+    config["gpufleet:estate"]["sites"][0]["node_pools"][0]["instance_type"] = "p9.96xlarge"
+    write_project(tmp_path, config)
+    result = runner.invoke(app, ["preview", "-s", "test", "-C", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "Pulumi.test.yaml: config.gpufleet:estate.sites[0].node_pools[0].instance_type" in result.stderr
+
+
+def test_export_writes_kubernetes_objects_and_helm_releases(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["export", "-s", "aws-train", "--out", str(out), "-C", str(ROOT)])
+    assert result.exit_code == 0, result.output
+    files = sorted(out.rglob("*.yaml"))
+    assert files
+    for f in files:
+        doc = yaml.safe_load(f.read_text())
+        if f.parent.name == "helm":
+            assert {"chart", "version", "repository", "values"} <= set(doc)
+        else:
+            assert {"apiVersion", "kind", "metadata"} <= set(doc)
+
+
+def test_export_writes_nothing_on_bad_input(tmp_path: Path) -> None:
+    config = example_config("aws-train")
+    config["gpufleet:estate"]["metadata"]["owner"] = ""
+    write_project(tmp_path, config)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["export", "-s", "test", "--out", str(out), "-C", str(tmp_path)])
+    assert result.exit_code == 2
+    assert not out.exists()
+
+
+def test_schema_is_json_schema_of_the_estate() -> None:
+    result = runner.invoke(app, ["schema"])
+    assert result.exit_code == 0
+    doc = json.loads(result.stdout)
+    assert doc["title"].startswith("gpufleet estate")
+    assert "AwsNodePool" in doc["$defs"] and doc["$defs"]["AwsNodePool"]["additionalProperties"] is False
+
+
+def test_catalog_show_lists_priced_gpu_types() -> None:
+    result = runner.invoke(app, ["catalog", "show"])
+    assert result.exit_code == 0
+    assert "p5.48xlarge" in result.stdout and "55.04" in result.stdout
+
+
+def test_preview_exits_1_on_a_mandatory_violation_and_shows_it(tmp_path: Path) -> None:
+    from tests.policies.broken_stack import broken_config
+
+    write_project(tmp_path, broken_config())
+    result = runner.invoke(app, ["preview", "-s", "test", "-C", str(tmp_path)])
+    assert result.exit_code == 1, result.output
+    assert "budget-cap" in result.stdout and "mandatory" in result.stdout
+
+
+def test_preview_json_carries_cost_and_findings() -> None:
+    result = runner.invoke(app, ["preview", "-s", "aws-train", "-f", "json", "-C", str(ROOT)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["cost"]["estate"] == "train"
+    assert "findings" in doc

@@ -1,0 +1,187 @@
+"""The estate schema: the examples are valid, and each kind of bad input gets one message naming the field."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from components.model.load import SpecError, parse_estate
+from components.model.spec import EstateSpec
+from tests.conftest import EXAMPLES, example_estate
+
+SRC = "stacks/Pulumi.test.yaml"
+
+
+def problems(estate: dict[str, Any]) -> list[str]:
+    with pytest.raises(SpecError) as err:
+        parse_estate(estate, SRC)
+    return err.value.problems
+
+
+@pytest.mark.parametrize("stack", EXAMPLES)
+def test_example_stacks_are_valid(stack: str) -> None:
+    assert isinstance(parse_estate(example_estate(stack), SRC), EstateSpec)
+
+
+def aws(e: dict[str, Any]) -> dict[str, Any]:
+    return e["sites"][0]
+
+
+# Each case: how to break the aws-train estate, and the YAML path + words the message must contain.
+BAD: dict[str, tuple[Callable[[dict[str, Any]], None], str, str]] = {
+    "typo_key": (
+        lambda e: aws(e)["node_pools"][0].update(instance_typ="p5.48xlarge"),
+        "config.gpufleet:estate.sites[0].node_pools[0].instance_typ",
+        "unknown key",
+    ),
+    "wrong_type": (
+        lambda e: aws(e)["node_pools"][0]["scaling"].update(max="four"),
+        "sites[0].node_pools[0].scaling.max",
+        "integer",
+    ),
+    "unknown_instance_type": (
+        lambda e: aws(e)["node_pools"][0].update(instance_type="p9.96xlarge"),
+        "sites[0].node_pools[0].instance_type",
+        "p9.96xlarge",
+    ),
+    "unknown_gpu_model": (
+        lambda e: None,  # replaced below: uses the onprem estate
+        "",
+        "",
+    ),
+    "duplicate_pool": (
+        lambda e: aws(e)["node_pools"].append(dict(aws(e)["node_pools"][1])),
+        "config.gpufleet:estate.sites",
+        "duplicated: l40s",
+    ),
+    "dangling_fabric": (
+        lambda e: aws(e)["node_pools"][0].update(fabric="nope"),
+        "sites[0].node_pools[0].fabric",
+        "fabric nope does not exist",
+    ),
+    "efa_pool_in_other_az": (
+        lambda e: aws(e)["node_pools"][0].update(availability_zone="us-east-1b"),
+        "sites[0].node_pools[0].availability_zone",
+        "EFA",
+    ),
+    "non_efa_type_on_efa_fabric": (
+        lambda e: aws(e)["node_pools"][1].update(fabric="train-efa", instance_type="g6e.xlarge"),
+        "sites[0].node_pools[1].fabric",
+        "does not support EFA",
+    ),
+    "bad_dns_name": (
+        lambda e: aws(e)["node_pools"][0].update(name="H100_Pool"),
+        "sites[0].node_pools[0].name",
+        "pattern",
+    ),
+    "quota_above_capacity": (
+        lambda e: e["tenants"][0]["gpu_quota"].update(h100=40),
+        "sites[0].node_pools[0]",
+        "add up to 48, but the pool offers only 32",
+    ),
+    "quota_on_missing_pool": (
+        lambda e: e["tenants"][0]["gpu_quota"].update(a100=8),
+        "tenants[0].gpu_quota.a100",
+        "pool a100 does not exist",
+    ),
+    "untrusted_on_shared_pool": (
+        lambda e: e["tenants"][2]["gpu_quota"].update(l40s=2),
+        "tenants[2].gpu_quota.l40s",
+        "untrusted",
+    ),
+    "time_slicing_without_dedication": (
+        lambda e: aws(e)["node_pools"][1].update(sharing={"mode": "time-slicing", "replicas": 4}),
+        "sites[0].node_pools[1].sharing.mode",
+        "dedicated_to",
+    ),
+    "invalid_mig_profile": (
+        lambda e: aws(e)["node_pools"][0].update(sharing={"mode": "mig", "mig_profile": "3g.71gb"}),
+        "sites[0].node_pools[0].sharing.mig_profile",
+        "not a MIG profile of H100-80GB",
+    ),
+    "min_above_max": (
+        lambda e: aws(e)["node_pools"][0].update(scaling={"min": 5, "max": 4}),
+        "sites[0].node_pools[0].scaling",
+        "min (5) must not exceed max (4)",
+    ),
+    "spot_training_without_checkpointing": (
+        lambda e: aws(e)["node_pools"][0].update(capacity={"type": "spot"}),
+        "sites[0].node_pools[0].capacity.checkpointing",
+        "checkpointing",
+    ),
+    "public_endpoint_open_to_world": (
+        lambda e: aws(e)["cluster"].update(endpoint_public_cidrs=["0.0.0.0/0"]),
+        "sites[0].cluster.endpoint_public_cidrs",
+        "0.0.0.0/0 is not allowed",
+    ),
+    "missing_required_key": (
+        lambda e: e["metadata"].pop("owner"),
+        "config.gpufleet:estate.metadata.owner",
+        "required key is missing",
+    ),
+    "fsx_on_missing_fabric": (
+        lambda e: aws(e)["storage"][0].update(fabric="other"),
+        "sites[0].storage[0].fabric",
+        "not an efa fabric",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(k for k in BAD if k != "unknown_gpu_model"))
+def test_bad_input_names_the_field(case: str) -> None:
+    breaker, path, words = BAD[case]
+    estate = example_estate("aws-train")
+    breaker(estate)
+    found = problems(estate)
+    assert len(found) == 1, found
+    assert found[0].startswith(f"{SRC}: config.gpufleet:estate"), found
+    assert path in found[0], found
+    assert words in found[0], found
+
+
+def test_unknown_gpu_model_on_a_server_names_the_field_and_lists_known_models() -> None:
+    estate = example_estate("onprem")
+    estate["sites"][0]["inventory"][3]["gpu_model"] = "H800"
+    [msg] = problems(estate)
+    assert "sites[0].inventory[3].gpu_model" in msg
+    assert "unknown GPU model 'H800'" in msg and "H100-80GB" in msg
+
+
+def test_pool_selecting_no_server_is_rejected() -> None:
+    estate = example_estate("onprem")
+    estate["sites"][0]["node_pools"][1]["selector"] = {"pool": "gone"}
+    [msg] = problems(estate)
+    assert "sites[0].node_pools[1].selector" in msg and "selects no server" in msg
+
+
+def test_two_problems_give_two_messages() -> None:
+    estate = example_estate("aws-train")
+    aws(estate)["node_pools"][0]["instance_typ"] = "x"
+    estate["metadata"]["owner"] = ""
+    found = problems(estate)
+    assert len(found) == 2
+    assert any("metadata.owner" in p for p in found)
+    assert any("instance_typ" in p for p in found)
+
+
+def test_burst_pool_needs_a_burst_policy() -> None:
+    estate = example_estate("hybrid")
+    estate.pop("burst")
+    [msg] = problems(estate)
+    assert "config.gpufleet:estate.burst" in msg and "burst-h100" in msg
+
+
+def test_gpu_units_count_mig_slices() -> None:
+    spec = parse_estate(example_estate("onprem"), SRC)
+    # 2 servers x 8 H100 x 7 slices of 1g.10gb
+    assert spec.pool_gpu_units("dev") == 112
+    assert spec.pool_gpu_capacity("train") == 48
+
+
+def test_gpu_counts_come_from_the_catalog() -> None:
+    spec = parse_estate(example_estate("aws-train"), SRC)
+    assert spec.pool_gpus_per_node("h100") == 8
+    assert spec.pool_gpu_capacity("h100") == 32  # max 4 nodes
+    assert spec.pool_gpu_model("l40s").id == "L40S-48GB"
