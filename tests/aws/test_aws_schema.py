@@ -1,4 +1,4 @@
-"""Schema rules for AWS pools on EFA fabrics: errors name the YAML field (components/model/spec.py _check_aws_pool)."""
+"""Schema rules for AWS pools on EFA fabrics: errors name the YAML field (components/model/spec/rules.py)."""
 
 from __future__ import annotations
 

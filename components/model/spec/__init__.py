@@ -1,0 +1,92 @@
+"""The estate schema: the only config contract between stack files and components.
+
+A stack file `stacks/Pulumi.<env>.yaml` carries the estate under the config key `gpufleet:estate`, and an
+optional burst window under `gpufleet:burstWindow`. Everything here is pydantic v2 with `extra="forbid"`;
+cross-field rules are plain functions in `rules`, each problem with a message that names the field and says
+what is allowed. GPU counts, memory and EFA limits come from the catalog, never from the stack file.
+
+Modules by concern and platform: `base` (model base, names, metadata), `pools`, `aws`, `baremetal`, `sites`,
+`tenancy`, `burst`, `estate` (EstateSpec) and `rules`. Every public name is importable from here.
+"""
+
+from components.model.spec.aws import AwsNodePool, EfaFabric, EfsTier, EksCluster, FsxLustreTier, S3Tier, Vpc
+from components.model.spec.baremetal import (
+    BaremetalNodePool,
+    InfinibandFabric,
+    Join,
+    NfsTier,
+    OnPremCost,
+    OnPremS3Tier,
+    ParallelFsTier,
+    RoceFabric,
+    Server,
+    SshAccess,
+)
+from components.model.spec.base import DNS1123, CapacityType, Metadata, Model, Name, Problem, Role, SpecFieldError
+from components.model.spec.burst import BurstLedgerEntry, BurstPolicy, BurstWindow
+from components.model.spec.estate import EstateSpec, PolicySettings, json_schema
+from components.model.spec.pools import Capacity, PoolBase, Scaling, Sharing
+from components.model.spec.sites import (
+    AWS_STORAGE,
+    BAREMETAL_STORAGE,
+    STATEFUL_KINDS,
+    AwsSite,
+    BaremetalSite,
+    Fabric,
+    KubernetesStack,
+    ScratchTier,
+    Site,
+    SiteBase,
+    StorageTier,
+)
+from components.model.spec.tenancy import Tenant
+
+__all__ = [
+    "AWS_STORAGE",
+    "BAREMETAL_STORAGE",
+    "DNS1123",
+    "STATEFUL_KINDS",
+    "AwsNodePool",
+    "AwsSite",
+    "BaremetalNodePool",
+    "BaremetalSite",
+    "BurstLedgerEntry",
+    "BurstPolicy",
+    "BurstWindow",
+    "Capacity",
+    "CapacityType",
+    "EfaFabric",
+    "EfsTier",
+    "EksCluster",
+    "EstateSpec",
+    "Fabric",
+    "FsxLustreTier",
+    "InfinibandFabric",
+    "Join",
+    "KubernetesStack",
+    "Metadata",
+    "Model",
+    "Name",
+    "NfsTier",
+    "OnPremCost",
+    "OnPremS3Tier",
+    "ParallelFsTier",
+    "PolicySettings",
+    "PoolBase",
+    "Problem",
+    "RoceFabric",
+    "Role",
+    "S3Tier",
+    "Scaling",
+    "ScratchTier",
+    "Server",
+    "Sharing",
+    "Site",
+    "SiteBase",
+    "SpecFieldError",
+    "SshAccess",
+    "StorageTier",
+    "Tenant",
+    "Vpc",
+    "json_schema",
+]

@@ -1,0 +1,197 @@
+"""The bare-metal side of the schema: inventory pools and their amortised cost, InfiniBand / RoCE fabrics,
+NFS / parallel-fs / on-prem S3 tiers, servers, SSH access and how servers join the cluster."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from components.model import catalog
+from components.model.spec.base import Model, Name
+from components.model.spec.pools import PoolBase
+
+
+class OnPremCost(Model):
+    """Amortised cost of owned GPU servers, so on-prem and cloud are priced side by side."""
+
+    server_price_usd: float = Field(gt=0, description="Purchase price of one server, all-in.")
+    lifetime_years: float = Field(default=4, gt=0, le=10, description="Depreciation period.")
+    power_kw: float = Field(default=10.0, ge=0, description="Average power draw of one server in kW, incl. cooling.")
+    usd_per_kwh: float = Field(default=0.12, ge=0, description="Electricity price.")
+    ops_usd_per_server_month: float = Field(
+        default=500.0, ge=0, description="Operations: space, support contracts, staff share."
+    )
+
+    @property
+    def usd_per_server_hour(self) -> float:
+        """Depreciation + power + operations for one server-hour (8,760 hours a year, 730 a month)."""
+        depreciation = self.server_price_usd / (self.lifetime_years * 8760)
+        return depreciation + self.power_kw * self.usd_per_kwh + self.ops_usd_per_server_month / 730
+
+
+class BaremetalNodePool(PoolBase):
+    """A group of inventory servers selected by their labels."""
+
+    selector: dict[str, str] = Field(
+        min_length=1, description="Inventory labels a server must carry to belong to this pool."
+    )
+    cost: OnPremCost | None = Field(
+        default=None, description="Amortised price per GPU-hour inputs; defaults to the site's."
+    )
+
+
+class InfinibandFabric(Model):
+    """InfiniBand through the NVIDIA Network Operator."""
+
+    kind: Literal["infiniband"]
+    name: Name
+    device_plugin: Literal["rdma-shared", "sriov"] = Field(
+        default="rdma-shared", description="RDMA shared device plugin or SR-IOV VFs per pod."
+    )
+    ipoib: bool = Field(default=True, description="Create IPoIB secondary networks.")
+    ipoib_cidr: str = Field(default="192.168.64.0/18", description="IP range handed out on IPoIB networks.")
+    partition_keys: dict[Name, str] = Field(
+        default_factory=dict, description="Per-tenant InfiniBand partition keys (`0x0001` ...) for isolation."
+    )
+    hca_device_ids: list[str] = Field(
+        default_factory=lambda: ["101b", "1021"], description="PCI device ids of the HCAs (ConnectX-6/7)."
+    )
+    ipoib_interface: str = Field(
+        default="ib0", description="Host IPoIB interface the IPoIB networks create child links from."
+    )
+    vfs_per_port: int = Field(
+        default=8, ge=1, le=127, description="SR-IOV virtual functions per HCA port (device_plugin sriov)."
+    )
+
+    @field_validator("partition_keys")
+    @classmethod
+    def _pkeys(cls, v: dict[str, str]) -> dict[str, str]:
+        for tenant, pkey in v.items():
+            if not re.fullmatch(r"0x[0-9a-fA-F]{1,4}", pkey) or int(pkey, 16) in (0, 0x7FFF, 0xFFFF):
+                raise ValueError(
+                    f"partition key {pkey!r} of tenant {tenant} must be a hex pkey 0x0001..0x7ffe "
+                    "(0x7fff/0xffff is the default partition every port is in)"
+                )
+        return v
+
+    @model_validator(mode="after")
+    def _pkeys_need_sriov(self) -> InfinibandFabric:
+        if self.partition_keys and self.device_plugin != "sriov":
+            raise ValueError(
+                "partition_keys need device_plugin: sriov (a partition isolates SR-IOV virtual functions through "
+                "ib-kubernetes; with rdma-shared every pod shares the HCA in the default partition)"
+            )
+        return self
+
+
+class RoceFabric(Model):
+    """RoCE through SR-IOV networks and network attachment definitions."""
+
+    kind: Literal["roce"]
+    name: Name
+    interfaces: list[str] = Field(min_length=1, description="Host interface names carrying RoCE (e.g. `ens1f0np0`).")
+    cidr: str = Field(default="192.168.128.0/18", description="IP range on the RoCE networks.")
+    vfs_per_interface: int = Field(default=8, ge=1, le=127, description="SR-IOV virtual functions per interface.")
+
+
+class NfsTier(Model):
+    """An existing NFS export through the NFS CSI driver (shared-warm)."""
+
+    kind: Literal["nfs"]
+    name: Name
+    server: str = Field(description="NFS server address.")
+    path: str = Field(description="Exported path.")
+    cidr: str | None = Field(
+        default=None,
+        description="Network range of the server, for tenant NetworkPolicies (needed when server is a host name).",
+    )
+
+
+class ParallelFsTier(Model):
+    """An existing parallel file system (Lustre, GPFS, WEKA, ...) through its CSI driver (shared-hot)."""
+
+    kind: Literal["parallel-fs"]
+    name: Name
+    csi_driver: str = Field(description="CSI driver name, e.g. `lustre.csi.k8s.io`.")
+    parameters: dict[str, str] = Field(default_factory=dict, description="StorageClass parameters.")
+    throughput_gbps: float = Field(gt=0, description="Aggregate throughput the file system delivers.")
+
+
+class OnPremS3Tier(Model):
+    """An on-prem S3 endpoint (MinIO, Ceph RGW, ...) as the object tier; credentials are Pulumi secrets."""
+
+    kind: Literal["s3-onprem"]
+    name: Name
+    endpoint: str = Field(pattern=r"^https://", description="HTTPS endpoint.")
+    cidr: str | None = Field(
+        default=None,
+        description="Network range of the endpoint, for tenant NetworkPolicies (needed when it is a host name).",
+    )
+    access_key_config: str = Field(description="Config key holding the access key id (a Pulumi secret).")
+    secret_key_config: str = Field(description="Config key holding the secret access key (a Pulumi secret).")
+
+
+class Server(Model):
+    """One racked GPU server of a bare-metal inventory."""
+
+    hostname: Name
+    address: str = Field(description="Management IP address or DNS name reached over SSH.")
+    gpu_model: str = Field(description="GPU model id from the catalog, e.g. `H100-80GB`.")
+    gpu_count: int = Field(ge=1, le=16)
+    ib_ports: list[str] = Field(default_factory=list, description="InfiniBand / RoCE ports, e.g. `mlx5_0`.")
+    nvme_devices: list[str] = Field(default_factory=list, description="NVMe devices for scratch, e.g. `/dev/nvme1n1`.")
+    rack: str = Field(min_length=1)
+    leaf: str = Field(min_length=1, description="Leaf switch the server's fabric ports attach to.")
+    rail: str | None = Field(default=None, description="Rail (rail-optimised fabrics).")
+    bmc_address: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict, description="Inventory labels pools select on.")
+    driver_version: str | None = Field(
+        default=None,
+        description=(
+            "NVIDIA driver the preflight expects (nvidia-smi) with kubernetes.driver_managed_by: host; defaults to "
+            "the site's kubernetes.driver_version."
+        ),
+    )
+    ib_rate_gbps: int | None = Field(
+        default=None, gt=0, description="Link rate every ib_port must report (ibstat `Rate:`); unchecked if unset."
+    )
+
+    @field_validator("gpu_model")
+    @classmethod
+    def _known_gpu(cls, v: str) -> str:
+        catalog.gpu_model(v)
+        return v
+
+
+class SshAccess(Model):
+    """How gpufleet reaches inventory servers."""
+
+    user: str = Field(default="root")
+    private_key_config: str = Field(description="Config key holding the SSH private key (a Pulumi secret).")
+    bastion: str | None = Field(default=None, description="Bastion host (user@host) to jump through.")
+
+
+class Join(Model):
+    """How servers join the site's cluster."""
+
+    method: Literal["kubeadm", "eks-hybrid"] = "kubeadm"
+    api_server: str = Field(description="host:port of the Kubernetes API the nodes join.")
+    token_config: str = Field(
+        default="joinToken",
+        description="Config key holding the kubeadm token or nodeadm activation (secret).",
+    )
+    ca_hash_config: str = Field(default="caCertHash", description="Config key holding the CA cert hash (secret).")
+    cluster_name: str | None = Field(default=None, description="EKS cluster hybrid nodes join (method eks-hybrid).")
+    region: str | None = Field(default=None, description="AWS region of that EKS cluster (method eks-hybrid).")
+    activation_id_config: str = Field(
+        default="ssmActivationId",
+        description="Config key holding the SSM hybrid activation id (secret; method eks-hybrid).",
+    )
+
+    @model_validator(mode="after")
+    def _eks_hybrid(self) -> Join:
+        if self.method == "eks-hybrid" and not (self.cluster_name and self.region):
+            raise ValueError("method eks-hybrid needs cluster_name and region (the EKS cluster nodeadm joins)")
+        return self

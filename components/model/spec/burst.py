@@ -1,0 +1,81 @@
+"""Bursting a hybrid estate to its cloud site: the policy, an open window, and the ledger of past windows."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from pydantic import Field, field_validator, model_validator
+
+from components.model import catalog
+from components.model.spec.base import Model, Name
+
+
+class BurstPolicy(Model):
+    """Limits on bursting a hybrid estate to its cloud site."""
+
+    cloud_site: Name = Field(description="The AWS site that bursts.")
+    budget_usd: float = Field(gt=0, description="Spend allowed on burst windows per calendar month.")
+    max_window_hours: int = Field(default=72, ge=1, le=24 * 14, description="Longest window allowed.")
+    allowed_instance_types: list[str] = Field(min_length=1, description="Instance types a window may use.")
+    allow_spot: bool = Field(default=False, description="Windows may use spot capacity.")
+    allow_capacity_blocks: bool = Field(default=False, description="Windows may use capacity blocks.")
+
+    @field_validator("allowed_instance_types")
+    @classmethod
+    def _known(cls, v: list[str]) -> list[str]:
+        for t in v:
+            catalog.instance_type(t)
+        return v
+
+
+class BurstWindow(Model):
+    """An open burst: cloud capacity that exists until `expires`. Written by `gpufleet burst open`."""
+
+    pool: Name = Field(description="The burst pool that grows.")
+    nodes: int = Field(ge=1, description="Nodes the pool grows to while the window is open.")
+    instance_type: str
+    availability_zone: str
+    start: dt.datetime
+    expires: dt.datetime
+    opened_by: str = Field(default="gpufleet burst")
+    gpus: int | None = Field(default=None, ge=1, description="GPUs asked for when the window was opened.")
+    usd_per_hour: float | None = Field(
+        default=None, ge=0, description="Catalog price of one node-hour when the window was opened."
+    )
+
+    @field_validator("start", "expires")
+    @classmethod
+    def _utc(cls, v: dt.datetime) -> dt.datetime:
+        return v.replace(tzinfo=dt.UTC) if v.tzinfo is None else v.astimezone(dt.UTC)
+
+    @model_validator(mode="after")
+    def _order(self) -> BurstWindow:
+        if self.expires <= self.start:
+            raise ValueError("expires must be after start")
+        return self
+
+    def is_open(self, now: dt.datetime) -> bool:
+        return self.start <= now < self.expires
+
+
+class BurstLedgerEntry(Model):
+    """One past burst window, kept in the stack file (`gpufleet:burstLedger`) for spend so far."""
+
+    pool: Name = Field(description="The burst pool the window grew.")
+    instance_type: str = Field(description="EC2 instance type of the window's nodes.")
+    nodes: int = Field(ge=1, description="Nodes the window held.")
+    start: dt.datetime = Field(description="When the window opened.")
+    end: dt.datetime = Field(description="When it closed, or expired if nobody closed it earlier.")
+    usd: float = Field(ge=0, description="Spend booked for the window: node-hour price x nodes x hours open.")
+    closed_by: str = Field(default="gpufleet burst close", description="What ended it (close or reconcile).")
+
+    @field_validator("start", "end")
+    @classmethod
+    def _utc(cls, v: dt.datetime) -> dt.datetime:
+        return v.replace(tzinfo=dt.UTC) if v.tzinfo is None else v.astimezone(dt.UTC)
+
+    @model_validator(mode="after")
+    def _order(self) -> BurstLedgerEntry:
+        if self.end < self.start:
+            raise ValueError("end must not be before start")
+        return self

@@ -1,0 +1,126 @@
+"""The whole estate of one environment, its lookups, and the JSON Schema of a stack file's estate value."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from components.model import catalog
+from components.model.spec.aws import AwsNodePool
+from components.model.spec.baremetal import BaremetalNodePool, Server
+from components.model.spec.base import Metadata, Model, Name, SpecFieldError
+from components.model.spec.burst import BurstPolicy
+from components.model.spec.rules import estate_problems
+from components.model.spec.sites import AwsSite, BaremetalSite, Site
+from components.model.spec.tenancy import Tenant
+
+
+class PolicySettings(Model):
+    """Policy-pack settings shared by `pulumi preview --policy-pack` and `gpufleet check`."""
+
+    enforcement: dict[str, Literal["mandatory", "advisory", "disabled"]] = Field(
+        default_factory=dict, description="Override a rule's enforcement level by rule id."
+    )
+    budget_usd_per_hour: float | None = Field(
+        default=None, gt=0, description="Cap on the estate's hourly cost at max size (cost-tags budget rule)."
+    )
+    allowed_instance_types: list[str] = Field(
+        default_factory=list, description="GPU instance types allowed; empty allows every catalog type."
+    )
+    imds_hop_limit_exceptions: list[Name] = Field(default_factory=list, description="Pools allowed IMDS hop limit 2.")
+
+
+class EstateSpec(Model):
+    """A whole GPU estate for one environment."""
+
+    metadata: Metadata
+    sites: list[Site] = Field(min_length=1)
+    tenants: list[Tenant] = Field(default_factory=list)
+    burst: BurstPolicy | None = Field(default=None, description="Burst policy of a hybrid estate.")
+    policies: PolicySettings = Field(default_factory=PolicySettings)
+
+    # -- lookups used by components and tools (indexes built once per spec) -----------------------------
+    @cached_property
+    def _pool_index(self) -> dict[str, tuple[AwsSite | BaremetalSite, AwsNodePool | BaremetalNodePool]]:
+        return {p.name: (s, p) for s in self.sites for p in s.node_pools}
+
+    @cached_property
+    def _servers_index(self) -> dict[str, list[Server]]:
+        out: dict[str, list[Server]] = {}
+        for s in self.sites:
+            if isinstance(s, BaremetalSite):
+                for p in s.node_pools:
+                    out[p.name] = [x for x in s.inventory if all(x.labels.get(k) == v for k, v in p.selector.items())]
+        return out
+
+    def pools(self) -> list[tuple[AwsSite | BaremetalSite, AwsNodePool | BaremetalNodePool]]:
+        return list(self._pool_index.values())
+
+    def pool(self, name: str) -> AwsNodePool | BaremetalNodePool:
+        return self._pool_index[name][1]
+
+    def site_of_pool(self, name: str) -> AwsSite | BaremetalSite:
+        return self._pool_index[name][0]
+
+    def site(self, name: str) -> AwsSite | BaremetalSite:
+        return next(s for s in self.sites if s.name == name)
+
+    def tenant(self, name: str) -> Tenant:
+        return next(t for t in self.tenants if t.name == name)
+
+    def pool_servers(self, site: BaremetalSite, pool: BaremetalNodePool) -> list[Server]:
+        """Inventory servers whose labels match the pool's selector."""
+        return self._servers_index.get(pool.name, [])
+
+    def pool_gpus_per_node(self, name: str) -> int:
+        site, pool = self.site_of_pool(name), self.pool(name)
+        if isinstance(pool, AwsNodePool):
+            return pool.gpus_per_node
+        assert isinstance(site, BaremetalSite)
+        servers = self.pool_servers(site, pool)
+        return max((s.gpu_count for s in servers), default=0)
+
+    def pool_gpu_capacity(self, name: str) -> int:
+        """GPUs a pool offers at max size (AWS: max nodes x GPUs per instance; bare metal: its servers)."""
+        site, pool = self.site_of_pool(name), self.pool(name)
+        if isinstance(pool, AwsNodePool):
+            return pool.scaling.max * pool.gpus_per_node
+        assert isinstance(site, BaremetalSite)
+        return sum(s.gpu_count for s in self.pool_servers(site, pool))
+
+    def pool_gpu_units(self, name: str) -> int:
+        """Schedulable GPU units of a pool at max size: MIG slices or time-sliced replicas count apiece."""
+        pool = self.pool(name)
+        gpus = self.pool_gpu_capacity(name)
+        if pool.sharing.mode == "time-slicing":
+            return gpus * (pool.sharing.replicas or 1)
+        if pool.sharing.mode == "mig":
+            model = self.pool_gpu_model(name)
+            profile = model.mig_profile(pool.sharing.mig_profile or "")
+            return gpus * (profile.per_gpu if profile else 1)
+        return gpus
+
+    def pool_gpu_model(self, name: str) -> catalog.GpuModel:
+        site, pool = self.site_of_pool(name), self.pool(name)
+        if isinstance(pool, AwsNodePool):
+            return pool.gpu_model
+        assert isinstance(site, BaremetalSite)
+        servers = self.pool_servers(site, pool)
+        return catalog.gpu_model(servers[0].gpu_model)
+
+    # -- cross-field rules (components.model.spec.rules) ----------------------------------------------
+    @model_validator(mode="after")
+    def _cross_field_rules(self) -> EstateSpec:
+        for problem in estate_problems(self):
+            raise SpecFieldError(problem.path, problem.message)
+        return self
+
+
+def json_schema() -> dict[str, object]:
+    """JSON Schema of a stack file's `gpufleet:estate` value, for editors."""
+    schema = EstateSpec.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "gpufleet estate (config key gpufleet:estate)"
+    return schema

@@ -1,0 +1,105 @@
+"""A site: one place with one Kubernetes cluster, of kind aws or baremetal, with its fabrics and storage tiers."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from components.model.spec.aws import AwsNodePool, EfaFabric, EfsTier, EksCluster, FsxLustreTier, S3Tier, Vpc
+from components.model.spec.baremetal import (
+    BaremetalNodePool,
+    InfinibandFabric,
+    Join,
+    NfsTier,
+    OnPremCost,
+    OnPremS3Tier,
+    ParallelFsTier,
+    RoceFabric,
+    Server,
+    SshAccess,
+)
+from components.model.spec.base import Model, Name
+
+Fabric = Annotated[EfaFabric | InfinibandFabric | RoceFabric, Field(discriminator="kind")]
+
+
+class ScratchTier(Model):
+    """Node-local NVMe (instance store on AWS, listed devices on bare metal) as scratch space."""
+
+    kind: Literal["scratch"]
+    name: Name
+    mount_path: str = Field(default="/scratch", description="Where the NVMe array is mounted on nodes.")
+
+
+StorageTier = Annotated[
+    ScratchTier | FsxLustreTier | EfsTier | S3Tier | NfsTier | ParallelFsTier | OnPremS3Tier,
+    Field(discriminator="kind"),
+]
+STATEFUL_KINDS = frozenset({"fsx-lustre", "efs", "s3"})
+AWS_STORAGE = frozenset({"scratch", "fsx-lustre", "efs", "s3"})
+BAREMETAL_STORAGE = frozenset({"scratch", "nfs", "parallel-fs", "s3-onprem"})
+
+
+class KubernetesStack(Model):
+    """The GPU software stack and scheduler on a site's cluster."""
+
+    gpu_stack: Literal["gpu-operator", "device-plugin"] = Field(
+        default="gpu-operator", description="NVIDIA GPU Operator, or the standalone device plugin."
+    )
+    mig_strategy: Literal["single", "mixed"] = Field(
+        default="single",
+        description="How MIG devices are advertised (single: nvidia.com/gpu; mixed: per profile).",
+    )
+    prometheus: bool = Field(default=False, description="A Prometheus operator is present (ServiceMonitors).")
+    sandbox_runtime_class: str | None = Field(
+        default=None,
+        description="RuntimeClass (e.g. `kata`, `gvisor`) the site provides for untrusted tenants.",
+    )
+    driver_version: str | None = Field(
+        default=None, description="Pinned NVIDIA driver on bare metal (defaults to the operator's pin)."
+    )
+    driver_managed_by: Literal["operator", "host"] = Field(
+        default="operator",
+        description=(
+            "Bare metal: who installs the NVIDIA driver — the GPU Operator's driver container, pinned to "
+            "driver_version and upgraded one node at a time (operator), or the host image, pre-installed and "
+            "checked by the preflight (host). EKS NVIDIA AMIs always bring their own driver."
+        ),
+    )
+
+
+class SiteBase(Model):
+    name: Name
+    kubernetes: KubernetesStack = Field(default_factory=KubernetesStack, description="GPU stack options.")
+    fabrics: list[Fabric] = Field(default_factory=list, description="Fabrics pools can join.")
+    storage: list[StorageTier] = Field(default_factory=list, description="Storage tiers.")
+
+
+class AwsSite(SiteBase):
+    """An EKS cluster and its GPU pools in one region."""
+
+    kind: Literal["aws"]
+    region: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$", description="AWS region, e.g. `us-east-1`.")
+    availability_zones: list[str] = Field(
+        min_length=2, description="AZs the VPC spans (EKS needs two); fabrics pick one of them."
+    )
+    vpc: Vpc = Field(default_factory=Vpc)
+    cluster: EksCluster = Field(default_factory=EksCluster)
+    node_pools: list[AwsNodePool] = Field(default_factory=list)
+    system_instance_type: str = Field(default="m7i.xlarge", description="Instance type of the CPU system pool.")
+
+
+class BaremetalSite(SiteBase):
+    """An existing Kubernetes cluster on owned servers, reached by a kubeconfig held as a secret."""
+
+    kind: Literal["baremetal"]
+    kubeconfig_config: str = Field(default="kubeconfig", description="Config key holding the kubeconfig (secret).")
+    ssh: SshAccess
+    join: Join
+    inventory: list[Server] = Field(min_length=1)
+    node_pools: list[BaremetalNodePool] = Field(default_factory=list)
+    cost: OnPremCost | None = Field(default=None, description="Default amortisation inputs for this site's pools.")
+
+
+Site = Annotated[AwsSite | BaremetalSite, Field(discriminator="kind")]

@@ -1,0 +1,44 @@
+"""A tenant: a team (or agent) sharing the estate."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from components.model.spec.base import Model, Name
+
+
+class Tenant(Model):
+    """A team (or agent) sharing the estate: namespace, quotas, queues, network and RBAC."""
+
+    name: Name = Field(description="Tenant id; the namespace name and the `tenant` label/tag.")
+    trust: Literal["trusted", "untrusted"] = Field(
+        default="trusted", description="untrusted (e.g. agents running generated code) gets dedicated nodes."
+    )
+    gpu_quota: dict[Name, int] = Field(
+        default_factory=dict,
+        description="Nominal GPUs per node pool (Kueue flavor) the tenant is guaranteed.",
+    )
+    borrowing_limit: int = Field(default=0, ge=0, description="GPUs the tenant may borrow from the cohort.")
+    lending_limit: int | None = Field(default=None, ge=0, description="GPUs of its quota others may borrow.")
+    members: list[str] = Field(default_factory=list, description="Identity-provider groups bound to the tenant.")
+    pod_security: Literal["restricted", "baseline"] = Field(
+        default="restricted", description="Pod Security level enforced in the namespace."
+    )
+    egress_cidrs: list[str] = Field(
+        default_factory=list, description="Destinations outside the cluster the tenant may reach."
+    )
+    cost_center: str | None = Field(default=None, description="Cost centre (defaults to the estate's).")
+    burst: bool = Field(default=False, description="May burst to the cloud site of a hybrid estate.")
+    cpu_quota: int = Field(default=256, ge=1, description="CPU cores requested in the namespace.")
+    memory_quota_gib: int = Field(default=2048, ge=1, description="Memory requested in the namespace.")
+    rdma: bool = Field(default=False, description="Namespace may run RDMA/EFA jobs (IPC_LOCK).")
+
+    @field_validator("gpu_quota")
+    @classmethod
+    def _non_negative(cls, v: dict[str, int]) -> dict[str, int]:
+        for pool, n in v.items():
+            if n < 0:
+                raise ValueError(f"gpu_quota for pool {pool} must not be negative")
+        return v
