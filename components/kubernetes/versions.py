@@ -50,3 +50,60 @@ LOCAL_STATIC_PROVISIONER = Chart(
 
 # -- Scheduling -----------------------------------------------------------------------------------------
 KUEUE = Chart("kueue", "0.19.2", "oci://registry.k8s.io/kueue/charts")
+
+
+# -- Acceptance images (`gpufleet verify`) ---------------------------------------------------------------
+@dataclass(frozen=True)
+class Image:
+    """A container image, pinned by digest where a published digest was found (`digest` None: tag only)."""
+
+    repository: str
+    tag: str
+    digest: str | None
+    source: str  # where the tag (and digest) are published
+
+    @property
+    def reference(self) -> str:
+        """`repo:tag@sha256:...` (the digest is what the runtime pulls; the tag stays for people), else `repo:tag`."""
+        return f"{self.repository}:{self.tag}@{self.digest}" if self.digest else f"{self.repository}:{self.tag}"
+
+
+# nccl-tests with aws-ofi-nccl, libfabric (EFA installer), Open MPI and sshd: AWS's public image built from
+# aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests/nccl-tests.Dockerfile. Tag and digest as
+# resolved on 2026-09-06 in awslabs/awsome-distributed-ai examples/use-cases/gpu-cluster-failure-patterns/pins.env.
+NCCL_TESTS_EFA = Image(
+    "public.ecr.aws/hpc-cloud/nccl-tests",
+    "cuda13.0.2-efa1.48.0-ofiv1.19.0-ncclv2.30.4-1-testsv2.18.3",
+    "sha256:a5390d3f0eb50f3e5854085e2ae0fef90b9eb4f3b7486ed4cab0d47864809d4c",
+    "awslabs/awsome-distributed-ai examples/use-cases/gpu-cluster-failure-patterns/pins.env",
+)
+# nccl-tests with HPC-X (UCX, Open MPI), the OFED user space and sshd for InfiniBand / RoCE: CoreWeave's public
+# image (coreweave/nccl-tests Dockerfile); the tag is the one coreweave/nccl-tests uses in
+# mpi-operator/nccl-test-hgx-ib-mpijob.yaml. No published digest was found for it: pinned by tag only.
+NCCL_TESTS_IB = Image(
+    "ghcr.io/coreweave/nccl-tests",
+    "12.9.1-devel-ubuntu22.04-nccl2.30.4-1-111c25a",
+    None,
+    "coreweave/nccl-tests mpi-operator/nccl-test-hgx-ib-mpijob.yaml",
+)
+# DCGM (nv-hostengine, dcgmi): the standalone DCGM image the pinned GPU Operator chart names
+# (deployments/gpu-operator/values.yaml at v26.7.0, `dcgm.repository`/`dcgm.image`/`dcgm.version`). No published
+# digest was found for this tag: pinned by tag only.
+DCGM = Image(
+    "nvcr.io/nvidia/cloud-native/dcgm",
+    "4.6.0-1-ubuntu24.04",
+    None,
+    "NVIDIA/gpu-operator deployments/gpu-operator/values.yaml at v26.7.0 (dcgm.version)",
+)
+# fio: the Alpine-based fio 3.13 image the kubestone and dbench storage benchmarks use. No published digest was
+# found for this tag: pinned by tag only.
+FIO = Image("docker.io/xridge/fio", "3.13", None, "xridge/kubestone docs (Fio benchmark, image xridge/fio:3.13)")
+# busybox (httpd, wget, nc) for the tenancy network probes: the multi-arch index digest of busybox 1.36.1 as
+# Docker Hub answered it (quoted with that date, 2026-10-03, in several public repositories).
+BUSYBOX = Image(
+    "docker.io/library/busybox",
+    "1.36.1",
+    "sha256:73aaf090f3d85aa34ee199857f03fa3a95c8ede2ffd4cc2cdb5b94e566b11662",
+    "Docker Hub library/busybox 1.36.1 (index digest)",
+)
+ACCEPTANCE_IMAGES = (NCCL_TESTS_EFA, NCCL_TESTS_IB, DCGM, FIO, BUSYBOX)

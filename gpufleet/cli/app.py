@@ -282,6 +282,9 @@ def diff(
 from gpufleet.cli.burst import burst_app  # noqa: E402  (the commands live in their own module)
 
 app.add_typer(burst_app, name="burst")
+from gpufleet.cli.verify import verify  # noqa: E402  (acceptance checks after `pulumi up`)
+
+app.command("verify")(verify)
 
 # -- size -------------------------------------------------------------------------------------------------
 

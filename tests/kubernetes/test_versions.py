@@ -22,6 +22,8 @@ def pinned_versions() -> set[str]:
             continue
         if isinstance(value, versions.Chart):
             out.add(value.version)
+        elif isinstance(value, versions.Image):
+            out.add(value.tag)
         elif isinstance(value, str) and re.search(r"\d+\.\d+", value) and "://" not in value:
             out.add(value)
     return out

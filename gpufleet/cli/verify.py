@@ -1,0 +1,178 @@
+"""`gpufleet verify`: acceptance checks on the clusters of a stack after `pulumi up` (registered in app.py).
+
+Exit codes: 0 every mandatory check passed, 1 one failed or could not finish, 2 bad input or a cluster that
+cannot be reached, 130 interrupted (the run's namespace is deleted first).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from components.model.load import SpecError, read_stack
+from gpufleet.verify import report as render
+from gpufleet.verify import suite as suites
+from gpufleet.verify.access import AccessError, cluster_api, kubeconfig_for, parse_kubeconfig_options
+from gpufleet.verify.runner import ClusterApi, Context, new_run, run_site
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+CATEGORIES = ",".join(c.value for c in suites.Category if c is not suites.Category.degraded)
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    err.print(f"[red]error:[/red] {escape(message)}")
+    return typer.Exit(code)
+
+
+def _categories(only: str | None) -> list[suites.Category]:
+    if not only:
+        return list(suites.DEFAULT_CATEGORIES)
+    names = [x.strip() for x in only.split(",") if x.strip()]
+    valid = {c.value: c for c in suites.Category if c is not suites.Category.degraded}
+    bad = [n for n in names if n not in valid]
+    if bad:
+        raise _fail(f"--only: {', '.join(bad)} not one of {CATEGORIES}")
+    return [valid[n] for n in names]
+
+
+def _eks_client(region: str) -> object:
+    import boto3
+
+    return boto3.client("eks", region_name=region)
+
+
+def verify(
+    stack: Annotated[str, typer.Option("--stack", "-s", help="Stack name: stacks/Pulumi.<stack>.yaml.")],
+    only: Annotated[
+        str | None, typer.Option("--only", help=f"Comma-separated categories to run: {CATEGORIES} (default all).")
+    ] = None,
+    pool: Annotated[list[str] | None, typer.Option("--pool", help="Only these node pools (repeatable).")] = None,
+    format: Annotated[
+        render.Format, typer.Option("--format", "-f", help="text, markdown or json.")
+    ] = render.Format.text,
+    plan: Annotated[
+        bool, typer.Option("--plan", help="Print the checks, pass marks and sources; touch no cluster.")
+    ] = False,
+    degraded: Annotated[
+        bool, typer.Option("--degraded", help="Also cordon and drain one node per site while a gang job runs.")
+    ] = False,
+    kubeconfig: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--kubeconfig", help="SITE=PATH per site, or SITE=PATH#CONTEXT (a bare PATH for a one-site estate)."
+        ),
+    ] = None,
+    pulumi_secrets: Annotated[
+        bool, typer.Option("--pulumi-secrets", help="Read bare-metal kubeconfigs with `pulumi config get`.")
+    ] = False,
+    dcgm_level: Annotated[int, typer.Option("--dcgm-level", min=1, max=4, help="dcgmi diag -r level.")] = 2,
+    egress_probe: Annotated[
+        str, typer.Option("--egress-probe", help="IP:PORT outside every egress list, reachable from the cluster.")
+    ] = "1.1.1.1:443",
+    report_file: Annotated[
+        Path | None, typer.Option("--report", help="Also write the Markdown acceptance report to this file.")
+    ] = None,
+    project: Annotated[Path, typer.Option("--project", "-C", help="Project directory (holds Pulumi.yaml).")] = Path(
+        "."
+    ),
+) -> None:
+    """Acceptance checks after `pulumi up`, derived from the estate: fabric (NCCL all_reduce_perf across two nodes
+    of every multi-node pool on a fabric, over EFA or InfiniBand/RoCE, against the node's network bandwidth from
+    the catalog or inventory x an efficiency factor; and on one node for NVLink), gpus (DCGM diagnostics on every
+    node, XID / ECC findings), storage (fio read/write from training nodes to each shared tier against the per-node
+    need of the estate's throughput warning), tenancy (cross-tenant traffic and egress outside the list refused, a
+    pod over the GPU quota refused, untrusted pods on their dedicated nodes, a Job without a queue held by Kueue),
+    telemetry (the DCGM exporter serves every GPU). --degraded adds a drain drill.
+
+    Jobs run in a namespace of their own (tenancy probes in the tenant namespaces), which is always deleted, also
+    on Ctrl-C. Prints each figure with its pass mark and where the mark comes from; exits 1 when a mandatory check
+    fails or cannot finish. --plan shows all of this without a cluster.
+    """
+    try:
+        spec = read_stack(project, stack).estate()
+    except SpecError as e:
+        for problem in e.problems:
+            err.print(f"[red]error:[/red] {escape(problem)}")
+        raise typer.Exit(2) from None
+    pools = pool or []
+    unknown = sorted(set(pools) - {p.name for _, p in spec.pools()})
+    if unknown:
+        raise _fail(f"--pool: {', '.join(unknown)} not a node pool of stack {stack}")
+    options = suites.Options(
+        categories=_categories(only), pools=pools, degraded=degraded, dcgm_level=dcgm_level, egress_probe=egress_probe
+    )
+    suite = suites.derive(spec, stack, options)
+    if plan:
+        _print_plan(suite, format)
+        return
+    sites = [s for s in spec.sites if suite.for_site(s.name)]
+    try:
+        given = parse_kubeconfig_options(kubeconfig or [], spec)
+        apis: dict[str, tuple[ClusterApi, str]] = {}
+        for site in sites:
+            doc, context = kubeconfig_for(
+                spec, stack, site, given, project=project, pulumi_secrets=pulumi_secrets, eks_client=_eks_client
+            )
+            apis[site.name] = cluster_api(doc, context)
+    except AccessError as e:
+        raise _fail(str(e)) from None
+    result = run(suite, apis)
+    _print_report(result, format)
+    if report_file is not None:
+        report_file.write_text(render.markdown(result))
+    if not result.accepted:
+        raise typer.Exit(1)
+
+
+def run(suite: suites.Suite, apis: dict[str, tuple[ClusterApi, str]]) -> render.Report:
+    """Run every site's checks with a progress display; Ctrl-C cleans up and exits 130."""
+    report = render.Report(suite, started=dt.datetime.now(dt.UTC))
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err) as bar:
+        task = bar.add_task("starting", total=None)
+        for site in suite.spec.sites:
+            if site.name not in apis:
+                continue
+            api, version = apis[site.name]
+            report.cluster_versions[site.name] = version
+            ctx = Context(suite, site, api, new_run())
+            ctx.progress = lambda check, msg: bar.update(task, description=escape(f"{check}: {msg}"))
+            try:
+                results, problems = run_site(ctx)
+            except KeyboardInterrupt:
+                bar.stop()
+                left = "; ".join(ctx.cleanup_problems) or "nothing left behind"
+                err.print(
+                    f"[yellow]interrupted:[/yellow] deleted namespace {ctx.run.namespace} on site {site.name} "
+                    f"({escape(left)}); no verdict"
+                )
+                raise typer.Exit(130) from None
+            report.results += results
+            report.cleanup_problems += [f"site {site.name}: {p}" for p in problems]
+    report.finished = dt.datetime.now(dt.UTC)
+    return report
+
+
+def _print_plan(suite: suites.Suite, format: render.Format) -> None:
+    if format is render.Format.json:
+        print(json.dumps(render.plan_dict(suite), indent=1))
+    elif format is render.Format.markdown:
+        print(render.markdown(render.Report(suite, [render.planned(c) for c in suite.checks])), end="")
+    else:
+        print(render.plan_text(suite), end="")
+
+
+def _print_report(report: render.Report, format: render.Format) -> None:
+    if format is render.Format.json:
+        print(render.to_json(report))
+    elif format is render.Format.markdown:
+        print(render.markdown(report), end="")
+    else:
+        print(render.results_text(report), end="")

@@ -1,0 +1,128 @@
+"""How `gpufleet verify` reaches each site's cluster, in this order:
+
+1. `--kubeconfig SITE=PATH` (or a bare PATH when the estate has one site), optionally `PATH#CONTEXT`;
+2. an aws site: the EKS cluster the stack built (components/aws/cluster.py `cluster_name`), described with the
+   deployer's AWS credentials, and the same exec-based kubeconfig the Pulumi program hands its provider
+   (`aws eks get-token`, components/aws/cluster.py `kubeconfig`);
+3. a baremetal site with `--pulumi-secrets`: the kubeconfig held in the site's Pulumi secret
+   (`kubeconfig_config`), read with `pulumi config get <key> --stack <stack>` (needs the Pulumi CLI, logged in).
+
+A site none of these reaches is a usage error naming the site and the options (exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.model.spec import AwsSite, BaremetalSite, EstateSpec
+from components.model.tags import Tags
+from gpufleet.verify.runner import ClusterApi
+
+Site = AwsSite | BaremetalSite
+
+
+class AccessError(Exception):
+    """A site's cluster cannot be reached with what was given; the message says what to pass."""
+
+
+def parse_kubeconfig_options(values: Sequence[str], spec: EstateSpec) -> dict[str, str]:
+    """`SITE=PATH[#CONTEXT]` per site, or one bare `PATH[#CONTEXT]` for a one-site estate."""
+    sites = [s.name for s in spec.sites]
+    out: dict[str, str] = {}
+    for v in values:
+        site, sep, path = v.partition("=")
+        if not sep:
+            if len(sites) != 1:
+                raise AccessError(f"--kubeconfig {v}: the estate has sites {', '.join(sites)}; write SITE=PATH")
+            site, path = sites[0], v
+        if site not in sites:
+            raise AccessError(f"--kubeconfig {v}: {site} is not a site of the estate ({', '.join(sites)})")
+        out[site] = path
+    return out
+
+
+def load_kubeconfig(text: str, where: str) -> dict[str, Any]:
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise AccessError(f"{where}: not a kubeconfig ({err})") from None
+    if not isinstance(doc, dict) or "clusters" not in doc:
+        raise AccessError(f"{where}: not a kubeconfig (no `clusters`)")
+    return doc
+
+
+def eks_kubeconfig(spec: EstateSpec, site: AwsSite, eks: Any) -> dict[str, Any]:
+    from components.aws.cluster import cluster_name, kubeconfig
+
+    name = cluster_name(Tags.from_spec(spec), site)
+    try:
+        cluster = eks.describe_cluster(name=name)["cluster"]
+    except Exception as e:  # botocore ClientError / NoCredentialsError
+        raise AccessError(
+            f"site {site.name}: cannot describe EKS cluster {name} in {site.region} ({e}); pass --kubeconfig "
+            f"{site.name}=PATH (e.g. from `aws eks update-kubeconfig --name {name} --region {site.region}`)"
+        ) from None
+    ca = (cluster.get("certificateAuthority") or {}).get("data")
+    return dict(json.loads(kubeconfig(name, cluster.get("endpoint"), ca, site.region)))
+
+
+def pulumi_secret_kubeconfig(site: BaremetalSite, stack: str, project: Path) -> str:
+    cmd = ["pulumi", "config", "get", site.kubeconfig_config, "--stack", stack]
+    try:
+        done = subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise AccessError(f"site {site.name}: `{' '.join(cmd)}` could not run ({e})") from None
+    if done.returncode != 0:
+        raise AccessError(f"site {site.name}: `{' '.join(cmd)}` failed: {done.stderr.strip()}")
+    return done.stdout
+
+
+def kubeconfig_for(
+    spec: EstateSpec,
+    stack: str,
+    site: Site,
+    given: dict[str, str],
+    *,
+    project: Path,
+    pulumi_secrets: bool,
+    eks_client: Callable[[str], Any],
+    read_secret: Callable[[BaremetalSite, str, Path], str] = pulumi_secret_kubeconfig,
+) -> tuple[dict[str, Any], str | None]:
+    """The kubeconfig document and context to use for a site."""
+    if site.name in given:
+        path, _, context = given[site.name].partition("#")
+        try:
+            text = Path(path).expanduser().read_text()
+        except OSError as e:
+            raise AccessError(f"--kubeconfig {site.name}={path}: {e.strerror}") from None
+        return load_kubeconfig(text, path), context or None
+    if isinstance(site, AwsSite):
+        return eks_kubeconfig(spec, site, eks_client(site.region)), None
+    if pulumi_secrets:
+        return load_kubeconfig(read_secret(site, stack, project), f"Pulumi secret {site.kubeconfig_config}"), None
+    raise AccessError(
+        f"site {site.name}: no kubeconfig. Pass --kubeconfig {site.name}=PATH, or --pulumi-secrets to read the "
+        f"Pulumi secret `{site.kubeconfig_config}` (pulumi config get {site.kubeconfig_config} --stack {stack})"
+    )
+
+
+def cluster_api(config: dict[str, Any], context: str | None) -> tuple[ClusterApi, str]:
+    """Clients for a kubeconfig (the official `kubernetes` package) and the server's version."""
+    from kubernetes import client
+    from kubernetes import config as kube_config
+
+    try:
+        api_client = kube_config.new_client_from_config_dict(config, context=context)
+    except Exception as e:  # ConfigException: missing context, bad credentials section
+        raise AccessError(f"kubeconfig: {e}") from None
+    try:
+        version = client.VersionApi(api_client).get_code().git_version
+    except Exception as e:  # unreachable API server, expired credentials
+        raise AccessError(f"cannot reach the Kubernetes API ({e})") from None
+    return ClusterApi(core=client.CoreV1Api(api_client), batch=client.BatchV1Api(api_client)), str(version)

@@ -1,0 +1,131 @@
+"""Cluster-level checks: GPU telemetry (DCGM exporter) and the opt-in degraded drill (cordon, evict, recover)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.kubernetes import versions
+from components.kubernetes.namespaces import GPU_OPERATOR_NAMESPACE
+from components.model import nodes
+from gpufleet.verify import manifests, parsers
+from gpufleet.verify.results import Result, Status, skipped
+from gpufleet.verify.runner import ApiError, Context, api_call, create
+from gpufleet.verify.suite import Check
+
+# The GPU Operator's exporter DaemonSet and Service (NVIDIA/gpu-operator assets/state-dcgm-exporter/
+# 0800_daemonset.yaml, 0600_service.yaml): pods labelled app=nvidia-dcgm-exporter serving /metrics on 9400.
+EXPORTER_SELECTOR = "app=nvidia-dcgm-exporter"
+EXPORTER_PORT = 9400
+
+
+def _ready(node: Any) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))
+
+
+def exporter(ctx: Context, check: Check) -> Result:
+    """Every ready node of a GPU pool has a running exporter whose /metrics carries a series per GPU."""
+    listed = api_call(ctx.api.core.list_node, label_selector=nodes.POOL_LABEL).items
+    gpu_nodes = {n.metadata.name: (n.metadata.labels or {}).get(nodes.POOL_LABEL) for n in listed if _ready(n)}
+    if not gpu_nodes:
+        return skipped(check, f"no ready GPU node on site {ctx.site.name} now")
+    pods = api_call(ctx.api.core.list_namespaced_pod, GPU_OPERATOR_NAMESPACE, label_selector=EXPORTER_SELECTOR).items
+    by_node = {p.spec.node_name: p.metadata.name for p in pods if p.status.phase == "Running"}
+    per_node: dict[str, dict[str, Any]] = {}
+    problems: list[str] = []
+    for node, pool in sorted(gpu_nodes.items()):
+        expected = ctx.spec.pool_gpus_per_node(pool) if pool in {p.name for p in ctx.site.node_pools} else None
+        pod = by_node.get(node)
+        if pod is None:
+            problems.append(f"{node}: no running exporter")
+            continue
+        try:
+            text = api_call(
+                ctx.api.core.connect_get_namespaced_pod_proxy_with_path,
+                f"{pod}:{EXPORTER_PORT}",
+                GPU_OPERATOR_NAMESPACE,
+                "metrics",
+            )
+        except ApiError as e:
+            problems.append(f"{node}: /metrics not served ({e.status} {e.reason})")
+            continue
+        scrape = parsers.parse_exporter(str(text))
+        per_node[node] = {"gpus": len(scrape.gpus), "expected": expected, "xid": scrape.xid}
+        if expected is not None and len(scrape.gpus) < expected:
+            problems.append(f"{node}: series for {len(scrape.gpus)} of {expected} GPUs")
+    xids = {n: v["xid"] for n, v in per_node.items() if v["xid"]}
+    served = len(gpu_nodes) - len([p for p in problems if "GPUs" not in p])
+    detail = "; ".join(problems + ([f"XID reported: {xids}"] if xids else []))
+    status = Status.failed if problems else Status.passed
+    return Result(check, status, f"{served}/{len(gpu_nodes)} GPU nodes served", detail, {"nodes": per_node})
+
+
+def gang_job(ctx: Context, name: str, check: Check) -> manifests.Manifest:
+    """Two CPU-only pods on the pool's nodes; disruptions (eviction) do not count against the Job."""
+    assert check.pool is not None
+    pool = ctx.spec.pool(check.pool)
+    pod = {
+        "nodeSelector": {nodes.POOL_LABEL: pool.name},
+        "tolerations": [t.toleration() for t in nodes.pool_taints(pool)],
+        "containers": [
+            {
+                "name": "gang",
+                "image": versions.BUSYBOX.reference,
+                "command": ["sleep", "3600"],
+                "securityContext": manifests.RESTRICTED,
+                "resources": {
+                    "requests": {"cpu": "100m", "memory": "64Mi"},
+                    "limits": {"cpu": "100m", "memory": "64Mi"},
+                },
+            }
+        ],
+    }
+    job = manifests.job_manifest(ctx.run, name, check.id, pod, count=2, deadline=1800)
+    job["spec"]["backoffLimit"] = 2
+    job["spec"]["podFailurePolicy"] = {
+        "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
+    }
+    return job
+
+
+def _running(ctx: Context, name: str) -> list[Any]:
+    pods = api_call(ctx.api.core.list_namespaced_pod, ctx.run.namespace, label_selector=f"job-name={name}").items
+    return [p for p in pods if p.status.phase == "Running" and p.metadata.deletion_timestamp is None]
+
+
+def _wait_running(ctx: Context, check: Check, name: str, avoid: str | None, timeout: float) -> list[Any] | None:
+    deadline = ctx.clock() + timeout * ctx.timeout_scale
+    while ctx.clock() < deadline:
+        pods = [p for p in _running(ctx, name) if p.spec.node_name != avoid]
+        if len(pods) >= 2:
+            return pods
+        ctx.progress(check.id, f"{name}: {len(pods)}/2 pods running" + (f" off {avoid}" if avoid else ""))
+        ctx.sleep(ctx.poll_seconds)
+    return None
+
+
+def drain(ctx: Context, check: Check) -> Result:
+    assert check.pool is not None
+    listed = api_call(ctx.api.core.list_node, label_selector=f"{nodes.POOL_LABEL}={check.pool}").items
+    ready = sorted(n.metadata.name for n in listed if _ready(n) and not n.spec.unschedulable)
+    if len(ready) < 2:
+        return skipped(check, f"pool {check.pool} has {len(ready)} ready node(s); draining one needs a second")
+    name = ctx.name("gang")
+    create(ctx, gang_job(ctx, name, check))
+    pods = _wait_running(ctx, check, name, None, timeout=600)
+    if pods is None:
+        return Result(check, Status.error, detail="the gang job never had both pods running")
+    node = pods[0].spec.node_name
+    api_call(ctx.api.core.patch_node, node, {"spec": {"unschedulable": True}})
+    ctx.cordoned.append(node)
+    for p in pods:
+        if p.spec.node_name == node:
+            body = {"apiVersion": "policy/v1", "kind": "Eviction",
+                    "metadata": {"name": p.metadata.name, "namespace": ctx.run.namespace}}  # fmt: skip
+            api_call(ctx.api.core.create_namespaced_pod_eviction, p.metadata.name, ctx.run.namespace, body)
+    back = _wait_running(ctx, check, name, node, timeout=600)
+    api_call(ctx.api.core.patch_node, node, {"spec": {"unschedulable": False}})
+    ctx.cordoned.remove(node)
+    if back is None:
+        return Result(check, Status.failed, "not recovered", f"after draining {node} the gang did not run again")
+    where = sorted({p.spec.node_name for p in back})
+    return Result(check, Status.passed, "recovered", f"drained {node}; pods running on {', '.join(where)}; uncordoned")

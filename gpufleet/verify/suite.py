@@ -1,0 +1,374 @@
+"""The acceptance suite of an estate: which checks run where, with which pass mark and why. Pure data.
+
+Derived from the spec alone (sites, pools, fabrics, storage tiers, tenants), so `gpufleet verify --plan` shows
+exactly what a run would do without touching a cluster. What a check needs at run time (nodes present, a bound
+claim) is decided by the runner, which reports a check it cannot run as skipped with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from components.model.spec import (
+    AwsNodePool,
+    AwsSite,
+    BaremetalNodePool,
+    BaremetalSite,
+    EfaFabric,
+    EfsTier,
+    EstateSpec,
+    FsxLustreTier,
+    InfinibandFabric,
+    NfsTier,
+    ParallelFsTier,
+    RoceFabric,
+)
+from gpufleet.verify import thresholds
+from gpufleet.verify.thresholds import Threshold
+
+Pool = AwsNodePool | BaremetalNodePool
+Site = AwsSite | BaremetalSite
+SharedTier = FsxLustreTier | ParallelFsTier | EfsTier | NfsTier
+
+
+class Category(StrEnum):
+    fabric = "fabric"
+    gpus = "gpus"
+    storage = "storage"
+    tenancy = "tenancy"
+    telemetry = "telemetry"
+    degraded = "degraded"
+
+
+MANDATORY = frozenset({Category.fabric, Category.gpus, Category.storage, Category.tenancy, Category.telemetry})
+DEFAULT_CATEGORIES = tuple(c for c in Category if c in MANDATORY)
+
+
+class Kind(StrEnum):
+    nccl_multi = "nccl-multi-node"
+    nccl_single = "nccl-single-node"
+    dcgm_diag = "dcgm-diag"
+    fio = "fio"
+    cross_tenant = "cross-tenant-traffic"
+    egress = "egress-outside-list"
+    gpu_quota = "gpu-over-quota"
+    dedicated_nodes = "untrusted-on-dedicated-nodes"
+    queue_held = "no-queue-held-by-kueue"
+    exporter = "dcgm-exporter"
+    drain = "drain-and-readmit"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One acceptance check. `threshold` None: measured and shown, not judged (the reason says why)."""
+
+    id: str
+    category: Category
+    kind: Kind
+    site: str
+    title: str
+    threshold: Threshold | None = None
+    pool: str | None = None
+    fabric: str | None = None
+    tier: str | None = None
+    tenant: str | None = None
+    other_tenant: str | None = None
+    criterion: str = ""  # the pass condition of a check judged without a numeric threshold
+    no_threshold_reason: str = ""  # why a measured figure is shown but not judged
+    skip_reason: str = ""  # known at plan time: the check cannot run on this estate
+
+    @property
+    def mandatory(self) -> bool:
+        return self.category in MANDATORY
+
+    @property
+    def judged(self) -> bool:
+        return self.threshold is not None or bool(self.criterion)
+
+
+@dataclass(frozen=True)
+class Options:
+    categories: Sequence[Category] = DEFAULT_CATEGORIES
+    pools: Sequence[str] = ()
+    degraded: bool = False
+    dcgm_level: int = 2
+    egress_probe: str = "1.1.1.1:443"
+
+
+@dataclass(frozen=True)
+class Suite:
+    stack: str
+    spec: EstateSpec
+    options: Options
+    checks: list[Check] = field(default_factory=list)
+
+    def for_site(self, site: str) -> list[Check]:
+        return [c for c in self.checks if c.site == site]
+
+
+def _sharing_skip(pool: Pool) -> str:
+    if pool.sharing.mode == "mig":
+        return f"pool {pool.name} runs MIG slices: a pod cannot hold its whole GPUs, which DCGM diagnostics need"
+    if pool.sharing.mode == "time-slicing":
+        return f"pool {pool.name} time-slices its GPUs: a pod gets replicas, not whole GPUs"
+    return ""
+
+
+def fabric_checks(spec: EstateSpec, site: Site, pool: Pool) -> list[Check]:
+    """NCCL all-reduce across two nodes of a pool on a fabric (judged), and on one node over NVLink (shown)."""
+    if pool.fabric is None:
+        return []
+    fabric = next(f for f in site.fabrics if f.name == pool.fabric)
+    base = f"fabric/{site.name}/{pool.name}"
+    skip = _sharing_skip(pool)
+    if not skip and isinstance(fabric, RoceFabric | InfinibandFabric) and _needs_sriov(fabric):
+        skip = (
+            f"fabric {fabric.name} hands out SR-IOV virtual functions whose networks exist only in tenant "
+            "namespaces (components/baremetal/fabric.py); the fabric test runs in its own namespace"
+        )
+    threshold, why = thresholds.nccl_busbw_threshold(spec, pool)
+    over = "EFA (aws-ofi-nccl)" if isinstance(fabric, EfaFabric) else f"{fabric.kind} (NCCL IB verbs)"
+    multi_skip = skip or (
+        "" if _max_nodes(spec, pool) >= 2 else f"pool {pool.name} has fewer than two nodes at max size"
+    )
+    return [
+        Check(
+            f"{base}/multi-node",
+            Category.fabric,
+            Kind.nccl_multi,
+            site.name,
+            f"NCCL all_reduce_perf across 2 nodes of pool {pool.name} over {over}, fabric {fabric.name}",
+            threshold=threshold,
+            pool=pool.name,
+            fabric=fabric.name,
+            no_threshold_reason=why,
+            skip_reason=multi_skip,
+        ),
+        Check(
+            f"{base}/single-node",
+            Category.fabric,
+            Kind.nccl_single,
+            site.name,
+            f"NCCL all_reduce_perf on the GPUs of one node of pool {pool.name} (NVLink / PCIe)",
+            pool=pool.name,
+            fabric=fabric.name,
+            no_threshold_reason="the catalog holds no NVLink bandwidth; shown for comparison with the multi-node run",
+            skip_reason=skip,
+        ),
+    ]
+
+
+def _needs_sriov(fabric: InfinibandFabric | RoceFabric) -> bool:
+    return isinstance(fabric, RoceFabric) or fabric.device_plugin == "sriov"
+
+
+def _max_nodes(spec: EstateSpec, pool: Pool) -> int:
+    if isinstance(pool, AwsNodePool):
+        return pool.scaling.max
+    site = spec.site_of_pool(pool.name)
+    assert isinstance(site, BaremetalSite)
+    return len(spec.pool_servers(site, pool))
+
+
+def gpu_checks(site: Site, pool: Pool, level: int) -> list[Check]:
+    return [
+        Check(
+            f"gpus/{site.name}/{pool.name}",
+            Category.gpus,
+            Kind.dcgm_diag,
+            site.name,
+            f"DCGM diagnostics (dcgmi diag -r {level}) on every node of pool {pool.name}; XID / ECC findings surfaced",
+            pool=pool.name,
+            criterion="DCGM's verdict: every test passes on every GPU (warnings with XID / ECC are failures)",
+            skip_reason=_sharing_skip(pool),
+        )
+    ]
+
+
+def storage_checks(site: Site) -> list[Check]:
+    """fio read and write from a training node to each shared tier; shared-hot tiers judged per node."""
+    training = [p for p in site.node_pools if p.role == "training" and not _burst_idle(p)]
+    out: list[Check] = []
+    for tier in site.storage:
+        if not isinstance(tier, FsxLustreTier | ParallelFsTier | EfsTier | NfsTier):
+            continue  # scratch is node-local, object tiers are not file systems
+        hot = isinstance(tier, FsxLustreTier | ParallelFsTier)
+        threshold = thresholds.storage_threshold(tier) if isinstance(tier, FsxLustreTier | ParallelFsTier) else None
+        for pool in training:
+            out.append(
+                Check(
+                    f"storage/{site.name}/{tier.name}/{pool.name}",
+                    Category.storage,
+                    Kind.fio,
+                    site.name,
+                    f"fio sequential read and write, 1 MiB blocks, direct I/O, from training pool {pool.name} "
+                    f"to {tier.kind} tier {tier.name}",
+                    threshold=threshold,
+                    pool=pool.name,
+                    tier=tier.name,
+                    no_threshold_reason="" if hot else f"{tier.kind} is a shared-warm tier; no per-node need is set",
+                )
+            )
+        if not training:
+            out.append(
+                Check(
+                    f"storage/{site.name}/{tier.name}",
+                    Category.storage,
+                    Kind.fio,
+                    site.name,
+                    f"fio from training nodes to {tier.kind} tier {tier.name}",
+                    tier=tier.name,
+                    skip_reason=f"site {site.name} has no training pool with nodes",
+                )
+            )
+    return out
+
+
+def _burst_idle(pool: Pool) -> bool:
+    return isinstance(pool, AwsNodePool) and pool.burst
+
+
+def tenancy_checks(spec: EstateSpec, site: Site) -> list[Check]:
+    from components.kubernetes import kueue
+
+    tenants = kueue.tenants_on_site(spec, site)
+    out: list[Check] = []
+    base = f"tenancy/{site.name}"
+    if not tenants:
+        return out
+    trusted = [t for t in tenants if t.trust == "trusted"] or tenants
+    first = trusted[0]
+    others = [t for t in tenants if t.name != first.name]
+    out.append(
+        Check(
+            f"{base}/cross-tenant",
+            Category.tenancy,
+            Kind.cross_tenant,
+            site.name,
+            "a pod of one tenant cannot reach another tenant's pod (the other tenant's own pod can: control)",
+            tenant=first.name,
+            other_tenant=others[0].name if others else None,
+            criterion="connection refused or timed out from the first tenant, answered within the other tenant",
+            skip_reason="" if others else f"site {site.name} has one tenant",
+        )
+    )
+    for t in tenants:
+        out.append(
+            Check(
+                f"{base}/{t.name}/egress",
+                Category.tenancy,
+                Kind.egress,
+                site.name,
+                f"tenant {t.name} cannot reach an address outside its egress list (reachable from the verify "
+                "namespace: control)",
+                tenant=t.name,
+                criterion="connection fails from the tenant and succeeds from the verify namespace",
+            )
+        )
+        out.append(
+            Check(
+                f"{base}/{t.name}/gpu-quota",
+                Category.tenancy,
+                Kind.gpu_quota,
+                site.name,
+                f"a pod of tenant {t.name} asking for one GPU more than its namespace quota is refused",
+                tenant=t.name,
+                criterion="the API server refuses the pod (403, exceeded quota); dry run, nothing is created",
+            )
+        )
+        out.append(
+            Check(
+                f"{base}/{t.name}/queue",
+                Category.tenancy,
+                Kind.queue_held,
+                site.name,
+                f"a Job of tenant {t.name} without a queue name is suspended by Kueue and sent to its default queue",
+                tenant=t.name,
+                criterion="the admitted object (dry run) is suspended and labelled kueue.x-k8s.io/queue-name=default",
+            )
+        )
+        if t.trust == "untrusted":
+            out.append(
+                Check(
+                    f"{base}/{t.name}/dedicated-nodes",
+                    Category.tenancy,
+                    Kind.dedicated_nodes,
+                    site.name,
+                    f"a pod of untrusted tenant {t.name} lands only on nodes dedicated to it",
+                    tenant=t.name,
+                    criterion=f"the pod's node carries the tenant label of {t.name}",
+                )
+            )
+    return out
+
+
+def telemetry_checks(site: Site) -> list[Check]:
+    skip = "" if site.kubernetes.gpu_stack == "gpu-operator" else "gpu_stack device-plugin installs no DCGM exporter"
+    return [
+        Check(
+            f"telemetry/{site.name}",
+            Category.telemetry,
+            Kind.exporter,
+            site.name,
+            "the DCGM exporter serves metrics for every GPU of every GPU node",
+            criterion="one exporter per GPU node answers /metrics with a series for each of the node's GPUs",
+            skip_reason=skip,
+        )
+    ]
+
+
+def degraded_checks(site: Site, pools: Iterable[Pool]) -> list[Check]:
+    out = []
+    for pool in pools:
+        if _burst_idle(pool):
+            continue
+        out.append(
+            Check(
+                f"degraded/{site.name}/{pool.name}",
+                Category.degraded,
+                Kind.drain,
+                site.name,
+                f"cordon and drain one node of pool {pool.name} while a 2-pod gang job runs; its pods come back "
+                "on other nodes; the node is uncordoned after",
+                pool=pool.name,
+                criterion="both pods run again, none on the drained node, within the timeout",
+            )
+        )
+        break  # one pool per site is enough to show the behaviour
+    return out
+
+
+def derive(spec: EstateSpec, stack: str, options: Options) -> Suite:
+    """Every check of the estate for the selected categories and pools."""
+    wanted = set(options.categories) | ({Category.degraded} if options.degraded else set())
+    checks: list[Check] = []
+    for site in spec.sites:
+        pools = [p for p in site.node_pools if not options.pools or p.name in options.pools]
+        if Category.fabric in wanted:
+            for p in pools:
+                checks += fabric_checks(spec, site, p)
+        if Category.gpus in wanted:
+            for p in pools:
+                checks += gpu_checks(site, p, options.dcgm_level)
+        if Category.storage in wanted:
+            checks += [c for c in storage_checks(site) if not options.pools or c.pool in options.pools]
+        if Category.tenancy in wanted and not options.pools:
+            checks += tenancy_checks(spec, site)
+        if Category.telemetry in wanted:
+            checks += telemetry_checks(site)
+        if Category.degraded in wanted:
+            checks += degraded_checks(site, pools)
+    return Suite(stack, spec, options, checks)
+
+
+def not_automated() -> list[str]:
+    """What the suite does not test, for the report."""
+    return [
+        "resilience beyond one drained node: node replacement, autoscaler scale-up from zero, AZ or leaf-switch loss",
+        "handover: on-call runbooks, alert routing and dashboards are not exercised",
+        "burst windows (hybrid): `gpufleet burst open` and MultiKueue dispatch to the cloud worker",
+        "object tiers (S3 / on-prem S3) and node-local scratch are not measured",
+        "InfiniBand partition keys and SR-IOV networks (they live in tenant namespaces)",
+    ]

@@ -1,0 +1,176 @@
+"""Tenancy probes: what a tenant's namespace really refuses, tried from inside it.
+
+Probe pods run busybox (versions.BUSYBOX) under Pod Security `restricted` as Jobs in the tenant namespaces, where
+Kueue admits them like any tenant Job; each probe that can only fail by being refused has a control that must
+succeed, so a broken probe is never read as isolation. The quota and queue probes are server-side dry runs:
+the API server runs admission (ResourceQuota, Kueue's webhooks) and persists nothing.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from components.kubernetes import kueue, tenancy, versions
+from components.model import nodes
+from components.model.spec import Tenant
+from gpufleet.verify import manifests
+from gpufleet.verify.manifests import Manifest, Run
+from gpufleet.verify.results import Result, Status, skipped
+from gpufleet.verify.runner import ApiError, Context, api_call, create, job_logs, tail, wait_job
+from gpufleet.verify.suite import Check
+
+REACHED, BLOCKED = "GPUFLEET-REACHED", "GPUFLEET-BLOCKED"
+PROBE_PORT = 8080
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"  # Kueue constants.QueueLabel
+SMALL = {"cpu": "100m", "memory": "64Mi"}
+
+
+def probe_job(run: Run, name: str, check: str, namespace: str, command: str, runtime_class: str | None = None,
+              resources: dict[str, str] | None = None, labels: dict[str, str] | None = None) -> Manifest:  # fmt: skip
+    pod: dict[str, Any] = {
+        "containers": [
+            {
+                "name": "probe",
+                "image": versions.BUSYBOX.reference,
+                "command": ["sh", "-c", command],
+                "securityContext": manifests.RESTRICTED,
+                "resources": {"requests": resources or SMALL, "limits": resources or SMALL},
+            }
+        ],
+    }
+    if runtime_class:
+        pod["runtimeClassName"] = runtime_class
+    return manifests.job_manifest(run, name, check, pod, namespace=namespace, deadline=600, labels=labels)
+
+
+def connect_command(host: str, port: int) -> str:
+    return f"if nc -w 5 {host} {port} </dev/null; then echo {REACHED}; else echo {BLOCKED}; fi"
+
+
+def _runtime_class(ctx: Context, tenant: Tenant) -> str | None:
+    return ctx.site.kubernetes.sandbox_runtime_class if tenant.trust == "untrusted" else None
+
+
+def _probe(ctx: Context, check: Check, namespace: str, command: str, runtime_class: str | None = None) -> str:
+    """Run a probe Job to completion; REACHED, BLOCKED, or the reason it did not finish."""
+    name = ctx.name("probe")
+    create(ctx, probe_job(ctx.run, name, check.id, namespace, command, runtime_class))
+    outcome = wait_job(ctx, check, namespace, name, timeout=300)
+    logs = job_logs(ctx, namespace, name)
+    for word in (REACHED, BLOCKED):
+        if word in logs:
+            return word
+    return outcome.reason or f"probe printed neither verdict: {tail(logs)}"
+
+
+def _running_pod(ctx: Context, check: Check, namespace: str, job: str, timeout: float) -> Any | None:
+    deadline = ctx.clock() + timeout * ctx.timeout_scale
+    while ctx.clock() < deadline:
+        pods = api_call(ctx.api.core.list_namespaced_pod, namespace, label_selector=f"job-name={job}").items
+        for p in pods:
+            if p.status.phase == "Running" and p.status.pod_ip:
+                return p
+        ctx.progress(check.id, f"waiting for {namespace}/{job} to run")
+        ctx.sleep(ctx.poll_seconds)
+    return None
+
+
+def cross_tenant(ctx: Context, check: Check) -> Result:
+    assert check.tenant and check.other_tenant
+    me, other = ctx.spec.tenant(check.tenant), ctx.spec.tenant(check.other_tenant)
+    target = ctx.name("target")
+    serve = f"mkdir -p /tmp/www && httpd -f -p {PROBE_PORT} -h /tmp/www"
+    create(ctx, probe_job(ctx.run, target, check.id, other.name, serve, _runtime_class(ctx, other)))
+    pod = _running_pod(ctx, check, other.name, target, timeout=300)
+    if pod is None:
+        return Result(check, Status.error, detail=f"the target pod in {other.name} never ran")
+    ip = pod.status.pod_ip
+    from_me = _probe(ctx, check, me.name, connect_command(ip, PROBE_PORT), _runtime_class(ctx, me))
+    control = _probe(ctx, check, other.name, connect_command(ip, PROBE_PORT), _runtime_class(ctx, other))
+    evidence = {"target": f"{other.name}/{ip}:{PROBE_PORT}", "from_tenant": from_me, "control": control}
+    if control != REACHED:
+        return Result(check, Status.error, "inconclusive", f"control from {other.name}: {control}", evidence)
+    if from_me == REACHED:
+        return Result(check, Status.failed, "reached", f"{me.name} reached a pod of {other.name}", evidence)
+    if from_me != BLOCKED:
+        return Result(check, Status.error, "inconclusive", from_me, evidence)
+    return Result(check, Status.passed, "refused", f"{me.name} -> {other.name} refused; {other.name} itself: reached",
+                  evidence)  # fmt: skip
+
+
+def egress(ctx: Context, check: Check) -> Result:
+    assert check.tenant
+    tenant = ctx.spec.tenant(check.tenant)
+    host, _, port = ctx.suite.options.egress_probe.rpartition(":")
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return Result(check, Status.error, detail=f"--egress-probe {host!r} is not an IP address")
+    listed = [c for c in tenant.egress_cidrs if address in ipaddress.ip_network(c, strict=False)]
+    if listed:
+        return skipped(check, f"{address} is inside the tenant's egress_cidrs ({', '.join(listed)}); pick another")
+    cmd = connect_command(str(address), int(port))
+    from_tenant = _probe(ctx, check, tenant.name, cmd, _runtime_class(ctx, tenant))
+    control = _probe(ctx, check, ctx.run.namespace, cmd)
+    evidence = {"probe": ctx.suite.options.egress_probe, "from_tenant": from_tenant, "control": control}
+    if control != REACHED:
+        return Result(check, Status.error, "inconclusive", f"{address}:{port} unreachable from the cluster itself "
+                      f"({control}); choose a reachable --egress-probe", evidence)  # fmt: skip
+    if from_tenant == REACHED:
+        return Result(check, Status.failed, "reached", f"{tenant.name} reached {address}:{port}", evidence)
+    if from_tenant != BLOCKED:
+        return Result(check, Status.error, "inconclusive", from_tenant, evidence)
+    return Result(check, Status.passed, "refused", f"{tenant.name} -> {address}:{port} refused", evidence)
+
+
+def over_quota_request(ctx: Context, tenant: Tenant) -> tuple[str, int]:
+    """The GPU resource with the largest namespace quota and one more unit than that quota allows."""
+    ceiling = tenancy.gpu_quota_ceiling(ctx.spec, ctx.site, tenant)
+    resource = max(ceiling, key=lambda r: (ceiling[r], r == kueue.GPU_RESOURCE))
+    return resource, ceiling[resource] + 1
+
+
+def gpu_quota(ctx: Context, check: Check) -> Result:
+    assert check.tenant
+    tenant = ctx.spec.tenant(check.tenant)
+    resource, asked = over_quota_request(ctx, tenant)
+    res = {**SMALL, resource: str(asked)}
+    job = probe_job(ctx.run, ctx.name("quota"), check.id, tenant.name, "true", _runtime_class(ctx, tenant), res)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": job["metadata"], "spec": job["spec"]["template"]["spec"]}
+    try:
+        api_call(ctx.api.core.create_namespaced_pod, tenant.name, pod, dry_run="All")
+    except ApiError as e:
+        if e.status == 403 and "exceeded quota" in (e.body + e.reason):
+            return Result(check, Status.passed, "refused", f"{resource}={asked}: {e.reason}")
+        return Result(check, Status.error, "refused otherwise", f"{resource}={asked}: {e}")
+    return Result(check, Status.failed, "accepted", f"the API server accepted a pod asking for {resource}={asked}")
+
+
+def queue_held(ctx: Context, check: Check) -> Result:
+    assert check.tenant
+    tenant = ctx.spec.tenant(check.tenant)
+    job = probe_job(ctx.run, ctx.name("queue"), check.id, tenant.name, "true", _runtime_class(ctx, tenant))
+    got = api_call(ctx.api.batch.create_namespaced_job, tenant.name, job, dry_run="All")
+    suspended = bool(got.spec.suspend)
+    queue = (got.metadata.labels or {}).get(QUEUE_LABEL)
+    shown = f"suspend={suspended}, queue={queue or '-'}"
+    if suspended and queue == kueue.DEFAULT_LOCAL_QUEUE:
+        return Result(check, Status.passed, shown, "Kueue holds the Job until its default LocalQueue admits it")
+    return Result(check, Status.failed, shown, "a Job without a queue name would bypass Kueue")
+
+
+def dedicated_nodes(ctx: Context, check: Check) -> Result:
+    assert check.tenant
+    tenant = ctx.spec.tenant(check.tenant)
+    name = ctx.name("placement")
+    create(ctx, probe_job(ctx.run, name, check.id, tenant.name, "sleep 30", _runtime_class(ctx, tenant)))
+    pod = _running_pod(ctx, check, tenant.name, name, timeout=600)
+    if pod is None:
+        return Result(check, Status.error, detail=f"no pod of {tenant.name} ran (is a dedicated node ready?)")
+    node = api_call(ctx.api.core.read_node, pod.spec.node_name)
+    owner = (node.metadata.labels or {}).get(nodes.DEDICATED_TENANT_LABEL)
+    shown = f"node {pod.spec.node_name} ({nodes.DEDICATED_TENANT_LABEL}={owner or '-'})"
+    if owner == tenant.name:
+        return Result(check, Status.passed, shown)
+    return Result(check, Status.failed, shown, f"a pod of untrusted tenant {tenant.name} ran on a node not its own")
