@@ -82,7 +82,7 @@ def gang_job(ctx: Context, name: str, check: Check) -> manifests.Manifest:
     job = manifests.job_manifest(ctx.run, name, check.id, pod, count=2, deadline=1800)
     job["spec"]["backoffLimit"] = 2
     job["spec"]["podFailurePolicy"] = {
-        "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
+        "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]
     }
     return job
 

@@ -93,13 +93,16 @@ def nccl_max_bytes(gpu: catalog.GpuModel) -> int:
     return size
 
 
-def training_node_gbps(tier: FsxLustreTier | ParallelFsTier) -> float:
-    """GB/s one training node needs from a shared-hot tier: the FSx tier's own setting, else the same default."""
-    if isinstance(tier, FsxLustreTier):
-        return tier.min_gbps_per_training_node
+def training_node_gbps_default() -> float:
+    """The schema's default per-node need (the one home of the figure: the FSx tier's field default)."""
     default = FsxLustreTier.model_fields["min_gbps_per_training_node"].default
     assert isinstance(default, float)
     return default
+
+
+def training_node_gbps(tier: FsxLustreTier | ParallelFsTier) -> float:
+    """GB/s one training node needs from a shared-hot tier: the FSx tier's own setting, else the same default."""
+    return tier.min_gbps_per_training_node if isinstance(tier, FsxLustreTier) else training_node_gbps_default()
 
 
 def storage_threshold(tier: FsxLustreTier | ParallelFsTier) -> Threshold:

@@ -1,0 +1,118 @@
+"""Every object a verify run would create for each example stack is a valid Kubernetes object (the Kubernetes
+OpenAPI of the examples' cluster version, through kubernetes-validate, strict: no unknown fields), and carries
+what the estate says the pods need."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kubernetes_validate
+import pytest
+
+from components.model.load import read_stack
+from components.model.spec import AwsSite
+from gpufleet.verify import cluster_checks, manifests, suite, tenancy_probes
+from gpufleet.verify.runner import ClusterApi, Context
+from tests.conftest import EXAMPLES, ROOT
+
+RUN = manifests.Run("abc123")
+
+
+def kubernetes_version(stack: str) -> str:
+    spec = read_stack(ROOT, stack).estate()
+    aws = [s.cluster.version for s in spec.sites if isinstance(s, AwsSite)]
+    return f"{aws[0] if aws else '1.34'}.0"
+
+
+def objects(stack: str) -> list[dict[str, Any]]:
+    """The objects of every check of the stack, built the way the executors build them."""
+    spec = read_stack(ROOT, stack).estate()
+    s = suite.derive(spec, stack, suite.Options(degraded=True))
+    out: list[dict[str, Any]] = [manifests.namespace(RUN)]
+    for check in s.checks:
+        site = spec.site(check.site)
+        ctx = Context(s, site, ClusterApi(None, None), RUN)
+        pool = spec.pool(check.pool) if check.pool else None
+        if check.kind is suite.Kind.nccl_multi and pool is not None:
+            out += [manifests.ssh_secret(RUN, "nccl-1", "PRIVATE", "ssh-ed25519 AAAA test"),
+                    manifests.headless_service(RUN, "nccl-1"),
+                    manifests.nccl_multi_node_job(RUN, "nccl-1", check.id, spec, site, pool, 2)]  # fmt: skip
+        elif check.kind is suite.Kind.nccl_single and pool is not None:
+            out.append(manifests.nccl_single_node_job(RUN, "nvlink-1", check.id, spec, site, pool))
+        elif check.kind is suite.Kind.dcgm_diag and pool is not None:
+            out.append(manifests.dcgm_diag_job(RUN, "dcgm-1", check.id, spec, site, pool, "node-a", 2))
+        elif check.kind is suite.Kind.fio and pool is not None:
+            out += [manifests.claim(RUN, "data-1", check.tier or ""),
+                    manifests.fio_job(RUN, "fio-1", check.id, pool, "node-a", "data-1"),
+                    manifests.fio_job(RUN, "fio-2", check.id, pool, "node-a", check.tier or "", "research")]  # fmt: skip
+        elif check.kind is suite.Kind.drain:
+            out.append(cluster_checks.gang_job(ctx, "gang-1", check))
+        elif check.tenant:
+            out.append(tenancy_probes.probe_job(RUN, "probe-1", check.id, check.tenant, "true"))
+            if check.kind is suite.Kind.gpu_quota:
+                resource, asked = tenancy_probes.over_quota_request(ctx, spec.tenant(check.tenant))
+                job = tenancy_probes.probe_job(RUN, "quota-1", check.id, check.tenant, "true",
+                                               resources={"cpu": "100m", "memory": "64Mi", resource: str(asked)})  # fmt: skip
+                out.append({"apiVersion": "v1", "kind": "Pod", "metadata": job["metadata"],
+                            "spec": job["spec"]["template"]["spec"]})  # fmt: skip
+    return out
+
+
+@pytest.mark.parametrize("stack", EXAMPLES)
+def test_every_verify_object_is_valid_against_the_kubernetes_openapi(stack: str) -> None:
+    found = objects(stack)
+    kinds = {o["kind"] for o in found}
+    assert {"Namespace", "Job"} <= kinds
+    for obj in found:
+        kubernetes_validate.validate(obj, kubernetes_version(stack), strict=True)
+
+
+def test_validation_would_catch_a_misspelled_field() -> None:
+    bad = manifests.namespace(RUN)
+    bad["metadata"]["lables"] = {}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(bad, "1.34.0", strict=True)
+
+
+def _job(stack: str, kind: suite.Kind) -> dict[str, Any]:
+    prefix = {suite.Kind.nccl_multi: "nccl", suite.Kind.dcgm_diag: "dcgm"}[kind]
+    return next(o for o in objects(stack) if o["kind"] == "Job" and o["metadata"]["name"].startswith(prefix))
+
+
+def test_efa_job_requests_every_efa_interface_of_the_instance_and_all_gpus() -> None:
+    job = _job("aws-train", suite.Kind.nccl_multi)
+    pod = job["spec"]["template"]["spec"]
+    limits = pod["containers"][0]["resources"]["limits"]
+    assert limits == {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}  # p5.48xlarge: 8 GPUs, 32 EFA (catalog)
+    assert job["spec"]["completionMode"] == "Indexed" and job["spec"]["completions"] == 2
+    assert pod["subdomain"] == "nccl-1" and pod["nodeSelector"] == {"gpufleet.io/pool": "h100"}
+    assert {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"} in pod[
+        "tolerations"
+    ]
+    assert "IPC_LOCK" in pod["containers"][0]["securityContext"]["capabilities"]["add"]
+    assert "@sha256:" in pod["containers"][0]["image"]  # the EFA nccl-tests image is pinned by digest
+    script = pod["containers"][0]["command"][2]
+    assert "-np 16 --npernode 8" in script and "-e 17179869184" in script  # 2 x 8 GPUs, up to 16 GiB
+
+
+def test_infiniband_job_requests_the_fabric_rdma_resource_and_its_hcas() -> None:
+    pod = _job("onprem", suite.Kind.nccl_multi)["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    assert c["resources"]["limits"] == {"nvidia.com/gpu": "8", "rdma/shared_ib": "1"}
+    assert {"name": "NCCL_IB_HCA", "value": "=mlx5_0,mlx5_1,mlx5_2,mlx5_3"} in c["env"]
+
+
+def test_dcgm_job_pins_one_node_and_asks_for_its_level() -> None:
+    pod = _job("onprem", suite.Kind.dcgm_diag)["spec"]["template"]["spec"]
+    assert pod["nodeSelector"]["kubernetes.io/hostname"] == "node-a"
+    assert "dcgmi diag -r 2 -j" in pod["containers"][0]["command"][2]
+
+
+def test_tenant_namespace_pods_meet_pod_security_restricted() -> None:
+    for obj in objects("aws-train"):
+        if obj["metadata"].get("namespace", RUN.namespace) == RUN.namespace or obj["kind"] not in ("Job", "Pod"):
+            continue
+        spec = obj["spec"]["template"]["spec"] if obj["kind"] == "Job" else obj["spec"]
+        sc = spec["containers"][0]["securityContext"]
+        assert sc["runAsNonRoot"] and sc["capabilities"] == {"drop": ["ALL"]}
+        assert sc["seccompProfile"] == {"type": "RuntimeDefault"} and sc["allowPrivilegeEscalation"] is False
