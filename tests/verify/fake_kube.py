@@ -61,8 +61,6 @@ def default_logs(job: str, namespace: str) -> str:
         return dcgm_document()
     if job.startswith("fio"):
         return fio_log()
-    if job.startswith("probe"):
-        return "GPUFLEET-REACHED" if namespace.startswith("gpufleet-verify") else "GPUFLEET-BLOCKED"
     return ""
 
 
@@ -84,6 +82,18 @@ class FakeCluster:
     deleted_namespaces: list[str] = field(default_factory=list)
     deleted_jobs: list[tuple[str, str]] = field(default_factory=list)
     unschedulable: dict[str, bool] = field(default_factory=dict)
+    tenant_nodes: dict[str, str] = field(default_factory=dict)  # namespace -> node Kueue would place its pods on
+
+    def probe_logs(self, job: str, namespace: str) -> str:
+        """A default-deny network: pods reach pods of their own namespace; only the run's namespace (no
+        NetworkPolicy) reaches outside addresses or other namespaces."""
+        if not job.startswith("probe"):
+            return self.logs(job, namespace)
+        command = self.jobs[(namespace, job)]["spec"]["template"]["spec"]["containers"][0]["command"][2]
+        host = command.split("nc -w 5 ", 1)[1].split()[0]
+        target_ns = next((ns for (ns, name) in self.jobs if name.startswith("target") and host == "10.0.0.10"), None)
+        reached = namespace.startswith("gpufleet-verify") or namespace == target_ns
+        return "GPUFLEET-REACHED" if reached else "GPUFLEET-BLOCKED"
 
     def record(self, name: str, *args: Any) -> None:
         self.calls.append((name, args))
@@ -99,7 +109,10 @@ class FakeCluster:
         candidates = [
             n for n in self.pool_nodes.get(selector.get(nodes.POOL_LABEL, ""), []) if not self.unschedulable.get(n)
         ]
-        return candidates[index % len(candidates)] if candidates else "tenant-node"
+        if candidates:
+            return candidates[index % len(candidates)]
+        namespace = next((k[0] for k in self.jobs if k[1] == job), "")
+        return self.tenant_nodes.get(namespace, "tenant-node")
 
 
 def _meta(name: str, namespace: str | None = None, labels: dict[str, str] | None = None) -> client.V1ObjectMeta:
@@ -205,7 +218,7 @@ class FakeCore:
 
     def read_namespaced_pod_log(self, name: str, namespace: str, **kw: Any) -> str:
         self.c.record("read_namespaced_pod_log", name, namespace)
-        return self.c.logs(name.rsplit("-", 1)[0], namespace)
+        return self.c.probe_logs(name.rsplit("-", 1)[0], namespace)
 
     def connect_get_namespaced_pod_proxy_with_path(self, name: str, namespace: str, path: str, **kw: Any) -> str:
         self.c.record("connect_get_namespaced_pod_proxy_with_path", name, namespace, path)
