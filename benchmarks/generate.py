@@ -76,13 +76,14 @@ def estate(scale: Scale) -> dict[str, Any]:
         "gpufleet:caCertHash": {"secure": "v1:bench"},
         "gpufleet:estate": {
             "metadata": {"name": "bench", "environment": "bench", "owner": "perf", "cost_center": "cc-0"},
+            "deployer": {"network": "dc", "cidrs": ["10.250.0.0/28"]},
             "sites": [
                 {
                     "kind": "baremetal",
                     "name": "dc",
                     "ssh": {"user": "gpufleet", "private_key_config": "sshPrivateKey"},
                     "join": {"method": "kubeadm", "api_server": "k8s.dc.example.com:6443"},
-                    "kubernetes": {"driver_version": "580.126.20"},
+                    "kubernetes": {"driver_version": "580.126.20", "network_policy_cni": "calico"},
                     "fabrics": [{"kind": "infiniband", "name": "ib"}],
                     "inventory": inventory,
                     "node_pools": [
@@ -98,6 +99,8 @@ def estate(scale: Scale) -> dict[str, Any]:
                     "name": "cloud",
                     "region": "us-east-1",
                     "availability_zones": ["us-east-1a", "us-east-1b"],
+                    "interconnect": {"kind": "vpn", "site": "dc", "customer_gateway_ip": "198.51.100.7",
+                                     "onprem_cidrs": ["10.128.0.0/9"]},
                     "fabrics": [
                         {"kind": "efa", "name": "efa", "availability_zone": "us-east-1a", "subnet_cidr": "10.0.128.0/20"}
                     ],

@@ -23,8 +23,9 @@ LEDGER_KEY = "gpufleet:burstLedger"  # past burst windows (spend so far); writte
 # Discriminator values pydantic inserts into error locations of tagged unions; they are not YAML keys.
 _UNION_TAGS = frozenset(
     {"aws", "baremetal", "efa", "infiniband", "roce", "scratch", "fsx-lustre", "efs", "s3", "nfs",
-     "parallel-fs", "s3-onprem"}
+     "parallel-fs", "s3-onprem", "vpn", "transit-gateway", "existing", "public"}
 )  # fmt: skip
+_UNION_FIELDS = frozenset({"interconnect"})  # tagged unions held by a key, not a list
 
 
 @dataclass
@@ -42,7 +43,9 @@ def yaml_path(base: str, loc: tuple[int | str, ...]) -> str:
     for i, part in enumerate(loc):
         if isinstance(part, int):
             out += f"[{part}]"
-        elif (part in _UNION_TAGS and i > 0 and isinstance(loc[i - 1], int)) or part.startswith("function-"):
+        elif (
+            part in _UNION_TAGS and i > 0 and (isinstance(loc[i - 1], int) or loc[i - 1] in _UNION_FIELDS)
+        ) or part.startswith("function-"):
             continue
         else:
             out += f".{part}"

@@ -13,15 +13,22 @@ NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
 
 # One AWS site (p5.48xlarge on EFA + g6e.xlarge dedicated to agents, FSx 2400 GiB at 125 MB/s/TiB, EFS, S3,
 # scratch) and one bare-metal site (two 8-GPU H100 servers, $200,000 each over 4 years, 10 kW at $0.10/kWh,
-# $730/month operations). Tenants: research 16 and product 4 GPUs of h100 (24 at max); agents 2 of agents-g6e.
+# $730/month operations), connected by a transit gateway; the deployer runs in the data centre. Tenants: research 16 and product 4 GPUs of h100 (24 at max); agents 2 of agents-g6e.
 SMALL: dict[str, Any] = {
     "metadata": {"name": "small", "environment": "test", "owner": "ml-platform", "cost_center": "cc-1"},
+    "deployer": {"network": "dc", "cidrs": ["10.1.9.0/28"]},
     "sites": [
         {
             "kind": "aws",
             "name": "use1",
             "region": "us-east-1",
             "availability_zones": ["us-east-1a", "us-east-1b"],
+            "interconnect": {
+                "kind": "transit-gateway",
+                "site": "dc",
+                "transit_gateway_id": "tgw-0123456789abcdef0",
+                "onprem_cidrs": ["10.1.0.0/16"],
+            },
             "fabrics": [
                 {"kind": "efa", "name": "efa", "availability_zone": "us-east-1a", "subnet_cidr": "10.0.128.0/20"}
             ],
@@ -59,6 +66,7 @@ SMALL: dict[str, Any] = {
             "name": "dc",
             "ssh": {"private_key_config": "sshKey"},
             "join": {"api_server": "k8s.dc.example.com:6443"},
+            "kubernetes": {"network_policy_cni": "calico"},
             "cost": {
                 "server_price_usd": 200000,
                 "lifetime_years": 4,

@@ -5,10 +5,20 @@ optional burst window under `gpufleet:burstWindow`. Everything here is pydantic 
 cross-field rules are plain functions in `rules`, each problem with a message that names the field and says
 what is allowed. GPU counts, memory and EFA limits come from the catalog, never from the stack file.
 
-Modules by concern and platform: `base` (model base, names, metadata), `pools`, `aws`, `baremetal`, `sites`,
-`tenancy`, `burst`, `estate` (EstateSpec) and `rules`. Every public name is importable from here.
+Modules by concern and platform: `base` (model base, names, metadata), `pools`, `aws`, `baremetal`, `access`
+(deployer, interconnects, AWS account), `sites`, `tenancy`, `burst`, `estate` (EstateSpec) and `rules`. Every public name is importable from here.
 """
 
+from components.model.spec.access import (
+    AwsAccount,
+    Deployer,
+    ExistingInterconnect,
+    Interconnect,
+    PrivateInterconnect,
+    PublicInterconnect,
+    TransitGatewayInterconnect,
+    VpnInterconnect,
+)
 from components.model.spec.aws import AwsNodePool, EfaFabric, EfsTier, EksCluster, FsxLustreTier, S3Tier, Vpc
 from components.model.spec.baremetal import (
     BaremetalNodePool,
@@ -34,6 +44,7 @@ from components.model.spec.sites import (
     BaremetalSite,
     Fabric,
     KubernetesStack,
+    NetworkPolicyCni,
     ScratchTier,
     Site,
     SiteBase,
@@ -46,6 +57,7 @@ __all__ = [
     "BAREMETAL_STORAGE",
     "DNS1123",
     "STATEFUL_KINDS",
+    "AwsAccount",
     "AwsNodePool",
     "AwsSite",
     "BaremetalNodePool",
@@ -55,25 +67,31 @@ __all__ = [
     "BurstWindow",
     "Capacity",
     "CapacityType",
+    "Deployer",
     "EfaFabric",
     "EfsTier",
     "EksCluster",
     "EstateSpec",
+    "ExistingInterconnect",
     "Fabric",
     "FsxLustreTier",
     "InfinibandFabric",
+    "Interconnect",
     "Join",
     "KubernetesStack",
     "Metadata",
     "Model",
     "Name",
+    "NetworkPolicyCni",
     "NfsTier",
     "OnPremCost",
     "OnPremS3Tier",
     "ParallelFsTier",
     "PolicySettings",
     "PoolBase",
+    "PrivateInterconnect",
     "Problem",
+    "PublicInterconnect",
     "RoceFabric",
     "Role",
     "S3Tier",
@@ -87,6 +105,8 @@ __all__ = [
     "SshAccess",
     "StorageTier",
     "Tenant",
+    "TransitGatewayInterconnect",
     "Vpc",
+    "VpnInterconnect",
     "json_schema",
 ]

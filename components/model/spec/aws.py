@@ -115,12 +115,26 @@ class S3Tier(Model):
     noncurrent_days: int = Field(default=30, ge=1, description="Days before noncurrent versions expire.")
 
 
+InterfaceEndpointService = Literal[
+    "ecr.api", "ecr.dkr", "sts", "eks", "eks-auth", "ec2", "logs", "ssm", "ssmmessages", "ec2messages",
+    "elasticloadbalancing", "autoscaling",
+]  # fmt: skip
+
+
 class Vpc(Model):
     """The VPC of an AWS site: created from a CIDR, or adopted by id."""
 
     cidr: str | None = Field(default="10.0.0.0/16", description="CIDR of a VPC the stack creates.")
     vpc_id: str | None = Field(default=None, description="Existing VPC id to adopt instead.")
     private_subnet_ids: list[str] = Field(default_factory=list, description="Existing private subnets (adopted).")
+    interface_endpoints: list[InterfaceEndpointService] = Field(
+        default_factory=list,
+        description=(
+            "AWS services reached through interface endpoints in the private subnets instead of the NAT gateways "
+            "(created VPC), e.g. ecr.api, ecr.dkr and sts. S3 always gets a gateway endpoint (image layers, "
+            "datasets and checkpoints stay off NAT)."
+        ),
+    )
 
     @model_validator(mode="after")
     def _one_way(self) -> Vpc:

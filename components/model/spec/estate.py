@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from components.model import catalog
+from components.model.spec.access import AwsAccount, Deployer
 from components.model.spec.aws import AwsNodePool
 from components.model.spec.baremetal import BaremetalNodePool, Server
 from components.model.spec.base import Metadata, Model, Name, SpecFieldError
@@ -36,10 +37,12 @@ class EstateSpec(Model):
     """A whole GPU estate for one environment."""
 
     metadata: Metadata
+    deployer: Deployer = Field(description="Where `pulumi up` runs: it must reach every site's Kubernetes API.")
     sites: list[Site] = Field(min_length=1)
     tenants: list[Tenant] = Field(default_factory=list)
     burst: BurstPolicy | None = Field(default=None, description="Burst policy of a hybrid estate.")
     policies: PolicySettings = Field(default_factory=PolicySettings)
+    aws_account: AwsAccount = Field(default_factory=AwsAccount, description="AWS account facts (aws sites).")
 
     # -- lookups used by components and tools (indexes built once per spec) -----------------------------
     @cached_property

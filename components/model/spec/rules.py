@@ -247,6 +247,13 @@ def _aws_pool(
                 f"{key} uses a prefix EKS node groups reject ({', '.join(EKS_RESERVED_LABEL_PREFIXES)}); "
                 "use your own prefix, e.g. example.com/",
             )
+    if p.capacity.type == "capacity-block" and p.scaling.min > 0:
+        yield Problem(
+            f"{path}.scaling.min",
+            f"pool {p.name} runs on a capacity block, and EKS scales its node group to 0 forty minutes before the "
+            "block ends (EKS user guide, capacity-blocks-mng); set min 0 so no later `up` raises it into a finished "
+            "block",
+        )
     if placement and p.capacity.type in ("capacity-reservation", "capacity-block") and az is None:
         yield Problem(
             f"{path}.availability_zone",
@@ -398,8 +405,27 @@ def baremetal_inventory(spec: EstateSpec) -> Iterator[Problem]:
                     seen[int(pkey, 16)] = tenant
 
 
+# ------------------------------------------------------------------------------------- reachability, CNI
+
+
+def apis_reachable(spec: EstateSpec) -> Iterator[Problem]:
+    """components.model.reach: declarations resolve, and whoever must reach a site's API has a path to it."""
+    from components.model.reach import access_problems  # imports the spec's site models: not at module load
+
+    yield from access_problems(spec)
+
+
+def network_policies_enforced(spec: EstateSpec) -> Iterator[Problem]:
+    """components.model.cni: a site hosting tenants runs a CNI that enforces their NetworkPolicies."""
+    from components.model.cni import network_policy_problems
+
+    yield from network_policy_problems(spec)
+
+
 RULES: tuple[Rule, ...] = (
     sites_consistent,
+    apis_reachable,
+    network_policies_enforced,
     pools_resolve,
     mig_layouts_consistent,
     tenants_fit,

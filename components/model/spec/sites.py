@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from components.model.spec.access import Interconnect
 from components.model.spec.aws import AwsNodePool, EfaFabric, EfsTier, EksCluster, FsxLustreTier, S3Tier, Vpc
 from components.model.spec.baremetal import (
     BaremetalNodePool,
@@ -41,6 +42,9 @@ AWS_STORAGE = frozenset({"scratch", "fsx-lustre", "efs", "s3"})
 BAREMETAL_STORAGE = frozenset({"scratch", "nfs", "parallel-fs", "s3-onprem"})
 
 
+NetworkPolicyCni = Literal["calico", "cilium", "antrea", "kube-router", "vpc-cni", "none"]
+
+
 class KubernetesStack(Model):
     """The GPU software stack and scheduler on a site's cluster."""
 
@@ -52,6 +56,16 @@ class KubernetesStack(Model):
         description="How MIG devices are advertised (single: nvidia.com/gpu; mixed: per profile).",
     )
     prometheus: bool = Field(default=False, description="A Prometheus operator is present (ServiceMonitors).")
+    network_policy_cni: NetworkPolicyCni | None = Field(
+        default=None,
+        description=(
+            "The CNI of a cluster gpufleet does not build (bare metal, an adopted EKS cluster) and whether it "
+            "enforces NetworkPolicy: calico, cilium, antrea, kube-router, vpc-cni (an adopted EKS cluster whose "
+            "add-on sets enableNetworkPolicy), or none. Tenants rely on their default-deny policies, so a site "
+            "hosting tenants needs an enforcing CNI. Leave unset on a cluster gpufleet creates (it manages vpc-cni "
+            "with network policy on)."
+        ),
+    )
     sandbox_runtime_class: str | None = Field(
         default=None,
         description="RuntimeClass (e.g. `kata`, `gvisor`) the site provides for untrusted tenants.",
@@ -88,6 +102,13 @@ class AwsSite(SiteBase):
     cluster: EksCluster = Field(default_factory=EksCluster)
     node_pools: list[AwsNodePool] = Field(default_factory=list)
     system_instance_type: str = Field(default="m7i.xlarge", description="Instance type of the CPU system pool.")
+    interconnect: Interconnect | None = Field(
+        default=None,
+        description=(
+            "How the on-prem site reaches this cluster's API (a hybrid estate's Kueue manager, an on-prem deployer): "
+            "vpn, transit-gateway, existing (an adopted VPC already routed) or public."
+        ),
+    )
 
 
 class BaremetalSite(SiteBase):
