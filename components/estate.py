@@ -36,11 +36,14 @@ class Estate(pulumi.ComponentResource):
         tags = Tags.from_spec(spec)
         self.sites: dict[str, AwsSiteStack | BaremetalSiteStack] = {}
         self.clusters: dict[str, ClusterStack] = {}
+        autoscaling_role: pulumi.Resource | None = None  # one per account: the first AWS site makes or reads it
         for site in spec.sites:
             site_opts = pulumi.ResourceOptions(parent=self)
             built: AwsSiteStack | BaremetalSiteStack
             if isinstance(site, AwsSite):
-                built = AwsSiteStack(site.name, AwsSiteArgs(spec, site, tags, args.window, args.now), site_opts)
+                site_args = AwsSiteArgs(spec, site, tags, args.window, args.now, autoscaling_role)
+                built = AwsSiteStack(site.name, site_args, site_opts)
+                autoscaling_role = autoscaling_role or built.cluster.autoscaling_role
             else:
                 built = BaremetalSiteStack(site.name, BaremetalSiteArgs(spec, site, tags, args.secret), site_opts)
             self.sites[site.name] = built

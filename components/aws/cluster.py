@@ -1,5 +1,5 @@
 """EksClusterStack: the site's EKS cluster (created or adopted), its KMS key, IAM roles, access entries,
-control-plane logs, node add-ons and the CPU system node group; hands out a kubeconfig for the provider."""
+control-plane logs, the API security group, add-ons and the CPU system node group; hands out a kubeconfig."""
 
 from __future__ import annotations
 
@@ -11,8 +11,11 @@ import pulumi_aws as aws
 
 from components.aws import iam
 from components.aws.launch import launch_template_args, template_version
+from components.kubernetes.versions import VPC_CNI_ADDON
+from components.model.cni import VPC_CNI_NETWORK_POLICY
 from components.model.nodes import ROLE_LABEL
-from components.model.spec import AwsSite
+from components.model.reach import private_api_sources
+from components.model.spec import AwsSite, EstateSpec
 from components.model.tags import Tags
 
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
@@ -59,22 +62,31 @@ def kubeconfig(name: str, endpoint: str | None, ca_data: str | None, region: str
 
 @dataclass(frozen=True)
 class EksClusterArgs:
+    spec: EstateSpec
     site: AwsSite
     tags: Tags
+    vpc_id: pulumi.Input[str]
     subnet_ids: list[pulumi.Output[str]]
+    # The account's Auto Scaling service-linked role when an earlier AWS site already created or read it.
+    autoscaling_role: pulumi.Resource | None = None
 
 
 class EksClusterStack(pulumi.ComponentResource):
     """Creates (or, with `cluster.adopt_name`, reads) the EKS cluster: private endpoint (public only to the
-    spec's CIDRs), secrets encrypted with the site KMS key (rotating), all five control-plane log types, IAM
-    roles for the control plane and the nodes, API-mode access entries with cluster-admin for the spec's
-    admin roles, node add-ons and a CPU system node group. The site key also encrypts node root volumes."""
+    spec's CIDRs) behind an API security group admitting 443 from the on-prem ranges and an in-VPC deployer,
+    secrets encrypted with the site KMS key (rotating, protected), all five control-plane log types into a log
+    group encrypted with that key, IAM roles for the control plane and the nodes, API-mode access entries with
+    cluster-admin for the spec's admin roles, the vpc-cni add-on (pinned, NetworkPolicy enforced), node add-ons and
+    a CPU system node group. The site key also encrypts node root volumes. An adopted cluster gets none of the
+    add-ons, security group rules or system nodes: it is someone else's."""
 
     name: str
     kubeconfig: pulumi.Output[str]
     cluster_security_group_id: pulumi.Output[str]
     node_role_arn: pulumi.Output[str]
     key_arn: pulumi.Output[str]
+    autoscaling_role: pulumi.Resource
+    system_nodes: aws.eks.NodeGroup | None  # what in-cluster releases schedule on (None: an adopted cluster)
 
     def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:aws:EksCluster", name, None, opts)
@@ -84,7 +96,9 @@ class EksClusterStack(pulumi.ComponentResource):
         self.name = cluster_name(args.tags, site)
         node_role = self._node_role()
         self.node_role_arn = node_role.arn
-        self.key_arn = self._key(node_role).arn
+        self.autoscaling_role = args.autoscaling_role or self._autoscaling_role(node_role)
+        self.key = self._key(node_role)
+        self.key_arn = self.key.arn
         cluster = self._adopted() if site.cluster.adopt_name else self._created()
         self.cluster_security_group_id = cluster.vpc_config.apply(
             lambda c: c.cluster_security_group_id if c is not None else None  # type: ignore[arg-type,return-value]
@@ -94,8 +108,10 @@ class EksClusterStack(pulumi.ComponentResource):
                 lambda v: kubeconfig(self.name, v[0], v[1].data if v[1] is not None else None, site.region)
             )
         )
-        self._addons(cluster)
-        self._system_node_group(cluster)
+        self.system_nodes = None
+        if not site.cluster.adopt_name:
+            vpc_cni = self._addons(cluster)
+            self.system_nodes = self._system_node_group(cluster, vpc_cni)
         self.register_outputs({"name": self.name, "kubeconfig": self.kubeconfig})
 
     def _opts(self, **kw: object) -> pulumi.ResourceOptions:
@@ -125,16 +141,34 @@ class EksClusterStack(pulumi.ComponentResource):
             )
         return role
 
+    def _autoscaling_role(self, node_role: aws.iam.Role) -> pulumi.Resource:
+        """AWSServiceRoleForAutoScaling, which the key policy names: created, or read where it exists (the
+        account's first Auto Scaling group creates it, so a fresh account has none; terraform-aws-eks #3013).
+        Kept on destroy: other Auto Scaling groups of the account launch under it."""
+        a = self._args
+        if a.spec.aws_account.autoscaling_service_role == "create":
+            return aws.iam.ServiceLinkedRole(
+                f"{self._n}-autoscaling-role",
+                aws_service_name=iam.AUTOSCALING_SERVICE,
+                description="EC2 Auto Scaling (EKS node groups) launches encrypted node volumes under it",
+                tags=a.tags.aws(),
+                opts=self._opts(retain_on_delete=True),
+            )
+        region = a.site.region
+        arn = node_role.arn.apply(lambda n: iam.autoscaling_role_arn(region, iam.account_of(n)))
+        return aws.iam.ServiceLinkedRole.get(f"{self._n}-autoscaling-role", id=arn, opts=self._opts())
+
     def _key(self, node_role: aws.iam.Role) -> aws.kms.Key:
-        region = self._args.site.region
+        region, name = self._args.site.region, self.name
         return aws.kms.Key(
             f"{self._n}-key",
-            description=f"{self.name}: EKS secrets envelope encryption and node root volumes",
+            description=f"{self.name}: EKS secrets envelope encryption, node root volumes, control-plane logs",
             enable_key_rotation=True,
             deletion_window_in_days=30,
-            policy=node_role.arn.apply(lambda arn: iam.site_key_policy(region, iam.account_of(arn))),
+            policy=node_role.arn.apply(lambda arn: iam.site_key_policy(region, iam.account_of(arn), name)),
             tags=self._args.tags.aws(),
-            opts=self._opts(),
+            # Protected: deleting it makes the cluster's secrets and every node volume unreadable.
+            opts=self._opts(depends_on=[self.autoscaling_role], protect=True),
         )
 
     # -- the cluster -----------------------------------------------------------------------------------
@@ -157,14 +191,16 @@ class EksClusterStack(pulumi.ComponentResource):
             policy_arn=iam.managed_policy(site.region, "AmazonEKSClusterPolicy"),
             opts=self._opts(),
         )
-        # EKS writes control-plane logs here; created first so retention and tags are ours.
+        # EKS writes control-plane logs here; created first so retention, encryption and tags are ours.
         logs = aws.cloudwatch.LogGroup(
             f"{self._n}-logs",
-            name=f"/aws/eks/{self.name}/cluster",
+            name=iam.control_plane_log_group(self.name),
             retention_in_days=LOG_RETENTION_DAYS,
+            kms_key_id=self.key_arn,
             tags=tags.aws(),
-            opts=self._opts(),
+            opts=self._opts(depends_on=[self.key]),  # the key policy admits CloudWatch Logs for this group
         )
+        api = self._api_security_group()
         public = site.cluster.endpoint_public_cidrs
         cluster = aws.eks.Cluster(
             f"{self._n}-eks",
@@ -173,6 +209,7 @@ class EksClusterStack(pulumi.ComponentResource):
             role_arn=role.arn,
             vpc_config=aws.eks.ClusterVpcConfigArgs(
                 subnet_ids=self._args.subnet_ids,
+                security_group_ids=[api.id],
                 endpoint_private_access=True,
                 endpoint_public_access=bool(public),
                 public_access_cidrs=list(public) if public else None,
@@ -210,7 +247,50 @@ class EksClusterStack(pulumi.ComponentResource):
             )
         return cluster
 
-    def _addons(self, cluster: aws.eks.Cluster) -> None:
+    def _api_security_group(self) -> aws.ec2.SecurityGroup:
+        """An extra security group on the control plane's network interfaces (EKS `securityGroupIds`), admitting 443
+        from the connected on-prem ranges and an in-VPC deployer (`reach.private_api_sources`): the EKS user guide
+        (cluster-endpoint, private access) asks for exactly that. Always attached, so sources come and go as rules
+        without touching the cluster; not the cluster security group, which the nodes carry too."""
+        site, tags = self._args.site, self._args.tags
+        sg = aws.ec2.SecurityGroup(
+            f"{self._n}-api",
+            vpc_id=self._args.vpc_id,
+            description=f"{self.name}: Kubernetes API (443) from connected networks and the deployer",
+            tags=tags.aws(Name=f"{self._n}-api"),
+            opts=self._opts(),
+        )
+        for cidr in private_api_sources(self._args.spec, site):
+            aws.vpc.SecurityGroupIngressRule(
+                f"{self._n}-api-{cidr.replace('/', '-')}",
+                security_group_id=sg.id,
+                ip_protocol="tcp",
+                from_port=443,
+                to_port=443,
+                cidr_ipv4=cidr if ":" not in cidr else None,
+                cidr_ipv6=cidr if ":" in cidr else None,
+                description="Kubernetes API over a private path",
+                tags=tags.aws(),
+                opts=self._opts(),
+            )
+        return sg
+
+    def _addons(self, cluster: aws.eks.Cluster) -> aws.eks.Addon:
+        """vpc-cni as a managed add-on at the pinned version with NetworkPolicy enforcement on (without it EKS
+        accepts NetworkPolicies and enforces none: EKS user guide, cni-network-policy-configure), taking over the
+        self-managed copy EKS bootstraps; then the node add-ons. Returns vpc-cni, which nodes start after."""
+        tags = self._args.tags.aws()
+        vpc_cni = aws.eks.Addon(
+            f"{self._n}-vpc-cni",
+            cluster_name=self.name,
+            addon_name="vpc-cni",
+            addon_version=VPC_CNI_ADDON,
+            configuration_values=json.dumps(VPC_CNI_NETWORK_POLICY),
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=tags,
+            opts=self._opts(depends_on=[cluster]),
+        )
         for addon in NODE_ADDONS:
             aws.eks.Addon(
                 f"{self._n}-{addon}",
@@ -218,11 +298,12 @@ class EksClusterStack(pulumi.ComponentResource):
                 addon_name=addon,
                 resolve_conflicts_on_create="OVERWRITE",
                 resolve_conflicts_on_update="PRESERVE",
-                tags=self._args.tags.aws(),
+                tags=tags,
                 opts=self._opts(depends_on=[cluster]),
             )
+        return vpc_cni
 
-    def _system_node_group(self, cluster: aws.eks.Cluster) -> None:
+    def _system_node_group(self, cluster: aws.eks.Cluster, vpc_cni: aws.eks.Addon) -> aws.eks.NodeGroup:
         site, tags = self._args.site, self._args.tags
         lt = aws.ec2.LaunchTemplate(
             f"{self._n}-system",
@@ -236,7 +317,7 @@ class EksClusterStack(pulumi.ComponentResource):
             ),
             opts=self._opts(),
         )
-        aws.eks.NodeGroup(
+        return aws.eks.NodeGroup(
             f"{self._n}-system",
             cluster_name=self.name,
             node_role_arn=self.node_role_arn,
@@ -251,5 +332,5 @@ class EksClusterStack(pulumi.ComponentResource):
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True),
             tags=tags.aws(),
-            opts=self._opts(depends_on=[cluster]),
+            opts=self._opts(depends_on=[cluster, vpc_cni]),
         )

@@ -39,15 +39,33 @@ def account_of(arn: str | None) -> str:
     return arn.split(":")[4]
 
 
-def site_key_policy(region: str, account: str) -> str:
-    """Key policy of the site key (EKS secrets, node root volumes).
+AUTOSCALING_SERVICE = "autoscaling.amazonaws.com"
+
+
+def autoscaling_role_arn(region: str, account: str) -> str:
+    """ARN of the account's EC2 Auto Scaling service-linked role (its path and name are fixed by AWS)."""
+    return f"arn:{partition(region)}:iam::{account}:role/aws-service-role/{AUTOSCALING_SERVICE}/AWSServiceRoleForAutoScaling"
+
+
+def control_plane_log_group(cluster: str) -> str:
+    """The log group EKS writes control-plane logs to (EKS user guide, control-plane-logs)."""
+    return f"/aws/eks/{cluster}/cluster"
+
+
+def site_key_policy(region: str, account: str, cluster: str) -> str:
+    """Key policy of the site key (EKS secrets, node root volumes, control-plane logs).
 
     The account's IAM policies govern use of the key (no wildcard principal). EC2 Auto Scaling launches the
     node groups' instances under its service-linked role, which needs the key for the encrypted root volumes
-    (EC2 Auto Scaling user guide, "Required AWS KMS key policy for use with encrypted volumes").
+    (EC2 Auto Scaling user guide, "Required AWS KMS key policy for use with encrypted volumes"); KMS refuses a
+    policy naming that role before it exists, so the key depends on the role (created or read by the cluster).
+    CloudWatch Logs encrypts the control-plane log group with the key, for that log group only (CloudWatch Logs
+    user guide, "Encrypt log data in CloudWatch Logs using AWS Key Management Service", step 2).
     """
     p = partition(region)
-    asg_role = f"arn:{p}:iam::{account}:role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
+    asg_role = autoscaling_role_arn(region, account)
+    suffix = ".amazonaws.com.cn" if p == "aws-cn" else ".amazonaws.com"
+    log_group = f"arn:{p}:logs:{region}:{account}:log-group:{control_plane_log_group(cluster)}"
     statements: list[dict[str, Any]] = [
         {
             "Sid": "AccountAdministersKeyThroughIam",
@@ -70,6 +88,14 @@ def site_key_policy(region: str, account: str) -> str:
             "Action": "kms:CreateGrant",
             "Resource": "*",
             "Condition": {"Bool": {"kms:GrantIsForAWSResource": "true"}},
+        },
+        {
+            "Sid": "CloudWatchLogsEncryptsControlPlaneLogs",
+            "Effect": "Allow",
+            "Principal": {"Service": f"logs.{region}{suffix}"},
+            "Action": ["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
+            "Resource": "*",
+            "Condition": {"ArnEquals": {"kms:EncryptionContext:aws:logs:arn": log_group}},
         },
     ]
     return json.dumps({"Version": "2012-10-17", "Statement": statements})

@@ -1,4 +1,5 @@
-"""SiteNetwork: the VPC of an AWS site, created (private + public subnets per AZ, NAT for egress) or adopted."""
+"""SiteNetwork: the VPC of an AWS site, created (private + public subnets per AZ, NAT for egress, an S3 gateway
+endpoint and optional interface endpoints) or adopted."""
 
 from __future__ import annotations
 
@@ -56,8 +57,11 @@ class SiteNetworkArgs:
 
 class SiteNetwork(pulumi.ComponentResource):
     """Creates the site VPC: per AZ a private subnet (nodes) and a public subnet with a NAT gateway (egress),
-    an internet gateway and route tables. For an adopted VPC (`vpc.vpc_id`) it creates nothing and hands out the
-    given private subnet ids. VPC flow logs are left to the account's baseline."""
+    an internet gateway and route tables; an S3 gateway endpoint on the private route tables (S3 traffic - image
+    layers from ECR, datasets, checkpoints - stays off the NAT gateways, which bill per GB processed; gateway
+    endpoints cost nothing: VPC user guide, gateway endpoints) and the interface endpoints `vpc.interface_endpoints`
+    lists. For an adopted VPC (`vpc.vpc_id`) it creates nothing and hands out the given private subnet ids. VPC flow
+    logs are left to the account's baseline."""
 
     vpc_id: pulumi.Output[str]
     private_subnet_ids: list[pulumi.Output[str]]
@@ -151,3 +155,45 @@ class SiteNetwork(pulumi.ComponentResource):
             self.private_subnets_by_az[az] = private.id
             private_ids.append(private.id)
         self.private_subnet_ids = private_ids
+        self._endpoints(site, vpc.id)
+
+    def _endpoints(self, site: AwsSite, vpc_id: pulumi.Output[str]) -> None:
+        n = self._name
+        aws.ec2.VpcEndpoint(
+            f"{n}-s3",
+            vpc_id=vpc_id,
+            service_name=f"com.amazonaws.{site.region}.s3",
+            vpc_endpoint_type="Gateway",
+            route_table_ids=list(self.private_route_tables.values()),
+            tags=self._tags.aws(Name=f"{n}-s3"),
+            opts=self._opts(),
+        )
+        if not site.vpc.interface_endpoints:
+            return
+        # Interface endpoints with private DNS answer the services' public names inside the VPC (VPC user guide,
+        # privatelink "Access an AWS service using an interface VPC endpoint"); they need 443 from the VPC.
+        sg = aws.ec2.SecurityGroup(
+            f"{n}-endpoints",
+            vpc_id=vpc_id,
+            description="Interface VPC endpoints: HTTPS from the VPC",
+            ingress=[
+                aws.ec2.SecurityGroupIngressArgs(
+                    protocol="tcp", from_port=443, to_port=443, cidr_blocks=[site.vpc.cidr or ""],
+                    description="HTTPS from the VPC",
+                )
+            ],
+            tags=self._tags.aws(Name=f"{n}-endpoints"),
+            opts=self._opts(),
+        )  # fmt: skip
+        for service in site.vpc.interface_endpoints:
+            aws.ec2.VpcEndpoint(
+                f"{n}-{service}",
+                vpc_id=vpc_id,
+                service_name=f"com.amazonaws.{site.region}.{service}",
+                vpc_endpoint_type="Interface",
+                private_dns_enabled=True,
+                subnet_ids=self.private_subnet_ids,
+                security_group_ids=[sg.id],
+                tags=self._tags.aws(Name=f"{n}-{service}"),
+                opts=self._opts(),
+            )

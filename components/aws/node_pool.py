@@ -52,6 +52,14 @@ def mng_scaling(pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime)
     return s.min, s.desired_nodes, max(1, s.max)
 
 
+def block_ignored_changes(pool: AwsNodePool) -> list[str]:
+    """A capacity-block node group's desired size belongs to EKS after creation: it scales the group to 0 forty
+    minutes before the block ends ("Amazon EKS Node Group Capacity Scaledown Before Reservation End"; EKS user
+    guide, capacity-blocks-mng), and a later `up` must not raise it again into a finished block. The schema keeps
+    such pools at min 0, so the scale-down stays within the group's bounds."""
+    return ["scalingConfig.desiredSize"] if pool.capacity.type == "capacity-block" else []
+
+
 @dataclass(frozen=True)
 class EfaAttachment:
     subnet_id: pulumi.Input[str]
@@ -160,5 +168,7 @@ class GpuNodePool(pulumi.ComponentResource):
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True),
             tags=self._tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=a.depends_on),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=a.depends_on, ignore_changes=block_ignored_changes(pool)
+            ),
         )

@@ -11,9 +11,11 @@ import pulumi_kubernetes as k8s
 
 from components.aws.cluster import EksClusterArgs, EksClusterStack
 from components.aws.fabric import EfaFabricArgs, EfaFabricStack, pool_placement_group
+from components.aws.interconnect import SiteInterconnect, SiteInterconnectArgs
 from components.aws.network import SiteNetwork, SiteNetworkArgs
 from components.aws.node_pool import EfaAttachment, GpuNodePool, GpuNodePoolArgs
 from components.aws.storage import SiteStorage, SiteStorageArgs
+from components.model.cni import k8s_provider_name
 from components.model.spec import AwsNodePool, AwsSite, BurstWindow, EfaFabric, EstateSpec, ScratchTier
 from components.model.tags import Tags
 
@@ -25,11 +27,14 @@ class AwsSiteArgs:
     tags: Tags
     window: BurstWindow | None
     now: dt.datetime
+    # The account's Auto Scaling service-linked role when an earlier AWS site of the estate made or read it.
+    autoscaling_role: pulumi.Resource | None = None
 
 
 class AwsSiteStack(pulumi.ComponentResource):
-    """Creates the site's AWS provider, network (VPC or adopted subnets), EKS cluster, EFA fabrics, one node
-    group per GPU pool, storage tiers, and the Kubernetes provider every in-cluster component uses."""
+    """Creates the site's AWS provider, network (VPC or adopted subnets) and its interconnect to on-prem, EKS
+    cluster, EFA fabrics, one node group per GPU pool, storage tiers, and the Kubernetes provider every
+    in-cluster component uses (after the system nodes its releases schedule on)."""
 
     k8s_provider: k8s.Provider
     kubeconfig: pulumi.Output[str]  # secret; also what a MultiKueue manager needs to reach this cluster
@@ -46,18 +51,40 @@ class AwsSiteStack(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.network = SiteNetwork(f"{name}-net", SiteNetworkArgs(args.site, args.tags), self._child())
+        if args.site.interconnect is not None and not args.site.vpc.vpc_id:
+            SiteInterconnect(
+                f"{name}-interconnect",
+                SiteInterconnectArgs(
+                    args.site,
+                    args.tags,
+                    self.network.vpc_id,
+                    self.network.private_subnet_ids,
+                    self.network.private_route_tables,
+                ),
+                self._child(),
+            )
         self.cluster = EksClusterStack(
             f"{name}-cluster",
-            EksClusterArgs(args.site, args.tags, self.network.private_subnet_ids),
+            EksClusterArgs(
+                spec=args.spec,
+                site=args.site,
+                tags=args.tags,
+                vpc_id=self.network.vpc_id,
+                subnet_ids=self.network.private_subnet_ids,
+                autoscaling_role=args.autoscaling_role,
+            ),
             self._child(),
         )
         self.cluster_name = self.cluster.name
         self.kubeconfig = self.cluster.kubeconfig
+        # Charts installed through this provider schedule controllers (Kueue, operators) on the system nodes and
+        # wait for them under Helm's timeout; the provider, and so every object sent through it, waits for them.
+        system = [self.cluster.system_nodes] if self.cluster.system_nodes is not None else []
         self.k8s_provider = k8s.Provider(
-            f"{name}-k8s",
+            k8s_provider_name(args.site.name),
             kubeconfig=self.cluster.kubeconfig,
             enable_server_side_apply=True,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=system),
         )
         self.fabrics = self._fabrics()
         self.pools = [self._pool(p) for p in args.site.node_pools]

@@ -12,6 +12,7 @@ from components.baremetal.bootstrap import ServerBootstrap, ServerBootstrapArgs,
 from components.baremetal.fabric import BaremetalFabric, FabricArgs
 from components.baremetal.node_patch import node_patch
 from components.baremetal.storage import BaremetalStorage, StorageArgs
+from components.model.cni import k8s_provider_name
 from components.model.spec import BaremetalSite, EstateSpec, InfinibandFabric, RoceFabric
 from components.model.tags import Tags
 
@@ -41,7 +42,7 @@ class BaremetalSiteStack(pulumi.ComponentResource):
         self._prefix = name
         self._args = args
         self.k8s_provider = k8s.Provider(
-            f"{name}-k8s",
+            k8s_provider_name(name),
             kubeconfig=args.secret(args.site.kubeconfig_config),
             enable_server_side_apply=True,
             opts=pulumi.ResourceOptions(parent=self),

@@ -48,6 +48,13 @@ LOCAL_STATIC_PROVISIONER = Chart(
     "local-static-provisioner", "2.8.0", "https://kubernetes-sigs.github.io/sig-storage-local-static-provisioner"
 )
 
+# -- EKS managed add-ons ---------------------------------------------------------------------------------
+# Amazon VPC CNI, managed by gpufleet with NetworkPolicy enforcement on (needs v1.14 or later: EKS user guide,
+# cni-network-policy-configure). An EKS add-on version (`aws eks describe-addon-versions --addon-name vpc-cni
+# --kubernetes-version 1.34` lists those a cluster version accepts); this build is in use on 1.34
+# clusters in public EKS stacks of 2026. The other node add-ons follow EKS's default for the cluster version.
+VPC_CNI_ADDON = "v1.21.1-eksbuild.7"
+
 # -- Scheduling -----------------------------------------------------------------------------------------
 KUEUE = Chart("kueue", "0.19.2", "oci://registry.k8s.io/kueue/charts")
 

@@ -357,6 +357,7 @@ def test_adopted_cluster_and_vpc_synthesize_without_creating_them(tmp_path: Path
     config = example_config("aws-train")
     site = config["gpufleet:estate"]["sites"][0]
     site["cluster"]["adopt_name"] = "shared-prod"
+    site["kubernetes"]["network_policy_cni"] = "vpc-cni"  # its owners run vpc-cni with enableNetworkPolicy
     site["vpc"] = {"vpc_id": "vpc-0abc", "private_subnet_ids": ["subnet-0a", "subnet-0b", "subnet-0c"]}
     site["fabrics"][0] = {"kind": "efa", "name": "train-efa", "availability_zone": "us-east-1a",
                           "subnet_id": "subnet-0efa"}  # fmt: skip
