@@ -38,6 +38,7 @@ from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.policy import _NotApplicableError
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
+from components.model.cni import k8s_provider_name, site_cni
 from components.model.spec import BaremetalSite, EstateSpec
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.review.findings import Enforcement, Finding
@@ -88,6 +89,8 @@ def _settings(spec: EstateSpec) -> dict[str, Any]:
         for s in spec.sites
         if isinstance(s, BaremetalSite) and s.kubernetes.driver_managed_by == "host"
     )
+    # The CNI of every cluster (tenant-networkpolicy-enforced), by the name of its Kubernetes provider.
+    values["networkPolicyCni"] = {k8s_provider_name(s.name): cni for s in spec.sites if (cni := site_cni(s))}
     if spec.policies.budget_usd_per_hour is not None:
         values["budgetUsdPerHour"] = spec.policies.budget_usd_per_hour
     try:  # the components' exemption register, once published

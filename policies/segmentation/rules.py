@@ -1,5 +1,5 @@
-"""Segmentation: who can reach what. Default-deny network policies per tenant namespace (with DNS), no allow-all
-policies, no internet ingress on security groups, the EFA security group open only to itself, nodes private,
+"""Segmentation: who can reach what. Default-deny network policies per tenant namespace (with DNS) on a cluster whose
+CNI enforces them, no allow-all policies, no internet ingress on security groups, the EFA security group open only to itself, nodes private,
 the EKS endpoint private or restricted, IMDSv2 with hop limit 1, and storage that is not public.
 Check-list items T5, A1-A3, A7, A10, A13 of shared/reference/gpu-facts.md §2.
 """
@@ -13,6 +13,7 @@ from typing import Any
 
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, StackValidationArgs
 
+from components.model.cni import ENFORCING as ENFORCING_CNIS
 from components.model.nodes import POOL_LABEL
 from policies.common import (
     EKS_CLUSTER,
@@ -38,11 +39,14 @@ from policies.common import (
     is_open_cidr,
     is_true,
     k8s_name,
+    k8s_namespace,
     namespace_of_tenant,
+    objects,
     plain,
     resource_policy,
     schema,
     stack_policy,
+    tenant_namespaces,
 )
 
 PACK_NAME = "segmentation"
@@ -96,6 +100,62 @@ def tenant_default_deny(args: StackValidationArgs, report: ReportViolation) -> N
             report(f"namespace {ns} (tenant {tenant}) has no default-deny ingress+egress NetworkPolicy", None)
         if not any(_allows_dns(p.props) for p in policies):
             report(f"namespace {ns} (tenant {tenant}) has no NetworkPolicy allowing DNS (port 53) egress", None)
+
+
+EKS_ADDON = "aws:eks/addon:Addon"
+K8S_PROVIDER = "pulumi:providers:kubernetes"
+
+
+def _enables_network_policy(addon: PolicyResource) -> bool:
+    values = addon.props.get("configurationValues")
+    try:
+        doc = json.loads(values) if isinstance(values, str) else values
+    except ValueError:
+        return False
+    return str(as_dict(doc).get("enableNetworkPolicy", "")).lower() == "true"
+
+
+def tenant_networkpolicy_enforced(args: StackValidationArgs, report: ReportViolation) -> None:
+    """T5: tenant NetworkPolicies land on a cluster whose CNI enforces them. On an EKS cluster of the stack, the
+    vpc-cni add-on the stack manages sets enableNetworkPolicy "true" (without it EKS stores the policies and
+    enforces none: EKS user guide, cni-network-policy-configure); on any other cluster (bare metal, adopted EKS)
+    the CNI the stack file declares (`networkPolicyCni`, by Kubernetes provider name) is one that enforces them."""
+    tenant_ns = set(tenant_namespaces(args.resources))
+    by_provider: dict[str, tuple[str, set[str]]] = {}
+    for np in objects(args.resources, "NetworkPolicy"):
+        ns = k8s_namespace(np.props)
+        if ns in tenant_ns and np.provider is not None:
+            by_provider.setdefault(np.provider.urn, (np.provider.name, set()))[1].add(str(ns))
+    if not by_provider:
+        return
+    addons = {
+        str(a.props.get("clusterName")): a
+        for a in args.resources
+        if a.resource_type == EKS_ADDON and a.props.get("addonName") == "vpc-cni"
+    }
+    for cluster, addon in addons.items():
+        if not _enables_network_policy(addon):
+            report(f'the vpc-cni add-on of EKS cluster {cluster} does not set enableNetworkPolicy "true"', addon.urn)
+    declared = as_dict(config(args, "networkPolicyCni", {}))
+    providers = {r.urn: r for r in args.resources if r.resource_type == K8S_PROVIDER}
+    for urn, (name, namespaces) in sorted(by_provider.items()):
+        where = f"tenant namespaces {', '.join(sorted(namespaces))} (Kubernetes provider {name})"
+        provider = providers.get(urn)
+        eks = next((d for d in provider.dependencies if d.resource_type == EKS_CLUSTER), None) if provider else None
+        if eks is not None:
+            cluster = str(eks.props.get("name") or eks.name)
+            if cluster not in addons:
+                report(
+                    f"{where}: EKS cluster {cluster} has no vpc-cni add-on turning NetworkPolicy enforcement on", urn
+                )
+            continue
+        cni = declared.get(name)
+        if cni is None:
+            report(
+                f"{where}: the cluster's CNI is not declared, so nothing shows their NetworkPolicies are enforced", urn
+            )
+        elif cni not in ENFORCING_CNIS:
+            report(f"{where}: the cluster's CNI ({cni}) enforces no NetworkPolicy", urn)
 
 
 def _open_peer(peer: Any) -> bool:
@@ -326,6 +386,20 @@ ALL = [
         enforcement=MANDATORY,
         config_schema=schema(tenants=TENANTS_SCHEMA),
         remediation="The tenant bundle must create the default-deny and allow-DNS policies; report a gpufleet bug if missing.",
+    ),
+    stack_policy(
+        tenant_networkpolicy_enforced,
+        name="tenant-networkpolicy-enforced",
+        description='T5: tenant NetworkPolicies are enforced: EKS clusters of the stack run the vpc-cni add-on with enableNetworkPolicy "true" (EKS user guide, cni-network-policy-configure); other clusters declare a CNI that enforces NetworkPolicy (kubernetes.io network-policy-provider tasks).',
+        enforcement=MANDATORY,
+        config_schema=schema(
+            networkPolicyCni={
+                "type": "object",
+                "additionalProperties": {"type": "string"},
+                "description": "Kubernetes provider name -> the CNI its cluster runs (written from kubernetes.network_policy_cni).",
+            }
+        ),
+        remediation="Set kubernetes.network_policy_cni of a bare-metal or adopted site to a CNI that enforces NetworkPolicy (calico, cilium, antrea, kube-router, vpc-cni with enableNetworkPolicy); gpufleet manages vpc-cni on clusters it creates.",
     ),
     resource_policy(
         no_allow_all_networkpolicy,

@@ -181,6 +181,27 @@ def netpol(ns: str, name: str, spec: dict[str, Any]) -> PlanResource:
     )
 
 
+def k8s_provider(name: str = "site-k8s", site: str = AWS_SITE, cluster: PlanResource | None = None) -> PlanResource:
+    """A site's Kubernetes provider; an EKS site's depends on its cluster (the kubeconfig comes from it)."""
+    deps = [cluster.key] if cluster is not None else []
+    return PlanResource(f"{site}$pulumi:providers:kubernetes::{name}", "pulumi:providers:kubernetes", name, None,
+                        True, {"enableServerSideApply": "true"}, dependencies=deps)  # fmt: skip
+
+
+def vpc_cni_addon(
+    cluster: str = "c1-prod-site", values: str | None = '{"enableNetworkPolicy": "true"}'
+) -> PlanResource:
+    inputs = {"addonName": "vpc-cni", "clusterName": cluster, "addonVersion": "v1.0.0-fixture", "tags": TAGS}
+    if values is not None:
+        inputs["configurationValues"] = values
+    return res("aws:eks/addon:Addon", "site-cluster-vpc-cni", inputs)
+
+
+def tenant_policies_on(provider: PlanResource, ns: str = "research") -> list[PlanResource]:
+    """A tenant namespace and its default-deny policy, sent through `provider`."""
+    return [with_(namespace(ns), provider=provider.key), with_(default_deny(ns), provider=provider.key)]
+
+
 def tenant_bundle(ns: str = "research") -> list[PlanResource]:
     """Everything the tenancy and segmentation stack rules expect of one tenant."""
     return [namespace(ns), quota(ns), limit_range(ns), default_sa(ns), local_queue(ns), default_deny(ns), allow_dns(ns)]

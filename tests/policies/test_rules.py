@@ -33,6 +33,10 @@ def bundle_without_policy(name: str) -> list[PlanResource]:
 
 
 TENANTS = {"tenants": ["research"]}
+EKS = fx.with_(fx.eks_cluster(public=False), name="c1-prod-site")
+EKS_K8S = fx.k8s_provider(cluster=EKS)
+DC_K8S = fx.k8s_provider("dc-k8s", site=fx.BM_SITE)
+DC2_K8S = fx.k8s_provider("dc2-k8s", site=fx.BM_SITE)
 B = fx.bucket()
 EFA_SELF = {"protocol": "-1", "fromPort": 0, "toPort": 0, "self": True}
 LT_P5 = fx.launch_template()
@@ -141,6 +145,17 @@ CASES = [
     Case("tenant-local-queue", fx.tenant_bundle(), bundle_without("LocalQueue"), TENANTS),
     Case("priority-classes", [*fx.tenant_bundle(), fx.priority_class()], fx.tenant_bundle(), TENANTS),
     # -- segmentation
+    # EKS enforces NetworkPolicy only with the vpc-cni add-on's enableNetworkPolicy "true" (EKS user guide,
+    # https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.html); elsewhere the declared CNI.
+    Case("tenant-networkpolicy-enforced", [EKS, EKS_K8S, fx.vpc_cni_addon(), *fx.tenant_policies_on(EKS_K8S)],
+         [EKS, EKS_K8S, fx.vpc_cni_addon(values=None), *fx.tenant_policies_on(EKS_K8S)]),
+    Case("tenant-networkpolicy-enforced", [EKS, EKS_K8S, fx.vpc_cni_addon(), *fx.tenant_policies_on(EKS_K8S)],
+         [EKS, EKS_K8S, *fx.tenant_policies_on(EKS_K8S)], id="no-addon"),
+    Case("tenant-networkpolicy-enforced", [DC_K8S, *fx.tenant_policies_on(DC_K8S)],
+         [DC2_K8S, *fx.tenant_policies_on(DC2_K8S)], {"networkPolicyCni": {"dc-k8s": "calico", "dc2-k8s": "none"}},
+         id="declared"),
+    Case("tenant-networkpolicy-enforced", [DC_K8S, *fx.tenant_policies_on(DC_K8S)],
+         [DC2_K8S, *fx.tenant_policies_on(DC2_K8S)], {"networkPolicyCni": {"dc-k8s": "cilium"}}, id="undeclared"),
     Case("tenant-default-deny", fx.tenant_bundle(), bundle_without_policy("default-deny"), TENANTS),
     Case("tenant-default-deny", fx.tenant_bundle(), bundle_without_policy("allow-dns"), TENANTS, id="no-dns"),
     Case("no-allow-all-networkpolicy", [fx.default_deny(), fx.allow_dns()], [fx.netpol("research", "open", {"podSelector": {}, "ingress": [{}]})]),
