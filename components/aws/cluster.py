@@ -96,7 +96,7 @@ class EksClusterStack(pulumi.ComponentResource):
         self.name = cluster_name(args.tags, site)
         node_role = self._node_role()
         self.node_role_arn = node_role.arn
-        self.autoscaling_role = args.autoscaling_role or self._autoscaling_role(node_role)
+        self.autoscaling_role = args.autoscaling_role or self._autoscaling_role()
         self.key = self._key(node_role)
         self.key_arn = self.key.arn
         cluster = self._adopted() if site.cluster.adopt_name else self._created()
@@ -141,7 +141,7 @@ class EksClusterStack(pulumi.ComponentResource):
             )
         return role
 
-    def _autoscaling_role(self, node_role: aws.iam.Role) -> pulumi.Resource:
+    def _autoscaling_role(self) -> pulumi.Resource:
         """AWSServiceRoleForAutoScaling, which the key policy names: created, or read where it exists (the
         account's first Auto Scaling group creates it, so a fresh account has none; terraform-aws-eks #3013).
         Kept on destroy: other Auto Scaling groups of the account launch under it."""
@@ -154,9 +154,8 @@ class EksClusterStack(pulumi.ComponentResource):
                 tags=a.tags.aws(),
                 opts=self._opts(retain_on_delete=True),
             )
-        region = a.site.region
-        arn = node_role.arn.apply(lambda n: iam.autoscaling_role_arn(region, iam.account_of(n)))
-        return aws.iam.ServiceLinkedRole.get(f"{self._n}-autoscaling-role", id=arn, opts=self._opts())
+        # A read by role name (the IAM role's id): fails at preview, naming the role, where it does not exist.
+        return aws.iam.Role.get(f"{self._n}-autoscaling-role", id=iam.AUTOSCALING_ROLE_NAME, opts=self._opts())
 
     def _key(self, node_role: aws.iam.Role) -> aws.kms.Key:
         region, name = self._args.site.region, self.name

@@ -40,11 +40,12 @@ def account_of(arn: str | None) -> str:
 
 
 AUTOSCALING_SERVICE = "autoscaling.amazonaws.com"
+AUTOSCALING_ROLE_NAME = "AWSServiceRoleForAutoScaling"
 
 
 def autoscaling_role_arn(region: str, account: str) -> str:
     """ARN of the account's EC2 Auto Scaling service-linked role (its path and name are fixed by AWS)."""
-    return f"arn:{partition(region)}:iam::{account}:role/aws-service-role/{AUTOSCALING_SERVICE}/AWSServiceRoleForAutoScaling"
+    return f"arn:{partition(region)}:iam::{account}:role/aws-service-role/{AUTOSCALING_SERVICE}/{AUTOSCALING_ROLE_NAME}"
 
 
 def control_plane_log_group(cluster: str) -> str:

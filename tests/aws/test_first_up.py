@@ -51,8 +51,14 @@ def adopted_plan(tmp_path_factory: pytest.TempPathFactory) -> Plan:
 
 @pytest.fixture(scope="module")
 def tgw_plan(tmp_path_factory: pytest.TempPathFactory) -> Plan:
-    """hybrid connected through a transit gateway, with ECR/STS interface endpoints and a capacity-block pool."""
+    """hybrid connected through a transit gateway, with ECR/STS interface endpoints and a capacity-block pool, and
+    a second AWS site (reached over its public endpoint from the on-prem egress) in the same account."""
     config: dict[str, Any] = example_config("hybrid")
+    config["gpufleet:estate"]["sites"].append(
+        {"kind": "aws", "name": "cloud2", "region": "us-east-1", "availability_zones": ["us-east-1a", "us-east-1b"],
+         "vpc": {"cidr": "10.60.0.0/16"}, "cluster": {"endpoint_public_cidrs": ["198.51.100.0/29"]},
+         "interconnect": {"kind": "public", "site": "onprem", "egress_cidrs": ["198.51.100.0/29"]}}
+    )  # fmt: skip
     cloud = config["gpufleet:estate"]["sites"][1]
     cloud["interconnect"] = {"kind": "transit-gateway", "site": "onprem", "transit_gateway_id": "tgw-0123456789abcdef0",
                              "onprem_cidrs": ["10.30.0.0/16", "10.31.0.0/16"]}  # fmt: skip
@@ -140,6 +146,14 @@ def test_key_waits_for_the_autoscaling_role_it_names(example_plans: dict[str, Pl
     asg = iam.autoscaling_role_arn("us-east-1", "ACCOUNT_ID_KNOWN_AT_APPLY")
     assert json.dumps({"AWS": asg}) in principals
     assert asg.endswith(":role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling")
+
+
+def test_two_aws_sites_of_one_account_share_one_autoscaling_role(tgw_plan: Plan) -> None:
+    # IAM holds one AWSServiceRoleForAutoScaling per account; a second create would fail.
+    (role,) = tgw_plan.find(SLR)
+    for site in ("cloud", "cloud2"):
+        assert role.key in tgw_plan.one(KEY, f"{site}-cluster-key").dependencies
+    assert not tgw_plan.find(INGRESS, "cloud2-cluster-api-198.51.100.0-29")  # public path: no private rule
 
 
 def test_an_existing_autoscaling_role_is_read_not_created(adopted_plan: Plan) -> None:
