@@ -14,7 +14,7 @@ import yaml
 from pydantic import ValidationError
 
 from components.model.catalog import CatalogError
-from components.model.spec import BurstLedgerEntry, BurstWindow, EstateSpec, SpecFieldError
+from components.model.spec import BurstLedgerEntry, BurstWindow, EstateSpec, SpecFieldError, SpecProblems
 
 ESTATE_KEY = "gpufleet:estate"
 WINDOW_KEY = "gpufleet:burstWindow"
@@ -55,24 +55,31 @@ def yaml_path(base: str, loc: tuple[int | str, ...]) -> str:
 SCHEMA_HINT = "`gpufleet schema` lists the allowed keys"
 
 
+def problem_line(source: str, base: str, path: str, message: str) -> str:
+    """The one shape of an error line: `file: yaml.path: message` (the path is `base` + `path`)."""
+    where = ".".join(x for x in (base, path) if x)
+    return f"{source}: {where or '(top level)'}: {message}"
+
+
 def validation_problems(err: ValidationError, source: str, base: str, hint: str = SCHEMA_HINT) -> list[str]:
     """One `file: yaml.path: message` line per pydantic error; `base` prefixes every path ("" for the top level)."""
     out = []
     for e in err.errors():
         ctx_err = (e.get("ctx") or {}).get("error")
+        if isinstance(ctx_err, SpecProblems):
+            out += [problem_line(source, base, p.path, p.message) for p in ctx_err.problems]
+            continue
         if isinstance(ctx_err, SpecFieldError):
-            path = ".".join(p for p in (base, ctx_err.path) if p)
-            msg = ctx_err.message
-        else:
-            path = yaml_path(base, tuple(e["loc"])).lstrip(".")
-            msg = e["msg"].removeprefix("Value error, ")
-            if isinstance(ctx_err, CatalogError):
-                msg = str(ctx_err).strip("'\"")
-            if e["type"] == "extra_forbidden":
-                msg = f"unknown key (check the spelling; {hint})"
-            elif e["type"] == "missing":
-                msg = "required key is missing"
-        out.append(f"{source}: {path or '(top level)'}: {msg}")
+            out.append(problem_line(source, base, ctx_err.path, ctx_err.message))
+            continue
+        msg = e["msg"].removeprefix("Value error, ")
+        if isinstance(ctx_err, CatalogError):
+            msg = str(ctx_err).strip("'\"")
+        if e["type"] == "extra_forbidden":
+            msg = f"unknown key (check the spelling; {hint})"
+        elif e["type"] == "missing":
+            msg = "required key is missing"
+        out.append(problem_line(source, "", yaml_path(base, tuple(e["loc"])).lstrip("."), msg))
     return out
 
 
@@ -116,7 +123,7 @@ def check_window(spec: EstateSpec, window: BurstWindow | None, source: str) -> N
     base = f"config.{WINDOW_KEY}"
     problems = window_problems(spec, window)
     if problems:
-        raise SpecError([f"{source}: {base}{'.' + p.path if p.path else ''}: {p.message}" for p in problems])
+        raise SpecError([problem_line(source, base, p.path, p.message) for p in problems])
 
 
 def parse_ledger(raw: Any, source: str) -> list[BurstLedgerEntry]:

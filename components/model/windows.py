@@ -22,8 +22,8 @@ from components.model.spec import (
     BurstWindow,
     EfaFabric,
     EstateSpec,
+    Problem,
     Scaling,
-    SpecFieldError,
 )
 
 
@@ -114,30 +114,28 @@ def _units_per_gpu(pool: AwsNodePool) -> int:
     return 1
 
 
-def window_problems(spec: EstateSpec, window: BurstWindow) -> list[SpecFieldError]:
+def window_problems(spec: EstateSpec, window: BurstWindow) -> list[Problem]:
     """Ways a window in stack config does not fit the estate (paths relative to the window value)."""
     if spec.burst is None:
-        return [SpecFieldError("", "the estate has no burst policy, so it cannot have a burst window")]
+        return [Problem("", "the estate has no burst policy, so it cannot have a burst window")]
     pools = {p.name: p for p in burst_pools(spec)}
     pool = pools.get(window.pool)
     if pool is None:
-        return [SpecFieldError("pool", f"{window.pool} is not a burst pool (burst pools: {', '.join(pools)})")]
+        return [Problem("pool", f"{window.pool} is not a burst pool (burst pools: {', '.join(pools)})")]
     problems = []
     if window.instance_type != pool.instance_type:
         problems.append(
-            SpecFieldError(
+            Problem(
                 "instance_type",
                 f"pool {pool.name} runs {pool.instance_type}, not {window.instance_type}; a window grows an "
                 "existing burst pool and cannot change its instance type",
             )
         )
     if window.nodes > pool.scaling.max:
-        problems.append(
-            SpecFieldError("nodes", f"{window.nodes} nodes exceed pool {pool.name}'s max of {pool.scaling.max}")
-        )
+        problems.append(Problem("nodes", f"{window.nodes} nodes exceed pool {pool.name}'s max of {pool.scaling.max}"))
     zone = pool_zone(cloud_site(spec), pool)
     if zone is not None and window.availability_zone != zone:
-        problems.append(SpecFieldError("availability_zone", f"pool {pool.name} runs in {zone}"))
+        problems.append(Problem("availability_zone", f"pool {pool.name} runs in {zone}"))
     return problems
 
 

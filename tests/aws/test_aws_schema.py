@@ -33,6 +33,7 @@ def test_non_efa_pool_rejected_on_an_efa_fabric() -> None:
     estate = example_estate("aws-train")
     estate["sites"][0]["node_pools"][1]["fabric"] = "train-efa"  # l40s: g6e.12xlarge supports EFA, so use xlarge
     estate["sites"][0]["node_pools"][1]["instance_type"] = "g6e.xlarge"
+    estate["sites"][0]["node_pools"][1]["scaling"] = {"min": 1, "max": 24}  # one GPU each: quotas still fit
     problems = _problems(estate)
     assert len(problems) == 1
     assert f"{BASE}[1].fabric: " in problems[0]

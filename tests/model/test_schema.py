@@ -67,7 +67,10 @@ BAD: dict[str, tuple[Callable[[dict[str, Any]], None], str, str]] = {
         "EFA",
     ),
     "non_efa_type_on_efa_fabric": (
-        lambda e: aws(e)["node_pools"][1].update(fabric="train-efa", instance_type="g6e.xlarge"),
+        # g6e.xlarge has one GPU: 24 nodes keep the l40s quotas (24 GPUs) within the pool
+        lambda e: aws(e)["node_pools"][1].update(
+            fabric="train-efa", instance_type="g6e.xlarge", scaling={"min": 1, "max": 24}
+        ),
         "sites[0].node_pools[1].fabric",
         "does not support EFA",
     ),
@@ -87,7 +90,8 @@ BAD: dict[str, tuple[Callable[[dict[str, Any]], None], str, str]] = {
         "pool a100 does not exist",
     ),
     "untrusted_on_shared_pool": (
-        lambda e: e["tenants"][2]["gpu_quota"].update(l40s=2),
+        # product gives up 2 of its l40s GPUs so that only the untrusted placement is wrong
+        lambda e: (e["tenants"][2]["gpu_quota"].update(l40s=2), e["tenants"][1]["gpu_quota"].update(l40s=14)),
         "tenants[2].gpu_quota.l40s",
         "untrusted",
     ),

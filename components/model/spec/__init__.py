@@ -32,7 +32,17 @@ from components.model.spec.baremetal import (
     Server,
     SshAccess,
 )
-from components.model.spec.base import DNS1123, CapacityType, Metadata, Model, Name, Problem, Role, SpecFieldError
+from components.model.spec.base import (
+    DNS1123,
+    CapacityType,
+    Metadata,
+    Model,
+    Name,
+    Problem,
+    Role,
+    SpecFieldError,
+    SpecProblems,
+)
 from components.model.spec.burst import BurstLedgerEntry, BurstPolicy, BurstWindow
 from components.model.spec.estate import EstateSpec, PolicySettings, json_schema
 from components.model.spec.pools import Capacity, PoolBase, Scaling, Sharing
@@ -102,6 +112,7 @@ __all__ = [
     "Site",
     "SiteBase",
     "SpecFieldError",
+    "SpecProblems",
     "SshAccess",
     "StorageTier",
     "Tenant",

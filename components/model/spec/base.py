@@ -35,6 +35,14 @@ class SpecFieldError(ValueError):
         self.message = message
 
 
+class SpecProblems(ValueError):
+    """Every broken cross-field rule of one value at once; the loader prints one line per problem."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("; ".join(f"{p.path}: {p.message}" if p.path else p.message for p in problems))
+        self.problems = problems
+
+
 class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

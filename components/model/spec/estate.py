@@ -11,7 +11,7 @@ from components.model import catalog
 from components.model.spec.access import AwsAccount, Deployer
 from components.model.spec.aws import AwsNodePool
 from components.model.spec.baremetal import BaremetalNodePool, Server
-from components.model.spec.base import Metadata, Model, Name, SpecFieldError
+from components.model.spec.base import Metadata, Model, Name, SpecProblems
 from components.model.spec.burst import BurstPolicy
 from components.model.spec.rules import estate_problems
 from components.model.spec.sites import AwsSite, BaremetalSite, Site
@@ -116,8 +116,9 @@ class EstateSpec(Model):
     # -- cross-field rules (components.model.spec.rules) ----------------------------------------------
     @model_validator(mode="after")
     def _cross_field_rules(self) -> EstateSpec:
-        for problem in estate_problems(self):
-            raise SpecFieldError(problem.path, problem.message)
+        problems = estate_problems(self)
+        if problems:
+            raise SpecProblems(problems)
         return self
 
 
