@@ -29,14 +29,20 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from components.model.nodes import DEDICATED_TENANT_LABEL, GPU_PRESENT_LABEL, GPU_TAINT, POOL_LABEL, TENANT_NODE_LABEL
-from components.model.tags import SHARED
+from components.model.conventions import (
+    DEDICATED_TENANT_LABEL,
+    GPU_PRESENT_LABEL,
+    GPU_TAINT,
+    HELM_RELEASE,
+    POOL_LABEL,
+    SHARED,
+    TENANT_LABEL,
+    TENANT_NODE_LABEL,
+)
 
 MANDATORY = EnforcementLevel.MANDATORY
 ADVISORY = EnforcementLevel.ADVISORY
 
-TENANT_LABEL = "tenant"  # T1: every tenant namespace carries tenant=<id>
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 
 # AWS resource types (pulumi-aws 7 type tokens)
 EKS_CLUSTER = "aws:eks/cluster:Cluster"

@@ -13,7 +13,7 @@ from components.aws import iam
 from components.aws.launch import launch_template_args, template_version
 from components.kubernetes.versions import VPC_CNI_ADDON
 from components.model.cni import VPC_CNI_NETWORK_POLICY
-from components.model.nodes import ROLE_LABEL
+from components.model.conventions import ROLE_LABEL
 from components.model.reach import private_api_sources
 from components.model.spec import AwsSite, EstateSpec
 from components.model.tags import Tags

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from components.model.conventions import FABRIC_TAG
 from components.model.spec import AwsNodePool, AwsSite, EfaFabric
 from components.model.tags import Tags
 
@@ -76,7 +77,7 @@ class EfaFabricStack(pulumi.ComponentResource):
             cidr_block=f.subnet_cidr,
             availability_zone=f.availability_zone,
             map_public_ip_on_launch=False,
-            tags=self._args.tags.aws(Name=f"{self._name}-subnet", fabric=f.name),
+            tags=self._args.tags.aws(Name=f"{self._name}-subnet", **{FABRIC_TAG: f.name}),
             opts=self._opts(),
         )
         if self._args.private_route_table_id is not None:
@@ -106,7 +107,7 @@ class EfaFabricStack(pulumi.ComponentResource):
                     protocol="-1", from_port=0, to_port=0, self=True, description="EFA: all traffic to the fabric"
                 )
             ],
-            tags=self._args.tags.aws(Name=f"{self._name}-sg", fabric=f.name),
+            tags=self._args.tags.aws(Name=f"{self._name}-sg", **{FABRIC_TAG: f.name}),
             opts=self._opts(),
         )
         return sg.id
@@ -122,7 +123,7 @@ class EfaFabricStack(pulumi.ComponentResource):
             f"{self._name}-pg",
             name=group_name,
             strategy="cluster",
-            tags=self._args.tags.aws(Name=group_name, fabric=f.name),
+            tags=self._args.tags.aws(Name=group_name, **{FABRIC_TAG: f.name}),
             opts=self._opts(),
         )
         return group_name

@@ -10,9 +10,10 @@ import pulumi_aws as aws
 
 from components.aws.efa import efa_interfaces
 from components.aws.launch import launch_template_args, nodeadm_user_data, template_version
-from components.model.nodes import Taint, pool_labels, pool_taints
+from components.model.conventions import POOL_TAG, SHARED, Taint, eks_rejects_label
+from components.model.nodes import pool_labels, pool_taints
 from components.model.spec import AwsNodePool, BurstWindow, EstateSpec
-from components.model.tags import SHARED, Tags
+from components.model.tags import Tags
 from components.model.windows import effective_scaling
 
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
@@ -23,9 +24,6 @@ CAPACITY_TYPES = {
     "capacity-block": "CAPACITY_BLOCK",  # EKS user guide, capacity-blocks-mng
 }
 MNG_TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
-# The EKS node-group API rejects labels under these prefixes ("Label cannot contain reserved prefixes"), and
-# kubelets may not self-apply them (NodeRestriction); such labels must be set on Node objects by an admin.
-MNG_RESERVED_LABEL_PREFIXES = ("kubernetes.io/", "k8s.io/", "eks.amazonaws.com/")
 
 
 def imds_hop_limit(pool: AwsNodePool) -> int:
@@ -33,12 +31,9 @@ def imds_hop_limit(pool: AwsNodePool) -> int:
 
 
 def mng_labels(spec: EstateSpec, pool: AwsNodePool) -> dict[str, str]:
-    """The pool's node labels the node-group API accepts (see MNG_RESERVED_LABEL_PREFIXES)."""
-    return {
-        k: v
-        for k, v in pool_labels(spec, pool).items()
-        if not any(k.startswith(p) or f".{p}" in k for p in MNG_RESERVED_LABEL_PREFIXES)
-    }
+    """The pool's node labels the node-group API accepts. The others (TENANT_NODE_LABEL) kubelets may not
+    self-apply either (NodeRestriction); the tenant taint and DEDICATED_TENANT_LABEL mark such pools instead."""
+    return {k: v for k, v in pool_labels(spec, pool).items() if not eks_rejects_label(k)}
 
 
 def mng_taint(t: Taint) -> aws.eks.NodeGroupTaintArgs:
@@ -95,7 +90,7 @@ class GpuNodePool(pulumi.ComponentResource):
         self._n = name
         self._args = args
         pool = args.pool
-        self._tags = args.tags.aws(tenant=pool.dedicated_to or SHARED, pool=pool.name)
+        self._tags = args.tags.aws(tenant=pool.dedicated_to or SHARED, **{POOL_TAG: pool.name})
         self.launch_template = self._launch_template()
         self.node_group = self._node_group()
         self.register_outputs({})

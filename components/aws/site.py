@@ -16,6 +16,7 @@ from components.aws.network import SiteNetwork, SiteNetworkArgs
 from components.aws.node_pool import EfaAttachment, GpuNodePool, GpuNodePoolArgs
 from components.aws.storage import SiteStorage, SiteStorageArgs
 from components.model.cni import k8s_provider_name
+from components.model.conventions import AWS_SITE_TYPE
 from components.model.spec import AwsNodePool, AwsSite, BurstWindow, EfaFabric, EstateSpec, ScratchTier
 from components.model.tags import Tags
 
@@ -41,7 +42,7 @@ class AwsSiteStack(pulumi.ComponentResource):
     cluster_name: str
 
     def __init__(self, name: str, args: AwsSiteArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gpufleet:aws:Site", name, None, opts)
+        super().__init__(AWS_SITE_TYPE, name, None, opts)
         self._n = name
         self._args = args
         self.aws_provider = aws.Provider(

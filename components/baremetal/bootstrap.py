@@ -32,7 +32,8 @@ import pulumi_command as command
 
 from components.kubernetes import versions
 from components.model import catalog
-from components.model.nodes import Taint, pool_labels, pool_taints, server_topology_labels
+from components.model.conventions import Taint
+from components.model.nodes import pool_labels, pool_taints, server_topology_labels
 from components.model.spec import BaremetalNodePool, BaremetalSite, EstateSpec, ScratchTier, Server
 
 TEMPLATES = Path(__file__).parent / "templates"

@@ -12,9 +12,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.baremetal.bootstrap import node_labels
+from components.model.conventions import SHARED
 from components.model.nodes import pool_taints
 from components.model.spec import BaremetalNodePool, EstateSpec, Server
-from components.model.tags import SHARED, Tags
+from components.model.tags import Tags
 
 
 def patch_labels(spec: EstateSpec, tags: Tags, pool: BaremetalNodePool, server: Server) -> dict[str, str]:

@@ -13,6 +13,7 @@ from components.baremetal.fabric import BaremetalFabric, FabricArgs
 from components.baremetal.node_patch import node_patch
 from components.baremetal.storage import BaremetalStorage, StorageArgs
 from components.model.cni import k8s_provider_name
+from components.model.conventions import BAREMETAL_SITE_TYPE
 from components.model.spec import BaremetalSite, EstateSpec, InfinibandFabric, RoceFabric
 from components.model.tags import Tags
 
@@ -38,7 +39,7 @@ class BaremetalSiteStack(pulumi.ComponentResource):
     node_patches: dict[str, k8s.core.v1.NodePatch]
 
     def __init__(self, name: str, args: BaremetalSiteArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gpufleet:baremetal:Site", name, None, opts)
+        super().__init__(BAREMETAL_SITE_TYPE, name, None, opts)
         self._prefix = name
         self._args = args
         self.k8s_provider = k8s.Provider(

@@ -29,8 +29,8 @@ import pulumi_kubernetes as k8s
 
 from components.baremetal.bootstrap import local_volume_dir
 from components.kubernetes import helm, versions
-from components.kubernetes.namespaces import KUBE_SYSTEM
-from components.model.nodes import GPU_PRESENT_LABEL, pool_taints
+from components.model.conventions import GPU_PRESENT_LABEL, KUBE_SYSTEM, pod_security_labels
+from components.model.nodes import pool_taints
 from components.model.spec import BaremetalSite, NfsTier, OnPremS3Tier, ParallelFsTier, ScratchTier
 from components.model.tags import Tags
 
@@ -171,7 +171,7 @@ class BaremetalStorage(pulumi.ComponentResource):
     def _storage_namespace(self) -> k8s.core.v1.Namespace:
         if self._namespace is None:
             # No workloads run here: Pod Security `restricted` keeps it that way.
-            labels = {**self._labels, "pod-security.kubernetes.io/enforce": "restricted"}
+            labels = {**self._labels, **pod_security_labels("restricted", ("enforce",))}
             self._namespace = k8s.core.v1.Namespace(
                 f"{self._prefix}-namespace",
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=STORAGE_NAMESPACE, labels=labels),

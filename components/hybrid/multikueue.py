@@ -44,6 +44,7 @@ import yaml
 from components.kubernetes import kueue
 from components.kubernetes.cluster import ClusterStack
 from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs, TenantTolerations
+from components.model.conventions import pod_security_labels
 from components.model.spec import AwsSite, BaremetalSite, BurstWindow, EstateSpec, Tenant
 from components.model.tags import Tags
 from components.model.windows import BurstQuota, burst_pools, burst_quotas, cloud_site
@@ -259,9 +260,7 @@ class MultiKueueWiring(pulumi.ComponentResource):
         n = self._name
         ns = k8s.core.v1.Namespace(
             f"{n}-worker-ns",
-            metadata=self._object_meta(
-                WORKER_NAMESPACE, extra_labels={"pod-security.kubernetes.io/enforce": "restricted"}
-            ),
+            metadata=self._object_meta(WORKER_NAMESPACE, extra_labels=pod_security_labels("restricted", ("enforce",))),
             opts=self._on_worker,
         )
         in_ns = self._after(self._on_worker, ns)

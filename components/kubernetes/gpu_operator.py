@@ -33,7 +33,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.kubernetes import helm, placement, sharing, versions
-from components.kubernetes.namespaces import GPU_OPERATOR_NAMESPACE
+from components.model.conventions import GPU_OPERATOR_NAMESPACE
 from components.model.spec import AwsSite, BaremetalSite, EstateSpec, InfinibandFabric, ParallelFsTier, RoceFabric
 
 DEVICE_PLUGIN_CONFIGMAP = "gpufleet-device-plugin-configs"

@@ -22,12 +22,11 @@ from components.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs, rdm
 from components.kubernetes.namespaces import (
     DEVICE_PLUGIN_NAMESPACE,
     EFA_PLUGIN_NAMESPACE,
-    GPU_OPERATOR_NAMESPACE,
-    NETWORK_OPERATOR_NAMESPACE,
     SystemNamespaces,
     SystemNamespacesArgs,
 )
 from components.kubernetes.network_operator import NetworkOperator, NetworkOperatorArgs
+from components.model.conventions import GPU_OPERATOR_NAMESPACE, NETWORK_OPERATOR_NAMESPACE
 from components.model.spec import AwsSite, BaremetalSite, EstateSpec
 from components.model.tags import Tags
 

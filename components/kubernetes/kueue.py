@@ -33,19 +33,17 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components.kubernetes import helm, versions
-from components.model import nodes
+from components.model import conventions, nodes
 from components.model.spec import AwsNodePool, AwsSite, BaremetalNodePool, BaremetalSite, EstateSpec, Tenant
 from components.model.tags import Tags
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 KUEUE_NAMESPACE = "kueue-system"
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-MANAGED_NAMESPACE_LABEL = "tenant"
+MANAGED_NAMESPACE_LABEL = conventions.TENANT_LABEL
 """Tenant namespaces carry `tenant=<id>`; Kueue manages jobs without a queue name only in such namespaces."""
 DEFAULT_LOCAL_QUEUE = "default"
 """Kueue (LocalQueueDefaulting, ungated in v0.19) sends jobs and pods without a queue-name label in a managed
 namespace to the LocalQueue named `default` there; each tenant's points at the tenant's ClusterQueue."""
-GPU_RESOURCE = "nvidia.com/gpu"
 FAIR_SHARING = True
 WAIT_FOR_PODS_READY_TIMEOUT = "10m"
 WAIT_FOR_PODS_RECOVERY_TIMEOUT = "3m"
@@ -65,8 +63,8 @@ def is_burst(pool: Pool) -> bool:
 def gpu_resource_name(site: Site, pool: Pool) -> str:
     """The extended resource a pool's GPUs are advertised as: per MIG profile under mig_strategy mixed."""
     if pool.sharing.mode == "mig" and site.kubernetes.mig_strategy == "mixed":
-        return f"nvidia.com/mig-{pool.sharing.mig_profile}"
-    return GPU_RESOURCE
+        return f"{conventions.MIG_RESOURCE_PREFIX}{pool.sharing.mig_profile}"
+    return conventions.GPU_RESOURCE
 
 
 def scheduled_pools(site: Site) -> list[Pool]:
@@ -116,9 +114,9 @@ def resource_flavor_spec(site: Site, pool: Pool) -> dict[str, Any]:
     Kueue injects nodeLabels as a nodeSelector and adds the tolerations to every pod it admits on this flavor,
     which is what pins a dedicated tenant's pods to its tainted nodes.
     """
-    labels = {nodes.POOL_LABEL: pool.name}
+    labels = {conventions.POOL_LABEL: pool.name}
     if pool.dedicated_to:
-        labels[nodes.DEDICATED_TENANT_LABEL] = pool.dedicated_to
+        labels[conventions.DEDICATED_TENANT_LABEL] = pool.dedicated_to
     spec: dict[str, Any] = {
         "nodeLabels": labels,
         "tolerations": [t.toleration() for t in nodes.pool_taints(pool)],
@@ -129,7 +127,7 @@ def resource_flavor_spec(site: Site, pool: Pool) -> dict[str, Any]:
 
 
 def topology_spec() -> dict[str, Any]:
-    return {"levels": [{"nodeLabel": label} for label in nodes.TOPOLOGY_LEVELS]}
+    return {"levels": [{"nodeLabel": label} for label in conventions.TOPOLOGY_LEVELS]}
 
 
 @dataclass(frozen=True)
@@ -155,8 +153,8 @@ class FlavorQuotas:
 
 def covered_resources(gpu_resources: Sequence[str]) -> list[str]:
     """cpu, memory, nvidia.com/gpu, then MIG resource names (sorted); Kueue wants this order in every flavor."""
-    migs = sorted({r for r in gpu_resources if r != GPU_RESOURCE})
-    return ["cpu", "memory", GPU_RESOURCE, *migs]
+    migs = sorted({r for r in gpu_resources if r != conventions.GPU_RESOURCE})
+    return ["cpu", "memory", conventions.GPU_RESOURCE, *migs]
 
 
 def cluster_queue_spec(
@@ -185,7 +183,7 @@ def cluster_queue_spec(
         preemption["borrowWithinCohort"] = borrow
     spec: dict[str, Any] = {
         "cohortName": cohort,
-        "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: namespace}} if namespace else {},
+        "namespaceSelector": {"matchLabels": {conventions.NAMESPACE_NAME_LABEL: namespace}} if namespace else {},
         "queueingStrategy": "BestEffortFIFO",
         "resourceGroups": [
             {
@@ -377,7 +375,7 @@ class Kueue(pulumi.ComponentResource):
     def _namespace(self) -> k8s.core.v1.Namespace:
         # The chart's manager runs as non-root, drops all capabilities and uses RuntimeDefault seccomp
         # (charts/kueue/values.yaml), so its namespace enforces Pod Security `restricted`.
-        psa = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "audit", "warn")}
+        psa = conventions.pod_security_labels("restricted")
         return k8s.core.v1.Namespace(
             f"{self._name}-namespace",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=KUEUE_NAMESPACE, labels={**self._labels, **psa}),

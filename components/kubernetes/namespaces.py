@@ -1,11 +1,11 @@
-"""System namespaces of the GPU software stack, and the one register of namespaces allowed to run privileged pods.
+"""System namespaces of the GPU software stack, labelled Pod Security `privileged`.
 
 Every operand of the GPU Operator (driver, toolkit, device plugin, GFD, MIG manager, DCGM exporter, validator),
 the Network Operator's DOCA driver and device plugins, the standalone NVIDIA device plugin and the AWS EFA
 device plugin run privileged or mount host paths, which Pod Security `baseline` forbids. Their namespaces are
 therefore labelled `pod-security.kubernetes.io/{enforce,audit,warn}=privileged` — and no other namespace may
-be: `PRIVILEGED_NAMESPACES` is the exemption register the policy packs read (check T6 / P5 in
-shared/reference/gpu-facts.md). Adding a namespace here is a security decision; say why next to it.
+be: `components.model.conventions.PRIVILEGED_NAMESPACES` is the one exemption register, which the policy packs
+read too (check T6 in docs/checklist.md).
 """
 
 from __future__ import annotations
@@ -16,31 +16,13 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.model.conventions import KUBE_SYSTEM, PRIVILEGED_NAMESPACES, pod_security_labels
 from components.model.tags import Tags
 
-GPU_OPERATOR_NAMESPACE = "gpu-operator"
-NETWORK_OPERATOR_NAMESPACE = "network-operator"
-KUBE_SYSTEM = "kube-system"
 # The standalone device plugin and the EFA device plugin run where their upstream charts document them
 # (kube-system): one privileged system namespace fewer than giving each its own.
 DEVICE_PLUGIN_NAMESPACE = KUBE_SYSTEM
 EFA_PLUGIN_NAMESPACE = KUBE_SYSTEM
-
-PRIVILEGED_NAMESPACES: frozenset[str] = frozenset(
-    {
-        GPU_OPERATOR_NAMESPACE,  # GPU Operator operands: privileged, hostPID (driver, toolkit, MIG manager)
-        NETWORK_OPERATOR_NAMESPACE,  # DOCA driver, RDMA / SR-IOV device plugins, multus, CNI installers
-        KUBE_SYSTEM,  # standalone NVIDIA device plugin, AWS EFA device plugin, the cluster's own CNI/proxy
-    }
-)
-"""The exemption register: the only namespaces whose Pod Security level may be `privileged`."""
-
-PSA_MODES = ("enforce", "audit", "warn")
-
-
-def privileged_labels() -> dict[str, str]:
-    """Pod Security Admission labels of an exempted system namespace (all three modes, privileged)."""
-    return {f"pod-security.kubernetes.io/{mode}": "privileged" for mode in PSA_MODES}
 
 
 def check_registered(namespaces: Iterable[str]) -> None:
@@ -68,7 +50,7 @@ class SystemNamespaces(pulumi.ComponentResource):
         super().__init__("gpufleet:kubernetes:SystemNamespaces", name, None, opts)
         check_registered(args.namespaces)
         self._name = name
-        self._labels = {**args.tags.labels(), **privileged_labels()}
+        self._labels = {**args.tags.labels(), **pod_security_labels("privileged")}
         self.resources: dict[str, pulumi.CustomResource] = {ns: self._namespace(ns) for ns in _unique(args.namespaces)}
         self.register_outputs({})
 

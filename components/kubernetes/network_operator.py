@@ -21,7 +21,7 @@ Decisions:
   not deployed: it needs a UFM endpoint and secret the schema does not model yet.
 - One NFD per cluster: the GPU Operator's (or the device plugin's) when present, else this chart's.
 - Node placement: the policy's daemons run only on nodes of the site's RDMA fabrics
-  (`components.model.nodes.FABRIC_LABEL`) and tolerate exactly those pools' GPU and tenant taints; the operator
+  (`components.model.conventions.FABRIC_LABEL`) and tolerate exactly those pools' GPU and tenant taints; the operator
   Deployment stays off GPU nodes.
 """
 
@@ -36,8 +36,7 @@ import pulumi_kubernetes as k8s
 
 from components.kubernetes import helm, placement, versions
 from components.kubernetes.gpu_operator import rdma_fabrics
-from components.kubernetes.namespaces import NETWORK_OPERATOR_NAMESPACE
-from components.model.nodes import FABRIC_LABEL
+from components.model.conventions import FABRIC_LABEL, NETWORK_OPERATOR_NAMESPACE
 from components.model.spec import AwsSite, BaremetalSite, InfinibandFabric, RoceFabric
 from components.model.tags import Tags
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from components.model.nodes import GPU_PRESENT_LABEL, GPU_TAINT, pool_taints
+from components.model.conventions import GPU_PRESENT_LABEL, GPU_TAINT
+from components.model.nodes import pool_taints
 from components.model.spec import AwsNodePool, BaremetalNodePool
 
 Pool = AwsNodePool | BaremetalNodePool

@@ -17,10 +17,10 @@ from typing import Any
 
 import yaml
 
+from components.model.conventions import GPU_RESOURCE
 from components.model.nodes import device_plugin_config_name
 from components.model.spec import AwsSite, BaremetalSite, EstateSpec
 
-GPU_RESOURCE = "nvidia.com/gpu"
 # Key of the config used by GPU nodes without a device-plugin config label. Pool names (the other keys) are
 # DNS-1123 labels and cannot contain a dot, so this key never collides with a pool's.
 DEFAULT_DEVICE_PLUGIN_CONFIG = "gpufleet.default"

@@ -6,7 +6,7 @@ are built by `components.kubernetes.kueue.Kueue`. Checks T1-T9 and T11 of shared
 Trust levels. An untrusted tenant (agents running generated code) has its quota only on pools dedicated to
 it, never time-sliced (the schema enforces both). Its pods reach its dedicated nodes because Kueue manages
 every job and pod in tenant namespaces (`manageJobsWithoutQueueName` with `managedJobsNamespaceSelector`) and
-injects the dedicated flavor's nodeSelector (`gpufleet.io/tenant=<id>`, see components.model.nodes) and the toleration for the `tenant=<id>:NoSchedule` taint at admission. A built-in
+injects the dedicated flavor's nodeSelector (`gpufleet.io/tenant=<id>`, see components.model.conventions) and the toleration for the `tenant=<id>:NoSchedule` taint at admission. A built-in
 ValidatingAdmissionPolicy (no controller, no Kyverno) backs this up: in the untrusted namespace, a pod that is
 no longer scheduling-gated must carry that nodeSelector, may not carry a toleration without a key or for
 another tenant's taint, and, where the site names a sandbox RuntimeClass, must set `runtimeClassName` to it.
@@ -31,7 +31,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.kubernetes import kueue
-from components.model import nodes
+from components.model import conventions
+from components.model.conventions import RDMA_LABEL, TENANT_LABEL, TRUST_LABEL, pod_security_labels
 from components.model.spec import (
     AwsSite,
     BaremetalSite,
@@ -43,14 +44,11 @@ from components.model.spec import (
     S3Tier,
     Tenant,
 )
-from components.model.tags import LABEL_PREFIX, Tags
+from components.model.tags import Tags
 
 Site = AwsSite | BaremetalSite
 
-PSA_MODES = ("enforce", "audit", "warn")
 RBAC_API_GROUP = "rbac.authorization.k8s.io"
-TRUST_LABEL = f"{LABEL_PREFIX}trust"
-RDMA_LABEL = f"{LABEL_PREFIX}rdma"
 # Pod Security Standards, baseline profile (kubernetes.io/docs/concepts/security/pod-security-standards):
 # capabilities a container may add, and the "safe" sysctls. RDMA namespaces allow IPC_LOCK on top.
 BASELINE_CAPABILITIES = (
@@ -158,17 +156,17 @@ def storage_egress(site: Site) -> list[StorageEgress]:
 
 
 def namespace_labels(tags: Tags, tenant: Tenant) -> dict[str, str]:
-    levels: dict[str, str] = {mode: tenant.pod_security for mode in PSA_MODES}
+    psa = pod_security_labels(tenant.pod_security)
     rdma = {}
     if tenant.rdma:  # enforcement moves to the RDMA admission policy (baseline + IPC_LOCK)
-        levels["enforce"] = "privileged"
+        psa.update(pod_security_labels("privileged", ("enforce",)))
         rdma = {RDMA_LABEL: "true"}
     return {
         **tags.labels(tenant=tenant.name, cost_center=tenant.cost_center),
         kueue.MANAGED_NAMESPACE_LABEL: tenant.name,
         TRUST_LABEL: tenant.trust,
         **rdma,
-        **{f"pod-security.kubernetes.io/{mode}": level for mode, level in levels.items()},
+        **psa,
     }
 
 
@@ -207,7 +205,7 @@ def resource_quota_hard(spec: EstateSpec, site: Site, tenant: Tenant) -> dict[st
 
 def untrusted_validations(tenant: Tenant, runtime_class: str | None) -> list[dict[str, str]]:
     """CEL rules of the untrusted tenant's ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1)."""
-    key = nodes.DEDICATED_TENANT_LABEL
+    key = conventions.DEDICATED_TENANT_LABEL
     gated = "has(object.spec.schedulingGates) && size(object.spec.schedulingGates) > 0"
     pinned = (
         f"has(object.spec.nodeSelector) && '{key}' in object.spec.nodeSelector && "
@@ -372,7 +370,7 @@ class TenantTolerations(pulumi.ComponentResource):
             TOLERATIONS_POLICY,
             tags.labels(),
             TOLERATION_VALIDATIONS,
-            {"matchExpressions": [{"key": "tenant", "operator": "Exists"}]},
+            {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]},
             self,
         )
         self.register_outputs({})
@@ -463,7 +461,9 @@ class TenantBundle(pulumi.ComponentResource):
                         {
                             "to": [
                                 {
-                                    "namespaceSelector": {"matchLabels": {kueue.NAMESPACE_NAME_LABEL: "kube-system"}},
+                                    "namespaceSelector": {
+                                        "matchLabels": {conventions.NAMESPACE_NAME_LABEL: "kube-system"}
+                                    },
                                     "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
                                 }
                             ],
@@ -556,7 +556,7 @@ class TenantBundle(pulumi.ComponentResource):
             f"gpufleet-{purpose}-{self._ns}",
             self._labels,
             validations,
-            {"matchLabels": {kueue.NAMESPACE_NAME_LABEL: self._ns}},
+            {"matchLabels": {conventions.NAMESPACE_NAME_LABEL: self._ns}},
             self,
             variables,
         )

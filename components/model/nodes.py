@@ -1,46 +1,26 @@
 """Node labels and taints of a pool: one place, used by AWS node groups, bare-metal node patches and Kueue
-ResourceFlavors (so a flavor's nodeLabels always match the nodes)."""
+ResourceFlavors (so a flavor's nodeLabels always match the nodes). The keys live in components.model.conventions."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from components.model.conventions import (
+    DEDICATED_TENANT_LABEL,
+    DEVICE_PLUGIN_CONFIG_LABEL,
+    FABRIC_LABEL,
+    GPU_PRESENT_LABEL,
+    GPU_PRODUCT_LABEL,
+    GPU_TAINT,
+    LEAF_LABEL,
+    MIG_CONFIG_LABEL,
+    POOL_LABEL,
+    RACK_LABEL,
+    RAIL_LABEL,
+    ROLE_LABEL,
+    TENANT_NODE_LABEL,
+    Taint,
+    tenant_taint,
+)
 from components.model.spec import AwsNodePool, BaremetalNodePool, EstateSpec, Server
-
-POOL_LABEL = "gpufleet.io/pool"
-ROLE_LABEL = "gpufleet.io/role"
-GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
-GPU_PRODUCT_LABEL = "gpufleet.io/gpu-model"
-TENANT_NODE_LABEL = "node-restriction.kubernetes.io/tenant"  # kubelets cannot set node-restriction labels
-# The tenant a node is dedicated to, as Kueue flavors and admission policies select it. It is also the cost
-# label (components.model.tags: `shared` on shared nodes). EKS node groups cannot carry TENANT_NODE_LABEL (reserved
-# kubernetes.io/ prefix), so this label is the one selector that exists on every site.
-DEDICATED_TENANT_LABEL = "gpufleet.io/tenant"
-MIG_CONFIG_LABEL = "nvidia.com/mig.config"  # read by the MIG manager
-DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"  # selects a named device-plugin config
-RACK_LABEL = "topology.gpufleet.io/rack"
-LEAF_LABEL = "topology.gpufleet.io/leaf"
-RAIL_LABEL = "topology.gpufleet.io/rail"
-HOSTNAME_LABEL = "kubernetes.io/hostname"
-TOPOLOGY_LEVELS = (RACK_LABEL, LEAF_LABEL, HOSTNAME_LABEL)  # Kueue Topology levels, widest first
-EFA_LABEL = "vpc.amazonaws.com/efa.present"
-FABRIC_LABEL = "gpufleet.io/fabric"
-
-
-@dataclass(frozen=True)
-class Taint:
-    key: str
-    value: str
-    effect: str  # NoSchedule | NoExecute | PreferNoSchedule
-
-    def as_k8s(self) -> dict[str, str]:
-        return {"key": self.key, "value": self.value, "effect": self.effect}
-
-    def toleration(self) -> dict[str, str]:
-        return {"key": self.key, "operator": "Equal", "value": self.value, "effect": self.effect}
-
-
-GPU_TAINT = Taint("nvidia.com/gpu", "present", "NoSchedule")
 
 
 def device_plugin_config_name(pool: AwsNodePool | BaremetalNodePool) -> str | None:
@@ -76,7 +56,7 @@ def pool_taints(pool: AwsNodePool | BaremetalNodePool) -> list[Taint]:
     """The GPU taint on every GPU node, plus the tenant taint on dedicated pools."""
     taints = [GPU_TAINT]
     if pool.dedicated_to:
-        taints.append(Taint("tenant", pool.dedicated_to, "NoSchedule"))
+        taints.append(tenant_taint(pool.dedicated_to))
     return taints
 
 

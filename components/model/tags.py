@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from components.model.conventions import DEDICATED_TENANT_LABEL, LABEL_PREFIX, SHARED, TENANT_LABEL
 from components.model.spec import EstateSpec
-
-SHARED = "shared"  # the `tenant` tag of resources no single tenant owns
-LABEL_PREFIX = "gpufleet.io/"
 
 
 @dataclass(frozen=True)
@@ -34,7 +32,7 @@ class Tags:
 
     def aws(self, *, tenant: str = SHARED, cost_center: str | None = None, **extra: str) -> dict[str, str]:
         """Tags for an AWS resource; `tenant` is `shared` unless one tenant owns it."""
-        tags = {**self.base, "tenant": tenant, **extra}
+        tags = {**self.base, TENANT_LABEL: tenant, **extra}
         if cost_center:
             tags["cost-center"] = cost_center
         return tags
@@ -46,7 +44,7 @@ class Tags:
             f"{LABEL_PREFIX}cost-center": _label_value(cost_center or self.base["cost-center"]),
             f"{LABEL_PREFIX}env": self.base["env"],
             f"{LABEL_PREFIX}cluster": self.base["cluster"],
-            f"{LABEL_PREFIX}tenant": tenant,
+            DEDICATED_TENANT_LABEL: tenant,
             **extra,
         }
 

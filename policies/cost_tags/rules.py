@@ -13,13 +13,12 @@ from typing import Any
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, StackValidationArgs
 
 from components.model import catalog
-from components.model.tags import LABEL_PREFIX
+from components.model.conventions import LABEL_PREFIX, REQUIRED_TAGS, TENANT_LABEL
 from policies.common import (
     ADVISORY,
     LAUNCH_TEMPLATE,
     MANDATORY,
     NODE_GROUP,
-    TENANT_LABEL,
     as_dict,
     as_list,
     config,
@@ -36,14 +35,12 @@ from policies.cost_tags.taggable import taggable_types
 PACK_NAME = "cost-tags"
 DEFAULT_ENFORCEMENT = MANDATORY
 
-# Same default as components.model.spec.Metadata.required_tags (a test keeps the two equal).
-DEFAULT_REQUIRED_TAGS = ("owner", "cost-center", "env", "cluster", "tenant")
-DEFAULT_REQUIRED_LABELS = tuple(f"{LABEL_PREFIX}{k}" for k in DEFAULT_REQUIRED_TAGS)
+DEFAULT_REQUIRED_LABELS = tuple(f"{LABEL_PREFIX}{k}" for k in REQUIRED_TAGS)
 PROPAGATED_TO = ("instance", "volume")
 
 
 def required_tags(args: ResourceValidationArgs | StackValidationArgs) -> list[str]:
-    return [str(t) for t in config(args, "requiredTags", list(DEFAULT_REQUIRED_TAGS))]
+    return [str(t) for t in config(args, "requiredTags", list(REQUIRED_TAGS))]
 
 
 def _missing(tags: Any, required: list[str]) -> list[str]:

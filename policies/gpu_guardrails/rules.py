@@ -9,12 +9,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, assert_never
 
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, StackValidationArgs
 
 from components.model import catalog
-from components.model.nodes import DEVICE_PLUGIN_CONFIG_LABEL, EFA_LABEL, FABRIC_LABEL, GPU_TAINT
+from components.model.conventions import (
+    DEVICE_PLUGIN_CONFIG_LABEL,
+    EFA_LABEL,
+    FABRIC_LABEL,
+    GPU_TAINT,
+    site_kind_of_urn,
+)
 from policies.common import (
     ADVISORY,
     FSX_LUSTRE,
@@ -43,8 +49,6 @@ PACK_NAME = "gpu-guardrails"
 DEFAULT_ENFORCEMENT = MANDATORY
 
 EFA_INTERFACE_TYPES = ("efa", "efa-only")
-AWS_SITE_TYPE = "gpufleet:aws:Site"  # component type tokens name the site kind in every URN below them
-BAREMETAL_SITE_TYPE = "gpufleet:baremetal:Site"
 UNPINNED = re.compile(r"(^$|latest|[\^~*<>|]|\bx\b|\.x$)", re.IGNORECASE)
 
 
@@ -188,24 +192,34 @@ def operator_driver_site(args: ResourceValidationArgs, report: ReportViolation) 
     if chart_name(args.props) != "gpu-operator":
         return
     values = as_dict(args.props.get("values"))
-    if AWS_SITE_TYPE in args.urn:
-        for part in ("driver", "toolkit"):
-            if not is_false(get(values, f"{part}.enabled")):
-                report(f"GPU Operator {args.name} on EKS must set {part}.enabled=false (the AMI ships it)", None)
-    elif BAREMETAL_SITE_TYPE in args.urn:
-        host_driver = args.name in [str(r) for r in config(args, "hostDriverReleases", [])]
-        if host_driver:
-            if not is_false(get(values, "driver.enabled")):
-                report(
-                    f"GPU Operator {args.name} is on a site whose hosts bring the NVIDIA driver "
-                    "(driver_managed_by: host): it must set driver.enabled=false",
-                    None,
-                )
-            return
-        if is_false(get(values, "driver.enabled")):
-            report(f"GPU Operator {args.name} on bare metal must install the driver (driver.enabled)", None)
-        if not get(values, "driver.version"):
-            report(f"GPU Operator {args.name} on bare metal must pin driver.version", None)
+    kind = site_kind_of_urn(args.urn)  # the site component's type token is in the URN of all below it
+    match kind:
+        case "aws":
+            for part in ("driver", "toolkit"):
+                if not is_false(get(values, f"{part}.enabled")):
+                    report(f"GPU Operator {args.name} on EKS must set {part}.enabled=false (the AMI ships it)", None)
+        case "baremetal":
+            _baremetal_operator_driver(args, values, report)
+        case None:
+            return  # not under a gpufleet site: nothing says who brings the driver
+        case _:
+            assert_never(kind)
+
+
+def _baremetal_operator_driver(args: ResourceValidationArgs, values: dict[str, Any], report: ReportViolation) -> None:
+    host_driver = args.name in [str(r) for r in config(args, "hostDriverReleases", [])]
+    if host_driver:
+        if not is_false(get(values, "driver.enabled")):
+            report(
+                f"GPU Operator {args.name} is on a site whose hosts bring the NVIDIA driver "
+                "(driver_managed_by: host): it must set driver.enabled=false",
+                None,
+            )
+        return
+    if is_false(get(values, "driver.enabled")):
+        report(f"GPU Operator {args.name} on bare metal must install the driver (driver.enabled)", None)
+    if not get(values, "driver.version"):
+        report(f"GPU Operator {args.name} on bare metal must pin driver.version", None)
 
 
 def chart_versions_pinned(args: ResourceValidationArgs, report: ReportViolation) -> None:

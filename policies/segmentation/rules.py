@@ -14,7 +14,7 @@ from typing import Any
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, StackValidationArgs
 
 from components.model.cni import ENFORCING as ENFORCING_CNIS
-from components.model.nodes import POOL_LABEL
+from components.model.conventions import FABRIC_TAG, POOL_LABEL, POOL_TAG
 from policies.common import (
     EKS_CLUSTER,
     LAUNCH_TEMPLATE,
@@ -205,7 +205,7 @@ def is_efa_security_group(r: PolicyResource) -> bool:
     """The EFA security group, by convention: tagged with its `fabric` (AWS fabrics are EFA), or its name,
     description or Name tag has the word `efa`."""
     tags = as_dict(r.props.get("tags"))
-    if tags.get("fabric"):
+    if tags.get(FABRIC_TAG):
         return True
     texts = [r.name, r.props.get("name"), r.props.get("namePrefix"), r.props.get("description"), tags.get("Name")]
     return any(_EFA_WORD.search(str(t).lower()) for t in texts if t)
@@ -304,7 +304,7 @@ def eks_endpoint_restricted(args: ResourceValidationArgs, report: ReportViolatio
 def launch_template_pool(name: str, props: Mapping[str, Any], pools: list[str]) -> str | None:
     """The node pool a launch template belongs to: its gpufleet.io/pool tag, else its name `<pool>-...`."""
     tags = as_dict(props.get("tags"))
-    for key in (POOL_LABEL, "pool"):
+    for key in (POOL_LABEL, POOL_TAG):
         if tags.get(key):
             return str(tags[key])
     for pool in sorted(pools, key=len, reverse=True):

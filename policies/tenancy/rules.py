@@ -14,12 +14,23 @@ from typing import Any
 import yaml
 from pulumi_policy import ReportViolation, ResourceValidationArgs, StackValidationArgs
 
-from components.model.nodes import TENANT_NODE_LABEL
-from policies.common import (
+from components.model.conventions import (
+    DEDICATED_TENANT_LABEL,
+    GPU_RESOURCE,
     HELM_RELEASE,
+    MIG_RESOURCE_PREFIX,
+    NAMESPACE_NAME_LABEL,
+    POD_SECURITY_MODES,
+    POD_SECURITY_PREFIX,
+    PRIVILEGED_NAMESPACES,
+    RDMA_LABEL,
+    SHARED,
+    TENANT_LABEL,
+    TENANT_NODE_LABEL,
+)
+from policies.common import (
     MANDATORY,
     NODE_GROUP,
-    TENANT_LABEL,
     TENANTS_SCHEMA,
     as_dict,
     as_list,
@@ -45,13 +56,6 @@ from policies.common import (
 PACK_NAME = "tenancy"
 DEFAULT_ENFORCEMENT = MANDATORY
 
-PSA = "pod-security.kubernetes.io/"
-# A tenant namespace marked for RDMA / EFA jobs (IPC_LOCK); check-list item P6.
-RDMA_LABEL = "gpufleet.io/rdma"
-# T6: system namespaces whose operands are privileged by design (GPU Operator, Network Operator, EFA plugin).
-# Used when neither config nor components.kubernetes.namespaces provides the exemption list.
-DEFAULT_PRIVILEGED_NAMESPACES = ("kube-system", "gpu-operator", "network-operator", "nvidia-network-operator")
-GPU_QUOTA_KEYS = ("requests.nvidia.com/gpu",)
 REQUIRED_COMPUTE_QUOTA = (("requests.cpu", "cpu"), ("requests.memory", "memory"))
 OBJECT_COUNT_QUOTA = ("pods", "services", "persistentvolumeclaims", "count/jobs.batch")
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection", "*"})
@@ -114,8 +118,8 @@ def tenant_gpu_quota(args: StackValidationArgs, report: ReportViolation) -> None
         if ns is None:
             continue
         keys = _quota_keys(args, ns)
-        if not any(k in GPU_QUOTA_KEYS or k.startswith("requests.nvidia.com/mig-") for k in keys):
-            report(f"namespace {ns} (tenant {tenant}) has no ResourceQuota on requests.nvidia.com/gpu", None)
+        if not any(k == f"requests.{GPU_RESOURCE}" or k.startswith(f"requests.{MIG_RESOURCE_PREFIX}") for k in keys):
+            report(f"namespace {ns} (tenant {tenant}) has no ResourceQuota on requests.{GPU_RESOURCE}", None)
         for alternatives in REQUIRED_COMPUTE_QUOTA:
             if not keys & set(alternatives):
                 report(f"namespace {ns} (tenant {tenant}) has no ResourceQuota on {alternatives[0]}", None)
@@ -157,21 +161,17 @@ def tenant_limit_range(args: StackValidationArgs, report: ReportViolation) -> No
 
 
 def privileged_namespaces(args: ResourceValidationArgs) -> list[str]:
+    """The exemption register: `privilegedNamespaces` from config, else the components' own register."""
     configured = config(args, "privilegedNamespaces", None)
     if configured is not None:
         return [str(n) for n in configured]
-    try:  # the components' published exemption register, once it exists
-        from components.kubernetes import namespaces as ns_module
-
-        return sorted(ns_module.PRIVILEGED_NAMESPACES)
-    except (ImportError, AttributeError):
-        return list(DEFAULT_PRIVILEGED_NAMESPACES)
+    return sorted(PRIVILEGED_NAMESPACES)
 
 
 def namespace_pod_security(args: ResourceValidationArgs, report: ReportViolation) -> None:
     labels = k8s_labels(args.props)
     name = k8s_name(args.props, args.name)
-    levels = {mode: labels.get(f"{PSA}{mode}") for mode in ("enforce", "audit", "warn")}
+    levels = {mode: labels.get(f"{POD_SECURITY_PREFIX}{mode}") for mode in POD_SECURITY_MODES}
     # An RDMA tenant namespace may hand enforcement to an admission policy (baseline + IPC_LOCK, rule
     # rdma-namespace-guarded); its audit and warn levels must still be restricted or baseline.
     rdma = bool(labels.get(TENANT_LABEL)) and labels.get(RDMA_LABEL) == "true" and levels["enforce"] == "privileged"
@@ -195,16 +195,14 @@ def rdma_namespace_guarded(args: StackValidationArgs, report: ReportViolation) -
     bindings = list(objects(args.resources, "ValidatingAdmissionPolicyBinding"))
     for ns_res in objects(args.resources, "Namespace"):
         labels = k8s_labels(ns_res.props)
-        if labels.get(RDMA_LABEL) != "true" or labels.get(f"{PSA}enforce") != "privileged":
+        if labels.get(RDMA_LABEL) != "true" or labels.get(f"{POD_SECURITY_PREFIX}enforce") != "privileged":
             continue
         ns = k8s_name(ns_res.props, ns_res.name)
         guarded = False
         for b in bindings:
             spec = as_dict(b.props.get("spec"))
             selector = as_dict(get(spec, "matchResources.namespaceSelector.matchLabels"))
-            if selector.get("kubernetes.io/metadata.name") != ns or "Deny" not in list(
-                spec.get("validationActions") or []
-            ):
+            if selector.get(NAMESPACE_NAME_LABEL) != ns or "Deny" not in list(spec.get("validationActions") or []):
                 continue
             policy = policies.get(str(spec.get("policyName")))
             if policy is None:
@@ -277,9 +275,7 @@ def tenant_rbac_namespaced(args: ResourceValidationArgs, report: ReportViolation
 
 
 def _tenant_label(labels: dict[str, str]) -> str | None:
-    from components.model.tags import LABEL_PREFIX, SHARED
-
-    value = labels.get(f"{LABEL_PREFIX}tenant")
+    value = labels.get(DEDICATED_TENANT_LABEL)
     return value if value and value != SHARED else None
 
 
@@ -338,8 +334,8 @@ def kueue_queue_pinned(args: ResourceValidationArgs, report: ReportViolation) ->
         for g in as_list(get(args.props, "spec.resourceGroups"))
         for r in as_list(as_dict(g).get("coveredResources"))
     }
-    if not any(r == "nvidia.com/gpu" or r.startswith("nvidia.com/mig-") for r in covered):
-        report(f"ClusterQueue {name} does not cover nvidia.com/gpu", None)
+    if not any(r == GPU_RESOURCE or r.startswith(MIG_RESOURCE_PREFIX) for r in covered):
+        report(f"ClusterQueue {name} does not cover {GPU_RESOURCE}", None)
 
 
 def kueue_manages_all_jobs(args: ResourceValidationArgs, report: ReportViolation) -> None:

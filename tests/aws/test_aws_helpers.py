@@ -13,8 +13,9 @@ from components.aws.launch import nodeadm_user_data
 from components.aws.network import plan_subnets
 from components.aws.node_pool import imds_hop_limit, mng_labels, mng_scaling
 from components.aws.storage import tenant_uid, throughput_warning
+from components.model.conventions import TENANT_NODE_LABEL
 from components.model.load import parse_estate
-from components.model.nodes import TENANT_NODE_LABEL, pool_labels
+from components.model.nodes import pool_labels
 from components.model.spec import AwsNodePool, AwsSite, BurstWindow, EfaFabric, FsxLustreTier
 from tests.conftest import example_estate
 

@@ -9,7 +9,7 @@ import pytest
 
 from components.baremetal.bootstrap import remote_command
 from components.kubernetes import versions
-from components.model.nodes import (
+from components.model.conventions import (
     FABRIC_LABEL,
     GPU_TAINT,
     LEAF_LABEL,

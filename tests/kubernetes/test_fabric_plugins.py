@@ -12,7 +12,7 @@ from components.kubernetes.network_operator import (
     nic_cluster_policy_spec,
     rdma_shared_resource_name,
 )
-from components.model.nodes import FABRIC_LABEL
+from components.model.conventions import FABRIC_LABEL
 from components.model.spec import AwsSite, EfaFabric, InfinibandFabric
 from gpufleet.engine.plan import Plan
 from tests.kubernetes.helpers import estate, release, releases

@@ -9,14 +9,9 @@ import pytest
 
 from components.kubernetes import sharing, versions
 from components.kubernetes.gpu_operator import gpu_operator_values
+from components.model.conventions import DEVICE_PLUGIN_CONFIG_LABEL, GPU_PRESENT_LABEL, MIG_CONFIG_LABEL, POOL_LABEL
 from components.model.load import SpecError
-from components.model.nodes import (
-    DEVICE_PLUGIN_CONFIG_LABEL,
-    GPU_PRESENT_LABEL,
-    MIG_CONFIG_LABEL,
-    POOL_LABEL,
-    pool_labels,
-)
+from components.model.nodes import pool_labels
 from gpufleet.engine.plan import Plan
 from tests.conftest import example_config
 from tests.kubernetes.helpers import estate, parse, release, time_sliced_pool

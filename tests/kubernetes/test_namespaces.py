@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.kubernetes.namespaces import PRIVILEGED_NAMESPACES, check_registered
+from components.kubernetes.namespaces import check_registered
+from components.model.conventions import PRIVILEGED_NAMESPACES
 from components.model.tags import Tags
 from gpufleet.engine.plan import Plan
 from tests.kubernetes.helpers import estate

@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from components.model.nodes import (
+from components.model.conventions import (
     DEVICE_PLUGIN_CONFIG_LABEL,
     FABRIC_LABEL,
     GPU_PRESENT_LABEL,

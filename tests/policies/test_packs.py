@@ -18,10 +18,9 @@ import yaml
 from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
-from components.model.spec import EstateSpec, Metadata
+from components.model.spec import EstateSpec
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.review import check
-from policies.cost_tags import rules as cost_rules
 from policies.cost_tags import taggable
 from tests.conftest import ROOT
 
@@ -57,12 +56,6 @@ def test_taggable_list_matches_the_installed_pulumi_aws() -> None:
     assert taggable.scan(taggable.installed_package_dir()) == on_disk
     assert taggable.is_taggable("aws:eks/nodeGroup:NodeGroup")
     assert not taggable.is_taggable("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock")
-
-
-def test_cost_tags_default_matches_the_schema_default() -> None:
-    assert list(cost_rules.DEFAULT_REQUIRED_TAGS) == Metadata.model_fields["required_tags"].get_default(
-        call_default_factory=True
-    )
 
 
 # -- the real analyzer entry point ------------------------------------------------------------------------

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from components.model.conventions import FABRIC_LABEL
 from components.model.load import ESTATE_KEY, parse_estate
-from components.model.nodes import FABRIC_LABEL
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.review import check
 from gpufleet.review.findings import mandatory

@@ -10,7 +10,7 @@ import pytest
 from celpy import celtypes, json_to_cel
 
 from components.kubernetes.tenancy import TOLERATION_VALIDATIONS, rdma_pod_policy, untrusted_validations
-from components.model.nodes import DEDICATED_TENANT_LABEL
+from components.model.conventions import DEDICATED_TENANT_LABEL
 from components.model.spec import Tenant
 
 ENV = celpy.Environment()

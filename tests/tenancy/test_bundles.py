@@ -9,7 +9,7 @@ import yaml
 
 from components.kubernetes import versions
 from components.kubernetes.priorities import PRIORITY_LEVELS
-from components.model import nodes
+from components.model import conventions
 from gpufleet.engine.plan import Plan
 from tests.conftest import example_config
 from tests.tenancy.conftest import in_namespace, k8s_object, k8s_objects
@@ -172,13 +172,13 @@ def test_storage_by_host_name_without_cidr_gets_no_storage_policy_but_a_warning(
 def test_untrusted_tenant_pods_pinned_by_flavor_and_admission_policy(plan_of: PlanOf) -> None:
     plan = plan_of("aws-train")
     flavor = k8s_object(plan, "ResourceFlavor", "agents-l40s").inputs["spec"]
-    assert flavor["nodeLabels"][nodes.DEDICATED_TENANT_LABEL] == "agents"
+    assert flavor["nodeLabels"][conventions.DEDICATED_TENANT_LABEL] == "agents"
     assert {"key": "tenant", "operator": "Equal", "value": "agents", "effect": "NoSchedule"} in flavor["tolerations"]
     cq = k8s_object(plan, "ClusterQueue", "agents").inputs["spec"]
     assert [f["name"] for f in cq["resourceGroups"][0]["flavors"]] == ["agents-l40s"]
     vap = k8s_object(plan, "ValidatingAdmissionPolicy", "gpufleet-untrusted-agents").inputs["spec"]
     rules = " ".join(v["expression"] for v in vap["validations"])
-    assert f"object.spec.nodeSelector['{nodes.DEDICATED_TENANT_LABEL}'] == 'agents'" in rules
+    assert f"object.spec.nodeSelector['{conventions.DEDICATED_TENANT_LABEL}'] == 'agents'" in rules
     assert "runtimeClassName" not in rules  # the site names no sandbox runtime
     binding = k8s_object(plan, "ValidatingAdmissionPolicyBinding", "gpufleet-untrusted-agents").inputs["spec"]
     assert binding["validationActions"] == ["Deny"]

@@ -8,7 +8,7 @@ import yaml
 
 from components.kubernetes import kueue
 from components.kubernetes.priorities import PRIORITY_LEVELS, priority_value
-from components.model import nodes
+from components.model import conventions, nodes
 from tests.tenancy.conftest import estate
 
 
@@ -22,9 +22,9 @@ def test_dedicated_pool_flavor_pins_to_tenant_nodes_and_tolerates_its_taint() ->
     spec = estate("aws-train")
     site = spec.sites[0]
     flavor = kueue.resource_flavor_spec(site, spec.pool("agents-l40s"))
-    assert flavor["nodeLabels"] == {nodes.POOL_LABEL: "agents-l40s", nodes.DEDICATED_TENANT_LABEL: "agents"}
+    assert flavor["nodeLabels"] == {conventions.POOL_LABEL: "agents-l40s", conventions.DEDICATED_TENANT_LABEL: "agents"}
     assert {"key": "tenant", "operator": "Equal", "value": "agents", "effect": "NoSchedule"} in flavor["tolerations"]
-    assert nodes.GPU_TAINT.toleration() in flavor["tolerations"]
+    assert conventions.GPU_TAINT.toleration() in flavor["tolerations"]
     # the flavor's labels and tolerations match what the nodes carry
     pool = spec.pool("agents-l40s")
     assert flavor["nodeLabels"].items() <= nodes.pool_labels(spec, pool).items()
@@ -34,8 +34,8 @@ def test_dedicated_pool_flavor_pins_to_tenant_nodes_and_tolerates_its_taint() ->
 def test_shared_pool_flavor_has_no_tenant_label_or_toleration() -> None:
     spec = estate("aws-train")
     flavor = kueue.resource_flavor_spec(spec.sites[0], spec.pool("l40s"))
-    assert flavor["nodeLabels"] == {nodes.POOL_LABEL: "l40s"}
-    assert flavor["tolerations"] == [nodes.GPU_TAINT.toleration()]
+    assert flavor["nodeLabels"] == {conventions.POOL_LABEL: "l40s"}
+    assert flavor["tolerations"] == [conventions.GPU_TAINT.toleration()]
     assert "topologyName" not in flavor  # EFA/cloud nodes carry no rack/leaf labels
 
 
@@ -46,7 +46,7 @@ def test_baremetal_fabric_pool_flavor_uses_the_fabric_topology() -> None:
     assert kueue.resource_flavor_spec(site, spec.pool("train"))["topologyName"] == "ib"
     assert "topologyName" not in kueue.resource_flavor_spec(site, spec.pool("dev"))  # not on a fabric
     levels = [lv["nodeLabel"] for lv in kueue.topology_spec()["levels"]]
-    assert levels == list(nodes.TOPOLOGY_LEVELS) and levels[-1] == nodes.HOSTNAME_LABEL
+    assert levels == list(conventions.TOPOLOGY_LEVELS) and levels[-1] == conventions.HOSTNAME_LABEL
 
 
 def test_aws_site_gets_no_topology() -> None:

@@ -6,6 +6,8 @@ from typing import Annotated, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from components.model.conventions import REQUIRED_TAGS
+
 DNS1123 = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 Name = Annotated[
     str,
@@ -59,6 +61,6 @@ class Metadata(Model):
         description="Extra tags set on every taggable resource (in addition to the required ones).",
     )
     required_tags: list[str] = Field(
-        default_factory=lambda: ["owner", "cost-center", "env", "cluster", "tenant"],
+        default_factory=lambda: list(REQUIRED_TAGS),
         description="Tag keys the cost-tags policy pack requires on every taggable AWS resource.",
     )

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, assert_never
 
 from components.model import catalog
+from components.model.conventions import EKS_RESERVED_LABEL_PREFIXES, eks_rejects_label
 from components.model.spec.aws import AwsNodePool, EfaFabric, FsxLustreTier
 from components.model.spec.baremetal import BaremetalNodePool, InfinibandFabric, RoceFabric
 from components.model.spec.base import Problem
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
     from components.model.spec.estate import EstateSpec
 
 Rule = Callable[["EstateSpec"], Iterator[Problem]]
-EKS_RESERVED_LABEL_PREFIXES = ("kubernetes.io/", "k8s.io/", "eks.amazonaws.com/")
 
 
 def estate_problems(spec: EstateSpec) -> list[Problem]:
@@ -241,7 +241,7 @@ def _aws_pool(
     if p.capacity.type in ("spot", "capacity-block") and p.capacity.type not in p.instance.usage_classes:
         yield Problem(f"{path}.capacity.type", f"{p.instance_type} is not sold as {p.capacity.type}")
     for key in p.labels:
-        if any(r in key for r in EKS_RESERVED_LABEL_PREFIXES):
+        if eks_rejects_label(key):
             yield Problem(
                 f"{path}.labels",
                 f"{key} uses a prefix EKS node groups reject ({', '.join(EKS_RESERVED_LABEL_PREFIXES)}); "
