@@ -1,15 +1,35 @@
-"""Amortised price of on-prem GPUs, so bare-metal pools are priced next to cloud pools.
+"""Prices: the one home for hours per month and year, amortisation of owned servers, and node-hour prices.
 
-Pure functions of the spec: a pool's price per GPU-hour is what its servers cost per hour (OnPremCost:
-depreciation + power + operations per server-hour; the pool's own `cost`, else its site's) divided by the GPUs
-they hold. Servers of one pool may differ in GPU count, so the division is over the pool's total GPUs.
+Pure functions of the spec and the catalog. A bare-metal pool's price per GPU-hour is what its servers cost per
+hour (OnPremCost: depreciation + power + operations per server-hour; the pool's own `cost`, else its site's)
+divided by the GPUs those servers hold. Servers of one pool may differ in GPU count, so the division is over the
+pool's total GPUs, never over one server's: that is the price of the capacity actually in the pool, and the
+price `gpufleet cost` and `gpufleet size` both quote.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from components.model import catalog
 from components.model.spec import BaremetalNodePool, BaremetalSite, EstateSpec, OnPremCost
+
+HOURS_PER_YEAR = 8760  # 365 days
+HOURS_PER_MONTH = HOURS_PER_YEAR // 12  # 730: the month cloud price lists and monthly figures use
+
+
+def server_hour_usd(cost: OnPremCost) -> float:
+    """Depreciation (straight line over the lifetime) + power + operations for one server-hour."""
+    depreciation = cost.server_price_usd / (cost.lifetime_years * HOURS_PER_YEAR)
+    return depreciation + cost.power_kw * cost.usd_per_kwh + cost.ops_usd_per_server_month / HOURS_PER_MONTH
+
+
+def node_hour_price(instance_type: str, region: str) -> float:
+    """Catalog on-demand price of one node-hour of `instance_type` in `region` (CatalogError if unknown)."""
+    price = catalog.price(instance_type, region)
+    if price is None:
+        raise catalog.CatalogError(f"the catalog holds no {region} price for {instance_type}")
+    return price.usd_per_hour
 
 
 @dataclass(frozen=True)
@@ -49,7 +69,7 @@ def pool_gpu_hour_price(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNo
         pool=pool.name,
         servers=len(servers),
         gpus=sum(s.gpu_count for s in servers),
-        usd_per_server_hour=cost.usd_per_server_hour,
+        usd_per_server_hour=server_hour_usd(cost),
         source=source,
     )
 

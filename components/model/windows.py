@@ -14,7 +14,8 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from components.model import catalog
+from components.model import pricing
+from components.model.capacity import gpu_units
 from components.model.spec import (
     AwsNodePool,
     AwsSite,
@@ -97,21 +98,12 @@ def burst_quotas(spec: EstateSpec, window: BurstWindow | None, now: dt.datetime)
             BurstQuota(
                 flavor=pool.name,
                 gpus=nodes * inst.gpu_count,
-                gpu_units=nodes * inst.gpu_count * _units_per_gpu(pool),
+                gpu_units=gpu_units(nodes * inst.gpu_count, pool.sharing, pool.gpu_model),
                 cpu=nodes * inst.vcpus,
                 memory_gib=nodes * inst.memory_mib // 1024,
             )
         )
     return out
-
-
-def _units_per_gpu(pool: AwsNodePool) -> int:
-    if pool.sharing.mode == "time-slicing":
-        return pool.sharing.replicas or 1
-    if pool.sharing.mode == "mig":
-        profile = pool.gpu_model.mig_profile(pool.sharing.mig_profile or "")
-        return profile.per_gpu if profile else 1
-    return 1
 
 
 def window_problems(spec: EstateSpec, window: BurstWindow) -> list[Problem]:
@@ -148,11 +140,7 @@ def hours_between(start: dt.datetime, end: dt.datetime) -> float:
 
 def node_hour_price(spec: EstateSpec, instance_type: str) -> float:
     """Catalog on-demand price of one node-hour in the cloud site's region (CatalogError if unknown)."""
-    region = cloud_site(spec).region
-    price = catalog.price(instance_type, region)
-    if price is None:
-        raise catalog.CatalogError(f"the catalog holds no {region} price for {instance_type}")
-    return price.usd_per_hour
+    return pricing.node_hour_price(instance_type, cloud_site(spec).region)
 
 
 def window_price(usd_per_hour: float, nodes: int, hours: float) -> float:

@@ -9,7 +9,7 @@ Every figure is a dated catalog price times a quantity from the spec, and carrie
   EFS and S3 are billed on usage, so they are listed with their unit price and left out of the totals.
 
 A pool or tier without a price is reported as unpriced (`None`), never as $0, and totals say how many figures
-they leave out. Monthly figures use `catalog.HOURS_PER_MONTH` (730 h).
+they leave out. Monthly figures use `components.model.pricing.HOURS_PER_MONTH` (730 h).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from components.model import catalog
-from components.model.pricing import pool_gpu_hour_price
+from components.model.capacity import gpu_units
+from components.model.pricing import HOURS_PER_MONTH, pool_gpu_hour_price
 from components.model.spec import (
     AwsNodePool,
     AwsSite,
@@ -34,7 +35,7 @@ from components.model.spec import (
 )
 from components.model.windows import effective_scaling, open_window
 
-HOURS = catalog.HOURS_PER_MONTH
+HOURS = HOURS_PER_MONTH
 LEVELS: tuple[str, ...] = ("min", "desired", "max")
 Level = Literal["min", "desired", "max"]
 UNASSIGNED = "(unassigned)"
@@ -374,13 +375,7 @@ def _amortisation(c: OnPremCost) -> str:
 
 def _units(spec: EstateSpec, pool: str, gpus: int) -> int:
     """Schedulable GPU units for `gpus` GPUs of `pool` (MIG slices and time-slicing replicas count apiece)."""
-    p = spec.pool(pool)
-    if p.sharing.mode == "time-slicing":
-        return gpus * (p.sharing.replicas or 1)
-    if p.sharing.mode == "mig":
-        profile = spec.pool_gpu_model(pool).mig_profile(p.sharing.mig_profile or "")
-        return gpus * (profile.per_gpu if profile else 1)
-    return gpus
+    return gpu_units(gpus, spec.pool(pool).sharing, spec.pool_gpu_model(pool))
 
 
 def _tenant_shares(spec: EstateSpec, pools: list[PoolCost]) -> list[TenantShare]:

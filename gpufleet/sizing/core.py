@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from components.model import catalog
 from components.model.load import SpecError, validation_problems
+from components.model.pricing import HOURS_PER_MONTH, pool_gpu_hour_price
 from components.model.spec import (
     DNS1123,
     AwsNodePool,
@@ -65,9 +66,9 @@ BYTES_PER_PARAMETER: dict[str, Fraction] = {
 PERIOD_HOURS: dict[str, int] = {
     "day": 24,
     "week": 168,
-    "month": catalog.HOURS_PER_MONTH,
-    "quarter": 3 * catalog.HOURS_PER_MONTH,
-    "year": 12 * catalog.HOURS_PER_MONTH,
+    "month": HOURS_PER_MONTH,
+    "quarter": 3 * HOURS_PER_MONTH,
+    "year": 12 * HOURS_PER_MONTH,
 }
 KIND_ROLE: dict[str, Role] = {
     "training": "training",
@@ -413,11 +414,11 @@ def _aws_price(instance: str, region: str) -> tuple[Fraction | None, str]:
     return per_gpu, f"catalog on-demand {region}, {p.date}"
 
 
-def _onprem_price(site: BaremetalSite, pool: BaremetalNodePool, gpus_per_node: int) -> tuple[Fraction | None, str]:
-    cost = pool.cost or site.cost
-    if cost is None or gpus_per_node == 0:
+def _onprem_price(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool) -> tuple[Fraction | None, str]:
+    found = pool_gpu_hour_price(spec, site, pool)  # the one amortised price (components.model.pricing)
+    if found is None or found.gpus == 0:
         return None, "unpriced: no on-prem cost in the stack"
-    return q(cost.usd_per_server_hour) / gpus_per_node, "on-prem amortised server-hour (stack cost)"
+    return q(found.usd_per_gpu_hour), "on-prem amortised server-hour (stack cost)"
 
 
 def catalog_placements(region: str) -> list[Placement]:
@@ -459,7 +460,7 @@ def stack_placements(spec: EstateSpec) -> tuple[list[Placement], list[tuple[str,
             instance: str | None = pool.instance_type
         else:
             assert isinstance(pool, BaremetalNodePool) and isinstance(site, BaremetalSite)
-            price, basis = _onprem_price(site, pool, gpn)
+            price, basis = _onprem_price(spec, site, pool)
             instance = None
         out.append(
             Placement(
@@ -782,7 +783,7 @@ def _pool_verdict(p: Placement, d: Demand, mismatch: tuple[str, ...]) -> PoolVer
         verdict, excess = "over-provisioned", cap - d.max_gpus
     cost = None
     if excess and p.usd_per_gpu_hour is not None:
-        cost = excess * p.usd_per_gpu_hour * catalog.HOURS_PER_MONTH
+        cost = excess * p.usd_per_gpu_hour * HOURS_PER_MONTH
     return PoolVerdict(
         placement=p, demand=d, verdict=verdict, excess_gpus=excess, excess_usd_per_month=cost, role_mismatch=mismatch
     )

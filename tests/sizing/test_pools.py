@@ -10,7 +10,8 @@ import yaml
 
 from components.model import catalog
 from components.model.load import parse_estate
-from components.model.spec import AwsNodePool
+from components.model.pricing import server_hour_usd
+from components.model.spec import AwsNodePool, BaremetalSite
 from gpufleet.sizing.core import SizingReport, load_workloads, size
 from tests.conftest import example_estate
 
@@ -75,9 +76,10 @@ def test_onprem_inventory_is_a_candidate_priced_at_the_amortised_server_hour() -
     r = sized("onprem")
     spec = parse_estate(example_estate("onprem"), "onprem")
     train = next(ch for cs in r.classes for ch in cs.choices if ch.placement.name == "train")
-    site_cost = spec.sites[0].cost
-    assert site_cost is not None
-    assert float(train.placement.usd_per_gpu_hour or 0) == pytest.approx(site_cost.usd_per_server_hour / 8)
+    site = spec.sites[0]
+    assert isinstance(site, BaremetalSite) and site.cost is not None
+    # train: 6 servers x 8 GPUs, so the pool's hour over its GPUs is one server-hour over 8
+    assert float(train.placement.usd_per_gpu_hour or 0) == pytest.approx(server_hour_usd(site.cost) / 8)
     assert train.placement.gpus_per_node == 8  # from the inventory, not the catalog
     c = r.comparison
     assert c is not None

@@ -35,8 +35,6 @@ SHIPPED_INSTANCE_TYPES: tuple[str, ...] = (
     "g5.24xlarge", "g5.48xlarge",
 )  # fmt: skip
 
-HOURS_PER_MONTH = 730
-
 
 class CatalogError(LookupError, ValueError):
     """A GPU model, instance type or price the catalog does not hold."""

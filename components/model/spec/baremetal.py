@@ -14,7 +14,7 @@ from components.model.spec.pools import PoolBase
 
 
 class OnPremCost(Model):
-    """Amortised cost of owned GPU servers, so on-prem and cloud are priced side by side."""
+    """Amortised cost of owned GPU servers, so on-prem and cloud are priced side by side (components.model.pricing)."""
 
     server_price_usd: float = Field(gt=0, description="Purchase price of one server, all-in.")
     lifetime_years: float = Field(default=4, gt=0, le=10, description="Depreciation period.")
@@ -23,12 +23,6 @@ class OnPremCost(Model):
     ops_usd_per_server_month: float = Field(
         default=500.0, ge=0, description="Operations: space, support contracts, staff share."
     )
-
-    @property
-    def usd_per_server_hour(self) -> float:
-        """Depreciation + power + operations for one server-hour (8,760 hours a year, 730 a month)."""
-        depreciation = self.server_price_usd / (self.lifetime_years * 8760)
-        return depreciation + self.power_kw * self.usd_per_kwh + self.ops_usd_per_server_month / 730
 
 
 class BaremetalNodePool(PoolBase):

@@ -7,7 +7,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from components.model import catalog
+# capacity imports the spec's models; by module (not by name) so either may be imported first.
+from components.model import capacity, catalog
 from components.model.spec.access import AwsAccount, Deployer
 from components.model.spec.aws import AwsNodePool
 from components.model.spec.baremetal import BaremetalNodePool, Server
@@ -77,41 +78,20 @@ class EstateSpec(Model):
         """Inventory servers whose labels match the pool's selector."""
         return self._servers_index.get(pool.name, [])
 
+    # -- capacity (components.model.capacity is the one home; these delegate) ------------------------------
     def pool_gpus_per_node(self, name: str) -> int:
-        site, pool = self.site_of_pool(name), self.pool(name)
-        if isinstance(pool, AwsNodePool):
-            return pool.gpus_per_node
-        assert isinstance(site, BaremetalSite)
-        servers = self.pool_servers(site, pool)
-        return max((s.gpu_count for s in servers), default=0)
+        return capacity.pool_gpus_per_node(self, name)
 
     def pool_gpu_capacity(self, name: str) -> int:
-        """GPUs a pool offers at max size (AWS: max nodes x GPUs per instance; bare metal: its servers)."""
-        site, pool = self.site_of_pool(name), self.pool(name)
-        if isinstance(pool, AwsNodePool):
-            return pool.scaling.max * pool.gpus_per_node
-        assert isinstance(site, BaremetalSite)
-        return sum(s.gpu_count for s in self.pool_servers(site, pool))
+        """GPUs a pool offers at max size."""
+        return capacity.pool_gpu_capacity(self, name)
 
     def pool_gpu_units(self, name: str) -> int:
         """Schedulable GPU units of a pool at max size: MIG slices or time-sliced replicas count apiece."""
-        pool = self.pool(name)
-        gpus = self.pool_gpu_capacity(name)
-        if pool.sharing.mode == "time-slicing":
-            return gpus * (pool.sharing.replicas or 1)
-        if pool.sharing.mode == "mig":
-            model = self.pool_gpu_model(name)
-            profile = model.mig_profile(pool.sharing.mig_profile or "")
-            return gpus * (profile.per_gpu if profile else 1)
-        return gpus
+        return capacity.pool_gpu_units(self, name)
 
     def pool_gpu_model(self, name: str) -> catalog.GpuModel:
-        site, pool = self.site_of_pool(name), self.pool(name)
-        if isinstance(pool, AwsNodePool):
-            return pool.gpu_model
-        assert isinstance(site, BaremetalSite)
-        servers = self.pool_servers(site, pool)
-        return catalog.gpu_model(servers[0].gpu_model)
+        return capacity.pool_gpu_model(self, name)
 
     # -- cross-field rules (components.model.spec.rules) ----------------------------------------------
     @model_validator(mode="after")
