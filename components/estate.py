@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import assert_never
 
 import pulumi
 
@@ -13,7 +14,7 @@ from components.aws.site import AwsSiteArgs, AwsSiteStack
 from components.baremetal.site import BaremetalSiteArgs, BaremetalSiteStack
 from components.hybrid.multikueue import MultiKueueArgs, MultiKueueWiring
 from components.kubernetes.cluster import ClusterStack, ClusterStackArgs
-from components.model.spec import AwsSite, BurstWindow, EstateSpec
+from components.model.spec import AwsSite, BaremetalSite, BurstWindow, EstateSpec
 from components.model.tags import Tags
 
 SecretLookup = Callable[[str], pulumi.Output[str]]
@@ -40,12 +41,15 @@ class Estate(pulumi.ComponentResource):
         for site in spec.sites:
             site_opts = pulumi.ResourceOptions(parent=self)
             built: AwsSiteStack | BaremetalSiteStack
-            if isinstance(site, AwsSite):
-                site_args = AwsSiteArgs(spec, site, tags, args.window, args.now, autoscaling_role)
-                built = AwsSiteStack(site.name, site_args, site_opts)
-                autoscaling_role = autoscaling_role or built.cluster.autoscaling_role
-            else:
-                built = BaremetalSiteStack(site.name, BaremetalSiteArgs(spec, site, tags, args.secret), site_opts)
+            match site:
+                case AwsSite():
+                    site_args = AwsSiteArgs(spec, site, tags, args.window, args.now, autoscaling_role)
+                    built = AwsSiteStack(site.name, site_args, site_opts)
+                    autoscaling_role = autoscaling_role or built.cluster.autoscaling_role
+                case BaremetalSite():
+                    built = BaremetalSiteStack(site.name, BaremetalSiteArgs(spec, site, tags, args.secret), site_opts)
+                case _:
+                    assert_never(site)
             self.sites[site.name] = built
             self.clusters[site.name] = ClusterStack(
                 f"{site.name}-k8s",

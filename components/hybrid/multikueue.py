@@ -45,7 +45,7 @@ from components.kubernetes import kueue
 from components.kubernetes.cluster import ClusterStack
 from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs, TenantTolerations
 from components.model.conventions import pod_security_labels
-from components.model.spec import AwsSite, BaremetalSite, BurstWindow, EstateSpec, Tenant
+from components.model.spec import BurstWindow, EstateSpec, Site, Tenant
 from components.model.tags import Tags
 from components.model.windows import BurstQuota, burst_pools, burst_quotas, cloud_site
 
@@ -89,8 +89,8 @@ WORKER_RULES: list[dict[str, Any]] = [
 @dataclass(frozen=True)
 class MultiKueueArgs:
     spec: EstateSpec
-    manager: AwsSite | BaremetalSite
-    worker: AwsSite | BaremetalSite
+    manager: Site
+    worker: Site
     manager_provider: k8s.Provider
     worker_provider: k8s.Provider
     manager_stack: ClusterStack
@@ -346,7 +346,7 @@ class MultiKueueWiring(pulumi.ComponentResource):
         )
 
     # -- tenant namespaces: reuse the cluster's TenantBundle, or add one --------------------------------------
-    def _namespaces(self, side: str, site: AwsSite | BaremetalSite, stack: ClusterStack) -> dict[str, pulumi.Resource]:
+    def _namespaces(self, side: str, site: Site, stack: ClusterStack) -> dict[str, pulumi.Resource]:
         on = self._on_worker if side == "worker" else self._on_manager
         out: dict[str, pulumi.Resource] = {}
         if not stack.tenants and burst_tenants(self._args.spec):  # the cluster's tenants are all added here

@@ -11,14 +11,14 @@ from components.kubernetes.gpu_stack import GpuStack, GpuStackArgs
 from components.kubernetes.kueue import Kueue, KueueArgs, tenants_on_site
 from components.kubernetes.priorities import Priorities, PrioritiesArgs
 from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs, TenantTolerations
-from components.model.spec import AwsSite, BaremetalSite, BurstWindow, EstateSpec
+from components.model.spec import BurstWindow, EstateSpec, Site
 from components.model.tags import Tags
 
 
 @dataclass(frozen=True)
 class ClusterStackArgs:
     spec: EstateSpec
-    site: AwsSite | BaremetalSite
+    site: Site
     tags: Tags
     window: BurstWindow | None
     now: dt.datetime

@@ -22,14 +22,14 @@ import pulumi_kubernetes as k8s
 
 from components.kubernetes import helm, placement, sharing, versions
 from components.kubernetes.namespaces import DEVICE_PLUGIN_NAMESPACE
-from components.model.spec import AwsSite, BaremetalSite
+from components.model.spec import Site
 
 
-def gfd_needed(site: AwsSite | BaremetalSite) -> bool:
+def gfd_needed(site: Site) -> bool:
     return any(p.sharing.mode != "whole" for p in site.node_pools)
 
 
-def device_plugin_values(site: AwsSite | BaremetalSite, *, nfd_elsewhere: bool) -> dict[str, Any]:
+def device_plugin_values(site: Site, *, nfd_elsewhere: bool) -> dict[str, Any]:
     """Helm values for the standalone plugin; `nfd_elsewhere` when another chart (Network Operator) runs NFD."""
     tolerations = placement.tolerations(site.node_pools)
     gfd = gfd_needed(site)
@@ -48,7 +48,7 @@ def device_plugin_values(site: AwsSite | BaremetalSite, *, nfd_elsewhere: bool) 
 
 @dataclass(frozen=True)
 class DevicePluginArgs:
-    site: AwsSite | BaremetalSite
+    site: Site
     namespace: pulumi.Resource  # the kube-system patch (namespaces.SystemNamespaces)
     nfd_elsewhere: bool  # NFD comes from the Network Operator on this site
 

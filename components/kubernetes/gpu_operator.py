@@ -27,26 +27,26 @@ Decisions:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.kubernetes import helm, placement, sharing, versions
 from components.model.conventions import GPU_OPERATOR_NAMESPACE
-from components.model.spec import AwsSite, BaremetalSite, EstateSpec, InfinibandFabric, ParallelFsTier, RoceFabric
+from components.model.spec import AwsSite, BaremetalSite, EstateSpec, InfinibandFabric, ParallelFsTier, RoceFabric, Site
 
 DEVICE_PLUGIN_CONFIGMAP = "gpufleet-device-plugin-configs"
 MIG_PARTED_CONFIGMAP = "gpufleet-mig-parted-config"
 DRAIN_TIMEOUT_SECONDS = 900  # long enough for a checkpointing training pod to exit; bounded so drains end
 
 
-def rdma_fabrics(site: AwsSite | BaremetalSite) -> list[InfinibandFabric | RoceFabric]:
+def rdma_fabrics(site: Site) -> list[InfinibandFabric | RoceFabric]:
     """The site's InfiniBand / RoCE fabrics (GPUDirect RDMA and the Network Operator need them)."""
     return [f for f in site.fabrics if isinstance(f, InfinibandFabric | RoceFabric)]
 
 
-def gds_enabled(site: AwsSite | BaremetalSite) -> bool:
+def gds_enabled(site: Site) -> bool:
     return (
         operator_installs_driver(site)  # nvidia-fs runs beside the operator's driver container
         and bool(rdma_fabrics(site))
@@ -54,7 +54,7 @@ def gds_enabled(site: AwsSite | BaremetalSite) -> bool:
     )
 
 
-def gpu_operator_values(spec: EstateSpec, site: AwsSite | BaremetalSite) -> dict[str, Any]:
+def gpu_operator_values(spec: EstateSpec, site: Site) -> dict[str, Any]:
     """Helm values for the GPU Operator on `site` (never written by users)."""
     k = site.kubernetes
     tolerations = placement.tolerations(site.node_pools)
@@ -66,7 +66,7 @@ def gpu_operator_values(spec: EstateSpec, site: AwsSite | BaremetalSite) -> dict
         "daemonsets": {"tolerations": tolerations},
         "mig": {"strategy": k.mig_strategy},
         "driver": _driver(site),
-        "toolkit": {"enabled": isinstance(site, BaremetalSite)},
+        "toolkit": {"enabled": _toolkit_enabled(site)},
         "devicePlugin": {
             "enabled": True,
             "env": [],  # health checks on: never DP_DISABLE_HEALTHCHECKS
@@ -97,9 +97,26 @@ def gpu_operator_values(spec: EstateSpec, site: AwsSite | BaremetalSite) -> dict
     }
 
 
-def operator_installs_driver(site: AwsSite | BaremetalSite) -> bool:
+def operator_installs_driver(site: Site) -> bool:
     """The GPU Operator's driver container owns the driver: bare metal with `driver_managed_by: operator`."""
-    return isinstance(site, BaremetalSite) and site.kubernetes.driver_managed_by == "operator"
+    match site:
+        case AwsSite():
+            return False  # EKS NVIDIA AMIs ship the driver
+        case BaremetalSite():
+            return site.kubernetes.driver_managed_by == "operator"
+        case _:
+            assert_never(site)
+
+
+def _toolkit_enabled(site: Site) -> bool:
+    """The operator installs the container toolkit except where the node image ships it."""
+    match site:
+        case AwsSite():
+            return False  # EKS NVIDIA AMIs ship the NVIDIA container toolkit
+        case BaremetalSite():
+            return True
+        case _:
+            assert_never(site)
 
 
 def release_name(site_name: str) -> str:
@@ -108,9 +125,17 @@ def release_name(site_name: str) -> str:
     return f"{site_name}-k8s-gpu-gpu-operator-release"
 
 
-def _driver(site: AwsSite | BaremetalSite) -> dict[str, Any]:
-    if isinstance(site, AwsSite):
-        return {"enabled": False}
+def _driver(site: Site) -> dict[str, Any]:
+    match site:
+        case AwsSite():
+            return {"enabled": False}
+        case BaremetalSite():
+            return _baremetal_driver(site)
+        case _:
+            assert_never(site)
+
+
+def _baremetal_driver(site: BaremetalSite) -> dict[str, Any]:
     if not operator_installs_driver(site):
         # Host image driver (preflight checks it); the operator still installs the container toolkit.
         return {"enabled": False, "rdma": {"enabled": bool(rdma_fabrics(site)), "useHostMofed": False}}
@@ -146,7 +171,7 @@ def _nfd_worker_tolerations(gpu_tolerations: list[dict[str, str]]) -> list[dict[
 @dataclass(frozen=True)
 class GpuOperatorArgs:
     spec: EstateSpec
-    site: AwsSite | BaremetalSite
+    site: Site
     namespace: pulumi.Resource  # the gpu-operator namespace (namespaces.SystemNamespaces)
 
 

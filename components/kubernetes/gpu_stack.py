@@ -13,6 +13,7 @@ Network Operator when there is one, else from the device plugin's subchart (only
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import assert_never
 
 import pulumi
 
@@ -27,14 +28,14 @@ from components.kubernetes.namespaces import (
 )
 from components.kubernetes.network_operator import NetworkOperator, NetworkOperatorArgs
 from components.model.conventions import GPU_OPERATOR_NAMESPACE, NETWORK_OPERATOR_NAMESPACE
-from components.model.spec import AwsSite, BaremetalSite, EstateSpec
+from components.model.spec import AwsSite, BaremetalSite, EfaFabric, EstateSpec, InfinibandFabric, RoceFabric, Site
 from components.model.tags import Tags
 
 
 @dataclass(frozen=True)
 class GpuStackArgs:
     spec: EstateSpec
-    site: AwsSite | BaremetalSite
+    site: Site
     tags: Tags
 
 
@@ -47,8 +48,15 @@ class GpuStack(pulumi.ComponentResource):
         self._args = args
         site = args.site
         self.uses_operator = site.kubernetes.gpu_stack == "gpu-operator"
-        self.efa = efa_fabrics(site) if isinstance(site, AwsSite) else []
-        self.rdma = rdma_fabrics(site) if isinstance(site, BaremetalSite) else []
+        self.efa: list[EfaFabric] = []
+        self.rdma: list[InfinibandFabric | RoceFabric] = []
+        match site:
+            case AwsSite():
+                self.efa = efa_fabrics(site)
+            case BaremetalSite():
+                self.rdma = rdma_fabrics(site)
+            case _:
+                assert_never(site)
         self.namespaces = SystemNamespaces(
             f"{name}-namespaces", SystemNamespacesArgs(args.tags, self._namespaces()), self._child()
         )
@@ -57,8 +65,7 @@ class GpuStack(pulumi.ComponentResource):
         self.efa_plugins: dict[str, EfaDevicePlugin] = {}
         self.network_operator: NetworkOperator | None = None
         self._gpu_plugin()
-        self._efa_plugins()
-        self._network_operator()
+        self._fabric_plugins()
         self.register_outputs({})
 
     def _child(self) -> pulumi.ResourceOptions:
@@ -87,10 +94,18 @@ class GpuStack(pulumi.ComponentResource):
             self._child(),
         )
 
-    def _efa_plugins(self) -> None:
+    def _fabric_plugins(self) -> None:
+        """EFA device plugins on an aws site; the Network Operator on a bare-metal site with RDMA fabrics."""
         site = self._args.site
-        if not isinstance(site, AwsSite):
-            return
+        match site:
+            case AwsSite():
+                self._efa_plugins(site)
+            case BaremetalSite():
+                self._network_operator(site)
+            case _:
+                assert_never(site)
+
+    def _efa_plugins(self, site: AwsSite) -> None:
         ns = self.namespaces.resources.get(EFA_PLUGIN_NAMESPACE)
         for fabric in self.efa:
             assert ns is not None  # _namespaces() adds it whenever there is an EFA fabric
@@ -98,9 +113,8 @@ class GpuStack(pulumi.ComponentResource):
                 f"{self._name}-efa-{fabric.name}", EfaDevicePluginArgs(site, fabric, ns), self._child()
             )
 
-    def _network_operator(self) -> None:
-        site = self._args.site
-        if not self.rdma or not isinstance(site, BaremetalSite):
+    def _network_operator(self, site: BaremetalSite) -> None:
+        if not self.rdma:
             return
         self.network_operator = NetworkOperator(
             f"{self._name}-network-operator",

@@ -26,7 +26,7 @@ from __future__ import annotations
 import importlib.metadata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, assert_never
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -34,7 +34,15 @@ import yaml
 
 from components.kubernetes import helm, versions
 from components.model import conventions, nodes
-from components.model.spec import AwsNodePool, AwsSite, BaremetalNodePool, BaremetalSite, EstateSpec, Tenant
+from components.model.spec import (
+    AwsNodePool,
+    AwsSite,
+    BaremetalSite,
+    EstateSpec,
+    NodePool,
+    Site,
+    Tenant,
+)
 from components.model.tags import Tags
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -49,8 +57,7 @@ WAIT_FOR_PODS_READY_TIMEOUT = "10m"
 WAIT_FOR_PODS_RECOVERY_TIMEOUT = "3m"
 _PROVIDER_VERSION = importlib.metadata.version("pulumi_kubernetes")
 
-Pool = AwsNodePool | BaremetalNodePool
-Site = AwsSite | BaremetalSite
+Pool = NodePool
 Quantity = int | str
 
 # -- pure helpers ----------------------------------------------------------------------------------------
@@ -101,9 +108,20 @@ def site_gpu_resources(site: Site, tenant: Tenant) -> dict[str, int]:
     return totals
 
 
+def has_topology_labels(site: Site) -> bool:
+    """Nodes carry rack / leaf labels: bare-metal servers from their inventory; EKS nodes have no such facts."""
+    match site:
+        case AwsSite():
+            return False
+        case BaremetalSite():
+            return True
+        case _:
+            assert_never(site)
+
+
 def topology_fabrics(site: Site) -> list[str]:
-    """Bare-metal fabrics with scheduled pools: their servers carry rack/leaf labels, so Kueue gets a Topology."""
-    if not isinstance(site, BaremetalSite):
+    """Fabrics with scheduled pools on a site whose nodes carry topology labels: Kueue gets a Topology each."""
+    if not has_topology_labels(site):
         return []
     return sorted({p.fabric for p in scheduled_pools(site) if p.fabric})
 
@@ -121,7 +139,7 @@ def resource_flavor_spec(site: Site, pool: Pool) -> dict[str, Any]:
         "nodeLabels": labels,
         "tolerations": [t.toleration() for t in nodes.pool_taints(pool)],
     }
-    if isinstance(site, BaremetalSite) and pool.fabric:
+    if has_topology_labels(site) and pool.fabric:
         spec["topologyName"] = pool.fabric
     return spec
 

@@ -37,7 +37,7 @@ import pulumi_kubernetes as k8s
 from components.kubernetes import helm, placement, versions
 from components.kubernetes.gpu_operator import rdma_fabrics
 from components.model.conventions import FABRIC_LABEL, NETWORK_OPERATOR_NAMESPACE
-from components.model.spec import AwsSite, BaremetalSite, InfinibandFabric, RoceFabric
+from components.model.spec import BaremetalSite, InfinibandFabric, RoceFabric, Site
 from components.model.tags import Tags
 
 NIC_CLUSTER_POLICY = "nic-cluster-policy"
@@ -52,14 +52,14 @@ def rdma_shared_resource_name(fabric: InfinibandFabric) -> str:
     return "shared_" + fabric.name.replace("-", "_")
 
 
-def needs_sriov_operator(site: AwsSite | BaremetalSite) -> bool:
+def needs_sriov_operator(site: Site) -> bool:
     return any(
         isinstance(f, RoceFabric) or (isinstance(f, InfinibandFabric) and f.device_plugin == "sriov")
         for f in site.fabrics
     )
 
 
-def network_operator_values(site: AwsSite | BaremetalSite, *, nfd_elsewhere: bool) -> dict[str, Any]:
+def network_operator_values(site: Site, *, nfd_elsewhere: bool) -> dict[str, Any]:
     values: dict[str, Any] = {
         "nfd": {"enabled": not nfd_elsewhere, "deployNodeFeatureRules": True},
         "sriovNetworkOperator": {"enabled": needs_sriov_operator(site)},
@@ -96,7 +96,7 @@ def _ofed_driver() -> dict[str, Any]:
     }
 
 
-def rdma_shared_config(site: AwsSite | BaremetalSite) -> dict[str, Any] | None:
+def rdma_shared_config(site: Site) -> dict[str, Any] | None:
     """The RDMA shared device plugin's configList: one resource per rdma-shared InfiniBand fabric."""
     resources = [
         {
@@ -110,7 +110,7 @@ def rdma_shared_config(site: AwsSite | BaremetalSite) -> dict[str, Any] | None:
     return {"configList": resources} if resources else None
 
 
-def nic_cluster_policy_spec(site: AwsSite | BaremetalSite) -> dict[str, Any]:
+def nic_cluster_policy_spec(site: Site) -> dict[str, Any]:
     fabrics = rdma_fabrics(site)
     names = [f.name for f in fabrics]
     pools = [p for p in site.node_pools if p.fabric in names]

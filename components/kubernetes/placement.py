@@ -12,9 +12,9 @@ from typing import Any
 
 from components.model.conventions import GPU_PRESENT_LABEL, GPU_TAINT
 from components.model.nodes import pool_taints
-from components.model.spec import AwsNodePool, BaremetalNodePool
+from components.model.spec import NodePool
 
-Pool = AwsNodePool | BaremetalNodePool
+Pool = NodePool
 
 
 def tolerations(pools: Iterable[Pool]) -> list[dict[str, str]]:

@@ -19,7 +19,7 @@ import yaml
 
 from components.model.conventions import GPU_RESOURCE
 from components.model.nodes import device_plugin_config_name
-from components.model.spec import AwsSite, BaremetalSite, EstateSpec
+from components.model.spec import EstateSpec, Site
 
 # Key of the config used by GPU nodes without a device-plugin config label. Pool names (the other keys) are
 # DNS-1123 labels and cannot contain a dot, so this key never collides with a pool's.
@@ -31,7 +31,7 @@ def _dump(doc: dict[str, Any]) -> str:
     return yaml.safe_dump(doc, sort_keys=False)
 
 
-def device_plugin_configs(site: AwsSite | BaremetalSite) -> dict[str, str]:
+def device_plugin_configs(site: Site) -> dict[str, str]:
     """Named device-plugin config files (YAML text) for the site: the default, then one per time-sliced pool.
 
     Time-slicing never renames the resource (pods keep asking for `nvidia.com/gpu`, so Kueue quotas and
@@ -60,7 +60,7 @@ def device_plugin_configs(site: AwsSite | BaremetalSite) -> dict[str, str]:
     return configs
 
 
-def mig_layouts(spec: EstateSpec, site: AwsSite | BaremetalSite) -> dict[str, dict[str, int]]:
+def mig_layouts(spec: EstateSpec, site: Site) -> dict[str, dict[str, int]]:
     """`all-<profile>` -> {profile: instances per GPU} for the site's MIG pools (from the catalog)."""
     layouts: dict[str, dict[str, int]] = {}
     for pool in site.node_pools:
@@ -77,7 +77,7 @@ def mig_layouts(spec: EstateSpec, site: AwsSite | BaremetalSite) -> dict[str, di
     return layouts
 
 
-def mig_parted_config(spec: EstateSpec, site: AwsSite | BaremetalSite) -> str:
+def mig_parted_config(spec: EstateSpec, site: Site) -> str:
     """The MIG manager's `config.yaml`: `all-disabled` plus one `all-<profile>` layout per profile in use."""
     configs: dict[str, list[dict[str, Any]]] = {MIG_DISABLED: [{"devices": "all", "mig-enabled": False}]}
     for name, devices in mig_layouts(spec, site).items():

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 from urllib.parse import urlsplit
 
 import pulumi
@@ -42,11 +42,10 @@ from components.model.spec import (
     NfsTier,
     OnPremS3Tier,
     S3Tier,
+    Site,
     Tenant,
 )
 from components.model.tags import Tags
-
-Site = AwsSite | BaremetalSite
 
 RBAC_API_GROUP = "rbac.authorization.k8s.io"
 # Pod Security Standards, baseline profile (kubernetes.io/docs/concepts/security/pod-security-standards):
@@ -133,17 +132,30 @@ def storage_egress(site: Site) -> list[StorageEgress]:
     egress_cidrs. On bare metal an NFS server or S3 endpoint uses the tier's `cidr`, or a /32 when given as an IP
     address; a host name without `cidr` cannot be resolved here and is reported with cidr None.
     """
+    match site:
+        case AwsSite():
+            return _aws_storage_egress(site)
+        case BaremetalSite():
+            return _baremetal_storage_egress(site)
+        case _:
+            assert_never(site)
+
+
+def _aws_storage_egress(site: AwsSite) -> list[StorageEgress]:
     out: list[StorageEgress] = []
-    if isinstance(site, AwsSite):
-        vpc = site.vpc.cidr if site.vpc.vpc_id is None else None
-        for tier in site.storage:
-            if isinstance(tier, FsxLustreTier):
-                out.append(StorageEgress(tier.name, vpc, tuple(LUSTRE_PORTS), "vpc"))
-            elif isinstance(tier, EfsTier):
-                out.append(StorageEgress(tier.name, vpc, tuple(NFS_PORTS), "vpc"))
-            elif isinstance(tier, S3Tier):
-                out.append(StorageEgress(tier.name, vpc, tuple(HTTPS_PORTS), "vpc"))
-        return out
+    vpc = site.vpc.cidr if site.vpc.vpc_id is None else None
+    for tier in site.storage:
+        if isinstance(tier, FsxLustreTier):
+            out.append(StorageEgress(tier.name, vpc, tuple(LUSTRE_PORTS), "vpc"))
+        elif isinstance(tier, EfsTier):
+            out.append(StorageEgress(tier.name, vpc, tuple(NFS_PORTS), "vpc"))
+        elif isinstance(tier, S3Tier):
+            out.append(StorageEgress(tier.name, vpc, tuple(HTTPS_PORTS), "vpc"))
+    return out
+
+
+def _baremetal_storage_egress(site: BaremetalSite) -> list[StorageEgress]:
+    out: list[StorageEgress] = []
     for tier in site.storage:
         if isinstance(tier, NfsTier):
             out.append(StorageEgress(tier.name, tier.cidr or _ip_cidr(tier.server), tuple(NFS_PORTS), tier.server))

@@ -20,15 +20,15 @@ from components.model.conventions import (
     Taint,
     tenant_taint,
 )
-from components.model.spec import AwsNodePool, BaremetalNodePool, EstateSpec, Server
+from components.model.spec import EstateSpec, NodePool, Server
 
 
-def device_plugin_config_name(pool: AwsNodePool | BaremetalNodePool) -> str | None:
+def device_plugin_config_name(pool: NodePool) -> str | None:
     """Name of the pool's time-slicing device-plugin config (None for whole GPUs and MIG)."""
     return pool.name if pool.sharing.mode == "time-slicing" else None
 
 
-def pool_labels(spec: EstateSpec, pool: AwsNodePool | BaremetalNodePool) -> dict[str, str]:
+def pool_labels(spec: EstateSpec, pool: NodePool) -> dict[str, str]:
     """Labels every node of `pool` carries (beyond per-server topology labels)."""
     labels = {
         **pool.labels,
@@ -52,7 +52,7 @@ def pool_labels(spec: EstateSpec, pool: AwsNodePool | BaremetalNodePool) -> dict
     return labels
 
 
-def pool_taints(pool: AwsNodePool | BaremetalNodePool) -> list[Taint]:
+def pool_taints(pool: NodePool) -> list[Taint]:
     """The GPU taint on every GPU node, plus the tenant taint on dedicated pools."""
     taints = [GPU_TAINT]
     if pool.dedicated_to:

@@ -14,7 +14,7 @@ from components.model.spec.pools import PoolBase
 
 
 class OnPremCost(Model):
-    """Amortised cost of owned GPU servers, so on-prem and cloud are priced side by side (components.model.pricing)."""
+    """Amortised cost of owned GPU servers, so on-prem and cloud are priced side by side."""
 
     server_price_usd: float = Field(gt=0, description="Purchase price of one server, all-in.")
     lifetime_years: float = Field(default=4, gt=0, le=10, description="Depreciation period.")

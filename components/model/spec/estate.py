@@ -10,12 +10,11 @@ from pydantic import Field, model_validator
 # capacity imports the spec's models; by module (not by name) so either may be imported first.
 from components.model import capacity, catalog
 from components.model.spec.access import AwsAccount, Deployer
-from components.model.spec.aws import AwsNodePool
 from components.model.spec.baremetal import BaremetalNodePool, Server
 from components.model.spec.base import Metadata, Model, Name, SpecProblems
 from components.model.spec.burst import BurstPolicy
 from components.model.spec.rules import estate_problems
-from components.model.spec.sites import AwsSite, BaremetalSite, Site
+from components.model.spec.sites import BaremetalSite, NodePool, Site
 from components.model.spec.tenancy import Tenant
 
 
@@ -47,7 +46,7 @@ class EstateSpec(Model):
 
     # -- lookups used by components and tools (indexes built once per spec) -----------------------------
     @cached_property
-    def _pool_index(self) -> dict[str, tuple[AwsSite | BaremetalSite, AwsNodePool | BaremetalNodePool]]:
+    def _pool_index(self) -> dict[str, tuple[Site, NodePool]]:
         return {p.name: (s, p) for s in self.sites for p in s.node_pools}
 
     @cached_property
@@ -59,16 +58,16 @@ class EstateSpec(Model):
                     out[p.name] = [x for x in s.inventory if all(x.labels.get(k) == v for k, v in p.selector.items())]
         return out
 
-    def pools(self) -> list[tuple[AwsSite | BaremetalSite, AwsNodePool | BaremetalNodePool]]:
+    def pools(self) -> list[tuple[Site, NodePool]]:
         return list(self._pool_index.values())
 
-    def pool(self, name: str) -> AwsNodePool | BaremetalNodePool:
+    def pool(self, name: str) -> NodePool:
         return self._pool_index[name][1]
 
-    def site_of_pool(self, name: str) -> AwsSite | BaremetalSite:
+    def site_of_pool(self, name: str) -> Site:
         return self._pool_index[name][0]
 
-    def site(self, name: str) -> AwsSite | BaremetalSite:
+    def site(self, name: str) -> Site:
         return next(s for s in self.sites if s.name == name)
 
     def tenant(self, name: str) -> Tenant:

@@ -174,31 +174,42 @@ def pools_resolve(spec: EstateSpec) -> Iterator[Problem]:
         fabrics = {f.name: f for f in s.fabrics}
         for j, p in enumerate(s.node_pools):
             path = f"sites[{i}].node_pools[{j}]"
-            fabric_resolves = p.fabric is None or p.fabric in fabrics
-            if not fabric_resolves:
+            if p.fabric is not None and p.fabric not in fabrics:
                 yield Problem(
                     f"{path}.fabric",
                     f"fabric {p.fabric} does not exist on site {s.name} (fabrics: {', '.join(fabrics) or 'none'})",
                 )
             if p.dedicated_to is not None and p.dedicated_to not in tenants:
                 yield Problem(f"{path}.dedicated_to", f"{p.dedicated_to} is not a tenant of the estate")
-            if isinstance(p, BaremetalNodePool) and isinstance(s, BaremetalSite):
-                servers = spec.pool_servers(s, p)
-                if not servers:
-                    yield Problem(f"{path}.selector", f"selects no server of site {s.name} ({p.selector})")
-                models = sorted({x.gpu_model for x in servers})
-                if len(models) > 1:
-                    yield Problem(f"{path}.selector", f"pool {p.name} mixes GPU models {models}; split it")
             yield from _sharing(spec, path, p)
-            if isinstance(p, AwsNodePool) and isinstance(s, AwsSite):
-                fabric = fabrics.get(p.fabric) if p.fabric else None
-                yield from _aws_pool(path, s, p, fabric, placement=fabric_resolves)
-        if isinstance(s, AwsSite):
-            for j, t in enumerate(s.storage):
-                if isinstance(t, FsxLustreTier) and not isinstance(fabrics.get(t.fabric), EfaFabric):
-                    yield Problem(
-                        f"sites[{i}].storage[{j}].fabric", f"{t.fabric} is not an efa fabric of site {s.name}"
-                    )
+        match s:
+            case AwsSite():
+                yield from _aws_pools(f"sites[{i}]", s)
+            case BaremetalSite():
+                yield from _baremetal_pools(spec, f"sites[{i}]", s)
+            case _:
+                assert_never(s)
+
+
+def _aws_pools(path: str, s: AwsSite) -> Iterator[Problem]:
+    fabrics = {f.name: f for f in s.fabrics}
+    for j, p in enumerate(s.node_pools):
+        fabric = fabrics.get(p.fabric) if p.fabric else None
+        resolves = p.fabric is None or fabric is not None
+        yield from _aws_pool(f"{path}.node_pools[{j}]", s, p, fabric, placement=resolves)
+    for j, t in enumerate(s.storage):
+        if isinstance(t, FsxLustreTier) and not isinstance(fabrics.get(t.fabric), EfaFabric):
+            yield Problem(f"{path}.storage[{j}].fabric", f"{t.fabric} is not an efa fabric of site {s.name}")
+
+
+def _baremetal_pools(spec: EstateSpec, path: str, s: BaremetalSite) -> Iterator[Problem]:
+    for j, p in enumerate(s.node_pools):
+        servers = spec.pool_servers(s, p)
+        if not servers:
+            yield Problem(f"{path}.node_pools[{j}].selector", f"selects no server of site {s.name} ({p.selector})")
+        models = sorted({x.gpu_model for x in servers})
+        if len(models) > 1:
+            yield Problem(f"{path}.node_pools[{j}].selector", f"pool {p.name} mixes GPU models {models}; split it")
 
 
 def _sharing(spec: EstateSpec, path: str, p: PoolBase) -> Iterator[Problem]:

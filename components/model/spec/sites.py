@@ -123,4 +123,7 @@ class BaremetalSite(SiteBase):
     cost: OnPremCost | None = Field(default=None, description="Default amortisation inputs for this site's pools.")
 
 
+# Every site kind. Code that treats kinds differently types its site as `Site` and matches on it with
+# assert_never, so a new kind fails type checking wherever it is not handled.
 Site = Annotated[AwsSite | BaremetalSite, Field(discriminator="kind")]
+NodePool = AwsNodePool | BaremetalNodePool
