@@ -1,14 +1,14 @@
 """Shared helpers for the policy packs: reading Pulumi resource inputs, Kubernetes objects, nodes and config.
 
 Rules see resource INPUTS with the engine's camelCase names (`scalingConfig.maxSize`, `metadataOptions.httpTokens`)
-under `pulumi preview --policy-pack`, and the same names in `gpufleet check` (gpufleet/check.py builds the same
-`ResourceValidationArgs` / `StackValidationArgs` from a Plan). Policies know nothing of components except the catalog
-and the constants components publish (node label keys in `components.model.nodes`, the cost-label prefix in
-`components.model.tags`).
+under `pulumi preview --policy-pack`, and the same names in `gpufleet check` (gpufleet/review/check.py builds the same
+`ResourceValidationArgs` / `StackValidationArgs` from a Plan). Policies know nothing of components but the model:
+the catalog and the shared keys in `components.model.conventions` (labels, taints, tag keys, type tokens, the
+privileged-namespace register).
 
 A rule is a plain function `fn(args, report_violation)`; `resource_policy` / `stack_policy` wrap it in the
-pulumi_policy object with its id, description (which cites the check-list item from
-shared/reference/gpu-facts.md §2 and the Checkov id), default enforcement level, config schema and remediation text.
+pulumi_policy object with its id, description (which cites the check-list item of docs/checklist.md and the
+Checkov id), default enforcement level, config schema and remediation text.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """TenantBundle: one tenant's namespace on one site, with its quota, limits, network policy, RBAC and trust level.
 
 One bundle per tenant per site where the tenant has GPU quota (`kueue.tenants_on_site`); its Kueue queues
-are built by `components.kubernetes.kueue.Kueue`. Checks T1-T9 and T11 of shared/reference/gpu-facts.md.
+are built by `components.kubernetes.kueue.Kueue`. Checks T1-T9 and T11 of docs/checklist.md.
 
 Trust levels. An untrusted tenant (agents running generated code) has its quota only on pools dedicated to
 it, never time-sliced (the schema enforces both). Its pods reach its dedicated nodes because Kueue manages

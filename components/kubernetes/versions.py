@@ -1,7 +1,7 @@
 """Every chart and image version gpufleet installs: the one place they are pinned.
 
 A test fails when one of these version strings appears anywhere else in the code. Sources: the upstream
-repositories' tags as recorded in shared/reference/gpu-facts.md (state of 2026-08).
+repositories' release tags named next to each pin (state of 2026-08).
 """
 
 from __future__ import annotations

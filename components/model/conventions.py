@@ -107,7 +107,7 @@ GPU_OPERATOR_NAMESPACE = "gpu-operator"
 NETWORK_OPERATOR_NAMESPACE = "network-operator"
 KUBE_SYSTEM = "kube-system"
 
-# The only namespaces whose Pod Security level may be `privileged` (check T6): the system namespaces gpufleet
+# The only namespaces whose Pod Security level may be `privileged` (checks T6, P5): the system namespaces gpufleet
 # installs privileged operands into, and nothing else. Adding one is a security decision; say why next to it.
 PRIVILEGED_NAMESPACES: frozenset[str] = frozenset(
     {

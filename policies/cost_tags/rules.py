@@ -1,9 +1,10 @@
 """Cost and ownership: required tags on every taggable AWS resource and on launched instances and volumes, cost
 labels on namespaces and nodes, a budget cap on the stack's hourly cost at max size, and GPU instance types from
-an allow-list. Check-list items A15 and A16 of shared/reference/gpu-facts.md §2.
+an allow-list. Check-list items A15 and A16 of docs/checklist.md.
 
-Tags must be set explicitly on each resource: AWS provider `default_tags` never show in a resource's `tags`
-input (shared/reference/pulumi-notes.md §2), so they do not count here.
+Tags must be set explicitly on each resource: AWS provider `default_tags` are applied by the provider, never
+show in a resource's `tags` input (https://www.pulumi.com/registry/packages/aws/api-docs/provider/#defaulttags;
+tests/policies/test_rules.py shows it on a plan), so they do not count here.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """GPU guardrails: the GPU taint on every GPU pool, EFA pools in one subnet with a placement group or a
 reservation and no more EFA interfaces than the instance has, FSx next to the GPUs, time-slicing only on
 single-tenant pools, GPU Operator driver settings that match the site, pinned chart versions and protected
-stateful storage. Check-list items T10, T12, A11, A14, H1, H2, H7 of shared/reference/gpu-facts.md §2.
+stateful storage. Check-list items T10, T12, A11, A14, H1, H2, H7 of docs/checklist.md.
 """
 
 from __future__ import annotations
@@ -231,7 +231,7 @@ def chart_versions_pinned(args: ResourceValidationArgs, report: ReportViolation)
 def stateful_storage_protected(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if not args.opts.protect:
         report(f"{args.resource_type.split(':')[-1]} {args.name} is not protected (protect=True)", None)
-    # The real engine does not pass retainOnDelete to analyzers; gpufleet check does (see gpufleet/check.py).
+    # The real engine does not pass retainOnDelete to analyzers; gpufleet check does (gpufleet/review/check.py).
     if getattr(args.opts, "retain_on_delete", None) is False:
         report(
             f"{args.resource_type.split(':')[-1]} {args.name} is not retained on delete (retain_on_delete=True)", None

@@ -1,7 +1,7 @@
 """Segmentation: who can reach what. Default-deny network policies per tenant namespace (with DNS) on a cluster whose
 CNI enforces them, no allow-all policies, no internet ingress on security groups, the EFA security group open only to itself, nodes private,
 the EKS endpoint private or restricted, IMDSv2 with hop limit 1, and storage that is not public.
-Check-list items T5, A1-A3, A7, A10, A13 of shared/reference/gpu-facts.md §2.
+Check-list items T5, A1-A3, A7, A10, A13 of docs/checklist.md.
 """
 
 from __future__ import annotations

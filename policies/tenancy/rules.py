@@ -1,6 +1,6 @@
 """Tenancy: each tenant in its own namespace with quotas, limits, Pod Security, least-privilege RBAC, its own
-Kueue queues and (when dedicated) its own tainted nodes. Check-list items T1-T15 of
-shared/reference/gpu-facts.md §2 that are properties of resources or of the stack.
+Kueue queues and (when dedicated) its own tainted nodes. Check-list items T1-T15 and P6 of docs/checklist.md
+that are properties of resources or of the stack.
 
 Not here: T11 (tenant pods' tolerations: tenants' own manifests, Checkov/admission), T12 (time-slicing vs
 tenancy: gpu-guardrails), T14 (quota sum vs physical GPUs: enforced by the estate schema), T5 (segmentation).
