@@ -53,7 +53,6 @@ SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
 SG_INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 SG_EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
 SUBNET = "aws:ec2/subnet:Subnet"
-PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
 FSX_LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
 EFS = "aws:efs/fileSystem:FileSystem"
 S3_BUCKETS = frozenset({"aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2"})

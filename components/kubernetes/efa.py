@@ -21,8 +21,6 @@ from components.kubernetes.namespaces import EFA_PLUGIN_NAMESPACE
 from components.model.conventions import FABRIC_LABEL
 from components.model.spec import AwsSite, EfaFabric
 
-EFA_RESOURCE = "vpc.amazonaws.com/efa"
-
 
 def efa_fabrics(site: AwsSite) -> list[EfaFabric]:
     return [f for f in site.fabrics if isinstance(f, EfaFabric)]

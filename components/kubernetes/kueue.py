@@ -98,16 +98,6 @@ def tenant_flavors(site: Site, tenant: Tenant) -> list[Pool]:
     return [p for p in pools if p.dedicated_to in (None, tenant.name)]
 
 
-def site_gpu_resources(site: Site, tenant: Tenant) -> dict[str, int]:
-    """ResourceQuota view: GPU units per advertised resource name, summed over the tenant's pools here."""
-    pools = {p.name: p for p in site.node_pools}
-    totals: dict[str, int] = {}
-    for pool, n in site_gpu_quota(site, tenant).items():
-        name = gpu_resource_name(site, pools[pool])
-        totals[name] = totals.get(name, 0) + n
-    return totals
-
-
 def has_topology_labels(site: Site) -> bool:
     """Nodes carry rack / leaf labels: bare-metal servers from their inventory; EKS nodes have no such facts."""
     match site:

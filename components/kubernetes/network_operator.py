@@ -42,7 +42,6 @@ from components.model.tags import Tags
 
 NIC_CLUSTER_POLICY = "nic-cluster-policy"
 MELLANOX_VENDOR_ID = "15b3"
-RDMA_RESOURCE_PREFIX = "rdma"
 RDMA_HCA_MAX = 63  # pods sharing one HCA (the upstream examples' value)
 DRAIN_TIMEOUT_SECONDS = 900
 

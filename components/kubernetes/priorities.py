@@ -43,10 +43,6 @@ PRIORITY_LEVELS: tuple[PriorityLevel, ...] = (
 """Highest first. User-defined priorities must stay at or below 1,000,000,000 (system classes sit above)."""
 
 
-def priority_value(name: str) -> int:
-    return next(level.value for level in PRIORITY_LEVELS if level.name == name)
-
-
 @dataclass(frozen=True)
 class PrioritiesArgs:
     tags: Tags

@@ -72,15 +72,3 @@ def pool_gpu_hour_price(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNo
         usd_per_server_hour=server_hour_usd(cost),
         source=source,
     )
-
-
-def estate_gpu_hour_prices(spec: EstateSpec) -> dict[str, PoolGpuHourPrice]:
-    """Every priced bare-metal pool of the estate, by pool name."""
-    prices = {}
-    for site in spec.sites:
-        if isinstance(site, BaremetalSite):
-            for pool in site.node_pools:
-                price = pool_gpu_hour_price(spec, site, pool)
-                if price is not None:
-                    prices[pool.name] = price
-    return prices

@@ -42,11 +42,6 @@ def effective_scaling(pool: AwsNodePool, window: BurstWindow | None, now: dt.dat
     return Scaling(min=0, desired=w.nodes, max=w.nodes)
 
 
-def burst_gpus(pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime) -> int:
-    """GPUs the burst pool offers now (0 outside a window)."""
-    return effective_scaling(pool, window, now).max * pool.gpus_per_node
-
-
 # ------------------------------------------------------------------------------------------- burst pools
 
 

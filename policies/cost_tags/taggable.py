@@ -44,10 +44,6 @@ def taggable_types() -> frozenset[str]:
     return frozenset(json.loads(TAGGABLE_FILE.read_text())["types"])
 
 
-def is_taggable(resource_type: str) -> bool:
-    return resource_type in taggable_types()
-
-
 if __name__ == "__main__":
     doc = scan(installed_package_dir())
     TAGGABLE_FILE.write_text(json.dumps(doc, indent=1) + "\n")

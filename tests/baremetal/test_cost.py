@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from components.model.pricing import estate_gpu_hour_prices, pool_gpu_hour_price
+from components.model.pricing import pool_gpu_hour_price
 from components.model.spec import BaremetalSite
 from tests.baremetal.helpers import onprem_spec
 
@@ -60,13 +60,15 @@ def test_pool_cost_overrides_the_site_and_uneven_gpu_counts_share_the_bill() -> 
 
 
 def test_onprem_example_price_matches_hand_arithmetic() -> None:
-    spec = onprem_spec()
-    prices = estate_gpu_hour_prices(spec)
+    spec, site = _site(lambda estate: None)
+    prices = {p.name: pool_gpu_hour_price(spec, site, p) for p in site.node_pools}
     # 320,000 / (4 x 8,760) + 11 x 0.11 + 900 / 730 = 9.13242 + 1.21 + 1.23288 = 11.57530 USD per server-hour
     per_server = 320000 / 35040 + 1.21 + 900 / 730
     assert per_server == pytest.approx(11.5753, abs=1e-4)
-    assert prices["train"].usd_per_gpu_hour == pytest.approx(per_server / 8)
-    assert prices["dev"].usd_per_gpu_hour == pytest.approx(1.44691, abs=1e-5)
+    train, dev = prices["train"], prices["dev"]
+    assert train is not None and dev is not None
+    assert train.usd_per_gpu_hour == pytest.approx(per_server / 8)
+    assert dev.usd_per_gpu_hour == pytest.approx(1.44691, abs=1e-5)
 
 
 def test_pool_without_cost_inputs_is_unpriced() -> None:
@@ -75,4 +77,4 @@ def test_pool_without_cost_inputs_is_unpriced() -> None:
 
     spec, site = _site(no_cost)
     assert pool_gpu_hour_price(spec, site, site.node_pools[0]) is None
-    assert estate_gpu_hour_prices(spec) == {}
+    assert pool_gpu_hour_price(spec, site, site.node_pools[1]) is None

@@ -53,10 +53,6 @@ class GpuModel:
     memory_mib: int
     mig_profiles: tuple[MigProfile, ...]
 
-    @property
-    def memory_gb(self) -> float:
-        return self.memory_mib * 1024 * 1024 / 1e9
-
     def mig_profile(self, name: str) -> MigProfile | None:
         return next((p for p in self.mig_profiles if p.name == name), None)
 

@@ -49,7 +49,6 @@ from components.model.spec.pools import Capacity, PoolBase, Scaling, Sharing
 from components.model.spec.sites import (
     AWS_STORAGE,
     BAREMETAL_STORAGE,
-    STATEFUL_KINDS,
     AwsSite,
     BaremetalSite,
     Fabric,
@@ -67,7 +66,6 @@ __all__ = [
     "AWS_STORAGE",
     "BAREMETAL_STORAGE",
     "DNS1123",
-    "STATEFUL_KINDS",
     "AwsAccount",
     "AwsNodePool",
     "AwsSite",

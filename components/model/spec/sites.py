@@ -37,7 +37,6 @@ StorageTier = Annotated[
     ScratchTier | FsxLustreTier | EfsTier | S3Tier | NfsTier | ParallelFsTier | OnPremS3Tier,
     Field(discriminator="kind"),
 ]
-STATEFUL_KINDS = frozenset({"fsx-lustre", "efs", "s3"})
 AWS_STORAGE = frozenset({"scratch", "fsx-lustre", "efs", "s3"})
 BAREMETAL_STORAGE = frozenset({"scratch", "nfs", "parallel-fs", "s3-onprem"})
 
