@@ -1,5 +1,6 @@
-"""components/model/pricing.py is the one home for amortised on-prem prices: `gpufleet cost` and `gpufleet size`
-quote the same $/GPU-hour for a pool, that of the servers actually in the pool."""
+"""components/model/pricing.py, the one home for prices: the amortised on-prem price per GPU-hour against hand
+arithmetic, and `gpufleet cost` and `gpufleet size` quoting the same price for a pool (that of the servers
+actually in the pool)."""
 
 from __future__ import annotations
 
@@ -7,20 +8,90 @@ from typing import Any
 
 import pytest
 
-from components.model.load import parse_estate
-from components.model.pricing import HOURS_PER_MONTH, HOURS_PER_YEAR, server_hour_usd
+from components.model.pricing import HOURS_PER_MONTH, HOURS_PER_YEAR, pool_gpu_hour_price, server_hour_usd
 from components.model.spec import BaremetalSite, EstateSpec
 from gpufleet.review.cost import estate_cost
 from gpufleet.sizing.core import stack_placements
-from tests.conftest import example_estate
+from tests.model.helpers import example_spec
+
+# Hand-picked inputs with round results: 87,600 USD over 1 year = 10 USD per hour (8,760 h); 10 kW at
+# 0.10 USD/kWh = 1 USD per hour; 730 USD per month = 1 USD per hour (730 h). One server-hour: 12 USD.
+ROUND = {
+    "server_price_usd": 87600,
+    "lifetime_years": 1,
+    "power_kw": 10,
+    "usd_per_kwh": 0.1,
+    "ops_usd_per_server_month": 730,
+}
+
+
+def _site(mutate: Any) -> tuple[Any, BaremetalSite]:
+    spec = example_spec("onprem", mutate)
+    site = spec.sites[0]
+    assert isinstance(site, BaremetalSite)
+    return spec, site
+
+
+def test_site_cost_gives_twelve_dollars_a_server_hour_and_one_fifty_a_gpu_hour() -> None:
+    def round_cost(estate: dict[str, Any]) -> None:
+        estate["sites"][0]["cost"] = ROUND
+
+    spec, site = _site(round_cost)
+    price = pool_gpu_hour_price(spec, site, site.node_pools[0])  # train: 6 servers x 8 GPUs
+    assert price is not None
+    assert price.source == "site"
+    assert (price.servers, price.gpus) == (6, 48)
+    assert price.usd_per_server_hour == pytest.approx(12.0)
+    assert price.usd_per_hour == pytest.approx(72.0)
+    assert price.usd_per_gpu_hour == pytest.approx(1.5)
+
+
+def test_pool_cost_overrides_the_site_and_uneven_gpu_counts_share_the_bill() -> None:
+    def uneven(estate: dict[str, Any]) -> None:
+        site = estate["sites"][0]
+        site["node_pools"][1]["cost"] = ROUND
+        site["inventory"][7]["gpu_count"] = 4  # dev pool: one 8-GPU and one 4-GPU server
+        estate["tenants"][0]["gpu_quota"]["dev"] = 28
+        estate["tenants"][1]["gpu_quota"]["dev"] = 28
+
+    spec, site = _site(uneven)
+    price = pool_gpu_hour_price(spec, site, site.node_pools[1])
+    assert price is not None
+    assert price.source == "pool"
+    # 2 servers x 12 USD = 24 USD an hour over 12 GPUs
+    assert (price.servers, price.gpus) == (2, 12)
+    assert price.usd_per_gpu_hour == pytest.approx(2.0)
+
+
+def test_onprem_example_price_matches_hand_arithmetic() -> None:
+    spec, site = _site(lambda estate: None)
+    prices = {p.name: pool_gpu_hour_price(spec, site, p) for p in site.node_pools}
+    # 320,000 / (4 x 8,760) + 11 x 0.11 + 900 / 730 = 9.13242 + 1.21 + 1.23288 = 11.57530 USD per server-hour
+    per_server = 320000 / 35040 + 1.21 + 900 / 730
+    assert per_server == pytest.approx(11.5753, abs=1e-4)
+    train, dev = prices["train"], prices["dev"]
+    assert train is not None and dev is not None
+    assert train.usd_per_gpu_hour == pytest.approx(per_server / 8)
+    assert dev.usd_per_gpu_hour == pytest.approx(1.44691, abs=1e-5)
+
+
+def test_pool_without_cost_inputs_is_unpriced() -> None:
+    def no_cost(estate: dict[str, Any]) -> None:
+        del estate["sites"][0]["cost"]
+
+    spec, site = _site(no_cost)
+    assert pool_gpu_hour_price(spec, site, site.node_pools[0]) is None
+    assert pool_gpu_hour_price(spec, site, site.node_pools[1]) is None
 
 
 def onprem_with_a_four_gpu_server() -> EstateSpec:
     """The onprem example with one of the `train` pool's six 8-GPU servers swapped for a 4-GPU one."""
-    estate: dict[str, Any] = example_estate("onprem")
-    estate["sites"][0]["inventory"][0]["gpu_count"] = 4  # gpu-r1-01, pool train
-    estate["tenants"][0]["gpu_quota"]["train"] = 28  # quotas 28 + 16 fit the 44 GPUs left
-    return parse_estate(estate, "stacks/Pulumi.onprem.yaml")
+
+    def swap(estate: dict[str, Any]) -> None:
+        estate["sites"][0]["inventory"][0]["gpu_count"] = 4  # gpu-r1-01, pool train
+        estate["tenants"][0]["gpu_quota"]["train"] = 28  # quotas 28 + 16 fit the 44 GPUs left
+
+    return example_spec("onprem", swap)
 
 
 def test_cost_and_size_quote_the_same_gpu_hour_price_for_a_pool_with_uneven_servers() -> None:
@@ -41,7 +112,7 @@ def test_cost_and_size_quote_the_same_gpu_hour_price_for_a_pool_with_uneven_serv
 
 
 def test_server_hour_is_depreciation_power_and_operations_over_a_730_hour_month() -> None:
-    site = parse_estate(example_estate("onprem"), "stacks/Pulumi.onprem.yaml").sites[0]
+    site = example_spec("onprem").sites[0]
     assert isinstance(site, BaremetalSite) and site.cost is not None
     assert (HOURS_PER_YEAR, HOURS_PER_MONTH) == (8760, 730)
     assert server_hour_usd(site.cost) == pytest.approx(320000 / 35040 + 1.21 + 900 / 730)

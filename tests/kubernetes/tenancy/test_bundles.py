@@ -12,7 +12,7 @@ from components.kubernetes.priorities import PRIORITY_LEVELS
 from components.model import conventions
 from gpufleet.engine.plan import Plan
 from tests.conftest import example_config
-from tests.tenancy.conftest import in_namespace, k8s_object, k8s_objects
+from tests.kubernetes.tenancy.conftest import in_namespace, k8s_object, k8s_objects
 
 PlanOf = Callable[[str], Plan]
 ESCALATION_VERBS = {"bind", "escalate", "impersonate", "*"}

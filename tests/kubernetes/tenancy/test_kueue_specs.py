@@ -9,7 +9,7 @@ import yaml
 from components.kubernetes import kueue
 from components.kubernetes.priorities import PRIORITY_LEVELS
 from components.model import conventions, nodes
-from tests.tenancy.conftest import estate
+from tests.kubernetes.tenancy.conftest import estate
 
 
 def _flavor(cq: dict[str, Any], name: str) -> dict[str, dict[str, Any]]:

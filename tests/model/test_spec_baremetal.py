@@ -8,14 +8,14 @@ from typing import Any
 import pytest
 
 from components.model.load import SpecError
-from tests.baremetal.helpers import onprem_spec
+from tests.model.helpers import example_spec
 
 Mutation = Callable[[dict[str, Any]], None]
 
 
 def problem(mutate: Mutation) -> str:
     with pytest.raises(SpecError) as info:
-        onprem_spec(mutate)
+        example_spec("onprem", mutate)
     return str(info.value)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from components.model.load import SpecError
-from tests.tenancy.conftest import estate
+from tests.model.helpers import example_spec as estate
 
 
 def _problems(stack: str, mutate: Any) -> str:
