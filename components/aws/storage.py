@@ -9,7 +9,7 @@
 - shared-warm: EFS with elastic throughput, a customer-managed key, mount targets in the private subnets,
   TLS-only file-system policy, per-tenant access points (root directory + POSIX user), the EFS CSI driver
   (IAM through EKS Pod Identity) and a StorageClass provisioning access points per claim.
-- object: S3 buckets per purpose with public access blocked, SSE-KMS with a bucket key, versioning, a TLS-only
+- object: S3 buckets (buckets.py) per purpose with public access blocked, SSE-KMS with a bucket key, versioning, a TLS-only
   policy, lifecycle rules and access logging into a log bucket.
 Stateful resources (file systems, buckets, their keys) are protected and retained on delete.
 """
@@ -25,7 +25,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.aws import iam
+from components.aws import buckets, iam
 from components.kubernetes import helm, versions
 from components.model.spec import AwsSite, EfsTier, EstateSpec, FsxLustreTier, S3Tier
 from components.model.tags import Tags
@@ -62,15 +62,6 @@ def throughput_warning(site: AwsSite, tier: FsxLustreTier) -> str | None:
 def tenant_uid(tenant: str) -> int:
     """A stable POSIX uid/gid per tenant (does not change when tenants are added or reordered)."""
     return TENANT_UID_BASE + zlib.crc32(tenant.encode()) % 10_000
-
-
-def bucket_name(tags: Tags, site: AwsSite, tier: S3Tier, purpose: str, single_tier: bool) -> str:
-    """Globally unique bucket names: `<estate>-<env>-<purpose>` when the estate has one S3 tier."""
-    base = tags.base
-    name = f"{base['cluster']}-{base['env']}-{purpose}"
-    if not single_tier:
-        name = f"{base['cluster']}-{base['env']}-{site.name}-{tier.name}-{purpose}"
-    return name[:63]
 
 
 @dataclass(frozen=True)
@@ -110,7 +101,7 @@ class SiteStorage(pulumi.ComponentResource):
             for e in efs:
                 self._efs_tier(e, driver)
         for b in s3:
-            self._s3_tier(b, single_s3)
+            buckets.s3_tier(self, self._n, args, b, single_s3, self._tier_key(b.name, "S3 objects").arn)
         self.register_outputs({})
 
     # -- helpers ---------------------------------------------------------------------------------------
@@ -430,128 +421,6 @@ class SiteStorage(pulumi.ComponentResource):
                 claim_ref=k8s.core.v1.ObjectReferenceArgs(namespace=tenant, name=tier),
             ),
             opts=self._k8s(depends_on=[driver]),
-        )
-
-    # -- S3 ----------------------------------------------------------------------------------------------
-    def _s3_tier(self, tier: S3Tier, single: bool) -> None:
-        a = self._a
-        key = self._tier_key(tier.name, "S3 objects")
-        logs = self._log_bucket(tier, single)
-        for purpose in tier.buckets:
-            name = bucket_name(a.tags, a.site, tier, purpose, single)
-            r = f"{self._n}-{tier.name}-{purpose}"
-            tags = a.tags.aws(Name=name, tier=tier.name, purpose=purpose)
-            bucket = aws.s3.Bucket(r, bucket=name, tags=tags, opts=self._stateful())
-            self._bucket_baseline(r, bucket, key_arn=key.arn)
-            aws.s3.BucketLifecycleConfiguration(
-                r,
-                bucket=bucket.id,
-                rules=[
-                    aws.s3.BucketLifecycleConfigurationRuleArgs(
-                        id="expire-noncurrent-versions",
-                        status="Enabled",
-                        filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
-                        noncurrent_version_expiration=aws.s3.BucketLifecycleConfigurationRuleNoncurrentVersionExpirationArgs(
-                            noncurrent_days=tier.noncurrent_days
-                        ),
-                    ),
-                    aws.s3.BucketLifecycleConfigurationRuleArgs(
-                        id="abort-incomplete-multipart-uploads",
-                        status="Enabled",
-                        filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
-                        abort_incomplete_multipart_upload=aws.s3.BucketLifecycleConfigurationRuleAbortIncompleteMultipartUploadArgs(
-                            days_after_initiation=7
-                        ),
-                    ),
-                ],
-                opts=self._opts(),
-            )
-            aws.s3.BucketLogging(
-                r, bucket=bucket.id, target_bucket=logs.id, target_prefix=f"{name}/", opts=self._opts()
-            )
-            policy = iam.tls_only_bucket_policy(f"arn:{iam.partition(a.site.region)}:s3:::{name}")
-            aws.s3.BucketPolicy(r, bucket=bucket.id, policy=policy, opts=self._opts())
-
-    def _log_bucket(self, tier: S3Tier, single: bool) -> aws.s3.Bucket:
-        a = self._a
-        name = bucket_name(a.tags, a.site, tier, "access-logs", single)
-        r = f"{self._n}-{tier.name}-access-logs"
-        logs = aws.s3.Bucket(
-            r, bucket=name, tags=a.tags.aws(Name=name, tier=tier.name, purpose="access-logs"), opts=self._stateful()
-        )
-        # S3 server access logs can only be delivered to a bucket with SSE-S3 default encryption.
-        self._bucket_baseline(r, logs, key_arn=None)
-        aws.s3.BucketLifecycleConfiguration(
-            r,
-            bucket=logs.id,
-            rules=[
-                aws.s3.BucketLifecycleConfigurationRuleArgs(
-                    id="expire-access-logs",
-                    status="Enabled",
-                    filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
-                    expiration=aws.s3.BucketLifecycleConfigurationRuleExpirationArgs(days=365),
-                    noncurrent_version_expiration=aws.s3.BucketLifecycleConfigurationRuleNoncurrentVersionExpirationArgs(
-                        noncurrent_days=tier.noncurrent_days
-                    ),
-                    abort_incomplete_multipart_upload=aws.s3.BucketLifecycleConfigurationRuleAbortIncompleteMultipartUploadArgs(
-                        days_after_initiation=7
-                    ),
-                )
-            ],
-            opts=self._opts(),
-        )
-        arn = f"arn:{iam.partition(a.site.region)}:s3:::"
-        sources = [arn + bucket_name(a.tags, a.site, tier, p, single) for p in tier.buckets]
-        aws.s3.BucketPolicy(
-            r,
-            bucket=logs.id,
-            policy=pulumi.Output.from_input(a.node_role_arn).apply(
-                lambda role: iam.log_delivery_bucket_policy(arn + name, sources, iam.account_of(role))
-            ),
-            opts=self._opts(),
-        )
-        return logs
-
-    def _bucket_baseline(self, r: str, bucket: aws.s3.Bucket, *, key_arn: pulumi.Input[str] | None) -> None:
-        aws.s3.BucketPublicAccessBlock(
-            r,
-            bucket=bucket.id,
-            block_public_acls=True,
-            block_public_policy=True,
-            ignore_public_acls=True,
-            restrict_public_buckets=True,
-            opts=self._opts(),
-        )
-        aws.s3.BucketOwnershipControls(
-            r,
-            bucket=bucket.id,
-            rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),  # ACLs off
-            opts=self._opts(),
-        )
-        default = (
-            aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
-                sse_algorithm="aws:kms", kms_master_key_id=key_arn
-            )
-            if key_arn is not None
-            else aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
-                sse_algorithm="AES256"
-            )
-        )
-        aws.s3.BucketServerSideEncryptionConfiguration(
-            r,
-            bucket=bucket.id,
-            rules=[
-                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
-                    apply_server_side_encryption_by_default=default, bucket_key_enabled=key_arn is not None
-                )
-            ],
-            opts=self._opts(),
-        )
-        aws.s3.BucketVersioning(
-            r,
-            bucket=bucket.id,
-            versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled"),
-            opts=self._opts(),
         )
 
 

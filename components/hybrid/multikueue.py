@@ -42,8 +42,9 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components.kubernetes import kueue
+from components.kubernetes.admission import TenantTolerations
 from components.kubernetes.cluster import ClusterStack
-from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs, TenantTolerations
+from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs
 from components.model.conventions import pod_security_labels
 from components.model.spec import BurstWindow, EstateSpec, Site, Tenant
 from components.model.tags import Tags

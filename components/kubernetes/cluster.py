@@ -7,10 +7,11 @@ from dataclasses import dataclass
 
 import pulumi
 
+from components.kubernetes.admission import TenantTolerations
 from components.kubernetes.gpu_stack import GpuStack, GpuStackArgs
 from components.kubernetes.kueue import Kueue, KueueArgs, tenants_on_site
 from components.kubernetes.priorities import Priorities, PrioritiesArgs
-from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs, TenantTolerations
+from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs
 from components.model.spec import BurstWindow, EstateSpec, Site
 from components.model.tags import Tags
 

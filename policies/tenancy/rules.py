@@ -19,11 +19,6 @@ from components.model.conventions import (
     GPU_RESOURCE,
     HELM_RELEASE,
     MIG_RESOURCE_PREFIX,
-    NAMESPACE_NAME_LABEL,
-    POD_SECURITY_MODES,
-    POD_SECURITY_PREFIX,
-    PRIVILEGED_NAMESPACES,
-    RDMA_LABEL,
     SHARED,
     TENANT_LABEL,
     TENANT_NODE_LABEL,
@@ -35,7 +30,6 @@ from policies.common import (
     as_dict,
     as_list,
     chart_name,
-    config,
     expected_tenants,
     get,
     has_taint,
@@ -51,6 +45,11 @@ from policies.common import (
     schema,
     stack_policy,
     tenant_namespaces,
+)
+from policies.tenancy.pod_security import (
+    namespace_pod_security,
+    rdma_namespace_guarded,
+    tenant_tolerations_guarded,
 )
 
 PACK_NAME = "tenancy"
@@ -155,90 +154,6 @@ def tenant_limit_range(args: StackValidationArgs, report: ReportViolation) -> No
             report(
                 f"namespace {ns} (tenant {tenant}) has no LimitRange with Container default and defaultRequest", None
             )
-
-
-# -- T6 ---------------------------------------------------------------------------------------------------
-
-
-def privileged_namespaces(args: ResourceValidationArgs) -> list[str]:
-    """The exemption register: `privilegedNamespaces` from config, else the components' own register."""
-    configured = config(args, "privilegedNamespaces", None)
-    if configured is not None:
-        return [str(n) for n in configured]
-    return sorted(PRIVILEGED_NAMESPACES)
-
-
-def namespace_pod_security(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    labels = k8s_labels(args.props)
-    name = k8s_name(args.props, args.name)
-    levels = {mode: labels.get(f"{POD_SECURITY_PREFIX}{mode}") for mode in POD_SECURITY_MODES}
-    # An RDMA tenant namespace may hand enforcement to an admission policy (baseline + IPC_LOCK, rule
-    # rdma-namespace-guarded); its audit and warn levels must still be restricted or baseline.
-    rdma = bool(labels.get(TENANT_LABEL)) and labels.get(RDMA_LABEL) == "true" and levels["enforce"] == "privileged"
-    audit_levels = [levels["audit"], levels["warn"]]
-    if rdma and any(v not in ("restricted", "baseline") for v in audit_levels):
-        report(f"RDMA namespace {name} must audit and warn at restricted or baseline (has {audit_levels})", None)
-    if not rdma and any(v == "privileged" for v in levels.values()) and name not in privileged_namespaces(args):
-        report(f"namespace {name} is Pod Security privileged but is not on the exemption list", None)
-    if labels.get(TENANT_LABEL):
-        if not rdma and levels["enforce"] not in ("restricted", "baseline"):
-            report(f"tenant namespace {name} must enforce restricted or baseline (has {levels['enforce']})", None)
-        missing = [m for m in ("audit", "warn") if not levels[m]]
-        if missing:
-            report(f"tenant namespace {name} lacks Pod Security labels for {missing}", None)
-
-
-def rdma_namespace_guarded(args: StackValidationArgs, report: ReportViolation) -> None:
-    """P6: a namespace that lets pods add IPC_LOCK (Pod Security enforce=privileged, marked for RDMA) has a
-    Deny-mode ValidatingAdmissionPolicy bound to it that restricts capabilities and privileged containers."""
-    policies = {k8s_name(p.props, p.name): p for p in objects(args.resources, "ValidatingAdmissionPolicy")}
-    bindings = list(objects(args.resources, "ValidatingAdmissionPolicyBinding"))
-    for ns_res in objects(args.resources, "Namespace"):
-        labels = k8s_labels(ns_res.props)
-        if labels.get(RDMA_LABEL) != "true" or labels.get(f"{POD_SECURITY_PREFIX}enforce") != "privileged":
-            continue
-        ns = k8s_name(ns_res.props, ns_res.name)
-        guarded = False
-        for b in bindings:
-            spec = as_dict(b.props.get("spec"))
-            selector = as_dict(get(spec, "matchResources.namespaceSelector.matchLabels"))
-            if selector.get(NAMESPACE_NAME_LABEL) != ns or "Deny" not in list(spec.get("validationActions") or []):
-                continue
-            policy = policies.get(str(spec.get("policyName")))
-            if policy is None:
-                continue
-            expressions = " ".join(str(v.get("expression", "")) for v in get(policy.props, "spec.validations") or [])
-            if "capabilities" in expressions and "privileged" in expressions:
-                guarded = True
-        if not guarded:
-            report(
-                f"namespace {ns} enforces Pod Security privileged for RDMA but no Deny admission policy bound to it "
-                "restricts capabilities and privileged containers",
-                None,
-            )
-
-
-# -- T11 --------------------------------------------------------------------------------------------------
-
-
-def tenant_tolerations_guarded(args: StackValidationArgs, report: ReportViolation) -> None:
-    """T11: where tenant namespaces exist, a Deny admission policy bound to namespaces labelled `tenant` refuses
-    keyless (wildcard) tolerations."""
-    if not tenant_namespaces(args.resources):
-        return
-    policies = {k8s_name(p.props, p.name): p for p in objects(args.resources, "ValidatingAdmissionPolicy")}
-    for b in objects(args.resources, "ValidatingAdmissionPolicyBinding"):
-        spec = as_dict(b.props.get("spec"))
-        selector = as_dict(get(spec, "matchResources.namespaceSelector"))
-        expressions = [as_dict(e) for e in as_list(selector.get("matchExpressions"))]
-        selects_tenants = any(e.get("key") == TENANT_LABEL and e.get("operator") == "Exists" for e in expressions)
-        policy = policies.get(str(spec.get("policyName")))
-        if not selects_tenants or policy is None or "Deny" not in list(spec.get("validationActions") or []):
-            continue
-        text = " ".join(str(v.get("expression", "")) for v in get(policy.props, "spec.validations") or [])
-        if "tolerations" in text and "has(t.key)" in text:
-            return
-    report("no Deny admission policy bound to tenant namespaces refuses wildcard tolerations (T11)", None)
 
 
 # -- T7 ---------------------------------------------------------------------------------------------------

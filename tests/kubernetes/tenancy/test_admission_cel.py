@@ -9,7 +9,7 @@ import celpy
 import pytest
 from celpy import celtypes, json_to_cel
 
-from components.kubernetes.tenancy import TOLERATION_VALIDATIONS, rdma_pod_policy, untrusted_validations
+from components.kubernetes.admission import TOLERATION_VALIDATIONS, rdma_pod_policy, untrusted_validations
 from components.model.conventions import DEDICATED_TENANT_LABEL
 from components.model.spec import Tenant
 

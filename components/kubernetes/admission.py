@@ -1,0 +1,204 @@
+"""Built-in ValidatingAdmissionPolicies (admissionregistration.k8s.io/v1; no controller, no Kyverno) that back up
+tenancy at admission: an untrusted tenant's pods stay on its dedicated nodes (and in its sandbox RuntimeClass), an
+RDMA namespace enforces the Pod Security baseline with IPC_LOCK added (check P6), and no tenant pod tolerates
+every taint or another tenant's dedicated nodes (check T11). Used by `components.kubernetes.tenancy`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.model import conventions
+from components.model.conventions import TENANT_LABEL
+from components.model.spec import Tenant
+from components.model.tags import Tags
+
+# Pod Security Standards, baseline profile (kubernetes.io/docs/concepts/security/pod-security-standards):
+# capabilities a container may add, and the "safe" sysctls. RDMA namespaces allow IPC_LOCK on top.
+BASELINE_CAPABILITIES = (
+    "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE", "SETFCAP",
+    "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
+)  # fmt: skip
+SAFE_SYSCTLS = (
+    "kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.ip_unprivileged_port_start",
+    "net.ipv4.tcp_syncookies", "net.ipv4.ping_group_range", "net.ipv4.ip_local_reserved_ports",
+    "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_fin_timeout", "net.ipv4.tcp_keepalive_intvl",
+    "net.ipv4.tcp_keepalive_probes",
+)  # fmt: skip
+SELINUX_TYPES = ("container_t", "container_init_t", "container_kvm_t", "container_engine_t")
+
+
+def untrusted_validations(tenant: Tenant, runtime_class: str | None) -> list[dict[str, str]]:
+    """CEL rules of the untrusted tenant's ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1)."""
+    key = conventions.DEDICATED_TENANT_LABEL
+    gated = "has(object.spec.schedulingGates) && size(object.spec.schedulingGates) > 0"
+    pinned = (
+        f"has(object.spec.nodeSelector) && '{key}' in object.spec.nodeSelector && "
+        f"object.spec.nodeSelector['{key}'] == '{tenant.name}'"
+    )
+    rules = [
+        {
+            "expression": f"({gated}) || ({pinned})",
+            "message": f"pods of untrusted tenant {tenant.name} run only on its dedicated nodes "
+            f"(nodeSelector {key}={tenant.name}, set by Kueue at admission)",
+        },
+    ]
+    if runtime_class:
+        rules.append(
+            {
+                "expression": f"has(object.spec.runtimeClassName) && object.spec.runtimeClassName == '{runtime_class}'",
+                "message": f"pods of untrusted tenant {tenant.name} must set runtimeClassName: {runtime_class}",
+            }
+        )
+    return rules
+
+
+def rdma_pod_policy() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """CEL variables and validations of an RDMA namespace's ValidatingAdmissionPolicy: the Pod Security baseline
+    controls (host namespaces, privileged, capabilities, hostPath, host ports, procMount, seccomp, AppArmor,
+    SELinux, sysctls) with IPC_LOCK added to the allowed capabilities."""
+    caps = ", ".join(f"'{c}'" for c in (*BASELINE_CAPABILITIES, "IPC_LOCK"))
+    sysctls = ", ".join(f"'{c}'" for c in SAFE_SYSCTLS)
+    selinux = ", ".join(f"'{t}'" for t in SELINUX_TYPES)
+    variables = [
+        {
+            "name": "containers",
+            "expression": "object.spec.containers"
+            " + (has(object.spec.initContainers) ? object.spec.initContainers : [])"
+            " + (has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers : [])",
+        },
+        {"name": "podSecurity", "expression": "has(object.spec.securityContext) ? object.spec.securityContext : {}"},
+    ]
+
+    def each(cond: str) -> str:
+        return f"variables.containers.all(c, !has(c.securityContext) || ({cond}))"
+
+    validations = [
+        (
+            "!(has(object.spec.hostNetwork) && object.spec.hostNetwork) && !(has(object.spec.hostPID) && "
+            "object.spec.hostPID) && !(has(object.spec.hostIPC) && object.spec.hostIPC)",
+            "host namespaces (hostNetwork, hostPID, hostIPC) are not allowed",
+        ),
+        (
+            each("!has(c.securityContext.privileged) || !c.securityContext.privileged"),
+            "privileged containers are not allowed",
+        ),
+        (
+            each(
+                "!has(c.securityContext.capabilities) || !has(c.securityContext.capabilities.add) || "
+                f"c.securityContext.capabilities.add.all(cap, cap in [{caps}])"
+            ),
+            "containers may add only the Pod Security baseline capabilities and IPC_LOCK",
+        ),
+        (
+            "!has(object.spec.volumes) || object.spec.volumes.all(v, !has(v.hostPath))",
+            "hostPath volumes are not allowed",
+        ),
+        (
+            "variables.containers.all(c, !has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0))",
+            "host ports are not allowed",
+        ),
+        (
+            each("!has(c.securityContext.procMount) || c.securityContext.procMount == 'Default'"),
+            "procMount must be Default",
+        ),
+        (
+            "(!has(variables.podSecurity.seccompProfile) || variables.podSecurity.seccompProfile.type != 'Unconfined')"
+            " && "
+            + each("!has(c.securityContext.seccompProfile) || c.securityContext.seccompProfile.type != 'Unconfined'"),
+            "seccomp may not be Unconfined",
+        ),
+        (
+            "(!has(variables.podSecurity.appArmorProfile) || "
+            "variables.podSecurity.appArmorProfile.type != 'Unconfined') && "
+            + each("!has(c.securityContext.appArmorProfile) || c.securityContext.appArmorProfile.type != 'Unconfined'"),
+            "AppArmor may not be Unconfined",
+        ),
+        (
+            "(!has(variables.podSecurity.seLinuxOptions) || (!has(variables.podSecurity.seLinuxOptions.user) && "
+            "!has(variables.podSecurity.seLinuxOptions.role) && (!has(variables.podSecurity.seLinuxOptions.type) || "
+            f"variables.podSecurity.seLinuxOptions.type in [{selinux}]))) && "
+            + each(
+                "!has(c.securityContext.seLinuxOptions) || (!has(c.securityContext.seLinuxOptions.user) && "
+                "!has(c.securityContext.seLinuxOptions.role) && (!has(c.securityContext.seLinuxOptions.type) || "
+                f"c.securityContext.seLinuxOptions.type in [{selinux}]))"
+            ),
+            "SELinux options may set only an allowed type",
+        ),
+        (
+            f"!has(variables.podSecurity.sysctls) || variables.podSecurity.sysctls.all(s, s.name in [{sysctls}])",
+            "only the safe sysctls are allowed",
+        ),
+    ]
+    return variables, [{"expression": e, "message": f"RDMA namespace: {m}"} for e, m in validations]
+
+
+TOLERATIONS_POLICY = "gpufleet-tenant-tolerations"
+TOLERATION_VALIDATIONS = [
+    {
+        "expression": "!has(object.spec.tolerations) || object.spec.tolerations.all(t, has(t.key) && t.key != '' "
+        f"&& (t.key != '{TENANT_LABEL}' || (has(t.value) && t.value == namespaceObject.metadata.labels['{TENANT_LABEL}'])))",
+        "message": "tenant pods may not tolerate every taint (a toleration needs a key) nor another tenant's "
+        "dedicated nodes (tenant=<other>)",
+    }
+]
+
+
+def pod_admission_policy(
+    resource_names: tuple[str, str],
+    policy_name: str,
+    labels: dict[str, str],
+    validations: list[dict[str, str]],
+    namespace_selector: dict[str, Any],
+    parent: pulumi.Resource,
+    variables: list[dict[str, str]] | None = None,
+) -> None:
+    """A ValidatingAdmissionPolicy on pods (create and update) and its Deny binding to `namespace_selector`."""
+    spec: Any = {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "resourceRules": [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]}
+            ]
+        },
+        **({"variables": variables} if variables else {}),
+        "validations": validations,
+    }
+    policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+        resource_names[0],
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=policy_name, labels=labels),
+        spec=spec,
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+    binding: Any = {
+        "policyName": policy_name,
+        "validationActions": ["Deny"],
+        "matchResources": {"namespaceSelector": namespace_selector},
+    }
+    k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+        resource_names[1],
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=policy_name, labels=labels),
+        spec=binding,
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[policy]),
+    )
+
+
+class TenantTolerations(pulumi.ComponentResource):
+    """T11 for every tenant namespace of a cluster: one ValidatingAdmissionPolicy, bound (Deny) to namespaces
+    labelled `tenant`, refusing keyless tolerations and tolerations of another tenant's dedicated-node taint.
+    Kueue's injected tolerations (the GPU taint, the pod's own tenant taint) pass."""
+
+    def __init__(self, name: str, tags: Tags, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpufleet:kubernetes:TenantTolerations", name, None, opts)
+        pod_admission_policy(
+            (f"{name}-policy", f"{name}-binding"),
+            TOLERATIONS_POLICY,
+            tags.labels(),
+            TOLERATION_VALIDATIONS,
+            {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]},
+            self,
+        )
+        self.register_outputs({})
