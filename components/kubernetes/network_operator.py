@@ -42,6 +42,7 @@ from components.model.tags import Tags
 
 NIC_CLUSTER_POLICY = "nic-cluster-policy"
 MELLANOX_VENDOR_ID = "15b3"
+RDMA_RESOURCE_PREFIX = "rdma"  # the RDMA shared device plugin's resource prefix: pods request rdma/<name>
 RDMA_HCA_MAX = 63  # pods sharing one HCA (the upstream examples' value)
 DRAIN_TIMEOUT_SECONDS = 900
 

@@ -10,10 +10,10 @@ read the facts here.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, assert_never
 
 from components.model.spec.base import Problem
-from components.model.spec.sites import AwsSite, BaremetalSite
+from components.model.spec.sites import AwsSite, BaremetalSite, Site
 
 if TYPE_CHECKING:
     from components.model.spec.estate import EstateSpec
@@ -40,22 +40,39 @@ def k8s_provider_name(site_name: str) -> str:
     return f"{site_name}{K8S_PROVIDER_SUFFIX}"
 
 
-def manages_cni(site: AwsSite | BaremetalSite) -> bool:
+def manages_cni(site: Site) -> bool:
     """gpufleet manages the CNI (the EKS vpc-cni add-on with network policy on) of an EKS cluster it creates."""
-    return isinstance(site, AwsSite) and site.cluster.adopt_name is None
+    match site:
+        case AwsSite():
+            return site.cluster.adopt_name is None
+        case BaremetalSite():
+            return False
+        case _:
+            assert_never(site)
 
 
-def site_cni(site: AwsSite | BaremetalSite) -> str | None:
+def runs_on_ec2(site: Site) -> bool:
+    """The site's nodes are EC2 instances, where the Amazon VPC CNI can run."""
+    match site:
+        case AwsSite():
+            return True
+        case BaremetalSite():
+            return False
+        case _:
+            assert_never(site)
+
+
+def site_cni(site: Site) -> str | None:
     """The CNI a site's cluster runs: vpc-cni where gpufleet manages it, else what the site declares (None:
     undeclared; "none": a CNI that enforces no NetworkPolicy)."""
     return "vpc-cni" if manages_cni(site) else site.kubernetes.network_policy_cni
 
 
-def enforces_network_policy(site: AwsSite | BaremetalSite) -> bool:
+def enforces_network_policy(site: Site) -> bool:
     return site_cni(site) in ENFORCING
 
 
-def hosts_tenants(spec: EstateSpec, site: AwsSite | BaremetalSite) -> bool:
+def hosts_tenants(spec: EstateSpec, site: Site) -> bool:
     """Tenants have namespaces here: GPU quota on one of the site's pools, or burst queues on the cloud site."""
     pools = {p.name for p in site.node_pools}
     if any(pools & set(t.gpu_quota) for t in spec.tenants):
@@ -76,12 +93,12 @@ def network_policy_problems(spec: EstateSpec) -> Iterator[Problem]:
                     "policy on; leave network_policy_cni unset",
                 )
             continue
-        if isinstance(s, BaremetalSite) and declared == "vpc-cni":
+        if not runs_on_ec2(s) and declared == "vpc-cni":
             yield Problem(path, "the Amazon VPC CNI runs only on EC2 nodes; name the CNI of the bare-metal cluster")
             continue
         if not hosts_tenants(spec, s):
             continue
-        choices = ", ".join(n for n in ENFORCING if isinstance(s, AwsSite) or n != "vpc-cni")
+        choices = ", ".join(n for n in ENFORCING if runs_on_ec2(s) or n != "vpc-cni")
         if declared is None:
             yield Problem(
                 path,

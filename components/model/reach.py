@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Literal, assert_never
 
 from components.model.spec.access import PrivateInterconnect, PublicInterconnect
 from components.model.spec.base import Problem
-from components.model.spec.sites import AwsSite, BaremetalSite
+from components.model.spec.sites import AwsSite, BaremetalSite, Site
 
 if TYPE_CHECKING:
     from components.model.spec.estate import EstateSpec
@@ -69,14 +69,14 @@ def outside(cidrs: Iterable[str], allowed: Iterable[str]) -> list[str]:
     ]
 
 
-def multikueue_manager(spec: EstateSpec) -> AwsSite | BaremetalSite | None:
+def multikueue_manager(spec: EstateSpec) -> Site | None:
     """The site hosting the Kueue manager of a hybrid estate: the one site that is not the burst cloud site."""
     if spec.burst is None:
         return None
     return next((s for s in spec.sites if s.name != spec.burst.cloud_site), None)
 
 
-def api_clients(spec: EstateSpec, site: AwsSite | BaremetalSite) -> list[ApiClient]:
+def api_clients(spec: EstateSpec, site: Site) -> list[ApiClient]:
     """Everyone who must reach `site`'s API: the MultiKueue manager for the burst cloud site, and the deployer."""
     clients = []
     manager = multikueue_manager(spec)
@@ -94,7 +94,7 @@ def api_clients(spec: EstateSpec, site: AwsSite | BaremetalSite) -> list[ApiClie
     return clients
 
 
-def api_reachable_from(spec: EstateSpec, site: AwsSite | BaremetalSite, client: ApiClient) -> Reach:
+def api_reachable_from(spec: EstateSpec, site: Site, client: ApiClient) -> Reach:
     """Whether `client` reaches `site`'s Kubernetes API through a path the estate declares."""
     match site:
         case AwsSite():
@@ -190,9 +190,14 @@ def access_problems(spec: EstateSpec) -> Iterator[Problem]:
     if declared:
         return  # reachability is judged only over declarations that resolve
     for i, site in enumerate(spec.sites):
+        failed: set[str] = set()  # networks whose path to this API is already reported
         for client in api_clients(spec, site):
+            if client.network is not None and client.network in failed:
+                continue  # a second client in a network that has no path: the same mistake, one message
             reach = api_reachable_from(spec, site, client)
             if not reach:
+                if client.network is not None:
+                    failed.add(client.network)
                 path = "deployer" if client.role == "deployer" else f"sites[{i}].interconnect"
                 yield Problem(path, f"{client.name} cannot reach the Kubernetes API of site {site.name}: {reach.via}")
 
@@ -215,7 +220,7 @@ def _declarations(spec: EstateSpec) -> Iterator[Problem]:
             yield from _interconnect(f"sites[{i}].interconnect", s, sites)
 
 
-def _interconnect(path: str, s: AwsSite, sites: dict[str, AwsSite | BaremetalSite]) -> Iterator[Problem]:
+def _interconnect(path: str, s: AwsSite, sites: dict[str, Site]) -> Iterator[Problem]:
     ic = s.interconnect
     assert ic is not None
     if not isinstance(sites.get(ic.site), BaremetalSite):

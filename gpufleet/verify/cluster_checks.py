@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.kubernetes import versions
-from components.kubernetes.namespaces import GPU_OPERATOR_NAMESPACE
-from components.model import nodes
+from components.model import conventions, nodes
 from gpufleet.verify import manifests, parsers
 from gpufleet.verify.results import Result, Status, skipped
 from gpufleet.verify.runner import ApiError, Context, api_call, create
@@ -24,11 +23,13 @@ def _ready(node: Any) -> bool:
 
 def exporter(ctx: Context, check: Check) -> Result:
     """Every ready node of a GPU pool has a running exporter whose /metrics carries a series per GPU."""
-    listed = api_call(ctx.api.core.list_node, label_selector=nodes.POOL_LABEL).items
-    gpu_nodes = {n.metadata.name: (n.metadata.labels or {}).get(nodes.POOL_LABEL) for n in listed if _ready(n)}
+    listed = api_call(ctx.api.core.list_node, label_selector=conventions.POOL_LABEL).items
+    gpu_nodes = {n.metadata.name: (n.metadata.labels or {}).get(conventions.POOL_LABEL) for n in listed if _ready(n)}
     if not gpu_nodes:
         return skipped(check, f"no ready GPU node on site {ctx.site.name} now")
-    pods = api_call(ctx.api.core.list_namespaced_pod, GPU_OPERATOR_NAMESPACE, label_selector=EXPORTER_SELECTOR).items
+    pods = api_call(
+        ctx.api.core.list_namespaced_pod, conventions.GPU_OPERATOR_NAMESPACE, label_selector=EXPORTER_SELECTOR
+    ).items
     by_node = {p.spec.node_name: p.metadata.name for p in pods if p.status.phase == "Running"}
     per_node: dict[str, dict[str, Any]] = {}
     problems: list[str] = []
@@ -42,7 +43,7 @@ def exporter(ctx: Context, check: Check) -> Result:
             text = api_call(
                 ctx.api.core.connect_get_namespaced_pod_proxy_with_path,
                 f"{pod}:{EXPORTER_PORT}",
-                GPU_OPERATOR_NAMESPACE,
+                conventions.GPU_OPERATOR_NAMESPACE,
                 "metrics",
             )
         except ApiError as e:
@@ -64,7 +65,7 @@ def gang_job(ctx: Context, name: str, check: Check) -> manifests.Manifest:
     assert check.pool is not None
     pool = ctx.spec.pool(check.pool)
     pod = {
-        "nodeSelector": {nodes.POOL_LABEL: pool.name},
+        "nodeSelector": {conventions.POOL_LABEL: pool.name},
         "tolerations": [t.toleration() for t in nodes.pool_taints(pool)],
         "containers": [
             {
@@ -105,7 +106,7 @@ def _wait_running(ctx: Context, check: Check, name: str, avoid: str | None, time
 
 def drain(ctx: Context, check: Check) -> Result:
     assert check.pool is not None
-    listed = api_call(ctx.api.core.list_node, label_selector=f"{nodes.POOL_LABEL}={check.pool}").items
+    listed = api_call(ctx.api.core.list_node, label_selector=f"{conventions.POOL_LABEL}={check.pool}").items
     ready = sorted(n.metadata.name for n in listed if _ready(n) and not n.spec.unschedulable)
     if len(ready) < 2:
         return skipped(check, f"pool {check.pool} has {len(ready)} ready node(s); draining one needs a second")

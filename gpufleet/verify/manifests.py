@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.kubernetes import kueue, versions
-from components.kubernetes.namespaces import privileged_labels
-from components.model import nodes
+from components.model import conventions, nodes
 from components.model.spec import (
     AwsNodePool,
     AwsSite,
@@ -76,13 +75,16 @@ def namespace(run: Run) -> Manifest:
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
-        "metadata": {"name": run.namespace, "labels": {**run.labels(), **privileged_labels()}},
+        "metadata": {
+            "name": run.namespace,
+            "labels": {**run.labels(), **conventions.pod_security_labels("privileged")},
+        },
     }
 
 
 def _placement(pool: Pool) -> dict[str, Any]:
     return {
-        "nodeSelector": {nodes.POOL_LABEL: pool.name},
+        "nodeSelector": {conventions.POOL_LABEL: pool.name},
         "tolerations": [t.toleration() for t in nodes.pool_taints(pool)],
     }
 
@@ -200,7 +202,7 @@ def nccl_multi_node_job(
         "affinity": {
             "podAntiAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": [
-                    {"labelSelector": {"matchLabels": {"job-name": name}}, "topologyKey": nodes.HOSTNAME_LABEL}
+                    {"labelSelector": {"matchLabels": {"job-name": name}}, "topologyKey": conventions.HOSTNAME_LABEL}
                 ]
             }
         },
@@ -254,7 +256,7 @@ def dcgm_diag_job(
     resources = {kueue.gpu_resource_name(site, pool): str(gpus)}
     script = f'nv-hostengine >/dev/null 2>&1; sleep 3; dcgmi diag -r {int(level)} -j; echo "dcgmi exit $?" >&2'
     placement = _placement(pool)
-    placement["nodeSelector"] = {**placement["nodeSelector"], nodes.HOSTNAME_LABEL: node}
+    placement["nodeSelector"] = {**placement["nodeSelector"], conventions.HOSTNAME_LABEL: node}
     pod = {
         **placement,
         "containers": [
@@ -309,7 +311,7 @@ def fio_job(
     tenant) the pod follows Pod Security `restricted` and Kueue admits the Job through the tenant's default
     queue; in the run's namespace it runs as root on the volume."""
     placement = _placement(pool)
-    placement["nodeSelector"] = {**placement["nodeSelector"], nodes.HOSTNAME_LABEL: node}
+    placement["nodeSelector"] = {**placement["nodeSelector"], conventions.HOSTNAME_LABEL: node}
     container: dict[str, Any] = {
         "name": "fio",
         "image": versions.FIO.reference,

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.model import nodes
+from components.model import conventions
 from components.model.spec import AwsNodePool, AwsSite, BaremetalNodePool, BaremetalSite, EstateSpec
 from gpufleet.verify import manifests
 from gpufleet.verify.manifests import Manifest, Run
@@ -102,7 +102,7 @@ def create(ctx: Context, obj: Manifest) -> None:
 
 def ready_nodes(ctx: Context, pool: str) -> list[str]:
     """Nodes of a pool that are Ready and schedulable, by name."""
-    listed = api_call(ctx.api.core.list_node, label_selector=f"{nodes.POOL_LABEL}={pool}")
+    listed = api_call(ctx.api.core.list_node, label_selector=f"{conventions.POOL_LABEL}={pool}")
     out = []
     for n in listed.items:
         ready = any(c.type == "Ready" and c.status == "True" for c in (n.status.conditions or []))

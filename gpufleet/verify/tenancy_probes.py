@@ -12,7 +12,7 @@ import ipaddress
 from typing import Any
 
 from components.kubernetes import kueue, tenancy, versions
-from components.model import nodes
+from components.model import conventions
 from components.model.spec import Tenant
 from gpufleet.verify import manifests
 from gpufleet.verify.manifests import Manifest, Run
@@ -127,7 +127,7 @@ def egress(ctx: Context, check: Check) -> Result:
 def over_quota_request(ctx: Context, tenant: Tenant) -> tuple[str, int]:
     """The GPU resource with the largest namespace quota and one more unit than that quota allows."""
     ceiling = tenancy.gpu_quota_ceiling(ctx.spec, ctx.site, tenant)
-    resource = max(ceiling, key=lambda r: (ceiling[r], r == kueue.GPU_RESOURCE))
+    resource = max(ceiling, key=lambda r: (ceiling[r], r == conventions.GPU_RESOURCE))
     return resource, ceiling[resource] + 1
 
 
@@ -169,8 +169,8 @@ def dedicated_nodes(ctx: Context, check: Check) -> Result:
     if pod is None:
         return Result(check, Status.error, detail=f"no pod of {tenant.name} ran (is a dedicated node ready?)")
     node = api_call(ctx.api.core.read_node, pod.spec.node_name)
-    owner = (node.metadata.labels or {}).get(nodes.DEDICATED_TENANT_LABEL)
-    shown = f"node {pod.spec.node_name} ({nodes.DEDICATED_TENANT_LABEL}={owner or '-'})"
+    owner = (node.metadata.labels or {}).get(conventions.DEDICATED_TENANT_LABEL)
+    shown = f"node {pod.spec.node_name} ({conventions.DEDICATED_TENANT_LABEL}={owner or '-'})"
     if owner == tenant.name:
         return Result(check, Status.passed, shown)
     return Result(check, Status.failed, shown, f"a pod of untrusted tenant {tenant.name} ran on a node not its own")

@@ -38,7 +38,9 @@ SITE_KIND = 'SiteKind = Literal["aws", "baremetal"]'
 DISPATCH = {
     "components/estate.py",  # which site component to build
     "components/model/capacity.py",  # GPUs per node, capacity, GPU model
+    "components/model/cni.py",  # who manages the CNI; where the VPC CNI can run
     "components/model/conventions.py",  # site component type token
+    "components/model/reach.py",  # how a client reaches a site's Kubernetes API
     "components/model/spec/rules.py",  # per-kind cross-field rules
     "components/kubernetes/gpu_operator.py",  # driver and toolkit: image-provided or operator-installed
     "components/kubernetes/gpu_stack.py",  # EFA plugins or Network Operator

@@ -16,7 +16,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from components.model import nodes
+from components.model import conventions
 from gpufleet.verify import manifests
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -104,10 +104,12 @@ class FakeCluster:
         spec = self.jobs.get(next((k for k in self.jobs if k[1] == job), ("", "")), {})
         pod = spec.get("spec", {}).get("template", {}).get("spec", {})
         selector = pod.get("nodeSelector", {})
-        if nodes.HOSTNAME_LABEL in selector:
-            return str(selector[nodes.HOSTNAME_LABEL])
+        if conventions.HOSTNAME_LABEL in selector:
+            return str(selector[conventions.HOSTNAME_LABEL])
         candidates = [
-            n for n in self.pool_nodes.get(selector.get(nodes.POOL_LABEL, ""), []) if not self.unschedulable.get(n)
+            n
+            for n in self.pool_nodes.get(selector.get(conventions.POOL_LABEL, ""), [])
+            if not self.unschedulable.get(n)
         ]
         if candidates:
             return candidates[index % len(candidates)]
@@ -143,7 +145,7 @@ class FakeCore:
             p = next(k for k, v in self.c.pool_nodes.items() if n in v)
             items.append(
                 client.V1Node(
-                    metadata=_meta(n, labels={nodes.POOL_LABEL: p, **self.c.node_labels.get(n, {})}),
+                    metadata=_meta(n, labels={conventions.POOL_LABEL: p, **self.c.node_labels.get(n, {})}),
                     spec=client.V1NodeSpec(unschedulable=self.c.unschedulable.get(n, False)),
                     status=client.V1NodeStatus(conditions=[client.V1NodeCondition(type="Ready", status="True")]),
                 )
