@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from components.model.load import ESTATE_KEY, read_stack
+from components.model.load import ESTATE_KEY, parse_estate, read_stack
+from components.model.spec import EstateSpec
 from gpufleet.engine.plan import Plan
 from gpufleet.engine.synth import synth
 
@@ -45,6 +46,15 @@ def synth_config(tmp_path: Path) -> Callable[[dict[str, Any]], Plan]:
         return synth(write_project(tmp_path, config), "test")
 
     return run
+
+
+@pytest.fixture(scope="session")
+def broken(tmp_path_factory: pytest.TempPathFactory) -> tuple[Plan, EstateSpec]:
+    """The deliberately broken stack (tests/policies/broken_stack.py) synthesized once per session."""
+    from tests.policies.broken_stack import broken_config
+
+    project = write_project(tmp_path_factory.mktemp("broken"), broken_config())
+    return synth(project, "test"), parse_estate(broken_config()[ESTATE_KEY], "broken")
 
 
 @pytest.fixture(scope="session")

@@ -164,6 +164,13 @@ class StackFile:
         return parse_ledger(self.config.get(LEDGER_KEY), str(self.path))
 
 
+def yaml_problem(source: Path | str, err: yaml.YAMLError) -> str:
+    """The one message for a file PyYAML cannot parse: `file: not valid YAML (line L, column C): problem`."""
+    mark = getattr(err, "problem_mark", None)
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+    return f"{source}: not valid YAML{where}: {getattr(err, 'problem', None) or err}"
+
+
 def read_project(project_dir: Path) -> dict[str, Any]:
     path = project_dir / "Pulumi.yaml"
     try:
@@ -171,7 +178,7 @@ def read_project(project_dir: Path) -> dict[str, Any]:
     except FileNotFoundError:
         raise SpecError([f"{path}: not found; run gpufleet from the project directory"]) from None
     except yaml.YAMLError as err:
-        raise SpecError([f"{path}: not valid YAML: {err}"]) from None
+        raise SpecError([yaml_problem(path, err)]) from None
     if not isinstance(doc, dict) or "name" not in doc:
         raise SpecError([f"{path}: name: required key is missing"])
     return doc
@@ -195,10 +202,7 @@ def read_stack(project_dir: Path, stack: str) -> StackFile:
     try:
         doc = yaml.safe_load(text) or {}
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        problem = getattr(err, "problem", None) or str(err)
-        raise SpecError([f"{path}: not valid YAML{where}: {problem}"]) from None
+        raise SpecError([yaml_problem(path, err)]) from None
     if not isinstance(doc, dict):
         raise SpecError([f"{path}: must be a mapping with a `config:` key"])
     config = doc.get("config") or {}

@@ -12,24 +12,18 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from components.model.load import SpecError, read_stack
+from components.model.load import read_stack
+from gpufleet.cli.errors import CommandError
+from gpufleet.cli.options import HERE, ProjectOpt, StackOpt, err
 from gpufleet.verify import report as render
 from gpufleet.verify import suite as suites
 from gpufleet.verify.access import AccessError, cluster_api, kubeconfig_for, parse_kubeconfig_options
 from gpufleet.verify.runner import ClusterApi, Context, new_run, run_site
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
 CATEGORIES = ",".join(c.value for c in suites.Category if c is not suites.Category.degraded)
-
-
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    err.print(f"[red]error:[/red] {escape(message)}")
-    return typer.Exit(code)
 
 
 def _categories(only: str | None) -> list[suites.Category]:
@@ -39,7 +33,7 @@ def _categories(only: str | None) -> list[suites.Category]:
     valid = {c.value: c for c in suites.Category if c is not suites.Category.degraded}
     bad = [n for n in names if n not in valid]
     if bad:
-        raise _fail(f"--only: {', '.join(bad)} not one of {CATEGORIES}")
+        raise CommandError(f"--only: {', '.join(bad)} not one of {CATEGORIES}")
     return [valid[n] for n in names]
 
 
@@ -50,7 +44,7 @@ def _eks_client(region: str) -> object:
 
 
 def verify(
-    stack: Annotated[str, typer.Option("--stack", "-s", help="Stack name: stacks/Pulumi.<stack>.yaml.")],
+    stack: StackOpt,
     only: Annotated[
         str | None, typer.Option("--only", help=f"Comma-separated categories to run: {CATEGORIES} (default all).")
     ] = None,
@@ -80,9 +74,7 @@ def verify(
     report_file: Annotated[
         Path | None, typer.Option("--report", help="Also write the Markdown acceptance report to this file.")
     ] = None,
-    project: Annotated[Path, typer.Option("--project", "-C", help="Project directory (holds Pulumi.yaml).")] = Path(
-        "."
-    ),
+    project: ProjectOpt = HERE,
 ) -> None:
     """Acceptance checks after `pulumi up`, derived from the estate: fabric (NCCL all_reduce_perf across two nodes
     of every multi-node pool on a fabric, over EFA or InfiniBand/RoCE, against the node's network bandwidth from
@@ -96,16 +88,11 @@ def verify(
     on Ctrl-C. Prints each figure with its pass mark and where the mark comes from; exits 1 when a mandatory check
     fails or cannot finish. --plan shows all of this without a cluster.
     """
-    try:
-        spec = read_stack(project, stack).estate()
-    except SpecError as e:
-        for problem in e.problems:
-            err.print(f"[red]error:[/red] {escape(problem)}")
-        raise typer.Exit(2) from None
+    spec = read_stack(project, stack).estate()
     pools = pool or []
     unknown = sorted(set(pools) - {p.name for _, p in spec.pools()})
     if unknown:
-        raise _fail(f"--pool: {', '.join(unknown)} not a node pool of stack {stack}")
+        raise CommandError(f"--pool: {', '.join(unknown)} not a node pool of stack {stack}")
     options = suites.Options(
         categories=_categories(only), pools=pools, degraded=degraded, dcgm_level=dcgm_level, egress_probe=egress_probe
     )
@@ -123,7 +110,7 @@ def verify(
             )
             apis[site.name] = cluster_api(doc, context)
     except AccessError as e:
-        raise _fail(str(e)) from None
+        raise CommandError(str(e)) from None
     result = run(suite, apis)
     _print_report(result, format)
     if report_file is not None:

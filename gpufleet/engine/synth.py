@@ -5,8 +5,7 @@ as JSON, `secure:` values as secrets whose plaintext is not known here). Each sy
 and fresh runtime settings, so two synths in one process do not see each other. Invokes are answered from
 the catalog; an invoke nobody can answer offline is an error naming its token, never an empty answer.
 
-`python -m gpufleet.engine.synth PROJECT_DIR STACK` prints the plan as JSON; `gpufleet diff` uses it to synthesize
-another git revision in a separate interpreter (its own `components` package).
+The engine only synthesizes: pricing, policy checks and diffs are assembled from its Plan in gpufleet/review/.
 """
 
 from __future__ import annotations
@@ -167,8 +166,13 @@ def synth(project_dir: Path | str, stack: str) -> Plan:
     stack_file = read_stack(project_dir, stack)  # raises SpecError for bad files
     stack_file.estate()  # validate up front so user errors never surface as engine failures
     stack_file.window()
+    return synth_stack(project_dir, stack, stack_file)
+
+
+def synth_stack(project_dir: Path, stack: str, stack_file: StackFile) -> Plan:
+    """Synthesize a stack file already read (and validated) by the caller."""
     config, secret_keys = engine_config(stack_file)
-    return run_program(project_dir / "__main__.py", stack_file.project, stack, config, secret_keys)
+    return run_program(Path(project_dir).resolve() / "__main__.py", stack_file.project, stack, config, secret_keys)
 
 
 def run_program(program: Path, project: str, stack: str, config: dict[str, str], secret_keys: list[str]) -> Plan:
@@ -234,36 +238,3 @@ def _plan(project: str, stack: str, monitor: _RecordingMonitor, warnings: list[s
         )
     resources.sort(key=lambda r: r.key)
     return Plan(project=project, stack=stack, resources=resources, outputs=monitor.stack_outputs, warnings=warnings)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m gpufleet.engine.synth PROJECT_DIR STACK`: print the plan as JSON (used by `gpufleet diff`)."""
-    from components.model.load import SpecError
-
-    args = sys.argv[1:] if argv is None else argv
-    # --review: print {"plan", "cost", "findings"} instead (gpufleet.review.diff.review_document), so `gpufleet diff`
-    # gets the base revision's cost and findings from the base revision's own code.
-    review = "--review" in args
-    args = [a for a in args if a != "--review"]
-    if len(args) != 2:
-        print("usage: python -m gpufleet.engine.synth [--review] PROJECT_DIR STACK", file=sys.stderr)
-        return 2
-    try:
-        plan = synth(Path(args[0]), args[1])
-    except SpecError as err:
-        print(str(err), file=sys.stderr)
-        return 2
-    except pulumi.RunError as err:
-        print(str(err), file=sys.stderr)
-        return 2
-    if review:
-        from gpufleet.review.diff import review_document
-
-        print(json.dumps(review_document(Path(args[0]), args[1], plan), indent=1, sort_keys=True, default=str))
-        return 0
-    print(plan.to_json())
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

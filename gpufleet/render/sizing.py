@@ -1,51 +1,21 @@
-"""Renderers for a sizing report: text (terminal), markdown (a decision record for a pull request), json.
+"""`gpufleet size`: the sizing report as text (terminal) and Markdown (a decision record for a pull request).
 
-Text and markdown are built from one list of blocks, so both say the same thing.
+Both are built from one list of blocks (gpufleet/render/blocks.py), so both say the same thing.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
-from gpufleet.sizing.core import (
-    PERIOD_HOURS,
-    Choice,
-    ClassSizing,
-    Demand,
-    PoolRecommendation,
-    SizingReport,
-    StackComparison,
-)
+import yaml
+
+from gpufleet.render.blocks import Block, Code, Heading, Para, Table, blocks_markdown, blocks_text
+from gpufleet.sizing.placement import Choice, ClassSizing
+from gpufleet.sizing.pools import Demand, PoolRecommendation, StackComparison
+from gpufleet.sizing.report import SizingReport
+from gpufleet.sizing.workloads import PERIOD_HOURS
 
 SHOWN_CHOICES = 6
-
-
-@dataclass(frozen=True)
-class Heading:
-    level: int
-    text: str
-
-
-@dataclass(frozen=True)
-class Para:
-    text: str
-
-
-@dataclass(frozen=True)
-class Table:
-    headers: list[str]
-    rows: list[list[str]]
-
-
-@dataclass(frozen=True)
-class Code:
-    lang: str
-    text: str
-
-
-Block = Heading | Para | Table | Code
 
 
 def num(x: Fraction | float | int, places: int = 2) -> str:
@@ -232,8 +202,9 @@ def _pools(r: SizingReport) -> list[Block]:
                     "there: buy servers or move classes to the cloud."
                 )
             )
-    if r.snippet:
-        blocks += [Para("Stack-file snippet (node_pools entries of an aws site):"), Code("yaml", r.snippet)]
+    snippet = node_pool_snippet(r.pools)
+    if snippet:
+        blocks += [Para("Stack-file snippet (node_pools entries of an aws site):"), Code("yaml", snippet)]
     if r.unplaced:
         blocks.append(Para(f"Not placed (no priced placement meets the objective): {', '.join(r.unplaced)}."))
     return blocks
@@ -352,7 +323,7 @@ def _decision_record(r: SizingReport) -> list[Block]:
         Para(f"Owner: {a.owner}. Source: {a.source.rstrip('.')}. Review by {a.review_date.isoformat()}{overdue}."),
         Para(
             "- Training and full fine-tuning need 16 B/param (bf16 weights and grads, fp32 master weights, Adam m "
-            "and v; gpu-facts §8, ZeRO paper, EleutherAI Transformer Math 101) before activations; gpufleet adds "
+            "and v; ZeRO paper, EleutherAI Transformer Math 101) before activations; gpufleet adds "
             "a 20 % margin for activations unless a class sets memory_margin_pct (no published figure).\n"
             "- Inference and interactive classes need the weights at their precision plus the KV cache, + 20 % "
             "(Accelerate's model-size estimator docs).\n"
@@ -391,150 +362,31 @@ def blocks(r: SizingReport) -> list[Block]:
 # -------------------------------------------------------------------------------------------- renderers
 
 
-def render_markdown(r: SizingReport) -> str:
-    lines: list[str] = []
-    for b in blocks(r):
-        if isinstance(b, Heading):
-            lines += [f"{'#' * (b.level + 1)} {b.text}", ""]
-        elif isinstance(b, Para):
-            lines += [b.text, ""]
-        elif isinstance(b, Table):
-            lines += [
-                "| " + " | ".join(b.headers) + " |",
-                "|" + "---|" * len(b.headers),
-                *("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in b.rows),
-                "",
-            ]
-        else:
-            lines += [f"```{b.lang}", b.text.rstrip("\n"), "```", ""]
-    return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def render_text(r: SizingReport) -> str:
-    lines: list[str] = []
-    for b in blocks(r):
-        if isinstance(b, Heading):
-            if lines:
-                lines.append("")
-            lines += [b.text, ("=" if b.level == 1 else "-" if b.level == 2 else "·") * len(b.text)]
-        elif isinstance(b, Para):
-            lines.append(b.text)
-        elif isinstance(b, Table):
-            widths = [max(len(x) for x in col) for col in zip(b.headers, *b.rows, strict=False)]
-            for row in [b.headers, *b.rows]:
-                lines.append("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
-        else:
-            lines += ["  " + line for line in b.text.rstrip("\n").splitlines()]
-    return "\n".join(lines) + "\n"
-
-
-def _f(x: Fraction | None) -> float | None:
-    return None if x is None else round(float(x), 6)
-
-
-def _demand_json(d: Demand) -> dict[str, Any]:
-    return {
-        "placement": d.placement.name,
-        "gpu": d.placement.gpu.id,
-        "classes": list(d.classes),
-        "gpu_hours": _f(d.gpu_hours),
-        "min_gpus": d.min_gpus,
-        "max_gpus": d.max_gpus,
-        "gang_gpus": d.gang_gpus,
-        "min_nodes": d.min_nodes,
-        "max_nodes": d.max_nodes,
-    }
-
-
-def _choice_json(ch: Choice) -> dict[str, Any]:
-    return {
-        "placement": ch.placement.name,
-        "gpu": ch.placement.gpu.id,
-        "gpus_per_node": ch.placement.gpus_per_node,
-        "gpus_for_memory": ch.gpus_needed,
-        "nodes_per_run": ch.nodes_per_run,
-        "hours_per_run": _f(ch.hours_per_run),
-        "cost_per_run_usd": _f(ch.cost_per_run),
-        "status": ch.status,
-        "price_basis": ch.placement.price_basis,
-    }
-
-
-def _pool_json(rec: PoolRecommendation) -> dict[str, Any]:
-    return {"name": rec.name, "role": rec.role, **_demand_json(rec.demand)}
-
-
-def render_json(r: SizingReport) -> dict[str, Any]:
-    w = r.workloads
-    out: dict[str, Any] = {
-        "source": r.source,
-        "region": r.region,
-        "assumptions": {**w.assumptions.model_dump(mode="json"), "review_overdue": r.review_overdue},
-        "planning": w.planning.model_dump(mode="json"),
-        "demand_gpu_hours": _f(r.total_gpu_hours),
-        "scenarios": [
-            {
-                "utilisation_pct": _f(s.utilisation_pct),
-                "equivalents": _f(s.equivalents),
-                "equivalents_rounded": s.equivalents_rounded,
-                "failure_reserve": _f(s.failure_reserve),
-                "maintenance": _f(s.maintenance),
-                "growth": _f(s.growth),
-                "total": _f(s.total),
-                "total_rounded": s.rounded,
-            }
-            for s in r.scenarios
-        ],
-        "gang_minimum": {"gpus": r.gang_gpus, "class": r.gang_class},
-        "classes": [
-            {
-                "name": cs.cls.name,
-                "kind": cs.cls.kind,
-                "gpu_hours": _f(cs.gpu_hours),
-                "memory": {
-                    "basis": cs.need.basis,
-                    "bytes_per_parameter": _f(cs.need.bytes_per_parameter),
-                    "states_gb": _f(cs.need.states_gb),
-                    "kv_cache_gb": _f(cs.need.kv_cache_gb),
-                    "margin_pct": _f(cs.need.margin_pct),
-                    "required_gb": _f(cs.need.required_gb),
-                },
-                "memory_fit": [
-                    {
-                        "gpu": f.gpu.id,
-                        "gb_per_gpu": _f(f.gpu_memory_gb),
-                        "fits_one_gpu": f.fits_one_gpu,
-                        "gpus_needed": f.gpus_needed,
-                    }
-                    for f in cs.fits
-                ],
-                "choices": [_choice_json(ch) for ch in cs.choices],
-                "chosen": cs.chosen.placement.name if cs.chosen else None,
-            }
-            for cs in r.classes
-        ],
-        "node_pools": [_pool_json(p) for p in r.pools],
-        "snippet": r.snippet,
-        "notes": r.notes,
-    }
-    if r.comparison is not None:
-        c = r.comparison
-        out["stack"] = {
-            "name": c.stack,
-            "verdict": c.verdict,
-            "pools": [
-                {
-                    **_demand_json(v.demand),
-                    "pool": v.placement.name,
-                    "capacity_gpus": v.placement.capacity_gpus,
-                    "verdict": v.verdict,
-                    "excess_gpus": v.excess_gpus,
-                    "excess_usd_per_month": _f(v.excess_usd_per_month),
-                    "role_mismatch": list(v.role_mismatch),
-                }
-                for v in c.pools
-            ],
-            "unplaced": [{"class": n, "why": why} for n, why in c.unplaced],
-            "skipped": [{"pool": p, "why": why} for p, why in c.skipped],
+def node_pool_snippet(pools: list[PoolRecommendation]) -> str:
+    """AWS recommendations as stack-file `node_pools:` entries (the schema of components.model.spec.AwsNodePool)."""
+    lines = ["node_pools:"]
+    for r in pools:
+        d = r.demand
+        if d.placement.instance_type is None:
+            continue
+        entry = {
+            "name": r.name,
+            "role": r.role,
+            "instance_type": d.placement.instance_type,
+            "scaling": {"min": d.min_nodes, "max": d.max_nodes},
+            "capacity": {"type": "on-demand"},
         }
-    return out
+        lines.append(f"  # {', '.join(d.classes)}: {d.min_gpus}-{d.max_gpus} GPUs")
+        if d.multi_node_gang:
+            lines.append("  # multi-node gang runs: set `fabric:` to an EFA fabric of the site")
+        body = yaml.safe_dump([entry], sort_keys=False, default_flow_style=None).rstrip()
+        lines += [f"  {line}" for line in body.splitlines()]
+    return "\n".join(lines) + "\n" if len(lines) > 1 else ""
+
+
+def sizing_markdown(r: SizingReport) -> str:
+    return blocks_markdown(blocks(r))
+
+
+def sizing_text(r: SizingReport) -> str:
+    return blocks_text(blocks(r))

@@ -1,7 +1,8 @@
 """Evaluate the policy packs' rule objects over a Plan, exactly as `pulumi preview --policy-pack` would.
 
 The same `ResourceValidationPolicy` / `StackValidationPolicy` objects from `policies/<pack>/rules.py` run here,
-built into public pulumi_policy argument objects (pulumi-notes.md §4.3 Path A): resource policies get each
+built into pulumi_policy's public argument objects (`ResourceValidationArgs` over
+`unknown_checking_proxy(deserialize_properties(inputs))`, `StackValidationArgs`): resource policies get each
 resource's inputs with its options and provider; stack policies get every resource with parent and dependencies
 linked. Pack config comes from the stack's spec (spec.policies, metadata.required_tags, the tenants) and is the
 same document `pack_config()` writes for `pulumi preview --policy-pack-config`, so both agree.
@@ -17,7 +18,7 @@ import functools
 import importlib
 import json
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any, cast
@@ -39,9 +40,10 @@ from pulumi_policy.policy import _NotApplicableError
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
 from components.model.cni import k8s_provider_name, site_cni
+from components.model.load import ESTATE_KEY, SpecError, StackFile, read_stack
 from components.model.spec import BaremetalSite, EstateSpec
 from gpufleet.engine.plan import Plan, PlanResource
-from gpufleet.review.findings import Enforcement, Finding
+from gpufleet.review.findings import Enforcement, Finding, Findings
 
 # The pack folders under policies/ (each an importable package with rules.py). Kept here, not in
 # policies/__init__.py: the editable install registers `policies` as a namespace package, whose __init__ never runs.
@@ -69,12 +71,19 @@ def rule_ids() -> set[str]:
     return {p.name for pack in packs() for p in pack.policies}
 
 
+def scope() -> str:
+    """What a check covers, for the verdict line: "<n> rules in <m> packs"."""
+    all_packs = packs()
+    return f"{sum(len(p.policies) for p in all_packs)} rules in {len(all_packs)} packs"
+
+
 # -- config ------------------------------------------------------------------------------------------------
 
 
 def _settings(spec: EstateSpec) -> dict[str, Any]:
     """Config values by key, from the spec; each policy takes the keys its config schema declares."""
-    from components.kubernetes import gpu_operator  # the release naming (imports pulumi_kubernetes: only here)
+    # The release naming and the exemption register (their modules import pulumi_kubernetes: only here).
+    from components.kubernetes import gpu_operator, namespaces
 
     values: dict[str, Any] = {
         "tenants": [t.name for t in spec.tenants],
@@ -93,12 +102,7 @@ def _settings(spec: EstateSpec) -> dict[str, Any]:
     values["networkPolicyCni"] = {k8s_provider_name(s.name): cni for s in spec.sites if (cni := site_cni(s))}
     if spec.policies.budget_usd_per_hour is not None:
         values["budgetUsdPerHour"] = spec.policies.budget_usd_per_hour
-    try:  # the components' exemption register, once published
-        from components.kubernetes import namespaces
-
-        values["privilegedNamespaces"] = sorted(namespaces.PRIVILEGED_NAMESPACES)
-    except (ImportError, AttributeError):
-        pass
+    values["privilegedNamespaces"] = sorted(namespaces.PRIVILEGED_NAMESPACES)
     return values
 
 
@@ -129,12 +133,8 @@ def write_configs(spec: EstateSpec, out_dir: Path) -> list[Path]:
     return written
 
 
-def load_spec(project: Path, stack: str) -> EstateSpec:
-    """The stack's estate, with enforcement overrides checked against the packs' rule ids (SpecError if not)."""
-    from components.model.load import ESTATE_KEY, SpecError, read_stack
-
-    stack_file = read_stack(project, stack)
-    spec = stack_file.estate()
+def check_overrides(spec: EstateSpec, stack_file: StackFile) -> None:
+    """Enforcement overrides must name rules the packs have (SpecError naming the file and YAML path if not)."""
     unknown = sorted(set(spec.policies.enforcement) - rule_ids())
     if unknown:
         known = ", ".join(sorted(rule_ids()))
@@ -145,6 +145,13 @@ def load_spec(project: Path, stack: str) -> EstateSpec:
                 for r in unknown
             ]
         )
+
+
+def load_spec(project: Path, stack: str) -> EstateSpec:
+    """The stack's estate, with enforcement overrides checked against the packs' rule ids (SpecError if not)."""
+    stack_file = read_stack(project, stack)
+    spec = stack_file.estate()
+    check_overrides(spec, stack_file)
     return spec
 
 
@@ -256,12 +263,12 @@ class _Collector:
             self.findings.append(Finding(self.pack.name, self.policy.name, "advisory", f"can't run: {e.message}"))
 
 
-def evaluate(plan: Plan, spec: EstateSpec) -> list[Finding]:
+def evaluate(plan: Plan, spec: EstateSpec) -> Findings:
     """Every pack's policies over the plan, with the stack's config and enforcement overrides."""
     return run(plan, {pack.name: pack_config(spec, pack) for pack in packs()})
 
 
-def run(plan: Plan, configs: dict[str, dict[str, Any]] | None = None, only: set[str] | None = None) -> list[Finding]:
+def run(plan: Plan, configs: dict[str, dict[str, Any]] | None = None, only: set[str] | None = None) -> Findings:
     """The packs' policies (or only the rule ids in `only`) over the plan; `configs` maps a PolicyPack name to
     its `--policy-pack-config` document (per policy: enforcementLevel and config properties)."""
     view = _View(plan)
@@ -287,50 +294,4 @@ def run(plan: Plan, configs: dict[str, dict[str, Any]] | None = None, only: set[
                 out.guard(
                     functools.partial(policy.validate, StackValidationArgs(stack_resources, config), out.for_stack)
                 )
-    return findings
-
-
-# -- presentation ----------------------------------------------------------------------------------------------
-
-
-def grouped(findings: list[Finding]) -> dict[str, dict[str, list[Finding]]]:
-    """pack -> enforcement ("mandatory" first) -> findings, in pack order."""
-    out: dict[str, dict[str, list[Finding]]] = {}
-    order = {p.name: i for i, p in enumerate(packs())}
-    for f in sorted(
-        findings, key=lambda f: (order.get(f.pack, 99), f.enforcement != "mandatory", f.rule, f.resource or "")
-    ):
-        out.setdefault(f.pack, {}).setdefault(f.enforcement, []).append(f)
-    return out
-
-
-def to_json(findings: list[Finding]) -> dict[str, Any]:
-    mandatory = [f for f in findings if f.enforcement == "mandatory"]
-    return {
-        "passed": not mandatory,
-        "mandatory": len(mandatory),
-        "advisory": len(findings) - len(mandatory),
-        "packs": {
-            pack: {level: [asdict(f) for f in items] for level, items in levels.items()}
-            for pack, levels in grouped(findings).items()
-        },
-    }
-
-
-def render_text(findings: list[Finding]) -> str:
-    if not findings:
-        return (
-            f"policy check passed: {sum(len(p.policies) for p in packs())} rules in {len(packs())} packs, no violations"
-        )
-    lines = []
-    for pack, levels in grouped(findings).items():
-        for level, items in levels.items():
-            lines.append(f"{pack} — {level} ({len(items)})")
-            for f in items:
-                lines.append(f"  [{f.rule}] {f.resource or '(stack)'}")
-                lines.append(f"      {f.message}")
-                if f.remediation:
-                    lines.append(f"      fix: {f.remediation}")
-    mandatory = sum(1 for f in findings if f.enforcement == "mandatory")
-    lines.append(f"{mandatory} mandatory, {len(findings) - mandatory} advisory")
-    return "\n".join(lines)
+    return Findings(findings)

@@ -15,41 +15,27 @@ they leave out. Monthly figures use `components.model.pricing.HOURS_PER_MONTH` (
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal, assert_never
 
 from components.model import catalog
 from components.model.capacity import gpu_units
-from components.model.pricing import HOURS_PER_MONTH, pool_gpu_hour_price
+from components.model.pricing import pool_gpu_hour_price
 from components.model.spec import (
     AwsNodePool,
     AwsSite,
     BaremetalNodePool,
     BaremetalSite,
     BurstWindow,
-    EfsTier,
     EstateSpec,
-    FsxLustreTier,
     OnPremCost,
-    S3Tier,
+    Site,
 )
 from components.model.windows import effective_scaling, open_window
+from gpufleet.review.prices import HOURS, LEVELS, PriceRef, price_dict, rounded
+from gpufleet.review.storage_cost import StorageCost, storage_cost
 
-HOURS = HOURS_PER_MONTH
-LEVELS: tuple[str, ...] = ("min", "desired", "max")
-Level = Literal["min", "desired", "max"]
 UNASSIGNED = "(unassigned)"
-
-
-@dataclass(frozen=True)
-class PriceRef:
-    """One price the envelope uses: value per unit, with its date and source."""
-
-    usd: float
-    unit: str  # "node-hour", "server-hour", "GB-month"
-    date: str
-    source: str
-    verified: bool = True
 
 
 @dataclass(frozen=True)
@@ -72,8 +58,8 @@ class Figures:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "hourly": {lv: _r(self.at(lv)) for lv in LEVELS},
-            "monthly": {lv: _r(self.monthly(lv)) for lv in LEVELS},
+            "hourly": {lv: rounded(self.at(lv)) for lv in LEVELS},
+            "monthly": {lv: rounded(self.monthly(lv)) for lv in LEVELS},
         }
 
 
@@ -105,10 +91,14 @@ class PoolCost:
         """Price of one GPU-hour: instance price ÷ its GPUs (aws); the pool's hour ÷ its GPUs (bare metal)."""
         if self.price is None:
             return None
-        if self.kind == "aws":
-            return self.price.usd / self.gpus_per_node
-        gpus = self.gpu_total
-        return (self.hourly.at("max") or 0.0) / gpus if gpus else None
+        match self.kind:
+            case "aws":
+                return self.price.usd / self.gpus_per_node
+            case "baremetal":
+                gpus = self.gpu_total
+                return (self.hourly.at("max") or 0.0) / gpus if gpus else None
+            case _:
+                assert_never(self.kind)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -121,41 +111,12 @@ class PoolCost:
             "nodes": dict(self.nodes),
             "gpus": {lv: self.gpus(lv) for lv in LEVELS},
             "gpu_units": self.gpu_units,
-            "usd_per_gpu_hour": _r(self.usd_per_gpu_hour),
+            "usd_per_gpu_hour": rounded(self.usd_per_gpu_hour),
             "burst": self.burst,
             "priced": self.priced,
-            "price": _price_dict(self.price),
+            "price": price_dict(self.price),
             **self.hourly.to_dict(),
             "notes": list(self.notes),
-        }
-
-
-@dataclass(frozen=True)
-class StorageCost:
-    site: str
-    tier: str
-    kind: str
-    status: Literal["priced", "usage-based", "included", "external", "unpriced"]
-    monthly_usd: float | None  # in the totals only when status is priced
-    price: PriceRef | None
-    quantity: str  # what was multiplied, e.g. "24000 GB"
-    note: str
-
-    @property
-    def hourly_usd(self) -> float | None:
-        return None if self.monthly_usd is None else self.monthly_usd / HOURS
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "site": self.site,
-            "tier": self.tier,
-            "kind": self.kind,
-            "status": self.status,
-            "monthly_usd": _r(self.monthly_usd),
-            "hourly_usd": _r(self.hourly_usd),
-            "price": _price_dict(self.price),
-            "quantity": self.quantity,
-            "note": self.note,
         }
 
 
@@ -191,7 +152,6 @@ class EstateCost:
     tenant_shares: list[TenantShare]
     budget_usd_per_hour: float | None
     excluded: tuple[str, ...]
-    spec: EstateSpec | None = field(default=None, repr=False, compare=False)  # for renderers (diagram)
 
     # -- totals ---------------------------------------------------------------------------------------
     def pool_total(self, pools: list[PoolCost]) -> Total:
@@ -247,7 +207,7 @@ class EstateCost:
             "total": total.to_dict(),
             "budget_usd_per_hour": self.budget_usd_per_hour,
             "excluded": list(self.excluded),
-            "prices": [_price_dict(p) for p in self.prices()],
+            "prices": [price_dict(p) for p in self.prices()],
         }
 
 
@@ -257,8 +217,8 @@ class EstateCost:
 def estate_cost(spec: EstateSpec, window: BurstWindow | None = None, now: dt.datetime | None = None) -> EstateCost:
     """The cost envelope of `spec`, with burst pools sized by `window` as it stands at `now`."""
     now = now or dt.datetime.now(dt.UTC)
-    pools = [_pool_cost(spec, site, pool, window, now) for site, pool in spec.pools()]
-    storage = [_storage_cost(site, tier) for site in spec.sites for tier in site.storage]
+    pools = [cost for site in spec.sites for cost in _site_pools(spec, site, window, now)]
+    storage = [storage_cost(site, tier) for site in spec.sites for tier in site.storage]
     return EstateCost(
         estate=spec.metadata.name,
         environment=spec.metadata.environment,
@@ -268,22 +228,17 @@ def estate_cost(spec: EstateSpec, window: BurstWindow | None = None, now: dt.dat
         tenant_shares=_tenant_shares(spec, pools),
         budget_usd_per_hour=spec.policies.budget_usd_per_hour,
         excluded=_excluded(spec),
-        spec=spec,
     )
 
 
-def _pool_cost(
-    spec: EstateSpec,
-    site: AwsSite | BaremetalSite,
-    pool: AwsNodePool | BaremetalNodePool,
-    window: BurstWindow | None,
-    now: dt.datetime,
-) -> PoolCost:
-    if isinstance(pool, AwsNodePool):
-        assert isinstance(site, AwsSite)
-        return _aws_pool(spec, site, pool, window, now)
-    assert isinstance(site, BaremetalSite)
-    return _baremetal_pool(spec, site, pool)
+def _site_pools(spec: EstateSpec, site: Site, window: BurstWindow | None, now: dt.datetime) -> list[PoolCost]:
+    match site:
+        case AwsSite():
+            return [_aws_pool(spec, site, pool, window, now) for pool in site.node_pools]
+        case BaremetalSite():
+            return [_baremetal_pool(spec, site, pool) for pool in site.node_pools]
+        case _:
+            assert_never(site)
 
 
 def _aws_pool(
@@ -396,79 +351,33 @@ def _tenant_shares(spec: EstateSpec, pools: list[PoolCost]) -> list[TenantShare]
     return out
 
 
-# ----------------------------------------------------------------------------------------------- storage
+AWS_EXCLUDED = (
+    "EKS control plane, the CPU system node pool, NAT gateways and load balancers",
+    "EBS root volumes of GPU nodes, data transfer, FSx backups",
+    "usage-based storage (EFS, S3): listed with unit prices, not summed",
+)
+BAREMETAL_EXCLUDED = ("on-prem shared storage and network (existing systems)",)
 
 
-def _storage_prices(region: str) -> dict[str, Any]:
-    storage = catalog.price_table().get("storage", {})
-    return dict(storage.get(region, {}))
-
-
-def _ref(entry: dict[str, Any]) -> PriceRef:
-    return PriceRef(
-        usd=float(entry["usd"]),
-        unit="GB-month",
-        date=str(entry["date"]),
-        source=str(entry["source"]),
-        verified=bool(entry.get("verified", False)),
-    )
-
-
-def _storage_cost(site: AwsSite | BaremetalSite, tier: Any) -> StorageCost:
-    name, kind = tier.name, tier.kind
-    if kind == "scratch":
-        return StorageCost(site.name, name, kind, "included", None, None, "-", "node-local NVMe: in the node's price")
-    if not isinstance(site, AwsSite):
-        return StorageCost(
-            site.name, name, kind, "external", None, None, "-", "existing on-prem system: not bought by this stack"
-        )
-    prices = _storage_prices(site.region)
-    if isinstance(tier, FsxLustreTier):
-        entry = (
-            prices.get("fsx-lustre-persistent-2", {}).get("by_throughput_per_tib", {}).get(str(tier.throughput_per_tib))
-        )
-        if entry is None:
-            return StorageCost(
-                site.name, name, kind, "unpriced", None, None, f"{tier.capacity_gib} GB",
-                f"no catalog price for FSx Lustre PERSISTENT_2 {tier.throughput_per_tib} MB/s/TiB in {site.region}",
-            )  # fmt: skip
-        ref = _ref(entry)
-        note = f"PERSISTENT_2 {tier.throughput_per_tib} MB/s/TiB; backups and transfer not included"
-        if not ref.verified:
-            note += "; price not confirmed from a stored copy of the AWS price page"
-        # FSx bills provisioned capacity; the stack sets it in GiB and AWS quotes $/GB-month for it.
-        return StorageCost(
-            site.name, name, kind, "priced", tier.capacity_gib * ref.usd, ref, f"{tier.capacity_gib} GB", note
-        )
-    if isinstance(tier, EfsTier | S3Tier):
-        key = "efs-standard" if isinstance(tier, EfsTier) else "s3-standard"
-        entry = prices.get(key)
-        unit = _ref(entry) if entry else None
-        usage = str(entry.get("usage_based", "")) if entry else ""
-        rate = f"${unit.usd:.3f}/GB-month stored" if unit else "no catalog price"
-        return StorageCost(
-            site.name, name, kind, "usage-based", None, unit, "usage",
-            f"billed on usage, not in the totals: {rate}, {usage}".rstrip(", "),
-        )  # fmt: skip
-    return StorageCost(site.name, name, kind, "unpriced", None, None, "-", f"no pricing rule for {kind} tiers")
+def _excluded_at(site: Site) -> tuple[str, ...]:
+    match site:
+        case AwsSite():
+            extra = []
+            if site.interconnect is not None and site.interconnect.kind in ("vpn", "transit-gateway"):
+                extra.append("the site-to-site VPN connection or transit gateway attachment (hourly and per GB)")
+            if site.vpc.interface_endpoints:
+                extra.append("interface VPC endpoints (hourly per AZ and per GB)")
+            return (*AWS_EXCLUDED, *extra)
+        case BaremetalSite():
+            return BAREMETAL_EXCLUDED
+        case _:
+            assert_never(site)
 
 
 def _excluded(spec: EstateSpec) -> tuple[str, ...]:
-    out = []
-    if any(isinstance(s, AwsSite) for s in spec.sites):
-        out += [
-            "EKS control plane, the CPU system node pool, NAT gateways and load balancers",
-            "EBS root volumes of GPU nodes, data transfer, FSx backups",
-            "usage-based storage (EFS, S3): listed with unit prices, not summed",
-        ]
-    aws_sites = [s for s in spec.sites if isinstance(s, AwsSite)]
-    if any(s.interconnect is not None and s.interconnect.kind in ("vpn", "transit-gateway") for s in aws_sites):
-        out.append("the site-to-site VPN connection or transit gateway attachment (hourly and per GB)")
-    if any(s.vpc.interface_endpoints for s in aws_sites):
-        out.append("interface VPC endpoints (hourly per AZ and per GB)")
-    if any(isinstance(s, BaremetalSite) for s in spec.sites):
-        out.append("on-prem shared storage and network (existing systems)")
-    return tuple(out)
+    """What the envelope leaves out, once per site kind (kinds in name order, so the text is stable)."""
+    sites = sorted(spec.sites, key=lambda s: s.kind)
+    return tuple(dict.fromkeys(line for site in sites for line in _excluded_at(site)))
 
 
 # ------------------------------------------------------------------------------------------------ helpers
@@ -483,13 +392,3 @@ def _add(a: Total, b: Total) -> Total:
     return Total(
         Figures(*((a.hourly.at(lv) or 0.0) + (b.hourly.at(lv) or 0.0) for lv in LEVELS)), a.unpriced + b.unpriced
     )
-
-
-def _r(v: float | None) -> float | None:
-    return None if v is None else round(v, 4)
-
-
-def _price_dict(p: PriceRef | None) -> dict[str, Any] | None:
-    if p is None:
-        return None
-    return {"usd": p.usd, "unit": p.unit, "date": p.date, "source": p.source, "verified": p.verified}

@@ -13,7 +13,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from gpufleet.burst.commands import Aws
+from gpufleet.burst.aws import Aws
 
 
 @pytest.fixture(scope="package")

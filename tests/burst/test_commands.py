@@ -15,7 +15,7 @@ from botocore.stub import Stubber
 from typer.testing import CliRunner
 
 from components.model.load import LEDGER_KEY, WINDOW_KEY, read_stack
-from gpufleet.burst.commands import Aws
+from gpufleet.burst.aws import Aws
 from gpufleet.burst.driver import AutomationDriver, DriverError, StackDriver, StackLocked
 from gpufleet.cli import burst as burst_cli
 from gpufleet.cli.app import app

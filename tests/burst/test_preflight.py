@@ -14,7 +14,9 @@ import pytest
 from botocore.stub import Stubber
 
 from components.model.spec import BurstLedgerEntry, EstateSpec
-from gpufleet.burst.commands import Aws, BurstError, BurstRequest, preflight
+from gpufleet.burst.aws import Aws
+from gpufleet.burst.errors import BurstError
+from gpufleet.burst.preflight import BurstRequest, preflight
 from tests.burst.helpers import NOW
 from tests.conftest import example_estate
 

@@ -11,7 +11,7 @@ import pytest
 from components.model.pricing import HOURS_PER_MONTH, HOURS_PER_YEAR, pool_gpu_hour_price, server_hour_usd
 from components.model.spec import BaremetalSite, EstateSpec
 from gpufleet.review.cost import estate_cost
-from gpufleet.sizing.core import stack_placements
+from gpufleet.sizing.placement import stack_placements
 from tests.model.helpers import example_spec
 
 # Hand-picked inputs with round results: 87,600 USD over 1 year = 10 USD per hour (8,760 h); 10 kW at

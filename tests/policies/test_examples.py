@@ -9,7 +9,6 @@ import pytest
 from components.model.load import ESTATE_KEY, parse_estate
 from gpufleet.engine.plan import Plan
 from gpufleet.review import check
-from gpufleet.review.findings import mandatory
 from tests.conftest import EXAMPLES, ROOT, example_estate
 from tests.policies.broken_stack import BREAKS, broken_config
 
@@ -17,7 +16,7 @@ from tests.policies.broken_stack import BREAKS, broken_config
 @pytest.mark.parametrize("stack", EXAMPLES)
 def test_example_stack_passes_every_mandatory_rule(stack: str, example_plans: dict[str, Plan]) -> None:
     spec = check.load_spec(ROOT, stack)
-    violations = mandatory(check.evaluate(example_plans[stack], spec))
+    violations = check.evaluate(example_plans[stack], spec).mandatory
     assert violations == [], "\n".join(f"{f.rule} {f.resource}: {f.message}" for f in violations)
 
 
@@ -37,7 +36,7 @@ def test_components_tags_satisfy_cost_tags_without_provider_default_tags(
 
 def test_broken_stack_fails_exactly_the_rules_it_breaks(broken: tuple[Plan, Any]) -> None:
     plan, spec = broken
-    violated = {f.rule for f in mandatory(check.evaluate(plan, spec))}
+    violated = {f.rule for f in check.evaluate(plan, spec).mandatory}
     assert violated == set(BREAKS)
 
 
@@ -59,6 +58,6 @@ def test_enforcement_override_in_the_stack_downgrades_a_broken_rule(broken: tupl
     config[ESTATE_KEY]["policies"]["enforcement"] = {"budget-cap": "advisory", "imds-v2-hop-limit": "disabled"}
     spec = parse_estate(config[ESTATE_KEY], "broken")
     found = check.evaluate(plan, spec)
-    assert {f.rule for f in mandatory(found)} == set(BREAKS) - {"budget-cap", "imds-v2-hop-limit"}
+    assert {f.rule for f in found.mandatory} == set(BREAKS) - {"budget-cap", "imds-v2-hop-limit"}
     assert [f.enforcement for f in found if f.rule == "budget-cap"] == ["advisory"]
     assert not [f for f in found if f.rule == "imds-v2-hop-limit"]

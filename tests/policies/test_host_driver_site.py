@@ -12,7 +12,6 @@ from components.kubernetes import gpu_operator
 from components.model.load import ESTATE_KEY, parse_estate
 from gpufleet.engine.plan import Plan
 from gpufleet.review import check
-from gpufleet.review.findings import mandatory
 from tests.conftest import EXAMPLES, example_config
 
 RULE = "operator-driver-site"
@@ -45,7 +44,7 @@ def test_host_driver_site_passes_every_mandatory_rule_with_the_written_config(
     assert _guardrails(config[ESTATE_KEY])["hostDriverReleases"] == [release.name]
     assert release.name == gpu_operator.release_name("dc1")
 
-    violations = mandatory(check.evaluate(plan, spec))
+    violations = check.evaluate(plan, spec).mandatory
     assert violations == [], "\n".join(f"{f.rule} {f.resource}: {f.message}" for f in violations)
 
     # the --write-config file carries the same list, so `pulumi preview --policy-pack` agrees with gpufleet check

@@ -13,7 +13,6 @@ from components.model.conventions import FABRIC_LABEL
 from components.model.load import ESTATE_KEY, parse_estate
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.review import check
-from gpufleet.review.findings import mandatory
 from tests.conftest import ROOT, example_config
 
 
@@ -100,7 +99,7 @@ def test_rule_catches_a_broken_component_resource(brk: Break, example_plans: dic
     brk.change(targets[0])
     plan = Plan.from_dict(plan.to_dict())
     spec = check.load_spec(ROOT, brk.stack)
-    violated = {f.rule for f in mandatory(check.evaluate(plan, spec))}
+    violated = {f.rule for f in check.evaluate(plan, spec).mandatory}
     assert violated == {brk.rule}
 
 
@@ -122,8 +121,8 @@ def test_time_slicing_pool_passes_only_while_tainted_for_its_tenant(synth_config
     estate["tenants"][0]["gpu_quota"].pop("l40s")
     plan = synth_config(config)
     spec = parse_estate(estate, "time-slicing")
-    assert mandatory(check.evaluate(plan, spec)) == []
+    assert check.evaluate(plan, spec).mandatory == []
     (ng,) = [r for r in plan.find("aws:eks/nodeGroup:NodeGroup") if r.name == "use1-l40s-ng"]
     ng.inputs["taints"] = [t for t in ng.inputs["taints"] if t["key"] != "tenant"]
-    violated = {f.rule for f in mandatory(check.evaluate(Plan.from_dict(plan.to_dict()), spec))}
+    violated = {f.rule for f in check.evaluate(Plan.from_dict(plan.to_dict()), spec).mandatory}
     assert violated == {"time-slicing-single-tenant", "dedicated-pool-tainted"}

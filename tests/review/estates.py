@@ -6,8 +6,13 @@ import copy
 import datetime as dt
 from typing import Any
 
+from components.model.load import parse_estate
 from components.model.spec import AwsSite, EstateSpec, FsxLustreTier
 from gpufleet.engine.plan import Plan, PlanResource
+from gpufleet.review.cost import estate_cost
+from gpufleet.review.diff import PlanDiff, diff_plans
+from gpufleet.review.findings import Finding, Findings
+from gpufleet.review.review import Review
 
 NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
 
@@ -148,3 +153,50 @@ def plan_of(spec: EstateSpec, stack: str = "review") -> Plan:
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
+
+
+# ------------------------------------------------------------------------------------------------- findings
+
+BUDGET = Finding(
+    pack="cost-tags",
+    rule="budget-at-max-size",
+    enforcement="mandatory",
+    message="at max size the estate costs $260.76/h, over the $200/h budget",
+    remediation="lower node_pools[].scaling.max or raise policies.budget_usd_per_hour",
+)
+TAGS = Finding(
+    pack="cost-tags",
+    rule="required-tags",
+    enforcement="advisory",
+    message="missing tags: owner, cost-center",
+    resource=f"{NODE_GROUP}::use1-l40s",
+    remediation="set metadata.owner and metadata.cost_center",
+)
+OLD = Finding(pack="aws-security", rule="imds-hop-limit", enforcement="mandatory", message="hop limit 2", resource=None)
+
+
+def review_of(spec: EstateSpec, findings: list[Finding] | None = None) -> Review:
+    """The review of a small estate as `build` would assemble it, with the test program's plan and given findings."""
+    return Review(
+        spec=spec,
+        window=None,
+        plan=plan_of(spec),
+        cost=estate_cost(spec, None, NOW),
+        findings=None if findings is None else Findings(findings),
+        scope="41 rules in 4 packs",
+    )
+
+
+def small_diff() -> PlanDiff:
+    """The small estate changed (`changed()`): one finding fixed, two new."""
+    base_spec, head_spec = parse_estate(small(), "base"), parse_estate(changed(), "head")
+    return diff_plans(
+        plan_of(base_spec),
+        plan_of(head_spec),
+        base_label="origin/main (abc1234)",
+        base_cost=estate_cost(base_spec, None, NOW).to_dict(),
+        head_cost=estate_cost(head_spec, None, NOW).to_dict(),
+        base_findings=[OLD],
+        head_findings=[BUDGET, TAGS],
+        spec=head_spec,
+    )

@@ -1,20 +1,17 @@
-"""The cost envelope: hand-checked figures, unpriced pools, burst windows, tenants, storage, the CLI."""
+"""The cost envelope: hand-checked figures, unpriced pools, burst windows, tenants, storage."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from components.model import catalog
 from components.model.load import parse_estate
 from components.model.spec import BurstWindow
-from gpufleet.cli.app import app
 from gpufleet.review.cost import UNASSIGNED, EstateCost, estate_cost
-from tests.conftest import ROOT, example_estate, write_project
+from tests.conftest import example_estate
 from tests.review.estates import NOW, small
 
 P5 = 55.04  # us-east-1 on-demand $/h, catalog (Karpenter price table, 2026-07-20)
@@ -165,30 +162,6 @@ def test_burst_window_with_another_instance_type_is_priced_at_that_type() -> Non
     pool = next(p for p in estate_cost(spec, window, NOW).pools if p.pool == "burst-h100")
     assert pool.instance_type == "p5en.48xlarge"
     assert pool.hourly.at("max") == pytest.approx(2 * 63.296)
-
-
-def test_cost_cli_json_carries_totals_and_dated_prices(tmp_path: Path) -> None:
-    project = write_project(tmp_path, {"gpufleet:estate": small()}, stack="small")
-    result = CliRunner().invoke(app, ["cost", "-s", "small", "-C", str(project), "-f", "json"])
-    assert result.exit_code == 0, result.output
-    doc = json.loads(result.stdout)
-    assert doc["total"]["hourly"]["max"] == pytest.approx(184.7342, abs=1e-3)
-    assert {p["date"] for p in doc["prices"]} == {"2026-07-20", "stack file", "2026-11-29"}
-    assert doc["budget_usd_per_hour"] == 200
-
-
-def test_cost_cli_text_and_markdown_name_every_pool() -> None:
-    for fmt in ("text", "markdown"):
-        result = CliRunner().invoke(app, ["cost", "-s", "aws-train", "-C", str(ROOT), "-f", fmt])
-        assert result.exit_code == 0, result.output
-        for pool in ("h100", "l40s", "agents-l40s"):
-            assert pool in result.stdout
-
-
-def test_cost_cli_bad_time_exits_2() -> None:
-    result = CliRunner().invoke(app, ["cost", "-s", "aws-train", "-C", str(ROOT), "--at", "tomorrow"])
-    assert result.exit_code == 2
-    assert "--at" in result.stderr
 
 
 def test_gpu_hour_prices_put_cloud_and_owned_gpus_side_by_side() -> None:

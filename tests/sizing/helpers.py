@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpufleet.sizing.core import WorkloadClass, WorkloadFile
+from gpufleet.sizing.workloads import WorkloadClass, WorkloadFile
 
 ASSUMPTIONS = {"owner": "ml-platform", "source": "test figures", "review_date": "2027-01-01"}
 PLANNING = {"period": "week", "hours_per_device": 120, "utilisation_pct": [50, 60, 70]}

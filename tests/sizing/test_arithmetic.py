@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from gpufleet.sizing.core import gang_minimum, installed_equivalents, nodes_for, scenarios
+from gpufleet.sizing.arithmetic import gang_minimum, installed_equivalents, nodes_for, scenarios
 from tests.sizing.helpers import wclass, wfile
 
 

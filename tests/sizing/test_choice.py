@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpufleet.sizing.core import catalog_placements, evaluate, memory_need, size_class
+from gpufleet.sizing.arithmetic import memory_need
+from gpufleet.sizing.placement import catalog_placements, evaluate, size_class
 from tests.sizing.helpers import wclass
 
 PLACEMENTS = catalog_placements("us-east-1")

@@ -5,7 +5,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 from components.model import catalog
-from gpufleet.sizing.core import Choice, catalog_placements, evaluate, memory_fit, memory_need, size_class
+from gpufleet.sizing.arithmetic import memory_fit, memory_need
+from gpufleet.sizing.placement import Choice, catalog_placements, evaluate, size_class
 from tests.sizing.helpers import wclass
 
 H100 = catalog.gpu_model("H100-80GB")

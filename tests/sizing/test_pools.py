@@ -12,7 +12,9 @@ from components.model import catalog
 from components.model.load import parse_estate
 from components.model.pricing import server_hour_usd
 from components.model.spec import AwsNodePool, BaremetalSite
-from gpufleet.sizing.core import SizingReport, load_workloads, size
+from gpufleet.render.sizing import node_pool_snippet, sizing_markdown
+from gpufleet.sizing.report import SizingReport, size
+from gpufleet.sizing.workloads import load_workloads
 from tests.conftest import example_estate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +31,7 @@ def sized(stack: str | None = None, estate: dict | None = None) -> SizingReport:
 
 def test_node_pool_snippet_entries_are_valid_aws_node_pools() -> None:
     r = sized()
-    doc = yaml.safe_load(r.snippet)
+    doc = yaml.safe_load(node_pool_snippet(r.pools))
     pools = [AwsNodePool.model_validate(entry) for entry in doc["node_pools"]]
     assert [p.instance_type for p in pools] == [rec.demand.placement.instance_type for rec in r.pools]
     for p, rec in zip(pools, r.pools, strict=True):
@@ -92,10 +94,8 @@ def test_onprem_inventory_is_a_candidate_priced_at_the_amortised_server_hour() -
 
 
 def test_figures_past_their_review_date_are_flagged_in_the_decision_record() -> None:
-    from gpufleet.render.sizing import render_markdown
-
     w = load_workloads(WORKLOADS)
-    assert "OVERDUE" not in render_markdown(size(w, "w.yaml", today=dt.date(2027, 3, 1)))
+    assert "OVERDUE" not in sizing_markdown(size(w, "w.yaml", today=dt.date(2027, 3, 1)))
     late = size(w, "w.yaml", today=dt.date(2027, 3, 2))
     assert late.review_overdue
-    assert "Review by 2027-03-01 (OVERDUE: review the figures before deciding)." in render_markdown(late)
+    assert "Review by 2027-03-01 (OVERDUE: review the figures before deciding)." in sizing_markdown(late)

@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from components.model import catalog
-from gpufleet.sizing.core import PERIOD_HOURS, installed_equivalents, memory_fit, memory_need, nodes_for, q, scenarios
+from gpufleet.sizing.arithmetic import installed_equivalents, memory_fit, memory_need, nodes_for, q, scenarios
+from gpufleet.sizing.workloads import PERIOD_HOURS
 from tests.sizing.helpers import wclass, wfile
 
 hours = st.decimals(min_value="0.5", max_value="100000", places=2).map(lambda d: Fraction(str(d)))

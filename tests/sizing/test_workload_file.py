@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from components.model.load import SpecError
-from gpufleet.sizing.core import load_workloads, parse_workloads
+from gpufleet.sizing.workloads import load_workloads, parse_workloads
 from tests.sizing.helpers import raw_file
 
 ROOT = Path(__file__).resolve().parents[2]

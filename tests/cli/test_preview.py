@@ -1,11 +1,10 @@
-"""The CLI: output formats, exit codes, bad input without tracebacks, export."""
+"""`gpufleet preview`: output formats, exit codes, bad input without tracebacks."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import yaml
 from typer.testing import CliRunner
 
 from gpufleet.cli.app import app
@@ -64,44 +63,6 @@ def test_bad_field_exits_2_naming_file_and_path(tmp_path: Path) -> None:
     assert "Pulumi.test.yaml: config.gpufleet:estate.sites[0].node_pools[0].instance_type" in result.stderr
 
 
-def test_export_writes_kubernetes_objects_and_helm_releases(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    result = runner.invoke(app, ["export", "-s", "aws-train", "--out", str(out), "-C", str(ROOT)])
-    assert result.exit_code == 0, result.output
-    files = sorted(out.rglob("*.yaml"))
-    assert files
-    for f in files:
-        doc = yaml.safe_load(f.read_text())
-        if f.parent.name == "helm":
-            assert {"chart", "version", "repository", "values"} <= set(doc)
-        else:
-            assert {"apiVersion", "kind", "metadata"} <= set(doc)
-
-
-def test_export_writes_nothing_on_bad_input(tmp_path: Path) -> None:
-    config = example_config("aws-train")
-    config["gpufleet:estate"]["metadata"]["owner"] = ""
-    write_project(tmp_path, config)
-    out = tmp_path / "out"
-    result = runner.invoke(app, ["export", "-s", "test", "--out", str(out), "-C", str(tmp_path)])
-    assert result.exit_code == 2
-    assert not out.exists()
-
-
-def test_schema_is_json_schema_of_the_estate() -> None:
-    result = runner.invoke(app, ["schema"])
-    assert result.exit_code == 0
-    doc = json.loads(result.stdout)
-    assert doc["title"].startswith("gpufleet estate")
-    assert "AwsNodePool" in doc["$defs"] and doc["$defs"]["AwsNodePool"]["additionalProperties"] is False
-
-
-def test_catalog_show_lists_priced_gpu_types() -> None:
-    result = runner.invoke(app, ["catalog", "show"])
-    assert result.exit_code == 0
-    assert "p5.48xlarge" in result.stdout and "55.04" in result.stdout
-
-
 def test_preview_exits_1_on_a_mandatory_violation_and_shows_it(tmp_path: Path) -> None:
     from tests.policies.broken_stack import broken_config
 
@@ -117,3 +78,9 @@ def test_preview_json_carries_cost_and_findings() -> None:
     doc = json.loads(result.stdout)
     assert doc["cost"]["estate"] == "train"
     assert "findings" in doc
+
+
+def test_preview_markdown_cli_uses_the_same_renderer() -> None:
+    result = runner.invoke(app, ["preview", "-s", "aws-train", "-C", str(ROOT), "-f", "markdown"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("<!-- gpufleet:plan:gpufleet/aws-train -->")

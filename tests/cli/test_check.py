@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from components.model.load import ESTATE_KEY
 from components.model.spec import EstateSpec
-from gpufleet.cli import app as cli
+from gpufleet.cli.app import app
 from gpufleet.engine.plan import Plan
-from gpufleet.review import check
+from gpufleet.review import check, review
 from tests.conftest import ROOT, example_config, write_project
 from tests.policies.broken_stack import BREAKS, broken_config
 
@@ -21,8 +21,8 @@ runner = CliRunner()
 
 
 def test_check_passes_the_example_stack(monkeypatch: pytest.MonkeyPatch, example_plans: dict[str, Plan]) -> None:
-    monkeypatch.setattr(cli, "load_plan", lambda project, stack: example_plans[stack])
-    result = runner.invoke(cli.app, ["check", "--stack", "aws-train", "--project", str(ROOT)])
+    monkeypatch.setattr(review, "synth_stack", lambda project, stack, stack_file: example_plans[stack])
+    result = runner.invoke(app, ["check", "--stack", "aws-train", "--project", str(ROOT)])
     assert result.exit_code == 0, result.output
     assert "0 mandatory" in result.output or "no violations" in result.output
 
@@ -30,9 +30,9 @@ def test_check_passes_the_example_stack(monkeypatch: pytest.MonkeyPatch, example
 def test_check_exits_1_with_json_naming_the_broken_rules(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, broken: tuple[Plan, EstateSpec]
 ) -> None:
-    monkeypatch.setattr(cli, "load_plan", lambda project, stack: broken[0])
+    monkeypatch.setattr(review, "synth_stack", lambda project, stack, stack_file: broken[0])
     project = write_project(tmp_path, broken_config())
-    result = runner.invoke(cli.app, ["check", "--stack", "test", "--project", str(project), "--format", "json"])
+    result = runner.invoke(app, ["check", "--stack", "test", "--project", str(project), "--format", "json"])
     assert result.exit_code == 1
     doc = json.loads(result.output)
     assert doc["passed"] is False
@@ -46,7 +46,7 @@ def test_check_rejects_an_unknown_rule_id_in_enforcement_overrides(tmp_path: Pat
     config = example_config("aws-train")
     config[ESTATE_KEY]["policies"]["enforcement"] = {"budget-cap": "advisory", "no-such-rule": "disabled"}
     project = write_project(tmp_path, config)
-    result = runner.invoke(cli.app, ["check", "--stack", "test", "--project", str(project)])
+    result = runner.invoke(app, ["check", "--stack", "test", "--project", str(project)])
     assert result.exit_code == 2
     assert "policies.enforcement.no-such-rule" in result.output
     assert "budget-cap" in result.output  # the known ids are listed
@@ -59,7 +59,7 @@ def test_write_config_gives_each_pack_its_policies_with_explicit_levels(tmp_path
     (tmp_path / "p").mkdir()
     project = write_project(tmp_path / "p", config)
     out = tmp_path / "cfg"
-    result = runner.invoke(cli.app, ["check", "--stack", "test", "--project", str(project), "--write-config", str(out)])
+    result = runner.invoke(app, ["check", "--stack", "test", "--project", str(project), "--write-config", str(out)])
     assert result.exit_code == 0, result.output
     packs = {p.folder: p for p in check.packs()}
     assert sorted(p.stem for p in out.glob("*.json")) == sorted(packs)

@@ -1,0 +1,160 @@
+"""The few EC2 and Service Quotas calls the burst preflight needs, with bounded retries on throttling."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from components.model import catalog
+from gpufleet.burst.errors import BurstError
+
+# EC2 vCPU quotas (service-quotas, service code ec2) per instance family and purchase option.
+QUOTA_CODES: dict[str, dict[str, tuple[str, str]]] = {
+    "P": {
+        "on-demand": ("L-417A185B", "Running On-Demand P instances"),
+        "spot": ("L-7212CCBC", "All P Spot Instance Requests"),
+    },
+    "G": {
+        "on-demand": ("L-DB2E81BA", "Running On-Demand G and VT instances"),
+        "spot": ("L-3819A6DF", "All G and VT Spot Instance Requests"),
+    },
+}
+THROTTLE_CODES = frozenset(
+    {"Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequestsException", "RequestThrottled"}
+)
+
+
+def quota_family(instance_type: str) -> str:
+    """The quota family of an instance type: P (p4d, p5, p6-b200, ...) or G (g5, g6, g6e, vt1)."""
+    family = instance_type.split(".")[0]
+    letters = re.match(r"[a-z]*", family)
+    prefix = letters.group(0) if letters else ""
+    if prefix in ("g", "vt"):
+        return "G"
+    if prefix == "p":
+        return "P"
+    raise BurstError(f"no EC2 GPU vCPU quota is known for instance family {family}", 2)
+
+
+class Aws:
+    """The few EC2 and Service Quotas calls the preflight needs, with bounded retries on throttling.
+
+    botocore retries first (mode `adaptive`, `max_attempts`); on top, a throttling error that still comes back
+    is retried here with exponential backoff, at most `attempts` times, then reported.
+    """
+
+    def __init__(
+        self,
+        region: str,
+        *,
+        session: Any = None,
+        attempts: int = 4,
+        sleep: Callable[[float], None] = time.sleep,
+        base_delay: float = 1.0,
+    ) -> None:
+        import boto3
+        from botocore.config import Config
+
+        cfg = Config(retries={"mode": "adaptive", "max_attempts": 5}, connect_timeout=10, read_timeout=30)
+        sess = session or boto3.session.Session()
+        self.region = region
+        self.ec2 = sess.client("ec2", region_name=region, config=cfg)
+        self.quotas = sess.client("service-quotas", region_name=region, config=cfg)
+        self.attempts = attempts
+        self.sleep = sleep
+        self.base_delay = base_delay
+
+    def _call(self, what: str, fn: Callable[..., Any], **kwargs: Any) -> Any:
+        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+        for attempt in range(1, self.attempts + 1):
+            try:
+                return fn(**kwargs)
+            except ClientError as err:
+                code = err.response.get("Error", {}).get("Code", "")
+                if code in THROTTLE_CODES and attempt < self.attempts:
+                    self.sleep(min(self.base_delay * 2 ** (attempt - 1), 20.0))
+                    continue
+                if code in THROTTLE_CODES:
+                    raise BurstError(
+                        f"AWS kept throttling {what} ({code}) after {self.attempts} attempts; nothing was changed, "
+                        "try again in a few minutes"
+                    ) from None
+                msg = err.response.get("Error", {}).get("Message", str(err))
+                raise BurstError(f"AWS refused {what}: {code}: {msg}") from None
+            except NoCredentialsError:
+                raise BurstError(
+                    f"no AWS credentials for {what}; configure them (AWS_PROFILE, SSO or OIDC) and try again"
+                ) from None
+            except BotoCoreError as err:
+                raise BurstError(f"could not reach AWS for {what}: {err}") from None
+        raise AssertionError("unreachable")
+
+    def offered_zones(self, instance_type: str) -> list[str]:
+        resp = self._call(
+            f"DescribeInstanceTypeOfferings for {instance_type}",
+            self.ec2.describe_instance_type_offerings,
+            LocationType="availability-zone",
+            Filters=[{"Name": "instance-type", "Values": [instance_type]}],
+        )
+        return sorted(o["Location"] for o in resp.get("InstanceTypeOfferings", []))
+
+    def quota_vcpus(self, code: str) -> float:
+        resp = self._call(
+            f"GetServiceQuota ec2/{code}", self.quotas.get_service_quota, ServiceCode="ec2", QuotaCode=code
+        )
+        return float(resp["Quota"]["Value"])
+
+    def vcpus_running(self, family: str, spot: bool) -> int:
+        """vCPUs of pending or running instances counting against the family's on-demand (or spot) quota."""
+        types: list[str] = []
+        token: str | None = None
+        while True:
+            kwargs: dict[str, Any] = {
+                "Filters": [{"Name": "instance-state-name", "Values": ["pending", "running"]}],
+                "MaxResults": 1000,
+            }
+            if token:
+                kwargs["NextToken"] = token
+            resp = self._call("DescribeInstances", self.ec2.describe_instances, **kwargs)
+            for r in resp.get("Reservations", []):
+                for i in r.get("Instances", []):
+                    is_spot = i.get("InstanceLifecycle") == "spot"
+                    t = i["InstanceType"]
+                    if is_spot == spot and _family_or_none(t) == family:
+                        types.append(t)
+            token = resp.get("NextToken")
+            if not token:
+                break
+        return sum(self._vcpus(t) for t in types)
+
+    def _vcpus(self, instance_type: str) -> int:
+        try:
+            return catalog.instance_type(instance_type).vcpus
+        except catalog.CatalogError:
+            resp = self._call(
+                f"DescribeInstanceTypes {instance_type}",
+                self.ec2.describe_instance_types,
+                InstanceTypes=[instance_type],
+            )
+            return int(resp["InstanceTypes"][0]["VCpuInfo"]["DefaultVCpus"])
+
+    def capacity_reservation(self, reservation_id: str) -> dict[str, Any]:
+        resp = self._call(
+            f"DescribeCapacityReservations {reservation_id}",
+            self.ec2.describe_capacity_reservations,
+            CapacityReservationIds=[reservation_id],
+        )
+        found = resp.get("CapacityReservations", [])
+        if not found:
+            raise BurstError(f"capacity reservation {reservation_id} was not found in {self.region}")
+        return dict(found[0])
+
+
+def _family_or_none(instance_type: str) -> str | None:
+    try:
+        return quota_family(instance_type)
+    except BurstError:
+        return None

@@ -1,0 +1,152 @@
+"""`gpufleet burst open|close|reconcile|status`: the flows, from the stack's burst state to the outcome.
+
+Opening a window checks AWS first (gpufleet/burst/preflight.py); only then is config written and `pulumi up` run.
+The Pulumi program alone decides sizes: an expired window sizes the burst pools and quotas to zero at the next
+`up` whoever runs it; `close` and `reconcile` book it in the ledger.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from components.model.load import LEDGER_KEY, WINDOW_KEY
+from components.model.spec import BurstLedgerEntry, BurstWindow
+from components.model.windows import (
+    close_entry,
+    cloud_site,
+    hours_between,
+    node_hour_price,
+    spend_in_month,
+    window_price,
+)
+from gpufleet.burst.aws import Aws
+from gpufleet.burst.driver import OutputSink, StackDriver
+from gpufleet.burst.errors import BurstError
+from gpufleet.burst.preflight import BurstRequest, Preflight, check_request, preflight
+from gpufleet.burst.stack import Change, StackState, apply_and_up, ledger_json, load_state, window_json
+
+
+def _expired_entry(state: StackState, now: dt.datetime, closed_by: str) -> BurstLedgerEntry | None:
+    w = state.window
+    if w is None or now < w.expires:
+        return None
+    return close_entry(state.spec, w, w.expires, closed_by)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    message: str
+    changes: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OpenPlan:
+    """A window that passed every check, and the config changes that open it."""
+
+    check: Preflight
+    changes: list[Change]
+
+    def done(self, summary: dict[str, int]) -> Outcome:
+        w = self.check.window
+        return Outcome(
+            f"burst window open: {w.nodes} x {w.instance_type} in {w.availability_zone} until "
+            f"{w.expires:%Y-%m-%d %H:%M} UTC (about ${self.check.price_usd:,.2f})",
+            summary,
+        )
+
+
+def plan_open(
+    project_dir: Path, stack: str, request: BurstRequest, *, aws_factory: Callable[[str], Aws], now: dt.datetime
+) -> OpenPlan:
+    """Run every check for a new window; change nothing. An expired window still in config is booked first."""
+    state = load_state(project_dir, stack)
+    if state.window is not None and state.window.is_open(now):
+        w = state.window
+        raise BurstError(
+            f"a burst window is already open on pool {w.pool} ({w.nodes} x {w.instance_type}) until "
+            f"{w.expires:%Y-%m-%d %H:%M} UTC; close it first (`gpufleet burst close --stack {stack}`)"
+        )
+    expired = _expired_entry(state, now, "gpufleet burst open (expired window booked)")
+    ledger = [*state.ledger, *([expired] if expired else [])]
+    check_request(state.spec, request)  # bad input fails before any AWS client exists
+    check = preflight(state.spec, ledger, request, now, aws_factory(cloud_site(state.spec).region))
+    changes: list[Change] = [(WINDOW_KEY, window_json(check.window))]
+    if expired:
+        changes.append((LEDGER_KEY, ledger_json(ledger)))
+    return OpenPlan(check, changes)
+
+
+def close_window(
+    project_dir: Path, stack: str, *, driver: Callable[[], StackDriver], now: dt.datetime, on_output: OutputSink
+) -> Outcome:
+    state = load_state(project_dir, stack)
+    w = state.window
+    if w is None:
+        return Outcome("no burst window in the stack config; nothing to close")
+    entry = close_entry(state.spec, w, now, "gpufleet burst close")
+    ledger = [*state.ledger, entry]
+    summary = apply_and_up(driver(), stack, [(WINDOW_KEY, None), (LEDGER_KEY, ledger_json(ledger))], on_output)
+    return Outcome(
+        f"burst window closed: {entry.nodes} x {entry.instance_type} for "
+        f"{hours_between(entry.start, entry.end):.1f} h booked at ${entry.usd:,.2f}",
+        summary,
+    )
+
+
+def reconcile(
+    project_dir: Path, stack: str, *, driver: Callable[[], StackDriver], now: dt.datetime, on_output: OutputSink
+) -> Outcome:
+    """Close a window that has expired (book it, remove it, `up` so the pools shrink); leave an open one alone."""
+    state = load_state(project_dir, stack)
+    w = state.window
+    if w is None:
+        return Outcome("no burst window; nothing to reconcile")
+    entry = _expired_entry(state, now, "gpufleet burst reconcile")
+    if entry is None:
+        return Outcome(f"burst window on pool {w.pool} is open until {w.expires:%Y-%m-%d %H:%M} UTC; nothing to do")
+    ledger = [*state.ledger, entry]
+    summary = apply_and_up(driver(), stack, [(WINDOW_KEY, None), (LEDGER_KEY, ledger_json(ledger))], on_output)
+    return Outcome(
+        f"expired burst window on pool {w.pool} closed (expired {w.expires:%Y-%m-%d %H:%M} UTC, "
+        f"booked ${entry.usd:,.2f})",
+        summary,
+    )
+
+
+@dataclass(frozen=True)
+class Status:
+    window: BurstWindow | None
+    open: bool
+    time_left: dt.timedelta | None
+    spend_usd: float  # this month: the ledger plus the current window so far
+    committed_usd: float  # the current window's remaining hours, if it runs to expiry
+    budget_usd: float
+
+    @property
+    def budget_left_usd(self) -> float:
+        return round(self.budget_usd - self.spend_usd - self.committed_usd, 2)
+
+
+def status(project_dir: Path, stack: str, now: dt.datetime) -> Status:
+    state = load_state(project_dir, stack)
+    assert state.spec.burst is not None
+    ledger = list(state.ledger)
+    w = state.window
+    committed = 0.0
+    is_open = w is not None and w.is_open(now)
+    if w is not None and now >= w.start:
+        ledger.append(close_entry(state.spec, w, now, "so far"))
+        if is_open:
+            price = w.usd_per_hour if w.usd_per_hour is not None else node_hour_price(state.spec, w.instance_type)
+            committed = window_price(price, w.nodes, hours_between(now, w.expires))
+    return Status(
+        window=w,
+        open=is_open,
+        time_left=(w.expires - now) if w is not None and is_open else None,
+        spend_usd=spend_in_month(ledger, now),
+        committed_usd=committed,
+        budget_usd=state.spec.burst.budget_usd,
+    )

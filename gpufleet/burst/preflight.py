@@ -1,0 +1,192 @@
+"""Checks before a burst window opens: the burst policy, the pool and node count, then AWS and the budget.
+
+`check_request` needs no AWS; `preflight` also asks EC2 (offered in the pool's AZ, the vCPU quota of the family,
+room in a reservation) and prices the window against what is left of the month's burst budget.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from components.model import catalog
+from components.model.spec import AwsNodePool, BurstLedgerEntry, BurstWindow, EstateSpec
+from components.model.windows import burst_pools, cloud_site, node_hour_price, pool_zone, spend_in_month, window_price
+from gpufleet.burst.aws import QUOTA_CODES, Aws, quota_family
+from gpufleet.burst.errors import BurstError
+
+
+@dataclass(frozen=True)
+class BurstRequest:
+    gpus: int
+    hours: float
+    instance_type: str | None = None
+
+
+@dataclass
+class Preflight:
+    """What the checks found; `window` is what `open` writes when they all pass."""
+
+    window: BurstWindow
+    region: str
+    price_usd: float
+    spend_usd: float
+    budget_usd: float
+    checks: list[str] = field(default_factory=list)
+
+    @property
+    def budget_left_usd(self) -> float:
+        return round(self.budget_usd - self.spend_usd, 2)
+
+
+def choose_pool(spec: EstateSpec, instance_type: str | None) -> AwsNodePool:
+    pools = burst_pools(spec)
+    if instance_type is None:
+        return pools[0]
+    try:
+        catalog.instance_type(instance_type)
+    except catalog.CatalogError as err:
+        raise BurstError(str(err).strip("'\""), 2) from None
+    for p in pools:
+        if p.instance_type == instance_type:
+            return p
+    runs = ", ".join(f"{p.name} ({p.instance_type})" for p in pools)
+    raise BurstError(
+        f"no burst pool runs {instance_type}; burst pools: {runs}. Add a pool with burst: true for it to the "
+        "cloud site first",
+        2,
+    )
+
+
+def check_request(spec: EstateSpec, request: BurstRequest) -> tuple[AwsNodePool, int]:
+    """The checks that need no AWS: the burst policy, the pool and the node count. Returns (pool, nodes)."""
+    policy = spec.burst
+    if policy is None:
+        raise BurstError("the estate has no burst policy (`burst:`), so it cannot burst", 2)
+    if request.gpus < 1:
+        raise BurstError(f"--gpus must be at least 1, got {request.gpus}", 2)
+    if not 0 < request.hours <= policy.max_window_hours:
+        raise BurstError(
+            f"--hours must be more than 0 and at most the burst policy's max_window_hours ({policy.max_window_hours}); "
+            f"got {request.hours:g}",
+            2,
+        )
+    pool = choose_pool(spec, request.instance_type)
+    itype = pool.instance_type
+    if itype not in policy.allowed_instance_types:
+        raise BurstError(
+            f"{itype} is not allowed by the burst policy (allowed_instance_types: "
+            f"{', '.join(policy.allowed_instance_types)})"
+        )
+    capacity = pool.capacity.type
+    if capacity == "spot" and not policy.allow_spot:
+        raise BurstError(f"pool {pool.name} buys spot capacity, but the burst policy does not allow_spot")
+    if capacity == "capacity-block" and not policy.allow_capacity_blocks:
+        raise BurstError(
+            f"pool {pool.name} runs on a capacity block, but the burst policy does not allow_capacity_blocks"
+        )
+    per_node = pool.gpus_per_node
+    nodes = math.ceil(request.gpus / per_node)
+    if nodes > pool.scaling.max:
+        raise BurstError(
+            f"{request.gpus} GPUs need {nodes} x {itype} ({per_node} GPUs each), more than pool {pool.name}'s "
+            f"max of {pool.scaling.max} nodes",
+            2,
+        )
+    return pool, nodes
+
+
+def preflight(
+    spec: EstateSpec,
+    ledger: Iterable[BurstLedgerEntry],
+    request: BurstRequest,
+    now: dt.datetime,
+    aws: Aws,
+) -> Preflight:
+    """Check the request against the burst policy and AWS; raise BurstError naming the first thing that fails."""
+    pool, nodes = check_request(spec, request)
+    policy = spec.burst
+    assert policy is not None
+    itype, capacity, per_node = pool.instance_type, pool.capacity.type, pool.gpus_per_node
+    checks = [f"{request.gpus} GPUs -> {nodes} x {itype} ({nodes * per_node} GPUs) for {request.hours:g} h"]
+
+    site = cloud_site(spec)
+    zone = pool_zone(site, pool)
+    offered = aws.offered_zones(itype)
+    candidates = [zone] if zone else list(site.availability_zones)
+    usable = [z for z in candidates if z in offered]
+    if not usable:
+        raise BurstError(
+            f"EC2 does not offer {itype} in {', '.join(candidates)} (offered in: {', '.join(offered) or 'no AZ'} of "
+            f"{site.region}); pick another instance type or move the pool's fabric"
+        )
+    az = usable[0]
+    checks.append(f"{itype} offered in {az}")
+
+    vcpus = nodes * pool.instance.vcpus
+    if capacity in ("capacity-reservation", "capacity-block"):
+        checks.append(_reservation_check(aws, pool, nodes, az, now, request.hours))
+    else:
+        family = quota_family(itype)
+        code, title = QUOTA_CODES[family]["spot" if capacity == "spot" else "on-demand"]
+        limit = aws.quota_vcpus(code)
+        in_use = aws.vcpus_running(family, spot=capacity == "spot")
+        if in_use + vcpus > limit:
+            raise BurstError(
+                f"EC2 quota {code} ({title}) in {site.region} is {limit:g} vCPUs; {in_use} are in use and the window "
+                f"needs {vcpus} more ({nodes} x {pool.instance.vcpus}). Request a quota increase first"
+            )
+        checks.append(f"quota {code} ({title}): {in_use} + {vcpus} of {limit:g} vCPUs")
+
+    # On-demand catalog price for every purchase option: an upper bound for spot (which never charges more)
+    # and the rate reservations are billed at; capacity blocks are prepaid at their own, usually lower, rate.
+    try:
+        usd_per_hour = node_hour_price(spec, itype)
+    except catalog.CatalogError as err:
+        raise BurstError(f"cannot price the window against the budget: {str(err).strip(chr(39))}") from None
+    price = window_price(usd_per_hour, nodes, request.hours)
+    spent = spend_in_month(ledger, now)
+    left = round(policy.budget_usd - spent, 2)
+    if price > left:
+        raise BurstError(
+            f"the window costs ${price:,.2f} ({nodes} x {itype} at ${usd_per_hour:,.2f}/h x {request.hours:g} h), but "
+            f"only ${left:,.2f} of the ${policy.budget_usd:,.2f} monthly burst budget is left (${spent:,.2f} spent "
+            f"in {now:%B %Y})"
+        )
+    checks.append(f"price ${price:,.2f} within ${left:,.2f} left of ${policy.budget_usd:,.2f} this month")
+
+    start = now.astimezone(dt.UTC).replace(microsecond=0)
+    window = BurstWindow(
+        pool=pool.name,
+        nodes=nodes,
+        instance_type=itype,
+        availability_zone=az,
+        start=start,
+        expires=start + dt.timedelta(hours=request.hours),
+        gpus=request.gpus,
+        usd_per_hour=usd_per_hour,
+    )
+    return Preflight(window, site.region, price, spent, policy.budget_usd, checks)
+
+
+def _reservation_check(aws: Aws, pool: AwsNodePool, nodes: int, az: str, now: dt.datetime, hours: float) -> str:
+    rid = pool.capacity.reservation_id or ""
+    cr = aws.capacity_reservation(rid)
+    problems = []
+    if cr.get("InstanceType") != pool.instance_type:
+        problems.append(f"it holds {cr.get('InstanceType')}, not {pool.instance_type}")
+    if cr.get("AvailabilityZone") != az:
+        problems.append(f"it is in {cr.get('AvailabilityZone')}, not {az}")
+    if cr.get("State") not in ("active", "scheduled"):
+        problems.append(f"its state is {cr.get('State')}")
+    available = int(cr.get("AvailableInstanceCount", 0))
+    if available < nodes:
+        problems.append(f"only {available} of its instances are free and the window needs {nodes}")
+    end = cr.get("EndDate")
+    if isinstance(end, dt.datetime) and end < now + dt.timedelta(hours=hours):
+        problems.append(f"it ends at {end:%Y-%m-%d %H:%M} UTC, before the window would")
+    if problems:
+        raise BurstError(f"capacity reservation {rid} cannot hold the window: {'; '.join(problems)}")
+    return f"reservation {rid}: {available} free {pool.instance_type} in {az}"

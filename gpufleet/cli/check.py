@@ -1,0 +1,45 @@
+"""`gpufleet check`: the policy packs over the stack's plan, as `pulumi preview --policy-pack` runs them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gpufleet.cli.options import HERE, CheckFormat, CheckFormatOpt, ProjectOpt, StackOpt, out
+
+WriteConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--write-config",
+        help="Write one --policy-pack-config file per pack (<dir>/<pack>.json) for `pulumi preview` and stop.",
+    ),
+]
+
+
+def check(
+    stack: StackOpt,
+    format: CheckFormatOpt = CheckFormat.text,
+    write_config: WriteConfigOpt = None,
+    project: ProjectOpt = HERE,
+) -> None:
+    """Evaluate the policy packs over a stack offline; exit 1 on a mandatory violation."""
+    from gpufleet.review import check as checker
+
+    if write_config is not None:
+        for path in checker.write_configs(checker.load_spec(project, stack), write_config):
+            out.print(f"pulumi preview -s {stack} --policy-pack policies/{path.stem} --policy-pack-config {path}")
+        return
+
+    from gpufleet.render.preview import check_json, check_text
+    from gpufleet.review.review import build
+
+    review = build(project, stack)
+    match format:
+        case CheckFormat.json:
+            print(check_json(review))
+        case CheckFormat.text:
+            check_text(review, out)
+    if review.findings is not None and not review.findings.passed:
+        raise typer.Exit(1)

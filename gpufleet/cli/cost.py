@@ -1,0 +1,40 @@
+"""`gpufleet cost`: the cost envelope of a stack from dated catalog prices."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated
+
+import typer
+
+from gpufleet.cli.errors import CommandError
+from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, out
+
+AtOpt = Annotated[str | None, typer.Option("--at", help="ISO time burst windows are judged at (default: now, UTC).")]
+
+
+def parse_time(value: str) -> dt.datetime:
+    """An ISO time; UTC when it names no zone."""
+    try:
+        t = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise CommandError(f"--at: {value!r} is not an ISO time (e.g. 2026-12-01T09:00:00Z)") from None
+    return t if t.tzinfo else t.replace(tzinfo=dt.UTC)
+
+
+def cost(stack: StackOpt, format: FormatOpt = Format.text, at: AtOpt = None, project: ProjectOpt = HERE) -> None:
+    """Cost envelope from catalog prices: per pool, site, tenant and estate at min, desired and max size."""
+    from components.model.load import read_stack
+    from gpufleet.render.cost import cost_json, cost_markdown, cost_text
+    from gpufleet.review.cost import estate_cost
+
+    now = parse_time(at) if at else dt.datetime.now(dt.UTC)
+    stack_file = read_stack(project, stack)
+    envelope = estate_cost(stack_file.estate(), stack_file.window(), now)
+    match format:
+        case Format.json:
+            print(cost_json(envelope))
+        case Format.markdown:
+            print(cost_markdown(envelope), end="")
+        case Format.text:
+            cost_text(envelope, out)

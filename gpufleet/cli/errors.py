@@ -1,0 +1,85 @@
+"""The one error handler of every command: user mistakes and refusals become messages and an exit code.
+
+Exit codes: 0 fine, 1 a mandatory policy violation or a refused burst, 2 bad input. A SpecError prints one line
+per problem (each names the file and YAML path); any other known error prints its message, first line after
+`error:` and the rest indented. Nothing prints a traceback for these; anything else is a bug and does.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+from rich.markup import escape
+
+from components.model.catalog import CatalogError
+from components.model.load import SpecError
+from gpufleet.burst.errors import BurstError
+from gpufleet.cli.options import err
+from gpufleet.review.diff import DiffError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class CommandError(Exception):
+    """A command's own refusal of its input (an option it cannot use); the message says what is wrong."""
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def _raised_from(e: Exception, module: str, name: str) -> bool:
+    """Whether `e` is a `module.name`; False when that module was never imported (nothing of it can have raised)."""
+    cls = getattr(sys.modules.get(module), name, None)
+    return isinstance(cls, type) and isinstance(e, cls)
+
+
+def _known(e: Exception) -> tuple[list[str], int] | None:
+    """(message lines, exit code) for an error the user can act on; None for anything else."""
+    if isinstance(e, SpecError):
+        return list(e.problems), 2
+    if isinstance(e, CommandError | BurstError):
+        return [str(e)], e.exit_code
+    if isinstance(e, DiffError):
+        return [str(e)], 2
+    if isinstance(e, CatalogError):
+        return [str(e).strip("'\"")], 1
+    # The engine's errors: checked without importing Pulumi into commands that never synthesize.
+    if _raised_from(e, "gpufleet.engine.synth", "SynthError"):
+        return [f"the program could not be synthesized offline: {e}"], 2
+    if _raised_from(e, "pulumi", "RunError"):
+        return [str(e)], 2
+    return None
+
+
+def report(e: Exception) -> typer.Exit:
+    """Print a known error and return the Exit to raise; re-raise anything else."""
+    known = _known(e)
+    if known is None:
+        raise e
+    messages, code = known
+    for message in messages:
+        lines = message.splitlines() or [""]
+        err.print(f"[red]error:[/red] {escape(lines[0])}")
+        for line in lines[1:]:
+            err.print(f"  {line}", markup=False)
+    return typer.Exit(code)
+
+
+def user_errors(fn: F) -> F:
+    """Wrap a command: known errors become messages and an exit code, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort):
+            raise
+        except Exception as e:
+            raise report(e) from None
+
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,27 @@
+"""`gpufleet preview`: the stack synthesized offline, priced and checked (its Review), as text, Markdown or JSON."""
+
+from __future__ import annotations
+
+import typer
+
+from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, out
+
+
+def preview(stack: StackOpt, format: FormatOpt = Format.text, project: ProjectOpt = HERE) -> None:
+    """Synthesize a stack offline: resources by component, cost envelope and policy verdicts.
+
+    Needs no credentials and no Pulumi CLI. Exits 1 when a mandatory policy rule is violated.
+    """
+    from gpufleet.render.preview import preview_json, preview_markdown, preview_text
+    from gpufleet.review.review import build
+
+    review = build(project, stack)
+    match format:
+        case Format.json:
+            print(preview_json(review))
+        case Format.markdown:
+            print(preview_markdown(review), end="")
+        case Format.text:
+            preview_text(review, out)
+    if review.findings is not None and not review.findings.passed:
+        raise typer.Exit(1)

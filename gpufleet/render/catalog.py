@@ -1,0 +1,27 @@
+"""`gpufleet catalog show`: the GPU instance catalog as a table."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from components.model import catalog
+
+
+def catalog_table(region: str) -> Table:
+    """Every catalog instance type: GPU model and count, vCPUs, EFA interfaces, NVMe, $/h and $/GPU-h in `region`."""
+    table = Table(title=f"GPU instance catalog (facts {catalog.instances_generated()})")
+    for col in ("instance", "GPU", "count", "vCPU", "EFA max", "NVMe GB", "$/h", "$/GPU-h"):
+        table.add_column(col, no_wrap=True)
+    for it in catalog.instance_types().values():
+        p = catalog.price(it.name, region)
+        table.add_row(
+            it.name,
+            it.gpu.id,
+            str(it.gpu_count),
+            str(it.vcpus),
+            str(it.max_efa_interfaces),
+            str(it.local_nvme_gb),
+            f"{p.usd_per_hour:.2f}" if p else "-",
+            f"{p.usd_per_hour / it.gpu_count:.2f}" if p else "-",
+        )
+    return table

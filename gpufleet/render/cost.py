@@ -1,0 +1,165 @@
+"""The cost envelope as text, Markdown and JSON (`gpufleet cost`, and the cost parts of preview and diff)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from rich.console import Console
+from rich.table import Table
+
+from gpufleet.render.common import cell, inline, month, usd
+from gpufleet.review.cost import HOURS, LEVELS, EstateCost
+
+At = Callable[[str], float | None]  # $/h at a level ("min", "desired", "max")
+
+# ------------------------------------------------------------------------------------------------- text
+
+
+def _levels_text(at: At, digits: int = 2) -> str:
+    return "  ".join(f"{lv} {usd(at(lv), digits)}" for lv in LEVELS)
+
+
+def cost_text(cost: EstateCost, console: Console) -> None:
+    table = Table(title=f"Cost envelope: {cost.estate} ({cost.environment}), $ per hour (a month is {HOURS} h)")
+    table.add_column("site/pool", no_wrap=True)
+    table.add_column("instance", overflow="fold")
+    table.add_column("nodes", justify="right", no_wrap=True)
+    table.add_column("$/h each", justify="right")
+    for lv in LEVELS:
+        table.add_column(lv, justify="right")
+    for p in cost.pools:
+        what = p.instance_type or f"{p.gpu_model} × {p.gpus_per_node}"
+        nodes = "/".join(str(p.nodes[lv]) for lv in LEVELS)
+        cells = [usd(p.hourly.at(lv)) if p.priced else "unpriced" for lv in LEVELS]
+        unit = usd(p.price.usd) if p.price else "unpriced"
+        table.add_row(f"{p.site}/{p.pool}", what, nodes, unit, *cells)
+    console.print(table)
+    for p in cost.pools:
+        for n in p.notes:
+            console.print(f"  [dim]{p.pool}: {n}[/dim]")
+    if cost.storage:
+        console.print("[bold]Storage[/bold]")
+        for t in cost.storage:
+            amount = f"{usd(t.monthly_usd, 0)}/month" if t.status == "priced" else t.status
+            console.print(f"  {t.site}/{t.tier} ({t.kind}): {amount} — {t.note}")
+    console.print("[bold]Per site[/bold]")
+    for s in cost.sites():
+        console.print(f"  {s}: {_levels_text(cost.site_total(s).hourly.at)}")
+    console.print("[bold]Per tenant[/bold] (quota share of each pool)")
+    for tenant, f in cost.tenants().items():
+        console.print(f"  {tenant}: {_levels_text(f.at)}")
+    total = cost.total()
+    console.print(f"[bold]Estate[/bold]: {_levels_text(total.hourly.at)}")
+    console.print(f"  per month: {_levels_text(total.hourly.monthly, 0)}")
+    if total.unpriced:
+        console.print(f"[red]not in the totals (no price): {', '.join(total.unpriced)}[/red]")
+    if cost.budget_usd_per_hour is not None:
+        mx = total.hourly.at("max") or 0.0
+        verdict = "within" if mx <= cost.budget_usd_per_hour else "[red]OVER[/red]"
+        console.print(f"Budget: {usd(cost.budget_usd_per_hour)}/h at max size: {verdict} ({usd(mx)}/h)")
+    console.print("[dim]Not included: " + "; ".join(cost.excluded) + "[/dim]")
+    console.print("[bold]Prices used[/bold]")
+    for ref in cost.prices():
+        flag = "" if ref.verified else " [yellow](unverified)[/yellow]"
+        console.print(f"  {usd(ref.usd, 4)}/{ref.unit} ({ref.date}) {ref.source}{flag}")
+
+
+# --------------------------------------------------------------------------------------------- markdown
+
+
+def cost_summary_table(at: At) -> list[str]:
+    """$/hour and $/month at min, desired and max size: the cost lines of a comment's summary."""
+    return [
+        "| cost | min | desired | max |",
+        "|---|---:|---:|---:|",
+        f"| $/hour | {' | '.join(usd(at(lv)) for lv in LEVELS)} |",
+        f"| $/month | {' | '.join(usd(month(at(lv)), 0) for lv in LEVELS)} |",
+    ]
+
+
+def budget_line(budget: float | None, at_max: float | None) -> list[str]:
+    if budget is None or at_max is None:
+        return []
+    if at_max > budget:
+        return ["", f"> ❌ At max size the estate costs {usd(at_max)}/h, over its budget of {usd(budget)}/h."]
+    return ["", f"Budget: {usd(at_max)}/h at max size of {usd(budget)}/h allowed."]
+
+
+def unpriced_line(unpriced: tuple[str, ...] | list[str]) -> list[str]:
+    return [f"> ⚠️ Not in the totals (no catalog price): {', '.join(unpriced)}"] if unpriced else []
+
+
+def cost_summary(cost: EstateCost) -> list[str]:
+    """The summary table, the budget verdict and what the totals leave out."""
+    total = cost.total()
+    return [
+        *cost_summary_table(total.hourly.at),
+        *budget_line(cost.budget_usd_per_hour, total.hourly.at("max")),
+        *unpriced_line(total.unpriced),
+    ]
+
+
+def cost_markdown(cost: EstateCost) -> str:
+    """`gpufleet cost -f markdown`: heading and summary, then the tables."""
+    total = cost.total()
+    lines = [f"### gpufleet cost: `{cost.estate}` ({cost.environment})", ""]
+    lines += cost_summary_table(total.hourly.at)
+    lines += budget_line(cost.budget_usd_per_hour, total.hourly.at("max"))
+    return "\n".join(lines) + "\n\n" + cost_tables(cost) + "\n"
+
+
+def cost_tables(cost: EstateCost) -> str:
+    """Tables: pools, storage, sites, tenants, prices used; then what is not included."""
+    out = [
+        f"Hourly $ at min / desired / max size; a month is {HOURS} h.",
+        "",
+        "| site | pool | instance / GPU | nodes min/desired/max | $/unit-hour | $/GPU-hour | min | desired | max "
+        "| $/month at max |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for p in cost.pools:
+        what = f"`{p.instance_type}`" if p.instance_type else f"{p.gpu_model} × {p.gpus_per_node} (owned)"
+        unit = f"{usd(p.price.usd, 4)}/{p.price.unit}" if p.price else "**unpriced**"
+        cells = [usd(p.hourly.at(lv)) if p.priced else "unpriced" for lv in LEVELS]
+        monthly = usd(p.hourly.monthly("max"), 0) if p.priced else "unpriced"
+        nodes = " / ".join(str(p.nodes[lv]) for lv in LEVELS)
+        per_gpu = usd(p.usd_per_gpu_hour, 4) if p.usd_per_gpu_hour is not None else "-"
+        out.append(
+            f"| {p.site} | {p.pool}{' (burst)' if p.burst else ''} | {what} | {nodes} | {unit} | {per_gpu} "
+            f"| {' | '.join(cells)} | {monthly} |"
+        )
+    notes = [f"- `{p.pool}`: {inline(n)}" for p in cost.pools for n in p.notes]
+    if notes:
+        out += ["", *notes]
+    if cost.storage:
+        out += ["", "| site | storage tier | kind | $/month | basis |", "|---|---|---|---:|---|"]
+        for t in cost.storage:
+            amount = usd(t.monthly_usd, 0) if t.status == "priced" else t.status
+            basis = f"{t.quantity} × {usd(t.price.usd, 3)}/GB-month; " if t.status == "priced" and t.price else ""
+            out.append(f"| {t.site} | {t.tier} | {t.kind} | {amount} | {cell(basis + t.note)} |")
+    out += ["", "| site | min | desired | max |", "|---|---:|---:|---:|"]
+    for s in cost.sites():
+        at = cost.site_total(s).hourly.at
+        out.append(f"| {s} | {' | '.join(usd(at(lv)) for lv in LEVELS)} |")
+    total = cost.total()
+    out.append(f"| **estate** | {' | '.join('**' + usd(total.hourly.at(lv)) + '**' for lv in LEVELS)} |")
+    tenants = cost.tenants()
+    if tenants:
+        out += ["", "Per tenant: its `gpu_quota` on a pool ÷ the pool's GPU units, times the pool's cost.", ""]
+        out += ["| tenant | min | desired | max | $/month at desired |", "|---|---:|---:|---:|---:|"]
+        for tenant, f in tenants.items():
+            out.append(f"| {tenant} | {' | '.join(usd(f.at(lv)) for lv in LEVELS)} | {usd(f.monthly('desired'), 0)} |")
+    out += ["", "Prices used:", ""]
+    for ref in cost.prices():
+        flag = " *(not confirmed from a stored copy)*" if not ref.verified else ""
+        out.append(f"- {usd(ref.usd, 4)}/{ref.unit}, {ref.date}: {inline(ref.source)}{flag}")
+    out += ["", "Not included: " + "; ".join(cost.excluded) + "."]
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------------------------------------- json
+
+
+def cost_json(cost: EstateCost) -> str:
+    return json.dumps(cost.to_dict(), indent=1)

@@ -1,0 +1,285 @@
+"""`gpufleet diff`: a PlanDiff as Markdown (the pull-request comment), text (terminal) and JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from gpufleet.engine.plan import PlanResource
+from gpufleet.render.common import (
+    MAX_COMMENT,
+    SUMMARY_LIST_LIMIT,
+    Section,
+    assemble,
+    code,
+    details,
+    inline,
+    marker,
+    month,
+    short_key,
+    signed,
+    usd_or_dash,
+)
+from gpufleet.render.cost import budget_line, unpriced_line
+from gpufleet.render.findings import finding_lines, findings_summary, findings_table
+from gpufleet.render.mermaid import mermaid_block
+from gpufleet.review.cost import LEVELS
+from gpufleet.review.diff import MISSING, CostLine, PlanDiff, PropertyChange
+
+VALUE_CHARS = 120  # a property value longer than this is cut with an ellipsis
+
+# --------------------------------------------------------------------------------------------- markdown
+
+
+def diff_markdown(diff: PlanDiff, max_chars: int = MAX_COMMENT) -> str:
+    """The pull-request comment for one stack's change: summary first, details folded, diagram last."""
+    head = [
+        marker(diff.project, diff.stack),
+        f"### gpufleet plan: `{diff.project}/{diff.stack}` — `{diff.base_label}` → {diff.head_label}",
+        "",
+    ]
+    if diff.base_missing:
+        head.append(f"🆕 The stack does not exist at `{diff.base_label}`: every resource is new.")
+        head.append("")
+    if diff.empty:
+        head.append("**No resource changes.**")
+    else:
+        head.append(
+            f"**{len(diff.added)} to add · {len(diff.changed)} to change · {len(diff.removed)} to delete"
+            f" · {len(diff.replaced)} to replace**"
+        )
+    head += _replacement_summary(diff)
+    if diff.cost_total is not None:
+        head.append("")
+        head += _cost_delta_table(diff.cost_total)
+        budget = diff.spec.policies.budget_usd_per_hour if diff.spec else None
+        head += budget_line(budget, diff.cost_total.head.get("max"))
+        head += unpriced_line(diff.cost_unpriced)
+    head += ["", *findings_summary(diff.findings, diff.findings_new, diff.findings_fixed)]
+    head += [f"> {inline(n)}" for n in diff.notes]
+
+    sections: list[Section] = []
+    if diff.findings_new or diff.findings_fixed or diff.findings:
+        sections.append(Section("policy findings", details("Policy findings", _findings_diff(diff))))
+    if diff.replaced:
+        sections.append(
+            Section("replacements", details(f"Replacements ({len(diff.replaced)})", _replacements_table(diff)))
+        )
+    if diff.cost_pools:
+        sections.append(Section("cost by pool", details("Cost by pool", _cost_pool_table(diff))))
+    for c in diff.changed:
+        n = len(c.changes)
+        title = f"~ <code>{c.resource.type}</code> {c.resource.name} ({n} propert{'y' if n == 1 else 'ies'})"
+        if c.renamed_from:
+            title += " — renamed with an alias"
+        sections.append(
+            Section(f"change to {c.resource.name}", details(title, _property_table(c.changes)), "resource change")
+        )
+    if diff.added:
+        sections.append(
+            Section("added resources", details(f"+ Added ({len(diff.added)})", _resource_table(diff.added)))
+        )
+    if diff.removed:
+        sections.append(
+            Section("removed resources", details(f"- Removed ({len(diff.removed)})", _resource_table(diff.removed)))
+        )
+    if diff.spec is not None:
+        sections.append(
+            Section("estate diagram", details("Estate diagram (this change)", mermaid_block(diff.spec, diff.plan)))
+        )
+    return assemble("\n".join(head), sections, max_chars)
+
+
+def _cost_delta_table(c: CostLine) -> list[str]:
+    return [
+        "| cost | at desired size | at max size |",
+        "|---|---:|---:|",
+        f"| base | {usd_or_dash(c.base.get('desired'))}/h | {usd_or_dash(c.base.get('max'))}/h |",
+        f"| this change | {usd_or_dash(c.head.get('desired'))}/h | {usd_or_dash(c.head.get('max'))}/h |",
+        f"| **delta** | **{signed(c.delta('desired'))}/h ({signed(month(c.delta('desired')), 0)}/month)** | "
+        f"**{signed(c.delta('max'))}/h ({signed(month(c.delta('max')), 0)}/month)** |",
+    ]
+
+
+def _replacement_summary(diff: PlanDiff) -> list[str]:
+    if not diff.replaced:
+        return []
+    ordered = sorted(diff.replaced, key=lambda r: (not r.protected, r.removed.type, r.removed.name))
+    n = len(ordered)
+    out = [
+        "",
+        f"> ⚠️ **{n} resource{'s' if n > 1 else ''} would be REPLACED (rename without alias)**: the engine deletes "
+        f"{'each' if n > 1 else 'it'} and creates a new one.",
+    ]
+    for r in ordered[:SUMMARY_LIST_LIMIT]:
+        line = f"> - `{r.removed.type}` `{r.removed.name}` → `{r.added.name}`"
+        if r.protected:
+            line += " — **protected: `pulumi up` will stop with an error rather than delete it**"
+        out.append(line)
+    if n > SUMMARY_LIST_LIMIT:
+        out.append(f"> - … and {n - SUMMARY_LIST_LIMIT} more (see Replacements)")
+    out.append(">")
+    out.append(
+        "> If the rename is not meant to replace them, keep the old name in the stack file; a deliberate move needs "
+        "an alias in the component (or `pulumi state mv`) before this merges."
+    )
+    return out
+
+
+def _replacements_table(diff: PlanDiff) -> str:
+    rows = ["| type | old name | new name | inputs equal | protected |", "|---|---|---|---:|---|"]
+    for r in diff.replaced:
+        rows.append(
+            f"| `{r.removed.type}` | {r.removed.name} | {r.added.name} | {r.similarity:.0%} | {'yes' if r.protected else 'no'} |"
+        )
+    return "\n".join(rows)
+
+
+def _cost_pool_table(diff: PlanDiff) -> str:
+    rows = ["| pool | desired: base → head | Δ $/h | max: base → head | Δ $/h |", "|---|---:|---:|---:|---:|"]
+    for c in diff.cost_pools:
+        cells = []
+        for lv in ("desired", "max"):
+            cells += [f"{usd_or_dash(c.base.get(lv))} → {usd_or_dash(c.head.get(lv))}", signed(c.delta(lv))]
+        rows.append(f"| {c.name} | {' | '.join(cells)} |")
+    return "\n".join(rows)
+
+
+def _short(v: Any) -> str:
+    """A property value on one line: strings as they are, anything else as JSON; long values cut."""
+    text = v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str)
+    return text if len(text) <= VALUE_CHARS else text[: VALUE_CHARS - 3] + "…"
+
+
+def _value(v: Any) -> str:
+    return "*(absent)*" if v is MISSING else f"<code>{code(_short(v))}</code>"
+
+
+def _property_table(changes: Iterable[PropertyChange]) -> str:
+    rows = ["| property | before | after |", "|---|---|---|"]
+    for p in changes:
+        rows.append(f"| <code>{code(p.path)}</code> | {_value(p.before)} | {_value(p.after)} |")
+    return "\n".join(rows)
+
+
+def _resource_table(resources: list[PlanResource]) -> str:
+    rows = ["| type | name | in | protected |", "|---|---|---|---|"]
+    for r in resources:
+        parent = short_key(r.parent) if r.parent else "-"
+        rows.append(f"| `{r.type}` | {r.name} | {parent} | {'yes' if r.protect else ''} |")
+    return "\n".join(rows)
+
+
+def _findings_diff(diff: PlanDiff) -> str:
+    out = []
+    if diff.findings_new:
+        out += ["**New**", "", findings_table(diff.findings_new)]
+    if diff.findings_fixed:
+        out += ["", "**Fixed by this change**", "", findings_table(diff.findings_fixed)]
+    if diff.findings_persisting:
+        out += ["", "**Already present at the base**", "", findings_table(diff.findings_persisting)]
+    return "\n".join(out).strip()
+
+
+# ------------------------------------------------------------------------------------------------- text
+
+
+def diff_text(diff: PlanDiff, console: Console) -> None:
+    """The diff for a terminal: counts, replacements, cost delta, findings, then each change."""
+    console.print(f"[bold]{diff.project}/{diff.stack}[/bold]: {diff.base_label} → {diff.head_label}")
+    if diff.base_missing:
+        console.print("the stack does not exist at the base revision: every resource is new")
+    console.print(
+        f"[green]+{len(diff.added)}[/green] to add  [yellow]~{len(diff.changed)}[/yellow] to change  "
+        f"[red]-{len(diff.removed)}[/red] to delete  [magenta]{len(diff.replaced)}[/magenta] to replace"
+    )
+    for r in diff.replaced:
+        prot = " (protected: `pulumi up` will fail)" if r.protected else ""
+        console.print(
+            f"[magenta]REPLACE[/magenta] {r.removed.type} {r.removed.name} → {r.added.name}: rename without alias{prot}"
+        )
+    if diff.cost_total is not None:
+        c = diff.cost_total
+        for lv in ("desired", "max"):
+            console.print(
+                f"cost at {lv}: {usd_or_dash(c.base.get(lv))}/h → {usd_or_dash(c.head.get(lv))}/h "
+                f"({signed(c.delta(lv))}/h, {signed(month(c.delta(lv)), 0)}/month)"
+            )
+    if diff.findings is None:
+        console.print("policy: not evaluated")
+    else:
+        console.print(
+            f"policy: {len(diff.findings.mandatory)} mandatory violation(s); new {len(diff.findings_new)}, "
+            f"fixed {len(diff.findings_fixed)}"
+        )
+        for f in diff.findings_new:
+            for line in finding_lines(f, "[red]new[/red] "):
+                console.print(line)
+        for f in diff.findings_fixed:
+            for line in finding_lines(f, "[green]fixed[/green] "):
+                console.print(line)
+    for res in diff.added:
+        console.print(f"[green]+ {escape(res.type)} {res.name}[/green]")
+    for res in diff.removed:
+        console.print(f"[red]- {escape(res.type)} {res.name}[/red]")
+    for ch in diff.changed:
+        console.print(f"[yellow]~ {escape(ch.resource.type)} {ch.resource.name}[/yellow]")
+        for p in ch.changes:
+            before = "(absent)" if p.before is MISSING else _short(p.before)
+            after = "(absent)" if p.after is MISSING else _short(p.after)
+            console.print(f"    {p.path}: {before} → {after}", markup=False)
+    for n in diff.notes:
+        console.print(f"[dim]{escape(n)}[/dim]")
+
+
+# ------------------------------------------------------------------------------------------------- json
+
+
+def diff_json(diff: PlanDiff) -> str:
+    def cost_line(c: CostLine) -> dict[str, Any]:
+        delta = {lv: None if (v := c.delta(lv)) is None else round(v, 4) for lv in LEVELS}
+        return {"name": c.name, "base": c.base, "head": c.head, "delta": delta}
+
+    def value(v: Any) -> Any:
+        return None if v is MISSING else v
+
+    doc = {
+        "project": diff.project,
+        "stack": diff.stack,
+        "base": diff.base_label,
+        "head": diff.head_label,
+        "base_missing": diff.base_missing,
+        "added": [r.key for r in diff.added],
+        "removed": [r.key for r in diff.removed],
+        "changed": [
+            {
+                "key": c.resource.key,
+                "renamed_from": c.renamed_from,
+                "changes": [{"path": p.path, "before": value(p.before), "after": value(p.after)} for p in c.changes],
+            }
+            for c in diff.changed
+        ],
+        "replaced": [
+            {
+                "removed": r.removed.key,
+                "added": r.added.key,
+                "similarity": round(r.similarity, 3),
+                "protected": r.protected,
+            }
+            for r in diff.replaced
+        ],
+        "cost": {
+            "total": cost_line(diff.cost_total) if diff.cost_total else None,
+            "pools": [cost_line(c) for c in diff.cost_pools],
+            "unpriced": diff.cost_unpriced,
+        },
+        "findings": None if diff.findings is None else [f.to_dict() for f in diff.findings],
+        "findings_new": [f.to_dict() for f in diff.findings_new],
+        "findings_fixed": [f.to_dict() for f in diff.findings_fixed],
+        "notes": diff.notes,
+    }
+    return json.dumps(doc, indent=1, default=str)

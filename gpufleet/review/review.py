@@ -1,0 +1,79 @@
+"""The review of one stack, built once: spec, burst window, plan, cost envelope and policy findings.
+
+`gpufleet preview` and `gpufleet check` render one; `gpufleet diff` compares the documents two revisions' own code
+print for it (`python -m gpufleet.review.document`). `build` reads the stack file once, synthesizes the program
+offline, prices the estate and evaluates the policy packs; renderers in gpufleet/render/ turn the result into text.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from components.model.load import read_stack
+from components.model.spec import BurstWindow, EstateSpec
+from gpufleet.engine.plan import Plan
+from gpufleet.engine.synth import synth_stack
+from gpufleet.review.cost import EstateCost, estate_cost
+from gpufleet.review.findings import Findings
+
+
+@dataclass(frozen=True)
+class Review:
+    """Everything the offline review knows about one stack at one moment (`cost.now`)."""
+
+    spec: EstateSpec
+    window: BurstWindow | None
+    plan: Plan
+    cost: EstateCost
+    findings: Findings | None  # None: this code has no policy packs to evaluate (gpufleet.review.check absent)
+    scope: str = ""  # what the policy check covered, e.g. "41 rules in 4 packs"
+    # The simulated first `up` (each object after what it needs) joins the review here once it is built;
+    # renderers show nothing for it while it is None.
+    first_up: Any = None
+
+    def document(self) -> dict[str, Any]:
+        """Plan, cost and findings as JSON-able data: what `gpufleet diff` reads from each revision."""
+        return {
+            "plan": self.plan.to_dict(),
+            "cost": self.cost.to_dict(),
+            "findings": None if self.findings is None else [f.to_dict() for f in self.findings],
+        }
+
+
+def policy_check() -> ModuleType | None:
+    """gpufleet.review.check, or None when this tree has none (an old or trimmed revision under `gpufleet diff`)."""
+    try:
+        return importlib.import_module("gpufleet.review.check")
+    except ModuleNotFoundError as err:
+        if err.name != "gpufleet.review.check":
+            raise  # the module is there but something it needs is not
+        return None
+
+
+def build(project_dir: Path | str, stack: str, now: dt.datetime | None = None) -> Review:
+    """Read `stacks/Pulumi.<stack>.yaml` once, then synthesize, price and check it.
+
+    Bad input (the stack file, its estate or window, an unknown rule id in its enforcement overrides) raises
+    SpecError before anything is synthesized.
+    """
+    project_dir = Path(project_dir).resolve()
+    stack_file = read_stack(project_dir, stack)
+    spec = stack_file.estate()
+    window = stack_file.window()
+    check = policy_check()
+    if check is not None:
+        check.check_overrides(spec, stack_file)
+    plan = synth_stack(project_dir, stack, stack_file)
+    return Review(
+        spec=spec,
+        window=window,
+        plan=plan,
+        cost=estate_cost(spec, window, now or dt.datetime.now(dt.UTC)),
+        findings=None if check is None else check.evaluate(plan, spec),
+        scope="" if check is None else check.scope(),
+    )

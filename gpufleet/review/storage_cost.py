@@ -1,0 +1,132 @@
+"""What an estate's storage tiers cost a month, from the catalog's dated storage prices.
+
+FSx for Lustre is billed on provisioned capacity x $/GB-month of its throughput tier; EFS and S3 are billed on
+usage, so they are listed with their unit price and left out of the totals; node-local scratch is in the node's
+price; on-prem systems already exist and are not bought by the stack.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, assert_never
+
+from components.model import catalog
+from components.model.spec import (
+    AwsSite,
+    BaremetalSite,
+    EfsTier,
+    FsxLustreTier,
+    NfsTier,
+    OnPremS3Tier,
+    ParallelFsTier,
+    S3Tier,
+    ScratchTier,
+    Site,
+    StorageTier,
+)
+from gpufleet.review.prices import HOURS, PriceRef, price_dict, rounded
+
+
+@dataclass(frozen=True)
+class StorageCost:
+    site: str
+    tier: str
+    kind: str
+    status: Literal["priced", "usage-based", "included", "external", "unpriced"]
+    monthly_usd: float | None  # in the totals only when status is priced
+    price: PriceRef | None
+    quantity: str  # what was multiplied, e.g. "24000 GB"
+    note: str
+
+    @property
+    def hourly_usd(self) -> float | None:
+        return None if self.monthly_usd is None else self.monthly_usd / HOURS
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "site": self.site,
+            "tier": self.tier,
+            "kind": self.kind,
+            "status": self.status,
+            "monthly_usd": rounded(self.monthly_usd),
+            "hourly_usd": rounded(self.hourly_usd),
+            "price": price_dict(self.price),
+            "quantity": self.quantity,
+            "note": self.note,
+        }
+
+
+def _storage_prices(region: str) -> dict[str, Any]:
+    storage = catalog.price_table().get("storage", {})
+    return dict(storage.get(region, {}))
+
+
+def _ref(entry: dict[str, Any]) -> PriceRef:
+    return PriceRef(
+        usd=float(entry["usd"]),
+        unit="GB-month",
+        date=str(entry["date"]),
+        source=str(entry["source"]),
+        verified=bool(entry.get("verified", False)),
+    )
+
+
+def storage_cost(site: Site, tier: StorageTier) -> StorageCost:
+    if isinstance(tier, ScratchTier):
+        return StorageCost(
+            site.name, tier.name, tier.kind, "included", None, None, "-", "node-local NVMe: in the node's price"
+        )
+    match site:
+        case AwsSite():
+            return _aws_storage_cost(site, tier)
+        case BaremetalSite():
+            return StorageCost(
+                site.name, tier.name, tier.kind, "external", None, None, "-",
+                "existing on-prem system: not bought by this stack",
+            )  # fmt: skip
+        case _:
+            assert_never(site)
+
+
+def _aws_storage_cost(site: AwsSite, tier: StorageTier) -> StorageCost:
+    name, kind = tier.name, tier.kind
+    prices = _storage_prices(site.region)
+    match tier:
+        case FsxLustreTier():
+            entry = (
+                prices.get("fsx-lustre-persistent-2", {})
+                .get("by_throughput_per_tib", {})
+                .get(str(tier.throughput_per_tib))
+            )
+            if entry is None:
+                return StorageCost(
+                    site.name, name, kind, "unpriced", None, None, f"{tier.capacity_gib} GB",
+                    f"no catalog price for FSx Lustre PERSISTENT_2 {tier.throughput_per_tib} MB/s/TiB in {site.region}",
+                )  # fmt: skip
+            ref = _ref(entry)
+            note = f"PERSISTENT_2 {tier.throughput_per_tib} MB/s/TiB; backups and transfer not included"
+            if not ref.verified:
+                note += "; price not confirmed from a stored copy of the AWS price page"
+            # FSx bills provisioned capacity; the stack sets it in GiB and AWS quotes $/GB-month for it.
+            return StorageCost(
+                site.name, name, kind, "priced", tier.capacity_gib * ref.usd, ref, f"{tier.capacity_gib} GB", note
+            )
+        case EfsTier():
+            return _usage_based(site, tier, prices.get("efs-standard"))
+        case S3Tier():
+            return _usage_based(site, tier, prices.get("s3-standard"))
+        case ScratchTier() | NfsTier() | ParallelFsTier() | OnPremS3Tier():
+            return StorageCost(site.name, name, kind, "unpriced", None, None, "-", f"no pricing rule for {kind} tiers")
+        case _:
+            assert_never(tier)
+
+
+def _usage_based(site: AwsSite, tier: EfsTier | S3Tier, found: dict[str, Any] | None) -> StorageCost:
+    """A tier billed on what is stored and moved: its unit price is listed, nothing is summed."""
+    unit = _ref(found) if found else None
+    usage = str(found.get("usage_based", "")) if found else ""
+    rate = f"${unit.usd:.3f}/GB-month stored" if unit else "no catalog price"
+    return StorageCost(
+        site.name, tier.name, tier.kind, "usage-based", None, unit, "usage",
+        f"billed on usage, not in the totals: {rate}, {usage}".rstrip(", "),
+    )  # fmt: skip

@@ -1,0 +1,165 @@
+"""Node pools from the placements: the demand each placement carries, new pools to create, and a stack's verdict.
+
+`recommend_pools` groups the chosen placements into pools (one new cloud pool per instance type and role; an
+existing on-prem pool stays one pool), each sized over the utilisation scenarios in whole nodes. `compare_stack`
+places every class on the cheapest pool of a stack and judges each pool's capacity against what it hosts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal
+
+from components.model.pricing import HOURS_PER_MONTH
+from components.model.spec import EstateSpec, Role
+from gpufleet.sizing.arithmetic import Scenario, gang_minimum, memory_need, nodes_for, q, scenarios
+from gpufleet.sizing.placement import Choice, ClassSizing, Placement, evaluate, rank, stack_placements
+from gpufleet.sizing.workloads import Planning, WorkloadFile
+
+
+@dataclass(frozen=True)
+class Demand:
+    """Demand placed on one placement: the range it needs, gang included, in GPUs and nodes."""
+
+    placement: Placement
+    classes: tuple[str, ...]
+    gpu_hours: Fraction  # on this placement's GPU
+    scenarios: list[Scenario]
+    gang_gpus: int
+    multi_node_gang: bool
+
+    @property
+    def min_gpus(self) -> int:
+        """The optimistic end (highest utilisation) with reserves, never below the gang minimum."""
+        return max(self.scenarios[-1].rounded, self.gang_gpus)
+
+    @property
+    def max_gpus(self) -> int:
+        """The pessimistic end (lowest utilisation) with reserves, never below the gang minimum."""
+        return max(self.scenarios[0].rounded, self.gang_gpus)
+
+    @property
+    def min_nodes(self) -> int:
+        return nodes_for(self.min_gpus, self.placement.gpus_per_node)
+
+    @property
+    def max_nodes(self) -> int:
+        return nodes_for(self.max_gpus, self.placement.gpus_per_node)
+
+
+def demand_on(p: Placement, placed: list[tuple[ClassSizing, Choice]], planning: Planning) -> Demand:
+    hours = sum(
+        (q(cs.cls.runs_per_period) * cs.cls.gpus_per_run * (ch.hours_per_run or 0) for cs, ch in placed), Fraction(0)
+    )
+    gang, _ = gang_minimum(cs.cls for cs, _ in placed)
+    return Demand(
+        placement=p,
+        classes=tuple(cs.cls.name for cs, _ in placed),
+        gpu_hours=hours,
+        scenarios=scenarios(hours, planning),
+        gang_gpus=gang,
+        multi_node_gang=any(ch.nodes_per_run > 1 and cs.cls.gang for cs, ch in placed),
+    )
+
+
+@dataclass(frozen=True)
+class PoolRecommendation:
+    name: str
+    role: Role
+    demand: Demand
+
+
+def recommend_pools(sized: list[ClassSizing], planning: Planning) -> list[PoolRecommendation]:
+    """One new cloud pool per (instance type, role); an existing on-prem pool stays one pool. Whole nodes."""
+    groups: dict[tuple[str, str], list[tuple[ClassSizing, Choice]]] = {}
+    for cs in sized:
+        ch = cs.chosen
+        if ch is not None:
+            key: str = cs.cls.role if ch.placement.instance_type else ""
+            groups.setdefault((ch.placement.name, key), []).append((cs, ch))
+    out = []
+    for (pname, role_key), placed in groups.items():
+        p = placed[0][1].placement
+        if p.instance_type:
+            name, pool_role = f"{role_key}-{pname.replace('.', '-')}"[:40].rstrip("-"), placed[0][0].cls.role
+        else:
+            name, pool_role = pname, p.role or placed[0][0].cls.role
+        out.append(PoolRecommendation(name=name, role=pool_role, demand=demand_on(p, placed, planning)))
+    return out
+
+
+# ----------------------------------------------------------------------------------------- stack verdict
+
+Verdict = Literal["under-provisioned", "within", "over-provisioned"]
+
+
+@dataclass(frozen=True)
+class PoolVerdict:
+    placement: Placement
+    demand: Demand
+    verdict: Verdict
+    excess_gpus: int
+    excess_usd_per_month: Fraction | None
+    role_mismatch: tuple[str, ...]  # classes placed here although the pool's role is another
+
+
+@dataclass(frozen=True)
+class StackComparison:
+    stack: str
+    pools: list[PoolVerdict]
+    unplaced: list[tuple[str, list[str]]]  # class, why no pool of the stack takes it
+    skipped: list[tuple[str, str]]
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.unplaced or any(v.verdict == "under-provisioned" for v in self.pools):
+            return "under-provisioned"
+        if any(v.verdict == "over-provisioned" for v in self.pools):
+            return "over-provisioned"
+        return "within"
+
+
+def _pool_verdict(p: Placement, d: Demand, mismatch: tuple[str, ...]) -> PoolVerdict:
+    cap = p.capacity_gpus or 0
+    excess = 0
+    if cap < d.min_gpus:
+        verdict: Verdict = "under-provisioned"
+    elif cap <= d.max_gpus:
+        verdict = "within"
+    else:
+        verdict, excess = "over-provisioned", cap - d.max_gpus
+    cost = None
+    if excess and p.usd_per_gpu_hour is not None:
+        cost = excess * p.usd_per_gpu_hour * HOURS_PER_MONTH
+    return PoolVerdict(
+        placement=p, demand=d, verdict=verdict, excess_gpus=excess, excess_usd_per_month=cost, role_mismatch=mismatch
+    )
+
+
+def compare_stack(stack: str, spec: EstateSpec, workloads: WorkloadFile) -> StackComparison:
+    """Place each class on the cheapest stack pool it fits (same role first) and judge every pool's capacity."""
+    pools, skipped = stack_placements(spec)
+    placed: dict[str, list[tuple[ClassSizing, Choice]]] = {p.name: [] for p in pools}
+    mismatch: dict[str, list[str]] = {p.name: [] for p in pools}
+    unplaced: list[tuple[str, list[str]]] = []
+    for c in workloads.classes:
+        need = memory_need(c)
+        results = [(p, evaluate(c, need, p)) for p in pools]
+        choices = [r for _, r in results if isinstance(r, Choice)]
+        same_role = rank(ch for ch in choices if ch.placement.role == c.role)
+        ranked = same_role if any(ch.status == "ok" for ch in same_role) else rank(choices)
+        best = next((ch for ch in ranked if ch.status == "ok"), None)
+        if best is None:
+            why = [f"{p.name}: {r}" for p, r in results if isinstance(r, str)]
+            why += [f"{ch.placement.name}: {ch.status}" for ch in choices]
+            unplaced.append((c.name, why or ["the stack has no whole-GPU pool to compare"]))
+            continue
+        cs = ClassSizing(cls=c, gpu_hours=c.gpu_hours(), need=need, fits=[], choices=[best])
+        placed[best.placement.name].append((cs, best))
+        if best.placement.role != c.role:
+            mismatch[best.placement.name].append(c.name)
+    verdicts = [
+        _pool_verdict(p, demand_on(p, placed[p.name], workloads.planning), tuple(mismatch[p.name])) for p in pools
+    ]
+    return StackComparison(stack=stack, pools=verdicts, unplaced=unplaced, skipped=skipped)

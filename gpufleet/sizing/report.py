@@ -1,0 +1,73 @@
+"""`gpufleet size`: the whole sizing of a workload file, optionally judged against a stack."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from components.model.spec import EstateSpec
+from gpufleet.sizing.arithmetic import Scenario, gang_minimum, scenarios
+from gpufleet.sizing.placement import ClassSizing, catalog_placements, onprem_placements, size_class, stack_region
+from gpufleet.sizing.pools import PoolRecommendation, StackComparison, compare_stack, recommend_pools
+from gpufleet.sizing.workloads import WorkloadFile
+
+
+@dataclass(frozen=True)
+class SizingReport:
+    source: str
+    workloads: WorkloadFile
+    region: str
+    classes: list[ClassSizing]
+    total_gpu_hours: Fraction
+    scenarios: list[Scenario]
+    gang_gpus: int
+    gang_class: str | None
+    pools: list[PoolRecommendation]
+    comparison: StackComparison | None
+    today: dt.date
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def unplaced(self) -> list[str]:
+        return [cs.cls.name for cs in self.classes if cs.chosen is None]
+
+    @property
+    def review_overdue(self) -> bool:
+        return self.workloads.assumptions.review_date < self.today
+
+
+def size(
+    workloads: WorkloadFile,
+    source: str,
+    spec: EstateSpec | None = None,
+    stack: str | None = None,
+    today: dt.date | None = None,
+) -> SizingReport:
+    """Size the fleet for a workload file; with a stack, judge the stack's pools against the range."""
+    region = stack_region(spec)
+    placements = catalog_placements(region)
+    notes = []
+    if spec is not None:
+        onprem = onprem_placements(spec)
+        placements += onprem
+        if onprem:
+            notes.append(f"on-prem pools of stack {stack} are candidates too: {', '.join(p.name for p in onprem)}")
+    sized = [size_class(c, placements) for c in workloads.classes]
+    total = sum((cs.gpu_hours for cs in sized), Fraction(0))
+    gang, gang_class = gang_minimum(workloads.classes)
+    pools = recommend_pools(sized, workloads.planning)
+    return SizingReport(
+        source=source,
+        workloads=workloads,
+        region=region,
+        classes=sized,
+        total_gpu_hours=total,
+        scenarios=scenarios(total, workloads.planning),
+        gang_gpus=gang,
+        gang_class=gang_class,
+        pools=pools,
+        comparison=compare_stack(stack or "", spec, workloads) if spec is not None else None,
+        today=today or dt.date.today(),
+        notes=notes,
+    )

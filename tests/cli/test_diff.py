@@ -1,0 +1,37 @@
+"""`gpufleet diff` on the command line: an unknown revision is bad input; the Markdown comment a reviewer reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpufleet.cli.app import app
+from tests.review import repos
+
+
+@pytest.fixture
+def two_revisions(tmp_path: Path) -> Path:
+    return repos.two_revisions(tmp_path)
+
+
+def test_unknown_base_revision_is_an_error_naming_it(two_revisions: Path) -> None:
+    result = CliRunner().invoke(app, ["diff", "-s", "review", "--base", "no-such-rev", "-C", str(two_revisions)])
+    assert result.exit_code == 2
+    assert "no-such-rev" in result.stderr
+
+
+def test_diff_cli_markdown_is_a_comment_a_reviewer_can_act_on(two_revisions: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["diff", "-s", "review", "--base", "main", "-C", str(two_revisions), "-f", "markdown"]
+    )
+    assert result.exit_code == 0, result.output
+    md = result.stdout
+    assert md.startswith("<!-- gpufleet:plan:gpufleet/review -->\n")
+    assert "**1 to add · 1 to change · 0 to delete · 1 to replace**" in md
+    assert "**1 resource would be REPLACED (rename without alias)**" in md
+    assert "`use1-lustre` → `use1-hot` — **protected: `pulumi up` will stop with an error" in md
+    assert "<code>scalingConfig.maxSize</code> | <code>3</code> | <code>4</code>" in md
+    assert "+$91.15/h" in md and "+$20.57/h" in md
+    assert "❌ **1 mandatory policy violation(s)** (0 advisory). New: 1 (1 mandatory); fixed: 0." in md

@@ -1,0 +1,62 @@
+"""The one error handler: every command goes through it; known errors become messages and exit codes, the rest
+stay tracebacks (a bug must not pass for bad input)."""
+
+from __future__ import annotations
+
+import pulumi
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from components.model.catalog import CatalogError
+from components.model.load import SpecError
+from gpufleet.burst.errors import BurstError
+from gpufleet.cli import app as cli
+from gpufleet.cli.errors import CommandError, user_errors
+from gpufleet.engine.synth import SynthError
+from gpufleet.review.diff import DiffError
+
+
+def test_every_command_is_registered_through_the_one_handler() -> None:
+    typers = [cli.app, cli.catalog_app, cli.burst_app]
+    callbacks = [c.callback for t in typers for c in t.registered_commands]
+    assert len(callbacks) == len(cli.COMMANDS) == 14
+    for callback, (_, _, command) in zip(callbacks, cli.COMMANDS, strict=True):
+        assert getattr(callback, "__wrapped__", None) is command
+
+
+def run(error: Exception) -> object:
+    def command() -> None:
+        raise error
+
+    app = typer.Typer()
+    app.command()(user_errors(command))
+    return CliRunner().invoke(app, [])
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "lines"),
+    [
+        (SpecError(["f.yaml: a.b: wrong", "f.yaml: c: missing"]), 2, ["error: f.yaml: a.b: wrong", "error: f.yaml: c: missing"]),
+        (CommandError("--at: 'x' is not an ISO time"), 2, ["error: --at: 'x' is not an ISO time"]),
+        (BurstError("quota [L-1] too small\nrequest more", 1), 1, ["error: quota [L-1] too small", "  request more"]),
+        (BurstError("no burst policy", 2), 2, ["error: no burst policy"]),
+        (DiffError("git rev-parse nope: unknown revision"), 2, ["error: git rev-parse nope: unknown revision"]),
+        (SynthError("invoke x cannot be answered"), 2, ["error: the program could not be synthesized offline: invoke x cannot be answered"]),
+        (pulumi.RunError("a resource failed"), 2, ["error: a resource failed"]),
+        (CatalogError("'no price for p5 in mars-1'"), 1, ["error: no price for p5 in mars-1"]),
+    ],
+)  # fmt: skip
+def test_known_errors_print_one_line_each_and_exit_with_their_code(
+    error: Exception, code: int, lines: list[str]
+) -> None:
+    result = run(error)
+    assert result.exit_code == code  # type: ignore[attr-defined]
+    assert result.stderr.splitlines() == lines  # type: ignore[attr-defined]
+    assert "Traceback" not in result.output  # type: ignore[attr-defined]
+
+
+def test_anything_else_is_not_taken_for_bad_input() -> None:
+    result = run(KeyError("a bug"))
+    assert result.exit_code == 1  # type: ignore[attr-defined]
+    assert isinstance(result.exception, KeyError)  # type: ignore[attr-defined]

@@ -1,0 +1,104 @@
+"""`gpufleet diff` across git revisions: each side reviewed by its own code in a temporary git repository.
+
+The last test runs the real program on an example stack.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpufleet.engine.plan import PlanResource
+from gpufleet.review.revision import diff_revision
+from tests.conftest import example_config
+from tests.review import repos
+from tests.review.estates import FSX, NODE_GROUP, small
+from tests.review.repos import PROGRAM, VIOLATION, commit, git, init_repo, stack_config, write_stack
+
+
+@pytest.fixture
+def two_revisions(tmp_path: Path) -> Path:
+    return repos.two_revisions(tmp_path)
+
+
+def keys(resources: list[PlanResource]) -> list[tuple[str, str]]:
+    return [(r.type, r.name) for r in resources]
+
+
+def test_diff_between_two_revisions_reports_added_changed_and_replaced(two_revisions: Path) -> None:
+    d = diff_revision(two_revisions, "review", "main")
+
+    assert keys(d.added) == [(NODE_GROUP, "use1-l40s")]
+    assert d.removed == []
+    assert [(r.removed.name, r.added.name, r.protected) for r in d.replaced] == [("use1-lustre", "use1-hot", True)]
+    assert d.replaced[0].removed.type == FSX and d.replaced[0].similarity == 1.0
+    assert [c.resource.name for c in d.changed] == ["use1-h100"]
+    changes = {p.path: (p.before, p.after) for p in d.changed[0].changes}
+    assert changes == {"scalingConfig.maxSize": (3, 4)}
+    # secrets stay masked and unchanged: the node group's userData is a secret on both sides
+    assert d.added[0].inputs["userData"] == "[secret]"
+
+    # cost at base uses the base revision's own catalog ($50/h for p5.48xlarge), the working tree $55.04/h:
+    # desired base = 2×50 + 1.861 + 2×7.70776 + 348/730 = 117.75324; head = 2×55.04 + 1.861 + 10.49264
+    # (new l40s pool, desired = min = 1) + 15.41553 + 0.47671 = 138.32588; delta = +20.57264
+    # max base = 3×50 + 2×1.861 + 15.41553 + 0.47671 = 169.61424; head = 4×55.04 + 3.722 + 2×10.49264
+    # + 15.41553 + 0.47671 = 260.75952; delta = +91.14528
+    assert d.cost_total is not None
+    assert d.cost_total.base["desired"] == pytest.approx(117.75324, abs=1e-3)
+    assert d.cost_total.delta("desired") == pytest.approx(20.57264, abs=1e-3)
+    assert d.cost_total.delta("max") == pytest.approx(91.14528, abs=1e-3)
+    assert {c.name for c in d.cost_pools} == {"h100", "l40s"}
+
+    assert d.findings_new == [VIOLATION] and d.findings_fixed == []
+    assert d.base_missing is False and d.base_label.startswith("main (")
+
+
+def test_diff_removes_its_temporary_worktree(two_revisions: Path) -> None:
+    diff_revision(two_revisions, "review", "main")
+    assert git(two_revisions, "worktree", "list").count("\n") == 0  # only the main working tree
+
+
+def test_stack_missing_at_base_means_everything_is_added(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path, PROGRAM)
+    commit(repo, "no stacks yet")
+    write_stack(repo, "review", stack_config(small()))
+    d = diff_revision(repo, "review", "main")
+    assert d.base_missing
+    assert keys(d.added) == [(NODE_GROUP, "use1-agents-g6e"), (NODE_GROUP, "use1-h100"), (FSX, "use1-lustre")]
+    assert d.removed == [] and d.changed == [] and d.replaced == []
+    assert d.cost_total is not None and d.cost_total.delta("max") == pytest.approx(184.73424, abs=1e-3)
+
+
+def test_real_program_diff_on_an_example_stack_names_the_new_pool(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path, None)
+    config = example_config("aws-train")
+    write_stack(repo, "aws-train", config)
+    commit(repo, "base")
+    config["gpufleet:estate"]["sites"][0]["node_pools"].append(
+        {"name": "batch-l4", "role": "batch", "instance_type": "g6.12xlarge", "scaling": {"min": 0, "max": 3}}
+    )
+    write_stack(repo, "aws-train", config)
+    d = diff_revision(repo, "aws-train", "main")
+    assert d.added and all("batch-l4" in r.name for r in d.added), [r.key for r in d.added]
+    assert d.removed == [] and d.replaced == []
+    # g6.12xlarge is $4.6016/h: 3 nodes at max, 0 at desired
+    assert d.cost_total is not None and d.cost_total.delta("max") == pytest.approx(3 * 4.6016)
+    assert d.cost_total.delta("desired") == pytest.approx(0.0)
+
+
+def test_each_revision_is_reviewed_by_the_entry_point_its_own_code_has(tmp_path: Path) -> None:
+    from gpufleet.review.revision import entry_point
+
+    def tree(name: str, *files: str) -> Path:
+        for f in files:
+            (tmp_path / name / f).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / name / f).write_text("")
+        return tmp_path / name
+
+    now = tree("now", "gpufleet/review/document.py", "gpufleet/engine/synth.py")
+    assert (entry_point(now).module, entry_point(now).args) == ("gpufleet.review.document", ())
+    moved = tree("moved", "gpufleet/engine/synth.py")  # after the move into gpufleet/engine/, before review/document
+    assert (entry_point(moved).module, entry_point(moved).args) == ("gpufleet.engine.synth", ("--review",))
+    flat = tree("flat", "gpufleet/synth.py")  # before the move
+    assert (entry_point(flat).module, entry_point(flat).args) == ("gpufleet.synth", ("--review",))
