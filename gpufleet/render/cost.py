@@ -4,16 +4,28 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import assert_never
 
 from rich.console import Console
 from rich.table import Table
 
 from gpufleet.render.common import cell, inline, month, usd
-from gpufleet.review.cost import HOURS, LEVELS, EstateCost
+from gpufleet.review.cost import HOURS, LEVELS, EstateCost, PoolCost
 
 At = Callable[[str], float | None]  # $/h at a level ("min", "desired", "max")
 
 # ------------------------------------------------------------------------------------------------- text
+
+
+def _what(p: PoolCost, markdown: bool) -> str:
+    """What a pool runs on: the instance type of a cloud pool, the GPUs of owned servers."""
+    match p.kind:
+        case "aws":
+            return f"`{p.instance_type}`" if markdown else str(p.instance_type)
+        case "baremetal":
+            return f"{p.gpu_model} × {p.gpus_per_node}" + (" (owned)" if markdown else "")
+        case _:
+            assert_never(p.kind)
 
 
 def _levels_text(at: At, digits: int = 2) -> str:
@@ -29,7 +41,7 @@ def cost_text(cost: EstateCost, console: Console) -> None:
     for lv in LEVELS:
         table.add_column(lv, justify="right")
     for p in cost.pools:
-        what = p.instance_type or f"{p.gpu_model} × {p.gpus_per_node}"
+        what = _what(p, markdown=False)
         nodes = "/".join(str(p.nodes[lv]) for lv in LEVELS)
         cells = [usd(p.hourly.at(lv)) if p.priced else "unpriced" for lv in LEVELS]
         unit = usd(p.price.usd) if p.price else "unpriced"
@@ -119,7 +131,7 @@ def cost_tables(cost: EstateCost) -> str:
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for p in cost.pools:
-        what = f"`{p.instance_type}`" if p.instance_type else f"{p.gpu_model} × {p.gpus_per_node} (owned)"
+        what = _what(p, markdown=True)
         unit = f"{usd(p.price.usd, 4)}/{p.price.unit}" if p.price else "**unpriced**"
         cells = [usd(p.hourly.at(lv)) if p.priced else "unpriced" for lv in LEVELS]
         monthly = usd(p.hourly.monthly("max"), 0) if p.priced else "unpriced"
