@@ -33,7 +33,7 @@ def verdict_line(findings: Findings, scope: str) -> str:
     counts = f"{len(findings.mandatory)} mandatory, {len(findings.advisory)} advisory"
     if not findings:
         counts = f"no violations ({counts})"
-    return f"[bold]Policy[/bold] ({scope}): {verdict} — {counts}"
+    return f"[bold]Policy[/bold]{f' ({scope})' if scope else ''}: {verdict} — {counts}"
 
 
 def findings_text(findings: Findings, console: Console, scope: str) -> None:

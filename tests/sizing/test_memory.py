@@ -1,4 +1,5 @@
-"""Memory fit (gpu-facts §8): 16 B/param for mixed-precision Adam; inference from weights + KV cache + 20 %."""
+"""Memory fit (ZeRO, arXiv 1910.02054; Accelerate's model size estimator): 16 B/param for mixed-precision Adam;
+inference from weights + KV cache + 20 %."""
 
 from __future__ import annotations
 
