@@ -15,11 +15,12 @@ from tests.conftest import ROOT
 
 # Each layer, and the gpufleet packages it must not import.
 LATER: dict[str, tuple[str, ...]] = {
-    "engine": ("review", "render", "cli", "sizing", "burst", "catalog"),
+    "engine": ("review", "render", "cli", "sizing", "burst", "catalog", "verify"),
     "review": ("render", "cli"),
     "sizing": ("render", "cli"),
     "burst": ("render", "cli"),
     "catalog": ("render", "cli"),
+    "verify": ("render", "cli"),
     "render": ("cli",),
 }
 

@@ -17,10 +17,11 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from components.model.load import read_stack
 from gpufleet.cli.errors import CommandError
-from gpufleet.cli.options import HERE, ProjectOpt, StackOpt, err
-from gpufleet.verify import report as render
+from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, err
+from gpufleet.render import verify as render
 from gpufleet.verify import suite as suites
 from gpufleet.verify.access import AccessError, cluster_api, kubeconfig_for, parse_kubeconfig_options
+from gpufleet.verify.results import Report, planned
 from gpufleet.verify.runner import ClusterApi, Context, new_run, run_site
 
 CATEGORIES = ",".join(c.value for c in suites.Category if c is not suites.Category.degraded)
@@ -49,9 +50,7 @@ def verify(
         str | None, typer.Option("--only", help=f"Comma-separated categories to run: {CATEGORIES} (default all).")
     ] = None,
     pool: Annotated[list[str] | None, typer.Option("--pool", help="Only these node pools (repeatable).")] = None,
-    format: Annotated[
-        render.Format, typer.Option("--format", "-f", help="text, markdown or json.")
-    ] = render.Format.text,
+    format: FormatOpt = Format.text,
     plan: Annotated[
         bool, typer.Option("--plan", help="Print the checks, pass marks and sources; touch no cluster.")
     ] = False,
@@ -119,9 +118,9 @@ def verify(
         raise typer.Exit(1)
 
 
-def run(suite: suites.Suite, apis: dict[str, tuple[ClusterApi, str]]) -> render.Report:
+def run(suite: suites.Suite, apis: dict[str, tuple[ClusterApi, str]]) -> Report:
     """Run every site's checks with a progress display; Ctrl-C cleans up and exits 130."""
-    report = render.Report(suite, started=dt.datetime.now(dt.UTC))
+    report = Report(suite, started=dt.datetime.now(dt.UTC))
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err) as bar:
         task = bar.add_task("starting", total=None)
         for site in suite.spec.sites:
@@ -147,19 +146,19 @@ def run(suite: suites.Suite, apis: dict[str, tuple[ClusterApi, str]]) -> render.
     return report
 
 
-def _print_plan(suite: suites.Suite, format: render.Format) -> None:
-    if format is render.Format.json:
+def _print_plan(suite: suites.Suite, format: Format) -> None:
+    if format is Format.json:
         print(json.dumps(render.plan_dict(suite), indent=1))
-    elif format is render.Format.markdown:
-        print(render.markdown(render.Report(suite, [render.planned(c) for c in suite.checks])), end="")
+    elif format is Format.markdown:
+        print(render.markdown(Report(suite, [planned(c) for c in suite.checks])), end="")
     else:
         print(render.plan_text(suite), end="")
 
 
-def _print_report(report: render.Report, format: render.Format) -> None:
-    if format is render.Format.json:
+def _print_report(report: Report, format: Format) -> None:
+    if format is Format.json:
         print(render.to_json(report))
-    elif format is render.Format.markdown:
+    elif format is Format.markdown:
         print(render.markdown(report), end="")
     else:
         print(render.results_text(report), end="")

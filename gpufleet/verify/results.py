@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from gpufleet.verify.suite import Check
+from gpufleet.verify.suite import Check, Suite, not_automated
 
 
 class Status(StrEnum):
@@ -67,3 +68,22 @@ def judged(check: Check, value: float, unit: str, detail: str = "", **evidence: 
         return Result(check, Status.info, shown, detail or check.no_threshold_reason, dict(evidence))
     ok = check.threshold.passes(value)
     return Result(check, Status.passed if ok else Status.failed, shown, detail, dict(evidence))
+
+
+@dataclass
+class Report:
+    suite: Suite
+    results: list[Result] = field(default_factory=list)
+    cluster_versions: dict[str, str] = field(default_factory=dict)  # site -> Kubernetes server version
+    cleanup_problems: list[str] = field(default_factory=list)
+    started: dt.datetime | None = None
+    finished: dt.datetime | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return not any(r.blocks_acceptance for r in self.results)
+
+    @property
+    def not_tested(self) -> list[str]:
+        out = [f"{r.check.id}: {r.detail}" for r in self.results if r.status is Status.skipped]
+        return out + not_automated()

@@ -1,47 +1,16 @@
-"""The acceptance report: the plan (checks, marks, sources) and the run (figures, verdicts), as text, Markdown
-or JSON. Results are data; these functions only render them."""
+"""`gpufleet verify`: the plan (checks, marks, sources) and the run (figures, verdicts) as text, Markdown or JSON."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from components.kubernetes import versions
-from gpufleet.verify.results import Result, Status, planned
-from gpufleet.verify.suite import Check, Suite, not_automated
+from gpufleet.verify.results import Report, Status, planned
+from gpufleet.verify.suite import Check, Suite
 
 MARK = {Status.passed: "PASS", Status.failed: "FAIL", Status.info: "INFO", Status.skipped: "SKIP",
         Status.error: "ERROR", Status.planned: "PLAN"}  # fmt: skip
-__all__ = ["Format", "Report", "markdown", "plan_dict", "plan_text", "planned", "results_text", "to_json"]
-
-
-class Format(StrEnum):
-    text = "text"
-    markdown = "markdown"
-    json = "json"
-
-
-@dataclass
-class Report:
-    suite: Suite
-    results: list[Result] = field(default_factory=list)
-    cluster_versions: dict[str, str] = field(default_factory=dict)  # site -> Kubernetes server version
-    cleanup_problems: list[str] = field(default_factory=list)
-    started: dt.datetime | None = None
-    finished: dt.datetime | None = None
-
-    @property
-    def accepted(self) -> bool:
-        return not any(r.blocks_acceptance for r in self.results)
-
-    @property
-    def not_tested(self) -> list[str]:
-        out = [f"{r.check.id}: {r.detail}" for r in self.results if r.status is Status.skipped]
-        return out + not_automated()
 
 
 def _threshold(c: Check) -> str:
@@ -148,10 +117,3 @@ def to_json(report: Report) -> str:
         "cleanup_problems": report.cleanup_problems,
     }
     return json.dumps(doc, indent=1, default=str)
-
-
-def summary(results: Sequence[Result]) -> str:
-    counts: dict[str, int] = {}
-    for r in results:
-        counts[MARK[r.status]] = counts.get(MARK[r.status], 0) + 1
-    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
