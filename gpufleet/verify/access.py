@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from components.model.load import yaml_problem
 from components.model.spec import AwsSite, BaremetalSite, EstateSpec
 from components.model.tags import Tags
 from gpufleet.verify.runner import ClusterApi
@@ -51,7 +52,7 @@ def load_kubeconfig(text: str, where: str) -> dict[str, Any]:
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise AccessError(f"{where}: not a kubeconfig ({err})") from None
+        raise AccessError(yaml_problem(where, err)) from None
     if not isinstance(doc, dict) or "clusters" not in doc:
         raise AccessError(f"{where}: not a kubeconfig (no `clusters`)")
     return doc
