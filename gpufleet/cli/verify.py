@@ -21,8 +21,9 @@ from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, 
 from gpufleet.render import verify as render
 from gpufleet.verify import suite as suites
 from gpufleet.verify.access import AccessError, cluster_api, kubeconfig_for, parse_kubeconfig_options
+from gpufleet.verify.kube import ClusterApi, Context, new_run
 from gpufleet.verify.results import Report, planned
-from gpufleet.verify.runner import ClusterApi, Context, new_run, run_site
+from gpufleet.verify.runner import run_site
 
 CATEGORIES = ",".join(c.value for c in suites.Category if c is not suites.Category.degraded)
 

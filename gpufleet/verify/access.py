@@ -23,7 +23,7 @@ import yaml
 from components.model.load import yaml_problem
 from components.model.spec import AwsSite, BaremetalSite, EstateSpec
 from components.model.tags import Tags
-from gpufleet.verify.runner import ClusterApi
+from gpufleet.verify.kube import ClusterApi
 
 Site = AwsSite | BaremetalSite
 

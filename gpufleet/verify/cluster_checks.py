@@ -7,8 +7,8 @@ from typing import Any
 from components.kubernetes import versions
 from components.model import conventions, nodes
 from gpufleet.verify import manifests, parsers
+from gpufleet.verify.kube import ApiError, Context, api_call, create
 from gpufleet.verify.results import Result, Status, skipped
-from gpufleet.verify.runner import ApiError, Context, api_call, create
 from gpufleet.verify.suite import Check
 
 # The GPU Operator's exporter DaemonSet and Service (NVIDIA/gpu-operator assets/state-dcgm-exporter/

@@ -15,9 +15,9 @@ from components.kubernetes import kueue, tenancy, versions
 from components.model import conventions
 from components.model.spec import Tenant
 from gpufleet.verify import manifests
+from gpufleet.verify.kube import ApiError, Context, api_call, create, job_logs, tail, wait_job
 from gpufleet.verify.manifests import Manifest, Run
 from gpufleet.verify.results import Result, Status, skipped
-from gpufleet.verify.runner import ApiError, Context, api_call, create, job_logs, tail, wait_job
 from gpufleet.verify.suite import Check
 
 REACHED, BLOCKED = "GPUFLEET-REACHED", "GPUFLEET-BLOCKED"

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from gpufleet.cli import verify as cli
 from gpufleet.cli.app import app
-from gpufleet.verify.runner import ClusterApi
+from gpufleet.verify.kube import ClusterApi
 from tests.conftest import ROOT
 from tests.verify.fake_kube import FakeBatch, FakeCluster, FakeCore
 

@@ -12,7 +12,7 @@ import pytest
 from components.model.load import read_stack
 from components.model.spec import AwsSite
 from gpufleet.verify import cluster_checks, manifests, suite, tenancy_probes
-from gpufleet.verify.runner import ClusterApi, Context
+from gpufleet.verify.kube import ClusterApi, Context
 from tests.conftest import EXAMPLES, ROOT
 
 RUN = manifests.Run("abc123")

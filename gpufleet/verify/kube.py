@@ -1,0 +1,142 @@
+"""The Kubernetes client as the acceptance checks use it: API calls with one error type, the run context, creating
+objects, waiting for Jobs and reading their logs (official Kubernetes Python client)."""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.model import conventions
+from components.model.spec import AwsNodePool, AwsSite, BaremetalNodePool, BaremetalSite, EstateSpec
+from gpufleet.verify.manifests import Manifest, Run
+from gpufleet.verify.suite import Check, Suite
+
+Site = AwsSite | BaremetalSite
+Pool = AwsNodePool | BaremetalNodePool
+Progress = Callable[[str, str], None]  # (check id, what is happening)
+
+
+class ApiError(Exception):
+    """A Kubernetes API call failed (wraps the client's ApiException so callers need not import the client)."""
+
+    def __init__(self, status: int, reason: str, body: str = "") -> None:
+        super().__init__(f"{status} {reason}: {body}".strip(": "))
+        self.status = status
+        self.reason = reason
+        self.body = body
+
+
+def api_call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call a client method, turning the client's ApiException (status, reason, body) into ApiError."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as e:  # the client's ApiException; checked by its attributes to stay import-free
+        if hasattr(e, "status") and hasattr(e, "reason"):
+            raise ApiError(int(getattr(e, "status", 0) or 0), str(e.reason), str(getattr(e, "body", "") or "")) from e
+        raise
+
+
+@dataclass
+class ClusterApi:
+    """The client objects of one cluster (kubernetes.client.CoreV1Api / BatchV1Api, or a fake in tests)."""
+
+    core: Any
+    batch: Any
+
+
+@dataclass
+class Context:
+    suite: Suite
+    site: Site
+    api: ClusterApi
+    run: Run
+    progress: Progress = lambda check, msg: None
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    poll_seconds: float = 5.0
+    timeout_scale: float = 1.0
+    tenant_jobs: list[tuple[str, str]] = field(default_factory=list)  # (namespace, job) outside the run namespace
+    cordoned: list[str] = field(default_factory=list)
+    cleanup_problems: list[str] = field(default_factory=list)
+    _names: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    @property
+    def spec(self) -> EstateSpec:
+        return self.suite.spec
+
+    def name(self, prefix: str) -> str:
+        return f"{prefix}-{next(self._names)}"
+
+
+def new_run() -> Run:
+    return Run(secrets.token_hex(3))
+
+
+# -- API helpers -------------------------------------------------------------------------------------------------
+def create(ctx: Context, obj: Manifest) -> None:
+    kind, meta = obj["kind"], obj["metadata"]
+    ns = meta.get("namespace", ctx.run.namespace)
+    call = {
+        "Namespace": lambda: ctx.api.core.create_namespace(obj),
+        "Job": lambda: ctx.api.batch.create_namespaced_job(ns, obj),
+        "Service": lambda: ctx.api.core.create_namespaced_service(ns, obj),
+        "Secret": lambda: ctx.api.core.create_namespaced_secret(ns, obj),
+        "Pod": lambda: ctx.api.core.create_namespaced_pod(ns, obj),
+        "PersistentVolumeClaim": lambda: ctx.api.core.create_namespaced_persistent_volume_claim(ns, obj),
+    }[kind]
+    api_call(call)
+    if kind == "Job" and ns != ctx.run.namespace:
+        ctx.tenant_jobs.append((ns, meta["name"]))
+
+
+def ready_nodes(ctx: Context, pool: str) -> list[str]:
+    """Nodes of a pool that are Ready and schedulable, by name."""
+    listed = api_call(ctx.api.core.list_node, label_selector=f"{conventions.POOL_LABEL}={pool}")
+    out = []
+    for n in listed.items:
+        ready = any(c.type == "Ready" and c.status == "True" for c in (n.status.conditions or []))
+        if ready and not n.spec.unschedulable:
+            out.append(n.metadata.name)
+    return sorted(out)
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    succeeded: bool
+    reason: str = ""
+
+
+def wait_job(ctx: Context, check: Check, namespace: str, name: str, timeout: float) -> JobOutcome:
+    """Poll a Job until it completes or fails; a timeout is a failure with its own reason."""
+    deadline = ctx.clock() + timeout * ctx.timeout_scale
+    while True:
+        job = api_call(ctx.api.batch.read_namespaced_job_status, name, namespace)
+        st = job.status
+        for cond in st.conditions or []:
+            if cond.status == "True" and cond.type == "Complete":
+                return JobOutcome(True)
+            if cond.status == "True" and cond.type == "Failed":
+                return JobOutcome(False, f"Job {namespace}/{name} failed: {cond.reason or ''} {cond.message or ''}")
+        ctx.progress(check.id, f"{name}: {st.active or 0} running, {st.succeeded or 0} done")
+        if ctx.clock() >= deadline:
+            return JobOutcome(False, f"Job {namespace}/{name} did not finish within {timeout:.0f}s")
+        ctx.sleep(ctx.poll_seconds)
+
+
+def job_logs(ctx: Context, namespace: str, name: str, index: int | None = None) -> str:
+    """The logs of a Job's pod (of completion index `index` for an Indexed Job)."""
+    selector = f"job-name={name}"
+    if index is not None:
+        selector += f",batch.kubernetes.io/job-completion-index={index}"
+    pods = api_call(ctx.api.core.list_namespaced_pod, namespace, label_selector=selector).items
+    if not pods:
+        return ""
+    return str(api_call(ctx.api.core.read_namespaced_pod_log, pods[0].metadata.name, namespace) or "")
+
+
+def tail(text: str, lines: int = 8) -> str:
+    return " | ".join(text.strip().splitlines()[-lines:])
