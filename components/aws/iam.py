@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 EKS_CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
@@ -53,6 +54,17 @@ def control_plane_log_group(cluster: str) -> str:
     return f"/aws/eks/{cluster}/cluster"
 
 
+def account_administers_key(region: str, account: str) -> dict[str, Any]:
+    """The key-policy statement that lets the account's IAM policies govern the key (KMS's default key policy)."""
+    return {
+        "Sid": "AccountAdministersKeyThroughIam",
+        "Effect": "Allow",
+        "Principal": {"AWS": f"arn:{partition(region)}:iam::{account}:root"},
+        "Action": "kms:*",
+        "Resource": "*",
+    }
+
+
 def site_key_policy(region: str, account: str, cluster: str) -> str:
     """Key policy of the site key (EKS secrets, node root volumes, control-plane logs).
 
@@ -68,13 +80,7 @@ def site_key_policy(region: str, account: str, cluster: str) -> str:
     suffix = ".amazonaws.com.cn" if p == "aws-cn" else ".amazonaws.com"
     log_group = f"arn:{p}:logs:{region}:{account}:log-group:{control_plane_log_group(cluster)}"
     statements: list[dict[str, Any]] = [
-        {
-            "Sid": "AccountAdministersKeyThroughIam",
-            "Effect": "Allow",
-            "Principal": {"AWS": f"arn:{p}:iam::{account}:root"},
-            "Action": "kms:*",
-            "Resource": "*",
-        },
+        account_administers_key(region, account),
         {
             "Sid": "AutoScalingUsesKeyForNodeVolumes",
             "Effect": "Allow",
@@ -148,3 +154,85 @@ def log_delivery_bucket_policy(log_bucket_arn: str, source_bucket_arns: list[str
             ],
         }
     )
+
+
+# -- storage -----------------------------------------------------------------------------------------------
+
+# EFS actions for NFS clients (EFS user guide, "Using IAM to control file system data access":
+# https://docs.aws.amazon.com/efs/latest/ug/iam-access-control-nfs-efs.html).
+EFS_CLIENT_MOUNT = "elasticfilesystem:ClientMount"
+EFS_CLIENT_WRITE = "elasticfilesystem:ClientWrite"
+# FSx for Lustre's per-file-system service-linked role for S3 data repositories (FSx for Lustre user guide,
+# "Using service-linked roles for Amazon FSx": AWSServiceRoleForFSxS3Access_fs-01234567890).
+FSX_S3_ROLE_PATH = "aws-service-role/s3.data-source.lustre.fsx.amazonaws.com"
+FSX_S3_ROLE_PREFIX = "AWSServiceRoleForFSxS3Access_"
+
+
+def efs_file_system_policy(fs_arn: str | None) -> str:
+    """File-system policy of an EFS tier: clients that come through a mount target may mount and write (not as
+    root), and nothing is allowed without TLS.
+
+    A file-system policy replaces EFS's default policy (full access for any client that can reach a mount
+    target), so a policy that only denies leaves anonymous clients (mounts without the `iam` option, as the EFS
+    CSI driver makes them) with no allow at all: every mount is refused. The Allow is the console's "Prevent root
+    access by default" statement; access points set each tenant's POSIX user, so root is never needed. Its
+    AccessedViaMountTarget condition keeps the policy non-public, which EFS's block public access (on by default)
+    requires (https://docs.aws.amazon.com/efs/latest/ug/access-control-block-public-access.html).
+    """
+    resource = fs_arn or "*"
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "MountAndWriteThroughMountTargets",
+                    "Effect": "Allow",
+                    "Principal": {"AWS": "*"},
+                    "Action": [EFS_CLIENT_MOUNT, EFS_CLIENT_WRITE],
+                    "Resource": resource,
+                    "Condition": {"Bool": {"elasticfilesystem:AccessedViaMountTarget": "true"}},
+                },
+                {
+                    "Sid": "DenyInsecureTransport",
+                    "Effect": "Deny",
+                    "Principal": {"AWS": "*"},
+                    "Action": "*",
+                    "Resource": resource,
+                    "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                },
+            ],
+        }
+    )
+
+
+def fsx_s3_access_role_arn(region: str, account: str, file_system_id: str) -> str:
+    """The service-linked role FSx for Lustre reads and writes a linked S3 bucket with (one per file system)."""
+    return f"arn:{partition(region)}:iam::{account}:role/{FSX_S3_ROLE_PATH}/{FSX_S3_ROLE_PREFIX}{file_system_id}"
+
+
+def fsx_s3_key_statement(region: str, account: str, file_system_id: str, bucket: str) -> dict[str, Any]:
+    """Lets one file system's FSx S3 role use the key on one SSE-KMS bucket, through S3 only.
+
+    FSx for Lustre user guide, "Working with server-side encrypted Amazon S3 buckets"
+    (https://docs.aws.amazon.com/fsx/latest/LustreGuide/s3-server-side-encryption-support.html). The estate's
+    buckets use S3 Bucket Keys, so the encryption context is the bucket ARN, not the object ARN.
+    """
+    return {
+        "Sid": re.sub(r"[^0-9A-Za-z]", "", f"FsxS3Access{file_system_id}{bucket}"),
+        "Effect": "Allow",
+        "Principal": {"AWS": fsx_s3_access_role_arn(region, account, file_system_id)},
+        "Action": ["kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:DescribeKey"],
+        "Resource": "*",
+        "Condition": {
+            "StringEquals": {"kms:CallerAccount": account, "kms:ViaService": f"s3.{region}.amazonaws.com"},
+            "StringLike": {"kms:EncryptionContext:aws:s3:arn": f"arn:{partition(region)}:s3:::{bucket}"},
+        },
+    }
+
+
+def bucket_key_policy(region: str, account: str, fsx_grants: list[tuple[str, str]]) -> str:
+    """Key policy of an S3 tier key that FSx data repositories read through: the account administers the key
+    through IAM (KMS's default), and each (file system id, bucket) pair gets its FSx S3 role statement."""
+    statements = [account_administers_key(region, account)]
+    statements += [fsx_s3_key_statement(region, account, fs, bucket) for fs, bucket in fsx_grants]
+    return json.dumps({"Version": "2012-10-17", "Statement": statements})

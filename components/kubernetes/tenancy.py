@@ -35,6 +35,7 @@ from components.kubernetes.admission import pod_admission_policy, rdma_pod_polic
 from components.model import conventions
 from components.model.conventions import RDMA_LABEL, TRUST_LABEL, pod_security_labels
 from components.model.spec import (
+    SHARED_FILE_SYSTEM_KINDS,
     AwsSite,
     BaremetalSite,
     EfsTier,
@@ -199,6 +200,13 @@ def resource_quota_hard(spec: EstateSpec, site: Site, tenant: Tenant) -> dict[st
         "limits.memory": memory,
         **{f"requests.{name}": str(n) for name, n in sorted(gpu_quota_ceiling(spec, site, tenant).items())},
         **OBJECT_COUNTS,
+        # No claims on a shared file system the tenant may not mount (its StorageClass is named after the tier):
+        # https://kubernetes.io/docs/concepts/policy/resource-quotas/#storage-resource-quota
+        **{
+            f"{t.name}.storageclass.storage.k8s.io/persistentvolumeclaims": "0"
+            for t in site.storage
+            if t.kind in SHARED_FILE_SYSTEM_KINDS and not tenant.mounts(t.name)
+        },
     }
     return hard
 

@@ -105,8 +105,9 @@ DCGM = Image(
 # fio: the Alpine-based fio 3.13 image the kubestone and dbench storage benchmarks use. No published digest was
 # found for this tag: pinned by tag only.
 FIO = Image("docker.io/xridge/fio", "3.13", None, "xridge/kubestone docs (Fio benchmark, image xridge/fio:3.13)")
-# busybox (httpd, wget, nc) for the tenancy network probes: the multi-arch index digest of busybox 1.36.1 as
-# Docker Hub answered it (quoted with that date, 2026-10-03, in several public repositories).
+# busybox (httpd, wget, nc) for the tenancy network probes, and the shell of the FSx tenant-directory Job
+# (components/aws/storage/fsx.py): the multi-arch index digest of busybox 1.36.1 as Docker Hub answered it
+# (quoted with that date, 2026-10-03, in several public repositories).
 BUSYBOX = Image(
     "docker.io/library/busybox",
     "1.36.1",

@@ -282,9 +282,10 @@ def test_efs_is_elastic_encrypted_with_tenant_access_points(example_plans: dict[
     assert fs.inputs["encrypted"] is True and fs.inputs["throughputMode"] == "elastic"
     assert len(plan.find("aws:efs/mountTarget:MountTarget")) == 3  # one per private subnet
     aps = {ap.name: ap.inputs for ap in plan.find("aws:efs/accessPoint:AccessPoint")}
-    assert set(aps) == {"use1-storage-home-research", "use1-storage-home-product", "use1-storage-home-agents"}
-    ap = aps["use1-storage-home-agents"]
-    assert ap["rootDirectory"]["path"] == "/tenants/agents" and ap["posixUser"]["uid"] == ap["posixUser"]["gid"]
+    # The untrusted tenant `agents` declares no file systems, so it gets none.
+    assert set(aps) == {"use1-storage-home-research", "use1-storage-home-product"}
+    ap = aps["use1-storage-home-product"]
+    assert ap["rootDirectory"]["path"] == "/tenants/product" and ap["posixUser"]["uid"] == ap["posixUser"]["gid"]
     sc = plan.one("kubernetes:storage.k8s.io/v1:StorageClass", "use1-storage-home-sc")
     assert sc.inputs["provisioner"] == "efs.csi.aws.com" and sc.inputs["parameters"]["provisioningMode"] == "efs-ap"
 
@@ -386,7 +387,7 @@ def test_fsx_is_shared_through_one_pre_bound_volume_per_tenant_never_provisioned
     sc = plan.one("kubernetes:storage.k8s.io/v1:StorageClass", "use1-storage-lustre-sc")
     assert sc.inputs["provisioner"] == "kubernetes.io/no-provisioner"  # a claim can never create a file system
     pvs = [pv for pv in plan.find("kubernetes:core/v1:PersistentVolume") if pv.name.startswith("use1-storage-lustre-")]
-    assert {pv.inputs["spec"]["claimRef"]["namespace"] for pv in pvs} == {"research", "product", "agents"}
+    assert {pv.inputs["spec"]["claimRef"]["namespace"] for pv in pvs} == {"research", "product"}  # not `agents`
     for pv in pvs:
         spec = pv.inputs["spec"]
         assert spec["csi"]["driver"] == "fsx.csi.aws.com" and spec["csi"]["volumeHandle"] == "use1-storage-lustre-id"

@@ -49,6 +49,7 @@ from components.model.spec.pools import Capacity, PoolBase, Scaling, Sharing
 from components.model.spec.sites import (
     AWS_STORAGE,
     BAREMETAL_STORAGE,
+    SHARED_FILE_SYSTEM_KINDS,
     AwsSite,
     BaremetalSite,
     Fabric,
@@ -66,6 +67,7 @@ __all__ = [
     "AWS_STORAGE",
     "BAREMETAL_STORAGE",
     "DNS1123",
+    "SHARED_FILE_SYSTEM_KINDS",
     "AwsAccount",
     "AwsNodePool",
     "AwsSite",

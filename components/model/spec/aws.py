@@ -78,7 +78,14 @@ class FsxLustreTier(Model):
     fabric: Name = Field(description="EFA fabric (its AZ and subnet) the file system sits in.")
     capacity_gib: int = Field(ge=1200, description="Storage capacity in GiB (multiples of 2400 above 1200).")
     throughput_per_tib: Literal[125, 250, 500, 1000] = Field(default=250, description="PERSISTENT_2 MB/s per TiB.")
-    s3_import_path: str | None = Field(default=None, description="s3:// prefix linked as a data repository.")
+    s3_import_path: str | None = Field(
+        default=None,
+        description=(
+            "s3:// bucket or prefix linked as a data repository at /s3 (tenants mount it read-only). A bucket of "
+            "this stack's S3 tier is created first and its key admits this file system's FSx S3 role; another "
+            "SSE-KMS bucket's key policy must admit AWSServiceRoleForFSxS3Access_<file system id> itself."
+        ),
+    )
     min_gbps_per_training_node: float = Field(
         default=5.0,
         gt=0,

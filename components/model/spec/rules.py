@@ -20,7 +20,13 @@ from components.model.spec.aws import AwsNodePool, EfaFabric, FsxLustreTier
 from components.model.spec.baremetal import BaremetalNodePool, InfinibandFabric, RoceFabric
 from components.model.spec.base import Problem
 from components.model.spec.pools import PoolBase
-from components.model.spec.sites import AWS_STORAGE, BAREMETAL_STORAGE, AwsSite, BaremetalSite
+from components.model.spec.sites import (
+    AWS_STORAGE,
+    BAREMETAL_STORAGE,
+    SHARED_FILE_SYSTEM_KINDS,
+    AwsSite,
+    BaremetalSite,
+)
 
 if TYPE_CHECKING:
     from components.model.spec.estate import EstateSpec
@@ -367,6 +373,18 @@ def tenants_fit(spec: EstateSpec) -> Iterator[Problem]:
                 )
 
 
+def tenant_file_systems(spec: EstateSpec) -> Iterator[Problem]:
+    shared = sorted({t.name for s in spec.sites for t in s.storage if t.kind in SHARED_FILE_SYSTEM_KINDS})
+    for i, t in enumerate(spec.tenants):
+        for j, tier in enumerate(t.file_systems or []):
+            if tier not in shared:
+                yield Problem(
+                    f"tenants[{i}].file_systems[{j}]",
+                    f"{tier} is not a shared file-system tier (fsx-lustre, efs, nfs, parallel-fs) of any site; "
+                    f"shared file systems: {', '.join(shared) or 'none'}",
+                )
+
+
 # --------------------------------------------------------------------------------------------------- burst
 
 
@@ -440,6 +458,7 @@ RULES: tuple[Rule, ...] = (
     pools_resolve,
     mig_layouts_consistent,
     tenants_fit,
+    tenant_file_systems,
     burst_policy,
     baremetal_inventory,
 )

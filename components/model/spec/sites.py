@@ -37,6 +37,8 @@ StorageTier = Annotated[
     ScratchTier | FsxLustreTier | EfsTier | S3Tier | NfsTier | ParallelFsTier | OnPremS3Tier,
     Field(discriminator="kind"),
 ]
+# File systems many tenants mount at once; each tenant gets a directory of its own (tenants[].file_systems).
+SHARED_FILE_SYSTEM_KINDS = frozenset({"fsx-lustre", "efs", "nfs", "parallel-fs"})
 AWS_STORAGE = frozenset({"scratch", "fsx-lustre", "efs", "s3"})
 BAREMETAL_STORAGE = frozenset({"scratch", "nfs", "parallel-fs", "s3-onprem"})
 

@@ -34,6 +34,20 @@ class Tenant(Model):
     cpu_quota: int = Field(default=256, ge=1, description="CPU cores requested in the namespace.")
     memory_quota_gib: int = Field(default=2048, ge=1, description="Memory requested in the namespace.")
     rdma: bool = Field(default=False, description="Namespace may run RDMA/EFA jobs (IPC_LOCK).")
+    file_systems: list[Name] | None = Field(
+        default=None,
+        description=(
+            "Shared file-system tiers (fsx-lustre, efs, nfs, parallel-fs, by tier name) the tenant may mount: "
+            "a directory of its own on each, never the whole file system. Unset: every shared file system for "
+            "a trusted tenant, none for an untrusted one."
+        ),
+    )
+
+    def mounts(self, tier: str) -> bool:
+        """Whether the tenant gets volumes on shared file-system tier `tier` (see `file_systems`)."""
+        if self.file_systems is not None:
+            return tier in self.file_systems
+        return self.trust == "trusted"
 
     @field_validator("gpu_quota")
     @classmethod

@@ -1,31 +1,22 @@
-"""The object tier of an AWS site: S3 buckets per purpose with public access blocked, ACLs off, SSE-KMS with a
-bucket key, versioning, a TLS-only policy, lifecycle rules and access logging into a log bucket (SSE-S3, the only
-encryption S3 server access logging delivers to). Built as children of `SiteStorage`; buckets are protected and
-retained on delete.
+"""The object tier: S3 buckets per purpose with public access blocked, SSE-KMS with a bucket key under the tier's
+customer-managed key, versioning, a TLS-only policy, lifecycle rules and access logging into a log bucket.
+
+When an FSx for Lustre tier links one of these buckets as a data repository, the tier key's policy also lets
+that file system's FSx S3 service-linked role use the key through S3 (`grant_fsx_access`): without it FSx can
+list the bucket but not read or write its SSE-KMS objects.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_aws as aws
 
 from components.aws import iam
+from components.aws.storage.context import StorageContext
 from components.model.spec import AwsSite, S3Tier
 from components.model.tags import Tags
-
-if TYPE_CHECKING:
-    from components.aws.storage import SiteStorageArgs
-
-
-def _opts(parent: pulumi.Resource) -> pulumi.ResourceOptions:
-    return pulumi.ResourceOptions(parent=parent)
-
-
-def _stateful(parent: pulumi.Resource) -> pulumi.ResourceOptions:
-    """Options for data-holding resources: no `up`, refactor or `destroy` may delete them."""
-    return pulumi.ResourceOptions(parent=parent, protect=True, retain_on_delete=True)
 
 
 def bucket_name(tags: Tags, site: AwsSite, tier: S3Tier, purpose: str, single_tier: bool) -> str:
@@ -37,17 +28,28 @@ def bucket_name(tags: Tags, site: AwsSite, tier: S3Tier, purpose: str, single_ti
     return name[:63]
 
 
-def s3_tier(
-    parent: pulumi.Resource, prefix: str, a: SiteStorageArgs, tier: S3Tier, single: bool, key_arn: pulumi.Input[str]
-) -> None:
-    """The tier's buckets (one per purpose) and their access-log bucket, children of `parent` named `prefix-...`."""
-    logs = _log_bucket(parent, prefix, a, tier, single)
+@dataclass(frozen=True)
+class EstateBucket:
+    """A bucket this stack creates, with what an S3 client of it (an FSx data repository) must wait for."""
+
+    name: str
+    tier: str
+    key: aws.kms.Key
+    ready: list[pulumi.Resource]  # the bucket, its default encryption and its policy
+
+
+def s3_tier(ctx: StorageContext, tier: S3Tier, single: bool) -> dict[str, EstateBucket]:
+    """The tier's key, buckets and log bucket; returns the buckets by name."""
+    a = ctx.a
+    key = ctx.tier_key(tier.name, "S3 objects")
+    logs = _log_bucket(ctx, tier, single)
+    out = {}
     for purpose in tier.buckets:
         name = bucket_name(a.tags, a.site, tier, purpose, single)
-        r = f"{prefix}-{tier.name}-{purpose}"
+        r = f"{ctx.n}-{tier.name}-{purpose}"
         tags = a.tags.aws(Name=name, tier=tier.name, purpose=purpose)
-        bucket = aws.s3.Bucket(r, bucket=name, tags=tags, opts=_stateful(parent))
-        _bucket_baseline(parent, r, bucket, key_arn=key_arn)
+        bucket = aws.s3.Bucket(r, bucket=name, tags=tags, opts=ctx.stateful())
+        sse = _bucket_baseline(ctx, r, bucket, key_arn=key.arn)
         aws.s3.BucketLifecycleConfiguration(
             r,
             bucket=bucket.id,
@@ -69,21 +71,48 @@ def s3_tier(
                     ),
                 ),
             ],
-            opts=_opts(parent),
+            opts=ctx.opts(),
         )
-        aws.s3.BucketLogging(r, bucket=bucket.id, target_bucket=logs.id, target_prefix=f"{name}/", opts=_opts(parent))
-        policy = iam.tls_only_bucket_policy(f"arn:{iam.partition(a.site.region)}:s3:::{name}")
-        aws.s3.BucketPolicy(r, bucket=bucket.id, policy=policy, opts=_opts(parent))
+        aws.s3.BucketLogging(r, bucket=bucket.id, target_bucket=logs.id, target_prefix=f"{name}/", opts=ctx.opts())
+        policy = iam.tls_only_bucket_policy(f"arn:{iam.partition(ctx.region)}:s3:::{name}")
+        bucket_policy = aws.s3.BucketPolicy(r, bucket=bucket.id, policy=policy, opts=ctx.opts())
+        out[name] = EstateBucket(name, tier.name, key, [bucket, sse, bucket_policy])
+    return out
 
 
-def _log_bucket(parent: pulumi.Resource, prefix: str, a: SiteStorageArgs, tier: S3Tier, single: bool) -> aws.s3.Bucket:
+def grant_fsx_access(
+    ctx: StorageContext,
+    tier: str,
+    key: aws.kms.Key,
+    grants: list[tuple[pulumi.Output[str], str]],
+    depends_on: list[pulumi.Resource],
+) -> aws.kms.KeyPolicy:
+    """The tier key's policy with a statement per (file system id, bucket) data repository link.
+
+    The FSx S3 role of a file system exists only once the file system is linked to S3, and KMS refuses a key
+    policy naming a principal that does not exist, so the policy is its own resource applied after the data
+    repository associations (`depends_on`) rather than the key's creation-time policy.
+    """
+    ids = pulumi.Output.all(*[fs for fs, _ in grants])
+    policy = pulumi.Output.all(ctx.account(), ids).apply(
+        lambda v: iam.bucket_key_policy(
+            ctx.region, v[0], [(fs, bucket) for fs, (_, bucket) in zip(v[1], grants, strict=True)]
+        )
+    )
+    return aws.kms.KeyPolicy(
+        f"{ctx.n}-{tier}-key-policy", key_id=key.id, policy=policy, opts=ctx.opts(depends_on=depends_on)
+    )
+
+
+def _log_bucket(ctx: StorageContext, tier: S3Tier, single: bool) -> aws.s3.Bucket:
+    a = ctx.a
     name = bucket_name(a.tags, a.site, tier, "access-logs", single)
-    r = f"{prefix}-{tier.name}-access-logs"
+    r = f"{ctx.n}-{tier.name}-access-logs"
     logs = aws.s3.Bucket(
-        r, bucket=name, tags=a.tags.aws(Name=name, tier=tier.name, purpose="access-logs"), opts=_stateful(parent)
+        r, bucket=name, tags=a.tags.aws(Name=name, tier=tier.name, purpose="access-logs"), opts=ctx.stateful()
     )
     # S3 server access logs can only be delivered to a bucket with SSE-S3 default encryption.
-    _bucket_baseline(parent, r, logs, key_arn=None)
+    _bucket_baseline(ctx, r, logs, key_arn=None)
     aws.s3.BucketLifecycleConfiguration(
         r,
         bucket=logs.id,
@@ -101,24 +130,23 @@ def _log_bucket(parent: pulumi.Resource, prefix: str, a: SiteStorageArgs, tier: 
                 ),
             )
         ],
-        opts=_opts(parent),
+        opts=ctx.opts(),
     )
-    arn = f"arn:{iam.partition(a.site.region)}:s3:::"
+    arn = f"arn:{iam.partition(ctx.region)}:s3:::"
     sources = [arn + bucket_name(a.tags, a.site, tier, p, single) for p in tier.buckets]
     aws.s3.BucketPolicy(
         r,
         bucket=logs.id,
-        policy=pulumi.Output.from_input(a.node_role_arn).apply(
-            lambda role: iam.log_delivery_bucket_policy(arn + name, sources, iam.account_of(role))
-        ),
-        opts=_opts(parent),
+        policy=ctx.account().apply(lambda account: iam.log_delivery_bucket_policy(arn + name, sources, account)),
+        opts=ctx.opts(),
     )
     return logs
 
 
 def _bucket_baseline(
-    parent: pulumi.Resource, r: str, bucket: aws.s3.Bucket, *, key_arn: pulumi.Input[str] | None
-) -> None:
+    ctx: StorageContext, r: str, bucket: aws.s3.Bucket, *, key_arn: pulumi.Input[str] | None
+) -> aws.s3.BucketServerSideEncryptionConfiguration:
+    """Public access blocked, ACLs off, default encryption (SSE-KMS with a bucket key, or SSE-S3), versioning."""
     aws.s3.BucketPublicAccessBlock(
         r,
         bucket=bucket.id,
@@ -126,13 +154,13 @@ def _bucket_baseline(
         block_public_policy=True,
         ignore_public_acls=True,
         restrict_public_buckets=True,
-        opts=_opts(parent),
+        opts=ctx.opts(),
     )
     aws.s3.BucketOwnershipControls(
         r,
         bucket=bucket.id,
         rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),  # ACLs off
-        opts=_opts(parent),
+        opts=ctx.opts(),
     )
     default = (
         aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
@@ -143,7 +171,7 @@ def _bucket_baseline(
             sse_algorithm="AES256"
         )
     )
-    aws.s3.BucketServerSideEncryptionConfiguration(
+    sse = aws.s3.BucketServerSideEncryptionConfiguration(
         r,
         bucket=bucket.id,
         rules=[
@@ -151,11 +179,12 @@ def _bucket_baseline(
                 apply_server_side_encryption_by_default=default, bucket_key_enabled=key_arn is not None
             )
         ],
-        opts=_opts(parent),
+        opts=ctx.opts(),
     )
     aws.s3.BucketVersioning(
         r,
         bucket=bucket.id,
         versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled"),
-        opts=_opts(parent),
+        opts=ctx.opts(),
     )
+    return sse
