@@ -1,6 +1,7 @@
 """Tenancy: each tenant in its own namespace with quotas, limits, Pod Security, least-privilege RBAC, its own
-Kueue queues and (when dedicated) its own tainted nodes. Check-list items T1-T15 and P6 of docs/checklist.md
-that are properties of resources or of the stack.
+Kueue queues and (when dedicated) its own tainted nodes. Check-list items T1-T16 and P6 of docs/checklist.md
+that are properties of resources or of the stack, and tenant volumes on shared file systems scoped to a
+directory per tenant (volumes.py).
 
 Not here: T11 (tenant pods' tolerations: tenants' own manifests, Checkov/admission), T12 (time-slicing vs
 tenancy: gpu-guardrails), T14 (quota sum vs physical GPUs: enforced by the estate schema), T5 (segmentation).
@@ -51,6 +52,7 @@ from policies.tenancy.pod_security import (
     rdma_namespace_guarded,
     tenant_tolerations_guarded,
 )
+from policies.tenancy.volumes import tenant_volumes_scoped
 
 PACK_NAME = "tenancy"
 DEFAULT_ENFORCEMENT = MANDATORY
@@ -382,6 +384,13 @@ ALL = [
         description="P6: IPC_LOCK (RDMA) only in namespaces marked gpufleet.io/rdma, whose Pod Security enforcement is taken over by a Deny admission policy (baseline + IPC_LOCK).",
         enforcement=MANDATORY,
         remediation="Let gpufleet create the RDMA namespace's admission policy (tenants[].rdma: true); never label a tenant namespace privileged by hand.",
+    ),
+    stack_policy(
+        tenant_volumes_scoped,
+        name="tenant-volumes-scoped",
+        description="T16: a tenant's volume on a shared file system (FSx for Lustre, EFS) mounts a directory of its own (a Lustre fileset, an EFS access point), never the whole file system, and no two tenants share a writable directory.",
+        enforcement=MANDATORY,
+        remediation="Let gpufleet create tenant volumes (tenants[].file_systems); a hand-made volume must mount the tenant's own directory (FSx mountname <mount name>/tenants/<tenant>, EFS volumeHandle <fs-id>::<access point>).",
     ),
     resource_policy(
         rbac_least_privilege,

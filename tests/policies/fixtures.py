@@ -202,6 +202,28 @@ def tenant_policies_on(provider: PlanResource, ns: str = "research") -> list[Pla
     return [with_(namespace(ns), provider=provider.key), with_(default_deny(ns), provider=provider.key)]
 
 
+def shared_volume(
+    ns: str = "research",
+    *,
+    driver: str = "fsx.csi.aws.com",
+    handle: str = "fs-0123456789abcdef0",
+    mountname: str | None = "abcdefgh/tenants/research",
+    read_only: bool = False,
+    name: str | None = None,
+) -> PlanResource:
+    """A PersistentVolume pre-bound to a claim in namespace `ns`, shaped like the AWS storage tiers' volumes."""
+    csi: dict[str, Any] = {"driver": driver, "volumeHandle": handle}
+    if mountname is not None:
+        csi["volumeAttributes"] = {
+            "dnsname": "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com",
+            "mountname": mountname,
+        }
+    if read_only:
+        csi["readOnly"] = True
+    spec = {"csi": csi, "claimRef": {"namespace": ns, "name": "lustre"}, "accessModes": ["ReadWriteMany"]}
+    return k8s("PersistentVolume", name or f"lustre-{ns}", spec=spec, type_="kubernetes:core/v1:PersistentVolume")
+
+
 def tenant_bundle(ns: str = "research") -> list[PlanResource]:
     """Everything the tenancy and segmentation stack rules expect of one tenant."""
     return [namespace(ns), quota(ns), limit_range(ns), default_sa(ns), local_queue(ns), default_deny(ns), allow_dns(ns)]

@@ -143,6 +143,26 @@ CASES = [
     Case("kueue-manages-all-jobs", [fx.kueue_release(), fx.helm_release()], [fx.kueue_release(manage_all=False)]),
     Case("kueue-manages-all-jobs", [fx.kueue_release()], [fx.helm_release("kueue", "0.0.1-fixture")], id="no-config"),
     Case("tenant-local-queue", fx.tenant_bundle(), bundle_without("LocalQueue"), TENANTS),
+    Case("tenant-volumes-scoped", [fx.namespace(), fx.shared_volume()], [fx.namespace(), fx.shared_volume(mountname="abcdefgh")]),
+    Case("tenant-volumes-scoped", [fx.namespace(), fx.shared_volume()], [fx.namespace(), fx.shared_volume(mountname=None)], id="driver-default-root"),
+    Case(
+        "tenant-volumes-scoped",
+        [fx.namespace(), fx.namespace("product"), fx.shared_volume(mountname="abcdefgh/s3", read_only=True), fx.shared_volume("product", mountname="abcdefgh/s3", read_only=True)],
+        [fx.namespace(), fx.namespace("product"), fx.shared_volume(mountname="abcdefgh/tenants"), fx.shared_volume("product", mountname="abcdefgh/tenants/product")],
+        id="nested-directories",
+    ),
+    Case(
+        "tenant-volumes-scoped",
+        [fx.namespace(), fx.shared_volume(driver="efs.csi.aws.com", handle="fs-0123456789abcdef0::fsap-0123456789abcdef0", mountname=None)],
+        [fx.namespace(), fx.shared_volume(driver="efs.csi.aws.com", handle="fs-0123456789abcdef0::", mountname=None)],
+        id="efs-without-access-point",
+    ),
+    Case(
+        "tenant-volumes-scoped",
+        [fx.namespace(), fx.namespace("product"), fx.shared_volume(driver="efs.csi.aws.com", handle="fs-1::fsap-1", mountname=None), fx.shared_volume("product", driver="efs.csi.aws.com", handle="fs-1::fsap-2", mountname=None)],
+        [fx.namespace(), fx.namespace("product"), fx.shared_volume(driver="efs.csi.aws.com", handle="fs-1::fsap-1", mountname=None), fx.shared_volume("product", driver="efs.csi.aws.com", handle="efs:fs-1::fsap-1", mountname=None)],
+        id="efs-shared-access-point",
+    ),
     Case("priority-classes", [*fx.tenant_bundle(), fx.priority_class()], fx.tenant_bundle(), TENANTS),
     # -- segmentation
     # EKS enforces NetworkPolicy only with the vpc-cni add-on's enableNetworkPolicy "true" (EKS user guide,
