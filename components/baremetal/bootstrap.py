@@ -1,17 +1,21 @@
 """Bootstrap of inventory servers over SSH: preflight, scratch NVMe, join, and a clean leave on delete.
 
 Scripts are rendered from the jinja2 templates in `templates/` by one module-level Environment (loaded once, not
-per resource). Rendering is pure: the same spec gives byte-identical scripts, and each Command carries the script
-text (`create`/`update`) and its sha256 (`triggers`), so a template change re-runs a step only on the servers
-whose rendered script changed. Secrets never reach a template: the join token and CA hash (or the SSM
-activation) travel on the Command's stdin, a secret Output; the kubeconfig of the API steps travels in the
-environment of local commands.
+per resource). Rendering is pure: the same spec gives byte-identical scripts. Each Command carries its script
+text as both `create` and `update`, so a changed script re-runs in place (`update`) only on the servers whose
+rendered script changed. No Command sets `triggers`: pulumi-command replaces a Command whose triggers change,
+whatever `update` says (the SDK adds `replace_on_changes=["triggers[*]"]`, sdk/python/pulumi_command/*/command.py
+at v1.2.1; pulumi/pulumi-command#855), and a replacement runs the old Command's `delete` — for the join step
+`kubeadm reset`, for node-ready a drain. Every SSH connection checks the host's key from the inventory
+(`host_key`), unless the site opts out (`ssh.insecure_skip_host_key_check`, warned on every run). Secrets never
+reach a template: the join token and CA hash (or the SSM activation) travel on the Command's stdin, a secret
+Output; the kubeconfig of the API steps travels in the environment of local commands.
 
 Per server, in order of creation (destroy runs it backwards, which is the kubeadm "remove a node" order:
 drain through the API, reset on the server, delete the Node object):
 
     node-delete (local; delete: kubectl delete node)
-      -> preflight (remote; refuses a server that does not match the inventory)
+      -> preflight (remote; refuses a server that does not match the inventory; judges a joined server as joined)
       -> scratch (remote; only with a scratch tier and NVMe devices)
       -> join (remote; kubeadm join / nodeadm init; delete: kubeadm reset / nodeadm uninstall)
       -> node-ready (local; waits for Ready; delete: kubectl drain)
@@ -40,6 +44,9 @@ TEMPLATES = Path(__file__).parent / "templates"
 SCRATCH_FS_LABEL = "gf-scratch"  # XFS labels hold at most 12 characters
 SCRATCH_MD_NAME = "gpufleet-scratch"
 LOCAL_VOLUME_ROOT = "/mnt/gpufleet"  # the local volume provisioner's discovery directories live under here
+# The kubelet's kubeconfig once a server has joined (kubeadm: kubeadm join writes it; EKS Hybrid Nodes: nodeadm
+# init writes it). The join, leave and preflight scripts all decide "already a node" by it and an active kubelet.
+KUBELET_KUBECONFIG = {"kubeadm": "/etc/kubernetes/kubelet.conf", "eks-hybrid": "/var/lib/kubelet/kubeconfig"}
 READY_TIMEOUT = "15m"
 DRAIN_TIMEOUT = "30m"
 
@@ -61,7 +68,7 @@ _ENV.filters["q"] = _shell_quote
 
 @dataclass(frozen=True)
 class Script:
-    """A rendered script: its text and the sha256 that triggers a re-run when the text changes."""
+    """A rendered script: its text (a changed text re-runs the step) and its sha256 (a short handle to compare texts by)."""
 
     name: str  # preflight, scratch, join, leave, node-ready, node-drain, node-delete
     text: str
@@ -140,7 +147,12 @@ def render_server(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool
     labels = node_labels(spec, pool, server)
     taints = pool_taints(pool)
     flags = kubelet_flags(labels, taints)
-    common = {"server": server, "pool": pool, "join": site.join}
+    common = {
+        "server": server,
+        "pool": pool,
+        "join": site.join,
+        "kubelet_kubeconfig": KUBELET_KUBECONFIG[site.join.method],
+    }
     tier = scratch_tier(site)
     scratch = None
     if tier is not None and server.nvme_devices:
@@ -194,6 +206,24 @@ def parse_node_name(stdout: str | None) -> str:
     return ""
 
 
+def ssh_connection(
+    site: BaremetalSite, server: Server, private_key: pulumi.Input[str]
+) -> command.remote.ConnectionArgs:
+    """SSH to the server (through the bastion, if any), checking each host's key where the inventory has one.
+    The schema requires the keys unless the site sets ssh.insecure_skip_host_key_check; pulumi-command checks
+    nothing when `host_key` is unset (provider/pkg/provider/remote/connection.go at v1.2.1)."""
+    ssh = site.ssh
+    proxy = None
+    if ssh.bastion:
+        user, _, host = ssh.bastion.rpartition("@")
+        proxy = command.remote.ProxyConnectionArgs(
+            host=host, user=user or ssh.user, private_key=private_key, host_key=ssh.bastion_host_key
+        )
+    return command.remote.ConnectionArgs(
+        host=server.address, user=ssh.user, private_key=private_key, proxy=proxy, host_key=server.host_key
+    )
+
+
 @dataclass(frozen=True)
 class ServerBootstrapArgs:
     spec: EstateSpec
@@ -228,7 +258,7 @@ class ServerBootstrap(pulumi.ComponentResource):
         super().__init__("gpufleet:baremetal:ServerBootstrap", name, None, opts)
         self._prefix = name
         self._args = args
-        self._ssh_connection = self._connection_args()
+        self._ssh_connection = ssh_connection(args.site, args.server, args.secret(args.site.ssh.private_key_config))
         self._kubeconfig = args.secret(args.site.kubeconfig_config)
         hostname = pulumi.Output.from_input(args.server.hostname)
         node_delete = self._api_step("node-delete", hostname, create=None, delete=args.scripts.node_delete)
@@ -246,17 +276,6 @@ class ServerBootstrap(pulumi.ComponentResource):
         )
         self.register_outputs({"nodeName": self.node_name})
 
-    def _connection_args(self) -> command.remote.ConnectionArgs:
-        ssh = self._args.site.ssh
-        key = self._args.secret(ssh.private_key_config)
-        proxy = None
-        if ssh.bastion:
-            user, _, host = ssh.bastion.rpartition("@")
-            proxy = command.remote.ProxyConnectionArgs(host=host, user=user or ssh.user, private_key=key)
-        return command.remote.ConnectionArgs(
-            host=self._args.server.address, user=ssh.user, private_key=key, proxy=proxy
-        )
-
     def _ssh_step(
         self,
         step: str,
@@ -272,10 +291,9 @@ class ServerBootstrap(pulumi.ComponentResource):
             f"{self._prefix}-{step}",
             connection=self._ssh_connection,
             create=run,
-            update=run,  # with `update` set, a changed script re-runs in place instead of replacing (and resetting)
+            update=run,  # a changed script re-runs in place; no `triggers`: they replace (see the module docstring)
             delete=remote_command(delete, user) if delete else None,
             stdin=stdin,
-            triggers=[script.sha256],
             opts=pulumi.ResourceOptions(parent=self, depends_on=after),
         )
 
@@ -305,6 +323,5 @@ class ServerBootstrap(pulumi.ComponentResource):
             delete=delete.text if delete else None,
             interpreter=["/bin/bash", "-c"],
             environment={"GPUFLEET_NODE": node, "GPUFLEET_KUBECONFIG": self._kubeconfig},
-            triggers=[create.sha256] if create else None,
             opts=pulumi.ResourceOptions(parent=self, depends_on=after or []),
         )

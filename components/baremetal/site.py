@@ -18,6 +18,14 @@ from components.model.spec import BaremetalSite, EstateSpec, InfinibandFabric, R
 from components.model.tags import Tags
 
 
+def insecure_ssh_warning(site: BaremetalSite) -> str:
+    return (
+        f"site {site.name}: ssh.insecure_skip_host_key_check is set, so SSH connections to servers without a "
+        "host_key in the inventory are not verified; whoever can intercept them can impersonate a server and "
+        "read the join token sent to it"
+    )
+
+
 @dataclass(frozen=True)
 class BaremetalSiteArgs:
     spec: EstateSpec
@@ -51,6 +59,8 @@ class BaremetalSiteStack(pulumi.ComponentResource):
         self._k8s = pulumi.ResourceOptions(parent=self, providers={"kubernetes": self.k8s_provider})
         self.servers = {}
         self.node_patches = {}
+        if args.site.ssh.insecure_skip_host_key_check:
+            pulumi.log.warn(insecure_ssh_warning(args.site), resource=self)
         self._bootstrap_servers()
         self._fabrics()
         self._storage()

@@ -402,6 +402,7 @@ def baremetal_inventory(spec: EstateSpec) -> Iterator[Problem]:
                     )
                 else:
                     owner[server.hostname] = p.name
+        yield from _host_keys(f"sites[{i}]", spec, s)
         for j, f in enumerate(s.fabrics):
             if not isinstance(f, InfinibandFabric):
                 continue
@@ -414,6 +415,29 @@ def baremetal_inventory(spec: EstateSpec) -> Iterator[Problem]:
                     yield Problem(path, f"tenants {seen[int(pkey, 16)]} and {tenant} share partition key {pkey}")
                 else:
                     seen[int(pkey, 16)] = tenant
+
+
+def _host_keys(path: str, spec: EstateSpec, s: BaremetalSite) -> Iterator[Problem]:
+    """Every host gpufleet reaches over SSH (servers a pool selects, the bastion) has a host key to check, unless
+    the site opts out explicitly: pulumi-command skips the check when none is given, and the join token travels
+    over that connection."""
+    if s.ssh.insecure_skip_host_key_check:
+        return
+    selected = {x.hostname for p in s.node_pools for x in spec.pool_servers(s, p)}
+    for k, server in enumerate(s.inventory):
+        if server.hostname in selected and server.host_key is None:
+            yield Problem(
+                f"{path}.inventory[{k}].host_key",
+                f"server {server.hostname} needs its SSH host key (`ssh-keyscan -t ed25519 {server.address}` over "
+                "a network you trust, or its /etc/ssh/ssh_host_ed25519_key.pub); to connect unchecked set "
+                "ssh.insecure_skip_host_key_check: true",
+            )
+    if s.ssh.bastion and s.ssh.bastion_host_key is None:
+        yield Problem(
+            f"{path}.ssh.bastion_host_key",
+            f"bastion {s.ssh.bastion} needs its SSH host key; to connect unchecked set "
+            "ssh.insecure_skip_host_key_check: true",
+        )
 
 
 # ------------------------------------------------------------------------------------- reachability, CNI
