@@ -22,6 +22,10 @@ Decisions:
   stays off GPU nodes by affinity. The chart has no node selector for operands (`daemonsets` has none).
 - The namespace is labelled PSA-privileged by gpufleet (namespaces.py), so `psa.enabled=false`.
 - Device-plugin health checks stay on: no `DP_DISABLE_HEALTHCHECKS` in `devicePlugin.env`.
+- CRD upgrades: Helm never upgrades a chart's crds/, so the chart's pre-upgrade hook Job applies the new
+  ClusterPolicy / NVIDIADriver CRDs (`operator.upgradeCRD`, templates/upgrade_crd.yaml). Helm validates the new
+  manifests against the old CRDs before that hook runs, hence "requires --disable-openapi-validation"
+  (values.yaml): the release sets `disable_openapi_validation`.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from typing import Any, assert_never
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes import helm, placement, sharing, versions
+from components.kubernetes import helm, monitoring, placement, sharing, versions
 from components.model.conventions import GPU_OPERATOR_NAMESPACE
 from components.model.spec import AwsSite, BaremetalSite, EstateSpec, InfinibandFabric, ParallelFsTier, RoceFabric, Site
 
@@ -62,7 +66,7 @@ def gpu_operator_values(spec: EstateSpec, site: Site) -> dict[str, Any]:
         "nfd": {"enabled": True},
         "node-feature-discovery": {"worker": {"tolerations": _nfd_worker_tolerations(tolerations)}},
         "psa": {"enabled": False},
-        "operator": {"affinity": placement.off_gpu_nodes_affinity()},
+        "operator": {"affinity": placement.off_gpu_nodes_affinity(), "upgradeCRD": True},
         "daemonsets": {"tolerations": tolerations},
         "mig": {"strategy": k.mig_strategy},
         "driver": _driver(site),
@@ -79,7 +83,7 @@ def gpu_operator_values(spec: EstateSpec, site: Site) -> dict[str, Any]:
         },
         "dcgmExporter": {
             "enabled": True,
-            "serviceMonitor": {"enabled": k.prometheus},
+            "serviceMonitor": monitoring.dcgm_service_monitor(k.monitoring),
             "enablePodLabels": False,  # both need a cluster-wide pod reader (check P7)
             "enablePodUID": False,
         },
@@ -189,6 +193,7 @@ class GpuOperator(pulumi.ComponentResource):
             namespace=GPU_OPERATOR_NAMESPACE,
             create_namespace=False,
             values=gpu_operator_values(args.spec, args.site),
+            disable_openapi_validation=True,  # the upgrade-CRD hook runs after validation (module docstring)
             max_history=10,
             timeout=900,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[args.namespace]),

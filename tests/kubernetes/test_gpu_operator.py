@@ -192,10 +192,10 @@ def test_default_device_plugin_config_cannot_collide_with_a_pool_name() -> None:
 # -- DCGM, health checks, placement ----------------------------------------------------------------------
 
 
-def test_dcgm_exporter_on_with_service_monitor_only_under_prometheus(example_plans: dict[str, Plan]) -> None:
-    eks = operator_values(example_plans["aws-train"])["dcgmExporter"]  # prometheus: true
-    bm = operator_values(example_plans["onprem"])["dcgmExporter"]  # prometheus unset
-    assert eks["enabled"] is True and eks["serviceMonitor"] == {"enabled": True}
+def test_dcgm_exporter_on_without_a_service_monitor_unless_an_operator_exists(example_plans: dict[str, Plan]) -> None:
+    eks = operator_values(example_plans["aws-train"])["dcgmExporter"]  # monitoring.prometheus_operator: none
+    bm = operator_values(example_plans["onprem"])["dcgmExporter"]  # monitoring unset
+    assert eks["enabled"] is True and eks["serviceMonitor"] == {"enabled": False}
     assert bm["enabled"] is True and bm["serviceMonitor"] == {"enabled": False}
     for v in (eks, bm):
         assert v["enablePodLabels"] is False and v["enablePodUID"] is False
