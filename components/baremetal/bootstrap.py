@@ -141,6 +141,14 @@ def preflight_driver_version(site: BaremetalSite, server: Server) -> str | None:
     return site.kubernetes.driver_version or versions.GPU_DRIVER
 
 
+def preflight_gpudirect(site: BaremetalSite, pool: BaremetalNodePool) -> str | None:
+    """What the preflight checks for GPUDirect RDMA: the site's `gpudirect_rdma` on a host-driver site's fabric
+    pools (the schema requires it there), else nothing (the GPU Operator's fabric driver brings nvidia-peermem)."""
+    if site.kubernetes.driver_managed_by == "host" and pool.fabric is not None:
+        return site.kubernetes.gpudirect_rdma
+    return None
+
+
 def render_server(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool, server: Server) -> ServerScripts:
     """Every script of one server. Pure: no Pulumi, no secrets; the same inputs give the same bytes."""
     gpu = catalog.gpu_model(server.gpu_model)
@@ -173,6 +181,7 @@ def render_server(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool
             gpu=gpu,
             driver_managed_by=site.kubernetes.driver_managed_by,
             driver_version=preflight_driver_version(site, server),
+            gpudirect=preflight_gpudirect(site, pool),
         ),
         scratch=scratch,
         join=render(

@@ -35,7 +35,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.kubernetes import helm, placement, versions
-from components.kubernetes.gpu_operator import rdma_fabrics
+from components.kubernetes.gpu_driver import rdma_fabrics
 from components.model.conventions import FABRIC_LABEL, NETWORK_OPERATOR_NAMESPACE
 from components.model.spec import BaremetalSite, InfinibandFabric, RoceFabric, Site
 from components.model.tags import Tags

@@ -76,11 +76,13 @@ class Machine:
     pci: list[str] = field(default_factory=lambda: H100_PCI + NVSWITCH_PCI)
     modules: list[str] = field(default_factory=lambda: list(NO_NVIDIA_MODULES))
     kubelet_active: bool = False  # what `systemctl is-active --quiet kubelet` answers
+    nvidia_license: str | None = None  # what `modinfo -F license nvidia` prints (None: no such module)
     files: tuple[str, ...] = ()  # host files that exist (e.g. a joined node's kubelet kubeconfig), see _on_host
 
 
 def _host_driver(estate: dict[str, Any]) -> None:
     estate["sites"][0]["kubernetes"]["driver_managed_by"] = "host"
+    estate["sites"][0]["kubernetes"]["gpudirect_rdma"] = "off"  # GPUDirect RDMA not used (its own tests set dma-buf)
 
 
 def host_driver_preflight() -> str:
@@ -127,6 +129,16 @@ def run_preflight(tmp_path: Path, machine: Machine, script: str | None = None) -
         bin_dir,
         "lsblk",
         f'for last; do :; done\nf="{data}/lsblk$(echo "$last" | tr / _)"\n[ -f "$f" ] || {{ echo "lsblk: $last: not a block device" >&2; exit 32; }}\ncat "$f"\n',
+    )
+    license_answer = (
+        f"echo {machine.nvidia_license!r}\n"
+        if machine.nvidia_license is not None
+        else 'echo "modinfo: ERROR: Module nvidia not found." >&2; exit 1\n'
+    )
+    _tool(
+        bin_dir,
+        "modinfo",
+        '[ "$*" = "-F license nvidia" ] || { echo "fake modinfo: unexpected $*" >&2; exit 2; }\n' + license_answer,
     )
     _tool(
         bin_dir,
@@ -391,3 +403,38 @@ def test_preflight_and_join_decide_joined_by_the_same_test() -> None:
     scripts = scripts_for(onprem_spec())
     test = f"[ -f {KUBEADM_KUBELET_CONF} ] && systemctl is-active --quiet kubelet"
     assert test in scripts.preflight.text and test in scripts.join.text
+
+
+# -- GPUDirect RDMA on a host-driver site (kubernetes.gpudirect_rdma: dma-buf) ---------------------------------
+
+OPEN_LICENSE = "Dual MIT/GPL"  # MODULE_LICENSE of NVIDIA/open-gpu-kernel-modules kernel-open/nvidia/nv.c
+
+
+def dma_buf_preflight(hostname: str = SAMPLE) -> str:
+    def dma_buf(estate: dict[str, Any]) -> None:
+        _host_driver(estate)
+        estate["sites"][0]["kubernetes"]["gpudirect_rdma"] = "dma-buf"
+
+    return scripts_for(onprem_spec(dma_buf), hostname).preflight.text
+
+
+def test_dma_buf_site_accepts_the_open_kernel_module(tmp_path: Path) -> None:
+    result = run_preflight(tmp_path, Machine(nvidia_license=OPEN_LICENSE), dma_buf_preflight())
+    assert result.returncode == 0, result.stderr
+    assert "ok gpu.dma-buf: open kernel module (DMA-BUF for GPUDirect RDMA)" in result.stdout
+
+
+def test_dma_buf_site_refuses_the_proprietary_module(tmp_path: Path) -> None:
+    result = run_preflight(tmp_path, Machine(nvidia_license="NVIDIA"), dma_buf_preflight())
+    assert result.returncode == 1
+    assert failed_checks(result) == [
+        "gpu.dma-buf: expected NVIDIA's open kernel module (license Dual MIT/GPL) for GPUDirect RDMA by DMA-BUF; "
+        "found license NVIDIA"
+    ]
+
+
+def test_dma_buf_is_checked_only_on_fabric_pools() -> None:
+    # gpu-r2-03 is in the `dev` pool, which is off the fabric: no RDMA there, nothing to check
+    assert "modinfo -F license nvidia" in dma_buf_preflight()
+    assert "modinfo" not in dma_buf_preflight("gpu-r2-03")
+    assert "modinfo" not in operator_preflight()  # the operator's fabric driver brings nvidia-peermem

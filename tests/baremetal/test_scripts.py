@@ -42,6 +42,7 @@ def _eks_hybrid(estate: dict[str, Any]) -> None:
 
 def _host_driver(estate: dict[str, Any]) -> None:
     estate["sites"][0]["kubernetes"]["driver_managed_by"] = "host"
+    estate["sites"][0]["kubernetes"]["gpudirect_rdma"] = "off"  # GPUDirect RDMA not used (its own tests set dma-buf)
 
 
 CASES = {

@@ -440,6 +440,30 @@ def _host_keys(path: str, spec: EstateSpec, s: BaremetalSite) -> Iterator[Proble
         )
 
 
+def gpudirect_rdma_declared(spec: EstateSpec) -> Iterator[Problem]:
+    """A host-driver bare-metal site with pools on an RDMA fabric says how GPUDirect RDMA works (the operator,
+    which installs no driver there, cannot load nvidia-peermem); nowhere else is the setting meaningful."""
+    for i, s in enumerate(spec.sites):
+        path = f"sites[{i}].kubernetes.gpudirect_rdma"
+        k = s.kubernetes
+        rdma = {f.name for f in s.fabrics if isinstance(f, InfinibandFabric | RoceFabric)}
+        fabric_pools = isinstance(s, BaremetalSite) and any(p.fabric in rdma for p in s.node_pools)
+        if isinstance(s, BaremetalSite) and k.driver_managed_by == "host" and fabric_pools:
+            if k.gpudirect_rdma is None:
+                yield Problem(
+                    path,
+                    "a site whose hosts bring the NVIDIA driver and whose pools use an InfiniBand / RoCE fabric "
+                    "must say how GPUDirect RDMA works: dma-buf (the host runs NVIDIA's open kernel module; the "
+                    "preflight checks it) or off",
+                )
+        elif k.gpudirect_rdma is not None:
+            yield Problem(
+                path,
+                "only for a bare-metal site with driver_managed_by: host and pools on an InfiniBand / RoCE fabric "
+                "(with driver_managed_by: operator gpufleet loads nvidia-peermem on the fabric's nodes itself)",
+            )
+
+
 # ------------------------------------------------------------------------------------- reachability, CNI
 
 
@@ -466,4 +490,5 @@ RULES: tuple[Rule, ...] = (
     tenants_fit,
     burst_policy,
     baremetal_inventory,
+    gpudirect_rdma_declared,
 )

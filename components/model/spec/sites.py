@@ -112,6 +112,18 @@ class KubernetesStack(Model):
         ),
     )
 
+    gpudirect_rdma: Literal["dma-buf", "off"] | None = Field(
+        default=None,
+        description=(
+            "Bare metal with driver_managed_by: host and an InfiniBand / RoCE fabric (required there, refused "
+            "elsewhere): how GPUDirect RDMA works, since the GPU Operator installs no driver and so no "
+            "nvidia-peermem. `dma-buf`: the host runs NVIDIA's open kernel module, which exports GPU memory as "
+            "DMA-BUF to the Network Operator's DOCA-OFED (the preflight checks the module); `off`: RDMA traffic is "
+            "staged through host memory. With driver_managed_by: operator gpufleet loads nvidia-peermem on the "
+            "fabric's nodes itself."
+        ),
+    )
+
     @model_validator(mode="before")
     @classmethod
     def _prometheus_replaced(cls, data: object) -> object:
