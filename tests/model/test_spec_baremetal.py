@@ -95,7 +95,7 @@ def test_a_server_no_pool_selects_needs_no_host_key() -> None:
         del spare["host_key"]
         estate["sites"][0]["inventory"].append(spare)
 
-    onprem_spec(unpooled)  # nothing connects to it
+    example_spec("onprem", unpooled)  # nothing connects to it
 
 
 @pytest.mark.parametrize(
@@ -124,4 +124,4 @@ def test_opting_out_of_host_key_checks_is_explicit() -> None:
         for server in estate["sites"][0]["inventory"]:
             del server["host_key"]
 
-    onprem_spec(opt_out)
+    example_spec("onprem", opt_out)
