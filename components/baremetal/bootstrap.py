@@ -17,6 +17,7 @@ drain through the API, reset on the server, delete the Node object):
     node-delete (local; delete: kubectl delete node)
       -> preflight (remote; refuses a server that does not match the inventory; judges a joined server as joined)
       -> scratch (remote; only with a scratch tier and NVMe devices)
+      -> join-token (local; kubeadm with join.token minted: a bootstrap token valid for an hour)
       -> join (remote; kubeadm join / nodeadm init; delete: kubeadm reset / nodeadm uninstall)
       -> node-ready (local; waits for Ready; delete: kubectl drain)
       -> NodePatch (labels and taints; see node_patch.py)
@@ -48,6 +49,7 @@ LOCAL_VOLUME_ROOT = "/mnt/gpufleet"  # the local volume provisioner's discovery 
 # init writes it). The join, leave and preflight scripts all decide "already a node" by it and an active kubelet.
 KUBELET_KUBECONFIG = {"kubeadm": "/etc/kubernetes/kubelet.conf", "eks-hybrid": "/var/lib/kubelet/kubeconfig"}
 READY_TIMEOUT = "15m"
+JOIN_TOKEN_TTL_MINUTES = 60  # a minted token only has to outlive one server's join
 DRAIN_TIMEOUT = "30m"
 
 
@@ -70,7 +72,7 @@ _ENV.filters["q"] = _shell_quote
 class Script:
     """A rendered script: its text (a changed text re-runs the step) and its sha256 (a short handle to compare texts by)."""
 
-    name: str  # preflight, scratch, join, leave, node-ready, node-drain, node-delete
+    name: str  # preflight, scratch, join-token, join, leave, node-ready, node-drain, node-delete
     text: str
 
     @property
@@ -82,6 +84,7 @@ class Script:
 class ServerScripts:
     preflight: Script
     scratch: Script | None
+    join_token: Script | None  # with join.token minted (kubeadm)
     join: Script
     leave: Script
     node_ready: Script
@@ -89,7 +92,15 @@ class ServerScripts:
     node_delete: Script
 
     def all(self) -> list[Script]:
-        scripts = [self.preflight, self.scratch, self.join, self.leave, self.node_ready, self.node_drain]
+        scripts = [
+            self.preflight,
+            self.scratch,
+            self.join_token,
+            self.join,
+            self.leave,
+            self.node_ready,
+            self.node_drain,
+        ]
         return [s for s in [*scripts, self.node_delete] if s is not None]
 
 
@@ -184,6 +195,7 @@ def render_server(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool
             gpudirect=preflight_gpudirect(site, pool),
         ),
         scratch=scratch,
+        join_token=(render("join-token.sh.j2", ttl_minutes=JOIN_TOKEN_TTL_MINUTES) if site.join.mints_token else None),
         join=render(
             "join-kubeadm.sh.j2" if kubeadm else "join-eks-hybrid.sh.j2",
             **common,
@@ -241,15 +253,19 @@ class ServerBootstrapArgs:
     server: Server
     scripts: ServerScripts
     secret: Callable[[str], pulumi.Output[str]]
-    join_stdin: pulumi.Output[str]  # the site's join secrets as the join step's stdin (join_stdin(), once per site)
+    join_stdin: pulumi.Output[str] | None  # the site's join secrets (join_stdin(), once per site); None: minted
 
 
-def join_stdin(site: BaremetalSite, secret: Callable[[str], pulumi.Output[str]]) -> pulumi.Output[str]:
+def join_stdin(
+    site: BaremetalSite, secret: Callable[[str], pulumi.Output[str]], minted: pulumi.Output[str] | None = None
+) -> pulumi.Output[str]:
     """The join secrets, one per line, for the join script's stdin: kubeadm token and CA-cert hash, or the SSM
-    activation code and id. Built once per site; every server's join step reads the same secret Output."""
+    activation code and id. The token is `minted` (one server's join-token step) or read from config, once per
+    site, every server's join step then reading the same secret Output."""
     join = site.join
     second = join.ca_hash_config if join.method == "kubeadm" else join.activation_id_config
-    both = pulumi.Output.all(secret(join.token_config), secret(second))
+    first = minted.apply(lambda out: (out or "").strip()) if minted is not None else secret(join.token_config)
+    both = pulumi.Output.all(first, secret(second))
     return pulumi.Output.secret(both.apply(lambda values: f"{values[0]}\n{values[1]}\n"))
 
 
@@ -275,7 +291,12 @@ class ServerBootstrap(pulumi.ComponentResource):
         before_join: list[pulumi.Resource] = [preflight]
         if args.scripts.scratch is not None:
             before_join = [self._ssh_step("scratch", args.scripts.scratch, [preflight])]
-        join = self._join(before_join)
+        stdin = args.join_stdin
+        if args.scripts.join_token is not None:
+            token = self._join_token(args.scripts.join_token, hostname, before_join)
+            stdin, before_join = join_stdin(args.site, args.secret, token.stdout), [token]
+        assert stdin is not None  # the site passes its join secrets unless the stack mints the token
+        join = self._join(before_join, stdin)
         if args.site.join.method == "kubeadm":
             self.node_name = hostname
         else:
@@ -306,9 +327,22 @@ class ServerBootstrap(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=after),
         )
 
-    def _join(self, after: list[pulumi.Resource]) -> command.remote.Command:
-        return self._ssh_step(
-            "join", self._args.scripts.join, after, stdin=self._args.join_stdin, delete=self._args.scripts.leave
+    def _join(self, after: list[pulumi.Resource], stdin: pulumi.Output[str]) -> command.remote.Command:
+        return self._ssh_step("join", self._args.scripts.join, after, stdin=stdin, delete=self._args.scripts.leave)
+
+    def _join_token(
+        self, script: Script, node: pulumi.Output[str], after: list[pulumi.Resource]
+    ) -> command.local.Command:
+        """Mint the server's bootstrap token through the API just before it joins (templates/join-token.sh.j2).
+        Its stdout is the token: kept secret in state and never logged (only stderr is)."""
+        return command.local.Command(
+            f"{self._prefix}-join-token",
+            create=script.text,
+            update=script.text,
+            interpreter=["/bin/bash", "-c"],
+            environment={"GPUFLEET_NODE": node, "GPUFLEET_KUBECONFIG": self._kubeconfig},
+            logging=command.local.Logging.STDERR,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=after, additional_secret_outputs=["stdout"]),
         )
 
     def _api_step(

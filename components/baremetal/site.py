@@ -69,7 +69,7 @@ class BaremetalSiteStack(pulumi.ComponentResource):
 
     def _bootstrap_servers(self) -> None:
         spec, site = self._args.spec, self._args.site
-        stdin = join_stdin(site, self._args.secret)
+        stdin = None if site.join.mints_token else join_stdin(site, self._args.secret)
         for pool in site.node_pools:
             for server in spec.pool_servers(site, pool):
                 bootstrap = ServerBootstrap(

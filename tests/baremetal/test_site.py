@@ -54,7 +54,8 @@ def test_onprem_bootstraps_every_pool_server_in_order(example_plans: dict[str, P
         p = f"dc1-{host}"
         assert [short(d) for d in remote[f"{p}-preflight"].dependencies] == [f"{p}-node-delete"]
         assert [short(d) for d in remote[f"{p}-scratch"].dependencies] == [f"{p}-preflight"]
-        assert [short(d) for d in remote[f"{p}-join"].dependencies] == [f"{p}-scratch"]
+        assert [short(d) for d in local[f"{p}-join-token"].dependencies] == [f"{p}-scratch"]
+        assert [short(d) for d in remote[f"{p}-join"].dependencies] == [f"{p}-join-token"]
         assert [short(d) for d in local[f"{p}-node-ready"].dependencies] == [f"{p}-join"]
         patch = by_name(plan, NODE_PATCH)[f"{p}-node"]
         assert [short(d) for d in patch.dependencies] == [f"{p}-node-ready"]
@@ -291,6 +292,7 @@ def test_eks_hybrid_join_reads_the_ssm_activation_from_stdin_and_names_the_node_
 
     config = example_config("onprem")
     config["gpufleet:ssmActivationId"] = {"secure": "v1:PLACEHOLDER"}
+    config["gpufleet:joinToken"] = {"secure": "v1:PLACEHOLDER"}  # the SSM activation code
     config["gpufleet:estate"]["sites"][0]["join"] = {
         "method": "eks-hybrid",
         "api_server": "ABCDEF.gr7.us-east-1.eks.amazonaws.com:443",
@@ -333,3 +335,33 @@ def test_insecure_opt_out_is_warned_on_every_run(synth_config: Callable[[dict[st
         del server["host_key"]
     plan = synth_config(config)
     assert any("insecure_skip_host_key_check" in w and "join token" in w for w in plan.warnings), plan.warnings
+
+
+# -- join tokens -----------------------------------------------------------------------------------------------
+
+
+def test_each_kubeadm_server_joins_with_a_token_minted_just_before(example_plans: dict[str, Plan]) -> None:
+    """kubeadm tokens expire (24 h by default), so a token kept in config stops a server added later from
+    joining; the stack mints one per server right before its join and passes it on stdin, never logged."""
+    for stack, prefix in (("onprem", "dc1-gpu-r1-01"), ("hybrid", "onprem-gpu-01")):
+        plan = example_plans[stack]
+        token = by_name(plan, LOCAL)[f"{prefix}-join-token"]
+        join = by_name(plan, REMOTE)[f"{prefix}-join"]
+        assert token.key in join.dependencies, stack
+        assert token.inputs["logging"] == "stderr", stack
+        assert (
+            "kubectl --kubeconfig" in token.inputs["create"]
+            and "bootstrap.kubernetes.io/token" in token.inputs["create"]
+        )
+        assert join.inputs["stdin"] == SECRET
+    config = example_config("onprem")["gpufleet:estate"]
+    assert "token_config" not in config["sites"][0]["join"]
+    assert "gpufleet:joinToken" not in example_config("onprem") and "gpufleet:joinToken" not in example_config("hybrid")
+
+
+def test_a_token_from_config_is_still_possible(synth_config: Callable[[dict[str, Any]], Plan]) -> None:
+    config = example_config("onprem")
+    config["gpufleet:estate"]["sites"][0]["join"]["token"] = "config"
+    config["gpufleet:joinToken"] = {"secure": "v1:REPLACEWITHPULUMICONFIGSETSECRET"}
+    plan = synth_config(config)
+    assert not [r for r in plan.find(LOCAL) if r.name.endswith("-join-token")]

@@ -238,9 +238,18 @@ class Join(Model):
 
     method: Literal["kubeadm", "eks-hybrid"] = "kubeadm"
     api_server: str = Field(description="host:port of the Kubernetes API the nodes join.")
+    token: Literal["minted", "config"] | None = Field(
+        default=None,
+        description=(
+            "kubeadm: `minted` (the default) mints a bootstrap token valid for an hour just before each server "
+            "joins, through the site's kubeconfig, so a server added months later still joins; `config` reads one "
+            "from token_config (kubeadm tokens expire after 24 hours by default: renew it before adding servers). "
+            "eks-hybrid always reads its SSM activation from config."
+        ),
+    )
     token_config: str = Field(
         default="joinToken",
-        description="Config key holding the kubeadm token or nodeadm activation (secret).",
+        description="Config key holding the kubeadm token (token: config) or the SSM activation code (secret).",
     )
     ca_hash_config: str = Field(default="caCertHash", description="Config key holding the CA cert hash (secret).")
     cluster_name: str | None = Field(default=None, description="EKS cluster hybrid nodes join (method eks-hybrid).")
@@ -254,4 +263,11 @@ class Join(Model):
     def _eks_hybrid(self) -> Join:
         if self.method == "eks-hybrid" and not (self.cluster_name and self.region):
             raise ValueError("method eks-hybrid needs cluster_name and region (the EKS cluster nodeadm joins)")
+        if self.method == "eks-hybrid" and self.token == "minted":
+            raise ValueError("token: minted is for kubeadm; eks-hybrid joins with an SSM activation from token_config")
         return self
+
+    @property
+    def mints_token(self) -> bool:
+        """The stack mints a short-lived kubeadm bootstrap token per joining server."""
+        return self.method == "kubeadm" and self.token != "config"
