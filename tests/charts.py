@@ -1,10 +1,11 @@
 """The upstream Helm chart sources at the versions components/kubernetes/versions.py pins, for tests that check
 gpufleet against the charts themselves (values keys, templates, CRDs).
 
-The sources are unmodified copies of each project's chart folder at its release tag, kept outside the repository
-beside it (`<repo>/../shared/charts/<name>-<version>/`, or the folder GPUFLEET_CHART_CACHE names, with
-`operator-crds/` for CRDs an operator applies at run time); a test that needs one is skipped, naming the folder,
-where it is absent.
+A chart cache is a folder of unmodified chart folders, one per chart at its release tag
+(`<name>-<version>/`, e.g. `git archive` of the chart path at the tag, or `helm pull --untar`), plus
+`operator-crds/` for CRDs an operator applies at run time (nv-ipam's IPPool and CIDRPool, from
+Mellanox/network-operator manifests/state-nv-ipam-cni at the pinned tag). GPUFLEET_CHART_CACHE names it; CI lays one
+beside the checkout. A test that needs a chart is skipped, naming the folder, where it is absent.
 """
 
 from __future__ import annotations
