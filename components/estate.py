@@ -56,6 +56,8 @@ class Estate(pulumi.ComponentResource):
                 ClusterStackArgs(spec, site, tags, args.window, args.now),
                 pulumi.ResourceOptions(parent=built, providers={"kubernetes": built.k8s_provider}),
             )
+            if isinstance(built, BaremetalSiteStack):
+                built.add_fabrics(self.clusters[site.name])  # after the CRDs and namespaces its objects need
         if spec.burst is not None:
             cloud = spec.site(spec.burst.cloud_site)
             manager = next(s for s in spec.sites if s.name != cloud.name)

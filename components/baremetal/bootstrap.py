@@ -1,18 +1,23 @@
 """Bootstrap of inventory servers over SSH: preflight, scratch NVMe, join, and a clean leave on delete.
 
 Scripts are rendered from the jinja2 templates in `templates/` by one module-level Environment (loaded once, not
-per resource). Rendering is pure: the same spec gives byte-identical scripts, and each Command carries the script
-text (`create`/`update`) and its sha256 (`triggers`), so a template change re-runs a step only on the servers
-whose rendered script changed. Secrets never reach a template: the join token and CA hash (or the SSM
-activation) travel on the Command's stdin, a secret Output; the kubeconfig of the API steps travels in the
-environment of local commands.
+per resource). Rendering is pure: the same spec gives byte-identical scripts. Each Command carries its script
+text as both `create` and `update`, so a changed script re-runs in place (`update`) only on the servers whose
+rendered script changed. No Command sets `triggers`: pulumi-command replaces a Command whose triggers change,
+whatever `update` says (the SDK adds `replace_on_changes=["triggers[*]"]`, sdk/python/pulumi_command/*/command.py
+at v1.2.1; pulumi/pulumi-command#855), and a replacement runs the old Command's `delete` — for the join step
+`kubeadm reset`, for node-ready a drain. Every SSH connection checks the host's key from the inventory
+(`host_key`), unless the site opts out (`ssh.insecure_skip_host_key_check`, warned on every run). Secrets never
+reach a template: the join token and CA hash (or the SSM activation) travel on the Command's stdin, a secret
+Output; the kubeconfig of the API steps travels in the environment of local commands.
 
 Per server, in order of creation (destroy runs it backwards, which is the kubeadm "remove a node" order:
 drain through the API, reset on the server, delete the Node object):
 
     node-delete (local; delete: kubectl delete node)
-      -> preflight (remote; refuses a server that does not match the inventory)
+      -> preflight (remote; refuses a server that does not match the inventory; judges a joined server as joined)
       -> scratch (remote; only with a scratch tier and NVMe devices)
+      -> join-token (local; kubeadm with join.token minted: a bootstrap token valid for an hour)
       -> join (remote; kubeadm join / nodeadm init; delete: kubeadm reset / nodeadm uninstall)
       -> node-ready (local; waits for Ready; delete: kubectl drain)
       -> NodePatch (labels and taints; see node_patch.py)
@@ -40,7 +45,11 @@ TEMPLATES = Path(__file__).parent / "templates"
 SCRATCH_FS_LABEL = "gf-scratch"  # XFS labels hold at most 12 characters
 SCRATCH_MD_NAME = "gpufleet-scratch"
 LOCAL_VOLUME_ROOT = "/mnt/gpufleet"  # the local volume provisioner's discovery directories live under here
+# The kubelet's kubeconfig once a server has joined (kubeadm: kubeadm join writes it; EKS Hybrid Nodes: nodeadm
+# init writes it). The join, leave and preflight scripts all decide "already a node" by it and an active kubelet.
+KUBELET_KUBECONFIG = {"kubeadm": "/etc/kubernetes/kubelet.conf", "eks-hybrid": "/var/lib/kubelet/kubeconfig"}
 READY_TIMEOUT = "15m"
+JOIN_TOKEN_TTL_MINUTES = 60  # a minted token only has to outlive one server's join
 DRAIN_TIMEOUT = "30m"
 
 
@@ -61,9 +70,9 @@ _ENV.filters["q"] = _shell_quote
 
 @dataclass(frozen=True)
 class Script:
-    """A rendered script: its text and the sha256 that triggers a re-run when the text changes."""
+    """A rendered script: its text (a changed text re-runs the step) and its sha256 (a short handle to compare texts by)."""
 
-    name: str  # preflight, scratch, join, leave, node-ready, node-drain, node-delete
+    name: str  # preflight, scratch, join-token, join, leave, node-ready, node-drain, node-delete
     text: str
 
     @property
@@ -75,6 +84,7 @@ class Script:
 class ServerScripts:
     preflight: Script
     scratch: Script | None
+    join_token: Script | None  # with join.token minted (kubeadm)
     join: Script
     leave: Script
     node_ready: Script
@@ -82,7 +92,15 @@ class ServerScripts:
     node_delete: Script
 
     def all(self) -> list[Script]:
-        scripts = [self.preflight, self.scratch, self.join, self.leave, self.node_ready, self.node_drain]
+        scripts = [
+            self.preflight,
+            self.scratch,
+            self.join_token,
+            self.join,
+            self.leave,
+            self.node_ready,
+            self.node_drain,
+        ]
         return [s for s in [*scripts, self.node_delete] if s is not None]
 
 
@@ -134,13 +152,26 @@ def preflight_driver_version(site: BaremetalSite, server: Server) -> str | None:
     return site.kubernetes.driver_version or versions.GPU_DRIVER
 
 
+def preflight_gpudirect(site: BaremetalSite, pool: BaremetalNodePool) -> str | None:
+    """What the preflight checks for GPUDirect RDMA: the site's `gpudirect_rdma` on a host-driver site's fabric
+    pools (the schema requires it there), else nothing (the GPU Operator's fabric driver brings nvidia-peermem)."""
+    if site.kubernetes.driver_managed_by == "host" and pool.fabric is not None:
+        return site.kubernetes.gpudirect_rdma
+    return None
+
+
 def render_server(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool, server: Server) -> ServerScripts:
     """Every script of one server. Pure: no Pulumi, no secrets; the same inputs give the same bytes."""
     gpu = catalog.gpu_model(server.gpu_model)
     labels = node_labels(spec, pool, server)
     taints = pool_taints(pool)
     flags = kubelet_flags(labels, taints)
-    common = {"server": server, "pool": pool, "join": site.join}
+    common = {
+        "server": server,
+        "pool": pool,
+        "join": site.join,
+        "kubelet_kubeconfig": KUBELET_KUBECONFIG[site.join.method],
+    }
     tier = scratch_tier(site)
     scratch = None
     if tier is not None and server.nvme_devices:
@@ -161,8 +192,10 @@ def render_server(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool
             gpu=gpu,
             driver_managed_by=site.kubernetes.driver_managed_by,
             driver_version=preflight_driver_version(site, server),
+            gpudirect=preflight_gpudirect(site, pool),
         ),
         scratch=scratch,
+        join_token=(render("join-token.sh.j2", ttl_minutes=JOIN_TOKEN_TTL_MINUTES) if site.join.mints_token else None),
         join=render(
             "join-kubeadm.sh.j2" if kubeadm else "join-eks-hybrid.sh.j2",
             **common,
@@ -194,6 +227,24 @@ def parse_node_name(stdout: str | None) -> str:
     return ""
 
 
+def ssh_connection(
+    site: BaremetalSite, server: Server, private_key: pulumi.Input[str]
+) -> command.remote.ConnectionArgs:
+    """SSH to the server (through the bastion, if any), checking each host's key where the inventory has one.
+    The schema requires the keys unless the site sets ssh.insecure_skip_host_key_check; pulumi-command checks
+    nothing when `host_key` is unset (provider/pkg/provider/remote/connection.go at v1.2.1)."""
+    ssh = site.ssh
+    proxy = None
+    if ssh.bastion:
+        user, _, host = ssh.bastion.rpartition("@")
+        proxy = command.remote.ProxyConnectionArgs(
+            host=host, user=user or ssh.user, private_key=private_key, host_key=ssh.bastion_host_key
+        )
+    return command.remote.ConnectionArgs(
+        host=server.address, user=ssh.user, private_key=private_key, proxy=proxy, host_key=server.host_key
+    )
+
+
 @dataclass(frozen=True)
 class ServerBootstrapArgs:
     spec: EstateSpec
@@ -202,15 +253,19 @@ class ServerBootstrapArgs:
     server: Server
     scripts: ServerScripts
     secret: Callable[[str], pulumi.Output[str]]
-    join_stdin: pulumi.Output[str]  # the site's join secrets as the join step's stdin (join_stdin(), once per site)
+    join_stdin: pulumi.Output[str] | None  # the site's join secrets (join_stdin(), once per site); None: minted
 
 
-def join_stdin(site: BaremetalSite, secret: Callable[[str], pulumi.Output[str]]) -> pulumi.Output[str]:
+def join_stdin(
+    site: BaremetalSite, secret: Callable[[str], pulumi.Output[str]], minted: pulumi.Output[str] | None = None
+) -> pulumi.Output[str]:
     """The join secrets, one per line, for the join script's stdin: kubeadm token and CA-cert hash, or the SSM
-    activation code and id. Built once per site; every server's join step reads the same secret Output."""
+    activation code and id. The token is `minted` (one server's join-token step) or read from config, once per
+    site, every server's join step then reading the same secret Output."""
     join = site.join
     second = join.ca_hash_config if join.method == "kubeadm" else join.activation_id_config
-    both = pulumi.Output.all(secret(join.token_config), secret(second))
+    first = minted.apply(lambda out: (out or "").strip()) if minted is not None else secret(join.token_config)
+    both = pulumi.Output.all(first, secret(second))
     return pulumi.Output.secret(both.apply(lambda values: f"{values[0]}\n{values[1]}\n"))
 
 
@@ -228,7 +283,7 @@ class ServerBootstrap(pulumi.ComponentResource):
         super().__init__("gpufleet:baremetal:ServerBootstrap", name, None, opts)
         self._prefix = name
         self._args = args
-        self._ssh_connection = self._connection_args()
+        self._ssh_connection = ssh_connection(args.site, args.server, args.secret(args.site.ssh.private_key_config))
         self._kubeconfig = args.secret(args.site.kubeconfig_config)
         hostname = pulumi.Output.from_input(args.server.hostname)
         node_delete = self._api_step("node-delete", hostname, create=None, delete=args.scripts.node_delete)
@@ -236,7 +291,12 @@ class ServerBootstrap(pulumi.ComponentResource):
         before_join: list[pulumi.Resource] = [preflight]
         if args.scripts.scratch is not None:
             before_join = [self._ssh_step("scratch", args.scripts.scratch, [preflight])]
-        join = self._join(before_join)
+        stdin = args.join_stdin
+        if args.scripts.join_token is not None:
+            token = self._join_token(args.scripts.join_token, hostname, before_join)
+            stdin, before_join = join_stdin(args.site, args.secret, token.stdout), [token]
+        assert stdin is not None  # the site passes its join secrets unless the stack mints the token
+        join = self._join(before_join, stdin)
         if args.site.join.method == "kubeadm":
             self.node_name = hostname
         else:
@@ -245,17 +305,6 @@ class ServerBootstrap(pulumi.ComponentResource):
             "node-ready", self.node_name, create=args.scripts.node_ready, delete=args.scripts.node_drain, after=[join]
         )
         self.register_outputs({"nodeName": self.node_name})
-
-    def _connection_args(self) -> command.remote.ConnectionArgs:
-        ssh = self._args.site.ssh
-        key = self._args.secret(ssh.private_key_config)
-        proxy = None
-        if ssh.bastion:
-            user, _, host = ssh.bastion.rpartition("@")
-            proxy = command.remote.ProxyConnectionArgs(host=host, user=user or ssh.user, private_key=key)
-        return command.remote.ConnectionArgs(
-            host=self._args.server.address, user=ssh.user, private_key=key, proxy=proxy
-        )
 
     def _ssh_step(
         self,
@@ -272,16 +321,28 @@ class ServerBootstrap(pulumi.ComponentResource):
             f"{self._prefix}-{step}",
             connection=self._ssh_connection,
             create=run,
-            update=run,  # with `update` set, a changed script re-runs in place instead of replacing (and resetting)
+            update=run,  # a changed script re-runs in place; no `triggers`: they replace (see the module docstring)
             delete=remote_command(delete, user) if delete else None,
             stdin=stdin,
-            triggers=[script.sha256],
             opts=pulumi.ResourceOptions(parent=self, depends_on=after),
         )
 
-    def _join(self, after: list[pulumi.Resource]) -> command.remote.Command:
-        return self._ssh_step(
-            "join", self._args.scripts.join, after, stdin=self._args.join_stdin, delete=self._args.scripts.leave
+    def _join(self, after: list[pulumi.Resource], stdin: pulumi.Output[str]) -> command.remote.Command:
+        return self._ssh_step("join", self._args.scripts.join, after, stdin=stdin, delete=self._args.scripts.leave)
+
+    def _join_token(
+        self, script: Script, node: pulumi.Output[str], after: list[pulumi.Resource]
+    ) -> command.local.Command:
+        """Mint the server's bootstrap token through the API just before it joins (templates/join-token.sh.j2).
+        Its stdout is the token: kept secret in state and never logged (only stderr is)."""
+        return command.local.Command(
+            f"{self._prefix}-join-token",
+            create=script.text,
+            update=script.text,
+            interpreter=["/bin/bash", "-c"],
+            environment={"GPUFLEET_NODE": node, "GPUFLEET_KUBECONFIG": self._kubeconfig},
+            logging=command.local.Logging.STDERR,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=after, additional_secret_outputs=["stdout"]),
         )
 
     def _api_step(
@@ -305,6 +366,5 @@ class ServerBootstrap(pulumi.ComponentResource):
             delete=delete.text if delete else None,
             interpreter=["/bin/bash", "-c"],
             environment={"GPUFLEET_NODE": node, "GPUFLEET_KUBECONFIG": self._kubeconfig},
-            triggers=[create.sha256] if create else None,
             opts=pulumi.ResourceOptions(parent=self, depends_on=after or []),
         )

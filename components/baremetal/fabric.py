@@ -21,17 +21,27 @@ cluster's NicClusterPolicy deploys nv-ipam (components/kubernetes/network_operat
 Nodes are selected by the fabric label (components.model.conventions.FABRIC_LABEL) their pool carries. The Network Operator
 itself, its NicClusterPolicy (RDMA shared device plugin, ib-kubernetes, whereabouts, multus) and
 `sriovNetworkOperator.enabled` belong to the cluster's GPU stack (components/kubernetes).
+
+Ordering on a first `up` (every object after what creates its CRD, and after its namespace):
+- IPoIBNetwork, NetworkAttachmentDefinition: CRDs in the network-operator chart's crds/ -> the release.
+- SriovNetworkNodePolicy, SriovNetwork: CRDs in the sriov-network-operator subchart's crds/ -> the release.
+- IPPool: CRD applied by the operator at run time -> the NicClusterPolicy, which completes only once that state
+  is ready (components/kubernetes/network_operator.py, NV_IPAM_READY).
+- Objects in, or naming, a tenant namespace -> that tenant's Namespace on this cluster. Networks go only to
+  tenants with quota on the site (the ones that have a namespace here).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import pulumi
 from pulumi_kubernetes.apiextensions import CustomResource
 
+from components.kubernetes.kueue import tenants_on_site
 from components.model.conventions import FABRIC_LABEL, NETWORK_OPERATOR_NAMESPACE
 from components.model.spec import BaremetalSite, EstateSpec, InfinibandFabric, RoceFabric
 
@@ -96,6 +106,9 @@ class FabricArgs:
     spec: EstateSpec
     site: BaremetalSite
     fabric: InfinibandFabric | RoceFabric
+    chart_crds: pulumi.Resource  # the Network Operator release (its crds/ and the SR-IOV subchart's)
+    runtime_crds: pulumi.Resource  # the NicClusterPolicy, done once the operator has applied nv-ipam's CRDs
+    namespaces: Mapping[str, pulumi.Resource] = field(default_factory=dict)  # tenant -> its Namespace here
 
 
 class BaremetalFabric(pulumi.ComponentResource):
@@ -104,8 +117,9 @@ class BaremetalFabric(pulumi.ComponentResource):
     def __init__(self, name: str, args: FabricArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:baremetal:Fabric", name, None, opts)
         self._name_prefix = name
-        self._child_opts = pulumi.ResourceOptions(parent=self)
-        tenants = [t.name for t in args.spec.tenants]
+        self._args = args
+        self._child_opts = pulumi.ResourceOptions(parent=self, depends_on=[args.chart_crds])
+        tenants = [t.name for t in tenants_on_site(args.spec, args.site)]
         fabric = args.fabric
         self._ip_pool(fabric, fabric_servers(args.site, args.spec, fabric))
         if isinstance(fabric, InfinibandFabric):
@@ -139,7 +153,7 @@ class BaremetalFabric(pulumi.ComponentResource):
                 "labels": {FABRIC_LABEL: fabric.name},
             },
             spec={"config": pkey_network_config(fabric, tenant, pkey)},
-            opts=self._child_opts,
+            opts=self._in_namespace(tenant),
         )
 
     def _ipoib_network(self, fabric: InfinibandFabric, namespace: str) -> None:
@@ -153,7 +167,7 @@ class BaremetalFabric(pulumi.ComponentResource):
                 "master": fabric.ipoib_interface,
                 "ipam": ipam(fabric),
             },
-            opts=self._child_opts,
+            opts=self._in_namespace(namespace),
         )
 
     # -- RoCE -----------------------------------------------------------------------------------------------
@@ -175,10 +189,16 @@ class BaremetalFabric(pulumi.ComponentResource):
                     "ipam": ipam(fabric),
                     "metaPlugins": json.dumps({"type": "rdma"}),
                 },
-                opts=self._child_opts,
+                opts=self._in_namespace(namespace),
             )
 
     # -- shared -------------------------------------------------------------------------------------------
+    def _in_namespace(self, tenant: str) -> pulumi.ResourceOptions:
+        """After the chart's CRDs and, for a tenant's network, the tenant's Namespace on this cluster."""
+        namespace = self._args.namespaces.get(tenant)
+        after = [self._args.chart_crds, *([namespace] if namespace is not None else [])]
+        return pulumi.ResourceOptions(parent=self, depends_on=after)
+
     def _ip_pool(self, fabric: InfinibandFabric | RoceFabric, nodes: int) -> None:
         cidr = fabric_cidr(fabric)
         CustomResource(
@@ -199,7 +219,7 @@ class BaremetalFabric(pulumi.ComponentResource):
                     ]
                 },
             },
-            opts=self._child_opts,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self._args.chart_crds, self._args.runtime_crds]),
         )
 
     def _node_policy(

@@ -12,10 +12,19 @@ from components.baremetal.bootstrap import ServerBootstrap, ServerBootstrapArgs,
 from components.baremetal.fabric import BaremetalFabric, FabricArgs
 from components.baremetal.node_patch import node_patch
 from components.baremetal.storage import BaremetalStorage, StorageArgs
+from components.kubernetes.cluster import ClusterStack
 from components.model.cni import k8s_provider_name
 from components.model.conventions import BAREMETAL_SITE_TYPE
 from components.model.spec import BaremetalSite, EstateSpec, InfinibandFabric, RoceFabric
 from components.model.tags import Tags
+
+
+def insecure_ssh_warning(site: BaremetalSite) -> str:
+    return (
+        f"site {site.name}: ssh.insecure_skip_host_key_check is set, so SSH connections to servers without a "
+        "host_key in the inventory are not verified; whoever can intercept them can impersonate a server and "
+        "read the join token sent to it"
+    )
 
 
 @dataclass(frozen=True)
@@ -28,8 +37,9 @@ class BaremetalSiteArgs:
 
 class BaremetalSiteStack(pulumi.ComponentResource):
     """A bare-metal site: the cluster's Kubernetes provider; per pool server a ServerBootstrap (preflight, scratch
-    NVMe, join, clean leave) and a NodePatch (pool, topology and cost labels; pool taints); per fabric its Network
-    Operator objects; the storage tiers' drivers and classes.
+    NVMe, join, clean leave) and a NodePatch (pool, topology and cost labels; pool taints); the storage tiers'
+    drivers and classes; and, once the estate has built the site's cluster stack, per fabric its Network Operator
+    objects (add_fabrics).
 
     Servers that no pool selects are inventory only: nothing is run on them.
     """
@@ -51,14 +61,15 @@ class BaremetalSiteStack(pulumi.ComponentResource):
         self._k8s = pulumi.ResourceOptions(parent=self, providers={"kubernetes": self.k8s_provider})
         self.servers = {}
         self.node_patches = {}
+        if args.site.ssh.insecure_skip_host_key_check:
+            pulumi.log.warn(insecure_ssh_warning(args.site), resource=self)
         self._bootstrap_servers()
-        self._fabrics()
         self._storage()
         self.register_outputs({"nodes": sorted(self.servers)})
 
     def _bootstrap_servers(self) -> None:
         spec, site = self._args.spec, self._args.site
-        stdin = join_stdin(site, self._args.secret)
+        stdin = None if site.join.mints_token else join_stdin(site, self._args.secret)
         for pool in site.node_pools:
             for server in spec.pool_servers(site, pool):
                 bootstrap = ServerBootstrap(
@@ -85,11 +96,18 @@ class BaremetalSiteStack(pulumi.ComponentResource):
                     pulumi.ResourceOptions.merge(self._k8s, pulumi.ResourceOptions(depends_on=[bootstrap.ready])),
                 )
 
-    def _fabrics(self) -> None:
-        for fabric in self._args.site.fabrics:
-            if isinstance(fabric, InfinibandFabric | RoceFabric):
-                args = FabricArgs(self._args.spec, self._args.site, fabric)
-                BaremetalFabric(f"{self._prefix}-{fabric.name}", args, self._k8s)
+    def add_fabrics(self, cluster: ClusterStack) -> None:
+        """Per fabric its Network Operator objects, once the site's cluster stack exists: their CRDs come from its
+        Network Operator (chart and NicClusterPolicy) and their namespaces from its tenant bundles."""
+        operator = cluster.gpu_stack.network_operator
+        fabrics = [f for f in self._args.site.fabrics if isinstance(f, InfinibandFabric | RoceFabric)]
+        if not fabrics:
+            return
+        assert operator is not None  # the GPU stack installs it whenever the site has an InfiniBand / RoCE fabric
+        namespaces = {t: bundle.namespace for t, bundle in cluster.tenants.items()}
+        for fabric in fabrics:
+            args = FabricArgs(self._args.spec, self._args.site, fabric, operator.release, operator.policy, namespaces)
+            BaremetalFabric(f"{self._prefix}-{fabric.name}", args, self._k8s)
 
     def _storage(self) -> None:
         if self._args.site.storage:

@@ -137,6 +137,12 @@ def rdma_pod_policy() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
 
 
 TOLERATIONS_POLICY = "gpufleet-tenant-tolerations"
+POD_RESOURCES = ("pods",)
+# Ephemeral containers (`kubectl debug`) reach a running pod through the `pods/ephemeralcontainers` subresource
+# (an UPDATE of that subresource, never of `pods`), and an admission rule on `pods` does not match subresources
+# (kubernetes.io/docs/reference/access-authn-authz/extensible-admission-controllers/#matching-requests-rules;
+# kubernetes.io/docs/concepts/workloads/pods/ephemeral-containers/). A policy that judges containers matches both.
+POD_AND_EPHEMERAL_RESOURCES = ("pods", "pods/ephemeralcontainers")
 TOLERATION_VALIDATIONS = [
     {
         "expression": "!has(object.spec.tolerations) || object.spec.tolerations.all(t, has(t.key) && t.key != '' "
@@ -155,13 +161,20 @@ def pod_admission_policy(
     namespace_selector: dict[str, Any],
     parent: pulumi.Resource,
     variables: list[dict[str, str]] | None = None,
+    resources: tuple[str, ...] = POD_RESOURCES,
 ) -> None:
-    """A ValidatingAdmissionPolicy on pods (create and update) and its Deny binding to `namespace_selector`."""
+    """A ValidatingAdmissionPolicy on `resources` (pods and, for container checks, their ephemeral containers;
+    create and update) and its Deny binding to `namespace_selector`."""
     spec: Any = {
         "failurePolicy": "Fail",
         "matchConstraints": {
             "resourceRules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]}
+                {
+                    "apiGroups": [""],
+                    "apiVersions": ["v1"],
+                    "operations": ["CREATE", "UPDATE"],
+                    "resources": list(resources),
+                }
             ]
         },
         **({"variables": variables} if variables else {}),

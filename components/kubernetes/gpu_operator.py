@@ -10,9 +10,8 @@ Decisions:
   and upgrades it one node at a time after draining it; the preflight then refuses a server with a host NVIDIA
   module loaded. `driver_managed_by: host`: the host image brings the driver (the preflight checks its version
   with nvidia-smi), so `driver.enabled=false` while the operator still installs the toolkit.
-- GPUDirect RDMA (`driver.rdma.enabled`) on bare-metal sites with an InfiniBand or RoCE fabric. The DOCA-OFED
-  driver comes from the Network Operator's NicClusterPolicy (network_operator.py), not from the host, so
-  `driver.rdma.useHostMofed=false`.
+- The bare-metal driver is managed through NVIDIADriver resources, GPUDirect RDMA only on the nodes of an
+  InfiniBand or RoCE fabric, whose DOCA-OFED driver the Network Operator installs (gpu_driver.py).
 - GPUDirect Storage (`gds.enabled`) only where it can pay off: the operator installs the driver, the site has
   an RDMA fabric and a parallel file system tier (the GDS-capable clients of Lustre / GPFS / WEKA read over
   RDMA). NFS and object tiers gain nothing from nvidia-fs.
@@ -22,6 +21,10 @@ Decisions:
   stays off GPU nodes by affinity. The chart has no node selector for operands (`daemonsets` has none).
 - The namespace is labelled PSA-privileged by gpufleet (namespaces.py), so `psa.enabled=false`.
 - Device-plugin health checks stay on: no `DP_DISABLE_HEALTHCHECKS` in `devicePlugin.env`.
+- CRD upgrades: Helm never upgrades a chart's crds/, so the chart's pre-upgrade hook Job applies the new
+  ClusterPolicy / NVIDIADriver CRDs (`operator.upgradeCRD`, templates/upgrade_crd.yaml). Helm validates the new
+  manifests against the old CRDs before that hook runs, hence "requires --disable-openapi-validation"
+  (values.yaml): the release sets `disable_openapi_validation`.
 """
 
 from __future__ import annotations
@@ -32,26 +35,13 @@ from typing import Any, assert_never
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes import helm, placement, sharing, versions
+from components.kubernetes import gpu_driver, helm, monitoring, placement, sharing, versions
+from components.kubernetes.gpu_driver import gds_enabled
 from components.model.conventions import GPU_OPERATOR_NAMESPACE
-from components.model.spec import AwsSite, BaremetalSite, EstateSpec, InfinibandFabric, ParallelFsTier, RoceFabric, Site
+from components.model.spec import AwsSite, BaremetalSite, EstateSpec, Site
 
 DEVICE_PLUGIN_CONFIGMAP = "gpufleet-device-plugin-configs"
 MIG_PARTED_CONFIGMAP = "gpufleet-mig-parted-config"
-DRAIN_TIMEOUT_SECONDS = 900  # long enough for a checkpointing training pod to exit; bounded so drains end
-
-
-def rdma_fabrics(site: Site) -> list[InfinibandFabric | RoceFabric]:
-    """The site's InfiniBand / RoCE fabrics (GPUDirect RDMA and the Network Operator need them)."""
-    return [f for f in site.fabrics if isinstance(f, InfinibandFabric | RoceFabric)]
-
-
-def gds_enabled(site: Site) -> bool:
-    return (
-        operator_installs_driver(site)  # nvidia-fs runs beside the operator's driver container
-        and bool(rdma_fabrics(site))
-        and any(isinstance(t, ParallelFsTier) for t in site.storage)
-    )
 
 
 def gpu_operator_values(spec: EstateSpec, site: Site) -> dict[str, Any]:
@@ -62,10 +52,10 @@ def gpu_operator_values(spec: EstateSpec, site: Site) -> dict[str, Any]:
         "nfd": {"enabled": True},
         "node-feature-discovery": {"worker": {"tolerations": _nfd_worker_tolerations(tolerations)}},
         "psa": {"enabled": False},
-        "operator": {"affinity": placement.off_gpu_nodes_affinity()},
+        "operator": {"affinity": placement.off_gpu_nodes_affinity(), "upgradeCRD": True},
         "daemonsets": {"tolerations": tolerations},
         "mig": {"strategy": k.mig_strategy},
-        "driver": _driver(site),
+        "driver": gpu_driver.driver_values(site),
         "toolkit": {"enabled": _toolkit_enabled(site)},
         "devicePlugin": {
             "enabled": True,
@@ -79,7 +69,7 @@ def gpu_operator_values(spec: EstateSpec, site: Site) -> dict[str, Any]:
         },
         "dcgmExporter": {
             "enabled": True,
-            "serviceMonitor": {"enabled": k.prometheus},
+            "serviceMonitor": monitoring.dcgm_service_monitor(k.monitoring),
             "enablePodLabels": False,  # both need a cluster-wide pod reader (check P7)
             "enablePodUID": False,
         },
@@ -97,17 +87,6 @@ def gpu_operator_values(spec: EstateSpec, site: Site) -> dict[str, Any]:
     }
 
 
-def operator_installs_driver(site: Site) -> bool:
-    """The GPU Operator's driver container owns the driver: bare metal with `driver_managed_by: operator`."""
-    match site:
-        case AwsSite():
-            return False  # EKS NVIDIA AMIs ship the driver
-        case BaremetalSite():
-            return site.kubernetes.driver_managed_by == "operator"
-        case _:
-            assert_never(site)
-
-
 def _toolkit_enabled(site: Site) -> bool:
     """The operator installs the container toolkit except where the node image ships it."""
     match site:
@@ -123,39 +102,6 @@ def release_name(site_name: str) -> str:
     """Logical name of a site's GPU Operator release: estate `{site}-k8s` -> ClusterStack `-gpu` -> GpuStack
     `-gpu-operator` -> `-release`. The operator-driver-site policy config names host-driver releases by it."""
     return f"{site_name}-k8s-gpu-gpu-operator-release"
-
-
-def _driver(site: Site) -> dict[str, Any]:
-    match site:
-        case AwsSite():
-            return {"enabled": False}
-        case BaremetalSite():
-            return _baremetal_driver(site)
-        case _:
-            assert_never(site)
-
-
-def _baremetal_driver(site: BaremetalSite) -> dict[str, Any]:
-    if not operator_installs_driver(site):
-        # Host image driver (preflight checks it); the operator still installs the container toolkit.
-        return {"enabled": False, "rdma": {"enabled": bool(rdma_fabrics(site)), "useHostMofed": False}}
-    return {
-        "enabled": True,
-        "version": site.kubernetes.driver_version or versions.GPU_DRIVER,
-        "rdma": {"enabled": bool(rdma_fabrics(site)), "useHostMofed": False},
-        "upgradePolicy": {
-            "autoUpgrade": True,
-            "maxParallelUpgrades": 1,
-            "maxUnavailable": 1,
-            "gpuPodDeletion": {"force": False, "timeoutSeconds": 300, "deleteEmptyDir": True},
-            "drain": {
-                "enable": True,
-                "force": False,  # never evict pods no controller will recreate
-                "timeoutSeconds": DRAIN_TIMEOUT_SECONDS,
-                "deleteEmptyDir": True,  # training pods keep /dev/shm and scratch in emptyDir
-            },
-        },
-    }
 
 
 def _nfd_worker_tolerations(gpu_tolerations: list[dict[str, str]]) -> list[dict[str, str]]:
@@ -179,6 +125,7 @@ class GpuOperator(pulumi.ComponentResource):
     """The NVIDIA GPU Operator Helm release (ClusterPolicy, operands, device-plugin and MIG ConfigMaps)."""
 
     release: k8s.helm.v3.Release
+    fabric_drivers: dict[str, k8s.apiextensions.CustomResource]
 
     def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:kubernetes:GpuOperator", name, None, opts)
@@ -189,8 +136,21 @@ class GpuOperator(pulumi.ComponentResource):
             namespace=GPU_OPERATOR_NAMESPACE,
             create_namespace=False,
             values=gpu_operator_values(args.spec, args.site),
+            disable_openapi_validation=True,  # the upgrade-CRD hook runs after validation (module docstring)
             max_history=10,
             timeout=900,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[args.namespace]),
         )
+        # NVIDIADriver's CRD comes with the chart (crds/), so the fabric drivers wait for the release.
+        self.fabric_drivers = {
+            driver: k8s.apiextensions.CustomResource(
+                f"{name}-driver-{driver}",
+                api_version="nvidia.com/v1alpha1",
+                kind="NVIDIADriver",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=driver),
+                spec=spec,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
+            )
+            for driver, spec in gpu_driver.fabric_driver_specs(args.site).items()
+        }
         self.register_outputs({"status": self.release.status})

@@ -19,7 +19,8 @@ import pulumi
 
 from components.kubernetes.device_plugin import DevicePluginArgs, NvidiaDevicePlugin
 from components.kubernetes.efa import EfaDevicePlugin, EfaDevicePluginArgs, efa_fabrics
-from components.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs, rdma_fabrics
+from components.kubernetes.gpu_driver import rdma_fabrics
+from components.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.kubernetes.namespaces import (
     DEVICE_PLUGIN_NAMESPACE,
     EFA_PLUGIN_NAMESPACE,

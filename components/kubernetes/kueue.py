@@ -19,6 +19,8 @@ Kueue API facts (kubernetes-sigs/kueue at the tag of versions.KUEUE, apis/kueue/
 - Topology `levels[].nodeLabel`, widest first, `kubernetes.io/hostname` only as the last level.
 - Chart: `managerConfig.controllerManagerConfigYaml` is the whole `config.kueue.x-k8s.io/v1beta2`
   Configuration (charts/kueue/values.yaml); `fairSharing:` present enables fair sharing (cmd/kueue/main.go).
+  Replacing it drops the chart default's `controller.groupKindConcurrency` and `clientConnection`, so they are
+  carried over (CHART_CONTROLLER, CHART_CLIENT_CONNECTION): without them every reconciler runs one at a time.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.kubernetes import helm, versions
+from components.kubernetes import helm, monitoring, versions
 from components.model import conventions, nodes
 from components.model.spec import (
     AwsNodePool,
@@ -56,6 +58,19 @@ FAIR_SHARING = True
 WAIT_FOR_PODS_READY_TIMEOUT = "10m"
 WAIT_FOR_PODS_RECOVERY_TIMEOUT = "3m"
 _PROVIDER_VERSION = importlib.metadata.version("pulumi_kubernetes")
+# The chart default's reconciler concurrency and API client limits (charts/kueue/values.yaml at the pinned tag,
+# managerConfig.controllerManagerConfigYaml), kept when gpufleet replaces that Configuration.
+CHART_CONTROLLER = {
+    "groupKindConcurrency": {
+        "Job.batch": 5,
+        "Pod": 5,
+        "Workload.kueue.x-k8s.io": 10,
+        "LocalQueue.kueue.x-k8s.io": 5,
+        "ClusterQueue.kueue.x-k8s.io": 5,
+        "ResourceFlavor.kueue.x-k8s.io": 1,
+    }
+}
+CHART_CLIENT_CONNECTION = {"qps": 300, "burst": 500}
 
 Pool = NodePool
 Quantity = int | str
@@ -247,7 +262,7 @@ def tenant_cluster_queue_spec(spec: EstateSpec, site: Site, tenant: Tenant) -> d
     )
 
 
-def controller_config(prometheus: bool = False) -> dict[str, Any]:
+def controller_config(cluster_queue_metrics: bool = False) -> dict[str, Any]:
     """The Kueue Configuration (config.kueue.x-k8s.io/v1beta2) the chart mounts; replaces the chart default.
 
     - manageJobsWithoutQueueName: Kueue manages jobs (and, through the pod integrations, bare pods,
@@ -263,9 +278,11 @@ def controller_config(prometheus: bool = False) -> dict[str, Any]:
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         "health": {"healthProbeBindAddress": ":8081"},
-        "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": prometheus},
+        "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": cluster_queue_metrics},
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "controller": CHART_CONTROLLER,
+        "clientConnection": CHART_CLIENT_CONNECTION,
         "manageJobsWithoutQueueName": True,
         "managedJobsNamespaceSelector": {"matchExpressions": [{"key": MANAGED_NAMESPACE_LABEL, "operator": "Exists"}]},
         "waitForPodsReady": {
@@ -346,6 +363,9 @@ class Kueue(pulumi.ComponentResource):
         self.namespace = self._namespace()
         self.release = self._release(args.site)
         crds = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
+        self.service_monitor: pulumi.CustomResource | None = None
+        if args.site.kubernetes.monitoring.service_monitors:
+            self.service_monitor = self._service_monitor(args.site.kubernetes.monitoring.service_monitor_labels, crds)
         self.topologies = {f: self._topology(f, crds) for f in topology_fabrics(args.site)}
         self.flavors = {
             p.name: self._flavor(args.site, p, pulumi.ResourceOptions.merge(crds, self._after(self.topologies)))
@@ -366,15 +386,16 @@ class Kueue(pulumi.ComponentResource):
         return pulumi.ResourceOptions(depends_on=list(deps.values()))
 
     def _release(self, site: Site) -> k8s.helm.v3.Release:
-        config = controller_config(site.kubernetes.prometheus)
+        config = controller_config(site.kubernetes.monitoring.service_monitors)
         return helm.release(
             f"{self._name}-release",
             versions.KUEUE,
-            name="kueue",
+            name=monitoring.KUEUE_RELEASE,
             namespace=KUEUE_NAMESPACE,
             create_namespace=False,
             values={
-                "enablePrometheus": site.kubernetes.prometheus,
+                # never the chart's ServiceMonitor: it cannot carry the labels Prometheus selects (monitoring.py)
+                "enablePrometheus": False,
                 "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(config, sort_keys=False)},
             },
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace]),
@@ -394,6 +415,22 @@ class Kueue(pulumi.ComponentResource):
         self, name: str, kind: str, metadata: dict[str, Any], body: dict[str, Any], opts: pulumi.ResourceOptions
     ) -> pulumi.CustomResource:
         return kube_object(name, KUEUE_API, kind, {"labels": self._labels, **metadata}, body, opts)
+
+    def _service_monitor(self, labels: Mapping[str, str], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
+        """Kueue's metrics ServiceMonitor with the labels the site's Prometheus selects (see monitoring.py); after
+        the release, which creates the Service it selects. Its CRD is the site's existing operator's."""
+        return kube_object(
+            f"{self._name}-service-monitor",
+            monitoring.SERVICE_MONITOR_API,
+            "ServiceMonitor",
+            {
+                "name": "kueue-controller-manager-metrics-monitor",
+                "namespace": KUEUE_NAMESPACE,
+                "labels": {**self._labels, **labels},
+            },
+            {"spec": monitoring.kueue_service_monitor_spec()},
+            opts,
+        )
 
     def _tenant_labels(self, tenant: Tenant) -> dict[str, str]:
         return self._tags.labels(tenant=tenant.name, cost_center=tenant.cost_center)

@@ -35,12 +35,21 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.kubernetes import helm, placement, versions
-from components.kubernetes.gpu_operator import rdma_fabrics
+from components.kubernetes.gpu_driver import rdma_fabrics
 from components.model.conventions import FABRIC_LABEL, NETWORK_OPERATOR_NAMESPACE
 from components.model.spec import BaremetalSite, InfinibandFabric, RoceFabric, Site
 from components.model.tags import Tags
 
 NIC_CLUSTER_POLICY = "nic-cluster-policy"
+# nv-ipam's IPPool / CIDRPool CRDs ship with no chart: the operator applies them when it reconciles
+# `spec.nvIpam` (manifests/state-nv-ipam-cni at the pinned tag) and reports that state in
+# `status.appliedStates[].name` (crds/mellanox.com_nicclusterpolicies.yaml: state ready/notReady/ignore/error).
+NV_IPAM_STATE = "state-nv-ipam-cni"
+# pulumi-kubernetes' `pulumi.com/waitFor` annotation (4.18+; RFC 9535 JSONPath since 4.24, CHANGELOG.md) holds the
+# policy's create and update until the nv-ipam state is ready, so objects of those CRDs can depend on the policy
+# (creating one before its CRD fails "no matches for kind": pulumi/pulumi-kubernetes#1446, #1735).
+NV_IPAM_READY = f"jsonpath={{.status.appliedStates[?(@.name=='{NV_IPAM_STATE}')].state}}=ready"
+NV_IPAM_WAIT_SECONDS = 1200  # the state's DaemonSet pulls its image on every fabric node
 MELLANOX_VENDOR_ID = "15b3"
 RDMA_RESOURCE_PREFIX = "rdma"  # the RDMA shared device plugin's resource prefix: pods request rdma/<name>
 RDMA_HCA_MAX = 63  # pods sharing one HCA (the upstream examples' value)
@@ -160,12 +169,20 @@ class NetworkOperator(pulumi.ComponentResource):
                 parent=self, depends_on=[args.namespace, *([args.nfd_release] if args.nfd_release else [])]
             ),
         )
-        # The CRD arrives with the chart, so the policy waits for the release.
+        # The CRD arrives with the chart, so the policy waits for the release; the policy in turn is done only
+        # once the operator has applied nv-ipam's CRDs (NV_IPAM_READY), which IPPools depend on.
         self.policy = k8s.apiextensions.CustomResource(
             f"{name}-nic-cluster-policy",
             api_version="mellanox.com/v1alpha1",
             kind="NicClusterPolicy",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=NIC_CLUSTER_POLICY, labels=args.tags.labels()),
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=NIC_CLUSTER_POLICY,
+                labels=args.tags.labels(),
+                annotations={
+                    "pulumi.com/waitFor": NV_IPAM_READY,
+                    "pulumi.com/timeoutSeconds": str(NV_IPAM_WAIT_SECONDS),
+                },
+            ),
             spec=nic_cluster_policy_spec(args.site),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
         )

@@ -31,7 +31,13 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.kubernetes import kueue
-from components.kubernetes.admission import pod_admission_policy, rdma_pod_policy, untrusted_validations
+from components.kubernetes.admission import (
+    POD_AND_EPHEMERAL_RESOURCES,
+    POD_RESOURCES,
+    pod_admission_policy,
+    rdma_pod_policy,
+    untrusted_validations,
+)
 from components.model import conventions
 from components.model.conventions import RDMA_LABEL, TRUST_LABEL, pod_security_labels
 from components.model.spec import (
@@ -248,8 +254,8 @@ class TenantBundle(pulumi.ComponentResource):
             validations = untrusted_validations(self._tenant, args.site.kubernetes.sandbox_runtime_class)
             self._pod_admission_policy("untrusted", validations)
         if args.tenant.rdma:
-            variables, validations = rdma_pod_policy()
-            self._pod_admission_policy("rdma", validations, variables)
+            variables, validations = rdma_pod_policy()  # judges every container, ephemeral ones too
+            self._pod_admission_policy("rdma", validations, variables, POD_AND_EPHEMERAL_RESOURCES)
         self.register_outputs({"namespace": self.namespace.metadata.name})
 
     def _meta(self, name: str) -> k8s.meta.v1.ObjectMetaArgs:
@@ -382,7 +388,11 @@ class TenantBundle(pulumi.ComponentResource):
         )
 
     def _pod_admission_policy(
-        self, purpose: str, validations: list[dict[str, str]], variables: list[dict[str, str]] | None = None
+        self,
+        purpose: str,
+        validations: list[dict[str, str]],
+        variables: list[dict[str, str]] | None = None,
+        resources: tuple[str, ...] = POD_RESOURCES,
     ) -> None:
         """A ValidatingAdmissionPolicy on the namespace's pods, and its binding (Deny)."""
         suffix = "" if purpose == "untrusted" else f"-{purpose}"  # the untrusted policy keeps its resource names
@@ -394,4 +404,5 @@ class TenantBundle(pulumi.ComponentResource):
             {"matchLabels": {conventions.NAMESPACE_NAME_LABEL: self._ns}},
             self,
             variables,
+            resources,
         )

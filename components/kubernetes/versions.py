@@ -23,6 +23,10 @@ NVIDIA_DEVICE_PLUGIN = Chart("nvidia-device-plugin", "0.20.0", "https://nvidia.g
 # `driver.version` in deployments/gpu-operator/values.yaml at tag v26.7.0. DCGM exporter, GFD, MIG manager,
 # toolkit and the NFD subchart (0.19.0) are left at the images the pinned operator chart ships with.
 GPU_DRIVER = "595.91.07"
+# What every NVIDIADriver gpufleet creates names beside the driver (bare metal, components/kubernetes/gpu_driver.py):
+# `driver.manager.version` and `gds.version` in deployments/gpu-operator/values.yaml at the operator's tag.
+GPU_DRIVER_MANAGER = "v0.12.0"
+GDS_DRIVER = "2.29.4"
 
 # -- Fabrics --------------------------------------------------------------------------------------------
 # NVIDIA Network Operator (Mellanox/network-operator, Chart.yaml `version` at tag v26.4.1, no `v` prefix).

@@ -1,4 +1,10 @@
-"""Export a plan's Kubernetes objects and Helm releases as YAML files for review or scanning."""
+"""Export a plan's Kubernetes objects and Helm releases as YAML files for review or scanning.
+
+One folder per cluster: a resource lands in the folder of the site whose Kubernetes provider applies it (in a
+hybrid estate the MultiKueue wiring puts objects of the same name on the manager's and the worker's cluster, and
+the worker-side tenant namespaces are built outside the worker site's component tree). Nothing is lost: two
+objects of one cluster never share a file; a kind that two API groups define is told apart by its group.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,8 @@ from typing import Any
 import yaml
 
 from gpufleet.engine.plan import Plan, PlanResource
+
+NO_SITE = "estate"  # resources with no site (none are Kubernetes objects today)
 
 
 def _slug(value: str) -> str:
@@ -34,21 +42,39 @@ def release(r: PlanResource) -> dict[str, Any]:
     }
 
 
+def cluster_of(plan: Plan, r: PlanResource) -> str:
+    """The cluster a resource is applied to: the site owning its Kubernetes provider (else its own site)."""
+    if r.provider is not None and r.provider in {p.key for p in plan.resources}:
+        return _site(plan, plan.get(r.provider))
+    return _site(plan, r)
+
+
 def export(plan: Plan, out: Path) -> list[Path]:
-    """Write one YAML file per Kubernetes object under `out/<site>/` and one per Helm release; return them."""
-    written: list[Path] = []
-    files: dict[Path, dict[str, Any]] = {}
+    """Write one YAML file per Kubernetes object under `out/<cluster>/` and one per Helm release under
+    `out/<cluster>/helm/`; return the files written (one per object and release)."""
+    files: dict[Path, tuple[PlanResource, dict[str, Any]]] = {}
+
+    def place(r: PlanResource, doc: dict[str, Any], folder: Path, stems: list[str]) -> None:
+        for stem in stems:
+            path = folder / f"{stem}.yaml"
+            if path not in files:
+                files[path] = (r, doc)
+                return
+        other = files[folder / f"{stems[-1]}.yaml"][0]
+        raise ValueError(f"{r.key} and {other.key} would write the same object to {folder / stems[-1]}.yaml")
+
     for r in plan.kubernetes_objects():
         m = manifest(r)
         meta = m.get("metadata") or {}
-        ns = meta.get("namespace") or "cluster"
-        name = meta.get("name") or r.name
-        path = out / _site(plan, r) / f"{_slug(str(m.get('kind')))}-{_slug(str(ns))}-{_slug(str(name))}.yaml"
-        files[path] = m
+        kind, group = str(m.get("kind")), str(m.get("apiVersion", "")).rpartition("/")[0] or "core"
+        rest = f"{_slug(str(meta.get('namespace') or 'cluster'))}-{_slug(str(meta.get('name') or r.name))}"
+        place(r, m, out / cluster_of(plan, r), [f"{_slug(kind)}-{rest}", f"{_slug(kind)}.{_slug(group)}-{rest}"])
     for r in plan.helm_releases():
         rel = release(r)
-        files[out / _site(plan, r) / "helm" / f"{_slug(str(rel['name']))}.yaml"] = rel
-    for path, doc in sorted(files.items()):
+        name = _slug(str(rel["name"]))
+        place(r, rel, out / cluster_of(plan, r) / "helm", [name, f"{_slug(str(rel['namespace']))}-{name}"])
+    written: list[Path] = []
+    for path, (_, doc) in sorted(files.items()):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False))
         written.append(path)
@@ -60,4 +86,4 @@ def _site(plan: Plan, r: PlanResource) -> str:
     for a in plan.ancestors(r.key):
         if a.type.endswith(":Site"):
             return _slug(a.name)
-    return "estate"
+    return NO_SITE

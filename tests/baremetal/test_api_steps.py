@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 import shutil
 import stat
 import subprocess
@@ -19,7 +21,7 @@ KUBECONFIG = "apiVersion: v1\nkind: Config\n# token: not-a-real-one\n"
 def run_step(tmp_path: Path, text: str, *, node_exists: bool) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     """Run a step script; the fake kubectl records each call and the kubeconfig it was handed."""
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
+    bin_dir.mkdir(parents=True)
     log = tmp_path / "calls"
     kubectl = bin_dir / "kubectl"
     kubectl.write_text(
@@ -78,3 +80,52 @@ def test_kubeconfig_lives_in_a_temp_file_removed_after_the_step(tmp_path: Path) 
     assert kubeconfig_file.startswith(str(tmp_path)) and not Path(kubeconfig_file).exists()
     assert KUBECONFIG.strip() not in call  # never on a command line
     assert _without_kubeconfig_path(call) == "wait --for=condition=Ready node/gpu-r1-01 --timeout=15m"
+
+
+# -- join-token: a bootstrap token minted just before a server joins ------------------------------------------
+
+TOKEN = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")  # kubeadm's bootstrap token format
+
+
+def test_join_token_step_mints_a_short_lived_kubeadm_bootstrap_token(tmp_path: Path) -> None:
+    """A bootstrap token is a Secret `bootstrap-token-<token-id>` of type bootstrap.kubernetes.io/token in
+    kube-system with token-id, token-secret, expiration (RFC 3339), the usage flags and auth-extra-groups
+    (kubernetes.io/docs/reference/access-authn-authz/bootstrap-tokens/); system:bootstrappers:kubeadm:default-node-token
+    is the group kubeadm binds node bootstrap to. The token is the step's only stdout line; nothing else is."""
+    script = scripts_for(onprem_spec()).join_token
+    assert script is not None
+    before = dt.datetime.now(dt.UTC)
+    result, calls = run_step(tmp_path, script.text, node_exists=False)
+    assert result.returncode == 0, result.stderr
+    match = TOKEN.match(result.stdout.strip())
+    assert match and result.stdout.count("\n") == 1, result.stdout
+    token_id, token_secret = match.groups()
+    (call,) = [_without_kubeconfig_path(c) for c in calls]
+    args = call.split(" ")
+    assert args[:7] == [
+        "--namespace",
+        "kube-system",
+        "create",
+        "secret",
+        "generic",
+        f"bootstrap-token-{token_id}",
+        "--type",
+    ]
+    assert args[7] == "bootstrap.kubernetes.io/token"
+    literals = dict(
+        a.removeprefix("--from-literal=").split("=", 1) for a in args[8:] if a.startswith("--from-literal=")
+    )
+    assert literals["token-id"] == token_id and literals["token-secret"] == token_secret
+    assert literals["usage-bootstrap-authentication"] == "true" and literals["usage-bootstrap-signing"] == "true"
+    assert literals["auth-extra-groups"] == "system:bootstrappers:kubeadm:default-node-token"
+    expires = dt.datetime.strptime(literals["expiration"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
+    assert dt.timedelta(minutes=55) < expires - before <= dt.timedelta(minutes=61)
+    assert token_secret not in result.stderr  # the log line names the token id only
+
+
+def test_two_mints_give_two_tokens(tmp_path: Path) -> None:
+    script = scripts_for(onprem_spec()).join_token
+    assert script is not None
+    first, _ = run_step(tmp_path / "a", script.text, node_exists=False)
+    second, _ = run_step(tmp_path / "b", script.text, node_exists=False)
+    assert first.stdout != second.stdout

@@ -75,10 +75,14 @@ class Machine:
     has_nvidia_smi: bool = True
     pci: list[str] = field(default_factory=lambda: H100_PCI + NVSWITCH_PCI)
     modules: list[str] = field(default_factory=lambda: list(NO_NVIDIA_MODULES))
+    kubelet_active: bool = False  # what `systemctl is-active --quiet kubelet` answers
+    nvidia_license: str | None = None  # what `modinfo -F license nvidia` prints (None: no such module)
+    files: tuple[str, ...] = ()  # host files that exist (e.g. a joined node's kubelet kubeconfig), see _on_host
 
 
 def _host_driver(estate: dict[str, Any]) -> None:
     estate["sites"][0]["kubernetes"]["driver_managed_by"] = "host"
+    estate["sites"][0]["kubernetes"]["gpudirect_rdma"] = "off"  # GPUDirect RDMA not used (its own tests set dma-buf)
 
 
 def host_driver_preflight() -> str:
@@ -126,10 +130,60 @@ def run_preflight(tmp_path: Path, machine: Machine, script: str | None = None) -
         "lsblk",
         f'for last; do :; done\nf="{data}/lsblk$(echo "$last" | tr / _)"\n[ -f "$f" ] || {{ echo "lsblk: $last: not a block device" >&2; exit 32; }}\ncat "$f"\n',
     )
+    license_answer = (
+        f"echo {machine.nvidia_license!r}\n"
+        if machine.nvidia_license is not None
+        else 'echo "modinfo: ERROR: Module nvidia not found." >&2; exit 1\n'
+    )
+    _tool(
+        bin_dir,
+        "modinfo",
+        '[ "$*" = "-F license nvidia" ] || { echo "fake modinfo: unexpected $*" >&2; exit 2; }\n' + license_answer,
+    )
+    _tool(
+        bin_dir,
+        "systemctl",
+        '[ "$*" = "is-active --quiet kubelet" ] || { echo "fake systemctl: unexpected $*" >&2; exit 2; }\n'
+        f"exit {0 if machine.kubelet_active else 3}\n",
+    )
     path = tmp_path / "preflight.sh"
     path.write_text(script if script is not None else host_driver_preflight())
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "LC_ALL": "C"}
-    return subprocess.run(["bash", str(path)], capture_output=True, text=True, env=env, timeout=30)
+    return subprocess.run(_on_host(tmp_path, machine.files, path), capture_output=True, text=True, env=env, timeout=30)
+
+
+def _on_host(tmp_path: Path, files: tuple[str, ...], script: Path) -> list[str]:
+    """The command running `script`; with `files`, inside a private mount namespace whose /etc and /var/lib are
+    overlays holding those files (the host's own directories stay untouched): the script tests real paths."""
+    if not files:
+        return ["bash", str(script)]
+    setup = ["set -e", "mount --make-rprivate /"]
+    for n, top in enumerate(("/etc", "/var/lib")):
+        upper, work = tmp_path / f"upper{n}", tmp_path / f"work{n}"
+        upper.mkdir()
+        work.mkdir()
+        setup.append(f"mount -t overlay overlay -o lowerdir={top},upperdir={upper},workdir={work} {top}")
+    setup += [f'mkdir -p "$(dirname {f})" && echo "apiVersion: v1" > {f}' for f in files]
+    setup.append(f"exec bash {script}")
+    return ["unshare", "--mount", "sh", "-c", "; ".join(setup)]
+
+
+def _can_overlay_host_files() -> bool:
+    probe = (
+        subprocess.run(
+            ["unshare", "--mount", "sh", "-c", "mount --make-rprivate / && mount -t tmpfs tmpfs /mnt"],
+            capture_output=True,
+            timeout=10,
+        )
+        if shutil.which("unshare")
+        else None
+    )
+    return probe is not None and probe.returncode == 0
+
+
+needs_mount_namespace = pytest.mark.skipif(
+    not _can_overlay_host_files(), reason="needs unshare --mount (root) to lay a joined node's files"
+)
 
 
 def failed_checks(result: subprocess.CompletedProcess[str]) -> list[str]:
@@ -302,3 +356,85 @@ def test_operator_site_without_lsmod_is_refused_not_waved_through(tmp_path: Path
     assert failed_checks(result) == [
         "gpu.host-driver: expected lsmod (kmod) to show no host NVIDIA driver; found no lsmod on PATH"
     ]
+
+
+# -- a server that has already joined (the preflight re-runs when its text changes, e.g. a new driver_version) --
+
+KUBEADM_KUBELET_CONF = "/etc/kubernetes/kubelet.conf"  # join-kubeadm.sh.j2's own "already a node" test
+
+
+@needs_mount_namespace
+def test_operator_site_judges_a_joined_server_as_joined_after_a_driver_upgrade(tmp_path: Path) -> None:
+    """Raising kubernetes.driver_version changes the preflight text, so pulumi-command re-runs it on every
+    joined server, where the GPU Operator's driver container has loaded the nvidia module. Such a server is a
+    node (its kubelet kubeconfig present, kubelet active: the join step's test), not a host with its own driver."""
+
+    def upgrade(estate: dict[str, Any]) -> None:
+        estate["sites"][0]["kubernetes"]["driver_version"] = "595.91.07"
+
+    script = scripts_for(onprem_spec(upgrade)).preflight.text
+    assert script != operator_preflight()  # the re-run: the text changed with the driver version
+    joined = Machine(modules=HOST_DRIVER_MODULES, kubelet_active=True, files=(KUBEADM_KUBELET_CONF,))
+    result = run_preflight(tmp_path, joined, script)
+    assert result.returncode == 0, result.stderr
+    assert "ok node.joined: already a node (/etc/kubernetes/kubelet.conf present, kubelet active)" in result.stdout
+    assert "ok gpu.host-driver: module nvidia loaded by the GPU Operator's driver container" in result.stdout
+    assert "ok gpu.count: 8 GPUs (lspci)" in result.stdout  # the other checks still run
+
+
+@needs_mount_namespace
+def test_operator_site_still_refuses_a_host_driver_on_a_server_that_is_not_a_node(tmp_path: Path) -> None:
+    # a kubelet.conf left behind without a running kubelet is not a node (the join step would join it again)
+    stale = Machine(modules=HOST_DRIVER_MODULES, kubelet_active=False, files=(KUBEADM_KUBELET_CONF,))
+    result = run_preflight(tmp_path, stale, operator_preflight())
+    assert result.returncode == 1
+    assert [c.split(":")[0] for c in failed_checks(result)] == ["gpu.host-driver"]
+    assert "node.joined" not in result.stdout
+
+
+def test_operator_site_without_a_kubelet_conf_is_not_judged_joined(tmp_path: Path) -> None:
+    # an active kubelet alone (no kubeconfig from a join) is not this cluster's node
+    result = run_preflight(tmp_path, Machine(modules=HOST_DRIVER_MODULES, kubelet_active=True), operator_preflight())
+    assert result.returncode == 1
+    assert "node.joined" not in result.stdout
+
+
+def test_preflight_and_join_decide_joined_by_the_same_test() -> None:
+    scripts = scripts_for(onprem_spec())
+    test = f"[ -f {KUBEADM_KUBELET_CONF} ] && systemctl is-active --quiet kubelet"
+    assert test in scripts.preflight.text and test in scripts.join.text
+
+
+# -- GPUDirect RDMA on a host-driver site (kubernetes.gpudirect_rdma: dma-buf) ---------------------------------
+
+OPEN_LICENSE = "Dual MIT/GPL"  # MODULE_LICENSE of NVIDIA/open-gpu-kernel-modules kernel-open/nvidia/nv.c
+
+
+def dma_buf_preflight(hostname: str = SAMPLE) -> str:
+    def dma_buf(estate: dict[str, Any]) -> None:
+        _host_driver(estate)
+        estate["sites"][0]["kubernetes"]["gpudirect_rdma"] = "dma-buf"
+
+    return scripts_for(onprem_spec(dma_buf), hostname).preflight.text
+
+
+def test_dma_buf_site_accepts_the_open_kernel_module(tmp_path: Path) -> None:
+    result = run_preflight(tmp_path, Machine(nvidia_license=OPEN_LICENSE), dma_buf_preflight())
+    assert result.returncode == 0, result.stderr
+    assert "ok gpu.dma-buf: open kernel module (DMA-BUF for GPUDirect RDMA)" in result.stdout
+
+
+def test_dma_buf_site_refuses_the_proprietary_module(tmp_path: Path) -> None:
+    result = run_preflight(tmp_path, Machine(nvidia_license="NVIDIA"), dma_buf_preflight())
+    assert result.returncode == 1
+    assert failed_checks(result) == [
+        "gpu.dma-buf: expected NVIDIA's open kernel module (license Dual MIT/GPL) for GPUDirect RDMA by DMA-BUF; "
+        "found license NVIDIA"
+    ]
+
+
+def test_dma_buf_is_checked_only_on_fabric_pools() -> None:
+    # gpu-r2-03 is in the `dev` pool, which is off the fabric: no RDMA there, nothing to check
+    assert "modinfo -F license nvidia" in dma_buf_preflight()
+    assert "modinfo" not in dma_buf_preflight("gpu-r2-03")
+    assert "modinfo" not in operator_preflight()  # the operator's fabric driver brings nvidia-peermem

@@ -22,6 +22,7 @@ def _fields(scripts: ServerScripts) -> dict[str, str]:
     named = {
         "preflight": scripts.preflight,
         "scratch": scripts.scratch,
+        "join-token": scripts.join_token,
         "join": scripts.join,
         "leave": scripts.leave,
         "node-ready": scripts.node_ready,
@@ -42,6 +43,7 @@ def _eks_hybrid(estate: dict[str, Any]) -> None:
 
 def _host_driver(estate: dict[str, Any]) -> None:
     estate["sites"][0]["kubernetes"]["driver_managed_by"] = "host"
+    estate["sites"][0]["kubernetes"]["gpudirect_rdma"] = "off"  # GPUDirect RDMA not used (its own tests set dma-buf)
 
 
 CASES = {

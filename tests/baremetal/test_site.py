@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from components.baremetal.bootstrap import remote_command
+from components.baremetal.bootstrap import remote_command, ssh_connection
 from components.kubernetes import versions
 from components.model.conventions import (
     FABRIC_LABEL,
@@ -21,6 +22,7 @@ from components.model.conventions import (
     TENANT_NODE_LABEL,
     TOPOLOGY_LEVELS,
 )
+from components.model.spec import BaremetalSite
 from gpufleet.engine.plan import SECRET, Plan, PlanResource
 from gpufleet.engine.synth import SECRET_PLACEHOLDER
 from tests.baremetal.helpers import onprem_spec, scripts_for
@@ -52,21 +54,38 @@ def test_onprem_bootstraps_every_pool_server_in_order(example_plans: dict[str, P
         p = f"dc1-{host}"
         assert [short(d) for d in remote[f"{p}-preflight"].dependencies] == [f"{p}-node-delete"]
         assert [short(d) for d in remote[f"{p}-scratch"].dependencies] == [f"{p}-preflight"]
-        assert [short(d) for d in remote[f"{p}-join"].dependencies] == [f"{p}-scratch"]
+        assert [short(d) for d in local[f"{p}-join-token"].dependencies] == [f"{p}-scratch"]
+        assert [short(d) for d in remote[f"{p}-join"].dependencies] == [f"{p}-join-token"]
         assert [short(d) for d in local[f"{p}-node-ready"].dependencies] == [f"{p}-join"]
         patch = by_name(plan, NODE_PATCH)[f"{p}-node"]
         assert [short(d) for d in patch.dependencies] == [f"{p}-node-ready"]
 
 
-def test_join_command_carries_the_rendered_script_and_its_sha256(example_plans: dict[str, Plan]) -> None:
+def test_join_command_carries_the_rendered_script(example_plans: dict[str, Plan]) -> None:
     join = by_name(example_plans["onprem"], REMOTE)["dc1-gpu-r1-01-join"]
     scripts = scripts_for(onprem_spec())
     assert join.inputs["create"] == remote_command(scripts.join, "gpufleet")
     assert join.inputs["update"] == join.inputs["create"]  # a changed script updates in place, never resets
     assert join.inputs["delete"] == remote_command(scripts.leave, "gpufleet")
-    assert join.inputs["triggers"] == [scripts.join.sha256]
     assert join.inputs["stdin"] == SECRET
     assert join.inputs["connection"] == SECRET  # carries the SSH private key
+
+
+def test_no_bootstrap_step_is_replaced_when_its_script_changes(example_plans: dict[str, Plan]) -> None:
+    """pulumi-command replaces a Command whose `triggers` change, `update` or not: the SDK registers every Command
+    with replace_on_changes=["triggers[*]"] (sdk/python/pulumi_command/remote/command.py and local/command.py at
+    v1.2.1; pulumi/pulumi-command#855). A replacement runs the old Command's `delete`: `kubeadm reset` for the
+    join, a drain for node-ready. So no step carries triggers, and every step that runs something on change has
+    `update` equal to `create`: a changed script text is an in-place update."""
+    for stack in ("onprem", "hybrid"):
+        plan = example_plans[stack]
+        steps = plan.find(REMOTE) + plan.find(LOCAL)
+        assert steps, stack
+        for step in steps:
+            assert "triggers" not in step.inputs, step.name
+            if "create" in step.inputs:
+                assert step.inputs["update"] == step.inputs["create"], step.name
+            assert "triggers[*]" not in step.ignore_changes
 
 
 def test_api_steps_drain_before_reset_and_delete_the_node_last(example_plans: dict[str, Plan]) -> None:
@@ -273,6 +292,7 @@ def test_eks_hybrid_join_reads_the_ssm_activation_from_stdin_and_names_the_node_
 
     config = example_config("onprem")
     config["gpufleet:ssmActivationId"] = {"secure": "v1:PLACEHOLDER"}
+    config["gpufleet:joinToken"] = {"secure": "v1:PLACEHOLDER"}  # the SSM activation code
     config["gpufleet:estate"]["sites"][0]["join"] = {
         "method": "eks-hybrid",
         "api_server": "ABCDEF.gr7.us-east-1.eks.amazonaws.com:443",
@@ -287,3 +307,61 @@ def test_eks_hybrid_join_reads_the_ssm_activation_from_stdin_and_names_the_node_
     patch = by_name(plan, NODE_PATCH)["dc1-gpu-r1-01-node"]
     assert patch.inputs["metadata"]["name"] != "gpu-r1-01"
     assert SECRET_PLACEHOLDER not in plan.to_json()
+
+
+# -- SSH host keys ------------------------------------------------------------------------------------------
+
+
+def test_every_ssh_connection_checks_the_inventory_host_key() -> None:
+    """pulumi-command verifies a host only when `host_key` is set (connection.go at v1.2.1: otherwise
+    ssh.InsecureIgnoreHostKey), and the join token travels over these connections."""
+    spec = onprem_spec()
+    site = spec.sites[0]
+    assert isinstance(site, BaremetalSite) and site.ssh.bastion
+    for server in site.inventory:
+        conn = ssh_connection(site, server, "KEY")
+        assert server.host_key and conn.host_key == server.host_key
+        assert conn.proxy is not None and conn.proxy.host_key == site.ssh.bastion_host_key
+        assert conn.proxy.host == "bastion.dc1.example.com" and conn.proxy.user == "ops"
+
+
+def test_insecure_opt_out_is_warned_on_every_run(synth_config: Callable[[dict[str, Any]], Plan]) -> None:
+    config = example_config("onprem")
+    estate = config["gpufleet:estate"]
+    site = estate["sites"][0]
+    site["ssh"]["insecure_skip_host_key_check"] = True
+    del site["ssh"]["bastion_host_key"]
+    for server in site["inventory"]:
+        del server["host_key"]
+    plan = synth_config(config)
+    assert any("insecure_skip_host_key_check" in w and "join token" in w for w in plan.warnings), plan.warnings
+
+
+# -- join tokens -----------------------------------------------------------------------------------------------
+
+
+def test_each_kubeadm_server_joins_with_a_token_minted_just_before(example_plans: dict[str, Plan]) -> None:
+    """kubeadm tokens expire (24 h by default), so a token kept in config stops a server added later from
+    joining; the stack mints one per server right before its join and passes it on stdin, never logged."""
+    for stack, prefix in (("onprem", "dc1-gpu-r1-01"), ("hybrid", "onprem-gpu-01")):
+        plan = example_plans[stack]
+        token = by_name(plan, LOCAL)[f"{prefix}-join-token"]
+        join = by_name(plan, REMOTE)[f"{prefix}-join"]
+        assert token.key in join.dependencies, stack
+        assert token.inputs["logging"] == "stderr", stack
+        assert (
+            "kubectl --kubeconfig" in token.inputs["create"]
+            and "bootstrap.kubernetes.io/token" in token.inputs["create"]
+        )
+        assert join.inputs["stdin"] == SECRET
+    config = example_config("onprem")["gpufleet:estate"]
+    assert "token_config" not in config["sites"][0]["join"]
+    assert "gpufleet:joinToken" not in example_config("onprem") and "gpufleet:joinToken" not in example_config("hybrid")
+
+
+def test_a_token_from_config_is_still_possible(synth_config: Callable[[dict[str, Any]], Plan]) -> None:
+    config = example_config("onprem")
+    config["gpufleet:estate"]["sites"][0]["join"]["token"] = "config"
+    config["gpufleet:joinToken"] = {"secure": "v1:REPLACEWITHPULUMICONFIGSETSECRET"}
+    plan = synth_config(config)
+    assert not [r for r in plan.find(LOCAL) if r.name.endswith("-join-token")]

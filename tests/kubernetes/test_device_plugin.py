@@ -17,6 +17,8 @@ from tests.kubernetes.helpers import estate, parse, release, releases, time_slic
 def _device_plugin_stack(raw: dict[str, Any]) -> None:
     raw["sites"][0].setdefault("kubernetes", {})["gpu_stack"] = "device-plugin"
     raw["sites"][0]["kubernetes"]["driver_managed_by"] = "host"  # without the operator, the host brings the driver
+    if raw["sites"][0]["kind"] == "baremetal":  # GPUDirect RDMA not used (its own tests set dma-buf)
+        raw["sites"][0]["kubernetes"]["gpudirect_rdma"] = "off"
 
 
 def test_device_plugin_site_gets_the_plugin_instead_of_the_operator(synth_config: Callable[..., Plan]) -> None:

@@ -15,6 +15,8 @@ from tests.kubernetes.helpers import Mutate, estate
 
 def _host(raw: dict[str, Any]) -> None:
     raw["sites"][0]["kubernetes"]["driver_managed_by"] = "host"
+    if raw["sites"][0]["kind"] == "baremetal":  # GPUDirect RDMA not used (its own tests set dma-buf)
+        raw["sites"][0]["kubernetes"]["gpudirect_rdma"] = "off"
 
 
 def _add_lustre(raw: dict[str, Any]) -> None:
@@ -42,7 +44,7 @@ def test_host_managed_site_turns_the_operator_driver_off_but_keeps_the_toolkit()
     spec = estate("onprem", _host)
     values = gpu_operator_values(spec, spec.sites[0])
     # no version and no upgrade policy: the operator never touches the host's driver
-    assert values["driver"] == {"enabled": False, "rdma": {"enabled": True, "useHostMofed": False}}
+    assert values["driver"] == {"enabled": False}
     assert values["toolkit"] == {"enabled": True}  # unlike EKS, where the AMI ships the toolkit too
     assert values["devicePlugin"]["enabled"] is True
 
@@ -111,3 +113,26 @@ def test_bare_metal_device_plugin_site_must_take_the_driver_from_the_host() -> N
         _host(raw)
 
     assert estate("onprem", device_plugin_on_host).sites[0].kubernetes.gpu_stack == "device-plugin"
+
+
+def test_host_driver_site_on_a_fabric_must_say_how_gpudirect_rdma_works() -> None:
+    """With driver_managed_by: host the GPU Operator installs no driver, so `driver.rdma` (nvidia-peermem in the
+    operator's driver pod) cannot provide GPUDirect RDMA: the site states it (dma-buf or off)."""
+
+    def host_unsaid(raw: dict[str, Any]) -> None:
+        raw["sites"][0]["kubernetes"]["driver_managed_by"] = "host"
+
+    message = problem("onprem", host_unsaid)
+    assert "sites[0].kubernetes.gpudirect_rdma" in message and "dma-buf" in message
+
+    def operator_said(raw: dict[str, Any]) -> None:
+        raw["sites"][0]["kubernetes"]["gpudirect_rdma"] = "dma-buf"
+
+    assert "only for a bare-metal site with driver_managed_by: host" in problem("onprem", operator_said)
+
+    def host_dma_buf(raw: dict[str, Any]) -> None:
+        host_unsaid(raw)
+        raw["sites"][0]["kubernetes"]["gpudirect_rdma"] = "dma-buf"
+
+    spec = estate("onprem", host_dma_buf)
+    assert gpu_operator_values(spec, spec.sites[0])["driver"] == {"enabled": False}

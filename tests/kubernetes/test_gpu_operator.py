@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from components.kubernetes import sharing, versions
+from components.kubernetes.gpu_driver import fabric_driver_specs
 from components.kubernetes.gpu_operator import gpu_operator_values
 from components.model.conventions import DEVICE_PLUGIN_CONFIG_LABEL, GPU_PRESENT_LABEL, MIG_CONFIG_LABEL, POOL_LABEL
 from components.model.load import SpecError
@@ -62,8 +63,10 @@ def test_bare_metal_driver_upgrades_one_drained_node_at_a_time(example_plans: di
 
 def test_gpudirect_rdma_only_with_an_infiniband_or_roce_fabric() -> None:
     onprem = estate("onprem")
-    rdma = gpu_operator_values(onprem, onprem.sites[0])["driver"]["rdma"]
-    assert rdma == {"enabled": True, "useHostMofed": False}
+    # the default NVIDIADriver (nodes off every fabric) has no RDMA; the fabric's own NVIDIADriver has it
+    assert gpu_operator_values(onprem, onprem.sites[0])["driver"]["rdma"] == {"enabled": False, "useHostMofed": False}
+    (spec,) = fabric_driver_specs(onprem.sites[0]).values()
+    assert spec["rdma"] == {"enabled": True, "useHostMofed": False}
 
     def no_fabric(raw: dict[str, Any]) -> None:
         raw["sites"][0]["fabrics"] = []
@@ -72,6 +75,7 @@ def test_gpudirect_rdma_only_with_an_infiniband_or_roce_fabric() -> None:
 
     plain = estate("onprem", no_fabric)
     assert gpu_operator_values(plain, plain.sites[0])["driver"]["rdma"]["enabled"] is False
+    assert fabric_driver_specs(plain.sites[0]) == {}
 
 
 def test_gds_only_with_rdma_and_a_parallel_file_system() -> None:
@@ -192,10 +196,10 @@ def test_default_device_plugin_config_cannot_collide_with_a_pool_name() -> None:
 # -- DCGM, health checks, placement ----------------------------------------------------------------------
 
 
-def test_dcgm_exporter_on_with_service_monitor_only_under_prometheus(example_plans: dict[str, Plan]) -> None:
-    eks = operator_values(example_plans["aws-train"])["dcgmExporter"]  # prometheus: true
-    bm = operator_values(example_plans["onprem"])["dcgmExporter"]  # prometheus unset
-    assert eks["enabled"] is True and eks["serviceMonitor"] == {"enabled": True}
+def test_dcgm_exporter_on_without_a_service_monitor_unless_an_operator_exists(example_plans: dict[str, Plan]) -> None:
+    eks = operator_values(example_plans["aws-train"])["dcgmExporter"]  # monitoring.prometheus_operator: none
+    bm = operator_values(example_plans["onprem"])["dcgmExporter"]  # monitoring unset
+    assert eks["enabled"] is True and eks["serviceMonitor"] == {"enabled": False}
     assert bm["enabled"] is True and bm["serviceMonitor"] == {"enabled": False}
     for v in (eks, bm):
         assert v["enablePodLabels"] is False and v["enablePodUID"] is False

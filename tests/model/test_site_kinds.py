@@ -42,7 +42,8 @@ DISPATCH = {
     "components/model/conventions.py",  # site component type token
     "components/model/reach.py",  # how a client reaches a site's Kubernetes API
     "components/model/spec/rules.py",  # per-kind cross-field rules
-    "components/kubernetes/gpu_operator.py",  # driver and toolkit: image-provided or operator-installed
+    "components/kubernetes/gpu_driver.py",  # driver: image-provided or operator-installed
+    "components/kubernetes/gpu_operator.py",  # toolkit: image-provided or operator-installed
     "components/kubernetes/gpu_stack.py",  # EFA plugins or Network Operator
     "components/kubernetes/kueue.py",  # topology labels
     "components/kubernetes/tenancy.py",  # storage egress

@@ -68,3 +68,60 @@ def test_eks_hybrid_join_needs_cluster_name_and_region() -> None:
         estate["sites"][0]["join"] = {"method": "eks-hybrid", "api_server": "x.eks.amazonaws.com:443"}
 
     assert "method eks-hybrid needs cluster_name and region" in problem(eks)
+
+
+# -- SSH host keys (the join token travels over these connections) ----------------------------------------
+
+
+def test_a_pool_server_without_a_host_key_is_refused() -> None:
+    def drop(estate: dict[str, Any]) -> None:
+        del estate["sites"][0]["inventory"][2]["host_key"]
+
+    message = problem(drop)
+    assert "sites[0].inventory[2].host_key: server gpu-r1-03 needs its SSH host key" in message
+    assert "ssh-keyscan -t ed25519 10.10.1.13" in message and "insecure_skip_host_key_check" in message
+
+
+def test_a_bastion_without_a_host_key_is_refused() -> None:
+    def drop(estate: dict[str, Any]) -> None:
+        del estate["sites"][0]["ssh"]["bastion_host_key"]
+
+    assert "sites[0].ssh.bastion_host_key: bastion ops@bastion.dc1.example.com needs its SSH host key" in problem(drop)
+
+
+def test_a_server_no_pool_selects_needs_no_host_key() -> None:
+    def unpooled(estate: dict[str, Any]) -> None:
+        spare = {**estate["sites"][0]["inventory"][0], "hostname": "spare-01", "labels": {"pool": "spare"}}
+        del spare["host_key"]
+        estate["sites"][0]["inventory"].append(spare)
+
+    example_spec("onprem", unpooled)  # nothing connects to it
+
+
+@pytest.mark.parametrize(
+    ("key", "words"),
+    [
+        ("AAAAC3NzaC1lZDI1NTE5AAAAIILiO9g33J", "expected an OpenSSH public host key line"),
+        ("ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7", "RSA host keys are not accepted"),
+        ("ssh-dss AAAAB3NzaC1kc3MAAACBAP", "host key type 'ssh-dss' is not one of"),
+        ("ssh-ed25519 not-base64!", "not valid base64 key data"),
+        # a valid blob of another type under the ed25519 label
+        ("ssh-ed25519 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBA==", "does not hold a ssh-ed25519 key"),
+    ],
+)
+def test_malformed_or_rsa_host_keys_are_refused(key: str, words: str) -> None:
+    def bad(estate: dict[str, Any]) -> None:
+        estate["sites"][0]["inventory"][0]["host_key"] = key
+
+    message = problem(bad)
+    assert "sites[0].inventory[0].host_key" in message and words in message, message
+
+
+def test_opting_out_of_host_key_checks_is_explicit() -> None:
+    def opt_out(estate: dict[str, Any]) -> None:
+        estate["sites"][0]["ssh"]["insecure_skip_host_key_check"] = True
+        del estate["sites"][0]["ssh"]["bastion_host_key"]
+        for server in estate["sites"][0]["inventory"]:
+            del server["host_key"]
+
+    example_spec("onprem", opt_out)

@@ -34,6 +34,9 @@ def test_host_driver_site_passes_every_mandatory_rule_with_the_written_config(
 ) -> None:
     config = example_config("onprem")
     config[ESTATE_KEY]["sites"][0]["kubernetes"]["driver_managed_by"] = "host"
+    config[ESTATE_KEY]["sites"][0]["kubernetes"]["gpudirect_rdma"] = (
+        "off"  # GPUDirect RDMA not used (its own tests set dma-buf)
+    )
     plan = synth_config(config)
     spec = parse_estate(config[ESTATE_KEY], "test")
 

@@ -89,6 +89,7 @@ SMALL: dict[str, Any] = {
                     "rack": "r1",
                     "leaf": "l1",
                     "labels": {"pool": "owned"},
+                    "host_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIILiO9g33J+rqTznFkGuGi1lHVQ6umlrT4Eg1IVmLoFj",
                 }
                 for i in (1, 2)
             ],

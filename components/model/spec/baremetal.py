@@ -3,7 +3,10 @@ NFS / parallel-fs / on-prem S3 tiers, servers, SSH access and how servers join t
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
+import struct
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -127,6 +130,40 @@ class OnPremS3Tier(Model):
     secret_key_config: str = Field(description="Config key holding the secret access key (a Pulumi secret).")
 
 
+# Host key types gpufleet accepts. pulumi-command (provider/pkg/provider/remote/connection.go at v1.2.1) parses
+# `host_key` with ssh.ParseAuthorizedKey and offers only that key's own type as the host key algorithm, which for
+# an RSA key is `ssh-rsa` (RSA/SHA-1 signatures), disabled by default since OpenSSH 8.8: RSA host keys are refused.
+HOST_KEY_TYPES = ("ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521")
+HOST_KEY_HELP = (
+    "an OpenSSH public host key line `<type> <base64> [comment]` (the server's /etc/ssh/ssh_host_ed25519_key.pub, "
+    "or `ssh-keyscan -t ed25519 <address>` run over a network you trust)"
+)
+
+
+def ssh_host_key(value: str) -> str:
+    """Check an OpenSSH public key line (RFC 4253 section 6.6: the base64 blob starts with its own type name)."""
+    parts = value.split()
+    if len(parts) < 2:
+        raise ValueError(f"expected {HOST_KEY_HELP}")
+    kind, blob = parts[0], parts[1]
+    if kind == "ssh-rsa":
+        raise ValueError(
+            "RSA host keys are not accepted: pulumi-command then negotiates only the SHA-1 `ssh-rsa` signature, "
+            f"which OpenSSH 8.8 and later refuse; use the server's ed25519 or ECDSA key ({', '.join(HOST_KEY_TYPES)})"
+        )
+    if kind not in HOST_KEY_TYPES:
+        raise ValueError(f"host key type {kind!r} is not one of {', '.join(HOST_KEY_TYPES)}")
+    try:
+        raw = base64.b64decode(blob, validate=True)
+        (length,) = struct.unpack(">I", raw[:4])
+        named = raw[4 : 4 + length].decode()
+    except (binascii.Error, struct.error, UnicodeDecodeError) as err:
+        raise ValueError(f"the key after {kind} is not valid base64 key data ({err})") from err
+    if named != kind or len(raw) <= 4 + length:
+        raise ValueError(f"the key data does not hold a {kind} key (it names {named!r}); expected {HOST_KEY_HELP}")
+    return value
+
+
 class Server(Model):
     """One racked GPU server of a bare-metal inventory."""
 
@@ -151,6 +188,19 @@ class Server(Model):
     ib_rate_gbps: int | None = Field(
         default=None, gt=0, description="Link rate every ib_port must report (ibstat `Rate:`); unchecked if unset."
     )
+    host_key: str | None = Field(
+        default=None,
+        description=(
+            "The server's SSH host key, checked on every connection (the join token travels over it): "
+            + HOST_KEY_HELP
+            + ". Required for servers a pool selects unless ssh.insecure_skip_host_key_check is set."
+        ),
+    )
+
+    @field_validator("host_key")
+    @classmethod
+    def _host_key(cls, v: str | None) -> str | None:
+        return None if v is None else ssh_host_key(v)
 
     @field_validator("gpu_model")
     @classmethod
@@ -165,6 +215,22 @@ class SshAccess(Model):
     user: str = Field(default="root")
     private_key_config: str = Field(description="Config key holding the SSH private key (a Pulumi secret).")
     bastion: str | None = Field(default=None, description="Bastion host (user@host) to jump through.")
+    bastion_host_key: str | None = Field(
+        default=None,
+        description="The bastion's SSH host key (" + HOST_KEY_HELP + "); required with a bastion.",
+    )
+    insecure_skip_host_key_check: bool = Field(
+        default=False,
+        description=(
+            "Connect without checking host keys where the inventory gives none. Anyone who can intercept the "
+            "connection can then impersonate a server and take its join token; every `up` warns."
+        ),
+    )
+
+    @field_validator("bastion_host_key")
+    @classmethod
+    def _bastion_host_key(cls, v: str | None) -> str | None:
+        return None if v is None else ssh_host_key(v)
 
 
 class Join(Model):
@@ -172,9 +238,18 @@ class Join(Model):
 
     method: Literal["kubeadm", "eks-hybrid"] = "kubeadm"
     api_server: str = Field(description="host:port of the Kubernetes API the nodes join.")
+    token: Literal["minted", "config"] | None = Field(
+        default=None,
+        description=(
+            "kubeadm: `minted` (the default) mints a bootstrap token valid for an hour just before each server "
+            "joins, through the site's kubeconfig, so a server added months later still joins; `config` reads one "
+            "from token_config (kubeadm tokens expire after 24 hours by default: renew it before adding servers). "
+            "eks-hybrid always reads its SSM activation from config."
+        ),
+    )
     token_config: str = Field(
         default="joinToken",
-        description="Config key holding the kubeadm token or nodeadm activation (secret).",
+        description="Config key holding the kubeadm token (token: config) or the SSM activation code (secret).",
     )
     ca_hash_config: str = Field(default="caCertHash", description="Config key holding the CA cert hash (secret).")
     cluster_name: str | None = Field(default=None, description="EKS cluster hybrid nodes join (method eks-hybrid).")
@@ -188,4 +263,11 @@ class Join(Model):
     def _eks_hybrid(self) -> Join:
         if self.method == "eks-hybrid" and not (self.cluster_name and self.region):
             raise ValueError("method eks-hybrid needs cluster_name and region (the EKS cluster nodeadm joins)")
+        if self.method == "eks-hybrid" and self.token == "minted":
+            raise ValueError("token: minted is for kubeadm; eks-hybrid joins with an SSM activation from token_config")
         return self
+
+    @property
+    def mints_token(self) -> bool:
+        """The stack mints a short-lived kubeadm bootstrap token per joining server."""
+        return self.method == "kubeadm" and self.token != "config"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from components.model.spec.access import Interconnect
 from components.model.spec.aws import AwsNodePool, EfaFabric, EfsTier, EksCluster, FsxLustreTier, S3Tier, Vpc
@@ -46,6 +46,37 @@ BAREMETAL_STORAGE = frozenset({"scratch", "nfs", "parallel-fs", "s3-onprem"})
 NetworkPolicyCni = Literal["calico", "cilium", "antrea", "kube-router", "vpc-cni", "none"]
 
 
+class Monitoring(Model):
+    """How a site's cluster is monitored: the one setting every chart value that needs the Prometheus Operator's
+    CRDs (monitoring.coreos.com/v1 ServiceMonitor) follows. gpufleet installs no Prometheus Operator."""
+
+    prometheus_operator: Literal["none", "existing"] = Field(
+        default="none",
+        description=(
+            "`existing`: a Prometheus Operator (e.g. kube-prometheus-stack) already runs on the cluster, so its "
+            "ServiceMonitor CRD exists before `up`; gpufleet then adds ServiceMonitors for DCGM exporter and "
+            "Kueue. `none`: no ServiceMonitor anywhere. A cluster the stack creates has none on its first `up`."
+        ),
+    )
+    service_monitor_labels: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "Labels the operator's Prometheus selects ServiceMonitors by (its serviceMonitorSelector); "
+            "kube-prometheus-stack's default selects `release: <its Helm release name>`."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _labels_need_operator(self) -> Monitoring:
+        if self.service_monitor_labels and self.prometheus_operator == "none":
+            raise ValueError("service_monitor_labels need prometheus_operator: existing")
+        return self
+
+    @property
+    def service_monitors(self) -> bool:
+        return self.prometheus_operator == "existing"
+
+
 class KubernetesStack(Model):
     """The GPU software stack and scheduler on a site's cluster."""
 
@@ -56,7 +87,7 @@ class KubernetesStack(Model):
         default="single",
         description="How MIG devices are advertised (single: nvidia.com/gpu; mixed: per profile).",
     )
-    prometheus: bool = Field(default=False, description="A Prometheus operator is present (ServiceMonitors).")
+    monitoring: Monitoring = Field(default_factory=Monitoring, description="Prometheus Operator on the cluster.")
     network_policy_cni: NetworkPolicyCni | None = Field(
         default=None,
         description=(
@@ -82,6 +113,28 @@ class KubernetesStack(Model):
             "checked by the preflight (host). EKS NVIDIA AMIs always bring their own driver."
         ),
     )
+
+    gpudirect_rdma: Literal["dma-buf", "off"] | None = Field(
+        default=None,
+        description=(
+            "Bare metal with driver_managed_by: host and an InfiniBand / RoCE fabric (required there, refused "
+            "elsewhere): how GPUDirect RDMA works, since the GPU Operator installs no driver and so no "
+            "nvidia-peermem. `dma-buf`: the host runs NVIDIA's open kernel module, which exports GPU memory as "
+            "DMA-BUF to the Network Operator's DOCA-OFED (the preflight checks the module); `off`: RDMA traffic is "
+            "staged through host memory. With driver_managed_by: operator gpufleet loads nvidia-peermem on the "
+            "fabric's nodes itself."
+        ),
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _prometheus_replaced(cls, data: object) -> object:
+        if isinstance(data, dict) and "prometheus" in data:
+            raise ValueError(
+                "prometheus was replaced by monitoring.prometheus_operator (existing or none) and "
+                "monitoring.service_monitor_labels (what the operator's Prometheus selects ServiceMonitors by)"
+            )
+        return data
 
 
 class SiteBase(Model):

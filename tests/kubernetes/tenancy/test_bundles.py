@@ -265,3 +265,16 @@ def test_every_cluster_with_tenants_refuses_foreign_and_keyless_tolerations(plan
             assert spec["matchResources"]["namespaceSelector"] == {
                 "matchExpressions": [{"key": "tenant", "operator": "Exists"}]
             }
+
+
+def test_rdma_admission_policy_also_judges_ephemeral_containers(plan_of: PlanOf) -> None:
+    """The RDMA policy's CEL reads `spec.ephemeralContainers`, but `kubectl debug` adds them through the
+    `pods/ephemeralcontainers` subresource (an UPDATE of the subresource), which a rule on `pods` does not match
+    (kubernetes.io/docs/reference/access-authn-authz/extensible-admission-controllers/#matching-requests-rules,
+    kubernetes.io/docs/concepts/workloads/pods/ephemeral-containers/): the rule must list the subresource."""
+    for stack, tenant in (("aws-train", "research"), ("onprem", "research")):
+        vap = k8s_object(plan_of(stack), "ValidatingAdmissionPolicy", f"gpufleet-rdma-{tenant}").inputs["spec"]
+        rules = vap["matchConstraints"]["resourceRules"]
+        matched = {(r, op) for rule in rules for r in rule["resources"] for op in rule["operations"]}
+        assert ("pods/ephemeralcontainers", "UPDATE") in matched, stack
+        assert ("pods", "CREATE") in matched and ("pods", "UPDATE") in matched, stack

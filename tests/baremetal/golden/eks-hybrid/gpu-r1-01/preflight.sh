@@ -29,6 +29,16 @@ joined() { # one line per item -> "a, b, c"
   printf '%s\n' "$1" | sed '/^$/d' | paste -sd, - | sed 's/,/, /g'
 }
 
+# -- already a node? ----------------------------------------------------------------------------------------------
+# The preflight re-runs on a joined server whenever its text changes (a new driver_version, a gpufleet upgrade).
+# Such a server is judged as the node it is, by the join step's own test: /var/lib/kubelet/kubeconfig present and
+# the kubelet active. The checks below still run; only what joining changes on purpose is read differently.
+node_joined=false
+if [ -f /var/lib/kubelet/kubeconfig ] && systemctl is-active --quiet kubelet; then
+  node_joined=true
+  pass node.joined "already a node (/var/lib/kubelet/kubeconfig present, kubelet active)"
+fi
+
 # -- GPUs: count on the PCI bus (lspci), no host NVIDIA driver loaded (lsmod) -----------------------------------
 # NVIDIA (vendor 10de) display controllers, class 0300 (VGA) or 0302 (3D: data-centre GPUs); NVSwitches (0680) and
 # other NVIDIA functions are not GPUs. `lspci -n` prints "BUS CLASS: VENDOR:DEVICE", e.g. "17:00.0 0302: 10de:2330".
@@ -49,7 +59,11 @@ if ! command -v lsmod >/dev/null 2>&1; then
 elif ! modules="$(lsmod 2>&1)"; then
   fail gpu.host-driver "lsmod to list kernel modules" "lsmod failed: $(printf '%s' "$modules" | head -n 1)"
 elif printf '%s\n' "$modules" | awk '$1 == "nvidia" { found = 1 } END { exit !found }'; then  # the line "nvidia SIZE ..."
-  fail gpu.host-driver "no host NVIDIA driver (the GPU Operator installs driver 580.126.20)" "module nvidia loaded"
+  if [ "$node_joined" = true ]; then
+    pass gpu.host-driver "module nvidia loaded by the GPU Operator's driver container on this node"
+  else
+    fail gpu.host-driver "no host NVIDIA driver (the GPU Operator installs driver 580.126.20)" "module nvidia loaded"
+  fi
 else
   pass gpu.host-driver "no nvidia module loaded; the GPU Operator installs driver 580.126.20"
 fi

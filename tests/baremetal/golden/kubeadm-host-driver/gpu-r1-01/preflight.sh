@@ -28,6 +28,16 @@ joined() { # one line per item -> "a, b, c"
   printf '%s\n' "$1" | sed '/^$/d' | paste -sd, - | sed 's/,/, /g'
 }
 
+# -- already a node? ----------------------------------------------------------------------------------------------
+# The preflight re-runs on a joined server whenever its text changes (a new driver_version, a gpufleet upgrade).
+# Such a server is judged as the node it is, by the join step's own test: /etc/kubernetes/kubelet.conf present and
+# the kubelet active. The checks below still run; only what joining changes on purpose is read differently.
+node_joined=false
+if [ -f /etc/kubernetes/kubelet.conf ] && systemctl is-active --quiet kubelet; then
+  node_joined=true
+  pass node.joined "already a node (/etc/kubernetes/kubelet.conf present, kubelet active)"
+fi
+
 # -- GPUs: count, model, memory and driver (nvidia-smi) ----------------------------
 if ! command -v nvidia-smi >/dev/null 2>&1; then
   fail gpu.driver "nvidia-smi from an installed NVIDIA driver 580.126.20" "no nvidia-smi on PATH"
