@@ -14,6 +14,7 @@ from components.aws.launch import launch_template_args, template_version
 from components.kubernetes.versions import VPC_CNI_ADDON
 from components.model.cni import VPC_CNI_NETWORK_POLICY
 from components.model.conventions import ROLE_LABEL
+from components.model.nodes import SYSTEM_POOL_DESIRED, SYSTEM_POOL_MAX, SYSTEM_POOL_MIN, SYSTEM_ROOT_VOLUME_GIB
 from components.model.reach import private_api_sources
 from components.model.spec import AwsSite, EstateSpec
 from components.model.tags import Tags
@@ -309,7 +310,7 @@ class EksClusterStack(pulumi.ComponentResource):
             **launch_template_args(
                 instance_type=site.system_instance_type,
                 hop_limit=1,
-                root_volume_gib=100,
+                root_volume_gib=SYSTEM_ROOT_VOLUME_GIB,
                 key_arn=self.key_arn,
                 tags=tags.aws(),
                 description=f"{self.name}: CPU system nodes",
@@ -323,7 +324,9 @@ class EksClusterStack(pulumi.ComponentResource):
             subnet_ids=self._args.subnet_ids,
             ami_type=SYSTEM_AMI_TYPE,
             capacity_type="ON_DEMAND",
-            scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=2, desired_size=2, max_size=4),
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=SYSTEM_POOL_MIN, desired_size=SYSTEM_POOL_DESIRED, max_size=SYSTEM_POOL_MAX
+            ),
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
                 id=lt.id, version=lt.latest_version.apply(template_version)
             ),

@@ -65,3 +65,9 @@ def server_topology_labels(server: Server) -> dict[str, str]:
     if server.rail is not None:
         labels[RAIL_LABEL] = server.rail
     return labels
+
+
+# The CPU system node group of a created EKS cluster (components.aws.cluster): its size and root volume. One home,
+# read by the cluster component and by the cost envelope (gpufleet.review.bill).
+SYSTEM_POOL_MIN, SYSTEM_POOL_DESIRED, SYSTEM_POOL_MAX = 2, 2, 4
+SYSTEM_ROOT_VOLUME_GIB = 100

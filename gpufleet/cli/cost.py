@@ -24,13 +24,16 @@ def parse_time(value: str) -> dt.datetime:
 
 def cost(stack: StackOpt, format: FormatOpt = Format.text, at: AtOpt = None, project: ProjectOpt = HERE) -> None:
     """Cost envelope from catalog prices: per pool, site, tenant and estate at min, desired and max size."""
-    from components.model.load import read_stack
+    from components.model.load import read_stack, stack_path
     from gpufleet.render.cost import cost_json, cost_markdown, cost_text
     from gpufleet.review.cost import estate_cost
+    from gpufleet.review.usage import read_usage, usage_path
 
     now = parse_time(at) if at else dt.datetime.now(dt.UTC)
     stack_file = read_stack(project, stack)
-    envelope = estate_cost(stack_file.estate(), stack_file.window(), now)
+    # The usage profile next to the stack file (usage.<stack>.yaml), when there is one, prices usage-billed items.
+    usage = read_usage(usage_path(stack_path(project, stack), stack))
+    envelope = estate_cost(stack_file.estate(), stack_file.window(), now, usage)
     match format:
         case Format.json:
             print(cost_json(envelope))

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from typing import assert_never
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -33,18 +34,24 @@ def _levels_text(at: At, digits: int = 2) -> str:
 
 
 def cost_text(cost: EstateCost, console: Console) -> None:
-    table = Table(title=f"Cost envelope: {cost.estate} ({cost.environment}), $ per hour (a month is {HOURS} h)")
+    # No vertical rules (box.SIMPLE_HEAD): instance names and dollar figures stay on one line at 80 columns.
+    table = Table(
+        title=f"Cost envelope: {cost.estate} ({cost.environment}), $ per hour (a month is {HOURS} h)",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
     table.add_column("site/pool", no_wrap=True)
-    table.add_column("instance", overflow="fold")
+    table.add_column("instance", no_wrap=True)
     table.add_column("nodes", justify="right", no_wrap=True)
-    table.add_column("$/h each", justify="right")
+    table.add_column("each", justify="right", no_wrap=True)
     for lv in LEVELS:
-        table.add_column(lv, justify="right")
+        table.add_column(lv, justify="right", no_wrap=True)
     for p in cost.pools:
         what = _what(p, markdown=False)
         nodes = "/".join(str(p.nodes[lv]) for lv in LEVELS)
-        cells = [usd(p.hourly.at(lv)) if p.priced else "unpriced" for lv in LEVELS]
-        unit = usd(p.price.usd) if p.price else "unpriced"
+        # Dollars without the sign (the title says $ per hour), so the row fits 80 columns.
+        cells = [usd(p.hourly.at(lv)).lstrip("$") if p.priced else "unpriced" for lv in LEVELS]
+        unit = usd(p.price.usd).lstrip("$") if p.price else "unpriced"
         table.add_row(f"{p.site}/{p.pool}", what, nodes, unit, *cells)
     console.print(table)
     for p in cost.pools:
@@ -55,6 +62,11 @@ def cost_text(cost: EstateCost, console: Console) -> None:
         for t in cost.storage:
             amount = f"{usd(t.monthly_usd, 0)}/month" if t.status == "priced" else t.status
             console.print(f"  {t.site}/{t.tier} ({t.kind}): {amount} — {t.note}")
+    if cost.bill:
+        console.print("[bold]Rest of the bill[/bold] ($ per hour at min / desired / max)")
+        for ln in cost.bill:
+            amount = _levels_text(ln.hourly.at) if ln.hourly else ln.status
+            console.print(f"  {ln.site}/{ln.item}: {ln.quantity}: {amount}" + (f" — {ln.note}" if ln.note else ""))
     console.print("[bold]Per site[/bold]")
     for s in cost.sites():
         console.print(f"  {s}: {_levels_text(cost.site_total(s).hourly.at)}")
@@ -99,7 +111,11 @@ def budget_line(budget: float | None, at_max: float | None) -> list[str]:
 
 
 def unpriced_line(unpriced: tuple[str, ...] | list[str]) -> list[str]:
-    return [f"> ⚠️ Not in the totals (no catalog price): {', '.join(unpriced)}"] if unpriced else []
+    return (
+        [f"> ⚠️ Not in the totals (no catalog price, or billed on usage with no usage profile): {', '.join(unpriced)}"]
+        if unpriced
+        else []
+    )
 
 
 def cost_summary(cost: EstateCost) -> list[str]:
@@ -150,6 +166,13 @@ def cost_tables(cost: EstateCost) -> str:
             amount = usd(t.monthly_usd, 0) if t.status == "priced" else t.status
             basis = f"{t.quantity} × {usd(t.price.usd, 3)}/GB-month; " if t.status == "priced" and t.price else ""
             out.append(f"| {t.site} | {t.tier} | {t.kind} | {amount} | {cell(basis + t.note)} |")
+    if cost.bill:
+        out += ["", "| site | rest of the bill | quantity (min/desired/max) | min | desired | max | basis |"]
+        out.append("|---|---|---|---:|---:|---:|---|")
+        for ln in cost.bill:
+            cells = [usd(ln.hourly.at(lv)) if ln.hourly else ln.status for lv in LEVELS]
+            unit = f"{usd(ln.price.usd, 4)}/{ln.price.unit}; " if ln.price else ""
+            out.append(f"| {ln.site} | {ln.item} | {ln.quantity} | {' | '.join(cells)} | {cell(unit + ln.note)} |")
     out += ["", "| site | min | desired | max |", "|---|---:|---:|---:|"]
     for s in cost.sites():
         at = cost.site_total(s).hourly.at

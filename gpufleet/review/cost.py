@@ -15,7 +15,7 @@ they leave out. Monthly figures use `components.model.pricing.HOURS_PER_MONTH` (
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, assert_never
 
 from components.model import catalog
@@ -32,35 +32,12 @@ from components.model.spec import (
     Site,
 )
 from components.model.windows import effective_scaling, open_window
-from gpufleet.review.prices import HOURS, LEVELS, PriceRef, price_dict, rounded
+from gpufleet.review.bill import AWS_UNPRICED, BillLine, aws_site_bill
+from gpufleet.review.prices import HOURS, LEVELS, Figures, PriceRef, price_dict, rounded
 from gpufleet.review.storage_cost import StorageCost, storage_cost
+from gpufleet.review.usage import UsageProfile
 
 UNASSIGNED = "(unassigned)"
-
-
-@dataclass(frozen=True)
-class Figures:
-    """$/h at min, desired and max size; None where a price is missing."""
-
-    min: float | None
-    desired: float | None
-    max: float | None
-
-    def at(self, level: str) -> float | None:
-        return float(getattr(self, level)) if getattr(self, level) is not None else None
-
-    def monthly(self, level: str) -> float | None:
-        v = self.at(level)
-        return None if v is None else v * HOURS
-
-    def scaled(self, share: float) -> Figures:
-        return Figures(*(None if v is None else v * share for v in (self.min, self.desired, self.max)))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "hourly": {lv: rounded(self.at(lv)) for lv in LEVELS},
-            "monthly": {lv: rounded(self.monthly(lv)) for lv in LEVELS},
-        }
 
 
 @dataclass(frozen=True)
@@ -152,6 +129,7 @@ class EstateCost:
     tenant_shares: list[TenantShare]
     budget_usd_per_hour: float | None
     excluded: tuple[str, ...]
+    bill: list[BillLine] = field(default_factory=list)  # the rest of each AWS site's bill
 
     # -- totals ---------------------------------------------------------------------------------------
     def pool_total(self, pools: list[PoolCost]) -> Total:
@@ -164,13 +142,25 @@ class EstateCost:
             Figures(per_hour, per_hour, per_hour), tuple(f"tier {t.tier}" for t in tiers if t.status == "unpriced")
         )
 
+    def bill_total(self, lines: list[BillLine]) -> Total:
+        """Lines with figures are summed; the others (no price, usage without a usage figure) are named."""
+        return _sum(
+            [ln.hourly for ln in lines if ln.hourly is not None],
+            [
+                f"{ln.item} ({ln.site}{', usage-based' if ln.status == 'usage-based' else ''})"
+                for ln in lines
+                if ln.hourly is None
+            ],
+        )
+
     def site_total(self, site: str) -> Total:
         pools = self.pool_total([p for p in self.pools if p.site == site])
         store = self.storage_total([t for t in self.storage if t.site == site])
-        return _add(pools, store)
+        return _add(_add(pools, store), self.bill_total([ln for ln in self.bill if ln.site == site]))
 
     def total(self) -> Total:
-        return _add(self.pool_total(self.pools), self.storage_total(self.storage))
+        """The whole envelope: pools, storage and the rest of the bill. Its max is the estate's one max $/h."""
+        return _add(_add(self.pool_total(self.pools), self.storage_total(self.storage)), self.bill_total(self.bill))
 
     def sites(self) -> list[str]:
         seen: dict[str, None] = {}
@@ -187,6 +177,7 @@ class EstateCost:
 
     def prices(self) -> list[PriceRef]:
         refs = [p.price for p in self.pools if p.price] + [t.price for t in self.storage if t.price]
+        refs += [ln.price for ln in self.bill if ln.price]
         return list(dict.fromkeys(refs))
 
     def to_dict(self) -> dict[str, Any]:
@@ -198,6 +189,7 @@ class EstateCost:
             "hours_per_month": HOURS,
             "pools": [p.to_dict() for p in self.pools],
             "storage": [t.to_dict() for t in self.storage],
+            "bill": [ln.to_dict() for ln in self.bill],
             "sites": {s: self.site_total(s).to_dict() for s in self.sites()},
             "tenants": {t: f.to_dict() for t, f in self.tenants().items()},
             "tenant_shares": [
@@ -214,11 +206,20 @@ class EstateCost:
 # ----------------------------------------------------------------------------------------------- compute
 
 
-def estate_cost(spec: EstateSpec, window: BurstWindow | None = None, now: dt.datetime | None = None) -> EstateCost:
-    """The cost envelope of `spec`, with burst pools sized by `window` as it stands at `now`."""
+def estate_cost(
+    spec: EstateSpec,
+    window: BurstWindow | None = None,
+    now: dt.datetime | None = None,
+    usage: UsageProfile | None = None,
+) -> EstateCost:
+    """The cost envelope of `spec`, with burst pools sized by `window` as it stands at `now`; usage-billed items
+    are priced from `usage` where it gives a figure."""
     now = now or dt.datetime.now(dt.UTC)
+    usage = usage or UsageProfile()
     pools = [cost for site in spec.sites for cost in _site_pools(spec, site, window, now)]
-    storage = [storage_cost(site, tier) for site in spec.sites for tier in site.storage]
+    storage = [storage_cost(site, tier, usage.site(site.name)) for site in spec.sites for tier in site.storage]
+    nodes = {p.pool: p.nodes for p in pools}
+    bill = [ln for s in spec.sites if isinstance(s, AwsSite) for ln in aws_site_bill(s, nodes, usage.site(s.name))]
     return EstateCost(
         estate=spec.metadata.name,
         environment=spec.metadata.environment,
@@ -228,6 +229,7 @@ def estate_cost(spec: EstateSpec, window: BurstWindow | None = None, now: dt.dat
         tenant_shares=_tenant_shares(spec, pools),
         budget_usd_per_hour=spec.policies.budget_usd_per_hour,
         excluded=_excluded(spec),
+        bill=bill,
     )
 
 
@@ -351,11 +353,7 @@ def _tenant_shares(spec: EstateSpec, pools: list[PoolCost]) -> list[TenantShare]
     return out
 
 
-AWS_EXCLUDED = (
-    "EKS control plane, the CPU system node pool, NAT gateways and load balancers",
-    "EBS root volumes of GPU nodes, data transfer, FSx backups",
-    "usage-based storage (EFS, S3): listed with unit prices, not summed",
-)
+AWS_EXCLUDED = AWS_UNPRICED
 BAREMETAL_EXCLUDED = ("on-prem shared storage and network (existing systems)",)
 
 

@@ -31,3 +31,28 @@ def price_dict(p: PriceRef | None) -> dict[str, Any] | None:
     if p is None:
         return None
     return {"usd": p.usd, "unit": p.unit, "date": p.date, "source": p.source, "verified": p.verified}
+
+
+@dataclass(frozen=True)
+class Figures:
+    """$/h at min, desired and max size; None where a price is missing."""
+
+    min: float | None
+    desired: float | None
+    max: float | None
+
+    def at(self, level: str) -> float | None:
+        return float(getattr(self, level)) if getattr(self, level) is not None else None
+
+    def monthly(self, level: str) -> float | None:
+        v = self.at(level)
+        return None if v is None else v * HOURS
+
+    def scaled(self, share: float) -> Figures:
+        return Figures(*(None if v is None else v * share for v in (self.min, self.desired, self.max)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "hourly": {lv: rounded(self.at(lv)) for lv in LEVELS},
+            "monthly": {lv: rounded(self.monthly(lv)) for lv in LEVELS},
+        }

@@ -25,6 +25,7 @@ from components.model.spec import (
     StorageTier,
 )
 from gpufleet.review.prices import HOURS, PriceRef, price_dict, rounded
+from gpufleet.review.usage import SiteUsage
 
 
 @dataclass(frozen=True)
@@ -71,14 +72,14 @@ def _ref(entry: dict[str, Any]) -> PriceRef:
     )
 
 
-def storage_cost(site: Site, tier: StorageTier) -> StorageCost:
+def storage_cost(site: Site, tier: StorageTier, usage: SiteUsage | None = None) -> StorageCost:
     if isinstance(tier, ScratchTier):
         return StorageCost(
             site.name, tier.name, tier.kind, "included", None, None, "-", "node-local NVMe: in the node's price"
         )
     match site:
         case AwsSite():
-            return _aws_storage_cost(site, tier)
+            return _aws_storage_cost(site, tier, usage or SiteUsage())
         case BaremetalSite():
             return StorageCost(
                 site.name, tier.name, tier.kind, "external", None, None, "-",
@@ -88,7 +89,7 @@ def storage_cost(site: Site, tier: StorageTier) -> StorageCost:
             assert_never(site)
 
 
-def _aws_storage_cost(site: AwsSite, tier: StorageTier) -> StorageCost:
+def _aws_storage_cost(site: AwsSite, tier: StorageTier, usage: SiteUsage) -> StorageCost:
     name, kind = tier.name, tier.kind
     prices = _storage_prices(site.region)
     match tier:
@@ -112,21 +113,32 @@ def _aws_storage_cost(site: AwsSite, tier: StorageTier) -> StorageCost:
                 site.name, name, kind, "priced", tier.capacity_gib * ref.usd, ref, f"{tier.capacity_gib} GB", note
             )
         case EfsTier():
-            return _usage_based(site, tier, prices.get("efs-standard"))
+            return _usage_based(site, tier, prices.get("efs-standard"), usage)
         case S3Tier():
-            return _usage_based(site, tier, prices.get("s3-standard"))
+            return _usage_based(site, tier, prices.get("s3-standard"), usage)
         case ScratchTier() | NfsTier() | ParallelFsTier() | OnPremS3Tier():
             return StorageCost(site.name, name, kind, "unpriced", None, None, "-", f"no pricing rule for {kind} tiers")
         case _:
             assert_never(tier)
 
 
-def _usage_based(site: AwsSite, tier: EfsTier | S3Tier, found: dict[str, Any] | None) -> StorageCost:
-    """A tier billed on what is stored and moved: its unit price is listed, nothing is summed."""
+def _usage_based(site: AwsSite, tier: EfsTier | S3Tier, found: dict[str, Any] | None, usage: SiteUsage) -> StorageCost:
+    """A tier billed on what is stored and moved: priced from the usage profile's GB stored when it gives them,
+    else its unit price is listed and nothing is summed."""
     unit = _ref(found) if found else None
-    usage = str(found.get("usage_based", "")) if found else ""
+    stored = usage.storage.get(tier.name)
+    extra = str(found.get("usage_based", "")) if found else ""
+    if stored is not None and unit is not None:
+        note = f"{stored.gb_stored:g} GB stored (usage profile) × ${unit.usd:g}/GB-month" + (
+            f"; not priced: {extra}" if extra else ""
+        )
+        return StorageCost(
+            site.name, tier.name, tier.kind, "priced", stored.gb_stored * unit.usd, unit,
+            f"{stored.gb_stored:g} GB (usage profile)", note,
+        )  # fmt: skip
     rate = f"${unit.usd:.3f}/GB-month stored" if unit else "no catalog price"
     return StorageCost(
         site.name, tier.name, tier.kind, "usage-based", None, unit, "usage",
-        f"billed on usage, not in the totals: {rate}, {usage}".rstrip(", "),
+        f"billed on usage, not in the totals (give sites.{site.name}.storage.{tier.name}.gb_stored in a usage profile): "
+        f"{rate}, {extra}".rstrip(", "),
     )  # fmt: skip

@@ -18,8 +18,9 @@ def test_cost_cli_json_carries_totals_and_dated_prices(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["cost", "-s", "small", "-C", str(project), "-f", "json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    assert doc["total"]["hourly"]["max"] == pytest.approx(184.7342, abs=1e-3)
-    assert {p["date"] for p in doc["prices"]} == {"2026-07-20", "stack file", "2026-11-29"}
+    # pools + FSx + the rest of use1's bill (tests/review/test_cost.py works it: 185.89407)
+    assert doc["total"]["hourly"]["max"] == pytest.approx(185.8941, abs=1e-3)
+    assert {p["date"] for p in doc["prices"]} == {"2026-07-20", "stack file", "2026-11-29", "2026-11-30"}
     assert doc["budget_usd_per_hour"] == 200
 
 
@@ -35,3 +36,22 @@ def test_cost_cli_bad_time_exits_2() -> None:
     result = CliRunner().invoke(app, ["cost", "-s", "aws-train", "-C", str(ROOT), "--at", "tomorrow"])
     assert result.exit_code == 2
     assert "--at" in result.stderr
+
+
+def test_cost_table_keeps_instance_names_and_figures_whole_on_an_80_column_terminal() -> None:
+    import io
+
+    from rich.console import Console
+
+    from components.model.load import read_stack
+    from gpufleet.render.cost import cost_text
+    from gpufleet.review.cost import estate_cost
+
+    buf = io.StringIO()
+    envelope = estate_cost(read_stack(ROOT, "aws-train").estate())
+    cost_text(envelope, Console(file=buf, width=80, no_color=True))
+    rows = {line.split()[0]: line.split() for line in buf.getvalue().splitlines() if line.strip().startswith("use1/")}
+    # aws-train's pools: p5.48xlarge 0/2/4 at $55.04 -> max 4 × 55.04 = 220.16 (it was cut to "$220.…" before)
+    assert rows["use1/h100"][1:3] == ["p5.48xlarge", "0/2/4"] and rows["use1/h100"][-1] == "220.16"
+    assert rows["use1/l40s"][1] == "g6e.12xlarge"  # was folded into "g6e.12xla" / "rge"
+    assert rows["use1/agents-l40s"][1] == "g6e.xlarge"

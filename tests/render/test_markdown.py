@@ -21,7 +21,8 @@ def test_diff_comment_summary_comes_first_with_counts_cost_and_violations() -> N
     assert "**1 to add · 1 to change · 0 to delete · 1 to replace**" in summary
     assert "**1 resource would be REPLACED (rename without alias)**" in summary
     assert "> - `aws:fsx/lustreFileSystem:LustreFileSystem` `use1-lustre` → `use1-hot` — **protected" in summary
-    assert "| **delta** | **+$10.49/h (+$7,660/month)** | **+$76.03/h (+$55,498/month)** |" in summary
+    # pools +10.49264 / +76.02560 plus their gp3 roots (200 GB / 600 GB × $0.08 / 730 = +0.02192 / +0.06575)
+    assert "| **delta** | **+$10.51/h (+$7,676/month)** | **+$76.09/h (+$55,546/month)** |" in summary
     assert "❌ **1 mandatory policy violation(s)** (1 advisory). New: 2 (1 mandatory); fixed: 1." in summary
     assert "**cost-tags/budget-at-max-size**" in summary
     assert "over its budget of $200.00/h" in summary

@@ -162,7 +162,7 @@ BUDGET = Finding(
     pack="cost-tags",
     rule="budget-at-max-size",
     enforcement="mandatory",
-    message="at max size the estate costs $260.76/h, over the $200/h budget",
+    message="at max size the estate costs $261.99/h, over the $200/h budget",
     remediation="lower node_pools[].scaling.max or raise policies.budget_usd_per_hour",
 )
 TAGS = Finding(

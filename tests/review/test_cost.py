@@ -20,6 +20,15 @@ G6E_XL = 1.861
 SERVER_HOUR = 200_000 / (4 * 8760) + 10 * 0.1 + 730 / 730  # = 5.70776 + 1 + 1 = 7.70776
 FSX_MONTH = 2400 * 0.145  # 2,400 GB × $0.145/GB-month (PERSISTENT_2, 125 MB/s/TiB) = $348/month
 FSX_HOUR = FSX_MONTH / 730  # = $0.47671/h
+# The rest of use1's bill (2 AZs, created VPC and cluster; catalog `services` and `cpu_instances`, us-east-1):
+# EKS $0.10 + 2 NAT × $0.045 + 2 IPv4 × $0.005 = $0.20/h flat; system pool 2/2/4 × m7i.xlarge $0.2016;
+# gp3 roots at $0.08/GB-month: (h100 1/2/3 + agents 0/1/2) × 200 GB + system 2/2/4 × 100 GB = 400/800/1400 GB.
+FIXED = 0.10 + 2 * 0.045 + 2 * 0.005  # = 0.20
+BILL = {
+    "min": FIXED + 2 * 0.2016 + 400 * 0.08 / 730,  # 0.20 + 0.4032 + 0.043836 = 0.647036
+    "desired": FIXED + 2 * 0.2016 + 800 * 0.08 / 730,  # 0.20 + 0.4032 + 0.087671 = 0.690871
+    "max": FIXED + 4 * 0.2016 + 1400 * 0.08 / 730,  # 0.20 + 0.8064 + 0.153425 = 1.159825
+}
 
 
 def small_cost() -> EstateCost:
@@ -50,23 +59,24 @@ def test_bare_metal_pool_costs_its_servers_at_the_amortised_rate_at_every_size()
     assert "sites.dc.cost" in owned.price.source
 
 
-def test_estate_total_adds_pools_and_fsx_storage() -> None:
+def test_estate_total_adds_pools_fsx_storage_and_the_rest_of_the_bill() -> None:
     total = small_cost().total()
-    # min:     55.04 + 0     + 15.41553 + 0.47671 =  70.93224
-    # desired: 110.08 + 1.861 + 15.41553 + 0.47671 = 127.83324
-    # max:     165.12 + 3.722 + 15.41553 + 0.47671 = 184.73424
-    assert total.hourly.at("min") == pytest.approx(P5 + 2 * SERVER_HOUR + FSX_HOUR)
-    assert total.hourly.at("desired") == pytest.approx(2 * P5 + G6E_XL + 2 * SERVER_HOUR + FSX_HOUR)
-    assert total.hourly.at("max") == pytest.approx(3 * P5 + 2 * G6E_XL + 2 * SERVER_HOUR + FSX_HOUR)
-    assert total.hourly.at("max") == pytest.approx(184.73424, abs=1e-4)
-    assert total.hourly.monthly("desired") == pytest.approx(127.83324 * 730, abs=0.1)
-    assert total.unpriced == ()
+    # min:     55.04 + 0     + 15.41553 + 0.47671 + 0.64704 =  71.57928
+    # desired: 110.08 + 1.861 + 15.41553 + 0.47671 + 0.69087 = 128.52411
+    # max:     165.12 + 3.722 + 15.41553 + 0.47671 + 1.15983 = 185.89407
+    assert total.hourly.at("min") == pytest.approx(P5 + 2 * SERVER_HOUR + FSX_HOUR + BILL["min"])
+    assert total.hourly.at("desired") == pytest.approx(2 * P5 + G6E_XL + 2 * SERVER_HOUR + FSX_HOUR + BILL["desired"])
+    assert total.hourly.at("max") == pytest.approx(3 * P5 + 2 * G6E_XL + 2 * SERVER_HOUR + FSX_HOUR + BILL["max"])
+    assert total.hourly.at("max") == pytest.approx(185.89407, abs=1e-4)
+    assert total.hourly.monthly("desired") == pytest.approx(128.52411 * 730, abs=0.1)
+    # Without a usage profile the usage-billed items are named, never $0.
+    assert total.unpriced == ("NAT data processing (use1, usage-based)", "data transfer out (use1, usage-based)")
 
 
 def test_site_totals_split_the_estate() -> None:
     cost = small_cost()
     use1, dc = cost.site_total("use1"), cost.site_total("dc")
-    assert use1.hourly.at("desired") == pytest.approx(2 * P5 + G6E_XL + FSX_HOUR)
+    assert use1.hourly.at("desired") == pytest.approx(2 * P5 + G6E_XL + FSX_HOUR + BILL["desired"])
     assert dc.hourly.at("desired") == pytest.approx(2 * SERVER_HOUR)
     assert use1.hourly.at("max") + dc.hourly.at("max") == pytest.approx(cost.total().hourly.at("max"))  # type: ignore[operator]
 

@@ -44,10 +44,13 @@ def test_diff_between_two_revisions_reports_added_changed_and_replaced(two_revis
     # (new l40s pool, desired = min = 1) + 15.41553 + 0.47671 = 138.32588; delta = +20.57264
     # max base = 3×50 + 2×1.861 + 15.41553 + 0.47671 = 169.61424; head = 4×55.04 + 3.722 + 2×10.49264
     # + 15.41553 + 0.47671 = 260.75952; delta = +91.14528
+    # The rest of use1's bill (tests/review/test_cost.py BILL): +0.69087 at desired on both sides; the new l40s
+    # pool adds 1 root volume at desired (200 GB × $0.08 / 730 = +0.02192) and h100 +1, l40s +2 at max
+    # (600 GB = +0.06575): desired base 118.44411, delta +20.59456; delta max +91.21103
     assert d.cost_total is not None
-    assert d.cost_total.base["desired"] == pytest.approx(117.75324, abs=1e-3)
-    assert d.cost_total.delta("desired") == pytest.approx(20.57264, abs=1e-3)
-    assert d.cost_total.delta("max") == pytest.approx(91.14528, abs=1e-3)
+    assert d.cost_total.base["desired"] == pytest.approx(118.44411, abs=1e-3)
+    assert d.cost_total.delta("desired") == pytest.approx(20.59456, abs=1e-3)
+    assert d.cost_total.delta("max") == pytest.approx(91.21103, abs=1e-3)
     assert {c.name for c in d.cost_pools} == {"h100", "l40s"}
 
     assert d.findings_new == [VIOLATION] and d.findings_fixed == []
@@ -67,7 +70,8 @@ def test_stack_missing_at_base_means_everything_is_added(tmp_path: Path) -> None
     assert d.base_missing
     assert keys(d.added) == [(NODE_GROUP, "use1-agents-g6e"), (NODE_GROUP, "use1-h100"), (FSX, "use1-lustre")]
     assert d.removed == [] and d.changed == [] and d.replaced == []
-    assert d.cost_total is not None and d.cost_total.delta("max") == pytest.approx(184.73424, abs=1e-3)
+    # pools + FSx 184.73424 + the rest of use1's bill at max 1.15983 (tests/review/test_cost.py)
+    assert d.cost_total is not None and d.cost_total.delta("max") == pytest.approx(185.89407, abs=1e-3)
 
 
 def test_real_program_diff_on_an_example_stack_names_the_new_pool(tmp_path: Path) -> None:
@@ -82,8 +86,10 @@ def test_real_program_diff_on_an_example_stack_names_the_new_pool(tmp_path: Path
     d = diff_revision(repo, "aws-train", "main")
     assert d.added and all("batch-l4" in r.name for r in d.added), [r.key for r in d.added]
     assert d.removed == [] and d.replaced == []
-    # g6.12xlarge is $4.6016/h: 3 nodes at max, 0 at desired
-    assert d.cost_total is not None and d.cost_total.delta("max") == pytest.approx(3 * 4.6016)
+    # g6.12xlarge is $4.6016/h: 3 nodes at max, 0 at desired; each with a 200 GB gp3 root at $0.08/GB-month
+    assert d.cost_total is not None and d.cost_total.delta("max") == pytest.approx(
+        3 * 4.6016 + 600 * 0.08 / 730, abs=1e-3
+    )
     assert d.cost_total.delta("desired") == pytest.approx(0.0)
 
 

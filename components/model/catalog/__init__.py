@@ -176,6 +176,44 @@ def price(name: str, region: str) -> Price | None:
     return Price(usd_per_hour=float(value), region=region, date=doc["date"], source=doc["source"])
 
 
+@dataclass(frozen=True)
+class ListPrice:
+    """A list price other than a GPU instance's: value per unit, with its date, source and whether it was confirmed."""
+
+    key: str
+    usd: float
+    unit: str
+    region: str
+    date: str
+    source: str
+    verified: bool
+
+
+def _list_price(section: str, key: str, region: str) -> ListPrice | None:
+    entry = _prices_doc().get(section, {}).get(region, {}).get(key)
+    if entry is None:
+        return None
+    return ListPrice(
+        key=key,
+        usd=float(entry["usd"]),
+        unit=str(entry["unit"]),
+        region=region,
+        date=str(entry["date"]),
+        source=str(entry["source"]),
+        verified=bool(entry.get("verified", False)),
+    )
+
+
+def service_price(key: str, region: str) -> ListPrice | None:
+    """A service's list price in `region` (`services`: eks-cluster, nat-gateway, ebs-gp3, ...), or None."""
+    return _list_price("services", key, region)
+
+
+def cpu_instance_price(name: str, region: str) -> ListPrice | None:
+    """On-demand $/h of a CPU instance type (system pools) in `region`, or None."""
+    return _list_price("cpu_instances", name, region)
+
+
 def price_table() -> dict[str, Any]:
     """The whole price document (instances and storage), for tools that need more than one figure."""
     return _prices_doc()
