@@ -377,8 +377,8 @@ def node_pool_snippet(pools: list[PoolRecommendation]) -> str:
             "capacity": {"type": "on-demand"},
         }
         lines.append(f"  # {', '.join(d.classes)}: {d.min_gpus}-{d.max_gpus} GPUs")
-        if d.multi_node_gang:
-            lines.append("  # multi-node gang runs: set `fabric:` to an EFA fabric of the site")
+        if d.multi_node_gang:  # any run that spans nodes, gang or not
+            lines.append("  # runs span nodes (all their GPUs at once): set `fabric:` to an EFA fabric of the site")
         body = yaml.safe_dump([entry], sort_keys=False, default_flow_style=None).rstrip()
         lines += [f"  {line}" for line in body.splitlines()]
     return "\n".join(lines) + "\n" if len(lines) > 1 else ""

@@ -13,7 +13,7 @@ from typing import Literal
 
 from components.model.pricing import HOURS_PER_MONTH
 from components.model.spec import EstateSpec, Role
-from gpufleet.sizing.arithmetic import Scenario, gang_minimum, memory_need, nodes_for, q, scenarios
+from gpufleet.sizing.arithmetic import Scenario, billed_gpus, gang_minimum, memory_need, nodes_for, q, scenarios
 from gpufleet.sizing.placement import Choice, ClassSizing, Placement, evaluate, rank, stack_placements
 from gpufleet.sizing.workloads import Planning, WorkloadFile
 
@@ -27,17 +27,23 @@ class Demand:
     gpu_hours: Fraction  # on this placement's GPU
     scenarios: list[Scenario]
     gang_gpus: int
-    multi_node_gang: bool
+    multi_node_gang: bool  # a run spans nodes (gang or not): the pool needs a fabric
+    largest_run_gpus: int = 0  # every GPU of one run is needed at once, gang or not
+
+    @property
+    def floor_gpus(self) -> int:
+        """What must be free at once: the gang minimum, and the whole nodes the largest run occupies."""
+        return max(self.gang_gpus, billed_gpus(self.largest_run_gpus, self.placement.gpus_per_node))
 
     @property
     def min_gpus(self) -> int:
-        """The optimistic end (highest utilisation) with reserves, never below the gang minimum."""
-        return max(self.scenarios[-1].rounded, self.gang_gpus)
+        """The optimistic end (highest utilisation) with reserves, never below the gang minimum or largest run."""
+        return max(self.scenarios[-1].rounded, self.floor_gpus)
 
     @property
     def max_gpus(self) -> int:
-        """The pessimistic end (lowest utilisation) with reserves, never below the gang minimum."""
-        return max(self.scenarios[0].rounded, self.gang_gpus)
+        """The pessimistic end (lowest utilisation) with reserves, never below the gang minimum or largest run."""
+        return max(self.scenarios[0].rounded, self.floor_gpus)
 
     @property
     def min_nodes(self) -> int:
@@ -59,7 +65,8 @@ def demand_on(p: Placement, placed: list[tuple[ClassSizing, Choice]], planning: 
         gpu_hours=hours,
         scenarios=scenarios(hours, planning),
         gang_gpus=gang,
-        multi_node_gang=any(ch.nodes_per_run > 1 and cs.cls.gang for cs, ch in placed),
+        multi_node_gang=any(ch.nodes_per_run > 1 for _, ch in placed),
+        largest_run_gpus=max((cs.cls.gpus_per_run for cs, _ in placed), default=0),
     )
 
 
@@ -99,7 +106,7 @@ class PoolVerdict:
     placement: Placement
     demand: Demand
     verdict: Verdict
-    excess_gpus: int
+    excess_gpus: int  # whole nodes' GPUs that could go while the pool still holds the pessimistic need
     excess_usd_per_month: Fraction | None
     role_mismatch: tuple[str, ...]  # classes placed here although the pool's role is another
 
@@ -121,14 +128,17 @@ class StackComparison:
 
 
 def _pool_verdict(p: Placement, d: Demand, mismatch: tuple[str, ...]) -> PoolVerdict:
+    """Judged in whole nodes: a pool is over-provisioned only when removing at least one node (server) still
+    leaves the pessimistic need; the excess is those nodes' GPUs."""
     cap = p.capacity_gpus or 0
     excess = 0
+    spare_nodes = (cap - d.max_gpus) // p.gpus_per_node if cap > d.max_gpus else 0
     if cap < d.min_gpus:
         verdict: Verdict = "under-provisioned"
-    elif cap <= d.max_gpus:
+    elif spare_nodes < 1:
         verdict = "within"
     else:
-        verdict, excess = "over-provisioned", cap - d.max_gpus
+        verdict, excess = "over-provisioned", spare_nodes * p.gpus_per_node
     cost = None
     if excess and p.usd_per_gpu_hour is not None:
         cost = excess * p.usd_per_gpu_hour * HOURS_PER_MONTH

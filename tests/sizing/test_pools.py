@@ -57,9 +57,13 @@ def test_aws_train_verdict_h100_within_and_l40s_over_with_its_monthly_cost() -> 
     assert v["h100"].verdict == "within"
     assert (v["h100"].demand.min_gpus, v["h100"].demand.max_gpus) == (27, 37)
     assert v["l40s"].verdict == "over-provisioned"
-    assert v["l40s"].excess_gpus == 24 - v["l40s"].demand.max_gpus == 19
-    per_gpu_hour = catalog.price("g6e.12xlarge", "us-east-1").usd_per_hour / 4  # type: ignore[union-attr]
-    assert float(v["l40s"].excess_usd_per_month or 0) == pytest.approx(19 * per_gpu_hour * 730)
+    # Whole nodes: 6 × 4 = 24 GPUs against a need of 5; 19 spare GPUs are 4 whole g6e.12xlarge nodes (16 GPUs),
+    # the fifth node is needed for the 5th GPU. 4 × $10.49264 × 730 h = $30,638.51/month (was 19 GPUs, $36,383)
+    assert v["l40s"].demand.max_gpus == 5
+    assert v["l40s"].excess_gpus == 16
+    node_hour = catalog.price("g6e.12xlarge", "us-east-1").usd_per_hour  # type: ignore[union-attr]
+    assert float(v["l40s"].excess_usd_per_month or 0) == pytest.approx(4 * node_hour * 730)
+    assert float(v["l40s"].excess_usd_per_month or 0) == pytest.approx(30_638.51, abs=0.01)
     assert c.verdict == "over-provisioned"
     assert ("agents-l40s", "dedicated to tenant agents; workload classes name no tenant") in c.skipped
 
@@ -99,3 +103,31 @@ def test_figures_past_their_review_date_are_flagged_in_the_decision_record() -> 
     late = size(w, "w.yaml", today=dt.date(2027, 3, 2))
     assert late.review_overdue
     assert "Review by 2027-03-01 (OVERDUE: review the figures before deciding)." in sizing_markdown(late)
+
+
+def test_onprem_train_pool_is_within_when_removing_a_server_would_leave_too_few_gpus() -> None:
+    # onprem `train`: 6 servers × 8 H100 = 48 GPUs against a need of 30-42. 48 - 42 = 6 spare GPUs are less than
+    # one 8-GPU server: without a server the pool would hold 40 < 42. Before: "over-provisioned by 6 GPUs, $6,337".
+    c = sized("onprem").comparison
+    assert c is not None
+    train = next(v for v in c.pools if v.placement.name == "train")
+    assert (train.demand.min_gpus, train.demand.max_gpus) == (30, 42)
+    assert train.verdict == "within" and train.excess_gpus == 0 and train.excess_usd_per_month is None
+
+
+def test_a_pool_hosts_its_largest_run_and_gets_the_fabric_hint_when_a_run_spans_nodes() -> None:
+    from gpufleet.sizing.placement import catalog_placements, size_class
+    from gpufleet.sizing.pools import recommend_pools
+    from tests.sizing.helpers import wclass, wfile
+
+    # One non-gang 8-GPU fine-tune a week on 4-GPU g6e.12xlarge nodes (the only candidate): 8 × 2 h = 16
+    # GPU-hours, far below one GPU-week, so utilisation alone would recommend 1-1 nodes, which can never run it.
+    c = wclass(name="ft", kind="fine-tuning", parameters_billion=1, runs_per_period=1, gpus_per_run=8,
+               hours_per_run=2, deadline_hours=24)  # fmt: skip
+    only = [p for p in catalog_placements("us-east-1") if p.name == "g6e.12xlarge"]
+    sizing = size_class(c, only)
+    assert sizing.chosen is not None and sizing.chosen.nodes_per_run == 2
+    (rec,) = recommend_pools([sizing], wfile().planning)
+    assert rec.demand.gang_gpus == 0  # not a gang, yet its 8 GPUs are needed at once
+    assert (rec.demand.min_nodes, rec.demand.max_nodes) == (2, 2)
+    assert node_pool_snippet([rec]).count("set `fabric:` to an EFA fabric") == 1
