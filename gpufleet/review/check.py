@@ -80,7 +80,7 @@ def scope() -> str:
 # -- config ------------------------------------------------------------------------------------------------
 
 
-def _settings(spec: EstateSpec) -> dict[str, Any]:
+def _settings(spec: EstateSpec, max_usd_per_hour: float | None = None) -> dict[str, Any]:
     """Config values by key, from the spec; each policy takes the keys its config schema declares."""
     # The release naming and the exemption register (their modules import pulumi_kubernetes: only here).
     from components.kubernetes import gpu_operator, namespaces
@@ -102,13 +102,20 @@ def _settings(spec: EstateSpec) -> dict[str, Any]:
     values["networkPolicyCni"] = {k8s_provider_name(s.name): cni for s in spec.sites if (cni := site_cni(s))}
     if spec.policies.budget_usd_per_hour is not None:
         values["budgetUsdPerHour"] = spec.policies.budget_usd_per_hour
+        # One max hourly cost: the envelope's (the figure `gpufleet cost` and the comment's budget line show).
+        if max_usd_per_hour is None:
+            from gpufleet.review.cost import estate_cost
+
+            max_usd_per_hour = estate_cost(spec).total().hourly.at("max")
+        if max_usd_per_hour is not None:
+            values["maxUsdPerHour"] = round(max_usd_per_hour, 4)
     values["privilegedNamespaces"] = sorted(namespaces.PRIVILEGED_NAMESPACES)
     return values
 
 
-def pack_config(spec: EstateSpec, pack: Pack) -> dict[str, Any]:
+def pack_config(spec: EstateSpec, pack: Pack, max_usd_per_hour: float | None = None) -> dict[str, Any]:
     """The `--policy-pack-config` document of one pack for this stack: per policy its enforcement and knobs."""
-    values = _settings(spec)
+    values = _settings(spec, max_usd_per_hour)
     doc: dict[str, Any] = {}
     for policy in pack.policies:
         entry: dict[str, Any] = {}
@@ -263,9 +270,10 @@ class _Collector:
             self.findings.append(Finding(self.pack.name, self.policy.name, "advisory", f"can't run: {e.message}"))
 
 
-def evaluate(plan: Plan, spec: EstateSpec) -> Findings:
-    """Every pack's policies over the plan, with the stack's config and enforcement overrides."""
-    return run(plan, {pack.name: pack_config(spec, pack) for pack in packs()})
+def evaluate(plan: Plan, spec: EstateSpec, max_usd_per_hour: float | None = None) -> Findings:
+    """Every pack's policies over the plan, with the stack's config and enforcement overrides; `max_usd_per_hour`
+    is the review's cost envelope at max size (burst window and usage profile included), else computed here."""
+    return run(plan, {pack.name: pack_config(spec, pack, max_usd_per_hour) for pack in packs()})
 
 
 def run(plan: Plan, configs: dict[str, dict[str, Any]] | None = None, only: set[str] | None = None) -> Findings:

@@ -14,12 +14,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from components.model.load import read_stack
+from components.model.load import read_stack, stack_path
 from components.model.spec import BurstWindow, EstateSpec
 from gpufleet.engine.plan import Plan
 from gpufleet.engine.synth import synth_stack
 from gpufleet.review.cost import EstateCost, estate_cost
 from gpufleet.review.findings import Findings
+from gpufleet.review.usage import read_usage, usage_path
 
 
 @dataclass(frozen=True)
@@ -69,11 +70,14 @@ def build(project_dir: Path | str, stack: str, now: dt.datetime | None = None) -
     if check is not None:
         check.check_overrides(spec, stack_file)
     plan = synth_stack(project_dir, stack, stack_file)
+    usage = read_usage(usage_path(stack_path(project_dir, stack), stack))
+    cost = estate_cost(spec, window, now or dt.datetime.now(dt.UTC), usage)
     return Review(
         spec=spec,
         window=window,
         plan=plan,
-        cost=estate_cost(spec, window, now or dt.datetime.now(dt.UTC)),
-        findings=None if check is None else check.evaluate(plan, spec),
+        cost=cost,
+        # The budget rule judges the envelope's max: one figure in the budget line and the finding.
+        findings=None if check is None else check.evaluate(plan, spec, cost.total().hourly.at("max")),
         scope="" if check is None else check.scope(),
     )

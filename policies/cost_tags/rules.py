@@ -103,9 +103,20 @@ def _region(r: PolicyResource, resources: list[PolicyResource]) -> str | None:
 
 
 def budget_cap(args: StackValidationArgs, report: ReportViolation) -> None:
-    """Σ over node groups of scalingConfig.maxSize × catalog on-demand $/h stays within the configured cap."""
+    """The stack's max hourly cost stays within the configured cap. The figure is the cost envelope's at max size
+    (`maxUsdPerHour`, written by gpufleet from the same computation as `gpufleet cost` and the PR comment's budget
+    line: pools, storage and the rest of the bill); without it, Σ over GPU node groups of maxSize × catalog $/h."""
     cap = config(args, "budgetUsdPerHour", None)
     if cap is None:
+        return
+    envelope = config(args, "maxUsdPerHour", None)
+    if envelope is not None:
+        if float(envelope) > float(cap):
+            report(
+                f"max hourly cost ${float(envelope):,.2f} exceeds the budget cap ${float(cap):,.2f} "
+                "(the cost envelope at max size: `gpufleet cost`)",
+                None,
+            )
         return
     total = 0.0
     parts: list[str] = []
@@ -184,7 +195,11 @@ ALL = [
         description="A16: the stack's hourly cost at max size (node groups' maxSize × catalog on-demand price) stays within the budget cap (Pulumi cost-control policies).",
         enforcement=MANDATORY,
         config_schema=schema(
-            budgetUsdPerHour={"type": "number", "description": "Cap in USD per hour (policies.budget_usd_per_hour)."}
+            budgetUsdPerHour={"type": "number", "description": "Cap in USD per hour (policies.budget_usd_per_hour)."},
+            maxUsdPerHour={
+                "type": "number",
+                "description": "The stack's cost envelope at max size in USD per hour (gpufleet writes it).",
+            },
         ),
         remediation="Lower node_pools[].scaling.max or raise policies.budget_usd_per_hour in the stack file.",
     ),

@@ -108,3 +108,25 @@ def test_an_adopted_cluster_and_vpc_bill_no_control_plane_nat_or_system_pool() -
     assert "EKS control plane" not in items and "NAT gateways" not in items and "system node pool" not in items
     roots = next(ln for ln in cost.bill if ln.item == "EBS root volumes")
     assert roots.quantity.startswith("200/600/1000 GB")  # GPU nodes only: (1/2/3 + 0/1/2) × 200
+
+
+def test_the_budget_line_and_the_budget_cap_finding_state_one_max_hourly_cost(tmp_path: Path) -> None:
+    """aws-train with a $300/h cap: the envelope at max is pools 290.56 + FSx 24,000 GB × $0.60 / 730 = 19.726
+    + the rest of the bill 1.407 = $311.69/h. The rule used to sum GPU node groups only ($290.56/h: within) while
+    the budget line said $311.69/h: OVER. Now the finding judges the envelope's figure."""
+    from gpufleet.render.cost import budget_line
+    from gpufleet.review.review import build
+    from tests.conftest import example_config
+
+    config = example_config("aws-train")
+    config["gpufleet:estate"]["policies"] = {
+        **config["gpufleet:estate"].get("policies", {}),
+        "budget_usd_per_hour": 300,
+    }
+    review = build(write_project(tmp_path, config, stack="aws-train"), "aws-train")
+    at_max = review.cost.total().hourly.at("max")
+    assert at_max == pytest.approx(311.69, abs=0.01)
+    assert review.findings is not None
+    (finding,) = [f for f in review.findings if f.rule == "budget-cap"]
+    assert f"${at_max:,.2f}" in finding.message and "$311.69" in finding.message
+    assert any("$311.69/h" in line for line in budget_line(300, at_max))
