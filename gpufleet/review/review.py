@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from components.model.load import read_stack, stack_path
 from components.model.spec import BurstWindow, EstateSpec
@@ -56,6 +57,14 @@ def policy_check() -> ModuleType | None:
         return None
 
 
+def _evaluate(check: ModuleType, plan: Plan, spec: EstateSpec, max_usd_per_hour: float | None) -> Findings:
+    """The tree's policy check; one that takes the envelope's max $/h judges the budget on it (a revision's
+    older check module takes only the plan and the spec)."""
+    if "max_usd_per_hour" in inspect.signature(check.evaluate).parameters:
+        return cast(Findings, check.evaluate(plan, spec, max_usd_per_hour))
+    return cast(Findings, check.evaluate(plan, spec))
+
+
 def build(project_dir: Path | str, stack: str, now: dt.datetime | None = None) -> Review:
     """Read `stacks/Pulumi.<stack>.yaml` once, then synthesize, price and check it.
 
@@ -78,6 +87,6 @@ def build(project_dir: Path | str, stack: str, now: dt.datetime | None = None) -
         plan=plan,
         cost=cost,
         # The budget rule judges the envelope's max: one figure in the budget line and the finding.
-        findings=None if check is None else check.evaluate(plan, spec, cost.total().hourly.at("max")),
+        findings=None if check is None else _evaluate(check, plan, spec, cost.total().hourly.at("max")),
         scope="" if check is None else check.scope(),
     )
