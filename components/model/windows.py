@@ -164,9 +164,12 @@ def spend_in_month(ledger: Iterable[BurstLedgerEntry], now: dt.datetime) -> floa
     return round(sum(e.usd * _overlap_share(e.start, e.end, lo, hi) for e in ledger), 2)
 
 
-def close_entry(spec: EstateSpec, window: BurstWindow, end: dt.datetime, closed_by: str) -> BurstLedgerEntry:
-    """The ledger entry for `window` closed at `end` (never later than its expiry, never before its start)."""
-    end = max(window.start, min(end, window.expires))
+def close_entry(
+    spec: EstateSpec, window: BurstWindow, end: dt.datetime, closed_by: str, *, through_expiry: bool = False
+) -> BurstLedgerEntry:
+    """The ledger entry for `window` closed at `end` (never before its start; never later than its expiry unless
+    `through_expiry`: nodes run past the expiry until the `up` that removes them has finished)."""
+    end = max(window.start, end if through_expiry else min(end, window.expires))
     price = window.usd_per_hour if window.usd_per_hour is not None else node_hour_price(spec, window.instance_type)
     return BurstLedgerEntry(
         pool=window.pool,

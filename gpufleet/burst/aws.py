@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import email.utils
 import re
 import time
 from collections.abc import Callable
@@ -24,6 +26,18 @@ QUOTA_CODES: dict[str, dict[str, tuple[str, str]]] = {
 THROTTLE_CODES = frozenset(
     {"Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequestsException", "RequestThrottled"}
 )
+# Transient server-side errors, retried like throttling: EC2's (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html,
+# "Unavailable", "InternalError") and Service Quotas' ServiceException.
+UNAVAILABLE_CODES = frozenset(
+    {"ServiceUnavailable", "ServiceUnavailableException", "Unavailable", "InternalError", "ServiceException"}
+)
+RETRY_CODES = THROTTLE_CODES | UNAVAILABLE_CODES
+# Service Quotas answers this where the service is not offered ("This service is not available in the current Region").
+NOT_IN_REGION = "NoSuchResourceException"
+
+
+class ServiceAbsent(BurstError):
+    """An AWS API that this region does not offer (the check that needs it cannot run there)."""
 
 
 def quota_family(instance_type: str) -> str:
@@ -56,38 +70,47 @@ class Aws:
     ) -> None:
         import boto3
         from botocore.config import Config
+        from botocore.exceptions import BotoCoreError
 
         cfg = Config(retries={"mode": "adaptive", "max_attempts": 5}, connect_timeout=10, read_timeout=30)
-        sess = session or boto3.session.Session()
         self.region = region
-        self.ec2 = sess.client("ec2", region_name=region, config=cfg)
-        self.quotas = sess.client("service-quotas", region_name=region, config=cfg)
+        try:
+            sess = session or boto3.session.Session()
+            self.ec2 = sess.client("ec2", region_name=region, config=cfg)
+            self.quotas = sess.client("service-quotas", region_name=region, config=cfg)
+        except BotoCoreError as err:
+            raise BurstError(f"cannot talk to AWS in {region}: {err}") from None
         self.attempts = attempts
         self.sleep = sleep
         self.base_delay = base_delay
 
     def _call(self, what: str, fn: Callable[..., Any], **kwargs: Any) -> Any:
-        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+        from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
 
         for attempt in range(1, self.attempts + 1):
             try:
                 return fn(**kwargs)
             except ClientError as err:
                 code = err.response.get("Error", {}).get("Code", "")
-                if code in THROTTLE_CODES and attempt < self.attempts:
+                if code in RETRY_CODES and attempt < self.attempts:
                     self.sleep(min(self.base_delay * 2 ** (attempt - 1), 20.0))
                     continue
-                if code in THROTTLE_CODES:
+                if code in RETRY_CODES:
+                    verb = "throttling" if code in THROTTLE_CODES else "failing"
                     raise BurstError(
-                        f"AWS kept throttling {what} ({code}) after {self.attempts} attempts; nothing was changed, "
+                        f"AWS kept {verb} {what} ({code}) after {self.attempts} attempts; nothing was changed, "
                         "try again in a few minutes"
                     ) from None
+                if code == NOT_IN_REGION:
+                    raise ServiceAbsent(f"{what} is not available in {self.region}") from None
                 msg = err.response.get("Error", {}).get("Message", str(err))
                 raise BurstError(f"AWS refused {what}: {code}: {msg}") from None
             except NoCredentialsError:
                 raise BurstError(
                     f"no AWS credentials for {what}; configure them (AWS_PROFILE, SSO or OIDC) and try again"
                 ) from None
+            except EndpointConnectionError as err:
+                raise ServiceAbsent(f"could not reach AWS for {what} in {self.region}: {err}") from None
             except BotoCoreError as err:
                 raise BurstError(f"could not reach AWS for {what}: {err}") from None
         raise AssertionError("unreachable")
@@ -101,10 +124,22 @@ class Aws:
         )
         return sorted(o["Location"] for o in resp.get("InstanceTypeOfferings", []))
 
-    def quota_vcpus(self, code: str) -> float:
-        resp = self._call(
-            f"GetServiceQuota ec2/{code}", self.quotas.get_service_quota, ServiceCode="ec2", QuotaCode=code
-        )
+    def server_time(self) -> dt.datetime:
+        """Now by AWS's clock: the `Date` header of an EC2 response (RFC 7231 section 7.1.1.2), not the runner's."""
+        resp = self._call("DescribeAvailabilityZones", self.ec2.describe_availability_zones)
+        header = resp.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
+        if not header:
+            raise BurstError(f"EC2 in {self.region} sent no Date header; cannot tell the time by AWS's clock")
+        return email.utils.parsedate_to_datetime(header).astimezone(dt.UTC)
+
+    def quota_vcpus(self, code: str) -> float | None:
+        """The quota's value in vCPUs; None where Service Quotas is not offered (the region or its endpoint)."""
+        try:
+            resp = self._call(
+                f"GetServiceQuota ec2/{code}", self.quotas.get_service_quota, ServiceCode="ec2", QuotaCode=code
+            )
+        except ServiceAbsent:
+            return None
         return float(resp["Quota"]["Value"])
 
     def vcpus_running(self, family: str, spot: bool) -> int:

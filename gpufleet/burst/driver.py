@@ -10,6 +10,7 @@ Every failure of the engine or the CLI becomes a `DriverError` with a sentence s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,8 +22,16 @@ class DriverError(Exception):
     """The Pulumi CLI or engine could not do what was asked; the message says why and what to do."""
 
 
-class StackLocked(DriverError):
+class NotStarted(DriverError):
+    """The engine refused before it changed anything (a locked stack, a missing stack or CLI)."""
+
+
+class StackLocked(NotStarted):
     """Another update holds the stack's lock."""
+
+
+class SummaryUnread(DriverError):
+    """`pulumi up` finished, but reading its outputs or change summary afterwards failed."""
 
 
 class StackDriver(Protocol):
@@ -59,16 +68,21 @@ class AutomationDriver:
         from pulumi.automation import errors
 
         if isinstance(err, FileNotFoundError):
-            return DriverError(NO_CLI)
+            return NotStarted(NO_CLI)
+        if isinstance(err, errors.StackNotFoundError):
+            return NotStarted(
+                f"{doing}: the stack does not exist in the Pulumi backend you are logged in to; check the login "
+                "(`pulumi whoami -v`) or create the stack (`pulumi stack init`)"
+            )
         if isinstance(err, errors.ConcurrentUpdateError):
             return StackLocked(
                 f"{doing}: the stack is locked by another update; wait for it to finish (or, if it died, run "
                 "`pulumi cancel`) and try again"
             )
         if isinstance(err, errors.InvalidVersionError):
-            return DriverError(f"{doing}: the installed Pulumi CLI is too old for the Automation API: {err}")
+            return NotStarted(f"{doing}: the installed Pulumi CLI is too old for the Automation API: {err}")
         if isinstance(err, errors.CommandError):
-            return DriverError(f"{doing} failed: {_tail(str(err))}")
+            return DriverError(f"{doing} failed: {_reason(str(err))}")
         return DriverError(f"{doing} failed: {err}")
 
     def _call(self, doing: str, fn: Callable[[], Any]) -> Any:
@@ -114,15 +128,41 @@ class AutomationDriver:
         return {str(k): int(v) for k, v in (result.change_summary or {}).items()}
 
     def up(self, on_output: OutputSink) -> dict[str, int]:
-        result = self._call("pulumi up", lambda: self._stack.up(on_output=on_output))
-        return {str(k): int(v) for k, v in (result.summary.resource_changes or {}).items()}
+        """Run `pulumi up`. `Stack.up` (pulumi/automation/_stack.py) runs the CLI, then reads the stack's outputs
+        and history; a failure in those reads comes after the update succeeded and is `SummaryUnread`, never a
+        failed update. The first `outputs()` call marks that point."""
+        stack = self._stack
+        read_outputs = stack.outputs
+        finished = False
+
+        def outputs_after_up() -> Any:
+            nonlocal finished
+            finished = True
+            return read_outputs()
+
+        stack.outputs = outputs_after_up
+        try:
+            result = stack.up(on_output=on_output)
+            return {str(k): int(v) for k, v in (result.summary.resource_changes or {}).items()}
+        except Exception as err:  # the Automation API also raises plain errors (a JSON decode, a missing summary)
+            if finished:
+                raise SummaryUnread(
+                    f"pulumi up finished, but reading its outputs and summary afterwards failed ({_reason(str(err))})"
+                ) from None
+            raise self._translate(err, "pulumi up") from None
+        finally:
+            del stack.outputs
 
     def outputs(self) -> dict[str, Any]:
         outs = self._call("reading stack outputs", lambda: self._stack.outputs())
         return {k: v.value for k, v in outs.items()}
 
 
-def _tail(text: str, lines: int = 12) -> str:
-    """The end of a CLI error (where the engine puts the reason)."""
-    kept = [line for line in text.strip().splitlines() if line.strip()]
+def _reason(text: str, lines: int = 12) -> str:
+    """What the CLI said went wrong: the end of its stderr (else stdout), without the Automation API's
+    `code: / stdout: / stderr:` wrapping (pulumi/automation/_cmd.py, CommandResult.__str__)."""
+    parts = re.split(r"\n (?:code|stdout|stderr): ", "\n" + text.lstrip("\n"))
+    if len(parts) == 4:  # '', code, stdout, stderr
+        text = parts[3] if parts[3].strip() else parts[2]
+    kept = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return "\n".join(kept[-lines:])

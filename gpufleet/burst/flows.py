@@ -2,7 +2,10 @@
 
 Opening a window checks AWS first (gpufleet/burst/preflight.py); only then is config written and `pulumi up` run.
 The Pulumi program alone decides sizes: an expired window sizes the burst pools and quotas to zero at the next
-`up` whoever runs it; `close` and `reconcile` book it in the ledger.
+`up` whoever runs it; `close` and `reconcile` book it in the ledger, until the `up` that removed it finished.
+
+One clock judges every window: AWS's, the `Date` header of an EC2 response (`Aws.server_time`), read by the CLI
+and passed in here; never the clock of the laptop or runner, which may be off.
 """
 
 from __future__ import annotations
@@ -23,10 +26,12 @@ from components.model.windows import (
     window_price,
 )
 from gpufleet.burst.aws import Aws
-from gpufleet.burst.driver import OutputSink, StackDriver
+from gpufleet.burst.driver import DriverError, OutputSink, StackDriver
 from gpufleet.burst.errors import BurstError
 from gpufleet.burst.preflight import BurstRequest, Preflight, check_request, preflight
 from gpufleet.burst.stack import Change, StackState, apply_and_up, ledger_json, load_state, window_json
+
+Clock = Callable[[], dt.datetime]  # now by the one clock windows are judged by (see the module docstring)
 
 
 def _expired_entry(state: StackState, now: dt.datetime, closed_by: str) -> BurstLedgerEntry | None:
@@ -59,19 +64,21 @@ class OpenPlan:
 
 
 def plan_open(
-    project_dir: Path, stack: str, request: BurstRequest, *, aws_factory: Callable[[str], Aws], now: dt.datetime
+    project_dir: Path, stack: str, request: BurstRequest, *, aws_factory: Callable[[str], Aws], clock: Clock
 ) -> OpenPlan:
     """Run every check for a new window; change nothing. An expired window still in config is booked first."""
     state = load_state(project_dir, stack)
-    if state.window is not None and state.window.is_open(now):
-        w = state.window
+    check_request(state.spec, request)  # bad input fails before any AWS call, the clock's included
+    now = clock()
+    w = state.window
+    if w is not None and now < w.expires:
+        when = "is already open" if w.is_open(now) else f"is scheduled from {w.start:%Y-%m-%d %H:%M} UTC"
         raise BurstError(
-            f"a burst window is already open on pool {w.pool} ({w.nodes} x {w.instance_type}) until "
+            f"a burst window {when} on pool {w.pool} ({w.nodes} x {w.instance_type}) until "
             f"{w.expires:%Y-%m-%d %H:%M} UTC; close it first (`gpufleet burst close --stack {stack}`)"
         )
     expired = _expired_entry(state, now, "gpufleet burst open (expired window booked)")
     ledger = [*state.ledger, *([expired] if expired else [])]
-    check_request(state.spec, request)  # bad input fails before any AWS client exists
     check = preflight(state.spec, ledger, request, now, aws_factory(cloud_site(state.spec).region))
     changes: list[Change] = [(WINDOW_KEY, window_json(check.window))]
     if expired:
@@ -80,38 +87,70 @@ def plan_open(
 
 
 def close_window(
-    project_dir: Path, stack: str, *, driver: Callable[[], StackDriver], now: dt.datetime, on_output: OutputSink
+    project_dir: Path, stack: str, *, driver: Callable[[], StackDriver], clock: Clock, on_output: OutputSink
 ) -> Outcome:
+    """Remove the window and run `up`; book it until that `up` finished (its nodes ran until then)."""
     state = load_state(project_dir, stack)
     w = state.window
     if w is None:
         return Outcome("no burst window in the stack config; nothing to close")
-    entry = close_entry(state.spec, w, now, "gpufleet burst close")
-    ledger = [*state.ledger, entry]
-    summary = apply_and_up(driver(), stack, [(WINDOW_KEY, None), (LEDGER_KEY, ledger_json(ledger))], on_output)
-    return Outcome(
-        f"burst window closed: {entry.nodes} x {entry.instance_type} for "
-        f"{hours_between(entry.start, entry.end):.1f} h booked at ${entry.usd:,.2f}",
-        summary,
-    )
+    now = clock()
+    if now < w.start:
+        summary = apply_and_up(driver(), stack, [(WINDOW_KEY, None)], on_output, if_stopped=_FINISH)
+        return Outcome(f"burst window on pool {w.pool} cancelled before its start; nothing booked", summary)
+    return _close_and_book(state, w, stack, driver(), clock, now, "gpufleet burst close", on_output)
 
 
 def reconcile(
-    project_dir: Path, stack: str, *, driver: Callable[[], StackDriver], now: dt.datetime, on_output: OutputSink
+    project_dir: Path, stack: str, *, driver: Callable[[], StackDriver], clock: Clock, on_output: OutputSink
 ) -> Outcome:
     """Close a window that has expired (book it, remove it, `up` so the pools shrink); leave an open one alone."""
     state = load_state(project_dir, stack)
     w = state.window
     if w is None:
         return Outcome("no burst window; nothing to reconcile")
-    entry = _expired_entry(state, now, "gpufleet burst reconcile")
-    if entry is None:
+    now = clock()
+    if now < w.start:
+        return Outcome(
+            f"burst window on pool {w.pool} starts at {w.start:%Y-%m-%d %H:%M} UTC (until "
+            f"{w.expires:%Y-%m-%d %H:%M} UTC); nothing to do"
+        )
+    if now < w.expires:
         return Outcome(f"burst window on pool {w.pool} is open until {w.expires:%Y-%m-%d %H:%M} UTC; nothing to do")
-    ledger = [*state.ledger, entry]
-    summary = apply_and_up(driver(), stack, [(WINDOW_KEY, None), (LEDGER_KEY, ledger_json(ledger))], on_output)
+    return _close_and_book(state, w, stack, driver(), clock, now, "gpufleet burst reconcile", on_output)
+
+
+_FINISH = "Run `pulumi up` (or the same command) again to finish"
+
+
+def _close_and_book(
+    state: StackState,
+    w: BurstWindow,
+    stack: str,
+    d: StackDriver,
+    clock: Clock,
+    now: dt.datetime,
+    closed_by: str,
+    on_output: OutputSink,
+) -> Outcome:
+    """Book `w` until `now`, remove it and run `up`; then move the booking's end to when that `up` finished by the
+    same clock: the nodes ran until the update that removes them was done, past the expiry if it came later."""
+    entry = close_entry(state.spec, w, now, closed_by, through_expiry=True)
+    changes: list[Change] = [(WINDOW_KEY, None), (LEDGER_KEY, ledger_json([*state.ledger, entry]))]
+    summary = apply_and_up(d, stack, changes, on_output, if_stopped=_FINISH)
+    note = ""
+    try:
+        done = close_entry(state.spec, w, clock(), closed_by, through_expiry=True)
+        if done.end > entry.end:
+            d.set_config(LEDGER_KEY, ledger_json([*state.ledger, done]))
+            entry = done
+    except (BurstError, DriverError) as err:
+        note = f"; the booking ends when the command started, not when `up` finished ({err})"
+    expired = f"expired {w.expires:%Y-%m-%d %H:%M} UTC, " if now >= w.expires else ""
     return Outcome(
-        f"expired burst window on pool {w.pool} closed (expired {w.expires:%Y-%m-%d %H:%M} UTC, "
-        f"booked ${entry.usd:,.2f})",
+        f"burst window on pool {w.pool} closed ({expired}{entry.nodes} x {entry.instance_type} for "
+        f"{hours_between(entry.start, entry.end):.1f} h until {entry.end:%Y-%m-%d %H:%M} UTC booked at "
+        f"${entry.usd:,.2f}){note}",
         summary,
     )
 

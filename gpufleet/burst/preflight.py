@@ -13,7 +13,17 @@ from dataclasses import dataclass, field
 
 from components.model import catalog
 from components.model.spec import AwsNodePool, BurstLedgerEntry, BurstWindow, EstateSpec
-from components.model.windows import burst_pools, cloud_site, node_hour_price, pool_zone, spend_in_month, window_price
+from components.model.windows import (
+    burst_pools,
+    cloud_site,
+    hours_between,
+    month_start,
+    next_month,
+    node_hour_price,
+    pool_zone,
+    spend_in_month,
+    window_price,
+)
 from gpufleet.burst.aws import QUOTA_CODES, Aws, quota_family
 from gpufleet.burst.errors import BurstError
 
@@ -133,12 +143,19 @@ def preflight(
         code, title = QUOTA_CODES[family]["spot" if capacity == "spot" else "on-demand"]
         limit = aws.quota_vcpus(code)
         in_use = aws.vcpus_running(family, spot=capacity == "spot")
-        if in_use + vcpus > limit:
+        if limit is None:
+            checks.append(
+                f"quota {code} ({title}) not checked: Service Quotas is not available in {site.region}; "
+                f"{in_use} + {vcpus} vCPUs of the family will run, EC2 refuses the nodes during `up` if that is "
+                "over the quota"
+            )
+        elif in_use + vcpus > limit:
             raise BurstError(
                 f"EC2 quota {code} ({title}) in {site.region} is {limit:g} vCPUs; {in_use} are in use and the window "
                 f"needs {vcpus} more ({nodes} x {pool.instance.vcpus}). Request a quota increase first"
             )
-        checks.append(f"quota {code} ({title}): {in_use} + {vcpus} of {limit:g} vCPUs")
+        else:
+            checks.append(f"quota {code} ({title}): {in_use} + {vcpus} of {limit:g} vCPUs")
 
     # On-demand catalog price for every purchase option: an upper bound for spot (which never charges more)
     # and the rate reservations are billed at; capacity blocks are prepaid at their own, usually lower, rate.
@@ -147,28 +164,50 @@ def preflight(
     except catalog.CatalogError as err:
         raise BurstError(f"cannot price the window against the budget: {str(err).strip(chr(39))}") from None
     price = window_price(usd_per_hour, nodes, request.hours)
-    spent = spend_in_month(ledger, now)
-    left = round(policy.budget_usd - spent, 2)
-    if price > left:
-        raise BurstError(
-            f"the window costs ${price:,.2f} ({nodes} x {itype} at ${usd_per_hour:,.2f}/h x {request.hours:g} h), but "
-            f"only ${left:,.2f} of the ${policy.budget_usd:,.2f} monthly burst budget is left (${spent:,.2f} spent "
-            f"in {now:%B %Y})"
-        )
-    checks.append(f"price ${price:,.2f} within ${left:,.2f} left of ${policy.budget_usd:,.2f} this month")
-
     start = now.astimezone(dt.UTC).replace(microsecond=0)
+    expires = start + dt.timedelta(hours=request.hours)
+    spent = spend_in_month(ledger, now)
+    months = month_hours(start, expires)
+    for month, hours in months:
+        part = window_price(usd_per_hour, nodes, hours)
+        spent_then = spend_in_month(ledger, month)
+        left = round(policy.budget_usd - spent_then, 2)
+        costs = (
+            f"the window costs ${price:,.2f} ({nodes} x {itype} at ${usd_per_hour:,.2f}/h x {request.hours:g} h)"
+            if len(months) == 1
+            else f"the window's {hours:g} h in {month:%B %Y} cost ${part:,.2f} ({nodes} x {itype} at "
+            f"${usd_per_hour:,.2f}/h)"
+        )
+        if part > left:
+            raise BurstError(
+                f"{costs}, but only ${left:,.2f} of the ${policy.budget_usd:,.2f} monthly burst budget is left "
+                f"(${spent_then:,.2f} spent in {month:%B %Y})"
+            )
+        checks.append(f"price ${part:,.2f} within ${left:,.2f} left of ${policy.budget_usd:,.2f} in {month:%B %Y}")
+
     window = BurstWindow(
         pool=pool.name,
         nodes=nodes,
         instance_type=itype,
         availability_zone=az,
         start=start,
-        expires=start + dt.timedelta(hours=request.hours),
+        expires=expires,
         gpus=request.gpus,
         usd_per_hour=usd_per_hour,
     )
     return Preflight(window, site.region, price, spent, policy.budget_usd, checks)
+
+
+def month_hours(start: dt.datetime, end: dt.datetime) -> list[tuple[dt.datetime, float]]:
+    """(month start, hours of [start, end) in that calendar month, UTC) for every month the span touches: each
+    month's part of a window is checked against that month's budget, as `spend_in_month` books it pro rata."""
+    out = []
+    lo = month_start(start)
+    while lo < end:
+        hi = next_month(lo)
+        out.append((lo, hours_between(max(start, lo), min(end, hi))))
+        lo = hi
+    return out
 
 
 def _reservation_check(aws: Aws, pool: AwsNodePool, nodes: int, az: str, now: dt.datetime, hours: float) -> str:

@@ -52,12 +52,19 @@ def stack_file(project_dir: Path) -> Path:
 class FakeDriver:
     """A StackDriver over the stack file on disk, like the Pulumi CLI: structured values are stored as JSON text.
 
-    Records every call; `fail_up` makes `up` raise that error after config was written.
+    Records every call; `fail_up` makes `up` raise that error (or Ctrl-C's KeyboardInterrupt) after config was
+    written; `fail_set` makes the n-th `set_config` raise it.
     """
 
-    def __init__(self, project_dir: Path, fail_up: DriverError | None = None) -> None:
+    def __init__(
+        self,
+        project_dir: Path,
+        fail_up: DriverError | KeyboardInterrupt | None = None,
+        fail_set: tuple[int, BaseException] | None = None,
+    ) -> None:
         self.path = stack_file(project_dir)
         self.fail_up = fail_up
+        self.fail_set = fail_set
         self.calls: list[tuple[Any, ...]] = []
 
     def _doc(self) -> dict[str, Any]:
@@ -78,6 +85,8 @@ class FakeDriver:
 
     def set_config(self, key: str, value: str) -> None:
         self.calls.append(("set_config", key, value))
+        if self.fail_set is not None and self.fail_set[0] == self.names().count("set_config"):
+            raise self.fail_set[1]
         doc = self._doc()
         doc["config"][key] = value
         self._write(doc)

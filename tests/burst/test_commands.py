@@ -31,7 +31,7 @@ def quota(moto_aws: Aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
     stub = Stubber(moto_aws.quotas)
     stub.activate()
     monkeypatch.setattr(burst_cli, "make_aws", lambda region: moto_aws)
-    monkeypatch.setattr(burst_cli, "clock", lambda: NOW)
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
     yield stub
     stub.deactivate()
 
@@ -148,7 +148,7 @@ def test_unknown_instance_type_is_bad_input_exit_2(tmp_path: Path, monkeypatch: 
 
 
 def test_open_refused_while_a_window_is_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(burst_cli, "clock", lambda: NOW)
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
     proj = project(tmp_path, hybrid_config(window(NOW - dt.timedelta(hours=1), 4)))
     use_driver(monkeypatch, None)
     result = invoke(proj, "open", "--gpus", "8", "--hours", "4")
@@ -192,7 +192,7 @@ def test_failed_up_after_an_expired_window_restores_window_and_ledger(
 
 
 def test_close_books_the_window_removes_it_and_runs_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(burst_cli, "clock", lambda: NOW)
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
     proj = project(tmp_path, hybrid_config(window(NOW - dt.timedelta(hours=3), 8, nodes=2, usd_per_hour=55.04)))
     driver = FakeDriver(proj)
     use_driver(monkeypatch, driver)
@@ -213,7 +213,7 @@ def test_close_books_the_window_removes_it_and_runs_up(tmp_path: Path, monkeypat
 
 
 def test_reconcile_closes_only_an_expired_window(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(burst_cli, "clock", lambda: NOW)
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
     (tmp_path / "a").mkdir()
     open_proj = project(tmp_path / "a", hybrid_config(window(NOW - dt.timedelta(hours=1), 8)))
     use_driver(monkeypatch, None)
@@ -225,16 +225,19 @@ def test_reconcile_closes_only_an_expired_window(tmp_path: Path, monkeypatch: py
     proj = project(tmp_path / "b", hybrid_config(expired))
     driver = FakeDriver(proj)
     use_driver(monkeypatch, driver)
+    times = iter([NOW, NOW + dt.timedelta(minutes=15)])  # AWS's clock before and after the shrinking `up`
+    monkeypatch.setattr(burst_cli, "clock", lambda region: next(times))
     result = invoke(proj, "reconcile")
     assert result.exit_code == 0, result.output
-    assert driver.names()[-1] == "up"
+    assert driver.names()[-2:] == ["up", "set_config"]  # the booking's end moved to when `up` finished
     (entry,) = config_of(proj)["ledger"]
-    assert entry.end == NOW - dt.timedelta(hours=2)  # booked until expiry, not until now
-    assert (entry.usd, entry.closed_by) == (440.32, "gpufleet burst reconcile")
+    # Booked from the start until the shrinking `up` finished: the 2 h 15 min after expiry are billed by AWS too.
+    assert entry.end == NOW + dt.timedelta(minutes=15)
+    assert (entry.usd, entry.closed_by) == (564.16, "gpufleet burst reconcile")
 
 
 def test_status_shows_time_left_spend_and_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(burst_cli, "clock", lambda: NOW)
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
     past = {"pool": "burst-h100", "instance_type": "p5.48xlarge", "nodes": 1, "start": "2026-11-02T00:00:00Z",
             "end": "2026-11-02T10:00:00Z", "usd": 550.4}  # fmt: skip
     proj = project(tmp_path, hybrid_config(window(NOW - dt.timedelta(hours=2), 8, nodes=1, usd_per_hour=55.04), [past]))
@@ -315,7 +318,7 @@ def test_no_pulumi_cli_is_a_clear_error_and_changes_nothing(
     assert stack_file(proj).read_bytes() == before
 
 
-def test_no_capacity_during_up_says_so_and_restores_the_config(
+def test_no_capacity_during_up_says_so_and_keeps_the_window_for_close(
     tmp_path: Path, quota: Stubber, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     proj = project(tmp_path, hybrid_config())
@@ -328,4 +331,7 @@ def test_no_capacity_during_up_says_so_and_restores_the_config(
     assert result.exit_code == 1
     assert "(us-east-1a) [409]" in result.output  # printed as text, not read as markup
     assert "EC2 has no capacity for this instance type in the AZ right now" in result.output
-    assert config_of(proj) == before
+    # The update started and may have grown the node group: the window stays so that close books and shrinks it.
+    assert "gpufleet burst close" in result.output
+    after = config_of(proj)
+    assert after["window"] is not None and after["window"].nodes == 1 and before["window"] is None

@@ -197,3 +197,54 @@ def test_other_aws_errors_are_reported_not_raised(aws_env: dict[str, Any]) -> No
     aws_env["quotas"].error("AccessDeniedException")
     with pytest.raises(BurstError, match=r"AWS refused GetServiceQuota ec2/L-417A185B: AccessDeniedException"):
         preflight(estate(), [], BurstRequest(gpus=8, hours=4), NOW, aws_env["aws"])
+
+
+def test_service_unavailable_is_retried_like_throttling(aws_env: dict[str, Any]) -> None:
+    q = aws_env["quotas"]
+    q.stub.add_client_error("get_service_quota", service_error_code="ServiceUnavailable", http_status_code=503)
+    q.value(P_ON_DEMAND, 768)
+    check = preflight(estate(), [], BurstRequest(gpus=8, hours=4), NOW, aws_env["aws"])
+    assert check.window.nodes == 1
+    assert aws_env["slept"] == [1.0]
+
+
+def test_region_without_service_quotas_skips_the_quota_check_and_says_so(aws_env: dict[str, Any]) -> None:
+    """Service Quotas answers NoSuchResourceException where it is not offered ("This service is not available in
+    the current Region", as moto 5 answers for such a region); the window is still checked for everything else."""
+    aws_env["quotas"].stub.add_client_error(
+        "get_service_quota",
+        service_error_code="NoSuchResourceException",
+        service_message="This service is not available in the current Region.",
+        http_status_code=400,
+    )
+    check = preflight(estate(), [], BurstRequest(gpus=8, hours=4), NOW, aws_env["aws"])
+    assert check.window.nodes == 1
+    assert any("quota L-417A185B (Running On-Demand P instances) not checked" in c for c in check.checks)
+
+
+MONTH_END = dt.datetime(2026, 11, 30, 22, 0, tzinfo=dt.UTC)
+
+
+def spent_in_november(usd: float) -> BurstLedgerEntry:
+    return BurstLedgerEntry(
+        pool="burst-h100",
+        instance_type="p5.48xlarge",
+        nodes=1,
+        start=dt.datetime(2026, 11, 2, tzinfo=dt.UTC),
+        end=dt.datetime(2026, 11, 3, tzinfo=dt.UTC),
+        usd=usd,
+    )
+
+
+def test_window_across_a_month_boundary_is_checked_against_each_months_budget(aws_env: dict[str, Any]) -> None:
+    """2 h of the window fall in November and 2 h in December; spend is booked to each month pro rata
+    (components/model/windows.py, spend_in_month), so each month's part must fit that month's budget."""
+    aws_env["quotas"].value(P_ON_DEMAND, 768)
+    check = preflight(estate(), [spent_in_november(19_800)], BurstRequest(gpus=8, hours=4), MONTH_END, aws_env["aws"])
+    assert "price $110.08 within $200.00 left of $20,000.00 in November 2026" in check.checks
+    assert "price $110.08 within $20,000.00 left of $20,000.00 in December 2026" in check.checks
+
+    aws_env["quotas"].value(P_ON_DEMAND, 768)
+    small = estate(burst__budget_usd=100)
+    with pytest.raises(BurstError, match=r"the window's 3 h in December 2026 cost \$165.12 .* only \$100.00"):
+        preflight(small, [], BurstRequest(gpus=8, hours=4), MONTH_END + dt.timedelta(hours=1), aws_env["aws"])
