@@ -201,7 +201,9 @@ def test_untrusted_tenant_must_use_the_sites_sandbox_runtime(synth_config: Calla
 def test_kueue_release_pinned_and_configured(plan_of: PlanOf) -> None:
     for stack in ("aws-train", "onprem", "hybrid"):
         releases = [r for r in plan_of(stack).helm_releases() if r.inputs.get("name") == "kueue"]
-        assert len(releases) == len(example_config(stack)["gpufleet:estate"]["sites"]), stack  # one per cluster
+        estate = example_config(stack)["gpufleet:estate"]
+        clusters = len(estate["sites"]) + (1 if "burst" in estate else 0)  # every site, and a hybrid's manager
+        assert len(releases) == clusters, stack
         for r in releases:
             assert r.inputs["chart"] == f"{versions.KUEUE.repository}/{versions.KUEUE.name}"
             assert r.inputs["version"] == versions.KUEUE.version
