@@ -299,7 +299,8 @@ def controller_config(
       timeout is evicted and requeued with backoff, so half-started gangs do not hold GPUs.
     - fairSharing: preemption-based fair sharing of borrowed quota inside the cohort.
     - integrations: the site's `job_frameworks` (components.model.frameworks), nothing a cluster cannot serve.
-    - multiKueue (a MultiKueue manager only): `multikueue_config`.
+    - multiKueue (a MultiKueue manager only): `multikueue_config`; a manager runs no pods, so waitForPodsReady is
+      left to its workers (the manager must not evict a dispatched job whose nodes are still starting).
     """
     config: dict[str, Any] = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
@@ -328,6 +329,7 @@ def controller_config(
     }
     if multikueue:
         config["multiKueue"] = multikueue_config()
+        del config["waitForPodsReady"]  # pods run on the workers, whose Kueue applies it to them
     return config
 
 

@@ -13,9 +13,7 @@ round (five minutes), the next site is added, and the first site that admits it 
 from __future__ import annotations
 
 from components.model.frameworks import FrameworkName, enabled
-from components.model.spec import AwsNodePool, AwsSite, BaremetalSite, EstateSpec, Tenant
-
-Site = AwsSite | BaremetalSite
+from components.model.spec import AwsNodePool, EstateSpec, Site, Tenant
 
 
 def hosts(site: Site, tenant: Tenant) -> bool:
