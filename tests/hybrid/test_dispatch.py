@@ -196,3 +196,23 @@ def test_every_kueue_object_of_the_plan_is_valid_for_kueues_crds(hybrid: Plan) -
 def test_crd_check_would_catch_a_misspelt_field() -> None:
     bad = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueConfig", "spec": {"cluster": ["a"]}}
     assert kueue_problems(bad)
+
+
+def test_the_manager_reaches_every_worker_api_over_a_declared_path() -> None:
+    from components.model import dispatch
+    from components.model.reach import api_clients, api_reachable_from
+
+    spec = parse_estate(example_estate("hybrid"), "hybrid.yaml")
+    for site in dispatch.workers(spec):
+        (manager,) = [c for c in api_clients(spec, site) if c.role == "multikueue-manager"]
+        assert manager.network == "onprem"
+        assert api_reachable_from(spec, site, manager), site.name  # on-prem: its own network; cloud: the VPN
+
+
+def test_a_manager_without_a_path_to_the_cloud_api_is_refused() -> None:
+    estate = copy.deepcopy(example_estate("hybrid"))
+    del estate["sites"][1]["interconnect"]
+    with pytest.raises(
+        SpecError, match=r"MultiKueue manager kueue-manager .* cannot reach the Kubernetes API of site cloud"
+    ):
+        parse_estate(estate, "hybrid.yaml")
