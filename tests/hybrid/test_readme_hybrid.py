@@ -13,7 +13,7 @@ import pytest
 from components.model.load import parse_estate
 from components.model.windows import grace
 from tests.conftest import ROOT, example_estate
-from tests.review.test_markdown import MERMAID_DIR, PARSE_JS
+from tests.render.test_mermaid import MERMAID_DIR, PARSE_JS
 
 
 def readme_diagrams() -> list[str]:
