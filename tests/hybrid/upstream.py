@@ -1,33 +1,20 @@
 """Upstream artifacts at the pinned versions, from the local chart cache: Kueue's CRDs (to validate the objects
 gpufleet writes) and the cluster-autoscaler and JobSet charts (to check the values gpufleet sets exist there).
 
-The cache is `$GPUFLEET_CHART_CACHE`, else the `shared/charts` folder beside the repository (the chart sources
-at their release tags, one `<name>-<version>/` folder each). Tests that need a chart the cache lacks are skipped
-with the folder they looked for.
+The chart cache is tests/charts.py's; a test that needs a chart the cache lacks is skipped, naming the folder.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import jsonschema
-import pytest
 import yaml
 
 from components.kubernetes import versions
-from tests.conftest import ROOT
-
-
-def chart_dir(chart: versions.Chart) -> Path:
-    root = Path(os.environ.get("GPUFLEET_CHART_CACHE") or ROOT.parent / "shared" / "charts")
-    folder = root / f"{chart.name}-{chart.version}"
-    if not (folder / "Chart.yaml").is_file():
-        pytest.skip(f"chart {chart.name} {chart.version} is not in the chart cache ({folder})")
-    return folder
+from tests.charts import chart_dir
 
 
 def _untemplated(text: str) -> str:
