@@ -32,9 +32,11 @@ from typing import Any, assert_never
 
 import pulumi
 import pulumi_kubernetes as k8s
-import yaml
 
-from components.kubernetes import helm, monitoring, versions
+from components.kubernetes import monitoring
+from components.kubernetes.kueue_release import KUEUE_NAMESPACE as KUEUE_NAMESPACE
+from components.kubernetes.kueue_release import namespace as namespace
+from components.kubernetes.kueue_release import release as release
 from components.model import conventions, nodes
 from components.model.frameworks import DEFAULT_FRAMEWORKS
 from components.model.frameworks import enabled as enabled_frameworks
@@ -50,7 +52,6 @@ from components.model.spec import (
 from components.model.tags import Tags
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
-KUEUE_NAMESPACE = "kueue-system"
 MANAGED_NAMESPACE_LABEL = conventions.TENANT_LABEL
 """Tenant namespaces carry `tenant=<id>`; Kueue manages jobs without a queue name only in such namespaces."""
 DEFAULT_LOCAL_QUEUE = "default"
@@ -58,7 +59,6 @@ DEFAULT_LOCAL_QUEUE = "default"
 namespace to the LocalQueue named `default` there; each tenant's points at the tenant's ClusterQueue."""
 FAIR_SHARING = True
 MULTIKUEUE_INCREMENTAL_DISPATCHER = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
-PROVISIONING_CRD_ANNOTATION = "gpufleet.io/provisioning-request-crd"
 WAIT_FOR_PODS_READY_TIMEOUT = "10m"
 WAIT_FOR_PODS_RECOVERY_TIMEOUT = "3m"
 _PROVIDER_VERSION = importlib.metadata.version("pulumi_kubernetes")
@@ -353,45 +353,6 @@ def kube_object(
         props,
         pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=_PROVIDER_VERSION)),
     )
-
-
-# -- installation (every cluster's Kueue, the MultiKueue manager's too) ------------------------------------
-
-
-def namespace(resource_name: str, labels: Mapping[str, str], opts: pulumi.ResourceOptions) -> k8s.core.v1.Namespace:
-    """`kueue-system`. The chart's manager runs as non-root, drops all capabilities and uses RuntimeDefault seccomp
-    (charts/kueue/values.yaml), so its namespace enforces Pod Security `restricted`."""
-    psa = conventions.pod_security_labels("restricted")
-    return k8s.core.v1.Namespace(
-        resource_name, metadata=k8s.meta.v1.ObjectMetaArgs(name=KUEUE_NAMESPACE, labels={**labels, **psa}), opts=opts
-    )
-
-
-def release(
-    resource_name: str,
-    config: dict[str, Any],
-    *,
-    provisioning_crd: bool,
-    opts: pulumi.ResourceOptions,
-) -> k8s.helm.v3.Release:
-    """The Kueue chart with `config` as its whole Configuration. Kueue turns on its ProvisioningRequest admission
-    check only if the CRD exists when it starts (cmd/kueue/main.go, ServerSupportsProvisioningRequest), so where
-    gpufleet installs that CRD (`provisioning_crd`) the manager pod carries an annotation naming its source: the
-    pod restarts, and finds the CRD, when the CRD first appears or changes."""
-    manager: dict[str, Any] = {}
-    if provisioning_crd:
-        manager = {"manager": {"podAnnotations": {PROVISIONING_CRD_ANNOTATION: versions.PROVISIONING_REQUEST_CRD_URL}}}
-    values: dict[str, Any] = {
-        # never the chart's ServiceMonitor: it cannot carry the labels Prometheus selects (monitoring.py)
-        "enablePrometheus": False,
-        "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(config, sort_keys=False)},
-    }
-    if manager:
-        values["controllerManager"] = manager
-    return helm.release(
-        resource_name, versions.KUEUE, name=monitoring.KUEUE_RELEASE, namespace=KUEUE_NAMESPACE, create_namespace=False,
-        values=values, opts=opts,
-    )  # fmt: skip
 
 
 # -- component -------------------------------------------------------------------------------------------
