@@ -12,7 +12,7 @@ import pulumi
 
 from components.aws.site import AwsSiteArgs, AwsSiteStack
 from components.baremetal.site import BaremetalSiteArgs, BaremetalSiteStack
-from components.hybrid.multikueue import MultiKueueArgs, MultiKueueWiring
+from components.hybrid.multikueue import MultiKueueArgs, MultiKueueWiring, WorkerSite
 from components.kubernetes.cluster import ClusterStack, ClusterStackArgs
 from components.model.spec import AwsSite, BaremetalSite, BurstWindow, EstateSpec
 from components.model.tags import Tags
@@ -51,32 +51,33 @@ class Estate(pulumi.ComponentResource):
                 case _:
                     assert_never(site)
             self.sites[site.name] = built
+            crd = built.autoscaler.crd if isinstance(built, AwsSiteStack) and built.autoscaler else None
             self.clusters[site.name] = ClusterStack(
                 f"{site.name}-k8s",
-                ClusterStackArgs(spec, site, tags, args.window, args.now),
+                ClusterStackArgs(spec, site, tags, args.window, args.now, crd),
                 pulumi.ResourceOptions(parent=built, providers={"kubernetes": built.k8s_provider}),
             )
             if isinstance(built, BaremetalSiteStack):
                 built.add_fabrics(self.clusters[site.name])  # after the CRDs and namespaces its objects need
         if spec.burst is not None:
-            cloud = spec.site(spec.burst.cloud_site)
-            manager = next(s for s in spec.sites if s.name != cloud.name)
-            worker_site = self.sites[cloud.name]
-            assert isinstance(worker_site, AwsSiteStack)  # the schema makes the cloud site an aws site
-            MultiKueueWiring(
-                f"{spec.metadata.name}-multikueue",
-                MultiKueueArgs(
-                    spec=spec,
-                    manager=manager,
-                    worker=cloud,
-                    manager_provider=self.sites[manager.name].k8s_provider,
-                    worker_provider=worker_site.k8s_provider,
-                    manager_stack=self.clusters[manager.name],
-                    worker_stack=self.clusters[cloud.name],
-                    worker_kubeconfig=worker_site.kubeconfig,
-                    window=args.window,
-                    now=args.now,
-                ),
-                pulumi.ResourceOptions(parent=self),
-            )
+            self._hybrid(spec, tags, args)
         self.register_outputs({})
+
+    def _hybrid(self, spec: EstateSpec, tags: Tags, args: EstateArgs) -> None:
+        """The MultiKueue manager and its workers (components.hybrid)."""
+        assert spec.burst is not None
+        sites: dict[str, WorkerSite] = {}
+        for site in spec.sites:
+            built = self.sites[site.name]
+            kubeconfig: pulumi.Input[str]
+            if isinstance(built, AwsSiteStack):
+                kubeconfig = built.kubeconfig
+            else:
+                assert isinstance(site, BaremetalSite)
+                kubeconfig = args.secret(site.kubeconfig_config)
+            sites[site.name] = WorkerSite(built.k8s_provider, self.clusters[site.name], kubeconfig)
+        MultiKueueWiring(
+            f"{spec.metadata.name}-multikueue",
+            MultiKueueArgs(spec, tags, sites, args.secret(spec.burst.manager.kubeconfig_config), args.window, args.now),
+            pulumi.ResourceOptions(parent=self),
+        )

@@ -1,18 +1,26 @@
-"""GpuNodePool: one EKS managed node group and its launch template per pool (never a resource per node)."""
+"""GpuNodePool: one EKS managed node group and its launch template per pool (never a resource per node).
+
+A burst pool's group is sized by the cluster autoscaler inside the bounds the burst window sets (0 to the window's
+nodes, components.model.windows): its desired size is the autoscaler's after creation (never reset by an `up`),
+and its Auto Scaling group carries the tags the autoscaler discovers it and scales it from zero by
+(components.aws.autoscaler)."""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_aws as aws
 
+from components.aws import autoscaler
 from components.aws.efa import efa_interfaces
 from components.aws.launch import launch_template_args, nodeadm_user_data, template_version
+from components.kubernetes.kueue import gpu_resource_name
 from components.model.conventions import POOL_TAG, SHARED, Taint, eks_rejects_label
 from components.model.nodes import pool_labels, pool_taints
-from components.model.spec import AwsNodePool, BurstWindow, EstateSpec
+from components.model.spec import AwsNodePool, AwsSite, BurstWindow, EstateSpec
 from components.model.tags import Tags
 from components.model.windows import effective_scaling
 
@@ -40,19 +48,52 @@ def mng_taint(t: Taint) -> aws.eks.NodeGroupTaintArgs:
     return aws.eks.NodeGroupTaintArgs(key=t.key, value=t.value, effect=MNG_TAINT_EFFECTS[t.effect])
 
 
-def mng_scaling(pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime) -> tuple[int, int, int]:
-    """(min, desired, max) for the node group. EKS requires maxSize >= 1, so an idle burst pool keeps max 1
-    with min and desired 0: nothing launches unless an autoscaler raises desired (gpufleet installs none)."""
-    s = effective_scaling(pool, window, now)
+def mng_scaling(
+    spec: EstateSpec, pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime
+) -> tuple[int, int, int]:
+    """(min, desired, max) for the node group. A burst pool: 0, 0 and the window's cap. EKS requires maxSize >= 1,
+    so an idle burst pool keeps max 1: the autoscaler could start one node there only for a pod outside Kueue
+    (the cloud queues hold outside windows) that tolerates the GPU taint and selects the pool. When the cap falls
+    from more than one node to that floor, EKS receives desired 0 with it and the group empties at once."""
+    s = effective_scaling(spec, pool, window, now)
     return s.min, s.desired_nodes, max(1, s.max)
 
 
-def block_ignored_changes(pool: AwsNodePool) -> list[str]:
-    """A capacity-block node group's desired size belongs to EKS after creation: it scales the group to 0 forty
-    minutes before the block ends ("Amazon EKS Node Group Capacity Scaledown Before Reservation End"; EKS user
-    guide, capacity-blocks-mng), and a later `up` must not raise it again into a finished block. The schema keeps
-    such pools at min 0, so the scale-down stays within the group's bounds."""
-    return ["scalingConfig.desiredSize"] if pool.capacity.type == "capacity-block" else []
+def ignored_changes(pool: AwsNodePool) -> list[str]:
+    """Node groups whose desired size is not the stack's after creation: a burst group's belongs to the cluster
+    autoscaler, a capacity-block group's to EKS, which scales it to 0 forty minutes before the block ends ("Amazon
+    EKS Node Group Capacity Scaledown Before Reservation End"; EKS user guide, capacity-blocks-mng), so a later
+    `up` must not raise it again into a finished block. The schema keeps such pools at min 0, so the scale-down
+    stays within the group's bounds."""
+    return ["scalingConfig.desiredSize"] if pool.burst or pool.capacity.type == "capacity-block" else []
+
+
+def burst_node_labels(pool: AwsNodePool) -> dict[str, str]:
+    """Labels burst nodes carry for the autoscaler: its AWS GPU label (autoscaler.GPU_LABEL)."""
+    return {autoscaler.GPU_LABEL: pool.gpu_model.id.lower()} if pool.burst else {}
+
+
+def tag_slug(key: str) -> str:
+    """A resource-name fragment for an Auto Scaling group tag key (unique per key)."""
+    short = key.removeprefix(f"{autoscaler.CA_TAG_PREFIX}/")
+    return "".join(c if c.isalnum() else "-" for c in short.lower())
+
+
+def _asg_name(groups: Sequence[aws.eks.outputs.NodeGroupResource] | None) -> str:
+    """The Auto Scaling group EKS made for a node group ("" until it exists)."""
+    asgs = groups[0].autoscaling_groups if groups else None
+    return (asgs[0].name or "") if asgs else ""
+
+
+def asg_tags(spec: EstateSpec, site: AwsSite, pool: AwsNodePool, cluster: str) -> dict[str, str]:
+    """Tags on a burst pool's Auto Scaling group: discovery by the autoscaler and its node template (labels, taints,
+    shared-GPU resources) for scaling from zero."""
+    labels = {**mng_labels(spec, pool), **burst_node_labels(pool)}
+    units = pool.gpus_per_node * spec.pool_gpu_units(pool.name) // max(1, spec.pool_gpu_capacity(pool.name))
+    template = autoscaler.node_template_tags(
+        labels, pool_taints(pool), gpu_resource_name(site, pool), units, pool.sharing.mode != "whole"
+    )
+    return {**autoscaler.discovery_tags(cluster, pool.name), **template}
 
 
 @dataclass(frozen=True)
@@ -65,6 +106,7 @@ class EfaAttachment:
 @dataclass(frozen=True)
 class GpuNodePoolArgs:
     spec: EstateSpec
+    site: AwsSite
     pool: AwsNodePool
     tags: Tags
     window: BurstWindow | None
@@ -93,6 +135,8 @@ class GpuNodePool(pulumi.ComponentResource):
         self._tags = args.tags.aws(tenant=pool.dedicated_to or SHARED, **{POOL_TAG: pool.name})
         self.launch_template = self._launch_template()
         self.node_group = self._node_group()
+        if pool.burst:
+            self._autoscaler_tags()
         self.register_outputs({})
 
     def _launch_template(self) -> aws.ec2.LaunchTemplate:
@@ -144,7 +188,7 @@ class GpuNodePool(pulumi.ComponentResource):
 
     def _node_group(self) -> aws.eks.NodeGroup:
         a, pool = self._args, self._args.pool
-        lo, desired, hi = mng_scaling(pool, a.window, a.now)
+        lo, desired, hi = mng_scaling(a.spec, pool, a.window, a.now)
         subnets = [a.efa.subnet_id] if a.efa is not None else a.subnet_ids
         lt = self.launch_template
         return aws.eks.NodeGroup(
@@ -158,12 +202,27 @@ class GpuNodePool(pulumi.ComponentResource):
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
                 id=lt.id, version=lt.latest_version.apply(template_version)
             ),
-            labels={**a.tags.labels(tenant=pool.dedicated_to or SHARED), **mng_labels(a.spec, pool)},
+            labels={
+                **a.tags.labels(tenant=pool.dedicated_to or SHARED),
+                **mng_labels(a.spec, pool),
+                **burst_node_labels(pool),
+            },
             taints=[mng_taint(t) for t in pool_taints(pool)],
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True),
             tags=self._tags,
-            opts=pulumi.ResourceOptions(
-                parent=self, depends_on=a.depends_on, ignore_changes=block_ignored_changes(pool)
-            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=a.depends_on, ignore_changes=ignored_changes(pool)),
         )
+
+    def _autoscaler_tags(self) -> None:
+        # EKS creates the group's Auto Scaling group and copies none of the node group's tags to it; its name is
+        # known only once the node group exists (an Output, passed as input: no resource is made in apply()).
+        a = self._args
+        asg = self.node_group.resources.apply(_asg_name)
+        for key, value in asg_tags(a.spec, a.site, a.pool, a.cluster_name).items():
+            aws.autoscaling.Tag(
+                f"{self._n}-asg-{tag_slug(key)}",
+                autoscaling_group_name=asg,
+                tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.node_group]),
+            )

@@ -9,6 +9,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from components.aws.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs, burst_pools
 from components.aws.cluster import EksClusterArgs, EksClusterStack
 from components.aws.fabric import EfaFabricArgs, EfaFabricStack, pool_placement_group
 from components.aws.interconnect import SiteInterconnect, SiteInterconnectArgs
@@ -34,12 +35,14 @@ class AwsSiteArgs:
 
 class AwsSiteStack(pulumi.ComponentResource):
     """Creates the site's AWS provider, network (VPC or adopted subnets) and its interconnect to on-prem, EKS
-    cluster, EFA fabrics, one node group per GPU pool, storage tiers, and the Kubernetes provider every
-    in-cluster component uses (after the system nodes its releases schedule on)."""
+    cluster, EFA fabrics, one node group per GPU pool, storage tiers, the Kubernetes provider every in-cluster
+    component uses (after the system nodes its releases schedule on), and where the site has burst pools the
+    cluster autoscaler that grows them."""
 
     k8s_provider: k8s.Provider
     kubeconfig: pulumi.Output[str]  # secret; also what a MultiKueue manager needs to reach this cluster
     cluster_name: str
+    autoscaler: ClusterAutoscaler | None  # burst sites only
 
     def __init__(self, name: str, args: AwsSiteArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(AWS_SITE_TYPE, name, None, opts)
@@ -106,6 +109,14 @@ class AwsSiteStack(pulumi.ComponentResource):
             ),
             self._child(),
         )
+        self.autoscaler = None
+        if burst_pools(args.site):
+            self.autoscaler = ClusterAutoscaler(
+                f"{name}-autoscaler",
+                ClusterAutoscalerArgs(args.spec, args.site, args.tags, self.cluster_name, self.k8s_provider,
+                                      depends_on=[self.cluster]),
+                self._child(),
+            )  # fmt: skip
         self.register_outputs({"cluster_name": self.cluster_name})
 
     def _child(self) -> pulumi.ResourceOptions:
@@ -149,6 +160,7 @@ class AwsSiteStack(pulumi.ComponentResource):
             f"{self._n}-{pool.name}",
             GpuNodePoolArgs(
                 spec=a.spec,
+                site=site,
                 pool=pool,
                 tags=a.tags,
                 window=a.window,

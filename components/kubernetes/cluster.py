@@ -9,9 +9,11 @@ import pulumi
 
 from components.kubernetes.admission import TenantTolerations
 from components.kubernetes.gpu_stack import GpuStack, GpuStackArgs
+from components.kubernetes.job_operators import JobOperators
 from components.kubernetes.kueue import Kueue, KueueArgs, tenants_on_site
 from components.kubernetes.priorities import Priorities, PrioritiesArgs
 from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs
+from components.model.frameworks import enabled, operators
 from components.model.spec import BurstWindow, EstateSpec, Site
 from components.model.tags import Tags
 
@@ -23,6 +25,7 @@ class ClusterStackArgs:
     tags: Tags
     window: BurstWindow | None
     now: dt.datetime
+    provisioning_crd: pulumi.Resource | None = None  # the site's ProvisioningRequest CRD (burst sites)
 
 
 class ClusterStack(pulumi.ComponentResource):
@@ -41,6 +44,11 @@ class ClusterStack(pulumi.ComponentResource):
         if self.tenants:
             TenantTolerations(f"{name}-tenant-tolerations", args.tags, child)
         namespaces = {t: b.namespace for t, b in self.tenants.items()}
-        self.kueue = Kueue(f"{name}-kueue", KueueArgs(args.spec, args.site, args.tags, namespaces), child)
+        crds: list[pulumi.Resource] = [args.provisioning_crd] if args.provisioning_crd is not None else []
+        frameworks = args.site.kubernetes.job_frameworks
+        if operators(enabled(frameworks)):  # job kinds beyond Kubernetes' own: their operators first
+            crds.append(JobOperators(f"{name}-job-operators", frameworks, opts=child))
+        kueue_args = KueueArgs(args.spec, args.site, args.tags, namespaces, crds, args.provisioning_crd is not None)
+        self.kueue = Kueue(f"{name}-kueue", kueue_args, child)
         self.priorities = Priorities(f"{name}-priorities", PrioritiesArgs(args.tags, self.kueue.release), child)
         self.register_outputs({})

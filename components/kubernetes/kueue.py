@@ -32,10 +32,14 @@ from typing import Any, assert_never
 
 import pulumi
 import pulumi_kubernetes as k8s
-import yaml
 
-from components.kubernetes import helm, monitoring, versions
+from components.kubernetes import monitoring
+from components.kubernetes.kueue_release import KUEUE_NAMESPACE as KUEUE_NAMESPACE
+from components.kubernetes.kueue_release import namespace as namespace
+from components.kubernetes.kueue_release import release as release
 from components.model import conventions, nodes
+from components.model.frameworks import DEFAULT_FRAMEWORKS
+from components.model.frameworks import enabled as enabled_frameworks
 from components.model.spec import (
     AwsNodePool,
     AwsSite,
@@ -48,13 +52,13 @@ from components.model.spec import (
 from components.model.tags import Tags
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
-KUEUE_NAMESPACE = "kueue-system"
 MANAGED_NAMESPACE_LABEL = conventions.TENANT_LABEL
 """Tenant namespaces carry `tenant=<id>`; Kueue manages jobs without a queue name only in such namespaces."""
 DEFAULT_LOCAL_QUEUE = "default"
 """Kueue (LocalQueueDefaulting, ungated in v0.19) sends jobs and pods without a queue-name label in a managed
 namespace to the LocalQueue named `default` there; each tenant's points at the tenant's ClusterQueue."""
 FAIR_SHARING = True
+MULTIKUEUE_INCREMENTAL_DISPATCHER = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
 WAIT_FOR_PODS_READY_TIMEOUT = "10m"
 WAIT_FOR_PODS_RECOVERY_TIMEOUT = "3m"
 _PROVIDER_VERSION = importlib.metadata.version("pulumi_kubernetes")
@@ -189,10 +193,13 @@ def cluster_queue_spec(
     admission_checks: Sequence[str] = (),
     fair_sharing: bool = FAIR_SHARING,
     borrow_preempt_max_priority: int | None = None,
+    stop_policy: str | None = None,
 ) -> dict[str, Any]:
     """A ClusterQueue spec: one resource group over `covered`, the flavors in order of preference.
 
-    `namespace` pins the queue to one namespace (None admits from every namespace, for MultiKueue workers).
+    `namespace` pins the queue to one namespace (None admits from every namespace, for MultiKueue workers); an
+    empty `cohort` leaves the queue out of every cohort. `stop_policy` Hold stops new admissions and lets admitted
+    workloads run; HoldAndDrain also evicts them (apis/kueue/v1beta2/clusterqueue_types.go, StopPolicy).
     A resource a flavor does not list gets a nominal quota of 0. Preemption: reclaim lent quota from any
     workload in the cohort, preempt lower priorities inside the queue, and (classical preemption only) let a
     borrowing workload preempt lower-priority work elsewhere in the cohort, up to
@@ -205,7 +212,7 @@ def cluster_queue_spec(
             borrow["maxPriorityThreshold"] = borrow_preempt_max_priority
         preemption["borrowWithinCohort"] = borrow
     spec: dict[str, Any] = {
-        "cohortName": cohort,
+        **({"cohortName": cohort} if cohort else {}),
         "namespaceSelector": {"matchLabels": {conventions.NAMESPACE_NAME_LABEL: namespace}} if namespace else {},
         "queueingStrategy": "BestEffortFIFO",
         "resourceGroups": [
@@ -224,6 +231,8 @@ def cluster_queue_spec(
     }
     if admission_checks:
         spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": c} for c in admission_checks]}
+    if stop_policy is not None:
+        spec["stopPolicy"] = stop_policy
     return spec
 
 
@@ -262,7 +271,23 @@ def tenant_cluster_queue_spec(spec: EstateSpec, site: Site, tenant: Tenant) -> d
     )
 
 
-def controller_config(cluster_queue_metrics: bool = False) -> dict[str, Any]:
+def multikueue_config() -> dict[str, Any]:
+    """The `multiKueue` section of a manager's Configuration: the incremental dispatcher, one cluster per round,
+    so clusters are tried in the order of each MultiKueueConfig (kueue site/content/en/docs/concepts/multikueue.md
+    at the pinned tag, "prioritizing clusters for cost-optimized spillover"). The feature gates it needs,
+    MultiKueueIncrementalDispatcherConfig and MultiKueueIncrementalDispatcherRespectConfigOrder, are beta and on
+    by default at that tag (pkg/features/kube_features.go), so none is set."""
+    return {
+        "dispatcherName": MULTIKUEUE_INCREMENTAL_DISPATCHER,
+        "incrementalDispatcherConfig": {"stepSize": 1},
+    }
+
+
+def controller_config(
+    cluster_queue_metrics: bool = False,
+    frameworks: Sequence[str] = enabled_frameworks(DEFAULT_FRAMEWORKS),
+    multikueue: bool = False,
+) -> dict[str, Any]:
     """The Kueue Configuration (config.kueue.x-k8s.io/v1beta2) the chart mounts; replaces the chart default.
 
     - manageJobsWithoutQueueName: Kueue manages jobs (and, through the pod integrations, bare pods,
@@ -273,8 +298,11 @@ def controller_config(cluster_queue_metrics: bool = False) -> dict[str, Any]:
     - waitForPodsReady: all-or-nothing admission of gangs; a workload whose pods are not all ready within the
       timeout is evicted and requeued with backoff, so half-started gangs do not hold GPUs.
     - fairSharing: preemption-based fair sharing of borrowed quota inside the cohort.
+    - integrations: the site's `job_frameworks` (components.model.frameworks), nothing a cluster cannot serve.
+    - multiKueue (a MultiKueue manager only): `multikueue_config`; a manager runs no pods, so waitForPodsReady is
+      left to its workers (the manager must not evict a dispatched job whose nodes are still starting).
     """
-    return {
+    config: dict[str, Any] = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         "health": {"healthProbeBindAddress": ":8081"},
@@ -296,23 +324,13 @@ def controller_config(cluster_queue_metrics: bool = False) -> dict[str, Any]:
                 "backoffMaxSeconds": 3600,
             },
         },
-        "integrations": {
-            "frameworks": [
-                "batch/job",
-                "jobset.x-k8s.io/jobset",
-                "kubeflow.org/mpijob",
-                "kubeflow.org/pytorchjob",
-                "trainer.kubeflow.org/trainjob",
-                "ray.io/rayjob",
-                "ray.io/raycluster",
-                "pod",
-                "deployment",
-                "statefulset",
-                "leaderworkerset.x-k8s.io/leaderworkerset",
-            ]
-        },
+        "integrations": {"frameworks": list(frameworks)},
         "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
     }
+    if multikueue:
+        config["multiKueue"] = multikueue_config()
+        del config["waitForPodsReady"]  # pods run on the workers, whose Kueue applies it to them
+    return config
 
 
 def kube_object(
@@ -346,6 +364,9 @@ class KueueArgs:
     site: Site
     tags: Tags
     namespaces: Mapping[str, pulumi.Resource]  # tenant -> its Namespace (LocalQueues live there)
+    # What brings CRDs Kueue looks for when it starts (job operators, the ProvisioningRequest CRD); Kueue waits.
+    crds: Sequence[pulumi.Resource] = ()
+    provisioning_crd: bool = False  # `crds` include the ProvisioningRequest CRD
 
 
 class Kueue(pulumi.ComponentResource):
@@ -360,8 +381,8 @@ class Kueue(pulumi.ComponentResource):
         self._name = name
         self._tags = args.tags
         self._labels = args.tags.labels()
-        self.namespace = self._namespace()
-        self.release = self._release(args.site)
+        self.namespace = namespace(f"{name}-namespace", self._labels, pulumi.ResourceOptions(parent=self))
+        self.release = self._release(args.site, args.crds, args.provisioning_crd)
         crds = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
         self.service_monitor: pulumi.CustomResource | None = None
         if args.site.kubernetes.monitoring.service_monitors:
@@ -376,39 +397,23 @@ class Kueue(pulumi.ComponentResource):
         self.default_local_queues: dict[str, pulumi.CustomResource] = {}
         for tenant in tenants_on_site(args.spec, args.site):
             self.cluster_queues[tenant.name] = self._cluster_queue(args.spec, args.site, tenant, crds)
-            namespace = args.namespaces.get(tenant.name)
-            self.local_queues[tenant.name] = self._local_queue(tenant, tenant.name, namespace)
-            self.default_local_queues[tenant.name] = self._local_queue(tenant, DEFAULT_LOCAL_QUEUE, namespace)
+            tenant_ns = args.namespaces.get(tenant.name)
+            self.local_queues[tenant.name] = self._local_queue(tenant, tenant.name, tenant_ns)
+            self.default_local_queues[tenant.name] = self._local_queue(tenant, DEFAULT_LOCAL_QUEUE, tenant_ns)
         self.register_outputs({})
 
     @staticmethod
     def _after(deps: Mapping[str, pulumi.Resource]) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(depends_on=list(deps.values()))
 
-    def _release(self, site: Site) -> k8s.helm.v3.Release:
-        config = controller_config(site.kubernetes.monitoring.service_monitors)
-        return helm.release(
+    def _release(self, site: Site, crds: Sequence[pulumi.Resource], provisioning_crd: bool) -> k8s.helm.v3.Release:
+        frameworks = enabled_frameworks(site.kubernetes.job_frameworks)
+        config = controller_config(site.kubernetes.monitoring.service_monitors, frameworks)
+        return release(
             f"{self._name}-release",
-            versions.KUEUE,
-            name=monitoring.KUEUE_RELEASE,
-            namespace=KUEUE_NAMESPACE,
-            create_namespace=False,
-            values={
-                # never the chart's ServiceMonitor: it cannot carry the labels Prometheus selects (monitoring.py)
-                "enablePrometheus": False,
-                "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(config, sort_keys=False)},
-            },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace]),
-        )
-
-    def _namespace(self) -> k8s.core.v1.Namespace:
-        # The chart's manager runs as non-root, drops all capabilities and uses RuntimeDefault seccomp
-        # (charts/kueue/values.yaml), so its namespace enforces Pod Security `restricted`.
-        psa = conventions.pod_security_labels("restricted")
-        return k8s.core.v1.Namespace(
-            f"{self._name}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=KUEUE_NAMESPACE, labels={**self._labels, **psa}),
-            opts=pulumi.ResourceOptions(parent=self),
+            config,
+            provisioning_crd=provisioning_crd,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace, *crds]),
         )
 
     def _object(

@@ -61,6 +61,28 @@ VPC_CNI_ADDON = "v1.21.1-eksbuild.7"
 
 # -- Scheduling -----------------------------------------------------------------------------------------
 KUEUE = Chart("kueue", "0.19.2", "oci://registry.k8s.io/kueue/charts")
+# JobSet, the one job operator gpufleet installs (Kueue integration jobset.x-k8s.io/jobset): the version Kueue
+# 0.19.2 is built against (kubernetes-sigs/kueue go.mod at v0.19.2: sigs.k8s.io/jobset v0.12.0); chart
+# charts/jobset at kubernetes-sigs/jobset tag v0.12.0, published as oci://registry.k8s.io/jobset/charts/jobset.
+JOBSET = Chart("jobset", "0.12.0", "oci://registry.k8s.io/jobset/charts")
+
+# -- Autoscaling (burst pools) --------------------------------------------------------------------------
+# cluster-autoscaler chart 9.53.0 = cluster-autoscaler 1.34.2 (kubernetes/autoscaler tag
+# cluster-autoscaler-chart-9.53.0, cluster-autoscaler/charts/cluster-autoscaler/Chart.yaml appVersion), the newest
+# chart for Kubernetes 1.34: the autoscaler's minor must match the control plane's (cluster-autoscaler README,
+# "Releases"), so a burst site runs this Kubernetes minor.
+CLUSTER_AUTOSCALER = Chart("cluster-autoscaler", "9.53.0", "https://kubernetes.github.io/autoscaler")
+CLUSTER_AUTOSCALER_APP = "1.34.2"
+# The ProvisioningRequest CRD, which the chart does not ship: the autoscaler repository at the release tag.
+PROVISIONING_REQUEST_CRD_URL = (
+    f"https://raw.githubusercontent.com/kubernetes/autoscaler/cluster-autoscaler-{CLUSTER_AUTOSCALER_APP}/"
+    "cluster-autoscaler/apis/config/crd/autoscaling.x-k8s.io_provisioningrequests.yaml"
+)
+
+
+def kubernetes_minor(version: str) -> str:
+    """`1.34.2` -> `1.34`: the Kubernetes minor a component built for that release serves."""
+    return ".".join(version.removeprefix("v").split(".")[:2])
 
 
 # -- Acceptance images (`gpufleet verify`) ---------------------------------------------------------------

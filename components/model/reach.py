@@ -2,7 +2,8 @@
 
 One judgement, used by the schema (a site whose API someone who must reach it cannot reach is refused) and by
 the first-up simulation. Who must reach an API: the deployer (`pulumi up` runs the Kubernetes providers) for every
-site, and in a hybrid estate the MultiKueue manager for the cloud worker's API (it holds a kubeconfig for it).
+site, and in a hybrid estate the MultiKueue manager (`burst.manager`) for every worker's API (it holds a
+kubeconfig of each).
 
 What a path is, from the EKS user guide, "Cluster API server endpoint" (cluster-endpoint):
 - a private endpoint is reached "from within your cluster's VPC or a connected network", and "you must ensure
@@ -23,6 +24,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, assert_never
 
+from components.model import dispatch
 from components.model.spec.access import PrivateInterconnect, PublicInterconnect
 from components.model.spec.base import Problem
 from components.model.spec.sites import AwsSite, BaremetalSite, Site
@@ -69,22 +71,26 @@ def outside(cidrs: Iterable[str], allowed: Iterable[str]) -> list[str]:
     ]
 
 
-def multikueue_manager(spec: EstateSpec) -> Site | None:
-    """The site hosting the Kueue manager of a hybrid estate: the one site that is not the burst cloud site."""
+def manager_client(spec: EstateSpec) -> ApiClient | None:
+    """The MultiKueue manager of a hybrid estate (`burst.manager`), as a client of its workers' APIs."""
     if spec.burst is None:
         return None
-    return next((s for s in spec.sites if s.name != spec.burst.cloud_site), None)
+    m = spec.burst.manager
+    return ApiClient(
+        "multikueue-manager", f"the MultiKueue manager {m.name} (in site {m.network}'s network)",
+        "burst.manager.network", m.network, (),
+    )  # fmt: skip
 
 
 def api_clients(spec: EstateSpec, site: Site) -> list[ApiClient]:
-    """Everyone who must reach `site`'s API: the MultiKueue manager for the burst cloud site, and the deployer."""
+    """Everyone who must reach `site`'s API: the MultiKueue manager for each of its workers, and the deployer.
+
+    The deployer also reaches the manager's own API; that API sits in the network of the site `burst.manager.network`
+    names, so the deployer's path to that site's API is the judgement for it too."""
     clients = []
-    manager = multikueue_manager(spec)
-    if spec.burst is not None and site.name == spec.burst.cloud_site and manager is not None:
-        clients.append(
-            ApiClient("multikueue-manager", f"the MultiKueue manager on site {manager.name}", "burst.cloud_site",
-                      manager.name, ())
-        )  # fmt: skip
+    manager = manager_client(spec)
+    if manager is not None and site.name in {w.name for w in dispatch.workers(spec)}:
+        clients.append(manager)
     d = spec.deployer
     where = f"inside site {d.network}'s network" if d.network else "outside every site network"
     clients.append(

@@ -1,8 +1,18 @@
-"""Burst windows: what size a burst pool has at a given moment, and what burst windows cost.
+"""Burst windows: what a burst pool may grow to at a given moment, and what burst windows cost.
 
-Pure functions, shared by the AWS node pools (node-group scaling), the MultiKueue wiring (burst quotas) and the
-`gpufleet burst` command. A pool marked `burst` idles at zero; while a window for it is open it has the
-window's size; once the window has expired any `up` shrinks it to zero again, even if nobody closed it.
+Pure functions, shared by the AWS node pools (node-group bounds), the MultiKueue wiring (burst quotas) and the
+`gpufleet burst` command. A pool marked `burst` idles at zero nodes. A window raises a cap, not a node count:
+while it is open the cloud worker's Kueue may admit up to the window's nodes' GPUs, CPUs and memory, and the
+cluster autoscaler may grow the pool up to the window's nodes for work Kueue admitted there (ProvisioningRequest);
+with nothing waiting no node starts. Phases of a window at a moment `now`:
+
+- `open` (start <= now < expires): admitting, pool may grow to the cap;
+- `draining` (expires <= now < expires + grace, `burst.grace_minutes`): nothing new is admitted (the cloud
+  ClusterQueues hold), running work may finish or checkpoint on its nodes, idle nodes are removed;
+- `idle` (no window, not started yet, or past the grace): the queues hold and drain (admitted work is evicted
+  back to the manager, which dispatches it again), quotas are zero and the pool shrinks to zero nodes.
+
+Any `up` at any time applies the phase of that moment, so an expired window shrinks the pool whoever runs it.
 
 Spend is booked in a ledger of past windows (`gpufleet:burstLedger` in the stack file): node-hour price x
 nodes x hours open. A window that straddles a month boundary is booked to each month pro rata.
@@ -13,9 +23,11 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 from components.model import pricing
 from components.model.capacity import gpu_units
+from components.model.catalog import CatalogError
 from components.model.spec import (
     AwsNodePool,
     AwsSite,
@@ -27,19 +39,49 @@ from components.model.spec import (
     Scaling,
 )
 
+WindowPhase = Literal["idle", "open", "draining"]
+
 
 def open_window(window: BurstWindow | None, now: dt.datetime) -> BurstWindow | None:
     return window if window is not None and window.is_open(now) else None
 
 
-def effective_scaling(pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime) -> Scaling:
-    """The node-group bounds `pool` gets now: its own, or for a burst pool the open window's (else zero)."""
+def grace(spec: EstateSpec) -> dt.timedelta:
+    """How long cloud work may finish after a window closes or expires (`burst.grace_minutes`)."""
+    return dt.timedelta(minutes=spec.burst.grace_minutes if spec.burst is not None else 0)
+
+
+def drain_ends(spec: EstateSpec, window: BurstWindow) -> dt.datetime:
+    """When the pool shrinks to zero: the window's expiry plus the grace."""
+    return window.expires + grace(spec)
+
+
+def window_phase(spec: EstateSpec, window: BurstWindow | None, now: dt.datetime) -> WindowPhase:
+    if window is None or now < window.start:
+        return "idle"
+    if now < window.expires:
+        return "open"
+    return "draining" if now < drain_ends(spec, window) else "idle"
+
+
+def burst_cap(spec: EstateSpec, pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime) -> int:
+    """Most nodes the burst pool may have now: the window's while it is open or draining, else zero."""
+    if window is None or window.pool != pool.name or window_phase(spec, window, now) == "idle":
+        return 0
+    return window.nodes
+
+
+def admitting(spec: EstateSpec, window: BurstWindow | None, now: dt.datetime) -> bool:
+    """The cloud worker admits new work only while a window is open."""
+    return window_phase(spec, window, now) == "open"
+
+
+def effective_scaling(spec: EstateSpec, pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime) -> Scaling:
+    """The node-count bounds `pool` has now: its own, or for a burst pool none to the window's cap, starting at
+    zero (the autoscaler sets the desired count from waiting work)."""
     if not pool.burst:
         return pool.scaling
-    w = open_window(window, now)
-    if w is None or w.pool != pool.name:
-        return Scaling(min=0, desired=0, max=0)
-    return Scaling(min=0, desired=w.nodes, max=w.nodes)
+    return Scaling(min=0, desired=0, max=burst_cap(spec, pool, window, now))
 
 
 # ------------------------------------------------------------------------------------------- burst pools
@@ -84,10 +126,11 @@ class BurstQuota:
 
 
 def burst_quotas(spec: EstateSpec, window: BurstWindow | None, now: dt.datetime) -> list[BurstQuota]:
-    """Per burst pool, the quota it offers now: the open window's nodes x the instance's GPUs/vCPUs/memory."""
+    """Per burst pool, the quota it offers now: the window's cap x the instance's GPUs/vCPUs/memory (kept while
+    draining, so work admitted under it stays within quota; zero when idle)."""
     out = []
     for pool in burst_pools(spec):
-        nodes = effective_scaling(pool, window, now).max
+        nodes = burst_cap(spec, pool, window, now)
         inst = pool.instance
         out.append(
             BurstQuota(
@@ -140,6 +183,29 @@ def node_hour_price(spec: EstateSpec, instance_type: str) -> float:
 
 def window_price(usd_per_hour: float, nodes: int, hours: float) -> float:
     return round(usd_per_hour * nodes * hours, 2)
+
+
+def window_ceiling(spec: EstateSpec, window: BurstWindow) -> float | None:
+    """The most a window can cost: every node of the cap running from its start until the grace ends (None: the
+    window carries no price and the catalog holds none)."""
+    price = window.usd_per_hour
+    if price is None:
+        try:
+            price = node_hour_price(spec, window.instance_type)
+        except CatalogError:
+            return None
+    return window_price(price, window.nodes, hours_between(window.start, drain_ends(spec, window)))
+
+
+def window_note(spec: EstateSpec, window: BurstWindow, now: dt.datetime) -> str:
+    """What a window allows at `now` and may cost at most (cost reports)."""
+    phase = window_phase(spec, window, now)
+    when = (
+        f"open until {window.expires.isoformat()}" if phase == "open" else f"draining until {drain_ends(spec, window)}"
+    )
+    ceiling = window_ceiling(spec, window)
+    cost = "unpriced" if ceiling is None else f"may cost at most ${ceiling:,.2f}"
+    return f"burst window {when}: 0 to {window.nodes} × {window.instance_type} on demand (cluster-autoscaler); {cost}"
 
 
 def month_start(now: dt.datetime) -> dt.datetime:

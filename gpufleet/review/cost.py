@@ -2,7 +2,8 @@
 
 Every figure is a dated catalog price times a quantity from the spec, and carries that price's date and source:
 - AWS node pools: on-demand $/h of the instance type in the site's region (catalog) x nodes at min, desired and
-  max size. Burst pools take the open window's size (and instance type) at `now`, else zero.
+  max size. A burst pool starts at zero nodes and may grow to the window's cap while a window is open or draining
+  at `now` (else its max is zero too); its notes say what the window may cost at most.
 - Bare-metal node pools: the amortised $/server-hour of `OnPremCost` (pool's, else the site's; through
   components.model.pricing) x the pool's servers; owned servers cost the same at every size.
 - Storage: FSx for Lustre by provisioned capacity x $/GB-month of its throughput tier (catalog `storage`);
@@ -31,7 +32,7 @@ from components.model.spec import (
     OnPremCost,
     Site,
 )
-from components.model.windows import effective_scaling, open_window
+from components.model.windows import effective_scaling, window_note, window_phase
 from gpufleet.review.bill import AWS_UNPRICED, BillLine, aws_site_bill
 from gpufleet.review.prices import HOURS, LEVELS, Figures, PriceRef, price_dict, rounded
 from gpufleet.review.storage_cost import StorageCost, storage_cost
@@ -246,19 +247,20 @@ def _site_pools(spec: EstateSpec, site: Site, window: BurstWindow | None, now: d
 def _aws_pool(
     spec: EstateSpec, site: AwsSite, pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime
 ) -> PoolCost:
-    scaling = effective_scaling(pool, window, now)
+    scaling = effective_scaling(spec, pool, window, now)
     instance = catalog.instance_type(pool.instance_type)
     notes: list[str] = []
-    w = open_window(window, now)
+    phase = window_phase(spec, window, now)
+    w = window if window is not None and window.pool == pool.name and phase != "idle" else None
     if pool.burst:
-        if w is not None and w.pool == pool.name:
-            notes.append(f"burst window open until {w.expires.isoformat()}: {w.nodes} × {w.instance_type}")
+        if w is not None:
+            notes.append(window_note(spec, w, now))
             if w.instance_type != pool.instance_type:
                 instance = catalog.instance_type(w.instance_type)
         else:
             notes.append("burst pool: idles at zero nodes outside a burst window")
     found = catalog.price(instance.name, site.region)
-    if pool.burst and (w is None or w.pool != pool.name) and found is not None:
+    if pool.burst and w is None and found is not None:
         ceiling = pool.scaling.max * found.usd_per_hour
         budget = f", within the burst budget of ${spec.burst.budget_usd:,.0f}/month" if spec.burst else ""
         notes.append(f"a window may grow it to {pool.scaling.max} × {instance.name} = ${ceiling:,.2f}/h{budget}")

@@ -11,7 +11,7 @@ import yaml
 from components.aws.fabric import fabric_needs_placement_group, pool_placement_group
 from components.aws.launch import nodeadm_user_data
 from components.aws.network import plan_subnets
-from components.aws.node_pool import imds_hop_limit, mng_labels, mng_scaling
+from components.aws.node_pool import ignored_changes, imds_hop_limit, mng_labels, mng_scaling
 from components.aws.storage import tenant_uid, throughput_warning
 from components.model.conventions import TENANT_NODE_LABEL
 from components.model.load import parse_estate
@@ -84,15 +84,16 @@ def _window(start: dt.datetime, hours: int, nodes: int = 3) -> BurstWindow:
     )  # fmt: skip
 
 
-def test_burst_pool_idles_at_zero_outside_a_window() -> None:
-    pool = _burst_pool()
-    assert mng_scaling(pool, None, NOW) == (0, 0, 1)  # EKS needs maxSize >= 1; nothing runs at desired 0
+def test_burst_node_group_starts_at_zero_under_the_window_cap_and_leaves_desired_to_the_autoscaler() -> None:
+    spec = parse_estate(example_estate("hybrid"), "hybrid")
+    pool = spec.pool("burst-h100")
+    assert isinstance(pool, AwsNodePool)
+    assert mng_scaling(spec, pool, None, NOW) == (0, 0, 1)  # EKS needs maxSize >= 1; nothing runs at desired 0
     expired = _window(NOW - dt.timedelta(hours=10), 8)
-    assert mng_scaling(pool, expired, NOW) == (0, 0, 1)
-
-
-def test_burst_pool_takes_the_open_windows_size() -> None:
-    assert mng_scaling(_burst_pool(), _window(NOW - dt.timedelta(hours=1), 8, nodes=3), NOW) == (0, 3, 3)
+    assert mng_scaling(spec, pool, expired, NOW) == (0, 0, 1)
+    assert mng_scaling(spec, pool, _window(NOW - dt.timedelta(hours=1), 8, nodes=3), NOW) == (0, 0, 3)
+    assert ignored_changes(pool) == ["scalingConfig.desiredSize"]
+    assert ignored_changes(_efa_pool({"type": "on-demand"})) == []
 
 
 def test_imds_hop_limit_is_two_only_where_pods_need_imds() -> None:

@@ -236,7 +236,7 @@ def test_hybrid_burst_pool_is_at_zero_without_a_window(example_plans: dict[str, 
     assert scaling["minSize"] == 0 and scaling["desiredSize"] == 0
 
 
-def test_hybrid_burst_pool_takes_the_open_windows_size(tmp_path: Path) -> None:
+def test_hybrid_burst_pool_takes_the_open_windows_cap_and_starts_at_zero(tmp_path: Path) -> None:
     config = example_config("hybrid")
     config["gpufleet:burstWindow"] = {
         "pool": "burst-h100", "nodes": 3, "instance_type": "p5.48xlarge", "availability_zone": "us-east-1a",
@@ -244,7 +244,7 @@ def test_hybrid_burst_pool_takes_the_open_windows_size(tmp_path: Path) -> None:
     }  # fmt: skip
     plan = synth(write_project(tmp_path, config), "test")
     assert _pool_ng(plan, "cloud", "burst-h100").inputs["scalingConfig"] == {
-        "minSize": 0, "desiredSize": 3, "maxSize": 3
+        "minSize": 0, "desiredSize": 0, "maxSize": 3
     }  # fmt: skip
 
 

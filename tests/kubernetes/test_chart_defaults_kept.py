@@ -19,7 +19,7 @@ def test_kueue_configuration_keeps_the_charts_reconciler_concurrency_and_client_
     values = yaml.safe_load((chart_dir(versions.KUEUE) / "values.yaml").read_text())
     default = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
     releases = [r for plan in example_plans.values() for r in plan.find(HELM) if r.inputs["chart"].endswith("/kueue")]
-    assert len(releases) == 4  # aws-train, onprem, and both hybrid clusters
+    assert len(releases) == 5  # aws-train, onprem, both hybrid sites and the hybrid estate's Kueue manager
     for r in releases:
         ours = yaml.safe_load(r.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
         assert ours["controller"] == default["controller"], r.name

@@ -60,7 +60,10 @@ def test_private_cloud_cluster_without_an_interconnect_is_refused_naming_the_man
     del estate["sites"][1]["interconnect"]
     (problem,) = _problems(estate)
     assert problem.startswith(f"{SRC}: {BASE}.sites[1].interconnect: ")
-    assert "the MultiKueue manager on site onprem cannot reach the Kubernetes API of site cloud" in problem
+    assert (
+        "the MultiKueue manager kueue-manager (in site onprem's network) cannot reach the Kubernetes API of site cloud"
+        in problem
+    )
     assert "declare interconnect (vpn, transit-gateway, existing or public) with site: onprem" in problem
 
 

@@ -7,12 +7,15 @@ import datetime as dt
 import pytest
 
 from components.model.load import SpecError, check_window, parse_ledger, parse_window
-from components.model.spec import BurstLedgerEntry, BurstWindow, EstateSpec
+from components.model.spec import AwsNodePool, BurstLedgerEntry, BurstWindow, EstateSpec, Scaling
 from components.model.windows import (
+    admitting,
     burst_quotas,
     close_entry,
     effective_scaling,
     spend_in_month,
+    window_ceiling,
+    window_phase,
 )
 from tests.burst.helpers import NOW, window
 from tests.conftest import example_estate
@@ -27,20 +30,40 @@ def entry(start: dt.datetime, end: dt.datetime, usd: float) -> BurstLedgerEntry:
     return BurstLedgerEntry(pool="burst-h100", instance_type="p5.48xlarge", nodes=1, start=start, end=end, usd=usd)
 
 
-def test_burst_pool_takes_open_window_size_and_zero_after_expiry(spec: EstateSpec) -> None:
+def test_window_is_a_cap_on_a_pool_that_starts_at_zero_and_holds_through_the_grace(spec: EstateSpec) -> None:
     pool = spec.pool("burst-h100")
+    assert isinstance(pool, AwsNodePool)
     w = BurstWindow.model_validate(window(NOW - dt.timedelta(hours=1), 8, nodes=3))
-    assert effective_scaling(pool, w, NOW).max == 3  # type: ignore[arg-type]
-    assert effective_scaling(pool, w, w.expires).max == 0  # type: ignore[arg-type]
-    assert effective_scaling(pool, None, NOW).max == 0  # type: ignore[arg-type]
+    assert spec.burst is not None and spec.burst.grace_minutes == 30
+    grace_end = w.expires + dt.timedelta(minutes=30)
+    # open: from zero (the autoscaler decides) up to the cap
+    assert effective_scaling(spec, pool, w, NOW) == Scaling(min=0, desired=0, max=3)
+    assert (window_phase(spec, w, NOW), admitting(spec, w, NOW)) == ("open", True)
+    # expired: no new admission, but the nodes may stay for the grace
+    assert (window_phase(spec, w, w.expires), admitting(spec, w, w.expires)) == ("draining", False)
+    assert effective_scaling(spec, pool, w, w.expires).max == 3
+    # after the grace, and with no window or one not started yet: nothing
+    assert window_phase(spec, w, grace_end) == "idle"
+    assert effective_scaling(spec, pool, w, grace_end).max == 0
+    assert effective_scaling(spec, pool, None, NOW).max == 0
+    assert window_phase(spec, w, w.start - dt.timedelta(seconds=1)) == "idle"
 
 
-def test_burst_quota_counts_gpus_vcpus_and_memory_of_the_window_nodes(spec: EstateSpec) -> None:
+def test_burst_quota_is_the_window_cap_until_the_grace_ends(spec: EstateSpec) -> None:
     w = BurstWindow.model_validate(window(NOW - dt.timedelta(hours=1), 8, nodes=2))
     (q,) = burst_quotas(spec, w, NOW)
     assert (q.flavor, q.gpus, q.gpu_units, q.cpu, q.memory_gib) == ("burst-h100", 16, 16, 384, 4096)
-    (closed,) = burst_quotas(spec, w, w.expires + dt.timedelta(seconds=1))
+    (draining,) = burst_quotas(spec, w, w.expires + dt.timedelta(minutes=29))
+    assert draining.gpus == 16  # work admitted under the window stays within quota while it finishes
+    (closed,) = burst_quotas(spec, w, w.expires + dt.timedelta(minutes=30))
     assert (closed.gpus, closed.cpu, closed.memory_gib) == (0, 0, 0)
+
+
+def test_window_ceiling_counts_every_node_of_the_cap_until_the_grace_ends(spec: EstateSpec) -> None:
+    w = BurstWindow.model_validate(window(NOW, 8, nodes=2, usd_per_hour=55.04))
+    assert window_ceiling(spec, w) == round(55.04 * 2 * 8.5, 2)  # 8 h open + 30 min grace
+    unpriced = BurstWindow.model_validate(window(NOW, 8, nodes=2, instance_type="p5en.48xlarge"))
+    assert unpriced.usd_per_hour is None and window_ceiling(spec, unpriced) is not None  # from the catalog
 
 
 def test_spend_books_a_window_across_month_end_pro_rata() -> None:

@@ -147,12 +147,12 @@ def _hybrid_window(start: dt.datetime, hours: int, instance_type: str = "p5.48xl
     )
 
 
-def test_burst_pool_costs_the_open_window_and_nothing_after_it_expires() -> None:
+def test_burst_pool_costs_up_to_the_window_cap_and_nothing_after_the_grace() -> None:
     spec = parse_estate(example_estate("hybrid"), "hybrid")
     window = _hybrid_window(NOW - dt.timedelta(hours=1), 8)
     during = next(p for p in estate_cost(spec, window, NOW).pools if p.pool == "burst-h100")
-    assert during.nodes == {"min": 0, "desired": 2, "max": 2}
-    assert during.hourly.at("desired") == pytest.approx(2 * P5)
+    assert during.nodes == {"min": 0, "desired": 0, "max": 2}  # grows on demand: nothing waiting, nothing runs
+    assert during.hourly.at("max") == pytest.approx(2 * P5)
     after = next(p for p in estate_cost(spec, window, NOW + dt.timedelta(hours=9)).pools if p.pool == "burst-h100")
     assert after.nodes == {"min": 0, "desired": 0, "max": 0}
     assert after.hourly.at("max") == 0.0 and after.priced

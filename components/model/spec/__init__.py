@@ -43,7 +43,7 @@ from components.model.spec.base import (
     SpecFieldError,
     SpecProblems,
 )
-from components.model.spec.burst import BurstLedgerEntry, BurstPolicy, BurstWindow
+from components.model.spec.burst import BurstLedgerEntry, BurstPolicy, BurstWindow, KueueManager
 from components.model.spec.estate import EstateSpec, PolicySettings, json_schema
 from components.model.spec.pools import Capacity, PoolBase, Scaling, Sharing
 from components.model.spec.sites import (
@@ -91,6 +91,7 @@ __all__ = [
     "Interconnect",
     "Join",
     "KubernetesStack",
+    "KueueManager",
     "Metadata",
     "Model",
     "Monitoring",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -10,10 +11,43 @@ from components.model import catalog
 from components.model.spec.base import Model, Name
 
 
+class KueueManager(Model):
+    """The MultiKueue manager of a hybrid estate: a small existing cluster that runs no work of its own.
+
+    Tenants submit their jobs here; Kueue reserves quota and dispatches each job to a worker (every site with
+    tenant quota, then the burst site), on-prem first. Kueue does not support a manager that is also one of its
+    own workers (MultiKueue concept docs, "Limitations"), so it is a cluster of its own; it needs no GPUs
+    (a few CPU nodes for Kueue's controller)."""
+
+    kind: Literal["existing"] = Field(
+        default="existing", description="existing: a cluster the platform team runs, reached by a kubeconfig."
+    )
+    name: Name = Field(description="What gpufleet calls the manager cluster (resource names); not a site name.")
+    kubeconfig_config: str = Field(
+        default="managerKubeconfig", description="Config key holding the manager's kubeconfig (secret)."
+    )
+    network: Name = Field(
+        description=(
+            "The site whose network the manager sits in: it reaches that site's API directly and the other "
+            "sites' APIs over the paths they declare."
+        )
+    )
+
+
 class BurstPolicy(Model):
     """Limits on bursting a hybrid estate to its cloud site."""
 
     cloud_site: Name = Field(description="The AWS site that bursts.")
+    manager: KueueManager = Field(description="The MultiKueue manager tenants submit to.")
+    grace_minutes: int = Field(
+        default=30,
+        ge=0,
+        le=24 * 60,
+        description=(
+            "After a window closes or expires: minutes running cloud work may still finish or checkpoint (no new "
+            "work is admitted) before it is evicted back to the queue and the burst pools shrink to zero."
+        ),
+    )
     budget_usd: float = Field(gt=0, description="Spend allowed on burst windows per calendar month.")
     max_window_hours: int = Field(default=72, ge=1, le=24 * 14, description="Longest window allowed.")
     allowed_instance_types: list[str] = Field(min_length=1, description="Instance types a window may use.")
@@ -29,10 +63,13 @@ class BurstPolicy(Model):
 
 
 class BurstWindow(Model):
-    """An open burst: cloud capacity that exists until `expires`. Written by `gpufleet burst open`."""
+    """A burst window: a cap on cloud capacity until `expires`. Written by `gpufleet burst open`.
 
-    pool: Name = Field(description="The burst pool that grows.")
-    nodes: int = Field(ge=1, description="Nodes the pool grows to while the window is open.")
+    The window does not start nodes: it lets the cluster autoscaler grow the pool up to `nodes` for work that is
+    waiting, and lets Kueue admit up to the nodes' GPUs, CPUs and memory on the cloud worker."""
+
+    pool: Name = Field(description="The burst pool that may grow.")
+    nodes: int = Field(ge=1, description="Most nodes the pool may grow to while the window is open (the cap).")
     instance_type: str
     availability_zone: str
     start: dt.datetime

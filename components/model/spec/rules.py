@@ -389,16 +389,10 @@ def tenant_file_systems(spec: EstateSpec) -> Iterator[Problem]:
 
 
 def burst_policy(spec: EstateSpec) -> Iterator[Problem]:
-    burst_pools = [p for _, p in spec.pools() if isinstance(p, AwsNodePool) and p.burst]
-    if spec.burst is None:
-        if burst_pools:
-            yield Problem("burst", f"pool {burst_pools[0].name} has burst: true; add a burst policy")
-        return
-    cloud = next((s for s in spec.sites if s.name == spec.burst.cloud_site), None)
-    if not isinstance(cloud, AwsSite):
-        yield Problem("burst.cloud_site", f"{spec.burst.cloud_site} must name an aws site of the estate")
-    elif not any(p.burst for p in cloud.node_pools):
-        yield Problem("burst.cloud_site", f"site {cloud.name} has no node pool with burst: true")
+    """components.model.spec.burst_rules: a hybrid estate's burst site, manager and workers."""
+    from components.model.spec.burst_rules import burst_problems  # reads the dispatch model: not at module load
+
+    yield from burst_problems(spec)
 
 
 # ---------------------------------------------------------------------------------------------- bare metal

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from components.model.frameworks import DEFAULT_FRAMEWORKS, FrameworkName
 from components.model.spec.access import Interconnect
 from components.model.spec.aws import AwsNodePool, EfaFabric, EfsTier, EksCluster, FsxLustreTier, S3Tier, Vpc
 from components.model.spec.baremetal import (
@@ -96,6 +97,14 @@ class KubernetesStack(Model):
             "add-on sets enableNetworkPolicy), or none. Tenants rely on their default-deny policies, so a site "
             "hosting tenants needs an enforcing CNI. Leave unset on a cluster gpufleet creates (it manages vpc-cni "
             "with network policy on)."
+        ),
+    )
+    job_frameworks: list[FrameworkName] = Field(
+        default_factory=lambda: list(DEFAULT_FRAMEWORKS),
+        description=(
+            "Job kinds Kueue manages here (Kueue integration names): batch/job, pod, deployment, statefulset "
+            "(built in) and jobset.x-k8s.io/jobset (gpufleet installs JobSet). In a hybrid estate every worker "
+            "site lists the same ones: the MultiKueue manager enables exactly those."
         ),
     )
     sandbox_runtime_class: str | None = Field(

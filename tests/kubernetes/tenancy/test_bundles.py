@@ -201,13 +201,17 @@ def test_untrusted_tenant_must_use_the_sites_sandbox_runtime(synth_config: Calla
 def test_kueue_release_pinned_and_configured(plan_of: PlanOf) -> None:
     for stack in ("aws-train", "onprem", "hybrid"):
         releases = [r for r in plan_of(stack).helm_releases() if r.inputs.get("name") == "kueue"]
-        assert len(releases) == len(example_config(stack)["gpufleet:estate"]["sites"]), stack  # one per cluster
+        estate = example_config(stack)["gpufleet:estate"]
+        clusters = len(estate["sites"]) + (1 if "burst" in estate else 0)  # every site, and a hybrid's manager
+        assert len(releases) == clusters, stack
         for r in releases:
             assert r.inputs["chart"] == f"{versions.KUEUE.repository}/{versions.KUEUE.name}"
             assert r.inputs["version"] == versions.KUEUE.version
             config = yaml.safe_load(r.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
             assert config["manageJobsWithoutQueueName"] is True
-            assert "waitForPodsReady" in config and "fairSharing" in config
+            assert "fairSharing" in config
+            # gangs are all-or-nothing where pods run; a MultiKueue manager runs none
+            assert ("waitForPodsReady" in config) != ("multiKueue" in config)
 
 
 def test_kueue_namespace_is_pod_security_restricted_and_not_managed_by_kueue(plan_of: PlanOf) -> None:

@@ -1,0 +1,218 @@
+"""ClusterAutoscaler: cluster-autoscaler on an AWS site with burst pools, so capacity follows demand in a window.
+
+A burst window raises a cap; it starts no node. Kueue on the cloud worker admits work up to the window's quota,
+asks for capacity with a ProvisioningRequest (class best-effort-atomic-scale-up: every pod of a gang or none;
+cluster-autoscaler FAQ, "Supported ProvisioningClasses", at the pinned tag, versions.CLUSTER_AUTOSCALER_APP), and
+cluster-autoscaler grows the burst node group up to its max (the window's nodes) for it. Nodes without work are
+removed after SCALE_DOWN_UNNEEDED.
+
+What it takes (cluster-autoscaler FAQ "Enabling ProvisioningRequest Support" and cloudprovider/aws/README.md at
+that tag):
+- flags `--enable-provisioning-requests=true` and `--kube-api-content-type=application/json`, RBAC on
+  provisioningrequests(/status) and podtemplates (the chart's ClusterRole has neither: added as
+  `rbac.additionalRules`), and the ProvisioningRequest CRD, which the chart does not ship (applied here from the
+  autoscaler repository at the pinned tag). Kueue enables its ProvisioningRequest admission check only if that
+  CRD exists when Kueue starts (kueue cmd/kueue/main.go, ServerSupportsProvisioningRequest), so the site's Kueue
+  waits for it (`ClusterAutoscaler.crd`) and restarts when it first appears (a pod annotation in its values).
+- AWS permissions through EKS Pod Identity: the README's "full features" policy, with SetDesiredCapacity and
+  TerminateInstanceInAutoScalingGroup limited to Auto Scaling groups tagged as this cluster's.
+- Auto-discovery by ASG tags; only burst pools carry BURST_TAG, so the autoscaler touches nothing else.
+- Scaling from zero: the autoscaler learns a node group's labels and taints from EKS DescribeNodegroup only while
+  the group has never had nodes; after that only from `k8s.io/cluster-autoscaler/node-template/...` tags on the
+  Auto Scaling group (README, "Auto-discovery setup" and the eks:DescribeNodegroup note). EKS does not copy node
+  group tags to its Auto Scaling group, so gpufleet tags the group itself (`node_template_tags`).
+- GPU nodes: the AWS provider recognises GPU nodes by the label `k8s.amazonaws.com/accelerator`
+  (cloudprovider/aws/aws_cloud_provider.go, GPULabel), so it waits for the device plugin instead of launching more
+  nodes while a new node's GPUs are not yet advertised; burst pools carry it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components.aws import iam
+from components.kubernetes import helm, versions
+from components.model.nodes import ROLE_LABEL, Taint
+from components.model.spec import AwsNodePool, AwsSite, EstateSpec
+from components.model.tags import Tags
+
+NAMESPACE = "kube-system"
+SERVICE_ACCOUNT = "cluster-autoscaler"
+BURST_TAG = "gpufleet.io/burst-pool"
+CA_TAG_PREFIX = "k8s.io/cluster-autoscaler"
+NODE_TEMPLATE = f"{CA_TAG_PREFIX}/node-template"
+GPU_LABEL = "k8s.amazonaws.com/accelerator"
+SCALE_DOWN_UNNEEDED = "10m"
+PROVISIONING_CLASS = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+PROVISIONING_REQUEST_API_GROUP = "autoscaling.x-k8s.io"
+
+
+def discovery_tags(cluster: str, pool: str) -> dict[str, str]:
+    """The Auto Scaling group tags the autoscaler discovers a burst pool by (all of them must be present)."""
+    return {f"{CA_TAG_PREFIX}/enabled": "true", f"{CA_TAG_PREFIX}/{cluster}": "owned", BURST_TAG: pool}
+
+
+def discovery_keys(cluster: str) -> list[str]:
+    """`autoDiscovery.tags` of the chart: the keys of `discovery_tags`."""
+    return list(discovery_tags(cluster, "").keys())
+
+
+def node_template_tags(
+    labels: dict[str, str], taints: list[Taint], gpu_resource: str, gpu_units_per_node: int, shared: bool
+) -> dict[str, str]:
+    """Node-template tags of a burst pool's Auto Scaling group: its node labels and taints, and its GPU resource
+    when GPUs are shared (the autoscaler counts whole GPUs of the instance type as nvidia.com/gpu by itself)."""
+    tags = {f"{NODE_TEMPLATE}/label/{k}": v for k, v in sorted(labels.items())}
+    tags |= {f"{NODE_TEMPLATE}/taint/{t.key}": f"{t.value}:{t.effect}" for t in taints}
+    if shared:
+        tags[f"{NODE_TEMPLATE}/resources/{gpu_resource}"] = str(gpu_units_per_node)
+    return tags
+
+
+def iam_policy(cluster: str) -> str:
+    """What the autoscaler may do in AWS: read Auto Scaling, EC2 and EKS facts; change only this cluster's
+    tagged groups."""
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "Describe",
+                    "Effect": "Allow",
+                    "Action": [
+                        "autoscaling:DescribeAutoScalingGroups",
+                        "autoscaling:DescribeAutoScalingInstances",
+                        "autoscaling:DescribeLaunchConfigurations",
+                        "autoscaling:DescribeScalingActivities",
+                        "ec2:DescribeImages",
+                        "ec2:DescribeInstanceTypes",
+                        "ec2:DescribeLaunchTemplateVersions",
+                        "ec2:GetInstanceTypesFromInstanceRequirements",
+                        "eks:DescribeNodegroup",
+                    ],
+                    "Resource": "*",
+                },
+                {
+                    "Sid": "ScaleThisClustersGroups",
+                    "Effect": "Allow",
+                    "Action": ["autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"],
+                    "Resource": "*",
+                    "Condition": {"StringEquals": {f"aws:ResourceTag/{CA_TAG_PREFIX}/{cluster}": "owned"}},
+                },
+            ],
+        }
+    )
+
+
+def chart_values(cluster: str, region: str) -> dict[str, Any]:
+    """Values of the cluster-autoscaler chart (charts/cluster-autoscaler/values.yaml at the pinned chart)."""
+    return {
+        "cloudProvider": "aws",
+        "awsRegion": region,
+        "autoDiscovery": {"clusterName": cluster, "tags": discovery_keys(cluster)},
+        "rbac": {
+            "serviceAccount": {"name": SERVICE_ACCOUNT},
+            "additionalRules": [
+                {
+                    "apiGroups": [PROVISIONING_REQUEST_API_GROUP],
+                    "resources": ["provisioningrequests", "provisioningrequests/status"],
+                    "verbs": ["watch", "list", "get", "create", "update", "patch", "delete"],
+                },
+                {"apiGroups": [""], "resources": ["podtemplates"], "verbs": ["watch", "list", "get"]},
+            ],
+        },
+        "extraArgs": {
+            "enable-provisioning-requests": "true",
+            "kube-api-content-type": "application/json",
+            "scale-down-unneeded-time": SCALE_DOWN_UNNEEDED,
+            # Training pods use emptyDir scratch; by default such pods pin their node forever.
+            "skip-nodes-with-local-storage": "false",
+            "expander": "least-waste",
+        },
+        "nodeSelector": {ROLE_LABEL: "system"},
+    }
+
+
+def provisioning_check_spec(config: str) -> dict[str, Any]:
+    """AdmissionCheck spec asking the autoscaler for capacity before Kueue admits (kueue
+    site/content/en/docs/concepts/admission_check/provisioning_request.md at the pinned tag, versions.KUEUE)."""
+    return {
+        "controllerName": "kueue.x-k8s.io/provisioning-request",
+        "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": config},
+    }
+
+
+def provisioning_config_spec(gpu_resources: list[str]) -> dict[str, Any]:
+    """ProvisioningRequestConfig: atomic scale-up for the GPUs of a workload, its identical pod templates merged,
+    retried with backoff when capacity is short."""
+    return {
+        "provisioningClassName": PROVISIONING_CLASS,
+        "managedResources": gpu_resources,
+        "retryStrategy": {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800},
+        "podSetMergePolicy": "IdenticalWorkloadSchedulingRequirements",
+    }
+
+
+def burst_pools(site: AwsSite) -> list[AwsNodePool]:
+    return [p for p in site.node_pools if p.burst]
+
+
+@dataclass(frozen=True)
+class ClusterAutoscalerArgs:
+    spec: EstateSpec
+    site: AwsSite
+    tags: Tags
+    cluster_name: str
+    k8s_provider: k8s.Provider
+    depends_on: list[pulumi.Resource]  # the cluster and its system nodes (the autoscaler runs there)
+
+
+class ClusterAutoscaler(pulumi.ComponentResource):
+    """Creates the autoscaler's IAM role and Pod Identity association, the ProvisioningRequest CRD (from the
+    autoscaler repository at the pinned tag) and the cluster-autoscaler release (pinned chart)."""
+
+    crd: pulumi.Resource
+
+    def __init__(self, name: str, args: ClusterAutoscalerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpufleet:aws:ClusterAutoscaler", name, None, opts)
+        a, aws_tags = args, args.tags.aws()
+        role = aws.iam.Role(
+            f"{name}-role",
+            assume_role_policy=iam.assume_role_policy("pods.eks.amazonaws.com", tag_session=True),
+            description=f"cluster-autoscaler of {a.cluster_name} (EKS Pod Identity)",
+            tags=aws_tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        policy = aws.iam.RolePolicy(
+            f"{name}-policy", role=role.id, policy=iam_policy(a.cluster_name), opts=pulumi.ResourceOptions(parent=self)
+        )
+        identity = aws.eks.PodIdentityAssociation(
+            f"{name}-identity",
+            cluster_name=a.cluster_name,
+            namespace=NAMESPACE,
+            service_account=SERVICE_ACCOUNT,
+            role_arn=role.arn,
+            tags=aws_tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=a.depends_on),
+        )
+        on_cluster = pulumi.ResourceOptions(parent=self, provider=a.k8s_provider, depends_on=a.depends_on)
+        self.crd = k8s.yaml.v2.ConfigFile(
+            f"{name}-provisioning-request-crd", file=versions.PROVISIONING_REQUEST_CRD_URL, opts=on_cluster
+        )
+        self.release = helm.release(
+            f"{name}-release",
+            versions.CLUSTER_AUTOSCALER,
+            name="cluster-autoscaler",
+            namespace=NAMESPACE,
+            values=chart_values(a.cluster_name, a.site.region),
+            opts=pulumi.ResourceOptions.merge(
+                on_cluster, pulumi.ResourceOptions(depends_on=[identity, policy, self.crd])
+            ),
+        )
+        self.register_outputs({})

@@ -1,0 +1,154 @@
+"""BurstQueues: the cloud worker's queues, which admit work only inside a burst window and only up to its cap.
+
+On the burst site's cluster, for the tenants with `burst: true`:
+- a ResourceFlavor per burst pool whose node labels and tolerations match the pool's nodes;
+- a Cohort `<estate>-burst` holding the window's cap (nodes x the instance's GPUs, vCPUs and memory, from the
+  catalog) and nothing outside windows; the tenants' ClusterQueues `<tenant>` hold no quota of their own and
+  borrow from it, so burst tenants share the window;
+- a ProvisioningRequest admission check on those ClusterQueues: Kueue reserves quota, asks the cluster autoscaler
+  for the nodes (components.aws.autoscaler) and admits once they exist;
+- the ClusterQueues' stopPolicy follows the window's phase (components.model.windows): `None` while it is open;
+  `Hold` while it drains (nothing new is admitted, admitted work runs on to finish or checkpoint); `HoldAndDrain`
+  when idle (admitted work is evicted; the manager takes it back and dispatches it again, on-prem first);
+- the tenants' namespaces (TenantBundle) and LocalQueues `<tenant>` and `default`, the names the manager uses.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from components.aws.autoscaler import provisioning_check_spec, provisioning_config_spec
+from components.kubernetes import kueue
+from components.kubernetes.admission import TenantTolerations
+from components.kubernetes.cluster import ClusterStack
+from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs
+from components.model.spec import AwsSite, BurstWindow, EstateSpec, Tenant
+from components.model.tags import Tags
+from components.model.windows import BurstQuota, WindowPhase, burst_pools, burst_quotas, window_phase
+
+BURST_SUFFIX = "-burst"
+STOP_POLICY: dict[WindowPhase, str] = {"open": "None", "draining": "Hold", "idle": "HoldAndDrain"}
+
+
+def burst_tenants(spec: EstateSpec) -> list[Tenant]:
+    return [t for t in spec.tenants if t.burst]
+
+
+def burst_cohort_name(spec: EstateSpec) -> str:
+    return f"{spec.metadata.name}{BURST_SUFFIX}"
+
+
+def capacity_check_name(spec: EstateSpec) -> str:
+    """The ProvisioningRequest AdmissionCheck (and its config) of the burst site."""
+    return f"{spec.metadata.name}-burst-capacity"
+
+
+def _gpu_resources(site: AwsSite, quotas: list[BurstQuota]) -> list[str]:
+    pools = {p.name: p for p in site.node_pools}
+    return [kueue.gpu_resource_name(site, pools[q.flavor]) for q in quotas]
+
+
+def cohort_resource_groups(site: AwsSite, quotas: list[BurstQuota]) -> list[dict[str, Any]]:
+    """The Cohort's resourceGroups: each burst flavor at the window's cap (zero outside windows), in the tenancy
+    layer's resource order."""
+    gpus = _gpu_resources(site, quotas)
+    flavors = [
+        kueue.FlavorQuotas(q.flavor, {"cpu": kueue.Quota(q.cpu), "memory": kueue.Quota(f"{q.memory_gib}Gi"),
+                                      gpu: kueue.Quota(q.gpu_units)})
+        for q, gpu in zip(quotas, gpus, strict=True)
+    ]  # fmt: skip
+    groups: list[dict[str, Any]] = kueue.cluster_queue_spec(
+        namespace=None, cohort="", covered=kueue.covered_resources(gpus), flavors=flavors
+    )["resourceGroups"]
+    return groups
+
+
+def burst_cluster_queue_spec(
+    spec: EstateSpec, site: AwsSite, tenant: Tenant, quotas: list[BurstQuota], phase: WindowPhase
+) -> dict[str, Any]:
+    """A burst tenant's ClusterQueue on the cloud worker: its namespace, the burst Cohort, no quota of its own, the
+    capacity check, and the stop policy of the window's phase."""
+    return kueue.cluster_queue_spec(
+        namespace=tenant.name,
+        cohort=burst_cohort_name(spec),
+        covered=kueue.covered_resources(_gpu_resources(site, quotas)),
+        flavors=[kueue.FlavorQuotas(q.flavor, {}) for q in quotas],
+        admission_checks=[capacity_check_name(spec)],
+        stop_policy=STOP_POLICY[phase],
+    )
+
+
+@dataclass(frozen=True)
+class BurstQueuesArgs:
+    spec: EstateSpec
+    site: AwsSite
+    tags: Tags
+    stack: ClusterStack  # the site's Kubernetes stack (its Kueue release, tenants it already has)
+    window: BurstWindow | None
+    now: dt.datetime
+
+
+class BurstQueues(pulumi.ComponentResource):
+    """The cloud worker's burst flavors, Cohort, capacity check, and per burst tenant namespace and queues."""
+
+    def __init__(self, name: str, args: BurstQueuesArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpufleet:hybrid:BurstQueues", name, None, opts)
+        spec, site = args.spec, args.site
+        self._n, self._labels = name, args.tags.labels()
+        self._release = args.stack.kueue.release
+        quotas = burst_quotas(spec, args.window, args.now)
+        phase = window_phase(spec, args.window, args.now)
+        flavors = [
+            self._object(f"flavor-{p.name}", "ResourceFlavor", {"name": p.name}, kueue.resource_flavor_spec(site, p))
+            for p in burst_pools(spec)
+        ]
+        cohort = self._object(
+            "cohort", "Cohort", {"name": burst_cohort_name(spec)}, {"resourceGroups": cohort_resource_groups(site, quotas)},
+            flavors,
+        )  # fmt: skip
+        check_name = capacity_check_name(spec)
+        config = self._object(
+            "capacity-config", "ProvisioningRequestConfig", {"name": check_name},
+            provisioning_config_spec(sorted(set(_gpu_resources(site, quotas)))),
+        )  # fmt: skip
+        check = self._object(
+            "capacity-check", "AdmissionCheck", {"name": check_name}, provisioning_check_spec(check_name), [config]
+        )
+        tenants = burst_tenants(spec)
+        if tenants and not args.stack.tenants:  # this cluster's tenant namespaces are all made here
+            TenantTolerations(f"{name}-tenant-tolerations", args.tags, pulumi.ResourceOptions(parent=self))
+        for t in tenants:
+            bundle = args.stack.tenants.get(t.name) or TenantBundle(
+                f"{name}-tenant-{t.name}",
+                TenantBundleArgs(spec, site, t, args.tags),
+                pulumi.ResourceOptions(parent=self),
+            )
+            labels = args.tags.labels(tenant=t.name, cost_center=t.cost_center)
+            cq = self._object(
+                f"cq-{t.name}", "ClusterQueue", {"name": t.name, "labels": labels},
+                burst_cluster_queue_spec(spec, site, t, quotas, phase), [cohort, check],
+            )  # fmt: skip
+            for queue in (t.name, kueue.DEFAULT_LOCAL_QUEUE):
+                suffix = "" if queue == t.name else f"-{queue}"
+                self._object(
+                    f"lq-{t.name}{suffix}", "LocalQueue", {"name": queue, "namespace": t.name, "labels": labels},
+                    {"clusterQueue": t.name}, [cq, bundle.namespace],
+                )  # fmt: skip
+        self.register_outputs({})
+
+    def _object(
+        self,
+        name: str,
+        kind: str,
+        metadata: dict[str, Any],
+        spec: dict[str, Any],
+        deps: Sequence[pulumi.Resource] = (),
+    ) -> pulumi.CustomResource:
+        opts = pulumi.ResourceOptions(parent=self, depends_on=[self._release, *deps])
+        meta = {"labels": self._labels, **metadata}
+        return kueue.kube_object(f"{self._n}-{name}", kueue.KUEUE_API, kind, meta, {"spec": spec}, opts)

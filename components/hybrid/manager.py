@@ -1,0 +1,200 @@
+"""KueueManagerStack: the MultiKueue manager of a hybrid estate, where tenants submit their jobs.
+
+On the manager cluster (`burst.manager`, an existing small cluster reached by its kubeconfig):
+- Kueue (the pinned chart) with the MultiKueue incremental dispatcher, one cluster per round
+  (kueue.multikueue_config), and exactly the job frameworks every worker serves (components.model.dispatch);
+  the operators those frameworks need (JobSet: its CRD is what lets tenants create JobSets here), priorities;
+- per worker a Secret with the manager's kubeconfig of it and a MultiKueueCluster named after the site; per order
+  of sites (components.model.dispatch) a MultiKueueConfig listing them in that order and its AdmissionCheck;
+- per tenant a namespace (tenant, cost and Pod Security labels; the members' Role and RoleBinding), a ClusterQueue
+  `<tenant>` carrying its order's check, and LocalQueues `<tenant>` and `default` — the same names as on every
+  worker, which is where MultiKueue creates the copies (same namespace, same LocalQueue).
+
+Quota: the manager reserves quota before it dispatches, and "ideally, the quota in the manager cluster should
+equal the total quota available in all worker clusters" (kueue site/content/en/docs/concepts/multikueue.md at the
+pinned tag, versions.KUEUE). So a tenant's ClusterQueue here holds, on one flavor that only counts (`dispatch`),
+the sum of what the tenant may use on each of its workers: its namespace quota's GPU ceiling there (nominal +
+borrowing; on the burst site the burst pools at their max) and its CPU and memory quota per worker. The window
+is not the manager's business: outside a window the cloud worker holds what it is offered, and work waits
+there (and on-prem) until one of them admits it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.hybrid.access import KUBECONFIG_KEY, assemble
+from components.kubernetes import kueue
+from components.kubernetes.job_operators import JobOperators
+from components.kubernetes.priorities import Priorities, PrioritiesArgs
+from components.kubernetes.tenancy import RBAC_API_GROUP, ROLE_RULES, gpu_quota_ceiling, namespace_labels
+from components.model import dispatch
+from components.model.frameworks import operators
+from components.model.spec import EstateSpec, Tenant
+from components.model.tags import Tags
+
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+DISPATCH_FLAVOR = "dispatch"
+
+
+def kubeconfig_secret_name(site: str) -> str:
+    return f"{site}-multikueue-kubeconfig"
+
+
+def manager_quota(spec: EstateSpec, tenant: Tenant) -> dict[str, int | str]:
+    """What the tenant may use on all its workers together, per resource (see the module docstring)."""
+    sites = dispatch.tenant_workers(spec, tenant)
+    gpus: dict[str, int] = {}
+    for site in sites:
+        for resource, n in gpu_quota_ceiling(spec, site, tenant).items():
+            gpus[resource] = gpus.get(resource, 0) + n
+    return {
+        "cpu": tenant.cpu_quota * len(sites),
+        "memory": f"{tenant.memory_quota_gib * len(sites)}Gi",
+        **{r: n for r, n in gpus.items() if n > 0},
+    }
+
+
+def manager_cluster_queue_spec(spec: EstateSpec, tenant: Tenant) -> dict[str, Any]:
+    """The tenant's ClusterQueue on the manager: its namespace only, no cohort, the dispatch flavor holding
+    `manager_quota`, and the MultiKueue check of the tenant's order of sites."""
+    quota = manager_quota(spec, tenant)
+    covered = kueue.covered_resources([r for r in quota if r not in ("cpu", "memory")])
+    order = tuple(s.name for s in dispatch.tenant_workers(spec, tenant))
+    return kueue.cluster_queue_spec(
+        namespace=tenant.name,
+        cohort="",
+        covered=covered,
+        flavors=[kueue.FlavorQuotas(DISPATCH_FLAVOR, {r: kueue.Quota(v) for r, v in quota.items()})],
+        admission_checks=[dispatch.order_name(spec, order)],
+    )
+
+
+def multikueue_check_spec(config: str) -> dict[str, Any]:
+    return {
+        "controllerName": MULTIKUEUE_CONTROLLER,
+        "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": config},
+    }
+
+
+@dataclass(frozen=True)
+class WorkerLink:
+    """What the manager needs of one worker: the deployer's kubeconfig (its API server URL) and the token Secret."""
+
+    kubeconfig: pulumi.Input[str]
+    token: k8s.core.v1.Secret
+
+
+@dataclass(frozen=True)
+class KueueManagerArgs:
+    spec: EstateSpec
+    tags: Tags
+    workers: Mapping[str, WorkerLink]  # site name -> link, for every site of dispatch.workers
+
+
+class KueueManagerStack(pulumi.ComponentResource):
+    """Everything on the MultiKueue manager cluster (see the module docstring)."""
+
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: KueueManagerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpufleet:hybrid:KueueManager", name, None, opts)
+        self._n, self._args = name, args
+        self._labels = args.tags.labels()
+        on = pulumi.ResourceOptions(parent=self)  # the manager's provider comes from this component's providers
+        self._on = on
+        spec = args.spec
+        frameworks = dispatch.manager_frameworks(spec)
+        ns = kueue.namespace(f"{name}-kueue-namespace", self._labels, on)
+        crds: list[pulumi.Resource] = [ns]
+        if operators(frameworks):
+            crds.append(JobOperators(f"{name}-job-operators", frameworks, opts=on))
+        config = kueue.controller_config(False, frameworks, multikueue=True)
+        self.release = kueue.release(
+            f"{name}-kueue", config, provisioning_crd=False,
+            opts=pulumi.ResourceOptions.merge(on, pulumi.ResourceOptions(depends_on=crds)),
+        )  # fmt: skip
+        Priorities(f"{name}-priorities", PrioritiesArgs(args.tags, self.release), on)
+        clusters = [self._cluster(site, link, ns) for site, link in args.workers.items()]
+        checks = {order: self._check(order, clusters) for order in dispatch.dispatch_orders(spec)}
+        flavor = self._object("flavor", "ResourceFlavor", {"name": DISPATCH_FLAVOR}, {}, [self.release])
+        for tenant in dispatch.dispatched_tenants(spec):
+            order = tuple(s.name for s in dispatch.tenant_workers(spec, tenant))
+            self._tenant(tenant, [flavor, checks[order]])
+        self.register_outputs({})
+
+    def _object(
+        self, name: str, kind: str, metadata: dict[str, Any], spec: dict[str, Any], deps: Sequence[pulumi.Resource]
+    ) -> pulumi.CustomResource:
+        meta = {"labels": self._labels, **metadata}
+        opts = pulumi.ResourceOptions.merge(self._on, pulumi.ResourceOptions(depends_on=[self.release, *deps]))
+        return kueue.kube_object(f"{self._n}-{name}", kueue.KUEUE_API, kind, meta, {"spec": spec}, opts)
+
+    # -- how the manager reaches each worker ------------------------------------------------------------------
+    def _cluster(self, site: str, link: WorkerLink, ns: pulumi.Resource) -> pulumi.CustomResource:
+        # apply() only assembles the kubeconfig text (server from the deployer's kubeconfig, CA and token from
+        # the worker's token Secret); it creates no resource. The result stays a secret.
+        text: pulumi.Output[str] = pulumi.Output.all(link.kubeconfig, link.token.data).apply(
+            lambda v: assemble(site, v[0], v[1])
+        )
+        secret_text: pulumi.Output[str] = pulumi.Output.secret(text)
+        secret = k8s.core.v1.Secret(
+            f"{self._n}-{site}-kubeconfig",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=kubeconfig_secret_name(site), namespace=kueue.KUEUE_NAMESPACE, labels=self._labels
+            ),
+            type="Opaque",
+            string_data={KUBECONFIG_KEY: secret_text},
+            opts=pulumi.ResourceOptions.merge(self._on, pulumi.ResourceOptions(depends_on=[ns])),
+        )
+        source = {"kubeConfig": {"locationType": "Secret", "location": kubeconfig_secret_name(site)}}
+        return self._object(f"cluster-{site}", "MultiKueueCluster", {"name": site}, {"clusterSource": source}, [secret])
+
+    def _check(self, order: tuple[str, ...], clusters: list[pulumi.CustomResource]) -> pulumi.CustomResource:
+        name = dispatch.order_name(self._args.spec, order)
+        config = self._object(f"config-{name}", "MultiKueueConfig", {"name": name}, {"clusters": list(order)}, clusters)
+        return self._object(f"check-{name}", "AdmissionCheck", {"name": name}, multikueue_check_spec(name), [config])
+
+    # -- tenants ------------------------------------------------------------------------------------------------
+    def _tenant(self, tenant: Tenant, deps: list[pulumi.Resource]) -> None:
+        n, t = f"{self._n}-tenant-{tenant.name}", tenant
+        labels = self._args.tags.labels(tenant=t.name, cost_center=t.cost_center)
+        ns = k8s.core.v1.Namespace(
+            f"{n}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=t.name, labels=namespace_labels(self._args.tags, t)),
+            opts=pulumi.ResourceOptions.merge(self._on, pulumi.ResourceOptions(retain_on_delete=True)),
+        )
+        in_ns = pulumi.ResourceOptions.merge(self._on, pulumi.ResourceOptions(depends_on=[ns]))
+        meta = k8s.meta.v1.ObjectMetaArgs(name="tenant-member", namespace=t.name, labels=labels)
+        rules = [k8s.rbac.v1.PolicyRuleArgs(api_groups=r["apiGroups"], resources=r["resources"], verbs=r["verbs"])
+                 for r in ROLE_RULES]  # fmt: skip
+        role = k8s.rbac.v1.Role(f"{n}-role", metadata=meta, rules=rules, opts=in_ns)
+        if t.members:
+            k8s.rbac.v1.RoleBinding(
+                f"{n}-rolebinding",
+                metadata=meta,
+                role_ref=k8s.rbac.v1.RoleRefArgs(api_group=RBAC_API_GROUP, kind="Role", name="tenant-member"),
+                subjects=[k8s.rbac.v1.SubjectArgs(api_group=RBAC_API_GROUP, kind="Group", name=g) for g in t.members],
+                opts=pulumi.ResourceOptions.merge(in_ns, pulumi.ResourceOptions(depends_on=[role])),
+            )
+        cq = self._object(
+            f"cq-{t.name}",
+            "ClusterQueue",
+            {"name": t.name, "labels": labels},
+            manager_cluster_queue_spec(self._args.spec, t),
+            deps,
+        )
+        for queue in (t.name, kueue.DEFAULT_LOCAL_QUEUE):
+            suffix = "" if queue == t.name else f"-{queue}"
+            self._object(
+                f"lq-{t.name}{suffix}",
+                "LocalQueue",
+                {"name": queue, "namespace": t.name, "labels": labels},
+                {"clusterQueue": t.name},
+                [cq, ns],
+            )

@@ -1,0 +1,181 @@
+"""Capacity follows demand inside a window: the window raises a cap, the cluster autoscaler grows the burst pool
+for work Kueue admitted (ProvisioningRequest), and expiry stops admission, drains after the grace, shrinks to zero.
+
+Upstream facts: cluster-autoscaler FAQ ("Enabling ProvisioningRequest Support", "Supported ProvisioningClasses")
+and cloudprovider/aws/README.md at the tag of versions.CLUSTER_AUTOSCALER_APP; the cluster-autoscaler chart at
+versions.CLUSTER_AUTOSCALER; Kueue's ProvisioningRequest admission check
+(site/content/en/docs/concepts/admission_check/provisioning_request.md) and ClusterQueue stopPolicy
+(apis/kueue/v1beta2/clusterqueue_types.go) at versions.KUEUE.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+
+from components.aws.autoscaler import CA_TAG_PREFIX, NODE_TEMPLATE
+from components.kubernetes import versions
+from components.model.load import WINDOW_KEY
+from components.model.nodes import POOL_LABEL
+from gpufleet.engine.plan import Plan, PlanResource
+from tests.burst.helpers import hybrid_config, window
+from tests.hybrid.plan_helpers import cluster, depends_on, kueue_objects, named, quota, releases
+from tests.hybrid.upstream import chart_dir
+
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+
+
+def burst_group(plan: Plan) -> PlanResource:
+    (ng,) = [r for r in plan.find(NODE_GROUP) if "burst-h100" in r.name]
+    return ng
+
+
+def cloud_queue(plan: Plan) -> dict[str, Any]:
+    spec: dict[str, Any] = named(plan, "ClusterQueue", "research", "cloud").inputs["spec"]
+    return spec
+
+
+def cohort_gpus(plan: Plan) -> Any:
+    (cohort,) = kueue_objects(plan, "Cohort", "cloud")
+    return quota(cohort.inputs["spec"]["resourceGroups"], "nvidia.com/gpu")
+
+
+def at(synth_config: Callable[[dict[str, Any]], Plan], start: dt.datetime, hours: float) -> Plan:
+    config = hybrid_config()
+    config[WINDOW_KEY] = json.dumps(window(start, hours, nodes=2))  # as `gpufleet burst open` stores it
+    return synth_config(config)
+
+
+def test_without_a_window_nothing_is_admitted_in_the_cloud_and_the_pool_stays_at_zero(
+    example_plans: dict[str, Plan],
+) -> None:
+    plan = example_plans["hybrid"]
+    assert cloud_queue(plan)["stopPolicy"] == "HoldAndDrain" and cohort_gpus(plan) == 0
+    assert burst_group(plan).inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 1}
+
+
+def test_open_window_raises_the_cap_and_starts_no_node(synth_config: Callable[[dict[str, Any]], Plan]) -> None:
+    plan = at(synth_config, dt.datetime.now(dt.UTC) - dt.timedelta(hours=1), 8)
+    ng = burst_group(plan)
+    assert ng.inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 2}
+    assert ng.ignore_changes == ["scalingConfig.desiredSize"]  # the autoscaler's from now on; no `up` resets it
+    assert cloud_queue(plan)["stopPolicy"] == "None" and cohort_gpus(plan) == 16
+    assert quota(cloud_queue(plan)["resourceGroups"], "nvidia.com/gpu") == 0  # tenants borrow the window
+
+
+def test_expired_window_stops_admission_first_and_keeps_the_nodes_for_the_grace(
+    synth_config: Callable[[dict[str, Any]], Plan],
+) -> None:
+    plan = at(synth_config, dt.datetime.now(dt.UTC) - dt.timedelta(hours=8, minutes=10), 8)  # 10 of 30 min grace
+    assert cloud_queue(plan)["stopPolicy"] == "Hold"  # admitted work runs on; nothing new starts
+    assert cohort_gpus(plan) == 16
+    assert burst_group(plan).inputs["scalingConfig"]["maxSize"] == 2
+
+
+def test_after_the_grace_cloud_work_goes_back_to_the_manager_and_the_pool_empties(
+    synth_config: Callable[[dict[str, Any]], Plan],
+) -> None:
+    plan = at(synth_config, dt.datetime.now(dt.UTC) - dt.timedelta(hours=9), 8)
+    assert cloud_queue(plan)["stopPolicy"] == "HoldAndDrain" and cohort_gpus(plan) == 0
+    # max falls from the cap to EKS's floor of 1, and EKS receives desired 0 with it
+    assert burst_group(plan).inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 1}
+
+
+def test_cloud_queues_ask_the_autoscaler_for_the_nodes_before_admitting(example_plans: dict[str, Plan]) -> None:
+    plan = example_plans["hybrid"]
+    (check,) = cloud_queue(plan)["admissionChecksStrategy"]["admissionChecks"]
+    ac = named(plan, "AdmissionCheck", check["name"], "cloud")
+    assert ac.inputs["spec"]["controllerName"] == "kueue.x-k8s.io/provisioning-request"
+    config = named(plan, "ProvisioningRequestConfig", ac.inputs["spec"]["parameters"]["name"], "cloud")
+    assert config.inputs["spec"]["provisioningClassName"] == "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+    assert config.inputs["spec"]["managedResources"] == ["nvidia.com/gpu"]
+
+
+def test_cluster_autoscaler_runs_on_the_burst_site_with_provisioning_requests(example_plans: dict[str, Plan]) -> None:
+    plan = example_plans["hybrid"]
+    ca = releases(plan, "cluster-autoscaler")
+    assert set(ca) == {"cloud"}
+    values = ca["cloud"].inputs["values"]
+    assert ca["cloud"].inputs["version"] == versions.CLUSTER_AUTOSCALER.version
+    assert values["extraArgs"]["enable-provisioning-requests"] == "true"
+    assert values["extraArgs"]["kube-api-content-type"] == "application/json"
+    rules = {r for rule in values["rbac"]["additionalRules"] for r in rule["resources"]}
+    assert {"provisioningrequests", "provisioningrequests/status", "podtemplates"} <= rules
+    (identity,) = plan.find("aws:eks/podIdentityAssociation:PodIdentityAssociation", "cloud-autoscaler-identity")
+    assert (identity.inputs["namespace"], identity.inputs["serviceAccount"]) == (
+        "kube-system",
+        values["rbac"]["serviceAccount"]["name"],
+    )
+    (policy,) = plan.find("aws:iam/rolePolicy:RolePolicy", "cloud-autoscaler-policy")
+    scale = json.loads(policy.inputs["policy"])["Statement"][1]
+    assert scale["Condition"] == {"StringEquals": {f"aws:ResourceTag/{CA_TAG_PREFIX}/hyb-prod-cloud": "owned"}}
+    assert releases(plan, "cluster-autoscaler").keys() == {"cloud"}
+
+
+def test_cloud_kueue_starts_after_the_provisioning_request_crd(example_plans: dict[str, Plan]) -> None:
+    # Kueue enables its ProvisioningRequest check only if the CRD exists when it starts (cmd/kueue/main.go).
+    plan = example_plans["hybrid"]
+    (crd,) = plan.find("kubernetes:yaml/v2:ConfigFile")
+    assert cluster(crd) == "cloud"
+    assert f"/cluster-autoscaler-{versions.CLUSTER_AUTOSCALER_APP}/" in crd.inputs["file"]
+    kueue = releases(plan, "kueue")["cloud"]
+    assert depends_on(plan, kueue, crd) and depends_on(plan, releases(plan, "cluster-autoscaler")["cloud"], crd)
+    assert kueue.inputs["values"]["controllerManager"]["manager"]["podAnnotations"]  # restarts when it appears
+
+
+def _asg_tags(plan: Plan) -> dict[str, str]:
+    return {r.inputs["tag"]["key"]: r.inputs["tag"]["value"] for r in plan.find("aws:autoscaling/tag:Tag")}
+
+
+def test_burst_group_carries_what_the_autoscaler_needs_to_scale_it_from_zero(example_plans: dict[str, Plan]) -> None:
+    plan = example_plans["hybrid"]
+    tags = _asg_tags(plan)
+    values = releases(plan, "cluster-autoscaler")["cloud"].inputs["values"]
+    assert set(values["autoDiscovery"]["tags"]) <= set(tags)  # discovered: every listed tag is on the group
+    flavor = named(plan, "ResourceFlavor", "burst-h100", "cloud").inputs["spec"]
+    for key, value in flavor["nodeLabels"].items():  # what Kueue's pods select, the template node has
+        assert tags[f"{NODE_TEMPLATE}/label/{key}"] == value
+    for t in flavor["tolerations"]:
+        assert tags[f"{NODE_TEMPLATE}/taint/{t['key']}"] == f"{t['value']}:{t['effect']}"
+    labels = burst_group(plan).inputs["labels"]
+    assert labels["k8s.amazonaws.com/accelerator"] and labels[POOL_LABEL] == "burst-h100"
+    # only burst groups are discovered: nothing else in the estate carries the burst tag
+    assert [r.inputs["tag"]["value"] for r in plan.find("aws:autoscaling/tag:Tag")
+            if r.inputs["tag"]["key"] == "gpufleet.io/burst-pool"] == ["burst-h100"]  # fmt: skip
+
+
+def test_autoscaler_values_are_settings_of_the_pinned_chart(example_plans: dict[str, Plan]) -> None:
+    chart = chart_dir(versions.CLUSTER_AUTOSCALER)
+    defaults = yaml.safe_load((chart / "values.yaml").read_text())
+    values = releases(example_plans["hybrid"], "cluster-autoscaler")["cloud"].inputs["values"]
+    for key, value in values.items():
+        assert key in defaults, key
+        if isinstance(value, dict) and key != "extraArgs" and key != "nodeSelector":
+            assert set(value) <= set(defaults[key]), key
+    templates = "".join(p.read_text() for p in (chart / "templates").glob("*.yaml"))
+    for used in (".Values.rbac.additionalRules", ".Values.extraArgs", ".Values.autoDiscovery.tags",
+                 ".Values.rbac.serviceAccount.name", ".Values.nodeSelector", ".Values.awsRegion"):  # fmt: skip
+        assert used in templates or used in (chart / "templates" / "_helpers.tpl").read_text(), used
+    assert yaml.safe_load((chart / "Chart.yaml").read_text())["appVersion"] == versions.CLUSTER_AUTOSCALER_APP
+
+
+@pytest.mark.parametrize("minutes", [0, 29])
+def test_the_cost_note_states_what_an_open_or_draining_window_may_cost_at_most(
+    minutes: int, synth_config: Callable[[dict[str, Any]], Plan]
+) -> None:
+    from components.model.load import parse_estate, parse_window
+    from gpufleet.review.cost import estate_cost
+    from tests.conftest import example_estate
+
+    spec = parse_estate(example_estate("hybrid"), "hybrid")
+    start = dt.datetime(2026, 11, 20, tzinfo=dt.UTC)
+    w = parse_window(window(start, 8, nodes=2, usd_per_hour=55.04), "hybrid")
+    now = start + dt.timedelta(hours=8 if minutes else 1, minutes=minutes)
+    (pool,) = [p for p in estate_cost(spec, w, now).pools if p.pool == "burst-h100"]
+    assert f"may cost at most ${55.04 * 2 * 8.5:,.2f}" in " ".join(pool.notes)
+    assert pool.nodes == {"min": 0, "desired": 0, "max": 2}
