@@ -1,8 +1,8 @@
 """Export a plan's Kubernetes objects and Helm releases as YAML files for review or scanning.
 
 One folder per cluster: a resource lands in the folder of the site whose Kubernetes provider applies it (in a
-hybrid estate the MultiKueue wiring puts objects of the same name on the manager's and the worker's cluster, and
-the worker-side tenant namespaces are built outside the worker site's component tree). Nothing is lost: two
+hybrid estate the MultiKueue wiring puts objects of the same name on the manager's and the worker's cluster, the
+manager is a cluster of its own, and the worker-side tenant namespaces are built outside the worker site's tree). Nothing is lost: two
 objects of one cluster never share a file; a kind that two API groups define is told apart by its group.
 """
 
@@ -17,6 +17,7 @@ import yaml
 from gpufleet.engine.plan import Plan, PlanResource
 
 NO_SITE = "estate"  # resources with no site (none are Kubernetes objects today)
+PROVIDER_SUFFIX = "-k8s"  # every cluster's Kubernetes provider is named `<cluster>-k8s`
 
 
 def _slug(value: str) -> str:
@@ -43,9 +44,15 @@ def release(r: PlanResource) -> dict[str, Any]:
 
 
 def cluster_of(plan: Plan, r: PlanResource) -> str:
-    """The cluster a resource is applied to: the site owning its Kubernetes provider (else its own site)."""
+    """The cluster a resource is applied to: the one its Kubernetes provider (`<cluster>-k8s`: a site, or the
+    MultiKueue manager, which is no site) talks to; without a provider, its own site."""
     if r.provider is not None and r.provider in {p.key for p in plan.resources}:
-        return _site(plan, plan.get(r.provider))
+        provider = plan.get(r.provider)
+        return (
+            _slug(provider.name.removesuffix(PROVIDER_SUFFIX))
+            if provider.name.endswith(PROVIDER_SUFFIX)
+            else _site(plan, provider)
+        )
     return _site(plan, r)
 
 

@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from components.model.load import parse_estate
 from gpufleet.engine.plan import Plan
 from gpufleet.engine.synth import synth
 from gpufleet.render.export import cluster_of, export
-from tests.conftest import ROOT
+from tests.conftest import ROOT, example_estate
 
 
 @pytest.fixture(scope="module")
@@ -27,11 +28,14 @@ def test_hybrid_export_writes_every_object_and_release_once(hybrid: Plan, tmp_pa
     assert sorted(written) == sorted(tmp_path.rglob("*.yaml"))
 
 
+MANAGER = parse_estate(example_estate("hybrid"), "hybrid").burst.manager.name  # type: ignore[union-attr]
+
+
 def test_each_object_lands_in_the_folder_of_the_cluster_that_applies_it(hybrid: Plan, tmp_path: Path) -> None:
-    """Cluster = the site whose Kubernetes provider registers the object; the cloud worker's tenant namespaces,
+    """Cluster = the one whose Kubernetes provider registers the object (a site, or the MultiKueue manager); the cloud worker's tenant namespaces,
     built by the MultiKueue wiring outside the cloud site's tree, belong to `cloud/`, not `estate/`."""
     export(hybrid, tmp_path)
-    assert {p.name for p in tmp_path.iterdir()} == {"onprem", "cloud"}
+    assert {p.name for p in tmp_path.iterdir()} == {"onprem", "cloud", MANAGER}
     for r in hybrid.kubernetes_objects():
         provider = hybrid.get(r.provider) if r.provider else None
         assert provider is not None and provider.name == f"{cluster_of(hybrid, r)}-k8s", r.key
