@@ -20,9 +20,11 @@ from components.model.spec import BurstLedgerEntry, BurstWindow
 from components.model.windows import (
     close_entry,
     cloud_site,
+    drain_ends,
     hours_between,
     node_hour_price,
     spend_in_month,
+    window_phase,
     window_price,
 )
 from gpufleet.burst.aws import Aws
@@ -117,6 +119,15 @@ def reconcile(
         )
     if now < w.expires:
         return Outcome(f"burst window on pool {w.pool} is open until {w.expires:%Y-%m-%d %H:%M} UTC; nothing to do")
+    if window_phase(state.spec, w, now) == "draining":
+        # Expired but inside the grace: the window stays (its nodes keep running the admitted work); an `up` makes
+        # the program stop the cloud queues' admissions. The pool empties at the first reconcile after the grace.
+        ends = drain_ends(state.spec, w)
+        apply_and_up(driver(), stack, [], on_output, if_stopped=_FINISH)
+        return Outcome(
+            f"burst window on pool {w.pool} expired at {w.expires:%Y-%m-%d %H:%M} UTC; admission stopped, running "
+            f"work has until {ends:%Y-%m-%d %H:%M} UTC (burst.grace_minutes), then the pool empties"
+        )
     return _close_and_book(state, w, stack, driver(), clock, now, "gpufleet burst reconcile", on_output)
 
 

@@ -236,6 +236,27 @@ def test_reconcile_closes_only_an_expired_window(tmp_path: Path, monkeypatch: py
     assert (entry.usd, entry.closed_by) == (564.16, "gpufleet burst reconcile")
 
 
+def test_reconcile_keeps_an_expired_window_through_its_grace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After expiry the cloud queues stop admitting, but running work keeps its nodes for burst.grace_minutes
+    (30 in the example): reconcile runs `up` without removing the window or booking it; after the grace it closes."""
+    draining = window(NOW - dt.timedelta(hours=8, minutes=10), 8, nodes=1, usd_per_hour=55.04)  # expired 10 min ago
+    proj = project(tmp_path, hybrid_config(draining))
+    driver = FakeDriver(proj)
+    use_driver(monkeypatch, driver)
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
+    result = invoke(proj, "reconcile")
+    assert result.exit_code == 0, result.output
+    assert "admission stopped" in result.output and "burst.grace_minutes" in result.output
+    assert "remove_config" not in driver.names() and "up" in driver.names()
+    assert config_of(proj)["window"] is not None and config_of(proj)["ledger"] == []
+
+    later = NOW + dt.timedelta(minutes=25)  # 35 min after expiry: the grace is over
+    monkeypatch.setattr(burst_cli, "clock", lambda region: later)
+    result = invoke(proj, "reconcile")
+    assert result.exit_code == 0, result.output
+    assert config_of(proj)["window"] is None and len(config_of(proj)["ledger"]) == 1
+
+
 def test_status_shows_time_left_spend_and_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
     past = {"pool": "burst-h100", "instance_type": "p5.48xlarge", "nodes": 1, "start": "2026-11-02T00:00:00Z",
