@@ -13,6 +13,7 @@ import pulumi
 
 from components.estate import Estate, EstateArgs
 from components.model.load import ESTATE_KEY, WINDOW_KEY, SpecError, check_window, parse_estate, parse_window
+from components.model.secrets import missing_message, missing_secrets
 
 
 def run() -> Estate:
@@ -24,6 +25,10 @@ def run() -> Estate:
         check_window(spec, window, source)
     except SpecError as err:
         raise pulumi.RunError(str(err)) from None
+
+    missing = missing_secrets(spec, lambda key: config.get_secret(key) is not None)
+    if missing:
+        raise pulumi.RunError(missing_message(source, pulumi.get_project(), pulumi.get_stack(), missing))
 
     @functools.cache  # one Output per secret, shared by every server and site that uses it
     def secret(key: str) -> pulumi.Output[str]:
