@@ -1,7 +1,8 @@
 """Prices: the one home for hours per month and year, amortisation of owned servers, and node-hour prices.
 
 Pure functions of the spec and the catalog. A bare-metal pool's price per GPU-hour is what its servers cost per
-hour (OnPremCost: depreciation + power + operations per server-hour; the pool's own `cost`, else its site's)
+hour (OnPremCost: depreciation + power + operations per server-hour; each field from the pool's own `cost`, else
+its site's, else OnPremCost's default, and every defaulted field is named)
 divided by the GPUs those servers hold. Servers of one pool may differ in GPU count, so the division is over the
 pool's total GPUs, never over one server's: that is the price of the capacity actually in the pool, and the
 price `gpufleet cost` and `gpufleet size` both quote.
@@ -13,6 +14,8 @@ from dataclasses import dataclass
 
 from components.model import catalog
 from components.model.spec import BaremetalNodePool, BaremetalSite, EstateSpec, OnPremCost
+
+Origin = str  # "pool", "site" or "default": where one OnPremCost field's value came from
 
 HOURS_PER_YEAR = 8760  # 365 days
 HOURS_PER_MONTH = HOURS_PER_YEAR // 12  # 730: the month cloud price lists and monthly figures use
@@ -38,7 +41,9 @@ class PoolGpuHourPrice:
     servers: int
     gpus: int
     usd_per_server_hour: float
-    source: str  # "pool" or "site": where the OnPremCost came from
+    source: str  # "pool" or "site": whose `cost` priced the pool (a pool's override takes the rest from its site)
+    inputs: OnPremCost  # the resolved inputs
+    origins: dict[str, Origin]  # each OnPremCost field -> where its value came from
 
     @property
     def usd_per_hour(self) -> float:
@@ -50,12 +55,25 @@ class PoolGpuHourPrice:
         return self.usd_per_hour / self.gpus
 
 
-def pool_cost_inputs(site: BaremetalSite, pool: BaremetalNodePool) -> tuple[OnPremCost, str] | None:
-    if pool.cost is not None:
-        return pool.cost, "pool"
-    if site.cost is not None:
-        return site.cost, "site"
-    return None
+def pool_cost_inputs(site: BaremetalSite, pool: BaremetalNodePool) -> tuple[OnPremCost, str, dict[str, Origin]] | None:
+    """The pool's resolved OnPremCost, whose it is ("pool" or "site") and where each field came from.
+
+    A field the pool's `cost` sets wins; an unset one is the site's `cost` value; a field neither sets is
+    OnPremCost's default (origin "default", so output can name it). None when neither pool nor site has a cost.
+    """
+    if pool.cost is None and site.cost is None:
+        return None
+    values: dict[str, float] = {}
+    origins: dict[str, Origin] = {}
+    for name in OnPremCost.model_fields:
+        own = getattr(pool.cost, name) if pool.cost is not None else None
+        if own is not None:
+            values[name], origins[name] = own, "pool"
+        elif site.cost is not None and name in site.cost.model_fields_set:
+            values[name], origins[name] = getattr(site.cost, name), "site"
+        else:
+            origins[name] = "default"
+    return OnPremCost.model_validate(values), ("pool" if pool.cost is not None else "site"), origins
 
 
 def pool_gpu_hour_price(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool) -> PoolGpuHourPrice | None:
@@ -63,7 +81,7 @@ def pool_gpu_hour_price(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNo
     inputs = pool_cost_inputs(site, pool)
     if inputs is None:
         return None
-    cost, source = inputs
+    cost, source, origins = inputs
     servers = spec.pool_servers(site, pool)
     return PoolGpuHourPrice(
         pool=pool.name,
@@ -71,4 +89,6 @@ def pool_gpu_hour_price(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNo
         gpus=sum(s.gpu_count for s in servers),
         usd_per_server_hour=server_hour_usd(cost),
         source=source,
+        inputs=cost,
+        origins=origins,
     )

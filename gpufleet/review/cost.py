@@ -298,12 +298,13 @@ def _baremetal_pool(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePo
     notes = ["owned servers cost the same at every size (amortised)"]
     price = None
     if found is not None:
-        inputs = pool.cost if found.source == "pool" else site.cost
-        assert inputs is not None
         where = (
             f"sites.{site.name}.node_pools.{pool.name}.cost" if found.source == "pool" else f"sites.{site.name}.cost"
         )
-        price = PriceRef(found.usd_per_server_hour, "server-hour", "stack file", f"{where}: {_amortisation(inputs)}")
+        where += _origins(site.name, found.origins)
+        price = PriceRef(
+            found.usd_per_server_hour, "server-hour", "stack file", f"{where}: {_amortisation(found.inputs)}"
+        )
     else:
         notes.append(f"no OnPremCost on pool {pool.name} or site {site.name}: unpriced")
     n = len(servers)
@@ -323,6 +324,18 @@ def _baremetal_pool(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePo
         hourly=hourly,
         notes=tuple(notes),
     )
+
+
+def _origins(site: str, origins: dict[str, str]) -> str:
+    """Which inputs a pool took from its site and which are OnPremCost defaults (no stack file sets them)."""
+    inherited = [k for k, o in origins.items() if o == "site"]
+    defaulted = [f"{k}={OnPremCost.model_fields[k].default:g}" for k, o in origins.items() if o == "default"]
+    out = ""
+    if inherited and any(o == "pool" for o in origins.values()):
+        out += f" (from sites.{site}.cost: {', '.join(inherited)})"
+    if defaulted:
+        out += f" (defaults, set nowhere: {', '.join(defaulted)})"
+    return out
 
 
 def _amortisation(c: OnPremCost) -> str:

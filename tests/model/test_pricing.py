@@ -116,3 +116,43 @@ def test_server_hour_is_depreciation_power_and_operations_over_a_730_hour_month(
     assert isinstance(site, BaremetalSite) and site.cost is not None
     assert (HOURS_PER_YEAR, HOURS_PER_MONTH) == (8760, 730)
     assert server_hour_usd(site.cost) == pytest.approx(320000 / 35040 + 1.21 + 900 / 730)
+
+
+def test_a_pool_cost_override_takes_its_unset_fields_from_the_site_not_the_global_defaults() -> None:
+    def cheaper_power(estate: dict[str, Any]) -> None:
+        estate["sites"][0]["node_pools"][1]["cost"] = {"usd_per_kwh": 0.2}  # dev pool; site: 0.11 $/kWh, $900 ops
+
+    spec, site = _site(cheaper_power)
+    price = pool_gpu_hour_price(spec, site, site.node_pools[1])
+    assert price is not None and price.source == "pool"
+    # the site's 320,000 over 4 y, 11 kW and 900 $/month ops; only the power price is the pool's
+    assert price.usd_per_server_hour == pytest.approx(320000 / 35040 + 11 * 0.2 + 900 / 730)
+    assert price.origins["usd_per_kwh"] == "pool" and price.origins["ops_usd_per_server_month"] == "site"
+    dev = next(p for p in estate_cost(spec).pools if p.pool == "dev")
+    assert dev.price is not None
+    assert "sites.dc1.node_pools.dev.cost (from sites.dc1.cost: server_price_usd" in dev.price.source
+    assert "defaults" not in dev.price.source
+
+
+def test_cost_names_every_defaulted_input() -> None:
+    def price_only(estate: dict[str, Any]) -> None:
+        estate["sites"][0]["cost"] = {"server_price_usd": 320000, "power_kw": 11}
+
+    spec, _ = _site(price_only)
+    train = next(p for p in estate_cost(spec).pools if p.pool == "train")
+    assert train.price is not None
+    assert "(defaults, set nowhere: lifetime_years=4, usd_per_kwh=0.12, ops_usd_per_server_month=500)" in (
+        train.price.source
+    )
+
+
+def test_a_pool_cost_without_a_server_price_needs_a_site_cost() -> None:
+    from components.model.load import SpecError
+
+    def no_site_cost(estate: dict[str, Any]) -> None:
+        del estate["sites"][0]["cost"]
+        estate["sites"][0]["node_pools"][1]["cost"] = {"usd_per_kwh": 0.2}
+
+    with pytest.raises(SpecError) as err:
+        _site(no_site_cost)
+    assert "node_pools[1].cost.server_price_usd: unset, and the site has no `cost`" in str(err.value)

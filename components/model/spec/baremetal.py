@@ -28,14 +28,26 @@ class OnPremCost(Model):
     )
 
 
+class OnPremCostOverride(Model):
+    """A pool's own amortisation inputs: each field set here replaces the site's; each unset field is the site's
+    `cost` value (and OnPremCost's default where the site sets none). `gpufleet cost` names every defaulted one."""
+
+    server_price_usd: float | None = Field(default=None, gt=0, description="Purchase price of one server, all-in.")
+    lifetime_years: float | None = Field(default=None, gt=0, le=10, description="Depreciation period.")
+    power_kw: float | None = Field(default=None, ge=0, description="Average power draw of one server in kW.")
+    usd_per_kwh: float | None = Field(default=None, ge=0, description="Electricity price.")
+    ops_usd_per_server_month: float | None = Field(default=None, ge=0, description="Operations per server-month.")
+
+
 class BaremetalNodePool(PoolBase):
     """A group of inventory servers selected by their labels."""
 
     selector: dict[str, str] = Field(
         min_length=1, description="Inventory labels a server must carry to belong to this pool."
     )
-    cost: OnPremCost | None = Field(
-        default=None, description="Amortised price per GPU-hour inputs; defaults to the site's."
+    cost: OnPremCostOverride | None = Field(
+        default=None,
+        description="Amortisation inputs of this pool; each unset field is the site's `cost` value (else the default).",
     )
 
 

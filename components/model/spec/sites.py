@@ -185,6 +185,16 @@ class BaremetalSite(SiteBase):
     node_pools: list[BaremetalNodePool] = Field(default_factory=list)
     cost: OnPremCost | None = Field(default=None, description="Default amortisation inputs for this site's pools.")
 
+    @model_validator(mode="after")
+    def _pool_cost_has_a_price(self) -> BaremetalSite:
+        for i, pool in enumerate(self.node_pools):
+            if pool.cost is not None and pool.cost.server_price_usd is None and self.cost is None:
+                raise ValueError(
+                    f"node_pools[{i}].cost.server_price_usd: unset, and the site has no `cost` to take it from; "
+                    "set it on the pool or give the site a cost"
+                )
+        return self
+
 
 # Every site kind. Code that treats kinds differently types its site as `Site` and matches on it with
 # assert_never, so a new kind fails type checking wherever it is not handled.
