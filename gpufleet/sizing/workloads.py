@@ -246,6 +246,14 @@ class WorkloadFile(Model):
         return self
 
 
+def json_schema() -> dict[str, object]:
+    """JSON Schema of a workload file (`gpufleet schema --workloads`), for editors."""
+    schema = WorkloadFile.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "gpufleet workload file (read by gpufleet size)"
+    return schema
+
+
 def parse_workloads(raw: Any, source: str) -> WorkloadFile:
     if not isinstance(raw, dict):
         raise SpecError([f"{source}: must be a mapping with assumptions, planning and classes"])
