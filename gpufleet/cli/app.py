@@ -7,11 +7,11 @@ per problem and an exit code (0 fine, 1 a mandatory policy violation or a refuse
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
-from gpufleet.cli import burst, catalog, check, cost, diff, export, preview, schema, size, verify
+from gpufleet.cli import burst, catalog, check, cost, diff, export, init, preview, schema, size, validate, verify
 from gpufleet.cli.errors import user_errors
 
 app = typer.Typer(
@@ -19,7 +19,7 @@ app = typer.Typer(
     help="GPU estates as Pulumi code: preview, check, cost and export them offline; burst them to cloud.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,
 )
 catalog_app = typer.Typer(help="The GPU instance catalog.", no_args_is_help=True)
 burst_app = typer.Typer(
@@ -27,6 +27,8 @@ burst_app = typer.Typer(
 )
 
 COMMANDS: list[tuple[typer.Typer, str, Callable[..., Any]]] = [
+    (app, "init", init.init),
+    (app, "validate", validate.validate),
     (app, "preview", preview.preview),
     (app, "export", export.export),
     (app, "schema", schema.schema),
@@ -42,6 +44,25 @@ COMMANDS: list[tuple[typer.Typer, str, Callable[..., Any]]] = [
     (burst_app, "reconcile", burst.reconcile_cmd),
     (burst_app, "status", burst.status_cmd),
 ]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        print(f"gpufleet {version('gpufleet')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """GPU estates as Pulumi code: preview, check, cost and export them offline; burst them to cloud."""
+
 
 for parent, name, command in COMMANDS:
     parent.command(name)(user_errors(command))

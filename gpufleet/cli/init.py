@@ -1,0 +1,240 @@
+"""`gpufleet init`: a first stack file (aws, baremetal or hybrid), commented, that previews cleanly as written.
+
+Every value a real estate must change is a placeholder from the documentation ranges (RFC 5737 addresses, the
+example.com domain, AWS's example account 123456789012) and says so in a comment; secrets are `secure:`
+placeholders that preview offline and are replaced with `pulumi config set --secret` before a real `up`.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from gpufleet.cli.errors import CommandError
+from gpufleet.cli.options import HERE, ProjectOpt, out
+
+SECRET = "    secure: v1:REPLACEWITHPULUMICONFIGSETSECRET"
+
+
+class Kind(StrEnum):
+    aws = "aws"
+    baremetal = "baremetal"
+    hybrid = "hybrid"
+
+
+KindArg = Annotated[Kind, typer.Argument(help="aws, baremetal or hybrid (on-prem baseline that bursts to AWS).")]
+NameOpt = Annotated[str | None, typer.Option("--stack", "-s", help="Stack name (default: the kind).")]
+RegionOpt = Annotated[str, typer.Option("--region", "-r", help="AWS region of the cloud site (aws, hybrid).")]
+GpuOpt = Annotated[str, typer.Option("--gpu", "-g", help="GPU model, e.g. H100-80GB (`gpufleet catalog show`).")]
+
+
+def _known_gpu(gpu: str) -> None:
+    """Refuse an unknown GPU model (bad input: exit 2), naming the known ones."""
+    from components.model import catalog
+
+    try:
+        catalog.gpu_model(gpu)
+    except catalog.CatalogError as e:
+        raise CommandError("--gpu: " + str(e).strip("'\"")) from None
+
+
+def _instance_for(gpu: str) -> str:
+    """The catalog's instance type with the most `gpu`s (EFA-capable first): the training pool's type."""
+    from components.model import catalog
+
+    _known_gpu(gpu)
+    types = [t for t in catalog.instance_types().values() if t.gpu.id == gpu]
+    if not types:
+        raise CommandError(f"--gpu: no AWS instance type in the catalog carries {gpu}")
+    return max(types, key=lambda t: (t.gpu_count, t.efa_supported, t.name)).name
+
+
+def _gpus_per_node(gpu: str) -> int:
+    from components.model import catalog
+
+    return catalog.instance_type(_instance_for(gpu)).gpu_count
+
+
+def _zones(instance: str, region: str) -> tuple[list[str], str]:
+    """Two AZs for the site and a comment saying where they came from."""
+    from components.model import catalog
+
+    offered = catalog.offered_zones(instance, region)
+    if offered is None:
+        note = f"check: aws ec2 describe-instance-type-offerings --location-type availability-zone --region {region}"
+        return [f"{region}a", f"{region}b"], note
+    if not offered:
+        raise CommandError(f"--gpu: {instance} is not offered in {region} (the catalog's EC2 offerings)")
+    zones = sorted(offered)[:2]
+    return zones, f"AZs offering {instance} (gpufleet's catalog of EC2 offerings)"
+
+
+def _metadata(name: str) -> str:
+    return f"""    metadata:
+      name: {name}                   # short: prefixes every resource name
+      environment: dev
+      owner: ml-platform             # CHANGE: the owning team
+      cost_center: cc-0000           # CHANGE: your cost centre"""
+
+
+def _aws_site(name: str, region: str, gpu: str, burst: bool, indent: str = "      ") -> str:
+    instance = _instance_for(gpu)
+    zones, note = _zones(instance, region)
+    scaling = "{min: 0, max: 2}" if burst else "{min: 0, desired: 1, max: 2}"
+    lines = [
+        "- kind: aws",
+        f"  name: {name}",
+        f"  region: {region}",
+        f"  availability_zones: [{', '.join(zones)}]   # {note}",
+        "  vpc: {cidr: 10.60.0.0/16}         # CHANGE if it overlaps a network you route to",
+        '  cluster: {version: "1.34"}' if burst else "  cluster:",
+    ]
+    if not burst:
+        lines += [
+            '    version: "1.34"',
+            "    endpoint_public_cidrs: [203.0.113.0/24]   # the deployer's egress; other traffic uses the VPC",
+        ]
+    if burst:
+        lines += [
+            "  # CHANGE: your VPN device's public address and the on-prem networks the VPN routes",
+            "  interconnect: {kind: vpn, site: onprem, customer_gateway_ip: 198.51.100.7, onprem_cidrs: [10.30.0.0/16]}",
+        ]
+    lines += [
+        "  node_pools:",
+        f"    - name: {'burst' if burst else 'train'}",
+        "      role: training",
+        f"      instance_type: {instance}     # the catalog's largest {gpu} instance",
+        *(["      burst: true                 # idles at zero; `gpufleet burst open` grows it"] if burst else []),
+        f"      scaling: {scaling}",
+        "  storage:",
+        "    - {kind: s3, name: objects}",
+        "    - {kind: scratch, name: nvme}",
+    ]
+    return "\n".join(indent + line for line in lines)
+
+
+def _baremetal_site(gpu: str, indent: str = "      ") -> str:
+    _known_gpu(gpu)
+    servers = "\n".join(
+        f"    - {{hostname: gpu-0{i}, address: 192.0.2.1{i}, gpu_model: {gpu}, gpu_count: 8, "
+        f"nvme_devices: [/dev/nvme1n1], rack: r1, leaf: leaf-1, "
+        f"labels: {{pool: base}}}}"
+        for i in (1, 2)
+    )
+    text = f"""- kind: baremetal
+  name: onprem
+  kubeconfig_config: kubeconfig          # the secret above
+  ssh: {{user: gpufleet, private_key_config: sshPrivateKey}}
+  join: {{method: kubeadm, api_server: "k8s-api.example.com:6443"}}   # CHANGE: your cluster's API
+  kubernetes: {{gpu_stack: gpu-operator, driver_version: "580.126.20", network_policy_cni: calico}}
+  # Amortised price per server, so on-prem GPU-hours are priced beside cloud ones. CHANGE to your figures.
+  cost: {{server_price_usd: 320000, lifetime_years: 4, power_kw: 11, usd_per_kwh: 0.12, ops_usd_per_server_month: 500}}
+  # CHANGE: one line per server (addresses here are the documentation range 192.0.2.0/24).
+  inventory:
+{servers}
+  node_pools:
+    - {{name: base, role: training, selector: {{pool: base}}}}
+  storage:
+    - {{kind: scratch, name: nvme}}"""
+    return "\n".join(indent + line for line in text.splitlines())
+
+
+def _secrets(keys: list[str]) -> str:
+    return "\n".join(f"  gpufleet:{k}:\n{SECRET}" for k in keys)
+
+
+def render(kind: Kind, stack: str, region: str, gpu: str) -> str:
+    """The stack file text for `kind`."""
+    if kind is Kind.baremetal and region:
+        raise CommandError("--region: a baremetal estate has no AWS region (use aws or hybrid)")
+    secrets = ["kubeconfig", "sshPrivateKey", "joinToken", "caCertHash"]
+    how = (
+        "# Secrets (`secure:` below) are placeholders: `gpufleet preview` runs offline with them. Before a real\n"
+        "# `pulumi up`, set each with `pulumi config set --secret <key> -s " + stack + "` (e.g. the kubeconfig:\n"
+        "# `pulumi config set --secret kubeconfig -s " + stack + " < kubeconfig`).\n"
+    )
+    head = (
+        f"# {stack}: written by `gpufleet init {kind.value}`. Every line marked CHANGE is a placeholder.\n"
+        f"# Preview offline: gpufleet preview --stack {stack}    Check the file: gpufleet validate --stack {stack}\n"
+        "# Allowed keys: `gpufleet schema` (a JSON Schema for your editor).\n"
+    )
+    tenants = (
+        "    tenants:\n"
+        "      - name: research               # CHANGE: one entry per team; quotas in GPUs per pool\n"
+        "        gpu_quota: {{{pool}: {gpus}}}\n"
+        "        members: [oidc:research-engineers]   # CHANGE: your identity provider's group\n"
+    )
+    if kind is Kind.aws:
+        region = region or "us-east-1"
+        return (
+            head
+            + "config:\n"
+            + f"  aws:region: {region}\n"
+            + "  gpufleet:estate:\n"
+            + _metadata("train")
+            + "\n    deployer:\n      cidrs: [203.0.113.0/24]       # CHANGE: the fixed egress of the runner doing `up`\n"
+            + "    aws_account:\n      autoscaling_service_role: create   # `existing` if the account already has it\n"
+            + "    sites:\n"
+            + _aws_site("cloud", region, gpu, burst=False)
+            + "\n"
+            + tenants.format(pool="train", gpus=_gpus_per_node(gpu))
+        )
+    if kind is Kind.baremetal:
+        return (
+            head
+            + how
+            + "config:\n"
+            + _secrets(secrets)
+            + "\n  gpufleet:estate:\n"
+            + _metadata("lab")
+            + "\n    deployer:\n      network: onprem               # a self-hosted runner in the data centre\n"
+            + "      cidrs: [10.30.9.0/28]         # CHANGE: that runner's addresses\n"
+            + "    sites:\n"
+            + _baremetal_site(gpu)
+            + "\n"
+            + tenants.format(pool="base", gpus=8)
+        )
+    region = region or "us-east-1"
+    return (
+        head
+        + how
+        + "config:\n"
+        + f"  aws:region: {region}\n"
+        + _secrets(secrets)
+        + "\n  gpufleet:estate:\n"
+        + _metadata("hyb")
+        + "\n    deployer:\n      network: onprem               # a self-hosted runner in the data centre\n"
+        + "      cidrs: [10.30.9.0/28]         # CHANGE: that runner's addresses (inside onprem_cidrs)\n"
+        + "    aws_account:\n      autoscaling_service_role: create   # `existing` if the account already has it\n"
+        + "    sites:\n"
+        + _baremetal_site(gpu)
+        + "\n"
+        + _aws_site("cloud", region, gpu, burst=True)
+        + "\n"
+        + tenants.format(pool="base", gpus=8).rstrip("\n")
+        + "\n        burst: true                  # gets LocalQueue research-burst, sent to the cloud site\n"
+        + "    burst:\n"
+        + "      cloud_site: cloud\n"
+        + "      budget_usd: 10000              # CHANGE: monthly cloud burst budget\n"
+        + "      max_window_hours: 24\n"
+        + f"      allowed_instance_types: [{_instance_for(gpu)}]\n"
+    )
+
+
+def init(kind: KindArg, gpu: GpuOpt, stack: NameOpt = None, region: RegionOpt = "", project: ProjectOpt = HERE) -> None:
+    """Write a commented starter stack file (stacks/Pulumi.<stack>.yaml) that previews cleanly as written.
+
+    Refuses to overwrite an existing stack file.
+    """
+    from components.model.load import stack_path
+
+    name = stack or kind.value
+    path = stack_path(project, name)
+    if path.exists():
+        raise CommandError(f"{path}: already exists; choose another --stack or remove it")
+    text = render(kind, name, region, gpu)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    out.print(f"wrote {path}; next: gpufleet preview --stack {name}", markup=False)

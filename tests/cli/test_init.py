@@ -1,0 +1,98 @@
+"""A newcomer's first commands: `gpufleet init`, `--version`, `validate` and shell completion."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from gpufleet.cli.app import app
+from tests.conftest import ROOT, example_config, write_project
+
+runner = CliRunner()
+
+
+def empty_project(tmp: Path) -> Path:
+    shutil.copy(ROOT / "Pulumi.yaml", tmp / "Pulumi.yaml")
+    shutil.copy(ROOT / "__main__.py", tmp / "__main__.py")
+    return tmp
+
+
+@pytest.mark.parametrize(("kind", "region"), [("aws", "us-west-2"), ("baremetal", None), ("hybrid", "us-west-2")])
+def test_init_writes_a_commented_stack_file_that_previews_with_no_findings(
+    tmp_path: Path, kind: str, region: str | None
+) -> None:
+    project = empty_project(tmp_path)
+    args = ["init", kind, "--gpu", "H100-80GB", "-C", str(project)] + (["--region", region] if region else [])
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    text = (project / "stacks" / f"Pulumi.{kind}.yaml").read_text()
+    assert text.startswith(f"# {kind}: written by `gpufleet init {kind}`") and "CHANGE" in text
+    estate = yaml.safe_load(text)["config"]["gpufleet:estate"]
+    if region:
+        assert yaml.safe_load(text)["config"]["aws:region"] == region
+        assert any(s.get("region") == region for s in estate["sites"])
+    if kind != "aws":
+        assert "pulumi config set --secret" in text and "secure: v1:" in text
+
+    preview = runner.invoke(app, ["preview", "-s", kind, "-C", str(project), "-f", "json"])
+    assert preview.exit_code == 0, preview.output
+    findings = json.loads(preview.stdout)["findings"]
+    assert (findings["mandatory"], findings["advisory"]) == (0, 0), findings
+
+
+def test_init_refuses_to_overwrite_a_stack_file(tmp_path: Path) -> None:
+    project = empty_project(tmp_path)
+    (project / "stacks").mkdir()
+    (project / "stacks" / "Pulumi.aws.yaml").write_text("keep me\n")
+    result = runner.invoke(app, ["init", "aws", "--gpu", "H100-80GB", "-C", str(project)])
+    assert result.exit_code == 2 and "already exists" in result.output
+    assert (project / "stacks" / "Pulumi.aws.yaml").read_text() == "keep me\n"
+
+
+def test_init_refuses_an_unknown_gpu_model_naming_the_known_ones(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["init", "aws", "--gpu", "H999", "-C", str(empty_project(tmp_path))])
+    assert result.exit_code == 2, result.output
+    assert "H999" in result.output and "H100-80GB" in result.output
+    assert not (tmp_path / "stacks").exists()
+
+
+def test_version_prints_the_installed_package_version() -> None:
+    from importlib.metadata import version
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout.strip() == f"gpufleet {version('gpufleet')}"
+
+
+def test_validate_accepts_every_example_stack() -> None:
+    for stack in ("aws-train", "onprem", "hybrid"):
+        result = runner.invoke(app, ["validate", "-s", stack, "-C", str(ROOT)])
+        assert result.exit_code == 0, result.output
+        assert "valid" in result.stdout
+
+
+def test_validate_reports_a_cross_field_problem_without_synthesizing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gpufleet.engine.synth as synth
+
+    def no_synth(*args: object, **kwargs: object) -> None:
+        raise AssertionError("validate synthesized the program")
+
+    monkeypatch.setattr(synth, "synth", no_synth)
+    monkeypatch.setattr(synth, "run_program", no_synth)
+    config = example_config("hybrid")
+    config["gpufleet:estate"]["tenants"][0]["gpu_quota"] = {"no-such-pool": 8}
+    result = runner.invoke(app, ["validate", "-s", "test", "-C", str(write_project(tmp_path, config))])
+    assert result.exit_code == 2, result.output
+    assert "Pulumi.test.yaml: config.gpufleet:estate.tenants[0]" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_shell_completion_is_offered() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert "--install-completion" in result.output and "--show-completion" in result.output
