@@ -23,7 +23,8 @@ def required_secrets(spec: EstateSpec) -> list[str]:
         if not isinstance(site, BaremetalSite):
             continue
         keys.append(site.kubeconfig_config)
-        keys.append(site.join.token_config)
+        if not site.join.mints_token:  # kubeadm with `token: minted` (the default) mints its own
+            keys.append(site.join.token_config)
         keys.append(site.join.ca_hash_config if site.join.method == "kubeadm" else site.join.activation_id_config)
         if any(spec.pool_servers(site, pool) for pool in site.node_pools):
             keys.append(site.ssh.private_key_config)

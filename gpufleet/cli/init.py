@@ -149,7 +149,7 @@ def render(kind: Kind, stack: str, region: str, gpu: str) -> str:
     """The stack file text for `kind`."""
     if kind is Kind.baremetal and region:
         raise CommandError("--region: a baremetal estate has no AWS region (use aws or hybrid)")
-    secrets = ["kubeconfig", "sshPrivateKey", "joinToken", "caCertHash"]
+    secrets = ["kubeconfig", "sshPrivateKey", "caCertHash"]  # the join token is minted (Join.token)
     how = (
         "# Secrets (`secure:` below) are placeholders: `gpufleet preview` runs offline with them. Before a real\n"
         "# `pulumi up`, set each with `pulumi config set --secret <key> -s " + stack + "` (e.g. the kubeconfig:\n"

@@ -11,7 +11,7 @@ from gpufleet.cli.app import app
 from tests.conftest import example_config, write_project
 
 runner = CliRunner()
-ONPREM_SECRETS = ("kubeconfig", "joinToken", "caCertHash", "sshPrivateKey", "s3AccessKey", "s3SecretKey")
+ONPREM_SECRETS = ("kubeconfig", "caCertHash", "sshPrivateKey", "s3AccessKey", "s3SecretKey")
 
 
 def onprem_without_secrets(tmp: Path) -> Path:
@@ -27,11 +27,11 @@ def test_every_missing_secret_is_named_at_once_with_both_ways_to_provide_it(tmp_
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
     assert result.output.count("error:") == 1  # one message, not one run per secret
-    assert "6 required secret(s) missing" in result.output
+    assert "5 required secret(s) missing" in result.output
     for key in ONPREM_SECRETS:
         assert f"config.gpufleet:{key}" in result.output
         assert f"pulumi config set --secret {key} -s test" in result.output  # the real value, before `up`
-    assert result.output.count("secure: v1:REPLACEWITHPULUMICONFIGSETSECRET") == 6  # offline placeholders
+    assert result.output.count("secure: v1:REPLACEWITHPULUMICONFIGSETSECRET") == 5  # offline placeholders
 
 
 def test_an_aws_only_estate_needs_no_secrets() -> None:

@@ -44,7 +44,7 @@ def test_secure_values_reach_resources_only_as_secrets(example_plans: dict[str, 
 def test_missing_secret_is_a_clear_error(synth_config) -> None:  # type: ignore[no-untyped-def]
     config = example_config("onprem")
     del config["gpufleet:kubeconfig"]
-    with pytest.raises(pulumi.RunError, match=r"config\.gpufleet:kubeconfig: required secret is missing"):
+    with pytest.raises(pulumi.RunError, match=r"1 required secret\(s\) missing:\nconfig\.gpufleet:kubeconfig\n"):
         synth_config(config)
 
 
