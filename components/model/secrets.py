@@ -31,6 +31,8 @@ def required_secrets(spec: EstateSpec) -> list[str]:
         keys += [
             k for t in site.storage if isinstance(t, OnPremS3Tier) for k in (t.access_key_config, t.secret_key_config)
         ]
+    if spec.burst is not None:
+        keys.append(spec.burst.manager.kubeconfig_config)  # the MultiKueue manager cluster
     return list(dict.fromkeys(keys))
 
 

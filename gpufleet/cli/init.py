@@ -7,6 +7,9 @@ placeholders that preview offline and are replaced with `pulumi config set --sec
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import struct
 from enum import StrEnum
 from typing import Annotated
 
@@ -120,7 +123,7 @@ def _baremetal_site(gpu: str, indent: str = "      ") -> str:
     servers = "\n".join(
         f"    - {{hostname: gpu-0{i}, address: 192.0.2.1{i}, gpu_model: {gpu}, gpu_count: 8, "
         f"nvme_devices: [/dev/nvme1n1], rack: r1, leaf: leaf-1, "
-        f"labels: {{pool: base}}}}"
+        f'labels: {{pool: base}}, host_key: "{_made_up_host_key(f"gpu-0{i}")}"}}'
         for i in (1, 2)
     )
     text = f"""- kind: baremetal
@@ -131,7 +134,9 @@ def _baremetal_site(gpu: str, indent: str = "      ") -> str:
   kubernetes: {{gpu_stack: gpu-operator, driver_version: "580.126.20", network_policy_cni: calico}}
   # Amortised price per server, so on-prem GPU-hours are priced beside cloud ones. CHANGE to your figures.
   cost: {{server_price_usd: 320000, lifetime_years: 4, power_kw: 11, usd_per_kwh: 0.12, ops_usd_per_server_month: 500}}
-  # CHANGE: one line per server (addresses here are the documentation range 192.0.2.0/24).
+  # CHANGE: one line per server (addresses here are the documentation range 192.0.2.0/24). Each host_key is
+  # made up (so `up` refuses to connect until it is replaced): use the server's real one, from
+  # `ssh-keyscan -t ed25519 <address>` over a network you trust or its /etc/ssh/ssh_host_ed25519_key.pub.
   inventory:
 {servers}
   node_pools:
@@ -139,6 +144,17 @@ def _baremetal_site(gpu: str, indent: str = "      ") -> str:
   storage:
     - {{kind: scratch, name: nvme}}"""
     return "\n".join(indent + line for line in text.splitlines())
+
+
+def _made_up_host_key(hostname: str) -> str:
+    """A well-formed ed25519 public key line (RFC 4253 6.6 blob) that belongs to no server: a placeholder that
+    fails closed (no real server presents it)."""
+
+    def field(data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + data
+
+    blob = field(b"ssh-ed25519") + field(hashlib.sha256(f"gpufleet-init {hostname}".encode()).digest())
+    return f"ssh-ed25519 {base64.b64encode(blob).decode()} placeholder-{hostname}"
 
 
 def _secrets(keys: list[str]) -> str:
@@ -202,7 +218,7 @@ def render(kind: Kind, stack: str, region: str, gpu: str) -> str:
         + how
         + "config:\n"
         + f"  aws:region: {region}\n"
-        + _secrets(secrets)
+        + _secrets([*secrets, "managerKubeconfig"])
         + "\n  gpufleet:estate:\n"
         + _metadata("hyb")
         + "\n    deployer:\n      network: onprem               # a self-hosted runner in the data centre\n"
@@ -217,6 +233,8 @@ def render(kind: Kind, stack: str, region: str, gpu: str) -> str:
         + "\n        burst: true                  # gets LocalQueue research-burst, sent to the cloud site\n"
         + "    burst:\n"
         + "      cloud_site: cloud\n"
+        + "      # the Kueue manager: an existing small cluster in the data centre that tenants submit to (CHANGE name)\n"
+        + "      manager: {name: kueue-manager, kubeconfig_config: managerKubeconfig, network: onprem}\n"
         + "      budget_usd: 10000              # CHANGE: monthly cloud burst budget\n"
         + "      max_window_hours: 24\n"
         + f"      allowed_instance_types: [{_instance_for(gpu)}]\n"

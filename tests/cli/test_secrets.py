@@ -40,9 +40,6 @@ def test_an_aws_only_estate_needs_no_secrets() -> None:
     from tests.conftest import ROOT
 
     assert required_secrets(read_stack(ROOT, "aws-train").estate()) == []
-    assert required_secrets(read_stack(ROOT, "hybrid").estate()) == [
-        "kubeconfig",
-        "joinToken",
-        "caCertHash",
-        "sshPrivateKey",
-    ]
+    # hybrid: the on-prem site (kubeadm mints its join token) and the MultiKueue manager's kubeconfig
+    hybrid = required_secrets(read_stack(ROOT, "hybrid").estate())
+    assert hybrid == ["kubeconfig", "caCertHash", "sshPrivateKey", "managerKubeconfig"]
