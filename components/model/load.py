@@ -252,6 +252,7 @@ def load_yaml(text: str, source: Path | str) -> Any:
     bad = _FORBIDDEN.search(text)
     if bad is not None:  # NUL and most control characters: YAML forbids them anywhere
         raise _forbidden_character(text, bad.start())
+    _check_flow_depth(text)
     loader = _LimitedLoader(text)
     try:
         node = loader.get_single_node()
@@ -292,6 +293,22 @@ def _path_at(node: Node, index: int) -> list[str]:
             if item.start_mark.index <= index < item.end_mark.index:
                 return [f"[{i}]", *_path_at(item, index)]
     return []
+
+
+def _check_flow_depth(text: str) -> None:
+    """Refuse `[[[[...` / `{{{{...` deeper than MAX_DEPTH before PyYAML's scanner, whose work grows with the square
+    of the flow depth, reads them. Brackets inside quotes count too: no real file has 64 of them open at once."""
+    depth = 0
+    for m in _FLOW.finditer(text):
+        depth = depth + 1 if m.group() in "[{" else max(depth - 1, 0)
+        if depth > MAX_DEPTH:
+            line = text.count("\n", 0, m.start())
+            column = m.start() - (text.rfind("\n", 0, m.start()) + 1)
+            mark = yaml.Mark("", m.start(), line, column, "", 0)
+            raise yaml.MarkedYAMLError(problem=f"nested deeper than {MAX_DEPTH} levels", problem_mark=mark)
+
+
+_FLOW = re.compile(r"[\[\]{}]")
 
 
 def read_yaml(path: Path, missing: str) -> Any:
