@@ -7,7 +7,14 @@ for it before anything runs.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from components.model.spec.base import Problem
+
+if TYPE_CHECKING:
+    from components.model.spec.sites import AwsSite
 
 PRIVATE_PREFIX_STEP = 3  # a /16 VPC gets /19 private subnets (8,190 addresses each: pods take VPC IPs)
 PUBLIC_PREFIX = 24
@@ -44,3 +51,14 @@ def plan_subnets(vpc_cidr: str, azs: list[str], reserved: list[str]) -> SubnetPl
         private={az: str(n) for az, n in zip(azs, private, strict=True)},
         public={az: str(n) for az, n in zip(azs, public, strict=True)},
     )
+
+
+def vpc_room(path: str, s: AwsSite) -> Iterator[Problem]:
+    """A VPC the stack creates holds a private and a public subnet per AZ besides the fabric subnets."""
+    if s.vpc.vpc_id or not s.vpc.cidr:
+        return
+    fabric_cidrs = [f.subnet_cidr for f in s.fabrics if f.kind == "efa" and f.subnet_cidr]
+    try:
+        plan_subnets(s.vpc.cidr, s.availability_zones, fabric_cidrs)
+    except ValueError as err:
+        yield Problem(f"{path}.vpc.cidr", str(err))

@@ -28,6 +28,7 @@ from components.model.spec.sites import (
     AwsSite,
     BaremetalSite,
 )
+from components.model.subnets import vpc_room
 
 if TYPE_CHECKING:
     from components.model.spec.estate import EstateSpec
@@ -99,7 +100,7 @@ def _aws_site(path: str, s: AwsSite) -> Iterator[Problem]:
                 f"({', '.join(s.availability_zones)})",
             )
         yield from _efa_subnet(fpath, s, f)
-    yield from _vpc_room(path, s)
+    yield from vpc_room(path, s)
     explicit = "driver_managed_by" in s.kubernetes.model_fields_set
     if explicit and s.kubernetes.driver_managed_by == "operator":
         yield Problem(
@@ -131,19 +132,6 @@ def _baremetal_site(path: str, s: BaremetalSite) -> Iterator[Problem]:
                     "the GPU Operator installs one driver per site (kubernetes.driver_version); a server "
                     "driver_version needs kubernetes.driver_managed_by: host",
                 )
-
-
-def _vpc_room(path: str, s: AwsSite) -> Iterator[Problem]:
-    """A VPC the stack creates holds a private and a public subnet per AZ besides the fabric subnets."""
-    from components.model.subnets import plan_subnets
-
-    if s.vpc.vpc_id or not s.vpc.cidr:
-        return
-    fabric_cidrs = [f.subnet_cidr for f in s.fabrics if isinstance(f, EfaFabric) and f.subnet_cidr]
-    try:
-        plan_subnets(s.vpc.cidr, s.availability_zones, fabric_cidrs)
-    except ValueError as err:
-        yield Problem(f"{path}.vpc.cidr", str(err))
 
 
 def _efa_subnet(path: str, s: AwsSite, f: EfaFabric) -> Iterator[Problem]:
