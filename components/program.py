@@ -8,20 +8,42 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import sys
+from pathlib import Path
 
 import pulumi
 
 from components.estate import Estate, EstateArgs
-from components.model.load import ESTATE_KEY, WINDOW_KEY, SpecError, check_window, parse_estate, parse_window
+from components.model.load import (
+    ESTATE_KEY,
+    WINDOW_KEY,
+    SpecError,
+    check_window,
+    parse_estate,
+    parse_window,
+    stack_path,
+)
 from components.model.secrets import missing_message, missing_secrets
 
 
-def run() -> Estate:
-    config = pulumi.Config()
-    source = f"stacks/Pulumi.{pulumi.get_stack()}.yaml"
+def _stack_file() -> str:
+    """The stack file this run reads, as the user would find it: the project directory is the program's own."""
+    program = getattr(sys.modules.get("__main__"), "__file__", None)
+    if program is None:
+        return f"Pulumi.{pulumi.get_stack()}.yaml"
     try:
-        spec = parse_estate(config.get_object(ESTATE_KEY.split(":", 1)[1]), source)
-        window = parse_window(config.get_object(WINDOW_KEY.split(":", 1)[1]), source)
+        return str(stack_path(Path(program).parent, pulumi.get_stack()))
+    except SpecError:
+        return str(Path(program).parent / f"Pulumi.{pulumi.get_stack()}.yaml")
+
+
+def run() -> Estate:
+    config = pulumi.Config()  # the project's own keys (secrets)
+    estate_config = pulumi.Config(ESTATE_KEY.split(":", 1)[0])  # gpufleet:*, whatever the project is named
+    source = _stack_file()
+    try:
+        spec = parse_estate(estate_config.get_object(ESTATE_KEY.split(":", 1)[1]), source)
+        window = parse_window(estate_config.get_object(WINDOW_KEY.split(":", 1)[1]), source)
         check_window(spec, window, source)
     except SpecError as err:
         raise pulumi.RunError(str(err)) from None

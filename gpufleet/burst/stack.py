@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.model.load import check_window, read_stack
+from components.model.load import read_stack
 from components.model.spec import BurstLedgerEntry, BurstWindow, EstateSpec
 from gpufleet.burst.driver import DriverError, NotStarted, OutputSink, StackDriver, SummaryUnread
 from gpufleet.burst.errors import BurstError
@@ -33,9 +33,7 @@ def load_state(project_dir: Path, stack: str) -> StackState:
     spec = sf.estate()
     if spec.burst is None:
         raise BurstError(f"{sf.path}: the estate has no burst policy (`burst:`); only hybrid estates burst", 2)
-    window = sf.window()
-    check_window(spec, window, str(sf.path))
-    return StackState(spec, window, sf.ledger())
+    return StackState(*sf.contents())
 
 
 def window_json(window: BurstWindow) -> str:

@@ -33,7 +33,8 @@ def cost(stack: StackOpt, format: FormatOpt = Format.text, at: AtOpt = None, pro
     stack_file = read_stack(project, stack)
     # The usage profile next to the stack file (usage.<stack>.yaml), when there is one, prices usage-billed items.
     usage = read_usage(usage_path(stack_path(project, stack), stack))
-    envelope = estate_cost(stack_file.estate(), stack_file.window(), now, usage)
+    spec, window, _ = stack_file.contents()  # judged as preview, check and burst judge it
+    envelope = estate_cost(spec, window, now, usage)
     match format:
         case Format.json:
             print(cost_json(envelope))

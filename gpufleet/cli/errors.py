@@ -1,19 +1,22 @@
 """The one error handler of every command: user mistakes and refusals become messages and an exit code.
 
-Exit codes: 0 fine, 1 a mandatory policy violation or a refused burst, 2 bad input. A SpecError prints one line
-per problem (each names the file and YAML path); any other known error prints its message, first line after
-`error:` and the rest indented. Nothing prints a traceback for these; anything else is a bug and does.
+Exit codes: 0 fine, 1 a mandatory policy violation or a refused burst, 2 bad input, 70 an internal error (a bug in
+gpufleet; EX_SOFTWARE of sysexits.h), 130 interrupted. A SpecError prints one line per problem (each names the file
+and YAML path); any other known error prints its message, first line after `error:` and the rest indented. Messages
+are printed as plain text, never as Rich markup: they quote user input. Nothing prints a traceback; an internal
+error says it is a bug and names the command to report with.
 """
 
 from __future__ import annotations
 
 import functools
+import shlex
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import typer
-from rich.markup import escape
+from rich.text import Text
 
 from components.model.catalog import CatalogError
 from components.model.load import SpecError
@@ -22,6 +25,10 @@ from gpufleet.cli.options import err
 from gpufleet.review.diff import DiffError
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 70  # EX_SOFTWARE (sysexits.h): neither a finding (1) nor bad input (2)
+EXIT_INTERRUPTED = 130
 
 
 class CommandError(Exception):
@@ -57,17 +64,33 @@ def _known(e: Exception) -> tuple[list[str], int] | None:
 
 
 def report(e: Exception) -> typer.Exit:
-    """Print a known error and return the Exit to raise; re-raise anything else."""
+    """Print an error and return the Exit to raise: a known one with its code, anything else as a bug (70)."""
     known = _known(e)
     if known is None:
-        raise e
+        return internal_error(e)
     messages, code = known
     for message in messages:
         lines = message.splitlines() or [""]
-        err.print(f"[red]error:[/red] {escape(lines[0])}")
+        err.print(Text.assemble(("error:", "red"), " ", lines[0]))
         for line in lines[1:]:
-            err.print(f"  {line}", markup=False)
+            err.print(Text(f"  {line}"))
     return typer.Exit(code)
+
+
+def internal_error(e: BaseException) -> typer.Exit:
+    """A bug, not bad input: say so, with what to report, and exit 70 (never 1 or 2, so CI tells it apart)."""
+    where = f"{type(e).__name__}: {e}"
+    if len(where) > 300:
+        where = where[:300] + "..."
+    err.print(Text.assemble(("internal error:", "red"), f" {where}"))
+    err.print(
+        Text(
+            "  this is a bug in gpufleet, not a problem with your input; please report it to the gpufleet "
+            f"maintainers with the command (`{shlex.join(['gpufleet', *sys.argv[1:]])[:300]}`) and the "
+            "stack or workload file it read"
+        )
+    )
+    return typer.Exit(EXIT_INTERNAL)
 
 
 def user_errors(fn: F) -> F:
@@ -79,6 +102,9 @@ def user_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except (typer.Exit, typer.Abort):
             raise
+        except KeyboardInterrupt:
+            err.print(Text("interrupted"))
+            raise typer.Exit(EXIT_INTERRUPTED) from None
         except Exception as e:
             raise report(e) from None
 

@@ -23,7 +23,7 @@ def size(
     from gpufleet.sizing.report import size as size_fleet
     from gpufleet.sizing.workloads import load_workloads
 
-    spec = read_stack(project, stack).estate() if stack else None
+    spec = read_stack(project, stack).contents()[0] if stack else None
     result = size_fleet(load_workloads(workloads), str(workloads), spec, stack)
     match format:
         case Format.json:

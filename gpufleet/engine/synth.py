@@ -152,8 +152,20 @@ def engine_config(stack_file: StackFile) -> tuple[dict[str, str], list[str]]:
         elif isinstance(value, str):
             config[key] = value
         else:
-            config[key] = json.dumps(value, default=str)
+            config[key] = json.dumps(_string_keys(value), default=str)
     return config, secret_keys
+
+
+def _string_keys(value: Any) -> Any:
+    """Mapping keys as the text the Pulumi CLI keeps (YAML may have read `2024-01-01:` as a date), recursively."""
+    if isinstance(value, dict):
+        return {
+            k if k is None or isinstance(k, str | int | float | bool) else str(k): _string_keys(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_string_keys(v) for v in value]
+    return value
 
 
 def _key(urn: str) -> str:

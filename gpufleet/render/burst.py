@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from rich.markup import escape
 from rich.table import Table
 
 from gpufleet.burst.flows import Status
@@ -11,13 +12,15 @@ from gpufleet.burst.flows import Status
 
 def status_table(stack: str, s: Status, now: dt.datetime) -> Table:
     """The window (open, expired or not started), time left, spend this month and the budget left."""
-    table = Table(title=f"burst status of {stack} ({now:%Y-%m-%d %H:%M} UTC)", show_header=False)
+    table = Table(title=f"burst status of {escape(stack)} ({now:%Y-%m-%d %H:%M} UTC)", show_header=False)
     w = s.window
     if w is None:
         table.add_row("window", "none")
     else:
         state = "open" if s.open else ("expired" if now >= w.expires else "not started")
-        table.add_row("window", f"{state}: {w.nodes} x {w.instance_type} on pool {w.pool} in {w.availability_zone}")
+        table.add_row(
+            "window", escape(f"{state}: {w.nodes} x {w.instance_type} on pool {w.pool} in {w.availability_zone}")
+        )
         table.add_row("expires", f"{w.expires:%Y-%m-%d %H:%M} UTC")
         if s.time_left is not None:
             table.add_row("time left", f"{s.time_left.total_seconds() / 3600:.1f} h")

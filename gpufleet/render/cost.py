@@ -8,6 +8,7 @@ from typing import assert_never
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from gpufleet.render.common import cell, inline, month, usd
@@ -36,7 +37,7 @@ def _levels_text(at: At, digits: int = 2) -> str:
 def cost_text(cost: EstateCost, console: Console) -> None:
     # No vertical rules (box.SIMPLE_HEAD): instance names and dollar figures stay on one line at 80 columns.
     table = Table(
-        title=f"Cost envelope: {cost.estate} ({cost.environment}), $ per hour (a month is {HOURS} h)",
+        title=f"Cost envelope: {escape(cost.estate)} ({escape(cost.environment)}), $ per hour (a month is {HOURS} h)",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
@@ -52,41 +53,43 @@ def cost_text(cost: EstateCost, console: Console) -> None:
         # Dollars without the sign (the title says $ per hour), so the row fits 80 columns.
         cells = [usd(p.hourly.at(lv)).lstrip("$") if p.priced else "unpriced" for lv in LEVELS]
         unit = usd(p.price.usd).lstrip("$") if p.price else "unpriced"
-        table.add_row(f"{p.site}/{p.pool}", what, nodes, unit, *cells)
+        table.add_row(escape(f"{p.site}/{p.pool}"), escape(what), nodes, unit, *cells)
     console.print(table)
     for p in cost.pools:
         for n in p.notes:
-            console.print(f"  [dim]{p.pool}: {n}[/dim]")
+            console.print(f"  [dim]{escape(f'{p.pool}: {n}')}[/dim]")
     if cost.storage:
         console.print("[bold]Storage[/bold]")
         for t in cost.storage:
             amount = f"{usd(t.monthly_usd, 0)}/month" if t.status == "priced" else t.status
-            console.print(f"  {t.site}/{t.tier} ({t.kind}): {amount} — {t.note}")
+            console.print(f"  {t.site}/{t.tier} ({t.kind}): {amount} — {t.note}", markup=False)
     if cost.bill:
         console.print("[bold]Rest of the bill[/bold] ($ per hour at min / desired / max)")
         for ln in cost.bill:
             amount = _levels_text(ln.hourly.at) if ln.hourly else ln.status
-            console.print(f"  {ln.site}/{ln.item}: {ln.quantity}: {amount}" + (f" — {ln.note}" if ln.note else ""))
+            console.print(
+                f"  {ln.site}/{ln.item}: {ln.quantity}: {amount}" + (f" — {ln.note}" if ln.note else ""), markup=False
+            )
     console.print("[bold]Per site[/bold]")
     for s in cost.sites():
-        console.print(f"  {s}: {_levels_text(cost.site_total(s).hourly.at)}")
+        console.print(f"  {s}: {_levels_text(cost.site_total(s).hourly.at)}", markup=False)
     console.print("[bold]Per tenant[/bold] (quota share of each pool)")
     for tenant, f in cost.tenants().items():
-        console.print(f"  {tenant}: {_levels_text(f.at)}")
+        console.print(f"  {tenant}: {_levels_text(f.at)}", markup=False)
     total = cost.total()
     console.print(f"[bold]Estate[/bold]: {_levels_text(total.hourly.at)}")
     console.print(f"  per month: {_levels_text(total.hourly.monthly, 0)}")
     if total.unpriced:
-        console.print(f"[red]not in the totals (no price): {', '.join(total.unpriced)}[/red]")
+        console.print(f"[red]not in the totals (no price): {escape(', '.join(total.unpriced))}[/red]")
     if cost.budget_usd_per_hour is not None:
         mx = total.hourly.at("max") or 0.0
         verdict = "within" if mx <= cost.budget_usd_per_hour else "[red]OVER[/red]"
         console.print(f"Budget: {usd(cost.budget_usd_per_hour)}/h at max size: {verdict} ({usd(mx)}/h)")
-    console.print("[dim]Not included: " + "; ".join(cost.excluded) + "[/dim]")
+    console.print("[dim]Not included: " + escape("; ".join(cost.excluded)) + "[/dim]")
     console.print("[bold]Prices used[/bold]")
     for ref in cost.prices():
         flag = "" if ref.verified else " [yellow](unverified)[/yellow]"
-        console.print(f"  {usd(ref.usd, 4)}/{ref.unit} ({ref.date}) {ref.source}{flag}")
+        console.print(f"  {escape(f'{usd(ref.usd, 4)}/{ref.unit} ({ref.date}) {ref.source}')}{flag}")
 
 
 # --------------------------------------------------------------------------------------------- markdown

@@ -190,7 +190,9 @@ def _findings_diff(diff: PlanDiff) -> str:
 
 def diff_text(diff: PlanDiff, console: Console) -> None:
     """The diff for a terminal: counts, replacements, cost delta, findings, then each change."""
-    console.print(f"[bold]{diff.project}/{diff.stack}[/bold]: {diff.base_label} → {diff.head_label}")
+    console.print(
+        f"[bold]{escape(f'{diff.project}/{diff.stack}')}[/bold]: {escape(f'{diff.base_label} → {diff.head_label}')}"
+    )
     if diff.base_missing:
         console.print("the stack does not exist at the base revision: every resource is new")
     console.print(
@@ -200,7 +202,8 @@ def diff_text(diff: PlanDiff, console: Console) -> None:
     for r in diff.replaced:
         prot = " (protected: `pulumi up` will fail)" if r.protected else ""
         console.print(
-            f"[magenta]REPLACE[/magenta] {r.removed.type} {r.removed.name} → {r.added.name}: rename without alias{prot}"
+            "[magenta]REPLACE[/magenta] "
+            + escape(f"{r.removed.type} {r.removed.name} → {r.added.name}: rename without alias{prot}")
         )
     if diff.cost_total is not None:
         c = diff.cost_total
@@ -223,11 +226,11 @@ def diff_text(diff: PlanDiff, console: Console) -> None:
             for line in finding_lines(f, "[green]fixed[/green] "):
                 console.print(line)
     for res in diff.added:
-        console.print(f"[green]+ {escape(res.type)} {res.name}[/green]")
+        console.print(f"[green]+ {escape(f'{res.type} {res.name}')}[/green]")
     for res in diff.removed:
-        console.print(f"[red]- {escape(res.type)} {res.name}[/red]")
+        console.print(f"[red]- {escape(f'{res.type} {res.name}')}[/red]")
     for ch in diff.changed:
-        console.print(f"[yellow]~ {escape(ch.resource.type)} {ch.resource.name}[/yellow]")
+        console.print(f"[yellow]~ {escape(f'{ch.resource.type} {ch.resource.name}')}[/yellow]")
         for p in ch.changes:
             before = "(absent)" if p.before is MISSING else _short(p.before)
             after = "(absent)" if p.after is MISSING else _short(p.after)

@@ -21,7 +21,9 @@ def finding_lines(f: Finding, prefix: str = "") -> list[str]:
     """One finding for a terminal (rich markup): enforcement, pack/rule, message, resource; then the fix."""
     colour = "red" if f.enforcement == "mandatory" else "yellow"
     where = f" [dim]{escape(f.resource)}[/dim]" if f.resource else ""
-    lines = [f"  {prefix}[{colour}]{f.enforcement}[/{colour}] {f.pack}/{f.rule}: {escape(f.message)}{where}"]
+    lines = [
+        f"  {prefix}[{colour}]{f.enforcement}[/{colour}] {escape(f'{f.pack}/{f.rule}')}: {escape(f.message)}{where}"
+    ]
     if f.remediation:
         lines.append(f"      fix: {escape(f.remediation)}")
     return lines
@@ -33,7 +35,7 @@ def verdict_line(findings: Findings, scope: str) -> str:
     counts = f"{len(findings.mandatory)} mandatory, {len(findings.advisory)} advisory"
     if not findings:
         counts = f"no violations ({counts})"
-    return f"[bold]Policy[/bold]{f' ({scope})' if scope else ''}: {verdict} — {counts}"
+    return f"[bold]Policy[/bold]{escape(f' ({scope})') if scope else ''}: {verdict} — {counts}"
 
 
 def findings_text(findings: Findings, console: Console, scope: str) -> None:

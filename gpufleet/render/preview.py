@@ -6,6 +6,7 @@ import json
 from collections import Counter
 
 from rich.console import Console
+from rich.markup import escape
 from rich.tree import Tree
 
 from gpufleet.engine.plan import Plan, PlanResource
@@ -21,15 +22,17 @@ from gpufleet.review.review import Review
 
 def component_tree(plan: Plan) -> Tree:
     """Components as a tree, each with the count of its direct custom resources by type."""
-    root = Tree(f"[bold]{plan.project}/{plan.stack}[/bold]: {sum(1 for r in plan.resources if r.custom)} resources")
+    root = Tree(
+        f"[bold]{escape(f'{plan.project}/{plan.stack}')}[/bold]: {sum(1 for r in plan.resources if r.custom)} resources"
+    )
 
     def add(node: Tree, component: PlanResource | None) -> None:
         kids = plan.children(component.key if component else None)
         counts = Counter(r.type for r in kids if r.custom)
         for t, n in sorted(counts.items()):
-            node.add(f"{n} × {t}")
+            node.add(escape(f"{n} × {t}"))
         for c in sorted((k for k in kids if not k.custom), key=lambda r: (r.type, r.name)):
-            add(node.add(f"[cyan]{c.type.split(':')[-1]}[/cyan] {c.name}"), c)
+            add(node.add(f"[cyan]{escape(c.type.split(':')[-1])}[/cyan] {escape(c.name)}"), c)
 
     add(root, None)
     return root
@@ -42,9 +45,9 @@ def preview_text(review: Review, console: Console) -> None:
     counts = plan.type_counts()
     console.print(f"\n[bold]Resources by type[/bold] ({sum(counts.values())})")
     for t, n in sorted(counts.items()):
-        console.print(f"  {n:>5}  {t}")
+        console.print(f"  {n:>5}  {t}", markup=False)
     for w in plan.warnings:
-        console.print(f"[yellow]warning:[/yellow] {w}")
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}")
     console.print()
     cost_text(review.cost, console)
     if review.findings is not None:

@@ -157,7 +157,7 @@ def check_overrides(spec: EstateSpec, stack_file: StackFile) -> None:
 def load_spec(project: Path, stack: str) -> EstateSpec:
     """The stack's estate, with enforcement overrides checked against the packs' rule ids (SpecError if not)."""
     stack_file = read_stack(project, stack)
-    spec = stack_file.estate()
+    spec = stack_file.contents()[0]
     check_overrides(spec, stack_file)
     return spec
 

@@ -73,8 +73,7 @@ def build(project_dir: Path | str, stack: str, now: dt.datetime | None = None) -
     """
     project_dir = Path(project_dir).resolve()
     stack_file = read_stack(project_dir, stack)
-    spec = stack_file.estate()
-    window = stack_file.window()
+    spec, window, _ = stack_file.contents()
     check = policy_check()
     if check is not None:
         check.check_overrides(spec, stack_file)

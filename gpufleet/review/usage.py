@@ -17,10 +17,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from components.model.load import SpecError
+from components.model.load import SpecError, read_yaml
 
 
 class TierUsage(BaseModel):
@@ -52,10 +51,7 @@ def read_usage(path: Path) -> UsageProfile | None:
     """The usage profile at `path`, None when there is no such file; a SpecError names every problem at once."""
     if not path.exists():
         return None
-    try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as e:
-        raise SpecError([f"{path}: not valid YAML: {e}"]) from None
+    doc = read_yaml(path, "usage profile not found") or {}  # the one bounded loader
     try:
         return UsageProfile.model_validate(doc)
     except ValidationError as e:

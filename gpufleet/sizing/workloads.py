@@ -10,15 +10,15 @@ from __future__ import annotations
 import datetime as dt
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from components.model import catalog
-from components.model.load import SpecError, validation_problems, yaml_problem
+from components.model.load import SpecError, read_yaml, validation_problems
 from components.model.pricing import HOURS_PER_MONTH
 from components.model.spec import DNS1123, Role, SpecFieldError
+from components.model.spec.base import MAX_TEXT
 from gpufleet.sizing.arithmetic import q
 
 Kind = Literal["training", "fine-tuning", "batch-inference", "online-inference", "interactive"]
@@ -43,8 +43,12 @@ TRAINING_KINDS = frozenset({"training", "fine-tuning"})
 # ------------------------------------------------------------------------------------------ workload file
 
 
+MAX_HOURS = 100_000.0  # hours of one run or of a device in a period: over eleven years
+
+
 class Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Numbers finite and strings bounded, as in the estate schema (components.model.spec.base.Model).
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, str_max_length=MAX_TEXT)
 
 
 class Assumptions(Model):
@@ -63,11 +67,13 @@ class Planning(Model):
     period: Period = Field(description="Planning period the run counts refer to: day, week, month, quarter or year.")
     hours_per_device: float = Field(
         gt=0,
+        le=MAX_HOURS,
         description="Hours one installed GPU can run jobs in the period (168 a week around the clock; fewer if "
         "the estate only runs part of the time). Maintenance is not taken off here: see maintenance_pct.",
     )
     utilisation_pct: list[float] = Field(
         min_length=1,
+        max_length=20,
         description="Schedulable-utilisation scenarios in percent (for example [50, 60, 70]); the answer is a "
         "range over them.",
     )
@@ -90,7 +96,9 @@ class WorkloadClass(Model):
         description="training, fine-tuning (full, Adam), batch-inference, online-inference or interactive."
     )
     description: str = Field(default="", description="What the class is, in a sentence.")
-    parameters_billion: float = Field(gt=0, description="Model size in billions of parameters (7 for a 7B model).")
+    parameters_billion: float = Field(
+        gt=0, le=1_000_000, description="Model size in billions of parameters (7 for a 7B model)."
+    )
     precision: Precision = Field(
         default="bf16",
         description="Precision of the weights: the serving precision for inference; for training the mixed-"
@@ -99,11 +107,13 @@ class WorkloadClass(Model):
     bytes_per_parameter: float | None = Field(
         default=None,
         gt=0,
+        le=64,
         description="Override the rule's bytes per parameter (e.g. LoRA fine-tuning); printed as an assumption.",
     )
     kv_cache_gb: float = Field(
         default=0,
         ge=0,
+        le=1_000_000,
         description="KV cache per replica at the serving batch and context length, in GB (inference and "
         "interactive classes).",
     )
@@ -114,25 +124,30 @@ class WorkloadClass(Model):
         description="Margin over states/weights (+ KV cache) for activations, buffers and fragmentation; default "
         "20 (inference: Accelerate's +20 %; training: gpufleet's default, no published figure).",
     )
-    runs_per_period: float = Field(gt=0, description="Runs (or replicas, for a service) per planning period.")
+    runs_per_period: float = Field(
+        gt=0, le=10_000_000, description="Runs (or replicas, for a service) per planning period."
+    )
     gpus_per_run: int = Field(ge=1, le=4096, description="GPUs one run (or one replica) uses.")
     hours_per_run: float = Field(
-        gt=0, description="Wall-clock hours one run takes on measured_on (or on any GPU when it is not set)."
+        gt=0,
+        le=MAX_HOURS,
+        description="Wall-clock hours one run takes on measured_on (or on any GPU when it is not set).",
     )
     measured_on: str | None = Field(
         default=None,
         description="Catalog GPU model hours_per_run was measured on (e.g. H100-80GB). When set, only GPU models "
         "with a timing (this one or hours_on) are ranked; when not set, hours are assumed equal on every GPU.",
     )
-    hours_on: dict[str, float] = Field(
+    hours_on: dict[str, Annotated[float, Field(le=MAX_HOURS)]] = Field(
         default_factory=dict, description="Hours per run on other catalog GPU models (benchmarks or estimates)."
     )
     deadline_hours: float | None = Field(
-        default=None, gt=0, description="A run must finish within this many hours (training, batch)."
+        default=None, gt=0, le=MAX_HOURS, description="A run must finish within this many hours (training, batch)."
     )
     latency_p95_ms: float | None = Field(
         default=None,
         gt=0,
+        le=1e9,
         description="p95 latency objective (online inference, interactive); recorded, not checkable offline.",
     )
     gang: bool = Field(
@@ -265,12 +280,4 @@ def parse_workloads(raw: Any, source: str) -> WorkloadFile:
 
 def load_workloads(path: Path) -> WorkloadFile:
     """Read and validate a workload file; every problem names the file and the YAML path."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise SpecError([f"{path}: workload file not found"]) from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise SpecError([yaml_problem(path, err)]) from None
-    return parse_workloads(raw, str(path))
+    return parse_workloads(read_yaml(path, "workload file not found"), str(path))

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from components.model.load import yaml_problem
+from components.model.load import load_yaml, read_text, yaml_problem
 from components.model.spec import AwsSite, BaremetalSite, EstateSpec
 from components.model.tags import Tags
 from gpufleet.verify.kube import ClusterApi
@@ -50,7 +50,7 @@ def parse_kubeconfig_options(values: Sequence[str], spec: EstateSpec) -> dict[st
 
 def load_kubeconfig(text: str, where: str) -> dict[str, Any]:
     try:
-        doc = yaml.safe_load(text)
+        doc = load_yaml(text, where)
     except yaml.YAMLError as err:
         raise AccessError(yaml_problem(where, err)) from None
     if not isinstance(doc, dict) or "clusters" not in doc:
@@ -98,10 +98,7 @@ def kubeconfig_for(
     """The kubeconfig document and context to use for a site."""
     if site.name in given:
         path, _, context = given[site.name].partition("#")
-        try:
-            text = Path(path).expanduser().read_text()
-        except OSError as e:
-            raise AccessError(f"--kubeconfig {site.name}={path}: {e.strerror}") from None
+        text = read_text(Path(path).expanduser(), f"not found (--kubeconfig {site.name}={path})")
         return load_kubeconfig(text, path), context or None
     if isinstance(site, AwsSite):
         return eks_kubeconfig(spec, site, eks_client(site.region)), None

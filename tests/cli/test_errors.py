@@ -1,5 +1,5 @@
-"""The one error handler: every command goes through it; known errors become messages and exit codes, the rest
-stay tracebacks (a bug must not pass for bad input)."""
+"""The one error handler: every command goes through it; known errors become messages and exit codes, anything
+else is reported as a bug with exit 70 (never 1 or 2: a bug must not pass for a finding or bad input)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,24 @@ def test_known_errors_print_one_line_each_and_exit_with_their_code(
     assert "Traceback" not in result.output  # type: ignore[attr-defined]
 
 
-def test_anything_else_is_not_taken_for_bad_input() -> None:
+def test_anything_else_is_an_internal_error_with_its_own_exit_code() -> None:
     result = run(KeyError("a bug"))
-    assert result.exit_code == 1  # type: ignore[attr-defined]
-    assert isinstance(result.exception, KeyError)  # type: ignore[attr-defined]
+    assert result.exit_code == 70  # type: ignore[attr-defined]
+    lines = result.stderr.splitlines()  # type: ignore[attr-defined]
+    assert lines[0] == "internal error: KeyError: 'a bug'"
+    assert "this is a bug in gpufleet" in lines[1] and "report it" in lines[1]
+    assert "Traceback" not in result.output  # type: ignore[attr-defined]
+
+
+def test_an_interrupt_exits_130() -> None:
+    result = run(KeyboardInterrupt())
+    assert result.exit_code == 130  # type: ignore[attr-defined]
+    assert "Traceback" not in result.output  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("text", ["[/]", "[/x]", "pattern '^([-a-z0-9]*[a-z0-9])?$'", "[bold]x[/bold]"])
+def test_messages_are_printed_as_text_not_markup(text: str) -> None:
+    """Rich would raise MarkupError on `[/]` and eat `[-a-z0-9]` out of a pattern; messages quote user input."""
+    result = run(SpecError([f"f.yaml: a: {text}"]))
+    assert result.exit_code == 2  # type: ignore[attr-defined]
+    assert result.stderr.splitlines() == [f"error: f.yaml: a: {text}"]  # type: ignore[attr-defined]

@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import pathlib
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from components.model import load
 from components.model.load import ESTATE_KEY, SpecError
 from gpufleet.engine.plan import Plan
 from gpufleet.review import review
@@ -18,14 +17,14 @@ from tests.conftest import ROOT, example_config, write_project
 
 def test_build_reads_the_stack_file_once(monkeypatch: pytest.MonkeyPatch, example_plans: dict[str, Plan]) -> None:
     reads: list[str] = []
-    real = pathlib.Path.read_text
+    real = load.read_text  # every input file is read through the one loader's read_text
 
-    def counting(self: Path, *args: Any, **kwargs: Any) -> str:
-        if self.name.startswith("Pulumi.") and self.name != "Pulumi.yaml":
-            reads.append(self.name)
-        return real(self, *args, **kwargs)
+    def counting(path: Path, missing: str) -> str:
+        if path.name.startswith("Pulumi.") and path.name != "Pulumi.yaml":
+            reads.append(path.name)
+        return real(path, missing)
 
-    monkeypatch.setattr(pathlib.Path, "read_text", counting)
+    monkeypatch.setattr(load, "read_text", counting)
     r = review.build(ROOT, "hybrid")
     assert reads == ["Pulumi.hybrid.yaml"]
     # the one read carries everything: the spec, the burst window, the plan, its cost and its findings

@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, field_validator
 
 from components.model.spec.base import Model, Name
+from components.model.spec.net import CidrRange, IpAddress
 
 
 def checked_cidrs(v: list[str]) -> list[str]:
@@ -24,7 +25,7 @@ def checked_cidrs(v: list[str]) -> list[str]:
     return v
 
 
-Cidrs = Annotated[list[str], AfterValidator(checked_cidrs)]
+Cidrs = Annotated[list[Annotated[str, CidrRange(0, 128)]], AfterValidator(checked_cidrs)]
 
 
 class Deployer(Model):
@@ -58,7 +59,7 @@ class VpnInterconnect(Model):
     onprem_cidrs: Cidrs = Field(
         min_length=1, description="On-prem ranges routed to the VPC; the private API endpoint admits 443 from them."
     )
-    customer_gateway_ip: str = Field(description="Public IPv4 address of the on-prem VPN device.")
+    customer_gateway_ip: IpAddress = Field(description="Public IPv4 address of the on-prem VPN device.")
     bgp_asn: int | None = Field(
         default=None,
         ge=1,

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from components.model import catalog
 from components.model.spec.base import Model, Name
+from components.model.spec.net import CidrRange
 from components.model.spec.pools import Capacity, PoolBase, Scaling
+
+# AWS VPC and subnet IPv4 ranges are /16 to /28 (VPC user guide, "VPC CIDR blocks" and "Subnet CIDR blocks":
+# https://docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html); gpufleet creates them host bits clear.
+VPC = CidrRange(16, 28, ipv4_only=True, strict=True)
+SUBNET = CidrRange(16, 28, ipv4_only=True, strict=True)
 
 
 class AwsNodePool(PoolBase):
@@ -59,7 +65,9 @@ class EfaFabric(Model):
     kind: Literal["efa"]
     name: Name
     availability_zone: str = Field(description="The one AZ every pool on this fabric runs in.")
-    subnet_cidr: str | None = Field(default=None, description="CIDR of the fabric's private subnet (created VPC).")
+    subnet_cidr: Annotated[str, SUBNET] | None = Field(
+        default=None, description="CIDR of the fabric's private subnet (created VPC)."
+    )
     subnet_id: str | None = Field(default=None, description="Existing private subnet id (adopted VPC).")
     placement_group: bool = Field(
         default=True,
@@ -76,7 +84,9 @@ class FsxLustreTier(Model):
     kind: Literal["fsx-lustre"]
     name: Name
     fabric: Name = Field(description="EFA fabric (its AZ and subnet) the file system sits in.")
-    capacity_gib: int = Field(ge=1200, description="Storage capacity in GiB (multiples of 2400 above 1200).")
+    capacity_gib: int = Field(
+        ge=1200, le=10_000_000, description="Storage capacity in GiB (multiples of 2400 above 1200)."
+    )
     throughput_per_tib: Literal[125, 250, 500, 1000] = Field(default=250, description="PERSISTENT_2 MB/s per TiB.")
     s3_import_path: str | None = Field(
         default=None,
@@ -119,7 +129,7 @@ class S3Tier(Model):
     buckets: list[Literal["datasets", "checkpoints", "models"]] = Field(
         default=["datasets", "checkpoints", "models"], description="Buckets to create."
     )
-    noncurrent_days: int = Field(default=30, ge=1, description="Days before noncurrent versions expire.")
+    noncurrent_days: int = Field(default=30, ge=1, le=36_500, description="Days before noncurrent versions expire.")
 
 
 InterfaceEndpointService = Literal[
@@ -131,7 +141,7 @@ InterfaceEndpointService = Literal[
 class Vpc(Model):
     """The VPC of an AWS site: created from a CIDR, or adopted by id."""
 
-    cidr: str | None = Field(default="10.0.0.0/16", description="CIDR of a VPC the stack creates.")
+    cidr: Annotated[str, VPC] | None = Field(default="10.0.0.0/16", description="CIDR of a VPC the stack creates.")
     vpc_id: str | None = Field(default=None, description="Existing VPC id to adopt instead.")
     private_subnet_ids: list[str] = Field(default_factory=list, description="Existing private subnets (adopted).")
     interface_endpoints: list[InterfaceEndpointService] = Field(
@@ -155,7 +165,7 @@ class EksCluster(Model):
 
     version: str = Field(default="1.34", pattern=r"^1\.\d{2}$", description="Kubernetes minor version.")
     adopt_name: str | None = Field(default=None, description="Adopt an existing cluster by name instead.")
-    endpoint_public_cidrs: list[str] = Field(
+    endpoint_public_cidrs: list[Annotated[str, CidrRange(0, 128)]] = Field(
         default_factory=list, description="CIDRs allowed to the public endpoint; empty means private only."
     )
     admin_role_arns: list[str] = Field(default_factory=list, description="IAM roles given cluster-admin access.")

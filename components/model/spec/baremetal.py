@@ -7,24 +7,32 @@ import base64
 import binascii
 import re
 import struct
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from components.model import catalog
 from components.model.spec.base import Model, Name
+from components.model.spec.net import MAX_USD, CidrRange, HostAddress, HttpsUrl
 from components.model.spec.pools import PoolBase
+
+# Address pools of IPoIB / RoCE networks (nv-ipam hands each node a block of at most 256): IPv4, /8 to /28.
+FABRIC = CidrRange(8, 28, ipv4_only=True)
+# A storage server's range as a NetworkPolicy ipBlock names it: never everything (/0).
+POLICY_PEER = CidrRange(1, 128)
 
 
 class OnPremCost(Model):
     """Amortised cost of owned GPU servers, so on-prem and cloud are priced side by side."""
 
-    server_price_usd: float = Field(gt=0, description="Purchase price of one server, all-in.")
+    server_price_usd: float = Field(gt=0, le=MAX_USD, description="Purchase price of one server, all-in.")
     lifetime_years: float = Field(default=4, gt=0, le=10, description="Depreciation period.")
-    power_kw: float = Field(default=10.0, ge=0, description="Average power draw of one server in kW, incl. cooling.")
-    usd_per_kwh: float = Field(default=0.12, ge=0, description="Electricity price.")
+    power_kw: float = Field(
+        default=10.0, ge=0, le=1000, description="Average power draw of one server in kW, incl. cooling."
+    )
+    usd_per_kwh: float = Field(default=0.12, ge=0, le=100, description="Electricity price.")
     ops_usd_per_server_month: float = Field(
-        default=500.0, ge=0, description="Operations: space, support contracts, staff share."
+        default=500.0, ge=0, le=MAX_USD, description="Operations: space, support contracts, staff share."
     )
 
 
@@ -60,7 +68,9 @@ class InfinibandFabric(Model):
         default="rdma-shared", description="RDMA shared device plugin or SR-IOV VFs per pod."
     )
     ipoib: bool = Field(default=True, description="Create IPoIB secondary networks.")
-    ipoib_cidr: str = Field(default="192.168.64.0/18", description="IP range handed out on IPoIB networks.")
+    ipoib_cidr: Annotated[str, FABRIC] = Field(
+        default="192.168.64.0/18", description="IP range handed out on IPoIB networks."
+    )
     partition_keys: dict[Name, str] = Field(
         default_factory=dict, description="Per-tenant InfiniBand partition keys (`0x0001` ...) for isolation."
     )
@@ -101,7 +111,7 @@ class RoceFabric(Model):
     kind: Literal["roce"]
     name: Name
     interfaces: list[str] = Field(min_length=1, description="Host interface names carrying RoCE (e.g. `ens1f0np0`).")
-    cidr: str = Field(default="192.168.128.0/18", description="IP range on the RoCE networks.")
+    cidr: Annotated[str, FABRIC] = Field(default="192.168.128.0/18", description="IP range on the RoCE networks.")
     vfs_per_interface: int = Field(default=8, ge=1, le=127, description="SR-IOV virtual functions per interface.")
 
 
@@ -110,9 +120,9 @@ class NfsTier(Model):
 
     kind: Literal["nfs"]
     name: Name
-    server: str = Field(description="NFS server address.")
+    server: HostAddress = Field(description="NFS server address (IP address or host name).")
     path: str = Field(description="Exported path.")
-    cidr: str | None = Field(
+    cidr: Annotated[str, POLICY_PEER] | None = Field(
         default=None,
         description="Network range of the server, for tenant NetworkPolicies (needed when server is a host name).",
     )
@@ -125,7 +135,7 @@ class ParallelFsTier(Model):
     name: Name
     csi_driver: str = Field(description="CSI driver name, e.g. `lustre.csi.k8s.io`.")
     parameters: dict[str, str] = Field(default_factory=dict, description="StorageClass parameters.")
-    throughput_gbps: float = Field(gt=0, description="Aggregate throughput the file system delivers.")
+    throughput_gbps: float = Field(gt=0, le=1_000_000, description="Aggregate throughput the file system delivers.")
 
 
 class OnPremS3Tier(Model):
@@ -133,8 +143,8 @@ class OnPremS3Tier(Model):
 
     kind: Literal["s3-onprem"]
     name: Name
-    endpoint: str = Field(pattern=r"^https://", description="HTTPS endpoint.")
-    cidr: str | None = Field(
+    endpoint: HttpsUrl = Field(description="HTTPS endpoint (a port, if any, in 1..65535).")
+    cidr: Annotated[str, POLICY_PEER] | None = Field(
         default=None,
         description="Network range of the endpoint, for tenant NetworkPolicies (needed when it is a host name).",
     )
@@ -180,7 +190,7 @@ class Server(Model):
     """One racked GPU server of a bare-metal inventory."""
 
     hostname: Name
-    address: str = Field(description="Management IP address or DNS name reached over SSH.")
+    address: HostAddress = Field(description="Management IP address or DNS name reached over SSH.")
     gpu_model: str = Field(description="GPU model id from the catalog, e.g. `H100-80GB`.")
     gpu_count: int = Field(ge=1, le=16)
     ib_ports: list[str] = Field(default_factory=list, description="InfiniBand / RoCE ports, e.g. `mlx5_0`.")
@@ -188,7 +198,7 @@ class Server(Model):
     rack: str = Field(min_length=1)
     leaf: str = Field(min_length=1, description="Leaf switch the server's fabric ports attach to.")
     rail: str | None = Field(default=None, description="Rail (rail-optimised fabrics).")
-    bmc_address: str | None = None
+    bmc_address: HostAddress | None = None
     labels: dict[str, str] = Field(default_factory=dict, description="Inventory labels pools select on.")
     driver_version: str | None = Field(
         default=None,

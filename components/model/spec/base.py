@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from components.model.conventions import REQUIRED_TAGS
 
+MAX_TEXT = 4096  # characters in any one string of the estate
 DNS1123 = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 Name = Annotated[
     str,
@@ -46,7 +47,10 @@ class SpecProblems(ValueError):
 
 
 class Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    # Every number finite, every string bounded: the limits no real estate comes near (see spec.net for the rest).
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, allow_inf_nan=False, str_max_length=MAX_TEXT
+    )
 
 
 class Metadata(Model):

@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from components.model import catalog
 from components.model.spec.base import Model, Name
+from components.model.spec.net import MAX_GPUS, MAX_NODES, MAX_USD, Timestamp
 
 
 class KueueManager(Model):
@@ -48,7 +49,7 @@ class BurstPolicy(Model):
             "work is admitted) before it is evicted back to the queue and the burst pools shrink to zero."
         ),
     )
-    budget_usd: float = Field(gt=0, description="Spend allowed on burst windows per calendar month.")
+    budget_usd: float = Field(gt=0, le=MAX_USD, description="Spend allowed on burst windows per calendar month.")
     max_window_hours: int = Field(default=72, ge=1, le=24 * 14, description="Longest window allowed.")
     allowed_instance_types: list[str] = Field(min_length=1, description="Instance types a window may use.")
     allow_spot: bool = Field(default=False, description="Windows may use spot capacity.")
@@ -69,21 +70,18 @@ class BurstWindow(Model):
     waiting, and lets Kueue admit up to the nodes' GPUs, CPUs and memory on the cloud worker."""
 
     pool: Name = Field(description="The burst pool that may grow.")
-    nodes: int = Field(ge=1, description="Most nodes the pool may grow to while the window is open (the cap).")
+    nodes: int = Field(
+        ge=1, le=MAX_NODES, description="Most nodes the pool may grow to while the window is open (the cap)."
+    )
     instance_type: str
     availability_zone: str
-    start: dt.datetime
-    expires: dt.datetime
+    start: Timestamp
+    expires: Timestamp
     opened_by: str = Field(default="gpufleet burst")
-    gpus: int | None = Field(default=None, ge=1, description="GPUs asked for when the window was opened.")
+    gpus: int | None = Field(default=None, ge=1, le=MAX_GPUS, description="GPUs asked for when the window was opened.")
     usd_per_hour: float | None = Field(
-        default=None, ge=0, description="Catalog price of one node-hour when the window was opened."
+        default=None, ge=0, le=MAX_USD, description="Catalog price of one node-hour when the window was opened."
     )
-
-    @field_validator("start", "expires")
-    @classmethod
-    def _utc(cls, v: dt.datetime) -> dt.datetime:
-        return v.replace(tzinfo=dt.UTC) if v.tzinfo is None else v.astimezone(dt.UTC)
 
     @model_validator(mode="after")
     def _order(self) -> BurstWindow:
@@ -100,16 +98,13 @@ class BurstLedgerEntry(Model):
 
     pool: Name = Field(description="The burst pool the window grew.")
     instance_type: str = Field(description="EC2 instance type of the window's nodes.")
-    nodes: int = Field(ge=1, description="Nodes the window held.")
-    start: dt.datetime = Field(description="When the window opened.")
-    end: dt.datetime = Field(description="When it closed, or expired if nobody closed it earlier.")
-    usd: float = Field(ge=0, description="Spend booked for the window: node-hour price x nodes x hours open.")
+    nodes: int = Field(ge=1, le=MAX_NODES, description="Nodes the window held.")
+    start: Timestamp = Field(description="When the window opened.")
+    end: Timestamp = Field(description="When it closed, or expired if nobody closed it earlier.")
+    usd: float = Field(
+        ge=0, le=MAX_USD, description="Spend booked for the window: node-hour price x nodes x hours open."
+    )
     closed_by: str = Field(default="gpufleet burst close", description="What ended it (close or reconcile).")
-
-    @field_validator("start", "end")
-    @classmethod
-    def _utc(cls, v: dt.datetime) -> dt.datetime:
-        return v.replace(tzinfo=dt.UTC) if v.tzinfo is None else v.astimezone(dt.UTC)
 
     @model_validator(mode="after")
     def _order(self) -> BurstLedgerEntry:

@@ -13,6 +13,7 @@ from components.model.spec.access import AwsAccount, Deployer
 from components.model.spec.baremetal import BaremetalNodePool, Server
 from components.model.spec.base import Metadata, Model, Name, SpecProblems
 from components.model.spec.burst import BurstPolicy
+from components.model.spec.net import MAX_USD
 from components.model.spec.rules import estate_problems
 from components.model.spec.sites import BaremetalSite, NodePool, Site
 from components.model.spec.tenancy import Tenant
@@ -25,7 +26,10 @@ class PolicySettings(Model):
         default_factory=dict, description="Override a rule's enforcement level by rule id."
     )
     budget_usd_per_hour: float | None = Field(
-        default=None, gt=0, description="Cap on the estate's hourly cost at max size (cost-tags budget rule)."
+        default=None,
+        gt=0,
+        le=MAX_USD,
+        description="Cap on the estate's hourly cost at max size (cost-tags budget rule).",
     )
     allowed_instance_types: list[str] = Field(
         default_factory=list, description="GPU instance types allowed; empty allows every catalog type."

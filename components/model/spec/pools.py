@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from components.model.spec.base import CapacityType, Model, Name, Role
+from components.model.spec.net import MAX_NODES
 
 
 class Sharing(Model):
@@ -39,9 +40,9 @@ class Sharing(Model):
 class Scaling(Model):
     """Node-count bounds of a pool."""
 
-    min: int = Field(default=0, ge=0, description="Minimum nodes.")
-    desired: int | None = Field(default=None, ge=0, description="Desired nodes (defaults to min).")
-    max: int = Field(ge=0, description="Maximum nodes.")
+    min: int = Field(default=0, ge=0, le=MAX_NODES, description="Minimum nodes.")
+    desired: int | None = Field(default=None, ge=0, le=MAX_NODES, description="Desired nodes (defaults to min).")
+    max: int = Field(ge=0, le=MAX_NODES, description="Maximum nodes.")
 
     @model_validator(mode="after")
     def _ordered(self) -> Scaling:

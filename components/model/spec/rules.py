@@ -28,6 +28,7 @@ from components.model.spec.sites import (
     AwsSite,
     BaremetalSite,
 )
+from components.model.subnets import vpc_room
 
 if TYPE_CHECKING:
     from components.model.spec.estate import EstateSpec
@@ -99,6 +100,7 @@ def _aws_site(path: str, s: AwsSite) -> Iterator[Problem]:
                 f"({', '.join(s.availability_zones)})",
             )
         yield from _efa_subnet(fpath, s, f)
+    yield from vpc_room(path, s)
     explicit = "driver_managed_by" in s.kubernetes.model_fields_set
     if explicit and s.kubernetes.driver_managed_by == "operator":
         yield Problem(

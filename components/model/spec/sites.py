@@ -164,7 +164,12 @@ class AwsSite(SiteBase):
     vpc: Vpc = Field(default_factory=Vpc)
     cluster: EksCluster = Field(default_factory=EksCluster)
     node_pools: list[AwsNodePool] = Field(default_factory=list)
-    system_instance_type: str = Field(default="m7i.xlarge", description="Instance type of the CPU system pool.")
+    system_instance_type: str = Field(
+        default="m7i.xlarge",
+        pattern=r"^[a-z0-9-]+\.[a-z0-9-]+$",
+        max_length=64,
+        description="Instance type of the CPU system pool.",
+    )
     interconnect: Interconnect | None = Field(
         default=None,
         description=(

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
 from components.model.spec.base import Model, Name
+from components.model.spec.net import MAX_GPUS, CidrRange
 
 
 class Tenant(Model):
@@ -20,19 +21,23 @@ class Tenant(Model):
         default_factory=dict,
         description="Nominal GPUs per node pool (Kueue flavor) the tenant is guaranteed.",
     )
-    borrowing_limit: int = Field(default=0, ge=0, description="GPUs the tenant may borrow from the cohort.")
-    lending_limit: int | None = Field(default=None, ge=0, description="GPUs of its quota others may borrow.")
+    borrowing_limit: int = Field(
+        default=0, ge=0, le=MAX_GPUS, description="GPUs the tenant may borrow from the cohort."
+    )
+    lending_limit: int | None = Field(
+        default=None, ge=0, le=MAX_GPUS, description="GPUs of its quota others may borrow."
+    )
     members: list[str] = Field(default_factory=list, description="Identity-provider groups bound to the tenant.")
     pod_security: Literal["restricted", "baseline"] = Field(
         default="restricted", description="Pod Security level enforced in the namespace."
     )
-    egress_cidrs: list[str] = Field(
+    egress_cidrs: list[Annotated[str, CidrRange(0, 128)]] = Field(
         default_factory=list, description="Destinations outside the cluster the tenant may reach."
     )
     cost_center: str | None = Field(default=None, description="Cost centre (defaults to the estate's).")
     burst: bool = Field(default=False, description="May burst to the cloud site of a hybrid estate.")
-    cpu_quota: int = Field(default=256, ge=1, description="CPU cores requested in the namespace.")
-    memory_quota_gib: int = Field(default=2048, ge=1, description="Memory requested in the namespace.")
+    cpu_quota: int = Field(default=256, ge=1, le=10_000_000, description="CPU cores requested in the namespace.")
+    memory_quota_gib: int = Field(default=2048, ge=1, le=100_000_000, description="Memory requested in the namespace.")
     rdma: bool = Field(default=False, description="Namespace may run RDMA/EFA jobs (IPC_LOCK).")
     file_systems: list[Name] | None = Field(
         default=None,
@@ -53,6 +58,6 @@ class Tenant(Model):
     @classmethod
     def _non_negative(cls, v: dict[str, int]) -> dict[str, int]:
         for pool, n in v.items():
-            if n < 0:
-                raise ValueError(f"gpu_quota for pool {pool} must not be negative")
+            if not 0 <= n <= MAX_GPUS:
+                raise ValueError(f"gpu_quota for pool {pool} must be between 0 and {MAX_GPUS}")
         return v

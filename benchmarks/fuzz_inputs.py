@@ -1,0 +1,62 @@
+"""The larger bad-input run: `python -m benchmarks.fuzz_inputs [--examples 300] [--seed 0]`.
+
+The same mutations as tests/cli/test_fuzz_inputs.py (tests/cli/fuzz.py), many more of them, against every
+command that reads a stack file - preview and check included, which synthesize the program when the mutation
+leaves the stack valid - with each command's peak Python memory traced (tracemalloc). Prints the exit codes
+seen, the slowest answer and the largest peak; exits 1 on the first case that breaks the property.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import random
+import sys
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, seed, settings
+
+from tests.cli.badinput import READERS
+from tests.cli.fuzz import Case, Outcome, cases, check_outcome, run_case
+
+SECONDS = 30.0  # preview of a valid mutated stack synthesizes it (seconds on a shared 2-core machine)
+PEAK_MB = 300.0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--examples", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=random.randrange(2**32))
+    args = ap.parse_args()
+    codes: collections.Counter[tuple[str, int]] = collections.Counter()
+    worst: list[Outcome] = []
+
+    @seed(args.seed)
+    @settings(max_examples=args.examples, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(cases())
+    def run(case: Case) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            for o in run_case(case, Path(tmp), list(READERS), trace_memory=True):
+                codes[(o.command, o.answer.code)] += 1
+                worst.append(o)
+                check_outcome(o, Path(tmp), SECONDS, PEAK_MB)
+
+    print(f"seed {args.seed}, {args.examples} examples")
+    try:
+        run()
+    except AssertionError as err:
+        print(f"FAILED: {err}")
+        return 1
+    finally:
+        for (command, code), n in sorted(codes.items()):
+            print(f"  {command:<13} exit {code}: {n}")
+        if worst:
+            slow = max(worst, key=lambda o: o.seconds)
+            big = max(worst, key=lambda o: o.peak_mb)
+            print(f"  slowest: {slow.command} {slow.seconds:.2f} s; largest peak: {big.command} {big.peak_mb:.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
