@@ -12,6 +12,8 @@ dropped since `helm install` does not run them), each tagged with the template i
 
 from __future__ import annotations
 
+import copy
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,7 +91,17 @@ def _helm() -> Any:
 
 
 def render_chart(cached: CachedChart, values: dict[str, Any], *, name: str, namespace: str) -> RenderedRelease:
-    """Render one cached chart with `values` as release `name` in `namespace`."""
+    """Render one cached chart with `values` as release `name` in `namespace` (memoised per process)."""
+    key = (str(cached.path), json.dumps(values, sort_keys=True), name, namespace)
+    if key not in _RENDERED:
+        _RENDERED[key] = _render(cached, values, name=name, namespace=namespace)
+    return copy.deepcopy(_RENDERED[key])
+
+
+_RENDERED: dict[tuple[str, str, str, str], RenderedRelease] = {}
+
+
+def _render(cached: CachedChart, values: dict[str, Any], *, name: str, namespace: str) -> RenderedRelease:
     helm = _helm()
     out = RenderedRelease(release=name, chart=cached.chart.name, version=cached.chart.version, namespace=namespace)
     out.note = cached.note

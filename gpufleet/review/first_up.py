@@ -63,7 +63,7 @@ class Problem:
 @dataclass
 class FirstUp:
     problems: list[Problem] = field(default_factory=list)
-    rendered: dict[str, int] = field(default_factory=dict)  # release name -> objects it renders (CRDs included)
+    rendered: dict[str, int] = field(default_factory=dict)  # site/release -> objects it renders (CRDs included)
     checked: int = 0  # objects checked (ours and rendered)
     unchecked: list[str] = field(default_factory=list)  # CEL rules that could not be evaluated offline
     notes: list[str] = field(default_factory=list)
@@ -296,7 +296,7 @@ class _Simulation:
             )
             return
         objects = [o for o in rel.objects if set(o.hook.split(",")) & INSTALL_HOOKS or not o.hook]
-        self.result.rendered[str(r.inputs.get("name"))] = len(rel.crds) + len(rel.objects)
+        self.result.rendered[f"{self.site_of(r.key)}/{r.inputs.get('name')}"] = len(rel.crds) + len(rel.objects)
         if rel.note:
             self.result.notes.append(f"{name}: {rel.note}")
         cluster, ready = self.cluster(r), self.before(r.key)

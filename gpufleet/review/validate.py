@@ -51,11 +51,12 @@ def _judgeable(err: jsonschema.ValidationError) -> bool:
 # -- built-in kinds -----------------------------------------------------------------------------------------------
 
 
-def bundled_versions() -> list[str]:
-    """Kubernetes minors kubernetes-validate bundles schemas for, e.g. ['1.25', ..., '1.37']."""
+@functools.cache
+def bundled_versions() -> tuple[str, ...]:
+    """Kubernetes minors kubernetes-validate bundles schemas for, e.g. ('1.25', ..., '1.37')."""
     from kubernetes_validate.utils import all_versions
 
-    return [".".join(v.split(".")[:2]) for v in all_versions()]
+    return tuple(sorted({".".join(v.split(".")[:2]) for v in all_versions()}, key=lambda v: int(v.split(".")[1])))
 
 
 def _schema_dir(version: str) -> Any:
@@ -65,7 +66,7 @@ def _schema_dir(version: str) -> Any:
 @functools.cache
 def _registry(version: str) -> Registry:
     defs = json.loads(_schema_dir(version).joinpath("_definitions.json").read_text())
-    return Resource.from_contents(defs) @ Registry()  # type: ignore[no-any-return]
+    return Resource.from_contents(defs) @ Registry()
 
 
 def _api_file(api_version: str, kind: str) -> str:
@@ -158,7 +159,7 @@ def _structural(schema: Any, root: bool = False) -> Any:
 def python_pattern(pattern: str) -> str:
     """A Go (RE2) pattern as Python `re` accepts it: inline flags such as `^(?i)` moved to the front."""
     m = re.match(r"^\^\(\?([a-zA-Z]+)\)", pattern)
-    return f"(?{m.group(1)})^{pattern[m.end():]}" if m else pattern
+    return f"(?{m.group(1)})^{pattern[m.end() :]}" if m else pattern
 
 
 def _defaulted(value: Any, schema: dict[str, Any]) -> Any:

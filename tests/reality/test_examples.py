@@ -1,0 +1,83 @@
+"""The three examples through every reality check: rendered charts, real schemas, the first `up` simulated.
+
+Today's examples carry real defects, each fixed elsewhere; each is its own strict xfail here, so it flips to a
+failure (and must be unmarked) the day its fix lands. Anything else found fails now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from gpufleet.review.first_up import Problem
+from tests.reality.conftest import Checked
+
+Defect = Callable[[Problem], bool]
+
+
+def _servicemonitor(p: Problem) -> bool:
+    return p.check == "crd" and p.name.startswith("ServiceMonitor kueue-system/")
+
+
+def _ipoib(p: Problem) -> bool:
+    return p.check == "crd" and p.name.startswith("IPoIBNetwork ")
+
+
+def _ippool(p: Problem) -> bool:
+    return p.name.startswith("IPPool network-operator/") and p.check in ("crd", "namespace")
+
+
+def _private_cloud_api(p: Problem) -> bool:
+    return p.check == "reach" and "site cloud" in p.missing
+
+
+def _no_system_node(p: Problem) -> bool:
+    return p.check == "node" and p.name.split(" (")[0] in {
+        "Deployment gpu-operator/gpu-operator",
+        "Deployment gpu-operator/gpu-operator-node-feature-discovery-master",
+        "Deployment gpu-operator/gpu-operator-node-feature-discovery-gc",
+        "Deployment kueue-system/kueue-controller-manager",
+    }
+
+
+SERVICEMONITOR = "Kueue enablePrometheus renders a monitoring.coreos.com/v1 ServiceMonitor and nothing installs its CRD"
+IPOIB = "IPoIBNetwork objects do not wait for the Network Operator release that installs their CRD"
+IPPOOL = "IPPool does not wait for the NicClusterPolicy (nvIpam) whose reconcile applies its CRD, nor for its namespace"
+PRIVATE = "the cloud site's EKS API is private-only with no declared path from the deployer or the MultiKueue manager"
+NODES = "the AWS site's GPU Operator and Kueue releases do not wait for the system node group their Deployments need"
+
+# (stack, defect id, predicate, reason, how many problems it causes today).
+KNOWN: list[tuple[str, str, Defect, str, int]] = [
+    ("aws-train", "kueue-servicemonitor", _servicemonitor, SERVICEMONITOR, 1),
+    ("aws-train", "releases-before-nodes", _no_system_node, NODES, 4),
+    ("onprem", "ipoib-before-crd", _ipoib, IPOIB, 2),
+    ("onprem", "ippool-before-crd", _ippool, IPPOOL, 2),
+    ("hybrid", "ipoib-before-crd", _ipoib, IPOIB, 2),
+    ("hybrid", "ippool-before-crd", _ippool, IPPOOL, 2),
+    ("hybrid", "cloud-api-private", _private_cloud_api, PRIVATE, 2),
+    ("hybrid", "releases-before-nodes", _no_system_node, NODES, 4),
+]
+
+
+@pytest.mark.parametrize("stack", ["aws-train", "onprem", "hybrid"])
+def test_example_has_no_problem_beyond_the_known_defects(stack: str, checked_examples: dict[str, Checked]) -> None:
+    defects = [d for s, _, d, _, _ in KNOWN if s == stack]
+    unknown = [p.message for p in checked_examples[stack].first_up.problems if not any(d(p) for d in defects)]
+    assert unknown == []
+
+
+@pytest.mark.parametrize(
+    ("stack", "defect"),
+    [pytest.param(s, d, id=f"{s}-{i}", marks=pytest.mark.xfail(strict=True, reason=r)) for s, i, d, r, _ in KNOWN],
+)
+def test_example_is_free_of_defect(stack: str, defect: Defect, checked_examples: dict[str, Checked]) -> None:
+    assert [p.message for p in checked_examples[stack].first_up.problems if defect(p)] == []
+
+
+@pytest.mark.parametrize("stack", ["aws-train", "onprem", "hybrid"])
+def test_every_rendered_and_planned_object_was_validated(stack: str, checked_examples: dict[str, Checked]) -> None:
+    checked = checked_examples[stack]
+    rendered = sum(len(r.all_objects()) for r in checked.releases.values())
+    assert checked.first_up.checked == rendered + len(checked.plan.kubernetes_objects())
+    assert checked.first_up.unchecked == []
