@@ -19,7 +19,9 @@ from gpufleet.charts.render import render_chart
 
 def test_every_pinned_chart_is_cached_and_renders_with_its_defaults(chart_cache: ChartCache) -> None:
     for chart in pinned_charts():
-        rendered = render_chart(chart_cache.locate(chart), {}, name="probe", namespace="probe")
+        # Kueue as the other tests install it, so the (slow) render is shared through the process memo.
+        namespace = "kueue-system" if chart == versions.KUEUE else chart.name
+        rendered = render_chart(chart_cache.locate(chart), {}, name=chart.name, namespace=namespace)
         assert rendered.objects, f"{chart.name} {chart.version} rendered nothing"
         assert all(o.kind and o.api_version for o in rendered.all_objects())
 
@@ -54,16 +56,19 @@ def test_a_release_names_its_pinned_chart_by_name_or_oci_reference() -> None:
     assert chart_for("kueue", "0.18.0") is None
 
 
-def test_kueue_renders_a_servicemonitor_only_with_prometheus_enabled(chart_cache: ChartCache) -> None:
+def test_kueue_renders_a_servicemonitor_only_with_prometheus_enabled(checked_examples: dict) -> None:
     # kubernetes-sigs/kueue v0.19.2 charts/kueue/templates/prometheus/monitor.yaml: `{{- if .Values.enablePrometheus }}`
-    cached = chart_cache.locate(versions.KUEUE)
-    on = render_chart(cached, {"enablePrometheus": True}, name="kueue", namespace="kueue-system")
-    off = render_chart(cached, {"enablePrometheus": False}, name="kueue", namespace="kueue-system")
-    monitors = [o for o in on.objects if o.kind == "ServiceMonitor"]
-    assert [(m.api_version, m.source) for m in monitors] == [
-        ("monitoring.coreos.com/v1", "kueue/templates/prometheus/monitor.yaml")
-    ]
-    assert not [o for o in off.objects if o.kind == "ServiceMonitor"]
+    # aws-train sets kubernetes.prometheus: true, onprem leaves it off.
+    def kueue(stack: str) -> tuple[bool, list[tuple[str, str]]]:
+        checked = checked_examples[stack]
+        (release,) = [r for r in checked.plan.helm_releases() if r.inputs["name"] == "kueue"]
+        monitors = [
+            (o.api_version, o.source) for o in checked.releases[release.key].objects if o.kind == "ServiceMonitor"
+        ]
+        return release.inputs["values"]["enablePrometheus"], monitors
+
+    assert kueue("aws-train") == (True, [("monitoring.coreos.com/v1", "kueue/templates/prometheus/monitor.yaml")])
+    assert kueue("onprem") == (False, [])
 
 
 def test_crds_of_a_disabled_subchart_are_not_installed(chart_cache: ChartCache) -> None:
