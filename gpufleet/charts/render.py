@@ -24,6 +24,44 @@ from gpufleet.charts.cache import CachedChart, ChartCache, ChartCacheError, char
 from gpufleet.engine.plan import Plan, PlanResource
 
 INSTALL_HINT = "pip install 'gpufleet[render]'"
+# Built-in kinds that are not namespaced (`kubectl api-resources --namespaced=false` on Kubernetes 1.34; API reference
+# https://kubernetes.io/docs/reference/kubernetes-api/). Helm puts every other object without a namespace into the
+# release namespace when it applies it.
+CLUSTER_SCOPED_BUILTINS = frozenset(
+    {
+        "APIService",
+        "CertificateSigningRequest",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ComponentStatus",
+        "CSIDriver",
+        "CSINode",
+        "CustomResourceDefinition",
+        "DeviceClass",
+        "FlowSchema",
+        "IngressClass",
+        "MutatingAdmissionPolicy",
+        "MutatingAdmissionPolicyBinding",
+        "MutatingWebhookConfiguration",
+        "Namespace",
+        "Node",
+        "PersistentVolume",
+        "PriorityClass",
+        "PriorityLevelConfiguration",
+        "RuntimeClass",
+        "SelfSubjectAccessReview",
+        "SelfSubjectReview",
+        "SelfSubjectRulesReview",
+        "StorageClass",
+        "SubjectAccessReview",
+        "TokenReview",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+        "ValidatingWebhookConfiguration",
+        "VolumeAttachment",
+        "VolumeAttributesClass",
+    }
+)
 TEST_HOOKS = {"test", "test-success", "test-failure"}
 
 
@@ -72,6 +110,26 @@ class RenderedRelease:
 
     def all_objects(self) -> list[RenderedObject]:
         return [*self.crds, *self.objects]
+
+
+def cluster_scoped_kinds(releases: Iterable[RenderedRelease], extra_crds: Iterable[dict[str, Any]] = ()) -> set[str]:
+    """Kinds that take no namespace: the built-in ones and every CRD of scope Cluster among `releases`' CRDs."""
+    crds = [o.manifest for r in releases for o in r.all_objects() if o.kind == "CustomResourceDefinition"]
+    out = set(CLUSTER_SCOPED_BUILTINS)
+    for crd in [*crds, *extra_crds]:
+        spec = crd.get("spec") or {}
+        if spec.get("scope") == "Cluster":
+            out.add(str((spec.get("names") or {}).get("kind")))
+    return out
+
+
+def as_applied(obj: RenderedObject, release_namespace: str, cluster_scoped: set[str]) -> dict[str, Any]:
+    """The manifest as Helm applies it: a namespaced object without a namespace goes into the release's."""
+    if obj.namespace or obj.kind in cluster_scoped:
+        return obj.manifest
+    manifest = copy.deepcopy(obj.manifest)
+    manifest.setdefault("metadata", {})["namespace"] = release_namespace
+    return manifest
 
 
 def _documents(source: str, text: str) -> Iterable[RenderedObject]:

@@ -1,0 +1,28 @@
+"""The reality checks of one plan in one call: render its charts with Helm, validate everything, simulate the
+first `up` (gpufleet/review/first_up.py). Nothing here raises on a finding: every finding is a Problem."""
+
+from __future__ import annotations
+
+from components.model.spec import EstateSpec
+from gpufleet.charts.cache import ChartCache
+from gpufleet.charts.render import RenderedRelease, RenderError, render_plan
+from gpufleet.engine.plan import Plan
+from gpufleet.review.first_up import FirstUp, simulate
+
+
+def render(plan: Plan, cache: ChartCache) -> dict[str, RenderedRelease]:
+    """Every release rendered; without the Helm engine each release carries the reason instead."""
+    try:
+        return render_plan(plan, cache)
+    except RenderError as e:
+        out = {}
+        for r in plan.helm_releases():
+            rel = RenderedRelease(r.key, str(r.inputs.get("chart")), str(r.inputs.get("version")), "")
+            rel.error = str(e)
+            out[r.key] = rel
+        return out
+
+
+def first_up(plan: Plan, spec: EstateSpec, cache: ChartCache | None = None) -> FirstUp:
+    """The first `up` of `plan`, simulated against charts from `cache` (default: the configured chart cache)."""
+    return simulate(plan, spec, render(plan, cache or ChartCache()))
