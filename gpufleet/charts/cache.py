@@ -5,8 +5,8 @@
 
 A folder is the pinned chart when its `Chart.yaml` names the chart and carries the pinned version. One known
 exception is accepted and reported: a chart taken from its source repository at the release tag whose
-`Chart.yaml` still says a development placeholder (`*-devel`), because the project's release job sets the version
-only when it packages the chart: NVIDIA/gpu-operator at tag v26.7.0 keeps `version: v1.0.0-devel` in
+`Chart.yaml` still says a development placeholder (`*-devel`), because the project sets the version only
+when it packages the chart for release: NVIDIA/gpu-operator at tag v26.7.0 keeps `version: v1.0.0-devel` in
 deployments/gpu-operator/Chart.yaml, while the chart it publishes (https://helm.ngc.nvidia.com/nvidia) is v26.7.0.
 """
 
@@ -84,7 +84,7 @@ class ChartCache:
             return CachedChart(
                 chart,
                 folder,
-                note=f"source chart at the release tag (Chart.yaml says {version}; the release job packages it as "
-                f"{chart.version})",
+                note=f"source chart at the release tag (Chart.yaml says {version}; the chart published for that tag "
+                f"is {chart.version})",
             )
         raise ChartCacheError(f"{meta_file}: chart version is {version!r}, pinned {chart.version!r}")

@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-charts_app = typer.Typer(help="The chart cache: every pinned chart, for offline rendering.", no_args_is_help=True)
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-
-ChartCacheOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--chart-cache",
-        help="Chart cache folder (default: $GPUFLEET_CHART_CACHE, else ~/.cache/gpufleet/charts).",
-        show_default=False,
-    ),
-]
+from gpufleet.cli.options import ChartCacheOpt, err, out
 
 
-@charts_app.command("pull")
 def pull(
     chart_cache: ChartCacheOpt = None,
     name: Annotated[list[str] | None, typer.Option("--chart", help="Only this chart (repeatable).")] = None,
@@ -54,7 +40,6 @@ def pull(
         raise typer.Exit(1)
 
 
-@charts_app.command("list")
 def list_charts(chart_cache: ChartCacheOpt = None) -> None:
     """Every pinned chart and whether the cache holds it."""
     from gpufleet.charts.cache import ChartCache, ChartCacheError, pinned_charts

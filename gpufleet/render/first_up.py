@@ -32,9 +32,14 @@ def text(result: FirstUp) -> str:
     return "\n".join(lines) + "\n"
 
 
+def verdict(result: FirstUp) -> str:
+    """One line for the head of a pull-request comment."""
+    return ("✅ " if not result.problems else "❌ ") + summary(result)
+
+
 def markdown(result: FirstUp) -> str:
     """A `### First up` section: a verdict line, then a table of problems per check (folded when long)."""
-    out = ["### First up (simulated)", "", ("✅ " if not result.problems else "❌ ") + summary(result)]
+    out = ["### First up (simulated)", "", verdict(result)]
     if result.problems:
         rows = ["| check | resource | missing | problem |", "|---|---|---|---|"]
         order = {c: i for i, c in enumerate(CHECKS)}

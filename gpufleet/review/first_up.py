@@ -199,6 +199,12 @@ class _Simulation:
         self._crd_sources[cluster] = out
         return out
 
+    def unrendered(self, cluster: str) -> bool:
+        return any(
+            r.provider == cluster and not (r.key in self.releases and self.releases[r.key].rendered)
+            for r in self.plan.helm_releases()
+        )
+
     def namespace_sources(self, cluster: str) -> dict[str, list[tuple[str, str]]]:
         """namespace -> [(key that creates it, how)]."""
         if cluster in self._namespace_sources:
@@ -417,6 +423,8 @@ class _Simulation:
                 f"{self.name(key) if own else name.split(' (')[0]} does not wait for (add it to depends_on)",
             )
             return matching[0]
+        if self.unrendered(cluster):
+            return None  # a release of this cluster could not be rendered (a chart problem): its CRDs are unknown
         self.problem(
             key,
             name,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from components.model.spec import EstateSpec
 from gpufleet.charts.cache import ChartCache
-from gpufleet.charts.render import RenderedRelease, RenderError, render_plan
+from gpufleet.charts.render import INSTALL_HINT, RenderedRelease, RenderError, render_plan
 from gpufleet.engine.plan import Plan
-from gpufleet.review.first_up import FirstUp, simulate
+from gpufleet.review.first_up import FirstUp, Problem, simulate
 
 
 def render(plan: Plan, cache: ChartCache) -> dict[str, RenderedRelease]:
@@ -24,5 +24,12 @@ def render(plan: Plan, cache: ChartCache) -> dict[str, RenderedRelease]:
 
 
 def first_up(plan: Plan, spec: EstateSpec, cache: ChartCache | None = None) -> FirstUp:
-    """The first `up` of `plan`, simulated against charts from `cache` (default: the configured chart cache)."""
-    return simulate(plan, spec, render(plan, cache or ChartCache()))
+    """The first `up` of `plan`, simulated against charts from `cache` (default: the configured chart cache).
+
+    Without the `render` extra (schemas, CEL) the result is one problem saying so, never a silent pass."""
+    releases = render(plan, cache or ChartCache())
+    try:
+        return simulate(plan, spec, releases)
+    except ImportError as e:
+        missing = f"the reality checks need the render extra ({INSTALL_HINT}): {e}"
+        return FirstUp(problems=[Problem("", "reality checks", "chart", "the render extra", missing)])

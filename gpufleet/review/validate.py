@@ -20,12 +20,13 @@ import json
 import re
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
-
-import jsonschema
-from referencing import Registry, Resource
+from typing import TYPE_CHECKING, Any
 
 from gpufleet.engine.plan import SECRET, UNKNOWN
+
+if TYPE_CHECKING:  # the `render` extra; imported where used so a base install still loads this module
+    import jsonschema
+    from referencing import Registry
 
 MARKERS = {SECRET, UNKNOWN}  # values the offline plan cannot know: never judged
 
@@ -65,6 +66,8 @@ def _schema_dir(version: str) -> Any:
 
 @functools.cache
 def _registry(version: str) -> Registry:
+    from referencing import Registry, Resource
+
     defs = json.loads(_schema_dir(version).joinpath("_definitions.json").read_text())
     return Resource.from_contents(defs) @ Registry()
 
@@ -79,6 +82,8 @@ def _api_file(api_version: str, kind: str) -> str:
 
 @functools.cache
 def _core_validator(version: str, api_version: str, kind: str) -> jsonschema.Draft202012Validator | None:
+    import jsonschema
+
     f = _schema_dir(version).joinpath(_api_file(api_version, kind))
     if not f.is_file():
         return None
@@ -183,6 +188,8 @@ def crd_issues(obj: dict[str, Any], crd: dict[str, Any]) -> list[SchemaIssue]:
     if schema is None:
         name = (crd.get("metadata") or {}).get("name")
         return [SchemaIssue("apiVersion", f"CRD {name} does not serve {obj.get('apiVersion')}")]
+    import jsonschema
+
     validator = jsonschema.Draft4Validator(_structural(schema, root=True))
     issues = [
         SchemaIssue(_path(e.absolute_path), _message(e))

@@ -1,7 +1,7 @@
 """Reality-check fixtures: the chart cache tests render from, and each example checked once per session.
 
-Tests render the upstream chart sources at the pinned versions. CI finds them beside the clone
-(`<repo>/../shared/charts`); `GPUFLEET_CHART_CACHE` points elsewhere.
+Tests render the upstream chart sources at the pinned versions: tests/conftest.py points GPUFLEET_CHART_CACHE at
+the copy CI keeps beside the clone unless it is already set.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from tests.conftest import EXAMPLES, ROOT
 
 
 def chart_cache_root() -> Path:
-    root = Path(os.environ.get(ENV_VAR) or ROOT.parent / "shared" / "charts")
+    root = Path(os.environ[ENV_VAR])  # set by tests/conftest.py
     if not root.is_dir():
         pytest.fail(f"chart sources for the tests not found at {root}: set {ENV_VAR} to a chart cache folder")
     return root
