@@ -15,7 +15,8 @@ For every resource the simulation asks:
   `skipAwait`, like `helm install --wait`), so each Deployment, StatefulSet or install Job it renders needs a node
   it may run on (selectors, required affinity, taints) among the node groups in the closure;
 - schema: every object, ours and rendered, is valid for the Kubernetes version the site pins and for its CRD;
-- reach: the deployer reaches every cluster's API, and a MultiKueue manager reaches its workers (reach.py).
+- reach: the deployer reaches every cluster's API, and a MultiKueue manager its cloud worker's (the judgement of
+  components/model/reach.py, which the schema applies too).
 
 What it cannot know: which nodes an existing (bare-metal) cluster already has — it assumes one schedulable Linux
 node without taints; whether an operator reconciles in time (an operator-applied CRD counts as present once its
@@ -30,13 +31,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, assert_never
 
+from components.model.reach import api_clients, api_reachable_from
 from components.model.spec import AwsSite, BaremetalSite, EksCluster, EstateSpec
-from components.model.windows import cloud_site
 from gpufleet.charts.operator_crds import operator_crds
 from gpufleet.charts.render import RenderedObject, RenderedRelease
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.review import validate
-from gpufleet.review.reach import DEPLOYER, can_reach_api
 from gpufleet.review.scheduling import AWS_EFFECTS, Node, Taint, describe, fits, pod_spec
 
 Check = Literal["chart", "crd", "namespace", "node", "schema", "reach"]
@@ -261,32 +261,30 @@ class _Simulation:
         return self.result
 
     def check_reach(self) -> None:
-        for r in self.plan.find(KUBE_PROVIDER):
-            site = self.site_of(r.key)
-            if not site:
-                continue
-            reach = can_reach_api(self.spec, DEPLOYER, site)
-            if not reach.ok:
-                self.problem(
-                    r.key,
-                    f"Kubernetes provider {r.name}",
-                    "reach",
-                    f"a path from the deployer to the API of site {site}",
-                    f"every resource of site {site} is created through this provider, but {reach.why}",
-                )
-        for r in self.plan.kubernetes_objects():
-            if r.inputs.get("kind") != "MultiKueueCluster":
-                continue
-            manager, worker = self.site_of(self.cluster(r)), cloud_site(self.spec).name
-            reach = can_reach_api(self.spec, manager, worker)
-            if not reach.ok:
-                self.problem(
-                    r.key,
-                    self.name(r.key),
-                    "reach",
-                    f"a path from site {manager} to the API of site {worker}",
-                    f"the MultiKueue manager on site {manager} must reach worker {worker}'s API, but {reach.why}",
-                )
+        """Everyone who must reach a site's API reaches it (components.model.reach): the deployer every site it
+        creates Kubernetes resources in (through that site's provider), a MultiKueue manager its cloud worker."""
+        providers = {self.site_of(p.key): p for p in self.plan.find(KUBE_PROVIDER) if self.site_of(p.key)}
+        workers = [r for r in self.plan.kubernetes_objects() if r.inputs.get("kind") == "MultiKueueCluster"]
+        for site in self.spec.sites:
+            for client in api_clients(self.spec, site):
+                if client.role == "deployer":
+                    if site.name not in providers:
+                        continue
+                    key, name = providers[site.name].key, f"Kubernetes provider {providers[site.name].name}"
+                    uses = "every Kubernetes resource of the site is created through it"
+                else:
+                    if not workers:
+                        continue
+                    key, name, uses = workers[0].key, self.name(workers[0].key), "MultiKueue dispatches to it"
+                reach = api_reachable_from(self.spec, site, client)
+                if not reach:
+                    self.problem(
+                        key,
+                        name,
+                        "reach",
+                        f"a path from {client.name} to the API of site {site.name}",
+                        f"{client.name} cannot reach the Kubernetes API of site {site.name} ({uses}): {reach.via}",
+                    )
 
     def check_release(self, r: PlanResource) -> None:
         name = self.name(r.key)

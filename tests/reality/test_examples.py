@@ -28,35 +28,17 @@ def _ippool(p: Problem) -> bool:
     return p.name.startswith("IPPool network-operator/") and p.check in ("crd", "namespace")
 
 
-def _private_cloud_api(p: Problem) -> bool:
-    return p.check == "reach" and "site cloud" in p.missing
-
-
-def _no_system_node(p: Problem) -> bool:
-    return p.check == "node" and p.name.split(" (")[0] in {
-        "Deployment gpu-operator/gpu-operator",
-        "Deployment gpu-operator/gpu-operator-node-feature-discovery-master",
-        "Deployment gpu-operator/gpu-operator-node-feature-discovery-gc",
-        "Deployment kueue-system/kueue-controller-manager",
-    }
-
-
 SERVICEMONITOR = "Kueue enablePrometheus renders a monitoring.coreos.com/v1 ServiceMonitor and nothing installs its CRD"
 IPOIB = "IPoIBNetwork objects do not wait for the Network Operator release that installs their CRD"
 IPPOOL = "IPPool does not wait for the NicClusterPolicy (nvIpam) whose reconcile applies its CRD, nor for its namespace"
-PRIVATE = "the cloud site's EKS API is private-only with no declared path from the deployer or the MultiKueue manager"
-NODES = "the AWS site's GPU Operator and Kueue releases do not wait for the system node group their Deployments need"
 
 # (stack, defect id, predicate, reason, how many problems it causes today).
 KNOWN: list[tuple[str, str, Defect, str, int]] = [
     ("aws-train", "kueue-servicemonitor", _servicemonitor, SERVICEMONITOR, 1),
-    ("aws-train", "releases-before-nodes", _no_system_node, NODES, 4),
     ("onprem", "ipoib-before-crd", _ipoib, IPOIB, 2),
     ("onprem", "ippool-before-crd", _ippool, IPPOOL, 2),
     ("hybrid", "ipoib-before-crd", _ipoib, IPOIB, 2),
     ("hybrid", "ippool-before-crd", _ippool, IPPOOL, 2),
-    ("hybrid", "cloud-api-private", _private_cloud_api, PRIVATE, 2),
-    ("hybrid", "releases-before-nodes", _no_system_node, NODES, 4),
 ]
 
 
