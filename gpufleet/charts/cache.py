@@ -6,8 +6,9 @@
 A folder is the pinned chart when its `Chart.yaml` names the chart and carries the pinned version. One known
 exception is accepted and reported: a chart taken from its source repository at the release tag whose
 `Chart.yaml` still says a development placeholder (`*-devel`), because the project sets the version only
-when it packages the chart for release: NVIDIA/gpu-operator at tag v26.7.0 keeps `version: v1.0.0-devel` in
-deployments/gpu-operator/Chart.yaml, while the chart it publishes (https://helm.ngc.nvidia.com/nvidia) is v26.7.0.
+when it packages the chart for release: NVIDIA/gpu-operator at the pinned tag (versions.GPU_OPERATOR) keeps
+`version: v1.0.0-devel` in deployments/gpu-operator/Chart.yaml, while the chart it publishes at
+https://helm.ngc.nvidia.com/nvidia carries the tag as its version.
 """
 
 from __future__ import annotations

@@ -3,14 +3,18 @@ openAPIV3Schema at the pinned tags, with unknown fields and CEL rules on create.
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from components.kubernetes import versions
 from components.model.spec import EksCluster
-from gpufleet.charts.cache import ChartCache
-from gpufleet.charts.operator_crds import operator_crds
+from gpufleet.charts.cache import ENV_VAR, ChartCache
+from gpufleet.charts.operator_crds import SOURCES, data_file, generate, operator_crds
 from gpufleet.charts.render import render_chart
 from gpufleet.review.validate import builtin_issues, bundled_versions, crd_issues, python_pattern
 
@@ -120,8 +124,10 @@ def test_transition_rules_do_not_apply_on_create(kueue_crds: dict[str, dict[str,
 
 def test_operator_applied_crd_is_the_sourced_upstream_one() -> None:
     (ippool,) = [c for c in operator_crds() if c.crd["spec"]["names"]["kind"] == "IPPool"]
-    assert ippool.source == (
-        "Mellanox/network-operator@v26.4.1:manifests/state-nv-ipam-cni/005-nv-ipam.nvidia.com_ippools.yaml"
+    tag = f"v{versions.NETWORK_OPERATOR.version}"
+    assert (
+        ippool.source
+        == f"Mellanox/network-operator@{tag}:manifests/state-nv-ipam-cni/005-nv-ipam.nvidia.com_ippools.yaml"
     )
     assert (ippool.chart, ippool.version) == (versions.NETWORK_OPERATOR.name, versions.NETWORK_OPERATOR.version)
     pool = {
@@ -136,3 +142,17 @@ def test_operator_applied_crd_is_the_sourced_upstream_one() -> None:
 def test_go_inline_flags_are_moved_for_python_patterns() -> None:
     assert python_pattern("^(?i)abc$") == "(?i)^abc$"
     assert python_pattern("^abc$") == "^abc$"
+
+
+def test_operator_crd_data_is_the_upstream_files_at_the_pinned_tag(tmp_path: Path) -> None:
+    """Regenerating from the upstream files reproduces the committed data (the CI copy names each file
+    `<chart>-<version>-<file name>` in operator-crds/ beside the chart sources)."""
+    upstream = Path(os.environ[ENV_VAR]) / "operator-crds"
+    for src in SOURCES:
+        for path in src.paths:
+            target = tmp_path / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(upstream / f"{src.chart}-{src.version}-{Path(path).name}", target)
+        fresh = generate(src, tmp_path)
+        committed = json.loads(data_file(src).read_text())
+        assert {**fresh, "generated": committed["generated"]} == committed
