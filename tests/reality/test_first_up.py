@@ -235,3 +235,14 @@ def test_every_example_release_renders(stack: str, checked_examples: dict) -> No
     checked = checked_examples[stack]
     assert all(r.rendered for r in checked.releases.values())
     assert len(checked.first_up.rendered) == len(checked.plan.helm_releases())
+
+
+def test_without_the_render_extra_the_result_says_so(monkeypatch: pytest.MonkeyPatch, chart_cache: ChartCache) -> None:
+    from gpufleet.review import reality
+
+    def missing(*_: Any) -> FirstUp:
+        raise ImportError("No module named 'jsonschema'")
+
+    monkeypatch.setattr(reality, "simulate", missing)
+    p = only(reality.first_up(PlanBuilder("dc1").plan(), spec_of("onprem"), chart_cache))
+    assert p.check == "chart" and "pip install 'gpufleet[render]'" in p.message and "jsonschema" in p.message
