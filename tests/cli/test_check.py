@@ -20,11 +20,6 @@ from tests.policies.broken_stack import BREAKS, broken_config
 runner = CliRunner()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="aws-train first-up defect: Kueue's enablePrometheus renders a ServiceMonitor whose CRD nothing installs "
-    "(tests/reality/test_examples.py)",
-)
 def test_check_passes_the_example_stack(monkeypatch: pytest.MonkeyPatch, example_plans: dict[str, Plan]) -> None:
     monkeypatch.setattr(review, "synth_stack", lambda project, stack, stack_file: example_plans[stack])
     result = runner.invoke(app, ["check", "--stack", "aws-train", "--project", str(ROOT)])

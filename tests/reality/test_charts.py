@@ -56,19 +56,19 @@ def test_a_release_names_its_pinned_chart_by_name_or_oci_reference() -> None:
     assert chart_for("kueue", "0.18.0") is None
 
 
-def test_kueue_renders_a_servicemonitor_only_with_prometheus_enabled(checked_examples: dict) -> None:
-    # kubernetes-sigs/kueue v0.19.2 charts/kueue/templates/prometheus/monitor.yaml: `{{- if .Values.enablePrometheus }}`
-    # aws-train sets kubernetes.prometheus: true, onprem leaves it off.
-    def kueue(stack: str) -> tuple[bool, list[tuple[str, str]]]:
-        checked = checked_examples[stack]
-        (release,) = [r for r in checked.plan.helm_releases() if r.inputs["name"] == "kueue"]
-        monitors = [
-            (o.api_version, o.source) for o in checked.releases[release.key].objects if o.kind == "ServiceMonitor"
-        ]
-        return release.inputs["values"]["enablePrometheus"], monitors
+def test_kueue_renders_a_servicemonitor_only_with_prometheus_enabled(chart_cache: ChartCache) -> None:
+    # kubernetes-sigs/kueue at the pinned tag, charts/kueue/templates/prometheus/monitor.yaml:
+    # `{{- if .Values.enablePrometheus }}`
+    cached = chart_cache.locate(versions.KUEUE)
 
-    assert kueue("aws-train") == (True, [("monitoring.coreos.com/v1", "kueue/templates/prometheus/monitor.yaml")])
-    assert kueue("onprem") == (False, [])
+    def monitors(values: dict[str, object]) -> list[tuple[str, str]]:
+        rendered = render_chart(cached, values, name="kueue", namespace="kueue-system")
+        return [(o.api_version, o.source) for o in rendered.objects if o.kind == "ServiceMonitor"]
+
+    assert monitors({"enablePrometheus": True}) == [
+        ("monitoring.coreos.com/v1", "kueue/templates/prometheus/monitor.yaml")
+    ]
+    assert monitors({"enablePrometheus": False}) == []
 
 
 def test_crds_of_a_disabled_subchart_are_not_installed(chart_cache: ChartCache) -> None:
@@ -86,12 +86,17 @@ def test_crds_of_a_disabled_subchart_are_not_installed(chart_cache: ChartCache) 
 
 
 def test_the_plan_values_reach_the_rendered_objects(checked_examples: dict) -> None:
+    # gpu-operator at the pinned tag, templates/nvidiadriver.yaml: with driver.nvidiaDriverCRD.deployDefaultCR the
+    # chart renders the default NVIDIADriver carrying `driver.version`.
     onprem = checked_examples["onprem"]
     (release,) = [r for r in onprem.plan.helm_releases() if r.inputs["chart"] == "gpu-operator"]
+    values = release.inputs["values"]["driver"]
+    assert values["nvidiaDriverCRD"]["deployDefaultCR"] is True
     rendered = onprem.releases[release.key]
-    (policy,) = [o for o in rendered.objects if o.kind == "ClusterPolicy"]
-    assert policy.manifest["spec"]["driver"]["version"] == release.inputs["values"]["driver"]["version"]
-    assert policy.namespace is None and rendered.namespace == release.inputs["namespace"]
+    (driver,) = [o for o in rendered.objects if o.kind == "NVIDIADriver"]
+    assert driver.manifest["spec"]["version"] == values["version"]
+    assert driver.source == "gpu-operator/templates/nvidiadriver.yaml"
+    assert rendered.namespace == release.inputs["namespace"]
 
 
 # -- pull -------------------------------------------------------------------------------------------------------
