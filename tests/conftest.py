@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,9 @@ from gpufleet.engine.synth import synth
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ("aws-train", "onprem", "hybrid")
+# Tests render the upstream chart sources at the pinned versions that CI keeps beside the clone (read-only) unless
+# GPUFLEET_CHART_CACHE names another chart cache.
+os.environ.setdefault("GPUFLEET_CHART_CACHE", str(ROOT.parent / "shared" / "charts"))
 
 
 def example_config(stack: str) -> dict[str, Any]:

@@ -11,7 +11,21 @@ from typing import Annotated, Any
 
 import typer
 
-from gpufleet.cli import burst, catalog, check, cost, diff, export, init, preview, schema, size, validate, verify
+from gpufleet.cli import (
+    burst,
+    catalog,
+    charts,
+    check,
+    cost,
+    diff,
+    export,
+    init,
+    preview,
+    schema,
+    size,
+    validate,
+    verify,
+)
 from gpufleet.cli.errors import user_errors
 
 app = typer.Typer(
@@ -22,6 +36,7 @@ app = typer.Typer(
     add_completion=True,
 )
 catalog_app = typer.Typer(help="The GPU instance catalog.", no_args_is_help=True)
+charts_app = typer.Typer(help="The chart cache: every pinned chart, for offline rendering.", no_args_is_help=True)
 burst_app = typer.Typer(
     help="Open, close, show and expire cloud burst windows of a hybrid estate.", no_args_is_help=True
 )
@@ -37,6 +52,8 @@ COMMANDS: list[tuple[typer.Typer, str, Callable[..., Any]]] = [
     (app, "diff", diff.diff),
     (app, "size", size.size),
     (app, "verify", verify.verify),
+    (charts_app, "pull", charts.pull),
+    (charts_app, "list", charts.list_charts),
     (catalog_app, "refresh", catalog.catalog_refresh),
     (catalog_app, "show", catalog.catalog_show),
     (burst_app, "open", burst.open_cmd),
@@ -67,4 +84,5 @@ def main(
 for parent, name, command in COMMANDS:
     parent.command(name)(user_errors(command))
 app.add_typer(catalog_app, name="catalog")
+app.add_typer(charts_app, name="charts")
 app.add_typer(burst_app, name="burst")

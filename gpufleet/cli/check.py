@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from gpufleet.cli.options import HERE, CheckFormat, CheckFormatOpt, ProjectOpt, StackOpt, out
+from gpufleet.cli.options import HERE, ChartCacheOpt, CheckFormat, CheckFormatOpt, ProjectOpt, StackOpt, out
 
 WriteConfigOpt = Annotated[
     Path | None,
@@ -23,8 +23,10 @@ def check(
     format: CheckFormatOpt = CheckFormat.text,
     write_config: WriteConfigOpt = None,
     project: ProjectOpt = HERE,
+    chart_cache: ChartCacheOpt = None,
 ) -> None:
-    """Evaluate the policy packs over a stack offline; exit 1 on a mandatory violation."""
+    """Evaluate the policy packs and simulate the first `up` offline; exit 1 on a mandatory violation or a
+    first-up problem."""
     from gpufleet.review import check as checker
 
     if write_config is not None:
@@ -35,11 +37,11 @@ def check(
     from gpufleet.render.preview import check_json, check_text
     from gpufleet.review.review import build
 
-    review = build(project, stack)
+    review = build(project, stack, chart_cache=chart_cache)
     match format:
         case CheckFormat.json:
             print(check_json(review))
         case CheckFormat.text:
             check_text(review, out)
-    if review.findings is not None and not review.findings.passed:
+    if (review.findings is not None and not review.findings.passed) or (review.first_up and review.first_up.problems):
         raise typer.Exit(1)

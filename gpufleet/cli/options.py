@@ -31,3 +31,11 @@ ProjectOpt = Annotated[
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="text, markdown or json.")]
 CheckFormatOpt = Annotated[CheckFormat, typer.Option("--format", "-f", help="text or json.")]
 HERE = Path(".")
+ChartCacheOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--chart-cache",
+        help="Chart cache the reality checks render from (default: $GPUFLEET_CHART_CACHE, else ~/.cache/gpufleet/charts).",
+        show_default=False,
+    ),
+]

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import typer
 
-from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, out
+from gpufleet.cli.options import HERE, ChartCacheOpt, Format, FormatOpt, ProjectOpt, StackOpt, out
 
 
-def preview(stack: StackOpt, format: FormatOpt = Format.text, project: ProjectOpt = HERE) -> None:
-    """Synthesize a stack offline: resources by component, cost envelope and policy verdicts.
+def preview(
+    stack: StackOpt, format: FormatOpt = Format.text, project: ProjectOpt = HERE, chart_cache: ChartCacheOpt = None
+) -> None:
+    """Synthesize a stack offline: resources by component, cost envelope, policy verdicts and the first `up`.
 
-    Needs no credentials and no Pulumi CLI. Exits 1 when a mandatory policy rule is violated.
+    Needs no credentials and no Pulumi CLI. Exits 1 when a mandatory policy rule is violated (first-up problems
+    are shown; `gpufleet check` fails on them).
     """
     from gpufleet.render.preview import preview_json, preview_markdown, preview_text
     from gpufleet.review.review import build
 
-    review = build(project, stack)
+    review = build(project, stack, chart_cache=chart_cache)
     match format:
         case Format.json:
             print(preview_json(review))

@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from gpufleet.charts.operator_crds import operator_crds
+from gpufleet.charts.render import RenderedRelease, as_applied, cluster_scoped_kinds
 from gpufleet.engine.plan import Plan, PlanResource
 
 NO_SITE = "estate"  # resources with no site (none are Kubernetes objects today)
@@ -85,6 +87,28 @@ def export(plan: Plan, out: Path) -> list[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False))
         written.append(path)
+    return written
+
+
+def export_rendered(plan: Plan, releases: dict[str, RenderedRelease], out: Path) -> list[Path]:
+    """Write what each Helm release renders to (CRDs and templates, as Helm would apply them), one object a file
+    under `out/<cluster>/rendered/<release>/`; a release that could not be rendered gets an `ERROR.txt` saying why."""
+    written: list[Path] = []
+    cluster_scoped = cluster_scoped_kinds(releases.values(), [c.crd for c in operator_crds()])
+    for r in plan.helm_releases():
+        rel = releases.get(r.key)
+        folder = out / cluster_of(plan, r) / "rendered" / _slug(str(r.inputs.get("name", r.name)))
+        folder.mkdir(parents=True, exist_ok=True)
+        if rel is None or not rel.rendered:
+            (folder / "ERROR.txt").write_text((rel.error if rel else "not rendered") + "\n")
+            written.append(folder / "ERROR.txt")
+            continue
+        for i, obj in enumerate(rel.all_objects()):
+            manifest = as_applied(obj, rel.namespace, cluster_scoped)
+            ns = (manifest.get("metadata") or {}).get("namespace") or "cluster"
+            path = folder / f"{i:03d}-{_slug(obj.kind)}-{_slug(str(ns))}-{_slug(obj.name)}.yaml"
+            path.write_text(f"# Source: {obj.source}\n" + yaml.safe_dump(manifest, sort_keys=False))
+            written.append(path)
     return written
 
 

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.tree import Tree
 
 from gpufleet.engine.plan import Plan, PlanResource
+from gpufleet.render import first_up
 from gpufleet.render.common import MAX_COMMENT, Section, assemble, details, inline, marker
 from gpufleet.render.cost import cost_summary, cost_tables, cost_text
 from gpufleet.render.findings import findings_json, findings_summary, findings_table, findings_text
@@ -53,11 +54,16 @@ def preview_text(review: Review, console: Console) -> None:
     if review.findings is not None:
         console.print()
         findings_text(review.findings, console, review.scope)
+    if review.first_up is not None:
+        console.print()
+        console.print(first_up.text(review.first_up), markup=False, end="")
 
 
 def check_text(review: Review, console: Console) -> None:
-    """`gpufleet check`: the policy verdict and every finding."""
+    """`gpufleet check`: the policy verdict and every finding, then the first-up verdict and every problem."""
     findings_text(review.findings or Findings(), console, review.scope)
+    if review.first_up is not None:
+        console.print(first_up.text(review.first_up), markup=False, end="")
 
 
 # --------------------------------------------------------------------------------------------- markdown
@@ -76,9 +82,12 @@ def preview_markdown(review: Review, max_chars: int = MAX_COMMENT) -> str:
         *cost_summary(review.cost),
         "",
         *findings_summary(findings),
+        *([f"{first_up.verdict(review.first_up)}"] if review.first_up is not None else []),
     ]
     head += [f"> warning: {inline(w)}" for w in plan.warnings]
     sections: list[Section] = []
+    if review.first_up is not None and review.first_up.problems:
+        sections.append(Section("first-up problems", first_up.markdown(review.first_up)))
     if findings:
         sections.append(
             Section("policy findings", details(f"Policy findings ({len(findings)})", findings_table(findings)))
@@ -101,8 +110,11 @@ def preview_json(review: Review) -> str:
     doc = review.plan.to_dict()
     doc["cost"] = review.cost.to_dict()
     doc["findings"] = None if review.findings is None else findings_json(review.findings)
+    doc["first_up"] = None if review.first_up is None else review.first_up.to_dict()
     return json.dumps(doc, indent=1, sort_keys=True)
 
 
 def check_json(review: Review) -> str:
-    return json.dumps(findings_json(review.findings or Findings()), indent=1)
+    doc = findings_json(review.findings or Findings())
+    doc["first_up"] = None if review.first_up is None else review.first_up.to_dict()
+    return json.dumps(doc, indent=1)

@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE, file=sys.stderr)
         return 2
     try:
-        review = build(Path(args[0]), args[1])
+        review = build(Path(args[0]), args[1], simulate=False)  # the document carries no first-up result
     except (SpecError, pulumi.RunError, SynthError) as err:
         print(str(err), file=sys.stderr)
         return 2

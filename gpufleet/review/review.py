@@ -21,6 +21,7 @@ from gpufleet.engine.plan import Plan
 from gpufleet.engine.synth import synth_stack
 from gpufleet.review.cost import EstateCost, estate_cost
 from gpufleet.review.findings import Findings
+from gpufleet.review.first_up import FirstUp
 from gpufleet.review.usage import read_usage, usage_path
 
 
@@ -34,9 +35,9 @@ class Review:
     cost: EstateCost
     findings: Findings | None  # None: this code has no policy packs to evaluate (gpufleet.review.check absent)
     scope: str = ""  # what the policy check covered, e.g. "41 rules in 4 packs"
-    # The simulated first `up` (each object after what it needs) joins the review here once it is built;
-    # renderers show nothing for it while it is None.
-    first_up: Any = None
+    # The simulated first `up` (charts rendered by Helm, objects against the real schemas, creation order):
+    # None when not asked for (the `gpufleet diff` document).
+    first_up: FirstUp | None = None
 
     def document(self) -> dict[str, Any]:
         """Plan, cost and findings as JSON-able data: what `gpufleet diff` reads from each revision."""
@@ -65,8 +66,16 @@ def _evaluate(check: ModuleType, plan: Plan, spec: EstateSpec, max_usd_per_hour:
     return cast(Findings, check.evaluate(plan, spec))
 
 
-def build(project_dir: Path | str, stack: str, now: dt.datetime | None = None) -> Review:
-    """Read `stacks/Pulumi.<stack>.yaml` once, then synthesize, price and check it.
+def build(
+    project_dir: Path | str,
+    stack: str,
+    now: dt.datetime | None = None,
+    *,
+    chart_cache: Path | None = None,
+    simulate: bool = True,
+) -> Review:
+    """Read `stacks/Pulumi.<stack>.yaml` once, then synthesize, price and check it, and (`simulate`) run the
+    reality checks with charts from `chart_cache` (default: the configured chart cache).
 
     Bad input (the stack file, its estate or window, an unknown rule id in its enforcement overrides) raises
     SpecError before anything is synthesized.
@@ -88,4 +97,12 @@ def build(project_dir: Path | str, stack: str, now: dt.datetime | None = None) -
         # The budget rule judges the envelope's max: one figure in the budget line and the finding.
         findings=None if check is None else _evaluate(check, plan, spec, cost.total().hourly.at("max")),
         scope="" if check is None else check.scope(),
+        first_up=_first_up(plan, spec, chart_cache) if simulate else None,
     )
+
+
+def _first_up(plan: Plan, spec: EstateSpec, chart_cache: Path | None) -> FirstUp:
+    from gpufleet.charts.cache import ChartCache
+    from gpufleet.review import reality
+
+    return reality.first_up(plan, spec, ChartCache(chart_cache))

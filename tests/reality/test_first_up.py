@@ -1,0 +1,250 @@
+"""The first `up`, simulated: one fixture per class of defect, each producing exactly the expected problem."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from components.kubernetes import versions
+from components.model.spec import EstateSpec
+from gpufleet.charts.cache import ChartCache
+from gpufleet.charts.render import render_plan
+from gpufleet.engine.plan import Plan
+from gpufleet.review.first_up import FirstUp, Problem, simulate
+from tests.conftest import example_estate
+from tests.reality.conftest import missing_from_test_cache
+from tests.reality.plans import PlanBuilder
+
+NETOP_VALUES = {"nfd": {"enabled": False, "deployNodeFeatureRules": False}, "sriovNetworkOperator": {"enabled": False}}
+
+
+def spec_of(stack: str, change: Any = None) -> EstateSpec:
+    estate = example_estate(stack)
+    if change:
+        change(estate)
+    return EstateSpec.model_validate(estate)
+
+
+def run(plan: Plan, spec: EstateSpec, cache: ChartCache) -> FirstUp:
+    return simulate(plan, spec, render_plan(plan, cache))
+
+
+def only(result: FirstUp) -> Problem:
+    assert len(result.problems) == 1, [p.message for p in result.problems]
+    return result.problems[0]
+
+
+IPOIB = {
+    "apiVersion": "mellanox.com/v1alpha1",
+    "kind": "IPoIBNetwork",
+    "metadata": {"name": "ib-ipoib-research"},
+    "spec": {"networkNamespace": "default", "master": "ib0", "ipam": "{}"},
+}
+
+
+def test_custom_resource_without_a_path_to_its_crd(chart_cache: ChartCache) -> None:
+    b = PlanBuilder("dc1")
+    release = b.release(versions.NETWORK_OPERATOR, "network-operator", NETOP_VALUES)
+    b.obj(IPOIB)
+    p = only(run(b.plan(), spec_of("onprem"), chart_cache))
+    assert (p.check, p.name, p.missing) == ("crd", "IPoIBNetwork ib-ipoib-research", "CRD ipoibnetworks.mellanox.com")
+    assert "IPoIBNetwork ib-ipoib-research is created before its CRD ipoibnetworks.mellanox.com" in p.message
+    assert "release network-operator" in p.message
+
+    fixed = PlanBuilder("dc1")
+    release = fixed.release(versions.NETWORK_OPERATOR, "network-operator", NETOP_VALUES)
+    fixed.obj(IPOIB, deps=[release])
+    assert run(fixed.plan(), spec_of("onprem"), chart_cache).problems == []
+
+
+def test_operator_applied_crd_needs_the_triggering_object(chart_cache: ChartCache) -> None:
+    def plan(wait: bool) -> Plan:
+        b = PlanBuilder("dc1")
+        ns = b.namespace("network-operator")
+        release = b.release(
+            versions.NETWORK_OPERATOR, "network-operator", NETOP_VALUES, deps=[ns], create_namespace=False
+        )
+        policy = b.obj(
+            {
+                "apiVersion": "mellanox.com/v1alpha1",
+                "kind": "NicClusterPolicy",
+                "metadata": {"name": "nic-cluster-policy"},
+                "spec": {
+                    "nvIpam": {
+                        "image": "nvidia-k8s-ipam",
+                        "repository": "nvcr.io/nvidia/mellanox",
+                        "version": "network-operator-v26.4.1",
+                        "enableWebhook": False,
+                    }
+                },
+            },
+            deps=[release],
+        )
+        b.obj(
+            {
+                "apiVersion": "nv-ipam.nvidia.com/v1alpha1",
+                "kind": "IPPool",
+                "metadata": {"name": "ib", "namespace": "network-operator"},
+                "spec": {"subnet": "192.168.64.0/18", "perNodeBlockSize": 256},
+            },
+            deps=[policy, ns] if wait else [ns],
+        )
+        return b.plan()
+
+    p = only(run(plan(False), spec_of("onprem"), chart_cache))
+    assert (p.check, p.name, p.missing) == ("crd", "IPPool network-operator/ib", "CRD ippools.nv-ipam.nvidia.com")
+    assert "when it reconciles NicClusterPolicy nic-cluster-policy" in p.message
+    assert run(plan(True), spec_of("onprem"), chart_cache).problems == []
+
+
+def test_chart_value_that_renders_an_uninstalled_kind(chart_cache: ChartCache) -> None:
+    def problems(prometheus: bool) -> list[Problem]:
+        b = PlanBuilder("dc1")
+        b.release(versions.KUEUE, "kueue-system", {"enablePrometheus": prometheus})
+        return run(b.plan(), spec_of("onprem"), chart_cache).problems
+
+    (p,) = problems(True)
+    assert (p.check, p.missing) == ("crd", "CRD for ServiceMonitor.monitoring.coreos.com")
+    assert p.name == (
+        "ServiceMonitor kueue-system/kueue-controller-manager-metrics-monitor (kueue/templates/prometheus/monitor.yaml)"
+    )
+    assert "no release or operator in this cluster installs" in p.message
+    assert problems(False) == []
+
+
+def test_object_in_a_namespace_nothing_creates(chart_cache: ChartCache) -> None:
+    b = PlanBuilder("dc1")
+    b.obj({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "ghost"}, "data": {}})
+    p = only(run(b.plan(), spec_of("onprem"), chart_cache))
+    assert (p.check, p.name, p.missing) == ("namespace", "ConfigMap ghost/settings", "namespace ghost")
+    assert p.message == "ConfigMap ghost/settings is in namespace ghost, which nothing in the stack creates"
+
+
+def test_object_that_does_not_wait_for_its_namespace(chart_cache: ChartCache) -> None:
+    b = PlanBuilder("dc1")
+    b.namespace("team")
+    b.obj({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "team"}})
+    p = only(run(b.plan(), spec_of("onprem"), chart_cache))
+    assert p.check == "namespace" and "created by Namespace team, which it does not wait for" in p.message
+
+
+def test_unknown_field_in_a_crd_object(chart_cache: ChartCache) -> None:
+    b = PlanBuilder("dc1")
+    kueue = b.release(versions.KUEUE, "kueue-system", {})
+    b.obj(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "h100"},
+            "spec": {"nodeLabelz": {"pool": "h100"}},
+        },
+        deps=[kueue],
+    )
+    p = only(run(b.plan(), spec_of("onprem"), chart_cache))
+    assert (p.check, p.name, p.missing) == ("schema", "ResourceFlavor h100", "a valid spec")
+    assert "unknown field" in p.message and "nodeLabelz" in p.message and "against its CRD" in p.message
+
+
+def test_core_object_with_a_wrong_type(chart_cache: ChartCache) -> None:
+    b = PlanBuilder("dc1")
+    b.obj(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "training"},
+            "value": "1000",
+        }
+    )
+    p = only(run(b.plan(), spec_of("onprem"), chart_cache))
+    assert (p.check, p.name, p.missing) == ("schema", "PriorityClass training", "a valid value")
+    assert "'1000' is not of type 'integer'" in p.message and "Kubernetes 1.34 OpenAPI" in p.message
+
+
+# The schema refuses an estate whose APIs someone cannot reach (components/model/reach.py); these fixtures break an
+# already-validated spec so the first-up check, which asks the same judgement, is seen to find it too.
+
+
+def _with_site(spec: EstateSpec, i: int, **update: Any) -> EstateSpec:
+    sites = list(spec.sites)
+    sites[i] = sites[i].model_copy(update=update)  # model_copy does not validate: the schema would refuse it
+    return spec.model_copy(update={"sites": sites})
+
+
+def private_api(stack: str, site: int) -> EstateSpec:
+    spec = spec_of(stack)
+    cluster = spec.sites[site].cluster  # type: ignore[union-attr]
+    return _with_site(spec, site, cluster=cluster.model_copy(update={"endpoint_public_cidrs": []}))
+
+
+def unconnected(stack: str, site: int) -> EstateSpec:
+    return _with_site(spec_of(stack), site, interconnect=None)
+
+
+def test_private_endpoint_with_no_path_to_the_deployer(chart_cache: ChartCache) -> None:
+    b = PlanBuilder("use1", kind="aws")
+    p = only(run(b.plan(), private_api("aws-train", 0), chart_cache))
+    assert (p.check, p.resource, p.name) == ("reach", b.provider, "Kubernetes provider use1-k8s")
+    assert p.missing.startswith("a path from the deployer") and p.missing.endswith("to the API of site use1")
+    assert "the API of site use1 is private (cluster.endpoint_public_cidrs is empty)" in p.message
+    assert run(b.plan(), spec_of("aws-train"), chart_cache).problems == []
+
+
+def test_multikueue_worker_the_manager_cannot_reach(chart_cache: ChartCache, checked_examples: dict) -> None:
+    cluster = checked_examples["hybrid"].plan.find("kubernetes:kueue.x-k8s.io/v1beta2:MultiKueueCluster")[0]
+    b = PlanBuilder("onprem")
+    kueue = b.release(versions.KUEUE, "kueue-system", {})
+    key = b.obj(cluster.inputs, deps=[kueue])
+    p = only(run(b.plan(), unconnected("hybrid", 1), chart_cache))
+    assert (p.check, p.resource, p.name) == ("reach", key, "MultiKueueCluster cloud")
+    assert p.missing.startswith("a path from the MultiKueue manager") and p.missing.endswith("to the API of site cloud")
+    assert "which the VPC of site cloud is not connected to" in p.message
+    assert run(b.plan(), spec_of("hybrid"), chart_cache).problems == []
+
+
+def test_release_workload_without_a_node_by_then(chart_cache: ChartCache) -> None:
+    def problems(wait_for_nodes: bool) -> list[Problem]:
+        b = PlanBuilder("use1", kind="aws")
+        system = b.node_group("use1-cluster-system")
+        b.node_group("use1-h100-ng", taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}])
+        b.release(versions.KUEUE, "kueue-system", {}, deps=[system] if wait_for_nodes else [])
+        return run(b.plan(), spec_of("aws-train"), chart_cache).problems
+
+    (p,) = problems(False)
+    assert (p.check, p.missing) == ("node", "a node for Deployment kueue-controller-manager")
+    assert "Release kueue waits for Deployment kueue-controller-manager to become ready" in p.message
+    assert problems(True) == []
+
+
+def test_a_tainted_node_group_alone_cannot_run_an_untolerating_workload(chart_cache: ChartCache) -> None:
+    b = PlanBuilder("use1", kind="aws")
+    gpu = b.node_group("use1-h100-ng", taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}])
+    b.release(versions.KUEUE, "kueue-system", {}, deps=[gpu])
+    p = only(run(b.plan(), spec_of("aws-train"), chart_cache))
+    assert p.check == "node" and "node group use1-h100-ng" in p.message
+
+
+def test_unrendered_chart_is_a_problem_not_a_silent_pass(tmp_path: Any) -> None:
+    b = PlanBuilder("dc1")
+    b.release(versions.KUEUE, "kueue-system", {})
+    p = only(run(b.plan(), spec_of("onprem"), ChartCache(tmp_path)))
+    assert p.check == "chart" and "not in the chart cache" in p.message
+
+
+@pytest.mark.parametrize("stack", ["aws-train", "onprem", "hybrid"])
+def test_every_example_release_renders(stack: str, checked_examples: dict) -> None:
+    checked = checked_examples[stack]
+    missing = missing_from_test_cache()
+    assert all(r.rendered for r in checked.releases.values() if r.chart.rsplit("/", 1)[-1] not in missing)
+    assert len(checked.first_up.rendered) == sum(1 for r in checked.releases.values() if r.rendered)
+
+
+def test_without_the_render_extra_the_result_says_so(monkeypatch: pytest.MonkeyPatch, chart_cache: ChartCache) -> None:
+    from gpufleet.review import reality
+
+    def missing(*_: Any) -> FirstUp:
+        raise ImportError("No module named 'jsonschema'")
+
+    monkeypatch.setattr(reality, "simulate", missing)
+    p = only(reality.first_up(PlanBuilder("dc1").plan(), spec_of("onprem"), chart_cache))
+    assert p.check == "chart" and "pip install 'gpufleet[render]'" in p.message and "jsonschema" in p.message
