@@ -4,14 +4,15 @@
 site (EFA training pools, inference pools), tenants spread over the pools with quotas that fit; calibrated by
 `benchmarks.run` to a number of resources.
 
-`fleet(gpus)`: a multi-site hybrid estate of `gpus` GPUs in 8-GPU nodes: two bare-metal sites (InfiniBand H100
-with a MIG pool and a time-sliced pool; RoCE A100), an AWS training and inference site and an AWS burst site
-whose EFA pools idle at zero, one tenant per 40 GPUs (every fifth may burst, one in fifty is untrusted on a
-MIG pool dedicated to it). Every estate both make passes the schema (`components.model.load.parse_estate`).
+`fleet(gpus)`: a multi-site hybrid estate of `gpus` GPUs in 8-GPU nodes: a data centre (InfiniBand H100 with MIG
+and time-sliced pools, RoCE A100), an AWS training site, an AWS inference site and an AWS burst site whose EFA pools
+idle at zero, one tenant per 40 GPUs (every fifth may burst, one in fifty is untrusted on a MIG pool dedicated to
+it). Every estate both make passes the schema (`components.model.load.parse_estate`).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,121 +128,143 @@ FLEET_POOL_SERVERS = 32  # bare-metal servers per training pool
 FLEET_POOL_NODES = 16  # max nodes per AWS pool
 GPUS_PER_TENANT = 40
 SECRETS = ("kubeconfig", "sshPrivateKey", "joinToken", "caCertHash")
-
-
-def _servers(site: str, count: int, model: str, octet: int, pool_of: list[str]) -> list[dict[str, Any]]:
-    return [
-        {
-            "hostname": f"{site}-gpu-{i:05d}",
-            "address": f"10.{octet}.{i // 250}.{i % 250 + 1}",
-            "gpu_model": model,
-            "gpu_count": 8,
-            "ib_ports": ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"],
-            "nvme_devices": ["/dev/nvme1n1", "/dev/nvme2n1"],
-            "rack": f"r{i // SERVERS_PER_RACK}",
-            "leaf": f"leaf-{i // (SERVERS_PER_RACK * 2)}",
-            "rail": str(i % 4),
-            "labels": {"pool": pool_of[i]},
-        }
-        for i in range(count)
-    ]
+ONPREM = "10.20.0.0/16"  # the data centre's network: servers, the deployer, routed to every AWS site's VPC
+MIG = {"mode": "mig", "mig_profile": "1g.10gb"}  # one MIG layout on the site (H100 and A100 80GB fit 7 per GPU)
 
 
 def _chunks(total: int, size: int) -> list[int]:
     return [min(size, total - i) for i in range(0, total, size)]
 
 
-def _baremetal_site(
-    name: str, servers: int, model: str, octet: int, fabric: dict[str, Any], special: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """A bare-metal site: the `special` pools first (each with its `servers` count), the rest in training pools."""
+def _group(prefix: str, servers: int, special: list[dict[str, Any]]) -> list[tuple[dict[str, Any], int]]:
+    """Pools of one server group: the `special` ones first (each with its `servers`), the rest training pools."""
     rest = servers - sum(p["servers"] for p in special)
-    pools = [{k: v for k, v in p.items() if k != "servers"} for p in special]
-    pools += [{"name": f"{name}-train{i}", "role": "training"} for i in range(len(_chunks(rest, FLEET_POOL_SERVERS)))]
-    sizes = [p["servers"] for p in special] + _chunks(rest, FLEET_POOL_SERVERS)
-    pool_of = [pool["name"] for pool, n in zip(pools, sizes, strict=True) for _ in range(n)]
+    pools = [({k: v for k, v in p.items() if k != "servers"}, p["servers"]) for p in special]
+    return pools + [
+        ({"name": f"{prefix}{i}", "role": "training"}, n) for i, n in enumerate(_chunks(rest, FLEET_POOL_SERVERS))
+    ]
+
+
+def _datacentre(groups: list[tuple[dict[str, Any], str, list[tuple[dict[str, Any], int]]]]) -> dict[str, Any]:
+    """The bare-metal site: per group (fabric, GPU model, pools with server counts) racks of 8-GPU servers."""
+    inventory, pools = [], []
+    for fabric, model, group in groups:
+        for pool, count in group:
+            pools.append({**pool, "selector": {"pool": pool["name"]}, "fabric": fabric["name"]})
+            for _ in range(count):
+                i = len(inventory)
+                inventory.append(
+                    {
+                        "hostname": f"gpu-{i:05d}",
+                        "address": f"10.20.{i // 250}.{i % 250 + 1}",
+                        "gpu_model": model,
+                        "gpu_count": 8,
+                        "ib_ports": ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"],
+                        "nvme_devices": ["/dev/nvme1n1", "/dev/nvme2n1"],
+                        "rack": f"r{i // SERVERS_PER_RACK}",
+                        "leaf": f"leaf-{i // (SERVERS_PER_RACK * 2)}",
+                        "rail": str(i % 4),
+                        "labels": {"pool": pool["name"]},
+                    }
+                )
     return {
         "kind": "baremetal",
-        "name": name,
-        "kubeconfig_config": "kubeconfig",
+        "name": "dc",
         "ssh": {"user": "gpufleet", "private_key_config": "sshPrivateKey"},
-        "join": {"method": "kubeadm", "api_server": f"k8s.{name}.example.com:6443"},
-        "kubernetes": {"driver_version": "580.126.20"},
-        "fabrics": [fabric],
-        "inventory": _servers(name, servers, model, octet, pool_of),
-        "node_pools": [{**p, "selector": {"pool": p["name"]}, "fabric": fabric["name"]} for p in pools],
+        "join": {"method": "kubeadm", "api_server": "k8s.dc.example.com:6443"},
+        "kubernetes": {"driver_version": "580.126.20", "network_policy_cni": "calico"},
+        "fabrics": [fabric for fabric, _, _ in groups],
+        "inventory": inventory,
+        "node_pools": pools,
         "storage": [
-            {"kind": "nfs", "name": "home", "server": f"nfs.{name}.example.com", "path": "/home", "cidr": f"10.{octet}.250.0/24"},
+            {"kind": "nfs", "name": "home", "server": "nfs.dc.example.com", "path": "/home", "cidr": "10.20.250.0/24"},
             {"kind": "scratch", "name": "nvme"},
         ],
     }  # fmt: skip
 
 
-def _aws_site(name: str, cidr_octet: int, azs: list[str], pools: list[dict[str, Any]]) -> dict[str, Any]:
+def _aws_site(name: str, octet: int, azs: list[str], pools: list[dict[str, Any]]) -> dict[str, Any]:
+    """An AWS site in its own VPC, connected to the data centre by a VPN; an EFA fabric with FSx for Lustre on it
+    when its pools train on EFA."""
+    efa = any(p.get("fabric") == f"{name}-efa" for p in pools)
+    fabric = {"kind": "efa", "name": f"{name}-efa", "availability_zone": azs[0], "subnet_cidr": f"10.{octet}.128.0/20"}
+    lustre = {
+        "kind": "fsx-lustre",
+        "name": "lustre",
+        "fabric": f"{name}-efa",
+        "capacity_gib": 48000,
+        "throughput_per_tib": 1000,
+    }
     return {
         "kind": "aws",
         "name": name,
         "region": "us-east-1",
         "availability_zones": azs,
-        "vpc": {"cidr": f"10.{cidr_octet}.0.0/16"},
-        "fabrics": [{"kind": "efa", "name": f"{name}-efa", "availability_zone": azs[0], "subnet_cidr": f"10.{cidr_octet}.128.0/20"}],
+        "vpc": {"cidr": f"10.{octet}.0.0/16"},
+        "interconnect": {"kind": "vpn", "site": "dc", "customer_gateway_ip": "198.51.100.7", "onprem_cidrs": [ONPREM]},
+        "fabrics": [fabric] if efa else [],
         "node_pools": pools,
-        "storage": [
-            {"kind": "s3", "name": "objects"},
-            {"kind": "fsx-lustre", "name": "lustre", "fabric": f"{name}-efa", "capacity_gib": 48000, "throughput_per_tib": 1000},
-            {"kind": "scratch", "name": "nvme"},
-        ],
+        "storage": [{"kind": "s3", "name": "objects"}, *([lustre] if efa else []), {"kind": "scratch", "name": "nvme"}],
     }  # fmt: skip
 
 
+def _aws_pools(prefix: str, nodes: int, **pool: Any) -> list[dict[str, Any]]:
+    scaling = pool.pop("scaling", {"min": 0})
+    return [{"name": f"{prefix}{i}", **pool, "scaling": {**scaling, "max": n}}
+            for i, n in enumerate(_chunks(nodes, FLEET_POOL_NODES))]  # fmt: skip
+
+
+def _units(sites: list[dict[str, Any]]) -> dict[str, int]:
+    """Schedulable GPU units of every pool that takes quota (MIG slices and time-sliced replicas count apiece)."""
+    servers = Counter(s["labels"]["pool"] for site in sites for s in site.get("inventory", []))
+    units = {}
+    for site in sites:
+        for pool in site["node_pools"]:
+            if not pool.get("burst"):
+                sharing = pool.get("sharing", {})
+                per_gpu = 7 if sharing.get("mode") == "mig" else sharing.get("replicas", 1)
+                nodes = pool["scaling"]["max"] if "scaling" in pool else servers[pool["name"]]
+                units[pool["name"]] = nodes * 8 * per_gpu
+    return units
+
+
 def fleet(gpus: int) -> dict[str, Any]:
-    """The `config:` mapping of a stack file holding a hybrid estate of `gpus` GPUs (a multiple of 8, >= 640)."""
+    """The `config:` mapping of a stack file holding a hybrid estate of `gpus` GPUs (a multiple of 8, >= 640).
+
+    60 % of the nodes are owned servers in one data centre (two thirds H100 on InfiniBand with a MIG pool, a
+    time-sliced pool and a MIG pool per untrusted tenant; one third A100 on RoCE), 40 % AWS capacity at max size over
+    three sites (EFA training pools, inference pools, burst pools idling at zero). One deployer in the data centre
+    reaches every AWS site over its VPN (a second data centre could not be reached by it: components.model.reach).
+    """
     if gpus % 8 or gpus < 640:
         raise ValueError(f"gpus must be a multiple of 8 and at least 640 (got {gpus})")
     nodes = gpus // 8
     tenants = [f"team{t:03d}" for t in range(gpus // GPUS_PER_TENANT)]
     untrusted = tenants[1::50]
-    dc_a, dc_b = round(nodes * 0.4), round(nodes * 0.2)
-    special_a = [
-        {"name": "dc-a-mig", "role": "inference", "servers": max(2, dc_a // 20), "sharing": {"mode": "mig", "mig_profile": "1g.10gb"}},
-        {"name": "dc-a-shared", "role": "interactive", "servers": 2, "dedicated_to": tenants[0], "sharing": {"mode": "time-slicing", "replicas": 4}},
-    ] + [
-        {"name": f"dc-a-{t}", "role": "inference", "servers": 2, "dedicated_to": t, "sharing": {"mode": "mig", "mig_profile": "1g.10gb"}}
-        for t in untrusted
-    ]  # fmt: skip
+    h100, a100 = round(nodes * 0.4), round(nodes * 0.2)
+    special = [
+        {"name": "h100-mig", "role": "inference", "servers": max(2, h100 // 20), "sharing": MIG},
+        {"name": "h100-shared", "role": "interactive", "servers": 2, "dedicated_to": tenants[0],
+         "sharing": {"mode": "time-slicing", "replicas": 4}},
+    ] + [{"name": f"mig-{t}", "role": "inference", "servers": 2, "dedicated_to": t, "sharing": MIG} for t in untrusted]  # fmt: skip
+    cloud = nodes - h100 - a100
+    train, serve = round(cloud * 0.35), round(cloud * 0.25)
     sites = [
-        _baremetal_site("dc-a", dc_a, "H100-80GB", 20, {"kind": "infiniband", "name": "ib"}, special_a),
-        _baremetal_site("dc-b", dc_b, "A100-80GB", 21, {"kind": "roce", "name": "roce", "interfaces": ["ens1f0np0"]}, []),
+        _datacentre([
+            ({"kind": "infiniband", "name": "ib"}, "H100-80GB", _group("h100-train", h100, special)),
+            ({"kind": "roce", "name": "roce", "interfaces": ["ens1f0np0"]}, "A100-80GB", _group("a100-train", a100, [])),
+        ]),
+        _aws_site("train", 50, ["us-east-1a", "us-east-1b"], _aws_pools(
+            "p5-train", train, role="training", instance_type="p5.48xlarge", fabric="train-efa",
+            scaling={"min": 0, "desired": 1})),
+        _aws_site("serve", 51, ["us-east-1b", "us-east-1c"], _aws_pools(
+            "g6e-serve", serve, role="inference", instance_type="g6e.48xlarge", availability_zone="us-east-1c",
+            scaling={"min": 1})),
+        _aws_site("burst", 52, ["us-east-1c", "us-east-1d"], _aws_pools(
+            "p5-burst", cloud - train - serve, role="training", instance_type="p5.48xlarge", fabric="burst-efa",
+            burst=True)),
     ]  # fmt: skip
-    cloud = nodes - dc_a - dc_b
-    train, burst = round(cloud * 0.6), cloud - round(cloud * 0.6)
-    use1_pools = [
-        {"name": f"use1-train{i}", "role": "training", "instance_type": "p5.48xlarge", "fabric": "use1-efa", "scaling": {"min": 0, "desired": 1, "max": n}}
-        for i, n in enumerate(_chunks(train // 2, FLEET_POOL_NODES))
-    ] + [
-        {"name": f"use1-serve{i}", "role": "inference", "instance_type": "g6e.48xlarge", "availability_zone": "us-east-1b", "scaling": {"min": 1, "max": n}}
-        for i, n in enumerate(_chunks(train - train // 2, FLEET_POOL_NODES))
-    ]  # fmt: skip
-    burst_pools = [
-        {"name": f"burst{i}", "role": "training", "instance_type": "p5.48xlarge", "fabric": "burst-efa", "burst": True, "scaling": {"min": 0, "max": n}}
-        for i, n in enumerate(_chunks(burst, FLEET_POOL_NODES))
-    ]  # fmt: skip
-    sites += [
-        _aws_site("use1", 50, ["us-east-1a", "us-east-1b"], use1_pools),
-        _aws_site("burst", 51, ["us-east-1c", "us-east-1d"], burst_pools),
-    ]
-    units: dict[str, int] = {}
-    for site in sites:
-        for pool in site["node_pools"]:
-            if pool.get("burst"):
-                continue
-            n = (
-                pool["scaling"]["max"]
-                if "scaling" in pool
-                else sum(1 for s in site["inventory"] if s["labels"]["pool"] == pool["name"])
-            )
-            sharing = pool.get("sharing", {})
-            units[pool["name"]] = n * 8 * (7 if sharing.get("mode") == "mig" else sharing.get("replicas", 1))
+    units = _units(sites)
     dedicated = {p["dedicated_to"]: p["name"] for s in sites for p in s["node_pools"] if "dedicated_to" in p}
     shared = [p for p in units if p not in dedicated.values()]
     mine = {
@@ -249,12 +272,13 @@ def fleet(gpus: int) -> dict[str, Any]:
         for i, t in enumerate(tenants)
     }
     mine[tenants[0]].append(dedicated[tenants[0]])
-    users = {p: sum(p in pools for pools in mine.values()) for p in units}
+    users = Counter(p for pools in mine.values() for p in pools)
     return {
         "aws:region": "us-east-1",
         **{f"gpufleet:{key}": {"secure": "v1:bench"} for key in SECRETS},
         "gpufleet:estate": {
             "metadata": {"name": "fleet", "environment": "bench", "owner": "perf", "cost_center": "cc-0"},
+            "deployer": {"network": "dc", "cidrs": ["10.20.251.0/28"]},
             "sites": sites,
             "tenants": [
                 {
@@ -266,6 +290,7 @@ def fleet(gpus: int) -> dict[str, Any]:
                 }
                 for i, t in enumerate(tenants)
             ],
-            "burst": {"cloud_site": "burst", "budget_usd": 250000, "max_window_hours": 48, "allowed_instance_types": ["p5.48xlarge"]},
+            "burst": {"cloud_site": "burst", "budget_usd": 250000, "max_window_hours": 48,
+                      "allowed_instance_types": ["p5.48xlarge"]},
         },
     }  # fmt: skip

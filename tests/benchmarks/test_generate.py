@@ -21,8 +21,9 @@ def test_fleet_of_10000_gpus_is_a_valid_hybrid_estate_of_1250_eight_gpu_nodes() 
     pools = spec.pools()
     assert sum(spec.pool_gpu_capacity(p.name) for _, p in pools) == 10_000
     assert {spec.pool_gpus_per_node(p.name) for _, p in pools} == {8}
-    assert Counter(s.kind for s in spec.sites) == {"baremetal": 2, "aws": 2}
-    assert sum(len(s.inventory) for s in spec.sites if isinstance(s, BaremetalSite)) == 750
+    assert Counter(s.kind for s in spec.sites) == {"baremetal": 1, "aws": 3}
+    (dc,) = (s for s in spec.sites if isinstance(s, BaremetalSite))
+    assert len(dc.inventory) == 750 and {f.kind for f in dc.fabrics} == {"infiniband", "roce"}
     modes = Counter(p.sharing.mode for _, p in pools)
     assert modes["mig"] >= 2 and modes["time-slicing"] == 1
     burst = [p for _, p in pools if isinstance(p, AwsNodePool) and p.burst]
