@@ -14,6 +14,7 @@ python -m benchmarks.measure floor OUT REPEATS              the old floor: the s
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import resource
@@ -38,13 +39,24 @@ def _peak_mb() -> float:
 
 
 def best_of(fn: Callable[[], Any], repeats: int) -> tuple[float, float, Any]:
-    """Fastest wall and CPU seconds of `repeats` runs of `fn` (after the caller's warm-up), and the last result."""
+    """Fastest wall and CPU seconds of `repeats` runs of `fn` (after the caller's warm-up), and the last result.
+
+    Each run starts with the previous run's garbage collected (untimed): the engine pauses automatic collection
+    during a run, so a run's cyclic garbage is collected after it; `collect_seconds` times that for the last run."""
     wall, cpu, result = float("inf"), float("inf"), None
     for _ in range(repeats):
+        result = None
+        gc.collect()
         c, t = time.process_time(), time.perf_counter()
         result = fn()
         wall, cpu = min(wall, time.perf_counter() - t), min(cpu, time.process_time() - c)
     return wall, cpu, result
+
+
+def collect_seconds() -> float:
+    start = time.perf_counter()
+    gc.collect()
+    return time.perf_counter() - start
 
 
 def measure_synth(config_path: Path, out: Path, repeats: int) -> dict[str, Any]:
@@ -58,7 +70,7 @@ def measure_synth(config_path: Path, out: Path, repeats: int) -> dict[str, Any]:
         project = write_project(Path(tmp), config, stack="bench")
         synth(project, "bench")  # warm-up
         wall, cpu, plan = best_of(lambda: synth(project, "bench"), repeats)
-        peak = _peak_mb()
+        peak, collect = _peak_mb(), collect_seconds()
         spec = parse_estate(config["gpufleet:estate"], "bench")
         evaluate(plan, spec)  # warm-up (imports the packs)
         policy_wall, policy_cpu, _ = best_of(lambda: evaluate(plan, spec), repeats)
@@ -77,6 +89,7 @@ def measure_synth(config_path: Path, out: Path, repeats: int) -> dict[str, Any]:
         "policy_seconds": policy_wall,
         "policy_cpu_seconds": policy_cpu,
         "peak_rss_mb": peak,
+        "collect_seconds": collect,
     }
 
 
@@ -99,10 +112,11 @@ def measure_fair(out: Path, repeats: int) -> dict[str, Any]:
 
         replay()  # warm-up
         wall, cpu, plan = best_of(replay, repeats)
+        peak, collect = _peak_mb(), collect_seconds()
     if plan.resources != synthesized.resources or plan.outputs != synthesized.outputs:
         raise SystemExit("the fair floor's plan differs from the synthesized plan: not the same registrations")
     return {"mode": "fair", "resources": len(plan.resources), "seconds": wall, "cpu_seconds": cpu,
-            "peak_rss_mb": _peak_mb()}  # fmt: skip
+            "peak_rss_mb": peak, "collect_seconds": collect}  # fmt: skip
 
 
 def _floor_program(plan: Plan) -> None:

@@ -128,6 +128,8 @@ def _row(label: str, kind: str, size: int, config: dict[str, Any], tmp: Path, re
         "ratio": round(synth["seconds"] / floor["seconds"], r),
         "policy_seconds": round(synth["policy_seconds"], r),
         "policy_share": round(synth["policy_seconds"] / synth["seconds"], 4),
+        "synth_collect_seconds": round(synth["collect_seconds"], r),
+        "fair_floor_collect_seconds": round(fair["collect_seconds"], r),
         "synth_peak_rss_mb": round(synth["peak_rss_mb"], 1),
         "fair_floor_peak_rss_mb": round(fair["peak_rss_mb"], 1),
         "floor_peak_rss_mb": round(floor["peak_rss_mb"], 1),

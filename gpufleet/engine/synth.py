@@ -179,12 +179,26 @@ def synth_stack(project_dir: Path, stack: str, stack_file: StackFile) -> Plan:
     return run_program(Path(project_dir).resolve() / "__main__.py", stack_file.project, stack, config, secret_keys)
 
 
-# The cyclic collector's thresholds during a run (Python's default: 700 allocations, 10, 10).
-GC_THRESHOLD = (50_000, 10, 10)
-
-
 def _no_stack_trace() -> source_pb2.StackTrace:
     return source_pb2.StackTrace()
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """No automatic cyclic garbage collection inside the block (resumed after it, if it was on).
+
+    A synthesis or a policy evaluation keeps hundreds of thousands of objects (Outputs, futures, tasks, policy
+    proxies) alive until it ends, and every automatic collection traverses them again: a fifth to a third of
+    synthesis CPU at 2,500 to 10,000 resources, and more than half of a 10,000-resource policy evaluation
+    (profiled). What little of it is cyclic garbage is collected once collection resumes (a 10,000-resource run's
+    garbage: 0.6 s, peak RSS +36 %)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 @contextlib.contextmanager
@@ -194,19 +208,15 @@ def _offline_runtime() -> Iterator[None]:
     - Source positions: for every registration the SDK walks the Python stack and turns each frame below the
       resource's constructor into a file URI for the engine's diagnostics (`_get_stack_trace` in
       pulumi/runtime/resource.py); the mock monitor drops them. The deeper components nest, the more it costs.
-    - Frequent collections: a run keeps hundreds of thousands of Outputs, futures and tasks alive until it ends,
-      and at Python's default young-generation threshold (700 allocations) the cyclic collector traverses them
-      again and again. Collections still happen, less often (GC_THRESHOLD).
+    - Automatic garbage collection (`collector_paused`).
     """
     trace = getattr(sdk_resource, "_get_stack_trace", None)
-    threshold = gc.get_threshold()
     if trace is not None:
         sdk_resource._get_stack_trace = _no_stack_trace
-    gc.set_threshold(*GC_THRESHOLD)
     try:
-        yield
+        with collector_paused():
+            yield
     finally:
-        gc.set_threshold(*threshold)
         if trace is not None:
             sdk_resource._get_stack_trace = trace
 

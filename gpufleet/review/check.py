@@ -43,6 +43,7 @@ from components.model.cni import k8s_provider_name, site_cni
 from components.model.load import ESTATE_KEY, SpecError, StackFile, read_stack
 from components.model.spec import BaremetalSite, EstateSpec
 from gpufleet.engine.plan import Plan, PlanResource
+from gpufleet.engine.synth import collector_paused
 from gpufleet.review.findings import Enforcement, Finding, Findings
 from policies.common import ScopedResourcePolicy
 
@@ -285,6 +286,11 @@ def evaluate(plan: Plan, spec: EstateSpec, max_usd_per_hour: float | None = None
 def run(plan: Plan, configs: dict[str, dict[str, Any]] | None = None, only: set[str] | None = None) -> Findings:
     """The packs' policies (or only the rule ids in `only`) over the plan; `configs` maps a PolicyPack name to
     its `--policy-pack-config` document (per policy: enforcementLevel and config properties)."""
+    with collector_paused():  # every resource's proxies live until the end (see collector_paused)
+        return _evaluate(plan, configs, only)
+
+
+def _evaluate(plan: Plan, configs: dict[str, dict[str, Any]] | None, only: set[str] | None) -> Findings:
     view = _View(plan)
     stack_resources: list[PolicyResource] | None = None
     findings: list[Finding] = []

@@ -35,7 +35,9 @@ def test_namespace_lookup_through_the_index_equals_filtering_the_kinds() -> None
             filtered = [r for r in common.objects(resources, *kinds) if common.k8s_namespace(r.props) == ns]
             assert common.in_namespace(resources, ns, *kinds) == filtered, (ns, kinds)
             assert set(common.in_namespace(iter(resources), ns, *kinds)) == set(filtered), (ns, kinds)
-    assert [common.kind(r.props) for r in common.in_namespace(resources, "research", "LimitRange", "ResourceQuota")] == [
+    assert [
+        common.kind(r.props) for r in common.in_namespace(resources, "research", "LimitRange", "ResourceQuota")
+    ] == [
         "LimitRange",
         "ResourceQuota",
     ]
