@@ -147,7 +147,8 @@ def _group(prefix: str, servers: int, special: list[dict[str, Any]]) -> list[tup
 
 def _datacentre(groups: list[tuple[dict[str, Any], str, list[tuple[dict[str, Any], int]]]]) -> dict[str, Any]:
     """The bare-metal site: per group (fabric, GPU model, pools with server counts) racks of 8-GPU servers."""
-    inventory, pools = [], []
+    inventory: list[dict[str, Any]] = []
+    pools: list[dict[str, Any]] = []
     for fabric, model, group in groups:
         for pool, count in group:
             pools.append({**pool, "selector": {"pool": pool["name"]}, "fabric": fabric["name"]})
