@@ -15,14 +15,11 @@ from pydantic import ValidationError
 
 from components.model.catalog import CatalogError
 from components.model.spec import BurstLedgerEntry, BurstWindow, EstateSpec, SpecFieldError, SpecProblems
+from components.model.yaml_text import safe_load
 
 ESTATE_KEY = "gpufleet:estate"
 WINDOW_KEY = "gpufleet:burstWindow"
 LEDGER_KEY = "gpufleet:burstLedger"  # past burst windows (spend so far); written by `gpufleet burst`
-
-# PyYAML's safe loader on libyaml's parser when PyYAML was built with it (same resolver and constructor, so the
-# same values): a 1,250-server inventory takes seconds in the pure-Python parser.
-SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 # Discriminator values pydantic inserts into error locations of tagged unions; they are not YAML keys.
 _UNION_TAGS = frozenset(
@@ -178,7 +175,7 @@ def yaml_problem(source: Path | str, err: yaml.YAMLError) -> str:
 def read_project(project_dir: Path) -> dict[str, Any]:
     path = project_dir / "Pulumi.yaml"
     try:
-        doc = yaml.load(path.read_text(), Loader=SAFE_LOADER)
+        doc = safe_load(path.read_text())
     except FileNotFoundError:
         raise SpecError([f"{path}: not found; run gpufleet from the project directory"]) from None
     except yaml.YAMLError as err:
@@ -204,7 +201,7 @@ def read_stack(project_dir: Path, stack: str) -> StackFile:
         stacks = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in path.parent.glob("Pulumi.*.yaml"))
         raise SpecError([f"{path}: stack file not found; stacks here: {', '.join(stacks) or 'none'}"]) from None
     try:
-        doc = yaml.load(text, Loader=SAFE_LOADER) or {}
+        doc = safe_load(text) or {}
     except yaml.YAMLError as err:
         raise SpecError([yaml_problem(path, err)]) from None
     if not isinstance(doc, dict):
