@@ -51,7 +51,6 @@ _NOT_REPLAYED = (
     "transforms",
     "hooks",
     "aliasURNs",
-    "remote",
     "packageRef",
 )
 
@@ -75,6 +74,7 @@ class Registration:
     type: str
     name: str
     custom: bool
+    remote: bool  # a multi-language component: one opaque registration under the mocks
     values: dict[str, Any]  # deserialized inputs, wire names
     secret_keys: frozenset[str]  # inputs holding a secret somewhere inside
     property_deps: dict[str, list[str]]
@@ -82,7 +82,7 @@ class Registration:
     parent: str
     depends_on: list[str]
     provider: str | None
-    providers: list[str]
+    providers: dict[str, str]  # package -> provider URN, as the request's providers map
     aliases: list[str | dict[str, Any]]
 
 
@@ -164,14 +164,15 @@ def _decode(request: Any, urn: str) -> Registration:
         type=request.type,
         name=request.name,
         custom=bool(request.custom),
+        remote=bool(request.remote),
         values=values,
         secret_keys=frozenset(k for k, v in values.items() if _has_secret(v)),
         property_deps=property_deps,
         options={k: v for k, v in options.items() if v is not None},
         parent=request.parent,
         depends_on=[u for u in request.dependencies if u not in implicit],
-        provider=_urn(request.provider) if request.provider and request.custom else None,
-        providers=[_urn(r) for r in request.providers.values()],
+        provider=_urn(request.provider) if request.provider and (request.custom or request.remote) else None,
+        providers={pkg: _urn(r) for pkg, r in request.providers.items()},
         aliases=[_alias(a) for a in request.aliases],
     )
 
@@ -202,7 +203,7 @@ def recording() -> Iterator[Recording]:
 
     def on_sdk_register(res: pulumi.Resource, t: str, name: str, custom: bool, *args: Any, **kwargs: Any) -> None:
         # Resource.__init__ calls register_resource(res, t, name, custom, remote, new_dependency, props, opts, typ, …)
-        if custom:
+        if custom or args[0]:
             props, typ = args[2], (args[4] if len(args) > 4 else kwargs.get("typ"))
             cls = type(res)
             ref = ClassRef(
@@ -269,7 +270,7 @@ class _Replay:
 
 
 @functools.cache
-def _sdk_class(ref: ClassRef) -> tuple[type[pulumi.CustomResource], type | None, dict[str, str]]:
+def _sdk_class(ref: ClassRef) -> tuple[type[pulumi.Resource], type | None, dict[str, str]]:
     """The class, its input type and each untranslated prop key's wire name (as the SDK translates it)."""
     cls = getattr(importlib.import_module(ref.module), ref.name)
     typ = getattr(importlib.import_module(ref.input_module), ref.input_name) if ref.input_module else None  # type: ignore[arg-type]
@@ -283,12 +284,13 @@ def _register(reg: Registration, ref: ClassRef | None, run: _Replay) -> pulumi.R
         parent=made.get(reg.parent),
         depends_on=[made[u] for u in reg.depends_on] or None,
         provider=made[reg.provider] if reg.provider else None,  # type: ignore[arg-type]
-        providers=[made[u] for u in reg.providers] or None,  # type: ignore[misc]
+        # The SDK folds `provider` into a component's providers map itself; passing it twice only warns.
+        providers=[made[u] for u in reg.providers.values() if u != reg.provider] or None,  # type: ignore[misc]
         aliases=[a if isinstance(a, str) else pulumi.Alias(**a) for a in reg.aliases] or None,
         **reg.options,
     )
     inputs = run.inputs(reg)
-    if not reg.custom:
+    if not reg.custom and not reg.remote:
         return pulumi.ComponentResource(reg.type, reg.name, inputs, opts)
     assert ref is not None, f"no SDK class recorded for {reg.type}"
     cls, typ, wire_names = _sdk_class(ref)
@@ -298,9 +300,12 @@ def _register(reg: Registration, ref: ClassRef | None, run: _Replay) -> pulumi.R
     if typ is not None:
         props = object.__new__(typ)  # as the generated class builds its input type
         props.__dict__.update(untranslated)
-    if isinstance(res, pulumi.ProviderResource):
+    if isinstance(res, pulumi.ComponentResource):  # a remote (multi-language) component
+        pulumi.ComponentResource.__init__(res, reg.type, reg.name, props, opts, remote=True)
+    elif isinstance(res, pulumi.ProviderResource):
         pulumi.ProviderResource.__init__(res, reg.type.split(":")[-1], reg.name, props, opts)
     else:
+        assert isinstance(res, pulumi.CustomResource)
         pulumi.CustomResource.__init__(res, reg.type, reg.name, props, opts)
     return res
 
@@ -339,8 +344,8 @@ def _same_form(call: Registration | Outputs | Invoke) -> str:
     """A call as canonical JSON that ignores only what may come in another order (dict keys, dependency sets)."""
     if isinstance(call, Registration):
         deps = {k: sorted(v) for k, v in call.property_deps.items()}
-        form: list[Any] = [call.urn, call.type, call.name, call.custom, call.values, deps, sorted(call.depends_on),
-                           call.options, call.parent, call.provider, sorted(call.providers), call.aliases]  # fmt: skip
+        form: list[Any] = [call.urn, call.type, call.name, call.custom, call.remote, call.values, deps, sorted(call.depends_on),
+                           call.options, call.parent, call.provider, call.providers, call.aliases]  # fmt: skip
     elif isinstance(call, Outputs):
         form = ["outputs", call.urn, call.values]
     else:

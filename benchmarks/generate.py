@@ -12,6 +12,9 @@ it). Every estate both make passes the schema (`components.model.load.parse_esta
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import struct
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +40,14 @@ class Scale:
 BASE = Scale(servers=20, cloud_pools=2, tenants=3)
 
 
+def host_key(hostname: str) -> str:
+    """A made-up ed25519 host key line for a synthetic server (RFC 4253 section 6.6 wire form: type name, then 32
+    key bytes, here a hash of the host name), in the form the schema checks."""
+    key = hashlib.sha256(hostname.encode()).digest()
+    blob = struct.pack(">I", 11) + b"ssh-ed25519" + struct.pack(">I", len(key)) + key
+    return f"ssh-ed25519 {base64.b64encode(blob).decode()} {hostname}"
+
+
 def estate(scale: Scale) -> dict[str, Any]:
     """The `config:` mapping of a stack file holding a synthetic estate of `scale`."""
     bm_pools = [f"bm{i}" for i in range((scale.servers + SERVERS_PER_POOL - 1) // SERVERS_PER_POOL)]
@@ -52,6 +63,7 @@ def estate(scale: Scale) -> dict[str, Any]:
             "leaf": f"leaf-{i // (SERVERS_PER_RACK * 2)}",
             "rail": str(i % 4),
             "labels": {"pool": bm_pools[i // SERVERS_PER_POOL]},
+            "host_key": host_key(f"gpu-{i:05d}"),
         }
         for i in range(scale.servers)
     ]
@@ -127,7 +139,7 @@ def estate(scale: Scale) -> dict[str, Any]:
 FLEET_POOL_SERVERS = 32  # bare-metal servers per training pool
 FLEET_POOL_NODES = 16  # max nodes per AWS pool
 GPUS_PER_TENANT = 40
-SECRETS = ("kubeconfig", "sshPrivateKey", "joinToken", "caCertHash")
+SECRETS = ("kubeconfig", "sshPrivateKey", "joinToken", "caCertHash", "managerKubeconfig")
 ONPREM = "10.20.0.0/16"  # the data centre's network: servers, the deployer, routed to every AWS site's VPC
 MIG = {"mode": "mig", "mig_profile": "1g.10gb"}  # one MIG layout on the site (H100 and A100 80GB fit 7 per GPU)
 
@@ -166,6 +178,7 @@ def _datacentre(groups: list[tuple[dict[str, Any], str, list[tuple[dict[str, Any
                         "leaf": f"leaf-{i // (SERVERS_PER_RACK * 2)}",
                         "rail": str(i % 4),
                         "labels": {"pool": pool["name"]},
+                        "host_key": host_key(f"gpu-{i:05d}"),
                     }
                 )
     return {
@@ -292,6 +305,7 @@ def fleet(gpus: int) -> dict[str, Any]:
                 for i, t in enumerate(tenants)
             ],
             "burst": {"cloud_site": "burst", "budget_usd": 250000, "max_window_hours": 48,
+                      "manager": {"name": "kueue-manager", "kubeconfig_config": "managerKubeconfig", "network": "dc"},
                       "allowed_instance_types": ["p5.48xlarge"]},
         },
     }  # fmt: skip
