@@ -172,6 +172,9 @@ class _KindIndex:
             tenant = k8s_labels(r.props).get(TENANT_LABEL)
             if tenant:
                 self.tenant_namespaces[k8s_name(r.props, r.name)] = tenant
+        self.first_namespace: dict[str, str] = {}  # tenant -> its first namespace, as a scan would find it
+        for ns, tenant in self.tenant_namespaces.items():
+            self.first_namespace.setdefault(tenant, ns)
         self._by_namespace: dict[tuple[str | None, str], list[PolicyResource]] | None = None
 
     def in_namespace(self, namespace: str, kind: str) -> list[PolicyResource]:
@@ -238,6 +241,9 @@ def expected_tenants(args: StackValidationArgs) -> list[str]:
 
 
 def namespace_of_tenant(args: StackValidationArgs, tenant: str) -> str | None:
+    idx = _index(args.resources)
+    if idx is not None:
+        return idx.first_namespace.get(tenant)
     return next((ns for ns, t in tenant_namespaces(args.resources).items() if t == tenant), None)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pulumi_policy import StackValidationArgs
+
 from gpufleet.review import check
 from policies import common
 from tests.policies import fixtures as fx
@@ -51,3 +53,14 @@ def test_namespace_lookup_sees_an_object_added_to_the_same_list() -> None:
     assert [common.k8s_namespace(r.props) for r in common.in_namespace(resources, "agents", "ResourceQuota")] == [
         "agents"
     ]
+
+
+def test_a_tenants_namespace_through_the_index_is_the_first_a_scan_finds() -> None:
+    plan = fx.plan(fx.namespace("research"), fx.namespace("product"), fx.k8s("Namespace", "research-2", metadata={
+        "labels": {"tenant": "research"}}))  # fmt: skip
+    resources = check._View(plan).stack_resources()
+    indexed = StackValidationArgs(resources, None)
+    scanned = StackValidationArgs(tuple(resources), None)  # type: ignore[arg-type]  # not a list: scanned
+    for tenant in ("research", "product", "nobody"):
+        assert common.namespace_of_tenant(indexed, tenant) == common.namespace_of_tenant(scanned, tenant)
+    assert common.namespace_of_tenant(indexed, "research") == "research"
