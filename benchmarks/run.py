@@ -1,11 +1,18 @@
-"""Run the fleet-scale benchmark: `python -m benchmarks.run [--sizes 250,1000,2500,5000] [--out FILE]`.
+"""Run the fleet-scale benchmark: `python -m benchmarks.run [--sizes 250,1000,2500,5000] [--fleets 5000,10000]`.
 
-For each target size it generates a synthetic estate whose synthesized plan has about that many custom
-resources (calibrated on a small estate first), then measures, each in a fresh interpreter:
-- synth: wall time of `gpufleet.engine.synth` (imports excluded), peak RSS, policy evaluation time;
-- floor: the same custom resources (same types, same inputs) registered directly under the same mocks,
-  without components or any gpufleet logic.
-Prints a table and writes JSON (with `ratio` = synth seconds / floor seconds per size).
+Sizes: synthetic estates calibrated to about that many custom resources (`benchmarks.generate.estate`, fitted on
+two small estates first), then hybrid fleets of that many GPUs (`benchmarks.generate.fleet`). For each, each
+measurement in a fresh interpreter (`benchmarks.measure`), fastest of `--repeats` runs after a warm-up:
+- synth: `gpufleet.engine.synth` wall and CPU seconds (imports excluded), peak RSS, policy evaluation (all packs);
+- fair floor: the plan's own requests replayed through the same SDK classes under the same mocks
+  (`benchmarks.fair_floor`); `fair_ratio` = synth / fair floor, `memory_ratio` = synth peak RSS / fair floor's;
+- old floor: the same custom resources registered flat (no parents, options or components); `ratio` = synth / it;
+- `gpufleet preview` and `gpufleet diff` (base: the stack committed in a scratch git repository, working tree:
+  one tenant's quota changed) wall seconds, as a user runs them; `diff_vs_preview` = their ratio.
+Then, per example stack, `gpufleet preview` wall against a bare interpreter importing the provider modules
+that stack's plan uses (`benchmarks.preview_imports`). The load average is recorded before and after each
+size; timings taken while other work ran on the machine are flagged. Writes JSON (default
+benchmarks/results/<date>.json) and prints the README table.
 """
 
 from __future__ import annotations
@@ -16,71 +23,156 @@ import itertools
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.generate import BASE, Scale, estate
+import yaml
+
+from benchmarks.generate import BASE, Scale, estate, fleet
+from benchmarks.preview_imports import preview_vs_imports
 
 ROOT = Path(__file__).resolve().parent.parent
+CODE = ("Pulumi.yaml", "__main__.py", "components", "gpufleet", "policies")  # what a project clone needs to synth
+BUSY_LOAD = 1.5  # 1-minute load average above which another process competed for the 2 cores
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
 def _measure(*args: str) -> dict[str, Any]:
     out = subprocess.run(
         [sys.executable, "-m", "benchmarks.measure", *args],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env=_env(),
         check=True,
         capture_output=True,
         text=True,
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
 
 
-def _synth(scale: Scale, tmp: Path, tag: str) -> tuple[dict[str, Any], Path]:
-    config = tmp / f"{tag}.config.json"
-    plan = tmp / f"{tag}.plan.json"
-    config.write_text(json.dumps(estate(scale)))
-    return _measure("synth", str(config), str(plan)), plan
+def _gpufleet(repo: Path, *args: str) -> float:
+    """Wall seconds of one `gpufleet` command run in `repo` with that repository's code."""
+    start = time.perf_counter()
+    subprocess.run(
+        [str(Path(sys.executable).parent / "gpufleet"), *args],
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+        check=True,
+        capture_output=True,
+    )
+    return time.perf_counter() - start
 
 
-def run(sizes: list[int]) -> dict[str, Any]:
-    rows = []
-    with tempfile.TemporaryDirectory() as t:
-        tmp = Path(t)
-        # Resources grow linearly with the scale factor plus a fixed part (sites, operators): fit both.
-        small, _ = _synth(BASE, tmp, "calibration-1")
-        big, _ = _synth(BASE.times(4), tmp, "calibration-4")
-        per_factor = (big["resources"] - small["resources"]) / 3
-        fixed = small["resources"] - per_factor
-        for target in sizes:
-            scale = BASE.times(max(0.2, (target - fixed) / per_factor))
-            synth, plan = _synth(scale, tmp, f"s{target}")
-            floor = _measure("floor", str(plan))
-            rows.append(
-                {
-                    "target": target,
-                    "scale": scale.__dict__,
-                    "resources": synth["resources"],
-                    "registrations": synth["registrations"],
-                    "synth_seconds": round(synth["seconds"], 3),
-                    "floor_seconds": round(floor["seconds"], 3),
-                    "ratio": round(synth["seconds"] / floor["seconds"], 3),
-                    "synth_peak_rss_mb": round(synth["peak_rss_mb"], 1),
-                    "floor_peak_rss_mb": round(floor["peak_rss_mb"], 1),
-                    "memory_ratio": round(synth["peak_rss_mb"] / floor["peak_rss_mb"], 3),
-                    "policy_seconds": None if synth["policy_seconds"] is None else round(synth["policy_seconds"], 4),
-                    "policy_share": None
-                    if synth["policy_seconds"] is None
-                    else round(synth["policy_seconds"] / synth["seconds"], 4),
-                }
-            )
+def _changed(config: dict[str, Any]) -> dict[str, Any]:
+    """The same estate with one tenant's CPU quota raised: a one-resource change for `gpufleet diff`."""
+    changed = json.loads(json.dumps(config))
+    tenant = changed["gpufleet:estate"]["tenants"][0]
+    tenant["cpu_quota"] = tenant.get("cpu_quota", 256) * 2
+    return changed
+
+
+def _preview_and_diff(config: dict[str, Any], tmp: Path, repeats: int) -> dict[str, float]:
+    """`gpufleet preview` and `gpufleet diff --base HEAD` walls (fastest of `repeats`) in a scratch repository."""
+    repo = tmp / "repo"
+    shutil.rmtree(repo, ignore_errors=True)
+    repo.mkdir()
+    for name in CODE:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(src, repo / name)
+    stack = repo / "stacks" / "Pulumi.bench.yaml"
+    stack.parent.mkdir()
+    stack.write_text(yaml.safe_dump({"config": config}, sort_keys=False))
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], cwd=repo, check=True)
+    stack.write_text(yaml.safe_dump({"config": _changed(config)}, sort_keys=False))
+    preview = min(_gpufleet(repo, "preview", "--stack", "bench") for _ in range(repeats))
+    diff = min(_gpufleet(repo, "diff", "--stack", "bench", "--base", "HEAD") for _ in range(repeats))
+    return {"preview_seconds": preview, "diff_seconds": diff}
+
+
+def _row(label: str, kind: str, size: int, config: dict[str, Any], tmp: Path, repeats: int) -> dict[str, Any]:
+    load_before = os.getloadavg()[0]
+    cfg, out = tmp / f"{label}.config.json", tmp / label
+    cfg.write_text(json.dumps(config))
+    synth = _measure("synth", str(cfg), str(out), str(repeats))
+    fair = _measure("fair", str(out), str(repeats))
+    floor = _measure("floor", str(out), str(repeats))
+    cli = _preview_and_diff(config, tmp, repeats)
+    load_after = os.getloadavg()[0]
+    r = 3
+    return {
+        "label": label,
+        kind: size,
+        "resources": synth["resources"],
+        "registrations": synth["registrations"],
+        "synth_seconds": round(synth["seconds"], r),
+        "synth_cpu_seconds": round(synth["cpu_seconds"], r),
+        "fair_floor_seconds": round(fair["seconds"], r),
+        "fair_floor_cpu_seconds": round(fair["cpu_seconds"], r),
+        "fair_ratio": round(synth["seconds"] / fair["seconds"], r),
+        "fair_cpu_ratio": round(synth["cpu_seconds"] / fair["cpu_seconds"], r),
+        "floor_seconds": round(floor["seconds"], r),
+        "ratio": round(synth["seconds"] / floor["seconds"], r),
+        "policy_seconds": round(synth["policy_seconds"], r),
+        "policy_share": round(synth["policy_seconds"] / synth["seconds"], 4),
+        "synth_collect_seconds": round(synth["collect_seconds"], r),
+        "fair_floor_collect_seconds": round(fair["collect_seconds"], r),
+        "synth_peak_rss_mb": round(synth["peak_rss_mb"], 1),
+        "fair_floor_peak_rss_mb": round(fair["peak_rss_mb"], 1),
+        "floor_peak_rss_mb": round(floor["peak_rss_mb"], 1),
+        "memory_ratio": round(synth["peak_rss_mb"] / fair["peak_rss_mb"], r),
+        "preview_seconds": round(cli["preview_seconds"], r),
+        "diff_seconds": round(cli["diff_seconds"], r),
+        "diff_vs_preview": round(cli["diff_seconds"] / cli["preview_seconds"], r),
+        "load_average": [round(load_before, 2), round(load_after, 2)],
+        "machine_busy": max(load_before, load_after) > BUSY_LOAD,
+    }
+
+
+def _growth(rows: list[dict[str, Any]]) -> None:
     for a, b in itertools.pairwise(rows):
         b["time_growth_vs_previous"] = round(b["synth_seconds"] / a["synth_seconds"], 3)
         b["size_growth_vs_previous"] = round(b["resources"] / a["resources"], 3)
-    return {
+
+
+def run(sizes: list[int], fleets: list[int], repeats: int, examples: bool) -> dict[str, Any]:
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as t:
+        tmp = Path(t)
+        if sizes:
+            # Resources grow linearly with the scale factor plus a fixed part (sites, operators): fit both.
+            cfg, out = tmp / "calibration.json", tmp / "calibration"
+            counts = []
+            for factor in (1, 4):
+                cfg.write_text(json.dumps(estate(BASE.times(factor))))
+                counts.append(_measure("synth", str(cfg), str(out), "1")["resources"])
+            per_factor = (counts[1] - counts[0]) / 3
+            fixed = counts[0] - per_factor
+            scaled: list[tuple[int, Scale]] = [
+                (target, BASE.times(max(0.2, (target - fixed) / per_factor))) for target in sizes
+            ]
+            resource_rows = [_row(f"r{t}", "target_resources", t, estate(s), tmp, repeats) for t, s in scaled]
+            for (_, s), row in zip(scaled, resource_rows, strict=True):
+                row["scale"] = s.__dict__
+            _growth(resource_rows)
+            rows += resource_rows
+        fleet_rows = [_row(f"fleet{g}", "gpus", g, fleet(g), tmp, repeats) for g in fleets]
+        _growth(fleet_rows)
+        rows += fleet_rows
+    result: dict[str, Any] = {
         "date": dt.date.today().isoformat(),
         "machine": {
             "python": platform.python_version(),
@@ -88,27 +180,54 @@ def run(sizes: list[int]) -> dict[str, Any]:
             "cpus": os.cpu_count(),
             "processor": platform.processor() or platform.machine(),
         },
+        "repeats": repeats,
         "sizes": rows,
     }
+    if examples:
+        result["examples"] = preview_vs_imports(repeats)
+    result["machine_busy"] = any(r["machine_busy"] for r in rows) or any(
+        e.get("machine_busy", False) for e in result.get("examples", {}).values()
+    )
+    return result
+
+
+def table(result: dict[str, Any]) -> str:
+    """The README's markdown table of a result."""
+    lines = [
+        "| estate | resources | synth s | fair floor s | fair ratio | old ratio | policy share | peak MB (fair) "
+        "| preview s | diff s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in result["sizes"]:
+        name = f"{r['gpus']:,} GPUs" if "gpus" in r else f"~{r['target_resources']:,} resources"
+        lines.append(
+            f"| {name} | {r['resources']:,} | {r['synth_seconds']:.2f} | {r['fair_floor_seconds']:.2f} "
+            f"| {r['fair_ratio']:.2f} | {r['ratio']:.2f} | {r['policy_share']:.1%} "
+            f"| {r['synth_peak_rss_mb']:.0f} ({r['fair_floor_peak_rss_mb']:.0f}) | {r['preview_seconds']:.2f} "
+            f"| {r['diff_seconds']:.2f} |"
+        )
+    return "\n".join(lines)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default="250,1000,2500,5000")
+    ap.add_argument("--sizes", default="250,1000,2500,5000", help="resource targets ('' for none)")
+    ap.add_argument("--fleets", default="5000,10000", help="fleet GPU counts ('' for none)")
+    ap.add_argument("--repeats", type=int, default=2, help="timed runs per measurement (the fastest is kept)")
+    ap.add_argument("--no-examples", action="store_true", help="skip the example previews against their imports")
     ap.add_argument("--out", type=Path, default=None, help="JSON file (default benchmarks/results/<date>.json)")
     args = ap.parse_args()
-    result = run([int(s) for s in args.sizes.split(",")])
+    ints = lambda s: [int(x) for x in s.split(",") if x]  # noqa: E731
+    result = run(ints(args.sizes), ints(args.fleets), args.repeats, not args.no_examples)
     out = args.out or ROOT / "benchmarks" / "results" / f"{result['date']}.json"
     out.write_text(json.dumps(result, indent=1) + "\n")
-    print(
-        f"{'target':>7} {'resources':>9} {'synth s':>8} {'floor s':>8} {'ratio':>6} {'RSS MB':>7} {'floor MB':>8} {'policy s':>8}"
-    )
-    for r in result["sizes"]:
+    print(table(result))
+    for name, e in result.get("examples", {}).items():
         print(
-            f"{r['target']:>7} {r['resources']:>9} {r['synth_seconds']:>8.2f} {r['floor_seconds']:>8.2f} "
-            f"{r['ratio']:>6.2f} {r['synth_peak_rss_mb']:>7.0f} {r['floor_peak_rss_mb']:>8.0f} "
-            f"{(r['policy_seconds'] or 0):>8.3f}"
+            f"{name}: preview {e['preview_seconds']:.2f} s, imports {e['imports_seconds']:.2f} s, ratio {e['ratio']:.2f}"
         )
+    if result["machine_busy"]:
+        print("note: the machine was busy during this run (load average above 1.5); timings are noisy")
     print(f"wrote {out}")
     return 0
 

@@ -152,7 +152,8 @@ def is_kubernetes(resource_type: str) -> bool:
 
 
 class _KindIndex:
-    """Kubernetes objects of one resource list by kind, and tenant namespaces: built once per list.
+    """Kubernetes objects of one resource list by kind (and by namespace and kind), and tenant namespaces: built
+    once per list.
 
     Stack rules ask for objects of a kind, or a tenant's namespace, once per tenant or per object; scanning the
     whole plan each time made them quadratic at fleet scale."""
@@ -171,6 +172,18 @@ class _KindIndex:
             tenant = k8s_labels(r.props).get(TENANT_LABEL)
             if tenant:
                 self.tenant_namespaces[k8s_name(r.props, r.name)] = tenant
+        self.first_namespace: dict[str, str] = {}  # tenant -> its first namespace, as a scan would find it
+        for ns, tenant in self.tenant_namespaces.items():
+            self.first_namespace.setdefault(tenant, ns)
+        self._by_namespace: dict[tuple[str | None, str], list[PolicyResource]] | None = None
+
+    def in_namespace(self, namespace: str, kind: str) -> list[PolicyResource]:
+        if self._by_namespace is None:
+            self._by_namespace = {}
+            for k, found in self.by_kind.items():
+                for r in found:
+                    self._by_namespace.setdefault((k8s_namespace(r.props), k), []).append(r)
+        return self._by_namespace.get((namespace, kind), [])
 
     @staticmethod
     def _of(resources: list[PolicyResource]) -> tuple[int, int, int]:
@@ -228,10 +241,16 @@ def expected_tenants(args: StackValidationArgs) -> list[str]:
 
 
 def namespace_of_tenant(args: StackValidationArgs, tenant: str) -> str | None:
+    idx = _index(args.resources)
+    if idx is not None:
+        return idx.first_namespace.get(tenant)
     return next((ns for ns, t in tenant_namespaces(args.resources).items() if t == tenant), None)
 
 
 def in_namespace(resources: Iterable[PolicyResource], namespace: str, *kinds: str) -> list[PolicyResource]:
+    idx = _index(resources)
+    if idx is not None:
+        return [r for k in kinds for r in idx.in_namespace(namespace, k)]
     return [r for r in objects(resources, *kinds) if k8s_namespace(r.props) == namespace]
 
 
@@ -344,6 +363,23 @@ def is_gpu_node(view: NodeView) -> bool:
 # -------------------------------------------------------------------------------------------- wrappers
 
 
+class ScopedResourcePolicy(ResourceValidationPolicy):
+    """A resource policy whose rule runs only on resources of some type tokens or Kubernetes kinds.
+
+    `applies` is the one test of that scope: the policy's validate calls it, and `gpufleet check` calls it on plain
+    plan inputs to skip building arguments for resources the rule would ignore."""
+
+    def __init__(self, *, types: frozenset[str], kinds: frozenset[str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.types = types
+        self.kinds = kinds
+
+    def applies(self, resource_type: str, props: Mapping[str, Any]) -> bool:
+        return resource_type in self.types or (
+            bool(self.kinds) and is_kubernetes(resource_type) and kind(props) in self.kinds
+        )
+
+
 def resource_policy(
     fn: Validator,
     *,
@@ -354,20 +390,17 @@ def resource_policy(
     enforcement: EnforcementLevel,
     remediation: str,
     config_schema: PolicyConfigSchema | None = None,
-) -> ResourceValidationPolicy:
+) -> ScopedResourcePolicy:
     """Wrap a rule function; it only runs on resources of `types` (type tokens) or Kubernetes `kinds`."""
-    type_set = frozenset(types or ())
-    kind_set = frozenset(kinds or ())
 
     def validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
-        applies = args.resource_type in type_set or (
-            bool(kind_set) and is_kubernetes(args.resource_type) and kind(args.props) in kind_set
-        )
-        if applies:
+        if policy.applies(args.resource_type, args.props):
             fn(args, report)
 
     validate.__name__ = fn.__name__
-    return ResourceValidationPolicy(
+    policy = ScopedResourcePolicy(
+        types=frozenset(types or ()),
+        kinds=frozenset(kinds or ()),
         name=name,
         description=description,
         validate=validate,
@@ -375,6 +408,7 @@ def resource_policy(
         config_schema=config_schema,
         remediation_steps=remediation,
     )
+    return policy
 
 
 def stack_policy(

@@ -23,6 +23,7 @@ import yaml
 
 from components.model.frameworks import DISPATCHED, FRAMEWORKS, FrameworkName
 from components.model.tags import Tags
+from components.model.yaml_text import safe_load
 
 KUBECONFIG_KEY = "kubeconfig"  # the key MultiKueue reads from a Secret-located kubeconfig
 WORKER_NAMESPACE = "gpufleet-multikueue"
@@ -67,7 +68,7 @@ def worker_kubeconfig(cluster: str, server: str, ca_data_b64: str, token: str) -
 
 def server_of(kubeconfig: str) -> str:
     """The API server URL of a kubeconfig's current context (YAML or JSON)."""
-    doc = yaml.safe_load(kubeconfig) if kubeconfig else None
+    doc = safe_load(kubeconfig) if kubeconfig else None
     if not isinstance(doc, dict):
         return ""
     current = doc.get("current-context")

@@ -11,17 +11,21 @@ The engine only synthesizes: pricing, policy checks and diffs are assembled from
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import json
 import logging
 import runpy
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pulumi
 from pulumi.runtime import mocks, settings
+from pulumi.runtime import resource as sdk_resource
+from pulumi.runtime.proto import source_pb2
 
 from components.model import catalog
 from components.model.load import StackFile, read_stack
@@ -187,7 +191,54 @@ def synth_stack(project_dir: Path, stack: str, stack_file: StackFile) -> Plan:
     return run_program(Path(project_dir).resolve() / "__main__.py", stack_file.project, stack, config, secret_keys)
 
 
+def _no_stack_trace() -> source_pb2.StackTrace:
+    return source_pb2.StackTrace()
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """No automatic cyclic garbage collection inside the block (resumed after it, if it was on).
+
+    A synthesis or a policy evaluation keeps hundreds of thousands of objects (Outputs, futures, tasks, policy
+    proxies) alive until it ends, and every automatic collection traverses them again: a fifth to a third of
+    synthesis CPU at 2,500 to 10,000 resources, and more than half of a 10,000-resource policy evaluation
+    (profiled). What little of it is cyclic garbage is collected once collection resumes (a 10,000-resource run's
+    garbage: 0.6 s, peak RSS +36 %)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+@contextlib.contextmanager
+def _offline_runtime() -> Iterator[None]:
+    """Turn off, for one run, two costs that buy nothing offline; both are restored afterwards.
+
+    - Source positions: for every registration the SDK walks the Python stack and turns each frame below the
+      resource's constructor into a file URI for the engine's diagnostics (`_get_stack_trace` in
+      pulumi/runtime/resource.py); the mock monitor drops them. The deeper components nest, the more it costs.
+    - Automatic garbage collection (`collector_paused`).
+    """
+    trace = getattr(sdk_resource, "_get_stack_trace", None)
+    if trace is not None:
+        sdk_resource._get_stack_trace = _no_stack_trace
+    try:
+        with collector_paused():
+            yield
+    finally:
+        if trace is not None:
+            sdk_resource._get_stack_trace = trace
+
+
 def run_program(program: Path, project: str, stack: str, config: dict[str, str], secret_keys: list[str]) -> Plan:
+    with _offline_runtime():
+        return _run_program(program, project, stack, config, secret_keys)
+
+
+def _run_program(program: Path, project: str, stack: str, config: dict[str, str], secret_keys: list[str]) -> Plan:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     settings.reset_options()

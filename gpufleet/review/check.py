@@ -43,7 +43,9 @@ from components.model.cni import k8s_provider_name, site_cni
 from components.model.load import ESTATE_KEY, SpecError, StackFile, read_stack
 from components.model.spec import BaremetalSite, EstateSpec
 from gpufleet.engine.plan import Plan, PlanResource
+from gpufleet.engine.synth import collector_paused
 from gpufleet.review.findings import Enforcement, Finding, Findings
+from policies.common import ScopedResourcePolicy
 
 # The pack folders under policies/ (each an importable package with rules.py). Kept here, not in
 # policies/__init__.py: the editable install registers `policies` as a namespace package, whose __init__ never runs.
@@ -212,10 +214,15 @@ class _View:
     def _resource_parts(self) -> list[tuple[PlanResource, Any, str, _Options, PolicyProviderResource | None]]:
         return [(r, self.props(r), self.urn(r.key), self.opts(r), self.provider(r)) for r in self.plan.resources]
 
-    def resource_args(self, config: dict[str, Any] | None) -> Iterator[tuple[PlanResource, ResourceValidationArgs]]:
-        """Every resource's validation args with one policy's config."""
+    def resource_args(
+        self, config: dict[str, Any] | None, policy: ResourceValidationPolicy
+    ) -> Iterator[tuple[PlanResource, ResourceValidationArgs]]:
+        """The validation args, with one policy's config, of every resource the policy applies to (a scoped
+        policy ignores the others, so they are skipped here without building their args)."""
+        scoped = policy if isinstance(policy, ScopedResourcePolicy) else None
         for r, props, urn, opts, provider in self._resource_parts:
-            yield r, ResourceValidationArgs(r.type, props, urn, r.name, opts, provider, config)
+            if scoped is None or scoped.applies(r.type, r.inputs):
+                yield r, ResourceValidationArgs(r.type, props, urn, r.name, opts, provider, config)
 
     def stack_resources(self) -> list[PolicyResource]:
         by_key = {
@@ -279,6 +286,11 @@ def evaluate(plan: Plan, spec: EstateSpec, max_usd_per_hour: float | None = None
 def run(plan: Plan, configs: dict[str, dict[str, Any]] | None = None, only: set[str] | None = None) -> Findings:
     """The packs' policies (or only the rule ids in `only`) over the plan; `configs` maps a PolicyPack name to
     its `--policy-pack-config` document (per policy: enforcementLevel and config properties)."""
+    with collector_paused():  # every resource's proxies live until the end (see collector_paused)
+        return _evaluate(plan, configs, only)
+
+
+def _evaluate(plan: Plan, configs: dict[str, dict[str, Any]] | None, only: set[str] | None) -> Findings:
     view = _View(plan)
     stack_resources: list[PolicyResource] | None = None
     findings: list[Finding] = []
@@ -294,7 +306,7 @@ def run(plan: Plan, configs: dict[str, dict[str, Any]] | None = None, only: set[
             config = {k: v for k, v in config_doc.get(policy.name, {}).items() if k != "enforcementLevel"} or None
             out = _Collector(pack, policy, enforcement, findings, view)
             if isinstance(policy, ResourceValidationPolicy):
-                for r, args in view.resource_args(config):
+                for r, args in view.resource_args(config, policy):
                     out.guard(functools.partial(policy.validate, args, out.for_resource(r.key)))
             elif isinstance(policy, StackValidationPolicy):
                 if stack_resources is None:

@@ -24,6 +24,7 @@ from components.model.conventions import (
     TENANT_LABEL,
     TENANT_NODE_LABEL,
 )
+from components.model.yaml_text import safe_load
 from policies.common import (
     MANDATORY,
     NODE_GROUP,
@@ -262,7 +263,7 @@ def kueue_manages_all_jobs(args: ResourceValidationArgs, report: ReportViolation
         return
     text = get(args.props, "values.managerConfig.controllerManagerConfigYaml")
     try:
-        doc = yaml.safe_load(text) if isinstance(text, str) else None
+        doc = safe_load(text) if isinstance(text, str) else None
     except yaml.YAMLError:
         doc = None
     if not (isinstance(doc, dict) and doc.get("manageJobsWithoutQueueName") is True):

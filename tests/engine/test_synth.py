@@ -143,3 +143,42 @@ def test_stack_file_reader_keeps_the_path() -> None:
     stack = read_stack(ROOT, "hybrid")
     assert isinstance(stack, StackFile) and stack.path.name == "Pulumi.hybrid.yaml"
     assert stack.window() is None
+
+
+def test_a_run_skips_source_positions_and_pauses_the_collector_then_restores_both(tmp_path: Path) -> None:
+    """Under the mocks nothing reads the SDK's per-resource stack traces; the engine skips them during a run only
+    (pulumi/runtime/resource.py `_get_stack_trace`, pulumi 3.x) and pauses the cyclic collector."""
+    import gc
+
+    from pulumi.runtime import resource as sdk_resource
+
+    original = sdk_resource._get_stack_trace
+    assert gc.isenabled()
+    (tmp_path / "__main__.py").write_text(
+        "import gc\nimport pulumi\nfrom pulumi.runtime import resource\n"
+        "pulumi.CustomResource('test:index:Thing', 'thing', {})\n"
+        "pulumi.export('trace', resource._get_stack_trace.__module__)\n"
+        "pulumi.export('collecting', gc.isenabled())\n"
+    )
+    plan = run_program(tmp_path / "__main__.py", "proj", "s", {}, [])
+    assert plan.outputs == {"trace": "gpufleet.engine.synth", "collecting": False}
+    assert original.__module__ == "pulumi.runtime.resource"
+    assert sdk_resource._get_stack_trace is original
+    assert gc.isenabled()
+
+
+def test_collector_paused_leaves_a_disabled_collector_disabled() -> None:
+    import gc
+
+    from gpufleet.engine.synth import collector_paused
+
+    gc.disable()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()

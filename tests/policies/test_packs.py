@@ -168,3 +168,19 @@ def test_real_analyzer_and_gpufleet_check_agree_on_the_broken_stack(
         r for r, _, lvl in ours if lvl == "mandatory"
     }
     assert theirs == ours
+
+
+def test_gpufleet_check_builds_args_only_for_resources_a_scoped_rule_applies_to() -> None:
+    """`gpufleet check` skips what a scoped rule ignores; the rule's own validate uses the same `applies`."""
+    from gpufleet.review import check
+    from policies.common import ScopedResourcePolicy
+    from tests.policies import fixtures as fx
+
+    plan = fx.plan(*fx.tenant_bundle("research"), fx.node_group(), fx.bucket())
+    view = check._View(plan)
+    scoped = [p for pack in check.packs() for p in pack.policies if isinstance(p, ScopedResourcePolicy)]
+    assert scoped, "the packs' resource rules are scoped"
+    for policy in scoped:
+        seen = [r.key for r, _ in view.resource_args(None, policy)]
+        assert seen == [r.key for r in plan.resources if policy.applies(r.type, r.inputs)], policy.name
+    assert any(not p.applies("aws:s3/bucket:Bucket", {}) for p in scoped)

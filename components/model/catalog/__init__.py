@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
+from components.model.yaml_text import safe_load
 
 HERE = Path(__file__).parent
 INSTANCES_FILE = HERE / "aws_instances.json"
@@ -98,7 +98,7 @@ def _prices_doc() -> dict[str, Any]:
 
 @cache
 def gpu_models() -> dict[str, GpuModel]:
-    doc = yaml.safe_load(GPUS_FILE.read_text())
+    doc = safe_load(GPUS_FILE.read_text())
     return {
         gid: GpuModel(
             id=gid,
