@@ -22,7 +22,6 @@ from components.model.catalog import CatalogError
 from components.model.load import SpecError
 from gpufleet.burst.errors import BurstError
 from gpufleet.cli.options import err
-from gpufleet.review.diff import DiffError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -51,7 +50,7 @@ def _known(e: Exception) -> tuple[list[str], int] | None:
         return list(e.problems), 2
     if isinstance(e, CommandError | BurstError):
         return [str(e)], e.exit_code
-    if isinstance(e, DiffError):
+    if _raised_from(e, "gpufleet.review.diff", "DiffError"):
         return [str(e)], 2
     if isinstance(e, CatalogError):
         return [str(e).strip("'\"")], 1

@@ -9,21 +9,19 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from components.model.load import read_stack
 from gpufleet.cli.errors import CommandError
 from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, err
-from gpufleet.render import verify as render
 from gpufleet.verify import suite as suites
 from gpufleet.verify.access import AccessError, cluster_api, kubeconfig_for, parse_kubeconfig_options
-from gpufleet.verify.kube import ClusterApi, Context, new_run
-from gpufleet.verify.results import Report, planned
-from gpufleet.verify.runner import run_site
+
+if TYPE_CHECKING:  # the runner and renderers are imported when `verify` runs, not by every other command
+    from gpufleet.verify.kube import ClusterApi
+    from gpufleet.verify.results import Report
 
 CATEGORIES = ",".join(c.value for c in suites.Category if c is not suites.Category.degraded)
 
@@ -100,6 +98,8 @@ def verify(
     if plan:
         _print_plan(suite, format)
         return
+    from gpufleet.render import verify as render
+
     sites = [s for s in spec.sites if suite.for_site(s.name)]
     try:
         given = parse_kubeconfig_options(kubeconfig or [], spec)
@@ -121,6 +121,13 @@ def verify(
 
 def run(suite: suites.Suite, apis: dict[str, tuple[ClusterApi, str]]) -> Report:
     """Run every site's checks with a progress display; Ctrl-C cleans up and exits 130."""
+    from rich.markup import escape
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from gpufleet.verify.kube import Context, new_run
+    from gpufleet.verify.results import Report
+    from gpufleet.verify.runner import run_site
+
     report = Report(suite, started=dt.datetime.now(dt.UTC))
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err) as bar:
         task = bar.add_task("starting", total=None)
@@ -148,6 +155,9 @@ def run(suite: suites.Suite, apis: dict[str, tuple[ClusterApi, str]]) -> Report:
 
 
 def _print_plan(suite: suites.Suite, format: Format) -> None:
+    from gpufleet.render import verify as render
+    from gpufleet.verify.results import Report, planned
+
     if format is Format.json:
         print(json.dumps(render.plan_dict(suite), indent=1))
     elif format is Format.markdown:
@@ -157,6 +167,8 @@ def _print_plan(suite: suites.Suite, format: Format) -> None:
 
 
 def _print_report(report: Report, format: Format) -> None:
+    from gpufleet.render import verify as render
+
     if format is Format.json:
         print(render.to_json(report))
     elif format is Format.markdown:
