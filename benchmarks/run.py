@@ -142,6 +142,13 @@ def _row(label: str, kind: str, size: int, config: dict[str, Any], tmp: Path, re
     }
 
 
+def _commit() -> str:
+    """The measured code's commit, `+dirty` when the working tree differs from it."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True)
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
 def _growth(rows: list[dict[str, Any]]) -> None:
     for a, b in itertools.pairwise(rows):
         b["time_growth_vs_previous"] = round(b["synth_seconds"] / a["synth_seconds"], 3)
@@ -180,6 +187,9 @@ def run(sizes: list[int], fleets: list[int], repeats: int, examples: bool) -> di
             "cpus": os.cpu_count(),
             "processor": platform.processor() or platform.machine(),
         },
+        "commit": _commit(),
+        # `gpufleet preview` simulates the first up; with a chart cache it also renders every chart with Helm.
+        "chart_cache_configured": bool(os.environ.get("GPUFLEET_CHART_CACHE")),
         "repeats": repeats,
         "sizes": rows,
     }
@@ -188,7 +198,35 @@ def run(sizes: list[int], fleets: list[int], repeats: int, examples: bool) -> di
     result["machine_busy"] = any(r["machine_busy"] for r in rows) or any(
         e.get("machine_busy", False) for e in result.get("examples", {}).values()
     )
+    result["targets"] = verdicts(result)
     return result
+
+
+TARGETS = {  # the fleet-scale issue's targets, each over every size of one run
+    "fair_ratio": 1.3,  # synthesis / fair floor
+    "doubling_time_growth": 2.1,  # synthesis time when the estate doubles
+    "policy_share": 0.05,  # all policy packs / synthesis
+    "memory_ratio": 1.5,  # synthesis peak RSS / fair floor peak RSS
+    "diff_vs_preview": 1.3,  # `gpufleet diff` / `gpufleet preview`, 2 cores
+    "preview_vs_imports": 1.3,  # `gpufleet preview -s aws-train` / its provider imports
+}
+
+
+def verdicts(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each target's worst measured value in the run and whether it is met."""
+    rows = result["sizes"]
+    worst = {
+        "fair_ratio": max(r["fair_ratio"] for r in rows),
+        "policy_share": max(r["policy_share"] for r in rows),
+        "memory_ratio": max(r["memory_ratio"] for r in rows),
+        "diff_vs_preview": max(r["diff_vs_preview"] for r in rows),
+    }
+    doubled = [r["time_growth_vs_previous"] for r in rows if 1.8 <= r.get("size_growth_vs_previous", 0) <= 2.2]
+    if doubled:
+        worst["doubling_time_growth"] = max(doubled)
+    if "aws-train" in result.get("examples", {}):
+        worst["preview_vs_imports"] = result["examples"]["aws-train"]["ratio"]
+    return {k: {"worst": v, "target": TARGETS[k], "met": v <= TARGETS[k]} for k, v in worst.items()}
 
 
 def table(result: dict[str, Any]) -> str:
@@ -226,6 +264,8 @@ def main() -> int:
         print(
             f"{name}: preview {e['preview_seconds']:.2f} s, imports {e['imports_seconds']:.2f} s, ratio {e['ratio']:.2f}"
         )
+    for name, v in result["targets"].items():
+        print(f"{name}: worst {v['worst']} (target <= {v['target']}): {'met' if v['met'] else 'NOT met'}")
     if result["machine_busy"]:
         print("note: the machine was busy during this run (load average above 1.5); timings are noisy")
     print(f"wrote {out}")

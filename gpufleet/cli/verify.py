@@ -17,9 +17,8 @@ from components.model.load import read_stack
 from gpufleet.cli.errors import CommandError
 from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, err
 from gpufleet.verify import suite as suites
-from gpufleet.verify.access import AccessError, cluster_api, kubeconfig_for, parse_kubeconfig_options
 
-if TYPE_CHECKING:  # the runner and renderers are imported when `verify` runs, not by every other command
+if TYPE_CHECKING:  # the cluster access, runner and renderers are imported when `verify` runs, not by every command
     from gpufleet.verify.kube import ClusterApi
     from gpufleet.verify.results import Report
 
@@ -99,6 +98,7 @@ def verify(
         _print_plan(suite, format)
         return
     from gpufleet.render import verify as render
+    from gpufleet.verify.access import AccessError, cluster_api, kubeconfig_for, parse_kubeconfig_options
 
     sites = [s for s in spec.sites if suite.for_site(s.name)]
     try:

@@ -22,10 +22,8 @@ from typing import Any
 
 from components.model.load import read_stack, stack_path
 from gpufleet.engine.plan import Plan
-from gpufleet.review.cost import estate_cost
 from gpufleet.review.diff import DiffError, PlanDiff, diff_plans
 from gpufleet.review.findings import Finding
-from gpufleet.review.review import policy_check
 
 
 @dataclass(frozen=True)
@@ -137,6 +135,11 @@ def _side(project: Path, stack: str, label: str, entry: EntryPoint, result: tupl
     if code != 0:
         raise DiffError(f"stack {stack} at {label} does not synthesize: {err.strip()[-2000:]}")
     plan = Plan.from_dict(json.loads(out))
+    # Imported here: the review (and with it Pulumi) is needed only for such an old revision, and the parent
+    # process starts both sides sooner without it.
+    from gpufleet.review.cost import estate_cost
+    from gpufleet.review.review import policy_check
+
     notes = [f"{label} predates `synth --review`: its cost and findings come from this revision's code"]
     cost: dict[str, Any] | None
     findings_now: list[Finding] | None

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from gpufleet.cli import verify as cli
 from gpufleet.cli.app import app
+from gpufleet.verify import access
 from gpufleet.verify.kube import ClusterApi
 from tests.conftest import ROOT
 from tests.verify.fake_kube import FakeBatch, FakeCluster, FakeCore
@@ -67,9 +67,9 @@ def test_missing_stack_exits_2_naming_the_file() -> None:
 
 
 def fake_access(monkeypatch: pytest.MonkeyPatch, cluster: FakeCluster) -> None:
-    monkeypatch.setattr(cli, "kubeconfig_for", lambda *a, **k: ({}, None))
+    monkeypatch.setattr(access, "kubeconfig_for", lambda *a, **k: ({}, None))
     monkeypatch.setattr(
-        cli, "cluster_api", lambda doc, ctx: (ClusterApi(FakeCore(cluster), FakeBatch(cluster)), "v1.34.2")
+        access, "cluster_api", lambda doc, ctx: (ClusterApi(FakeCore(cluster), FakeBatch(cluster)), "v1.34.2")
     )
 
 
