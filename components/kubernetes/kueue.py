@@ -110,11 +110,17 @@ def tenants_on_site(spec: EstateSpec, site: Site) -> list[Tenant]:
 
 
 def tenant_flavors(site: Site, tenant: Tenant) -> list[Pool]:
-    """Pools a tenant's ClusterQueue lists: shared pools and pools dedicated to it; untrusted: dedicated only."""
+    """Pools a tenant's ClusterQueue lists: shared pools (a time-sliced one only if it names the tenant) and pools
+    dedicated to it; untrusted: dedicated only."""
     pools = scheduled_pools(site)
     if tenant.trust == "untrusted":
         return [p for p in pools if p.dedicated_to == tenant.name]
-    return [p for p in pools if p.dedicated_to in (None, tenant.name)]
+    # A shared time-sliced pool serves only the tenants it names (sharing.shared_by), not the whole cohort.
+    return [
+        p
+        for p in pools
+        if p.dedicated_to in (None, tenant.name) and (not p.sharing.shared_by or tenant.name in p.sharing.shared_by)
+    ]
 
 
 def has_topology_labels(site: Site) -> bool:

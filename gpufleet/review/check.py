@@ -100,6 +100,10 @@ def _settings(spec: EstateSpec, max_usd_per_hour: float | None = None) -> dict[s
         for s in spec.sites
         if isinstance(s, BaremetalSite) and s.kubernetes.driver_managed_by == "host"
     )
+    # Time-sliced pools trusted tenants declared they share, accepting no isolation (time-slicing-single-tenant).
+    values["timeSlicingSharedPools"] = {
+        p.name: list(p.sharing.shared_by) for _, p in spec.pools() if p.sharing.shared_by
+    }
     # The CNI of every cluster (tenant-networkpolicy-enforced), by the name of its Kubernetes provider.
     values["networkPolicyCni"] = {k8s_provider_name(s.name): cni for s in spec.sites if (cni := site_cni(s))}
     if spec.policies.budget_usd_per_hour is not None:

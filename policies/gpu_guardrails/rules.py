@@ -164,7 +164,10 @@ def _shares(text: str) -> bool:
 
 
 def time_slicing_single_tenant(args: StackValidationArgs, report: ReportViolation) -> None:
-    """A node on a time-slicing / MPS config is dedicated to one tenant (label + taint)."""
+    """A node on a time-slicing / MPS config is dedicated to one tenant (label + taint), or its pool is one the
+    stack declares shared by trusted tenants who accept no isolation (`timeSlicingSharedPools`, written from
+    sharing.shared_by; without that config every shared time-sliced pool is a violation)."""
+    declared = {str(p) for p in as_dict(config(args, "timeSlicingSharedPools", {}))}
     configs = device_plugin_configs(args.resources)
     for r in args.resources:
         view = node_view(r.resource_type, r.props)
@@ -173,7 +176,7 @@ def time_slicing_single_tenant(args: StackValidationArgs, report: ReportViolatio
         name = view.labels[DEVICE_PLUGIN_CONFIG_LABEL]
         if name in configs and not _shares(configs[name]):
             continue  # a named config that does not share GPUs
-        if view.isolated_tenant() is None:
+        if view.isolated_tenant() is None and view.pool not in declared:
             report(
                 f"pool {view.pool or r.name} time-slices GPUs (config {name}) but is not dedicated to one tenant", r.urn
             )
@@ -281,9 +284,16 @@ ALL = [
     stack_policy(
         time_slicing_single_tenant,
         name="time-slicing-single-tenant",
-        description="T12: time-slicing/MPS device-plugin configs only on pools dedicated to one tenant (device-plugin README; EKS BPG aiml).",
+        description="T12: time-slicing/MPS device-plugin configs only on pools dedicated to one tenant, or declared shared by trusted tenants that accept no memory or fault isolation (device-plugin README; EKS BPG aiml; GPU Operator gpu-sharing doc).",
         enforcement=MANDATORY,
-        remediation="Set dedicated_to on time-slicing pools, or use sharing.mode mig for pools shared between tenants.",
+        config_schema=schema(
+            timeSlicingSharedPools={
+                "type": "object",
+                "additionalProperties": {"type": "array", "items": {"type": "string"}},
+                "description": "Time-sliced pools shared by trusted tenants (sharing.shared_by with accept_no_isolation): pool -> tenants.",
+            }
+        ),
+        remediation="Set dedicated_to on time-slicing pools; or, for trusted tenants only, sharing.shared_by with sharing.accept_no_isolation: true; or use sharing.mode mig where the GPU model has MIG.",
     ),
     stack_policy(
         time_slicing_fail_requests,

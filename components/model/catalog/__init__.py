@@ -4,7 +4,7 @@ Data lives in the files beside this module; this loader is the only reader. Ever
 count, a GPU's memory, an EFA layout or a price asks here, so no number is typed twice.
 - `aws_instances.json` is written by `gpufleet catalog refresh` (EC2 DescribeInstanceTypes), never by hand.
 - `aws_prices.json` holds on-demand Linux prices per region with their date and source.
-- `gpus.yaml` holds GPU models (API memory, MIG profiles) with sources.
+- `gpus.yaml` holds GPU models (API memory, MIG profiles, time-slicing) with sources.
 """
 
 from __future__ import annotations
@@ -52,9 +52,26 @@ class GpuModel:
     aws_name: str  # the name EC2 reports, e.g. "H100"
     memory_mib: int
     mig_profiles: tuple[MigProfile, ...]
+    time_slicing: bool = False
 
     def mig_profile(self, name: str) -> MigProfile | None:
         return next((p for p in self.mig_profiles if p.name == name), None)
+
+    def sharing_modes(self) -> tuple[str, ...]:
+        """The `sharing.mode` values a pool of this GPU may use (gpus.yaml: MIG profiles, time_slicing)."""
+        return ("whole", *(("mig",) if self.mig_profiles else ()), *(("time-slicing",) if self.time_slicing else ()))
+
+    def sharing_summary(self) -> str:
+        """What sharing this GPU allows and what a quota counts, for schema errors."""
+        parts = ["whole (1 nvidia.com/gpu per GPU)"]
+        if self.mig_profiles:
+            slices = ", ".join(f"{p.name} x{p.per_gpu}" for p in self.mig_profiles)
+            parts.append(f"mig (hardware-isolated slices, each counted as one unit in quotas: {slices} per GPU)")
+        if self.time_slicing:
+            parts.append(
+                "time-slicing (no memory or fault isolation; each GPU counts as `replicas` nvidia.com/gpu in quotas)"
+            )
+        return f"{self.id} GPUs allow " + "; ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -105,6 +122,7 @@ def gpu_models() -> dict[str, GpuModel]:
             aws_name=g["aws_name"],
             memory_mib=int(g["memory_mib"]),
             mig_profiles=tuple(MigProfile(n, int(c)) for n, c in (g.get("mig_profiles") or {}).items()),
+            time_slicing=bool(g.get("time_slicing", False)),
         )
         for gid, g in doc["models"].items()
     }

@@ -6,8 +6,22 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from components.model import catalog
 from components.model.spec.base import CapacityType, Model, Name, Role
 from components.model.spec.net import MAX_NODES
+
+# NVIDIA GPU Operator, "Time-Slicing GPUs in Kubernetes": time-sliced workloads share one GPU's memory and faults.
+TIME_SLICING_DOC = "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-sharing.html"
+
+
+def _modes_by_model() -> str:
+    """Which sharing modes each catalog GPU allows (gpus.yaml), for the schema's descriptions."""
+    models = catalog.gpu_models().values()
+    mig = ", ".join(m.id for m in models if m.mig_profiles)
+    no_mig = ", ".join(m.id for m in models if not m.mig_profiles)
+    no_ts = ", ".join(m.id for m in models if not m.time_slicing)
+    time_slicing = f"time-slicing on every catalog GPU but {no_ts}" if no_ts else "time-slicing on every catalog GPU"
+    return f"whole on every GPU; mig on {mig} only (not {no_mig}); {time_slicing}"
 
 
 class Sharing(Model):
@@ -15,17 +29,53 @@ class Sharing(Model):
 
     mode: Literal["whole", "mig", "time-slicing"] = Field(
         default="whole",
-        description="whole GPUs, MIG slices (hardware isolated) or time-slicing (no isolation).",
+        description=(
+            "whole GPUs, MIG slices (hardware isolated) or time-slicing (no memory or fault isolation: "
+            f"{TIME_SLICING_DOC}). By GPU model: {_modes_by_model()}."
+        ),
     )
     mig_profile: str | None = Field(
-        default=None, description="MIG profile applied to every GPU of the pool (mode mig), e.g. `1g.10gb`."
+        default=None,
+        description=(
+            "MIG profile applied to every GPU of the pool (mode mig), e.g. `1g.10gb`; each slice is one unit of "
+            "tenant quota."
+        ),
     )
     replicas: int | None = Field(
-        default=None, ge=2, le=48, description="Time-slicing replicas per GPU (mode time-slicing)."
+        default=None,
+        ge=2,
+        le=48,
+        description=(
+            "Time-slicing replicas per GPU (mode time-slicing): each GPU is advertised as `replicas` "
+            "nvidia.com/gpu, and tenant quotas (gpu_quota, the namespace ResourceQuota, Kueue) count those units, "
+            "so a pool of N GPUs offers N x replicas."
+        ),
+    )
+    shared_by: list[Name] = Field(
+        default_factory=list,
+        description=(
+            "Mode time-slicing on a pool not dedicated_to one tenant: the trusted tenants (two or more) that "
+            "share its GPUs; only they get quota on it. Time-slicing gives them no memory or fault isolation from "
+            "each other, so this needs accept_no_isolation: true; untrusted tenants never share."
+        ),
+    )
+    accept_no_isolation: bool = Field(
+        default=False,
+        description=(
+            "With shared_by: the tenants accept that a time-sliced GPU isolates neither their memory nor their "
+            f"faults ({TIME_SLICING_DOC})."
+        ),
     )
 
     @model_validator(mode="after")
     def _mode_fields(self) -> Sharing:
+        if self.shared_by and self.mode != "time-slicing":
+            raise ValueError("shared_by is only allowed with mode time-slicing (whole GPUs and MIG slices are "
+                             "shared through tenant quotas)")  # fmt: skip
+        if self.shared_by and len(set(self.shared_by)) < 2:
+            raise ValueError("shared_by names two or more distinct tenants; for one tenant use dedicated_to")
+        if self.accept_no_isolation and not self.shared_by:
+            raise ValueError("accept_no_isolation is only allowed with shared_by")
         if self.mode == "mig" and not self.mig_profile:
             raise ValueError("mode mig needs mig_profile (for example `1g.10gb`)")
         if self.mode != "mig" and self.mig_profile:

@@ -21,6 +21,11 @@ from components.model.spec.baremetal import BaremetalNodePool, InfinibandFabric,
 from components.model.spec.baremetal_rules import baremetal_inventory, gpudirect_rdma_declared
 from components.model.spec.base import Problem
 from components.model.spec.pools import PoolBase
+from components.model.spec.sharing_rules import (
+    enforcement_overrides_effective,
+    pool_sharing_problems,
+    shared_pool_quotas,
+)
 from components.model.spec.sites import (
     AWS_STORAGE,
     BAREMETAL_STORAGE,
@@ -190,7 +195,7 @@ def pools_resolve(spec: EstateSpec) -> Iterator[Problem]:
                 )
             if p.dedicated_to is not None and p.dedicated_to not in tenants:
                 yield Problem(f"{path}.dedicated_to", f"{p.dedicated_to} is not a tenant of the estate")
-            yield from _sharing(spec, path, p)
+            yield from pool_sharing_problems(spec, path, p, pool_gpu_model_known(spec, p))
         match s:
             case AwsSite():
                 yield from _aws_pools(f"sites[{i}]", s)
@@ -219,25 +224,6 @@ def _baremetal_pools(spec: EstateSpec, path: str, s: BaremetalSite) -> Iterator[
         models = sorted({x.gpu_model for x in servers})
         if len(models) > 1:
             yield Problem(f"{path}.node_pools[{j}].selector", f"pool {p.name} mixes GPU models {models}; split it")
-
-
-def _sharing(spec: EstateSpec, path: str, p: PoolBase) -> Iterator[Problem]:
-    model = pool_gpu_model_known(spec, p)
-    if p.sharing.mode == "mig" and model is not None:
-        if not model.mig_profiles:
-            yield Problem(f"{path}.sharing.mode", f"{model.id} GPUs do not support MIG")
-        elif model.mig_profile(p.sharing.mig_profile or "") is None:
-            yield Problem(
-                f"{path}.sharing.mig_profile",
-                f"{p.sharing.mig_profile} is not a MIG profile of {model.id}; valid: "
-                f"{', '.join(x.name for x in model.mig_profiles)}",
-            )
-    if p.sharing.mode == "time-slicing" and p.dedicated_to is None:
-        yield Problem(
-            f"{path}.sharing.mode",
-            f"pool {p.name} uses time-slicing, which does not isolate tenants: set dedicated_to to the one "
-            "tenant that uses it, or use mig",
-        )
 
 
 def _aws_pool(
@@ -422,8 +408,10 @@ RULES: tuple[Rule, ...] = (
     pools_resolve,
     mig_layouts_consistent,
     tenants_fit,
+    shared_pool_quotas,
     tenant_file_systems,
     burst_policy,
     baremetal_inventory,
     gpudirect_rdma_declared,
+    enforcement_overrides_effective,
 )

@@ -1,0 +1,81 @@
+"""A time-sliced L40S pool shared by two trusted tenants that accept no isolation passes `gpufleet check` and the
+real policy pack (`python -m pulumi.policy`, configured as `pulumi preview --policy-pack-config` would) only with
+the config gpufleet writes from the stack; lowering the rule's enforcement instead is refused (exit 2, nothing
+written).
+
+Time-slicing: NVIDIA GPU Operator, "Time-Slicing GPUs in Kubernetes"
+(https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-sharing.html). Policy config: Pulumi
+CrossGuard configuration (https://www.pulumi.com/docs/iac/using-pulumi/crossguard/configuration/).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pulumi.runtime.proto import analyzer_pb2
+from typer.testing import CliRunner
+
+from components.model.load import ESTATE_KEY, parse_estate
+from gpufleet.cli.app import app
+from gpufleet.engine.plan import Plan
+from gpufleet.review import check
+from tests.conftest import example_config, write_project
+from tests.policies.test_packs import _configure, _resource, analyzers  # noqa: F401 (analyzers: a fixture)
+
+RULE = "time-slicing-single-tenant"
+
+
+def _shared_l40s() -> dict[str, Any]:
+    config = example_config("aws-train")
+    pool = next(p for p in config[ESTATE_KEY]["sites"][0]["node_pools"] if p["name"] == "l40s")
+    pool["sharing"] = {
+        "mode": "time-slicing",
+        "replicas": 4,
+        "shared_by": ["research", "product"],
+        "accept_no_isolation": True,
+    }
+    return config
+
+
+def _analyzer_flags(stub: Any, plan: Plan, config_file: Path) -> set[str]:
+    _configure(stub, config_file)
+    stack = stub.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=[_resource(plan, r) for r in plan.resources]))
+    return {d.policyName for d in stack.diagnostics}
+
+
+def test_declared_shared_l40s_passes_both_checks_only_with_the_written_config(
+    analyzers: dict[str, Any],  # noqa: F811
+    synth_config: Callable[[dict[str, Any]], Plan],
+    tmp_path: Path,
+) -> None:
+    config = _shared_l40s()
+    plan = synth_config(config)
+    spec = parse_estate(config[ESTATE_KEY], "shared-l40s")
+    assert check.evaluate(plan, spec).mandatory == []
+    (written,) = [p for p in check.write_configs(spec, tmp_path / "cfg") if p.stem == "gpu_guardrails"]
+    assert json.loads(written.read_text())[RULE]["timeSlicingSharedPools"] == {"l40s": ["research", "product"]}
+    assert RULE not in _analyzer_flags(analyzers["gpu_guardrails"], plan, written)
+    # Without the stack's config (a hand-run `pulumi preview --policy-pack` with none) the pool is a violation
+    # in both, mandatory: the default is the strict rule.
+    empty = tmp_path / "empty.json"
+    empty.write_text("{}")
+    assert RULE in _analyzer_flags(analyzers["gpu_guardrails"], plan, empty)
+    found = check.run(plan, None, only={RULE})
+    assert [f.enforcement for f in found] == ["mandatory"] and "l40s" in found[0].message
+
+
+def test_lowering_time_slicing_enforcement_exits_2_and_writes_nothing(tmp_path: Path) -> None:
+    config = example_config("aws-train")
+    config[ESTATE_KEY]["policies"]["enforcement"] = {RULE: "advisory"}
+    project = write_project(tmp_path, config)
+    out = tmp_path / "policy-config"
+    result = CliRunner().invoke(
+        app, ["check", "--stack", "test", "--project", str(project), "--write-config", str(out)]
+    )
+    assert result.exit_code == 2, result.output
+    assert f"policies.enforcement.{RULE}: advisory is refused" in result.output
+    assert "Traceback" not in result.output
+    assert not out.exists()
