@@ -236,3 +236,93 @@ def bucket_key_policy(region: str, account: str, fsx_grants: list[tuple[str, str
     statements = [account_administers_key(region, account)]
     statements += [fsx_s3_key_statement(region, account, fs, bucket) for fs, bucket in fsx_grants]
     return json.dumps({"Version": "2012-10-17", "Statement": statements})
+
+
+# -- tenant S3 identity (EKS Pod Identity) ---------------------------------------------------------------------
+
+POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
+S3_READ_ACTIONS = ["s3:GetObject", "s3:GetObjectVersion"]
+S3_WRITE_ACTIONS = ["s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"]
+
+
+def pod_identity_trust_policy(cluster: str, namespace: str, service_account: str) -> str:
+    """The trust policy EKS Pod Identity needs (sts:AssumeRole and sts:TagSession for pods.eks.amazonaws.com), held
+    to one cluster, namespace and service account by the request tags Pod Identity sends (EKS user guide,
+    pod-id-role: https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html, "Setting Conditions")."""
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "AllowEksAuthToAssumeRoleForPodIdentity",
+                    "Effect": "Allow",
+                    "Principal": {"Service": POD_IDENTITY_SERVICE},
+                    "Action": ["sts:AssumeRole", "sts:TagSession"],
+                    "Condition": {
+                        "StringEquals": {
+                            "aws:RequestTag/eks-cluster-name": cluster,
+                            "aws:RequestTag/kubernetes-namespace": namespace,
+                            "aws:RequestTag/kubernetes-service-account": service_account,
+                        }
+                    },
+                }
+            ],
+        }
+    )
+
+
+def _sid(*parts: str) -> str:
+    return re.sub(r"[^0-9A-Za-z]", "", "".join(p.title() for p in parts))[:100]
+
+
+def tenant_s3_policy(region: str, grants: list[tuple[str, str, bool]]) -> str:
+    """A tenant role's S3 permissions: per (bucket, prefix ending in "/", write) grant, list the bucket under the
+    prefix only and get (and with write: put, delete, abort uploads) objects under `arn:...:s3:::bucket/prefix*`.
+    No wildcard bucket, no s3:*."""
+    p = partition(region)
+    statements: list[dict[str, Any]] = []
+    for bucket, prefix, write in grants:
+        statements.append(
+            {
+                "Sid": _sid("List", bucket, prefix),
+                "Effect": "Allow",
+                "Action": "s3:ListBucket",
+                "Resource": f"arn:{p}:s3:::{bucket}",
+                "Condition": {"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+            }
+        )
+        statements.append(
+            {
+                "Sid": _sid("Objects", bucket, prefix),
+                "Effect": "Allow",
+                "Action": S3_READ_ACTIONS + (S3_WRITE_ACTIONS if write else []),
+                "Resource": f"arn:{p}:s3:::{bucket}/{prefix}*",
+            }
+        )
+    return json.dumps({"Version": "2012-10-17", "Statement": statements})
+
+
+def tenant_s3_key_policy(region: str, read: tuple[list[str], list[str]], write: tuple[list[str], list[str]]) -> str:
+    """The KMS permissions S3 uses on the tenant's behalf for SSE-KMS buckets: decrypt to read, data keys to write
+    (S3 user guide, UsingKMSEncryption: https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingKMSEncryption.html),
+    each on the tier keys (first of each pair) through S3 only and for the granted buckets (second) only: the
+    estate's buckets use S3 Bucket Keys, whose encryption context is the bucket ARN."""
+    p = partition(region)
+    statements: list[dict[str, Any]] = []
+    for sid, action, (keys, buckets) in (("DecryptThroughS3", "kms:Decrypt", read),
+                                         ("EncryptThroughS3", "kms:GenerateDataKey", write)):  # fmt: skip
+        if not keys:
+            continue
+        statements.append(
+            {
+                "Sid": sid,
+                "Effect": "Allow",
+                "Action": action,
+                "Resource": keys,
+                "Condition": {
+                    "StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"},
+                    "StringLike": {"kms:EncryptionContext:aws:s3:arn": [f"arn:{p}:s3:::{b}" for b in buckets]},
+                },
+            }
+        )
+    return json.dumps({"Version": "2012-10-17", "Statement": statements})

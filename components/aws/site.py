@@ -16,10 +16,12 @@ from components.aws.interconnect import SiteInterconnect, SiteInterconnectArgs
 from components.aws.network import SiteNetwork, SiteNetworkArgs
 from components.aws.node_pool import EfaAttachment, GpuNodePool, GpuNodePoolArgs
 from components.aws.storage import SiteStorage, SiteStorageArgs
+from components.aws.tenant_identity import TenantS3Identity, TenantS3IdentityArgs
 from components.model.cni import k8s_provider_name
 from components.model.conventions import AWS_SITE_TYPE
 from components.model.spec import AwsNodePool, AwsSite, BurstWindow, EfaFabric, EstateSpec, ScratchTier
 from components.model.tags import Tags
+from components.model.tenant_s3 import tenant_s3_access
 
 
 @dataclass(frozen=True)
@@ -36,8 +38,8 @@ class AwsSiteArgs:
 class AwsSiteStack(pulumi.ComponentResource):
     """Creates the site's AWS provider, network (VPC or adopted subnets) and its interconnect to on-prem, EKS
     cluster, EFA fabrics, one node group per GPU pool, storage tiers, the Kubernetes provider every in-cluster
-    component uses (after the system nodes its releases schedule on), and where the site has burst pools the
-    cluster autoscaler that grows them."""
+    component uses (after the system nodes its releases schedule on), each tenant's S3 identity for the buckets it
+    is granted, and where the site has burst pools the cluster autoscaler that grows them."""
 
     k8s_provider: k8s.Provider
     kubeconfig: pulumi.Output[str]  # secret; also what a MultiKueue manager needs to reach this cluster
@@ -109,6 +111,7 @@ class AwsSiteStack(pulumi.ComponentResource):
             ),
             self._child(),
         )
+        self._tenant_s3_identities()
         self.autoscaler = None
         if burst_pools(args.site):
             self.autoscaler = ClusterAutoscaler(
@@ -118,6 +121,19 @@ class AwsSiteStack(pulumi.ComponentResource):
                 self._child(),
             )  # fmt: skip
         self.register_outputs({"cluster_name": self.cluster_name})
+
+    def _tenant_s3_identities(self) -> None:
+        """Per tenant with grants on this site's buckets, its S3 role and Pod Identity association."""
+        a = self._args
+        keys: dict[str, pulumi.Input[str]] = {n: b.key.arn for n, b in self.storage.buckets.items()}
+        for t in a.spec.tenants:
+            access = tenant_s3_access(a.spec, a.site, t)
+            if access:
+                TenantS3Identity(
+                    f"{self._n}-tenant-{t.name}-s3",
+                    TenantS3IdentityArgs(a.site, t, a.tags, self.cluster_name, access, keys, [self.cluster]),
+                    self._child(),
+                )
 
     def _child(self) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(parent=self, providers={"aws": self.aws_provider})

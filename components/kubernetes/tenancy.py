@@ -11,7 +11,8 @@ ValidatingAdmissionPolicy (no controller, no Kyverno) backs this up: in the untr
 no longer scheduling-gated must carry that nodeSelector, may not carry a toleration without a key or for
 another tenant's taint, and, where the site names a sandbox RuntimeClass, must set `runtimeClassName` to it.
 Pods get the RuntimeClass by declaring it; the API server refuses those that do not. Its egress is denied
-except DNS, its own namespace and `egress_cidrs` (no storage endpoints).
+except DNS, its own namespace, `egress_cidrs` and, only for S3 grants it declares (tenant `s3`), S3 (no other
+storage endpoints).
 
 RDMA. RDMA / GPUDirect pods (`tenant.rdma`) add the IPC_LOCK capability, which neither Pod Security baseline
 nor restricted allows (check P6). Such a tenant's namespace is marked `gpufleet.io/rdma=true`, enforces Pod
@@ -30,7 +31,7 @@ from urllib.parse import urlsplit
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes import kueue
+from components.kubernetes import kueue, tenant_s3
 from components.kubernetes.admission import (
     POD_AND_EPHEMERAL_RESOURCES,
     POD_RESOURCES,
@@ -49,7 +50,6 @@ from components.model.spec import (
     FsxLustreTier,
     NfsTier,
     OnPremS3Tier,
-    S3Tier,
     Site,
     Tenant,
 )
@@ -97,10 +97,9 @@ ROLE_RULES: tuple[dict[str, Any], ...] = (
     {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": READ},
 )
 
-# Ports of storage endpoints: Lustre (LNet 988; FSx also 1018-1023), NFSv4 / EFS 2049, S3 HTTPS 443.
+# Ports of storage endpoints: Lustre (LNet 988; FSx also 1018-1023), NFSv4 / EFS 2049 (S3: tenant_s3).
 LUSTRE_PORTS = [{"protocol": "TCP", "port": 988}, {"protocol": "TCP", "port": 1018, "endPort": 1023}]
 NFS_PORTS = [{"protocol": "TCP", "port": 2049}]
-HTTPS_PORTS = [{"protocol": "TCP", "port": 443}]
 
 
 @dataclass(frozen=True)
@@ -121,10 +120,10 @@ def _ip_cidr(host: str) -> str | None:
 def storage_egress(site: Site) -> list[StorageEgress]:
     """Storage endpoints tenant pods may reach, derived from the site's tiers.
 
-    AWS managed endpoints (FSx for Lustre, EFS mount targets, S3 interface endpoints) live in the VPC, so they
-    get the VPC CIDR of a VPC the stack creates (an adopted VPC's CIDR is not in the spec). S3 reached through
-    a gateway endpoint or the internet uses public S3 ranges, which a NetworkPolicy cannot name: list them in
-    egress_cidrs. On bare metal an NFS server or S3 endpoint uses the tier's `cidr`, or a /32 when given as an IP
+    AWS managed endpoints (FSx for Lustre, EFS mount targets) live in the VPC, so they get the VPC CIDR of a VPC
+    the stack creates (an adopted VPC's CIDR is not in the spec). S3 buckets are reached through the VPC's gateway
+    endpoint at S3's public ranges: a tenant granted S3 (tenant `s3`) gets those in its own `allow-s3` policy
+    (components.kubernetes.tenant_s3). On bare metal an NFS server or S3 endpoint uses the tier's `cidr`, or a /32 when given as an IP
     address; a host name without `cidr` cannot be resolved here and is reported with cidr None.
     """
     match site:
@@ -144,8 +143,8 @@ def _aws_storage_egress(site: AwsSite) -> list[StorageEgress]:
             out.append(StorageEgress(tier.name, vpc, tuple(LUSTRE_PORTS), "vpc"))
         elif isinstance(tier, EfsTier):
             out.append(StorageEgress(tier.name, vpc, tuple(NFS_PORTS), "vpc"))
-        elif isinstance(tier, S3Tier):
-            out.append(StorageEgress(tier.name, vpc, tuple(HTTPS_PORTS), "vpc"))
+    # S3 tiers: not in the VPC (the gateway endpoint routes to S3's public ranges); tenants granted S3 get their
+    # own egress policy (components.kubernetes.tenant_s3).
     return out
 
 
@@ -227,9 +226,9 @@ class TenantBundleArgs:
 
 class TenantBundle(pulumi.ComponentResource):
     """A tenant's Namespace (tenant, cost and Pod Security labels), ResourceQuota, LimitRange, NetworkPolicies
-    (default deny, DNS, same namespace, storage, egress CIDRs), Role and RoleBinding for its member groups,
-    the namespace's `default` ServiceAccount without token automount, and for an untrusted tenant a
-    ValidatingAdmissionPolicy pinning its pods.
+    (default deny, DNS, same namespace, storage, egress CIDRs, S3), Role and RoleBinding for its member groups,
+    the namespace's `default` ServiceAccount without token automount, the `s3-access` ServiceAccount of a tenant
+    granted S3 on an AWS site, and for an untrusted tenant a ValidatingAdmissionPolicy pinning its pods.
 
     The tenant namespace is retained on delete: removing a tenant from the spec must not delete its
     PersistentVolumeClaims with it; an administrator deletes the namespace once its data is safe.
@@ -250,6 +249,8 @@ class TenantBundle(pulumi.ComponentResource):
         self.network_policies = self._network_policies(args.site)
         self.role, self.role_binding = self._rbac()
         self.default_service_account = self._default_service_account()
+        if isinstance(args.site, AwsSite) and tenant_s3.has_s3_access(args.spec, args.site, args.tenant):
+            self._s3_access(args.site)
         if args.tenant.trust == "untrusted":
             validations = untrusted_validations(self._tenant, args.site.kubernetes.sandbox_runtime_class)
             self._pod_admission_policy("untrusted", validations)
@@ -386,6 +387,18 @@ class TenantBundle(pulumi.ComponentResource):
             automount_service_account_token=False,
             opts=self._in_ns,
         )
+
+    def _s3_access(self, site: AwsSite) -> None:
+        """The service account the tenant's Pod Identity association names, and egress to S3 and the agent.
+
+        No API token is mounted from it: the Pod Identity webhook projects its own token for the agent."""
+        k8s.core.v1.ServiceAccount(
+            f"{self._name}-s3-access",
+            metadata=self._meta(conventions.TENANT_S3_SERVICE_ACCOUNT),
+            automount_service_account_token=False,
+            opts=self._in_ns,
+        )
+        self.network_policies["allow-s3"] = self._policy("allow-s3", tenant_s3.s3_egress_policy_spec(site))
 
     def _pod_admission_policy(
         self,

@@ -41,6 +41,8 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set by the API server on
 TOPOLOGY_LEVELS = (RACK_LABEL, LEAF_LABEL, HOSTNAME_LABEL)  # Kueue Topology levels, widest first
 
 # AWS tag keys components set besides the required ones, which policies read back.
+# The service account in a tenant namespace that EKS Pod Identity binds to the tenant's S3 role (tenant `s3`).
+TENANT_S3_SERVICE_ACCOUNT = "s3-access"
 POOL_TAG = "pool"  # launch templates: the pool they launch
 FABRIC_TAG = "fabric"  # an EFA fabric's subnet and security group
 

@@ -30,6 +30,9 @@ _UNION_TAGS = frozenset(
      "parallel-fs", "s3-onprem", "vpn", "transit-gateway", "existing", "public"}
 )  # fmt: skip
 _UNION_FIELDS = frozenset({"interconnect"})  # tagged unions held by a key, not a list
+# Lists whose items are tagged unions: a tag right after an index into one of these is not a key (a tenant's `s3`
+# list, whose name is also a storage tag, is a key).
+_UNION_LISTS = frozenset({"sites", "fabrics", "storage"})
 
 
 @dataclass
@@ -48,7 +51,9 @@ def yaml_path(base: str, loc: tuple[int | str, ...]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         elif (
-            part in _UNION_TAGS and i > 0 and (isinstance(loc[i - 1], int) or loc[i - 1] in _UNION_FIELDS)
+            part in _UNION_TAGS
+            and i > 0
+            and ((isinstance(loc[i - 1], int) and i > 1 and loc[i - 2] in _UNION_LISTS) or loc[i - 1] in _UNION_FIELDS)
         ) or part.startswith("function-"):
             continue
         else:

@@ -42,6 +42,7 @@ from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 from components.model.cni import k8s_provider_name, site_cni
 from components.model.load import ESTATE_KEY, SpecError, StackFile, read_stack
 from components.model.spec import BaremetalSite, EstateSpec
+from components.model.tenant_s3 import declared_grants
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.engine.synth import collector_paused
 from gpufleet.review.findings import Enforcement, Finding, Findings
@@ -104,6 +105,8 @@ def _settings(spec: EstateSpec, max_usd_per_hour: float | None = None) -> dict[s
     values["timeSlicingSharedPools"] = {
         p.name: list(p.sharing.shared_by) for _, p in spec.pools() if p.sharing.shared_by
     }
+    # S3 grants each tenant declares (untrusted-tenant-s3-declared): `<bucket>/<prefix>`.
+    values["tenantS3Grants"] = {t.name: declared_grants(t) for t in spec.tenants if t.s3 is not None}
     # The CNI of every cluster (tenant-networkpolicy-enforced), by the name of its Kubernetes provider.
     values["networkPolicyCni"] = {k8s_provider_name(s.name): cni for s in spec.sites if (cni := site_cni(s))}
     if spec.policies.budget_usd_per_hour is not None:

@@ -53,6 +53,7 @@ from policies.tenancy.pod_security import (
     rdma_namespace_guarded,
     tenant_tolerations_guarded,
 )
+from policies.tenancy.s3 import tenant_s3_scoped, untrusted_tenant_s3_declared
 from policies.tenancy.volumes import tenant_volumes_scoped
 
 PACK_NAME = "tenancy"
@@ -457,5 +458,26 @@ ALL = [
         enforcement=MANDATORY,
         config_schema=TENANTS_CONFIG,
         remediation="The scheduling component must create PriorityClasses; report a gpufleet bug if missing.",
+    ),
+    stack_policy(
+        tenant_s3_scoped,
+        name="tenant-s3-scoped",
+        description="T17: no tenant IAM role (tagged tenant=<id>) allows an S3 wildcard action (s3:*, *) on every bucket or holds an AWS managed S3 policy (CKV_AWS_355/356; EKS pod-identities).",
+        enforcement=MANDATORY,
+        remediation="Grant tenants buckets through tenants[].s3 (bucket, prefix, access); gpufleet scopes the role to arn:aws:s3:::<bucket>/<prefix>*.",
+    ),
+    stack_policy(
+        untrusted_tenant_s3_declared,
+        name="untrusted-tenant-s3-declared",
+        description="T17: an untrusted tenant's IAM role reaches only the bucket prefixes the stack declares for it (tenants[].s3); none when it declares none.",
+        enforcement=MANDATORY,
+        config_schema=schema(
+            tenantS3Grants={
+                "type": "object",
+                "additionalProperties": {"type": "array", "items": {"type": "string"}},
+                "description": "Declared S3 grants per tenant (tenants[].s3): tenant -> `<bucket>/<prefix>`.",
+            }
+        ),
+        remediation="Declare the untrusted tenant's buckets and prefixes in tenants[].s3, or remove its S3 access.",
     ),
 ]

@@ -6,6 +6,7 @@ Each builder returns a compliant resource; tests break one field at a time with 
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from components.model.conventions import (
@@ -416,3 +417,20 @@ BM_HOST_DRIVER_VALUES = {"driver": {"enabled": False}, "toolkit": {"enabled": Tr
 def kueue_release(manage_all: bool = True) -> PlanResource:
     config = f"apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nmanageJobsWithoutQueueName: {str(manage_all).lower()}\n"
     return helm_release("kueue", "0.0.1-fixture", {"managerConfig": {"controllerManagerConfigYaml": config}})
+
+
+# -- tenant S3 identity -------------------------------------------------------------------------------------
+
+
+def tenant_role(tenant: str = "agents") -> PlanResource:
+    return res("aws:iam/role:Role", f"site-tenant-{tenant}-s3-role", {"tags": {**TAGS, "tenant": tenant}})
+
+
+def role_policy(role: PlanResource, statements: list[dict[str, Any]], suffix: str = "s3") -> PlanResource:
+    doc = json.dumps({"Version": "2012-10-17", "Statement": statements})
+    return res("aws:iam/rolePolicy:RolePolicy", f"{role.name}-{suffix}", {"policy": doc, "role": f"{role.name}-id"},
+               dependencies=[role.key])  # fmt: skip
+
+
+def s3_objects(bucket: str, prefix: str, actions: list[str] | None = None) -> dict[str, Any]:
+    return {"Effect": "Allow", "Action": actions or ["s3:GetObject"], "Resource": f"arn:aws:s3:::{bucket}/{prefix}*"}

@@ -45,6 +45,9 @@ LT_RESERVED = fx.with_(
     placement=None,
     capacityReservationSpecification={"capacityReservationTarget": {"capacityReservationId": "cr-0123456789abcdef0"}},
 )
+R_AGENTS = fx.tenant_role("agents")
+UNTRUSTED_NS = fx.namespace("agents", labels={"tenant": "agents", "gpufleet.io/trust": "untrusted"})
+S3_LIST = {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::b", "Condition": {"StringLike": {"s3:prefix": ["agents/in/*"]}}}  # fmt: skip
 RDMA_LABELS = {
     "tenant": "research",
     "gpufleet.io/rdma": "true",
@@ -243,6 +246,12 @@ CASES = [
     Case("chart-versions-pinned", [fx.helm_release()], [fx.helm_release(version="^26.0")], id="range"),
     Case("stateful-storage-protected", [B, fx.fsx()], [fx.bucket(protect=False)]),
     Case("stateful-storage-protected", [B], [fx.bucket(retain=False)], id="not-retained"),
+    # -- tenant S3 (T17)
+    Case("tenant-s3-scoped", [R_AGENTS, fx.role_policy(R_AGENTS, [fx.s3_objects("b", "agents/")])], [R_AGENTS, fx.role_policy(R_AGENTS, [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}])]),
+    Case("tenant-s3-scoped", [R_AGENTS, fx.role_policy(R_AGENTS, [fx.s3_objects("b", "agents/", ["s3:*"])])], [R_AGENTS, fx.role_policy(R_AGENTS, [fx.s3_objects("*", "", ["s3:Get*"])])], id="any-bucket-arn"),
+    Case("tenant-s3-scoped", [R_AGENTS], [R_AGENTS, fx.res("aws:iam/rolePolicyAttachment:RolePolicyAttachment", "full", {"policyArn": "arn:aws:iam::aws:policy/AmazonS3FullAccess"}, dependencies=[R_AGENTS.key])], id="managed-policy"),
+    Case("untrusted-tenant-s3-declared", [UNTRUSTED_NS, R_AGENTS, fx.role_policy(R_AGENTS, [fx.s3_objects("b", "agents/in/"), S3_LIST])], [UNTRUSTED_NS, R_AGENTS, fx.role_policy(R_AGENTS, [fx.s3_objects("b", "agents/")])], {"tenantS3Grants": {"agents": ["b/agents/in/"]}}),
+    Case("untrusted-tenant-s3-declared", [fx.namespace("agents"), R_AGENTS, fx.role_policy(R_AGENTS, [fx.s3_objects("b", "agents/")])], [UNTRUSTED_NS, R_AGENTS, fx.role_policy(R_AGENTS, [fx.s3_objects("b", "agents/")])], id="undeclared"),
 ]  # fmt: skip
 
 

@@ -53,6 +53,7 @@ class SiteStorage(pulumi.ComponentResource):
             driver = fsx_driver(ctx)
             links = [link for f in fsx if (link := fsx_tier(ctx, f, driver, buckets)) is not None]
         self._grant_fsx_access(ctx, links)
+        self.buckets = buckets  # tenant S3 identities grant on these (components.aws.tenant_identity)
         efs = [t for t in site.storage if isinstance(t, EfsTier)]
         if efs:
             driver = efs_driver(ctx)

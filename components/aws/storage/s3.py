@@ -15,17 +15,15 @@ import pulumi_aws as aws
 
 from components.aws import iam
 from components.aws.storage.context import StorageContext
+from components.model import tenant_s3
 from components.model.spec import AwsSite, S3Tier
 from components.model.tags import Tags
 
 
 def bucket_name(tags: Tags, site: AwsSite, tier: S3Tier, purpose: str, single_tier: bool) -> str:
-    """Globally unique bucket names: `<estate>-<env>-<purpose>` when the estate has one S3 tier."""
+    """The bucket's name (components.model.tenant_s3.bucket_name, which tenants' grants name too)."""
     base = tags.base
-    name = f"{base['cluster']}-{base['env']}-{purpose}"
-    if not single_tier:
-        name = f"{base['cluster']}-{base['env']}-{site.name}-{tier.name}-{purpose}"
-    return name[:63]
+    return tenant_s3.bucket_name(base["cluster"], base["env"], site.name, tier.name, purpose, single_tier=single_tier)
 
 
 @dataclass(frozen=True)

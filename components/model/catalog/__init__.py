@@ -5,6 +5,7 @@ count, a GPU's memory, an EFA layout or a price asks here, so no number is typed
 - `aws_instances.json` is written by `gpufleet catalog refresh` (EC2 DescribeInstanceTypes), never by hand.
 - `aws_prices.json` holds on-demand Linux prices per region with their date and source.
 - `gpus.yaml` holds GPU models (API memory, MIG profiles, time-slicing) with sources.
+- `aws_s3_ranges.json` holds AWS's published S3 IPv4 ranges per region (ip-ranges.json, dated by its createDate).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ HERE = Path(__file__).parent
 INSTANCES_FILE = HERE / "aws_instances.json"
 PRICES_FILE = HERE / "aws_prices.json"
 GPUS_FILE = HERE / "gpus.yaml"
+S3_RANGES_FILE = HERE / "aws_s3_ranges.json"
 
 # The NVIDIA x86 GPU instance types gpufleet ships facts for; `catalog refresh` describes exactly these.
 SHIPPED_INSTANCE_TYPES: tuple[str, ...] = (
@@ -235,3 +237,18 @@ def cpu_instance_price(name: str, region: str) -> ListPrice | None:
 def price_table() -> dict[str, Any]:
     """The whole price document (instances and storage), for tools that need more than one figure."""
     return _prices_doc()
+
+
+@cache
+def _s3_ranges_doc() -> dict[str, Any]:
+    return json.loads(S3_RANGES_FILE.read_text())
+
+
+def s3_ranges(region: str) -> list[str]:
+    """AWS's published S3 IPv4 ranges in `region` (empty for a region the file does not hold)."""
+    return list(_s3_ranges_doc()["regions"].get(region, []))
+
+
+def s3_ranges_dated() -> str:
+    """When the S3 ranges were published (ip-ranges.json createDate)."""
+    return str(_s3_ranges_doc()["createDate"])

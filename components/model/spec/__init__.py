@@ -63,7 +63,7 @@ from components.model.spec.sites import (
     SiteBase,
     StorageTier,
 )
-from components.model.spec.tenancy import Tenant
+from components.model.spec.tenancy import S3Grant, Tenant
 
 __all__ = [
     "AWS_STORAGE",
@@ -111,6 +111,7 @@ __all__ = [
     "PublicInterconnect",
     "RoceFabric",
     "Role",
+    "S3Grant",
     "S3Tier",
     "Scaling",
     "ScratchTier",

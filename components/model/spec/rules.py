@@ -374,6 +374,13 @@ def tenant_file_systems(spec: EstateSpec) -> Iterator[Problem]:
                 )
 
 
+def tenant_s3_grants(spec: EstateSpec) -> Iterator[Problem]:
+    """components.model.tenant_s3: declared S3 grants name the estate's buckets where the tenant has a namespace."""
+    from components.model.tenant_s3 import grant_problems  # imports the spec package: not at module load
+
+    yield from grant_problems(spec)
+
+
 # --------------------------------------------------------------------------------------------------- burst
 
 
@@ -410,6 +417,7 @@ RULES: tuple[Rule, ...] = (
     tenants_fit,
     shared_pool_quotas,
     tenant_file_systems,
+    tenant_s3_grants,
     burst_policy,
     baremetal_inventory,
     gpudirect_rdma_declared,

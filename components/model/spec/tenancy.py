@@ -4,10 +4,38 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
+from components.model.conventions import TENANT_S3_SERVICE_ACCOUNT
 from components.model.spec.base import Model, Name
 from components.model.spec.net import MAX_GPUS, CidrRange
+
+
+class S3Grant(Model):
+    """Access to one prefix of one bucket the estate creates, through the tenant's own IAM role (EKS Pod Identity)."""
+
+    bucket: str = Field(
+        description="Name of a bucket an s3 tier of the estate creates (see `gpufleet preview`), e.g. `train-prod-datasets`."
+    )
+    prefix: str | None = Field(
+        default=None,
+        description="Key prefix the grant covers, ending in `/` (e.g. `research/`); unset: `<tenant>/`.",
+    )
+    access: Literal["read", "readwrite"] = Field(
+        default="read", description="read: list and get objects; readwrite: also put and delete them."
+    )
+
+    @model_validator(mode="after")
+    def _prefix(self) -> S3Grant:
+        p = self.prefix
+        if p is not None and (
+            not p.endswith("/") or p.startswith("/") or any(c in p for c in "*?$") or ".." in p.split("/")
+        ):
+            raise ValueError(
+                f"prefix {p!r} must be a plain key prefix ending in `/` (no leading `/`, no wildcards `*` `?`, "
+                "no policy variables, no `..`)"
+            )
+        return self
 
 
 class Tenant(Model):
@@ -45,6 +73,16 @@ class Tenant(Model):
             "Shared file-system tiers (fsx-lustre, efs, nfs, parallel-fs, by tier name) the tenant may mount: "
             "a directory of its own on each, never the whole file system. Unset: every shared file system for "
             "a trusted tenant, none for an untrusted one."
+        ),
+    )
+
+    s3: list[S3Grant] | None = Field(
+        default=None,
+        description=(
+            f"S3 access through a service account `{TENANT_S3_SERVICE_ACCOUNT}` in the tenant's namespace on the bucket's site, bound "
+            "by EKS Pod Identity to an IAM role that only this tenant's pods assume, with egress to the region's S3 "
+            "ranges. Unset: a trusted tenant may read and write `<tenant>/` in every bucket of the sites where it "
+            "has a namespace, an untrusted tenant gets no S3 at all; a list: exactly those grants."
         ),
     )
 
