@@ -82,7 +82,9 @@ class Tenant(Model):
             f"S3 access through a service account `{TENANT_S3_SERVICE_ACCOUNT}` in the tenant's namespace on the bucket's site, bound "
             "by EKS Pod Identity to an IAM role that only this tenant's pods assume, with egress to the region's S3 "
             "ranges. Unset: a trusted tenant may read and write `<tenant>/` in every bucket of the sites where it "
-            "has a namespace, an untrusted tenant gets no S3 at all; a list: exactly those grants."
+            "has a namespace, an untrusted tenant gets no S3 at all; a list: exactly those grants. The egress opens HTTPS "
+            "to all of the region's S3 addresses (a NetworkPolicy cannot tell buckets apart): the role limits what "
+            "the tenant's own credentials reach, not where other credentials could write."
         ),
     )
 
