@@ -143,3 +143,12 @@ def test_schema_enforced_rules_are_policy_rules() -> None:
     from gpufleet.review import check
 
     assert set(SCHEMA_ENFORCED_RULES) <= check.rule_ids()
+
+
+def test_quota_above_a_time_sliced_pool_says_how_its_units_are_counted() -> None:
+    def over(raw: dict[str, Any]) -> None:
+        _share_l40s(raw, accept_no_isolation=True)
+        _tenant(raw, "product")["gpu_quota"]["l40s"] = 89  # research 8 + 89 = 97 > 6 x 4 L40S x 4 replicas
+
+    msg = _problems(over)
+    assert "add up to 97, but the pool offers only 96 GPUs at max size (24 GPUs x 4 time-slicing replicas)" in msg

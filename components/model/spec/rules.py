@@ -355,10 +355,16 @@ def tenants_fit(spec: EstateSpec) -> Iterator[Problem]:
             total = sum(t.gpu_quota.get(sp.name, 0) for t in spec.tenants)
             units = spec.pool_gpu_units(sp.name)
             if total > units:
+                gpus = spec.pool_gpu_capacity(sp.name)
+                counted = {
+                    "whole": "",
+                    "mig": f" ({gpus} GPUs x {units // gpus if gpus else 0} {sp.sharing.mig_profile} MIG slices)",
+                    "time-slicing": f" ({gpus} GPUs x {sp.sharing.replicas} time-slicing replicas)",
+                }[sp.sharing.mode]
                 yield Problem(
                     f"sites[{i}].node_pools[{j}]",
                     f"tenant GPU quotas on pool {sp.name} add up to {total}, but the pool offers only {units} "
-                    "GPUs at max size; lower the quotas or raise the pool's max",
+                    f"GPUs at max size{counted}; lower the quotas or raise the pool's max",
                 )
 
 
