@@ -24,7 +24,7 @@ LOG_RETENTION_DAYS = 90
 # EKS managed add-ons installed beside the default networking add-ons. Versions are left to EKS (the default
 # version for the cluster's Kubernetes version), so an upgrade of the control plane brings matching add-ons.
 NODE_ADDONS = (
-    "eks-pod-identity-agent",  # IAM for the CSI controllers (EKS Pod Identity)
+    "eks-pod-identity-agent",  # IAM for the CSI controllers and tenants' S3 access (EKS Pod Identity)
     "eks-node-monitoring-agent",  # GPU/XID health conditions that node auto repair acts on
 )
 

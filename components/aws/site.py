@@ -128,6 +128,12 @@ class AwsSiteStack(pulumi.ComponentResource):
         keys: dict[str, pulumi.Input[str]] = {n: b.key.arn for n, b in self.storage.buckets.items()}
         for t in a.spec.tenants:
             access = tenant_s3_access(a.spec, a.site, t)
+            if access and a.site.cluster.adopt_name:
+                pulumi.log.warn(
+                    f"tenant {t.name}: S3 on adopted cluster {a.site.cluster.adopt_name} reaches pods only through its "
+                    "eks-pod-identity-agent add-on, which gpufleet installs on clusters it creates, not on this one",
+                    self,
+                )
             if access:
                 TenantS3Identity(
                     f"{self._n}-tenant-{t.name}-s3",

@@ -369,6 +369,9 @@ def test_adopted_cluster_and_vpc_synthesize_without_creating_them(tmp_path: Path
     assert ng.inputs["clusterName"] == "shared-prod" and ng.inputs["subnetIds"] == ["subnet-0efa"]
     assert _pool_ng(plan, "use1", "l40s").inputs["subnetIds"] == ["subnet-0a", "subnet-0b", "subnet-0c"]
     assert plan.one("pulumi:providers:kubernetes", "use1-k8s").inputs["kubeconfig"] == "[secret]"
+    # Tenants' S3 identities still come, with a warning: the adopted cluster's Pod Identity agent is its owners'.
+    assert len(plan.find("aws:eks/podIdentityAssociation:PodIdentityAssociation")) >= 2
+    assert any("eks-pod-identity-agent" in w and "shared-prod" in w for w in plan.warnings)
 
 
 def test_node_groups_carry_the_kubernetes_cost_labels(example_plans: dict[str, Plan]) -> None:
