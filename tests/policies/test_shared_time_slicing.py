@@ -79,3 +79,28 @@ def test_lowering_time_slicing_enforcement_exits_2_and_writes_nothing(tmp_path: 
     assert f"policies.enforcement.{RULE}: advisory is refused" in result.output
     assert "Traceback" not in result.output
     assert not out.exists()
+
+
+def test_an_override_of_a_rule_the_schema_does_not_enforce_is_honoured_by_both(
+    analyzers: dict[str, Any],  # noqa: F811
+    broken: tuple[Plan, Any],
+    tmp_path: Path,
+) -> None:
+    """The broken stack's gpu-instance-allowlist violation, lowered to advisory: `gpufleet check` and the real
+    pack (with the config `--write-config` writes) both report it advisory, and disabled both drop it."""
+    plan, spec = broken
+    rule = "gpu-instance-allowlist"
+    for level, expected in (("advisory", {analyzer_pb2.ADVISORY}), ("disabled", set())):
+        lowered = spec.model_copy(update={"policies": spec.policies.model_copy(update={"enforcement": {rule: level}})})
+        ours = {f.enforcement for f in check.evaluate(plan, lowered) if f.rule == rule}
+        assert ours == ({"advisory"} if expected else set())
+        (written,) = [p for p in check.write_configs(lowered, tmp_path / level) if p.stem == "cost_tags"]
+        stub = analyzers["cost_tags"]
+        _configure(stub, written)
+        theirs = set()
+        for r in plan.resources:
+            full = _resource(plan, r)
+            req = analyzer_pb2.AnalyzeRequest(type=r.type, properties=full.properties, urn=full.urn, name=r.name,
+                                              options=full.options)  # fmt: skip
+            theirs |= {d.enforcementLevel for d in stub.Analyze(req).diagnostics if d.policyName == rule}
+        assert theirs == expected, level
