@@ -18,7 +18,7 @@ from gpufleet.engine.plan import Plan
 from gpufleet.engine.synth import synth
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ("aws-train", "onprem", "hybrid")
+EXAMPLES = ("aws-train", "aws-train-west", "onprem", "hybrid")
 # Tests render the upstream chart sources at the pinned versions that CI keeps beside the clone (read-only) unless
 # GPUFLEET_CHART_CACHE names another chart cache.
 os.environ.setdefault("GPUFLEET_CHART_CACHE", str(ROOT.parent / "shared" / "charts"))

@@ -13,22 +13,50 @@ RegionOpt = Annotated[str, typer.Option("--region", "-r", help="Region for price
 RefreshRegionOpt = Annotated[str, typer.Option("--region", "-r", help="Region whose AZ offerings to record.")]
 
 
-def catalog_refresh(region: RefreshRegionOpt) -> None:
-    """Regenerate instance facts and AZ offerings from EC2 (needs AWS credentials)."""
+PricesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--prices",
+        help="Regenerate the region's on-demand prices from the AWS Price List (pricing:GetProducts) and the "
+        "known regions from botocore, instead of instance facts.",
+    ),
+]
+
+
+def catalog_refresh(region: RefreshRegionOpt, prices: PricesOpt = False) -> None:
+    """Regenerate instance facts and AZ offerings from EC2, or (--prices) the region's prices (needs AWS credentials)."""
     import boto3
     import botocore.exceptions
 
-    from gpufleet.catalog.refresh import refresh
+    from components.model import catalog
 
+    if (unknown := catalog.unknown_region(region)) is not None:
+        raise CommandError(f"--region: {unknown}")
     try:
+        if prices:
+            from gpufleet.catalog.prices import PRICING_ENDPOINT_REGION, PriceListError, refresh_prices, refresh_regions
+
+            refresh_regions()
+            try:
+                doc = refresh_prices(boto3.client("pricing", region_name=PRICING_ENDPOINT_REGION), region)
+            except PriceListError as e:
+                raise CommandError(f"the Price List answer cannot be used: {e}", exit_code=1) from None
+            when = doc["sources"][region]["date"]
+            out.print(f"prices: {len(doc['regions'][region])} GPU instance types priced in {region} ({when})")
+            return
+        from gpufleet.catalog.refresh import refresh
+
         doc = refresh(boto3.client("ec2", region_name=region), region)
     except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
-        raise CommandError(f"EC2 refused the catalog refresh: {e}") from None
+        raise CommandError(f"AWS refused the catalog refresh: {e}") from None
     out.print(f"catalog: {len(doc['instances'])} instance types, offerings for {region} ({doc['generated']})")
 
 
 def catalog_show(region: RegionOpt = "us-east-1") -> None:
     """List the GPU instance types the catalog holds, with GPUs, EFA and on-demand price."""
+    from components.model import catalog
     from gpufleet.render.catalog import catalog_table
 
+    if (unknown := catalog.unknown_region(region)) is not None:
+        raise CommandError(f"--region: {unknown}")
     out.print(catalog_table(region))

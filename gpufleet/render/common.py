@@ -74,6 +74,13 @@ def usd(v: float | None, digits: int = 2) -> str:
     return f"${v:,.{digits}f}"
 
 
+def usd_total(v: float | None, complete: bool, digits: int = 2) -> str:
+    """A total: "unknown" when nothing in it is priced, "≥ $X" when it leaves something out, never $0 for unknown."""
+    if v is None:
+        return "unknown"
+    return usd(v, digits) if complete else f"≥ {usd(v, digits)}"
+
+
 def usd_or_dash(v: float | None) -> str:
     return "-" if v is None else usd(v)
 

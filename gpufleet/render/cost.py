@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from gpufleet.render.common import cell, inline, month, usd
-from gpufleet.review.cost import HOURS, LEVELS, EstateCost, PoolCost
+from gpufleet.render.common import cell, inline, month, usd, usd_total
+from gpufleet.review.cost import HOURS, LEVELS, EstateCost, PoolCost, Total
 
 At = Callable[[str], float | None]  # $/h at a level ("min", "desired", "max")
 
@@ -32,6 +32,29 @@ def _what(p: PoolCost, markdown: bool) -> str:
 
 def _levels_text(at: At, digits: int = 2) -> str:
     return "  ".join(f"{lv} {usd(at(lv), digits)}" for lv in LEVELS)
+
+
+def _total_text(total: Total, monthly: bool = False) -> str:
+    """A total at each size: "≥ $X" while it leaves something out, "unknown" when nothing in it is priced."""
+    at = total.hourly.monthly if monthly else total.hourly.at
+    text = "  ".join(f"{lv} {usd_total(at(lv), total.complete, 0 if monthly else 2)}" for lv in LEVELS)
+    return text + (f" (+ {len(total.unpriced)} unpriced)" if total.unpriced and not monthly else "")
+
+
+def budget_verdict(budget: float, total: Total) -> tuple[str, bool]:
+    """The budget verdict at max size and whether it is a failure. A figure over the budget is over whatever is
+    left out; a figure within it proves nothing while a price is missing (usage-billed items are outside the
+    hourly budget)."""
+    at_max = total.hourly.at("max")
+    if at_max is not None and at_max > budget:
+        return f"over the budget of {usd(budget)}/h: {usd_total(at_max, total.complete)}/h at max size", True
+    if total.no_price:
+        priced = "" if at_max is None else f" (the priced part is {usd(at_max)}/h)"
+        return (
+            f"price missing for {', '.join(total.no_price)}: cannot check the budget of {usd(budget)}/h{priced}",
+            True,
+        )
+    return f"within the budget of {usd(budget)}/h: {usd_total(at_max, total.complete)}/h at max size", False
 
 
 def cost_text(cost: EstateCost, console: Console) -> None:
@@ -72,19 +95,18 @@ def cost_text(cost: EstateCost, console: Console) -> None:
             )
     console.print("[bold]Per site[/bold]")
     for s in cost.sites():
-        console.print(f"  {s}: {_levels_text(cost.site_total(s).hourly.at)}", markup=False)
+        console.print(f"  {s}: {_total_text(cost.site_total(s))}", markup=False)
     console.print("[bold]Per tenant[/bold] (quota share of each pool)")
-    for tenant, f in cost.tenants().items():
-        console.print(f"  {tenant}: {_levels_text(f.at)}", markup=False)
+    for tenant, share in cost.tenants().items():
+        console.print(f"  {tenant}: {_total_text(share)}", markup=False)
     total = cost.total()
-    console.print(f"[bold]Estate[/bold]: {_levels_text(total.hourly.at)}")
-    console.print(f"  per month: {_levels_text(total.hourly.monthly, 0)}")
+    console.print(f"[bold]Estate[/bold]: {escape(_total_text(total))}")
+    console.print(f"  per month: {_total_text(total, monthly=True)}", markup=False)
     if total.unpriced:
-        console.print(f"[red]not in the totals (no price): {escape(', '.join(total.unpriced))}[/red]")
+        console.print(f"[red]not in the totals (no figure): {escape(', '.join(total.unpriced))}[/red]")
     if cost.budget_usd_per_hour is not None:
-        mx = total.hourly.at("max") or 0.0
-        verdict = "within" if mx <= cost.budget_usd_per_hour else "[red]OVER[/red]"
-        console.print(f"Budget: {usd(cost.budget_usd_per_hour)}/h at max size: {verdict} ({usd(mx)}/h)")
+        verdict, bad = budget_verdict(cost.budget_usd_per_hour, total)
+        console.print(f"Budget: {'[red]' if bad else ''}{escape(verdict)}{'[/red]' if bad else ''}")
     console.print("[dim]Not included: " + escape("; ".join(cost.excluded)) + "[/dim]")
     console.print("[bold]Prices used[/bold]")
     for ref in cost.prices():
@@ -95,27 +117,36 @@ def cost_text(cost: EstateCost, console: Console) -> None:
 # --------------------------------------------------------------------------------------------- markdown
 
 
-def cost_summary_table(at: At) -> list[str]:
-    """$/hour and $/month at min, desired and max size: the cost lines of a comment's summary."""
+def cost_summary_table(at: At, complete: bool = True) -> list[str]:
+    """$/hour and $/month at min, desired and max size: the cost lines of a comment's summary ("≥" while the
+    totals leave something out, "unknown" where nothing is priced)."""
     return [
         "| cost | min | desired | max |",
         "|---|---:|---:|---:|",
-        f"| $/hour | {' | '.join(usd(at(lv)) for lv in LEVELS)} |",
-        f"| $/month | {' | '.join(usd(month(at(lv)), 0) for lv in LEVELS)} |",
+        f"| $/hour | {' | '.join(usd_total(at(lv), complete) for lv in LEVELS)} |",
+        f"| $/month | {' | '.join(usd_total(month(at(lv)), complete, 0) for lv in LEVELS)} |",
     ]
 
 
-def budget_line(budget: float | None, at_max: float | None) -> list[str]:
-    if budget is None or at_max is None:
+def budget_line(budget: float | None, at_max: float | None, no_price: tuple[str, ...] | list[str] = ()) -> list[str]:
+    if budget is None:
         return []
-    if at_max > budget:
-        return ["", f"> ❌ At max size the estate costs {usd(at_max)}/h, over its budget of {usd(budget)}/h."]
+    if at_max is not None and at_max > budget:
+        at_least = "at least " if no_price else ""
+        return ["", f"> ❌ At max size the estate costs {at_least}{usd(at_max)}/h, over its budget of {usd(budget)}/h."]
+    if no_price:
+        return ["", f"> ⚠️ Price missing for {', '.join(no_price)}: cannot check the budget of {usd(budget)}/h."]
+    if at_max is None:
+        return []
     return ["", f"Budget: {usd(at_max)}/h at max size of {usd(budget)}/h allowed."]
 
 
 def unpriced_line(unpriced: tuple[str, ...] | list[str]) -> list[str]:
     return (
-        [f"> ⚠️ Not in the totals (no catalog price, or billed on usage with no usage profile): {', '.join(unpriced)}"]
+        [
+            f"> ⚠️ Totals are lower bounds (≥): {len(unpriced)} item(s) have no figure (no catalog price, or billed on "
+            f"usage with no usage profile): {', '.join(unpriced)}"
+        ]
         if unpriced
         else []
     )
@@ -125,8 +156,8 @@ def cost_summary(cost: EstateCost) -> list[str]:
     """The summary table, the budget verdict and what the totals leave out."""
     total = cost.total()
     return [
-        *cost_summary_table(total.hourly.at),
-        *budget_line(cost.budget_usd_per_hour, total.hourly.at("max")),
+        *cost_summary_table(total.hourly.at, total.complete),
+        *budget_line(cost.budget_usd_per_hour, total.hourly.at("max"), total.no_price),
         *unpriced_line(total.unpriced),
     ]
 
@@ -135,8 +166,9 @@ def cost_markdown(cost: EstateCost) -> str:
     """`gpufleet cost -f markdown`: heading and summary, then the tables."""
     total = cost.total()
     lines = [f"### gpufleet cost: `{cost.estate}` ({cost.environment})", ""]
-    lines += cost_summary_table(total.hourly.at)
-    lines += budget_line(cost.budget_usd_per_hour, total.hourly.at("max"))
+    lines += cost_summary_table(total.hourly.at, total.complete)
+    lines += budget_line(cost.budget_usd_per_hour, total.hourly.at("max"), total.no_price)
+    lines += unpriced_line(total.unpriced)
     return "\n".join(lines) + "\n\n" + cost_tables(cost) + "\n"
 
 
@@ -178,16 +210,21 @@ def cost_tables(cost: EstateCost) -> str:
             out.append(f"| {ln.site} | {ln.item} | {ln.quantity} | {' | '.join(cells)} | {cell(unit + ln.note)} |")
     out += ["", "| site | min | desired | max |", "|---|---:|---:|---:|"]
     for s in cost.sites():
-        at = cost.site_total(s).hourly.at
-        out.append(f"| {s} | {' | '.join(usd(at(lv)) for lv in LEVELS)} |")
+        st = cost.site_total(s)
+        out.append(f"| {s} | {' | '.join(usd_total(st.hourly.at(lv), st.complete) for lv in LEVELS)} |")
     total = cost.total()
-    out.append(f"| **estate** | {' | '.join('**' + usd(total.hourly.at(lv)) + '**' for lv in LEVELS)} |")
+    estate = " | ".join("**" + usd_total(total.hourly.at(lv), total.complete) + "**" for lv in LEVELS)
+    out.append(f"| **estate** | {estate} |")
     tenants = cost.tenants()
     if tenants:
         out += ["", "Per tenant: its `gpu_quota` on a pool ÷ the pool's GPU units, times the pool's cost.", ""]
         out += ["| tenant | min | desired | max | $/month at desired |", "|---|---:|---:|---:|---:|"]
-        for tenant, f in tenants.items():
-            out.append(f"| {tenant} | {' | '.join(usd(f.at(lv)) for lv in LEVELS)} | {usd(f.monthly('desired'), 0)} |")
+        for tenant, share in tenants.items():
+            f, ok = share.hourly, share.complete
+            out.append(
+                f"| {tenant} | {' | '.join(usd_total(f.at(lv), ok) for lv in LEVELS)} "
+                f"| {usd_total(f.monthly('desired'), ok, 0)} |"
+            )
     out += ["", "Prices used:", ""]
     for ref in cost.prices():
         flag = " *(not confirmed from a stored copy)*" if not ref.verified else ""

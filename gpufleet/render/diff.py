@@ -23,6 +23,7 @@ from gpufleet.render.common import (
     short_key,
     signed,
     usd_or_dash,
+    usd_total,
 )
 from gpufleet.render.cost import budget_line, unpriced_line
 from gpufleet.render.findings import finding_lines, findings_summary, findings_table
@@ -55,9 +56,9 @@ def diff_markdown(diff: PlanDiff, max_chars: int = MAX_COMMENT) -> str:
     head += _replacement_summary(diff)
     if diff.cost_total is not None:
         head.append("")
-        head += _cost_delta_table(diff.cost_total)
+        head += _cost_delta_table(diff)
         budget = diff.spec.policies.budget_usd_per_hour if diff.spec else None
-        head += budget_line(budget, diff.cost_total.head.get("max"))
+        head += budget_line(budget, diff.cost_total.head.get("max"), diff.cost_no_price)
         head += unpriced_line(diff.cost_unpriced)
     head += ["", *findings_summary(diff.findings, diff.findings_new, diff.findings_fixed)]
     head += [f"> {inline(n)}" for n in diff.notes]
@@ -94,14 +95,31 @@ def diff_markdown(diff: PlanDiff, max_chars: int = MAX_COMMENT) -> str:
     return assemble("\n".join(head), sections, max_chars)
 
 
-def _cost_delta_table(c: CostLine) -> list[str]:
+def _side(v: float | None, complete: bool) -> str:
+    return "-" if v is None and complete else usd_total(v, complete)
+
+
+def delta_text(diff: PlanDiff, level: str) -> str:
+    """The change in $/h and $/month at `level`; "unknown" while a price is missing on either side (usage-billed
+    items without a usage figure are the same on both sides and cancel)."""
+    c = diff.cost_total
+    if c is None:
+        return "-"
+    if diff.cost_no_price:
+        return f"unknown ({len(diff.cost_no_price)} unpriced)"
+    return f"{signed(c.delta(level))}/h ({signed(month(c.delta(level)), 0)}/month)"
+
+
+def _cost_delta_table(diff: PlanDiff) -> list[str]:
+    c = diff.cost_total
+    assert c is not None
+    base_ok, head_ok = diff.cost_complete
     return [
         "| cost | at desired size | at max size |",
         "|---|---:|---:|",
-        f"| base | {usd_or_dash(c.base.get('desired'))}/h | {usd_or_dash(c.base.get('max'))}/h |",
-        f"| this change | {usd_or_dash(c.head.get('desired'))}/h | {usd_or_dash(c.head.get('max'))}/h |",
-        f"| **delta** | **{signed(c.delta('desired'))}/h ({signed(month(c.delta('desired')), 0)}/month)** | "
-        f"**{signed(c.delta('max'))}/h ({signed(month(c.delta('max')), 0)}/month)** |",
+        f"| base | {_side(c.base.get('desired'), base_ok)}/h | {_side(c.base.get('max'), base_ok)}/h |",
+        f"| this change | {_side(c.head.get('desired'), head_ok)}/h | {_side(c.head.get('max'), head_ok)}/h |",
+        f"| **delta** | **{delta_text(diff, 'desired')}** | **{delta_text(diff, 'max')}** |",
     ]
 
 
@@ -207,10 +225,12 @@ def diff_text(diff: PlanDiff, console: Console) -> None:
         )
     if diff.cost_total is not None:
         c = diff.cost_total
+        base_ok, head_ok = diff.cost_complete
         for lv in ("desired", "max"):
             console.print(
-                f"cost at {lv}: {usd_or_dash(c.base.get(lv))}/h → {usd_or_dash(c.head.get(lv))}/h "
-                f"({signed(c.delta(lv))}/h, {signed(month(c.delta(lv)), 0)}/month)"
+                f"cost at {lv}: {_side(c.base.get(lv), base_ok)}/h → {_side(c.head.get(lv), head_ok)}/h "
+                f"({delta_text(diff, lv)})",
+                markup=False,
             )
     if diff.findings is None:
         console.print("policy: not evaluated")
@@ -244,7 +264,8 @@ def diff_text(diff: PlanDiff, console: Console) -> None:
 
 def diff_json(diff: PlanDiff) -> str:
     def cost_line(c: CostLine) -> dict[str, Any]:
-        delta = {lv: None if (v := c.delta(lv)) is None else round(v, 4) for lv in LEVELS}
+        unknown = c.name == "total" and bool(diff.cost_no_price)  # a missing price: the change is unknown, not 0
+        delta = {lv: None if unknown or (v := c.delta(lv)) is None else round(v, 4) for lv in LEVELS}
         return {"name": c.name, "base": c.base, "head": c.head, "delta": delta}
 
     def value(v: Any) -> Any:
@@ -279,6 +300,7 @@ def diff_json(diff: PlanDiff) -> str:
             "total": cost_line(diff.cost_total) if diff.cost_total else None,
             "pools": [cost_line(c) for c in diff.cost_pools],
             "unpriced": diff.cost_unpriced,
+            "no_price": diff.cost_no_price,
         },
         "findings": None if diff.findings is None else [f.to_dict() for f in diff.findings],
         "findings_new": [f.to_dict() for f in diff.findings_new],

@@ -59,6 +59,16 @@ class BillLine:
         }
 
 
+def site_price(site: AwsSite, instance_type: str) -> catalog.Price | None:
+    """The price of a node-hour of `instance_type` on `site`: the stack's own (`prices`, with its date and source)
+    before the catalog's on-demand price in the site's region; None when neither has one."""
+    own = site.price_override(instance_type)
+    if own is not None:
+        where = f"stack: sites.{site.name}.prices ({own.source})"
+        return catalog.Price(own.usd_per_hour, site.region, own.date.isoformat(), where)
+    return catalog.price(instance_type, site.region)
+
+
 def _ref(p: catalog.ListPrice) -> PriceRef:
     return PriceRef(p.usd, p.unit, p.date, f"{p.source}; {p.region}", p.verified)
 
@@ -70,6 +80,10 @@ def _flat(per_hour: float) -> Figures:
 def _hourly_line(site: AwsSite, item: str, key: str, count: dict[str, int], what: str, cpu: bool = False) -> BillLine:
     """`count` units (per size) x an hourly list price."""
     found = catalog.cpu_instance_price(key, site.region) if cpu else catalog.service_price(key, site.region)
+    own = site.price_override(key) if cpu else None
+    if own is not None:
+        where = f"stack: sites.{site.name}.prices ({own.source})"
+        found = catalog.ListPrice(key, own.usd_per_hour, "node-hour", site.region, own.date.isoformat(), where, True)
     quantity = "/".join(str(count[lv]) for lv in LEVELS) + f" {what}"
     if found is None:
         return BillLine(

@@ -112,12 +112,15 @@ def _settings(spec: EstateSpec, max_usd_per_hour: float | None = None) -> dict[s
     if spec.policies.budget_usd_per_hour is not None:
         values["budgetUsdPerHour"] = spec.policies.budget_usd_per_hour
         # One max hourly cost: the envelope's (the figure `gpufleet cost` and the comment's budget line show).
-        if max_usd_per_hour is None:
-            from gpufleet.review.cost import estate_cost
+        from gpufleet.review.cost import estate_cost
 
-            max_usd_per_hour = estate_cost(spec).total().hourly.at("max")
+        total = estate_cost(spec).total()
+        if max_usd_per_hour is None:
+            max_usd_per_hour = total.hourly.at("max")
         if max_usd_per_hour is not None:
             values["maxUsdPerHour"] = round(max_usd_per_hour, 4)
+        if total.no_price:
+            values["unpricedItems"] = list(total.no_price)
     values["privilegedNamespaces"] = sorted(namespaces.PRIVILEGED_NAMESPACES)
     return values
 

@@ -33,7 +33,7 @@ from components.model.spec import (
     Site,
 )
 from components.model.windows import effective_scaling, window_note, window_phase
-from gpufleet.review.bill import AWS_UNPRICED, BillLine, aws_site_bill
+from gpufleet.review.bill import AWS_UNPRICED, BillLine, aws_site_bill, site_price
 from gpufleet.review.prices import HOURS, LEVELS, Figures, PriceRef, price_dict, rounded
 from gpufleet.review.storage_cost import StorageCost, storage_cost
 from gpufleet.review.usage import UsageProfile
@@ -100,13 +100,28 @@ class PoolCost:
 
 @dataclass(frozen=True)
 class Total:
-    """A sum of priced figures, and how many unpriced figures it leaves out."""
+    """A sum of priced figures, and what it leaves out by name: `unpriced` is everything without a figure (no
+    price, or billed on usage with no usage figure); `no_price` the part of it that has no price at all.
+
+    With anything left out the figures are a lower bound (renderers show "≥"); with nothing priced they are
+    None (renderers show "unknown"), never $0.
+    """
 
     hourly: Figures
     unpriced: tuple[str, ...] = ()
+    no_price: tuple[str, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        return not self.unpriced
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.hourly.to_dict(), "unpriced": list(self.unpriced)}
+        return {
+            **self.hourly.to_dict(),
+            "complete": self.complete,
+            "unpriced": list(self.unpriced),
+            "no_price": list(self.no_price),
+        }
 
 
 @dataclass(frozen=True)
@@ -134,14 +149,14 @@ class EstateCost:
 
     # -- totals ---------------------------------------------------------------------------------------
     def pool_total(self, pools: list[PoolCost]) -> Total:
-        return _sum([p.hourly for p in pools], [f"pool {p.pool}" for p in pools if not p.priced])
+        missing = [f"pool {p.pool}" for p in pools if not p.priced]
+        return _sum([p.hourly for p in pools if p.priced], missing, missing)
 
     def storage_total(self, tiers: list[StorageCost]) -> Total:
         monthly = [t.monthly_usd for t in tiers if t.status == "priced" and t.monthly_usd is not None]
+        missing = [f"tier {t.tier}" for t in tiers if t.status == "unpriced"]
         per_hour = sum(monthly) / HOURS
-        return Total(
-            Figures(per_hour, per_hour, per_hour), tuple(f"tier {t.tier}" for t in tiers if t.status == "unpriced")
-        )
+        return _sum([Figures(per_hour, per_hour, per_hour)] if monthly or not missing else [], missing, missing)
 
     def bill_total(self, lines: list[BillLine]) -> Total:
         """Lines with figures are summed; the others (no price, usage without a usage figure) are named."""
@@ -152,6 +167,7 @@ class EstateCost:
                 for ln in lines
                 if ln.hourly is None
             ],
+            [f"{ln.item} ({ln.site})" for ln in lines if ln.hourly is None and ln.status == "unpriced"],
         )
 
     def site_total(self, site: str) -> Total:
@@ -169,12 +185,18 @@ class EstateCost:
             seen.setdefault(name)
         return list(seen)
 
-    def tenants(self) -> dict[str, Figures]:
-        """Each tenant's quota share of the pools it has quota on, plus the unassigned remainder."""
-        out: dict[str, list[Figures]] = {}
+    def tenants(self) -> dict[str, Total]:
+        """Each tenant's quota share of the pools it has quota on, plus the unassigned remainder; a share of an
+        unpriced pool is named, not counted as $0."""
+        priced = {p.pool: p.priced for p in self.pools}
+        out: dict[str, list[TenantShare]] = {}
         for s in self.tenant_shares:
-            out.setdefault(s.tenant, []).append(s.hourly)
-        return {t: _sum(fs, []).hourly for t, fs in out.items()}
+            out.setdefault(s.tenant, []).append(s)
+        totals: dict[str, Total] = {}
+        for t, shares in out.items():
+            missing = [f"pool {s.pool}" for s in shares if not priced.get(s.pool, True)]
+            totals[t] = _sum([s.hourly for s in shares if priced.get(s.pool, True)], missing, missing)
+        return totals
 
     def prices(self) -> list[PriceRef]:
         refs = [p.price for p in self.pools if p.price] + [t.price for t in self.storage if t.price]
@@ -259,16 +281,18 @@ def _aws_pool(
                 instance = catalog.instance_type(w.instance_type)
         else:
             notes.append("burst pool: idles at zero nodes outside a burst window")
-    found = catalog.price(instance.name, site.region)
+    found = site_price(site, instance.name)
     if pool.burst and w is None and found is not None:
         ceiling = pool.scaling.max * found.usd_per_hour
         budget = f", within the burst budget of ${spec.burst.budget_usd:,.0f}/month" if spec.burst else ""
         notes.append(f"a window may grow it to {pool.scaling.max} × {instance.name} = ${ceiling:,.2f}/h{budget}")
-    if pool.capacity.type != "on-demand":
+    if pool.capacity.type != "on-demand" and site.price_override(instance.name) is None:
         notes.append(f"{pool.capacity.type} capacity priced at the on-demand rate (the catalog holds no other rate)")
     price = None
     if found is not None:
         price = PriceRef(found.usd_per_hour, "node-hour", found.date, f"{found.source}; {found.region}")
+        if site.price_override(instance.name) is not None:
+            notes.append(f"priced by the stack (sites.{site.name}.prices), not the catalog's on-demand rate")
     else:
         notes.append(f"no catalog price for {instance.name} in {site.region}: unpriced")
     nodes = {"min": scaling.min, "desired": scaling.desired_nodes, "max": scaling.max}
@@ -396,12 +420,21 @@ def _excluded(spec: EstateSpec) -> tuple[str, ...]:
 # ------------------------------------------------------------------------------------------------ helpers
 
 
-def _sum(figures: list[Figures], unpriced: list[str]) -> Total:
-    vals = {lv: sum(v for f in figures if (v := f.at(lv)) is not None) for lv in LEVELS}
-    return Total(Figures(vals["min"], vals["desired"], vals["max"]), tuple(unpriced))
+def _sum(figures: list[Figures], unpriced: list[str], no_price: list[str]) -> Total:
+    """The sum of `figures`; None at a level where nothing is priced but something is left out (unknown, not $0)."""
+    vals: dict[str, float | None] = {}
+    for lv in LEVELS:
+        known = [v for f in figures if (v := f.at(lv)) is not None]
+        vals[lv] = sum(known) if known or not unpriced else None
+    return Total(Figures(vals["min"], vals["desired"], vals["max"]), tuple(unpriced), tuple(no_price))
 
 
 def _add(a: Total, b: Total) -> Total:
+    def plus(x: float | None, y: float | None) -> float | None:
+        return None if x is None and y is None else (x or 0.0) + (y or 0.0)
+
     return Total(
-        Figures(*((a.hourly.at(lv) or 0.0) + (b.hourly.at(lv) or 0.0) for lv in LEVELS)), a.unpriced + b.unpriced
+        Figures(*(plus(a.hourly.at(lv), b.hourly.at(lv)) for lv in LEVELS)),
+        a.unpriced + b.unpriced,
+        a.no_price + b.no_price,
     )

@@ -92,6 +92,8 @@ class PlanDiff:
     cost_total: CostLine | None = None
     cost_pools: list[CostLine] = field(default_factory=list)
     cost_unpriced: list[str] = field(default_factory=list)
+    cost_no_price: list[str] = field(default_factory=list)  # items with no price at all on either side
+    cost_complete: tuple[bool, bool] = (True, True)  # base, head: whether each total leaves nothing out
     findings: Findings | None = None  # head findings (None: no policy evaluation available)
     findings_new: Findings = field(default_factory=Findings)
     findings_fixed: Findings = field(default_factory=Findings)
@@ -297,6 +299,8 @@ def diff_plans(
         changed.append(ResourceChange(new, tuple(property_changes(old, new)), renamed_from=old.key))
     total, pools = _cost_lines(base_cost, head_cost)
     unpriced = sorted({u for doc in (base_cost, head_cost) if doc for u in doc["total"].get("unpriced", [])})
+    no_price = sorted({u for doc in (base_cost, head_cost) if doc for u in doc["total"].get("no_price", [])})
+    complete = tuple(bool(doc["total"].get("complete", True)) if doc else True for doc in (base_cost, head_cost))
     out = PlanDiff(
         project=head.project,
         stack=head.stack,
@@ -310,6 +314,8 @@ def diff_plans(
         cost_total=total,
         cost_pools=pools,
         cost_unpriced=unpriced,
+        cost_no_price=no_price,
+        cost_complete=(complete[0], complete[1]),
         spec=spec,
         plan=head,
     )

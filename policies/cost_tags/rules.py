@@ -138,6 +138,20 @@ def budget_cap(args: StackValidationArgs, report: ReportViolation) -> None:
         report(f"max hourly cost ${total:,.2f} exceeds the budget cap ${float(cap):,.2f} ({'; '.join(parts)})", None)
 
 
+def budget_priced(args: StackValidationArgs, report: ReportViolation) -> None:
+    """A budget can be checked only when everything it covers has a price: each item of the cost envelope
+    without one (`unpricedItems`, written by gpufleet) is named, and the budget is reported as unchecked.
+    `budget-cap` still reports a priced part that is already over the cap."""
+    cap = config(args, "budgetUsdPerHour", None)
+    missing = [str(x) for x in config(args, "unpricedItems", [])]
+    if cap is None or not missing:
+        return
+    envelope = config(args, "maxUsdPerHour", None)
+    if envelope is not None and float(envelope) > float(cap):
+        return  # over the cap whatever the missing prices are: budget-cap reports it
+    report(f"price missing for {', '.join(missing)}, cannot check the budget of ${float(cap):,.2f}/h", None)
+
+
 def gpu_instance_allowlist(args: ResourceValidationArgs, report: ReportViolation) -> None:
     allowed = [str(t) for t in config(args, "allowedInstanceTypes", [])]
     if not allowed:
@@ -202,6 +216,23 @@ ALL = [
             },
         ),
         remediation="Lower node_pools[].scaling.max or raise policies.budget_usd_per_hour in the stack file.",
+    ),
+    stack_policy(
+        budget_priced,
+        name="budget-priced",
+        description="A16: every item the budget covers has a price (a missing price leaves the budget unchecked, never $0).",
+        enforcement=ADVISORY,
+        config_schema=schema(
+            budgetUsdPerHour={"type": "number", "description": "Cap in USD per hour (policies.budget_usd_per_hour)."},
+            maxUsdPerHour={"type": "number", "description": "The envelope's priced part at max size in USD per hour."},
+            unpricedItems={
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Items of the cost envelope with no price (gpufleet writes them).",
+            },
+        ),
+        remediation="Price each named item: a `prices` entry on its aws site (instance types, with a dated source) "
+        "or a catalog price for the region (`gpufleet catalog refresh --prices --region REGION`).",
     ),
     resource_policy(
         gpu_instance_allowlist,

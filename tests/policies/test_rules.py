@@ -273,8 +273,27 @@ def test_rule_passes_good_fixture_and_flags_bad_one(case: Case) -> None:
     assert all(f.remediation for f in bad)
 
 
+# Rules judged on the config gpufleet writes alone (no resource differs between passing and violating): each has
+# its own test below instead of a Case.
+CONFIG_ONLY = {"budget-priced"}
+
+
 def test_every_rule_has_a_passing_and_a_violating_fixture() -> None:
-    assert {c.rule for c in CASES} == check.rule_ids()
+    assert {c.rule for c in CASES} | CONFIG_ONLY == check.rule_ids()
+
+
+def test_budget_priced_names_each_missing_price_instead_of_passing_a_partial_envelope() -> None:
+    pack = pack_of("budget-priced")
+    resources = fx.plan(LT_P5, fx.node_group(lt=LT_P5, max_size=2))
+    priced = {"budgetUsdPerHour": 300, "maxUsdPerHour": 110.08}
+    assert check.run(resources, {pack: {"budget-priced": priced}}, only={"budget-priced"}) == []
+    missing = {**priced, "unpricedItems": ["tier lustre", "EKS control plane (usw2)"]}
+    (finding,) = check.run(resources, {pack: {"budget-priced": missing}}, only={"budget-priced"})
+    assert "price missing for tier lustre, EKS control plane (usw2), cannot check the budget" in finding.message
+    assert "prices" in finding.remediation and "scaling.max" not in finding.remediation
+    # A priced part already over the cap is over whatever is missing: budget-cap reports that, not this rule.
+    over = {**missing, "maxUsdPerHour": 310.0}
+    assert check.run(resources, {pack: {"budget-priced": over}}, only={"budget-priced"}) == []
 
 
 def test_advisory_rules_report_advisory_and_mandatory_rules_mandatory() -> None:

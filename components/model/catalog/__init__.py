@@ -3,13 +3,17 @@
 Data lives in the files beside this module; this loader is the only reader. Everything that needs a GPU
 count, a GPU's memory, an EFA layout or a price asks here, so no number is typed twice.
 - `aws_instances.json` is written by `gpufleet catalog refresh` (EC2 DescribeInstanceTypes), never by hand.
-- `aws_prices.json` holds on-demand Linux prices per region with their date and source.
+- `aws_prices.json` holds on-demand Linux prices per region, each region with its date and source (`sources`),
+  and storage / service list prices per region, each figure dated and sourced.
+- `aws_regions.json` holds the AWS commercial regions (botocore's endpoints data), written by
+  `gpufleet catalog refresh --prices`; a stack's aws site must name one of them.
 - `gpus.yaml` holds GPU models (API memory, MIG profiles, time-slicing) with sources.
 - `aws_s3_ranges.json` holds AWS's published S3 IPv4 ranges per region (ip-ranges.json, dated by its createDate).
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass
 from functools import cache
@@ -23,6 +27,7 @@ INSTANCES_FILE = HERE / "aws_instances.json"
 PRICES_FILE = HERE / "aws_prices.json"
 GPUS_FILE = HERE / "gpus.yaml"
 S3_RANGES_FILE = HERE / "aws_s3_ranges.json"
+REGIONS_FILE = HERE / "aws_regions.json"
 
 # The NVIDIA x86 GPU instance types gpufleet ships facts for; `catalog refresh` describes exactly these.
 SHIPPED_INSTANCE_TYPES: tuple[str, ...] = (
@@ -116,6 +121,21 @@ def _prices_doc() -> dict[str, Any]:
 
 
 @cache
+def aws_regions() -> dict[str, str]:
+    """AWS commercial region codes -> their names (e.g. "us-west-2" -> "US West (Oregon)")."""
+    return dict(json.loads(REGIONS_FILE.read_text())["regions"])
+
+
+def unknown_region(region: str) -> str | None:
+    """Why `region` is refused, naming the known regions closest to it; None when it is a known region."""
+    if region in aws_regions():
+        return None
+    close = difflib.get_close_matches(region, list(aws_regions()), n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(close)}?" if close else f"known: {', '.join(aws_regions())}"
+    return f"{region} is not an AWS commercial region; {hint}"
+
+
+@cache
 def gpu_models() -> dict[str, GpuModel]:
     doc = safe_load(GPUS_FILE.read_text())
     return {
@@ -193,7 +213,8 @@ def price(name: str, region: str) -> Price | None:
     value = doc["regions"].get(region, {}).get(name)
     if value is None:
         return None
-    return Price(usd_per_hour=float(value), region=region, date=doc["date"], source=doc["source"])
+    source = doc["sources"][region]
+    return Price(usd_per_hour=float(value), region=region, date=str(source["date"]), source=str(source["source"]))
 
 
 @dataclass(frozen=True)

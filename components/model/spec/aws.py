@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import ipaddress
 from typing import Annotated, Literal
 
@@ -136,6 +137,18 @@ InterfaceEndpointService = Literal[
     "ecr.api", "ecr.dkr", "sts", "eks", "eks-auth", "ec2", "logs", "ssm", "ssmmessages", "ec2messages",
     "elasticloadbalancing", "autoscaling",
 ]  # fmt: skip
+
+
+class PriceOverride(Model):
+    """The stack's own price for an instance type on its site (a negotiated rate, reserved instances, a savings
+    plan), used instead of the catalog's on-demand price, with its date and source shown wherever it is used."""
+
+    instance_type: str = Field(
+        pattern=r"^[a-z0-9-]+\.[a-z0-9-]+$", max_length=64, description="A node pool's or the system pool's type."
+    )
+    usd_per_hour: float = Field(gt=0, le=10_000, description="USD per node-hour.")
+    date: dt.date = Field(description="When the price was agreed or last checked (YYYY-MM-DD).")
+    source: str = Field(min_length=3, max_length=200, description="Where it comes from, e.g. `EDP contract 2026`.")
 
 
 class Vpc(Model):

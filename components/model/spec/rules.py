@@ -113,6 +113,19 @@ def _aws_site(path: str, s: AwsSite) -> Iterator[Problem]:
             "an aws site's EKS NVIDIA AMIs ship the driver; the GPU Operator cannot install it "
             "(leave it unset or set host)",
         )
+    if (unknown := catalog.unknown_region(s.region)) is not None:
+        yield Problem(f"{path}.region", unknown)
+    used = {p.instance_type for p in s.node_pools} | {s.system_instance_type}
+    seen: set[str] = set()
+    for j, price in enumerate(s.prices):
+        if price.instance_type in seen:
+            yield Problem(f"{path}.prices[{j}].instance_type", f"{price.instance_type} is priced twice on this site")
+        elif price.instance_type not in used:
+            yield Problem(
+                f"{path}.prices[{j}].instance_type",
+                f"no pool of this site runs {price.instance_type}; priced types must be one of: {', '.join(sorted(used))}",
+            )
+        seen.add(price.instance_type)
     for j, az in enumerate(s.availability_zones):
         if not az.startswith(s.region):
             yield Problem(f"{path}.availability_zones[{j}]", f"{az} is not in region {s.region}")

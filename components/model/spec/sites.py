@@ -8,7 +8,16 @@ from pydantic import Field, model_validator
 
 from components.model.frameworks import DEFAULT_FRAMEWORKS, FrameworkName
 from components.model.spec.access import Interconnect
-from components.model.spec.aws import AwsNodePool, EfaFabric, EfsTier, EksCluster, FsxLustreTier, S3Tier, Vpc
+from components.model.spec.aws import (
+    AwsNodePool,
+    EfaFabric,
+    EfsTier,
+    EksCluster,
+    FsxLustreTier,
+    PriceOverride,
+    S3Tier,
+    Vpc,
+)
 from components.model.spec.baremetal import (
     BaremetalNodePool,
     InfinibandFabric,
@@ -156,8 +165,12 @@ class SiteBase(Model):
 class AwsSite(SiteBase):
     """An EKS cluster and its GPU pools in one region."""
 
+    def price_override(self, instance_type: str) -> PriceOverride | None:
+        """The stack's own price for `instance_type` on this site, if it sets one."""
+        return next((p for p in self.prices if p.instance_type == instance_type), None)
+
     kind: Literal["aws"]
-    region: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$", description="AWS region, e.g. `us-east-1`.")
+    region: str = Field(description="AWS commercial region, e.g. `us-east-1` (one of the catalog's aws_regions.json).")
     availability_zones: list[str] = Field(
         min_length=2, description="AZs the VPC spans (EKS needs two); fabrics pick one of them."
     )
@@ -169,6 +182,11 @@ class AwsSite(SiteBase):
         pattern=r"^[a-z0-9-]+\.[a-z0-9-]+$",
         max_length=64,
         description="Instance type of the CPU system pool.",
+    )
+    prices: list[PriceOverride] = Field(
+        default_factory=list,
+        max_length=64,
+        description="The stack's own dated prices for instance types on this site, used instead of the catalog's.",
     )
     interconnect: Interconnect | None = Field(
         default=None,

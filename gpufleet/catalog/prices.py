@@ -1,0 +1,154 @@
+"""Regenerate a region's on-demand prices from AWS's public Price List (`gpufleet catalog refresh --prices`).
+
+The Price List Query API (`pricing:GetProducts`) answers one product per instance type for the filters below;
+each `PriceList` item is a JSON document of one product in the bulk offer file's format
+(https://docs.aws.amazon.com/aws-cost-management/latest/APIReference/API_pricing_GetProducts.html,
+https://docs.aws.amazon.com/awsaccountbilling/latest/aboutv2/price-changes.html): `product.attributes` names
+the instance type and `terms.OnDemand.<offer>.priceDimensions.<dimension>.pricePerUnit.USD` is its $/h.
+
+The filters select what the catalog means by an on-demand price: Linux, shared tenancy, no pre-installed
+software, and `capacitystatus=Used` (the price of a running instance, not of an unused reservation).
+A type the Price List has no product for in the region stays out of the table (unpriced, never $0), and the
+region's date is the newest `publicationDate` of the products read.
+
+`aws_regions.json` is rewritten from the installed botocore's endpoints data in the same run, so the regions a
+stack may name follow the SDK the tool ships with.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import botocore
+import botocore.loaders
+
+from components.model.catalog import PRICES_FILE, REGIONS_FILE, SHIPPED_INSTANCE_TYPES
+from components.model.spec import AwsSite
+
+# The Price List Query API answers in these regions only; us-east-1 serves every region's prices.
+PRICING_ENDPOINT_REGION = "us-east-1"
+FILTERS: tuple[tuple[str, str], ...] = (
+    ("operatingSystem", "Linux"),
+    ("tenancy", "Shared"),
+    ("preInstalledSw", "NA"),
+    ("capacitystatus", "Used"),
+)
+SYSTEM_INSTANCE_TYPE: str = str(AwsSite.model_fields["system_instance_type"].default)
+
+
+class PriceListError(ValueError):
+    """The Price List answered something the catalog cannot take (several prices for one product, no USD)."""
+
+
+def _filters(instance_type: str, region: str) -> list[dict[str, str]]:
+    pairs = (("instanceType", instance_type), ("regionCode", region), *FILTERS)
+    return [{"Type": "TERM_MATCH", "Field": f, "Value": v} for f, v in pairs]
+
+
+def on_demand_usd(item: dict[str, Any]) -> float | None:
+    """The hourly USD price of one Price List product: its OnDemand terms' price dimensions (None without any)."""
+    values = {
+        float(dim["pricePerUnit"]["USD"])
+        for term in (item.get("terms", {}).get("OnDemand") or {}).values()
+        for dim in term.get("priceDimensions", {}).values()
+        if "USD" in dim.get("pricePerUnit", {})
+    }
+    values.discard(0.0)  # a zero-priced dimension is not the instance's rate
+    if len(values) > 1:
+        sku = item.get("product", {}).get("sku", "?")
+        raise PriceListError(f"product {sku} has several on-demand prices: {sorted(values)}")
+    return values.pop() if values else None
+
+
+def product_prices(pricing: Any, instance_type: str, region: str) -> tuple[float | None, str | None]:
+    """$/h of `instance_type` in `region` and the Price List's publication date of it (None, None: no product)."""
+    found: dict[float, str] = {}
+    for page in pricing.get_paginator("get_products").paginate(
+        ServiceCode="AmazonEC2", Filters=_filters(instance_type, region), FormatVersion="aws_v1"
+    ):
+        for raw in page["PriceList"]:
+            item = json.loads(raw) if isinstance(raw, str) else raw
+            usd = on_demand_usd(item)
+            if usd is not None:
+                found[usd] = str(item.get("publicationDate", ""))[:10]
+    if len(found) > 1:
+        raise PriceListError(f"{instance_type} in {region}: several Linux on-demand prices {sorted(found)}")
+    if not found:
+        return None, None
+    ((usd, published),) = found.items()
+    return usd, published
+
+
+def refresh_prices(
+    pricing: Any,
+    region: str,
+    *,
+    path: Path | None = None,
+    instance_types: list[str] | None = None,
+    today: dt.date | None = None,
+) -> dict[str, Any]:
+    """Rewrite `region`'s GPU instance prices (and its system pool type's) from the Price List; returns the table.
+
+    Other regions and the storage / service sections are kept as they are.
+    """
+    path = PRICES_FILE if path is None else path
+    doc: dict[str, Any] = json.loads(path.read_text())
+    types = list(instance_types or SHIPPED_INSTANCE_TYPES)
+    prices: dict[str, float] = {}
+    dates: list[str] = []
+    for t in types:
+        usd, published = product_prices(pricing, t, region)
+        if usd is not None:
+            prices[t] = usd
+            dates.append(published or "")
+    checked = (today or dt.date.today()).isoformat()
+    date = max((d for d in dates if d), default=checked)
+    where = (
+        f"AWS Price List API GetProducts (AmazonEC2, regionCode={region}, "
+        + ", ".join(f"{f}={v}" for f, v in FILTERS)
+        + f"), read {checked} by gpufleet catalog refresh --prices"
+    )
+    doc.setdefault("regions", {})[region] = prices
+    doc.setdefault("sources", {})[region] = {"date": date, "source": where}
+    system_usd, published = product_prices(pricing, SYSTEM_INSTANCE_TYPE, region)
+    if system_usd is not None:
+        doc.setdefault("cpu_instances", {}).setdefault(region, {})[SYSTEM_INSTANCE_TYPE] = {
+            "usd": system_usd,
+            "unit": "node-hour",
+            "date": published or checked,
+            "verified": True,
+            "source": where,
+        }
+    doc["regions"] = dict(sorted(doc["regions"].items()))
+    doc["sources"] = dict(sorted(doc["sources"].items()))
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    return doc
+
+
+def aws_regions_doc() -> dict[str, Any]:
+    """The commercial AWS regions (partition `aws`) with their names, from botocore's endpoints data."""
+    endpoints = botocore.loaders.Loader().load_data("endpoints")
+    (partition,) = [p for p in endpoints["partitions"] if p["partition"] == "aws"]
+    version = botocore.__version__
+    return {
+        "_about": (
+            "AWS commercial regions (partition aws) with their names, as botocore ships them; the spec accepts an "
+            "aws site's region only from this list. Written by `gpufleet catalog refresh --prices` from the "
+            "installed botocore, never by hand."
+        ),
+        "source": (
+            f"botocore {version} botocore/data/endpoints.json, partition aws "
+            f"(https://github.com/boto/botocore/blob/{version}/botocore/data/endpoints.json)"
+        ),
+        "regions": {code: r["description"] for code, r in sorted(partition["regions"].items())},
+    }
+
+
+def refresh_regions(path: Path | None = None) -> dict[str, Any]:
+    path = REGIONS_FILE if path is None else path
+    doc = aws_regions_doc()
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    return doc

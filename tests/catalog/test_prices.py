@@ -1,0 +1,125 @@
+"""`gpufleet catalog refresh --prices`: a region's prices from the AWS Price List (pricing:GetProducts).
+
+moto has no pricing service, so the client is a real botocore client whose answers come from
+botocore.stub.Stubber: botocore validates every request's parameters and every response against the pricing
+service model, and the responses are the recorded-shape fixture in fixtures/ (its `_about` says where the shape
+and the figures come from).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from typer.testing import CliRunner
+
+from components.model import catalog
+from gpufleet.catalog.prices import (
+    FILTERS,
+    SYSTEM_INSTANCE_TYPE,
+    PriceListError,
+    aws_regions_doc,
+    on_demand_usd,
+    refresh_prices,
+)
+
+FIXTURE: dict[str, Any] = json.loads(
+    (Path(__file__).parent / "fixtures" / "pricing_get_products_us-west-2.json").read_text()
+)
+REGION = FIXTURE["region"]
+TYPES = ["p5.48xlarge", "g6e.12xlarge", "g6e.xlarge", "p5e.48xlarge"]
+TODAY = dt.date(2026, 11, 30)
+
+
+def _client() -> Any:
+    return boto3.client(
+        "pricing", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing"
+    )
+
+
+def _expect(stub: Stubber, instance_type: str, products: list[dict[str, Any]]) -> None:
+    filters = [
+        {"Type": "TERM_MATCH", "Field": "instanceType", "Value": instance_type},
+        {"Type": "TERM_MATCH", "Field": "regionCode", "Value": REGION},
+        *({"Type": "TERM_MATCH", "Field": f, "Value": v} for f, v in FILTERS),
+    ]
+    stub.add_response(
+        "get_products",
+        {"FormatVersion": "aws_v1", "PriceList": [json.dumps(p) for p in products]},
+        {"ServiceCode": "AmazonEC2", "Filters": filters, "FormatVersion": "aws_v1"},
+    )
+
+
+def _refresh(tmp_path: Path) -> tuple[dict[str, Any], Path]:
+    table = tmp_path / "aws_prices.json"
+    shutil.copy(catalog.PRICES_FILE, table)
+    client = _client()
+    with Stubber(client) as stub:
+        for t in [*TYPES, SYSTEM_INSTANCE_TYPE]:
+            _expect(stub, t, FIXTURE["products"][t])
+        doc = refresh_prices(client, REGION, path=table, instance_types=TYPES, today=TODAY)
+        stub.assert_no_pending_responses()
+    return doc, table
+
+
+def test_refresh_prices_writes_the_regions_linux_on_demand_prices_from_get_products(tmp_path: Path) -> None:
+    doc, table = _refresh(tmp_path)
+    assert doc["regions"][REGION] == {"p5.48xlarge": 55.04, "g6e.12xlarge": 10.49264, "g6e.xlarge": 1.861}
+    assert json.loads(table.read_text()) == doc
+    source = doc["sources"][REGION]
+    assert source["date"] == "2026-01-21"  # the products' publicationDate, not the day of the run
+    assert "GetProducts" in source["source"] and "tenancy=Shared" in source["source"]
+
+
+def test_a_type_the_price_list_does_not_answer_stays_unpriced_never_zero(tmp_path: Path) -> None:
+    doc, _ = _refresh(tmp_path)
+    assert "p5e.48xlarge" not in doc["regions"][REGION]
+    # No product for the system pool's type: its price is left as it was (none in us-west-2), not written as 0.
+    assert SYSTEM_INSTANCE_TYPE not in doc.get("cpu_instances", {}).get(REGION, {})
+
+
+def test_refresh_prices_keeps_other_regions_and_the_storage_and_service_sections(tmp_path: Path) -> None:
+    before = catalog.price_table()
+    doc, _ = _refresh(tmp_path)
+    assert doc["regions"]["us-east-1"] == before["regions"]["us-east-1"]
+    assert doc["sources"]["us-east-1"] == before["sources"]["us-east-1"]
+    for section in ("storage", "services", "cpu_instances"):
+        assert doc[section] == before[section]
+
+
+def test_the_committed_us_west_2_prices_agree_with_the_price_list_answer(tmp_path: Path) -> None:
+    doc, _ = _refresh(tmp_path)
+    for t, usd in doc["regions"][REGION].items():
+        found = catalog.price(t, REGION)
+        assert found is not None and found.usd_per_hour == pytest.approx(usd, abs=1e-4), t
+
+
+def test_a_product_with_two_on_demand_prices_is_refused() -> None:
+    (item,) = FIXTURE["products"]["p5.48xlarge"]
+    twice = json.loads(json.dumps(item))
+    (term,) = twice["terms"]["OnDemand"].values()
+    (dim,) = term["priceDimensions"].values()
+    term["priceDimensions"]["other"] = {**dim, "pricePerUnit": {"USD": "1.0"}}
+    assert on_demand_usd(item) == 55.04
+    with pytest.raises(PriceListError, match="several on-demand prices"):
+        on_demand_usd(twice)
+
+
+def test_the_catalog_regions_are_botocores_commercial_partition() -> None:
+    # botocore/data/endpoints.json of the installed botocore (partition "aws") is the artifact the list comes from.
+    assert json.loads(catalog.REGIONS_FILE.read_text()) == aws_regions_doc()
+    assert catalog.aws_regions()["us-west-2"] == "US West (Oregon)"
+
+
+def test_refresh_prices_refuses_a_made_up_region_before_calling_aws() -> None:
+    from gpufleet.cli.app import app
+
+    result = CliRunner().invoke(app, ["catalog", "refresh", "--prices", "--region", "foo-bar-9"])
+    assert result.exit_code == 2
+    assert "--region: foo-bar-9 is not an AWS commercial region" in result.output
