@@ -165,6 +165,10 @@ def render(kind: Kind, stack: str, region: str, gpu: str) -> str:
     """The stack file text for `kind`."""
     if kind is Kind.baremetal and region:
         raise CommandError("--region: a baremetal estate has no AWS region (use aws or hybrid)")
+    from components.model import catalog
+
+    if region and (unknown := catalog.unknown_region(region)) is not None:
+        raise CommandError(f"--region: {unknown}")
     secrets = ["kubeconfig", "sshPrivateKey", "caCertHash"]  # the join token is minted (Join.token)
     how = (
         "# Secrets (`secure:` below) are placeholders: `gpufleet preview` runs offline with them. Before a real\n"

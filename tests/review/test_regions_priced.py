@@ -1,0 +1,259 @@
+"""Every region priced, and unknown never $0: the us-west-2 example, the stack's own prices, and how totals, deltas
+and the budget read when something has no price (cost text / Markdown / JSON, the preview and diff comments).
+
+The region list is botocore's endpoints data (botocore/data/endpoints.json, partition aws, at the installed
+botocore; tests/catalog/test_prices.py ties the catalog file to it); the us-west-2 GPU prices are the dated
+per-region table in components/model/catalog/aws_prices.json (its `sources` say where each region comes from).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from components.model import catalog
+from components.model.load import ESTATE_KEY, SpecError, parse_estate
+from gpufleet.render.cost import budget_line, cost_json, cost_markdown, cost_summary, cost_text
+from gpufleet.render.diff import delta_text
+from gpufleet.review.cost import EstateCost, estate_cost
+from gpufleet.review.diff import CostLine, PlanDiff
+from tests.cli.badinput import STACK, assert_bad_input, invoke, snapshot, stack_project
+from tests.conftest import ROOT, example_config, example_estate
+from tests.review.estates import NOW, small
+
+WEST = "aws-train-west"
+
+
+def _text(cost: EstateCost) -> str:
+    buf = io.StringIO()
+    cost_text(cost, Console(file=buf, width=200, color_system=None))
+    return buf.getvalue()
+
+
+def _west() -> EstateCost:
+    return estate_cost(parse_estate(example_estate(WEST), WEST), None, NOW)
+
+
+def _nowhere() -> EstateCost:
+    """The small estate with its AWS site in a region the catalog holds no price for, its servers without costs."""
+    raw = small()
+    site = raw["sites"][0]
+    site["region"], site["availability_zones"] = "af-south-1", ["af-south-1a", "af-south-1b"]
+    site["fabrics"][0]["availability_zone"] = "af-south-1a"
+    for other in raw["sites"][1:]:
+        other.pop("cost", None)
+        for pool in other["node_pools"]:
+            pool.pop("cost", None)
+    return estate_cost(parse_estate(raw, "test"), None, NOW)
+
+
+# -- regions ------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("region", "hint"), [("us-west-9", "did you mean us-west-2"), ("foo-bar-9", "known: af-south-1")]
+)
+def test_an_aws_site_in_an_unknown_region_is_refused_naming_the_field(region: str, hint: str) -> None:
+    raw = example_estate("aws-train")
+    raw["sites"][0]["region"] = region
+    raw["sites"][0]["availability_zones"] = [f"{region}a", f"{region}b"]
+    raw["sites"][0]["fabrics"][0]["availability_zone"] = f"{region}a"
+    with pytest.raises(SpecError) as e:
+        parse_estate(raw, "test")
+    assert f"sites[0].region: {region} is not an AWS commercial region; {hint}" in str(e.value)
+
+
+def test_a_stack_in_a_made_up_region_exits_2_with_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    config = example_config("aws-train")
+    config["aws:region"] = "foo-bar-9"
+    site = config[ESTATE_KEY]["sites"][0]
+    site["region"], site["availability_zones"] = "foo-bar-9", ["foo-bar-9a", "foo-bar-9b"]
+    site["fabrics"][0]["availability_zone"] = "foo-bar-9a"
+    project = stack_project(tmp_path, config)
+    before = snapshot(project)
+    answer = invoke(["cost", "-s", STACK], project)
+    assert_bad_input(answer, f"Pulumi.{STACK}.yaml", "sites[0].region: foo-bar-9 is not an AWS commercial region")
+    assert len(answer.stderr.strip().splitlines()) == 1
+    assert snapshot(project) == before
+
+
+def test_catalog_show_prices_us_west_2_and_refuses_a_made_up_region() -> None:
+    shown = invoke(["catalog", "show", "-r", "us-west-2"])
+    assert shown.code == 0 and "55.04" in shown.stdout  # p5.48xlarge in us-west-2, not '-'
+    refused = invoke(["catalog", "show", "-r", "foo-bar-9"])
+    assert_bad_input(refused, "--region: foo-bar-9 is not an AWS commercial region")
+
+
+def test_init_refuses_a_made_up_region_and_writes_no_stack_file(tmp_path: Path) -> None:
+    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    answer = invoke(["init", "aws", "--gpu", "H100-80GB", "--region", "us-wets-2", "-C", str(tmp_path)])
+    assert_bad_input(answer, "--region: us-wets-2 is not an AWS commercial region; did you mean us-west-2")
+    assert not (tmp_path / "stacks").exists()
+
+
+def test_every_priced_region_is_a_known_region_with_a_dated_source() -> None:
+    table = catalog.price_table()
+    assert set(table["regions"]) <= set(catalog.aws_regions())
+    assert set(table["sources"]) == set(table["regions"])
+    for region, source in table["sources"].items():
+        assert dt.date.fromisoformat(source["date"]) and len(source["source"]) > 40, region
+    for section in ("storage", "services", "cpu_instances"):
+        assert {r for r in table[section] if not r.startswith("_")} <= set(catalog.aws_regions()), section
+
+
+# -- the us-west-2 example -------------------------------------------------------------------------------------
+
+
+def test_the_us_west_2_example_prices_every_gpu_pool_from_the_regions_dated_table() -> None:
+    cost = _west()
+    assert cost.pools and all(p.priced for p in cost.pools)
+    for p in cost.pools:
+        assert p.price is not None and p.price.source.endswith("us-west-2")
+        assert dt.date.fromisoformat(p.price.date) == dt.date(2026, 1, 21)
+    h100 = next(p for p in cost.pools if p.pool == "h100")
+    assert h100.price is not None and h100.price.usd == 55.04 and h100.hourly.at("max") == pytest.approx(4 * 55.04)
+
+
+def test_the_us_west_2_example_never_shows_zero_totals_and_names_what_it_leaves_out() -> None:
+    cost = _west()
+    total = cost.total()
+    assert not total.complete and "tier lustre" in total.no_price
+    text = _text(cost)
+    estate = next(line for line in text.splitlines() if line.startswith("Estate:"))
+    assert "$0.00" not in estate and "≥ $290.69" in estate and f"(+ {len(total.unpriced)} unpriced)" in estate
+    md = cost_markdown(cost)
+    assert "| $/hour | ≥ $10.63 | ≥ $133.06 | ≥ $290.69 |" in md and "**≥ $290.69**" in md
+    doc = json.loads(cost_json(cost))
+    assert doc["total"]["complete"] is False
+    assert "tier lustre" in doc["total"]["unpriced"] and "tier lustre" in doc["total"]["no_price"]
+
+
+def test_with_nothing_priced_every_total_is_unknown_not_zero() -> None:
+    cost = _nowhere()
+    assert cost.total().hourly.at("max") is None
+    summary = "\n".join(cost_summary(cost))
+    assert "| $/hour | unknown | unknown | unknown |" in summary and "$0.00" not in summary
+    assert "unknown" in next(line for line in _text(cost).splitlines() if line.startswith("Estate:"))
+    doc = json.loads(cost_json(cost))
+    assert doc["total"]["hourly"] == {"min": None, "desired": None, "max": None}
+    assert all(t["hourly"]["max"] is None for t in doc["tenants"].values())
+
+
+# -- budget ------------------------------------------------------------------------------------------------------
+
+
+def test_a_missing_price_makes_the_budget_unchecked_instead_of_within() -> None:
+    cost = _west()  # budget 400 $/h; the priced part is 290.69 $/h
+    budget = next(line for line in _text(cost).splitlines() if line.startswith("Budget:"))
+    assert "price missing for tier lustre" in budget and "cannot check the budget of $400.00/h" in budget
+    assert "within" not in budget
+    md = "\n".join(cost_summary(cost))
+    assert "Price missing for tier lustre" in md and "cannot check the budget" in md
+    assert "lower scaling.max" not in md
+    # A priced part already over the budget is over whatever is missing.
+    assert "costs at least $450.00/h, over its budget" in "\n".join(budget_line(400, 450, ["tier lustre"]))
+
+
+def test_check_writes_the_missing_prices_for_the_budget_rules() -> None:
+    from gpufleet.review.check import pack_config, packs
+
+    spec = parse_estate(example_estate(WEST), WEST)
+    (pack,) = [p for p in packs() if any(r.name == "budget-priced" for r in p.policies)]
+    entry = pack_config(spec, pack)["budget-priced"]
+    assert "tier lustre" in entry["unpricedItems"] and entry["budgetUsdPerHour"] == 400
+    assert entry["enforcementLevel"] == "advisory"
+
+
+# -- diff --------------------------------------------------------------------------------------------------------
+
+
+def _diff(no_price: list[str]) -> PlanDiff:
+    from gpufleet.engine.plan import Plan
+
+    line = CostLine("total", {"desired": 100.0, "max": 200.0}, {"desired": 150.0, "max": 260.0})
+    return PlanDiff(
+        "p", "s", "main", "head", [], [], [], [], cost_total=line, cost_no_price=no_price,
+        cost_complete=(True, not no_price), plan=Plan("p", "s", []),
+    )  # fmt: skip
+
+
+def test_a_cost_delta_with_a_missing_price_is_unknown_not_a_number() -> None:
+    assert delta_text(_diff([]), "max") == "+$60.00/h (+$43,800/month)"
+    assert delta_text(_diff(["pool h100"]), "max") == "unknown (1 unpriced)"
+
+
+# -- the stack's own prices -------------------------------------------------------------------------------------
+
+
+def _with_prices(prices: list[dict[str, Any]]) -> dict[str, Any]:
+    raw = example_estate(WEST)
+    raw["sites"][0]["prices"] = prices
+    return raw
+
+
+def test_a_stack_price_replaces_the_catalog_rate_and_shows_its_date_and_source() -> None:
+    raw = _with_prices(
+        [
+            {"instance_type": "p5.48xlarge", "usd_per_hour": 40.0, "date": "2026-10-01", "source": "EDP contract"},
+            {"instance_type": "m7i.xlarge", "usd_per_hour": 0.2, "date": "2026-10-01", "source": "EDP contract"},
+        ]
+    )
+    cost = estate_cost(parse_estate(raw, WEST), None, NOW)
+    h100 = next(p for p in cost.pools if p.pool == "h100")
+    assert h100.price is not None and h100.price.usd == 40.0 and h100.price.date == "2026-10-01"
+    assert "EDP contract" in h100.price.source and "sites.usw2.prices" in h100.price.source
+    assert h100.hourly.at("max") == pytest.approx(4 * 40.0)
+    system = next(ln for ln in cost.bill if ln.item == "system node pool")
+    assert system.status == "priced" and system.price is not None and "EDP contract" in system.price.source
+    assert "system node pool (usw2)" not in cost.total().no_price
+    assert "EDP contract" in _text(cost)
+
+
+@pytest.mark.parametrize(
+    ("prices", "path", "message"),
+    [
+        (
+            [{"instance_type": "p4d.24xlarge", "usd_per_hour": 9.0, "date": "2026-10-01", "source": "EDP contract"}],
+            "sites[0].prices[0].instance_type",
+            "no pool of this site runs p4d.24xlarge",
+        ),
+        (
+            [{"instance_type": "p5.48xlarge", "usd_per_hour": 40.0, "date": "2026-10-01", "source": "EDP"}] * 2,
+            "sites[0].prices[1].instance_type",
+            "p5.48xlarge is priced twice",
+        ),
+        (
+            [{"instance_type": "p5.48xlarge", "usd_per_hour": 0, "date": "2026-10-01", "source": "EDP"}],
+            "sites[0].prices[0].usd_per_hour",
+            "greater than 0",
+        ),
+        (
+            [{"instance_type": "p5.48xlarge", "usd_per_hour": 40.0, "date": "last week", "source": "EDP"}],
+            "sites[0].prices[0].date",
+            "date",
+        ),
+    ],
+)
+def test_a_bad_stack_price_is_refused_naming_its_field(prices: list[dict[str, Any]], path: str, message: str) -> None:
+    with pytest.raises(SpecError) as e:
+        parse_estate(_with_prices(prices), WEST)
+    assert path in str(e.value) and message in str(e.value)
+
+
+# -- unverified FSx prices ---------------------------------------------------------------------------------------
+
+
+def test_unverified_fsx_tier_prices_are_flagged_in_every_cost_output() -> None:
+    cost = estate_cost(parse_estate(example_estate("aws-train"), "aws-train"), None, NOW)
+    (fsx,) = [t for t in cost.storage if t.kind == "fsx-lustre"]
+    assert fsx.price is not None and fsx.price.verified is False  # 1000 MB/s/TiB: no stored copy confirms it
+    assert "(unverified)" in _text(cost) and "not confirmed" in fsx.note
+    assert "*(not confirmed from a stored copy)*" in cost_markdown(cost)
+    (stored,) = [t for t in json.loads(cost_json(cost))["storage"] if t["kind"] == "fsx-lustre"]
+    assert stored["price"]["verified"] is False
