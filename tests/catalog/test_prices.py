@@ -80,8 +80,14 @@ def test_refresh_prices_writes_the_regions_linux_on_demand_prices_from_get_produ
 def test_a_type_the_price_list_does_not_answer_stays_unpriced_never_zero(tmp_path: Path) -> None:
     doc, _ = _refresh(tmp_path)
     assert "p5e.48xlarge" not in doc["regions"][REGION]
-    # No product for the system pool's type: its price is left as it was (none in us-west-2), not written as 0.
-    assert SYSTEM_INSTANCE_TYPE not in doc.get("cpu_instances", {}).get(REGION, {})
+    assert all(v > 0 for v in doc["regions"][REGION].values())
+
+
+def test_refresh_prices_writes_the_system_pool_type_with_its_publication_date(tmp_path: Path) -> None:
+    doc, _ = _refresh(tmp_path)
+    entry = doc["cpu_instances"][REGION][SYSTEM_INSTANCE_TYPE]
+    assert entry["usd"] == 0.2016 and entry["unit"] == "node-hour" and entry["date"] == "2026-01-21"
+    assert "GetProducts" in entry["source"]
 
 
 def test_refresh_prices_keeps_other_regions_and_the_storage_and_service_sections(tmp_path: Path) -> None:
@@ -89,8 +95,11 @@ def test_refresh_prices_keeps_other_regions_and_the_storage_and_service_sections
     doc, _ = _refresh(tmp_path)
     assert doc["regions"]["us-east-1"] == before["regions"]["us-east-1"]
     assert doc["sources"]["us-east-1"] == before["sources"]["us-east-1"]
-    for section in ("storage", "services", "cpu_instances"):
+    for section in ("storage", "services"):
         assert doc[section] == before[section]
+    assert {r: v for r, v in doc["cpu_instances"].items() if r != REGION} == {
+        r: v for r, v in before["cpu_instances"].items() if r != REGION
+    }
 
 
 def test_the_committed_us_west_2_prices_agree_with_the_price_list_answer(tmp_path: Path) -> None:
@@ -98,6 +107,8 @@ def test_the_committed_us_west_2_prices_agree_with_the_price_list_answer(tmp_pat
     for t, usd in doc["regions"][REGION].items():
         found = catalog.price(t, REGION)
         assert found is not None and found.usd_per_hour == pytest.approx(usd, abs=1e-4), t
+    system = catalog.cpu_instance_price(SYSTEM_INSTANCE_TYPE, REGION)
+    assert system is not None and system.usd == doc["cpu_instances"][REGION][SYSTEM_INSTANCE_TYPE]["usd"]
 
 
 def test_a_product_with_two_on_demand_prices_is_refused() -> None:

@@ -126,9 +126,9 @@ def test_the_us_west_2_example_never_shows_zero_totals_and_names_what_it_leaves_
     assert not total.complete and "tier lustre" in total.no_price
     text = _text(cost)
     estate = next(line for line in text.splitlines() if line.startswith("Estate:"))
-    assert "$0.00" not in estate and "≥ $290.69" in estate and f"(+ {len(total.unpriced)} unpriced)" in estate
+    assert "$0.00" not in estate and "≥ $291.50" in estate and f"(+ {len(total.unpriced)} unpriced)" in estate
     md = cost_markdown(cost)
-    assert "| $/hour | ≥ $10.63 | ≥ $133.06 | ≥ $290.69 |" in md and "**≥ $290.69**" in md
+    assert "| $/hour | ≥ $11.03 | ≥ $133.46 | ≥ $291.50 |" in md and "**≥ $291.50**" in md
     doc = json.loads(cost_json(cost))
     assert doc["total"]["complete"] is False
     assert "tier lustre" in doc["total"]["unpriced"] and "tier lustre" in doc["total"]["no_price"]
@@ -149,7 +149,7 @@ def test_with_nothing_priced_every_total_is_unknown_not_zero() -> None:
 
 
 def test_a_missing_price_makes_the_budget_unchecked_instead_of_within() -> None:
-    cost = _west()  # budget 400 $/h; the priced part is 290.69 $/h
+    cost = _west()  # budget 400 $/h; the priced part is 291.50 $/h
     budget = next(line for line in _text(cost).splitlines() if line.startswith("Budget:"))
     assert "price missing for tier lustre" in budget and "cannot check the budget of $400.00/h" in budget
     assert "within" not in budget
