@@ -9,8 +9,9 @@ Every figure is a dated catalog price times a quantity from the spec, and carrie
 - Storage: FSx for Lustre by provisioned capacity x $/GB-month of its throughput tier (catalog `storage`);
   EFS and S3 are billed on usage, so they are listed with their unit price and left out of the totals.
 
-A pool or tier without a price is reported as unpriced (`None`), never as $0, and totals say how many figures
-they leave out. Monthly figures use `components.model.pricing.HOURS_PER_MONTH` (730 h).
+A pool or tier without a price is reported as unpriced (`None`), never as $0, and totals name what they leave
+out: a total with something left out is a lower bound, one with nothing priced is unknown (`None`). An aws site's
+own `prices` (a negotiated rate, with its date and source) come before the catalog's on-demand price. Monthly figures use `components.model.pricing.HOURS_PER_MONTH` (730 h).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ def test_kueue_configuration_keeps_the_charts_reconciler_concurrency_and_client_
     values = yaml.safe_load((chart_dir(versions.KUEUE) / "values.yaml").read_text())
     default = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
     releases = [r for plan in example_plans.values() for r in plan.find(HELM) if r.inputs["chart"].endswith("/kueue")]
-    assert len(releases) == 5  # aws-train, onprem, both hybrid sites and the hybrid estate's Kueue manager
+    assert len(releases) == 6  # aws-train, aws-train-west, onprem, both hybrid sites and the hybrid estate's manager
     for r in releases:
         ours = yaml.safe_load(r.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
         assert ours["controller"] == default["controller"], r.name
@@ -40,7 +40,7 @@ def test_gpu_operator_upgrades_its_crds_through_the_charts_hook(example_plans: d
         in (folder / "values.yaml").read_text()
     )
     releases = [r for plan in example_plans.values() for r in plan.find(HELM) if r.inputs["chart"] == "gpu-operator"]
-    assert len(releases) == 4
+    assert len(releases) == 5  # aws-train, aws-train-west, onprem and both hybrid sites
     for r in releases:
         assert r.inputs["values"]["operator"]["upgradeCRD"] is True, r.name
         assert r.inputs["disableOpenapiValidation"] is True, r.name

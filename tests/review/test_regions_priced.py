@@ -86,6 +86,9 @@ def test_a_stack_in_a_made_up_region_exits_2_with_one_line_and_writes_nothing(tm
 def test_catalog_show_prices_us_west_2_and_refuses_a_made_up_region() -> None:
     shown = invoke(["catalog", "show", "-r", "us-west-2"])
     assert shown.code == 0 and "55.04" in shown.stdout  # p5.48xlarge in us-west-2, not '-'
+    assert "2026-01-21" in shown.stdout  # the region's date (and source) under the table
+    nowhere = invoke(["catalog", "show", "-r", "af-south-1"])
+    assert nowhere.code == 0 and "holds no af-south-1 prices" in nowhere.stdout
     refused = invoke(["catalog", "show", "-r", "foo-bar-9"])
     assert_bad_input(refused, "--region: foo-bar-9 is not an AWS commercial region")
 
