@@ -231,8 +231,9 @@ ALL = [
                 "description": "Items of the cost envelope with no price (gpufleet writes them).",
             },
         ),
-        remediation="Price each named item: a `prices` entry on its aws site (instance types, with a dated source) "
-        "or a catalog price for the region (`gpufleet catalog refresh --prices --region REGION`).",
+        remediation="Price each named item: an instance type (pool, system pool) by a `prices` entry on its aws site "
+        "with a dated source, or `gpufleet catalog refresh --prices --region REGION`; a storage tier or service by a "
+        "dated, sourced entry for the region in components/model/catalog/aws_prices.json.",
     ),
     resource_policy(
         gpu_instance_allowlist,
