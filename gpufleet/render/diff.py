@@ -162,7 +162,8 @@ def _cost_pool_table(diff: PlanDiff) -> str:
     for c in diff.cost_pools:
         cells = []
         for lv in ("desired", "max"):
-            cells += [f"{usd_or_dash(c.base.get(lv))} → {usd_or_dash(c.head.get(lv))}", signed(c.delta(lv))]
+            change = "unknown (unpriced)" if c.unpriced else signed(c.delta(lv))
+            cells += [f"{usd_or_dash(c.base.get(lv))} → {usd_or_dash(c.head.get(lv))}", change]
         rows.append(f"| {c.name} | {' | '.join(cells)} |")
     return "\n".join(rows)
 

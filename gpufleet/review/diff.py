@@ -70,8 +70,11 @@ class CostLine:
     name: str  # pool name, or "total"
     base: dict[str, float | None]  # $/h by level
     head: dict[str, float | None]
+    unpriced: bool = False  # a side holds the pool without a price: its change is unknown, not the other side's
 
     def delta(self, level: str) -> float | None:
+        if self.unpriced:
+            return None
         b, h = self.base.get(level), self.head.get(level)
         if b is None and h is None:
             return None
@@ -266,7 +269,11 @@ def _cost_lines(base: dict[str, Any] | None, head: dict[str, Any] | None) -> tup
             [p["pool"] for p in (base or {}).get("pools", [])] + [p["pool"] for p in (head or {}).get("pools", [])]
         )
     )
-    lines = [CostLine(n, hourly(base, n), hourly(head, n)) for n in names]
+
+    def unpriced(doc: dict[str, Any] | None, pool: str) -> bool:
+        return any(p["pool"] == pool and not p.get("priced", True) for p in (doc or {}).get("pools", []))
+
+    lines = [CostLine(n, hourly(base, n), hourly(head, n), unpriced(base, n) or unpriced(head, n)) for n in names]
     return total, [c for c in lines if c.base != c.head]
 
 

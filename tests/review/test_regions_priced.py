@@ -191,6 +191,22 @@ def test_a_cost_delta_with_a_missing_price_is_unknown_not_a_number() -> None:
     assert delta_text(_diff(["pool h100"]), "max") == "unknown (1 unpriced)"
 
 
+def test_a_pool_that_loses_its_price_has_an_unknown_change_not_minus_its_old_cost() -> None:
+    from gpufleet.review.diff import _cost_lines
+
+    def doc(priced: bool) -> dict[str, Any]:
+        hourly = {"min": 0.0, "desired": 110.08, "max": 220.16} if priced else dict.fromkeys(("min", "desired", "max"))
+        pool = {"pool": "h100", "priced": priced, "hourly": hourly}
+        return {"total": {"hourly": hourly}, "pools": [pool]}
+
+    _, (h100,) = _cost_lines(doc(True), doc(False))
+    assert h100.unpriced and h100.delta("max") is None
+    _, (grown,) = _cost_lines(
+        doc(True), {**doc(True), "pools": [{"pool": "h100", "priced": True, "hourly": {"max": 330.24}}]}
+    )
+    assert grown.delta("max") == pytest.approx(110.08)
+
+
 # -- the stack's own prices -------------------------------------------------------------------------------------
 
 
