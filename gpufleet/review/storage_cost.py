@@ -136,6 +136,11 @@ def _usage_based(site: AwsSite, tier: EfsTier | S3Tier, found: dict[str, Any] | 
             site.name, tier.name, tier.kind, "priced", stored.gb_stored * unit.usd, unit,
             f"{stored.gb_stored:g} GB (usage profile)", note,
         )  # fmt: skip
+    if stored is not None and unit is None:  # a figure to multiply but no price: unpriced, named in the totals
+        return StorageCost(
+            site.name, tier.name, tier.kind, "unpriced", None, None, f"{stored.gb_stored:g} GB (usage profile)",
+            f"no catalog price for {tier.kind} storage in {site.region}",
+        )  # fmt: skip
     rate = f"${unit.usd:.3f}/GB-month stored" if unit else "no catalog price"
     return StorageCost(
         site.name, tier.name, tier.kind, "usage-based", None, unit, "usage",

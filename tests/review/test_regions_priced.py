@@ -148,6 +148,16 @@ def test_with_nothing_priced_every_total_is_unknown_not_zero() -> None:
     assert all(t["hourly"]["max"] is None for t in doc["tenants"].values())
 
 
+def test_a_usage_figure_without_a_regional_price_is_named_not_dropped() -> None:
+    from gpufleet.review.usage import UsageProfile
+
+    usage = UsageProfile.model_validate({"sites": {"usw2": {"storage": {"home": {"gb_stored": 800}}}}})
+    cost = estate_cost(parse_estate(example_estate(WEST), WEST), None, NOW, usage)
+    (home,) = [t for t in cost.storage if t.tier == "home"]
+    assert home.status == "unpriced" and "no catalog price for efs storage in us-west-2" in home.note
+    assert "tier home" in cost.total().no_price
+
+
 # -- budget ------------------------------------------------------------------------------------------------------
 
 
