@@ -35,6 +35,27 @@ def _levels_text(at: At, digits: int = 2) -> str:
 
 
 def cost_text(cost: EstateCost, console: Console) -> None:
+    """`gpufleet cost`: the headline first, then where it comes from."""
+    cost_headline_text(cost, console)
+    console.print()
+    cost_details_text(cost, console)
+
+
+def cost_headline_text(cost: EstateCost, console: Console) -> None:
+    """The estate's totals per hour and month, what they leave out, the budget verdict: a report's summary."""
+    total = cost.total()
+    console.print(f"[bold]Estate[/bold]: {_levels_text(total.hourly.at)}")
+    console.print(f"  per month: {_levels_text(total.hourly.monthly, 0)}")
+    if total.unpriced:
+        console.print(f"[red]not in the totals (no price): {escape(', '.join(total.unpriced))}[/red]")
+    if cost.budget_usd_per_hour is not None:
+        mx = total.hourly.at("max") or 0.0
+        verdict = "within" if mx <= cost.budget_usd_per_hour else "[red]OVER[/red]"
+        console.print(f"Budget: {usd(cost.budget_usd_per_hour)}/h at max size: {verdict} ({usd(mx)}/h)")
+
+
+def cost_details_text(cost: EstateCost, console: Console) -> None:
+    """Pools, storage, the rest of the bill, per site and tenant, what is not included, the prices used."""
     # No vertical rules (box.SIMPLE_HEAD): instance names and dollar figures stay on one line at 80 columns.
     table = Table(
         title=f"Cost envelope: {escape(cost.estate)} ({escape(cost.environment)}), $ per hour (a month is {HOURS} h)",
@@ -76,15 +97,6 @@ def cost_text(cost: EstateCost, console: Console) -> None:
     console.print("[bold]Per tenant[/bold] (quota share of each pool)")
     for tenant, f in cost.tenants().items():
         console.print(f"  {tenant}: {_levels_text(f.at)}", markup=False)
-    total = cost.total()
-    console.print(f"[bold]Estate[/bold]: {_levels_text(total.hourly.at)}")
-    console.print(f"  per month: {_levels_text(total.hourly.monthly, 0)}")
-    if total.unpriced:
-        console.print(f"[red]not in the totals (no price): {escape(', '.join(total.unpriced))}[/red]")
-    if cost.budget_usd_per_hour is not None:
-        mx = total.hourly.at("max") or 0.0
-        verdict = "within" if mx <= cost.budget_usd_per_hour else "[red]OVER[/red]"
-        console.print(f"Budget: {usd(cost.budget_usd_per_hour)}/h at max size: {verdict} ({usd(mx)}/h)")
     console.print("[dim]Not included: " + escape("; ".join(cost.excluded)) + "[/dim]")
     console.print("[bold]Prices used[/bold]")
     for ref in cost.prices():

@@ -1,0 +1,117 @@
+"""Reports lead with their summary (newcomer issue: "warnings and the cost headline come after ~150 lines of
+resource tree"): verdicts, what fails them, the cost headline and the warnings come before the details."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from rich.console import Console
+
+from components.model.load import parse_estate
+from gpufleet.engine.plan import Plan
+from gpufleet.render.cost import cost_text
+from gpufleet.render.preview import check_text, preview_markdown, preview_text
+from gpufleet.review.first_up import FirstUp, Problem
+from gpufleet.review.review import Review
+from tests.review.estates import BUDGET, TAGS, changed, review_of
+
+WARNING = "FSx tier hot: 2400 GiB at 125 MB/s/TiB gives 293 MB/s, under what 4 training nodes need"
+PROBLEM = Problem(
+    "k::cm", "ConfigMap ghost/settings", "namespace", "namespace ghost", "ConfigMap ghost/settings: no ns"
+)
+
+
+def review() -> Review:
+    """The small estate with a mandatory and an advisory finding, a plan warning and a first-up problem and note."""
+    r = review_of(parse_estate(changed(), "head"), [BUDGET, TAGS])
+    plan = Plan(r.plan.project, r.plan.stack, r.plan.resources, warnings=[WARNING])
+    first_up = FirstUp([PROBLEM], {"dc/kueue": 3}, 7, notes=["Release kueue: a note"])
+    return dataclasses.replace(r, plan=plan, first_up=first_up)
+
+
+def text(render: object, *args: object, **kwargs: object) -> str:
+    console = Console(record=True, width=300)
+    render(*args, console, **kwargs)  # type: ignore[operator]
+    return console.export_text()
+
+
+def position(output: str, *needles: str) -> list[int]:
+    """Where each needle first appears in `output` (each must appear)."""
+    found = [output.find(n) for n in needles]
+    assert -1 not in found, [n for n, i in zip(needles, found, strict=True) if i < 0]
+    return found
+
+
+def test_preview_text_puts_verdicts_cost_headline_and_warnings_before_the_resource_tree() -> None:
+    out = text(preview_text, review())
+    summary = position(
+        out,
+        "gpufleet/review: 4 resources (2 types)",
+        "Policy (41 rules in 4 packs): failed — 1 mandatory, 1 advisory",
+        "mandatory cost-tags/budget-at-max-size",
+        "first up: 1 problems",
+        "[namespace] ConfigMap ghost/settings: no ns",
+        "Estate: min $82.09",
+        "Budget: $200.00/h at max size: OVER",
+        f"warning: {WARNING}",
+    )
+    details = position(
+        out,
+        "Advisory findings (1)",
+        "advisory cost-tags/required-tags",
+        "note: Release kueue: a note",
+        "Cost envelope: ",
+        "gpufleet/review: 4 resources\n",  # the tree's root
+        "Resources by type (4)",
+    )
+    assert summary == sorted(summary) and details == sorted(details)
+    assert max(summary) < min(details)
+    assert out.count("Estate: min $82.09") == 1  # the headline is not repeated in the details
+
+
+def test_preview_text_summary_only_stops_before_the_details() -> None:
+    full, short = text(preview_text, review()), text(preview_text, review(), summary_only=True)
+    assert full.startswith(short)
+    assert "Estate: min $82.09" in short and WARNING in short and "budget-at-max-size" in short
+    for detail in ("Advisory findings", "Cost envelope", "Resources by type", "└── "):
+        assert detail in full and detail not in short
+
+
+def test_check_text_gives_both_verdicts_before_the_advisory_findings() -> None:
+    out = text(check_text, review())
+    where = position(
+        out, "failed — 1 mandatory", "budget-at-max-size", "first up: 1 problems", "Advisory findings", "required-tags"
+    )
+    assert where == sorted(where)
+
+
+def test_cost_text_leads_with_the_estate_headline() -> None:
+    out = text(cost_text, review().cost)
+    assert out.startswith("Estate: min $82.09")
+    where = position(out, "Budget: $200.00/h", "Cost envelope: ", "Per tenant", "Prices used")
+    assert where == sorted(where)
+
+
+def test_preview_markdown_leads_with_the_verdicts_then_cost_then_warnings() -> None:
+    md = preview_markdown(review())
+    where = position(
+        md,
+        "❌ **1 mandatory policy violation(s)**",
+        "❌ first up: 1 problems",
+        "| $/hour |",
+        f"> warning: {WARNING}",
+        "### First up (simulated)",
+        "<details><summary>Policy findings (2)",
+        "<details><summary>Cost envelope",
+        "<details open><summary>Estate diagram",
+        "<details><summary>Resources by type",
+    )
+    assert where == sorted(where)
+
+
+def test_preview_markdown_summary_only_keeps_the_first_up_problems_and_drops_the_details() -> None:
+    md = preview_markdown(review(), summary_only=True)
+    assert "❌ **1 mandatory policy violation(s)**" in md and "| $/hour |" in md and WARNING in md
+    assert "| namespace (object before its namespace) | `ConfigMap ghost/settings` |" in md
+    assert "<details" not in md and "```mermaid" not in md
+    assert preview_markdown(review()).startswith(md.rstrip("\n"))
