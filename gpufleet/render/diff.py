@@ -36,7 +36,8 @@ VALUE_CHARS = 120  # a property value longer than this is cut with an ellipsis
 
 
 def diff_markdown(diff: PlanDiff, max_chars: int = MAX_COMMENT) -> str:
-    """The pull-request comment for one stack's change: summary first, details folded, diagram last."""
+    """The pull-request comment for one stack's change: summary first (changes, policy verdict, replacements, cost
+    delta, notes), details folded, diagram last."""
     head = [
         marker(diff.project, diff.stack),
         f"### gpufleet plan: `{diff.project}/{diff.stack}` — `{diff.base_label}` → {diff.head_label}",
@@ -52,6 +53,7 @@ def diff_markdown(diff: PlanDiff, max_chars: int = MAX_COMMENT) -> str:
             f"**{len(diff.added)} to add · {len(diff.changed)} to change · {len(diff.removed)} to delete"
             f" · {len(diff.replaced)} to replace**"
         )
+    head += ["", *findings_summary(diff.findings, diff.findings_new, diff.findings_fixed)]
     head += _replacement_summary(diff)
     if diff.cost_total is not None:
         head.append("")
@@ -59,7 +61,6 @@ def diff_markdown(diff: PlanDiff, max_chars: int = MAX_COMMENT) -> str:
         budget = diff.spec.policies.budget_usd_per_hour if diff.spec else None
         head += budget_line(budget, diff.cost_total.head.get("max"))
         head += unpriced_line(diff.cost_unpriced)
-    head += ["", *findings_summary(diff.findings, diff.findings_new, diff.findings_fixed)]
     head += [f"> {inline(n)}" for n in diff.notes]
 
     sections: list[Section] = []

@@ -10,10 +10,11 @@ from rich.console import Console
 from components.model.load import parse_estate
 from gpufleet.engine.plan import Plan
 from gpufleet.render.cost import cost_text
+from gpufleet.render.diff import diff_markdown
 from gpufleet.render.preview import check_text, preview_markdown, preview_text
 from gpufleet.review.first_up import FirstUp, Problem
 from gpufleet.review.review import Review
-from tests.review.estates import BUDGET, TAGS, changed, review_of
+from tests.review.estates import BUDGET, TAGS, changed, review_of, small_diff
 
 WARNING = "FSx tier hot: 2400 GiB at 125 MB/s/TiB gives 293 MB/s, under what 4 training nodes need"
 PROBLEM = Problem(
@@ -115,3 +116,16 @@ def test_preview_markdown_summary_only_keeps_the_first_up_problems_and_drops_the
     assert "| namespace (object before its namespace) | `ConfigMap ghost/settings` |" in md
     assert "<details" not in md and "```mermaid" not in md
     assert preview_markdown(review()).startswith(md.rstrip("\n"))
+
+
+def test_diff_comment_gives_the_policy_verdict_before_replacements_and_the_cost_delta() -> None:
+    md = diff_markdown(small_diff())
+    where = position(
+        md,
+        "**1 to add · 1 to change · 0 to delete · 1 to replace**",
+        "❌ **1 mandatory policy violation(s)**",
+        "would be REPLACED",
+        "| **delta** |",
+        "<details><summary>Policy findings",
+    )
+    assert where == sorted(where)
