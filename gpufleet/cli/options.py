@@ -78,9 +78,7 @@ FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="text, markdow
 CheckFormatOpt = Annotated[CheckFormat, typer.Option("--format", "-f", help="text or json.")]
 SummaryOpt = Annotated[
     bool,
-    typer.Option(
-        "--summary", help="Only the summary: verdicts, cost headline, warnings, first-up problems (text, markdown)."
-    ),
+    typer.Option("--summary", help="Only the summary (verdicts, cost, warnings), not the details; text and markdown."),
 ]
 HERE = Path(".")
 ChartCacheOpt = Annotated[

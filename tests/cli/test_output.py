@@ -148,3 +148,16 @@ def test_preview_summary_as_json_is_refused_as_bad_input(monkeypatch: pytest.Mon
     result = runner.invoke(app, ["preview", "-s", "hybrid", "-C", str(ROOT), "-f", "json", "--summary"])
     assert result.exit_code == 2 and result.stdout == ""
     assert "--summary: only for text and markdown" in result.stderr and "Traceback" not in result.output
+
+
+def test_diff_summary_prints_the_summary_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpufleet.review import revision
+    from tests.review.estates import small_diff
+
+    monkeypatch.setattr(revision, "diff_revision", lambda project, stack, base: small_diff())
+    args = ["diff", "-s", "hybrid", "-C", str(ROOT), "--base", "HEAD"]
+    full, short = runner.invoke(app, args), runner.invoke(app, [*args, "--summary"])
+    assert full.exit_code == short.exit_code == 0, short.output
+    assert full.stdout.startswith(short.stdout) and "~ aws:" in full.stdout and "~ aws:" not in short.stdout
+    refused = runner.invoke(app, [*args, "--summary", "-f", "json"])
+    assert refused.exit_code == 2 and "--summary: only for text and markdown" in refused.stderr

@@ -10,7 +10,7 @@ from rich.console import Console
 from components.model.load import parse_estate
 from gpufleet.engine.plan import Plan
 from gpufleet.render.cost import cost_text
-from gpufleet.render.diff import diff_markdown
+from gpufleet.render.diff import diff_markdown, diff_text
 from gpufleet.render.preview import check_text, preview_markdown, preview_text
 from gpufleet.review.first_up import FirstUp, Problem
 from gpufleet.review.review import Review
@@ -129,3 +129,12 @@ def test_diff_comment_gives_the_policy_verdict_before_replacements_and_the_cost_
         "<details><summary>Policy findings",
     )
     assert where == sorted(where)
+
+
+def test_diff_summary_only_stops_before_the_changes() -> None:
+    d = small_diff()
+    full, short = text(diff_text, d), text(diff_text, d, summary_only=True)
+    assert full.startswith(short) and "policy: 1 mandatory violation(s)" in short and "cost at max:" in short
+    assert "+ aws:" in full and "+ aws:" not in short and "~ aws:" not in short
+    md, md_short = diff_markdown(d), diff_markdown(d, summary_only=True)
+    assert md.startswith(md_short.rstrip("\n")) and "would be REPLACED" in md_short and "<details" not in md_short
