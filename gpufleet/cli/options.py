@@ -78,7 +78,9 @@ FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="text, markdow
 CheckFormatOpt = Annotated[CheckFormat, typer.Option("--format", "-f", help="text or json.")]
 SummaryOpt = Annotated[
     bool,
-    typer.Option("--summary", help="Only the summary (verdicts, cost, warnings), not the details; text and markdown."),
+    typer.Option(
+        "--summary", help="Only the summary (verdicts, cost totals, warnings), not the details; not with -f json."
+    ),
 ]
 HERE = Path(".")
 ChartCacheOpt = Annotated[

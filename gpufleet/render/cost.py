@@ -34,11 +34,12 @@ def _levels_text(at: At, digits: int = 2) -> str:
     return "  ".join(f"{lv} {usd(at(lv), digits)}" for lv in LEVELS)
 
 
-def cost_text(cost: EstateCost, console: Console) -> None:
-    """`gpufleet cost`: the headline first, then where it comes from."""
+def cost_text(cost: EstateCost, console: Console, summary_only: bool = False) -> None:
+    """`gpufleet cost`: the headline first, then (unless `summary_only`) where it comes from."""
     cost_headline_text(cost, console)
-    console.print()
-    cost_details_text(cost, console)
+    if not summary_only:
+        console.print()
+        cost_details_text(cost, console)
 
 
 def cost_headline_text(cost: EstateCost, console: Console) -> None:
@@ -143,12 +144,14 @@ def cost_summary(cost: EstateCost) -> list[str]:
     ]
 
 
-def cost_markdown(cost: EstateCost) -> str:
-    """`gpufleet cost -f markdown`: heading and summary, then the tables."""
+def cost_markdown(cost: EstateCost, summary_only: bool = False) -> str:
+    """`gpufleet cost -f markdown`: heading and summary, then (unless `summary_only`) the tables."""
     total = cost.total()
     lines = [f"### gpufleet cost: `{cost.estate}` ({cost.environment})", ""]
     lines += cost_summary_table(total.hourly.at)
     lines += budget_line(cost.budget_usd_per_hour, total.hourly.at("max"))
+    if summary_only:
+        return "\n".join(lines) + "\n"
     return "\n".join(lines) + "\n\n" + cost_tables(cost) + "\n"
 
 

@@ -110,11 +110,13 @@ def advisory_and_notes_text(findings: Findings | None, review: Review, console: 
     return bool(advisory or notes)
 
 
-def check_text(review: Review, console: Console) -> None:
-    """`gpufleet check`: both verdicts with what fails them first, then advisory findings and first-up notes."""
+def check_text(review: Review, console: Console, summary_only: bool = False) -> None:
+    """`gpufleet check`: both verdicts with what fails them first, then (unless `summary_only`) the advisory
+    findings and first-up notes."""
     findings = review.findings or Findings()
     verdicts_text(findings, review, console)
-    advisory_and_notes_text(findings, review, console)
+    if not summary_only:
+        advisory_and_notes_text(findings, review, console)
 
 
 # --------------------------------------------------------------------------------------------- markdown

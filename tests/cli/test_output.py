@@ -161,3 +161,24 @@ def test_diff_summary_prints_the_summary_only(monkeypatch: pytest.MonkeyPatch) -
     assert full.stdout.startswith(short.stdout) and "~ aws:" in full.stdout and "~ aws:" not in short.stdout
     refused = runner.invoke(app, [*args, "--summary", "-f", "json"])
     assert refused.exit_code == 2 and "--summary: only for text and markdown" in refused.stderr
+
+
+def test_cost_summary_prints_the_estate_totals_and_budget_verdict_only() -> None:
+    full = runner.invoke(app, ["cost", "-s", "aws-train", "-C", str(ROOT)])
+    short = runner.invoke(app, ["cost", "-s", "aws-train", "-C", str(ROOT), "--summary"])
+    assert full.exit_code == short.exit_code == 0, short.output
+    assert full.stdout.startswith(short.stdout) and short.stdout.startswith("Estate: min $")
+    assert "Budget: " in short.stdout and "Prices used" in full.stdout and "Prices used" not in short.stdout
+    refused = runner.invoke(app, ["cost", "-s", "aws-train", "-C", str(ROOT), "--summary", "-f", "json"])
+    assert refused.exit_code == 2 and "--summary: only for text and markdown" in refused.stderr
+
+
+def test_check_summary_leaves_out_the_advisory_findings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.render.test_summary_first import review as small_review
+
+    monkeypatch.setattr(review_module, "build", lambda *a, **k: small_review())
+    args = ["check", "-s", "hybrid", "-C", str(ROOT)]
+    full, short = runner.invoke(app, args), runner.invoke(app, [*args, "--summary"])
+    assert full.exit_code == short.exit_code == 1  # the mandatory finding and the first-up problem
+    assert full.stdout.startswith(short.stdout) and "budget-at-max-size" in short.stdout
+    assert "required-tags" in full.stdout and "required-tags" not in short.stdout

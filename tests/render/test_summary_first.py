@@ -9,7 +9,7 @@ from rich.console import Console
 
 from components.model.load import parse_estate
 from gpufleet.engine.plan import Plan
-from gpufleet.render.cost import cost_text
+from gpufleet.render.cost import cost_markdown, cost_text
 from gpufleet.render.diff import diff_markdown, diff_text
 from gpufleet.render.preview import check_text, preview_markdown, preview_text
 from gpufleet.review.first_up import FirstUp, Problem
@@ -138,3 +138,16 @@ def test_diff_summary_only_stops_before_the_changes() -> None:
     assert "+ aws:" in full and "+ aws:" not in short and "~ aws:" not in short
     md, md_short = diff_markdown(d), diff_markdown(d, summary_only=True)
     assert md.startswith(md_short.rstrip("\n")) and "would be REPLACED" in md_short and "<details" not in md_short
+
+
+def test_check_and_cost_summary_only_leave_out_the_details() -> None:
+    r = review()
+    check_short = text(check_text, r, summary_only=True)
+    assert "failed — 1 mandatory" in check_short and "[namespace] ConfigMap ghost/settings" in check_short
+    assert "required-tags" not in check_short and "a note" not in check_short
+    cost_short = text(cost_text, r.cost, summary_only=True)
+    assert cost_short.startswith("Estate: min $82.09") and "Budget: $200.00/h" in cost_short
+    assert "Cost envelope" not in cost_short and "Prices used" not in cost_short
+    md = cost_markdown(r.cost, summary_only=True)
+    assert "| $/hour |" in md and "over its budget" in md and "Prices used" not in md
+    assert cost_markdown(r.cost).startswith(md.rstrip("\n"))
