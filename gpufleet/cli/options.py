@@ -15,11 +15,12 @@ from typing import IO, Annotated
 import typer
 from rich.console import Console, ConsoleDimensions
 
-PIPE_WIDTH = 10_000  # not a terminal: wide enough for any row; rich pads nothing out to it
+PIPE_WIDTH = 10_000  # not a terminal: wide enough for any row (no table here expands to the console width)
 
 
 def output_width(requested: int | None, columns: str | None, tty: bool, terminal: int) -> int:
-    """The width to render at: `--width`, else `COLUMNS` (a positive integer), else the terminal's, else no limit."""
+    """The width to render at: `--width`, else `COLUMNS` (POSIX: a decimal integer > 0), else the terminal's when
+    writing to one, else no limit."""
     if requested is not None:
         return requested
     if columns is not None and columns.isdigit() and int(columns) > 0:

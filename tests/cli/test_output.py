@@ -2,8 +2,10 @@
 honoured, `gpufleet preview --summary` (newcomer issue: "Output in CI and pipes is cut at 80 columns (tables
 wrap instance names)").
 
-Rich falls back to 80 columns when its output is not a terminal (rich.console.Console.size: "width = width or
-80"; https://rich.readthedocs.io/en/stable/console.html#terminal-detection), and squeezes table cells to fit.
+Rich falls back to 80 columns when its output is not a terminal and COLUMNS is unset (`Console.size` in
+https://github.com/Textualize/rich/blob/v14.3.4/rich/console.py: "width = width or 80"), and squeezes table cells
+to fit. COLUMNS is "a decimal integer > 0 ... the user's preferred width in column positions" (POSIX, Environment
+Variables: https://pubs.opengroup.org/onlinepubs/9699919799/basedefs/V1_chap08.html).
 """
 
 from __future__ import annotations
@@ -123,6 +125,7 @@ def test_preview_into_a_pipe_keeps_every_tree_line_whole(
     assert shown and set(shown) <= types  # no type name cut, e.g. "...:ValidatingAdm"
     assert "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding" in shown
     assert max(len(line) for line in output.splitlines()) > 80 and "…" not in output
+    assert max(len(line) for line in output.splitlines()) < 1_000  # nothing padded out to the unlimited width
     # COLUMNS=80, as a narrow terminal: rich crops the deepest tree lines (the test can tell the difference)
     narrow = preview(monkeypatch, hybrid_review, "-ftext", env={"COLUMNS": "80"})
     assert not set(tree_types(narrow)) <= types
