@@ -10,10 +10,12 @@ Variables: https://pubs.opengroup.org/onlinepubs/9699919799/basedefs/V1_chap08.h
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -185,3 +187,19 @@ def test_check_summary_leaves_out_the_advisory_findings(monkeypatch: pytest.Monk
     assert full.exit_code == short.exit_code == 1  # the mandatory finding and the first-up problem
     assert full.stdout.startswith(short.stdout) and "budget-at-max-size" in short.stdout
     assert "required-tags" in full.stdout and "required-tags" not in short.stdout
+
+
+def test_burst_status_into_a_pipe_keeps_each_row_on_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpufleet.cli import burst as burst_cli
+    from tests.burst.helpers import NOW, STACK, hybrid_config, project, window
+
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
+    monkeypatch.delenv("COLUMNS", raising=False)
+    proj = project(tmp_path, hybrid_config(window(NOW - dt.timedelta(hours=10), 8, nodes=1, usd_per_hour=55.04)))
+    args = ["burst", "status", "--stack", STACK, "--project", str(proj)]
+    note = "expired: the next `up` shrinks the pools; `gpufleet burst reconcile` books it"
+    wide = runner.invoke(app, args)
+    assert wide.exit_code == 0, wide.output
+    assert any(note in line and "note" in line for line in wide.stdout.splitlines())
+    narrow = runner.invoke(app, ["--width", "60", *args])  # a narrow terminal folds the cell (the test can fail)
+    assert narrow.exit_code == 0 and note not in narrow.stdout
