@@ -203,3 +203,27 @@ def test_burst_status_into_a_pipe_keeps_each_row_on_one_line(tmp_path: Path, mon
     assert any(note in line and "note" in line for line in wide.stdout.splitlines())
     narrow = runner.invoke(app, ["--width", "60", *args])  # a narrow terminal folds the cell (the test can fail)
     assert narrow.exit_code == 0 and note not in narrow.stdout
+
+
+def test_cost_table_into_a_pipe_keeps_instance_names_whole_beside_a_long_pool_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import yaml
+
+    long = "h100-training-pool-for-research-tenants"  # the schema allows 40 characters
+    text = (ROOT / "stacks" / "Pulumi.aws-train.yaml").read_text().replace("h100", long)
+    (tmp_path / "stacks").mkdir()
+    (tmp_path / "stacks" / "Pulumi.long.yaml").write_text(text)
+    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    assert long in yaml.safe_load(text)["config"]["gpufleet:estate"]["sites"][0]["node_pools"][0]["name"]
+    args = ["cost", "-s", "long", "-C", str(tmp_path)]
+
+    def row(output: str) -> list[str]:
+        return next(line.split() for line in output.splitlines() if line.strip().startswith(f"use1/{long[:20]}"))
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    wide = runner.invoke(app, args)
+    assert wide.exit_code == 0, wide.output
+    assert row(wide.stdout)[:3] == [f"use1/{long}", "p5.48xlarge", "0/2/4"] and "…" not in wide.stdout
+    narrow = runner.invoke(app, ["--width", "80", *args])  # what rich's 80-column fallback did to it
+    assert narrow.exit_code == 0 and "p5.48xlarge" not in narrow.stdout.split("Storage")[0]
