@@ -27,6 +27,7 @@ from gpufleet.cli import (
     verify,
 )
 from gpufleet.cli.errors import user_errors
+from gpufleet.cli.options import set_width
 
 app = typer.Typer(
     name="gpufleet",
@@ -77,8 +78,18 @@ def main(
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
     ] = False,
+    width: Annotated[
+        int | None,
+        typer.Option(
+            "--width",
+            min=40,
+            help="Output width in columns (default: $COLUMNS, else the terminal's; no limit into a pipe or file).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """GPU estates as Pulumi code: preview, check, cost and export them offline; burst them to cloud."""
+    set_width(width)
 
 
 for parent, name, command in COMMANDS:

@@ -55,8 +55,9 @@ def catalog_refresh(region: RefreshRegionOpt, prices: PricesOpt = False) -> None
 def catalog_show(region: RegionOpt = "us-east-1") -> None:
     """List the GPU instance types the catalog holds, with GPUs, EFA and on-demand price."""
     from components.model import catalog
-    from gpufleet.render.catalog import catalog_table
+    from gpufleet.render.catalog import catalog_table, price_note
 
     if (unknown := catalog.unknown_region(region)) is not None:
         raise CommandError(f"--region: {unknown}")
     out.print(catalog_table(region))
+    out.print(price_note(region), markup=False, soft_wrap=False)

@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from gpufleet.cli.options import HERE, ChartCacheOpt, CheckFormat, CheckFormatOpt, ProjectOpt, StackOpt, out
+from gpufleet.cli.errors import CommandError
+from gpufleet.cli.options import (
+    HERE,
+    ChartCacheOpt,
+    CheckFormat,
+    CheckFormatOpt,
+    ProjectOpt,
+    StackOpt,
+    SummaryOpt,
+    out,
+)
 
 WriteConfigOpt = Annotated[
     Path | None,
@@ -24,9 +34,13 @@ def check(
     write_config: WriteConfigOpt = None,
     project: ProjectOpt = HERE,
     chart_cache: ChartCacheOpt = None,
+    summary: SummaryOpt = False,
 ) -> None:
     """Evaluate the policy packs and simulate the first `up` offline; exit 1 on a mandatory violation or a
-    first-up problem."""
+    first-up problem. Both verdicts come first with what fails them; --summary leaves out the advisory findings
+    and first-up notes."""
+    if summary and format is CheckFormat.json:
+        raise CommandError("--summary: only for text (json carries every finding; select with jq)")
     from gpufleet.review import check as checker
 
     if write_config is not None:
@@ -42,6 +56,6 @@ def check(
         case CheckFormat.json:
             print(check_json(review))
         case CheckFormat.text:
-            check_text(review, out)
+            check_text(review, out, summary_only=summary)
     if (review.findings is not None and not review.findings.passed) or (review.first_up and review.first_up.problems):
         raise typer.Exit(1)

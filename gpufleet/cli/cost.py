@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from gpufleet.cli.errors import CommandError
-from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, out
+from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, SummaryOpt, out
 
 AtOpt = Annotated[str | None, typer.Option("--at", help="ISO time burst windows are judged at (default: now, UTC).")]
 
@@ -22,8 +22,17 @@ def parse_time(value: str) -> dt.datetime:
     return t if t.tzinfo else t.replace(tzinfo=dt.UTC)
 
 
-def cost(stack: StackOpt, format: FormatOpt = Format.text, at: AtOpt = None, project: ProjectOpt = HERE) -> None:
-    """Cost envelope from catalog prices: per pool, site, tenant and estate at min, desired and max size."""
+def cost(
+    stack: StackOpt,
+    format: FormatOpt = Format.text,
+    at: AtOpt = None,
+    project: ProjectOpt = HERE,
+    summary: SummaryOpt = False,
+) -> None:
+    """Cost envelope from catalog prices: the estate's totals and budget verdict first, then per pool, site and
+    tenant at min, desired and max size. --summary prints only the totals and the verdict."""
+    if summary and format is Format.json:
+        raise CommandError("--summary: only for text and markdown (json carries the whole envelope; select with jq)")
     from components.model.load import read_stack, stack_path
     from gpufleet.render.cost import cost_json, cost_markdown, cost_text
     from gpufleet.review.cost import estate_cost
@@ -39,6 +48,6 @@ def cost(stack: StackOpt, format: FormatOpt = Format.text, at: AtOpt = None, pro
         case Format.json:
             print(cost_json(envelope))
         case Format.markdown:
-            print(cost_markdown(envelope), end="")
+            print(cost_markdown(envelope, summary_only=summary), end="")
         case Format.text:
-            cost_text(envelope, out)
+            cost_text(envelope, out, summary_only=summary)

@@ -6,13 +6,23 @@ from typing import Annotated
 
 import typer
 
-from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, out
+from gpufleet.cli.errors import CommandError
+from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, SummaryOpt, out
 
 BaseOpt = Annotated[str, typer.Option("--base", "-b", help="Git revision to compare with, e.g. origin/main.")]
 
 
-def diff(stack: StackOpt, base: BaseOpt, format: FormatOpt = Format.text, project: ProjectOpt = HERE) -> None:
-    """Compare a stack at a git revision with the working tree: resources, replacements, cost and findings."""
+def diff(
+    stack: StackOpt,
+    base: BaseOpt,
+    format: FormatOpt = Format.text,
+    project: ProjectOpt = HERE,
+    summary: SummaryOpt = False,
+) -> None:
+    """Compare a stack at a git revision with the working tree: the summary first (changes, replacements, cost
+    delta, findings), then each change. --summary prints only the summary."""
+    if summary and format is Format.json:
+        raise CommandError("--summary: only for text and markdown (json carries the whole diff; select with jq)")
     from gpufleet.render.diff import diff_json, diff_markdown, diff_text
     from gpufleet.review.revision import diff_revision
 
@@ -21,6 +31,6 @@ def diff(stack: StackOpt, base: BaseOpt, format: FormatOpt = Format.text, projec
         case Format.json:
             print(diff_json(result))
         case Format.markdown:
-            print(diff_markdown(result), end="")
+            print(diff_markdown(result, summary_only=summary), end="")
         case Format.text:
-            diff_text(result, out)
+            diff_text(result, out, summary_only=summary)

@@ -1,16 +1,63 @@
-"""What every command shares: the output consoles, the --stack / --project / --format options."""
+"""What every command shares: the output consoles, the --stack / --project / --format options.
+
+Output width: `gpufleet --width N`, else `COLUMNS`, else the terminal's width; into a pipe, a file or a CI log
+(stdout not a terminal) there is no limit, so tables take the width their cells need. Rich on its own falls
+back to 80 columns there and squeezes table cells (instance names cut with "…").
+"""
 
 from __future__ import annotations
 
+import os
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import IO, Annotated
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+PIPE_WIDTH = 10_000  # not a terminal: wide enough for any row (no table here expands to the console width)
+
+
+def output_width(requested: int | None, columns: str | None, tty: bool, terminal: int) -> int:
+    """The width to render at: `--width`, else `COLUMNS` (POSIX: a decimal integer > 0), else the terminal's when
+    writing to one, else no limit."""
+    if requested is not None:
+        return requested
+    if columns is not None and columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return terminal if tty else PIPE_WIDTH
+
+
+def _isatty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
+class OutputConsole(Console):
+    """A rich Console whose width follows `output_width`, judged at each print (tests swap sys.stdout)."""
+
+    requested_width: int | None = None  # `gpufleet --width N`, set once per invocation by the app's callback
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        detected = super().size
+        width = output_width(self.requested_width, os.environ.get("COLUMNS"), _isatty(self.file), detected.width)
+        return ConsoleDimensions(width, detected.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self.requested_width, self.height = new_size
+
+
+out = OutputConsole(highlight=False, soft_wrap=True)
+err = OutputConsole(stderr=True, highlight=False, soft_wrap=True)
+
+
+def set_width(width: int | None) -> None:
+    """`gpufleet --width N` for both consoles (None: COLUMNS, the terminal, or no limit)."""
+    out.requested_width = err.requested_width = width
 
 
 class Format(StrEnum):
@@ -30,6 +77,12 @@ ProjectOpt = Annotated[
 ]
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="text, markdown or json.")]
 CheckFormatOpt = Annotated[CheckFormat, typer.Option("--format", "-f", help="text or json.")]
+SummaryOpt = Annotated[
+    bool,
+    typer.Option(
+        "--summary", help="Only the summary (verdicts, cost totals, warnings), not the details; not with -f json."
+    ),
+]
 HERE = Path(".")
 ChartCacheOpt = Annotated[
     Path | None,

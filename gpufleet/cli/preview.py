@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import typer
 
-from gpufleet.cli.options import HERE, ChartCacheOpt, Format, FormatOpt, ProjectOpt, StackOpt, out
+from gpufleet.cli.errors import CommandError
+from gpufleet.cli.options import HERE, ChartCacheOpt, Format, FormatOpt, ProjectOpt, StackOpt, SummaryOpt, out
 
 
 def preview(
-    stack: StackOpt, format: FormatOpt = Format.text, project: ProjectOpt = HERE, chart_cache: ChartCacheOpt = None
+    stack: StackOpt,
+    format: FormatOpt = Format.text,
+    project: ProjectOpt = HERE,
+    chart_cache: ChartCacheOpt = None,
+    summary: SummaryOpt = False,
 ) -> None:
-    """Synthesize a stack offline: resources by component, cost envelope, policy verdicts and the first `up`.
+    """Synthesize a stack offline: the summary first (policy and first-up verdicts, cost headline, warnings),
+    then the details (findings, cost envelope, resource tree by component, resources by type).
 
     Needs no credentials and no Pulumi CLI. Exits 1 when a mandatory policy rule is violated (first-up problems
-    are shown; `gpufleet check` fails on them).
+    are shown; `gpufleet check` fails on them). --summary prints only the summary.
     """
+    if summary and format is Format.json:
+        raise CommandError("--summary: only for text and markdown (json carries the whole plan; select with jq)")
     from gpufleet.render.preview import preview_json, preview_markdown, preview_text
     from gpufleet.review.review import build
 
@@ -23,8 +31,8 @@ def preview(
         case Format.json:
             print(preview_json(review))
         case Format.markdown:
-            print(preview_markdown(review), end="")
+            print(preview_markdown(review, summary_only=summary), end="")
         case Format.text:
-            preview_text(review, out)
+            preview_text(review, out, summary_only=summary)
     if review.findings is not None and not review.findings.passed:
         raise typer.Exit(1)

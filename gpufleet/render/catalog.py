@@ -12,12 +12,6 @@ def catalog_table(region: str) -> Table:
     table = Table(title=f"GPU instance catalog (facts {catalog.instances_generated()})")
     for col in ("instance", "GPU", "count", "vCPU", "EFA max", "NVMe GB", "$/h", "$/GPU-h"):
         table.add_column(col, no_wrap=True)
-    sources = {(p.date, p.source) for it in catalog.instance_types().values() if (p := catalog.price(it.name, region))}
-    table.caption = (
-        "; ".join(f"$/h in {region}: Linux on-demand, {date}, {source}" for date, source in sorted(sources))
-        if sources
-        else f"the catalog holds no {region} prices: every type is unpriced there ('-')"
-    )
     for it in catalog.instance_types().values():
         p = catalog.price(it.name, region)
         table.add_row(
@@ -31,3 +25,11 @@ def catalog_table(region: str) -> Table:
             f"{p.usd_per_hour / it.gpu_count:.2f}" if p else "-",
         )
     return table
+
+
+def price_note(region: str) -> str:
+    """Where the table's $/h in `region` come from (printed under the table, so it wraps at the console's width)."""
+    sources = {(p.date, p.source) for it in catalog.instance_types().values() if (p := catalog.price(it.name, region))}
+    if not sources:
+        return f"the catalog holds no {region} prices: every type is unpriced there ('-')"
+    return "; ".join(f"$/h in {region}: Linux on-demand, {date}, {source}" for date, source in sorted(sources))

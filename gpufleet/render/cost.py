@@ -57,7 +57,28 @@ def budget_verdict(budget: float, total: Total) -> tuple[str, bool]:
     return f"within the budget of {usd(budget)}/h: {usd_total(at_max, total.complete)}/h at max size", False
 
 
-def cost_text(cost: EstateCost, console: Console) -> None:
+def cost_text(cost: EstateCost, console: Console, summary_only: bool = False) -> None:
+    """`gpufleet cost`: the headline first, then (unless `summary_only`) where it comes from."""
+    cost_headline_text(cost, console)
+    if not summary_only:
+        console.print()
+        cost_details_text(cost, console)
+
+
+def cost_headline_text(cost: EstateCost, console: Console) -> None:
+    """The estate's totals per hour and month, what they leave out, the budget verdict: a report's summary."""
+    total = cost.total()
+    console.print(f"[bold]Estate[/bold]: {escape(_total_text(total))}")
+    console.print(f"  per month: {_total_text(total, monthly=True)}", markup=False)
+    if total.unpriced:
+        console.print(f"[red]not in the totals (no figure): {escape(', '.join(total.unpriced))}[/red]")
+    if cost.budget_usd_per_hour is not None:
+        verdict, bad = budget_verdict(cost.budget_usd_per_hour, total)
+        console.print(f"Budget: {'[red]' if bad else ''}{escape(verdict)}{'[/red]' if bad else ''}")
+
+
+def cost_details_text(cost: EstateCost, console: Console) -> None:
+    """Pools, storage, the rest of the bill, per site and tenant, what is not included, the prices used."""
     # No vertical rules (box.SIMPLE_HEAD): instance names and dollar figures stay on one line at 80 columns.
     table = Table(
         title=f"Cost envelope: {escape(cost.estate)} ({escape(cost.environment)}), $ per hour (a month is {HOURS} h)",
@@ -99,14 +120,6 @@ def cost_text(cost: EstateCost, console: Console) -> None:
     console.print("[bold]Per tenant[/bold] (quota share of each pool)")
     for tenant, share in cost.tenants().items():
         console.print(f"  {tenant}: {_total_text(share)}", markup=False)
-    total = cost.total()
-    console.print(f"[bold]Estate[/bold]: {escape(_total_text(total))}")
-    console.print(f"  per month: {_total_text(total, monthly=True)}", markup=False)
-    if total.unpriced:
-        console.print(f"[red]not in the totals (no figure): {escape(', '.join(total.unpriced))}[/red]")
-    if cost.budget_usd_per_hour is not None:
-        verdict, bad = budget_verdict(cost.budget_usd_per_hour, total)
-        console.print(f"Budget: {'[red]' if bad else ''}{escape(verdict)}{'[/red]' if bad else ''}")
     console.print("[dim]Not included: " + escape("; ".join(cost.excluded)) + "[/dim]")
     console.print("[bold]Prices used[/bold]")
     for ref in cost.prices():
@@ -162,13 +175,15 @@ def cost_summary(cost: EstateCost) -> list[str]:
     ]
 
 
-def cost_markdown(cost: EstateCost) -> str:
-    """`gpufleet cost -f markdown`: heading and summary, then the tables."""
+def cost_markdown(cost: EstateCost, summary_only: bool = False) -> str:
+    """`gpufleet cost -f markdown`: heading and summary, then (unless `summary_only`) the tables."""
     total = cost.total()
     lines = [f"### gpufleet cost: `{cost.estate}` ({cost.environment})", ""]
     lines += cost_summary_table(total.hourly.at, total.complete)
     lines += budget_line(cost.budget_usd_per_hour, total.hourly.at("max"), total.no_price)
     lines += unpriced_line(total.unpriced)
+    if summary_only:
+        return "\n".join(lines) + "\n"
     return "\n".join(lines) + "\n\n" + cost_tables(cost) + "\n"
 
 

@@ -36,8 +36,9 @@ VALUE_CHARS = 120  # a property value longer than this is cut with an ellipsis
 # --------------------------------------------------------------------------------------------- markdown
 
 
-def diff_markdown(diff: PlanDiff, max_chars: int = MAX_COMMENT) -> str:
-    """The pull-request comment for one stack's change: summary first, details folded, diagram last."""
+def diff_markdown(diff: PlanDiff, max_chars: int = MAX_COMMENT, summary_only: bool = False) -> str:
+    """The pull-request comment for one stack's change: summary first (changes, policy verdict, replacements, cost
+    delta, notes), details folded, diagram last."""
     head = [
         marker(diff.project, diff.stack),
         f"### gpufleet plan: `{diff.project}/{diff.stack}` — `{diff.base_label}` → {diff.head_label}",
@@ -53,6 +54,7 @@ def diff_markdown(diff: PlanDiff, max_chars: int = MAX_COMMENT) -> str:
             f"**{len(diff.added)} to add · {len(diff.changed)} to change · {len(diff.removed)} to delete"
             f" · {len(diff.replaced)} to replace**"
         )
+    head += ["", *findings_summary(diff.findings, diff.findings_new, diff.findings_fixed)]
     head += _replacement_summary(diff)
     if diff.cost_total is not None:
         head.append("")
@@ -60,8 +62,9 @@ def diff_markdown(diff: PlanDiff, max_chars: int = MAX_COMMENT) -> str:
         budget = diff.spec.policies.budget_usd_per_hour if diff.spec else None
         head += budget_line(budget, diff.cost_total.head.get("max"), diff.cost_no_price)
         head += unpriced_line(diff.cost_unpriced)
-    head += ["", *findings_summary(diff.findings, diff.findings_new, diff.findings_fixed)]
     head += [f"> {inline(n)}" for n in diff.notes]
+    if summary_only:
+        return assemble("\n".join(head), [], max_chars)
 
     sections: list[Section] = []
     if diff.findings_new or diff.findings_fixed or diff.findings:
@@ -207,8 +210,9 @@ def _findings_diff(diff: PlanDiff) -> str:
 # ------------------------------------------------------------------------------------------------- text
 
 
-def diff_text(diff: PlanDiff, console: Console) -> None:
-    """The diff for a terminal: counts, replacements, cost delta, findings, then each change."""
+def diff_text(diff: PlanDiff, console: Console, summary_only: bool = False) -> None:
+    """The diff for a terminal: the summary (counts, replacements, cost delta, findings, notes), then each change
+    unless `summary_only`."""
     console.print(
         f"[bold]{escape(f'{diff.project}/{diff.stack}')}[/bold]: {escape(f'{diff.base_label} → {diff.head_label}')}"
     )
@@ -246,6 +250,10 @@ def diff_text(diff: PlanDiff, console: Console) -> None:
         for f in diff.findings_fixed:
             for line in finding_lines(f, "[green]fixed[/green] "):
                 console.print(line)
+    for n in diff.notes:
+        console.print(f"[dim]{escape(n)}[/dim]")
+    if summary_only:
+        return
     for res in diff.added:
         console.print(f"[green]+ {escape(f'{res.type} {res.name}')}[/green]")
     for res in diff.removed:
@@ -256,8 +264,6 @@ def diff_text(diff: PlanDiff, console: Console) -> None:
             before = "(absent)" if p.before is MISSING else _short(p.before)
             after = "(absent)" if p.after is MISSING else _short(p.after)
             console.print(f"    {p.path}: {before} → {after}", markup=False)
-    for n in diff.notes:
-        console.print(f"[dim]{escape(n)}[/dim]")
 
 
 # ------------------------------------------------------------------------------------------------- json

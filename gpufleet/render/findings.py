@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
 from rich.markup import escape
 
 from gpufleet.render.common import SUMMARY_LIST_LIMIT, cell, inline, short_key
@@ -36,13 +35,6 @@ def verdict_line(findings: Findings, scope: str) -> str:
     if not findings:
         counts = f"no violations ({counts})"
     return f"[bold]Policy[/bold]{escape(f' ({scope})') if scope else ''}: {verdict} — {counts}"
-
-
-def findings_text(findings: Findings, console: Console, scope: str) -> None:
-    console.print(verdict_line(findings, scope))
-    for f in findings:
-        for line in finding_lines(f):
-            console.print(line)
 
 
 # --------------------------------------------------------------------------------------------- markdown

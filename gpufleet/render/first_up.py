@@ -24,12 +24,19 @@ def summary(result: FirstUp) -> str:
 
 
 def text(result: FirstUp) -> str:
-    lines = [summary(result)]
-    for p in result.problems:
-        lines.append(f"  [{p.check}] {p.message}")
-    lines.extend(f"  unchecked: {u}" for u in result.unchecked)
-    lines.extend(f"  note: {n}" for n in result.notes)
-    return "\n".join(lines) + "\n"
+    """The verdict and every problem, then what was not checked and the notes."""
+    return problems_text(result) + notes_text(result)
+
+
+def problems_text(result: FirstUp) -> str:
+    """The verdict line and every problem: the part of a report's summary."""
+    return "\n".join([summary(result), *(f"  [{p.check}] {p.message}" for p in result.problems)]) + "\n"
+
+
+def notes_text(result: FirstUp) -> str:
+    """What the simulation did not check, and its notes (empty when none): detail after the summary."""
+    lines = [*(f"  unchecked: {u}" for u in result.unchecked), *(f"  note: {n}" for n in result.notes)]
+    return "".join(f"{line}\n" for line in lines)
 
 
 def verdict(result: FirstUp) -> str:

@@ -12,8 +12,14 @@ from rich.tree import Tree
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.render import first_up
 from gpufleet.render.common import MAX_COMMENT, Section, assemble, details, inline, marker
-from gpufleet.render.cost import cost_summary, cost_tables, cost_text
-from gpufleet.render.findings import findings_json, findings_summary, findings_table, findings_text
+from gpufleet.render.cost import cost_details_text, cost_headline_text, cost_summary, cost_tables
+from gpufleet.render.findings import (
+    finding_lines,
+    findings_json,
+    findings_summary,
+    findings_table,
+    verdict_line,
+)
 from gpufleet.render.mermaid import mermaid_block
 from gpufleet.review.findings import Findings
 from gpufleet.review.review import Review
@@ -39,38 +45,86 @@ def component_tree(plan: Plan) -> Tree:
     return root
 
 
-def preview_text(review: Review, console: Console) -> None:
-    """Component tree, resources by type, warnings, the cost envelope and the policy verdict."""
+def preview_text(review: Review, console: Console, summary_only: bool = False) -> None:
+    """The summary (verdicts, cost headline, warnings, first-up problems), then the details: advisory findings,
+    first-up notes, the cost envelope, the component tree and the resources by type."""
+    preview_summary_text(review, console)
+    if not summary_only:
+        console.print()
+        preview_details_text(review, console)
+
+
+def preview_summary_text(review: Review, console: Console) -> None:
+    """What a reader needs first: size, both verdicts with what fails them, the cost headline, the warnings."""
     plan = review.plan
+    counts = plan.type_counts()
+    console.print(
+        f"[bold]{escape(f'{plan.project}/{plan.stack}')}[/bold]: {sum(counts.values())} resources ({len(counts)} types)"
+    )
+    verdicts_text(review.findings, review, console)
+    cost_headline_text(review.cost, console)
+    for w in plan.warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}")
+
+
+def preview_details_text(review: Review, console: Console) -> None:
+    """Everything after the summary: advisory findings, first-up notes, cost envelope, tree, resources by type."""
+    plan = review.plan
+    if advisory_and_notes_text(review.findings, review, console):
+        console.print()
+    cost_details_text(review.cost, console)
+    console.print()
     console.print(component_tree(plan))
     counts = plan.type_counts()
     console.print(f"\n[bold]Resources by type[/bold] ({sum(counts.values())})")
     for t, n in sorted(counts.items()):
         console.print(f"  {n:>5}  {t}", markup=False)
-    for w in plan.warnings:
-        console.print(f"[yellow]warning:[/yellow] {escape(w)}")
-    console.print()
-    cost_text(review.cost, console)
-    if review.findings is not None:
-        console.print()
-        findings_text(review.findings, console, review.scope)
-    if review.first_up is not None:
-        console.print()
-        console.print(first_up.text(review.first_up), markup=False, end="")
 
 
-def check_text(review: Review, console: Console) -> None:
-    """`gpufleet check`: the policy verdict and every finding, then the first-up verdict and every problem."""
-    findings_text(review.findings or Findings(), console, review.scope)
+def verdicts_text(findings: Findings | None, review: Review, console: Console) -> None:
+    """The policy verdict with every mandatory finding, the first-up verdict with every problem."""
+    if findings is None:
+        console.print("[bold]Policy[/bold]: not evaluated")
+    else:
+        console.print(verdict_line(findings, review.scope))
+        for f in findings.mandatory:
+            for line in finding_lines(f):
+                console.print(line)
     if review.first_up is not None:
-        console.print(first_up.text(review.first_up), markup=False, end="")
+        console.print(first_up.problems_text(review.first_up), markup=False, end="")
+
+
+def advisory_and_notes_text(findings: Findings | None, review: Review, console: Console) -> bool:
+    """Advisory findings and the first-up simulation's unchecked items and notes, each under a heading; whether
+    there was any."""
+    advisory = findings.advisory if findings is not None else Findings()
+    if advisory:
+        console.print(f"[bold]Advisory findings[/bold] ({len(advisory)})")
+        for f in advisory:
+            for line in finding_lines(f):
+                console.print(line)
+    notes = first_up.notes_text(review.first_up) if review.first_up is not None else ""
+    if notes:
+        console.print("[bold]First up: unchecked and notes[/bold]")
+        console.print(notes, markup=False, end="")
+    return bool(advisory or notes)
+
+
+def check_text(review: Review, console: Console, summary_only: bool = False) -> None:
+    """`gpufleet check`: both verdicts with what fails them first, then (unless `summary_only`) the advisory
+    findings and first-up notes."""
+    findings = review.findings or Findings()
+    verdicts_text(findings, review, console)
+    if not summary_only:
+        advisory_and_notes_text(findings, review, console)
 
 
 # --------------------------------------------------------------------------------------------- markdown
 
 
-def preview_markdown(review: Review, max_chars: int = MAX_COMMENT) -> str:
-    """The preview comment for one stack: summary, findings, cost, diagram, resources by type."""
+def preview_markdown(review: Review, max_chars: int = MAX_COMMENT, summary_only: bool = False) -> str:
+    """The preview comment for one stack: the summary (verdicts, cost, warnings, first-up problems), then folded
+    details (findings, cost envelope, diagram, resources by type); `summary_only` stops after the summary."""
     plan, findings = review.plan, review.findings
     counts = plan.type_counts()
     head = [
@@ -79,15 +133,18 @@ def preview_markdown(review: Review, max_chars: int = MAX_COMMENT) -> str:
         "",
         f"**{sum(counts.values())} resources** ({len(counts)} types)",
         "",
-        *cost_summary(review.cost),
-        "",
         *findings_summary(findings),
         *([f"{first_up.verdict(review.first_up)}"] if review.first_up is not None else []),
+        "",
+        *cost_summary(review.cost),
     ]
-    head += [f"> warning: {inline(w)}" for w in plan.warnings]
+    if plan.warnings:
+        head += ["", *(f"> warning: {inline(w)}" for w in plan.warnings)]
     sections: list[Section] = []
     if review.first_up is not None and review.first_up.problems:
         sections.append(Section("first-up problems", first_up.markdown(review.first_up)))
+    if summary_only:
+        return assemble("\n".join(head), sections, max_chars)
     if findings:
         sections.append(
             Section("policy findings", details(f"Policy findings ({len(findings)})", findings_table(findings)))
