@@ -10,6 +10,7 @@ from fractions import Fraction
 import yaml
 
 from gpufleet.render.blocks import Block, Code, Heading, Para, Table, blocks_markdown, blocks_text
+from gpufleet.sizing.arithmetic import class_utilisation
 from gpufleet.sizing.placement import Choice, ClassSizing
 from gpufleet.sizing.pools import Demand, PoolRecommendation, StackComparison
 from gpufleet.sizing.report import SizingReport
@@ -54,11 +55,16 @@ def _portfolio(r: SizingReport) -> list[Block]:
         else "Gang minimum: none (no class needs its runs to start together)."
     )
     span = f"{lo.rounded}" if lo.rounded == hi.rounded else f"{lo.rounded}-{hi.rounded}"
+    ilo, ihi = r.installed_range
+    nlo, nhi = r.installed_nodes_gpus
+    targeted = [f"{c.name} at {num(u)} %" for c in r.workloads.classes if (u := class_utilisation(c, p)) is not None]
+    own = f" Classes at their own utilisation in every scenario: {', '.join(targeted)}." if targeted else ""
     return [
         Heading(2, "Portfolio"),
         Para(
-            f"Demand: {num(r.total_gpu_hours)} GPU-hours per {p.period} (reference hours per class). "
-            f"Hours per device: {num(p.hours_per_device)} of the {PERIOD_HOURS[p.period]} in a {p.period}."
+            f"Demand: {num(r.total_gpu_hours)} GPU-hours per {p.period} (hours per run on the chosen placement; "
+            f"reference hours for a class not placed). "
+            f"Hours per device: {num(p.hours_per_device)} of the {PERIOD_HOURS[p.period]} in a {p.period}.{own}"
         ),
         Table(
             [
@@ -74,7 +80,8 @@ def _portfolio(r: SizingReport) -> list[Block]:
             rows,
         ),
         Para(
-            f"Installed range: {span} GPU equivalents with reserves "
+            f"Installed range: {ilo}-{ihi} GPUs, the recommended pools added up (each at least its gang and largest "
+            f"run; {nlo}-{nhi} GPUs in whole nodes). Pooled, the scenarios above give {span} "
             f"({num(lo.equivalents)}-{num(hi.equivalents)} before reserves of {num(p.failure_reserve_pct)} % "
             f"failure, {num(p.maintenance_pct)} % maintenance, {num(p.growth_pct)} % growth)."
         ),
@@ -275,6 +282,7 @@ def _decision_record(r: SizingReport) -> list[Block]:
             num(c.hours_per_run),
             c.measured_on or "any",
             "yes" if c.gang else "no",
+            "scenarios" if (u := class_utilisation(c, p)) is None else f"{num(u)} %",
             c.source or "(file)",
         ]
         for c in w.classes
@@ -287,8 +295,9 @@ def _decision_record(r: SizingReport) -> list[Block]:
             "text",
             "demand [GPU-h / period]   = Σ_class runs_per_period × gpus_per_run × hours_per_run\n"
             "equivalents [GPU]         = demand ÷ (hours_per_device [h/period] × utilisation)\n"
+            "                            (a class's own utilisation_pct, always-on serving 100 %, else each scenario)\n"
             "reserves [GPU]            = equivalents × (failure % + maintenance % + growth %), each shown\n"
-            "installed range [GPU]     = ceil(equivalents + reserves) over the utilisation scenarios\n"
+            "installed range [GPU]     = Σ_pool max(ceil(equivalents + reserves), gang, largest run) per scenario\n"
             "gang minimum [GPU]        = max_class gpus_per_run × runs_started_together (gang classes)\n"
             "memory per run [GB]       = (params × B/param + KV cache) × (1 + margin %)\n"
             "GPUs for memory           = ceil(memory per run ÷ GB per GPU)\n"
@@ -316,7 +325,19 @@ def _decision_record(r: SizingReport) -> list[Block]:
             ],
         ),
         Table(
-            ["class", "kind", "params (B)", "precision", "runs", "GPUs/run", "h/run", "measured on", "gang", "source"],
+            [
+                "class",
+                "kind",
+                "params (B)",
+                "precision",
+                "runs",
+                "GPUs/run",
+                "h/run",
+                "measured on",
+                "gang",
+                "utilisation",
+                "source",
+            ],
             classes,
         ),
         Heading(3, "Assumptions"),

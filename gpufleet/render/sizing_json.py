@@ -69,6 +69,8 @@ def sizing_document(r: SizingReport) -> dict[str, Any]:
             }
             for s in r.scenarios
         ],
+        "installed_gpus": {"min": r.installed_range[0], "max": r.installed_range[1]},
+        "installed_gpus_whole_nodes": {"min": r.installed_nodes_gpus[0], "max": r.installed_nodes_gpus[1]},
         "gang_minimum": {"gpus": r.gang_gpus, "class": r.gang_class},
         "classes": [
             {

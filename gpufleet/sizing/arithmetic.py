@@ -86,11 +86,33 @@ class Scenario:
         return ceil(self.total)
 
 
-def scenarios(gpu_hours: Fraction, planning: Planning) -> list[Scenario]:
-    """One scenario per utilisation, lowest utilisation (most GPUs) first. Reserves add to the equivalent."""
+def class_utilisation(c: WorkloadClass, planning: Planning) -> Fraction | None:
+    """The utilisation a class is sized at when it has its own target, or None to use the planning scenarios.
+
+    A class's own `utilisation_pct` wins. Always-on serving (online inference whose runs last at least the hours a
+    device works in the period) defaults to 100 %: its installed GPUs are its replicas × GPUs per replica, which
+    a utilisation scenario below 100 % would inflate for GPUs that are busy by definition.
+    """
+    if c.utilisation_pct is not None:
+        return q(c.utilisation_pct)
+    if c.kind == "online-inference" and q(c.hours_per_run) >= q(planning.hours_per_device):
+        return Fraction(100)
+    return None
+
+
+def scenarios(
+    gpu_hours: Fraction, planning: Planning, targeted: Iterable[tuple[Fraction, Fraction]] = ()
+) -> list[Scenario]:
+    """One scenario per utilisation, lowest utilisation (most GPUs) first. Reserves add to the equivalent.
+
+    `gpu_hours` follow the planning scenarios; each (GPU-hours, utilisation %) of `targeted` is demand with its
+    own target (class_utilisation), the same in every scenario.
+    """
+    hpd = q(planning.hours_per_device)
+    fixed = sum((installed_equivalents(h, hpd, u) for h, u in targeted), Fraction(0))
     out = []
     for u in sorted(q(x) for x in planning.utilisation_pct):
-        e = installed_equivalents(gpu_hours, q(planning.hours_per_device), u)
+        e = installed_equivalents(gpu_hours, hpd, u) + fixed
         out.append(
             Scenario(
                 utilisation_pct=u,
@@ -101,6 +123,18 @@ def scenarios(gpu_hours: Fraction, planning: Planning) -> list[Scenario]:
             )
         )
     return out
+
+
+def demand_scenarios(parts: Iterable[tuple[WorkloadClass, Fraction]], planning: Planning) -> list[Scenario]:
+    """Scenarios for (class, GPU-hours) parts: each class at its own target when it has one (class_utilisation)."""
+    free = Fraction(0)
+    targeted = []
+    for c, hours in parts:
+        if (u := class_utilisation(c, planning)) is None:
+            free += hours
+        else:
+            targeted.append((hours, u))
+    return scenarios(free, planning, targeted)
 
 
 def gang_minimum(classes: Iterable[WorkloadClass]) -> tuple[int, str | None]:

@@ -225,6 +225,14 @@ class ClassSizing:
     def chosen(self) -> Choice | None:
         return next((ch for ch in self.choices if ch.status == "ok"), None)
 
+    @property
+    def placed_gpu_hours(self) -> Fraction:
+        """Demand on the chosen placement (its hours per run there); the reference hours when none is chosen."""
+        ch = self.chosen
+        if ch is None or ch.hours_per_run is None:
+            return self.gpu_hours
+        return q(self.cls.runs_per_period) * self.cls.gpus_per_run * ch.hours_per_run
+
 
 def size_class(c: WorkloadClass, placements: list[Placement]) -> ClassSizing:
     need = memory_need(c)

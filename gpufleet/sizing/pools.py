@@ -13,7 +13,15 @@ from typing import Literal
 
 from components.model.pricing import HOURS_PER_MONTH
 from components.model.spec import EstateSpec, Role
-from gpufleet.sizing.arithmetic import Scenario, billed_gpus, gang_minimum, memory_need, nodes_for, q, scenarios
+from gpufleet.sizing.arithmetic import (
+    Scenario,
+    billed_gpus,
+    demand_scenarios,
+    gang_minimum,
+    memory_need,
+    nodes_for,
+    q,
+)
 from gpufleet.sizing.placement import Choice, ClassSizing, Placement, evaluate, rank, stack_placements
 from gpufleet.sizing.workloads import Planning, WorkloadFile
 
@@ -55,15 +63,14 @@ class Demand:
 
 
 def demand_on(p: Placement, placed: list[tuple[ClassSizing, Choice]], planning: Planning) -> Demand:
-    hours = sum(
-        (q(cs.cls.runs_per_period) * cs.cls.gpus_per_run * (ch.hours_per_run or 0) for cs, ch in placed), Fraction(0)
-    )
+    parts = [(cs.cls, q(cs.cls.runs_per_period) * cs.cls.gpus_per_run * (ch.hours_per_run or 0)) for cs, ch in placed]
+    hours = sum((h for _, h in parts), Fraction(0))
     gang, _ = gang_minimum(cs.cls for cs, _ in placed)
     return Demand(
         placement=p,
         classes=tuple(cs.cls.name for cs, _ in placed),
         gpu_hours=hours,
-        scenarios=scenarios(hours, planning),
+        scenarios=demand_scenarios(parts, planning),
         gang_gpus=gang,
         multi_node_gang=any(ch.nodes_per_run > 1 for _, ch in placed),
         largest_run_gpus=max((cs.cls.gpus_per_run for cs, _ in placed), default=0),

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from components.model.spec import EstateSpec
-from gpufleet.sizing.arithmetic import Scenario, gang_minimum, scenarios
+from gpufleet.sizing.arithmetic import Scenario, demand_scenarios, gang_minimum
 from gpufleet.sizing.placement import ClassSizing, catalog_placements, onprem_placements, size_class, stack_region
 from gpufleet.sizing.pools import PoolRecommendation, StackComparison, compare_stack, recommend_pools
 from gpufleet.sizing.workloads import WorkloadFile
@@ -24,9 +24,25 @@ class SizingReport:
     gang_gpus: int
     gang_class: str | None
     pools: list[PoolRecommendation]
+    unplaced_scenarios: list[Scenario]  # classes no placement takes, at their reference hours
     comparison: StackComparison | None
     today: dt.date
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def installed_range(self) -> tuple[int, int]:
+        """The installed GPUs the recommendation adds up to: Σ over the recommended pools of their min and max
+        GPUs (each at least its gang and largest run), plus the unplaced classes' own range at reference hours."""
+        lo = sum(rec.demand.min_gpus for rec in self.pools) + self.unplaced_scenarios[-1].rounded
+        hi = sum(rec.demand.max_gpus for rec in self.pools) + self.unplaced_scenarios[0].rounded
+        return lo, hi
+
+    @property
+    def installed_nodes_gpus(self) -> tuple[int, int]:
+        """The same in whole nodes: Σ pools' min and max nodes × GPUs per node (what the snippet creates)."""
+        lo = sum(rec.demand.min_nodes * rec.demand.placement.gpus_per_node for rec in self.pools)
+        hi = sum(rec.demand.max_nodes * rec.demand.placement.gpus_per_node for rec in self.pools)
+        return lo, hi
 
     @property
     def unplaced(self) -> list[str]:
@@ -54,19 +70,24 @@ def size(
         if onprem:
             notes.append(f"on-prem pools of stack {stack} are candidates too: {', '.join(p.name for p in onprem)}")
     sized = [size_class(c, placements) for c in workloads.classes]
-    total = sum((cs.gpu_hours for cs in sized), Fraction(0))
+    # Demand on the GPUs the classes are placed on (a class's hours there, not its reference hours), so that the
+    # portfolio adds up to the pools it recommends; a class no placement takes stays at its reference hours.
+    parts = [(cs.cls, cs.placed_gpu_hours) for cs in sized]
+    total = sum((h for _, h in parts), Fraction(0))
     gang, gang_class = gang_minimum(workloads.classes)
     pools = recommend_pools(sized, workloads.planning)
+    unplaced = [(cs.cls, cs.gpu_hours) for cs in sized if cs.chosen is None]
     return SizingReport(
         source=source,
         workloads=workloads,
         region=region,
         classes=sized,
         total_gpu_hours=total,
-        scenarios=scenarios(total, workloads.planning),
+        scenarios=demand_scenarios(parts, workloads.planning),
         gang_gpus=gang,
         gang_class=gang_class,
         pools=pools,
+        unplaced_scenarios=demand_scenarios(unplaced, workloads.planning),
         comparison=compare_stack(stack or "", spec, workloads) if spec is not None else None,
         today=today or dt.date.today(),
         notes=notes,

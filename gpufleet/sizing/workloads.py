@@ -8,16 +8,18 @@ and one entry per workload class. Every problem is reported as `file: YAML path:
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import ErrorDetails, InitErrorDetails
 
 from components.model import catalog
-from components.model.load import SpecError, read_yaml, validation_problems
+from components.model.load import SpecError, problem_line, read_yaml, validation_problems, yaml_path
 from components.model.pricing import HOURS_PER_MONTH
-from components.model.spec import DNS1123, Role, SpecFieldError
+from components.model.spec import DNS1123, Problem, Role, SpecProblems
 from components.model.spec.base import MAX_TEXT
 from gpufleet.sizing.arithmetic import q
 
@@ -86,6 +88,27 @@ class Planning(Model):
     growth_pct: float = Field(
         default=0, ge=0, le=500, description="Demand growth over the planning horizon, as % of the equivalent."
     )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Planning:
+        """Every cross-field rule of the planning window at once (paths relative to `planning`)."""
+        problems = []
+        limit = PERIOD_HOURS[self.period]
+        if self.hours_per_device > limit:
+            problems.append(
+                Problem(
+                    "hours_per_device",
+                    f"{self.hours_per_device:g} hours per device is more than a {self.period} has ({limit} hours)",
+                )
+            )
+        for i, u in enumerate(self.utilisation_pct):
+            if not 0 < u <= 100:
+                problems.append(Problem(f"utilisation_pct[{i}]", f"{u:g} must be above 0 and at most 100"))
+        if len(set(self.utilisation_pct)) != len(self.utilisation_pct):
+            problems.append(Problem("utilisation_pct", "scenarios must be distinct"))
+        if problems:
+            raise SpecProblems(problems)
+        return self
 
 
 class WorkloadClass(Model):
@@ -158,23 +181,49 @@ class WorkloadClass(Model):
     runs_started_together: int = Field(
         default=1, ge=1, le=1024, description="Runs that must start at the same moment (needs gang: true)."
     )
+    utilisation_pct: float | None = Field(
+        default=None,
+        gt=0,
+        le=100,
+        description="This class's own schedulable-utilisation target in percent, used instead of planning."
+        "utilisation_pct's scenarios. Default: 100 for always-on serving (an online-inference class whose runs "
+        "last the whole planning period: it is sized at its replicas), else the planning scenarios.",
+    )
     source: str | None = Field(default=None, description="Where this class's figures come from, if not the file's.")
 
-    @field_validator("measured_on")
-    @classmethod
-    def _known_gpu(cls, v: str | None) -> str | None:
-        if v is not None:
-            _check_gpu(v)
-        return v
+    @model_validator(mode="after")
+    def _consistent(self) -> WorkloadClass:
+        """Every cross-field rule of the class at once (paths relative to the class)."""
+        problems = list(self._gpu_problems())
+        if (self.deadline_hours is None) == (self.latency_p95_ms is None):
+            problems.append(
+                Problem("", f"class {self.name} needs exactly one objective: deadline_hours or latency_p95_ms")
+            )
+        if self.runs_started_together > 1 and not self.gang:
+            problems.append(Problem("runs_started_together", "runs that start together are a gang: set gang: true"))
+        if self.kv_cache_gb and self.training:
+            problems.append(
+                Problem("kv_cache_gb", f"a {self.kind} class has no KV cache; put activation room in memory_margin_pct")
+            )
+        if self.measured_on is not None and self.measured_on in self.hours_on:
+            problems.append(
+                Problem(
+                    f"hours_on.{self.measured_on}",
+                    f"{self.measured_on} is measured_on; its hours are hours_per_run, do not repeat them here",
+                )
+            )
+        if problems:
+            raise SpecProblems(problems)
+        return self
 
-    @field_validator("hours_on")
-    @classmethod
-    def _known_gpus(cls, v: dict[str, float]) -> dict[str, float]:
-        for gid, hours in v.items():
-            _check_gpu(gid)
-            if hours <= 0:
-                raise ValueError(f"hours on {gid} must be greater than 0")
-        return v
+    def _gpu_problems(self) -> Iterator[Problem]:
+        if self.measured_on is not None and (why := _unknown_gpu(self.measured_on)):
+            yield Problem("measured_on", why)
+        for gid, hours in self.hours_on.items():
+            if why := _unknown_gpu(gid):
+                yield Problem(f"hours_on.{gid}", why)
+            elif hours <= 0:
+                yield Problem(f"hours_on.{gid}", f"hours on {gid} must be greater than 0")
 
     @property
     def role(self) -> Role:
@@ -203,11 +252,13 @@ class WorkloadClass(Model):
         return None
 
 
-def _check_gpu(gid: str) -> None:
+def _unknown_gpu(gid: str) -> str | None:
+    """Why `gid` is not a catalog GPU model, or None when it is one."""
     try:
         catalog.gpu_model(gid)
     except catalog.CatalogError as e:
-        raise ValueError(str(e).strip("'\"")) from None
+        return str(e).strip("'\"")
+    return None
 
 
 class WorkloadFile(Model):
@@ -218,47 +269,25 @@ class WorkloadFile(Model):
     classes: list[WorkloadClass] = Field(min_length=1, description="Workload classes.")
 
     @model_validator(mode="after")
-    def _planning_consistent(self) -> WorkloadFile:
-        p = self.planning
-        limit = PERIOD_HOURS[p.period]
-        if p.hours_per_device > limit:
-            raise SpecFieldError(
-                "planning.hours_per_device",
-                f"{p.hours_per_device:g} hours per device is more than a {p.period} has ({limit} hours)",
-            )
-        for i, u in enumerate(p.utilisation_pct):
-            if not 0 < u <= 100:
-                raise SpecFieldError(f"planning.utilisation_pct[{i}]", f"{u:g} must be above 0 and at most 100")
-        if len(set(p.utilisation_pct)) != len(p.utilisation_pct):
-            raise SpecFieldError("planning.utilisation_pct", "scenarios must be distinct")
+    def _names_unique(self) -> WorkloadFile:
+        if problems := duplicate_names(self.model_dump()):
+            raise SpecProblems(problems)
         return self
 
-    @model_validator(mode="after")
-    def _classes_consistent(self) -> WorkloadFile:
-        seen: set[str] = set()
-        for i, c in enumerate(self.classes):
-            path = f"classes[{i}]"
-            if c.name in seen:
-                raise SpecFieldError(f"{path}.name", f"class names must be unique; {c.name} appears twice")
-            seen.add(c.name)
-            if (c.deadline_hours is None) == (c.latency_p95_ms is None):
-                raise SpecFieldError(
-                    path, f"class {c.name} needs exactly one objective: deadline_hours or latency_p95_ms"
-                )
-            if c.runs_started_together > 1 and not c.gang:
-                raise SpecFieldError(
-                    f"{path}.runs_started_together", "runs that start together are a gang: set gang: true"
-                )
-            if c.kv_cache_gb and c.kind in TRAINING_KINDS:
-                raise SpecFieldError(
-                    f"{path}.kv_cache_gb", f"a {c.kind} class has no KV cache; put activation room in memory_margin_pct"
-                )
-            if c.measured_on is not None and c.measured_on in c.hours_on:
-                raise SpecFieldError(
-                    f"{path}.hours_on.{c.measured_on}",
-                    f"{c.measured_on} is measured_on; its hours are hours_per_run, do not repeat them here",
-                )
-        return self
+
+def duplicate_names(raw: Any) -> list[Problem]:
+    """Class names that repeat, read from the raw file so that the rule holds even when other keys are wrong."""
+    classes = raw.get("classes") if isinstance(raw, dict) else None
+    seen: set[str] = set()
+    out = []
+    for i, c in enumerate(classes if isinstance(classes, list) else []):
+        name = c.get("name") if isinstance(c, dict) else None
+        if not isinstance(name, str):
+            continue
+        if name in seen:
+            out.append(Problem(f"classes[{i}].name", f"class names must be unique; {name} appears twice"))
+        seen.add(name)
+    return out
 
 
 def json_schema() -> dict[str, object]:
@@ -275,7 +304,37 @@ def parse_workloads(raw: Any, source: str) -> WorkloadFile:
     try:
         return WorkloadFile.model_validate(raw)
     except ValidationError as err:
-        raise SpecError(validation_problems(err, source, "", "examples/workloads.yaml shows every key")) from None
+        found = _problems(err, source)
+    # Cross-field rules of one model run only when its own fields are valid; the file-wide rule (unique names)
+    # is read from the raw file so that it is reported together with everything else.
+    found += [problem_line(source, "", p.path, p.message) for p in duplicate_names(raw)]
+    raise SpecError(list(dict.fromkeys(found)))
+
+
+def _problems(err: ValidationError, source: str) -> list[str]:
+    """One line per problem: pydantic's own errors, and every cross-field problem of every nested model."""
+    out = []
+    for e in err.errors():
+        ctx_err = (e.get("ctx") or {}).get("error")
+        if isinstance(ctx_err, SpecProblems):
+            where = yaml_path("", tuple(e["loc"])).lstrip(".")
+            out += [problem_line(source, where, p.path, p.message) for p in ctx_err.problems]
+        else:
+            out += validation_problems(
+                ValidationError.from_exception_data(err.title, [_line_error(e)]),
+                source,
+                "",
+                "examples/workloads.yaml shows every key",
+            )
+    return out
+
+
+def _line_error(e: ErrorDetails) -> InitErrorDetails:
+    """One reported error as pydantic takes it back, to format it with the loader's one formatter."""
+    line = InitErrorDetails(type=e["type"], loc=e["loc"], input=e["input"])
+    if "ctx" in e:
+        line["ctx"] = e["ctx"]
+    return line
 
 
 def load_workloads(path: Path) -> WorkloadFile:

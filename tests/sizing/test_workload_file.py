@@ -101,3 +101,39 @@ def test_a_file_that_is_not_a_mapping_is_rejected(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as e:
         load_workloads(f)
     assert e.value.problems == [f"{f}: must be a mapping with assumptions, planning and classes"]
+
+
+def test_every_problem_of_a_file_is_reported_in_one_run(tmp_path: Path) -> None:
+    """Seven problems in three models: pydantic's field errors and every cross-field rule, all in one run, each
+    naming the file and the YAML path (before, the planning rule hid the class rules and a field error hid both)."""
+    second = {
+        "name": "train-7b",  # 1. the same name as classes[0]
+        "kind": "fine-tuning",
+        "parameters_billion": 13,
+        "runs_per_period": 2,
+        "gpus_per_run": 8,
+        "hours_per_run": 4,
+        "deadline_hours": 8,
+        "latency_p95_ms": 100,  # 2. two objectives
+        "runs_started_together": 2,  # 3. without gang: true
+        "hours_on": {"H100": 3},  # 4. not a catalog GPU model
+    }
+    raw = raw_file(dict(raw_file()["classes"][0], gpus_per_run=0), second, hours_per_device=200)  # 5., 6.
+    raw["planning"]["utilisation_pct"] = [50, 120]  # 7.
+    f = tmp_path / "w.yaml"
+    f.write_text(yaml.safe_dump(raw))
+    with pytest.raises(SpecError) as e:
+        load_workloads(f)
+    lines = [line.removeprefix(f"{f}: ") for line in e.value.problems]
+    assert sorted(lines) == sorted(
+        [
+            "planning.hours_per_device: 200 hours per device is more than a week has (168 hours)",
+            "planning.utilisation_pct[1]: 120 must be above 0 and at most 100",
+            "classes[0].gpus_per_run: Input should be greater than or equal to 1",
+            "classes[1]: class train-7b needs exactly one objective: deadline_hours or latency_p95_ms",
+            "classes[1].runs_started_together: runs that start together are a gang: set gang: true",
+            lines[next(i for i, x in enumerate(lines) if x.startswith("classes[1].hours_on.H100: unknown GPU"))],
+            "classes[1].name: class names must be unique; train-7b appears twice",
+        ]
+    )
+    assert len(lines) == 7
