@@ -45,3 +45,31 @@ def test_uneven_servers_count_each_servers_gpus_and_the_largest_per_node() -> No
     spec = example_spec("onprem", four_gpu_server)
     assert spec.pool_gpu_capacity("train") == 44
     assert spec.pool_gpus_per_node("train") == 8
+
+
+def test_b300_has_the_six_mig_profiles_aws_configures_for_p6_b300() -> None:
+    # github.com/aws/sagemaker-hyperpod-cli at 011ca927 (2026-06-22):
+    # helm_chart/HyperPodHelmChart/charts/gpu-operator/config/default-mig-config.yaml, "P6-B300 ... Profiles:
+    # 1g.34gb (x7), 1g.67gb (x4), 2g.67gb (x3), 3g.135gb (x2), 4g.135gb (x1), 7g.269gb (x1)"; and
+    # src/sagemaker/hyperpod/training/constants.py lists the same six names for ml.p6-b300.48xlarge.
+    # NVIDIA MIG User Guide, Supported MIG Profiles: https://docs.nvidia.com/datacenter/tesla/mig-user-guide/
+    b300 = catalog.instance_type("p6-b300.48xlarge").gpu
+    assert {p.name: p.per_gpu for p in b300.mig_profiles} == {
+        "1g.34gb": 7, "1g.67gb": 4, "2g.67gb": 3, "3g.135gb": 2, "4g.135gb": 1, "7g.269gb": 1,
+    }  # fmt: skip
+    # The whole-GPU profile is the memory EC2 reports: 275,040 MiB ÷ 1,024 = 268.6 GiB -> "269gb".
+    assert round(b300.memory_mib / 1024) == 269
+    # 8 B300 per node × 7 slices of 1g.34gb = 56 schedulable units per node.
+    assert 8 * units_per_gpu(Sharing(mode="mig", mig_profile="1g.34gb"), b300) == 56
+
+
+def test_a_p6_b300_pool_may_be_shared_by_mig() -> None:
+    def b300_mig(raw: dict[str, Any]) -> None:
+        pool = raw["sites"][0]["node_pools"][1]
+        pool.update(instance_type="p6-b300.48xlarge", sharing={"mode": "mig", "mig_profile": "2g.67gb"})
+        pool.pop("fabric", None)
+
+    spec = example_spec("aws-train", b300_mig)
+    name = example_estate("aws-train")["sites"][0]["node_pools"][1]["name"]
+    # max nodes × 8 B300 × 3 slices of 2g.67gb
+    assert spec.pool_gpu_units(name) == spec.pool_gpu_capacity(name) * 3
