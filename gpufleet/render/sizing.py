@@ -11,6 +11,7 @@ import yaml
 
 from gpufleet.render.blocks import Block, Code, Heading, Para, Table, blocks_markdown, blocks_text
 from gpufleet.sizing.arithmetic import class_utilisation
+from gpufleet.sizing.interconnect import GRADIENT_BYTES_PER_PARAMETER, why_slower
 from gpufleet.sizing.placement import Choice, ClassSizing
 from gpufleet.sizing.pools import Demand, PoolRecommendation, StackComparison
 from gpufleet.sizing.report import SizingReport
@@ -100,8 +101,20 @@ def _choice_row(i: int, ch: Choice) -> list[str]:
         str(ch.nodes_per_run),
         "no timing" if ch.hours_per_run is None else num(ch.hours_per_run),
         usd(ch.cost_per_run) if ch.hours_per_run is not None else "-",
+        _ring_cell(ch),
         ch.status,
     ]
+
+
+def _ring_cell(ch: Choice) -> str:
+    """The gradient ring's slowest link per GPU (one direction) and one all-reduce's time, or '-' (no ring)."""
+    r = ch.ring
+    if r is None:
+        return "-"
+    if r.gb_per_s is None or r.allreduce_s is None:
+        return "unknown"
+    link = "NVLink" if r.link == "NVLink" else "PCIe" if r.link == "PCIe" else "network"
+    return f"{num(r.gb_per_s)} {link}, {num(r.allreduce_s, 3)} s"
 
 
 def _class(cs: ClassSizing, region: str) -> list[Block]:
@@ -143,13 +156,25 @@ def _class(cs: ClassSizing, region: str) -> list[Block]:
         blocks.append(Para("No catalog placement fits this class within its GPUs per run."))
         return blocks
     ok = [ch for ch in cs.choices if ch.status == "ok"]
+    weak = [ch for ch in cs.choices if ch.status == "weaker interconnect"]
     late = [ch for ch in cs.choices if ch.status == "misses deadline"]
-    shown = ok[:SHOWN_CHOICES] + late[:3]
+    shown = ok[:SHOWN_CHOICES] + weak[:3] + late[:3]
     blocks.append(
         Table(
-            ["rank", "placement", "GPU", "GPUs/node", "GPUs for memory", "nodes/run", "h/run", "cost/run", "status"],
+            [
+                "rank",
+                "placement",
+                "GPU",
+                "GPUs/node",
+                "GPUs for memory",
+                "nodes/run",
+                "h/run",
+                "cost/run",
+                "ring GB/s, all-reduce",
+                "status",
+            ],
             [_choice_row(i + 1, ch) for i, ch in enumerate(ok[:SHOWN_CHOICES])]
-            + [_choice_row(0, ch) for ch in late[:3]],
+            + [_choice_row(0, ch) for ch in weak[:3] + late[:3]],
         )
     )
     chosen = cs.chosen
@@ -158,7 +183,14 @@ def _class(cs: ClassSizing, region: str) -> list[Block]:
         if chosen
         else "Chosen: none; no priced placement fits and meets the objective."
     )
-    hidden = len(ok) + len(late) - len(shown)
+    if chosen is not None and chosen.ring is not None:
+        verdict += f" {_ring_basis(cs, chosen)}"
+    if weak:
+        verdict += (
+            " Not ranked, a slower gradient ring than the same GPU elsewhere (the file's hours are taken to hold on "
+            f"the fastest; the slowdown is not guessed): {'; '.join(why_slower(ch) for ch in weak[:3])}."
+        )
+    hidden = len(ok) + len(weak) + len(late) - len(shown)
     if hidden:
         verdict += f" {hidden} more placements that fit cost more (--format json lists every one)."
     untimed = sorted({ch.placement.gpu.id for ch in cs.choices if ch.status == "no timing"})
@@ -169,6 +201,25 @@ def _class(cs: ClassSizing, region: str) -> list[Block]:
         verdict += f" Fit but unpriced in {region}: {', '.join(unpriced)}."
     blocks.append(Para(verdict))
     return blocks
+
+
+def _ring_basis(cs: ClassSizing, chosen: Choice) -> str:
+    """Which assumption decided the pick for a run that all-reduces gradients: the ring it gets and the hours' basis."""
+    r = chosen.ring
+    assert r is not None
+    grads = num(cs.cls.parameters_billion * GRADIENT_BYTES_PER_PARAMETER)
+    ring = (
+        f"Its gradient ring: {num(r.gb_per_s)} GB/s per GPU over {r.link}, {num(r.allreduce_s, 3)} s per all-reduce "
+        f"of {grads} GB (2(n-1)/n × bytes ÷ slowest link, nccl-tests PERFORMANCE.md)."
+        if r.gb_per_s is not None and r.allreduce_s is not None
+        else f"Its gradient ring cannot be judged: {r.link}."
+    )
+    if cs.cls.measured_on is None:
+        ring += (
+            " Other GPU models were compared at the same hours (no measured_on): give hours_on to let their rings "
+            "and speeds count."
+        )
+    return ring
 
 
 def _demand_cells(d: Demand) -> list[str]:
@@ -302,6 +353,7 @@ def _decision_record(r: SizingReport) -> list[Block]:
             "memory per run [GB]       = (params × B/param + KV cache) × (1 + margin %)\n"
             "GPUs for memory           = ceil(memory per run ÷ GB per GPU)\n"
             "cost per run [USD]        = billed GPUs × USD per GPU-hour × hours per run on that GPU\n"
+            "all-reduce [s]            = 2(n-1)/n × params × 2 B ÷ slowest link GB/s per GPU, one direction\n"
             "nodes                     = ceil(GPUs ÷ GPUs per node)",
         ),
         Heading(3, "Units"),
@@ -354,6 +406,11 @@ def _decision_record(r: SizingReport) -> list[Block]:
             "are assumed equal on every GPU. The catalog holds no throughput figures.\n"
             "- Latency objectives are recorded, not checked: no offline model predicts latency.\n"
             "- A run smaller than a node pays for its own GPUs (runs share nodes); a larger run pays whole nodes.\n"
+            "- Training runs on more than one GPU all-reduce bf16 gradients (2 B/param) every step over a ring whose "
+            "slowest link sets the pace: NVLink or PCIe inside a node (catalog gpus.yaml), the node's network ÷ its "
+            "GPUs across nodes (catalog network_performance; inventory InfiniBand / RoCE ports). The file's hours on a "
+            "GPU model hold on that model's fastest ring; a placement of it with a slower ring is not ranked (weaker "
+            "interconnect), since the number of all-reduces per run is not known.\n"
             "- Reserves are percentages of the installed equivalent, added, not compounded, and not folded "
             "into utilisation.\n"
             f"- Prices: {'; '.join(prices) or 'none'} (source: components/model/catalog/aws_prices.json)."

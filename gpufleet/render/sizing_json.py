@@ -41,6 +41,14 @@ def _choice_json(ch: Choice) -> dict[str, Any]:
         "cost_per_run_usd": _f(ch.cost_per_run),
         "status": ch.status,
         "price_basis": ch.placement.price_basis,
+        "ring": None
+        if ch.ring is None
+        else {
+            "gb_per_s_per_gpu": _f(ch.ring.gb_per_s),
+            "slowest_link": ch.ring.link,
+            "allreduce_s": _f(ch.ring.allreduce_s),
+        },
+        "slower_than": ch.slower_than.placement.name if ch.slower_than else None,
     }
 
 

@@ -17,6 +17,7 @@ from components.model import catalog
 from components.model.pricing import pool_gpu_hour_price
 from components.model.spec import AwsNodePool, AwsSite, BaremetalNodePool, BaremetalSite, EstateSpec, Role
 from gpufleet.sizing.arithmetic import GpuFit, MemoryNeed, billed_gpus, ceil, memory_fit, memory_need, q
+from gpufleet.sizing.interconnect import Ring, instance_network_gbit_per_s, judge, ring
 from gpufleet.sizing.workloads import WorkloadClass
 
 DEFAULT_REGION = "us-east-1"
@@ -37,6 +38,7 @@ class Placement:
     site: str | None = None
     role: Role | None = None
     capacity_gpus: int | None = None  # stack pools: GPUs at max size
+    network_gbit_per_s: Fraction | None = None  # one node's network (EFA / InfiniBand / RoCE), when fixed and known
 
 
 def _aws_price(instance: str, region: str) -> tuple[Fraction | None, str]:
@@ -69,6 +71,7 @@ def catalog_placements(region: str) -> list[Placement]:
                 usd_per_gpu_hour=price,
                 price_basis=basis,
                 instance_type=it.name,
+                network_gbit_per_s=instance_network_gbit_per_s(it.name),
             )
         )
     return out
@@ -95,6 +98,7 @@ def stack_placements(spec: EstateSpec) -> tuple[list[Placement], list[tuple[str,
         pool: AwsNodePool | BaremetalNodePool,
         instance_type: str | None,
         priced: tuple[Fraction | None, str],
+        network: Fraction | None,
     ) -> None:
         out.append(
             Placement(
@@ -109,6 +113,7 @@ def stack_placements(spec: EstateSpec) -> tuple[list[Placement], list[tuple[str,
                 site=site_name,
                 role=pool.role,
                 capacity_gpus=spec.pool_gpu_capacity(pool.name),
+                network_gbit_per_s=network,
             )
         )
 
@@ -120,16 +125,25 @@ def stack_placements(spec: EstateSpec) -> tuple[list[Placement], list[tuple[str,
                         skipped.append((aws_pool.name, why))
                     else:
                         price = _aws_price(aws_pool.instance_type, site.region)
-                        add(site.name, aws_pool, aws_pool.instance_type, price)
+                        network = instance_network_gbit_per_s(aws_pool.instance_type)
+                        add(site.name, aws_pool, aws_pool.instance_type, price, network)
             case BaremetalSite():
                 for bm_pool in site.node_pools:
                     if (why := _skipped(bm_pool, burst=False)) is not None:
                         skipped.append((bm_pool.name, why))
                     else:
-                        add(site.name, bm_pool, None, _onprem_price(spec, site, bm_pool))
+                        add(site.name, bm_pool, None, _onprem_price(spec, site, bm_pool), _fabric_gbit(spec, bm_pool))
             case _:
                 assert_never(site)
     return out, skipped
+
+
+def _fabric_gbit(spec: EstateSpec, pool: BaremetalNodePool) -> Fraction | None:
+    """A server's InfiniBand / RoCE rate (ib_rate_gbps × ports) in the pool's slowest server; None if undeclared."""
+    site = spec.site_of_pool(pool.name)
+    assert isinstance(site, BaremetalSite)
+    rates = [(s.ib_rate_gbps or 0) * len(s.ib_ports) for s in spec.pool_servers(site, pool)]
+    return Fraction(min(rates)) if rates and all(rates) else None
 
 
 def onprem_placements(spec: EstateSpec) -> list[Placement]:
@@ -151,7 +165,7 @@ def stack_region(spec: EstateSpec | None) -> str:
     return DEFAULT_REGION
 
 
-Status = Literal["ok", "misses deadline", "no timing", "unpriced"]
+Status = Literal["ok", "weaker interconnect", "misses deadline", "no timing", "unpriced"]
 
 
 @dataclass(frozen=True)
@@ -164,6 +178,8 @@ class Choice:
     hours_per_run: Fraction | None
     cost_per_run: Fraction | None
     status: Status
+    ring: Ring | None = None  # the gradient all-reduce ring of a training run on more than one GPU
+    slower_than: Choice | None = None  # weaker interconnect: the placement whose faster ring the hours hold on
 
 
 def evaluate(c: WorkloadClass, need: MemoryNeed, p: Placement) -> Choice | str:
@@ -196,12 +212,13 @@ def evaluate(c: WorkloadClass, need: MemoryNeed, p: Placement) -> Choice | str:
         hours_per_run=hours,
         cost_per_run=cost,
         status=status,
+        ring=ring(c, p),
     )
 
 
 def rank(choices: Iterable[Choice]) -> list[Choice]:
     """Priced choices that meet the objective first, cheapest per run; then the rest, by why they lost."""
-    order = {"ok": 0, "misses deadline": 1, "no timing": 2, "unpriced": 3}
+    order = {"ok": 0, "weaker interconnect": 1, "misses deadline": 2, "no timing": 3, "unpriced": 4}
     return sorted(
         choices,
         key=lambda ch: (
@@ -240,4 +257,4 @@ def size_class(c: WorkloadClass, placements: list[Placement]) -> ClassSizing:
         (memory_fit(need, g) for g in catalog.gpu_models().values()), key=lambda f: (-f.gpu_memory_gb, f.gpu.id)
     )
     choices = [ch for p in placements if isinstance(ch := evaluate(c, need, p), Choice)]
-    return ClassSizing(cls=c, gpu_hours=c.gpu_hours(), need=need, fits=fits, choices=rank(choices))
+    return ClassSizing(cls=c, gpu_hours=c.gpu_hours(), need=need, fits=fits, choices=rank(judge(choices)))

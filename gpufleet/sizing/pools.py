@@ -22,6 +22,7 @@ from gpufleet.sizing.arithmetic import (
     nodes_for,
     q,
 )
+from gpufleet.sizing.interconnect import judge, why_slower
 from gpufleet.sizing.placement import Choice, ClassSizing, Placement, evaluate, rank, stack_placements
 from gpufleet.sizing.workloads import Planning, WorkloadFile
 
@@ -154,6 +155,10 @@ def _pool_verdict(p: Placement, d: Demand, mismatch: tuple[str, ...]) -> PoolVer
     )
 
 
+def _slower(ch: Choice) -> str:
+    return f" ({why_slower(ch)})" if ch.status == "weaker interconnect" else ""
+
+
 def compare_stack(stack: str, spec: EstateSpec, workloads: WorkloadFile) -> StackComparison:
     """Place each class on the cheapest stack pool it fits (same role first) and judge every pool's capacity."""
     pools, skipped = stack_placements(spec)
@@ -163,13 +168,13 @@ def compare_stack(stack: str, spec: EstateSpec, workloads: WorkloadFile) -> Stac
     for c in workloads.classes:
         need = memory_need(c)
         results = [(p, evaluate(c, need, p)) for p in pools]
-        choices = [r for _, r in results if isinstance(r, Choice)]
+        choices = judge([r for _, r in results if isinstance(r, Choice)])
         same_role = rank(ch for ch in choices if ch.placement.role == c.role)
         ranked = same_role if any(ch.status == "ok" for ch in same_role) else rank(choices)
         best = next((ch for ch in ranked if ch.status == "ok"), None)
         if best is None:
             why = [f"{p.name}: {r}" for p, r in results if isinstance(r, str)]
-            why += [f"{ch.placement.name}: {ch.status}" for ch in choices]
+            why += [f"{ch.placement.name}: {ch.status}" + _slower(ch) for ch in choices]
             unplaced.append((c.name, why or ["the stack has no whole-GPU pool to compare"]))
             continue
         cs = ClassSizing(cls=c, gpu_hours=c.gpu_hours(), need=need, fits=[], choices=[best])

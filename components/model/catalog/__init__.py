@@ -60,6 +60,10 @@ class GpuModel:
     memory_mib: int
     mig_profiles: tuple[MigProfile, ...]
     time_slicing: bool = False
+    # GPU-to-GPU links as NVIDIA publishes them (total bidirectional GB/s per GPU): NVLink, or None for a part
+    # without it; and the GPU's PCIe x16 link. Sources in gpus.yaml.
+    nvlink_gb_per_s: int | None = None
+    pcie_gb_per_s: int | None = None
 
     def mig_profile(self, name: str) -> MigProfile | None:
         return next((p for p in self.mig_profiles if p.name == name), None)
@@ -145,6 +149,8 @@ def gpu_models() -> dict[str, GpuModel]:
             memory_mib=int(g["memory_mib"]),
             mig_profiles=tuple(MigProfile(n, int(c)) for n, c in (g.get("mig_profiles") or {}).items()),
             time_slicing=bool(g.get("time_slicing", False)),
+            nvlink_gb_per_s=g.get("nvlink_gb_per_s"),
+            pcie_gb_per_s=g.get("pcie_gb_per_s"),
         )
         for gid, g in doc["models"].items()
     }
