@@ -69,7 +69,8 @@ def cost_headline_text(cost: EstateCost, console: Console) -> None:
     """The estate's totals per hour and month, what they leave out, the budget verdict: a report's summary."""
     total = cost.total()
     console.print(f"[bold]Estate[/bold]: {escape(_total_text(total))}")
-    console.print(f"  per month: {_total_text(total, monthly=True)}", markup=False)
+    per_month = "  ".join(f"{lv} {usd_total(v, total.complete, 0)}" for lv, v in cost.monthly().items())
+    console.print(f"  per month: {per_month}{_month_basis(cost)}", markup=False)
     if total.unpriced:
         console.print(f"[red]not in the totals (no figure): {escape(', '.join(total.unpriced))}[/red]")
     if cost.budget_usd_per_hour is not None:
@@ -120,6 +121,10 @@ def cost_details_text(cost: EstateCost, console: Console) -> None:
     console.print("[bold]Per tenant[/bold] (quota share of each pool)")
     for tenant, share in cost.tenants().items():
         console.print(f"  {tenant}: {_total_text(share)}", markup=False)
+    if lines := burst_lines(cost):
+        console.print("[bold]Burst[/bold] (what the burst policy lets windows cost)")
+        for line in lines:
+            console.print(f"  {line}", markup=False)
     console.print("[dim]Not included: " + escape("; ".join(cost.excluded)) + "[/dim]")
     console.print("[bold]Prices used[/bold]")
     for ref in cost.prices():
@@ -127,17 +132,52 @@ def cost_details_text(cost: EstateCost, console: Console) -> None:
         console.print(f"  {escape(f'{usd(ref.usd, 4)}/{ref.unit} ({ref.date}) {ref.source}')}{flag}")
 
 
+def _month_basis(cost: EstateCost) -> str:
+    b = cost.burst
+    if b is None or b.month_ceiling_usd is None:
+        return ""
+    return f" (max counts the burst pools at their month ceiling, {usd(b.month_ceiling_usd, 0)}, not 730 h)"
+
+
+def burst_lines(cost: EstateCost) -> list[str]:
+    """What bursting can cost: an hour at max size, the budget in hours, one window, a month; the idle site."""
+    b = cost.burst
+    if b is None:
+        return []
+    pools = ", ".join(f"{p.pool}: 0-{p.max_nodes} × {p.instance_type}" for p in b.pools)
+    if b.usd_per_hour_at_max is None:
+        return [f"{pools}: unpriced (no catalog price for a burst pool's instance type)"]
+    idle = cost.site_total(b.site).hourly.at("min")
+    out = [
+        f"{pools}: {usd(b.usd_per_hour_at_max)}/h at max size; the budget of {usd(b.budget_usd, 0)}/month "
+        f"buys {b.budget_hours_at_max or 0:,.1f} h at max size",
+        f"one window: at most {b.max_window_hours} h + {b.grace_hours * 60:g} min grace at max size = "
+        f"{usd(b.longest_window_usd)}",
+        f"a month: at most {usd(b.month_ceiling_usd, 0)} (windows open only within what is left of the budget; "
+        f"730 h at max size would be {usd(b.usd_per_hour_at_max * HOURS, 0)}); a window's grace can add up to "
+        f"{usd(b.grace_usd)} after the budget check",
+    ]
+    if idle is not None:
+        out.append(
+            f"idle (no window): site {b.site} still costs {usd(idle)}/h = {usd(idle * HOURS, 0)}/month "
+            "(its control plane, NAT gateways, system nodes and the rest of its bill above)"
+        )
+    return out
+
+
 # --------------------------------------------------------------------------------------------- markdown
 
 
-def cost_summary_table(at: At, complete: bool = True) -> list[str]:
+def cost_summary_table(at: At, complete: bool = True, monthly: At | None = None) -> list[str]:
     """$/hour and $/month at min, desired and max size: the cost lines of a comment's summary ("≥" while the
-    totals leave something out, "unknown" where nothing is priced)."""
+    totals leave something out, "unknown" where nothing is priced). `monthly`: the month's figures when they are
+    not 730 h of the hourly ones (burst pools count their month ceiling)."""
+    per_month = monthly or (lambda lv: month(at(lv)))
     return [
         "| cost | min | desired | max |",
         "|---|---:|---:|---:|",
         f"| $/hour | {' | '.join(usd_total(at(lv), complete) for lv in LEVELS)} |",
-        f"| $/month | {' | '.join(usd_total(month(at(lv)), complete, 0) for lv in LEVELS)} |",
+        f"| $/month | {' | '.join(usd_total(per_month(lv), complete, 0) for lv in LEVELS)} |",
     ]
 
 
@@ -169,7 +209,7 @@ def cost_summary(cost: EstateCost) -> list[str]:
     """The summary table, the budget verdict and what the totals leave out."""
     total = cost.total()
     return [
-        *cost_summary_table(total.hourly.at, total.complete),
+        *cost_summary_table(total.hourly.at, total.complete, cost.monthly().get),
         *budget_line(cost.budget_usd_per_hour, total.hourly.at("max"), total.no_price),
         *unpriced_line(total.unpriced),
     ]
@@ -179,7 +219,7 @@ def cost_markdown(cost: EstateCost, summary_only: bool = False) -> str:
     """`gpufleet cost -f markdown`: heading and summary, then (unless `summary_only`) the tables."""
     total = cost.total()
     lines = [f"### gpufleet cost: `{cost.estate}` ({cost.environment})", ""]
-    lines += cost_summary_table(total.hourly.at, total.complete)
+    lines += cost_summary_table(total.hourly.at, total.complete, cost.monthly().get)
     lines += budget_line(cost.budget_usd_per_hour, total.hourly.at("max"), total.no_price)
     lines += unpriced_line(total.unpriced)
     if summary_only:
@@ -200,7 +240,7 @@ def cost_tables(cost: EstateCost) -> str:
         what = _what(p, markdown=True)
         unit = f"{usd(p.price.usd, 4)}/{p.price.unit}" if p.price else "**unpriced**"
         cells = [usd(p.hourly.at(lv)) if p.priced else "unpriced" for lv in LEVELS]
-        monthly = usd(p.hourly.monthly("max"), 0) if p.priced else "unpriced"
+        monthly = usd(cost.pool_month_ceiling(p), 0) if p.priced else "unpriced"
         nodes = " / ".join(str(p.nodes[lv]) for lv in LEVELS)
         per_gpu = usd(p.usd_per_gpu_hour, 4) if p.usd_per_gpu_hour is not None else "-"
         out.append(
@@ -210,6 +250,8 @@ def cost_tables(cost: EstateCost) -> str:
     notes = [f"- `{p.pool}`: {inline(n)}" for p in cost.pools for n in p.notes]
     if notes:
         out += ["", *notes]
+    if burst := burst_lines(cost):
+        out += ["", "Burst (what the burst policy lets windows cost):", "", *(f"- {inline(line)}" for line in burst)]
     if cost.storage:
         out += ["", "| site | storage tier | kind | $/month | basis |", "|---|---|---|---:|---|"]
         for t in cost.storage:

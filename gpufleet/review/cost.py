@@ -35,6 +35,7 @@ from components.model.spec import (
 )
 from components.model.windows import effective_scaling, window_note, window_phase
 from gpufleet.review.bill import AWS_UNPRICED, BillLine, aws_site_bill, site_price
+from gpufleet.review.burst_cost import BurstCeiling, burst_ceiling
 from gpufleet.review.prices import HOURS, LEVELS, Figures, PriceRef, price_dict, rounded
 from gpufleet.review.storage_cost import StorageCost, storage_cost
 from gpufleet.review.usage import UsageProfile
@@ -147,6 +148,7 @@ class EstateCost:
     budget_usd_per_hour: float | None
     excluded: tuple[str, ...]
     bill: list[BillLine] = field(default_factory=list)  # the rest of each AWS site's bill
+    burst: BurstCeiling | None = None  # hybrid estates: what bursting can cost in an hour, a window, a month
 
     # -- totals ---------------------------------------------------------------------------------------
     def pool_total(self, pools: list[PoolCost]) -> Total:
@@ -179,6 +181,35 @@ class EstateCost:
     def total(self) -> Total:
         """The whole envelope: pools, storage and the rest of the bill. Its max is the estate's one max $/h."""
         return _add(_add(self.pool_total(self.pools), self.storage_total(self.storage)), self.bill_total(self.bill))
+
+    def monthly(self) -> dict[str, float | None]:
+        """$ per month at min, desired and max: 730 h of every hourly figure, except that burst pools count at
+        most the month's burst ceiling at max (the budget caps the windows; 730 h of an open window cannot
+        happen) and nothing at min and desired (they idle at zero)."""
+        total = self.total().hourly
+        burst_pools = [p for p in self.pools if p.burst]
+        out: dict[str, float | None] = {}
+        for lv in LEVELS:
+            hourly = total.at(lv)
+            if hourly is None:
+                out[lv] = None
+                continue
+            ceiling = self.burst.month_ceiling_usd if self.burst is not None else None
+            if ceiling is None:
+                out[lv] = hourly * HOURS
+                continue
+            rest = hourly - sum(p.hourly.at(lv) or 0.0 for p in burst_pools)
+            out[lv] = rest * HOURS + (ceiling if lv == "max" else 0.0)
+        return out
+
+    def pool_month_ceiling(self, p: PoolCost) -> float | None:
+        """A pool's $ per month at max: 730 h, or for a burst pool its own month ceiling (min(budget, 730 h at
+        its max nodes))."""
+        if p.burst and self.burst is not None:
+            own = next((b for b in self.burst.pools if b.pool == p.pool), None)
+            at_max = own.usd_per_hour_at_max if own is not None else None
+            return None if at_max is None else min(self.burst.budget_usd, at_max * HOURS)
+        return p.hourly.monthly("max")
 
     def sites(self) -> list[str]:
         seen: dict[str, None] = {}
@@ -220,7 +251,8 @@ class EstateCost:
                 {"tenant": s.tenant, "pool": s.pool, "quota": s.quota, "share": round(s.share, 6), **s.hourly.to_dict()}
                 for s in self.tenant_shares
             ],
-            "total": total.to_dict(),
+            "total": {**total.to_dict(), "monthly": {lv: rounded(v) for lv, v in self.monthly().items()}},
+            "burst": None if self.burst is None else self.burst.to_dict(),
             "budget_usd_per_hour": self.budget_usd_per_hour,
             "excluded": list(self.excluded),
             "prices": [price_dict(p) for p in self.prices()],
@@ -244,6 +276,7 @@ def estate_cost(
     storage = [storage_cost(site, tier, usage.site(site.name)) for site in spec.sites for tier in site.storage]
     nodes = {p.pool: p.nodes for p in pools}
     bill = [ln for s in spec.sites if isinstance(s, AwsSite) for ln in aws_site_bill(s, nodes, usage.site(s.name))]
+    priced = {p.pool: (p.instance_type or "", p.price.usd if p.price is not None else None) for p in pools}
     return EstateCost(
         estate=spec.metadata.name,
         environment=spec.metadata.environment,
@@ -254,6 +287,7 @@ def estate_cost(
         budget_usd_per_hour=spec.policies.budget_usd_per_hour,
         excluded=_excluded(spec),
         bill=bill,
+        burst=burst_ceiling(spec, priced),
     )
 
 

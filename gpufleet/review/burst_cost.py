@@ -1,0 +1,121 @@
+"""What bursting can cost: in an hour at max size, in one window, and in a month — months that can happen.
+
+A burst pool idles at zero nodes; `gpufleet burst open` admits a window only when the window's price (nodes × hours
+× node-hour price) fits what is left of the month's `burst.budget_usd` (gpufleet/burst/preflight.py), and a window
+lasts at most `burst.max_window_hours`, then drains for `burst.grace_minutes`. So a month of bursting costs at most
+the budget (and never more than every burst node running all 730 hours); 730 × the hourly figure of an open window
+is a month that cannot happen. Nodes still draining in a window's grace are booked after it (components/model/
+windows.py `close_entry`), so each window may add its grace on top of the budget; the report says so.
+
+The node-hour prices are the burst pools' own (the PoolCost figures `gpufleet cost` prints), so there is one
+computation of each price.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from components.model.spec import EstateSpec
+from components.model.windows import burst_pools
+from gpufleet.review.prices import HOURS, rounded
+
+
+@dataclass(frozen=True)
+class BurstPoolCeiling:
+    pool: str
+    instance_type: str
+    max_nodes: int  # the pool's scaling.max: the largest window it allows
+    usd_per_node_hour: float | None  # None: unpriced
+
+    @property
+    def usd_per_hour_at_max(self) -> float | None:
+        return None if self.usd_per_node_hour is None else self.max_nodes * self.usd_per_node_hour
+
+
+@dataclass(frozen=True)
+class BurstCeiling:
+    """The burst policy turned into money and hours, for the estate's burst pools together."""
+
+    site: str  # the cloud site the estate bursts to
+    pools: tuple[BurstPoolCeiling, ...]
+    budget_usd: float  # per calendar month
+    max_window_hours: int
+    grace_hours: float
+
+    @property
+    def priced(self) -> bool:
+        return all(p.usd_per_node_hour is not None for p in self.pools)
+
+    @property
+    def usd_per_hour_at_max(self) -> float | None:
+        """Every burst pool at its max nodes for one hour."""
+        if not self.priced:
+            return None
+        return sum(p.usd_per_hour_at_max or 0.0 for p in self.pools)
+
+    @property
+    def budget_hours_at_max(self) -> float | None:
+        """Hours at max size the monthly budget buys: budget ÷ $/h at max."""
+        at_max = self.usd_per_hour_at_max
+        return None if not at_max else self.budget_usd / at_max
+
+    @property
+    def longest_window_usd(self) -> float | None:
+        """One window of the longest length at max size, its grace included (the most one window can cost)."""
+        at_max = self.usd_per_hour_at_max
+        return None if at_max is None else at_max * (self.max_window_hours + self.grace_hours)
+
+    @property
+    def grace_usd(self) -> float | None:
+        """What one window's grace at max size can add after the budget check."""
+        at_max = self.usd_per_hour_at_max
+        return None if at_max is None else at_max * self.grace_hours
+
+    @property
+    def month_ceiling_usd(self) -> float | None:
+        """The most a month of bursting can cost: the budget, unless 730 h at max size is less."""
+        at_max = self.usd_per_hour_at_max
+        return None if at_max is None else min(self.budget_usd, at_max * HOURS)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "site": self.site,
+            "pools": [
+                {
+                    "pool": p.pool,
+                    "instance_type": p.instance_type,
+                    "max_nodes": p.max_nodes,
+                    "usd_per_node_hour": p.usd_per_node_hour,
+                    "usd_per_hour_at_max": rounded(p.usd_per_hour_at_max),
+                }
+                for p in self.pools
+            ],
+            "budget_usd_per_month": self.budget_usd,
+            "max_window_hours": self.max_window_hours,
+            "grace_hours": self.grace_hours,
+            "usd_per_hour_at_max": rounded(self.usd_per_hour_at_max),
+            "budget_hours_at_max": rounded(self.budget_hours_at_max),
+            "longest_window_usd": rounded(self.longest_window_usd),
+            "grace_usd_per_window": rounded(self.grace_usd),
+            "month_ceiling_usd": rounded(self.month_ceiling_usd),
+        }
+
+
+def burst_ceiling(spec: EstateSpec, priced: dict[str, tuple[str, float | None]]) -> BurstCeiling | None:
+    """The ceiling of a hybrid estate's bursting (None without a burst policy or burst pools). `priced`: each
+    pool's instance type and node-hour price as the envelope priced it (a window's type, when one is in effect)."""
+    if spec.burst is None or not (pools := burst_pools(spec)):
+        return None
+    return BurstCeiling(
+        site=spec.burst.cloud_site,
+        pools=tuple(_pool(p.name, p.scaling.max, priced.get(p.name, (p.instance_type, None))) for p in pools),
+        budget_usd=spec.burst.budget_usd,
+        max_window_hours=spec.burst.max_window_hours,
+        grace_hours=spec.burst.grace_minutes / 60,
+    )
+
+
+def _pool(name: str, max_nodes: int, priced: tuple[str, float | None]) -> BurstPoolCeiling:
+    instance_type, usd = priced
+    return BurstPoolCeiling(pool=name, instance_type=instance_type, max_nodes=max_nodes, usd_per_node_hour=usd)

@@ -1,0 +1,102 @@
+"""Months that can happen: what bursting can cost in an hour at max size, in one window and in a month, the
+budget in hours at max size, and the idle cloud site's fixed cost; the estate's monthly max counts the month's
+burst ceiling, never 730 h of an open window.
+
+The ceiling follows the burst policy as `gpufleet burst open` enforces it (gpufleet/burst/preflight.py: a window
+is priced nodes × hours × node-hour price against what is left of the month's budget) and the window lengths the
+schema allows (burst.max_window_hours, burst.grace_minutes)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+from rich.console import Console
+
+from components.model.load import parse_estate
+from components.model.spec import BurstWindow, EstateSpec
+from gpufleet.render.cost import cost_markdown, cost_text
+from gpufleet.review.cost import EstateCost, estate_cost
+from tests.conftest import example_estate
+from tests.review.estates import NOW
+
+P5 = 55.04  # p5.48xlarge us-east-1 on-demand $/h (catalog)
+# The hybrid example: burst-h100 scales 0-4 × p5.48xlarge; burst: budget $20,000/month, 48 h windows, 30 min grace.
+AT_MAX = 4 * P5  # $220.16/h
+# The cloud site's own bill with no burst node: EKS $0.10 + 2 NAT × $0.045 + 2 IPv4 × $0.005 + 2 system nodes ×
+# m7i.xlarge $0.2016 + 2 × 100 GB gp3 roots × $0.08/GB-month ÷ 730 h.
+IDLE_SITE = 0.10 + 2 * 0.045 + 2 * 0.005 + 2 * 0.2016 + 200 * 0.08 / 730  # = 0.625118 -> $0.63/h, $456/month
+
+
+def hybrid(**burst: object) -> EstateSpec:
+    raw = example_estate("hybrid")
+    raw["burst"].update(burst)
+    return parse_estate(raw, "hybrid")
+
+
+def text(cost: EstateCost) -> str:
+    console = Console(record=True, width=300)
+    cost_text(cost, console)
+    return console.export_text()
+
+
+def test_the_budget_becomes_hours_at_max_size_one_window_and_a_month() -> None:
+    b = estate_cost(hybrid(), None, NOW).burst
+    assert b is not None
+    assert b.usd_per_hour_at_max == pytest.approx(AT_MAX)  # 4 × $55.04
+    assert b.budget_hours_at_max == pytest.approx(20_000 / AT_MAX)  # = 90.84 h
+    assert b.longest_window_usd == pytest.approx(AT_MAX * 48.5)  # 48 h + 0.5 h grace = $10,677.76
+    assert b.grace_usd == pytest.approx(AT_MAX * 0.5)  # $110.08
+    # 730 h at max size would be $160,716.80; the budget caps the month at $20,000
+    assert b.month_ceiling_usd == 20_000
+
+
+def test_a_month_ceiling_is_730_hours_at_max_when_the_budget_is_larger() -> None:
+    b = estate_cost(hybrid(budget_usd=200_000), None, NOW).burst
+    assert b is not None and b.month_ceiling_usd == pytest.approx(AT_MAX * 730)  # $160,716.80 < $200,000
+
+
+def test_the_estate_monthly_max_includes_the_burst_ceiling_while_idle() -> None:
+    cost = estate_cost(hybrid(), None, NOW)
+    hourly = cost.total().hourly
+    monthly = cost.monthly()
+    # idle: the burst pool is $0/h at every size, so min and desired are 730 h of the hourly figures and max adds
+    # the month's burst ceiling ($20,000). Before, max was 730 × $47.35 = $34,567: no burst at all.
+    assert monthly["min"] == pytest.approx((hourly.at("min") or 0) * 730)
+    assert monthly["max"] == pytest.approx((hourly.at("max") or 0) * 730 + 20_000)
+    assert json.loads(json.dumps(cost.to_dict()))["total"]["monthly"]["max"] == pytest.approx(monthly["max"], abs=1e-3)
+
+
+def test_an_open_window_is_not_priced_as_730_hours() -> None:
+    spec = hybrid()
+    start = NOW - dt.timedelta(hours=1)
+    window = BurstWindow(pool="burst-h100", nodes=2, instance_type="p5.48xlarge", availability_zone="us-east-1a",
+                         start=start, expires=start + dt.timedelta(hours=8))  # fmt: skip
+    cost = estate_cost(spec, window, NOW)
+    pool = next(p for p in cost.pools if p.pool == "burst-h100")
+    # The window: 2 × $55.04 × (8 h + 0.5 h grace) = $935.68 at most. Before, the month showed 730 × its $110.08/h
+    # = $80,358 for the pool; now the pool's month is its ceiling and the estate's max adds $20,000, not $80,358.
+    assert any("may cost at most $935.68" in n for n in pool.notes)
+    rest = (cost.total().hourly.at("max") or 0) - 2 * P5
+    assert cost.monthly()["max"] == pytest.approx(rest * 730 + 20_000)
+    assert cost.pool_month_ceiling(pool) == 20_000  # min($20,000, 4 × $55.04 × 730 h)
+
+
+def test_cost_shows_budget_hours_window_and_month_ceilings_and_the_idle_site() -> None:
+    cost = estate_cost(hybrid(), None, NOW)
+    out = text(cost)
+    assert "burst-h100: 0-4 × p5.48xlarge: $220.16/h at max size; the budget of $20,000/month buys 90.8 h" in out
+    assert "one window: at most 48 h + 30 min grace at max size = $10,677.76" in out
+    assert "a month: at most $20,000" in out
+    assert f"idle (no window): site cloud still costs $0.63/h = ${IDLE_SITE * 730:,.0f}/month" in out
+    assert cost.site_total("cloud").hourly.at("min") == pytest.approx(IDLE_SITE)  # the one computation: the bill
+    md = cost_markdown(cost)
+    # 730 × $46.93, and 730 × $47.35 + $20,000 ("≥": NAT data processing and data transfer out are billed on usage)
+    assert "| $/month | ≥ $34,256 | ≥ $34,256 | ≥ $54,567 |" in md
+
+
+def test_an_estate_without_bursting_has_no_burst_ceiling() -> None:
+    cost = estate_cost(parse_estate(example_estate("aws-train"), "aws-train"), None, NOW)
+    assert cost.burst is None
+    assert cost.monthly()["max"] == pytest.approx((cost.total().hourly.at("max") or 0) * 730)
