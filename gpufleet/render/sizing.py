@@ -281,14 +281,16 @@ def _comparison(c: StackComparison) -> list[Block]:
                 *_demand_cells(d),
                 v.verdict,
                 str(v.excess_gpus or "-"),
-                usd(v.excess_usd_per_month) if v.excess_gpus else "-",
+                f"{usd(v.excess_expected_usd_per_month)} / {usd(v.excess_usd_per_month)}" if v.excess_gpus else "-",
             ]
         )
     blocks: list[Block] = [
         Heading(2, f"Stack {c.stack}: {c.verdict}"),
         Para(
             "Each class goes to the cheapest pool of the stack it fits on and meets its objective on (pools of the "
-            "same role first); each pool's capacity at max size is judged against the range of what it hosts."
+            "same role first); each pool's capacity at max size is judged against the range of what it hosts. "
+            "Excess per month: expected is the excess nodes the pool runs whatever the demand (an autoscaled pool's "
+            "min size, every owned server); the ceiling is every excess node running all 730 h."
         ),
         Table(
             [
@@ -301,7 +303,7 @@ def _comparison(c: StackComparison) -> list[Block]:
                 "gang",
                 "verdict",
                 "excess GPUs",
-                "excess per month",
+                "excess $/month expected / ceiling",
             ],
             rows,
         ),

@@ -124,6 +124,7 @@ def sizing_document(r: SizingReport) -> dict[str, Any]:
                     "verdict": v.verdict,
                     "excess_gpus": v.excess_gpus,
                     "excess_usd_per_month": _f(v.excess_usd_per_month),
+                    "excess_expected_usd_per_month": _f(v.excess_expected_usd_per_month),
                     "role_mismatch": list(v.role_mismatch),
                 }
                 for v in c.pools

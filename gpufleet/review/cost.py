@@ -332,6 +332,8 @@ def _aws_pool(
         notes.append(f"no catalog price for {instance.name} in {site.region}: unpriced")
     nodes = {"min": scaling.min, "desired": scaling.desired_nodes, "max": scaling.max}
     hourly = Figures(*(None if price is None else nodes[lv] * price.usd for lv in LEVELS))
+    if not pool.burst and price is not None and nodes["min"] != nodes["max"]:
+        notes.append(_autoscaled_note(nodes, price.usd))
     return PoolCost(
         site=site.name,
         pool=pool.name,
@@ -346,6 +348,15 @@ def _aws_pool(
         price=price,
         hourly=hourly,
         notes=tuple(notes),
+    )
+
+
+def _autoscaled_note(nodes: dict[str, int], usd: float) -> str:
+    """An autoscaled pool's month: expected at its desired size, its ceiling only if every node runs all month."""
+    return (
+        f"autoscaled {nodes['min']}-{nodes['max']} nodes: a month costs about ${nodes['desired'] * usd * HOURS:,.0f} "
+        f"at desired size ({nodes['desired']} node{'' if nodes['desired'] == 1 else 's'}) and at most ${nodes['max'] * usd * HOURS:,.0f} if all "
+        f"{nodes['max']} run {HOURS} h (the ceiling)"
     )
 
 

@@ -38,6 +38,7 @@ class Placement:
     site: str | None = None
     role: Role | None = None
     capacity_gpus: int | None = None  # stack pools: GPUs at max size
+    floor_gpus: int | None = None  # stack pools: GPUs kept at the pool's min size (all of them on bare metal)
     network_gbit_per_s: Fraction | None = None  # one node's network (EFA / InfiniBand / RoCE), when fixed and known
 
 
@@ -113,6 +114,7 @@ def stack_placements(spec: EstateSpec) -> tuple[list[Placement], list[tuple[str,
                 site=site_name,
                 role=pool.role,
                 capacity_gpus=spec.pool_gpu_capacity(pool.name),
+                floor_gpus=_floor_gpus(spec, pool),
                 network_gbit_per_s=network,
             )
         )
@@ -136,6 +138,14 @@ def stack_placements(spec: EstateSpec) -> tuple[list[Placement], list[tuple[str,
             case _:
                 assert_never(site)
     return out, skipped
+
+
+def _floor_gpus(spec: EstateSpec, pool: AwsNodePool | BaremetalNodePool) -> int:
+    """GPUs a pool runs whatever the demand: its min nodes on AWS (the autoscaler removes idle nodes above it),
+    every server on bare metal (owned, always there)."""
+    if isinstance(pool, AwsNodePool):
+        return pool.scaling.min * spec.pool_gpus_per_node(pool.name)
+    return spec.pool_gpu_capacity(pool.name)
 
 
 def _fabric_gbit(spec: EstateSpec, pool: BaremetalNodePool) -> Fraction | None:

@@ -115,7 +115,10 @@ class PoolVerdict:
     demand: Demand
     verdict: Verdict
     excess_gpus: int  # whole nodes' GPUs that could go while the pool still holds the pessimistic need
-    excess_usd_per_month: Fraction | None
+    excess_usd_per_month: Fraction | None  # ceiling: those nodes running all 730 h of a month
+    # expected: the excess nodes the pool runs whatever the demand (its min size on AWS, which the autoscaler keeps;
+    # every owned server). An autoscaled pool's other excess nodes run only while work waits for them.
+    excess_expected_usd_per_month: Fraction | None
     role_mismatch: tuple[str, ...]  # classes placed here although the pool's role is another
 
 
@@ -147,11 +150,20 @@ def _pool_verdict(p: Placement, d: Demand, mismatch: tuple[str, ...]) -> PoolVer
         verdict = "within"
     else:
         verdict, excess = "over-provisioned", spare_nodes * p.gpus_per_node
-    cost = None
+    cost = expected = None
     if excess and p.usd_per_gpu_hour is not None:
         cost = excess * p.usd_per_gpu_hour * HOURS_PER_MONTH
+        floor = p.floor_gpus if p.floor_gpus is not None else cap
+        kept = (floor - d.max_gpus) // p.gpus_per_node * p.gpus_per_node if floor > d.max_gpus else 0
+        expected = min(kept, excess) * p.usd_per_gpu_hour * HOURS_PER_MONTH
     return PoolVerdict(
-        placement=p, demand=d, verdict=verdict, excess_gpus=excess, excess_usd_per_month=cost, role_mismatch=mismatch
+        placement=p,
+        demand=d,
+        verdict=verdict,
+        excess_gpus=excess,
+        excess_usd_per_month=cost,
+        role_mismatch=mismatch,
+        excess_expected_usd_per_month=expected,
     )
 
 

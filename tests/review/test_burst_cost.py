@@ -100,3 +100,13 @@ def test_an_estate_without_bursting_has_no_burst_ceiling() -> None:
     cost = estate_cost(parse_estate(example_estate("aws-train"), "aws-train"), None, NOW)
     assert cost.burst is None
     assert cost.monthly()["max"] == pytest.approx((cost.total().hourly.at("max") or 0) * 730)
+
+
+def test_an_autoscaled_pool_states_its_expected_month_and_its_ceiling() -> None:
+    cost = estate_cost(parse_estate(example_estate("aws-train"), "aws-train"), None, NOW)
+    l40s = next(p for p in cost.pools if p.pool == "l40s")
+    # g6e.12xlarge $10.49264/h, scaling 1/2/6: 2 × 10.49264 × 730 = $15,319; 6 × 10.49264 × 730 = $45,958.
+    assert (
+        "autoscaled 1-6 nodes: a month costs about $15,319 at desired size (2 nodes) and at most $45,958 if all "
+        "6 run 730 h (the ceiling)"
+    ) in l40s.notes

@@ -157,3 +157,24 @@ def test_a_pool_hosts_its_largest_run_and_gets_the_fabric_hint_when_a_run_spans_
     assert rec.demand.gang_gpus == 0  # not a gang, yet its 8 GPUs are needed at once
     assert (rec.demand.min_nodes, rec.demand.max_nodes) == (2, 2)
     assert node_pool_snippet([rec]).count("set `fabric:` to an EFA fabric") == 1
+
+
+def test_an_autoscaled_pools_excess_is_expected_only_for_the_nodes_its_min_keeps() -> None:
+    # aws-train l40s: g6e.12xlarge (4 L40S), scaling min 1 / max 6, needs 4-5 GPUs. Excess at max: 16 GPUs (4 nodes),
+    # ceiling 4 × $10.49264 × 730 h = $30,638.51 a month (before: the only figure, as if they ran all month). The
+    # autoscaler removes idle nodes down to min: 1 node = 4 GPUs < 5 needed, so none of the excess runs for sure.
+    node_hour = catalog.price("g6e.12xlarge", "us-east-1").usd_per_hour  # type: ignore[union-attr]
+    c = sized("aws-train").comparison
+    assert c is not None
+    l40s = next(v for v in c.pools if v.placement.name == "l40s")
+    assert float(l40s.excess_usd_per_month or 0) == pytest.approx(4 * node_hour * 730)
+    assert l40s.excess_expected_usd_per_month == 0
+    # With min 3 nodes (12 GPUs) the autoscaler keeps (12 - 5) // 4 = 1 whole node beyond the need:
+    # 1 × $10.49264 × 730 h = $7,659.63 a month expected, the ceiling unchanged.
+    estate = example_estate("aws-train")
+    estate["sites"][0]["node_pools"][1]["scaling"] = {"min": 3, "desired": 3, "max": 6}
+    c = sized("aws-train", estate).comparison
+    assert c is not None
+    l40s = next(v for v in c.pools if v.placement.name == "l40s")
+    assert float(l40s.excess_expected_usd_per_month or 0) == pytest.approx(node_hour * 730)
+    assert float(l40s.excess_usd_per_month or 0) == pytest.approx(4 * node_hour * 730)
