@@ -8,13 +8,16 @@ DescribeInstanceTypes network_performance).
 
 from __future__ import annotations
 
+import datetime as dt
 from fractions import Fraction
 
 from components.model import catalog
+from components.model.load import parse_estate
 from gpufleet.render.sizing import sizing_text
 from gpufleet.sizing.interconnect import intra_node_gb_per_s, network_gbit_per_s, ring
 from gpufleet.sizing.placement import catalog_placements, size_class
 from gpufleet.sizing.report import size
+from tests.conftest import example_estate
 from tests.sizing.helpers import wclass, wfile
 
 FINE_TUNE_13B = {"name": "ft-13b", "kind": "fine-tuning", "parameters_billion": 13, "runs_per_period": 1,
@@ -84,3 +87,24 @@ def test_the_report_says_which_assumption_decided_the_pick() -> None:
     assert "Other GPU models were compared at the same hours (no measured_on)" in text
     assert "g6e.12xlarge (3.12 GB/s per GPU over the node's 100 Gbit/s network for 4 GPUs" in text
     assert "weaker interconnect" in text
+
+
+def test_a_stacks_one_gpu_efa_pool_does_not_take_a_12_gpu_gang_from_its_nvlink_pool() -> None:
+    # aws-train plus `h100-small`: 16 × p5.4xlarge on the same EFA fabric. A 12-GPU gang fine-tune measured on H100
+    # costs $330.24 a run there against $440.32 on `h100` (2 × p5.48xlarge; figures as in the catalog test above).
+    raw = example_estate("aws-train")
+    raw["sites"][0]["node_pools"].append(
+        {
+            "name": "h100-small",
+            "role": "training",
+            "instance_type": "p5.4xlarge",
+            "fabric": "train-efa",
+            "scaling": {"min": 0, "desired": 0, "max": 16},
+            "capacity": {"type": "on-demand"},
+        }
+    )
+    w = wfile(dict(FINE_TUNE_13B, gpus_per_run=12, gang=True, measured_on="H100-80GB"))
+    c = size(w, "w.yaml", parse_estate(raw, "aws-train"), "aws-train", today=dt.date(2026, 11, 30)).comparison
+    assert c is not None
+    hosts = {v.placement.name: v.demand.classes for v in c.pools}
+    assert hosts["h100"] == ("ft-13b",) and hosts["h100-small"] == ()
