@@ -10,6 +10,7 @@ from fractions import Fraction
 import yaml
 
 from gpufleet.render.blocks import Block, Code, Heading, Para, Table, blocks_markdown, blocks_text
+from gpufleet.render.sizing_record import decision_record, num
 from gpufleet.sizing.arithmetic import class_utilisation
 from gpufleet.sizing.interconnect import GRADIENT_BYTES_PER_PARAMETER, why_slower
 from gpufleet.sizing.placement import Choice, ClassSizing
@@ -18,12 +19,6 @@ from gpufleet.sizing.report import SizingReport
 from gpufleet.sizing.workloads import PERIOD_HOURS
 
 SHOWN_CHOICES = 6
-
-
-def num(x: Fraction | float | int, places: int = 2) -> str:
-    """A number with at most `places` decimals and thousands separators (960, 13.33, 11.43)."""
-    s = f"{float(x):,.{places}f}"
-    return s.rstrip("0").rstrip(".") if "." in s else s
 
 
 def usd(x: Fraction | None) -> str:
@@ -320,106 +315,6 @@ def _comparison(c: StackComparison) -> list[Block]:
     return blocks
 
 
-def _decision_record(r: SizingReport) -> list[Block]:
-    w = r.workloads
-    a, p = w.assumptions, w.planning
-    overdue = " (OVERDUE: review the figures before deciding)" if r.review_overdue else ""
-    classes = [
-        [
-            c.name,
-            c.kind,
-            num(c.parameters_billion),
-            c.precision,
-            num(c.runs_per_period),
-            str(c.gpus_per_run),
-            num(c.hours_per_run),
-            c.measured_on or "any",
-            "yes" if c.gang else "no",
-            "scenarios" if (u := class_utilisation(c, p)) is None else f"{num(u)} %",
-            c.source or "(file)",
-        ]
-        for c in w.classes
-    ]
-    prices = sorted({ch.placement.price_basis for cs in r.classes for ch in cs.choices})
-    return [
-        Heading(2, "Decision record"),
-        Heading(3, "Formula"),
-        Code(
-            "text",
-            "demand [GPU-h / period]   = Σ_class runs_per_period × gpus_per_run × hours_per_run\n"
-            "equivalents [GPU]         = demand ÷ (hours_per_device [h/period] × utilisation)\n"
-            "                            (a class's own utilisation_pct, always-on serving 100 %, else each scenario)\n"
-            "reserves [GPU]            = equivalents × (failure % + maintenance % + growth %), each shown\n"
-            "installed range [GPU]     = Σ_pool max(ceil(equivalents + reserves), gang, largest run) per scenario\n"
-            "gang minimum [GPU]        = max_class gpus_per_run × runs_started_together (gang classes)\n"
-            "memory per run [GB]       = (params × B/param + KV cache) × (1 + margin %)\n"
-            "GPUs for memory           = ceil(memory per run ÷ GB per GPU)\n"
-            "cost per run [USD]        = billed GPUs × USD per GPU-hour × hours per run on that GPU\n"
-            "all-reduce [s]            = 2(n-1)/n × params × 2 B ÷ slowest link GB/s per GPU, one direction\n"
-            "nodes                     = ceil(GPUs ÷ GPUs per node)",
-        ),
-        Heading(3, "Units"),
-        Para(
-            "GPU-hours per planning period; GPUs; decimal GB (10^9 bytes; catalog MiB × 1.048576 ÷ 1000); "
-            "parameters in billions; USD at the catalog's on-demand price (per hour, per run, per month of "
-            "730 hours)."
-        ),
-        Heading(3, "Inputs"),
-        Table(
-            ["period", "hours per device", "utilisation scenarios", "failure reserve", "maintenance", "growth"],
-            [
-                [
-                    p.period,
-                    num(p.hours_per_device),
-                    ", ".join(f"{num(u)} %" for u in p.utilisation_pct),
-                    f"{num(p.failure_reserve_pct)} %",
-                    f"{num(p.maintenance_pct)} %",
-                    f"{num(p.growth_pct)} %",
-                ]
-            ],
-        ),
-        Table(
-            [
-                "class",
-                "kind",
-                "params (B)",
-                "precision",
-                "runs",
-                "GPUs/run",
-                "h/run",
-                "measured on",
-                "gang",
-                "utilisation",
-                "source",
-            ],
-            classes,
-        ),
-        Heading(3, "Assumptions"),
-        Para(f"Owner: {a.owner}. Source: {a.source.rstrip('.')}. Review by {a.review_date.isoformat()}{overdue}."),
-        Para(
-            "- Training and full fine-tuning need 16 B/param (bf16 weights and grads, fp32 master weights, Adam m "
-            "and v; ZeRO paper, EleutherAI Transformer Math 101) before activations; gpufleet adds "
-            "a 20 % margin for activations unless a class sets memory_margin_pct (no published figure).\n"
-            "- Inference and interactive classes need the weights at their precision plus the KV cache, + 20 % "
-            "(Accelerate's model-size estimator docs).\n"
-            "- A run's memory is sharded evenly over its GPUs (ZeRO-3/FSDP, tensor parallel); inference and "
-            "interactive runs stay within one node; runs spanning nodes need EFA or a fabric.\n"
-            "- Hours per run on a GPU model come from the file (measured_on, hours_on); without measured_on they "
-            "are assumed equal on every GPU. The catalog holds no throughput figures.\n"
-            "- Latency objectives are recorded, not checked: no offline model predicts latency.\n"
-            "- A run smaller than a node pays for its own GPUs (runs share nodes); a larger run pays whole nodes.\n"
-            "- Training runs on more than one GPU all-reduce bf16 gradients (2 B/param) every step over a ring whose "
-            "slowest link sets the pace: NVLink or PCIe inside a node (catalog gpus.yaml), the node's network ÷ its "
-            "GPUs across nodes (catalog network_performance; inventory InfiniBand / RoCE ports). The file's hours on a "
-            "GPU model hold on that model's fastest ring; a placement of it with a slower ring is not ranked (weaker "
-            "interconnect), since the number of all-reduces per run is not known.\n"
-            "- Reserves are percentages of the installed equivalent, added, not compounded, and not folded "
-            "into utilisation.\n"
-            f"- Prices: {'; '.join(prices) or 'none'} (source: components/model/catalog/aws_prices.json)."
-        ),
-    ]
-
-
 def blocks(r: SizingReport) -> list[Block]:
     head = f"gpufleet size: {r.source}"
     out: list[Block] = [Heading(1, head)]
@@ -435,7 +330,7 @@ def blocks(r: SizingReport) -> list[Block]:
     out += _pools(r)
     if r.comparison is not None:
         out += _comparison(r.comparison)
-    out += _decision_record(r)
+    out += decision_record(r)
     return out
 
 
