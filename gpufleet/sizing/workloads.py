@@ -8,7 +8,7 @@ and one entry per workload class. Every problem is reported as `file: YAML path:
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -92,21 +92,7 @@ class Planning(Model):
     @model_validator(mode="after")
     def _consistent(self) -> Planning:
         """Every cross-field rule of the planning window at once (paths relative to `planning`)."""
-        problems = []
-        limit = PERIOD_HOURS[self.period]
-        if self.hours_per_device > limit:
-            problems.append(
-                Problem(
-                    "hours_per_device",
-                    f"{self.hours_per_device:g} hours per device is more than a {self.period} has ({limit} hours)",
-                )
-            )
-        for i, u in enumerate(self.utilisation_pct):
-            if not 0 < u <= 100:
-                problems.append(Problem(f"utilisation_pct[{i}]", f"{u:g} must be above 0 and at most 100"))
-        if len(set(self.utilisation_pct)) != len(self.utilisation_pct):
-            problems.append(Problem("utilisation_pct", "scenarios must be distinct"))
-        if problems:
+        if problems := run_rules(self, PLANNING_RULES):
             raise SpecProblems(problems)
         return self
 
@@ -194,36 +180,9 @@ class WorkloadClass(Model):
     @model_validator(mode="after")
     def _consistent(self) -> WorkloadClass:
         """Every cross-field rule of the class at once (paths relative to the class)."""
-        problems = list(self._gpu_problems())
-        if (self.deadline_hours is None) == (self.latency_p95_ms is None):
-            problems.append(
-                Problem("", f"class {self.name} needs exactly one objective: deadline_hours or latency_p95_ms")
-            )
-        if self.runs_started_together > 1 and not self.gang:
-            problems.append(Problem("runs_started_together", "runs that start together are a gang: set gang: true"))
-        if self.kv_cache_gb and self.training:
-            problems.append(
-                Problem("kv_cache_gb", f"a {self.kind} class has no KV cache; put activation room in memory_margin_pct")
-            )
-        if self.measured_on is not None and self.measured_on in self.hours_on:
-            problems.append(
-                Problem(
-                    f"hours_on.{self.measured_on}",
-                    f"{self.measured_on} is measured_on; its hours are hours_per_run, do not repeat them here",
-                )
-            )
-        if problems:
+        if problems := run_rules(self, CLASS_RULES):
             raise SpecProblems(problems)
         return self
-
-    def _gpu_problems(self) -> Iterator[Problem]:
-        if self.measured_on is not None and (why := _unknown_gpu(self.measured_on)):
-            yield Problem("measured_on", why)
-        for gid, hours in self.hours_on.items():
-            if why := _unknown_gpu(gid):
-                yield Problem(f"hours_on.{gid}", why)
-            elif hours <= 0:
-                yield Problem(f"hours_on.{gid}", f"hours on {gid} must be greater than 0")
 
     @property
     def role(self) -> Role:
@@ -259,6 +218,88 @@ def _unknown_gpu(gid: str) -> str | None:
     except catalog.CatalogError as e:
         return str(e).strip("'\"")
     return None
+
+
+# ------------------------------------------------------------------------------------- cross-field rules
+# Each rule reads a model and yields what is wrong with it (paths relative to the model). They run in the models'
+# validators and, for a model whose own fields are wrong (so pydantic never calls its validator), on the raw values
+# (parse_workloads): a rule whose inputs are themselves wrong is skipped, pydantic reports those.
+
+Rule = Callable[[Any], Iterable[Problem]]
+
+
+def run_rules(model: Any, rules: Iterable[Rule]) -> list[Problem]:
+    out: list[Problem] = []
+    for rule in rules:
+        try:
+            out += list(rule(model))
+        except (AttributeError, KeyError, TypeError, ValueError):
+            continue  # an input of the rule is missing or of the wrong type: pydantic names it
+    return out
+
+
+def _hours_within_period(p: Planning) -> Iterator[Problem]:
+    limit = PERIOD_HOURS[p.period]
+    if p.hours_per_device > limit:
+        yield Problem(
+            "hours_per_device", f"{p.hours_per_device:g} hours per device is more than a {p.period} has ({limit} hours)"
+        )
+
+
+def _scenarios_in_range(p: Planning) -> Iterator[Problem]:
+    for i, u in enumerate(p.utilisation_pct):
+        if not 0 < u <= 100:
+            yield Problem(f"utilisation_pct[{i}]", f"{u:g} must be above 0 and at most 100")
+
+
+def _scenarios_distinct(p: Planning) -> Iterator[Problem]:
+    if len(set(p.utilisation_pct)) != len(p.utilisation_pct):
+        yield Problem("utilisation_pct", "scenarios must be distinct")
+
+
+PLANNING_RULES: tuple[Rule, ...] = (_hours_within_period, _scenarios_in_range, _scenarios_distinct)
+
+
+def _known_gpus(c: WorkloadClass) -> Iterator[Problem]:
+    if c.measured_on is not None and (why := _unknown_gpu(c.measured_on)):
+        yield Problem("measured_on", why)
+    for gid, hours in c.hours_on.items():
+        if why := _unknown_gpu(gid):
+            yield Problem(f"hours_on.{gid}", why)
+        elif hours <= 0:
+            yield Problem(f"hours_on.{gid}", f"hours on {gid} must be greater than 0")
+
+
+def _one_objective(c: WorkloadClass) -> Iterator[Problem]:
+    if (c.deadline_hours is None) == (c.latency_p95_ms is None):
+        yield Problem("", f"class {c.name} needs exactly one objective: deadline_hours or latency_p95_ms")
+
+
+def _together_is_gang(c: WorkloadClass) -> Iterator[Problem]:
+    if c.runs_started_together > 1 and not c.gang:
+        yield Problem("runs_started_together", "runs that start together are a gang: set gang: true")
+
+
+def _no_kv_cache_in_training(c: WorkloadClass) -> Iterator[Problem]:
+    if c.kv_cache_gb and c.kind in TRAINING_KINDS:
+        yield Problem("kv_cache_gb", f"a {c.kind} class has no KV cache; put activation room in memory_margin_pct")
+
+
+def _measured_once(c: WorkloadClass) -> Iterator[Problem]:
+    if c.measured_on is not None and c.measured_on in c.hours_on:
+        yield Problem(
+            f"hours_on.{c.measured_on}",
+            f"{c.measured_on} is measured_on; its hours are hours_per_run, do not repeat them here",
+        )
+
+
+CLASS_RULES: tuple[Rule, ...] = (
+    _known_gpus,
+    _one_objective,
+    _together_is_gang,
+    _no_kv_cache_in_training,
+    _measured_once,
+)
 
 
 class WorkloadFile(Model):
@@ -305,10 +346,24 @@ def parse_workloads(raw: Any, source: str) -> WorkloadFile:
         return WorkloadFile.model_validate(raw)
     except ValidationError as err:
         found = _problems(err, source)
-    # Cross-field rules of one model run only when its own fields are valid; the file-wide rule (unique names)
-    # is read from the raw file so that it is reported together with everything else.
+        failed = {tuple(e["loc"][:2]) if e["loc"][:1] == ("classes",) else e["loc"][:1] for e in err.errors()}
+    # A model's validator runs only when its own fields are valid: run its rules on the raw values of the models
+    # pydantic rejected, and the file-wide rule (unique names) on the raw file, so that one run reports everything.
+    for loc, path, model, rules in _raw_models(raw):
+        if loc in failed:
+            found += [problem_line(source, path, p.path, p.message) for p in run_rules(model, rules)]
     found += [problem_line(source, "", p.path, p.message) for p in duplicate_names(raw)]
     raise SpecError(list(dict.fromkeys(found)))
+
+
+def _raw_models(raw: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], str, Any, tuple[Rule, ...]]]:
+    """The planning window and each class as unvalidated models (model_construct), with their rules."""
+    if isinstance(planning := raw.get("planning"), dict):
+        yield ("planning",), "planning", Planning.model_construct(**planning), PLANNING_RULES
+    classes = raw.get("classes")
+    for i, c in enumerate(classes if isinstance(classes, list) else []):
+        if isinstance(c, dict):
+            yield ("classes", i), f"classes[{i}]", WorkloadClass.model_construct(**c), CLASS_RULES
 
 
 def _problems(err: ValidationError, source: str) -> list[str]:

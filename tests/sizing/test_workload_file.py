@@ -104,8 +104,9 @@ def test_a_file_that_is_not_a_mapping_is_rejected(tmp_path: Path) -> None:
 
 
 def test_every_problem_of_a_file_is_reported_in_one_run(tmp_path: Path) -> None:
-    """Seven problems in three models: pydantic's field errors and every cross-field rule, all in one run, each
-    naming the file and the YAML path (before, the planning rule hid the class rules and a field error hid both)."""
+    """Nine problems in three models: pydantic's field errors and every cross-field rule, all in one run, each
+    naming the file and the YAML path. Before, a field error hid its model's cross-field rules, and the planning
+    rules hid the class rules: three runs to see them."""
     second = {
         "name": "train-7b",  # 1. the same name as classes[0]
         "kind": "fine-tuning",
@@ -118,22 +119,26 @@ def test_every_problem_of_a_file_is_reported_in_one_run(tmp_path: Path) -> None:
         "runs_started_together": 2,  # 3. without gang: true
         "hours_on": {"H100": 3},  # 4. not a catalog GPU model
     }
-    raw = raw_file(dict(raw_file()["classes"][0], gpus_per_run=0), second, hours_per_device=200)  # 5., 6.
-    raw["planning"]["utilisation_pct"] = [50, 120]  # 7.
+    first = dict(raw_file()["classes"][0], gpus_per_run=0, kv_cache_gb=10)  # 5. field error, 6. KV cache in training
+    raw = raw_file(first, second, hours_per_device=200)  # 7. more hours than a week has
+    raw["planning"]["utilisation_pct"] = [50, 120]  # 8. over 100 %
+    raw["planning"]["growth_pct"] = -1  # 9. a field error in planning too
     f = tmp_path / "w.yaml"
     f.write_text(yaml.safe_dump(raw))
     with pytest.raises(SpecError) as e:
         load_workloads(f)
     lines = [line.removeprefix(f"{f}: ") for line in e.value.problems]
+    unknown_gpu = next(x for x in lines if x.startswith("classes[1].hours_on.H100: unknown GPU model 'H100'"))
     assert sorted(lines) == sorted(
         [
+            "planning.growth_pct: Input should be greater than or equal to 0",
             "planning.hours_per_device: 200 hours per device is more than a week has (168 hours)",
             "planning.utilisation_pct[1]: 120 must be above 0 and at most 100",
             "classes[0].gpus_per_run: Input should be greater than or equal to 1",
+            "classes[0].kv_cache_gb: a training class has no KV cache; put activation room in memory_margin_pct",
             "classes[1]: class train-7b needs exactly one objective: deadline_hours or latency_p95_ms",
             "classes[1].runs_started_together: runs that start together are a gang: set gang: true",
-            lines[next(i for i, x in enumerate(lines) if x.startswith("classes[1].hours_on.H100: unknown GPU"))],
+            unknown_gpu,
             "classes[1].name: class names must be unique; train-7b appears twice",
         ]
     )
-    assert len(lines) == 7
