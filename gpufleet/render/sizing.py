@@ -310,6 +310,8 @@ def _comparison(c: StackComparison) -> list[Block]:
             )
     for name, why in c.unplaced:
         blocks.append(Para(f"Class {name} fits no pool of the stack: {'; '.join(why)}."))
+    for name, slower in c.passed_over:
+        blocks.append(Para(f"Class {name} not placed on a cheaper pool with a slower gradient ring: {slower}."))
     for pool, reason in c.skipped:
         blocks.append(Para(f"Pool {pool} not compared: {reason}."))
     return blocks

@@ -131,6 +131,7 @@ def sizing_document(r: SizingReport) -> dict[str, Any]:
             ],
             "unplaced": [{"class": n, "why": why} for n, why in c.unplaced],
             "skipped": [{"pool": p, "why": why} for p, why in c.skipped],
+            "passed_over": [{"class": n, "why": why} for n, why in c.passed_over],
         }
     return out
 

@@ -7,7 +7,7 @@ places every class on the cheapest pool of a stack and judges each pool's capaci
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Literal
 
@@ -128,6 +128,8 @@ class StackComparison:
     pools: list[PoolVerdict]
     unplaced: list[tuple[str, list[str]]]  # class, why no pool of the stack takes it
     skipped: list[tuple[str, str]]
+    # class, why a cheaper pool of the stack was passed over: its gradient ring is slower (weaker interconnect)
+    passed_over: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def verdict(self) -> Verdict:
@@ -177,6 +179,7 @@ def compare_stack(stack: str, spec: EstateSpec, workloads: WorkloadFile) -> Stac
     placed: dict[str, list[tuple[ClassSizing, Choice]]] = {p.name: [] for p in pools}
     mismatch: dict[str, list[str]] = {p.name: [] for p in pools}
     unplaced: list[tuple[str, list[str]]] = []
+    passed_over: list[tuple[str, str]] = []
     for c in workloads.classes:
         need = memory_need(c)
         results = [(p, evaluate(c, need, p)) for p in pools]
@@ -189,6 +192,8 @@ def compare_stack(stack: str, spec: EstateSpec, workloads: WorkloadFile) -> Stac
             why += [f"{ch.placement.name}: {ch.status}" + _slower(ch) for ch in choices]
             unplaced.append((c.name, why or ["the stack has no whole-GPU pool to compare"]))
             continue
+        cheaper = [ch for ch in ranked if ch.status == "weaker interconnect" and _cheaper(ch, best)]
+        passed_over += [(c.name, why_slower(ch)) for ch in cheaper]
         cs = ClassSizing(cls=c, gpu_hours=c.gpu_hours(), need=need, fits=[], choices=[best])
         placed[best.placement.name].append((cs, best))
         if best.placement.role != c.role:
@@ -196,4 +201,8 @@ def compare_stack(stack: str, spec: EstateSpec, workloads: WorkloadFile) -> Stac
     verdicts = [
         _pool_verdict(p, demand_on(p, placed[p.name], workloads.planning), tuple(mismatch[p.name])) for p in pools
     ]
-    return StackComparison(stack=stack, pools=verdicts, unplaced=unplaced, skipped=skipped)
+    return StackComparison(stack=stack, pools=verdicts, unplaced=unplaced, skipped=skipped, passed_over=passed_over)
+
+
+def _cheaper(ch: Choice, than: Choice) -> bool:
+    return ch.cost_per_run is not None and than.cost_per_run is not None and ch.cost_per_run < than.cost_per_run

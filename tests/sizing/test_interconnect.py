@@ -108,3 +108,5 @@ def test_a_stacks_one_gpu_efa_pool_does_not_take_a_12_gpu_gang_from_its_nvlink_p
     assert c is not None
     hosts = {v.placement.name: v.demand.classes for v in c.pools}
     assert hosts["h100"] == ("ft-13b",) and hosts["h100-small"] == ()
+    ((name, why),) = c.passed_over
+    assert name == "ft-13b" and why.startswith("h100-small (12.5 GB/s per GPU over the node's 100 Gbit/s network")
