@@ -52,7 +52,8 @@ def test_b300_has_the_six_mig_profiles_aws_configures_for_p6_b300() -> None:
     # helm_chart/HyperPodHelmChart/charts/gpu-operator/config/default-mig-config.yaml, "P6-B300 ... Profiles:
     # 1g.34gb (x7), 1g.67gb (x4), 2g.67gb (x3), 3g.135gb (x2), 4g.135gb (x1), 7g.269gb (x1)"; and
     # src/sagemaker/hyperpod/training/constants.py lists the same six names for ml.p6-b300.48xlarge.
-    # NVIDIA MIG User Guide, Supported MIG Profiles: https://docs.nvidia.com/datacenter/tesla/mig-user-guide/
+    # NVIDIA MIG User Guide, Supported MIG Profiles (https://docs.nvidia.com/datacenter/tesla/mig-user-guide/) is the
+    # primary reference; gpus.yaml says why the counts are AWS's.
     b300 = catalog.instance_type("p6-b300.48xlarge").gpu
     assert {p.name: p.per_gpu for p in b300.mig_profiles} == {
         "1g.34gb": 7, "1g.67gb": 4, "2g.67gb": 3, "3g.135gb": 2, "4g.135gb": 1, "7g.269gb": 1,
