@@ -41,8 +41,9 @@ def _portfolio(r: SizingReport) -> list[Block]:
             num(s.growth),
             num(s.total),
             str(s.rounded),
+            str(pools),
         ]
-        for s in r.scenarios
+        for s, pools in zip(r.scenarios, r.installed_per_scenario, strict=True)
     ]
     gang = (
         f"Gang minimum: {r.gang_gpus} compatible GPUs must be free at once (class {r.gang_class}), whatever the "
@@ -72,12 +73,13 @@ def _portfolio(r: SizingReport) -> list[Block]:
                 "+ growth",
                 "total",
                 "total rounded",
+                "pools added up",
             ],
             rows,
         ),
         Para(
-            f"Installed range: {ilo}-{ihi} GPUs, the recommended pools added up (each at least its gang and largest "
-            f"run; {nlo}-{nhi} GPUs in whole nodes). Pooled, the scenarios above give {span} "
+            f"Installed range: {ilo}-{ihi} GPUs, the recommended pools added up (each rounded up on its own and at "
+            f"least its gang and largest run; {nlo}-{nhi} GPUs in whole nodes). Pooled, the scenarios give {span} "
             f"({num(lo.equivalents)}-{num(hi.equivalents)} before reserves of {num(p.failure_reserve_pct)} % "
             f"failure, {num(p.maintenance_pct)} % maintenance, {num(p.growth_pct)} % growth)."
         ),

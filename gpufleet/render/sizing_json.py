@@ -74,8 +74,9 @@ def sizing_document(r: SizingReport) -> dict[str, Any]:
                 "growth": _f(s.growth),
                 "total": _f(s.total),
                 "total_rounded": s.rounded,
+                "pools_added_up": pools,
             }
-            for s in r.scenarios
+            for s, pools in zip(r.scenarios, r.installed_per_scenario, strict=True)
         ],
         "installed_gpus": {"min": r.installed_range[0], "max": r.installed_range[1]},
         "installed_gpus_whole_nodes": {"min": r.installed_nodes_gpus[0], "max": r.installed_nodes_gpus[1]},

@@ -30,12 +30,20 @@ class SizingReport:
     notes: list[str] = field(default_factory=list)
 
     @property
+    def installed_per_scenario(self) -> list[int]:
+        """Per utilisation scenario (the order of `scenarios`): the recommended pools added up, each rounded up and
+        at least its gang and largest run, plus the unplaced classes at their reference hours."""
+        return [
+            sum(max(rec.demand.scenarios[i].rounded, rec.demand.floor_gpus) for rec in self.pools)
+            + self.unplaced_scenarios[i].rounded
+            for i in range(len(self.scenarios))
+        ]
+
+    @property
     def installed_range(self) -> tuple[int, int]:
-        """The installed GPUs the recommendation adds up to: Σ over the recommended pools of their min and max
-        GPUs (each at least its gang and largest run), plus the unplaced classes' own range at reference hours."""
-        lo = sum(rec.demand.min_gpus for rec in self.pools) + self.unplaced_scenarios[-1].rounded
-        hi = sum(rec.demand.max_gpus for rec in self.pools) + self.unplaced_scenarios[0].rounded
-        return lo, hi
+        """The installed GPUs the recommendation adds up to: the fewest and most over the scenarios."""
+        per = self.installed_per_scenario
+        return min(per), max(per)
 
     @property
     def installed_nodes_gpus(self) -> tuple[int, int]:

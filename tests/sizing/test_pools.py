@@ -48,6 +48,11 @@ def test_example_portfolio_range_and_gang() -> None:
     # × 1.18 reserves = 31.64 -> 32; 60 %: 15.67 + 8 = 23.67 × 1.18 = 27.94 -> 28; 70 %: 13.44 + 8 = 21.44 × 1.18 =
     # 25.29 -> 26. (Before, chat-70b followed the scenarios too: 42, 35, 30.)
     assert [s.rounded for s in r.scenarios] == [32, 28, 26]
+    # The headline adds up the recommended pools, each rounded on its own and floored at its gang / largest run.
+    # 60 %: training 1,280 ÷ 100.8 = 12.70 × 1.18 = 14.98 -> 15 (>= gang 8); inference 8 × 1.18 = 9.44 -> 10;
+    # batch 100 ÷ 100.8 × 1.18 = 1.17 -> 2; interactive 200 ÷ 100.8 × 1.18 = 2.34 -> 3: 15 + 10 + 2 + 3 = 30.
+    assert r.installed_per_scenario == [33, 30, 28]
+    assert r.installed_range == (28, 33)
     assert (r.gang_gpus, r.gang_class) == (8, "pretrain-7b")
     training = next(p for p in r.pools if p.role == "training")
     assert training.demand.placement.name == "p5.48xlarge"

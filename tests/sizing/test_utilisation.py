@@ -59,6 +59,7 @@ def test_portfolio_headline_never_sits_below_the_gang_minimum() -> None:
     r = size(wfile(gang), "w.yaml")
     assert [s.rounded for s in r.scenarios] == [1, 1, 1]
     assert r.gang_gpus == 16
+    assert r.installed_per_scenario == [16, 16, 16]
     assert r.installed_range == (16, 16)
     assert r.installed_range[0] >= r.gang_gpus
 
