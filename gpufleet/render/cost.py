@@ -157,6 +157,12 @@ def burst_lines(cost: EstateCost) -> list[str]:
         f"730 h at max size would be {usd(b.usd_per_hour_at_max * HOURS, 0)}); a window's grace can add up to "
         f"{usd(b.grace_usd)} after the budget check",
     ]
+    if (w := b.window) is not None:
+        at_most = "unpriced" if w.usd_at_most is None else f"at most {usd(w.usd_at_most)}"
+        out.append(
+            f"the window in the stack ({w.state}): {w.nodes} × {w.instance_type} from {w.start:%Y-%m-%d %H:%M} to "
+            f"{w.expires:%Y-%m-%d %H:%M} UTC, grace until {w.drain_ends:%H:%M}: {at_most}"
+        )
     if idle is not None:
         out.append(
             f"idle (no window): site {b.site} still costs {usd(idle)}/h = {usd(idle * HOURS, 0)}/month "

@@ -13,12 +13,57 @@ computation of each price.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from components.model.spec import EstateSpec
-from components.model.windows import burst_pools
+from components.model.spec import BurstWindow, EstateSpec
+from components.model.windows import burst_pools, drain_ends, window_ceiling, window_phase
 from gpufleet.review.prices import HOURS, rounded
+
+WindowState = Literal["scheduled", "open", "draining", "over"]
+
+
+@dataclass(frozen=True)
+class WindowCost:
+    """The window in the stack's config as it stands at a moment, and the most it can cost."""
+
+    pool: str
+    nodes: int
+    instance_type: str
+    start: dt.datetime
+    expires: dt.datetime
+    drain_ends: dt.datetime
+    state: WindowState
+    usd_at_most: float | None  # every node of the cap from its start until the grace ends; None: unpriced
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pool": self.pool,
+            "nodes": self.nodes,
+            "instance_type": self.instance_type,
+            "start": self.start.isoformat(),
+            "expires": self.expires.isoformat(),
+            "drain_ends": self.drain_ends.isoformat(),
+            "state": self.state,
+            "usd_at_most": rounded(self.usd_at_most),
+        }
+
+
+def window_cost(spec: EstateSpec, window: BurstWindow, now: dt.datetime) -> WindowCost:
+    """A window's cost at most (components.model.windows.window_ceiling) and where it stands at `now`."""
+    phase = window_phase(spec, window, now)
+    state: WindowState = phase if phase != "idle" else ("scheduled" if now < window.start else "over")
+    return WindowCost(
+        pool=window.pool,
+        nodes=window.nodes,
+        instance_type=window.instance_type,
+        start=window.start,
+        expires=window.expires,
+        drain_ends=drain_ends(spec, window),
+        state=state,
+        usd_at_most=window_ceiling(spec, window),
+    )
 
 
 @dataclass(frozen=True)
@@ -42,6 +87,7 @@ class BurstCeiling:
     budget_usd: float  # per calendar month
     max_window_hours: int
     grace_hours: float
+    window: WindowCost | None = None  # the window in the stack's config, if any
 
     @property
     def priced(self) -> bool:
@@ -99,10 +145,16 @@ class BurstCeiling:
             "longest_window_usd": rounded(self.longest_window_usd),
             "grace_usd_per_window": rounded(self.grace_usd),
             "month_ceiling_usd": rounded(self.month_ceiling_usd),
+            "window": None if self.window is None else self.window.to_dict(),
         }
 
 
-def burst_ceiling(spec: EstateSpec, priced: dict[str, tuple[str, float | None]]) -> BurstCeiling | None:
+def burst_ceiling(
+    spec: EstateSpec,
+    priced: dict[str, tuple[str, float | None]],
+    window: BurstWindow | None = None,
+    now: dt.datetime | None = None,
+) -> BurstCeiling | None:
     """The ceiling of a hybrid estate's bursting (None without a burst policy or burst pools). `priced`: each
     pool's instance type and node-hour price as the envelope priced it (a window's type, when one is in effect)."""
     if spec.burst is None or not (pools := burst_pools(spec)):
@@ -113,6 +165,7 @@ def burst_ceiling(spec: EstateSpec, priced: dict[str, tuple[str, float | None]])
         budget_usd=spec.burst.budget_usd,
         max_window_hours=spec.burst.max_window_hours,
         grace_hours=spec.burst.grace_minutes / 60,
+        window=window_cost(spec, window, now) if window is not None and now is not None else None,
     )
 
 

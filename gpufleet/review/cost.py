@@ -287,7 +287,7 @@ def estate_cost(
         budget_usd_per_hour=spec.policies.budget_usd_per_hour,
         excluded=_excluded(spec),
         bill=bill,
-        burst=burst_ceiling(spec, priced),
+        burst=burst_ceiling(spec, priced, window, now),
     )
 
 

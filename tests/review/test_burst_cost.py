@@ -110,3 +110,23 @@ def test_an_autoscaled_pool_states_its_expected_month_and_its_ceiling() -> None:
         "autoscaled 1-6 nodes: a month costs about $15,319 at desired size (2 nodes) and at most $45,958 if all "
         "6 run 730 h (the ceiling)"
     ) in l40s.notes
+
+
+def test_the_window_in_the_stack_is_shown_with_its_cost_before_during_and_after() -> None:
+    spec = hybrid()
+    start = NOW + dt.timedelta(hours=2)
+    window = BurstWindow(pool="burst-h100", nodes=2, instance_type="p5.48xlarge", availability_zone="us-east-1a",
+                         start=start, expires=start + dt.timedelta(hours=8))  # fmt: skip
+    # 2 nodes × $55.04 × (8 h + 0.5 h grace) = $935.68, whatever the moment
+    states = {}
+    for hours in (0, 3, 10.25, 11):  # before the start, open, in the grace, after it
+        b = estate_cost(spec, window, NOW + dt.timedelta(hours=hours)).burst
+        assert b is not None and b.window is not None
+        assert b.window.usd_at_most == pytest.approx(2 * P5 * 8.5)
+        states[hours] = b.window.state
+    assert states == {0: "scheduled", 3: "open", 10.25: "draining", 11: "over"}
+    out = text(estate_cost(spec, window, NOW))
+    assert (
+        "the window in the stack (scheduled): 2 × p5.48xlarge from 2026-12-01 14:00 to 2026-12-01 22:00 UTC, "
+        "grace until 22:30: at most $935.68"
+    ) in out
