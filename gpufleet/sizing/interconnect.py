@@ -23,7 +23,6 @@ rings and their all-reduce times. Different GPU models are compared on the file'
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING
@@ -36,20 +35,10 @@ if TYPE_CHECKING:
     from gpufleet.sizing.workloads import WorkloadClass
 
 GRADIENT_BYTES_PER_PARAMETER = 2  # bf16 gradients (ZeRO, arXiv 1910.02054: 2Ψ)
-_RATE = re.compile(r"\s*(?:(\d+)\s*x\s+)?(\d+(?:\.\d+)?)\s+Gigabit\s*")
-
-
-def network_gbit_per_s(network_performance: str) -> Fraction | None:
-    """A fixed EC2 `NetworkPerformance` line rate in Gbit/s: "3200 Gigabit" -> 3200, "4x 100 Gigabit" -> 400;
-    None for burstable "Up to ..." rates."""
-    m = _RATE.fullmatch(network_performance)
-    if m is None:
-        return None
-    return int(m.group(1) or 1) * Fraction(m.group(2))
 
 
 def instance_network_gbit_per_s(instance_type: str) -> Fraction | None:
-    return network_gbit_per_s(catalog.instance_type(instance_type).network_performance)
+    return catalog.instance_type(instance_type).network_gbit_per_s
 
 
 def intra_node_gb_per_s(gpu: catalog.GpuModel) -> tuple[Fraction | None, str]:

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from components.model import catalog
@@ -52,17 +51,12 @@ class Threshold:
         return measured >= self.value
 
 
-def gbit_per_s(network_performance: str) -> float | None:
-    """The fixed line rate of an EC2 `NetworkPerformance` string ("3200 Gigabit"); None for "Up to ..." rates."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s+Gigabit\s*", network_performance)
-    return float(m.group(1)) if m else None
-
-
 def node_network_gbps(spec: EstateSpec, pool: AwsNodePool | BaremetalNodePool) -> tuple[float | None, str]:
     """A pool node's network bandwidth in Gbit/s and where it comes from (None with the reason when unknown)."""
     if isinstance(pool, AwsNodePool):
         it = pool.instance
-        rate = gbit_per_s(it.network_performance)
+        fixed = it.network_gbit_per_s
+        rate = None if fixed is None else float(fixed)
         where = f"catalog {it.name} network_performance {it.network_performance!r} (EC2 DescribeInstanceTypes)"
         return rate, where if rate is not None else f"{where} is not a fixed rate"
     site = spec.site_of_pool(pool.name)

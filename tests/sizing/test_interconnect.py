@@ -12,9 +12,10 @@ import datetime as dt
 from fractions import Fraction
 
 from components.model import catalog
+from components.model.catalog import network_gbit_per_s
 from components.model.load import parse_estate
 from gpufleet.render.sizing import sizing_text
-from gpufleet.sizing.interconnect import intra_node_gb_per_s, network_gbit_per_s, ring
+from gpufleet.sizing.interconnect import intra_node_gb_per_s, ring
 from gpufleet.sizing.placement import catalog_placements, size_class
 from gpufleet.sizing.report import size
 from tests.conftest import example_estate

@@ -7,6 +7,7 @@ import json
 import jsonschema
 import pytest
 
+from components.model import catalog
 from components.model.spec import FsxLustreTier
 from gpufleet.verify import parsers, thresholds
 from tests.verify.fake_kube import dcgm_document, fixture
@@ -39,8 +40,10 @@ def test_nccl_output_without_rows_is_a_parse_error() -> None:
 
 def test_p5_mark_worked_by_hand_and_the_aws_reference_run_clears_it() -> None:
     # catalog p5.48xlarge: "3200 Gigabit" -> 3200 / 8 = 400 GB/s x 0.8 = 320 GB/s
-    assert thresholds.gbit_per_s("3200 Gigabit") == 3200
-    assert thresholds.gbit_per_s("Up to 25 Gigabit") is None
+    assert catalog.network_gbit_per_s("3200 Gigabit") == 3200
+    assert catalog.network_gbit_per_s("Up to 25 Gigabit") is None
+    # p4d's DescribeInstanceTypes rate is "4x 100 Gigabit": its fabric pass mark is derived from 400 Gbit/s.
+    assert catalog.instance_type("p4d.24xlarge").network_gbit_per_s == 400
     assert 3200 / 8 * thresholds.NCCL_EFFICIENCY == 320
     assert parsers.parse_nccl(fixture("nccl-all-reduce-2x-p5.48xlarge-aws.txt")).busbw >= 320
 

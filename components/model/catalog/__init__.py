@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -104,6 +106,22 @@ class InstanceType:
     @property
     def family(self) -> str:
         return self.name.split(".")[0]
+
+    @property
+    def network_gbit_per_s(self) -> Fraction | None:
+        return network_gbit_per_s(self.network_performance)
+
+
+_RATE = re.compile(r"\s*(?:(\d+)\s*x\s+)?(\d+(?:\.\d+)?)\s+Gigabit\s*")
+
+
+def network_gbit_per_s(network_performance: str) -> Fraction | None:
+    """A fixed EC2 `NetworkPerformance` line rate in Gbit/s ("3200 Gigabit" -> 3200, "4x 100 Gigabit" -> 400, as
+    DescribeInstanceTypes reports p4d); None for burstable "Up to ..." rates."""
+    m = _RATE.fullmatch(network_performance)
+    if m is None:
+        return None
+    return int(m.group(1) or 1) * Fraction(m.group(2))
 
 
 @dataclass(frozen=True)
