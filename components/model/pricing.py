@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from components.model import catalog
-from components.model.spec import BaremetalNodePool, BaremetalSite, EstateSpec, OnPremCost
+from components.model.spec import AwsSite, BaremetalNodePool, BaremetalSite, EstateSpec, OnPremCost
 
 Origin = str  # "pool", "site" or "default": where one OnPremCost field's value came from
 
@@ -27,11 +27,25 @@ def server_hour_usd(cost: OnPremCost) -> float:
     return depreciation + cost.power_kw * cost.usd_per_kwh + cost.ops_usd_per_server_month / HOURS_PER_MONTH
 
 
-def node_hour_price(instance_type: str, region: str) -> float:
-    """Catalog on-demand price of one node-hour of `instance_type` in `region` (CatalogError if unknown)."""
-    price = catalog.price(instance_type, region)
+def site_price(site: AwsSite, instance_type: str) -> catalog.Price | None:
+    """The price of a node-hour of `instance_type` on `site`: the stack's own (`prices`, with its date and source)
+    before the catalog's on-demand price in the site's region; None when neither has one. Cost, sizing and the
+    burst budget all price a cloud node here."""
+    own = site.price_override(instance_type)
+    if own is not None:
+        where = f"stack: sites.{site.name}.prices ({own.source})"
+        return catalog.Price(own.usd_per_hour, site.region, own.date.isoformat(), where)
+    return catalog.price(instance_type, site.region)
+
+
+def node_hour_price(site: AwsSite, instance_type: str) -> float:
+    """One node-hour of `instance_type` on `site` (`site_price`; CatalogError if neither the stack nor the catalog
+    prices it)."""
+    price = site_price(site, instance_type)
     if price is None:
-        raise catalog.CatalogError(f"the catalog holds no {region} price for {instance_type}")
+        raise catalog.CatalogError(
+            f"neither sites.{site.name}.prices nor the catalog holds a {site.region} price for {instance_type}"
+        )
     return price.usd_per_hour
 
 

@@ -177,8 +177,8 @@ def hours_between(start: dt.datetime, end: dt.datetime) -> float:
 
 
 def node_hour_price(spec: EstateSpec, instance_type: str) -> float:
-    """Catalog on-demand price of one node-hour in the cloud site's region (CatalogError if unknown)."""
-    return pricing.node_hour_price(instance_type, cloud_site(spec).region)
+    """One node-hour in the cloud site: the stack's own price, else the catalog's (CatalogError if neither)."""
+    return pricing.node_hour_price(cloud_site(spec), instance_type)
 
 
 def window_price(usd_per_hour: float, nodes: int, hours: float) -> float:

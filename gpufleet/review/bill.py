@@ -59,16 +59,6 @@ class BillLine:
         }
 
 
-def site_price(site: AwsSite, instance_type: str) -> catalog.Price | None:
-    """The price of a node-hour of `instance_type` on `site`: the stack's own (`prices`, with its date and source)
-    before the catalog's on-demand price in the site's region; None when neither has one."""
-    own = site.price_override(instance_type)
-    if own is not None:
-        where = f"stack: sites.{site.name}.prices ({own.source})"
-        return catalog.Price(own.usd_per_hour, site.region, own.date.isoformat(), where)
-    return catalog.price(instance_type, site.region)
-
-
 def _ref(p: catalog.ListPrice) -> PriceRef:
     return PriceRef(p.usd, p.unit, p.date, f"{p.source}; {p.region}", p.verified)
 

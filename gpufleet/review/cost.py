@@ -22,7 +22,7 @@ from typing import Any, Literal, assert_never
 
 from components.model import catalog
 from components.model.capacity import gpu_units
-from components.model.pricing import pool_gpu_hour_price
+from components.model.pricing import pool_gpu_hour_price, site_price
 from components.model.spec import (
     AwsNodePool,
     AwsSite,
@@ -34,7 +34,7 @@ from components.model.spec import (
     Site,
 )
 from components.model.windows import effective_scaling, window_note, window_phase
-from gpufleet.review.bill import AWS_UNPRICED, BillLine, aws_site_bill, site_price
+from gpufleet.review.bill import AWS_UNPRICED, BillLine, aws_site_bill
 from gpufleet.review.burst_cost import BurstCeiling, burst_ceiling
 from gpufleet.review.prices import HOURS, LEVELS, Figures, PriceRef, price_dict, rounded
 from gpufleet.review.storage_cost import StorageCost, storage_cost

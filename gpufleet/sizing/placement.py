@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Literal, assert_never
 
 from components.model import catalog
-from components.model.pricing import pool_gpu_hour_price
+from components.model.pricing import pool_gpu_hour_price, site_price
 from components.model.spec import AwsNodePool, AwsSite, BaremetalNodePool, BaremetalSite, EstateSpec, Role
 from gpufleet.sizing.arithmetic import GpuFit, MemoryNeed, billed_gpus, ceil, memory_fit, memory_need, q
 from gpufleet.sizing.interconnect import Ring, instance_network_gbit_per_s, judge, ring
@@ -42,12 +42,14 @@ class Placement:
     network_gbit_per_s: Fraction | None = None  # one node's network (EFA / InfiniBand / RoCE), when fixed and known
 
 
-def _aws_price(instance: str, region: str) -> tuple[Fraction | None, str]:
-    p = catalog.price(instance, region)
+def _aws_price(instance: str, region: str, site: AwsSite | None = None) -> tuple[Fraction | None, str]:
+    """Per GPU-hour: a stack pool at its site's price (the stack's own `prices` first), a candidate at the catalog's."""
+    p = site_price(site, instance) if site is not None else catalog.price(instance, region)
     if p is None:
         return None, f"unpriced: no on-demand price for {region} in the catalog"
     per_gpu = q(p.usd_per_hour) / catalog.instance_type(instance).gpu_count
-    return per_gpu, f"catalog on-demand {region}, {p.date}"
+    basis = p.source if p.source.startswith("stack:") else f"catalog on-demand {region}"
+    return per_gpu, f"{basis}, {p.date}"
 
 
 def _onprem_price(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool) -> tuple[Fraction | None, str]:
@@ -126,7 +128,7 @@ def stack_placements(spec: EstateSpec) -> tuple[list[Placement], list[tuple[str,
                     if (why := _skipped(aws_pool, aws_pool.burst)) is not None:
                         skipped.append((aws_pool.name, why))
                     else:
-                        price = _aws_price(aws_pool.instance_type, site.region)
+                        price = _aws_price(aws_pool.instance_type, site.region, site)
                         network = instance_network_gbit_per_s(aws_pool.instance_type)
                         add(site.name, aws_pool, aws_pool.instance_type, price, network)
             case BaremetalSite():

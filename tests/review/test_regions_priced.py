@@ -286,3 +286,29 @@ def test_unverified_fsx_tier_prices_are_flagged_in_every_cost_output() -> None:
     assert "*(not confirmed from a stored copy)*" in cost_markdown(cost)
     (stored,) = [t for t in json.loads(cost_json(cost))["storage"] if t["kind"] == "fsx-lustre"]
     assert stored["price"]["verified"] is False
+
+
+def test_a_stack_price_also_prices_sizing_placements_and_the_burst_budget() -> None:
+    # One home for a cloud node-hour (components.model.pricing.site_price): `gpufleet size` ranks a stack pool at
+    # the stack's rate (p5.48xlarge at $40.00/h over 8 GPUs = $5.00/GPU-h), and `gpufleet burst` checks a window
+    # against the budget at the same rate.
+    from fractions import Fraction
+
+    from components.model import windows
+    from components.model.spec import AwsSite
+    from gpufleet.sizing.placement import stack_placements
+
+    raw = _with_prices(
+        [{"instance_type": "p5.48xlarge", "usd_per_hour": 40.0, "date": "2026-10-01", "source": "EDP contract"}]
+    )
+    spec = parse_estate(raw, WEST)
+    placements, _ = stack_placements(spec)
+    h100 = next(p for p in placements if p.pool == "h100")
+    assert h100.usd_per_gpu_hour == Fraction(5) and "EDP contract" in h100.price_basis
+    hybrid = example_estate("hybrid")
+    cloud = next(s for s in hybrid["sites"] if s["kind"] == "aws")
+    burst_type = next(p["instance_type"] for p in cloud["node_pools"] if p.get("burst"))
+    cloud["prices"] = [{"instance_type": burst_type, "usd_per_hour": 1.5, "date": "2026-10-01", "source": "EDP"}]
+    hspec = parse_estate(hybrid, "hybrid")
+    assert isinstance(windows.cloud_site(hspec), AwsSite)
+    assert windows.node_hour_price(hspec, burst_type) == 1.5
