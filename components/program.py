@@ -2,6 +2,12 @@
 
 `__main__.py` calls `run()`. Bad input raises `pulumi.RunError`, which the engine prints as one message
 without a traceback; `gpufleet` catches the same `SpecError` before it ever runs the program.
+
+A hybrid estate's burst window is not in the stack file: it is read from the state stack `<stack>-burst`
+through a StackReference (components/model/windows.py, "window state"), so a plain `pulumi up` from any machine
+sees the window `gpufleet burst` last recorded. The estate is built once that read has answered (inside `apply`:
+a StackReference's outputs are known in previews too, so a preview shows every resource), and the window is
+judged at the state's `as_of`, the AWS time of the burst command that recorded it, never by this machine's clock.
 """
 
 from __future__ import annotations
@@ -9,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pulumi
@@ -16,14 +23,19 @@ import pulumi
 from components.estate import Estate, EstateArgs
 from components.model.load import (
     ESTATE_KEY,
+    LEDGER_KEY,
     WINDOW_KEY,
     SpecError,
     check_window,
     parse_estate,
-    parse_window,
     stack_path,
 )
 from components.model.secrets import missing_message, missing_secrets
+from components.model.spec import BurstWindow, EstateSpec
+from components.model.windows import parse_state, state_reference, state_stack_name
+
+# Without a window nothing is judged by time (every phase is idle), so any fixed moment serves.
+NO_WINDOW_TIME = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
 
 
 def _stack_file() -> str:
@@ -37,16 +49,21 @@ def _stack_file() -> str:
         return str(Path(program).parent / f"Pulumi.{pulumi.get_stack()}.yaml")
 
 
-def run() -> Estate:
+def run() -> None:
     config = pulumi.Config()  # the project's own keys (secrets)
     estate_config = pulumi.Config(ESTATE_KEY.split(":", 1)[0])  # gpufleet:*, whatever the project is named
     source = _stack_file()
     try:
         spec = parse_estate(estate_config.get_object(ESTATE_KEY.split(":", 1)[1]), source)
-        window = parse_window(estate_config.get_object(WINDOW_KEY.split(":", 1)[1]), source)
-        check_window(spec, window, source)
     except SpecError as err:
         raise pulumi.RunError(str(err)) from None
+    for key in (WINDOW_KEY, LEDGER_KEY):
+        if estate_config.get(key.split(":", 1)[1]) is not None:
+            pulumi.log.warn(
+                f"{source}: config.{key}: not read by `up`: the burst window and ledger live in the state stack "
+                f"{state_stack_name(pulumi.get_stack())}; `gpufleet burst migrate -s {pulumi.get_stack()}` moves "
+                "them there, then delete the key from the stack file"
+            )
 
     missing = missing_secrets(spec, lambda key: config.get_secret(key) is not None)
     if missing:
@@ -62,11 +79,35 @@ def run() -> Estate:
             )
         return value
 
-    estate = Estate(
-        spec.metadata.name,
-        EstateArgs(spec=spec, window=window, now=dt.datetime.now(dt.UTC), secret=secret),
-    )
+    def build(window: BurstWindow | None, now: dt.datetime) -> Estate:
+        return Estate(spec.metadata.name, EstateArgs(spec=spec, window=window, now=now, secret=secret))
+
     pulumi.export("estate", spec.metadata.name)
     pulumi.export("environment", spec.metadata.environment)
     pulumi.export("sites", {s.name: s.kind for s in spec.sites})
-    return estate
+    if spec.burst is None:
+        build(None, NO_WINDOW_TIME)
+        return
+    ref = pulumi.StackReference(state_reference(pulumi.get_organization(), pulumi.get_project(), pulumi.get_stack()))
+    ref.outputs.apply(_with_window(spec, build))
+
+
+def _with_window(
+    spec: EstateSpec, build: Callable[[BurstWindow | None, dt.datetime], Estate]
+) -> Callable[[dict[str, object] | None], None]:
+    """Build the estate from the state stack's outputs: its window judged at its `as_of`."""
+
+    def apply(outputs: dict[str, object] | None) -> None:
+        source = f"stack {state_stack_name(pulumi.get_stack())}"
+        try:
+            state = parse_state(outputs, source)
+            if state is not None:
+                check_window(spec, state.window, source)
+        except SpecError as err:
+            raise pulumi.RunError(str(err)) from None
+        if state is None or state.window is None:
+            build(None, NO_WINDOW_TIME)
+        else:
+            build(state.window, state.as_of)
+
+    return apply

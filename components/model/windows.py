@@ -246,3 +246,100 @@ def close_entry(
         usd=window_price(price, window.nodes, hours_between(window.start, end)),
         closed_by=closed_by,
     )
+
+
+# ------------------------------------------------------------------------------- window state (state stack)
+#
+# Where a window lives: the outputs of a small state stack `<stack>-burst` in the estate's own project and backend,
+# written by `gpufleet burst` (a program that only exports these values) and read by the estate program through a
+# StackReference (https://www.pulumi.com/docs/iac/concepts/stacks/#stackreferences), so every `up` — a laptop's,
+# deploy.yml's, the scheduled reconcile's — sees the same window, pushed to git or not.
+#
+# One clock: `as_of` is the moment, by AWS's clock (the `Date` of an EC2 response, gpufleet/burst/aws.py), at which
+# the burst command that wrote the state judged the window. The program judges the window's phase at `as_of`, never
+# by the clock of the machine running `up` (which may be off, and differs between a laptop and CI): every phase
+# change (open, draining, idle) is made by a burst command with AWS's time. `gpufleet burst reconcile` moves the
+# phase on after expiry and after the grace (scheduled every 30 minutes, and run by deploy.yml before its `up`).
+
+STATE_STACK_SUFFIX = "-burst"
+STATE_FORMAT = 1  # the `format` output; a reader refuses a state written by a newer gpufleet
+
+
+def state_stack_name(stack: str) -> str:
+    """The state stack of `stack`: same project and backend, its name + `-burst`."""
+    return f"{stack}{STATE_STACK_SUFFIX}"
+
+
+def state_reference(organization: str, project: str, stack: str) -> str:
+    """The fully qualified name a StackReference reads the state stack by: `<organization>/<project>/<stack>`
+    (Pulumi Cloud: the organization; a self-managed backend: the literal `organization`)."""
+    return f"{organization}/{project}/{state_stack_name(stack)}"
+
+
+@dataclass(frozen=True)
+class BurstState:
+    """The state stack's outputs: the window (or none), the ledger of past windows, `as_of` (see above) and
+    `settled` (False from the moment a burst command wrote a new state until its `up` of the estate finished:
+    `reconcile` runs that `up` again)."""
+
+    window: BurstWindow | None
+    ledger: tuple[BurstLedgerEntry, ...]
+    as_of: dt.datetime
+    settled: bool = True
+
+    def outputs(self) -> dict[str, object]:
+        """The stack outputs (plain JSON values) that record this state."""
+        out: dict[str, object] = {
+            "format": STATE_FORMAT,
+            "as_of": self.as_of.astimezone(dt.UTC).isoformat().replace("+00:00", "Z"),
+            "settled": self.settled,
+            "ledger": [e.model_dump(mode="json") for e in self.ledger],
+        }
+        if self.window is not None:
+            out["window"] = self.window.model_dump(mode="json", exclude_none=True)
+        return out
+
+
+def parse_state(outputs: dict[str, object] | None, source: str) -> BurstState | None:
+    """A state stack's outputs as a BurstState (None: no state recorded). Problems raise SpecError naming
+    `source` (the state stack) and the output."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from components.model.load import SpecError, validation_problems
+    from components.model.spec.net import Timestamp
+
+    if not outputs:
+        return None
+    fmt = outputs.get("format")
+    if fmt != STATE_FORMAT:
+        raise SpecError(
+            [f"{source}: outputs.format: {fmt!r} is not a burst state this gpufleet reads (format {STATE_FORMAT})"]
+        )
+    problems: list[str] = []
+    window = None
+    ledger: list[BurstLedgerEntry] = []
+    as_of = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
+    try:
+        as_of = TypeAdapter(Timestamp).validate_python(outputs.get("as_of"))
+    except ValidationError as err:
+        problems += validation_problems(err, source, "outputs.as_of")
+    if outputs.get("window") is not None:
+        try:
+            window = BurstWindow.model_validate(outputs["window"])
+        except ValidationError as err:
+            problems += validation_problems(err, source, "outputs.window")
+    raw_ledger = outputs.get("ledger") or []
+    if not isinstance(raw_ledger, list):
+        problems.append(f"{source}: outputs.ledger: must be a list of past windows")
+        raw_ledger = []
+    for i, entry in enumerate(raw_ledger):
+        try:
+            ledger.append(BurstLedgerEntry.model_validate(entry))
+        except ValidationError as err:
+            problems += validation_problems(err, source, f"outputs.ledger[{i}]")
+    settled = outputs.get("settled", True)
+    if not isinstance(settled, bool):
+        problems.append(f"{source}: outputs.settled: must be true or false")
+    if problems:
+        raise SpecError(problems)
+    return BurstState(window, tuple(ledger), as_of, bool(settled))

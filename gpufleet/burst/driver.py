@@ -1,15 +1,20 @@
 """The stack driver behind `gpufleet burst`: a small protocol over the Pulumi Automation API.
 
 `AutomationDriver` selects an existing stack of the project (work_dir = the project directory, so the CLI honours
-`stackConfigDir: stacks`), reads and writes config through the CLI (`pulumi config get/set/rm`) and runs
-`pulumi up`. Structured values (the window, the ledger) are stored as JSON text, which the program's
-`config.get_object` parses back. Tests use a fake implementing the same protocol.
+`stackConfigDir: stacks`) and runs `pulumi up` on it, targeted at the resources a window changes
+(`Stack.up(target=[urns], target_dependents=True)`, pulumi/automation/_stack.py). The burst state lives in the
+outputs of the state stack `<stack>-burst` (components/model/windows.py): `read_state` reads them
+(`Stack.outputs`), `write_state` runs `up` of an inline program that exports nothing else, in the same project
+name and backend, so the estate program's StackReference reads exactly what was written. An `up` of the state
+stack either records all of its outputs or, failing, leaves the previous ones. Tests use a fake implementing the
+same protocol.
 
 Every failure of the engine or the CLI becomes a `DriverError` with a sentence saying what to do.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -45,9 +50,13 @@ class StackDriver(Protocol):
 
     def preview(self, on_output: OutputSink) -> dict[str, int]: ...
 
-    def up(self, on_output: OutputSink) -> dict[str, int]: ...
+    def up(self, on_output: OutputSink, targets: list[str] | None = None) -> dict[str, int]: ...
 
     def outputs(self) -> dict[str, Any]: ...
+
+    def read_state(self, stack: str) -> dict[str, Any] | None: ...
+
+    def write_state(self, stack: str, outputs: dict[str, Any], on_output: OutputSink) -> None: ...
 
 
 NO_CLI = (
@@ -127,11 +136,15 @@ class AutomationDriver:
         result = self._call("pulumi preview", lambda: self._stack.preview(on_output=on_output))
         return {str(k): int(v) for k, v in (result.change_summary or {}).items()}
 
-    def up(self, on_output: OutputSink) -> dict[str, int]:
-        """Run `pulumi up`. `Stack.up` (pulumi/automation/_stack.py) runs the CLI, then reads the stack's outputs
-        and history; a failure in those reads comes after the update succeeded and is `SummaryUnread`, never a
-        failed update. The first `outputs()` call marks that point."""
-        stack = self._stack
+    def up(self, on_output: OutputSink, targets: list[str] | None = None) -> dict[str, int]:
+        """Run `pulumi up`, of only `targets` and what depends on them when given."""
+        kwargs: dict[str, Any] = {"target": targets, "target_dependents": True} if targets is not None else {}
+        return self._up(self._stack, "pulumi up", on_output, **kwargs)
+
+    def _up(self, stack: Any, doing: str, on_output: OutputSink, **kwargs: Any) -> dict[str, int]:
+        """`Stack.up` (pulumi/automation/_stack.py) runs the CLI, then reads the stack's outputs and history; a
+        failure in those reads comes after the update succeeded and is `SummaryUnread`, never a failed update.
+        The first `outputs()` call marks that point."""
         read_outputs = stack.outputs
         finished = False
 
@@ -142,20 +155,60 @@ class AutomationDriver:
 
         stack.outputs = outputs_after_up
         try:
-            result = stack.up(on_output=on_output)
+            result = stack.up(on_output=on_output, **kwargs)
             return {str(k): int(v) for k, v in (result.summary.resource_changes or {}).items()}
         except Exception as err:  # the Automation API also raises plain errors (a JSON decode, a missing summary)
             if finished:
                 raise SummaryUnread(
-                    f"pulumi up finished, but reading its outputs and summary afterwards failed ({_reason(str(err))})"
+                    f"{doing} finished, but reading its outputs and summary afterwards failed ({_reason(str(err))})"
                 ) from None
-            raise self._translate(err, "pulumi up") from None
+            raise self._translate(err, doing) from None
         finally:
             del stack.outputs
 
     def outputs(self) -> dict[str, Any]:
         outs = self._call("reading stack outputs", lambda: self._stack.outputs())
         return {k: v.value for k, v in outs.items()}
+
+    def _state_stack(self, stack: str, outputs: dict[str, Any] | None, create: bool) -> Any:
+        """The state stack as an inline-program stack of this project (its name and backend from Pulumi.yaml)."""
+        from pulumi import automation as auto
+
+        from components.model.windows import state_stack_name
+
+        def program() -> None:
+            import pulumi
+
+            for key, value in (outputs or {}).items():
+                pulumi.export(key, value)
+
+        command = auto.PulumiCommand(root=str(self.pulumi_root), skip_version_check=True) if self.pulumi_root else None
+        settings = auto.LocalWorkspace(work_dir=str(self.project_dir), pulumi_command=command).project_settings()
+        opts = auto.LocalWorkspaceOptions(
+            project_settings=auto.ProjectSettings(name=settings.name, runtime="python", backend=settings.backend),
+            pulumi_command=command,
+        )
+        make = auto.create_or_select_stack if create else auto.select_stack
+        return make(stack_name=state_stack_name(stack), project_name=settings.name, program=program, opts=opts)
+
+    def read_state(self, stack: str) -> dict[str, Any] | None:
+        """The state stack's outputs; None when it does not exist yet."""
+        from pulumi.automation import errors
+
+        try:
+            state = self._state_stack(stack, None, create=False)
+        except errors.StackNotFoundError:
+            return None
+        except Exception as err:
+            raise self._translate(err, "reading the burst state") from None
+        outs = self._call("reading the burst state", lambda: state.outputs())
+        return {k: v.value for k, v in outs.items()}
+
+    def write_state(self, stack: str, outputs: dict[str, Any], on_output: OutputSink) -> None:
+        """Record `outputs` as the state stack's outputs (`up` of a program exporting them; created if missing)."""
+        state = self._call("opening the burst state stack", lambda: self._state_stack(stack, outputs, create=True))
+        with contextlib.suppress(SummaryUnread):  # the update ran to the end: its outputs are recorded
+            self._up(state, "recording the burst state (pulumi up of the state stack)", on_output)
 
 
 def _reason(text: str, lines: int = 12) -> str:

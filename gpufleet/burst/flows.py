@@ -1,23 +1,29 @@
-"""`gpufleet burst open|close|reconcile|status`: the flows, from the stack's burst state to the outcome.
+"""`gpufleet burst open|close|reconcile|status|migrate`: the flows, from the burst state to the outcome.
 
-Opening a window checks AWS first (gpufleet/burst/preflight.py); only then is config written and `pulumi up` run.
-The Pulumi program alone decides sizes: an expired window sizes the burst pools and quotas to zero at the next
-`up` whoever runs it; `close` and `reconcile` book it in the ledger, until the `up` that removed it finished.
+Opening a window checks AWS first (gpufleet/burst/preflight.py); only then is the state recorded and a targeted
+`pulumi up` run (gpufleet/burst/stack.py, gpufleet/burst/targets.py). The Pulumi program alone decides sizes,
+from the recorded window judged at the state's `as_of`.
 
 One clock judges every window: AWS's, the `Date` header of an EC2 response (`Aws.server_time`), read by the CLI
-and passed in here; never the clock of the laptop or runner, which may be off.
+and passed in here as `clock`; never the clock of the laptop or runner, which may be off. Every state a command
+records carries that time as `as_of`, and the program judges the window's phase at it, so a phase changes only
+when a burst command (`close`, the scheduled `reconcile`) records it with AWS's time.
+
+Phases move like this: `open` records a window (open); `close` moves its expiry to now (draining: no new
+admissions, running work keeps its nodes for `burst.grace_minutes`); `reconcile` records draining once a window
+expired, and after the grace books it in the ledger and removes it (idle: the pool empties).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from components.model.load import LEDGER_KEY, WINDOW_KEY
 from components.model.spec import BurstLedgerEntry, BurstWindow
 from components.model.windows import (
+    BurstState,
     close_entry,
     cloud_site,
     drain_ends,
@@ -28,12 +34,19 @@ from components.model.windows import (
     window_price,
 )
 from gpufleet.burst.aws import Aws
-from gpufleet.burst.driver import DriverError, OutputSink, StackDriver
+from gpufleet.burst.driver import OutputSink, StackDriver
 from gpufleet.burst.errors import BurstError
 from gpufleet.burst.preflight import BurstRequest, Preflight, check_request, preflight
-from gpufleet.burst.stack import Change, StackState, apply_and_up, ledger_json, load_state, window_json
+from gpufleet.burst.stack import Settle, StackState, apply_and_up, load_state
+from gpufleet.burst.targets import burst_targets
 
 Clock = Callable[[], dt.datetime]  # now by the one clock windows are judged by (see the module docstring)
+Booker = Callable[[StackState, BurstWindow, dt.datetime, str], BurstLedgerEntry]  # books a window closed at a time
+
+
+def book_cap(s: StackState, w: BurstWindow, end: dt.datetime, closed_by: str) -> BurstLedgerEntry:
+    """Every node of the cap from the window's start until `end` (the most it can have cost)."""
+    return close_entry(s.spec, w, end, closed_by, through_expiry=True)
 
 
 def _expired_entry(state: StackState, now: dt.datetime, closed_by: str) -> BurstLedgerEntry | None:
@@ -51,10 +64,11 @@ class Outcome:
 
 @dataclass(frozen=True)
 class OpenPlan:
-    """A window that passed every check, and the config changes that open it."""
+    """A window that passed every check, and the burst state that opens it."""
 
     check: Preflight
-    changes: list[Change]
+    before: BurstState
+    after: BurstState
 
     def done(self, summary: dict[str, int]) -> Outcome:
         w = self.check.window
@@ -65,103 +79,196 @@ class OpenPlan:
         )
 
 
-def plan_open(
-    project_dir: Path, stack: str, request: BurstRequest, *, aws_factory: Callable[[str], Aws], clock: Clock
-) -> OpenPlan:
-    """Run every check for a new window; change nothing. An expired window still in config is booked first."""
-    state = load_state(project_dir, stack)
-    check_request(state.spec, request)  # bad input fails before any AWS call, the clock's included
-    now = clock()
-    w = state.window
+def refuse_if_open(w: BurstWindow | None, stack: str, now: dt.datetime) -> None:
     if w is not None and now < w.expires:
         when = "is already open" if w.is_open(now) else f"is scheduled from {w.start:%Y-%m-%d %H:%M} UTC"
         raise BurstError(
             f"a burst window {when} on pool {w.pool} ({w.nodes} x {w.instance_type}) until "
             f"{w.expires:%Y-%m-%d %H:%M} UTC; close it first (`gpufleet burst close --stack {stack}`)"
         )
+
+
+def plan_open(
+    project_dir: Path,
+    stack: str,
+    request: BurstRequest,
+    *,
+    driver: StackDriver,
+    aws_factory: Callable[[str], Aws],
+    clock: Clock,
+) -> OpenPlan:
+    """Run every check for a new window; change nothing. An expired window still recorded is booked first."""
+    state = load_state(project_dir, stack, driver)
+    check_request(state.spec, request)  # bad input fails before any AWS call, the clock's included
+    now = clock()
+    refuse_if_open(state.window, stack, now)
     expired = _expired_entry(state, now, "gpufleet burst open (expired window booked)")
-    ledger = [*state.ledger, *([expired] if expired else [])]
+    ledger = (*state.ledger, *([expired] if expired else []))
     check = preflight(state.spec, ledger, request, now, aws_factory(cloud_site(state.spec).region))
-    changes: list[Change] = [(WINDOW_KEY, window_json(check.window))]
-    if expired:
-        changes.append((LEDGER_KEY, ledger_json(ledger)))
-    return OpenPlan(check, changes)
+    return OpenPlan(check, state.state, BurstState(check.window, ledger, now))
+
+
+def open_window(
+    project_dir: Path, stack: str, plan: OpenPlan, *, driver: StackDriver, on_output: OutputSink, if_stopped: str
+) -> Outcome:
+    summary = apply_and_up(
+        driver, stack, plan.before, plan.after, on_output, targets=burst_targets(project_dir, stack),
+        if_stopped=if_stopped,
+    )  # fmt: skip
+    return plan.done(summary)
+
+
+_FINISH = "Run `gpufleet burst reconcile` (or `pulumi up`) to finish"
+
+
+def _up(
+    project_dir: Path,
+    stack: str,
+    d: StackDriver,
+    s: StackState,
+    after: BurstState,
+    on_output: OutputSink,
+    settle: Settle | None = None,
+) -> dict[str, int]:
+    targets = burst_targets(project_dir, stack)
+    return apply_and_up(d, stack, s.state, after, on_output, targets=targets, if_stopped=_FINISH, settle=settle)
 
 
 def close_window(
-    project_dir: Path, stack: str, *, driver: Callable[[], StackDriver], clock: Clock, on_output: OutputSink
+    project_dir: Path,
+    stack: str,
+    *,
+    driver: StackDriver,
+    clock: Clock,
+    on_output: OutputSink,
+    book: Booker = book_cap,
 ) -> Outcome:
-    """Remove the window and run `up`; book it until that `up` finished (its nodes ran until then)."""
-    state = load_state(project_dir, stack)
-    w = state.window
+    """Close the window: one not started yet is cancelled; an open one expires now and drains for the grace (the
+    pool empties, and the window is booked, at the first `reconcile` after it); one past its grace is booked and
+    removed at once."""
+    s = load_state(project_dir, stack, driver)
+    w = s.window
     if w is None:
-        return Outcome("no burst window in the stack config; nothing to close")
+        return Outcome("no burst window recorded; nothing to close")
     now = clock()
-    if now < w.start:
-        summary = apply_and_up(driver(), stack, [(WINDOW_KEY, None)], on_output, if_stopped=_FINISH)
+    if now <= w.start:
+        summary = _up(project_dir, stack, driver, s, BurstState(None, s.state.ledger, now), on_output)
         return Outcome(f"burst window on pool {w.pool} cancelled before its start; nothing booked", summary)
-    return _close_and_book(state, w, stack, driver(), clock, now, "gpufleet burst close", on_output)
+    if now < w.expires:
+        closed = w.model_copy(update={"expires": now})
+        summary = _up(project_dir, stack, driver, s, BurstState(closed, s.state.ledger, now), on_output)
+        return Outcome(
+            f"burst window on pool {w.pool} closed at {now:%Y-%m-%d %H:%M} UTC: nothing new is admitted, running "
+            f"work has until {drain_ends(s.spec, closed):%Y-%m-%d %H:%M} UTC (burst.grace_minutes); then "
+            "`gpufleet burst reconcile` empties the pool and books the window",
+            summary,
+        )
+    return _reconcile_expired(project_dir, stack, driver, s, now, clock, on_output, book, "gpufleet burst close")
 
 
 def reconcile(
-    project_dir: Path, stack: str, *, driver: Callable[[], StackDriver], clock: Clock, on_output: OutputSink
+    project_dir: Path,
+    stack: str,
+    *,
+    driver: StackDriver,
+    clock: Clock,
+    on_output: OutputSink,
+    book: Booker = book_cap,
 ) -> Outcome:
-    """Close a window that has expired (book it, remove it, `up` so the pools shrink); leave an open one alone."""
-    state = load_state(project_dir, stack)
-    w = state.window
+    """Move the recorded phase on to AWS's now: record draining once a window expired, book and remove it after
+    the grace; run an `up` a previous command left unfinished (unsettled); create the state stack if missing."""
+    s = load_state(project_dir, stack, driver)
+    w = s.window
+    now = clock()
+    if not s.recorded:
+        driver.write_state(stack, BurstState(None, (), now).outputs(), on_output)
+        return Outcome(f"recorded an empty burst state (no window) in the new state stack of {stack}")
+    if w is not None and now >= w.expires:
+        return _reconcile_expired(
+            project_dir, stack, driver, s, now, clock, on_output, book, "gpufleet burst reconcile"
+        )
+    if not s.state.settled:
+        summary = _up(project_dir, stack, driver, s, s.state, on_output)
+        return Outcome("the last burst command's `up` had not finished; ran it again", summary)
     if w is None:
         return Outcome("no burst window; nothing to reconcile")
-    now = clock()
     if now < w.start:
         return Outcome(
             f"burst window on pool {w.pool} starts at {w.start:%Y-%m-%d %H:%M} UTC (until "
             f"{w.expires:%Y-%m-%d %H:%M} UTC); nothing to do"
         )
-    if now < w.expires:
-        return Outcome(f"burst window on pool {w.pool} is open until {w.expires:%Y-%m-%d %H:%M} UTC; nothing to do")
-    if window_phase(state.spec, w, now) == "draining":
-        # Expired but inside the grace: the window stays (its nodes keep running the admitted work); an `up` makes
-        # the program stop the cloud queues' admissions. The pool empties at the first reconcile after the grace.
-        ends = drain_ends(state.spec, w)
-        apply_and_up(driver(), stack, [], on_output, if_stopped=_FINISH)
+    return Outcome(f"burst window on pool {w.pool} is open until {w.expires:%Y-%m-%d %H:%M} UTC; nothing to do")
+
+
+def _reconcile_expired(
+    project_dir: Path,
+    stack: str,
+    d: StackDriver,
+    s: StackState,
+    now: dt.datetime,
+    clock: Clock,
+    on_output: OutputSink,
+    book: Booker,
+    closed_by: str,
+) -> Outcome:
+    w = s.window
+    assert w is not None
+    if window_phase(s.spec, w, now) == "draining":
+        # Expired but inside the grace: the window stays (its nodes keep running the admitted work); the state
+        # records the draining phase and an `up` stops the cloud queues' admissions. The pool empties at the
+        # first reconcile after the grace.
+        ends = drain_ends(s.spec, w)
+        recorded = window_phase(s.spec, w, s.state.as_of)
+        summary: dict[str, int] = {}
+        if recorded != "draining" or not s.state.settled:
+            summary = _up(project_dir, stack, d, s, BurstState(w, s.state.ledger, now), on_output)
         return Outcome(
             f"burst window on pool {w.pool} expired at {w.expires:%Y-%m-%d %H:%M} UTC; admission stopped, running "
-            f"work has until {ends:%Y-%m-%d %H:%M} UTC (burst.grace_minutes), then the pool empties"
+            f"work has until {ends:%Y-%m-%d %H:%M} UTC (burst.grace_minutes), then the pool empties",
+            summary,
         )
-    return _close_and_book(state, w, stack, driver(), clock, now, "gpufleet burst reconcile", on_output)
-
-
-_FINISH = "Run `pulumi up` (or the same command) again to finish"
+    return _close_and_book(project_dir, stack, d, s, w, now, clock, on_output, book, closed_by)
 
 
 def _close_and_book(
-    state: StackState,
-    w: BurstWindow,
+    project_dir: Path,
     stack: str,
     d: StackDriver,
-    clock: Clock,
+    s: StackState,
+    w: BurstWindow,
     now: dt.datetime,
-    closed_by: str,
+    clock: Clock,
     on_output: OutputSink,
+    book: Booker,
+    closed_by: str,
 ) -> Outcome:
     """Book `w` until `now`, remove it and run `up`; then move the booking's end to when that `up` finished by the
-    same clock: the nodes ran until the update that removes them was done, past the expiry if it came later."""
-    entry = close_entry(state.spec, w, now, closed_by, through_expiry=True)
-    changes: list[Change] = [(WINDOW_KEY, None), (LEDGER_KEY, ledger_json([*state.ledger, entry]))]
-    summary = apply_and_up(d, stack, changes, on_output, if_stopped=_FINISH)
-    note = ""
-    try:
-        done = close_entry(state.spec, w, clock(), closed_by, through_expiry=True)
-        if done.end > entry.end:
-            d.set_config(LEDGER_KEY, ledger_json([*state.ledger, done]))
-            entry = done
-    except (BurstError, DriverError) as err:
-        note = f"; the booking ends when the command started, not when `up` finished ({err})"
-    expired = f"expired {w.expires:%Y-%m-%d %H:%M} UTC, " if now >= w.expires else ""
+    same clock: the nodes ran until the update that removes them was done."""
+    entry = book(s, w, now, closed_by)
+    booked = [entry]
+    notes: list[str] = []
+
+    def settle(after: BurstState) -> BurstState:
+        try:
+            done = book(s, w, clock(), closed_by)
+        except BurstError as err:
+            notes.append(f"; the booking ends when the command started, not when `up` finished ({err})")
+            return after
+        if done.end <= entry.end:
+            return after
+        booked.append(done)
+        return replace(after, ledger=(*s.state.ledger, done))
+
+    after = BurstState(None, (*s.state.ledger, entry), now)
+    summary = _up(project_dir, stack, d, s, after, on_output, settle)
+    return _closed(w, booked[-1], summary, "".join(notes))
+
+
+def _closed(w: BurstWindow, entry: BurstLedgerEntry, summary: dict[str, int], note: str) -> Outcome:
     return Outcome(
-        f"burst window on pool {w.pool} closed ({expired}{entry.nodes} x {entry.instance_type} for "
-        f"{hours_between(entry.start, entry.end):.1f} h until {entry.end:%Y-%m-%d %H:%M} UTC booked at "
-        f"${entry.usd:,.2f}){note}",
+        f"burst window on pool {w.pool} closed (expired {w.expires:%Y-%m-%d %H:%M} UTC, {entry.nodes} x "
+        f"{entry.instance_type} for {hours_between(entry.start, entry.end):.1f} h until {entry.end:%Y-%m-%d %H:%M} "
+        f"UTC booked at ${entry.usd:,.2f}){note}",
         summary,
     )
 
@@ -180,8 +287,8 @@ class Status:
         return round(self.budget_usd - self.spend_usd - self.committed_usd, 2)
 
 
-def status(project_dir: Path, stack: str, now: dt.datetime) -> Status:
-    state = load_state(project_dir, stack)
+def status(project_dir: Path, stack: str, driver: StackDriver, now: dt.datetime) -> Status:
+    state = load_state(project_dir, stack, driver)
     assert state.spec.burst is not None
     ledger = list(state.ledger)
     w = state.window

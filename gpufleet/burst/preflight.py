@@ -157,6 +157,36 @@ def preflight(
         else:
             checks.append(f"quota {code} ({title}): {in_use} + {vcpus} of {limit:g} vCPUs")
 
+    usd_per_hour, price, spent = _budget(spec, ledger, pool, nodes, request, now, checks)
+    start = now.astimezone(dt.UTC).replace(microsecond=0)
+    window = BurstWindow(
+        pool=pool.name,
+        nodes=nodes,
+        instance_type=itype,
+        availability_zone=az,
+        start=start,
+        expires=start + dt.timedelta(hours=request.hours),
+        gpus=request.gpus,
+        usd_per_hour=usd_per_hour,
+    )
+    return Preflight(window, site.region, price, spent, policy.budget_usd, checks)
+
+
+def _budget(
+    spec: EstateSpec,
+    ledger: Iterable[BurstLedgerEntry],
+    pool: AwsNodePool,
+    nodes: int,
+    request: BurstRequest,
+    now: dt.datetime,
+    checks: list[str],
+) -> tuple[float, float, float]:
+    """Price the window against what is left of each month's budget it touches; (price per node-hour, price of
+    the window, spend so far this month). Raises BurstError when a month's part does not fit."""
+    policy = spec.burst
+    assert policy is not None
+    ledger = list(ledger)
+    itype = pool.instance_type
     # On-demand catalog price for every purchase option: an upper bound for spot (which never charges more)
     # and the rate reservations are billed at; capacity blocks are prepaid at their own, usually lower, rate.
     try:
@@ -184,14 +214,35 @@ def preflight(
                 f"(${spent_then:,.2f} spent in {month:%B %Y})"
             )
         checks.append(f"price ${part:,.2f} within ${left:,.2f} left of ${policy.budget_usd:,.2f} in {month:%B %Y}")
+    return usd_per_hour, price, spent
 
+
+NOT_CHECKED_OFFLINE = (
+    "not checked offline: whether EC2 offers {itype} in the pool's AZ, the EC2 vCPU quota ({vcpus} vCPUs more) "
+    "or a reservation, and EC2 capacity right now (run without --offline, with AWS credentials)"
+)
+
+
+def offline_check(
+    spec: EstateSpec, ledger: Iterable[BurstLedgerEntry], request: BurstRequest, now: dt.datetime
+) -> Preflight:
+    """The budget arithmetic of `preflight` without AWS: the request, then price x nodes x hours against what is
+    left of the budget; the checks name what could not be checked."""
+    pool, nodes = check_request(spec, request)
+    policy = spec.burst
+    assert policy is not None
+    checks = [f"{request.gpus} GPUs -> {nodes} x {pool.instance_type} for {request.hours:g} h"]
+    usd_per_hour, price, spent = _budget(spec, ledger, pool, nodes, request, now, checks)
+    checks.append(NOT_CHECKED_OFFLINE.format(itype=pool.instance_type, vcpus=nodes * pool.instance.vcpus))
+    site = cloud_site(spec)
+    start = now.astimezone(dt.UTC).replace(microsecond=0)
     window = BurstWindow(
         pool=pool.name,
         nodes=nodes,
-        instance_type=itype,
-        availability_zone=az,
+        instance_type=pool.instance_type,
+        availability_zone=pool_zone(site, pool) or site.availability_zones[0],
         start=start,
-        expires=expires,
+        expires=start + dt.timedelta(hours=request.hours),
         gpus=request.gpus,
         usd_per_hour=usd_per_hour,
     )

@@ -1,128 +1,176 @@
-"""The burst state of a stack file (window, ledger) and how `gpufleet burst` changes it: config, then `pulumi up`.
+"""The burst state of a stack (window, ledger) and how `gpufleet burst` changes it: the state stack, then `up`.
 
-A window (pool, nodes, instance type, AZ, start, expiry) lives in stack config under `gpufleet:burstWindow`;
-past windows are booked in `gpufleet:burstLedger` (pool, instance type, nodes, start, end, usd). Both are
-plain config values in `stacks/Pulumi.<stack>.yaml`, so every burst is reviewable and reproducible, and the
-Pulumi program alone decides sizes. If `up` cannot start, every key that was touched is put back; once it has
-started, the config is kept (see `apply_and_up`).
+A window (pool, nodes, instance type, AZ, start, expiry) and the ledger of past windows (pool, instance type,
+nodes, start, end, usd) are the outputs of the state stack `<stack>-burst` in the estate's backend
+(components/model/windows.py, "window state"); the estate program reads them through a StackReference, so every
+`up` sees the same window. A burst command records the new state (an `up` of the state stack), then runs a
+targeted `up` of the estate. If that `up` cannot start, the previous state is recorded again; once it has
+started, the new state is kept, marked unsettled until the `up` finished, so `reconcile` runs it again (see
+`apply_and_up`).
+
+The keys `gpufleet:burstWindow` / `gpufleet:burstLedger` of a stack file are where earlier versions kept the
+state: `gpufleet burst migrate` moves them into the state stack once; offline (preview, cost, review) they stand
+for the state stack as a what-if.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from components.model.load import read_stack
+from components.model.load import LEDGER_KEY, WINDOW_KEY, SpecError, check_window, read_stack
 from components.model.spec import BurstLedgerEntry, BurstWindow, EstateSpec
+from components.model.windows import BurstState, parse_state, state_stack_name
 from gpufleet.burst.driver import DriverError, NotStarted, OutputSink, StackDriver, SummaryUnread
 from gpufleet.burst.errors import BurstError
+
+NEVER = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)  # `as_of` of a state never recorded
+EMPTY = BurstState(None, (), NEVER)
 
 
 @dataclass
 class StackState:
-    """The burst-relevant part of a stack file."""
+    """The estate (from the stack file) and its burst state (from the state stack)."""
 
     spec: EstateSpec
-    window: BurstWindow | None
-    ledger: list[BurstLedgerEntry]
+    state: BurstState
+    recorded: bool  # the state stack exists
+
+    @property
+    def window(self) -> BurstWindow | None:
+        return self.state.window
+
+    @property
+    def ledger(self) -> list[BurstLedgerEntry]:
+        return list(self.state.ledger)
 
 
-def load_state(project_dir: Path, stack: str) -> StackState:
+def load_spec(project_dir: Path, stack: str) -> EstateSpec:
     sf = read_stack(project_dir, stack)
     spec = sf.estate()
     if spec.burst is None:
         raise BurstError(f"{sf.path}: the estate has no burst policy (`burst:`); only hybrid estates burst", 2)
-    return StackState(*sf.contents())
+    return spec
 
 
-def window_json(window: BurstWindow) -> str:
-    return json.dumps(window.model_dump(mode="json", exclude_none=True), separators=(",", ":"))
+def legacy_keys(project_dir: Path, stack: str) -> list[str]:
+    """The stack file's keys that held burst state before the state stack."""
+    config = read_stack(project_dir, stack).config
+    return [k for k in (WINDOW_KEY, LEDGER_KEY) if config.get(k) is not None]
 
 
-def ledger_json(ledger: list[BurstLedgerEntry]) -> str:
-    return json.dumps([e.model_dump(mode="json") for e in ledger], separators=(",", ":"))
-
-
-Change = tuple[str, str | None]  # (config key, new JSON value or None to remove)
-
-
-INTERRUPTED = 130  # 128 + SIGINT: what a shell reports for a command stopped by Ctrl-C
-
-
-def apply_and_up(
-    driver: StackDriver, stack: str, changes: list[Change], on_output: OutputSink, *, if_stopped: str
-) -> dict[str, int]:
-    """Write `changes`, then run `pulumi up`.
-
-    Until the update starts (selecting the stack, reading or writing config, a locked stack, no CLI) a failure or
-    Ctrl-C puts every touched key back: nothing changed. Once the update has started the config is kept as written,
-    whatever happens (a failure, Ctrl-C, an unreadable summary): the update may already have changed resources (a
-    node group scaled), and only the config makes the next `up` converge and `close`/`reconcile` book and shrink
-    them. `if_stopped` tells the user how to finish or undo from there.
-    """
+def load_state(project_dir: Path, stack: str, driver: StackDriver) -> StackState:
+    """The estate and the burst state its state stack records (empty when it does not exist yet)."""
+    spec = load_spec(project_dir, stack)
+    source = f"stack {state_stack_name(stack)}"
     try:
-        driver.select(stack)
-        before = {key: driver.get_config(key) for key, _ in changes}
+        outputs = driver.read_state(stack)
     except DriverError as err:
         raise BurstError(f"{err}; nothing was changed") from None
     except KeyboardInterrupt:
         raise BurstError("interrupted; nothing was changed", INTERRUPTED) from None
+    if outputs is None:
+        old = legacy_keys(project_dir, stack)
+        if old:
+            path = read_stack(project_dir, stack).path
+            raise BurstError(
+                f"{path}: config.{old[0]}: burst state is kept in the state stack {state_stack_name(stack)} now, "
+                f"which does not exist yet; move it there with `gpufleet burst migrate --stack {stack}`",
+                2,
+            )
+        return StackState(spec, EMPTY, recorded=False)
     try:
-        for key, value in changes:
-            if value is None:
-                if before[key] is not None:
-                    driver.remove_config(key)
-            else:
-                driver.set_config(key, value)
+        state = parse_state(outputs, source) or EMPTY
+        check_window(spec, state.window, source)
+    except SpecError as err:
+        raise BurstError(str(err), 2) from None
+    return StackState(spec, state, recorded=True)
+
+
+INTERRUPTED = 130  # 128 + SIGINT: what a shell reports for a command stopped by Ctrl-C
+
+Settle = Callable[[BurstState], BurstState]  # the state to keep once `up` finished (e.g. the booking's real end)
+
+
+def apply_and_up(
+    driver: StackDriver,
+    stack: str,
+    before: BurstState,
+    after: BurstState,
+    on_output: OutputSink,
+    *,
+    targets: list[str] | None,
+    if_stopped: str,
+    settle: Settle | None = None,
+) -> dict[str, int]:
+    """Record `after` in the state stack, then run `pulumi up` of the estate (only `targets` and their dependents).
+
+    Recording is an `up` of the state stack: if it fails, its outputs are what they were, so nothing changed; if
+    Ctrl-C stops it, `before` is recorded again. Until the estate's `up` starts (a locked stack, no CLI, Ctrl-C)
+    `before` is recorded again too. Once it has started the new state is kept whatever happens (a failure, Ctrl-C,
+    an unreadable summary), marked unsettled: the update may already have changed resources, and only that state
+    makes the next `up` converge and `reconcile` run it again. After the `up`, the state is recorded settled.
+    """
+    try:
+        driver.select(stack)
     except DriverError as err:
-        raise _restored(driver, before, str(err), 1) from None
+        raise BurstError(f"{err}; nothing was changed") from None
     except KeyboardInterrupt:
-        raise _restored(driver, before, "interrupted before pulumi up started", INTERRUPTED) from None
+        raise BurstError("interrupted; nothing was changed", INTERRUPTED) from None
+    pending = replace(after, settled=False)
     try:
-        return driver.up(on_output)
+        driver.write_state(stack, pending.outputs(), on_output)
+    except DriverError as err:
+        raise BurstError(f"{err}\nthe state stack keeps its previous outputs; nothing was changed") from None
+    except KeyboardInterrupt:
+        raise _restored(
+            driver, stack, before, "interrupted while recording the burst state", INTERRUPTED, on_output
+        ) from None
+    try:
+        summary = driver.up(on_output, targets)
     except NotStarted as err:
-        raise _restored(driver, before, str(err), 1) from None
+        raise _restored(driver, stack, before, str(err), 1, on_output) from None
     except SummaryUnread as err:
-        on_output(f"{err}; the update itself succeeded and the stack config stays as written")
-        return {}
+        on_output(f"{err}; the update itself succeeded and the burst state stays as recorded")
+        summary = {}
     except DriverError as err:
-        raise BurstError(f"{err}{_capacity_hint(str(err))}\n{_kept(before, if_stopped)}") from None
+        raise BurstError(f"{err}{_capacity_hint(str(err))}\n{_kept(stack, if_stopped)}") from None
     except KeyboardInterrupt:
-        raise BurstError(f"interrupted during pulumi up\n{_kept(before, if_stopped)}", INTERRUPTED) from None
+        raise BurstError(f"interrupted during pulumi up\n{_kept(stack, if_stopped)}", INTERRUPTED) from None
+    final = replace(settle(after) if settle is not None else after, settled=True)
+    try:
+        driver.write_state(stack, final.outputs(), on_output)
+    except (DriverError, KeyboardInterrupt) as err:
+        on_output(
+            f"the update finished, but marking the burst state settled failed ({err or 'interrupted'}); "
+            f"`gpufleet burst reconcile --stack {stack}` runs the update again and settles it"
+        )
+    return summary
 
 
-def _kept(before: dict[str, str | None], if_stopped: str) -> str:
+def _kept(stack: str, if_stopped: str) -> str:
     return (
-        f"the stack config keeps what was written ({', '.join(before)}): the update may have changed resources "
-        f"before it stopped, and the config is what the next `up` converges to. {if_stopped} (if the stack stays "
-        "locked, run `pulumi cancel` first)"
+        f"the state stack {state_stack_name(stack)} keeps the new burst state, marked unsettled: the update may "
+        "have changed resources before it stopped, and that state is what the next `up` converges to. "
+        f"{if_stopped} (if the stack stays locked, run `pulumi cancel` first)"
     )
 
 
-def _restored(driver: StackDriver, before: dict[str, str | None], reason: str, exit_code: int) -> BurstError:
-    problems = _restore(driver, before)
-    if problems:
+def _restored(
+    driver: StackDriver, stack: str, before: BurstState, reason: str, exit_code: int, on_output: OutputSink
+) -> BurstError:
+    try:
+        driver.write_state(stack, before.outputs(), on_output)
+    except (DriverError, KeyboardInterrupt) as err:
         return BurstError(
-            f"{reason}\nrestoring the previous stack config also failed ({'; '.join(problems)}); "
-            f"check {', '.join(before)} in the stack file by hand",
+            f"{reason}\nrecording the previous burst state again also failed ({err or 'interrupted'}); "
+            f"check the outputs of stack {state_stack_name(stack)} (`pulumi stack output -s "
+            f"{state_stack_name(stack)}`)",
             exit_code,
         )
-    return BurstError(f"{reason}\nthe stack config was restored to what it was before", exit_code)
-
-
-def _restore(driver: StackDriver, before: dict[str, str | None]) -> list[str]:
-    problems = []
-    for key, value in before.items():
-        try:
-            if value is None:
-                if driver.get_config(key) is not None:
-                    driver.remove_config(key)
-            else:
-                driver.set_config(key, value)
-        except DriverError as err:
-            problems.append(f"{key}: {err}")
-    return problems
+    return BurstError(f"{reason}\nthe burst state was restored to what it was before", exit_code)
 
 
 def _capacity_hint(text: str) -> str:

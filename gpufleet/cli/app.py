@@ -61,6 +61,7 @@ COMMANDS: list[tuple[typer.Typer, str, Callable[..., Any]]] = [
     (burst_app, "close", burst.close_cmd),
     (burst_app, "reconcile", burst.reconcile_cmd),
     (burst_app, "status", burst.status_cmd),
+    (burst_app, "migrate", burst.migrate_cmd),
 ]
 
 

@@ -1,8 +1,8 @@
-"""`gpufleet burst open|close|status|reconcile` (registered in gpufleet/cli/app.py).
+"""`gpufleet burst open|close|status|reconcile|migrate` (registered in gpufleet/cli/app.py).
 
 Exit codes: 0 done (or nothing to do), 1 the burst cannot go ahead (AWS capacity, quota, throttling, budget, a
-locked stack, no Pulumi CLI, a failed `up`), 2 bad input (stack file, options). Nothing changes unless every
-check passed; a failed `up` puts the previous config back.
+locked stack, no Pulumi CLI, a failed `up`), 2 bad input (stack file, options, a burst state that does not fit).
+Nothing changes unless every check passed; an `up` that cannot start puts the previous burst state back.
 """
 
 from __future__ import annotations
@@ -14,11 +14,21 @@ from typing import Annotated
 
 import typer
 
-from components.model.windows import cloud_site
+from components.model.windows import BurstState, cloud_site, state_stack_name
 from gpufleet.burst.aws import Aws
-from gpufleet.burst.driver import AutomationDriver, StackDriver
-from gpufleet.burst.flows import BurstRequest, close_window, plan_open, reconcile, status
-from gpufleet.burst.stack import apply_and_up, load_state
+from gpufleet.burst.driver import AutomationDriver, DriverError, StackDriver
+from gpufleet.burst.errors import BurstError
+from gpufleet.burst.flows import (
+    BurstRequest,
+    close_window,
+    open_window,
+    plan_open,
+    reconcile,
+    refuse_if_open,
+    status,
+)
+from gpufleet.burst.preflight import offline_check
+from gpufleet.burst.stack import legacy_keys, load_spec, load_state
 from gpufleet.cli.options import HERE, ProjectOpt, StackOpt, out
 
 # Seams for tests: how the command reaches Pulumi and AWS.
@@ -33,11 +43,11 @@ def clock(region: str) -> dt.datetime:
 
 
 def _clock(project: Path, stack: str) -> Callable[[], dt.datetime]:
-    region = cloud_site(load_state(project, stack).spec).region
+    region = cloud_site(load_spec(project, stack)).region
     return lambda: clock(region)
 
 
-_UNDO_OPEN = "Run `pulumi up` again to finish, or `gpufleet burst close` to shrink the pool and book what ran"
+_UNDO_OPEN = "Run `gpufleet burst reconcile` to finish, or `gpufleet burst close` to shrink the pool and book what ran"
 
 
 GpusOpt = Annotated[int, typer.Option("--gpus", help="GPUs wanted in the cloud.", min=1)]
@@ -46,6 +56,13 @@ InstanceTypeOpt = Annotated[
     str | None, typer.Option("--instance-type", help="Instance type (picks the burst pool running it).")
 ]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Run the checks only; change nothing.")]
+OfflineOpt = Annotated[
+    bool,
+    typer.Option(
+        "--offline",
+        help="With --dry-run: the budget arithmetic only, without AWS (quota, offerings and capacity unchecked).",
+    ),
+]
 
 
 def _stream(line: str) -> None:
@@ -62,35 +79,69 @@ def open_cmd(
     hours: HoursOpt,
     instance_type: InstanceTypeOpt = None,
     dry_run: DryRunOpt = False,
+    offline: OfflineOpt = False,
     project: ProjectOpt = HERE,
 ) -> None:
-    """Check AWS and the budget, then write a burst window into the stack and run `pulumi up`."""
+    """Check AWS and the budget, then record a burst window in the state stack and run a targeted `pulumi up`."""
     request = BurstRequest(gpus=gpus, hours=hours, instance_type=instance_type)
+    if offline:
+        if not dry_run:
+            raise BurstError("--offline checks without AWS, so it only goes with --dry-run", 2)
+        _offline_dry_run(project, stack, request)
+        return
+    driver = make_driver(project)
     with out.status("checking AWS: offerings, quota, price against the budget ..."):
-        plan = plan_open(project, stack, request, aws_factory=make_aws, clock=_clock(project, stack))
+        plan = plan_open(project, stack, request, driver=driver, aws_factory=make_aws, clock=_clock(project, stack))
     for line in plan.check.checks:
         out.print(f"[green]ok[/green] {line}")
     if dry_run:
         out.print("dry run: nothing was changed")
         return
-    out.print(f"writing the window to stack {stack} and running pulumi up ...")
-    outcome = plan.done(apply_and_up(make_driver(project), stack, plan.changes, _stream, if_stopped=_UNDO_OPEN))
+    out.print(f"recording the window in stack {state_stack_name(stack)} and running pulumi up on {stack} ...")
+    outcome = open_window(project, stack, plan, driver=driver, on_output=_stream, if_stopped=_UNDO_OPEN)
     out.print(f"[green]{outcome.message}[/green] ({_summary(outcome.changes)})")
 
 
+def _offline_dry_run(project: Path, stack: str, request: BurstRequest) -> None:
+    """Budget arithmetic without AWS. The ledger comes from the state stack when the Pulumi backend answers, else
+    from the stack file's what-if keys; the time is this machine's (AWS's clock needs AWS)."""
+    now = dt.datetime.now(dt.UTC)
+    spec = load_spec(project, stack)
+    try:
+        state = load_state(project, stack, make_driver(project)).state
+        source = f"the ledger of stack {state_stack_name(stack)}"
+    except BurstError as err:
+        if err.exit_code == 2:
+            raise
+        from components.model.load import read_stack
+
+        sf = read_stack(project, stack)
+        state = BurstState(sf.window(), tuple(sf.ledger()), now)
+        source = f"{sf.path} (the state stack could not be read: {err})"
+    refuse_if_open(state.window, stack, now)
+    check = offline_check(spec, state.ledger, request, now)
+    out.print(f"dry run without AWS, by this machine's clock ({now:%Y-%m-%d %H:%M} UTC); spend so far from {source}")
+    for line in check.checks:
+        mark = "[yellow]--[/yellow]" if line.startswith("not checked") else "[green]ok[/green]"
+        out.print(f"{mark} {line}", markup=True, highlight=False)
+    out.print("dry run: nothing was changed")
+
+
 def close_cmd(stack: StackOpt, project: ProjectOpt = HERE) -> None:
-    """Remove the burst window, book it in the ledger and run `pulumi up` (the cloud pools shrink to zero)."""
-    outcome = close_window(
-        project, stack, driver=lambda: make_driver(project), clock=_clock(project, stack), on_output=_stream
-    )
+    """Close the burst window: nothing new is admitted and the pool empties after the grace (`reconcile` books it)."""
+    outcome = close_window(project, stack, driver=make_driver(project), clock=_clock(project, stack), on_output=_stream)
     out.print(f"{outcome.message}" + (f" ({_summary(outcome.changes)})" if outcome.changes else ""))
 
 
 def reconcile_cmd(stack: StackOpt, project: ProjectOpt = HERE) -> None:
-    """Close a window that has expired (for a scheduled job); leave an open one alone."""
-    outcome = reconcile(
-        project, stack, driver=lambda: make_driver(project), clock=_clock(project, stack), on_output=_stream
-    )
+    """Move an expired window on (draining, then booked and removed); finish an interrupted `up` (scheduled job).
+    An estate without a burst policy has nothing to reconcile (exit 0, so deploy.yml runs it for every stack)."""
+    from components.model.load import read_stack
+
+    if read_stack(project, stack).estate().burst is None:
+        out.print(f"stack {stack} has no burst policy; nothing to reconcile")
+        return
+    outcome = reconcile(project, stack, driver=make_driver(project), clock=_clock(project, stack), on_output=_stream)
     out.print(f"{outcome.message}" + (f" ({_summary(outcome.changes)})" if outcome.changes else ""))
 
 
@@ -99,4 +150,38 @@ def status_cmd(stack: StackOpt, project: ProjectOpt = HERE) -> None:
     from gpufleet.render.burst import status_table
 
     now = _clock(project, stack)()
-    out.print(status_table(stack, status(project, stack, now), now))
+    out.print(status_table(stack, status(project, stack, make_driver(project), now), now))
+
+
+def migrate_cmd(stack: StackOpt, project: ProjectOpt = HERE) -> None:
+    """Move the window and ledger a stack file keeps (`gpufleet:burstWindow`, `gpufleet:burstLedger`) into the
+    state stack `<stack>-burst`, which `up` reads; never over a state stack that already exists."""
+    from components.model.load import read_stack
+
+    spec = load_spec(project, stack)
+    sf = read_stack(project, stack)
+    driver = make_driver(project)
+    try:
+        existing = driver.read_state(stack)
+    except DriverError as err:
+        raise BurstError(f"{err}; nothing was changed") from None
+    keys = legacy_keys(project, stack)
+    if existing is not None:
+        note = f"; delete {', '.join(keys)} from {sf.path}: `up` does not read them" if keys else ""
+        out.print(f"the state stack {state_stack_name(stack)} exists already; nothing migrated{note}")
+        return
+    from components.model.load import check_window
+
+    window = sf.window()
+    check_window(spec, window, str(sf.path))
+    now = _clock(project, stack)()
+    state = BurstState(window, tuple(sf.ledger()), now, settled=False)  # the next reconcile runs the `up`
+    try:
+        driver.write_state(stack, state.outputs(), _stream)
+    except DriverError as err:
+        raise BurstError(f"{err}; nothing was changed") from None
+    what = f"window on pool {window.pool} and " if window is not None else ""
+    out.print(
+        f"recorded the {what}{len(state.ledger)} ledger entries in the state stack {state_stack_name(stack)}; now "
+        f"delete {', '.join(keys) or 'nothing'} from {sf.path} and run `gpufleet burst reconcile --stack {stack}`"
+    )

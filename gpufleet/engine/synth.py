@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import gc
 import json
 import logging
@@ -28,7 +29,8 @@ from pulumi.runtime import resource as sdk_resource
 from pulumi.runtime.proto import source_pb2
 
 from components.model import catalog
-from components.model.load import StackFile, read_stack
+from components.model.load import LEDGER_KEY, WINDOW_KEY, StackFile, read_stack
+from components.model.windows import BurstState, state_stack_name
 from gpufleet.engine.plan import Plan, PlanResource, normalise
 
 SECRET_PLACEHOLDER = "[secret: not decrypted offline]"
@@ -65,12 +67,36 @@ class _Registration:
     ignore_changes: list[str]
 
 
+STACK_REFERENCE = "pulumi:pulumi:StackReference"
+
+
+def burst_state_outputs(stack_file: StackFile, now: dt.datetime) -> dict[str, Any]:
+    """What the burst state stack answers offline: the window and ledger the stack file names (a what-if for
+    preview, cost and review; a real `up` reads only the state stack), judged at `now`."""
+    state = BurstState(stack_file.window(), tuple(stack_file.ledger()), now)
+    return state.outputs() if state.window is not None or state.ledger else {}
+
+
 class _RecordingMocks(pulumi.runtime.Mocks):
-    def __init__(self) -> None:
+    def __init__(self, references: dict[str, dict[str, Any]] | None = None) -> None:
         self.errors: list[str] = []
+        self.references = references or {}  # stack name (last part of the reference) -> its outputs
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        if args.typ == STACK_REFERENCE:
+            return self._stack_reference(args)
         return f"{args.name}-id", dict(args.inputs)
+
+    def _stack_reference(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        """A StackReference is read by its `name` input, `<organization>/<project>/<stack>` (pulumi/
+        stack_reference.py); its state holds `outputs` and `secretOutputNames`, as the engine's answer does."""
+        name = str(args.inputs.get("name") or args.resource_id or args.name)
+        stack = name.rsplit("/", 1)[-1]
+        if stack not in self.references:
+            msg = f"stack reference {name} cannot be answered offline (only the burst state stack can)"
+            self.errors.append(msg)
+            raise SynthError(msg)
+        return name, {"name": name, "outputs": self.references[stack], "secretOutputNames": []}
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> Any:
         handler = INVOKES.get(args.token)
@@ -185,10 +211,19 @@ def synth(project_dir: Path | str, stack: str) -> Plan:
     return synth_stack(project_dir, stack, stack_file)
 
 
-def synth_stack(project_dir: Path, stack: str, stack_file: StackFile) -> Plan:
-    """Synthesize a stack file already read (and validated) by the caller."""
+def synth_stack(
+    project_dir: Path, stack: str, stack_file: StackFile, *, burst_state: dict[str, Any] | None = None
+) -> Plan:
+    """Synthesize a stack file already read (and validated) by the caller. The burst state stack answers with
+    `burst_state` (its outputs) when given, else with the stack file's window and ledger judged now."""
     config, secret_keys = engine_config(stack_file)
-    return run_program(Path(project_dir).resolve() / "__main__.py", stack_file.project, stack, config, secret_keys)
+    for key in (WINDOW_KEY, LEDGER_KEY):  # the state stack's answer, not config the program reads
+        config.pop(key, None)
+    if burst_state is None:
+        burst_state = burst_state_outputs(stack_file, dt.datetime.now(dt.UTC))
+    references = {state_stack_name(stack): burst_state}
+    program = Path(project_dir).resolve() / "__main__.py"
+    return run_program(program, stack_file.project, stack, config, secret_keys, references)
 
 
 def _no_stack_trace() -> source_pb2.StackTrace:
@@ -233,17 +268,33 @@ def _offline_runtime() -> Iterator[None]:
             sdk_resource._get_stack_trace = trace
 
 
-def run_program(program: Path, project: str, stack: str, config: dict[str, str], secret_keys: list[str]) -> Plan:
+def run_program(
+    program: Path,
+    project: str,
+    stack: str,
+    config: dict[str, str],
+    secret_keys: list[str],
+    references: dict[str, dict[str, Any]] | None = None,
+) -> Plan:
     with _offline_runtime():
-        return _run_program(program, project, stack, config, secret_keys)
+        return _run_program(program, project, stack, config, secret_keys, references)
 
 
-def _run_program(program: Path, project: str, stack: str, config: dict[str, str], secret_keys: list[str]) -> Plan:
+def _run_program(
+    program: Path,
+    project: str,
+    stack: str,
+    config: dict[str, str],
+    secret_keys: list[str],
+    references: dict[str, dict[str, Any]] | None,
+) -> Plan:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     settings.reset_options()
     pulumi.runtime.set_all_config(config, secret_keys=secret_keys)
-    m = _RecordingMocks()
+    if references is None:  # the burst state stack holds no window
+        references = {state_stack_name(stack): {}}
+    m = _RecordingMocks(references)
     monitor = _RecordingMonitor(m)
     logger = logging.getLogger(f"gpufleet.engine.synth.{stack}")
     logger.propagate = False

@@ -9,7 +9,8 @@ from typing import Any
 
 import yaml
 
-from components.model.load import LEDGER_KEY, WINDOW_KEY
+from components.model.load import LEDGER_KEY, WINDOW_KEY, parse_ledger, parse_window
+from components.model.windows import BurstState, parse_state, state_stack_name
 from gpufleet.burst.driver import DriverError, OutputSink
 from tests.conftest import example_config, write_project
 
@@ -41,68 +42,99 @@ def hybrid_config(
     return config
 
 
-def project(tmp: Path, config: dict[str, Any]) -> Path:
-    return write_project(tmp, config, STACK)
+def project(tmp: Path, config: dict[str, Any], *, recorded: bool = True) -> Path:
+    """A project whose stack file holds the estate; a window or ledger in `config` is recorded in the fake
+    backend's state stack instead (as `gpufleet burst` records it, at the window's start), unless `recorded` is
+    False: then the stack file keeps them (the layout before the state stack) and no state stack exists."""
+    config = dict(config)
+    raw_window, raw_ledger = config.pop(WINDOW_KEY, None), config.pop(LEDGER_KEY, None)
+    if not recorded:
+        config.update({k: v for k, v in ((WINDOW_KEY, raw_window), (LEDGER_KEY, raw_ledger)) if v is not None})
+    proj = write_project(tmp, config, STACK)
+    if recorded:
+        w = parse_window(raw_window, "test")
+        as_of = w.start if w is not None else NOW - dt.timedelta(days=1)
+        record(proj, BurstState(w, tuple(parse_ledger(raw_ledger, "test")), as_of).outputs())
+    return proj
+
+
+def backend(project_dir: Path) -> Path:
+    """Where the fake driver keeps the state stack's outputs (a stand-in for the Pulumi backend)."""
+    return project_dir / ".fake-backend" / f"{state_stack_name(STACK)}.json"
+
+
+def record(project_dir: Path, outputs: dict[str, Any]) -> None:
+    backend(project_dir).parent.mkdir(exist_ok=True)
+    backend(project_dir).write_text(json.dumps(outputs))
+
+
+def recorded(project_dir: Path) -> dict[str, Any] | None:
+    path = backend(project_dir)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def burst_state(project_dir: Path) -> BurstState | None:
+    """The state the fake backend's state stack records."""
+    return parse_state(recorded(project_dir), "fake backend")
 
 
 def stack_file(project_dir: Path) -> Path:
     return project_dir / "stacks" / f"Pulumi.{STACK}.yaml"
 
 
-class FakeDriver:
-    """A StackDriver over the stack file on disk, like the Pulumi CLI: structured values are stored as JSON text.
+Failure = DriverError | KeyboardInterrupt
 
-    Records every call; `fail_up` makes `up` raise that error (or Ctrl-C's KeyboardInterrupt) after config was
-    written; `fail_set` makes the n-th `set_config` raise it.
+
+class FakeDriver:
+    """A StackDriver over a state stack kept in a JSON file (tests/burst/helpers.backend) and the stack file.
+
+    Records every call; `fail_up` makes `up` raise that error (or Ctrl-C's KeyboardInterrupt) after the state was
+    written; `fail_write` makes the n-th `write_state` raise it (before it records anything, like a failed `up`
+    of the state stack, whose outputs stay as they were).
     """
 
     def __init__(
         self,
         project_dir: Path,
-        fail_up: DriverError | KeyboardInterrupt | None = None,
-        fail_set: tuple[int, BaseException] | None = None,
+        fail_up: Failure | None = None,
+        fail_write: tuple[int, BaseException] | None = None,
     ) -> None:
+        self.project_dir = project_dir
         self.path = stack_file(project_dir)
         self.fail_up = fail_up
-        self.fail_set = fail_set
+        self.fail_write = fail_write
         self.calls: list[tuple[Any, ...]] = []
-
-    def _doc(self) -> dict[str, Any]:
-        return yaml.safe_load(self.path.read_text())
-
-    def _write(self, doc: dict[str, Any]) -> None:
-        self.path.write_text(yaml.safe_dump(doc, sort_keys=False))
 
     def select(self, stack: str) -> None:
         self.calls.append(("select", stack))
 
+    def read_state(self, stack: str) -> dict[str, Any] | None:
+        self.calls.append(("read_state", stack))
+        return recorded(self.project_dir)
+
+    def write_state(self, stack: str, outputs: dict[str, Any], on_output: OutputSink) -> None:
+        self.calls.append(("write_state", stack, outputs))
+        if self.fail_write is not None and self.fail_write[0] == self.names().count("write_state"):
+            raise self.fail_write[1]
+        record(self.project_dir, outputs)
+
     def get_config(self, key: str) -> str | None:
         self.calls.append(("get_config", key))
-        value = self._doc()["config"].get(key)
-        if value is None or isinstance(value, str):
-            return value
-        return json.dumps(value, default=str)
+        value = yaml.safe_load(self.path.read_text())["config"].get(key)
+        return value if value is None or isinstance(value, str) else json.dumps(value, default=str)
 
     def set_config(self, key: str, value: str) -> None:
         self.calls.append(("set_config", key, value))
-        if self.fail_set is not None and self.fail_set[0] == self.names().count("set_config"):
-            raise self.fail_set[1]
-        doc = self._doc()
-        doc["config"][key] = value
-        self._write(doc)
 
     def remove_config(self, key: str) -> None:
         self.calls.append(("remove_config", key))
-        doc = self._doc()
-        doc["config"].pop(key, None)
-        self._write(doc)
 
     def preview(self, on_output: OutputSink) -> dict[str, int]:
         self.calls.append(("preview",))
         return {"same": 1}
 
-    def up(self, on_output: OutputSink) -> dict[str, int]:
-        self.calls.append(("up",))
+    def up(self, on_output: OutputSink, targets: list[str] | None = None) -> dict[str, int]:
+        self.calls.append(("up", targets))
         on_output("Updating (test)")
         if self.fail_up is not None:
             raise self.fail_up
@@ -114,3 +146,6 @@ class FakeDriver:
 
     def names(self) -> list[str]:
         return [c[0] for c in self.calls]
+
+    def written(self) -> list[dict[str, Any]]:
+        return [c[2] for c in self.calls if c[0] == "write_state"]

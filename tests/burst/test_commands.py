@@ -1,10 +1,10 @@
 """`gpufleet burst` end to end through typer's CliRunner: the driver calls it makes, the Pulumi commands the real
-AutomationDriver runs (through a recording `pulumi` shim), exit codes, and the stack config after every failure."""
+AutomationDriver runs (through a recording `pulumi` shim), exit codes, and the burst state (the state stack's
+outputs, kept by the fake driver) after every failure."""
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,12 +14,23 @@ import pytest
 from botocore.stub import Stubber
 from typer.testing import CliRunner
 
-from components.model.load import LEDGER_KEY, WINDOW_KEY, read_stack
+from components.model.load import read_stack
 from gpufleet.burst.aws import Aws
 from gpufleet.burst.driver import AutomationDriver, DriverError, StackDriver, StackLocked
+from gpufleet.burst.targets import burst_targets
 from gpufleet.cli import burst as burst_cli
 from gpufleet.cli.app import app
-from tests.burst.helpers import NOW, STACK, FakeDriver, hybrid_config, project, stack_file, window
+from tests.burst.helpers import (
+    NOW,
+    STACK,
+    FakeDriver,
+    burst_state,
+    hybrid_config,
+    project,
+    recorded,
+    stack_file,
+    window,
+)
 
 runner = CliRunner()
 P_ON_DEMAND = "L-417A185B"
@@ -57,8 +68,20 @@ def invoke(proj: Path, *args: str) -> Any:
 
 
 def config_of(proj: Path) -> dict[str, Any]:
-    sf = read_stack(proj, STACK)
-    return {"window": sf.window(), "ledger": sf.ledger(), "estate": sf.estate()}
+    state = burst_state(proj)
+    assert state is not None
+    return {"window": state.window, "ledger": list(state.ledger), "estate": read_stack(proj, STACK).estate()}
+
+
+def reader(monkeypatch: pytest.MonkeyPatch, proj: Path) -> FakeDriver:
+    """A driver the command may read the burst state through, and must change nothing with."""
+    driver = FakeDriver(proj)
+    use_driver(monkeypatch, driver)
+    return driver
+
+
+def changed_nothing(driver: FakeDriver) -> bool:
+    return set(driver.names()) <= {"read_state"}
 
 
 # -- open ---------------------------------------------------------------------------------------------------
@@ -73,26 +96,34 @@ def test_open_checks_then_writes_the_window_and_runs_up(
     allow(quota, 768)
     result = invoke(proj, "open", "--gpus", "12", "--hours", "8")
     assert result.exit_code == 0, result.output
+    targets = burst_targets(proj, STACK)
     assert [c[:2] for c in driver.calls] == [
+        ("read_state", STACK),
         ("select", STACK),
-        ("get_config", WINDOW_KEY),
-        ("set_config", WINDOW_KEY),
-        ("up",),
+        ("write_state", STACK),
+        ("up", targets),  # targeted: only what the window changes
+        ("write_state", STACK),
     ]
-    written = json.loads(driver.calls[2][2])
-    assert written == {
-        "pool": "burst-h100",
-        "nodes": 2,
-        "instance_type": "p5.48xlarge",
-        "availability_zone": "us-east-1a",
-        "start": "2026-11-20T12:00:00Z",
-        "expires": "2026-11-20T20:00:00Z",
-        "opened_by": "gpufleet burst",
-        "gpus": 12,
-        "usd_per_hour": 55.04,
-    }
+    pending, settled = driver.written()
+    assert (pending["settled"], settled["settled"]) == (False, True)  # unsettled until `up` finished
+    assert pending["as_of"] == "2026-11-20T12:00:00Z"  # AWS's clock, which the program judges the window by
+    assert (
+        pending["window"]
+        == settled["window"]
+        == {
+            "pool": "burst-h100",
+            "nodes": 2,
+            "instance_type": "p5.48xlarge",
+            "availability_zone": "us-east-1a",
+            "start": "2026-11-20T12:00:00Z",
+            "expires": "2026-11-20T20:00:00Z",
+            "opened_by": "gpufleet burst",
+            "gpus": 12,
+            "usd_per_hour": 55.04,
+        }
+    )
     w = config_of(proj)["window"]
-    assert w is not None and w.nodes == 2  # the stack file now holds the window the program reads
+    assert w is not None and w.nodes == 2  # the state stack now holds the window the program reads
     assert "ok quota L-417A185B (Running On-Demand P instances): 0 + 384 of 768 vCPUs" in result.output
     assert "burst window open: 2 x p5.48xlarge in us-east-1a until 2026-11-20 20:00 UTC" in result.output
 
@@ -100,12 +131,12 @@ def test_open_checks_then_writes_the_window_and_runs_up(
 def test_dry_run_checks_and_changes_nothing(tmp_path: Path, quota: Stubber, monkeypatch: pytest.MonkeyPatch) -> None:
     proj = project(tmp_path, hybrid_config())
     before = stack_file(proj).read_bytes()
-    use_driver(monkeypatch, None)
+    driver = reader(monkeypatch, proj)
     allow(quota, 768)
     result = invoke(proj, "open", "--gpus", "8", "--hours", "2", "--dry-run")
     assert result.exit_code == 0, result.output
     assert "dry run: nothing was changed" in result.output
-    assert stack_file(proj).read_bytes() == before
+    assert stack_file(proj).read_bytes() == before and changed_nothing(driver)
 
 
 def test_quota_refusal_exits_1_without_touching_the_stack(
@@ -113,12 +144,12 @@ def test_quota_refusal_exits_1_without_touching_the_stack(
 ) -> None:
     proj = project(tmp_path, hybrid_config())
     before = stack_file(proj).read_bytes()
-    use_driver(monkeypatch, None)
+    driver = reader(monkeypatch, proj)
     allow(quota, 192)
     result = invoke(proj, "open", "--gpus", "16", "--hours", "2")
     assert result.exit_code == 1
     assert "EC2 quota L-417A185B" in result.output and "Request a quota increase first" in result.output
-    assert stack_file(proj).read_bytes() == before
+    assert stack_file(proj).read_bytes() == before and changed_nothing(driver)
 
 
 def test_budget_refusal_exits_1_with_the_numbers(
@@ -127,20 +158,20 @@ def test_budget_refusal_exits_1_with_the_numbers(
     spent = {"pool": "burst-h100", "instance_type": "p5.48xlarge", "nodes": 4, "start": "2026-11-02T00:00:00Z",
              "end": "2026-11-03T00:00:00Z", "usd": 19800.0}  # fmt: skip
     proj = project(tmp_path, hybrid_config(ledger=[spent]))
-    before = stack_file(proj).read_bytes()
-    use_driver(monkeypatch, None)
+    before = recorded(proj)
+    driver = reader(monkeypatch, proj)
     allow(quota, 768)
     result = invoke(proj, "open", "--gpus", "8", "--hours", "4")
     assert result.exit_code == 1
     assert "the window costs $220.16 (1 x p5.48xlarge at $55.04/h x 4 h), but only $200.00 of the $20,000.00" in (
         result.output
     )
-    assert stack_file(proj).read_bytes() == before
+    assert recorded(proj) == before and changed_nothing(driver)
 
 
 def test_unknown_instance_type_is_bad_input_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     proj = project(tmp_path, hybrid_config())
-    use_driver(monkeypatch, None)
+    reader(monkeypatch, proj)
     monkeypatch.setattr(burst_cli, "make_aws", lambda region: pytest.fail("no AWS call for bad input"))
     result = invoke(proj, "open", "--gpus", "8", "--hours", "4", "--instance-type", "p9.huge")
     assert result.exit_code == 2
@@ -150,13 +181,13 @@ def test_unknown_instance_type_is_bad_input_exit_2(tmp_path: Path, monkeypatch: 
 def test_open_refused_while_a_window_is_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
     proj = project(tmp_path, hybrid_config(window(NOW - dt.timedelta(hours=1), 4)))
-    use_driver(monkeypatch, None)
+    driver = reader(monkeypatch, proj)
     result = invoke(proj, "open", "--gpus", "8", "--hours", "4")
     assert result.exit_code == 1
-    assert "a burst window is already open on pool burst-h100" in result.output
+    assert "a burst window is already open on pool burst-h100" in result.output and changed_nothing(driver)
 
 
-def test_locked_stack_restores_the_config_and_exits_1(
+def test_locked_stack_restores_the_burst_state_and_exits_1(
     tmp_path: Path, quota: Stubber, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     proj = project(tmp_path, hybrid_config())
@@ -167,8 +198,8 @@ def test_locked_stack_restores_the_config_and_exits_1(
     result = invoke(proj, "open", "--gpus", "8", "--hours", "4")
     assert result.exit_code == 1
     assert "the stack is locked by another update" in result.output
-    assert "the stack config was restored to what it was before" in result.output
-    assert driver.names() == ["select", "get_config", "set_config", "up", "get_config", "remove_config"]
+    assert "the burst state was restored to what it was before" in result.output
+    assert driver.names() == ["read_state", "select", "write_state", "up", "write_state"]
     assert config_of(proj) == before
 
 
@@ -177,48 +208,80 @@ def test_failed_up_after_an_expired_window_restores_window_and_ledger(
 ) -> None:
     old = window(NOW - dt.timedelta(hours=30), 8, nodes=1, usd_per_hour=55.04)
     proj = project(tmp_path, hybrid_config(old, ledger=[]))
-    before = config_of(proj)
+    before, before_state = config_of(proj), burst_state(proj)
     driver = FakeDriver(proj, fail_up=StackLocked("locked"))
     use_driver(monkeypatch, driver)
     allow(quota, 768)
     result = invoke(proj, "open", "--gpus", "8", "--hours", "4")
     assert result.exit_code == 1
-    set_keys = [c[1] for c in driver.calls if c[0] == "set_config"]
-    assert set_keys == [WINDOW_KEY, LEDGER_KEY, WINDOW_KEY, LEDGER_KEY]  # written, then put back
+    new, _back = driver.written()
+    assert len(new["ledger"]) == 1 and new["window"]["start"] == "2026-11-20T12:00:00Z"  # booked, and the new one
+    assert burst_state(proj) == before_state  # then put back as a whole
     assert config_of(proj) == before
 
 
 # -- close, reconcile, status -------------------------------------------------------------------------------
 
 
-def test_close_books_the_window_removes_it_and_runs_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_close_stops_admission_now_and_keeps_the_nodes_for_the_grace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`close` does not skip the grace: the window's expiry moves to now (AWS's clock), admission stops, running
+    work keeps its nodes until expiry + burst.grace_minutes (30 in the example); nothing is booked yet."""
     monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
     proj = project(tmp_path, hybrid_config(window(NOW - dt.timedelta(hours=3), 8, nodes=2, usd_per_hour=55.04)))
     driver = FakeDriver(proj)
     use_driver(monkeypatch, driver)
     result = invoke(proj, "close")
     assert result.exit_code == 0, result.output
-    assert [c[:2] for c in driver.calls] == [
-        ("select", STACK),
-        ("get_config", WINDOW_KEY),
-        ("get_config", LEDGER_KEY),
-        ("remove_config", WINDOW_KEY),
-        ("set_config", LEDGER_KEY),
-        ("up",),
-    ]
+    assert driver.names() == ["read_state", "select", "write_state", "up", "write_state"]
+    assert driver.calls[3][1] == burst_targets(proj, STACK)
     after = config_of(proj)
-    assert after["window"] is None
+    assert after["window"] is not None and after["window"].expires == NOW and after["ledger"] == []
+    assert recorded(proj)["as_of"] == "2026-11-20T12:00:00Z"  # the program judges it draining from here
+    assert "running work has until 2026-11-20 12:30 UTC" in result.output
+
+    # Inside the grace, reconcile has nothing to change: the draining phase is recorded already.
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW + dt.timedelta(minutes=20))
+    again = FakeDriver(proj)
+    use_driver(monkeypatch, again)
+    result = invoke(proj, "reconcile")
+    assert result.exit_code == 0, result.output
+    assert "admission stopped" in result.output and again.names() == ["read_state"]
+
+    # After the grace, reconcile books the window until the shrinking `up` finished and removes it.
+    times = iter([NOW + dt.timedelta(minutes=31), NOW + dt.timedelta(minutes=40)])
+    monkeypatch.setattr(burst_cli, "clock", lambda region: next(times))
+    use_driver(monkeypatch, FakeDriver(proj))
+    result = invoke(proj, "reconcile")
+    assert result.exit_code == 0, result.output
+    after = config_of(proj)
     (entry,) = after["ledger"]
-    assert (entry.nodes, entry.end, entry.usd, entry.closed_by) == (2, NOW, 330.24, "gpufleet burst close")
+    assert after["window"] is None
+    assert (entry.nodes, entry.end, entry.closed_by) == (2, NOW + dt.timedelta(minutes=40), "gpufleet burst reconcile")
+    assert entry.usd == round(55.04 * 2 * (3 + 40 / 60), 2)
+
+
+def test_close_of_a_window_past_its_grace_books_and_removes_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
+    proj = project(tmp_path, hybrid_config(window(NOW - dt.timedelta(hours=10), 8, nodes=2, usd_per_hour=55.04)))
+    driver = FakeDriver(proj)
+    use_driver(monkeypatch, driver)
+    result = invoke(proj, "close")
+    assert result.exit_code == 0, result.output
+    after = config_of(proj)
+    (entry,) = after["ledger"]
+    assert after["window"] is None and (entry.end, entry.closed_by) == (NOW, "gpufleet burst close")
 
 
 def test_reconcile_closes_only_an_expired_window(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
     (tmp_path / "a").mkdir()
     open_proj = project(tmp_path / "a", hybrid_config(window(NOW - dt.timedelta(hours=1), 8)))
-    use_driver(monkeypatch, None)
+    driver = reader(monkeypatch, open_proj)
     result = invoke(open_proj, "reconcile")
     assert result.exit_code == 0 and "is open until 2026-11-20 19:00 UTC; nothing to do" in result.output
+    assert changed_nothing(driver)
 
     expired = window(NOW - dt.timedelta(hours=10), 8, nodes=1, usd_per_hour=55.04)
     (tmp_path / "b").mkdir()
@@ -229,7 +292,9 @@ def test_reconcile_closes_only_an_expired_window(tmp_path: Path, monkeypatch: py
     monkeypatch.setattr(burst_cli, "clock", lambda region: next(times))
     result = invoke(proj, "reconcile")
     assert result.exit_code == 0, result.output
-    assert driver.names()[-2:] == ["up", "set_config"]  # the booking's end moved to when `up` finished
+    pending, settled = driver.written()
+    assert pending["ledger"][0]["end"] == "2026-11-20T12:00:00Z"  # booked when the command started ...
+    assert settled["ledger"][0]["end"] == "2026-11-20T12:15:00Z"  # ... then until the shrinking `up` finished
     (entry,) = config_of(proj)["ledger"]
     # Booked from the start until the shrinking `up` finished: the 2 h 15 min after expiry are billed by AWS too.
     assert entry.end == NOW + dt.timedelta(minutes=15)
@@ -238,7 +303,8 @@ def test_reconcile_closes_only_an_expired_window(tmp_path: Path, monkeypatch: py
 
 def test_reconcile_keeps_an_expired_window_through_its_grace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """After expiry the cloud queues stop admitting, but running work keeps its nodes for burst.grace_minutes
-    (30 in the example): reconcile runs `up` without removing the window or booking it; after the grace it closes."""
+    (30 in the example): reconcile records the draining phase and runs `up` without removing the window or booking
+    it; after the grace it closes."""
     draining = window(NOW - dt.timedelta(hours=8, minutes=10), 8, nodes=1, usd_per_hour=55.04)  # expired 10 min ago
     proj = project(tmp_path, hybrid_config(draining))
     driver = FakeDriver(proj)
@@ -247,7 +313,7 @@ def test_reconcile_keeps_an_expired_window_through_its_grace(tmp_path: Path, mon
     result = invoke(proj, "reconcile")
     assert result.exit_code == 0, result.output
     assert "admission stopped" in result.output and "burst.grace_minutes" in result.output
-    assert "remove_config" not in driver.names() and "up" in driver.names()
+    assert "up" in driver.names() and recorded(proj)["as_of"] == "2026-11-20T12:00:00Z"
     assert config_of(proj)["window"] is not None and config_of(proj)["ledger"] == []
 
     later = NOW + dt.timedelta(minutes=25)  # 35 min after expiry: the grace is over
@@ -257,12 +323,36 @@ def test_reconcile_keeps_an_expired_window_through_its_grace(tmp_path: Path, mon
     assert config_of(proj)["window"] is None and len(config_of(proj)["ledger"]) == 1
 
 
+def test_reconcile_creates_a_missing_state_stack_empty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """deploy.yml runs reconcile before its `up`: the program's StackReference needs the state stack to exist."""
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
+    proj = project(tmp_path, hybrid_config(), recorded=False)
+    driver = FakeDriver(proj)
+    use_driver(monkeypatch, driver)
+    result = invoke(proj, "reconcile")
+    assert result.exit_code == 0, result.output
+    assert driver.names() == ["read_state", "write_state"]  # no `up`: nothing the estate reads changed
+    assert burst_state(proj) is not None and config_of(proj)["window"] is None
+
+
+def test_reconcile_of_an_estate_without_burst_policy_is_a_no_op(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proj = project(tmp_path, non_hybrid_config(), recorded=False)
+    use_driver(monkeypatch, None)
+    result = invoke(proj, "reconcile")
+    assert result.exit_code == 0, result.output
+    assert "has no burst policy; nothing to reconcile" in result.output
+
+
 def test_status_shows_time_left_spend_and_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
     past = {"pool": "burst-h100", "instance_type": "p5.48xlarge", "nodes": 1, "start": "2026-11-02T00:00:00Z",
             "end": "2026-11-02T10:00:00Z", "usd": 550.4}  # fmt: skip
     proj = project(tmp_path, hybrid_config(window(NOW - dt.timedelta(hours=2), 8, nodes=1, usd_per_hour=55.04), [past]))
+    driver = reader(monkeypatch, proj)
     result = invoke(proj, "status")
+    assert changed_nothing(driver)
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
     assert "time left │ 6.0 h" in text
@@ -271,13 +361,17 @@ def test_status_shows_time_left_spend_and_budget(tmp_path: Path, monkeypatch: py
     assert "budget left │ $19,009.28" in text
 
 
-def test_status_of_a_non_hybrid_stack_is_bad_input(tmp_path: Path) -> None:
+def non_hybrid_config() -> dict[str, Any]:
     config = hybrid_config()
     config["gpufleet:estate"].pop("burst")
     for site in config["gpufleet:estate"]["sites"]:
         for pool in site.get("node_pools", []):
             pool.pop("burst", None)
-    proj = project(tmp_path, config)
+    return config
+
+
+def test_status_of_a_non_hybrid_stack_is_bad_input(tmp_path: Path) -> None:
+    proj = project(tmp_path, non_hybrid_config(), recorded=False)
     result = invoke(proj, "status")
     assert result.exit_code == 2
     assert "only hybrid estates burst" in result.output
@@ -289,17 +383,20 @@ SHIM = """#!/bin/sh
 echo "$@" >> "{log}"
 case "$*" in
   version) echo "v3.200.0" ;;
-  *"config get"*) echo "error: configuration key 'gpufleet:burstWindow' not found for stack 'test'" >&2; exit 255 ;;
+  *"stack select --stack test-burst"*) echo "error: no stack named 'test-burst' found" >&2; exit 255 ;;
   *" up "*|up\\ *) echo "error: the stack is currently locked by 1 lock(s)" >&2; exit 255 ;;
 esac
 exit 0
 """
 
 
-def test_automation_driver_runs_these_pulumi_commands_and_undoes_them_when_up_fails(
+def test_automation_driver_records_the_state_through_an_inline_up_and_stops_when_it_fails(
     tmp_path: Path, quota: Stubber, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    proj = project(tmp_path, hybrid_config())
+    """The state stack `test-burst` does not exist: reading it finds nothing, recording creates it and runs its
+    `up` (an inline program, pulumi/automation/_local_workspace.py); when that `up` fails, the estate's `up`
+    never runs and nothing changed."""
+    proj = project(tmp_path, hybrid_config(), recorded=False)
     log = tmp_path / "argv.log"
     shim = tmp_path / "pulumi-root"
     (shim / "bin").mkdir(parents=True)
@@ -308,27 +405,25 @@ def test_automation_driver_runs_these_pulumi_commands_and_undoes_them_when_up_fa
     monkeypatch.setattr(burst_cli, "make_driver", lambda p: AutomationDriver(p, pulumi_root=shim))
     allow(quota, 768)
     result = invoke(proj, "open", "--gpus", "8", "--hours", "4")
-    assert result.exit_code == 1
-    assert "the stack is locked by another update" in result.output
-    argv = log.read_text().splitlines()
-    window_json = next(a for a in argv if a.startswith("config set")).split(" -- ", 1)[1]
-    up = next(a for a in argv if " up " in f" {a} ")
+    assert result.exit_code == 1, result.output
+    assert "the stack is locked by another update" in result.output and "nothing was changed" in result.output
+    argv = [a for a in log.read_text().splitlines() if a != "version"]
+    (up,) = [a for a in argv if " up " in f" {a} "]
     assert argv == [
-        "version",
-        f"--non-interactive stack select --stack {STACK}",
-        f"--non-interactive config get {WINDOW_KEY} --json --stack {STACK}",
-        f"config set {WINDOW_KEY} --plaintext --stack {STACK} --non-interactive -- {window_json}",
+        "--non-interactive stack select --stack test-burst",  # read: no state stack yet
+        "--non-interactive stack select --stack test",  # the estate stack, for its `up`
+        "--non-interactive stack select --stack test-burst",
+        "--non-interactive stack init test-burst",
         up,
-        f"--non-interactive config get {WINDOW_KEY} --json --stack {STACK}",
     ]
     assert up.split()[:4] == ["--non-interactive", "up", "--yes", "--skip-preview"]
-    assert json.loads(window_json)["nodes"] == 1
+    assert "--exec-kind auto.inline" in up and up.endswith("--stack test-burst")
 
 
 def test_no_pulumi_cli_is_a_clear_error_and_changes_nothing(
     tmp_path: Path, quota: Stubber, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    proj = project(tmp_path, hybrid_config())
+    proj = project(tmp_path, hybrid_config(), recorded=False)
     before = stack_file(proj).read_bytes()
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.setattr(burst_cli, "make_driver", AutomationDriver)

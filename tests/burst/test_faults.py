@@ -1,9 +1,10 @@
 """Every way `gpufleet burst` can be stopped or fail part-way, under moto and the fake driver (tests/burst/helpers):
-what the stack config holds afterwards, what is booked, the exit code, and that no traceback reaches the user.
+what the state stack records afterwards, what is booked, the exit code, and that no traceback reaches the user.
 
-The rule under test (gpufleet/burst/stack.py, `apply_and_up`): until `pulumi up` starts, any failure or Ctrl-C puts
-the config back; once it has started, the config is kept as written, because the update may already have scaled
-the node group and only the config lets the next `up`, `close` or `reconcile` shrink and book it.
+The rule under test (gpufleet/burst/stack.py, `apply_and_up`): a failed `up` of the state stack leaves its outputs
+as they were; until the estate's `pulumi up` starts, any failure or Ctrl-C records the previous state again; once
+it has started, the new state is kept (unsettled), because the update may already have scaled the node group and
+only that state lets the next `up`, `close` or `reconcile` shrink and book it.
 """
 
 from __future__ import annotations
@@ -18,12 +19,20 @@ import pytest
 from botocore.stub import Stubber
 from typer.testing import CliRunner
 
-from components.model.load import LEDGER_KEY, WINDOW_KEY, read_stack
 from gpufleet.burst.aws import Aws
 from gpufleet.burst.driver import AutomationDriver, DriverError, StackDriver
 from gpufleet.cli import burst as burst_cli
 from gpufleet.cli.app import app
-from tests.burst.helpers import NOW, STACK, FakeDriver, hybrid_config, project, window
+from tests.burst.helpers import (
+    NOW,
+    STACK,
+    FakeDriver,
+    burst_state,
+    hybrid_config,
+    project,
+    recorded,
+    window,
+)
 
 runner = CliRunner()
 P_ON_DEMAND = "L-417A185B"
@@ -42,8 +51,9 @@ def use_driver(monkeypatch: pytest.MonkeyPatch, driver: StackDriver | None) -> N
 
 
 def state(proj: Path) -> dict[str, Any]:
-    sf = read_stack(proj, STACK)
-    return {"window": sf.window(), "ledger": sf.ledger()}
+    s = burst_state(proj)
+    assert s is not None
+    return {"window": s.window, "ledger": list(s.ledger)}
 
 
 @pytest.fixture
@@ -87,26 +97,64 @@ def test_ctrl_c_during_up_exits_130_without_traceback_and_keeps_the_window(
     assert result.exit_code == 130, result.output
     assert isinstance(result.exception, SystemExit) and "Traceback" not in result.output  # an exit, not a crash
     assert "interrupted during pulumi up" in result.output
-    assert "the stack config keeps what was written" in result.output and "gpufleet burst close" in result.output
+    assert "keeps the new burst state, marked unsettled" in result.output and "gpufleet burst close" in result.output
     w = state(proj)["window"]
     assert w is not None and w.start == NOW  # kept, so `close` or the next `up` settles what the update did
+    assert recorded(proj)["settled"] is False
 
 
-def test_ctrl_c_before_up_starts_restores_the_config_and_exits_130(
+def test_ctrl_c_while_recording_the_state_restores_it_and_exits_130(
     tmp_path: Path, aws: Stubber, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     expired = window(NOW - dt.timedelta(hours=30), 8, nodes=1, usd_per_hour=55.04)
     proj = project(tmp_path, hybrid_config(expired, ledger=[]))
-    before = state(proj)
-    driver = FakeDriver(proj, fail_set=(2, KeyboardInterrupt()))  # after the window, while writing the ledger
+    before = recorded(proj)
+    driver = FakeDriver(proj, fail_write=(1, KeyboardInterrupt()))  # Ctrl-C during the state stack's `up`
     use_driver(monkeypatch, driver)
     allow(aws, 768)
     result = invoke(proj, "open", "--gpus", "8", "--hours", "4")
     assert result.exit_code == 130, result.output
-    assert "interrupted before pulumi up started" in result.output
-    assert "the stack config was restored to what it was before" in result.output
+    assert "interrupted while recording the burst state" in result.output
+    assert "the burst state was restored to what it was before" in result.output
     assert "up" not in driver.names()
-    assert state(proj) == before
+    assert recorded(proj) == before
+
+
+def test_failed_up_of_the_state_stack_changes_nothing(
+    tmp_path: Path, aws: Stubber, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proj = project(tmp_path, hybrid_config())
+    before = recorded(proj)
+    failure = DriverError("recording the burst state (pulumi up of the state stack) failed: backend unreachable")
+    driver = FakeDriver(proj, fail_write=(1, failure))
+    use_driver(monkeypatch, driver)
+    allow(aws, 768)
+    result = invoke(proj, "open", "--gpus", "8", "--hours", "4")
+    assert result.exit_code == 1, result.output
+    assert "backend unreachable" in result.output and "nothing was changed" in result.output
+    assert driver.names() == ["read_state", "select", "write_state"]  # the estate's `up` never ran
+    assert recorded(proj) == before
+
+
+def test_estate_up_failing_after_the_state_was_recorded_is_repaired_by_reconcile(
+    tmp_path: Path, aws: Stubber, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The state says "open, unsettled"; the estate may or may not have changed. Reconcile runs the same targeted
+    `up` again and records the state settled."""
+    proj = project(tmp_path, hybrid_config())
+    use_driver(monkeypatch, FakeDriver(proj, fail_up=DriverError("pulumi up failed: connection reset")))
+    allow(aws, 768)
+    result = invoke(proj, "open", "--gpus", "8", "--hours", "4")
+    assert result.exit_code == 1 and recorded(proj)["settled"] is False
+    opened = recorded(proj)
+
+    repair = FakeDriver(proj)
+    use_driver(monkeypatch, repair)
+    result = invoke(proj, "reconcile")
+    assert result.exit_code == 0, result.output
+    assert "had not finished; ran it again" in result.output
+    assert repair.names() == ["read_state", "select", "write_state", "up", "write_state"]
+    assert recorded(proj) == {**opened, "settled": True}  # the same window, now settled
 
 
 # -- up finished, or failed part-way ------------------------------------------------------------------------
@@ -115,7 +163,7 @@ EVENTLESS_UP = """#!/bin/sh
 echo "$@" >> "{log}"
 case "$*" in
   version) echo "v3.200.0" ;;
-  *"config get"*) echo "error: configuration key 'gpufleet:burstWindow' not found for stack 'test'" >&2; exit 255 ;;
+  *"stack select --stack test-burst"*) echo "error: no stack named 'test-burst' found" >&2; exit 255 ;;
 esac
 exit 0
 """
@@ -130,12 +178,12 @@ def shim(tmp_path: Path, script: str) -> tuple[Path, Path]:
     return root, log
 
 
-def test_up_that_succeeded_but_whose_summary_cannot_be_read_keeps_the_config(
+def test_up_that_succeeded_but_whose_summary_cannot_be_read_keeps_the_state(
     tmp_path: Path, aws: Stubber, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`pulumi up` exits 0 but leaves no summary event (pulumi/automation/_stack.py reads it from the event log):
-    the update happened, so the window written before it must stay."""
-    proj = project(tmp_path, hybrid_config())
+    the update happened, so the window recorded before it must stay."""
+    proj = project(tmp_path, hybrid_config(), recorded=False)
     root, log = shim(tmp_path, EVENTLESS_UP)
     monkeypatch.setattr(burst_cli, "make_driver", lambda p: AutomationDriver(p, pulumi_root=root))
     allow(aws, 768)
@@ -143,8 +191,8 @@ def test_up_that_succeeded_but_whose_summary_cannot_be_read_keeps_the_config(
     assert result.exit_code == 0, result.output
     assert "pulumi up finished, but reading its outputs and summary afterwards failed" in result.output
     argv = log.read_text().splitlines()
-    up_at = next(i for i, a in enumerate(argv) if " up " in f" {a} ")
-    assert [a for a in argv[up_at:] if "config" in a] == []  # nothing put back after the update ran
+    ups = [a.rsplit("--stack ", 1)[1] for a in argv if " up " in f" {a} "]
+    assert ups == ["test-burst", STACK, "test-burst"]  # recorded, the estate's update, recorded settled
     assert "burst window open: 1 x p5.48xlarge" in result.output
 
 
@@ -166,10 +214,17 @@ def test_up_failing_after_the_node_group_scaled_keeps_the_window_so_close_books_
 
     closer = FakeDriver(proj)
     use_driver(monkeypatch, closer)
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW + dt.timedelta(hours=1))
     result = invoke(proj, "close")
     assert result.exit_code == 0, result.output
+    assert "up" in closer.names() and state(proj)["window"].expires == NOW + dt.timedelta(hours=1)  # draining
+
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW + dt.timedelta(hours=2))  # past the grace
+    use_driver(monkeypatch, FakeDriver(proj))
+    result = invoke(proj, "reconcile")
+    assert result.exit_code == 0, result.output
     after = state(proj)
-    assert after["window"] is None and "up" in closer.names()  # the next `up` shrinks the node group
+    assert after["window"] is None  # the `up` that shrinks the node group ran
     (entry,) = after["ledger"]
     assert entry.start == NOW and entry.nodes == 1
 
@@ -183,7 +238,7 @@ def test_window_in_the_future_is_scheduled_not_open_and_open_refuses_to_overwrit
     later = window(NOW + dt.timedelta(hours=3), 4, nodes=1, usd_per_hour=55.04)
     proj = project(tmp_path, hybrid_config(later, ledger=[]))
     before = state(proj)
-    use_driver(monkeypatch, None)
+    use_driver(monkeypatch, FakeDriver(proj))
     result = invoke(proj, "reconcile")
     assert result.exit_code == 0, result.output
     assert "starts at 2026-11-20 15:00 UTC (until 2026-11-20 19:00 UTC); nothing to do" in result.output
@@ -214,7 +269,7 @@ def test_windows_are_judged_by_aws_clock_not_a_fast_runner_clock(
     w = state(proj)["window"]
     assert w is not None and (w.start, w.expires) == (NOW, NOW + dt.timedelta(hours=4))
 
-    use_driver(monkeypatch, None)
+    use_driver(monkeypatch, FakeDriver(proj))
     result = invoke(proj, "reconcile")
     assert result.exit_code == 0, result.output
     assert "is open until 2026-11-20 16:00 UTC; nothing to do" in result.output
@@ -223,7 +278,8 @@ def test_windows_are_judged_by_aws_clock_not_a_fast_runner_clock(
 def test_close_books_until_the_shrinking_up_finished_by_aws_clock(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    proj = project(tmp_path, hybrid_config(window(NOW - dt.timedelta(hours=2), 8, nodes=2, usd_per_hour=55.04)))
+    """A window that expired an hour ago (past its 30-minute grace) is booked until the `up` removing it finished."""
+    proj = project(tmp_path, hybrid_config(window(NOW - dt.timedelta(hours=9), 8, nodes=2, usd_per_hour=55.04)))
     driver = FakeDriver(proj)
     use_driver(monkeypatch, driver)
     times = iter([NOW, NOW + dt.timedelta(minutes=30)])  # AWS's clock when close starts, and after its `up`
@@ -231,9 +287,10 @@ def test_close_books_until_the_shrinking_up_finished_by_aws_clock(
     result = invoke(proj, "close")
     assert result.exit_code == 0, result.output
     (entry,) = state(proj)["ledger"]
-    assert entry.end == NOW + dt.timedelta(minutes=30) and entry.usd == round(55.04 * 2 * 2.5, 2)
-    assert [c[1] for c in driver.calls if c[0] == "set_config"] == [LEDGER_KEY, LEDGER_KEY]
-    assert ("remove_config", WINDOW_KEY) in driver.calls
+    assert entry.end == NOW + dt.timedelta(minutes=30) and entry.usd == round(55.04 * 2 * 9.5, 2)
+    pending, settled = driver.written()
+    assert "window" not in pending and pending["ledger"][0]["end"] == "2026-11-20T12:00:00Z"
+    assert settled["ledger"][0]["end"] == "2026-11-20T12:30:00Z"
 
 
 # -- the Pulumi CLI's own errors ----------------------------------------------------------------------------

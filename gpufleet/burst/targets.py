@@ -1,0 +1,71 @@
+"""What a burst command's `up` targets: only the resources a window changes.
+
+A window changes three things (components/model/windows.py): the burst node groups' scaling bounds, and on the
+cloud worker the burst Cohort's quota and the burst ClusterQueues' stopPolicy. The URNs are taken from the
+program itself, synthesized offline (gpufleet/engine/synth.py) with no window: the same resources exist in every
+phase, so their URNs are those of any `up`. A URN is `urn:pulumi:<stack>::<project>::<qualified type>::<name>`
+(https://www.pulumi.com/docs/iac/concepts/resources/names/#urns), the qualified type being the plan key's.
+`up(target=..., target_dependents=True)` then updates these and whatever depends on them, nothing else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from components.model.conventions import AWS_SITE_TYPE, POOL_LABEL
+from components.model.load import read_stack
+from components.model.spec import EstateSpec
+from components.model.windows import burst_pools
+from gpufleet.engine.plan import Plan, PlanResource
+
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+BURST_QUEUES = "gpufleet:hybrid:BurstQueues"
+KUEUE_KINDS = ("kubernetes:kueue.x-k8s.io/v1beta2:Cohort", "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")
+
+
+def urn(stack: str, project: str, key: str) -> str:
+    return f"urn:pulumi:{stack}::{project}::{key}"
+
+
+def _site_of(plan: Plan, r: PlanResource) -> str | None:
+    parent = r.parent
+    while parent is not None:
+        p = plan.get(parent)
+        if p.type == AWS_SITE_TYPE:
+            return p.name
+        parent = p.parent
+    return None
+
+
+def window_resources(plan: Plan, spec: EstateSpec) -> list[PlanResource]:
+    """The resources whose inputs a window decides: burst node groups of the cloud site, and the Cohort and
+    ClusterQueues of its BurstQueues component."""
+    assert spec.burst is not None
+    pools = {p.name for p in burst_pools(spec)}
+    out = [
+        r
+        for r in plan.find(NODE_GROUP)
+        if (r.inputs.get("labels") or {}).get(POOL_LABEL) in pools and _site_of(plan, r) == spec.burst.cloud_site
+    ]
+    for kind in KUEUE_KINDS:
+        out += [r for r in plan.find(kind) if r.parent is not None and plan.get(r.parent).type == BURST_QUEUES]
+    return sorted(out, key=lambda r: r.key)
+
+
+_CACHE: dict[tuple[str, str, str], list[str]] = {}
+
+
+def burst_targets(project_dir: Path, stack: str) -> list[str]:
+    """The URNs a burst command's `up` targets (memoised per stack file content: one synthesis per estate)."""
+    from gpufleet.engine.synth import synth_stack
+
+    sf = read_stack(project_dir, stack)
+    digest = hashlib.sha256(sf.path.read_bytes()).hexdigest()
+    cached = _CACHE.get((sf.project, stack, digest))
+    if cached is None:
+        spec = sf.estate()
+        plan = synth_stack(project_dir, stack, sf, burst_state={})
+        cached = [urn(stack, sf.project, r.key) for r in window_resources(plan, spec)]
+        _CACHE[(sf.project, stack, digest)] = cached
+    return list(cached)
