@@ -311,9 +311,10 @@ def parse_state(outputs: dict[str, object] | None, source: str) -> BurstState | 
     if not outputs:
         return None
     fmt = outputs.get("format")
-    if fmt != STATE_FORMAT:
+    if fmt != STATE_FORMAT:  # outputs pass through protobuf, where every number is a float: 1.0 == 1
+        shown = f"{fmt:g}" if isinstance(fmt, int | float) else repr(fmt)
         raise SpecError(
-            [f"{source}: outputs.format: {fmt!r} is not a burst state this gpufleet reads (format {STATE_FORMAT})"]
+            [f"{source}: outputs.format: {shown} is not a burst state this gpufleet reads (format {STATE_FORMAT})"]
         )
     problems: list[str] = []
     window = None

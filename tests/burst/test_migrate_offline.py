@@ -1,0 +1,86 @@
+"""`gpufleet burst migrate` (the stack file's window and ledger into the state stack, once) and
+`gpufleet burst open --dry-run --offline` (the budget arithmetic without AWS)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from gpufleet.cli import burst as burst_cli
+from gpufleet.cli.app import app
+from tests.burst.helpers import NOW, STACK, FakeDriver, burst_state, hybrid_config, project, recorded, window
+
+runner = CliRunner()
+SPENT = {"pool": "burst-h100", "instance_type": "p5.48xlarge", "nodes": 4, "start": "2026-11-02T00:00:00Z",
+         "end": "2026-11-03T00:00:00Z", "usd": 19800.0}  # fmt: skip
+
+
+def invoke(proj: Path, *args: str) -> Any:
+    return runner.invoke(app, ["burst", *args, "--stack", STACK, "--project", str(proj)])
+
+
+def test_migrate_moves_the_stack_files_window_and_ledger_into_the_state_stack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    w = window(NOW - dt.timedelta(hours=1), 8, nodes=2, usd_per_hour=55.04)
+    proj = project(tmp_path, hybrid_config(w, ledger=[SPENT]), recorded=False)
+    driver = FakeDriver(proj)
+    monkeypatch.setattr(burst_cli, "make_driver", lambda p: driver)
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
+    result = invoke(proj, "open", "--gpus", "8", "--hours", "1")  # refused until migrated: which is the truth?
+    assert result.exit_code == 2
+    assert "config.gpufleet:burstWindow: burst state is kept in the state stack test-burst now" in result.output
+
+    result = invoke(proj, "migrate")
+    assert result.exit_code == 0, result.output
+    state = burst_state(proj)
+    assert state is not None and state.window is not None and state.window.nodes == 2 and len(state.ledger) == 1
+    assert state.as_of == NOW and recorded(proj)["settled"] is False  # the next reconcile applies it
+    assert "delete gpufleet:burstWindow, gpufleet:burstLedger from" in " ".join(result.output.split())
+
+    again = invoke(proj, "migrate")
+    assert again.exit_code == 0 and "exists already; nothing migrated" in again.output
+    assert burst_state(proj) == state
+
+
+def test_offline_dry_run_prices_the_window_against_the_ledger_without_aws(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = dt.datetime.now(dt.UTC)
+    spent = {**SPENT, "start": now.replace(day=1, hour=0).isoformat(), "end": now.replace(day=1, hour=1).isoformat()}
+    proj = project(tmp_path, hybrid_config(ledger=[spent]))
+    driver = FakeDriver(proj)
+    monkeypatch.setattr(burst_cli, "make_driver", lambda p: driver)
+    monkeypatch.setattr(burst_cli, "make_aws", lambda region: pytest.fail("--offline must not call AWS"))
+    result = invoke(proj, "open", "--gpus", "8", "--hours", "2", "--dry-run", "--offline")
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "price $110.08 within $200.00 left of $20,000.00" in text  # 1 x $55.04/h x 2 h; 19,800 booked
+    assert "not checked offline" in text and "quota (192 vCPUs more)" in text and "capacity" in text
+    assert "spend so far from the ledger of stack test-burst" in text
+    assert driver.names() == ["read_state"]
+
+    result = invoke(proj, "open", "--gpus", "8", "--hours", "4", "--dry-run", "--offline")
+    assert result.exit_code == 1
+    assert "the window costs $220.16" in result.output and "only $200.00" in result.output
+
+
+def test_offline_without_a_pulumi_backend_uses_the_stack_files_ledger_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proj = project(tmp_path, hybrid_config(), recorded=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no Pulumi CLI
+    monkeypatch.setattr(burst_cli, "make_aws", lambda region: pytest.fail("--offline must not call AWS"))
+    result = invoke(proj, "open", "--gpus", "8", "--hours", "2", "--dry-run", "--offline")
+    assert result.exit_code == 0, result.output
+    assert "the state stack could not be read: the Pulumi CLI was not found" in " ".join(result.output.split())
+
+
+def test_offline_is_only_a_dry_run(tmp_path: Path) -> None:
+    proj = project(tmp_path, hybrid_config())
+    result = invoke(proj, "open", "--gpus", "8", "--hours", "2", "--offline")
+    assert result.exit_code == 2 and "only goes with --dry-run" in result.output

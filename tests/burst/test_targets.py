@@ -1,0 +1,50 @@
+"""A burst command's `up` targets exactly the resources a window changes: the burst node group's scaling and the
+cloud worker's burst Cohort and ClusterQueues (Automation API `Stack.up(target=[urns], target_dependents=True)`,
+pulumi/automation/_stack.py; URN format https://www.pulumi.com/docs/iac/concepts/resources/names/#urns)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from components.model.load import parse_window, read_stack
+from components.model.windows import BurstState
+from gpufleet.burst.targets import burst_targets
+from gpufleet.engine.plan import Plan
+from gpufleet.engine.synth import synth_stack
+from tests.burst.helpers import STACK, hybrid_config, window
+from tests.conftest import write_project
+
+AS_OF = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.UTC)
+
+
+def plans(proj: Path) -> dict[str, Plan]:
+    sf = read_stack(proj, STACK)
+
+    def at(hours_since_start: float | None) -> Plan:
+        if hours_since_start is None:
+            return synth_stack(proj, STACK, sf, burst_state={})
+        w = parse_window(window(AS_OF - dt.timedelta(hours=hours_since_start), 8, nodes=2), "test")
+        return synth_stack(proj, STACK, sf, burst_state=BurstState(w, (), AS_OF).outputs())
+
+    return {"idle": at(None), "open": at(1), "draining": at(8.2), "past grace": at(9)}
+
+
+def test_targets_are_exactly_the_resources_whose_inputs_a_window_changes(tmp_path: Path) -> None:
+    proj = write_project(tmp_path, hybrid_config(), STACK)
+    by_phase = plans(proj)
+    idle = {r.key: r for r in by_phase["idle"].resources}
+    changed: set[str] = set()
+    for phase, plan in by_phase.items():
+        assert {r.key for r in plan.resources} == set(idle), phase  # a window never adds or removes resources
+        changed |= {r.key for r in plan.resources if r.inputs != idle[r.key].inputs}
+    project = read_stack(proj, STACK).project
+    targets = burst_targets(proj, STACK)
+    assert targets == sorted(f"urn:pulumi:{STACK}::{project}::{key}" for key in changed)
+    kinds = sorted(t.rsplit("::", 2)[1].rsplit("$", 1)[-1] for t in targets)
+    assert kinds == [
+        "aws:eks/nodeGroup:NodeGroup",
+        "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue",
+        "kubernetes:kueue.x-k8s.io/v1beta2:Cohort",
+    ]
+    assert any(t.endswith("::cloud-burst-h100-ng") for t in targets)

@@ -1,0 +1,106 @@
+"""The estate program reads the burst window from the state stack `<stack>-burst` through a StackReference
+(https://www.pulumi.com/docs/iac/concepts/stacks/#stackreferences; pulumi/stack_reference.py: a read of type
+`pulumi:pulumi:StackReference` by the name `<organization>/<project>/<stack>`, whose state carries `outputs`), and
+judges it at the state's `as_of` (AWS's time of the burst command that recorded it), never by the clock of the
+machine running `up`."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+
+from components.model.load import WINDOW_KEY, parse_window, read_stack
+from components.model.windows import BurstState, state_reference
+from gpufleet.engine.plan import Plan
+from gpufleet.engine.synth import SynthError, _RecordingMocks, engine_config, run_program, synth_stack
+from tests.burst.helpers import STACK, hybrid_config, window
+from tests.conftest import write_project
+from tests.hybrid.test_capacity import burst_group, cloud_queue, cohort_gpus
+
+LONG_AGO = dt.datetime(2024, 3, 1, 8, 0, tzinfo=dt.UTC)  # the machine's clock is years past this
+
+
+def synth_state(tmp: Path, state: dict[str, Any]) -> Plan:
+    proj = write_project(tmp, hybrid_config(), STACK)
+    return synth_stack(proj, STACK, read_stack(proj, STACK), burst_state=state)
+
+
+def state_at(as_of: dt.datetime, hours_after_start: float = 1) -> dict[str, Any]:
+    w = parse_window(window(as_of - dt.timedelta(hours=hours_after_start), 8, nodes=2), "test")
+    return BurstState(w, (), as_of).outputs()
+
+
+def test_the_program_sizes_the_pool_from_the_state_stack_judged_at_its_as_of(tmp_path: Path) -> None:
+    """A window that closed years ago by this machine's clock is open at the state's as_of: the program obeys
+    the recorded time, so a laptop and CI whose clocks differ build the same plan from the same state."""
+    plan = synth_state(tmp_path, state_at(LONG_AGO))
+    assert burst_group(plan).inputs["scalingConfig"]["maxSize"] == 2
+    assert cloud_queue(plan)["stopPolicy"] == "None" and cohort_gpus(plan) == 16
+
+
+def test_a_recorded_draining_phase_holds_admission(tmp_path: Path) -> None:
+    plan = synth_state(tmp_path, state_at(LONG_AGO, hours_after_start=8 + 10 / 60))  # 10 min into the grace
+    assert cloud_queue(plan)["stopPolicy"] == "Hold" and burst_group(plan).inputs["scalingConfig"]["maxSize"] == 2
+
+
+def test_an_empty_state_stack_means_no_window(tmp_path: Path) -> None:
+    plan = synth_state(tmp_path, {})
+    assert cloud_queue(plan)["stopPolicy"] == "HoldAndDrain" and cohort_gpus(plan) == 0
+
+
+def test_a_state_this_gpufleet_cannot_read_stops_the_program_with_one_message(tmp_path: Path) -> None:
+    with pytest.raises(pulumi.RunError, match=r"stack test-burst: outputs.format: 2 is not a burst state"):
+        synth_state(tmp_path, {**state_at(LONG_AGO), "format": 2})
+
+
+def test_a_recorded_window_that_does_not_fit_the_estate_is_refused(tmp_path: Path) -> None:
+    bad = state_at(LONG_AGO)
+    bad["window"]["pool"] = "no-such-pool"
+    with pytest.raises(pulumi.RunError, match=r"stack test-burst: .*no-such-pool is not a burst pool"):
+        synth_state(tmp_path, bad)
+
+
+def test_the_reference_is_read_by_its_fully_qualified_name() -> None:
+    """Pulumi Cloud: `<org>/<project>/<stack>`; a self-managed backend's organization is `organization`."""
+    assert state_reference("organization", "gpufleet", "hybrid") == "organization/gpufleet/hybrid-burst"
+    mocks = _RecordingMocks({"hybrid-burst": {"format": 1}})
+    args = pulumi.runtime.MockResourceArgs(
+        typ="pulumi:pulumi:StackReference", name="organization/gpufleet/hybrid-burst",
+        inputs={"name": "organization/gpufleet/hybrid-burst"}, provider=None, resource_id="organization/gpufleet/hybrid-burst",
+    )  # fmt: skip
+    assert mocks.new_resource(args) == (
+        "organization/gpufleet/hybrid-burst",
+        {"name": "organization/gpufleet/hybrid-burst", "outputs": {"format": 1}, "secretOutputNames": []},
+    )
+    other = pulumi.runtime.MockResourceArgs(
+        typ="pulumi:pulumi:StackReference", name="acme/net/prod", inputs={"name": "acme/net/prod"}
+    )
+    with pytest.raises(SynthError, match="stack reference acme/net/prod cannot be answered offline"):
+        mocks.new_resource(other)
+
+
+def test_offline_the_stack_files_window_stands_for_the_state_and_is_not_config(tmp_path: Path) -> None:
+    """Offline (preview, review, cost) the stack file's window key is the state stack's answer: the program sees
+    it through the reference, and never as config (where a real `up` would only warn about it)."""
+    config = hybrid_config(window(dt.datetime.now(dt.UTC) - dt.timedelta(hours=1), 8, nodes=2))
+    proj = write_project(tmp_path, config, STACK)
+    plan = synth_stack(proj, STACK, read_stack(proj, STACK))
+    assert burst_group(plan).inputs["scalingConfig"]["maxSize"] == 2
+    assert not any(WINDOW_KEY in w for w in plan.warnings)
+
+
+def test_a_window_left_in_stack_config_is_not_read_by_up_and_says_how_to_migrate(tmp_path: Path) -> None:
+    """Under the engine the stack file's config reaches the program as config: the window there is ignored (the
+    state stack decides) with a warning naming the key and `gpufleet burst migrate`."""
+    config = hybrid_config(window(dt.datetime.now(dt.UTC) - dt.timedelta(hours=1), 8, nodes=2))
+    proj = write_project(tmp_path, config, STACK)
+    sf = read_stack(proj, STACK)
+    engine, secrets = engine_config(sf)
+    plan = run_program(proj / "__main__.py", sf.project, STACK, engine, secrets, {"test-burst": {}})
+    assert burst_group(plan).inputs["scalingConfig"]["maxSize"] == 1  # the empty state stack decides
+    (warning,) = [w for w in plan.warnings if WINDOW_KEY in w]
+    assert "not read by `up`" in warning and "gpufleet burst migrate -s test" in warning
