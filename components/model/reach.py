@@ -115,6 +115,12 @@ def _aws(spec: EstateSpec, site: AwsSite, client: ApiClient) -> Reach:
     ic = site.interconnect
     public = site.cluster.endpoint_public_cidrs
     if client.network == site.name:
+        if client.role == "multikueue-manager" and not _vpc_range(site):
+            return Reach(
+                False,
+                f"{client.name} sits in the VPC of site {site.name}, but the API security group admits it by the "
+                "VPC's range and vpc.cidr is not declared; declare the adopted VPC's CIDR in vpc.cidr",
+            )
         return Reach(True, f"the private endpoint, from inside the VPC of site {site.name}")
     if client.network is not None:
         if isinstance(ic, PrivateInterconnect) and ic.site == client.network:
@@ -177,13 +183,29 @@ def _baremetal(spec: EstateSpec, site: BaremetalSite, client: ApiClient) -> Reac
 
 def private_api_sources(spec: EstateSpec, site: AwsSite) -> list[str]:
     """CIDRs the API security group of a cluster gpufleet creates admits on 443: the on-prem ranges of a private
-    interconnect, and the deployer's addresses when it runs inside this VPC."""
+    interconnect (a manager or deployer on-prem comes from there), the deployer's addresses when it runs inside
+    this VPC, and the VPC's range when the MultiKueue manager of a worker site sits inside it (`burst.manager`
+    declares no addresses, and a cluster in the VPC is not covered by this cluster's own security group). Every
+    client `api_reachable_from` lets reach the private endpoint is admitted here."""
     out: list[str] = []
     if isinstance(site.interconnect, PrivateInterconnect):
         out += site.interconnect.onprem_cidrs
     if spec.deployer.network == site.name:
         out += spec.deployer.cidrs
+    manager = manager_client(spec)
+    vpc_range = _vpc_range(site)
+    workers = {w.name for w in dispatch.workers(spec)}
+    if manager is not None and manager.network == site.name and vpc_range and site.name in workers:
+        out.append(vpc_range)
     return list(dict.fromkeys(out))
+
+
+def _vpc_range(site: AwsSite) -> str | None:
+    """The VPC's CIDR when it is known: the one the stack creates it with, or one declared for an adopted VPC
+    (`vpc.cidr` has a default that describes only a VPC the stack creates)."""
+    if site.vpc.vpc_id is None or "cidr" in site.vpc.model_fields_set:
+        return site.vpc.cidr
+    return None
 
 
 # ------------------------------------------------------------------------------------------------ schema rules
