@@ -78,6 +78,8 @@ class Aws:
             sess = session or boto3.session.Session()
             self.ec2 = sess.client("ec2", region_name=region, config=cfg)
             self.quotas = sess.client("service-quotas", region_name=region, config=cfg)
+            self.autoscaling = sess.client("autoscaling", region_name=region, config=cfg)
+            self.cloudwatch = sess.client("cloudwatch", region_name=region, config=cfg)
         except BotoCoreError as err:
             raise BurstError(f"cannot talk to AWS in {region}: {err}") from None
         self.attempts = attempts
@@ -186,6 +188,53 @@ class Aws:
         if not found:
             raise BurstError(f"capacity reservation {reservation_id} was not found in {self.region}")
         return dict(found[0])
+
+    def group_by_tags(self, tags: dict[str, str]) -> str | None:
+        """The Auto Scaling group carrying every tag of `tags` (the burst node group's, by its autoscaler
+        discovery tags); None when there is none."""
+        filters = [{"Name": f"tag:{k}", "Values": [v]} for k, v in tags.items()]
+        resp = self._call("DescribeAutoScalingGroups", self.autoscaling.describe_auto_scaling_groups, Filters=filters)
+        names = sorted(g["AutoScalingGroupName"] for g in resp.get("AutoScalingGroups", []))
+        return names[0] if names else None
+
+    def enable_group_metrics(self, group: str) -> None:
+        """Collect the group's `GroupInServiceInstances` metric, at one-minute granularity (free for group
+        metrics: https://docs.aws.amazon.com/autoscaling/ec2/userguide/ec2-auto-scaling-metrics.html)."""
+        self._call(
+            f"EnableMetricsCollection for {group}",
+            self.autoscaling.enable_metrics_collection,
+            AutoScalingGroupName=group,
+            Metrics=[IN_SERVICE],
+            Granularity="1Minute",
+        )
+
+    def node_hours(self, group: str, start: dt.datetime, end: dt.datetime) -> float | None:
+        """Instance-hours the group had in service in [start, end): the sum over one-minute periods of the
+        `AWS/AutoScaling` `GroupInServiceInstances` average; None when CloudWatch holds no datapoint (metrics
+        collection was off). Asked one day at a time (at most 1,440 datapoints per request)."""
+        total, seen = 0.0, False
+        lo = start
+        while lo < end:
+            hi = min(end, lo + dt.timedelta(days=1))
+            resp = self._call(
+                f"GetMetricStatistics {IN_SERVICE} of {group}",
+                self.cloudwatch.get_metric_statistics,
+                Namespace="AWS/AutoScaling",
+                MetricName=IN_SERVICE,
+                Dimensions=[{"Name": "AutoScalingGroupName", "Value": group}],
+                StartTime=lo,
+                EndTime=hi,
+                Period=60,
+                Statistics=["Average"],
+            )
+            for point in resp.get("Datapoints", []):
+                seen = True
+                total += float(point["Average"]) / 60
+            lo = hi
+        return round(total, 4) if seen else None
+
+
+IN_SERVICE = "GroupInServiceInstances"
 
 
 def _family_or_none(instance_type: str) -> str | None:

@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from components.model.spec import EstateSpec
 from components.model.windows import BurstState, cloud_site, state_stack_name
 from gpufleet.burst.aws import Aws
 from gpufleet.burst.driver import AutomationDriver, DriverError, StackDriver
@@ -27,6 +28,7 @@ from gpufleet.burst.flows import (
     refuse_if_open,
     status,
 )
+from gpufleet.burst.ledger import burst_group_tags, measured_booker
 from gpufleet.burst.preflight import offline_check
 from gpufleet.burst.stack import legacy_keys, load_spec, load_state
 from gpufleet.cli.options import HERE, ProjectOpt, StackOpt, out
@@ -97,9 +99,25 @@ def open_cmd(
     if dry_run:
         out.print("dry run: nothing was changed")
         return
+    _collect_group_metrics(plan.check.region, load_spec(project, stack), plan.check.window.pool)
     out.print(f"recording the window in stack {state_stack_name(stack)} and running pulumi up on {stack} ...")
     outcome = open_window(project, stack, plan, driver=driver, on_output=_stream, if_stopped=_UNDO_OPEN)
     out.print(f"[green]{outcome.message}[/green] ({_summary(outcome.changes)})")
+
+
+def _collect_group_metrics(region: str, spec: EstateSpec, pool: str) -> None:
+    """Turn on the burst group's in-service metric, which `close`/`reconcile` book the window by; without it they
+    book the cap (said, not fatal)."""
+    aws = make_aws(region)
+    try:
+        group = aws.group_by_tags(burst_group_tags(spec, pool))
+        if group is not None:
+            aws.enable_group_metrics(group)
+            return
+        why = "no Auto Scaling group carries the burst pool's tags yet"
+    except BurstError as err:
+        why = str(err)
+    out.print(f"note: node-hours will not be measured ({why}); the window will be booked at its cap", markup=False)
 
 
 def _offline_dry_run(project: Path, stack: str, request: BurstRequest) -> None:
@@ -129,7 +147,10 @@ def _offline_dry_run(project: Path, stack: str, request: BurstRequest) -> None:
 
 def close_cmd(stack: StackOpt, project: ProjectOpt = HERE) -> None:
     """Close the burst window: nothing new is admitted and the pool empties after the grace (`reconcile` books it)."""
-    outcome = close_window(project, stack, driver=make_driver(project), clock=_clock(project, stack), on_output=_stream)
+    outcome = close_window(
+        project, stack, driver=make_driver(project), clock=_clock(project, stack), on_output=_stream,
+        book=measured_booker(make_aws),
+    )  # fmt: skip
     out.print(f"{outcome.message}" + (f" ({_summary(outcome.changes)})" if outcome.changes else ""))
 
 
@@ -141,7 +162,10 @@ def reconcile_cmd(stack: StackOpt, project: ProjectOpt = HERE) -> None:
     if read_stack(project, stack).estate().burst is None:
         out.print(f"stack {stack} has no burst policy; nothing to reconcile")
         return
-    outcome = reconcile(project, stack, driver=make_driver(project), clock=_clock(project, stack), on_output=_stream)
+    outcome = reconcile(
+        project, stack, driver=make_driver(project), clock=_clock(project, stack), on_output=_stream,
+        book=measured_booker(make_aws),
+    )  # fmt: skip
     out.print(f"{outcome.message}" + (f" ({_summary(outcome.changes)})" if outcome.changes else ""))
 
 

@@ -1,0 +1,95 @@
+"""A closed window is booked at the node-hours its burst node group had in service, as AWS measured them (the
+`AWS/AutoScaling` metric `GroupInServiceInstances`, https://docs.aws.amazon.com/autoscaling/ec2/userguide/
+ec2-auto-scaling-metrics.html), found by the autoscaler's discovery tags; at the cap only when AWS cannot say.
+Under moto: an Auto Scaling group with the burst pool's tags, and the metric's one-minute datapoints."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from components.model.load import parse_estate
+from gpufleet.burst.aws import IN_SERVICE, Aws
+from gpufleet.burst.ledger import burst_group_tags
+from gpufleet.cli import burst as burst_cli
+from gpufleet.cli.app import app
+from tests.burst.helpers import NOW, STACK, FakeDriver, burst_state, hybrid_config, project, window
+
+runner = CliRunner()
+GROUP = "eks-cloud-burst-h100-0123"
+
+
+@pytest.fixture
+def burst_group(moto_aws: Aws) -> Iterator[str]:
+    """The burst node group's Auto Scaling group, tagged as components/aws/autoscaler.py tags it."""
+    spec = parse_estate(hybrid_config()["gpufleet:estate"], "test")
+    moto_aws.ec2.create_launch_template(
+        LaunchTemplateName="burst", LaunchTemplateData={"ImageId": "ami-12c6146b", "InstanceType": "p5.48xlarge"}
+    )
+    tags = burst_group_tags(spec, "burst-h100")
+    moto_aws.autoscaling.create_auto_scaling_group(
+        AutoScalingGroupName=GROUP, LaunchTemplate={"LaunchTemplateName": "burst"}, MinSize=0, MaxSize=2,
+        DesiredCapacity=0, AvailabilityZones=["us-east-1a"],
+        Tags=[{"Key": k, "Value": v, "PropagateAtLaunch": False} for k, v in tags.items()],
+    )  # fmt: skip
+    yield GROUP
+    moto_aws.autoscaling.delete_auto_scaling_group(AutoScalingGroupName=GROUP, ForceDelete=True)
+    moto_aws.ec2.delete_launch_template(LaunchTemplateName="burst")
+
+
+def in_service(aws: Aws, start: dt.datetime, minutes: int, nodes: float) -> None:
+    """One datapoint a minute: `nodes` instances in service from `start` for `minutes`."""
+    points: list[dict[str, Any]] = [
+        {"MetricName": IN_SERVICE, "Dimensions": [{"Name": "AutoScalingGroupName", "Value": GROUP}],
+         "Timestamp": start + dt.timedelta(minutes=i), "Value": nodes}
+        for i in range(minutes)
+    ]  # fmt: skip
+    for i in range(0, len(points), 500):
+        aws.cloudwatch.put_metric_data(Namespace="AWS/AutoScaling", MetricData=points[i : i + 500])
+
+
+def test_reconcile_books_the_node_hours_aws_measured_not_the_cap(
+    tmp_path: Path, moto_aws: Aws, burst_group: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    start = NOW - dt.timedelta(hours=4)
+    proj = project(tmp_path, hybrid_config(window(start, 3, nodes=2, usd_per_hour=55.04)))
+    in_service(moto_aws, start + dt.timedelta(minutes=30), 90, 1.0)  # one node for 90 of the cap's 2 x 180 min
+    monkeypatch.setattr(burst_cli, "make_aws", lambda region: moto_aws)
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)  # past expiry and grace
+    monkeypatch.setattr(burst_cli, "make_driver", lambda p: FakeDriver(p))
+    result = runner.invoke(app, ["burst", "reconcile", "--stack", STACK, "--project", str(proj)])
+    assert result.exit_code == 0, result.output
+    state = burst_state(proj)
+    assert state is not None and state.window is None
+    (entry,) = state.ledger
+    assert (
+        entry.usd == round(55.04 * 1.5, 2) and entry.closed_by == "gpufleet burst reconcile (1.5 node-hours measured)"
+    )
+    assert entry.nodes == 2 and entry.end == NOW  # the cap and the span stay on record
+
+
+def test_open_turns_on_the_groups_in_service_metric(
+    tmp_path: Path, moto_aws: Aws, burst_group: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from botocore.stub import Stubber
+
+    proj = project(tmp_path, hybrid_config())
+    stub = Stubber(moto_aws.quotas)
+    stub.add_response(
+        "get_service_quota", {"Quota": {"ServiceCode": "ec2", "QuotaCode": "L-417A185B", "Value": 768.0}},
+        {"ServiceCode": "ec2", "QuotaCode": "L-417A185B"},
+    )  # fmt: skip
+    monkeypatch.setattr(burst_cli, "make_aws", lambda region: moto_aws)
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
+    monkeypatch.setattr(burst_cli, "make_driver", lambda p: FakeDriver(p))
+    with stub:
+        result = runner.invoke(app, ["burst", "open", "--stack", STACK, "--project", str(proj), "--gpus", "8",
+                                     "--hours", "2"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    (group,) = moto_aws.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[GROUP])["AutoScalingGroups"]
+    assert {m["Metric"] for m in group.get("EnabledMetrics", [])} == {IN_SERVICE}
