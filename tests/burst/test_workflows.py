@@ -4,8 +4,12 @@ writing-workflows/workflow-syntax-for-github-actions#jobsjob_idconcurrency), and
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.conftest import ROOT
@@ -23,3 +27,52 @@ def test_reconcile_and_deploy_share_one_concurrency_group_per_stack() -> None:
     assert deploy["concurrency"] == group and reconcile["concurrency"] == group
     assert set(reconcile["strategy"]["matrix"]["stack"]) <= set(deploy["strategy"]["matrix"]["stack"])
     assert "concurrency" not in yaml.safe_load((WORKFLOWS / "burst-reconcile.yml").read_text())  # no second group
+
+
+def steps(name: str, job_id: str) -> list[dict[str, Any]]:
+    return list(job(name, job_id)["steps"])
+
+
+def index_of(job_steps: list[dict[str, Any]], text: str) -> int:
+    return next(i for i, s in enumerate(job_steps) if text in str(s.get("run", "")) + str(s.get("uses", "")))
+
+
+def test_workflows_are_valid_github_workflows_by_the_schemastore_schema() -> None:
+    """check-jsonschema's vendored copy of SchemaStore's github-workflow.json (the schema GitHub's editors use):
+    https://github.com/python-jsonschema/check-jsonschema, `--builtin-schema vendor.github-workflows`."""
+    files = [str(WORKFLOWS / n) for n in ("burst-reconcile.yml", "deploy.yml")]
+    done = subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-workflows", *files],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_reconcile_keeps_no_state_in_git_and_cannot_push() -> None:
+    """The window lives in the state stack: the job needs no write access and commits nothing."""
+    reconcile = job("burst-reconcile.yml", "reconcile")
+    assert reconcile["permissions"] == {"contents": "read", "id-token": "write"}
+    assert yaml.safe_load((WORKFLOWS / "burst-reconcile.yml").read_text())["permissions"] == {}
+    runs = " ".join(str(s.get("run", "")) for s in reconcile["steps"])
+    assert "git push" not in runs and "git commit" not in runs
+    assert index_of(reconcile["steps"], "pulumi/actions@") < index_of(reconcile["steps"], "gpufleet burst reconcile")
+
+
+def test_deploy_records_the_window_phase_before_its_up() -> None:
+    """deploy.yml's `up` reads the window through the StackReference; `burst reconcile` first records its phase at
+    AWS's time (and creates the state stack), with the Pulumi CLI and AWS credentials already in place."""
+    up_steps = steps("deploy.yml", "up")
+    reconcile = index_of(up_steps, 'gpufleet burst reconcile --stack "${{ matrix.stack }}"')
+    up = next(i for i, s in enumerate(up_steps) if s.get("with", {}).get("command") == "up")
+    cli = next(i for i, s in enumerate(up_steps) if "pulumi/actions@" in str(s.get("uses")) and i < reconcile)
+    aws = index_of(up_steps, "aws-actions/configure-aws-credentials@")
+    assert cli < reconcile < up and aws < reconcile
+
+
+def test_actionlint_finds_nothing_in_the_burst_workflow() -> None:
+    binary = shutil.which("actionlint")
+    if not binary:
+        pytest.skip("actionlint is not on PATH (not pip-installable here); tests/review/test_workflows.py says more")
+    done = subprocess.run([binary, str(WORKFLOWS / "burst-reconcile.yml")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -40,3 +40,16 @@ def test_mermaid_parses_the_readme_diagrams() -> None:
             ["node", "--input-type=module", "-e", PARSE_JS], input=text, cwd=MERMAID_DIR, capture_output=True, text=True
         )
         assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_readme_says_where_the_window_lives_and_lists_every_burst_command() -> None:
+    from components.model.windows import STATE_STACK_SUFFIX
+    from gpufleet.cli.app import COMMANDS, burst_app
+
+    text = (ROOT / "README.md").read_text()
+    assert f"`<stack>{STATE_STACK_SUFFIX}`" in text and "pulumi.StackReference" in text and "`as_of`" in text
+    burst = [name for typer_app, name, _ in COMMANDS if typer_app is burst_app]
+    assert {"open", "close", "reconcile", "status", "migrate"} <= set(burst)
+    for name in burst:
+        assert f"| `gpufleet burst {name} -s S" in text, name
+    assert "gpufleet:burstWindow` below" not in (ROOT / "stacks" / "Pulumi.hybrid.yaml").read_text()

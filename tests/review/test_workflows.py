@@ -109,8 +109,9 @@ def test_deploy_is_one_protected_environment_per_stack_and_never_overlaps() -> N
     )
     assert job["environment"] == "${{ matrix.stack }}"
     assert job["concurrency"] == {"group": "pulumi-${{ matrix.stack }}", "cancel-in-progress": False}
-    step = uses(doc, "up", "pulumi/actions")
-    assert step["with"]["command"] == "up" and step["with"]["stack-name"] == "${{ matrix.stack }}"
+    # the pulumi/actions step that runs `up` (an earlier one only installs the CLI for `gpufleet burst reconcile`)
+    step = next(s for s in steps(doc, "up") if s.get("with", {}).get("command") == "up")
+    assert step["with"]["stack-name"] == "${{ matrix.stack }}"
     runs = [s.get("run", "") for s in steps(doc, "up")]
     check = next(
         i for i, r in enumerate(runs) if r.startswith(".venv/bin/gpufleet check --stack") and "--write-config" not in r
