@@ -12,10 +12,12 @@ with nothing waiting no node starts. Phases of a window at a moment `now`:
 - `idle` (no window, not started yet, or past the grace): the queues hold and drain (admitted work is evicted
   back to the manager, which dispatches it again), quotas are zero and the pool shrinks to zero nodes.
 
-Any `up` at any time applies the phase of that moment, so an expired window shrinks the pool whoever runs it.
+The program judges the phase at the moment the window state records (`as_of`, see "window state" below), so
+every `up` applies the phase the burst commands last recorded, by AWS's clock.
 
-Spend is booked in a ledger of past windows (`gpufleet:burstLedger` in the stack file): node-hour price x
-nodes x hours open. A window that straddles a month boundary is booked to each month pro rata.
+Spend is booked in a ledger of past windows (the state stack's `ledger` output): the node-hours the burst group
+had in service (or every node of the cap) x the node-hour price. A window that straddles a month boundary is
+booked to each month pro rata.
 """
 
 from __future__ import annotations

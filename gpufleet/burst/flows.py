@@ -1,4 +1,4 @@
-"""`gpufleet burst open|close|reconcile|status|migrate`: the flows, from the burst state to the outcome.
+"""`gpufleet burst open|close|extend|reconcile|status|migrate`: the flows, from the burst state to the outcome.
 
 Opening a window checks AWS first (gpufleet/burst/preflight.py); only then is the state recorded and a targeted
 `pulumi up` run (gpufleet/burst/stack.py, gpufleet/burst/targets.py). The Pulumi program alone decides sizes,
@@ -34,9 +34,9 @@ from components.model.windows import (
     window_price,
 )
 from gpufleet.burst.aws import Aws
-from gpufleet.burst.driver import OutputSink, StackDriver
+from gpufleet.burst.driver import DriverError, OutputSink, StackDriver
 from gpufleet.burst.errors import BurstError
-from gpufleet.burst.preflight import BurstRequest, Preflight, check_request, preflight
+from gpufleet.burst.preflight import BurstRequest, Preflight, check_request, month_hours, preflight
 from gpufleet.burst.stack import Settle, StackState, apply_and_up, load_state
 from gpufleet.burst.targets import burst_targets
 
@@ -307,3 +307,44 @@ def status(project_dir: Path, stack: str, driver: StackDriver, now: dt.datetime)
         committed_usd=committed,
         budget_usd=state.spec.burst.budget_usd,
     )
+
+
+def extend(
+    project_dir: Path, stack: str, hours: float, *, driver: StackDriver, clock: Clock, on_output: OutputSink
+) -> Outcome:
+    """Move an open window's expiry `hours` later, within the policy's max_window_hours from its start and what
+    the month's budget leaves (the ledger, the window so far and its remaining hours). The window's phase does not
+    change, so only the state is recorded: no `up`."""
+    s = load_state(project_dir, stack, driver)
+    policy = s.spec.burst
+    assert policy is not None
+    w = s.window
+    now = clock()
+    if w is None or not w.is_open(now):
+        raise BurstError(f"no open burst window to extend; open one (`gpufleet burst open --stack {stack}`)")
+    if hours <= 0:
+        raise BurstError(f"--hours must be more than 0, got {hours:g}", 2)
+    expires = w.expires + dt.timedelta(hours=hours)
+    if hours_between(w.start, expires) > policy.max_window_hours:
+        raise BurstError(
+            f"the window would last {hours_between(w.start, expires):g} h from its start, more than the burst "
+            f"policy's max_window_hours ({policy.max_window_hours}); close it and open a new one"
+        )
+    price = w.usd_per_hour if w.usd_per_hour is not None else node_hour_price(s.spec, w.instance_type)
+    so_far = close_entry(s.spec, w, w.expires, "committed")  # the window as it stands, to its current expiry
+    extra = window_price(price, w.nodes, hours)
+    for month, part_hours in month_hours(w.expires, expires):
+        part = window_price(price, w.nodes, part_hours)
+        left = round(policy.budget_usd - spend_in_month([*s.ledger, so_far], month), 2)
+        if part > left:
+            raise BurstError(
+                f"{hours:g} more hours of {w.nodes} x {w.instance_type} cost ${part:,.2f} in {month:%B %Y}, but "
+                f"only ${left:,.2f} of the ${policy.budget_usd:,.2f} monthly burst budget is left after the window "
+                "as it stands"
+            )
+    after = BurstState(w.model_copy(update={"expires": expires}), s.state.ledger, now, s.state.settled)
+    try:
+        driver.write_state(stack, after.outputs(), on_output)
+    except DriverError as err:
+        raise BurstError(f"{err}\nthe state stack keeps its previous outputs; nothing was changed") from None
+    return Outcome(f"burst window on pool {w.pool} extended to {expires:%Y-%m-%d %H:%M} UTC (about ${extra:,.2f} more)")

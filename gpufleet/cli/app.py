@@ -59,6 +59,7 @@ COMMANDS: list[tuple[typer.Typer, str, Callable[..., Any]]] = [
     (catalog_app, "show", catalog.catalog_show),
     (burst_app, "open", burst.open_cmd),
     (burst_app, "close", burst.close_cmd),
+    (burst_app, "extend", burst.extend_cmd),
     (burst_app, "reconcile", burst.reconcile_cmd),
     (burst_app, "status", burst.status_cmd),
     (burst_app, "migrate", burst.migrate_cmd),

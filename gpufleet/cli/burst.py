@@ -1,4 +1,4 @@
-"""`gpufleet burst open|close|status|reconcile|migrate` (registered in gpufleet/cli/app.py).
+"""`gpufleet burst open|close|extend|status|reconcile|migrate` (registered in gpufleet/cli/app.py).
 
 Exit codes: 0 done (or nothing to do), 1 the burst cannot go ahead (AWS capacity, quota, throttling, budget, a
 locked stack, no Pulumi CLI, a failed `up`), 2 bad input (stack file, options, a burst state that does not fit).
@@ -22,6 +22,7 @@ from gpufleet.burst.errors import BurstError
 from gpufleet.burst.flows import (
     BurstRequest,
     close_window,
+    extend,
     open_window,
     plan_open,
     reconcile,
@@ -152,6 +153,17 @@ def close_cmd(stack: StackOpt, project: ProjectOpt = HERE) -> None:
         book=measured_booker(make_aws),
     )  # fmt: skip
     out.print(f"{outcome.message}" + (f" ({_summary(outcome.changes)})" if outcome.changes else ""))
+
+
+ExtendHoursOpt = Annotated[float, typer.Option("--hours", help="How many hours later the window expires.")]
+
+
+def extend_cmd(stack: StackOpt, hours: ExtendHoursOpt, project: ProjectOpt = HERE) -> None:
+    """Move the open window's expiry later, within max_window_hours and the budget (records the state only)."""
+    outcome = extend(
+        project, stack, hours, driver=make_driver(project), clock=_clock(project, stack), on_output=_stream
+    )
+    out.print(outcome.message)
 
 
 def reconcile_cmd(stack: StackOpt, project: ProjectOpt = HERE) -> None:

@@ -84,3 +84,39 @@ def test_offline_is_only_a_dry_run(tmp_path: Path) -> None:
     proj = project(tmp_path, hybrid_config())
     result = invoke(proj, "open", "--gpus", "8", "--hours", "2", "--offline")
     assert result.exit_code == 2 and "only goes with --dry-run" in result.output
+
+
+def test_extend_moves_an_open_windows_expiry_within_policy_and_budget_recording_only_the_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proj = project(tmp_path, hybrid_config(window(NOW - dt.timedelta(hours=1), 4, nodes=1, usd_per_hour=55.04)))
+    driver = FakeDriver(proj)
+    monkeypatch.setattr(burst_cli, "make_driver", lambda p: driver)
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
+    result = invoke(proj, "extend", "--hours", "2")
+    assert result.exit_code == 0, result.output
+    assert "extended to 2026-11-20 17:00 UTC (about $110.08 more)" in result.output
+    assert driver.names() == ["read_state", "write_state"]  # the phase is unchanged: no `up`
+    state = burst_state(proj)
+    assert state is not None and state.window is not None and state.window.expires == NOW + dt.timedelta(hours=5)
+
+    result = invoke(proj, "extend", "--hours", "44")  # 49 h from its start: over max_window_hours (48)
+    assert result.exit_code == 1 and "more than the burst policy's max_window_hours (48)" in result.output
+
+
+def test_extend_refused_over_the_budget_and_without_an_open_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    w = window(NOW - dt.timedelta(hours=1), 2, nodes=1, usd_per_hour=55.04)
+    proj = project(tmp_path, hybrid_config(w, ledger=[{**SPENT, "usd": 19700.0}]))  # $300 left, $110.08 committed
+    driver = FakeDriver(proj)
+    monkeypatch.setattr(burst_cli, "make_driver", lambda p: driver)
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
+    result = invoke(proj, "extend", "--hours", "4")
+    assert result.exit_code == 1
+    assert "cost $220.16 in November 2026, but only $189.92 of the $20,000.00" in " ".join(result.output.split())
+    assert driver.names() == ["read_state"]
+
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW + dt.timedelta(hours=2))  # expired
+    result = invoke(proj, "extend", "--hours", "1")
+    assert result.exit_code == 1 and "no open burst window to extend" in result.output
