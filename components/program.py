@@ -26,13 +26,12 @@ from components.model.load import (
     LEDGER_KEY,
     WINDOW_KEY,
     SpecError,
-    check_window,
     parse_estate,
     stack_path,
 )
 from components.model.secrets import missing_message, missing_secrets
 from components.model.spec import BurstWindow, EstateSpec
-from components.model.windows import parse_state, state_reference, state_stack_name
+from components.model.windows import check_state, parse_state, state_reference, state_stack_name
 
 # Without a window nothing is judged by time (every phase is idle), so any fixed moment serves.
 NO_WINDOW_TIME = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
@@ -101,8 +100,7 @@ def _with_window(
         source = f"stack {state_stack_name(pulumi.get_stack())}"
         try:
             state = parse_state(outputs, source)
-            if state is not None:
-                check_window(spec, state.window, source)
+            check_state(spec, state, source)
         except SpecError as err:
             raise pulumi.RunError(str(err)) from None
         if state is None or state.window is None:

@@ -346,3 +346,15 @@ def parse_state(outputs: dict[str, object] | None, source: str) -> BurstState | 
     if problems:
         raise SpecError(problems)
     return BurstState(window, tuple(ledger), as_of, bool(settled))
+
+
+def check_state(spec: EstateSpec, state: BurstState | None, source: str) -> None:
+    """A recorded window must grow an existing burst pool with that pool's instance type, in its AZ (SpecError
+    naming `source` and `outputs.window.<field>`)."""
+    from components.model.load import SpecError, problem_line
+
+    if state is None or state.window is None:
+        return
+    problems = window_problems(spec, state.window)
+    if problems:
+        raise SpecError([problem_line(source, "outputs.window", p.path, p.message) for p in problems])

@@ -20,9 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from components.model.load import LEDGER_KEY, WINDOW_KEY, SpecError, check_window, read_stack
+from components.model.load import LEDGER_KEY, WINDOW_KEY, SpecError, read_stack
 from components.model.spec import BurstLedgerEntry, BurstWindow, EstateSpec
-from components.model.windows import BurstState, parse_state, state_stack_name
+from components.model.windows import BurstState, check_state, parse_state, state_stack_name
 from gpufleet.burst.driver import DriverError, NotStarted, OutputSink, StackDriver, SummaryUnread
 from gpufleet.burst.errors import BurstError
 
@@ -48,8 +48,9 @@ class StackState:
 
 
 def load_spec(project_dir: Path, stack: str) -> EstateSpec:
+    """The estate, its stack file judged as every command judges it (a window or ledger key there included)."""
     sf = read_stack(project_dir, stack)
-    spec = sf.estate()
+    spec, _, _ = sf.contents()
     if spec.burst is None:
         raise BurstError(f"{sf.path}: the estate has no burst policy (`burst:`); only hybrid estates burst", 2)
     return spec
@@ -83,7 +84,7 @@ def load_state(project_dir: Path, stack: str, driver: StackDriver) -> StackState
         return StackState(spec, EMPTY, recorded=False)
     try:
         state = parse_state(outputs, source) or EMPTY
-        check_window(spec, state.window, source)
+        check_state(spec, state, source)
     except SpecError as err:
         raise BurstError(str(err), 2) from None
     return StackState(spec, state, recorded=True)

@@ -5,7 +5,10 @@ cloud worker the burst Cohort's quota and the burst ClusterQueues' stopPolicy. T
 program itself, synthesized offline (gpufleet/engine/synth.py) with no window: the same resources exist in every
 phase, so their URNs are those of any `up`. A URN is `urn:pulumi:<stack>::<project>::<qualified type>::<name>`
 (https://www.pulumi.com/docs/iac/concepts/resources/names/#urns), the qualified type being the plan key's.
-`up(target=..., target_dependents=True)` then updates these and whatever depends on them, nothing else.
+`up(target=..., target_dependents=True)` then updates these and whatever depends on them, nothing else. The
+StackReference the program reads the window through is read in a targeted `up` too: the engine's step generator
+filters registrations by target, not reads (pulumi/pulumi, pkg/resource/deploy/step_generator.go,
+`GenerateReadSteps`), so the targeted resources get the window just recorded.
 """
 
 from __future__ import annotations
