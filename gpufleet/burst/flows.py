@@ -181,7 +181,10 @@ def reconcile(
     w = s.window
     now = clock()
     if not s.recorded:
-        driver.write_state(stack, BurstState(None, (), now).outputs(), on_output)
+        try:
+            driver.write_state(stack, BurstState(None, (), now).outputs(), on_output)
+        except DriverError as err:
+            raise BurstError(f"{err}; nothing was changed") from None
         return Outcome(f"recorded an empty burst state (no window) in the new state stack of {stack}")
     if w is not None and now >= w.expires:
         return _reconcile_expired(
@@ -197,6 +200,9 @@ def reconcile(
             f"burst window on pool {w.pool} starts at {w.start:%Y-%m-%d %H:%M} UTC (until "
             f"{w.expires:%Y-%m-%d %H:%M} UTC); nothing to do"
         )
+    if window_phase(s.spec, w, s.state.as_of) != "open":  # recorded before its start: the program holds it shut
+        summary = _up(project_dir, stack, driver, s, BurstState(w, s.state.ledger, now), on_output)
+        return Outcome(f"burst window on pool {w.pool} opened (until {w.expires:%Y-%m-%d %H:%M} UTC)", summary)
     return Outcome(f"burst window on pool {w.pool} is open until {w.expires:%Y-%m-%d %H:%M} UTC; nothing to do")
 
 

@@ -30,6 +30,7 @@ from tests.burst.helpers import (
     burst_state,
     hybrid_config,
     project,
+    record,
     recorded,
     window,
 )
@@ -317,3 +318,21 @@ def test_missing_stack_is_one_clear_sentence_not_a_cli_dump(
     assert "the stack does not exist in the Pulumi backend you are logged in to" in result.output
     assert "nothing was changed" in result.output
     assert "code: 255" not in result.output and "stdout:" not in result.output
+
+
+def test_a_window_recorded_before_its_start_is_opened_by_the_first_reconcile_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The program judges a window at the recorded as_of: one recorded before its start stays shut until a
+    reconcile after the start records the open phase (AWS's time) and runs the targeted `up`."""
+    later = window(NOW + dt.timedelta(hours=1), 4, nodes=1, usd_per_hour=55.04)
+    proj = project(tmp_path, hybrid_config(later))
+    record_at = {**recorded(proj), "as_of": "2026-11-20T11:00:00Z"}  # recorded before the start
+    record(proj, record_at)
+    driver = FakeDriver(proj)
+    use_driver(monkeypatch, driver)
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW + dt.timedelta(hours=2))
+    result = invoke(proj, "reconcile")
+    assert result.exit_code == 0, result.output
+    assert "opened (until 2026-11-20 17:00 UTC)" in result.output and "up" in driver.names()
+    assert recorded(proj)["as_of"] == "2026-11-20T14:00:00Z"
