@@ -25,7 +25,7 @@ def status_table(stack: str, s: Status, now: dt.datetime) -> Table:
         if s.time_left is not None:
             table.add_row("time left", f"{s.time_left.total_seconds() / 3600:.1f} h")
         if not s.open and now >= w.expires:
-            table.add_row("note", "expired: the next `up` shrinks the pools; `gpufleet burst reconcile` books it")
+            table.add_row("note", "expired: `gpufleet burst reconcile` stops admission, empties the pool, books it")
     table.add_row("spent this month", f"${s.spend_usd:,.2f}")
     if s.committed_usd:
         table.add_row("committed (to expiry)", f"${s.committed_usd:,.2f}")

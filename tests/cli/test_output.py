@@ -191,13 +191,14 @@ def test_check_summary_leaves_out_the_advisory_findings(monkeypatch: pytest.Monk
 
 def test_burst_status_into_a_pipe_keeps_each_row_on_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from gpufleet.cli import burst as burst_cli
-    from tests.burst.helpers import NOW, STACK, hybrid_config, project, window
+    from tests.burst.helpers import NOW, STACK, FakeDriver, hybrid_config, project, window
 
     monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
+    monkeypatch.setattr(burst_cli, "make_driver", FakeDriver)  # the window is in the (fake) state stack
     monkeypatch.delenv("COLUMNS", raising=False)
     proj = project(tmp_path, hybrid_config(window(NOW - dt.timedelta(hours=10), 8, nodes=1, usd_per_hour=55.04)))
     args = ["burst", "status", "--stack", STACK, "--project", str(proj)]
-    note = "expired: the next `up` shrinks the pools; `gpufleet burst reconcile` books it"
+    note = "expired: `gpufleet burst reconcile` stops admission, empties the pool, books it"
     wide = runner.invoke(app, args)
     assert wide.exit_code == 0, wide.output
     assert any(note in line and "note" in line for line in wide.stdout.splitlines())
