@@ -226,7 +226,7 @@ def _tenant_dirs(
             "capabilities": {"drop": ["ALL"], "add": ["CHOWN", "FOWNER", "FSETID"]},
             "seccompProfile": {"type": "RuntimeDefault"},
         },
-        "resources": {"requests": {"cpu": "50m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
+        "resources": {"requests": {"cpu": "50m", "memory": "32Mi"}, "limits": {"cpu": "200m", "memory": "64Mi"}},
         "volumeMounts": [{"name": "fs", "mountPath": "/fs"}],
     }
     name = f"{tier.name}-tenant-dirs"
@@ -237,6 +237,8 @@ def _tenant_dirs(
             "spec": {
                 "restartPolicy": "Never",
                 "automountServiceAccountToken": False,
+                # The pod's own context as well as the container's (root for chown, RuntimeDefault seccomp).
+                "securityContext": {"runAsUser": 0, "runAsNonRoot": False, "seccompProfile": {"type": "RuntimeDefault"}},
                 "containers": [container],
                 "volumes": [{"name": "fs", "persistentVolumeClaim": {"claimName": root}}],
             },
