@@ -238,7 +238,11 @@ def _tenant_dirs(
                 "restartPolicy": "Never",
                 "automountServiceAccountToken": False,
                 # The pod's own context as well as the container's (root for chown, RuntimeDefault seccomp).
-                "securityContext": {"runAsUser": 0, "runAsNonRoot": False, "seccompProfile": {"type": "RuntimeDefault"}},
+                "securityContext": {
+                    "runAsUser": 0,
+                    "runAsNonRoot": False,
+                    "seccompProfile": {"type": "RuntimeDefault"},
+                },
                 "containers": [container],
                 "volumes": [{"name": "fs", "persistentVolumeClaim": {"claimName": root}}],
             },
