@@ -73,7 +73,7 @@ else
   fi
 fi
 
-# -- InfiniBand / RoCE ports: every port of every listed HCA Active and LinkUp (ibstat) ----
+# -- InfiniBand / RoCE ports: every port of every listed HCA Active and LinkUp at 400 Gb/s (ibstat) ----
 if ! command -v ibstat >/dev/null 2>&1; then
   fail ib.tools "ibstat (infiniband-diags) to check mlx5_0, mlx5_1, mlx5_2, mlx5_3" "no ibstat on PATH"
 else
@@ -86,6 +86,8 @@ else
     physical="$(printf '%s\n' "$out" | sed -n 's/^[[:space:]]*Physical state:[[:space:]]*//p')"
     if all_are "$states" Active; then pass "ib.$ca.state" Active; else fail "ib.$ca.state" "State: Active" "State: $(joined "$states")"; fi
     if all_are "$physical" LinkUp; then pass "ib.$ca.link" LinkUp; else fail "ib.$ca.link" "Physical state: LinkUp" "Physical state: $(joined "$physical")"; fi
+    rates="$(printf '%s\n' "$out" | sed -n 's/^[[:space:]]*Rate:[[:space:]]*//p')"
+    if all_are "$rates" 400; then pass "ib.$ca.rate" "400 Gb/s"; else fail "ib.$ca.rate" "Rate: 400" "Rate: $(joined "$rates")"; fi
   done
 fi
 
