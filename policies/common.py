@@ -152,11 +152,11 @@ def is_kubernetes(resource_type: str) -> bool:
 
 
 class _KindIndex:
-    """Kubernetes objects of one resource list by kind (and by namespace and kind), and tenant namespaces: built
-    once per list.
+    """Kubernetes objects of one resource list by kind (and by namespace and kind), tenant namespaces, and the
+    resources that depend on or are parented by each URN: built once per list.
 
-    Stack rules ask for objects of a kind, or a tenant's namespace, once per tenant or per object; scanning the
-    whole plan each time made them quadratic at fleet scale."""
+    Stack rules ask for objects of a kind, a tenant's namespace, or what depends on a resource, once per tenant or
+    per object; scanning the whole plan each time made them quadratic at fleet scale."""
 
     def __init__(self, resources: list[PolicyResource]) -> None:
         self.resources = resources
@@ -176,6 +176,19 @@ class _KindIndex:
         for ns, tenant in self.tenant_namespaces.items():
             self.first_namespace.setdefault(tenant, ns)
         self._by_namespace: dict[tuple[str | None, str], list[PolicyResource]] | None = None
+        self._attached: dict[str, list[PolicyResource]] | None = None
+
+    def attached(self, urn: str) -> list[PolicyResource]:
+        """Resources (in list order, each once) with `urn` among their dependencies' URNs or as their parent's."""
+        if self._attached is None:
+            self._attached = {}
+            for r in self.resources:
+                urns = {d.urn for d in r.dependencies}
+                if r.parent is not None:
+                    urns.add(r.parent.urn)
+                for u in urns:
+                    self._attached.setdefault(u, []).append(r)
+        return self._attached.get(urn, [])
 
     def in_namespace(self, namespace: str, kind: str) -> list[PolicyResource]:
         if self._by_namespace is None:
@@ -205,6 +218,14 @@ def _index(resources: Iterable[PolicyResource]) -> _KindIndex | None:
     if _last_index is None or not _last_index.describes(resources):
         _last_index = _KindIndex(resources)
     return _last_index
+
+
+def release_index() -> None:
+    """Forget the last list's index, so the resources it holds are freed with the evaluation that made them
+    (`gpufleet check` calls this when an evaluation ends; under the policy analyzer the index lives until another
+    list is indexed or the analyzer exits with the preview or update)."""
+    global _last_index
+    _last_index = None
 
 
 def objects(resources: Iterable[PolicyResource], *kinds: str) -> Iterator[PolicyResource]:
@@ -252,6 +273,24 @@ def in_namespace(resources: Iterable[PolicyResource], namespace: str, *kinds: st
     if idx is not None:
         return [r for k in kinds for r in idx.in_namespace(namespace, k)]
     return [r for r in objects(resources, *kinds) if k8s_namespace(r.props) == namespace]
+
+
+def dependents(resources: Iterable[PolicyResource], target: PolicyResource, *types: str) -> list[PolicyResource]:
+    """Resources of the given type tokens (any, without `types`) that have `target` among their dependencies (by
+    URN), in list order."""
+
+    def depends(r: PolicyResource) -> bool:
+        return (not types or r.resource_type in types) and any(d.urn == target.urn for d in r.dependencies)
+
+    idx = _index(resources)
+    return [r for r in (idx.attached(target.urn) if idx is not None else resources) if depends(r)]
+
+
+def attached_to(resources: Iterable[PolicyResource], target: PolicyResource) -> list[PolicyResource]:
+    """Resources that depend on `target` (it is in their dependencies) or are its children, in list order."""
+    idx = _index(resources)
+    candidates = idx.attached(target.urn) if idx is not None else resources
+    return [r for r in candidates if target in r.dependencies or r.parent is target]
 
 
 # ------------------------------------------------------------------------------------------------ nodes

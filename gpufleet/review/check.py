@@ -46,7 +46,7 @@ from components.model.tenant_s3 import declared_grants
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.engine.synth import collector_paused
 from gpufleet.review.findings import Enforcement, Finding, Findings
-from policies.common import ScopedResourcePolicy
+from policies.common import ScopedResourcePolicy, is_kubernetes, kind, release_index
 
 # The pack folders under policies/ (each an importable package with rules.py). Kept here, not in
 # policies/__init__.py: the editable install registers `policies` as a namespace package, whose __init__ never runs.
@@ -224,15 +224,37 @@ class _View:
     def _resource_parts(self) -> list[tuple[PlanResource, Any, str, _Options, PolicyProviderResource | None]]:
         return [(r, self.props(r), self.urn(r.key), self.opts(r), self.provider(r)) for r in self.plan.resources]
 
+    @functools.cached_property
+    def _positions(self) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+        """Plan positions of the resources by type token, and of the Kubernetes objects by kind."""
+        by_type: dict[str, list[int]] = {}
+        by_kind: dict[str, list[int]] = {}
+        for i, r in enumerate(self.plan.resources):
+            by_type.setdefault(r.type, []).append(i)
+            if is_kubernetes(r.type) and (k := kind(r.inputs)) is not None:
+                by_kind.setdefault(k, []).append(i)
+        return by_type, by_kind
+
+    def _scope(self, policy: ScopedResourcePolicy) -> list[int]:
+        """Plan positions of the resources a scoped policy may apply to (those of its types and kinds), in order."""
+        by_type, by_kind = self._positions
+        found = {i for t in policy.types for i in by_type.get(t, ())}
+        found.update(i for k in policy.kinds for i in by_kind.get(k, ()))
+        return sorted(found)
+
     def resource_args(
         self, config: dict[str, Any] | None, policy: ResourceValidationPolicy
     ) -> Iterator[tuple[PlanResource, ResourceValidationArgs]]:
         """The validation args, with one policy's config, of every resource the policy applies to (a scoped
-        policy ignores the others, so they are skipped here without building their args)."""
-        scoped = policy if isinstance(policy, ScopedResourcePolicy) else None
-        for r, props, urn, opts, provider in self._resource_parts:
-            if scoped is None or scoped.applies(r.type, r.inputs):
-                yield r, ResourceValidationArgs(r.type, props, urn, r.name, opts, provider, config)
+        policy ignores the others, so they are skipped here without building their args), in plan order."""
+        parts = self._resource_parts
+        if isinstance(policy, ScopedResourcePolicy):
+            candidates = [parts[i] for i in self._scope(policy)]
+            selected = [p for p in candidates if policy.applies(p[0].type, p[0].inputs)]
+        else:
+            selected = parts
+        for r, props, urn, opts, provider in selected:
+            yield r, ResourceValidationArgs(r.type, props, urn, r.name, opts, provider, config)
 
     def stack_resources(self) -> list[PolicyResource]:
         by_key = {
@@ -297,7 +319,10 @@ def run(plan: Plan, configs: dict[str, dict[str, Any]] | None = None, only: set[
     """The packs' policies (or only the rule ids in `only`) over the plan; `configs` maps a PolicyPack name to
     its `--policy-pack-config` document (per policy: enforcementLevel and config properties)."""
     with collector_paused():  # every resource's proxies live until the end (see collector_paused)
-        return _evaluate(plan, configs, only)
+        try:
+            return _evaluate(plan, configs, only)
+        finally:
+            release_index()  # the packs' index of the stack's resources: freed now, not traversed by the collector
 
 
 def _evaluate(plan: Plan, configs: dict[str, dict[str, Any]] | None, only: set[str] | None) -> Findings:

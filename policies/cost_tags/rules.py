@@ -93,13 +93,12 @@ def cost_labels(args: ResourceValidationArgs, report: ReportViolation) -> None:
 # -- A16 ----------------------------------------------------------------------------------------------------
 
 
-def _region(r: PolicyResource, resources: list[PolicyResource]) -> str | None:
+def _region(r: PolicyResource, provider_regions: set[str]) -> str | None:
     """The resource's region input, else its provider's, else the one region all AWS providers share."""
     region = r.props.get("region") or (r.provider.props.get("region") if r.provider is not None else None)
     if region:
         return str(region)
-    regions = {str(p.props.get("region")) for p in resources if p.resource_type == "pulumi:providers:aws"}
-    return regions.pop() if len(regions) == 1 else None
+    return next(iter(provider_regions)) if len(provider_regions) == 1 else None
 
 
 def budget_cap(args: StackValidationArgs, report: ReportViolation) -> None:
@@ -120,12 +119,13 @@ def budget_cap(args: StackValidationArgs, report: ReportViolation) -> None:
         return
     total = 0.0
     parts: list[str] = []
+    provider_regions = {str(p.props.get("region")) for p in args.resources if p.resource_type == "pulumi:providers:aws"}
     for ng in (r for r in args.resources if r.resource_type == NODE_GROUP):
         itype = node_group_instance_type(ng)
         if itype is None or itype not in catalog.instance_types():
             continue  # CPU system pools are outside the GPU catalog and the budget
         max_size = int(get(ng.props, "scalingConfig.maxSize", 0) or 0)
-        region = _region(ng, args.resources)
+        region = _region(ng, provider_regions)
         price = catalog.price(itype, region) if region else None
         if price is None:
             report(

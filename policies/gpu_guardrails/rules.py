@@ -33,6 +33,7 @@ from policies.common import (
     as_list,
     chart_name,
     config,
+    dependents,
     get,
     is_false,
     is_gpu_node,
@@ -96,8 +97,8 @@ def efa_single_subnet(args: ResourceValidationArgs, report: ReportViolation) -> 
 def _pool_instance_type(lt: PolicyResource, resources: list[PolicyResource]) -> str | None:
     if lt.props.get("instanceType"):
         return str(lt.props["instanceType"])
-    for r in resources:
-        if r.resource_type == NODE_GROUP and launch_template_of(r) is lt and as_list(r.props.get("instanceTypes")):
+    for r in dependents(resources, lt, NODE_GROUP):  # a node group's launch template is among its dependencies
+        if launch_template_of(r) is lt and as_list(r.props.get("instanceTypes")):
             return str(as_list(r.props["instanceTypes"])[0])
     return None
 

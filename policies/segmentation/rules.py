@@ -31,6 +31,7 @@ from policies.common import (
     TENANTS_SCHEMA,
     as_dict,
     as_list,
+    attached_to,
     config,
     expected_tenants,
     get,
@@ -244,7 +245,7 @@ def efa_sg_self_only(args: StackValidationArgs, report: ReportViolation) -> None
             "ingress": [_normalise_rule(as_dict(x)) for x in as_list(sg.props.get("ingress"))],
             "egress": [_normalise_rule(as_dict(x)) for x in as_list(sg.props.get("egress"))],
         }
-        for r in args.resources:
+        for r in attached_to(args.resources, sg):
             if sg not in r.dependencies:
                 continue
             if r.resource_type == SG_RULE and r.props.get("type") in rules:
@@ -361,7 +362,7 @@ def _denies_insecure_transport(policy: Any) -> bool:
 def storage_not_public(args: StackValidationArgs, report: ReportViolation) -> None:
     """Every bucket has a full public access block and a bucket policy denying non-TLS requests."""
     for bucket in (r for r in args.resources if r.resource_type in S3_BUCKETS):
-        attached = [r for r in args.resources if bucket in r.dependencies or r.parent is bucket]
+        attached = attached_to(args.resources, bucket)
         pabs = [r for r in attached if r.resource_type == S3_PUBLIC_ACCESS_BLOCK]
         if not any(all(is_true(p.props.get(f)) for f in PAB_FLAGS) for p in pabs):
             report(f"bucket {bucket.name} has no public access block with all four flags on", bucket.urn)

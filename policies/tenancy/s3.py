@@ -16,7 +16,7 @@ from typing import Any
 from pulumi_policy import PolicyResource, ReportViolation, StackValidationArgs
 
 from components.model.conventions import SHARED, TENANT_LABEL, TRUST_LABEL
-from policies.common import as_dict, as_list, config, k8s_labels, objects, plain
+from policies.common import as_dict, as_list, config, dependents, k8s_labels, objects, plain
 
 ROLE = "aws:iam/role:Role"
 ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
@@ -54,9 +54,8 @@ def role_statements(role: PolicyResource, resources: list[PolicyResource]) -> It
     """The Allow statements of the role's inline policies and of the role policies that depend on it."""
     for inline in as_list(role.props.get("inlinePolicies")):
         yield from _statements(_document(as_dict(inline).get("policy")))
-    for r in resources:
-        if r.resource_type == ROLE_POLICY and any(d.urn == role.urn for d in r.dependencies):
-            yield from _statements(_document(r.props.get("policy")))
+    for r in dependents(resources, role, ROLE_POLICY):
+        yield from _statements(_document(r.props.get("policy")))
 
 
 def _s3_actions(statement: dict[str, Any]) -> list[str]:
@@ -80,11 +79,10 @@ def tenant_s3_scoped(args: StackValidationArgs, report: ReportViolation) -> None
             broad = [str(x) for x in as_list(s.get("Resource")) if _any_bucket(str(x))]
             if actions and broad:
                 report(f"tenant {tenant}'s role allows {', '.join(actions)} on {', '.join(broad)}", role.urn)
-        for r in args.resources:
-            if r.resource_type == ROLE_POLICY_ATTACHMENT and any(d.urn == role.urn for d in r.dependencies):
-                arn = str(r.props.get("policyArn") or "")
-                if arn.rsplit("/", 1)[-1] in S3_MANAGED_POLICIES:
-                    report(f"tenant {tenant}'s role has {arn}, which reaches every bucket", role.urn)
+        for r in dependents(args.resources, role, ROLE_POLICY_ATTACHMENT):
+            arn = str(r.props.get("policyArn") or "")
+            if arn.rsplit("/", 1)[-1] in S3_MANAGED_POLICIES:
+                report(f"tenant {tenant}'s role has {arn}, which reaches every bucket", role.urn)
 
 
 def _granted(resource: str) -> str | None:
