@@ -6,6 +6,7 @@ per problem and an exit code (0 fine, 1 a mandatory policy violation or a refuse
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -29,7 +30,28 @@ from gpufleet.cli import (
 from gpufleet.cli.errors import user_errors
 from gpufleet.cli.options import set_width
 
-app = typer.Typer(
+
+class _Process(typer.Typer):
+    """The `gpufleet` program run as a process (the console script): one command, then the process exits.
+
+    Automatic cyclic garbage collection is off for the command, and what it left is frozen (`gc.freeze`) before
+    the interpreter shuts down. A command holds a synthesized plan (hundreds of thousands of Outputs, futures and
+    SDK objects) until it ends: every automatic collection after synthesis, and the collection the interpreter runs
+    at shutdown, would traverse all of it again only to free memory the operating system reclaims at exit anyway.
+    `gpufleet preview` of the examples, one run each (`python -m benchmarks.preview_imports`): aws-train 3.39 s to
+    1.91 s, hybrid 4.36 s to 2.00 s, onprem 2.17 s to 1.38 s.
+    In-process callers (`typer.testing.CliRunner`, which invokes the click command) keep the collector as it is.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        gc.disable()
+        try:
+            return super().__call__(*args, **kwargs)
+        finally:
+            gc.freeze()
+
+
+app = _Process(
     name="gpufleet",
     help="GPU estates as Pulumi code: preview, check, cost and export them offline; burst them to cloud.",
     no_args_is_help=True,

@@ -1,0 +1,65 @@
+"""The `gpufleet` console script runs one command and exits: no automatic cyclic garbage collection during the
+command and none over what it left at interpreter shutdown (`gc.freeze`,
+https://docs.python.org/3.11/library/gc.html#gc.freeze: frozen objects are ignored by every future collection).
+In-process callers (CliRunner) keep the collector as they had it. Output is the same either way: the preview
+snapshots (tests/review/snapshots) and the piped-CLI tests in tests/cli/test_output.py run through both paths.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+import tomllib
+
+import pytest
+from typer.testing import CliRunner
+
+from gpufleet.cli import app as app_module
+from tests.conftest import ROOT
+
+# A fresh interpreter runs the app as the console script does (`app()`); the group callback (set_width) runs
+# inside the command, before `validate --help` exits. It prints whether the collector was on then, and, after
+# the command, whether the collector is on and whether anything was frozen.
+_SCRIPT = """
+import atexit, gc
+from gpufleet.cli import app as m
+seen = []
+width = m.set_width
+m.set_width = lambda w: (seen.append(gc.isenabled()), width(w))
+atexit.register(lambda: print(seen, gc.isenabled(), gc.get_freeze_count() > 0))
+m.app(["validate", "--help"])
+"""
+
+
+def test_the_console_script_collects_nothing_during_the_command_and_freezes_what_it_left() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _SCRIPT],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[False] False True"
+
+
+def test_in_process_callers_keep_the_collector(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[bool] = []
+    width = app_module.set_width
+    monkeypatch.setattr(app_module, "set_width", lambda w: (seen.append(gc.isenabled()), width(w)))
+    frozen = gc.get_freeze_count()
+    result = CliRunner().invoke(app_module.app, ["validate", "--help"])
+    assert result.exit_code == 0, result.output
+    assert seen == [gc.isenabled()] == [True]
+    assert gc.get_freeze_count() == frozen
+
+
+def test_the_installed_console_script_is_the_process_app() -> None:
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    module, _, name = scripts["gpufleet"].partition(":")
+    assert (module, name) == ("gpufleet.cli.app", "app")
+    assert type(app_module.app).__call__ is not type(app_module.catalog_app).__call__
