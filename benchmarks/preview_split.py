@@ -2,7 +2,10 @@
 
 For each example, in a fresh interpreter: interpreter start-up, importing the tool, the first synth (which
 also imports the provider SDK modules the program uses), a second synth of the same stack (the synthesis work
-alone), policy evaluation and the cost envelope. Also the wall time of the whole `gpufleet preview` command.
+alone), policy evaluation, the cost envelope and the first-up simulation (gpufleet/review/reality.py, with the
+configured chart cache), with the seconds automatic garbage collection took inside those phases (`collector`,
+timed with `gc.callbacks`; the `gpufleet` console script runs without it, gpufleet/cli/app.py). Also the wall
+time of the whole `gpufleet preview` command.
 """
 
 from __future__ import annotations
@@ -17,7 +20,14 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ("aws-train", "onprem", "hybrid")
 
 _PROBE = """
-import time, json, sys
+import gc, time, json, sys
+collector = [0.0, 0.0]
+def _timed(phase, info):
+    if phase == "start":
+        collector[1] = time.perf_counter()
+    else:
+        collector[0] += time.perf_counter() - collector[1]
+gc.callbacks.append(_timed)
 t0 = time.perf_counter()
 import datetime as dt
 from gpufleet import cli  # noqa: F401 - the CLI's own imports
@@ -25,6 +35,8 @@ from gpufleet.engine.synth import synth
 from gpufleet.review import check
 from gpufleet.review.cost import estate_cost
 from components.model.load import read_stack
+from gpufleet.charts.cache import ChartCache
+from gpufleet.review import reality
 t1 = time.perf_counter()
 plan = synth(".", sys.argv[1])
 t2 = time.perf_counter()
@@ -36,9 +48,11 @@ check.evaluate(plan, spec)
 t4 = time.perf_counter()
 estate_cost(spec, stack.window(), dt.datetime.now(dt.UTC))
 t5 = time.perf_counter()
+reality.first_up(plan, spec, ChartCache())
+t6 = time.perf_counter()
 print(json.dumps({"import_tool": t1 - t0, "first_synth": t2 - t1, "synth_work": t3 - t2,
                   "sdk_imports_in_first_synth": (t2 - t1) - (t3 - t2), "policies": t4 - t3, "cost": t5 - t4,
-                  "resources": len(plan.resources)}))
+                  "first_up": t6 - t5, "collector": collector[0], "resources": len(plan.resources)}))
 """
 
 
