@@ -4,6 +4,10 @@ The floor of a preview is a bare interpreter importing the provider SDK modules 
 registers (found by recording one synth, `benchmarks.fair_floor`); everything above it is ours (the CLI, the
 model, synthesis, policies, cost, rendering). Each is the fastest of `repeats` fresh-interpreter runs, measured
 in turn in one run; `ratio` = preview wall / imports wall.
+
+`gpufleet` runs its command with the cyclic garbage collector off (gpufleet/cli/app.py), which a bare import does
+not: `imports_no_gc_seconds` is the same imports with the collector off too, and `ratio_no_gc` = preview wall /
+that, the stricter comparison.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ def preview_vs_imports(repeats: int = 3) -> dict[str, dict[str, Any]]:
         modules = provider_modules(stack)
         load_before = os.getloadavg()[0]
         imports = _wall([sys.executable, "-c", f"import {', '.join(modules)}"], repeats)
+        no_gc = _wall([sys.executable, "-c", f"import gc; gc.disable(); import {', '.join(modules)}"], repeats)
         preview = _wall([gpufleet, "preview", "--stack", stack], repeats)
         load_after = os.getloadavg()[0]
         rows[stack] = {
@@ -67,6 +72,8 @@ def preview_vs_imports(repeats: int = 3) -> dict[str, dict[str, Any]]:
             "imports_seconds": round(imports, 3),
             "preview_seconds": round(preview, 3),
             "ratio": round(preview / imports, 3),
+            "imports_no_gc_seconds": round(no_gc, 3),
+            "ratio_no_gc": round(preview / no_gc, 3),
             "load_average": [round(load_before, 2), round(load_after, 2)],
             "machine_busy": max(load_before, load_after) > 1.5,
         }

@@ -263,6 +263,7 @@ def main() -> int:
     for name, e in result.get("examples", {}).items():
         print(
             f"{name}: preview {e['preview_seconds']:.2f} s, imports {e['imports_seconds']:.2f} s, ratio {e['ratio']:.2f}"
+            f" (imports without the collector {e['imports_no_gc_seconds']:.2f} s, ratio {e['ratio_no_gc']:.2f})"
         )
     for name, v in result["targets"].items():
         print(f"{name}: worst {v['worst']} (target <= {v['target']}): {'met' if v['met'] else 'NOT met'}")
