@@ -77,12 +77,20 @@ def _worktree(repo: Path, rev: str) -> Iterator[Path]:
 
 
 # Run a module with the revision's directory first on the path and without the editable-install finder of the
-# working tree's package (it would serve modules the revision lacks from the working tree).
-_ISOLATED = (
-    "import runpy, sys; "
-    "sys.meta_path[:] = [f for f in sys.meta_path if '__editable__' not in getattr(f, '__module__', '')]; "
-    "module = sys.argv.pop(1); sys.argv[0] = module; "
-    "runpy.run_module(module, run_name='__main__', alter_sys=True)"
+# working tree's package (it would serve modules the revision lacks from the working tree). Like the `gpufleet`
+# console script (gpufleet/cli/app.py), the child runs without automatic garbage collection and freezes what it
+# left before it exits: one synthesis, then the process ends.
+_ISOLATED = "\n".join(
+    (
+        "import gc, runpy, sys",
+        "gc.disable()",
+        "sys.meta_path[:] = [f for f in sys.meta_path if '__editable__' not in getattr(f, '__module__', '')]",
+        "module = sys.argv.pop(1); sys.argv[0] = module",
+        "try:",
+        "    runpy.run_module(module, run_name='__main__', alter_sys=True)",
+        "finally:",
+        "    gc.freeze()",
+    )
 )
 
 
