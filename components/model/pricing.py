@@ -27,14 +27,19 @@ def server_hour_usd(cost: OnPremCost) -> float:
     return depreciation + cost.power_kw * cost.usd_per_kwh + cost.ops_usd_per_server_month / HOURS_PER_MONTH
 
 
+def override_source(site: AwsSite, instance_type: str) -> str:
+    """How a price the stack sets itself is cited: where it is set, and the source the stack gives."""
+    own = site.price_override(instance_type)
+    return f"stack: sites.{site.name}.prices ({own.source if own else 'unset'})"
+
+
 def site_price(site: AwsSite, instance_type: str) -> catalog.Price | None:
     """The price of a node-hour of `instance_type` on `site`: the stack's own (`prices`, with its date and source)
     before the catalog's on-demand price in the site's region; None when neither has one. Cost, sizing and the
     burst budget all price a cloud node here."""
     own = site.price_override(instance_type)
     if own is not None:
-        where = f"stack: sites.{site.name}.prices ({own.source})"
-        return catalog.Price(own.usd_per_hour, site.region, own.date.isoformat(), where)
+        return catalog.Price(own.usd_per_hour, site.region, own.date.isoformat(), override_source(site, instance_type))
     return catalog.price(instance_type, site.region)
 
 

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from components.model import catalog
 from components.model.nodes import SYSTEM_POOL_DESIRED, SYSTEM_POOL_MAX, SYSTEM_POOL_MIN, SYSTEM_ROOT_VOLUME_GIB
+from components.model.pricing import override_source
 from components.model.spec import AwsSite
 from gpufleet.review.prices import HOURS, LEVELS, Figures, PriceRef, price_dict
 from gpufleet.review.usage import SiteUsage
@@ -72,7 +73,7 @@ def _hourly_line(site: AwsSite, item: str, key: str, count: dict[str, int], what
     found = catalog.cpu_instance_price(key, site.region) if cpu else catalog.service_price(key, site.region)
     own = site.price_override(key) if cpu else None
     if own is not None:
-        where = f"stack: sites.{site.name}.prices ({own.source})"
+        where = override_source(site, key)
         found = catalog.ListPrice(key, own.usd_per_hour, "node-hour", site.region, own.date.isoformat(), where, True)
     quantity = "/".join(str(count[lv]) for lv in LEVELS) + f" {what}"
     if found is None:
