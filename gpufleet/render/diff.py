@@ -19,7 +19,6 @@ from gpufleet.render.common import (
     details,
     inline,
     marker,
-    month,
     short_key,
     signed,
     usd_or_dash,
@@ -110,7 +109,7 @@ def delta_text(diff: PlanDiff, level: str) -> str:
         return "-"
     if diff.cost_no_price:
         return f"unknown ({len(diff.cost_no_price)} unpriced)"
-    return f"{signed(c.delta(level))}/h ({signed(month(c.delta(level)), 0)}/month)"
+    return f"{signed(c.delta(level))}/h ({signed(c.month_delta(level), 0)}/month)"
 
 
 def _cost_delta_table(diff: PlanDiff) -> list[str]:
@@ -273,7 +272,8 @@ def diff_json(diff: PlanDiff) -> str:
     def cost_line(c: CostLine) -> dict[str, Any]:
         unknown = c.name == "total" and bool(diff.cost_no_price)  # a missing price: the change is unknown, not 0
         delta = {lv: None if unknown or (v := c.delta(lv)) is None else round(v, 4) for lv in LEVELS}
-        return {"name": c.name, "base": c.base, "head": c.head, "delta": delta}
+        delta_month = {lv: None if unknown or (v := c.month_delta(lv)) is None else round(v, 2) for lv in LEVELS}
+        return {"name": c.name, "base": c.base, "head": c.head, "delta": delta, "delta_month": delta_month}
 
     def value(v: Any) -> Any:
         return None if v is MISSING else v

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.model.pricing import HOURS_PER_MONTH
 from components.model.spec import EstateSpec
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.review.cost import LEVELS
@@ -71,11 +72,27 @@ class CostLine:
     base: dict[str, float | None]  # $/h by level
     head: dict[str, float | None]
     unpriced: bool = False  # a side holds the pool without a price: its change is unknown, not the other side's
+    # $/month by level as each side's own cost reports it (burst pools count their month ceiling, not 730 h);
+    # None when a side's review predates monthly figures: the month is then 730 h of the hourly change.
+    base_month: dict[str, float | None] | None = None
+    head_month: dict[str, float | None] | None = None
 
     def delta(self, level: str) -> float | None:
         if self.unpriced:
             return None
         b, h = self.base.get(level), self.head.get(level)
+        if b is None and h is None:
+            return None
+        return (h or 0.0) - (b or 0.0)
+
+    def month_delta(self, level: str) -> float | None:
+        """The change in $/month at `level`: the difference of the two sides' months where both report them."""
+        if self.unpriced:
+            return None
+        if self.base_month is None or self.head_month is None:
+            hourly = self.delta(level)
+            return None if hourly is None else hourly * HOURS_PER_MONTH
+        b, h = self.base_month.get(level), self.head_month.get(level)
         if b is None and h is None:
             return None
         return (h or 0.0) - (b or 0.0)
@@ -263,7 +280,13 @@ def _cost_lines(base: dict[str, Any] | None, head: dict[str, Any] | None) -> tup
         p = next((x for x in doc["pools"] if x["pool"] == pool), None)
         return dict(p["hourly"]) if p else dict.fromkeys(LEVELS)
 
-    total = CostLine("total", hourly(base, None), hourly(head, None))
+    def monthly(doc: dict[str, Any] | None) -> dict[str, float | None] | None:
+        if doc is None:
+            return dict.fromkeys(LEVELS, 0.0)
+        m = doc["total"].get("monthly")
+        return None if m is None else dict(m)
+
+    total = CostLine("total", hourly(base, None), hourly(head, None), False, monthly(base), monthly(head))
     names = list(
         dict.fromkeys(
             [p["pool"] for p in (base or {}).get("pools", [])] + [p["pool"] for p in (head or {}).get("pools", [])]

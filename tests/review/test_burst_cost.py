@@ -16,8 +16,11 @@ from rich.console import Console
 
 from components.model.load import parse_estate
 from components.model.spec import BurstWindow, EstateSpec
+from gpufleet.engine.plan import Plan
 from gpufleet.render.cost import cost_markdown, cost_text
+from gpufleet.render.diff import delta_text, diff_json
 from gpufleet.review.cost import EstateCost, estate_cost
+from gpufleet.review.diff import PlanDiff, diff_plans
 from tests.conftest import example_estate
 from tests.review.estates import NOW
 
@@ -130,3 +133,43 @@ def test_the_window_in_the_stack_is_shown_with_its_cost_before_during_and_after(
         "the window in the stack (scheduled): 2 × p5.48xlarge from 2026-12-01 14:00 to 2026-12-01 22:00 UTC, "
         "grace until 22:30: at most $935.68"
     ) in out
+
+
+def _cost_diff(base: EstateSpec, head: EstateSpec) -> PlanDiff:
+    plan = Plan(project="gpufleet", stack="hybrid", resources=[])
+    return diff_plans(
+        plan,
+        plan,
+        base_cost=json.loads(json.dumps(estate_cost(base, None, NOW).to_dict())),
+        head_cost=json.loads(json.dumps(estate_cost(head, None, NOW).to_dict())),
+    )
+
+
+def test_diff_months_are_each_sides_month_not_730_hours_of_the_hourly_change() -> None:
+    # Raising the burst budget moves the month's ceiling ($20,000 -> $30,000) and nothing per hour (the burst pool
+    # idles at $0/h): 730 h of the hourly change would say +$0/month.
+    base = hybrid()
+    d = _cost_diff(base, hybrid(budget_usd=30_000))
+    assert d.cost_total is not None
+    assert d.cost_total.delta("max") == pytest.approx(0.0)
+    assert d.cost_total.month_delta("max") == pytest.approx(10_000)
+    assert d.cost_total.month_delta("desired") == pytest.approx(0.0)
+    assert delta_text(d, "max") == "±$0/h (+$10,000/month)"
+    assert json.loads(diff_json(d))["cost"]["total"]["delta_month"]["max"] == pytest.approx(10_000)
+    # An on-prem change is billed every hour of the month: its month is 730 h of its hourly change.
+    raw = example_estate("hybrid")
+    raw["sites"][0]["cost"]["usd_per_kwh"] = 0.15
+    d = _cost_diff(base, parse_estate(raw, "hybrid"))
+    assert d.cost_total is not None
+    hourly = d.cost_total.delta("max")
+    assert hourly == pytest.approx(4 * 11 * 0.04)  # 4 servers × 11 kW × $0.04/kWh more
+    assert d.cost_total.month_delta("max") == pytest.approx(hourly * 730, abs=0.01)
+
+
+def test_diff_against_a_review_without_monthly_figures_uses_730_hours() -> None:
+    base = json.loads(json.dumps(estate_cost(hybrid(), None, NOW).to_dict()))
+    head = json.loads(json.dumps(estate_cost(hybrid(budget_usd=30_000), None, NOW).to_dict()))
+    del base["total"]["monthly"]  # an older revision's review
+    plan = Plan(project="gpufleet", stack="hybrid", resources=[])
+    d = diff_plans(plan, plan, base_cost=base, head_cost=head)
+    assert d.cost_total is not None and d.cost_total.month_delta("max") == pytest.approx(0.0)
