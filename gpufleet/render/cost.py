@@ -41,20 +41,21 @@ def _total_text(total: Total, monthly: bool = False) -> str:
     return text + (f" (+ {len(total.unpriced)} unpriced)" if total.unpriced and not monthly else "")
 
 
-def budget_verdict(budget: float, total: Total) -> tuple[str, bool]:
-    """The budget verdict at max size and whether it is a failure. A figure over the budget is over whatever is
-    left out; a figure within it proves nothing while a price is missing (usage-billed items are outside the
-    hourly budget)."""
-    at_max = total.hourly.at("max")
+def budget_verdict(budget: float, at_max: float | None, total: Total) -> tuple[str, bool]:
+    """The budget verdict at max size (`EstateCost.budget_hour`: burst pools at their max) and whether it is a
+    failure. A figure over the budget is over whatever is left out; a figure within it proves nothing while a
+    price is missing (usage-billed items are outside the hourly budget)."""
     if at_max is not None and at_max > budget:
-        return f"over the budget of {usd(budget)}/h: {usd_total(at_max, total.complete)}/h at max size", True
+        burst = " (burst pools at their max size)" if at_max != total.hourly.at("max") else ""
+        return f"over the budget of {usd(budget)}/h: {usd_total(at_max, total.complete)}/h at max size{burst}", True
     if total.no_price:
         priced = "" if at_max is None else f" (the priced part is {usd(at_max)}/h)"
         return (
             f"price missing for {', '.join(total.no_price)}: cannot check the budget of {usd(budget)}/h{priced}",
             True,
         )
-    return f"within the budget of {usd(budget)}/h: {usd_total(at_max, total.complete)}/h at max size", False
+    burst = " (burst pools at their max size)" if at_max != total.hourly.at("max") else ""
+    return f"within the budget of {usd(budget)}/h: {usd_total(at_max, total.complete)}/h at max size{burst}", False
 
 
 def cost_text(cost: EstateCost, console: Console, summary_only: bool = False) -> None:
@@ -74,7 +75,7 @@ def cost_headline_text(cost: EstateCost, console: Console) -> None:
     if total.unpriced:
         console.print(f"[red]not in the totals (no figure): {escape(', '.join(total.unpriced))}[/red]")
     if cost.budget_usd_per_hour is not None:
-        verdict, bad = budget_verdict(cost.budget_usd_per_hour, total)
+        verdict, bad = budget_verdict(cost.budget_usd_per_hour, cost.budget_hour(), total)
         console.print(f"Budget: {'[red]' if bad else ''}{escape(verdict)}{'[/red]' if bad else ''}")
 
 
@@ -216,7 +217,7 @@ def cost_summary(cost: EstateCost) -> list[str]:
     total = cost.total()
     return [
         *cost_summary_table(total.hourly.at, total.complete, cost.monthly().get),
-        *budget_line(cost.budget_usd_per_hour, total.hourly.at("max"), total.no_price),
+        *budget_line(cost.budget_usd_per_hour, cost.budget_hour(), total.no_price),
         *unpriced_line(total.unpriced),
     ]
 
@@ -226,7 +227,7 @@ def cost_markdown(cost: EstateCost, summary_only: bool = False) -> str:
     total = cost.total()
     lines = [f"### gpufleet cost: `{cost.estate}` ({cost.environment})", ""]
     lines += cost_summary_table(total.hourly.at, total.complete, cost.monthly().get)
-    lines += budget_line(cost.budget_usd_per_hour, total.hourly.at("max"), total.no_price)
+    lines += budget_line(cost.budget_usd_per_hour, cost.budget_hour(), total.no_price)
     lines += unpriced_line(total.unpriced)
     if summary_only:
         return "\n".join(lines) + "\n"

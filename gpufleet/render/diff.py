@@ -59,7 +59,7 @@ def diff_markdown(diff: PlanDiff, max_chars: int = MAX_COMMENT, summary_only: bo
         head.append("")
         head += _cost_delta_table(diff)
         budget = diff.spec.policies.budget_usd_per_hour if diff.spec else None
-        head += budget_line(budget, diff.cost_total.head.get("max"), diff.cost_no_price)
+        head += budget_line(budget, diff.budget_hour, diff.cost_no_price)
         head += unpriced_line(diff.cost_unpriced)
     head += [f"> {inline(n)}" for n in diff.notes]
     if summary_only:

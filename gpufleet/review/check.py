@@ -114,9 +114,10 @@ def _settings(spec: EstateSpec, max_usd_per_hour: float | None = None) -> dict[s
         # One max hourly cost: the envelope's (the figure `gpufleet cost` and the comment's budget line show).
         from gpufleet.review.cost import estate_cost
 
-        total = estate_cost(spec).total()
+        cost = estate_cost(spec)
+        total = cost.total()
         if max_usd_per_hour is None:
-            max_usd_per_hour = total.hourly.at("max")
+            max_usd_per_hour = cost.budget_hour()
         if max_usd_per_hour is not None:
             values["maxUsdPerHour"] = round(max_usd_per_hour, 4)
         if total.no_price:

@@ -202,6 +202,20 @@ class EstateCost:
             out[lv] = rest * HOURS + (ceiling if lv == "max" else 0.0)
         return out
 
+    def budget_hour(self) -> float | None:
+        """$ per hour at max size with every burst pool at its own max size: the hour a window opened at max
+        costs, whether or not a window is open now (an idle burst pool is $0/h in the envelope, not in its worst
+        hour). The one figure the hourly budget judges: `gpufleet cost`, the comments' budget line and the
+        budget-cap policy."""
+        at_max = self.total().hourly.at("max")
+        if at_max is None or self.burst is None:
+            return at_max
+        ceilings = {b.pool: b.usd_per_hour_at_max for b in self.burst.pools}
+        for p in self.pools:
+            if p.burst and p.priced:
+                at_max += (ceilings.get(p.pool) or 0.0) - (p.hourly.at("max") or 0.0)
+        return at_max
+
     def pool_month_ceiling(self, p: PoolCost) -> float | None:
         """A pool's $ per month at max: 730 h, or for a burst pool its own month ceiling (min(budget, 730 h at
         its max nodes))."""
@@ -254,6 +268,7 @@ class EstateCost:
             "total": {**total.to_dict(), "monthly": {lv: rounded(v) for lv, v in self.monthly().items()}},
             "burst": None if self.burst is None else self.burst.to_dict(),
             "budget_usd_per_hour": self.budget_usd_per_hour,
+            "budget_hour_usd": rounded(self.budget_hour()),
             "excluded": list(self.excluded),
             "prices": [price_dict(p) for p in self.prices()],
         }

@@ -114,6 +114,7 @@ class PlanDiff:
     cost_unpriced: list[str] = field(default_factory=list)
     cost_no_price: list[str] = field(default_factory=list)  # items with no price at all on either side
     cost_complete: tuple[bool, bool] = (True, True)  # base, head: whether each total leaves nothing out
+    budget_hour: float | None = None  # the head's hour the hourly budget judges (burst pools at their max)
     findings: Findings | None = None  # head findings (None: no policy evaluation available)
     findings_new: Findings = field(default_factory=Findings)
     findings_fixed: Findings = field(default_factory=Findings)
@@ -300,6 +301,14 @@ def _cost_lines(base: dict[str, Any] | None, head: dict[str, Any] | None) -> tup
     return total, [c for c in lines if c.base != c.head]
 
 
+def _budget_hour(doc: dict[str, Any] | None) -> float | None:
+    """The hour the budget judges, as the side's review computed it; a review from before that figure: its max."""
+    if doc is None:
+        return None
+    hour = doc.get("budget_hour_usd")
+    return hour if hour is not None else doc["total"]["hourly"].get("max")
+
+
 def diff_plans(
     base: Plan | None,
     head: Plan,
@@ -346,6 +355,7 @@ def diff_plans(
         cost_unpriced=unpriced,
         cost_no_price=no_price,
         cost_complete=(complete[0], complete[1]),
+        budget_hour=_budget_hour(head_cost),
         spec=spec,
         plan=head,
     )

@@ -95,7 +95,7 @@ def build(
         plan=plan,
         cost=cost,
         # The budget rule judges the envelope's max: one figure in the budget line and the finding.
-        findings=None if check is None else _evaluate(check, plan, spec, cost.total().hourly.at("max")),
+        findings=None if check is None else _evaluate(check, plan, spec, cost.budget_hour()),
         scope="" if check is None else check.scope(),
         first_up=_first_up(plan, spec, chart_cache) if simulate else None,
     )

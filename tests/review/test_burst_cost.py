@@ -173,3 +173,21 @@ def test_diff_against_a_review_without_monthly_figures_uses_730_hours() -> None:
     plan = Plan(project="gpufleet", stack="hybrid", resources=[])
     d = diff_plans(plan, plan, base_cost=base, head_cost=head)
     assert d.cost_total is not None and d.cost_total.month_delta("max") == pytest.approx(0.0)
+
+
+def test_the_hourly_budget_judges_burst_pools_at_their_max_size_even_while_idle() -> None:
+    # Idle, the burst pool is $0/h in the envelope; a window opened at max adds 4 × p5.48xlarge. A budget of
+    # $100/h holds the idle estate ($47.35/h at max) but not that hour: before, budget-cap passed it.
+    raw = example_estate("hybrid")
+    raw["policies"]["budget_usd_per_hour"] = 100
+    spec = parse_estate(raw, "hybrid")
+    cost = estate_cost(spec, None, NOW)
+    idle_max = cost.total().hourly.at("max")
+    assert idle_max is not None and idle_max < 100
+    assert cost.budget_hour() == pytest.approx(idle_max + AT_MAX)
+    assert "over the budget of $100.00/h" in text(cost) and "(burst pools at their max size)" in text(cost)
+    assert cost.to_dict()["budget_hour_usd"] == pytest.approx(idle_max + AT_MAX, abs=1e-3)
+    from gpufleet.review.check import pack_config, packs
+
+    cost_pack = next(p for p in packs() if "cost" in p.name)
+    assert pack_config(spec, cost_pack)["budget-cap"]["maxUsdPerHour"] == pytest.approx(idle_max + AT_MAX, abs=1e-3)
