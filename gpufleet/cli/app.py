@@ -79,6 +79,7 @@ COMMANDS: list[tuple[typer.Typer, str, Callable[..., Any]]] = [
     (charts_app, "list", charts.list_charts),
     (catalog_app, "refresh", catalog.catalog_refresh),
     (catalog_app, "show", catalog.catalog_show),
+    (catalog_app, "s3-ranges", catalog.catalog_s3_ranges),
     (burst_app, "open", burst.open_cmd),
     (burst_app, "close", burst.close_cmd),
     (burst_app, "extend", burst.extend_cmd),

@@ -1,7 +1,8 @@
-"""`gpufleet catalog show|refresh`: the GPU instance catalog."""
+"""`gpufleet catalog show|refresh|s3-ranges`: the GPU instance catalog and the AWS data it ships."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -50,6 +51,29 @@ def catalog_refresh(region: RefreshRegionOpt, prices: PricesOpt = False) -> None
     except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
         raise CommandError(f"AWS refused the catalog refresh: {e}") from None
     out.print(f"catalog: {len(doc['instances'])} instance types, offerings for {region} ({doc['generated']})")
+
+
+FromOpt = Annotated[
+    Path | None,
+    typer.Option("--from", help="A local copy of ip-ranges.json instead of downloading it.", dir_okay=False),
+]
+
+
+def catalog_s3_ranges(source: FromOpt = None) -> None:
+    """Rewrite the S3 address ranges tenant NetworkPolicies open, from AWS's ip-ranges.json (downloaded, or --from)."""
+    import json
+
+    from gpufleet.catalog.s3_ranges import URL, IpRangesError, download, refresh_s3_ranges
+
+    where = str(source) if source is not None else URL
+    try:
+        doc = json.loads(source.read_text()) if source is not None else download()
+        written = refresh_s3_ranges(doc)
+    except (OSError, json.JSONDecodeError) as e:
+        raise CommandError(f"{where}: cannot read ip-ranges.json: {e}", exit_code=1 if source is None else 2) from None
+    except IpRangesError as e:
+        raise CommandError(f"{where}: {e}") from None
+    out.print(f"s3 ranges: {len(written['regions'])} regions, published {written['createDate']}")
 
 
 def catalog_show(region: RegionOpt = "us-east-1") -> None:

@@ -203,10 +203,8 @@ class EstateCost:
         return out
 
     def budget_hour(self) -> float | None:
-        """$ per hour at max size with every burst pool at its own max size: the hour a window opened at max
-        costs, whether or not a window is open now (an idle burst pool is $0/h in the envelope, not in its worst
-        hour). The one figure the hourly budget judges: `gpufleet cost`, the comments' budget line and the
-        budget-cap policy."""
+        """$ per hour at max size with every burst pool at its own max size (a window opened at max; an idle burst
+        pool is $0/h in the envelope): the one figure the hourly budget judges in `cost`, comments and budget-cap."""
         at_max = self.total().hourly.at("max")
         if at_max is None or self.burst is None:
             return at_max

@@ -23,7 +23,7 @@ def readme_rows() -> set[str]:
     """The command path of every row of the README's command table (`| \\`gpufleet burst open -s S ...\\` |`)."""
     text = (ROOT / "README.md").read_text()
     rows = set()
-    for words in re.findall(r"^\| `gpufleet ([a-z][a-z ]*)", text, flags=re.MULTILINE):
+    for words in re.findall(r"^\| `gpufleet ([a-z][a-z0-9 -]*)", text, flags=re.MULTILINE):
         words = words.split()
         groups = {g.name for g in app.registered_groups}
         rows.add(" ".join(words[:2]) if words[0] in groups else words[0])

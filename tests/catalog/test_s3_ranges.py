@@ -1,0 +1,96 @@
+"""`gpufleet catalog s3-ranges`: the S3 ranges tenant NetworkPolicies open come from AWS's ip-ranges.json.
+
+The format is AWS's (https://docs.aws.amazon.com/vpc/latest/userguide/aws-ip-ranges.html, "Syntax"): `syncToken`,
+`createDate`, `prefixes[]` with `ip_prefix`, `region`, `service`, `network_border_group`, and `ipv6_prefixes[]`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from components.model.catalog import S3_RANGES_FILE
+from gpufleet.catalog.s3_ranges import IpRangesError, refresh_s3_ranges, s3_prefixes
+from gpufleet.cli.app import app
+
+SHIPPED = json.loads(S3_RANGES_FILE.read_text())
+
+
+def ip_ranges(shipped: dict[str, Any]) -> dict[str, Any]:
+    """An ip-ranges.json document holding the shipped S3 ranges, shuffled among other services' entries (in the
+    real file S3 prefixes are interleaved with AMAZON, EC2, CLOUDFRONT... and IPv6 prefixes)."""
+    prefixes: list[dict[str, str]] = []
+    for region, nets in reversed(list(shipped["regions"].items())):
+        for net in reversed(nets):
+            prefixes.append({"ip_prefix": net, "region": region, "service": "AMAZON", "network_border_group": region})
+            prefixes.append({"ip_prefix": net, "region": region, "service": "S3", "network_border_group": region})
+        prefixes.append({"ip_prefix": "3.0.0.0/15", "region": region, "service": "EC2", "network_border_group": region})
+    return {
+        "syncToken": shipped["syncToken"],
+        "createDate": shipped["createDate"],
+        "prefixes": prefixes,
+        "ipv6_prefixes": [
+            {
+                "ipv6_prefix": "2600:1f68::/30",
+                "region": "us-east-1",
+                "service": "S3",
+                "network_border_group": "us-east-1",
+            }
+        ],
+    }
+
+
+def test_the_shipped_file_is_exactly_what_the_refresh_writes(tmp_path: Path) -> None:
+    out = tmp_path / "aws_s3_ranges.json"
+    refresh_s3_ranges(ip_ranges(SHIPPED), out)
+    assert out.read_text() == S3_RANGES_FILE.read_text()
+
+
+def test_only_s3_ipv4_prefixes_in_address_order() -> None:
+    doc = ip_ranges({"syncToken": "1", "createDate": "2026-11-30-00-00-00", "regions": {"us-west-2": []}})
+    doc["prefixes"] += [
+        {"ip_prefix": "52.92.128.0/17", "region": "us-west-2", "service": "S3", "network_border_group": "us-west-2"},
+        {"ip_prefix": "3.5.76.0/22", "region": "us-west-2", "service": "S3", "network_border_group": "us-west-2"},
+        {"ip_prefix": "3.5.76.0/22", "region": "us-west-2", "service": "S3", "network_border_group": "us-west-2"},
+        {"ip_prefix": "35.80.0.0/12", "region": "us-west-2", "service": "EC2", "network_border_group": "us-west-2"},
+    ]
+    assert s3_prefixes(doc) == {"us-west-2": ["3.5.76.0/22", "52.92.128.0/17"]}
+
+
+@pytest.mark.parametrize(
+    ("doc", "says"),
+    [
+        ({"prefixes": []}, "not AWS's ip-ranges.json"),
+        (
+            {"syncToken": "1", "createDate": "x", "prefixes": [{"ip_prefix": "3.5.0.0/33", "service": "S3"}]},
+            "prefixes[0]",
+        ),
+        ({"syncToken": "1", "createDate": "x", "prefixes": []}, "no S3 prefix"),
+    ],
+)
+def test_a_document_that_is_not_ip_ranges_is_refused(doc: dict[str, Any], says: str) -> None:
+    with pytest.raises(IpRangesError, match=says.replace("[", r"\[").replace("]", r"\]")):
+        s3_prefixes(doc)
+
+
+def test_the_command_reads_a_local_copy_and_refuses_a_bad_one_without_writing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "aws_s3_ranges.json"
+    monkeypatch.setattr("gpufleet.catalog.s3_ranges.S3_RANGES_FILE", target)
+    good = tmp_path / "ip-ranges.json"
+    good.write_text(json.dumps(ip_ranges(SHIPPED)))
+    result = CliRunner().invoke(app, ["catalog", "s3-ranges", "--from", str(good)])
+    assert result.exit_code == 0, result.output
+    assert f"{len(SHIPPED['regions'])} regions" in result.output and SHIPPED["createDate"] in result.output
+    assert json.loads(target.read_text())["regions"] == SHIPPED["regions"]
+    target.unlink()
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"prefixes": []}')
+    result = CliRunner().invoke(app, ["catalog", "s3-ranges", "--from", str(bad)])
+    assert result.exit_code == 2 and "bad.json" in result.output and "Traceback" not in result.output
+    assert not target.exists()
