@@ -277,9 +277,82 @@ def test_link_rate_is_checked_when_the_inventory_sets_one(tmp_path: Path) -> Non
     assert failed_checks(result) == ["ib.mlx5_1.rate: expected Rate: 400; found Rate: 200"]
 
 
+# ibstat's own output (rdma-core v64.0, commit f272237493ef309984036f7b85655e11104c61c8, infiniband-diags/ibstat.c:
+# ca_dump and port_dump): the CA block, then per port "State", "Physical state" and "Rate" ("%d", "%d (FDR10)" on
+# an FDR10 link, "2.5" for 1x SDR). rdma-core's main branch after v64.0 (commit 9a645e43, "ibstat: show effective
+# port bandwidth using ibv_query_port_speed()") adds an "Effective speed: %g" line after Rate. Values as recorded on
+# a ConnectX-7 (MT4129, firmware 28.40.1000, Rate 200, the HDR port of the HPC guide this test's shape follows).
+def ibstat_recorded(ca: str, ports: list[tuple[str, str, str]], effective: bool = False) -> str:
+    head = (
+        f"CA '{ca}'\n\tCA type: MT4129\n\tNumber of ports: {len(ports)}\n\tFirmware version: 28.40.1000\n"
+        "\tHardware version: 0\n\tNode GUID: 0xc470bd0300cf4964\n\tSystem image GUID: 0xc470bd0300cf4964\n"
+    )
+    body = ""
+    for n, (state, physical, rate) in enumerate(ports, start=1):
+        body += f"\tPort {n}:\n\t\tState: {state}\n\t\tPhysical state: {physical}\n\t\tRate: {rate}\n"
+        if effective:
+            body += f"\t\tEffective speed: {rate.split()[0]}\n"
+        body += (
+            "\t\tBase lid: 48\n\t\tLMC: 0\n\t\tSM lid: 48\n\t\tCapability mask: 0xa751e84a\n"
+            "\t\tPort GUID: 0xc470bd0300cf4964\n\t\tLink layer: InfiniBand\n"
+        )
+    return head + body
+
+
+@pytest.mark.parametrize(
+    ("ports", "effective", "failed"),
+    [
+        ([("Active", "LinkUp", "200")], False, []),
+        ([("Active", "LinkUp", "200")], True, []),  # rdma-core after v64.0
+        ([("Active", "LinkUp", "200"), ("Active", "LinkUp", "200")], False, []),  # a two-port HCA
+        ([("Active", "LinkUp", "100")], False, ["ib.mlx5_0.rate: expected Rate: 200; found Rate: 100"]),
+        (
+            [("Active", "LinkUp", "200"), ("Down", "Polling", "10")],
+            False,
+            [
+                "ib.mlx5_0.state: expected State: Active; found State: Active, Down",
+                "ib.mlx5_0.link: expected Physical state: LinkUp; found Physical state: LinkUp, Polling",
+                "ib.mlx5_0.rate: expected Rate: 200; found Rate: 200, 10",
+            ],
+        ),
+        (
+            [("Initializing", "LinkUp", "200")],
+            False,
+            ["ib.mlx5_0.state: expected State: Active; found State: Initializing"],
+        ),  # no subnet manager yet
+    ],
+)
+def test_ibstat_as_rdma_core_prints_it(
+    tmp_path: Path, ports: list[tuple[str, str, str]], effective: bool, failed: list[str]
+) -> None:
+    def rate(estate: dict) -> None:  # type: ignore[type-arg]
+        estate["sites"][0]["inventory"][0]["ib_rate_gbps"] = 200
+        _host_driver(estate)
+
+    script = scripts_for(onprem_spec(rate)).preflight.text
+    machine = Machine()
+    machine.ibstat = {ca: ibstat_recorded(ca, [("Active", "LinkUp", "200")]) for ca in PORTS}
+    machine.ibstat["mlx5_0"] = ibstat_recorded("mlx5_0", ports, effective)
+    result = run_preflight(tmp_path, machine, script)
+    assert failed_checks(result) == failed
+    assert result.returncode == (1 if failed else 0)
+
+
+def test_an_fdr10_rate_is_read_as_its_number(tmp_path: Path) -> None:
+    def rate(estate: dict) -> None:  # type: ignore[type-arg]
+        estate["sites"][0]["inventory"][0]["ib_rate_gbps"] = 40
+        _host_driver(estate)
+
+    script = scripts_for(onprem_spec(rate)).preflight.text
+    machine = Machine()
+    machine.ibstat = {ca: ibstat_recorded(ca, [("Active", "LinkUp", "40 (FDR10)")]) for ca in PORTS}
+    result = run_preflight(tmp_path, machine, script)
+    assert failed_checks(result) == [] and result.returncode == 0
+
+
 def test_every_failed_check_is_reported_not_just_the_first(tmp_path: Path) -> None:
     machine = Machine(gpus=[H100] * 4, disks={})
-    machine.ibstat["mlx5_0"] = ibstat_block("mlx5_0", state="Init")
+    machine.ibstat["mlx5_0"] = ibstat_block("mlx5_0", state="Initializing")
     result = run_preflight(tmp_path, machine)
     assert result.returncode == 1
     checks = [f.split(":", 1)[0] for f in failed_checks(result)]

@@ -86,7 +86,9 @@ else
     physical="$(printf '%s\n' "$out" | sed -n 's/^[[:space:]]*Physical state:[[:space:]]*//p')"
     if all_are "$states" Active; then pass "ib.$ca.state" Active; else fail "ib.$ca.state" "State: Active" "State: $(joined "$states")"; fi
     if all_are "$physical" LinkUp; then pass "ib.$ca.link" LinkUp; else fail "ib.$ca.link" "Physical state: LinkUp" "Physical state: $(joined "$physical")"; fi
-    rates="$(printf '%s\n' "$out" | sed -n 's/^[[:space:]]*Rate:[[:space:]]*//p')"
+    # ibstat prints "Rate: 400", "Rate: 40 (FDR10)" or "Rate: 2.5" (rdma-core infiniband-diags/ibstat.c, port_dump):
+    # the number is the first word.
+    rates="$(printf '%s\n' "$out" | sed -n 's/^[[:space:]]*Rate:[[:space:]]*\([^[:space:]]*\).*/\1/p')"
     if all_are "$rates" 400; then pass "ib.$ca.rate" "400 Gb/s"; else fail "ib.$ca.rate" "Rate: 400" "Rate: $(joined "$rates")"; fi
   done
 fi
