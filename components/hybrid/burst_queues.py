@@ -27,6 +27,7 @@ from components.kubernetes import kueue
 from components.kubernetes.admission import TenantTolerations
 from components.kubernetes.cluster import ClusterStack
 from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs
+from components.model.nodes import shared_pools
 from components.model.spec import AwsSite, BurstWindow, EstateSpec, Tenant
 from components.model.tags import Tags
 from components.model.windows import BurstQuota, WindowPhase, burst_pools, burst_quotas, window_phase
@@ -121,7 +122,12 @@ class BurstQueues(pulumi.ComponentResource):
         )
         tenants = burst_tenants(spec)
         if tenants and not args.stack.tenants:  # this cluster's tenant namespaces are all made here
-            TenantTolerations(f"{name}-tenant-tolerations", args.tags, pulumi.ResourceOptions(parent=self))
+            TenantTolerations(
+                f"{name}-tenant-tolerations",
+                args.tags,
+                pulumi.ResourceOptions(parent=self),
+                shared_pools(site.node_pools),
+            )
         for t in tenants:
             bundle = args.stack.tenants.get(t.name) or TenantBundle(
                 f"{name}-tenant-{t.name}",

@@ -1,11 +1,12 @@
 """Built-in ValidatingAdmissionPolicies (admissionregistration.k8s.io/v1; no controller, no Kyverno) that back up
 tenancy at admission: an untrusted tenant's pods stay on its dedicated nodes (and in its sandbox RuntimeClass), an
 RDMA namespace enforces the Pod Security baseline with IPC_LOCK added (check P6), and no tenant pod tolerates
-every taint or another tenant's dedicated nodes (check T11). Used by `components.kubernetes.tenancy`.
+every taint, another tenant's dedicated nodes or a shared pool that does not name its tenant (check T11). Used by `components.kubernetes.tenancy`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pulumi
@@ -153,6 +154,25 @@ TOLERATION_VALIDATIONS = [
 ]
 
 
+def toleration_validations(shared: Mapping[str, Sequence[str]]) -> list[dict[str, str]]:
+    """T11's rules for a cluster: TOLERATION_VALIDATIONS, and with shared time-sliced pools (pool -> the tenants of
+    its `sharing.shared_by`), a toleration of a shared pool's taint only in the pods of a tenant it names."""
+    if not shared:
+        return list(TOLERATION_VALIDATIONS)
+    key = conventions.SHARED_POOL_TAINT_KEY
+    table = "{" + ", ".join(f"'{p}': [{', '.join(repr(t) for t in ts)}]" for p, ts in sorted(shared.items())) + "}"
+    own = f"namespaceObject.metadata.labels['{TENANT_LABEL}']"
+    return [
+        *TOLERATION_VALIDATIONS,
+        {
+            "expression": "!has(object.spec.tolerations) || object.spec.tolerations.all(t, !has(t.key) || "
+            f"t.key != '{key}' || (has(t.value) && t.value in {table} && {own} in {table}[t.value]))",
+            "message": f"tenant pods may tolerate a shared pool's taint ({key}=<pool>) only if the pool's "
+            "sharing.shared_by names their tenant",
+        },
+    ]
+
+
 def pod_admission_policy(
     resource_names: tuple[str, str],
     policy_name: str,
@@ -204,13 +224,19 @@ class TenantTolerations(pulumi.ComponentResource):
     labelled `tenant`, refusing keyless tolerations and tolerations of another tenant's dedicated-node taint.
     Kueue's injected tolerations (the GPU taint, the pod's own tenant taint) pass."""
 
-    def __init__(self, name: str, tags: Tags, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        tags: Tags,
+        opts: pulumi.ResourceOptions | None = None,
+        shared: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
         super().__init__("gpufleet:kubernetes:TenantTolerations", name, None, opts)
         pod_admission_policy(
             (f"{name}-policy", f"{name}-binding"),
             TOLERATIONS_POLICY,
             tags.labels(),
-            TOLERATION_VALIDATIONS,
+            toleration_validations(shared or {}),
             {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]},
             self,
         )

@@ -14,6 +14,7 @@ from components.kubernetes.kueue import Kueue, KueueArgs, tenants_on_site
 from components.kubernetes.priorities import Priorities, PrioritiesArgs
 from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs
 from components.model.frameworks import enabled, operators
+from components.model.nodes import shared_pools
 from components.model.spec import BurstWindow, EstateSpec, Site
 from components.model.tags import Tags
 
@@ -42,7 +43,7 @@ class ClusterStack(pulumi.ComponentResource):
             for t in tenants_on_site(args.spec, args.site)
         }
         if self.tenants:
-            TenantTolerations(f"{name}-tenant-tolerations", args.tags, child)
+            TenantTolerations(f"{name}-tenant-tolerations", args.tags, child, shared_pools(args.site.node_pools))
         namespaces = {t: b.namespace for t, b in self.tenants.items()}
         crds: list[pulumi.Resource] = [args.provisioning_crd] if args.provisioning_crd is not None else []
         frameworks = args.site.kubernetes.job_frameworks

@@ -80,6 +80,17 @@ def tenant_taint(tenant: str) -> Taint:
     return Taint(TENANT_LABEL, tenant, "NoSchedule")
 
 
+# The taint of a time-sliced pool trusted tenants share (`sharing.shared_by`): only Kueue, admitting a named tenant's
+# workload on the pool's flavor, adds its toleration, and the tenant-tolerations admission policy refuses it in any
+# other tenant's pods. Without it, a pod of another tenant tolerating the GPU taint could land on the shared GPUs.
+SHARED_POOL_TAINT_KEY = f"{LABEL_PREFIX}shared-pool"
+
+
+def shared_pool_taint(pool: str) -> Taint:
+    """The taint of the shared time-sliced pool `pool`."""
+    return Taint(SHARED_POOL_TAINT_KEY, pool, "NoSchedule")
+
+
 # The EKS node-group API refuses labels and taints that contain these ("Label cannot contain reserved prefixes
 # [kubernetes.io/, k8s.io/, eks.amazonaws.com/]", https://github.com/aws/containers-roadmap/issues/1451).
 EKS_RESERVED_LABEL_PREFIXES = ("kubernetes.io/", "k8s.io/", "eks.amazonaws.com/")

@@ -3,6 +3,8 @@ ResourceFlavors (so a flavor's nodeLabels always match the nodes). The keys live
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from components.model.conventions import (
     DEDICATED_TENANT_LABEL,
     DEVICE_PLUGIN_CONFIG_LABEL,
@@ -18,6 +20,7 @@ from components.model.conventions import (
     ROLE_LABEL,
     TENANT_NODE_LABEL,
     Taint,
+    shared_pool_taint,
     tenant_taint,
 )
 from components.model.spec import EstateSpec, NodePool, Server
@@ -53,11 +56,19 @@ def pool_labels(spec: EstateSpec, pool: NodePool) -> dict[str, str]:
 
 
 def pool_taints(pool: NodePool) -> list[Taint]:
-    """The GPU taint on every GPU node, plus the tenant taint on dedicated pools."""
+    """The GPU taint on every GPU node, plus the tenant taint on dedicated pools and the shared-pool taint on
+    time-sliced pools trusted tenants share."""
     taints = [GPU_TAINT]
     if pool.dedicated_to:
         taints.append(tenant_taint(pool.dedicated_to))
+    if pool.sharing.shared_by:
+        taints.append(shared_pool_taint(pool.name))
     return taints
+
+
+def shared_pools(pools: Iterable[NodePool]) -> dict[str, list[str]]:
+    """Time-sliced pools trusted tenants share, each with the tenants of its `sharing.shared_by`."""
+    return {p.name: list(p.sharing.shared_by) for p in pools if p.sharing.shared_by}
 
 
 def server_topology_labels(server: Server) -> dict[str, str]:

@@ -18,12 +18,19 @@ from typing import Any
 from pulumi.runtime.proto import analyzer_pb2
 from typer.testing import CliRunner
 
+from components.kubernetes.admission import TOLERATIONS_POLICY
 from components.model.load import ESTATE_KEY, parse_estate
+from gpufleet.charts.cache import ChartCache
 from gpufleet.cli.app import app
 from gpufleet.engine.plan import Plan
 from gpufleet.review import check
+from gpufleet.review.first_up import _node_group
+from gpufleet.review.reality import render
+from gpufleet.review.scheduling import fits, pod_spec
 from tests.conftest import example_config, write_project
+from tests.kubernetes.tenancy.test_admission_cel import refused
 from tests.policies.test_packs import _configure, _resource, analyzers  # noqa: F401 (analyzers: a fixture)
+from tests.reality.conftest import chart_cache_root
 
 RULE = "time-slicing-single-tenant"
 
@@ -104,3 +111,45 @@ def test_an_override_of_a_rule_the_schema_does_not_enforce_is_honoured_by_both(
                                               options=full.options)  # fmt: skip
             theirs |= {d.enforcementLevel for d in stub.Analyze(req).diagnostics if d.policyName == rule}
         assert theirs == expected, level
+
+
+def test_a_shared_pool_is_tainted_for_its_named_tenants_only(
+    synth_config: Callable[[dict[str, Any]], Plan],
+) -> None:
+    """The shared L40S nodes carry `gpufleet.io/shared-pool=l40s:NoSchedule`; Kueue adds the toleration to the
+    named tenants' admitted pods (their flavor), the GPU Operator's DaemonSets tolerate it (its pinned chart, rendered), and the tenant-tolerations admission policy refuses it in another tenant's
+    pods (its CEL evaluated with cel-python, as in tests/kubernetes/tenancy/test_admission_cel.py)."""
+    config = _shared_l40s()
+    plan = synth_config(config)
+    spec = parse_estate(config[ESTATE_KEY], "shared-l40s")
+    taint = {"key": "gpufleet.io/shared-pool", "value": "l40s", "effect": "NO_SCHEDULE"}
+    (group,) = [r for r in plan.resources if r.type == "aws:eks/nodeGroup:NodeGroup" and r.name == "use1-l40s-ng"]
+    assert taint in group.inputs["taints"]
+    (flavor,) = [
+        r for r in plan.resources if r.inputs.get("kind") == "ResourceFlavor" and r.inputs["metadata"]["name"] == "l40s"
+    ]
+    toleration = {"key": "gpufleet.io/shared-pool", "operator": "Equal", "value": "l40s", "effect": "NoSchedule"}
+    assert toleration in flavor.inputs["spec"]["tolerations"]
+    # The GPU Operator chart (pinned, rendered from the chart cache) as the l40s nodes see it: its ClusterPolicy's
+    # daemonsets.tolerations (the operator copies them into every operand DaemonSet: driver, toolkit, device
+    # plugin, DCGM exporter, MIG manager) and the node-feature-discovery worker DaemonSet must tolerate the node.
+    node = _node_group(group)
+    releases = render(plan, ChartCache(chart_cache_root()))
+    objects = [o for rel in releases.values() for o in rel.objects]
+    (policy_cr,) = [o.manifest for o in objects if o.kind == "ClusterPolicy"]
+    assert fits({"tolerations": policy_cr["spec"]["daemonsets"]["tolerations"]}, node)
+    (nfd_worker,) = [
+        o.manifest for o in objects if o.kind == "DaemonSet" and "worker" in o.manifest["metadata"]["name"]
+    ]
+    worker = pod_spec(nfd_worker)
+    assert worker is not None and fits(worker, node)
+    assert spec.pool("l40s").sharing.shared_by == ["research", "product"]
+
+    (policy,) = [
+        r for r in plan.resources
+        if r.type.endswith("ValidatingAdmissionPolicy") and r.inputs["metadata"]["name"] == TOLERATIONS_POLICY
+    ]  # fmt: skip
+    pod = {"spec": {"containers": [{"name": "a"}], "tolerations": [toleration]}}
+    for tenant, refused_messages in (("research", 0), ("product", 0), ("agents", 1)):
+        namespace = {"metadata": {"name": tenant, "labels": {"tenant": tenant}}}
+        assert len(refused(policy.inputs["spec"]["validations"], pod, namespace=namespace)) == refused_messages
