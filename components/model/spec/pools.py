@@ -55,7 +55,8 @@ class Sharing(Model):
         default_factory=list,
         description=(
             "Mode time-slicing on a pool not dedicated_to one tenant: the trusted tenants (two or more) that "
-            "share its GPUs; only they get quota on it. Time-slicing gives them no memory or fault isolation from "
+            "share its GPUs; only they get quota on it, and its nodes are tainted gpufleet.io/shared-pool=<pool> "
+            "(only their pods may tolerate it). Time-slicing gives them no memory or fault isolation from "
             "each other, so this needs accept_no_isolation: true; untrusted tenants never share."
         ),
     )
