@@ -11,8 +11,9 @@ software, and `capacitystatus=Used` (the price of a running instance, not of an 
 A type the Price List has no product for in the region stays out of the table (unpriced, never $0), and the
 region's date is the newest `publicationDate` of the products read.
 
-`aws_regions.json` is rewritten from the installed botocore's endpoints data in the same run, so the regions a
-stack may name follow the SDK the tool ships with.
+The same run rewrites the region's storage and service list prices (gpufleet/catalog/service_prices.py), and
+`aws_regions.json` from the installed botocore's endpoints data, so the regions a stack may name follow the SDK the
+tool ships with.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import botocore.loaders
 
 from components.model.catalog import PRICES_FILE, REGIONS_FILE, SHIPPED_INSTANCE_TYPES
 from components.model.spec import AwsSite
+from gpufleet.catalog.service_prices import refresh_list_prices
 
 # The Price List Query API answers in these regions only; us-east-1 serves every region's prices.
 PRICING_ENDPOINT_REGION = "us-east-1"
@@ -90,9 +92,8 @@ def refresh_prices(
     instance_types: list[str] | None = None,
     today: dt.date | None = None,
 ) -> dict[str, Any]:
-    """Rewrite `region`'s GPU instance prices (and its system pool type's) from the Price List; returns the table.
-
-    Other regions and the storage / service sections are kept as they are.
+    """Rewrite `region`'s GPU instance prices, its system pool type's and its storage / service list prices from
+    the Price List; returns the table. Other regions are kept as they are.
     """
     path = PRICES_FILE if path is None else path
     doc: dict[str, Any] = json.loads(path.read_text())
@@ -122,6 +123,7 @@ def refresh_prices(
             "verified": True,
             "source": where,
         }
+    refresh_list_prices(pricing, region, doc, checked)
     doc["regions"] = dict(sorted(doc["regions"].items()))
     doc["sources"] = dict(sorted(doc["sources"].items()))
     path.write_text(json.dumps(doc, indent=1) + "\n")

@@ -18,8 +18,8 @@ PricesOpt = Annotated[
     bool,
     typer.Option(
         "--prices",
-        help="Regenerate the region's on-demand prices from the AWS Price List (pricing:GetProducts) and the "
-        "known regions from botocore, instead of instance facts.",
+        help="Regenerate the region's on-demand instance prices and its storage and service list prices from the "
+        "AWS Price List (pricing:GetProducts) and the known regions from botocore, instead of instance facts.",
     ),
 ]
 
@@ -36,14 +36,18 @@ def catalog_refresh(region: RefreshRegionOpt, prices: PricesOpt = False) -> None
     try:
         if prices:
             from gpufleet.catalog.prices import PRICING_ENDPOINT_REGION, PriceListError, refresh_prices, refresh_regions
+            from gpufleet.catalog.service_prices import ServicePriceError
 
             refresh_regions()
             try:
                 doc = refresh_prices(boto3.client("pricing", region_name=PRICING_ENDPOINT_REGION), region)
-            except PriceListError as e:
+            except (PriceListError, ServicePriceError) as e:
                 raise CommandError(f"the Price List answer cannot be used: {e}", exit_code=1) from None
             when = doc["sources"][region]["date"]
-            out.print(f"prices: {len(doc['regions'][region])} GPU instance types priced in {region} ({when})")
+            out.print(
+                f"prices: {len(doc['regions'][region])} GPU instance types priced in {region} ({when}); its storage "
+                "and service list prices rewritten where the Price List answers"
+            )
             return
         from gpufleet.catalog.refresh import refresh
 

@@ -28,9 +28,13 @@ from gpufleet.catalog.prices import (
     on_demand_usd,
     refresh_prices,
 )
+from gpufleet.catalog.service_prices import QUERIES, filters
 
 FIXTURE: dict[str, Any] = json.loads(
     (Path(__file__).parent / "fixtures" / "pricing_get_products_us-west-2.json").read_text()
+)
+SERVICES: dict[str, Any] = json.loads(
+    (Path(__file__).parent / "fixtures" / "pricing_get_products_services_us-west-2.json").read_text()
 )
 REGION = FIXTURE["region"]
 TYPES = ["p5.48xlarge", "g6e.12xlarge", "g6e.xlarge", "p5e.48xlarge"]
@@ -63,6 +67,16 @@ def _refresh(tmp_path: Path) -> tuple[dict[str, Any], Path]:
     with Stubber(client) as stub:
         for t in [*TYPES, SYSTEM_INSTANCE_TYPE]:
             _expect(stub, t, FIXTURE["products"][t])
+        for q in QUERIES:
+            stub.add_response(
+                "get_products",
+                {"FormatVersion": "aws_v1", "PriceList": [json.dumps(p) for p in SERVICES["products"][q.key]]},
+                {
+                    "ServiceCode": q.service_code,
+                    "Filters": filters(q, REGION, "US West (Oregon)"),
+                    "FormatVersion": "aws_v1",
+                },
+            )
         doc = refresh_prices(client, REGION, path=table, instance_types=TYPES, today=TODAY)
         stub.assert_no_pending_responses()
     return doc, table
@@ -90,13 +104,24 @@ def test_refresh_prices_writes_the_system_pool_type_with_its_publication_date(tm
     assert "GetProducts" in entry["source"]
 
 
-def test_refresh_prices_keeps_other_regions_and_the_storage_and_service_sections(tmp_path: Path) -> None:
+def test_refresh_prices_also_writes_the_regions_storage_and_service_prices(tmp_path: Path) -> None:
+    doc, table = _refresh(tmp_path)
+    written = json.loads(table.read_text())
+    for q in QUERIES:
+        entry = written[q.section][REGION][q.key]
+        assert entry["verified"] is True and "GetProducts" in entry["source"] and entry["date"] == "2026-10-01", q.key
+    assert written == doc
+
+
+def test_refresh_prices_keeps_other_regions_prices_and_list_prices(tmp_path: Path) -> None:
     before = catalog.price_table()
     doc, _ = _refresh(tmp_path)
     assert doc["regions"]["us-east-1"] == before["regions"]["us-east-1"]
     assert doc["sources"]["us-east-1"] == before["sources"]["us-east-1"]
     for section in ("storage", "services"):
-        assert doc[section] == before[section]
+        assert {r: v for r, v in doc[section].items() if r != REGION} == {
+            r: v for r, v in before[section].items() if r != REGION
+        }
     assert {r: v for r, v in doc["cpu_instances"].items() if r != REGION} == {
         r: v for r, v in before["cpu_instances"].items() if r != REGION
     }
