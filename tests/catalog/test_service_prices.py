@@ -33,22 +33,28 @@ def _client() -> Any:
     )
 
 
+def _answer_all(stub: Stubber, answers: dict[str, list[dict[str, Any]]], stop_after: str | None = None) -> None:
+    """Queue the answers the refresh asks for, in QUERIES order, each request as it must be sent."""
+    location = None  # what the products answered so far name as the region's location
+    for q in QUERIES:
+        if q.region_field != "regionCode" and location is None:
+            continue  # the refresh does not ask
+        stub.add_response(
+            "get_products",
+            {"FormatVersion": "aws_v1", "PriceList": [json.dumps(p) for p in answers.get(q.key, [])]},
+            {"ServiceCode": q.service_code, "Filters": filters(q, REGION, location), "FormatVersion": "aws_v1"},
+        )
+        location = location or next((p["product"]["attributes"]["location"] for p in answers.get(q.key, [])), None)
+        if q.key == stop_after:
+            return
+
+
 def _refresh(products: dict[str, list[dict[str, Any]]] | None = None) -> tuple[dict[str, Any], list[str]]:
     """refresh_list_prices against the answers in `products` (default: the fixture's), each request checked."""
-    answers = FIXTURE["products"] if products is None else products
     doc: dict[str, Any] = json.loads(catalog.PRICES_FILE.read_text())
     client = _client()
-    location = None  # what the products answered so far name as the region's location
     with Stubber(client) as stub:
-        for q in QUERIES:
-            if q.region_field != "regionCode" and location is None:
-                continue  # the refresh does not ask
-            stub.add_response(
-                "get_products",
-                {"FormatVersion": "aws_v1", "PriceList": [json.dumps(p) for p in answers.get(q.key, [])]},
-                {"ServiceCode": q.service_code, "Filters": filters(q, REGION, location), "FormatVersion": "aws_v1"},
-            )
-            location = location or next((p["product"]["attributes"]["location"] for p in answers.get(q.key, [])), None)
+        _answer_all(stub, FIXTURE["products"] if products is None else products)
         priced = refresh_list_prices(client, REGION, doc, "2026-11-30")
         stub.assert_no_pending_responses()
     return doc, priced
@@ -158,3 +164,55 @@ def test_the_committed_us_west_2_figures_agree_with_the_price_list_answer() -> N
     for q in QUERIES:
         committed = catalog.price_table()[q.section][REGION][q.key]["usd"]
         assert committed == pytest.approx(doc[q.section][REGION][q.key]["usd"]), q.key
+
+
+def _cli_refresh(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, eks: list[dict[str, Any]], stop_after: str | None = None
+) -> tuple[Any, Path]:
+    """`gpufleet catalog refresh --prices -r us-west-2` with a stubbed pricing client writing into tmp_path."""
+    from typer.testing import CliRunner
+
+    import gpufleet.catalog.prices as prices
+    from gpufleet.cli.app import app
+
+    table = tmp_path / "aws_prices.json"
+    table.write_text(catalog.PRICES_FILE.read_text())
+    monkeypatch.setattr(prices, "PRICES_FILE", table)
+    monkeypatch.setattr(prices, "REGIONS_FILE", tmp_path / "aws_regions.json")
+    client = _client()
+    stub = Stubber(client)
+    for t in [*catalog.SHIPPED_INSTANCE_TYPES, prices.SYSTEM_INSTANCE_TYPE]:  # no EC2 products: not the point here
+        ec2 = [{"Type": "TERM_MATCH", "Field": f, "Value": v} for f, v in (("instanceType", t), ("regionCode", REGION))]
+        ec2 += [{"Type": "TERM_MATCH", "Field": f, "Value": v} for f, v in prices.FILTERS]
+        stub.add_response(
+            "get_products",
+            {"FormatVersion": "aws_v1", "PriceList": []},
+            {"ServiceCode": "AmazonEC2", "Filters": ec2, "FormatVersion": "aws_v1"},
+        )
+    _answer_all(stub, {**FIXTURE["products"], "eks-cluster": eks}, stop_after)
+    monkeypatch.setattr("boto3.client", lambda *a, **k: client)
+    with stub:
+        result = CliRunner().invoke(app, ["catalog", "refresh", "--prices", "--region", REGION])
+    return result, table
+
+
+def test_the_command_writes_the_regions_list_prices(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    result, table = _cli_refresh(monkeypatch, tmp_path, FIXTURE["products"]["eks-cluster"])
+    assert result.exit_code == 0, result.output
+    assert "storage and service list prices rewritten" in result.output
+    written = json.loads(table.read_text())
+    assert "GetProducts (AmazonEKS" in written["services"][REGION]["eks-cluster"]["source"]
+
+
+def test_an_ambiguous_answer_exits_1_naming_it_and_writes_no_prices(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (item,) = FIXTURE["products"]["eks-cluster"]
+    other = json.loads(json.dumps(item))
+    (term,) = other["terms"]["OnDemand"].values()
+    (dim,) = term["priceDimensions"].values()
+    dim["pricePerUnit"]["USD"] = "0.6000000000"  # e.g. an extended-support product answering the same query
+    result, table = _cli_refresh(monkeypatch, tmp_path, [item, other], stop_after="eks-cluster")
+    assert result.exit_code == 1
+    assert "the Price List answer cannot be used: eks-cluster in us-west-2: several prices [0.1, 0.6]" in result.output
+    assert table.read_text() == catalog.PRICES_FILE.read_text()
