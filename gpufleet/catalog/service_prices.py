@@ -1,9 +1,10 @@
 """A region's storage and service list prices from the AWS Price List (part of `gpufleet catalog refresh --prices`).
 
 Each price the bill (gpufleet/review/bill.py) and the storage cost (gpufleet/review/storage_cost.py) read from the
-catalog's `services` / `storage` sections is one `pricing:GetProducts` query below: a ServiceCode, TERM_MATCH
-filters and, where the product is told apart by its usage type, a CONTAINS filter on `usagetype` (the Filter types
-of https://docs.aws.amazon.com/aws-cost-management/latest/APIReference/API_pricing_Filter.html). Usage types carry
+catalog's `services` / `storage` sections, but the two named at the end, is one `pricing:GetProducts` query below:
+a ServiceCode, TERM_MATCH filters and, where the product is told apart by its usage type, a CONTAINS filter on
+`usagetype` (the Filter types of
+https://docs.aws.amazon.com/aws-cost-management/latest/APIReference/API_pricing_Filter.html). Usage types carry
 a region prefix outside us-east-1 (`USW2-NatGateway-Hours`), so the answer is kept only where the usage type is
 the name itself or ends in `-<name>` (not `USW2-RegionalNatGateway-Hours`, not `USW2-IATimedStorage-ByteHrs`).
 
@@ -11,9 +12,10 @@ The attribute names and values come from infracost, which prices Terraform plans
 (https://github.com/infracost/infracost/tree/95ba4f49a7abf5567b04f751a115543281a4ab18/internal/resources/aws;
 each query names its file). A tiered price (S3 storage, data transfer out) is its first tier: the price
 dimension whose `beginRange` is 0, as infracost's StartUsageAmount "0" / first "10TB" tier select. Data transfer
-products name their region by `fromLocation`, the Price List's location name ("US West (Oregon)", "EU (Ireland)":
-not always botocore's region description), so it is taken from the `location` attribute of the region's products
-the queries before it answered (offer file format: regionCode, location, locationType); without one it is skipped.
+products name their region by `fromLocation`, the Price List's location name ("US West (Oregon)", "EU (Ireland)" in
+infracost's util.go RegionMapping: not always botocore's region description), so it is taken from the `location`
+attribute of the region's products the queries before it answered (offer file format: regionCode, location,
+locationType); without one it is skipped.
 
 Not refreshed here, because no public artifact read for this change names their Price List attributes: FSx for
 Lustre PERSISTENT_2 per throughput tier (infracost has no Lustre resource at that commit) and the public IPv4
