@@ -392,11 +392,12 @@ def stack_path(project_dir: Path, stack: str) -> Path:
     return project_dir / str(project.get("stackConfigDir", ".")) / f"Pulumi.{stack}.yaml"
 
 
-def read_stack(project_dir: Path, stack: str) -> StackFile:
-    """Read `Pulumi.<stack>.yaml` from the project's stackConfigDir, namespacing keys like the engine."""
+def read_stack(project_dir: Path, stack: str, path: Path | None = None) -> StackFile:
+    """Read `Pulumi.<stack>.yaml` from the project's stackConfigDir (or the stack's file as `path` holds it, e.g.
+    at another git revision), namespacing keys like the engine."""
     project = read_project(project_dir)
     name = str(project["name"])
-    path = stack_path(project_dir, stack)
+    path = stack_path(project_dir, stack) if path is None else path
     try:
         stacks = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in path.parent.glob("Pulumi.*.yaml"))
     except OSError:

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, cast
 
-from components.model.load import read_stack, stack_path
+from components.model.load import StackFile, read_stack, stack_path
 from components.model.spec import BurstWindow, EstateSpec
 from gpufleet.engine.plan import Plan
 from gpufleet.engine.synth import synth_stack
@@ -73,15 +73,17 @@ def build(
     *,
     chart_cache: Path | None = None,
     simulate: bool = True,
+    stack_file: StackFile | None = None,
 ) -> Review:
-    """Read `stacks/Pulumi.<stack>.yaml` once, then synthesize, price and check it, and (`simulate`) run the
-    reality checks with charts from `chart_cache` (default: the configured chart cache).
+    """Read `stacks/Pulumi.<stack>.yaml` once (or take `stack_file`, that stack's file already read), then
+    synthesize, price and check it, and (`simulate`) run the reality checks with charts from `chart_cache`
+    (default: the configured chart cache).
 
     Bad input (the stack file, its estate or window, an unknown rule id in its enforcement overrides) raises
     SpecError before anything is synthesized.
     """
     project_dir = Path(project_dir).resolve()
-    stack_file = read_stack(project_dir, stack)
+    stack_file = read_stack(project_dir, stack) if stack_file is None else stack_file
     spec, window, _ = stack_file.contents()
     check = policy_check()
     if check is not None:

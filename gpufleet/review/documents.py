@@ -1,0 +1,44 @@
+"""`python -m gpufleet.review.documents PROJECT_DIR STACK FILE...`: the review of each version of one stack file.
+
+Each FILE holds the stack's file as one revision has it (the working tree's own `stacks/Pulumi.<STACK>.yaml`, or
+a copy of it taken from a git revision); each is reviewed with this tree's code and the project's other files,
+in order, in this one interpreter, and its review document (plan, cost, findings, as `gpufleet.review.document`
+prints it) is printed on a line of its own as soon as it is done. `gpufleet diff` runs this when the stack file
+is all that differs between two revisions (gpufleet/review/revision.py): the second review then costs one more
+synthesis and none of the imports. Bad input in a file: its message on stderr, exit 2, after the lines of the
+files before it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pulumi
+
+from components.model.load import SpecError, read_stack
+from gpufleet.engine.synth import SynthError
+from gpufleet.review.review import build
+
+USAGE = "usage: python -m gpufleet.review.documents PROJECT_DIR STACK FILE..."
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) < 3:
+        print(USAGE, file=sys.stderr)
+        return 2
+    project, stack = Path(args[0]).resolve(), args[1]
+    for file in args[2:]:
+        try:
+            review = build(project, stack, simulate=False, stack_file=read_stack(project, stack, Path(file)))
+        except (SpecError, pulumi.RunError, SynthError) as err:
+            print(str(err), file=sys.stderr)
+            return 2
+        print(json.dumps(review.document(), sort_keys=True, default=str), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
