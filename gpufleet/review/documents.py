@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pulumi
@@ -22,6 +23,15 @@ from gpufleet.engine.synth import SynthError
 from gpufleet.review.review import build
 
 USAGE = "usage: python -m gpufleet.review.documents PROJECT_DIR STACK FILE..."
+FAILURES = (SpecError, pulumi.RunError, SynthError)  # bad input or a program that does not synthesize
+
+
+def documents(project: Path, stack: str, files: list[Path]) -> Iterator[str]:
+    """The review document of each file, one JSON line each, in order; raises one of FAILURES."""
+    project = project.resolve()
+    for file in files:
+        review = build(project, stack, simulate=False, stack_file=read_stack(project, stack, file))
+        yield json.dumps(review.document(), sort_keys=True, default=str)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,14 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) < 3:
         print(USAGE, file=sys.stderr)
         return 2
-    project, stack = Path(args[0]).resolve(), args[1]
-    for file in args[2:]:
-        try:
-            review = build(project, stack, simulate=False, stack_file=read_stack(project, stack, Path(file)))
-        except (SpecError, pulumi.RunError, SynthError) as err:
-            print(str(err), file=sys.stderr)
-            return 2
-        print(json.dumps(review.document(), sort_keys=True, default=str), flush=True)
+    try:
+        for line in documents(Path(args[0]), args[1], [Path(a) for a in args[2:]]):
+            print(line, flush=True)
+    except FAILURES as err:
+        print(str(err), file=sys.stderr)
+        return 2
     return 0
 
 

@@ -22,6 +22,7 @@ judged by its own components, catalog and policy packs. Two ways:
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import shutil
@@ -207,9 +208,38 @@ def only_stack_differs(repo: Path, base: str, stack_file: Path) -> bool:
     return {p for p in changed + untracked if p} <= {rel}
 
 
+def runs_tree_code(tree: Path) -> bool:
+    """True when this interpreter's own `components`, `gpufleet` and `policies` packages are the files of `tree`
+    (the tree first on PYTHONPATH, or installed from it in editable mode)."""
+    for name in ("components", "gpufleet", "policies"):
+        found = importlib.util.find_spec(name)
+        origin = None if found is None else found.origin
+        if origin is None or not Path(origin).resolve().is_relative_to(tree / name):
+            return False
+    return True
+
+
+def _in_process(project_dir: Path, stack: str, files: tuple[Path, ...]) -> tuple[int, str, str]:
+    """What `python -m gpufleet.review.documents` would answer, from this interpreter (whose code is the tree's)."""
+    from gpufleet.review.documents import FAILURES, documents
+
+    lines: list[str] = []
+    try:
+        lines.extend(documents(project_dir, stack, list(files)))
+    except FAILURES as err:
+        return 2, "\n".join(lines), str(err)
+    return 0, "\n".join(lines), ""
+
+
+def _one_interpreter(project_dir: Path, stack: str, files: tuple[Path, ...]) -> tuple[int, str, str]:
+    if runs_tree_code(project_dir):  # no second interpreter, no second import of it all
+        return _in_process(project_dir, stack, files)
+    return _finish(_start(project_dir, stack, SAME_CODE.module, (), files))
+
+
 def _same_code(repo: Path, project_dir: Path, stack: str, base: str, spec: EstateSpec) -> tuple[_Side, _Side] | None:
     """Both sides from the working tree's code when the stack file is all that differs (see the module
-    docstring); None when the full path must run."""
+    docstring); None when the checkout must run."""
     head_file = stack_path(project_dir, stack).resolve()
     if not (project_dir / SAME_CODE.file).exists() or not head_file.is_relative_to(repo):
         return None
@@ -220,12 +250,12 @@ def _same_code(repo: Path, project_dir: Path, stack: str, base: str, spec: Estat
     with tempfile.TemporaryDirectory(prefix="gpufleet-diff-") as tmp:
         if shown.returncode != 0:  # not in the base revision (the repository and its Pulumi.yaml are)
             base_side = _Side(None, None, [], [f"stack {stack} does not exist at {base}: every resource is new"])
-            result = _finish(_start(project_dir, stack, SAME_CODE.module, (), (head_file,)))
+            result = _one_interpreter(project_dir, stack, (head_file,))
             return base_side, _side(project_dir, stack, "the working tree", SAME_CODE, result)
         base_file = Path(tmp) / head_file.name
         base_file.write_bytes(shown.stdout)
         if size_units(spec) <= ONE_INTERPRETER_UNITS:
-            code, out, err = _finish(_start(project_dir, stack, SAME_CODE.module, (), (base_file, head_file)))
+            code, out, err = _one_interpreter(project_dir, stack, (base_file, head_file))
             lines = out.splitlines()
             base_result = (0, lines[0], "") if lines else (code, "", err)
             head_result = (0, lines[1], "") if len(lines) > 1 else (code, "", err)

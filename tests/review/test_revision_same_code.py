@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from gpufleet.render.diff import diff_json
 from gpufleet.review import revision
 from gpufleet.review.diff import DiffError
 from gpufleet.review.revision import diff_revision, only_stack_differs
+from tests.conftest import ROOT
 from tests.review.estates import NODE_GROUP, small
 from tests.review.repos import PROGRAM, commit, git, init_repo, set_price, stack_config, write_stack
 
@@ -80,6 +82,39 @@ def test_one_interpreter_and_two_interpreters_give_the_same_diff(
         two = diff_json(diff_revision(repo, "review", "main"))
     assert one == two
     assert json.loads(one)["changed"]
+
+
+def test_an_interpreter_running_the_trees_own_code_reviews_both_versions_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the repository holds this interpreter's code byte for byte (the policy check included), so reviewing in this
+    # process must give what the tree's own interpreter gives
+    repo = stack_change(tmp_path)
+    shutil.copy(ROOT / "gpufleet" / "review" / "check.py", repo / "gpufleet" / "review" / "check.py")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "the policy check too")
+    write_stack(repo, "review", stack_config(small()))
+    commit(repo, "base")
+    estate = small()
+    estate["sites"][0]["node_pools"][0]["scaling"]["max"] = 4
+    write_stack(repo, "review", stack_config(estate))
+    assert revision.runs_tree_code(ROOT) and not revision.runs_tree_code(repo)
+    started: list[tuple[Path, ...]] = []
+    start = revision._start
+
+    def recording(*args: object, **kwargs: object) -> object:
+        started.append(args)
+        return start(*args, **kwargs)  # type: ignore[arg-type]
+
+    with no_checkout(monkeypatch):
+        monkeypatch.setattr(revision, "_start", recording)
+        own = diff_json(diff_revision(repo, "review", "main"))
+        assert len(started) == 1  # one interpreter of the tree's code, both versions in it
+        monkeypatch.setattr(revision, "runs_tree_code", lambda tree: True)
+        mine = diff_json(diff_revision(repo, "review", "main"))
+        assert len(started) == 1  # none more: this process reviewed both
+    assert mine == own
+    assert json.loads(mine)["changed"] and json.loads(mine)["findings"] is not None
 
 
 def test_a_code_change_is_judged_by_the_base_revisions_own_code(tmp_path: Path) -> None:
