@@ -12,8 +12,11 @@ judged by its own components, catalog and policy packs. Two ways:
   into a temporary file, and both versions are reviewed with the working tree's code and its other files, which
   are byte for byte those of `base`: the result is the one a checkout would give. A small estate (at most
   `ONE_INTERPRETER_UNITS` servers, node pools and tenants) is reviewed in one interpreter, one version after the
-  other: the imports, which dominate a small synthesis, are paid once. A larger one in two interpreters at once,
-  one per version, on two cores. A stack file absent at `base` means every resource is new.
+  other (`python -m gpufleet.review.documents`), so the imports, which dominate a small synthesis, are paid once;
+  when this interpreter's own packages are the working tree's files (`runs_tree_code`: the tree first on the path
+  or installed from it in editable mode) it reviews both itself, without starting one. A larger estate is reviewed
+  in two interpreters at once, one per version, on two cores. A stack file absent at `base` means every resource
+  is new.
 - Any other difference (a component, the catalog, a policy pack, the program, Pulumi.yaml, another stack's file):
   `base` is checked out into a temporary `git worktree add --detach` and reviewed there with its own code, at the
   same time as the working tree with its own. The worktree is removed afterwards, whatever happens.
