@@ -7,8 +7,8 @@ judged by its own components, catalog and policy packs. Two ways:
 - The same code (the common pull request: a change to the stack file alone). When git finds no difference between
   `base` and the working tree in any file but the stack's own file (tracked files compared by content with
   `git diff --name-only <base>`, so a file touched but unchanged is no difference; any untracked file that is not
-  ignored counts as one; ignored files, which a checkout would not hold, are not compared), and the working tree has
-  `gpufleet/review/documents.py`: no checkout. The base's stack file is taken from git (`git show <base>:<path>`)
+  ignored counts as one, but for `__pycache__` bytecode; ignored files, which a checkout would not hold, are not
+  compared), and the working tree has `gpufleet/review/documents.py`: no checkout. The base's stack file is taken from git (`git show <base>:<path>`)
   into a temporary file, and both versions are reviewed with the working tree's code and its other files, which
   are byte for byte those of `base`: the result is the one a checkout would give. A small estate (at most
   `ONE_INTERPRETER_UNITS` servers, node pools and tenants) is reviewed in one interpreter, one version after the
@@ -204,10 +204,12 @@ def size_units(spec: EstateSpec) -> int:
 def only_stack_differs(repo: Path, base: str, stack_file: Path) -> bool:
     """True when the working tree of `repo` and revision `base` hold the same content in every file but
     `stack_file` (tracked files compared by content, `git diff`; any untracked file that is not ignored counts as
-    a difference)."""
+    a difference, but for Python's bytecode caches)."""
     rel = stack_file.relative_to(repo).as_posix()
     changed = _git(repo, "diff", "--name-only", "--no-renames", "-z", base).split("\0")
-    untracked = _git(repo, "ls-files", "--others", "--exclude-standard", "-z").split("\0")
+    # Python's bytecode caches are no input: a `__pycache__` file is used only for the source beside it, and only
+    # while it matches that source (https://peps.python.org/pep-3147/); unignored, they are in every tree run.
+    untracked = _git(repo, "ls-files", "--others", "--exclude-standard", "--exclude=__pycache__/", "-z").split("\0")
     return {p for p in changed + untracked if p} <= {rel}
 
 

@@ -150,7 +150,7 @@ def test_any_other_changed_file_takes_the_checkout(tmp_path: Path, change: str) 
     assert not only_stack_differs(repo, "main", repo / STACK)
 
 
-def test_untracked_files_count_and_ignored_ones_do_not(tmp_path: Path) -> None:
+def test_untracked_files_count_and_ignored_ones_and_bytecode_do_not(tmp_path: Path) -> None:
     repo = stack_change(tmp_path)
     (repo / ".gitignore").write_text("build/\n")
     commit(repo, "ignore build/")
@@ -158,6 +158,10 @@ def test_untracked_files_count_and_ignored_ones_do_not(tmp_path: Path) -> None:
     assert only_stack_differs(repo, "main", repo / STACK)
     (repo / "build").mkdir()
     (repo / "build" / "x.py").write_text("")
+    assert only_stack_differs(repo, "main", repo / STACK)
+    # nor are bytecode caches, ignored or not (Python uses one only for the source beside it)
+    (repo / "components" / "__pycache__").mkdir(exist_ok=True)
+    (repo / "components" / "__pycache__" / "capacity.cpython-311.pyc").write_bytes(b"")
     assert only_stack_differs(repo, "main", repo / STACK)
     (repo / "policies").mkdir(exist_ok=True)
     (repo / "policies" / "new_pack.py").write_text("")
