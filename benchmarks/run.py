@@ -8,7 +8,9 @@ measurement in a fresh interpreter (`benchmarks.measure`), fastest of `--repeats
   (`benchmarks.fair_floor`); `fair_ratio` = synth / fair floor, `memory_ratio` = synth peak RSS / fair floor's;
 - old floor: the same custom resources registered flat (no parents, options or components); `ratio` = synth / it;
 - `gpufleet preview` and `gpufleet diff` (base: the stack committed in a scratch git repository, working tree:
-  one tenant's quota changed) wall seconds, as a user runs them; `diff_vs_preview` = their ratio.
+  one tenant's quota changed) wall seconds, as a user runs them; `diff_vs_preview` = their ratio. The stack file is
+  all that differs, so diff takes its same-code path (gpufleet/review/revision.py): no checkout. A change to code
+  (components, catalog, policies) takes the checkout path, which this does not time.
 Then, per example stack, `gpufleet preview` wall against a bare interpreter importing the provider modules
 that stack's plan uses (`benchmarks.preview_imports`). The load average is recorded before and after each
 size; timings taken while other work ran on the machine are flagged. Writes JSON (default
