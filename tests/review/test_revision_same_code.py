@@ -91,6 +91,7 @@ def test_an_interpreter_running_the_trees_own_code_reviews_both_versions_itself(
     # process must give what the tree's own interpreter gives
     repo = stack_change(tmp_path)
     shutil.copy(ROOT / "gpufleet" / "review" / "check.py", repo / "gpufleet" / "review" / "check.py")
+    shutil.copytree(ROOT / "policies", repo / "policies", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "the policy check too")
     write_stack(repo, "review", stack_config(small()))
