@@ -2,7 +2,8 @@
 
 Sizes: synthetic estates calibrated to about that many custom resources (`benchmarks.generate.estate`, fitted on
 two small estates first), then hybrid fleets of that many GPUs (`benchmarks.generate.fleet`). For each, each
-measurement in a fresh interpreter (`benchmarks.measure`), fastest of `--repeats` runs after a warm-up:
+measurement in a fresh interpreter (`benchmarks.measure`), fastest of `--repeats` runs after a warm-up (more runs
+for estates under STEADY_RESOURCES resources, where a run takes well under a second):
 - synth: `gpufleet.engine.synth` wall and CPU seconds (imports excluded), peak RSS, policy evaluation (all packs);
 - fair floor: the plan's own requests replayed through the same SDK classes under the same mocks
   (`benchmarks.fair_floor`); `fair_ratio` = synth / fair floor, `memory_ratio` = synth peak RSS / fair floor's;
@@ -23,6 +24,7 @@ import argparse
 import datetime as dt
 import itertools
 import json
+import math
 import os
 import platform
 import shutil
@@ -105,8 +107,22 @@ def _preview_and_diff(config: dict[str, Any], tmp: Path, repeats: int) -> dict[s
     return {"preview_seconds": preview, "diff_seconds": diff}
 
 
+# A small estate synthesizes in well under a second, where one scheduler hiccup moves a ratio by a fifth (two runs
+# of the same commit gave fair ratios of 1.15 and 1.34 at ~250 resources): sizes below this many resources get
+# proportionally more runs, so each measurement spends about as long as at this size.
+STEADY_RESOURCES = 2500
+
+
+def row_repeats(repeats: int, kind: str, size: int) -> int:
+    """Timed runs for one size: `repeats`, more for estates smaller than STEADY_RESOURCES."""
+    if kind != "target_resources":
+        return repeats
+    return max(repeats, math.ceil(STEADY_RESOURCES / size))
+
+
 def _row(label: str, kind: str, size: int, config: dict[str, Any], tmp: Path, repeats: int) -> dict[str, Any]:
     load_before = os.getloadavg()[0]
+    repeats = row_repeats(repeats, kind, size)
     cfg, out = tmp / f"{label}.config.json", tmp / label
     cfg.write_text(json.dumps(config))
     synth = _measure("synth", str(cfg), str(out), str(repeats))
@@ -118,6 +134,7 @@ def _row(label: str, kind: str, size: int, config: dict[str, Any], tmp: Path, re
     return {
         "label": label,
         kind: size,
+        "repeats": repeats,
         "resources": synth["resources"],
         "registrations": synth["registrations"],
         "synth_seconds": round(synth["seconds"], r),
