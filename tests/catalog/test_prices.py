@@ -20,10 +20,10 @@ from botocore.stub import Stubber
 from typer.testing import CliRunner
 
 from components.model import catalog
+from gpufleet.catalog.price_list import PriceListError
 from gpufleet.catalog.prices import (
     FILTERS,
     SYSTEM_INSTANCE_TYPE,
-    PriceListError,
     aws_regions_doc,
     on_demand_usd,
     refresh_prices,
