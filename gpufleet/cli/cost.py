@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from gpufleet.cli.errors import CommandError
-from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, SummaryOpt, out
+from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, SummaryOpt, out, refuse_json_summary
 
 AtOpt = Annotated[str | None, typer.Option("--at", help="ISO time burst windows are judged at (default: now, UTC).")]
 
@@ -31,8 +31,7 @@ def cost(
 ) -> None:
     """Cost envelope from catalog prices: the estate's totals and budget verdict first, then per pool, site and
     tenant at min, desired and max size. --summary prints only the totals and the verdict."""
-    if summary and format is Format.json:
-        raise CommandError("--summary: only for text and markdown (json carries the whole envelope; select with jq)")
+    refuse_json_summary(summary, format, "envelope")
     from components.model.load import read_stack, stack_path
     from gpufleet.render.cost import cost_json, cost_markdown, cost_text
     from gpufleet.review.cost import estate_cost

@@ -6,8 +6,7 @@ from typing import Annotated
 
 import typer
 
-from gpufleet.cli.errors import CommandError
-from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, SummaryOpt, out
+from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, SummaryOpt, out, refuse_json_summary
 
 BaseOpt = Annotated[str, typer.Option("--base", "-b", help="Git revision to compare with, e.g. origin/main.")]
 
@@ -21,8 +20,7 @@ def diff(
 ) -> None:
     """Compare a stack at a git revision with the working tree: the summary first (changes, replacements, cost
     delta, findings), then each change. --summary prints only the summary."""
-    if summary and format is Format.json:
-        raise CommandError("--summary: only for text and markdown (json carries the whole diff; select with jq)")
+    refuse_json_summary(summary, format, "diff")
     from gpufleet.render.diff import diff_json, diff_markdown, diff_text
     from gpufleet.review.revision import diff_revision
 

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import typer
 
-from gpufleet.cli.errors import CommandError
-from gpufleet.cli.options import HERE, ChartCacheOpt, Format, FormatOpt, ProjectOpt, StackOpt, SummaryOpt, out
+from gpufleet.cli.options import (
+    HERE,
+    ChartCacheOpt,
+    Format,
+    FormatOpt,
+    ProjectOpt,
+    StackOpt,
+    SummaryOpt,
+    out,
+    refuse_json_summary,
+)
 
 
 def preview(
@@ -21,8 +30,7 @@ def preview(
     Needs no credentials and no Pulumi CLI. Exits 1 when a mandatory policy rule is violated (first-up problems
     are shown; `gpufleet check` fails on them). --summary prints only the summary.
     """
-    if summary and format is Format.json:
-        raise CommandError("--summary: only for text and markdown (json carries the whole plan; select with jq)")
+    refuse_json_summary(summary, format, "plan")
     from gpufleet.render.preview import preview_json, preview_markdown, preview_text
     from gpufleet.review.review import build
 

@@ -45,17 +45,16 @@ def budget_verdict(budget: float, at_max: float | None, total: Total) -> tuple[s
     """The budget verdict at max size (`EstateCost.budget_hour`: burst pools at their max) and whether it is a
     failure. A figure over the budget is over whatever is left out; a figure within it proves nothing while a
     price is missing (usage-billed items are outside the hourly budget)."""
+    size = "max size" + (" (burst pools at their max size)" if at_max != total.hourly.at("max") else "")
     if at_max is not None and at_max > budget:
-        burst = " (burst pools at their max size)" if at_max != total.hourly.at("max") else ""
-        return f"over the budget of {usd(budget)}/h: {usd_total(at_max, total.complete)}/h at max size{burst}", True
+        return f"over the budget of {usd(budget)}/h: {usd_total(at_max, total.complete)}/h at {size}", True
     if total.no_price:
         priced = "" if at_max is None else f" (the priced part is {usd(at_max)}/h)"
         return (
             f"price missing for {', '.join(total.no_price)}: cannot check the budget of {usd(budget)}/h{priced}",
             True,
         )
-    burst = " (burst pools at their max size)" if at_max != total.hourly.at("max") else ""
-    return f"within the budget of {usd(budget)}/h: {usd_total(at_max, total.complete)}/h at max size{burst}", False
+    return f"within the budget of {usd(budget)}/h: {usd_total(at_max, total.complete)}/h at {size}", False
 
 
 def cost_text(cost: EstateCost, console: Console, summary_only: bool = False) -> None:
