@@ -89,6 +89,16 @@ def host_driver_preflight() -> str:
     return scripts_for(onprem_spec(_host_driver)).preflight.text
 
 
+def rate_preflight(gbps: int) -> str:
+    """The host-driver preflight of a server whose inventory declares its InfiniBand link rate."""
+
+    def rate(estate: dict[str, Any]) -> None:
+        estate["sites"][0]["inventory"][0]["ib_rate_gbps"] = gbps
+        _host_driver(estate)
+
+    return scripts_for(onprem_spec(rate)).preflight.text
+
+
 def operator_preflight() -> str:
     return scripts_for(onprem_spec()).preflight.text
 
@@ -265,11 +275,7 @@ def test_server_with_a_missing_or_non_nvme_disk_is_refused(tmp_path: Path) -> No
 
 
 def test_link_rate_is_checked_when_the_inventory_sets_one(tmp_path: Path) -> None:
-    def rate(estate: dict) -> None:  # type: ignore[type-arg]
-        estate["sites"][0]["inventory"][0]["ib_rate_gbps"] = 400
-        _host_driver(estate)
-
-    script = scripts_for(onprem_spec(rate)).preflight.text
+    script = rate_preflight(400)
     machine = Machine()
     machine.ibstat["mlx5_1"] = ibstat_block("mlx5_1", rate=200)
     result = run_preflight(tmp_path, machine, script)
@@ -325,11 +331,7 @@ def ibstat_recorded(ca: str, ports: list[tuple[str, str, str]], effective: bool 
 def test_ibstat_as_rdma_core_prints_it(
     tmp_path: Path, ports: list[tuple[str, str, str]], effective: bool, failed: list[str]
 ) -> None:
-    def rate(estate: dict) -> None:  # type: ignore[type-arg]
-        estate["sites"][0]["inventory"][0]["ib_rate_gbps"] = 200
-        _host_driver(estate)
-
-    script = scripts_for(onprem_spec(rate)).preflight.text
+    script = rate_preflight(200)
     machine = Machine()
     machine.ibstat = {ca: ibstat_recorded(ca, [("Active", "LinkUp", "200")]) for ca in PORTS}
     machine.ibstat["mlx5_0"] = ibstat_recorded("mlx5_0", ports, effective)
@@ -339,11 +341,7 @@ def test_ibstat_as_rdma_core_prints_it(
 
 
 def test_an_fdr10_rate_is_read_as_its_number(tmp_path: Path) -> None:
-    def rate(estate: dict) -> None:  # type: ignore[type-arg]
-        estate["sites"][0]["inventory"][0]["ib_rate_gbps"] = 40
-        _host_driver(estate)
-
-    script = scripts_for(onprem_spec(rate)).preflight.text
+    script = rate_preflight(40)
     machine = Machine()
     machine.ibstat = {ca: ibstat_recorded(ca, [("Active", "LinkUp", "40 (FDR10)")]) for ca in PORTS}
     result = run_preflight(tmp_path, machine, script)
