@@ -237,7 +237,7 @@ class _Simulation:
         for k in ready:
             r = self.plan.get(k)
             if r.type == NODE_GROUP and int((r.inputs.get("scalingConfig") or {}).get("desiredSize") or 0) > 0:
-                nodes.append(_node_group(r))
+                nodes.append(node_group_node(r))
             elif r.type == "kubernetes:core/v1:NodePatch":
                 meta = r.inputs.get("metadata") or {}
                 taints = tuple(
@@ -448,7 +448,8 @@ def _arch(instance_types: list[str]) -> str:
     return "arm64" if any(re.match(r"^[a-z]+\d+g", t) for t in instance_types) else "amd64"
 
 
-def _node_group(r: PlanResource) -> Node:
+def node_group_node(r: PlanResource) -> Node:
+    """The node an EKS node group's plan starts: its labels (with those EKS adds) and taints."""
     i = r.inputs
     types = [str(t) for t in i.get("instanceTypes") or []]
     labels = {

@@ -24,7 +24,7 @@ from gpufleet.charts.cache import ChartCache
 from gpufleet.cli.app import app
 from gpufleet.engine.plan import Plan
 from gpufleet.review import check
-from gpufleet.review.first_up import _node_group
+from gpufleet.review.first_up import node_group_node
 from gpufleet.review.reality import render
 from gpufleet.review.scheduling import fits, pod_spec
 from tests.conftest import example_config, write_project
@@ -133,7 +133,7 @@ def test_a_shared_pool_is_tainted_for_its_named_tenants_only(
     # The GPU Operator chart (pinned, rendered from the chart cache) as the l40s nodes see it: its ClusterPolicy's
     # daemonsets.tolerations (the operator copies them into every operand DaemonSet: driver, toolkit, device
     # plugin, DCGM exporter, MIG manager) and the node-feature-discovery worker DaemonSet must tolerate the node.
-    node = _node_group(group)
+    node = node_group_node(group)
     releases = render(plan, ChartCache(chart_cache_root()))
     objects = [o for rel in releases.values() for o in rel.objects]
     (policy_cr,) = [o.manifest for o in objects if o.kind == "ClusterPolicy"]
