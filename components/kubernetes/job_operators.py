@@ -19,6 +19,22 @@ from components.model.frameworks import FrameworkName, enabled, operators
 OPERATOR_CHARTS: dict[str, tuple[versions.Chart, str]] = {"jobset": (versions.JOBSET, "jobset-system")}
 """Operator key (components.model.frameworks) -> its pinned chart and namespace."""
 
+OPERATOR_VALUES: dict[str, dict[str, object]] = {
+    # The chart runs the controller as non-root without naming the user; the image's is 65532 (distroless
+    # `nonroot`, Dockerfile `USER 65532:65532` at the pinned tag). Naming it keeps the UID out of the host's range.
+    "jobset": {
+        "controller": {
+            "podSecurityContext": {
+                "runAsNonRoot": True,
+                "runAsUser": 65532,
+                "runAsGroup": 65532,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            }
+        }
+    },
+}
+"""Operator key -> the chart values gpufleet sets (charts/<chart>/values.yaml at the pinned tag)."""
+
 
 class JobOperators(pulumi.ComponentResource):
     """One Helm release per operator the frameworks need (none for Kubernetes' own kinds)."""
@@ -42,7 +58,7 @@ class JobOperators(pulumi.ComponentResource):
                 name=key,
                 namespace=namespace,
                 create_namespace=True,
-                values={},
+                values=OPERATOR_VALUES.get(key, {}),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends_on)),
             )
         self.register_outputs({})

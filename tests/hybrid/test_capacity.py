@@ -155,11 +155,13 @@ def test_autoscaler_values_are_settings_of_the_pinned_chart(example_plans: dict[
     values = releases(example_plans["hybrid"], "cluster-autoscaler")["cloud"].inputs["values"]
     for key, value in values.items():
         assert key in defaults, key
-        if isinstance(value, dict) and key != "extraArgs" and key != "nodeSelector":
+        free_form = {"extraArgs", "nodeSelector", "resources", "securityContext", "containerSecurityContext"}
+        if isinstance(value, dict) and key not in free_form:
             assert set(value) <= set(defaults[key]), key
     templates = "".join(p.read_text() for p in (chart / "templates").glob("*.yaml"))
     for used in (".Values.rbac.additionalRules", ".Values.extraArgs", ".Values.autoDiscovery.tags",
-                 ".Values.rbac.serviceAccount.name", ".Values.nodeSelector", ".Values.awsRegion"):  # fmt: skip
+                 ".Values.rbac.serviceAccount.name", ".Values.nodeSelector", ".Values.awsRegion",
+                 ".Values.resources", ".Values.securityContext", ".Values.containerSecurityContext"):  # fmt: skip
         assert used in templates or used in (chart / "templates" / "_helpers.tpl").read_text(), used
     assert yaml.safe_load((chart / "Chart.yaml").read_text())["appVersion"] == versions.CLUSTER_AUTOSCALER_APP
 

@@ -1,4 +1,5 @@
-"""Checkov over `gpufleet export --render` of the examples: every failure is registered, with why.
+"""Checkov over `gpufleet export --render` of the examples, and of variants that enable the charts the examples
+leave off (JobSet, the SR-IOV network operator): every failure is registered, with why.
 
 Checkov conflicts with this project's pins (it pins older boto3/botocore and packaging), so .ci/run installs it in
 its own virtualenv, `.venv-checkov`, and the test calls it as a program (`GPUFLEET_CHECKOV` overrides the path).
@@ -17,8 +18,11 @@ from typing import Any
 import pytest
 import yaml
 
+from gpufleet.charts.cache import ChartCache
+from gpufleet.charts.render import render_plan
+from gpufleet.engine.synth import synth
 from gpufleet.render.export import export, export_rendered
-from tests.conftest import EXAMPLES, ROOT
+from tests.conftest import EXAMPLES, ROOT, example_config, write_project
 from tests.reality.conftest import Checked
 
 REGISTER = Path(__file__).with_name("checkov_exemptions.yaml")
@@ -48,13 +52,37 @@ def _chart(file: Path) -> str:
     return first.removeprefix("# Source: ").split("/")[0] if first.startswith("# Source: ") else OWN
 
 
+def _with_jobset() -> dict[str, Any]:
+    """The hybrid example with JobSet enabled on every site (the manager enables what the workers list)."""
+    config = example_config("hybrid")
+    for site in config["gpufleet:estate"]["sites"]:
+        site.setdefault("kubernetes", {})["job_frameworks"] = ["batch/job", "jobset.x-k8s.io/jobset"]
+    return config
+
+
+def _with_sriov() -> dict[str, Any]:
+    """The on-prem example with InfiniBand through SR-IOV virtual functions (the network operator's SR-IOV chart)."""
+    config = example_config("onprem")
+    config["gpufleet:estate"]["sites"][0]["fabrics"] = [{"kind": "infiniband", "name": "ib", "device_plugin": "sriov"}]
+    return config
+
+
+VARIANTS = {"hybrid-jobset": _with_jobset, "onprem-sriov": _with_sriov}
+
+
 @pytest.fixture(scope="session")
-def checkov_failures(checked_examples: dict[str, Checked], tmp_path_factory: pytest.TempPathFactory) -> list[Failure]:
+def checkov_failures(
+    checked_examples: dict[str, Checked], chart_cache: ChartCache, tmp_path_factory: pytest.TempPathFactory
+) -> list[Failure]:
     root = tmp_path_factory.mktemp("export")
     for stack in EXAMPLES:
         c = checked_examples[stack]
         export(c.plan, root / stack)
         export_rendered(c.plan, c.releases, root / stack)
+    for name, config in VARIANTS.items():
+        plan = synth(write_project(tmp_path_factory.mktemp(name), config()), "test")
+        export(plan, root / name)
+        export_rendered(plan, render_plan(plan, chart_cache), root / name)
     run = subprocess.run(
         [
             str(checkov()),
