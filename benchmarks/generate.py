@@ -7,7 +7,7 @@ site (EFA training pools, inference pools), tenants spread over the pools with q
 `fleet(gpus)`: a multi-site hybrid estate of `gpus` GPUs in 8-GPU nodes: a data centre (InfiniBand H100 with MIG
 and time-sliced pools, RoCE A100), an AWS training site, an AWS inference site and an AWS burst site whose EFA pools
 idle at zero, one tenant per 40 GPUs (every fifth may burst, one in fifty is untrusted on a MIG pool dedicated to
-it). Every estate both make passes the schema (`components.model.load.parse_estate`).
+it). Every estate both make passes the schema (`model.load.parse_estate`).
 """
 
 from __future__ import annotations
@@ -248,7 +248,7 @@ def fleet(gpus: int) -> dict[str, Any]:
     60 % of the nodes are owned servers in one data centre (two thirds H100 on InfiniBand with a MIG pool, a
     time-sliced pool and a MIG pool per untrusted tenant; one third A100 on RoCE), 40 % AWS capacity at max size over
     three sites (EFA training pools, inference pools, burst pools idling at zero). One deployer in the data centre
-    reaches every AWS site over its VPN (a second data centre could not be reached by it: components.model.reach).
+    reaches every AWS site over its VPN (a second data centre could not be reached by it: model.reach).
     """
     if gpus % 8 or gpus < 640:
         raise ValueError(f"gpus must be a multiple of 8 and at least 640 (got {gpus})")

@@ -60,9 +60,9 @@ def collect_seconds() -> float:
 
 
 def measure_synth(config_path: Path, out: Path, repeats: int) -> dict[str, Any]:
-    from components.model.load import parse_estate
     from gpufleet.engine.synth import synth
     from gpufleet.review.check import evaluate
+    from model.load import parse_estate
     from tests.conftest import write_project
 
     config = json.loads(config_path.read_text())

@@ -34,7 +34,7 @@ from gpufleet import cli  # noqa: F401 - the CLI's own imports
 from gpufleet.engine.synth import synth
 from gpufleet.review import check
 from gpufleet.review.cost import estate_cost
-from components.model.load import read_stack
+from model.load import read_stack
 from gpufleet.charts.cache import ChartCache
 from gpufleet.review import reality
 t1 = time.perf_counter()

@@ -41,7 +41,14 @@ from benchmarks.generate import BASE, Scale, estate, fleet
 from benchmarks.preview_imports import preview_vs_imports
 
 ROOT = Path(__file__).resolve().parent.parent
-CODE = ("Pulumi.yaml", "__main__.py", "components", "gpufleet", "policies")  # what a project clone needs to synth
+CODE = (
+    "Pulumi.yaml",
+    "__main__.py",
+    "components",
+    "gpufleet",
+    "model",
+    "policies",
+)  # what a project clone needs to synth
 BUSY_LOAD = 1.5  # 1-minute load average above which another process competed for the 2 cores
 
 

@@ -14,8 +14,8 @@ from components.aws.site import AwsSiteArgs, AwsSiteStack
 from components.baremetal.site import BaremetalSiteArgs, BaremetalSiteStack
 from components.hybrid.multikueue import MultiKueueArgs, MultiKueueWiring, WorkerSite
 from components.kubernetes.cluster import ClusterStack, ClusterStackArgs
-from components.model.spec import AwsSite, BaremetalSite, BurstWindow, EstateSpec
-from components.model.tags import Tags
+from model.spec import AwsSite, BaremetalSite, BurstWindow, EstateSpec
+from model.tags import Tags
 
 SecretLookup = Callable[[str], pulumi.Output[str]]
 

@@ -3,7 +3,7 @@
 Rules see resource INPUTS with the engine's camelCase names (`scalingConfig.maxSize`, `metadataOptions.httpTokens`)
 under `pulumi preview --policy-pack`, and the same names in `gpufleet check` (gpufleet/review/check.py builds the same
 `ResourceValidationArgs` / `StackValidationArgs` from a Plan). Policies know nothing of components but the model:
-the catalog and the shared keys in `components.model.conventions` (labels, taints, tag keys, type tokens, the
+the catalog and the shared keys in `model.conventions` (labels, taints, tag keys, type tokens, the
 privileged-namespace register).
 
 A rule is a plain function `fn(args, report_violation)`; `resource_policy` / `stack_policy` wrap it in the
@@ -29,7 +29,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from components.model.conventions import (
+from model.conventions import (
     DEDICATED_TENANT_LABEL,
     GPU_PRESENT_LABEL,
     GPU_TAINT,
@@ -392,7 +392,7 @@ def node_group_instance_type(ng: PolicyResource) -> str | None:
 
 
 def is_gpu_node(view: NodeView) -> bool:
-    from components.model import catalog
+    from model import catalog
 
     if view.labels.get(GPU_PRESENT_LABEL) == "true":
         return True

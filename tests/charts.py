@@ -1,4 +1,4 @@
-"""The upstream Helm chart sources at the versions components/kubernetes/versions.py pins, for tests that check
+"""The upstream Helm chart sources at the versions model/versions.py pins, for tests that check
 gpufleet against the charts themselves (values keys, templates, CRDs).
 
 A chart cache is a folder of unmodified chart folders, one per chart at its release tag
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.kubernetes.versions import Chart
+from model.versions import Chart
 
 CACHE = Path(
     os.environ.get("GPUFLEET_CHART_CACHE") or Path(__file__).resolve().parent.parent.parent / "shared" / "charts"

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components.model.load import ESTATE_KEY, parse_estate, read_stack
-from components.model.spec import EstateSpec
 from gpufleet.engine.plan import Plan
 from gpufleet.engine.synth import synth
+from model.load import ESTATE_KEY, parse_estate, read_stack
+from model.spec import EstateSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ("aws-train", "aws-train-west", "onprem", "hybrid")

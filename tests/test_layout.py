@@ -10,7 +10,7 @@ LIMIT = 500
 def test_no_module_of_components_policies_or_gpufleet_is_over_500_lines() -> None:
     long = {
         str(path.relative_to(ROOT)): n
-        for package in ("components", "policies", "gpufleet")
+        for package in ("components", "model", "policies", "gpufleet")
         for path in sorted((ROOT / package).rglob("*.py"))
         if (n := len(path.read_text().splitlines())) > LIMIT
     }

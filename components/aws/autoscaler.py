@@ -37,10 +37,11 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.aws import iam
-from components.kubernetes import helm, versions
-from components.model.nodes import ROLE_LABEL, Taint
-from components.model.spec import AwsNodePool, AwsSite, EstateSpec
-from components.model.tags import Tags
+from components.kubernetes import helm
+from model import versions
+from model.nodes import ROLE_LABEL, Taint
+from model.spec import AwsNodePool, AwsSite, EstateSpec
+from model.tags import Tags
 
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"

@@ -11,13 +11,13 @@ import pulumi_aws as aws
 
 from components.aws import iam
 from components.aws.launch import launch_template_args, template_version
-from components.kubernetes.versions import VPC_CNI_ADDON
-from components.model.cni import VPC_CNI_NETWORK_POLICY
-from components.model.conventions import ROLE_LABEL
-from components.model.nodes import SYSTEM_POOL_DESIRED, SYSTEM_POOL_MAX, SYSTEM_POOL_MIN, SYSTEM_ROOT_VOLUME_GIB
-from components.model.reach import private_api_sources
-from components.model.spec import AwsSite, EstateSpec
-from components.model.tags import Tags
+from model.cni import VPC_CNI_NETWORK_POLICY
+from model.conventions import ROLE_LABEL
+from model.nodes import SYSTEM_POOL_DESIRED, SYSTEM_POOL_MAX, SYSTEM_POOL_MIN, SYSTEM_ROOT_VOLUME_GIB
+from model.reach import private_api_sources
+from model.spec import AwsSite, EstateSpec
+from model.tags import Tags
+from model.versions import VPC_CNI_ADDON
 
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 LOG_RETENTION_DAYS = 90

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.model import catalog
+from model import catalog
 
 ENA = "interface"
 EFA_ONLY = "efa-only"

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.model.conventions import FABRIC_TAG
-from components.model.spec import AwsNodePool, AwsSite, EfaFabric
-from components.model.tags import Tags
+from model.conventions import FABRIC_TAG
+from model.spec import AwsNodePool, AwsSite, EfaFabric
+from model.tags import Tags
 
 RESERVED_CAPACITY = ("capacity-reservation", "capacity-block")
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.model.spec import AwsSite, TransitGatewayInterconnect, VpnInterconnect
-from components.model.tags import Tags
+from model.spec import AwsSite, TransitGatewayInterconnect, VpnInterconnect
+from model.tags import Tags
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.model.spec import AwsSite, EfaFabric
-from components.model.subnets import plan_subnets
-from components.model.tags import Tags
+from model.spec import AwsSite, EfaFabric
+from model.subnets import plan_subnets
+from model.tags import Tags
 
 
 @dataclass(frozen=True)

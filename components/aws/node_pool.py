@@ -1,7 +1,7 @@
 """GpuNodePool: one EKS managed node group and its launch template per pool (never a resource per node).
 
 A burst pool's group is sized by the cluster autoscaler inside the bounds the burst window sets (0 to the window's
-nodes, components.model.windows): its desired size is the autoscaler's after creation (never reset by an `up`),
+nodes, model.windows): its desired size is the autoscaler's after creation (never reset by an `up`),
 and its Auto Scaling group carries the tags the autoscaler discovers it and scales it from zero by
 (components.aws.autoscaler)."""
 
@@ -18,11 +18,11 @@ from components.aws import autoscaler
 from components.aws.efa import efa_interfaces
 from components.aws.launch import launch_template_args, nodeadm_user_data, template_version
 from components.kubernetes.kueue import gpu_resource_name
-from components.model.conventions import POOL_TAG, SHARED, Taint, eks_rejects_label
-from components.model.nodes import pool_labels, pool_taints
-from components.model.spec import AwsNodePool, AwsSite, BurstWindow, EstateSpec
-from components.model.tags import Tags
-from components.model.windows import effective_scaling
+from model.conventions import POOL_TAG, SHARED, Taint, eks_rejects_label
+from model.nodes import pool_labels, pool_taints
+from model.spec import AwsNodePool, AwsSite, BurstWindow, EstateSpec
+from model.tags import Tags
+from model.windows import effective_scaling
 
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 CAPACITY_TYPES = {

@@ -17,11 +17,11 @@ from components.aws.network import SiteNetwork, SiteNetworkArgs
 from components.aws.node_pool import EfaAttachment, GpuNodePool, GpuNodePoolArgs
 from components.aws.storage import SiteStorage, SiteStorageArgs
 from components.aws.tenant_identity import TenantS3Identity, TenantS3IdentityArgs
-from components.model.cni import k8s_provider_name
-from components.model.conventions import AWS_SITE_TYPE
-from components.model.spec import AwsNodePool, AwsSite, BurstWindow, EfaFabric, EstateSpec, ScratchTier
-from components.model.tags import Tags
-from components.model.tenant_s3 import tenant_s3_access
+from model.cni import k8s_provider_name
+from model.conventions import AWS_SITE_TYPE
+from model.spec import AwsNodePool, AwsSite, BurstWindow, EfaFabric, EstateSpec, ScratchTier
+from model.tags import Tags
+from model.tenant_s3 import tenant_s3_access
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ EKS Pod Identity (https://docs.aws.amazon.com/eks/latest/userguide/pod-identitie
 `eks-pod-identity-agent` add-on (components.aws.cluster) hands the pods of one service account in one namespace the
 credentials of one IAM role. Per tenant with grants on the site's buckets: a role that trusts only
 pods.eks.amazonaws.com for this cluster, the tenant's namespace and its `s3-access` service account; an S3 policy
-scoped to `arn:aws:s3:::<bucket>/<prefix>*` per grant (components.model.tenant_s3 resolves the grants); a KMS
+scoped to `arn:aws:s3:::<bucket>/<prefix>*` per grant (model.tenant_s3 resolves the grants); a KMS
 policy for the buckets' tier keys through S3 only; and the association. The tenant bundle creates the service
 account and the egress to the region's S3 ranges.
 """
@@ -17,10 +17,10 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws import iam
-from components.model.conventions import TENANT_S3_SERVICE_ACCOUNT
-from components.model.spec import AwsSite, Tenant
-from components.model.tags import Tags
-from components.model.tenant_s3 import TenantS3Access
+from model.conventions import TENANT_S3_SERVICE_ACCOUNT
+from model.spec import AwsSite, Tenant
+from model.tags import Tags
+from model.tenant_s3 import TenantS3Access
 
 KEY_ARN_KNOWN_AT_APPLY = "KMS_KEY_ARN_KNOWN_AT_APPLY"
 

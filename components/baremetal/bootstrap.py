@@ -35,11 +35,10 @@ import jinja2
 import pulumi
 import pulumi_command as command
 
-from components.kubernetes import versions
-from components.model import catalog
-from components.model.conventions import Taint
-from components.model.nodes import pool_labels, pool_taints, server_topology_labels
-from components.model.spec import BaremetalNodePool, BaremetalSite, EstateSpec, ScratchTier, Server
+from model import catalog, versions
+from model.conventions import Taint
+from model.nodes import pool_labels, pool_taints, server_topology_labels
+from model.spec import BaremetalNodePool, BaremetalSite, EstateSpec, ScratchTier, Server
 
 TEMPLATES = Path(__file__).parent / "templates"
 SCRATCH_FS_LABEL = "gf-scratch"  # XFS labels hold at most 12 characters

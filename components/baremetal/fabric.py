@@ -18,7 +18,7 @@ cluster's NicClusterPolicy deploys nv-ipam (components/kubernetes/network_operat
 - RoCE: a SriovNetworkNodePolicy (linkType ETH) over the fabric's interfaces and per tenant a SriovNetwork
   (the operator writes the NetworkAttachmentDefinition into the tenant namespace) with the `rdma` meta plugin.
 
-Nodes are selected by the fabric label (components.model.conventions.FABRIC_LABEL) their pool carries. The Network Operator
+Nodes are selected by the fabric label (model.conventions.FABRIC_LABEL) their pool carries. The Network Operator
 itself, its NicClusterPolicy (RDMA shared device plugin, ib-kubernetes, whereabouts, multus) and
 `sriovNetworkOperator.enabled` belong to the cluster's GPU stack (components/kubernetes).
 
@@ -42,8 +42,8 @@ import pulumi
 from pulumi_kubernetes.apiextensions import CustomResource
 
 from components.kubernetes.kueue import tenants_on_site
-from components.model.conventions import FABRIC_LABEL, NETWORK_OPERATOR_NAMESPACE
-from components.model.spec import BaremetalSite, EstateSpec, InfinibandFabric, RoceFabric
+from model.conventions import FABRIC_LABEL, NETWORK_OPERATOR_NAMESPACE
+from model.spec import BaremetalSite, EstateSpec, InfinibandFabric, RoceFabric
 
 SRIOV_RESOURCE_PREFIX = "nvidia.com"  # the Network Operator's sriovNetworkOperator.resourcePrefix
 MELLANOX_VENDOR = "15b3"

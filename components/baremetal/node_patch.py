@@ -1,6 +1,6 @@
 """Node labels and taints of a bootstrapped server, kept by a Kubernetes NodePatch.
 
-The labels are the pool's (components.model.nodes.pool_labels), the server's topology (rack, leaf, rail: what Kueue
+The labels are the pool's (model.nodes.pool_labels), the server's topology (rack, leaf, rail: what Kueue
 Topology levels and topology-aware scheduling read) and the estate's cost labels (Tags.labels, with the
 dedicated tenant or `shared`); the taints are the pool's (GPU taint, tenant taint on dedicated pools). The patch
 depends on the server's last bootstrap step, so it applies to a node that is registered and Ready.
@@ -12,10 +12,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.baremetal.bootstrap import node_labels
-from components.model.conventions import SHARED
-from components.model.nodes import pool_taints
-from components.model.spec import BaremetalNodePool, EstateSpec, Server
-from components.model.tags import Tags
+from model.conventions import SHARED
+from model.nodes import pool_taints
+from model.spec import BaremetalNodePool, EstateSpec, Server
+from model.tags import Tags
 
 
 def patch_labels(spec: EstateSpec, tags: Tags, pool: BaremetalNodePool, server: Server) -> dict[str, str]:

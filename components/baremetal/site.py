@@ -13,10 +13,10 @@ from components.baremetal.fabric import BaremetalFabric, FabricArgs
 from components.baremetal.node_patch import node_patch
 from components.baremetal.storage import BaremetalStorage, StorageArgs
 from components.kubernetes.cluster import ClusterStack
-from components.model.cni import k8s_provider_name
-from components.model.conventions import BAREMETAL_SITE_TYPE
-from components.model.spec import BaremetalSite, EstateSpec, InfinibandFabric, RoceFabric
-from components.model.tags import Tags
+from model.cni import k8s_provider_name
+from model.conventions import BAREMETAL_SITE_TYPE
+from model.spec import BaremetalSite, EstateSpec, InfinibandFabric, RoceFabric
+from model.tags import Tags
 
 
 def insecure_ssh_warning(site: BaremetalSite) -> str:

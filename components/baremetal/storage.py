@@ -28,11 +28,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.baremetal.bootstrap import local_volume_dir
-from components.kubernetes import helm, versions
-from components.model.conventions import GPU_PRESENT_LABEL, KUBE_SYSTEM, pod_security_labels
-from components.model.nodes import pool_taints
-from components.model.spec import BaremetalSite, NfsTier, OnPremS3Tier, ParallelFsTier, ScratchTier
-from components.model.tags import Tags
+from components.kubernetes import helm
+from model import versions
+from model.conventions import GPU_PRESENT_LABEL, KUBE_SYSTEM, pod_security_labels
+from model.nodes import pool_taints
+from model.spec import BaremetalSite, NfsTier, OnPremS3Tier, ParallelFsTier, ScratchTier
+from model.tags import Tags
 
 STORAGE_NAMESPACE = "gpufleet-storage"
 NFS_PROVISIONER = "nfs.csi.k8s.io"

@@ -21,9 +21,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.model.frameworks import DISPATCHED, FRAMEWORKS, FrameworkName
-from components.model.tags import Tags
-from components.model.yaml_text import safe_load
+from model.frameworks import DISPATCHED, FRAMEWORKS, FrameworkName
+from model.tags import Tags
+from model.yaml_text import safe_load
 
 KUBECONFIG_KEY = "kubeconfig"  # the key MultiKueue reads from a Secret-located kubeconfig
 WORKER_NAMESPACE = "gpufleet-multikueue"

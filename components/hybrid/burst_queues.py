@@ -7,7 +7,7 @@ On the burst site's cluster, for the tenants with `burst: true`:
   borrow from it, so burst tenants share the window;
 - a ProvisioningRequest admission check on those ClusterQueues: Kueue reserves quota, asks the cluster autoscaler
   for the nodes (components.aws.autoscaler) and admits once they exist;
-- the ClusterQueues' stopPolicy follows the window's phase (components.model.windows): `None` while it is open;
+- the ClusterQueues' stopPolicy follows the window's phase (model.windows): `None` while it is open;
   `Hold` while it drains (nothing new is admitted, admitted work runs on to finish or checkpoint); `HoldAndDrain`
   when idle (admitted work is evicted; the manager takes it back and dispatches it again, on-prem first);
 - the tenants' namespaces (TenantBundle) and LocalQueues `<tenant>` and `default`, the names the manager uses.
@@ -27,10 +27,10 @@ from components.kubernetes import kueue
 from components.kubernetes.admission import TenantTolerations
 from components.kubernetes.cluster import ClusterStack
 from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs
-from components.model.nodes import shared_pools
-from components.model.spec import AwsSite, BurstWindow, EstateSpec, Tenant
-from components.model.tags import Tags
-from components.model.windows import BurstQuota, WindowPhase, burst_pools, burst_quotas, window_phase
+from model.nodes import shared_pools
+from model.spec import AwsSite, BurstWindow, EstateSpec, Tenant
+from model.tags import Tags
+from model.windows import BurstQuota, WindowPhase, burst_pools, burst_quotas, window_phase
 
 BURST_SUFFIX = "-burst"
 STOP_POLICY: dict[WindowPhase, str] = {"open": "None", "draining": "Hold", "idle": "HoldAndDrain"}

@@ -2,10 +2,10 @@
 
 On the manager cluster (`burst.manager`, an existing small cluster reached by its kubeconfig):
 - Kueue (the pinned chart) with the MultiKueue incremental dispatcher, one cluster per round
-  (kueue.multikueue_config), and exactly the job frameworks every worker serves (components.model.dispatch);
+  (kueue.multikueue_config), and exactly the job frameworks every worker serves (model.dispatch);
   the operators those frameworks need (JobSet: its CRD is what lets tenants create JobSets here), priorities;
 - per worker a Secret with the manager's kubeconfig of it and a MultiKueueCluster named after the site; per order
-  of sites (components.model.dispatch) a MultiKueueConfig listing them in that order and its AdmissionCheck;
+  of sites (model.dispatch) a MultiKueueConfig listing them in that order and its AdmissionCheck;
 - per tenant a namespace (tenant, cost and Pod Security labels; the members' Role and RoleBinding), a ClusterQueue
   `<tenant>` carrying its order's check, and LocalQueues `<tenant>` and `default` — the same names as on every
   worker, which is where MultiKueue creates the copies (same namespace, same LocalQueue).
@@ -33,10 +33,10 @@ from components.kubernetes import kueue
 from components.kubernetes.job_operators import JobOperators
 from components.kubernetes.priorities import Priorities, PrioritiesArgs
 from components.kubernetes.tenancy import RBAC_API_GROUP, ROLE_RULES, gpu_quota_ceiling, namespace_labels
-from components.model import dispatch
-from components.model.frameworks import operators
-from components.model.spec import EstateSpec, Tenant
-from components.model.tags import Tags
+from model import dispatch
+from model.frameworks import operators
+from model.spec import EstateSpec, Tenant
+from model.tags import Tags
 
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 DISPATCH_FLAVOR = "dispatch"

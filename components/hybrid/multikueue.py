@@ -35,9 +35,9 @@ from components.hybrid.access import WorkerAccess
 from components.hybrid.burst_queues import BurstQueues, BurstQueuesArgs
 from components.hybrid.manager import KueueManagerArgs, KueueManagerStack, WorkerLink
 from components.kubernetes.cluster import ClusterStack
-from components.model import dispatch
-from components.model.spec import AwsSite, BurstWindow, EstateSpec
-from components.model.tags import Tags
+from model import dispatch
+from model.spec import AwsSite, BurstWindow, EstateSpec
+from model.tags import Tags
 
 
 @dataclass(frozen=True)

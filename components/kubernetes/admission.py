@@ -12,10 +12,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.model import conventions
-from components.model.conventions import TENANT_LABEL
-from components.model.spec import Tenant
-from components.model.tags import Tags
+from model import conventions
+from model.conventions import TENANT_LABEL
+from model.spec import Tenant
+from model.tags import Tags
 
 # Pod Security Standards, baseline profile (kubernetes.io/docs/concepts/security/pod-security-standards):
 # capabilities a container may add, and the "safe" sysctls. RDMA namespaces allow IPC_LOCK on top.

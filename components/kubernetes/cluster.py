@@ -13,10 +13,10 @@ from components.kubernetes.job_operators import JobOperators
 from components.kubernetes.kueue import Kueue, KueueArgs, tenants_on_site
 from components.kubernetes.priorities import Priorities, PrioritiesArgs
 from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs
-from components.model.frameworks import enabled, operators
-from components.model.nodes import shared_pools
-from components.model.spec import BurstWindow, EstateSpec, Site
-from components.model.tags import Tags
+from model.frameworks import enabled, operators
+from model.nodes import shared_pools
+from model.spec import BurstWindow, EstateSpec, Site
+from model.tags import Tags
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes import helm, placement, sharing, versions
+from components.kubernetes import helm, placement, sharing
 from components.kubernetes.namespaces import DEVICE_PLUGIN_NAMESPACE
-from components.model.spec import Site
+from model import versions
+from model.spec import Site
 
 
 def gfd_needed(site: Site) -> bool:

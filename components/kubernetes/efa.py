@@ -5,7 +5,7 @@ guide, device-management-efa). Chart `aws-efa-k8s-device-plugin` from https://aw
 (aws/eks-charts `stable/aws-efa-k8s-device-plugin`, Chart.yaml at the pinned version); its values `nodeSelector` and
 `tolerations` are merged into the DaemonSet (templates/daemonset.yaml), whose own affinity already limits it
 to EFA-capable instance types. One release per fabric, selecting the fabric's nodes by
-`components.model.conventions.FABRIC_LABEL` and tolerating exactly the GPU and tenant taints of the fabric's pools.
+`model.conventions.FABRIC_LABEL` and tolerating exactly the GPU and tenant taints of the fabric's pools.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes import helm, placement, versions
+from components.kubernetes import helm, placement
 from components.kubernetes.namespaces import EFA_PLUGIN_NAMESPACE
-from components.model.conventions import FABRIC_LABEL
-from components.model.spec import AwsSite, EfaFabric
+from model import versions
+from model.conventions import FABRIC_LABEL
+from model.spec import AwsSite, EfaFabric
 
 
 def efa_fabrics(site: AwsSite) -> list[EfaFabric]:

@@ -9,7 +9,7 @@ tag), not through the ClusterPolicy's single `driver` block, because GPUDirect R
   InfiniBand / RoCE fabric (network_operator.py). On other GPU nodes (the onprem example's `dev` pool) the
   driver pod would wait for it forever.
 - So the chart's default NVIDIADriver (`deployDefaultCR`, templates/nvidiadriver.yaml) carries `rdma.enabled:
-  false`; per fabric with pools, an NVIDIADriver selecting the fabric's nodes (components.model.nodes.FABRIC_LABEL)
+  false`; per fabric with pools, an NVIDIADriver selecting the fabric's nodes (model.nodes.FABRIC_LABEL)
   turns it on. The CRD's `default` is "the fallback driver ... for GPU nodes that do not match any non-default
   NVIDIADriver nodeSelector", so each node gets exactly one.
 - Every operator-managed site uses this mode, fabric or not: switching a running cluster between ClusterPolicy
@@ -24,9 +24,10 @@ from __future__ import annotations
 
 from typing import Any, assert_never
 
-from components.kubernetes import placement, versions
-from components.model.conventions import FABRIC_LABEL
-from components.model.spec import AwsSite, BaremetalSite, InfinibandFabric, ParallelFsTier, RoceFabric, Site
+from components.kubernetes import placement
+from model import versions
+from model.conventions import FABRIC_LABEL
+from model.spec import AwsSite, BaremetalSite, InfinibandFabric, ParallelFsTier, RoceFabric, Site
 
 DRIVER_REPOSITORY = "nvcr.io/nvidia"  # driver.repository / driver.image in the chart's values.yaml
 DRIVER_IMAGE = "driver"

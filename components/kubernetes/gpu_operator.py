@@ -16,7 +16,7 @@ Decisions:
   an RDMA fabric and a parallel file system tier (the GDS-capable clients of Lustre / GPFS / WEKA read over
   RDMA). NFS and object tiers gain nothing from nvidia-fs.
 - Operands are confined to GPU nodes by the operator itself: it deploys them only to nodes labelled
-  `nvidia.com/gpu.present=true` (controllers/state_manager.go), which every pool sets (components.model.nodes). The
+  `nvidia.com/gpu.present=true` (controllers/state_manager.go), which every pool sets (model.nodes). The
   values add tolerations for exactly the GPU and tenant taints of the site's pools; the operator Deployment
   stays off GPU nodes by affinity. The chart has no node selector for operands (`daemonsets` has none).
 - The namespace is labelled PSA-privileged by gpufleet (namespaces.py), so `psa.enabled=false`.
@@ -35,10 +35,11 @@ from typing import Any, assert_never
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes import gpu_driver, helm, monitoring, placement, sharing, versions
+from components.kubernetes import gpu_driver, helm, monitoring, placement, sharing
 from components.kubernetes.gpu_driver import gds_enabled
-from components.model.conventions import GPU_OPERATOR_NAMESPACE
-from components.model.spec import AwsSite, BaremetalSite, EstateSpec, Site
+from model import versions
+from model.conventions import GPU_OPERATOR_NAMESPACE
+from model.spec import AwsSite, BaremetalSite, EstateSpec, Site
 
 DEVICE_PLUGIN_CONFIGMAP = "gpufleet-device-plugin-configs"
 MIG_PARTED_CONFIGMAP = "gpufleet-mig-parted-config"

@@ -28,9 +28,9 @@ from components.kubernetes.namespaces import (
     SystemNamespacesArgs,
 )
 from components.kubernetes.network_operator import NetworkOperator, NetworkOperatorArgs
-from components.model.conventions import GPU_OPERATOR_NAMESPACE, NETWORK_OPERATOR_NAMESPACE
-from components.model.spec import AwsSite, BaremetalSite, EfaFabric, EstateSpec, InfinibandFabric, RoceFabric, Site
-from components.model.tags import Tags
+from model.conventions import GPU_OPERATOR_NAMESPACE, NETWORK_OPERATOR_NAMESPACE
+from model.spec import AwsSite, BaremetalSite, EfaFabric, EstateSpec, InfinibandFabric, RoceFabric, Site
+from model.tags import Tags
 
 
 @dataclass(frozen=True)

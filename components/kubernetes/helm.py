@@ -7,7 +7,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes.versions import Chart
+from model.versions import Chart
 
 
 def release(

@@ -1,5 +1,5 @@
 """JobOperators: the controllers (and CRDs) of the job frameworks a cluster's Kueue enables beyond Kubernetes'
-own kinds, from charts pinned in versions.py. Which frameworks need which operator: components.model.frameworks.
+own kinds, from charts pinned in versions.py. Which frameworks need which operator: model.frameworks.
 
 JobSet (jobset.x-k8s.io/jobset): the JobSet chart, CRD in its `crds/` folder (charts/jobset at the pinned tag),
 controller and webhook in `jobset-system`. On a MultiKueue manager the controller leaves alone the JobSets Kueue
@@ -13,11 +13,12 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes import helm, versions
-from components.model.frameworks import FrameworkName, enabled, operators
+from components.kubernetes import helm
+from model import versions
+from model.frameworks import FrameworkName, enabled, operators
 
 OPERATOR_CHARTS: dict[str, tuple[versions.Chart, str]] = {"jobset": (versions.JOBSET, "jobset-system")}
-"""Operator key (components.model.frameworks) -> its pinned chart and namespace."""
+"""Operator key (model.frameworks) -> its pinned chart and namespace."""
 
 OPERATOR_VALUES: dict[str, dict[str, object]] = {
     # The chart runs the controller as non-root without naming the user; the image's is 65532 (distroless

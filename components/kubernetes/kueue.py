@@ -37,10 +37,10 @@ from components.kubernetes import monitoring
 from components.kubernetes.kueue_release import KUEUE_NAMESPACE as KUEUE_NAMESPACE
 from components.kubernetes.kueue_release import namespace as namespace
 from components.kubernetes.kueue_release import release as release
-from components.model import conventions, nodes
-from components.model.frameworks import DEFAULT_FRAMEWORKS
-from components.model.frameworks import enabled as enabled_frameworks
-from components.model.spec import (
+from model import conventions, nodes
+from model.frameworks import DEFAULT_FRAMEWORKS
+from model.frameworks import enabled as enabled_frameworks
+from model.spec import (
     AwsNodePool,
     AwsSite,
     BaremetalSite,
@@ -49,7 +49,7 @@ from components.model.spec import (
     Site,
     Tenant,
 )
-from components.model.tags import Tags
+from model.tags import Tags
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 MANAGED_NAMESPACE_LABEL = conventions.TENANT_LABEL
@@ -304,7 +304,7 @@ def controller_config(
     - waitForPodsReady: all-or-nothing admission of gangs; a workload whose pods are not all ready within the
       timeout is evicted and requeued with backoff, so half-started gangs do not hold GPUs.
     - fairSharing: preemption-based fair sharing of borrowed quota inside the cohort.
-    - integrations: the site's `job_frameworks` (components.model.frameworks), nothing a cluster cannot serve.
+    - integrations: the site's `job_frameworks` (model.frameworks), nothing a cluster cannot serve.
     - multiKueue (a MultiKueue manager only): `multikueue_config`; a manager runs no pods, so waitForPodsReady is
       left to its workers (the manager must not evict a dispatched job whose nodes are still starting).
     """

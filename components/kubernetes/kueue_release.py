@@ -10,8 +10,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.kubernetes import helm, monitoring, versions
-from components.model import conventions
+from components.kubernetes import helm, monitoring
+from model import conventions, versions
 
 KUEUE_NAMESPACE = "kueue-system"
 PROVISIONING_CRD_ANNOTATION = "gpufleet.io/provisioning-request-crd"

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.model.spec import Monitoring
+from model.spec import Monitoring
 
 SERVICE_MONITOR_API = "monitoring.coreos.com/v1"
 KUEUE_RELEASE = "kueue"  # the Helm release name (kueue.Kueue); the chart's selector labels carry it

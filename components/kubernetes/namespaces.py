@@ -4,7 +4,7 @@ Every operand of the GPU Operator (driver, toolkit, device plugin, GFD, MIG mana
 the Network Operator's DOCA driver and device plugins, the standalone NVIDIA device plugin and the AWS EFA
 device plugin run privileged or mount host paths, which Pod Security `baseline` forbids. Their namespaces are
 therefore labelled `pod-security.kubernetes.io/{enforce,audit,warn}=privileged` — and no other namespace may
-be: `components.model.conventions.PRIVILEGED_NAMESPACES` is the one exemption register, which the policy packs
+be: `model.conventions.PRIVILEGED_NAMESPACES` is the one exemption register, which the policy packs
 read too (check T6 in docs/checklist.md).
 """
 
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.model.conventions import KUBE_SYSTEM, PRIVILEGED_NAMESPACES, pod_security_labels
-from components.model.tags import Tags
+from model.conventions import KUBE_SYSTEM, PRIVILEGED_NAMESPACES, pod_security_labels
+from model.tags import Tags
 
 # The standalone device plugin and the EFA device plugin run where their upstream charts document them
 # (kube-system): one privileged system namespace fewer than giving each its own.

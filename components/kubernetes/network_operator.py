@@ -21,7 +21,7 @@ Decisions:
   not deployed: it needs a UFM endpoint and secret the schema does not model yet.
 - One NFD per cluster: the GPU Operator's (or the device plugin's) when present, else this chart's.
 - Node placement: the policy's daemons run only on nodes of the site's RDMA fabrics
-  (`components.model.conventions.FABRIC_LABEL`) and tolerate exactly those pools' GPU and tenant taints; the operator
+  (`model.conventions.FABRIC_LABEL`) and tolerate exactly those pools' GPU and tenant taints; the operator
   Deployment stays off GPU nodes.
 """
 
@@ -34,11 +34,12 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes import helm, placement, versions
+from components.kubernetes import helm, placement
 from components.kubernetes.gpu_driver import rdma_fabrics
-from components.model.conventions import FABRIC_LABEL, NETWORK_OPERATOR_NAMESPACE
-from components.model.spec import BaremetalSite, InfinibandFabric, RoceFabric, Site
-from components.model.tags import Tags
+from model import versions
+from model.conventions import FABRIC_LABEL, NETWORK_OPERATOR_NAMESPACE
+from model.spec import BaremetalSite, InfinibandFabric, RoceFabric, Site
+from model.tags import Tags
 
 NIC_CLUSTER_POLICY = "nic-cluster-policy"
 # nv-ipam's IPPool / CIDRPool CRDs ship with no chart: the operator applies them when it reconciles

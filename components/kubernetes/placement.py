@@ -1,6 +1,6 @@
 """Where the GPU stack's daemons run: on GPU nodes only, tolerating exactly the taints gpufleet puts there.
 
-Taints come from `components.model.nodes.pool_taints` (the GPU taint on every GPU node, `tenant=<id>:NoSchedule` on
+Taints come from `model.nodes.pool_taints` (the GPU taint on every GPU node, `tenant=<id>:NoSchedule` on
 pools dedicated to one tenant), so a daemon tolerates precisely the pools it serves and nothing broader — no
 wildcard `operator: Exists` without a key.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from components.model.conventions import GPU_PRESENT_LABEL, GPU_TAINT
-from components.model.nodes import pool_taints
-from components.model.spec import NodePool
+from model.conventions import GPU_PRESENT_LABEL, GPU_TAINT
+from model.nodes import pool_taints
+from model.spec import NodePool
 
 Pool = NodePool
 
@@ -38,7 +38,7 @@ def require_labels(key: str, values: Iterable[str]) -> dict[str, Any]:
 
 
 def gpu_nodes_affinity() -> dict[str, Any]:
-    """Run only on nodes labelled `nvidia.com/gpu.present=true` (set on every pool by components.model.nodes)."""
+    """Run only on nodes labelled `nvidia.com/gpu.present=true` (set on every pool by model.nodes)."""
     return require_labels(GPU_PRESENT_LABEL, ["true"])
 
 

@@ -23,7 +23,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.kubernetes.kueue import KUEUE_API, kube_object
-from components.model.tags import Tags
+from model.tags import Tags
 
 
 @dataclass(frozen=True)

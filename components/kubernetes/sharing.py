@@ -1,7 +1,7 @@
 """GPU sharing configuration derived from a site's pools: device-plugin configs and MIG layouts.
 
 Both the GPU Operator and the standalone device plugin get the same named device-plugin configs: one per
-time-sliced pool (key `components.model.nodes.device_plugin_config_name(pool)`, which is also the value of the
+time-sliced pool (key `model.nodes.device_plugin_config_name(pool)`, which is also the value of the
 pool's `nvidia.com/device-plugin.config` node label) and a default for every other GPU node. MIG layouts are
 mig-parted configs named `all-<profile>`, the value of the pools' `nvidia.com/mig.config` node label.
 
@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
-from components.model.conventions import GPU_RESOURCE
-from components.model.nodes import device_plugin_config_name
-from components.model.spec import EstateSpec, Site
+from model.conventions import GPU_RESOURCE
+from model.nodes import device_plugin_config_name
+from model.spec import EstateSpec, Site
 
 # Key of the config used by GPU nodes without a device-plugin config label. Pool names (the other keys) are
 # DNS-1123 labels and cannot contain a dot, so this key never collides with a pool's.

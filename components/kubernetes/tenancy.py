@@ -6,7 +6,7 @@ are built by `components.kubernetes.kueue.Kueue`. Checks T1-T9 and T11 of docs/c
 Trust levels. An untrusted tenant (agents running generated code) has its quota only on pools dedicated to
 it, never time-sliced (the schema enforces both). Its pods reach its dedicated nodes because Kueue manages
 every job and pod in tenant namespaces (`manageJobsWithoutQueueName` with `managedJobsNamespaceSelector`) and
-injects the dedicated flavor's nodeSelector (`gpufleet.io/tenant=<id>`, see components.model.conventions) and the toleration for the `tenant=<id>:NoSchedule` taint at admission. A built-in
+injects the dedicated flavor's nodeSelector (`gpufleet.io/tenant=<id>`, see model.conventions) and the toleration for the `tenant=<id>:NoSchedule` taint at admission. A built-in
 ValidatingAdmissionPolicy (no controller, no Kyverno) backs this up: in the untrusted namespace, a pod that is
 no longer scheduling-gated must carry that nodeSelector, may not carry a toleration without a key or for
 another tenant's taint, and, where the site names a sandbox RuntimeClass, must set `runtimeClassName` to it.
@@ -39,9 +39,9 @@ from components.kubernetes.admission import (
     rdma_pod_policy,
     untrusted_validations,
 )
-from components.model import conventions
-from components.model.conventions import RDMA_LABEL, TRUST_LABEL, pod_security_labels
-from components.model.spec import (
+from model import conventions
+from model.conventions import RDMA_LABEL, TRUST_LABEL, pod_security_labels
+from model.spec import (
     SHARED_FILE_SYSTEM_KINDS,
     AwsSite,
     BaremetalSite,
@@ -53,7 +53,7 @@ from components.model.spec import (
     Site,
     Tenant,
 )
-from components.model.tags import Tags
+from model.tags import Tags
 
 RBAC_API_GROUP = "rbac.authorization.k8s.io"
 READ = ["get", "list", "watch"]

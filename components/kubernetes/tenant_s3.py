@@ -1,4 +1,4 @@
-"""A tenant namespace's side of its S3 access (tenant `s3`, resolved by components.model.tenant_s3): the
+"""A tenant namespace's side of its S3 access (tenant `s3`, resolved by model.tenant_s3): the
 `s3-access` service account its Pod Identity association names, and egress to S3 and to the Pod Identity agent.
 
 Why the published ranges. S3 traffic from the site's private subnets leaves through the VPC's S3 gateway endpoint
@@ -6,7 +6,7 @@ Why the published ranges. S3 traffic from the site's private subnets leaves thro
 public addresses, not inside the VPC, so egress to the VPC CIDR (all a default-deny policy allowed before) never
 reaches it. A NetworkPolicy cannot name a prefix list, and the EKS VPC CNI enforces NetworkPolicy `ipBlock` rules
 only (no FQDN or prefix-list selectors: EKS user guide, cni-network-policy, "Considerations"), so the policy lists
-AWS's published S3 ranges for the site's region (ip-ranges.json, service S3: components/model/catalog/
+AWS's published S3 ranges for the site's region (ip-ranges.json, service S3: model/catalog/
 aws_s3_ranges.json, dated). Those ranges hold every bucket of the region, not only the estate's: the IAM role
 scopes what the tenant's credentials reach, not what a pod with other credentials could reach.
 
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.model import catalog
-from components.model.spec import AwsSite, EstateSpec, Site, Tenant
-from components.model.tenant_s3 import tenant_s3_access
+from model import catalog
+from model.spec import AwsSite, EstateSpec, Site, Tenant
+from model.tenant_s3 import tenant_s3_access
 
 POD_IDENTITY_AGENT = "169.254.170.23/32"
 POD_IDENTITY_AGENT_PORTS = [{"protocol": "TCP", "port": 80}]

@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from components.model import catalog
 from gpufleet.burst.errors import BurstError
+from model import catalog
 
 # EC2 vCPU quotas (service-quotas, service code ec2) per instance family and purchase option.
 QUOTA_CODES: dict[str, dict[str, tuple[str, str]]] = {

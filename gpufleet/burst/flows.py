@@ -21,8 +21,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from components.model.spec import BurstLedgerEntry, BurstWindow
-from components.model.windows import (
+from gpufleet.burst.aws import Aws
+from gpufleet.burst.driver import DriverError, OutputSink, StackDriver
+from gpufleet.burst.errors import BurstError
+from gpufleet.burst.preflight import BurstRequest, Preflight, check_request, month_hours, preflight
+from gpufleet.burst.stack import Settle, StackState, apply_and_up, load_state
+from gpufleet.burst.targets import burst_targets
+from model.spec import BurstLedgerEntry, BurstWindow
+from model.windows import (
     BurstState,
     close_entry,
     cloud_site,
@@ -33,12 +39,6 @@ from components.model.windows import (
     window_phase,
     window_price,
 )
-from gpufleet.burst.aws import Aws
-from gpufleet.burst.driver import DriverError, OutputSink, StackDriver
-from gpufleet.burst.errors import BurstError
-from gpufleet.burst.preflight import BurstRequest, Preflight, check_request, month_hours, preflight
-from gpufleet.burst.stack import Settle, StackState, apply_and_up, load_state
-from gpufleet.burst.targets import burst_targets
 
 Clock = Callable[[], dt.datetime]  # now by the one clock windows are judged by (see the module docstring)
 Booker = Callable[[StackState, BurstWindow, dt.datetime, str], BurstLedgerEntry]  # books a window closed at a time

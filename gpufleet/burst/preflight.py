@@ -11,9 +11,11 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from components.model import catalog
-from components.model.spec import AwsNodePool, BurstLedgerEntry, BurstWindow, EstateSpec
-from components.model.windows import (
+from gpufleet.burst.aws import QUOTA_CODES, Aws, quota_family
+from gpufleet.burst.errors import BurstError
+from model import catalog
+from model.spec import AwsNodePool, BurstLedgerEntry, BurstWindow, EstateSpec
+from model.windows import (
     burst_pools,
     cloud_site,
     hours_between,
@@ -24,8 +26,6 @@ from components.model.windows import (
     spend_in_month,
     window_price,
 )
-from gpufleet.burst.aws import QUOTA_CODES, Aws, quota_family
-from gpufleet.burst.errors import BurstError
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,6 @@ from typing import Any
 import botocore
 import botocore.loaders
 
-from components.model.catalog import PRICES_FILE, REGIONS_FILE, SHIPPED_INSTANCE_TYPES
-from components.model.spec import AwsSite
 from gpufleet.catalog.price_list import (
     PriceListError,
     nonzero_usd,
@@ -35,6 +33,8 @@ from gpufleet.catalog.price_list import (
     term_filters,
 )
 from gpufleet.catalog.service_prices import refresh_list_prices
+from model.catalog import PRICES_FILE, REGIONS_FILE, SHIPPED_INSTANCE_TYPES
+from model.spec import AwsSite
 
 FILTERS: tuple[tuple[str, str], ...] = (
     ("operatingSystem", "Linux"),

@@ -1,6 +1,6 @@
 """Regenerate the AWS instance catalog from EC2 (`gpufleet catalog refresh`).
 
-The committed file `components/model/catalog/aws_instances.json` is exactly what this module writes, so no
+The committed file `model/catalog/aws_instances.json` is exactly what this module writes, so no
 instance fact in it is hand-typed. Tests run it against moto, which carries real DescribeInstanceTypes data.
 """
 
@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from components.model.catalog import INSTANCES_FILE, SHIPPED_INSTANCE_TYPES
+from model.catalog import INSTANCES_FILE, SHIPPED_INSTANCE_TYPES
 
 
 def _facts(it: dict[str, Any]) -> dict[str, Any]:

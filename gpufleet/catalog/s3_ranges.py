@@ -1,7 +1,7 @@
 """Regenerate the S3 address ranges of the catalog from AWS's published ip-ranges.json (`gpufleet catalog s3-ranges`).
 
 Tenant `allow-s3` NetworkPolicies open 443 to the S3 ranges of the site's region
-(`components.model.tenant_s3`, through `components.model.catalog.s3_ranges`). AWS publishes its address ranges at
+(`model.tenant_s3`, through `model.catalog.s3_ranges`). AWS publishes its address ranges at
 https://ip-ranges.amazonaws.com/ip-ranges.json; the format is documented in the VPC user guide, "AWS IP address
 ranges" (https://docs.aws.amazon.com/vpc/latest/userguide/aws-ip-ranges.html): top-level `syncToken` and
 `createDate` (`YY-MM-DD-hh-mm-ss`, the publication time), and `prefixes`, each with `ip_prefix`, `region`,
@@ -17,7 +17,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from components.model.catalog import S3_RANGES_FILE
+from model.catalog import S3_RANGES_FILE
 
 URL = "https://ip-ranges.amazonaws.com/ip-ranges.json"
 SOURCE = (

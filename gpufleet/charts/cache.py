@@ -1,6 +1,6 @@
 """The local chart cache: one unpacked chart folder per pinned chart, `<cache>/<name>-<version>/`.
 
-`gpufleet charts pull` fills it from the repositories in `components/kubernetes/versions.py`; the location is
+`gpufleet charts pull` fills it from the repositories in `model/versions.py`; the location is
 `--chart-cache DIR`, else `$GPUFLEET_CHART_CACHE`, else `~/.cache/gpufleet/charts`.
 
 A folder is the pinned chart when its `Chart.yaml` names the chart and carries the pinned version. One known
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import yaml
 
-from components.kubernetes import versions
-from components.kubernetes.versions import Chart
+from model import versions
+from model.versions import Chart
 
 ENV_VAR = "GPUFLEET_CHART_CACHE"
 DEV_VERSION_SUFFIX = "-devel"

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from components.kubernetes.versions import NETWORK_OPERATOR
+from model.versions import NETWORK_OPERATOR
 
 DATA_DIR = Path(__file__).with_name("operator_crds")
 RAW = "https://raw.githubusercontent.com/{repo}/{tag}/{path}"

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.kubernetes.versions import Chart
 from gpufleet.charts.cache import ChartCache, ChartCacheError, folder_name
 from gpufleet.charts.render import RenderError, _helm
+from model.versions import Chart
 
 
 class PullError(Exception):

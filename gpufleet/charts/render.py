@@ -202,7 +202,7 @@ def render_release(r: PlanResource, cache: ChartCache) -> RenderedRelease:
     chart = chart_for(reference, version)
     blank = RenderedRelease(release=r.key, chart=reference, version=version, namespace=namespace)
     if chart is None:
-        blank.error = f"chart {reference} {version} is not pinned in components/kubernetes/versions.py"
+        blank.error = f"chart {reference} {version} is not pinned in model/versions.py"
         return blank
     try:
         cached = cache.locate(chart)

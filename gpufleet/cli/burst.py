@@ -14,8 +14,6 @@ from typing import Annotated
 
 import typer
 
-from components.model.spec import EstateSpec
-from components.model.windows import BurstState, cloud_site, state_stack_name
 from gpufleet.burst.aws import Aws
 from gpufleet.burst.driver import AutomationDriver, DriverError, StackDriver
 from gpufleet.burst.errors import BurstError
@@ -33,6 +31,8 @@ from gpufleet.burst.ledger import burst_group_tags, measured_booker
 from gpufleet.burst.preflight import offline_check
 from gpufleet.burst.stack import legacy_keys, load_spec, load_state
 from gpufleet.cli.options import HERE, ProjectOpt, StackOpt, out
+from model.spec import EstateSpec
+from model.windows import BurstState, cloud_site, state_stack_name
 
 # Seams for tests: how the command reaches Pulumi and AWS.
 make_driver: Callable[[Path], StackDriver] = AutomationDriver
@@ -132,7 +132,7 @@ def _offline_dry_run(project: Path, stack: str, request: BurstRequest) -> None:
     except BurstError as err:
         if err.exit_code == 2:
             raise
-        from components.model.load import read_stack
+        from model.load import read_stack
 
         sf = read_stack(project, stack)
         state = BurstState(sf.window(), tuple(sf.ledger()), now)
@@ -169,7 +169,7 @@ def extend_cmd(stack: StackOpt, hours: ExtendHoursOpt, project: ProjectOpt = HER
 def reconcile_cmd(stack: StackOpt, project: ProjectOpt = HERE) -> None:
     """Move an expired window on (draining, then booked and removed); finish an interrupted `up` (scheduled job).
     An estate without a burst policy has nothing to reconcile (exit 0, so deploy.yml runs it for every stack)."""
-    from components.model.load import read_stack
+    from model.load import read_stack
 
     if read_stack(project, stack).estate().burst is None:
         out.print(f"stack {stack} has no burst policy; nothing to reconcile")
@@ -192,7 +192,7 @@ def status_cmd(stack: StackOpt, project: ProjectOpt = HERE) -> None:
 def migrate_cmd(stack: StackOpt, project: ProjectOpt = HERE) -> None:
     """Move the window and ledger a stack file keeps (`gpufleet:burstWindow`, `gpufleet:burstLedger`) into the
     state stack `<stack>-burst`, which `up` reads; never over a state stack that already exists."""
-    from components.model.load import read_stack
+    from model.load import read_stack
 
     spec = load_spec(project, stack)
     sf = read_stack(project, stack)
@@ -206,7 +206,7 @@ def migrate_cmd(stack: StackOpt, project: ProjectOpt = HERE) -> None:
         note = f"; delete {', '.join(keys)} from {sf.path}: `up` does not read them" if keys else ""
         out.print(f"the state stack {state_stack_name(stack)} exists already; nothing migrated{note}")
         return
-    from components.model.load import check_window
+    from model.load import check_window
 
     window = sf.window()
     check_window(spec, window, str(sf.path))

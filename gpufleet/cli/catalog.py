@@ -29,7 +29,7 @@ def catalog_refresh(region: RefreshRegionOpt, prices: PricesOpt = False) -> None
     import boto3
     import botocore.exceptions
 
-    from components.model import catalog
+    from model import catalog
 
     if (unknown := catalog.unknown_region(region)) is not None:
         raise CommandError(f"--region: {unknown}")
@@ -82,8 +82,8 @@ def catalog_s3_ranges(source: FromOpt = None) -> None:
 
 def catalog_show(region: RegionOpt = "us-east-1") -> None:
     """List the GPU instance types the catalog holds, with GPUs, EFA and on-demand price."""
-    from components.model import catalog
     from gpufleet.render.catalog import catalog_table, price_note
+    from model import catalog
 
     if (unknown := catalog.unknown_region(region)) is not None:
         raise CommandError(f"--region: {unknown}")

@@ -32,10 +32,10 @@ def cost(
     """Cost envelope from catalog prices: the estate's totals and budget verdict first, then per pool, site and
     tenant at min, desired and max size. --summary prints only the totals and the verdict."""
     refuse_json_summary(summary, format, "envelope")
-    from components.model.load import read_stack, stack_path
     from gpufleet.render.cost import cost_json, cost_markdown, cost_text
     from gpufleet.review.cost import estate_cost
     from gpufleet.review.usage import read_usage, usage_path
+    from model.load import read_stack, stack_path
 
     now = parse_time(at) if at else dt.datetime.now(dt.UTC)
     stack_file = read_stack(project, stack)

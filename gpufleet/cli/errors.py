@@ -18,10 +18,10 @@ from typing import Any, TypeVar
 import typer
 from rich.text import Text
 
-from components.model.catalog import CatalogError
-from components.model.load import SpecError
 from gpufleet.burst.errors import BurstError
 from gpufleet.cli.options import err
+from model.catalog import CatalogError
+from model.load import SpecError
 
 F = TypeVar("F", bound=Callable[..., Any])
 

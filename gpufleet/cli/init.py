@@ -35,7 +35,7 @@ GpuOpt = Annotated[str, typer.Option("--gpu", "-g", help="GPU model, e.g. H100-8
 
 def _known_gpu(gpu: str) -> None:
     """Refuse an unknown GPU model (bad input: exit 2), naming the known ones."""
-    from components.model import catalog
+    from model import catalog
 
     try:
         catalog.gpu_model(gpu)
@@ -45,7 +45,7 @@ def _known_gpu(gpu: str) -> None:
 
 def _instance_for(gpu: str) -> str:
     """The catalog's instance type with the most `gpu`s (EFA-capable first): the training pool's type."""
-    from components.model import catalog
+    from model import catalog
 
     _known_gpu(gpu)
     types = [t for t in catalog.instance_types().values() if t.gpu.id == gpu]
@@ -55,14 +55,14 @@ def _instance_for(gpu: str) -> str:
 
 
 def _gpus_per_node(gpu: str) -> int:
-    from components.model import catalog
+    from model import catalog
 
     return catalog.instance_type(_instance_for(gpu)).gpu_count
 
 
 def _zones(instance: str, region: str) -> tuple[list[str], str]:
     """Two AZs for the site and a comment saying where they came from."""
-    from components.model import catalog
+    from model import catalog
 
     offered = catalog.offered_zones(instance, region)
     if offered is None:
@@ -165,7 +165,7 @@ def render(kind: Kind, stack: str, region: str, gpu: str) -> str:
     """The stack file text for `kind`."""
     if kind is Kind.baremetal and region:
         raise CommandError("--region: a baremetal estate has no AWS region (use aws or hybrid)")
-    from components.model import catalog
+    from model import catalog
 
     if region and (unknown := catalog.unknown_region(region)) is not None:
         raise CommandError(f"--region: {unknown}")
@@ -250,7 +250,7 @@ def init(kind: KindArg, gpu: GpuOpt, stack: NameOpt = None, region: RegionOpt = 
 
     Refuses to overwrite an existing stack file.
     """
-    from components.model.load import stack_path
+    from model.load import stack_path
 
     name = stack or kind.value
     path = stack_path(project, name)

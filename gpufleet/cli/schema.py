@@ -19,6 +19,6 @@ def schema(workloads: WorkloadsOpt = False) -> None:
 
         print(json.dumps(workloads_schema(), indent=1))
         return
-    from components.model.spec import json_schema
+    from model.spec import json_schema
 
     print(json.dumps(json_schema(), indent=1))

@@ -17,11 +17,11 @@ def size(
     workloads: WorkloadsArg, stack: CompareOpt = None, format: FormatOpt = Format.text, project: ProjectOpt = HERE
 ) -> None:
     """Size GPUs from workload evidence: demand, memory fit, cheapest placement, installed range, node pools."""
-    from components.model.load import read_stack
     from gpufleet.render.sizing import sizing_markdown, sizing_text
     from gpufleet.render.sizing_json import sizing_json
     from gpufleet.sizing.report import size as size_fleet
     from gpufleet.sizing.workloads import load_workloads
+    from model.load import read_stack
 
     spec = read_stack(project, stack).contents()[0] if stack else None
     result = size_fleet(load_workloads(workloads), str(workloads), spec, stack)

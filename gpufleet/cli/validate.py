@@ -8,8 +8,8 @@ from gpufleet.cli.options import HERE, ProjectOpt, StackOpt, out
 def validate(stack: StackOpt, project: ProjectOpt = HERE) -> None:
     """Check a stack file fast: schema, cross-field rules, burst window and ledger, secrets. No synthesis, no
     policies (`gpufleet preview` and `gpufleet check` run those). Exits 2 with one line per problem."""
-    from components.model.load import check_window, read_stack
-    from components.model.secrets import check_secrets
+    from model.load import check_window, read_stack
+    from model.secrets import check_secrets
 
     stack_file = read_stack(project, stack)
     spec = stack_file.estate()

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from components.model.load import read_stack
 from gpufleet.cli.errors import CommandError
 from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, err
 from gpufleet.verify import suite as suites
+from model.load import read_stack
 
 if TYPE_CHECKING:  # the cluster access, runner and renderers are imported when `verify` runs, not by every command
     from gpufleet.verify.kube import ClusterApi

@@ -28,10 +28,10 @@ from pulumi.runtime import mocks, settings
 from pulumi.runtime import resource as sdk_resource
 from pulumi.runtime.proto import source_pb2
 
-from components.model import catalog
-from components.model.load import LEDGER_KEY, WINDOW_KEY, StackFile, read_stack
-from components.model.windows import BurstState, state_stack_name
 from gpufleet.engine.plan import Plan, PlanResource, normalise
+from model import catalog
+from model.load import LEDGER_KEY, WINDOW_KEY, StackFile, read_stack
+from model.windows import BurstState, state_stack_name
 
 SECRET_PLACEHOLDER = "[secret: not decrypted offline]"
 Invoke = Callable[[dict[str, Any]], dict[str, Any]]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from components.model import catalog
+from model import catalog
 
 
 def catalog_table(region: str) -> Table:

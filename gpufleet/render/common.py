@@ -12,7 +12,7 @@ import html
 from collections import Counter
 from dataclasses import dataclass
 
-from components.model.pricing import HOURS_PER_MONTH
+from model.pricing import HOURS_PER_MONTH
 
 MAX_COMMENT = 64_000  # GitHub refuses comments over 65,536 characters; keep a margin
 SUMMARY_LIST_LIMIT = 10
@@ -86,7 +86,7 @@ def usd_or_dash(v: float | None) -> str:
 
 
 def month(v: float | None) -> float | None:
-    """An hourly figure over a month (`components.model.pricing.HOURS_PER_MONTH`)."""
+    """An hourly figure over a month (`model.pricing.HOURS_PER_MONTH`)."""
     return None if v is None else v * HOURS_PER_MONTH
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from typing import assert_never
 
-from components.model.spec import (
+from gpufleet.engine.plan import Plan
+from model.spec import (
     AwsNodePool,
     AwsSite,
     BaremetalNodePool,
@@ -29,7 +30,6 @@ from components.model.spec import (
     Site,
     StorageTier,
 )
-from gpufleet.engine.plan import Plan
 
 
 def _id(kind: str, *parts: str) -> str:

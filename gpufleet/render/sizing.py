@@ -342,7 +342,7 @@ def blocks(r: SizingReport) -> list[Block]:
 
 
 def node_pool_snippet(pools: list[PoolRecommendation]) -> str:
-    """AWS recommendations as stack-file `node_pools:` entries (the schema of components.model.spec.AwsNodePool)."""
+    """AWS recommendations as stack-file `node_pools:` entries (the schema of model.spec.AwsNodePool)."""
     lines = ["node_pools:"]
     for r in pools:
         d = r.demand

@@ -110,6 +110,6 @@ def decision_record(r: SizingReport) -> list[Block]:
             "interconnect), since the number of all-reduces per run is not known.\n"
             "- Reserves are percentages of the installed equivalent, added, not compounded, and not folded "
             "into utilisation.\n"
-            f"- Prices: {'; '.join(prices) or 'none'} (source: components/model/catalog/aws_prices.json)."
+            f"- Prices: {'; '.join(prices) or 'none'} (source: model/catalog/aws_prices.json)."
         ),
     ]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from components.kubernetes import versions
 from gpufleet.verify.results import Report, Status, planned
 from gpufleet.verify.suite import Check, Suite
+from model import versions
 
 MARK = {Status.passed: "PASS", Status.failed: "FAIL", Status.info: "INFO", Status.skipped: "SKIP",
         Status.error: "ERROR", Status.planned: "PLAN"}  # fmt: skip

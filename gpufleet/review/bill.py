@@ -4,7 +4,7 @@ Per AWS site (prices from the catalog's `services` and `cpu_instances`, per regi
 - EKS control plane: 1 cluster-hour per hour for a created cluster (an adopted cluster is billed to its owner).
 - NAT gateways: one per availability zone of a created VPC (components.aws.network), each with a public IPv4
   address; their data processing is per GB and needs a usage profile.
-- The CPU system node pool of a created cluster: min/desired/max nodes (components.model.nodes) x its on-demand
+- The CPU system node pool of a created cluster: min/desired/max nodes (model.nodes) x its on-demand
   price.
 - EBS gp3 root volumes: every node's root volume (GPU pools: `root_volume_gib` x nodes at each size; system pool:
   SYSTEM_ROOT_VOLUME_GIB x its nodes) x $/GB-month ÷ 730 h.
@@ -19,12 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from components.model import catalog
-from components.model.nodes import SYSTEM_POOL_DESIRED, SYSTEM_POOL_MAX, SYSTEM_POOL_MIN, SYSTEM_ROOT_VOLUME_GIB
-from components.model.pricing import override_source
-from components.model.spec import AwsSite
 from gpufleet.review.prices import HOURS, LEVELS, Figures, PriceRef, price_dict
 from gpufleet.review.usage import SiteUsage
+from model import catalog
+from model.nodes import SYSTEM_POOL_DESIRED, SYSTEM_POOL_MAX, SYSTEM_POOL_MIN, SYSTEM_ROOT_VOLUME_GIB
+from model.pricing import override_source
+from model.spec import AwsSite
 
 Status = Literal["priced", "usage-based", "unpriced"]
 

@@ -4,7 +4,7 @@ A burst pool idles at zero nodes; `gpufleet burst open` admits a window only whe
 × node-hour price) fits what is left of the month's `burst.budget_usd` (gpufleet/burst/preflight.py), and a window
 lasts at most `burst.max_window_hours`, then drains for `burst.grace_minutes`. So a month of bursting costs at most
 the budget (and never more than every burst node running all 730 hours); 730 × the hourly figure of an open window
-is a month that cannot happen. Nodes still draining in a window's grace are booked after it (components/model/
+is a month that cannot happen. Nodes still draining in a window's grace are booked after it (model/
 windows.py `close_entry`), so each window may add its grace on top of the budget; the report says so.
 
 The node-hour prices are the burst pools' own (the PoolCost figures `gpufleet cost` prints), so there is one
@@ -17,9 +17,9 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from components.model.spec import BurstWindow, EstateSpec
-from components.model.windows import burst_pools, drain_ends, window_ceiling, window_phase
 from gpufleet.review.prices import HOURS, rounded
+from model.spec import BurstWindow, EstateSpec
+from model.windows import burst_pools, drain_ends, window_ceiling, window_phase
 
 WindowState = Literal["scheduled", "open", "draining", "over"]
 
@@ -51,7 +51,7 @@ class WindowCost:
 
 
 def window_cost(spec: EstateSpec, window: BurstWindow, now: dt.datetime) -> WindowCost:
-    """A window's cost at most (components.model.windows.window_ceiling) and where it stands at `now`."""
+    """A window's cost at most (model.windows.window_ceiling) and where it stands at `now`."""
     phase = window_phase(spec, window, now)
     state: WindowState = phase if phase != "idle" else ("scheduled" if now < window.start else "over")
     return WindowCost(

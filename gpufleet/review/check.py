@@ -39,13 +39,13 @@ from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.policy import _NotApplicableError
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
-from components.model.cni import k8s_provider_name, site_cni
-from components.model.load import ESTATE_KEY, SpecError, StackFile, read_stack
-from components.model.spec import BaremetalSite, EstateSpec
-from components.model.tenant_s3 import declared_grants
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.engine.synth import collector_paused
 from gpufleet.review.findings import Enforcement, Finding, Findings
+from model.cni import k8s_provider_name, site_cni
+from model.load import ESTATE_KEY, SpecError, StackFile, read_stack
+from model.spec import BaremetalSite, EstateSpec
+from model.tenant_s3 import declared_grants
 from policies.common import ScopedResourcePolicy, is_kubernetes, kind, release_index
 
 # The pack folders under policies/ (each an importable package with rules.py). Kept here, not in

@@ -5,13 +5,13 @@ Every figure is a dated catalog price times a quantity from the spec, and carrie
   max size. A burst pool starts at zero nodes and may grow to the window's cap while a window is open or draining
   at `now` (else its max is zero too); its notes say what the window may cost at most.
 - Bare-metal node pools: the amortised $/server-hour of `OnPremCost` (pool's, else the site's; through
-  components.model.pricing) x the pool's servers; owned servers cost the same at every size.
+  model.pricing) x the pool's servers; owned servers cost the same at every size.
 - Storage: FSx for Lustre by provisioned capacity x $/GB-month of its throughput tier (catalog `storage`);
   EFS and S3 are billed on usage, so they are listed with their unit price and left out of the totals.
 
 A pool or tier without a price is reported as unpriced (`None`), never as $0, and totals name what they leave
 out: a total with something left out is a lower bound, one with nothing priced is unknown (`None`). An aws site's
-own `prices` (a negotiated rate, with its date and source) come before the catalog's on-demand price. Monthly figures use `components.model.pricing.HOURS_PER_MONTH` (730 h).
+own `prices` (a negotiated rate, with its date and source) come before the catalog's on-demand price. Monthly figures use `model.pricing.HOURS_PER_MONTH` (730 h).
 """
 
 from __future__ import annotations
@@ -20,10 +20,15 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Literal, assert_never
 
-from components.model import catalog
-from components.model.capacity import gpu_units
-from components.model.pricing import pool_gpu_hour_price, site_price
-from components.model.spec import (
+from gpufleet.review.bill import AWS_UNPRICED, BillLine, aws_site_bill
+from gpufleet.review.burst_cost import BurstCeiling, burst_ceiling
+from gpufleet.review.prices import HOURS, LEVELS, Figures, PriceRef, price_dict, rounded
+from gpufleet.review.storage_cost import StorageCost, storage_cost
+from gpufleet.review.usage import UsageProfile
+from model import catalog
+from model.capacity import gpu_units
+from model.pricing import pool_gpu_hour_price, site_price
+from model.spec import (
     AwsNodePool,
     AwsSite,
     BaremetalNodePool,
@@ -33,12 +38,7 @@ from components.model.spec import (
     OnPremCost,
     Site,
 )
-from components.model.windows import effective_scaling, window_note, window_phase
-from gpufleet.review.bill import AWS_UNPRICED, BillLine, aws_site_bill
-from gpufleet.review.burst_cost import BurstCeiling, burst_ceiling
-from gpufleet.review.prices import HOURS, LEVELS, Figures, PriceRef, price_dict, rounded
-from gpufleet.review.storage_cost import StorageCost, storage_cost
-from gpufleet.review.usage import UsageProfile
+from model.windows import effective_scaling, window_note, window_phase
 
 UNASSIGNED = "(unassigned)"
 
@@ -374,7 +374,7 @@ def _autoscaled_note(nodes: dict[str, int], usd: float) -> str:
 
 
 def _baremetal_pool(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool) -> PoolCost:
-    # The amortised price comes from components.model.pricing (OnPremCost per server-hour: the pool's, else
+    # The amortised price comes from model.pricing (OnPremCost per server-hour: the pool's, else
     # the site's); servers of a pool may differ in GPU count, so the pool is priced by servers.
     servers = spec.pool_servers(site, pool)
     found = pool_gpu_hour_price(spec, site, pool)

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.model.pricing import HOURS_PER_MONTH
-from components.model.spec import EstateSpec
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.review.cost import LEVELS
 from gpufleet.review.findings import Finding, Findings
+from model.pricing import HOURS_PER_MONTH
+from model.spec import EstateSpec
 
 RENAME_SIMILARITY = 0.8  # share of input properties equal once the name change is accounted for
 

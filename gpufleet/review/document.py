@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pulumi
 
-from components.model.load import SpecError
 from gpufleet.engine.synth import SynthError
 from gpufleet.review.review import build
+from model.load import SpecError
 
 USAGE = "usage: python -m gpufleet.review.document PROJECT_DIR STACK"
 

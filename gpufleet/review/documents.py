@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pulumi
 
-from components.model.load import SpecError, read_stack
 from gpufleet.engine.synth import SynthError
 from gpufleet.review.review import build
+from model.load import SpecError, read_stack
 
 USAGE = "usage: python -m gpufleet.review.documents PROJECT_DIR STACK FILE..."
 FAILURES = (SpecError, pulumi.RunError, SynthError)  # bad input or a program that does not synthesize

@@ -16,7 +16,7 @@ For every resource the simulation asks:
   it may run on (selectors, required affinity, taints) among the node groups in the closure;
 - schema: every object, ours and rendered, is valid for the Kubernetes version the site pins and for its CRD;
 - reach: the deployer reaches every cluster's API, and a MultiKueue manager its cloud worker's (the judgement of
-  components/model/reach.py, which the schema applies too).
+  model/reach.py, which the schema applies too).
 
 What it cannot know: which nodes an existing cluster (bare metal, a Kueue manager reached by kubeconfig) already
 has — it assumes one schedulable Linux node without taints; whether an operator reconciles in time (an operator-applied CRD counts as present once its
@@ -31,13 +31,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, assert_never
 
-from components.model.reach import api_clients, api_reachable_from
-from components.model.spec import AwsSite, BaremetalSite, EksCluster, EstateSpec
 from gpufleet.charts.operator_crds import operator_crds
 from gpufleet.charts.render import RenderedObject, RenderedRelease
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.review import validate
 from gpufleet.review.scheduling import AWS_EFFECTS, Node, Taint, describe, fits, pod_spec
+from model.reach import api_clients, api_reachable_from
+from model.spec import AwsSite, BaremetalSite, EksCluster, EstateSpec
 
 Check = Literal["chart", "crd", "namespace", "node", "schema", "reach"]
 CHECKS: tuple[Check, ...] = ("chart", "reach", "crd", "namespace", "node", "schema")
@@ -262,7 +262,7 @@ class _Simulation:
         return self.result
 
     def check_reach(self) -> None:
-        """Everyone who must reach a site's API reaches it (components.model.reach): the deployer every site it
+        """Everyone who must reach a site's API reaches it (model.reach): the deployer every site it
         creates Kubernetes resources in (through that site's provider), a MultiKueue manager its cloud worker."""
         providers = {self.site_of(p.key): p for p in self.plan.find(KUBE_PROVIDER) if self.site_of(p.key)}
         workers = [r for r in self.plan.kubernetes_objects() if r.inputs.get("kind") == "MultiKueueCluster"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components.model.pricing import HOURS_PER_MONTH
+from model.pricing import HOURS_PER_MONTH
 
 HOURS = HOURS_PER_MONTH
 LEVELS: tuple[str, ...] = ("min", "desired", "max")

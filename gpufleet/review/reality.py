@@ -3,11 +3,11 @@ first `up` (gpufleet/review/first_up.py). Nothing here raises on a finding: ever
 
 from __future__ import annotations
 
-from components.model.spec import EstateSpec
 from gpufleet.charts.cache import ChartCache
 from gpufleet.charts.render import INSTALL_HINT, RenderedRelease, RenderError, render_plan
 from gpufleet.engine.plan import Plan
 from gpufleet.review.first_up import FirstUp, Problem, simulate
+from model.spec import EstateSpec
 
 
 def render(plan: Plan, cache: ChartCache) -> dict[str, RenderedRelease]:

@@ -15,14 +15,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, cast
 
-from components.model.load import StackFile, read_stack, stack_path
-from components.model.spec import BurstWindow, EstateSpec
 from gpufleet.engine.plan import Plan
 from gpufleet.engine.synth import synth_stack
 from gpufleet.review.cost import EstateCost, estate_cost
 from gpufleet.review.findings import Findings
 from gpufleet.review.first_up import FirstUp
 from gpufleet.review.usage import read_usage, usage_path
+from model.load import StackFile, read_stack, stack_path
+from model.spec import BurstWindow, EstateSpec
 
 
 @dataclass(frozen=True)

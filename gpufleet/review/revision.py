@@ -37,11 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.model.load import read_stack, stack_path
-from components.model.spec import BaremetalSite, EstateSpec
 from gpufleet.engine.plan import Plan
 from gpufleet.review.diff import DiffError, PlanDiff, diff_plans
 from gpufleet.review.findings import Finding
+from model.load import read_stack, stack_path
+from model.spec import BaremetalSite, EstateSpec
 
 
 @dataclass(frozen=True)
@@ -214,9 +214,9 @@ def only_stack_differs(repo: Path, base: str, stack_file: Path) -> bool:
 
 
 def runs_tree_code(tree: Path) -> bool:
-    """True when this interpreter's own `components`, `gpufleet` and `policies` packages are the files of `tree`
+    """True when this interpreter's own `components`, `gpufleet`, `model` and `policies` packages are the files of `tree`
     (the tree first on PYTHONPATH, or installed from it in editable mode)."""
-    for name in ("components", "gpufleet", "policies"):
+    for name in ("components", "gpufleet", "model", "policies"):
         found = importlib.util.find_spec(name)
         origin = None if found is None else found.origin
         if origin is None or not Path(origin).resolve().is_relative_to(tree / name):

@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
-from components.model import catalog
-from components.model.spec import (
+from gpufleet.review.prices import HOURS, PriceRef, price_dict, rounded
+from gpufleet.review.usage import SiteUsage
+from model import catalog
+from model.spec import (
     AwsSite,
     BaremetalSite,
     EfsTier,
@@ -24,8 +26,6 @@ from components.model.spec import (
     Site,
     StorageTier,
 )
-from gpufleet.review.prices import HOURS, PriceRef, price_dict, rounded
-from gpufleet.review.usage import SiteUsage
 
 
 @dataclass(frozen=True)

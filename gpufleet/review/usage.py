@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from components.model.load import SpecError, read_yaml
+from model.load import SpecError, read_yaml
 
 
 class TierUsage(BaseModel):

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from components.model import catalog
+from model import catalog
 
 if TYPE_CHECKING:
     from gpufleet.sizing.workloads import Planning, WorkloadClass

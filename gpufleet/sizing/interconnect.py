@@ -10,7 +10,7 @@ with S the gradient bytes (parameters × 2 B: bf16 gradients, the 2Ψ of the ZeR
 the one-direction bandwidth per GPU of the slowest link in the ring (nccl-tests: bus bandwidth "should reflect the
 speed of the hardware bottleneck", measured one direction):
 
-- inside a node: NVLink, else PCIe, per GPU (components/model/catalog/gpus.yaml; half the bidirectional figure);
+- inside a node: NVLink, else PCIe, per GPU (model/catalog/gpus.yaml; half the bidirectional figure);
 - across nodes: the node's network (EC2 `network_performance` from the catalog, or the inventory's InfiniBand /
   RoCE ports on bare metal) shared by the node's GPUs, in GB/s one way (Gbit/s ÷ 8 ÷ GPUs per node).
 
@@ -27,8 +27,8 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from components.model import catalog
 from gpufleet.sizing.arithmetic import ceil, q
+from model import catalog
 
 if TYPE_CHECKING:
     from gpufleet.sizing.placement import Choice, Placement

@@ -1,7 +1,7 @@
 """Where a workload class can run and what it costs there: catalog instance types and a stack's pools.
 
 A placement is priced per GPU-hour: on demand from the catalog (the stack's region, else us-east-1) or, on prem,
-at the amortised price of the pool's servers (components.model.pricing, the price `gpufleet cost` uses). The
+at the amortised price of the pool's servers (model.pricing, the price `gpufleet cost` uses). The
 cheapest placement a class fits on (memory, one node for inference, a fabric across nodes) and meets its deadline
 on wins.
 """
@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal, assert_never
 
-from components.model import catalog
-from components.model.pricing import pool_gpu_hour_price, site_price
-from components.model.spec import AwsNodePool, AwsSite, BaremetalNodePool, BaremetalSite, EstateSpec, Role
 from gpufleet.sizing.arithmetic import GpuFit, MemoryNeed, billed_gpus, ceil, memory_fit, memory_need, q
 from gpufleet.sizing.interconnect import Ring, instance_network_gbit_per_s, judge, ring
 from gpufleet.sizing.workloads import WorkloadClass
+from model import catalog
+from model.pricing import pool_gpu_hour_price, site_price
+from model.spec import AwsNodePool, AwsSite, BaremetalNodePool, BaremetalSite, EstateSpec, Role
 
 DEFAULT_REGION = "us-east-1"
 

@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Literal
 
-from components.model.pricing import HOURS_PER_MONTH
-from components.model.spec import EstateSpec, Role
 from gpufleet.sizing.arithmetic import (
     Scenario,
     billed_gpus,
@@ -25,6 +23,8 @@ from gpufleet.sizing.arithmetic import (
 from gpufleet.sizing.interconnect import judge, why_slower
 from gpufleet.sizing.placement import Choice, ClassSizing, Placement, evaluate, rank, stack_placements
 from gpufleet.sizing.workloads import Planning, WorkloadFile
+from model.pricing import HOURS_PER_MONTH
+from model.spec import EstateSpec, Role
 
 
 @dataclass(frozen=True)

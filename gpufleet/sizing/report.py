@@ -6,11 +6,11 @@ import datetime as dt
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from components.model.spec import EstateSpec
 from gpufleet.sizing.arithmetic import Scenario, demand_scenarios, gang_minimum
 from gpufleet.sizing.placement import ClassSizing, catalog_placements, onprem_placements, size_class, stack_region
 from gpufleet.sizing.pools import PoolRecommendation, StackComparison, compare_stack, recommend_pools
 from gpufleet.sizing.workloads import WorkloadFile
+from model.spec import EstateSpec
 
 
 @dataclass(frozen=True)

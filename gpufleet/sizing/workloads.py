@@ -2,7 +2,7 @@
 
 Who stands behind the figures and when they are reviewed again, the planning window and utilisation scenarios,
 and one entry per workload class. Every problem is reported as `file: YAML path: message`
-(components.model.load's formatter); examples/workloads.yaml shows every key.
+(model.load's formatter); examples/workloads.yaml shows every key.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import ErrorDetails, InitErrorDetails
 
-from components.model import catalog
-from components.model.load import SpecError, problem_line, read_yaml, validation_problems, yaml_path
-from components.model.pricing import HOURS_PER_MONTH
-from components.model.spec import DNS1123, Problem, Role, SpecProblems
-from components.model.spec.base import MAX_TEXT
 from gpufleet.sizing.arithmetic import q
+from model import catalog
+from model.load import SpecError, problem_line, read_yaml, validation_problems, yaml_path
+from model.pricing import HOURS_PER_MONTH
+from model.spec import DNS1123, Problem, Role, SpecProblems
+from model.spec.base import MAX_TEXT
 
 Kind = Literal["training", "fine-tuning", "batch-inference", "online-inference", "interactive"]
 Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
@@ -49,7 +49,7 @@ MAX_HOURS = 100_000.0  # hours of one run or of a device in a period: over eleve
 
 
 class Model(BaseModel):
-    # Numbers finite and strings bounded, as in the estate schema (components.model.spec.base.Model).
+    # Numbers finite and strings bounded, as in the estate schema (model.spec.base.Model).
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, str_max_length=MAX_TEXT)
 
 

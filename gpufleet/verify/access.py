@@ -20,10 +20,10 @@ from typing import Any
 
 import yaml
 
-from components.model.load import load_yaml, read_text, yaml_problem
-from components.model.spec import AwsSite, BaremetalSite, EstateSpec
-from components.model.tags import Tags
 from gpufleet.verify.kube import ClusterApi
+from model.load import load_yaml, read_text, yaml_problem
+from model.spec import AwsSite, BaremetalSite, EstateSpec
+from model.tags import Tags
 
 Site = AwsSite | BaremetalSite
 

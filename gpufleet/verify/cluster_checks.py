@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.kubernetes import versions
-from components.model import conventions, nodes
 from gpufleet.verify import manifests, parsers
 from gpufleet.verify.kube import ApiError, Context, api_call, create
 from gpufleet.verify.results import Result, Status, skipped
 from gpufleet.verify.suite import Check
+from model import conventions, nodes, versions
 
 # The GPU Operator's exporter DaemonSet and Service (NVIDIA/gpu-operator assets/state-dcgm-exporter/
 # 0800_daemonset.yaml, 0600_service.yaml): pods labelled app=nvidia-dcgm-exporter serving /metrics on 9400.

@@ -10,10 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.model import conventions
-from components.model.spec import AwsNodePool, AwsSite, BaremetalNodePool, BaremetalSite, EstateSpec
 from gpufleet.verify.manifests import Manifest, Run
 from gpufleet.verify.suite import Check, Suite
+from model import conventions
+from model.spec import AwsNodePool, AwsSite, BaremetalNodePool, BaremetalSite, EstateSpec
 
 Site = AwsSite | BaremetalSite
 Pool = AwsNodePool | BaremetalNodePool

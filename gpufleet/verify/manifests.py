@@ -12,9 +12,10 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from components.kubernetes import kueue, versions
-from components.model import conventions, nodes
-from components.model.spec import (
+from components.kubernetes import kueue
+from gpufleet.verify import thresholds
+from model import conventions, nodes, versions
+from model.spec import (
     AwsNodePool,
     AwsSite,
     BaremetalNodePool,
@@ -24,7 +25,6 @@ from components.model.spec import (
     InfinibandFabric,
     RoceFabric,
 )
-from gpufleet.verify import thresholds
 
 Pool = AwsNodePool | BaremetalNodePool
 Site = AwsSite | BaremetalSite

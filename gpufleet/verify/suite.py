@@ -11,7 +11,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from components.model.spec import (
+from gpufleet.verify import thresholds
+from gpufleet.verify.thresholds import Threshold
+from model.spec import (
     AwsNodePool,
     AwsSite,
     BaremetalNodePool,
@@ -25,8 +27,6 @@ from components.model.spec import (
     ParallelFsTier,
     RoceFabric,
 )
-from gpufleet.verify import thresholds
-from gpufleet.verify.thresholds import Threshold
 
 Pool = AwsNodePool | BaremetalNodePool
 Site = AwsSite | BaremetalSite

@@ -11,14 +11,14 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from components.kubernetes import kueue, tenancy, versions
-from components.model import conventions
-from components.model.spec import Tenant
+from components.kubernetes import kueue, tenancy
 from gpufleet.verify import manifests
 from gpufleet.verify.kube import ApiError, Context, api_call, create, job_logs, tail, wait_job
 from gpufleet.verify.manifests import Manifest, Run
 from gpufleet.verify.results import Result, Status, skipped
 from gpufleet.verify.suite import Check
+from model import conventions, versions
+from model.spec import Tenant
 
 REACHED, BLOCKED = "GPUFLEET-REACHED", "GPUFLEET-BLOCKED"
 PROBE_PORT = 8080

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.model import catalog
-from components.model.spec import (
+from model import catalog
+from model.spec import (
     AwsNodePool,
     BaremetalNodePool,
     BaremetalSite,

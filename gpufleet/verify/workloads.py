@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from components.kubernetes import kueue
-from components.model.spec import EfsTier, FsxLustreTier, NfsTier, ParallelFsTier
 from gpufleet.verify import manifests, parsers
 from gpufleet.verify.kube import ApiError, Context, api_call, create, job_logs, ready_nodes, tail, wait_job
 from gpufleet.verify.results import Result, Status, judged, skipped
 from gpufleet.verify.suite import Check
+from model.spec import EfsTier, FsxLustreTier, NfsTier, ParallelFsTier
 
 MAX_FIO_NODES = 8
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, StackValidationArgs
 
-from components.model import catalog
-from components.model.conventions import LABEL_PREFIX, REQUIRED_TAGS, TENANT_LABEL
+from model import catalog
+from model.conventions import LABEL_PREFIX, REQUIRED_TAGS, TENANT_LABEL
 from policies.common import (
     ADVISORY,
     LAUNCH_TEMPLATE,
@@ -233,7 +233,7 @@ ALL = [
         ),
         remediation="Price each named item: an instance type (pool, system pool) by a `prices` entry on its aws site "
         "with a dated source, or `gpufleet catalog refresh --prices --region REGION`; a storage tier or service by a "
-        "dated, sourced entry for the region in components/model/catalog/aws_prices.json.",
+        "dated, sourced entry for the region in model/catalog/aws_prices.json.",
     ),
     resource_policy(
         gpu_instance_allowlist,

@@ -13,8 +13,8 @@ from typing import Any, assert_never
 
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, StackValidationArgs
 
-from components.model import catalog
-from components.model.conventions import (
+from model import catalog
+from model.conventions import (
     DEVICE_PLUGIN_CONFIG_LABEL,
     EFA_LABEL,
     FABRIC_LABEL,
@@ -324,7 +324,7 @@ ALL = [
         description="H7: every Helm release pins an exact chart version (no missing, `latest` or range versions).",
         types=(HELM_RELEASE,),
         enforcement=MANDATORY,
-        remediation="Chart versions live in components/kubernetes/versions.py; pin an exact version there.",
+        remediation="Chart versions live in model/versions.py; pin an exact version there.",
     ),
     resource_policy(
         stateful_storage_protected,

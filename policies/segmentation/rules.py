@@ -13,8 +13,8 @@ from typing import Any
 
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, StackValidationArgs
 
-from components.model.cni import ENFORCING as ENFORCING_CNIS
-from components.model.conventions import FABRIC_TAG, POOL_LABEL, POOL_TAG
+from model.cni import ENFORCING as ENFORCING_CNIS
+from model.conventions import FABRIC_TAG, POOL_LABEL, POOL_TAG
 from policies.common import (
     EKS_CLUSTER,
     LAUNCH_TEMPLATE,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs, StackValidationArgs
 
-from components.model.conventions import (
+from model.conventions import (
     NAMESPACE_NAME_LABEL,
     POD_SECURITY_MODES,
     POD_SECURITY_PREFIX,

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from pulumi_policy import ReportViolation, ResourceValidationArgs, StackValidationArgs
 
-from components.model.conventions import (
+from model.conventions import (
     DEDICATED_TENANT_LABEL,
     GPU_RESOURCE,
     HELM_RELEASE,
@@ -24,7 +24,7 @@ from components.model.conventions import (
     TENANT_LABEL,
     TENANT_NODE_LABEL,
 )
-from components.model.yaml_text import safe_load
+from model.yaml_text import safe_load
 from policies.common import (
     MANDATORY,
     NODE_GROUP,

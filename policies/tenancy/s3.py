@@ -15,7 +15,7 @@ from typing import Any
 
 from pulumi_policy import PolicyResource, ReportViolation, StackValidationArgs
 
-from components.model.conventions import SHARED, TENANT_LABEL, TRUST_LABEL
+from model.conventions import SHARED, TENANT_LABEL, TRUST_LABEL
 from policies.common import as_dict, as_list, config, dependents, k8s_labels, objects, plain
 
 ROLE = "aws:iam/role:Role"

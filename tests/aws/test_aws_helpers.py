@@ -12,11 +12,11 @@ from components.aws.fabric import fabric_needs_placement_group, pool_placement_g
 from components.aws.launch import nodeadm_user_data
 from components.aws.node_pool import ignored_changes, imds_hop_limit, mng_labels, mng_scaling
 from components.aws.storage import tenant_uid, throughput_warning
-from components.model.conventions import TENANT_NODE_LABEL
-from components.model.load import parse_estate
-from components.model.nodes import pool_labels
-from components.model.spec import AwsNodePool, AwsSite, BurstWindow, EfaFabric, FsxLustreTier
-from components.model.subnets import plan_subnets
+from model.conventions import TENANT_NODE_LABEL
+from model.load import parse_estate
+from model.nodes import pool_labels
+from model.spec import AwsNodePool, AwsSite, BurstWindow, EfaFabric, FsxLustreTier
+from model.subnets import plan_subnets
 from tests.conftest import example_estate
 
 NOW = dt.datetime(2026, 11, 29, 12, tzinfo=dt.UTC)

@@ -315,7 +315,7 @@ def test_s3_buckets_are_private_kms_encrypted_versioned_logged_and_tls_only(exam
 
 
 def test_csi_drivers_are_pinned_helm_releases(example_plans: dict[str, Plan]) -> None:
-    from components.kubernetes import versions
+    from model import versions
 
     releases = {r.inputs["chart"]: r.inputs for r in example_plans["aws-train"].helm_releases()}
     assert releases["aws-fsx-csi-driver"]["version"] == versions.AWS_FSX_CSI_DRIVER.version

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from components.aws import iam
-from components.kubernetes.versions import VPC_CNI_ADDON
-from components.model.load import SpecError, parse_estate
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.engine.synth import synth
+from model.load import SpecError, parse_estate
+from model.versions import VPC_CNI_ADDON
 from tests.conftest import example_config, example_estate, write_project
 
 CLUSTER = "aws:eks/cluster:Cluster"

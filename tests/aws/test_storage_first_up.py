@@ -249,7 +249,7 @@ def test_untrusted_tenant_gets_no_shared_file_system_unless_it_declares_one(
 
 @pytest.mark.parametrize("tier", ["objects", "nope"])
 def test_tenant_file_systems_must_name_a_shared_file_system(tier: str) -> None:
-    from components.model.load import SpecError
+    from model.load import SpecError
     from tests.kubernetes.tenancy.conftest import estate
 
     def declare(raw: dict[str, Any]) -> None:

@@ -17,8 +17,8 @@ from moto import mock_aws
 from parliament import analyze_policy_string
 
 from components.aws import iam
-from components.model.conventions import TENANT_S3_SERVICE_ACCOUNT
-from components.model.load import ESTATE_KEY, SpecError, parse_estate
+from model.conventions import TENANT_S3_SERVICE_ACCOUNT
+from model.load import ESTATE_KEY, SpecError, parse_estate
 from tests.conftest import example_config
 
 KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from components.baremetal.bootstrap import ServerScripts, render_server
-from components.model.load import parse_estate
-from components.model.spec import BaremetalNodePool, BaremetalSite, EstateSpec, Server
+from model.load import parse_estate
+from model.spec import BaremetalNodePool, BaremetalSite, EstateSpec, Server
 from tests.conftest import example_estate
 
 SAMPLE = "gpu-r1-01"  # the onprem example's first training server

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from components.kubernetes import versions
 from components.kubernetes.network_operator import NV_IPAM_READY, NV_IPAM_STATE
 from gpufleet.engine.plan import Plan, PlanResource
+from model import versions
 from tests.baremetal.test_site import _variant
 from tests.charts import chart_dir, crd, crd_kinds, operator_crd_kinds
 from tests.conftest import write_project

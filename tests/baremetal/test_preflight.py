@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from components.kubernetes import versions
+from model import versions
 from tests.baremetal.helpers import SAMPLE, onprem_spec, scripts_for
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from components.baremetal.bootstrap import ServerScripts, kubelet_flags, registration_labels, remote_command
-from components.model.conventions import GPU_TAINT, TENANT_NODE_LABEL, Taint
+from model.conventions import GPU_TAINT, TENANT_NODE_LABEL, Taint
 from tests.baremetal.helpers import SAMPLE, onprem_spec, scripts_for
 
 GOLDEN = Path(__file__).parent / "golden"

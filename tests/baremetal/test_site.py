@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 
 from components.baremetal.bootstrap import remote_command, ssh_connection
-from components.kubernetes import versions
-from components.model.conventions import (
+from gpufleet.engine.plan import SECRET, Plan, PlanResource
+from gpufleet.engine.synth import SECRET_PLACEHOLDER
+from model import versions
+from model.conventions import (
     FABRIC_LABEL,
     GPU_TAINT,
     LEAF_LABEL,
@@ -22,9 +24,7 @@ from components.model.conventions import (
     TENANT_NODE_LABEL,
     TOPOLOGY_LEVELS,
 )
-from components.model.spec import BaremetalSite
-from gpufleet.engine.plan import SECRET, Plan, PlanResource
-from gpufleet.engine.synth import SECRET_PLACEHOLDER
+from model.spec import BaremetalSite
 from tests.baremetal.helpers import onprem_spec, scripts_for
 from tests.conftest import example_config
 

@@ -8,8 +8,8 @@ import pytest
 
 from benchmarks.generate import BASE, fleet
 from benchmarks.generate import estate as scaled_estate
-from components.model.load import parse_estate
-from components.model.spec import AwsNodePool, BaremetalSite, EstateSpec
+from model.load import parse_estate
+from model.spec import AwsNodePool, BaremetalSite, EstateSpec
 
 
 def _spec(config: dict[str, object]) -> EstateSpec:

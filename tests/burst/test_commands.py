@@ -14,12 +14,12 @@ import pytest
 from botocore.stub import Stubber
 from typer.testing import CliRunner
 
-from components.model.load import read_stack
 from gpufleet.burst.aws import Aws
 from gpufleet.burst.driver import AutomationDriver, DriverError, StackDriver, StackLocked
 from gpufleet.burst.targets import burst_targets
 from gpufleet.cli import burst as burst_cli
 from gpufleet.cli.app import app
+from model.load import read_stack
 from tests.burst.helpers import (
     NOW,
     STACK,

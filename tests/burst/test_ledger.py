@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from components.model.load import parse_estate
 from gpufleet.burst.aws import IN_SERVICE, Aws
 from gpufleet.burst.ledger import burst_group_tags
 from gpufleet.cli import burst as burst_cli
 from gpufleet.cli.app import app
+from model.load import parse_estate
 from tests.burst.helpers import NOW, STACK, FakeDriver, burst_state, hybrid_config, project, window
 
 runner = CliRunner()

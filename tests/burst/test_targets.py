@@ -7,11 +7,11 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from components.model.load import parse_window, read_stack
-from components.model.windows import BurstState
 from gpufleet.burst.targets import burst_targets
 from gpufleet.engine.plan import Plan
 from gpufleet.engine.synth import synth_stack
+from model.load import parse_window, read_stack
+from model.windows import BurstState
 from tests.burst.helpers import STACK, hybrid_config, window
 from tests.conftest import write_project
 

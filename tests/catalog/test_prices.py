@@ -19,7 +19,6 @@ import pytest
 from botocore.stub import Stubber
 from typer.testing import CliRunner
 
-from components.model import catalog
 from gpufleet.catalog.price_list import PriceListError
 from gpufleet.catalog.prices import (
     FILTERS,
@@ -29,6 +28,7 @@ from gpufleet.catalog.prices import (
     refresh_prices,
 )
 from gpufleet.catalog.service_prices import QUERIES, filters
+from model import catalog
 
 FIXTURE: dict[str, Any] = json.loads(
     (Path(__file__).parent / "fixtures" / "pricing_get_products_us-west-2.json").read_text()

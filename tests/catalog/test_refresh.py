@@ -15,8 +15,8 @@ from moto import mock_aws
 from typer.testing import CliRunner
 
 import gpufleet.catalog.refresh as catalog_refresh
-from components.model.catalog import INSTANCES_FILE, SHIPPED_INSTANCE_TYPES
 from gpufleet.catalog.refresh import refresh
+from model.catalog import INSTANCES_FILE, SHIPPED_INSTANCE_TYPES
 
 COMMITTED: dict[str, Any] = json.loads(INSTANCES_FILE.read_text())
 TODAY = dt.date(2026, 11, 29)

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from components.model.catalog import S3_RANGES_FILE
 from gpufleet.catalog.s3_ranges import IpRangesError, refresh_s3_ranges, s3_prefixes
 from gpufleet.cli.app import app
+from model.catalog import S3_RANGES_FILE
 
 SHIPPED = json.loads(S3_RANGES_FILE.read_text())
 

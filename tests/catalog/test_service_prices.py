@@ -17,8 +17,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from components.model import catalog
 from gpufleet.catalog.service_prices import QUERIES, ServicePriceError, filters, refresh_list_prices, unit_usd
+from model import catalog
 
 FIXTURE: dict[str, Any] = json.loads(
     (Path(__file__).parent / "fixtures" / "pricing_get_products_services_us-west-2.json").read_text()

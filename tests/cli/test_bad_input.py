@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from components.model.load import ESTATE_KEY, LEDGER_KEY, WINDOW_KEY, StackFile
 from gpufleet.engine.synth import engine_config
+from model.load import ESTATE_KEY, LEDGER_KEY, WINDOW_KEY, StackFile
 from tests.cli.badinput import (
     READERS,
     STACK,

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from components.model.load import ESTATE_KEY
-from components.model.spec import EstateSpec
 from gpufleet.cli.app import app
 from gpufleet.engine.plan import Plan
 from gpufleet.review import check, review
+from model.load import ESTATE_KEY
+from model.spec import EstateSpec
 from tests.conftest import ROOT, example_config, write_project
 from tests.policies.broken_stack import BREAKS, broken_config
 

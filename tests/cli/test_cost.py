@@ -43,9 +43,9 @@ def test_cost_table_keeps_instance_names_and_figures_whole_on_an_80_column_termi
 
     from rich.console import Console
 
-    from components.model.load import read_stack
     from gpufleet.render.cost import cost_text
     from gpufleet.review.cost import estate_cost
+    from model.load import read_stack
 
     buf = io.StringIO()
     envelope = estate_cost(read_stack(ROOT, "aws-train").estate())

@@ -8,13 +8,13 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from components.model.catalog import CatalogError
-from components.model.load import SpecError
 from gpufleet.burst.errors import BurstError
 from gpufleet.cli import app as cli
 from gpufleet.cli.errors import CommandError, user_errors
 from gpufleet.engine.synth import SynthError
 from gpufleet.review.diff import DiffError
+from model.catalog import CatalogError
+from model.load import SpecError
 
 
 def test_every_command_is_registered_through_the_one_handler() -> None:

@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from components.model import catalog
 from gpufleet.cli.app import app
 from gpufleet.cli.options import PIPE_WIDTH, output_width
 from gpufleet.engine.plan import Plan
 from gpufleet.review import review as review_module
 from gpufleet.review.review import Review, build
+from model import catalog
 from tests.conftest import ROOT
 
 runner = CliRunner()

@@ -35,8 +35,8 @@ def test_every_missing_secret_is_named_at_once_with_both_ways_to_provide_it(tmp_
 
 
 def test_an_aws_only_estate_needs_no_secrets() -> None:
-    from components.model.load import read_stack
-    from components.model.secrets import required_secrets
+    from model.load import read_stack
+    from model.secrets import required_secrets
     from tests.conftest import ROOT
 
     assert required_secrets(read_stack(ROOT, "aws-train").estate()) == []

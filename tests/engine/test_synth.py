@@ -8,9 +8,9 @@ from pathlib import Path
 import pulumi
 import pytest
 
-from components.model.load import StackFile, read_stack
 from gpufleet.engine.plan import SECRET, Plan
 from gpufleet.engine.synth import SECRET_PLACEHOLDER, SynthError, engine_config, run_program, synth
+from model.load import StackFile, read_stack
 from tests.conftest import ROOT, example_config
 
 

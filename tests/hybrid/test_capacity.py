@@ -19,10 +19,10 @@ import pytest
 import yaml
 
 from components.aws.autoscaler import CA_TAG_PREFIX, NODE_TEMPLATE
-from components.kubernetes import versions
-from components.model.load import WINDOW_KEY
-from components.model.nodes import POOL_LABEL
 from gpufleet.engine.plan import Plan, PlanResource
+from model import versions
+from model.load import WINDOW_KEY
+from model.nodes import POOL_LABEL
 from tests.burst.helpers import hybrid_config, window
 from tests.hybrid.plan_helpers import cluster, depends_on, kueue_objects, named, quota, releases
 from tests.hybrid.upstream import chart_dir
@@ -170,8 +170,8 @@ def test_autoscaler_values_are_settings_of_the_pinned_chart(example_plans: dict[
 def test_the_cost_note_states_what_an_open_or_draining_window_may_cost_at_most(
     minutes: int, synth_config: Callable[[dict[str, Any]], Plan]
 ) -> None:
-    from components.model.load import parse_estate, parse_window
     from gpufleet.review.cost import estate_cost
+    from model.load import parse_estate, parse_window
     from tests.conftest import example_estate
 
     spec = parse_estate(example_estate("hybrid"), "hybrid")

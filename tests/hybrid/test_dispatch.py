@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from components.hybrid.access import server_of, worker_kubeconfig
-from components.kubernetes import versions
-from components.model.frameworks import DISPATCHED, FRAMEWORKS
-from components.model.load import ESTATE_KEY, SpecError, parse_estate
 from gpufleet.engine.plan import Plan, PlanResource
+from model import versions
+from model.frameworks import DISPATCHED, FRAMEWORKS
+from model.load import ESTATE_KEY, SpecError, parse_estate
 from tests.burst.helpers import hybrid_config
 from tests.conftest import example_estate
 from tests.hybrid.plan_helpers import KUEUE, cluster, depends_on, kueue_config, kueue_objects, named, quota, releases
@@ -199,8 +199,8 @@ def test_crd_check_would_catch_a_misspelt_field() -> None:
 
 
 def test_the_manager_reaches_every_worker_api_over_a_declared_path() -> None:
-    from components.model import dispatch
-    from components.model.reach import api_clients, api_reachable_from
+    from model import dispatch
+    from model.reach import api_clients, api_reachable_from
 
     spec = parse_estate(example_estate("hybrid"), "hybrid.yaml")
     for site in dispatch.workers(spec):

@@ -1,5 +1,5 @@
 """The MultiKueue manager's path to the cloud worker's private API is admitted by the API security group the
-cluster gets (components/aws/cluster.py), wherever the manager sits: the reach check (components/model/reach.py)
+cluster gets (components/aws/cluster.py), wherever the manager sits: the reach check (model/reach.py)
 never says "reaches" for a source the security group refuses. EKS user guide, "Cluster API server endpoint"
 (https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html): with a private endpoint "you must ensure
 that your Amazon EKS control plane security group contains rules to allow ingress traffic on port 443 from your
@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from components.model.load import SpecError, parse_estate
-from components.model.reach import api_clients, api_reachable_from, manager_client
-from components.model.spec import AwsSite, EstateSpec
 from gpufleet.engine.plan import Plan
+from model.load import SpecError, parse_estate
+from model.reach import api_clients, api_reachable_from, manager_client
+from model.spec import AwsSite, EstateSpec
 from tests.burst.helpers import hybrid_config
 
 INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"

@@ -13,10 +13,10 @@ from typing import Any
 import pulumi
 import pytest
 
-from components.model.load import WINDOW_KEY, parse_window, read_stack
-from components.model.windows import BurstState, state_reference
 from gpufleet.engine.plan import Plan
 from gpufleet.engine.synth import SynthError, _RecordingMocks, engine_config, run_program, synth_stack
+from model.load import WINDOW_KEY, parse_window, read_stack
+from model.windows import BurstState, state_reference
 from tests.burst.helpers import STACK, hybrid_config, window
 from tests.conftest import write_project
 from tests.hybrid.test_capacity import burst_group, cloud_queue, cohort_gpus

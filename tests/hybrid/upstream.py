@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from components.kubernetes import versions
+from model import versions
 from tests.charts import chart_dir
 
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import yaml
 
-from components.model.load import parse_estate
-from components.model.spec import EstateSpec
 from gpufleet.engine.plan import Plan, PlanResource
+from model.load import parse_estate
+from model.spec import EstateSpec
 from tests.conftest import example_estate
 
 Mutate = Callable[[dict[str, Any]], None]

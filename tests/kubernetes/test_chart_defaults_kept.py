@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import yaml
 
-from components.kubernetes import kueue, versions
+from components.kubernetes import kueue
 from gpufleet.engine.plan import HELM_RELEASE as HELM
 from gpufleet.engine.plan import Plan
+from model import versions
 from tests.charts import chart_dir
 
 

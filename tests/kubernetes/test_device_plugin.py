@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from components.kubernetes import sharing, versions
+from components.kubernetes import sharing
 from components.kubernetes.device_plugin import device_plugin_values
-from components.model.conventions import DEVICE_PLUGIN_CONFIG_LABEL, GPU_PRESENT_LABEL
-from components.model.nodes import pool_labels
 from gpufleet.engine.plan import Plan
+from model import versions
+from model.conventions import DEVICE_PLUGIN_CONFIG_LABEL, GPU_PRESENT_LABEL
+from model.nodes import pool_labels
 from tests.conftest import example_config
 from tests.kubernetes.helpers import estate, parse, release, releases, time_sliced_pool
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from components.kubernetes import versions
 from components.kubernetes.gpu_operator import gpu_operator_values
-from components.model.load import SpecError
+from model import versions
+from model.load import SpecError
 from tests.kubernetes.helpers import Mutate, estate
 
 

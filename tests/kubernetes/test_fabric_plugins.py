@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from components.kubernetes import versions
 from components.kubernetes.efa import efa_plugin_values
 from components.kubernetes.network_operator import (
     network_operator_values,
     nic_cluster_policy_spec,
     rdma_shared_resource_name,
 )
-from components.model.conventions import FABRIC_LABEL
-from components.model.spec import AwsSite, EfaFabric, InfinibandFabric
 from gpufleet.engine.plan import Plan
+from model import versions
+from model.conventions import FABRIC_LABEL
+from model.spec import AwsSite, EfaFabric, InfinibandFabric
 from tests.kubernetes.helpers import estate, release, releases
 
 NCP_TYPE = "kubernetes:mellanox.com/v1alpha1:NicClusterPolicy"

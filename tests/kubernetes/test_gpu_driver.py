@@ -10,12 +10,12 @@ from typing import Any
 import jsonschema
 import yaml
 
-from components.kubernetes import versions
 from components.kubernetes.gpu_driver import fabric_driver_specs
 from components.kubernetes.gpu_operator import release_name
 from components.kubernetes.network_operator import nic_cluster_policy_spec
-from components.model.nodes import FABRIC_LABEL
 from gpufleet.engine.plan import HELM_RELEASE, Plan
+from model import versions
+from model.nodes import FABRIC_LABEL
 from tests.charts import chart_dir, crd
 from tests.kubernetes.helpers import estate
 

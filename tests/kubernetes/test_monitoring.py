@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components.kubernetes import monitoring, versions
-from components.model.load import SpecError, parse_estate
+from components.kubernetes import monitoring
 from gpufleet.engine.plan import HELM_RELEASE, Plan
+from model import versions
+from model.load import SpecError, parse_estate
 from tests.charts import chart_dir
 from tests.conftest import example_config, example_estate
 

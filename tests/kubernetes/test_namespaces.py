@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from components.kubernetes.namespaces import check_registered
-from components.model.conventions import PRIVILEGED_NAMESPACES
-from components.model.tags import Tags
 from gpufleet.engine.plan import Plan
+from model.conventions import PRIVILEGED_NAMESPACES
+from model.tags import Tags
 from tests.kubernetes.helpers import estate
 
 PSA = ("enforce", "audit", "warn")

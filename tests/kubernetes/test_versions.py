@@ -1,16 +1,16 @@
-"""Every chart and image version lives in components/kubernetes/versions.py and nowhere else."""
+"""Every chart and image version lives in model/versions.py and nowhere else."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from components.kubernetes import versions
 from gpufleet.engine.plan import Plan
+from model import versions
 from tests.conftest import EXAMPLES, ROOT
 
-SCANNED = ("components", "gpufleet", "policies")
-VERSIONS_FILE = ROOT / "components" / "kubernetes" / "versions.py"
+SCANNED = ("components", "gpufleet", "model", "policies")
+VERSIONS_FILE = ROOT / "model" / "versions.py"
 TEXT_SUFFIXES = {".py", ".yaml", ".yml", ".json", ".j2", ".jinja", ".toml", ".md", ".txt", ".sh", ".tmpl"}
 
 
@@ -59,7 +59,7 @@ def test_version_strings_appear_only_in_versions_py() -> None:
             text = path.read_text(errors="ignore")
             offenders += [f"{path.relative_to(ROOT)}: {v}" for v, rx in patterns.items() if rx.search(text)]
     # Comments count too: a cited tag goes stale on the next bump; write "at the pinned tag (versions.KUEUE)".
-    assert offenders == [], "import these from components/kubernetes/versions.py instead: " + "; ".join(offenders)
+    assert offenders == [], "import these from model/versions.py instead: " + "; ".join(offenders)
 
 
 def test_scan_would_catch_a_retyped_version(tmp_path: Path) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from components.model.load import parse_estate
-from components.model.spec import EstateSpec
+from model.load import parse_estate
+from model.spec import EstateSpec
 from tests.conftest import example_estate
 
 Mutate = Callable[[dict[str, Any]], None]

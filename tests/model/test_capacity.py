@@ -1,14 +1,14 @@
-"""components/model/capacity.py: GPUs per node and at max size from the catalog or the inventory, and
+"""model/capacity.py: GPUs per node and at max size from the catalog or the inventory, and
 schedulable units (MIG slices, time-sliced replicas) counted the one way the schema, Kueue and cost use."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from components.model import catalog
-from components.model.capacity import units_per_gpu
-from components.model.load import parse_estate
-from components.model.spec import Sharing
+from model import catalog
+from model.capacity import units_per_gpu
+from model.load import parse_estate
+from model.spec import Sharing
 from tests.conftest import example_estate
 from tests.model.helpers import example_spec
 
@@ -33,7 +33,7 @@ def test_units_per_gpu_by_sharing_mode() -> None:
     h100 = catalog.gpu_model("H100-80GB")
     assert units_per_gpu(Sharing(), h100) == 1
     assert units_per_gpu(Sharing(mode="time-slicing", replicas=4), h100) == 4
-    assert units_per_gpu(Sharing(mode="mig", mig_profile="1g.10gb"), h100) == 7  # components/model/catalog/gpus.yaml
+    assert units_per_gpu(Sharing(mode="mig", mig_profile="1g.10gb"), h100) == 7  # model/catalog/gpus.yaml
     assert units_per_gpu(Sharing(mode="mig", mig_profile="3g.40gb"), h100) == 2
 
 

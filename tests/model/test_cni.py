@@ -1,4 +1,4 @@
-"""A site hosting tenants runs a CNI that enforces their NetworkPolicies (components/model/cni.py).
+"""A site hosting tenants runs a CNI that enforces their NetworkPolicies (model/cni.py).
 
 "Network policies are implemented by the network plugin ... Creating a NetworkPolicy resource without a controller
 that implements it will have no effect." (https://kubernetes.io/docs/concepts/services-networking/network-policies/)
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from components.model.cni import ENFORCING, enforces_network_policy, hosts_tenants, site_cni
-from components.model.load import SpecError, parse_estate
+from model.cni import ENFORCING, enforces_network_policy, hosts_tenants, site_cni
+from model.load import SpecError, parse_estate
 from tests.conftest import example_estate
 
 SRC = "stacks/Pulumi.test.yaml"

@@ -1,15 +1,15 @@
-"""One home for shared keys (components/model/conventions.py): policies import nothing of components but the
+"""One home for shared keys (model/conventions.py): policies import nothing of components but the
 model, and what the components write under those keys is what the policies read."""
 
 from __future__ import annotations
 
 import ast
 
-from components.model import conventions
-from components.model.spec import EstateSpec
-from components.model.tags import Tags
 from gpufleet.engine.plan import Plan
 from gpufleet.review import check
+from model import conventions
+from model.spec import EstateSpec
+from model.tags import Tags
 from tests.conftest import ROOT, example_estate
 from tests.policies import fixtures as fx
 
@@ -28,7 +28,7 @@ def components_imports(source: str) -> list[str]:
 
 
 def outside_model(modules: list[str]) -> list[str]:
-    return [m for m in modules if m != "components.model" and not m.startswith("components.model.")]
+    return [m for m in modules if m != "model" and not m.startswith("model.")]
 
 
 def test_policies_import_nothing_of_components_but_the_model() -> None:
@@ -44,7 +44,7 @@ def test_the_import_walk_finds_a_function_local_import_of_a_component() -> None:
     source = "def f():\n    from components.kubernetes import namespaces\n    import components.aws.site\n"
     assert outside_model(components_imports(source)) == ["components.kubernetes", "components.aws.site"]
     assert outside_model(components_imports("from components import aws\n")) == ["components.aws"]
-    assert outside_model(components_imports("from components.model import conventions\n")) == []
+    assert outside_model(components_imports("from model import conventions\n")) == []
 
 
 def test_aws_tags_carry_every_required_tag_key() -> None:

@@ -1,4 +1,4 @@
-"""components/model/pricing.py, the one home for prices: the amortised on-prem price per GPU-hour against hand
+"""model/pricing.py, the one home for prices: the amortised on-prem price per GPU-hour against hand
 arithmetic, and `gpufleet cost` and `gpufleet size` quoting the same price for a pool (that of the servers
 actually in the pool)."""
 
@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from components.model.pricing import HOURS_PER_MONTH, HOURS_PER_YEAR, pool_gpu_hour_price, server_hour_usd
-from components.model.spec import BaremetalSite, EstateSpec
 from gpufleet.review.cost import estate_cost
 from gpufleet.sizing.placement import stack_placements
+from model.pricing import HOURS_PER_MONTH, HOURS_PER_YEAR, pool_gpu_hour_price, server_hour_usd
+from model.spec import BaremetalSite, EstateSpec
 from tests.model.helpers import example_spec
 
 # Hand-picked inputs with round results: 87,600 USD over 1 year = 10 USD per hour (8,760 h); 10 kW at
@@ -147,7 +147,7 @@ def test_cost_names_every_defaulted_input() -> None:
 
 
 def test_a_pool_cost_without_a_server_price_needs_a_site_cost() -> None:
-    from components.model.load import SpecError
+    from model.load import SpecError
 
     def no_site_cost(estate: dict[str, Any]) -> None:
         del estate["sites"][0]["cost"]

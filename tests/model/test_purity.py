@@ -1,4 +1,4 @@
-"""components.model is pure: every module imports with the Pulumi SDKs unavailable, so policies and tools can
+"""model is pure: every module imports with the Pulumi SDKs unavailable, so policies and tools can
 use the model without Pulumi (the layering DESIGN.md states: model -> build -> engine)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from tests.conftest import ROOT
 BLOCKED = ("pulumi", "pulumi_aws", "pulumi_kubernetes", "pulumi_command", "pulumi_policy")
 
 # Runs in a fresh interpreter: a meta-path finder first in line refuses every blocked package, then every module
-# under components/model is imported by name.
+# under model is imported by name.
 SCRIPT = textwrap.dedent(
     """
     import importlib, pkgutil, sys
@@ -22,13 +22,13 @@ SCRIPT = textwrap.dedent(
     class Blocker:
         def find_spec(self, name, path=None, target=None):
             if name.split(".")[0] in BLOCKED:
-                raise ImportError(f"blocked: {{name}} (components.model must not import Pulumi)")
+                raise ImportError(f"blocked: {{name}} (model must not import Pulumi)")
             return None
 
     sys.meta_path.insert(0, Blocker())
-    import components.model
-    names = ["components.model"] + [
-        m.name for m in pkgutil.walk_packages(components.model.__path__, "components.model.")
+    import model
+    names = ["model"] + [
+        m.name for m in pkgutil.walk_packages(model.__path__, "model.")
     ]
     for name in names:
         importlib.import_module(name)
@@ -52,6 +52,6 @@ def test_every_module_of_components_model_imports_with_pulumi_blocked() -> None:
 
 def test_the_blocker_does_block_pulumi() -> None:
     """The check above can fail: the same blocker stops a module that imports Pulumi."""
-    result = run(SCRIPT.format(blocked=BLOCKED).replace('["components.model"] + [', '["components.aws.site"] + ['))
+    result = run(SCRIPT.format(blocked=BLOCKED).replace('["model"] + [', '["components.aws.site"] + ['))
     assert result.returncode != 0
     assert "blocked: pulumi" in result.stderr

@@ -1,5 +1,5 @@
 """Who must reach each site's Kubernetes API, and the schema refusing an estate where someone cannot
-(components/model/reach.py).
+(model/reach.py).
 
 Facts from the EKS user guide, "Cluster API server endpoint"
 (https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html): with public access disabled, "all traffic
@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from components.model.load import SpecError, parse_estate
-from components.model.reach import api_clients, api_reachable_from, private_api_sources
-from components.model.spec import AwsSite, EstateSpec
+from model.load import SpecError, parse_estate
+from model.reach import api_clients, api_reachable_from, private_api_sources
+from model.spec import AwsSite, EstateSpec
 from tests.conftest import example_estate
 
 SRC = "stacks/Pulumi.test.yaml"

@@ -1,4 +1,4 @@
-"""Cross-field rules (components/model/spec/rules.py) report every problem at once, one line each, and a rule
+"""Cross-field rules (model/spec/rules.py) report every problem at once, one line each, and a rule
 whose precondition is broken elsewhere neither crashes nor reports the same mistake twice."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from components.model.load import SpecError, parse_estate
 from gpufleet.cli.app import app
+from model.load import SpecError, parse_estate
 from tests.conftest import example_config, example_estate, write_project
 
 SRC = "stacks/Pulumi.test.yaml"

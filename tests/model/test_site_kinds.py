@@ -1,7 +1,7 @@
 """Site kinds are dispatched exhaustively: add a kind to the schema and mypy lists every place that must handle it.
 
-A copy of components/ and policies/ gets a `gcp` site model in the `Site` union (components/model/spec/sites.py)
-and `gcp` in `SiteKind` (components/model/conventions.py); mypy must then fail with an assert_never error at each
+A copy of components/ and policies/ gets a `gcp` site model in the `Site` union (model/spec/sites.py)
+and `gcp` in `SiteKind` (model/conventions.py); mypy must then fail with an assert_never error at each
 `match` on a site or site kind, and with nothing else. The Pulumi SDKs are not followed (their types become Any):
 that keeps the run to seconds, and no site-kind dispatch is typed through them.
 """
@@ -37,11 +37,11 @@ SITE_KIND = 'SiteKind = Literal["aws", "baremetal"]'
 # Every place that dispatches on a site or its kind; a new kind is one schema module, one component folder and these.
 DISPATCH = {
     "components/estate.py",  # which site component to build
-    "components/model/capacity.py",  # GPUs per node, capacity, GPU model
-    "components/model/cni.py",  # who manages the CNI; where the VPC CNI can run
-    "components/model/conventions.py",  # site component type token
-    "components/model/reach.py",  # how a client reaches a site's Kubernetes API
-    "components/model/spec/rules.py",  # per-kind cross-field rules
+    "model/capacity.py",  # GPUs per node, capacity, GPU model
+    "model/cni.py",  # who manages the CNI; where the VPC CNI can run
+    "model/conventions.py",  # site component type token
+    "model/reach.py",  # how a client reaches a site's Kubernetes API
+    "model/spec/rules.py",  # per-kind cross-field rules
     "components/kubernetes/gpu_driver.py",  # driver: image-provided or operator-installed
     "components/kubernetes/gpu_operator.py",  # toolkit: image-provided or operator-installed
     "components/kubernetes/gpu_stack.py",  # EFA plugins or Network Operator
@@ -62,6 +62,7 @@ def mypy(tree: Path, cache: Path) -> subprocess.CompletedProcess[str]:
             "--cache-dir",
             str(cache),
             "components",
+            "model",
             "policies",
         ],
         cwd=tree,
@@ -74,7 +75,7 @@ def mypy(tree: Path, cache: Path) -> subprocess.CompletedProcess[str]:
 
 def copy_tree(tmp: Path) -> Path:
     tree = tmp / "tree"
-    for package in ("components", "policies"):
+    for package in ("components", "model", "policies"):
         shutil.copytree(ROOT / package, tree / package, ignore=shutil.ignore_patterns("__pycache__"))
     (tree / "mypy.ini").write_text(MYPY_INI)
     return tree
@@ -92,8 +93,8 @@ def test_a_new_site_kind_fails_type_checking_at_every_dispatch_and_nowhere_else(
     control = mypy(tree, cache)
     assert control.returncode == 0, control.stdout  # the unmodified tree passes under the same settings
 
-    replace(tree / "components/model/spec/sites.py", SITE_UNION, FAKE_SITE)
-    replace(tree / "components/model/conventions.py", SITE_KIND, 'SiteKind = Literal["aws", "baremetal", "gcp"]')
+    replace(tree / "model/spec/sites.py", SITE_UNION, FAKE_SITE)
+    replace(tree / "model/conventions.py", SITE_KIND, 'SiteKind = Literal["aws", "baremetal", "gcp"]')
     result = mypy(tree, cache)
 
     errors = [line for line in result.stdout.splitlines() if ": error: " in line]

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from components.model.load import SpecError, parse_estate
-from components.model.spec import EstateSpec
+from model.load import SpecError, parse_estate
+from model.spec import EstateSpec
 from tests.conftest import EXAMPLES, example_estate
 
 SRC = "stacks/Pulumi.test.yaml"

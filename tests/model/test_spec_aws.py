@@ -1,10 +1,10 @@
-"""Schema rules for AWS pools on EFA fabrics: errors name the YAML field (components/model/spec/rules.py)."""
+"""Schema rules for AWS pools on EFA fabrics: errors name the YAML field (model/spec/rules.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from components.model.load import SpecError, parse_estate
+from model.load import SpecError, parse_estate
 from tests.conftest import example_estate
 
 BASE = "config.gpufleet:estate.sites[0].node_pools"

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from components.kubernetes import kueue
-from components.model import catalog
-from components.model.load import SpecError
-from components.model.spec import EstateSpec
-from components.model.spec.sharing_rules import SCHEMA_ENFORCED_RULES
+from model import catalog
+from model.load import SpecError
+from model.spec import EstateSpec
+from model.spec.sharing_rules import SCHEMA_ENFORCED_RULES
 from tests.model.helpers import example_spec as estate
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from components.model.load import SpecError
+from model.load import SpecError
 from tests.model.helpers import example_spec as estate
 
 

@@ -6,9 +6,9 @@ import datetime as dt
 
 import pytest
 
-from components.model.load import SpecError, check_window, parse_ledger, parse_window
-from components.model.spec import AwsNodePool, BurstLedgerEntry, BurstWindow, EstateSpec, Scaling
-from components.model.windows import (
+from model.load import SpecError, check_window, parse_ledger, parse_window
+from model.spec import AwsNodePool, BurstLedgerEntry, BurstWindow, EstateSpec, Scaling
+from model.windows import (
     admitting,
     burst_quotas,
     close_entry,

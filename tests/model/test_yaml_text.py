@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.model.catalog import GPUS_FILE
-from components.model.yaml_text import SAFE_LOADER, safe_load
+from model.catalog import GPUS_FILE
+from model.yaml_text import SAFE_LOADER, safe_load
 from tests.conftest import ROOT
 
 FILES = [*sorted((ROOT / "stacks").glob("Pulumi.*.yaml")), GPUS_FILE, ROOT / "Pulumi.yaml"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.model.load import ESTATE_KEY
+from model.load import ESTATE_KEY
 from tests.conftest import example_config
 
 BREAKS: dict[str, str] = {

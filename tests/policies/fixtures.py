@@ -9,14 +9,14 @@ import copy
 import json
 from typing import Any
 
-from components.model.conventions import (
+from gpufleet.engine.plan import Plan, PlanResource
+from model.conventions import (
     DEVICE_PLUGIN_CONFIG_LABEL,
     FABRIC_LABEL,
     GPU_PRESENT_LABEL,
     POOL_LABEL,
     TENANT_NODE_LABEL,
 )
-from gpufleet.engine.plan import Plan, PlanResource
 
 AWS_SITE = "gpufleet:index:Estate$gpufleet:aws:Site"
 BM_SITE = "gpufleet:index:Estate$gpufleet:baremetal:Site"

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from components.model.load import ESTATE_KEY, parse_estate
 from gpufleet.engine.plan import Plan
 from gpufleet.review import check
+from model.load import ESTATE_KEY, parse_estate
 from tests.conftest import EXAMPLES, ROOT, example_estate
 from tests.policies.broken_stack import BREAKS, broken_config
 

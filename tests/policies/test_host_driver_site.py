@@ -9,9 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from components.kubernetes import gpu_operator
-from components.model.load import ESTATE_KEY, parse_estate
 from gpufleet.engine.plan import Plan
 from gpufleet.review import check
+from model.load import ESTATE_KEY, parse_estate
 from tests.conftest import EXAMPLES, example_config
 
 RULE = "operator-driver-site"

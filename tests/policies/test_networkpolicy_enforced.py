@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import copy
 
-from components.model.load import read_stack
 from gpufleet.engine.plan import Plan
 from gpufleet.review import check
+from model.load import read_stack
 from tests.conftest import ROOT
 
 RULE = "tenant-networkpolicy-enforced"

@@ -18,9 +18,9 @@ import yaml
 from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
-from components.model.spec import EstateSpec
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.review import check
+from model.spec import EstateSpec
 from policies.cost_tags import taggable
 from tests.conftest import ROOT
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from components.model.conventions import FABRIC_LABEL
-from components.model.load import ESTATE_KEY, parse_estate
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.review import check
+from model.conventions import FABRIC_LABEL
+from model.load import ESTATE_KEY, parse_estate
 from tests.conftest import ROOT, example_config
 
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from components.model.conventions import GPU_PRESENT_LABEL, POOL_LABEL, TENANT_NODE_LABEL
 from gpufleet.engine.plan import PlanResource
 from gpufleet.review import check
 from gpufleet.review.findings import Finding
+from model.conventions import GPU_PRESENT_LABEL, POOL_LABEL, TENANT_NODE_LABEL
 from tests.policies import fixtures as fx
 
 

@@ -19,7 +19,6 @@ from pulumi.runtime.proto import analyzer_pb2
 from typer.testing import CliRunner
 
 from components.kubernetes.admission import TOLERATIONS_POLICY
-from components.model.load import ESTATE_KEY, parse_estate
 from gpufleet.charts.cache import ChartCache
 from gpufleet.cli.app import app
 from gpufleet.engine.plan import Plan
@@ -27,6 +26,7 @@ from gpufleet.review import check
 from gpufleet.review.first_up import node_group_node
 from gpufleet.review.reality import render
 from gpufleet.review.scheduling import fits, pod_spec
+from model.load import ESTATE_KEY, parse_estate
 from tests.conftest import example_config, write_project
 from tests.kubernetes.tenancy.test_admission_cel import refused
 from tests.policies.test_packs import _configure, _resource, analyzers  # noqa: F401 (analyzers: a fixture)

@@ -13,9 +13,9 @@ from typing import Any
 
 from pulumi.runtime.proto import analyzer_pb2
 
-from components.model.load import ESTATE_KEY, parse_estate
 from gpufleet.engine.plan import Plan
 from gpufleet.review import check
+from model.load import ESTATE_KEY, parse_estate
 from tests.conftest import example_config
 from tests.policies.test_packs import _configure, _resource, analyzers  # noqa: F401 (analyzers: a fixture)
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from components.model.load import read_stack
-from components.model.spec import EstateSpec
 from gpufleet.charts.cache import ENV_VAR, ChartCache, pinned_charts
 from gpufleet.charts.render import RenderedRelease, render_plan
 from gpufleet.engine.plan import Plan
 from gpufleet.review.first_up import FirstUp, simulate
+from model.load import read_stack
+from model.spec import EstateSpec
 from tests.conftest import EXAMPLES, ROOT
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.kubernetes.versions import Chart
 from gpufleet.engine.plan import HELM_RELEASE, Plan, PlanResource
+from model.versions import Chart
 
 ESTATE = "gpufleet:index:Estate"
 

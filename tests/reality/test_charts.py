@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.kubernetes import versions
 from gpufleet.charts.cache import ENV_VAR, ChartCache, ChartCacheError, chart_for, default_root, pinned_charts
 from gpufleet.charts.pull import PullError, install_archive, pull
 from gpufleet.charts.render import render_chart
+from model import versions
 from tests.reality.conftest import missing_from_test_cache
 
 

@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from components.model.conventions import SHARED, TENANT_LABEL
 from gpufleet.engine.plan import Plan
+from model.conventions import SHARED, TENANT_LABEL
 from tests.reality.test_checkov import checkov
 
 ROLE = "aws:iam/role:Role"

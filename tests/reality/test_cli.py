@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from components.kubernetes import versions
 from gpufleet.cli.app import app
 from gpufleet.engine import synth
 from gpufleet.engine.plan import Plan
 from gpufleet.review import check, review
 from gpufleet.review.findings import Findings
+from model import versions
 from tests.conftest import ROOT
 from tests.reality.plans import PlanBuilder
 

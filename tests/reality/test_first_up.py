@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from components.kubernetes import versions
-from components.model.spec import EstateSpec
 from gpufleet.charts.cache import ChartCache
 from gpufleet.charts.render import render_plan
 from gpufleet.engine.plan import Plan
 from gpufleet.review.first_up import FirstUp, Problem, simulate
+from model import versions
+from model.spec import EstateSpec
 from tests.conftest import example_estate
 from tests.reality.conftest import missing_from_test_cache
 from tests.reality.plans import PlanBuilder
@@ -161,7 +161,7 @@ def test_core_object_with_a_wrong_type(chart_cache: ChartCache) -> None:
     assert "'1000' is not of type 'integer'" in p.message and "Kubernetes 1.34 OpenAPI" in p.message
 
 
-# The schema refuses an estate whose APIs someone cannot reach (components/model/reach.py); these fixtures break an
+# The schema refuses an estate whose APIs someone cannot reach (model/reach.py); these fixtures break an
 # already-validated spec so the first-up check, which asks the same judgement, is seen to find it too.
 
 

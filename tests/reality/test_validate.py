@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from components.kubernetes import versions
-from components.model.spec import EksCluster
 from gpufleet.charts.cache import ENV_VAR, ChartCache
 from gpufleet.charts.operator_crds import SOURCES, data_file, generate, operator_crds
 from gpufleet.charts.render import render_chart
 from gpufleet.review.validate import builtin_issues, bundled_versions, crd_issues, python_pattern
+from model import versions
+from model.spec import EksCluster
 
 
 @pytest.fixture(scope="module")

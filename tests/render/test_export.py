@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.model.load import parse_estate
 from gpufleet.engine.plan import Plan
 from gpufleet.engine.synth import synth
 from gpufleet.render.export import cluster_of, export
+from model.load import parse_estate
 from tests.conftest import ROOT, example_estate
 
 

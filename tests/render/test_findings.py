@@ -7,11 +7,11 @@ import re
 
 from rich.console import Console
 
-from components.model.load import parse_estate
 from gpufleet.render.diff import diff_text
 from gpufleet.render.findings import findings_json
 from gpufleet.render.preview import check_json, check_text, preview_json, preview_markdown, preview_text
 from gpufleet.review.findings import Finding, Findings
+from model.load import parse_estate
 from tests.review.estates import BUDGET, NODE_GROUP, TAGS, changed, review_of, small_diff
 
 EXTRA = [

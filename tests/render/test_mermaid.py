@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from components.model.load import parse_estate
 from gpufleet.engine.plan import Plan
 from gpufleet.render.mermaid import mermaid
+from model.load import parse_estate
 from tests.conftest import example_estate
 
 ID = r"[A-Za-z][A-Za-z0-9_]*"

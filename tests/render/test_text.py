@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from components.model.load import parse_estate
 from gpufleet.render.preview import preview_text
+from model.load import parse_estate
 from tests.review.estates import BUDGET, TAGS, changed, review_of
 
 

@@ -6,13 +6,13 @@ import copy
 import datetime as dt
 from typing import Any
 
-from components.model.load import parse_estate
-from components.model.spec import AwsSite, EstateSpec, FsxLustreTier
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.review.cost import estate_cost
 from gpufleet.review.diff import PlanDiff, diff_plans
 from gpufleet.review.findings import Finding, Findings
 from gpufleet.review.review import Review
+from model.load import parse_estate
+from model.spec import AwsSite, EstateSpec, FsxLustreTier
 
 NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
 

@@ -26,8 +26,8 @@ PROGRAM = textwrap.dedent(
     """Test program: one node group per AWS pool, one protected FSx per Lustre tier."""
     import pulumi
 
-    from components.model.load import parse_estate
-    from components.model.spec import AwsSite, FsxLustreTier
+    from model.load import parse_estate
+    from model.spec import AwsSite, FsxLustreTier
 
     config = pulumi.Config()
     spec = parse_estate(config.get_object("estate"), "test")
@@ -74,7 +74,7 @@ def init_repo(tmp: Path, program: str | None) -> Path:
     repo = tmp / "repo"
     repo.mkdir()
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "check.py")
-    for pkg in ("components", "gpufleet"):
+    for pkg in ("components", "gpufleet", "model"):
         shutil.copytree(ROOT / pkg, repo / pkg, ignore=ignore)
     if (ROOT / "policies").exists() and program is None:
         shutil.copytree(ROOT / "policies", repo / "policies", ignore=ignore)
@@ -97,7 +97,7 @@ def write_stack(repo: Path, stack: str, config: dict[str, Any]) -> None:
 
 
 def set_price(repo: Path, instance: str, usd: float) -> None:
-    path = repo / "components" / "model" / "catalog" / "aws_prices.json"
+    path = repo / "model" / "catalog" / "aws_prices.json"
     doc = json.loads(path.read_text())
     doc["regions"]["us-east-1"][instance] = usd
     path.write_text(json.dumps(doc, indent=1))

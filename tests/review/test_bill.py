@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from components.model.load import parse_estate
 from gpufleet.cli.app import app
 from gpufleet.review.cost import estate_cost
 from gpufleet.review.usage import UsageProfile
+from model.load import parse_estate
 from tests.conftest import ROOT, write_project
 from tests.review.estates import NOW, small
 

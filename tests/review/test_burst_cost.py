@@ -14,13 +14,13 @@ import json
 import pytest
 from rich.console import Console
 
-from components.model.load import parse_estate
-from components.model.spec import BurstWindow, EstateSpec
 from gpufleet.engine.plan import Plan
 from gpufleet.render.cost import cost_markdown, cost_text
 from gpufleet.render.diff import delta_text, diff_json
 from gpufleet.review.cost import EstateCost, estate_cost
 from gpufleet.review.diff import PlanDiff, diff_plans
+from model.load import parse_estate
+from model.spec import BurstWindow, EstateSpec
 from tests.conftest import example_estate
 from tests.review.estates import NOW
 

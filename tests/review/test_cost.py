@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from components.model import catalog
-from components.model.load import parse_estate
-from components.model.spec import BurstWindow
 from gpufleet.review.cost import UNASSIGNED, EstateCost, estate_cost
+from model import catalog
+from model.load import parse_estate
+from model.spec import BurstWindow
 from tests.conftest import example_estate
 from tests.review.estates import NOW, small
 

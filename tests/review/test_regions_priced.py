@@ -3,7 +3,7 @@ and the budget read when something has no price (cost text / Markdown / JSON, th
 
 The region list is botocore's endpoints data (botocore/data/endpoints.json, partition aws, at the installed
 botocore; tests/catalog/test_prices.py ties the catalog file to it); the us-west-2 GPU prices are the dated
-per-region table in components/model/catalog/aws_prices.json (its `sources` say where each region comes from).
+per-region table in model/catalog/aws_prices.json (its `sources` say where each region comes from).
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from components.model import catalog
-from components.model.load import ESTATE_KEY, SpecError, parse_estate
 from gpufleet.render.cost import budget_line, cost_json, cost_markdown, cost_summary, cost_text
 from gpufleet.render.diff import delta_text
 from gpufleet.review.cost import EstateCost, estate_cost
 from gpufleet.review.diff import CostLine, PlanDiff
+from model import catalog
+from model.load import ESTATE_KEY, SpecError, parse_estate
 from tests.cli.badinput import STACK, assert_bad_input, invoke, snapshot, stack_project
 from tests.conftest import ROOT, example_config, example_estate
 from tests.review.estates import NOW, small
@@ -329,14 +329,14 @@ def test_unverified_fsx_tier_prices_are_flagged_in_every_cost_output() -> None:
 
 
 def test_a_stack_price_also_prices_sizing_placements_and_the_burst_budget() -> None:
-    # One home for a cloud node-hour (components.model.pricing.site_price): `gpufleet size` ranks a stack pool at
+    # One home for a cloud node-hour (model.pricing.site_price): `gpufleet size` ranks a stack pool at
     # the stack's rate (p5.48xlarge at $40.00/h over 8 GPUs = $5.00/GPU-h), and `gpufleet burst` checks a window
     # against the budget at the same rate.
     from fractions import Fraction
 
-    from components.model import windows
-    from components.model.spec import AwsSite
     from gpufleet.sizing.placement import stack_placements
+    from model import windows
+    from model.spec import AwsSite
 
     raw = _with_prices(
         [{"instance_type": "p5.48xlarge", "usd_per_hour": 40.0, "date": "2026-10-01", "source": "EDP contract"}]

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from components.model import load
-from components.model.load import ESTATE_KEY, SpecError
 from gpufleet.engine.plan import Plan
 from gpufleet.review import review
 from gpufleet.review.findings import Finding
+from model import load
+from model.load import ESTATE_KEY, SpecError
 from tests.conftest import ROOT, example_config, write_project
 
 

@@ -135,8 +135,8 @@ def test_a_code_change_is_judged_by_the_base_revisions_own_code(tmp_path: Path) 
 @pytest.mark.parametrize(
     "change",
     [
-        "components/model/catalog/aws_prices.json",  # the catalog the cost comes from
-        "components/model/capacity.py",  # a component's model
+        "model/catalog/aws_prices.json",  # the catalog the cost comes from
+        "model/capacity.py",  # a component's model
         "gpufleet/review/cost.py",  # the review
         "__main__.py",  # the program
         "Pulumi.yaml",  # the project file

@@ -8,9 +8,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from components.model.load import parse_estate
 from gpufleet.render.diff import diff_markdown
 from gpufleet.render.preview import preview_markdown
+from model.load import parse_estate
 from tests.review.estates import BUDGET, TAGS, changed, review_of, small_diff
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"

@@ -2,7 +2,7 @@
 
 Ring all-reduce time = 2(n-1)/n × bytes ÷ bandwidth of the slowest link per GPU, one direction (NVIDIA/nccl-tests
 doc/PERFORMANCE.md: busbw = algbw × 2(n-1)/n, "the speed of the hardware bottleneck", measured one direction).
-Link figures: components/model/catalog/gpus.yaml (NVIDIA product pages) and aws_instances.json (EC2
+Link figures: model/catalog/gpus.yaml (NVIDIA product pages) and aws_instances.json (EC2
 DescribeInstanceTypes network_performance).
 """
 
@@ -11,13 +11,13 @@ from __future__ import annotations
 import datetime as dt
 from fractions import Fraction
 
-from components.model import catalog
-from components.model.catalog import network_gbit_per_s
-from components.model.load import parse_estate
 from gpufleet.render.sizing import sizing_text
 from gpufleet.sizing.interconnect import intra_node_gb_per_s, ring
 from gpufleet.sizing.placement import catalog_placements, size_class
 from gpufleet.sizing.report import size
+from model import catalog
+from model.catalog import network_gbit_per_s
+from model.load import parse_estate
 from tests.conftest import example_estate
 from tests.sizing.helpers import wclass, wfile
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from components.model import catalog
 from gpufleet.sizing.arithmetic import memory_fit, memory_need
 from gpufleet.sizing.placement import Choice, catalog_placements, evaluate, size_class
+from model import catalog
 from tests.sizing.helpers import wclass
 
 H100 = catalog.gpu_model("H100-80GB")

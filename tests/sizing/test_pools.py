@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.model import catalog
-from components.model.load import parse_estate
-from components.model.pricing import server_hour_usd
-from components.model.spec import AwsNodePool, BaremetalSite
 from gpufleet.render.sizing import node_pool_snippet, sizing_markdown
 from gpufleet.sizing.report import SizingReport, size
 from gpufleet.sizing.workloads import load_workloads
+from model import catalog
+from model.load import parse_estate
+from model.pricing import server_hour_usd
+from model.spec import AwsNodePool, BaremetalSite
 from tests.conftest import example_estate
 
 ROOT = Path(__file__).resolve().parents[2]

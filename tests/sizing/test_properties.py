@@ -8,9 +8,9 @@ from fractions import Fraction
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.model import catalog
 from gpufleet.sizing.arithmetic import installed_equivalents, memory_fit, memory_need, nodes_for, q, scenarios
 from gpufleet.sizing.workloads import PERIOD_HOURS
+from model import catalog
 from tests.sizing.helpers import wclass, wfile
 
 hours = st.decimals(min_value="0.5", max_value="100000", places=2).map(lambda d: Fraction(str(d)))

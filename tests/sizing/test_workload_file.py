@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from components.model.load import SpecError
 from gpufleet.sizing.workloads import load_workloads, parse_workloads
+from model.load import SpecError
 from tests.sizing.helpers import raw_file
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,8 +16,8 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from components.model import conventions
 from gpufleet.verify import manifests
+from model import conventions
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

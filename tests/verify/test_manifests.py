@@ -9,10 +9,10 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from components.model.load import read_stack
-from components.model.spec import AwsSite
 from gpufleet.verify import cluster_checks, manifests, suite, tenancy_probes
 from gpufleet.verify.kube import ClusterApi, Context
+from model.load import read_stack
+from model.spec import AwsSite
 from tests.conftest import EXAMPLES, ROOT
 
 RUN = manifests.Run("abc123")

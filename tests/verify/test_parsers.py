@@ -7,9 +7,9 @@ import json
 import jsonschema
 import pytest
 
-from components.model import catalog
-from components.model.spec import FsxLustreTier
 from gpufleet.verify import parsers, thresholds
+from model import catalog
+from model.spec import FsxLustreTier
 from tests.verify.fake_kube import dcgm_document, fixture
 
 

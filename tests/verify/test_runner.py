@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from components.model.load import read_stack
 from gpufleet.verify import suite as suites
 from gpufleet.verify.kube import ClusterApi, Context
 from gpufleet.verify.manifests import Run
 from gpufleet.verify.results import Status
 from gpufleet.verify.runner import run_site
+from model.load import read_stack
 from tests.conftest import ROOT
 from tests.verify.fake_kube import FakeBatch, FakeCluster, FakeCore, dcgm_document
 

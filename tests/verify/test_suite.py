@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from components.aws.storage import training_need_gbps
-from components.model.load import parse_estate
-from components.model.spec import AwsSite, FsxLustreTier
 from gpufleet.verify import suite as suites
 from gpufleet.verify import thresholds
+from model.load import parse_estate
+from model.spec import AwsSite, FsxLustreTier
 from tests.conftest import example_estate
 
 
@@ -86,7 +86,7 @@ def test_degraded_is_opt_in_and_optional() -> None:
 
 
 def test_largest_all_reduce_fits_a_quarter_of_gpu_memory() -> None:
-    from components.model import catalog
+    from model import catalog
 
     assert thresholds.nccl_max_bytes(catalog.gpu_model("H100-80GB")) == 16 * 1024**3
     assert thresholds.nccl_max_bytes(catalog.instance_type("g6e.12xlarge").gpu) == 8 * 1024**3

@@ -22,7 +22,7 @@ from components.aws.storage.csi import efs_driver, fsx_driver, tenant_uid
 from components.aws.storage.efs import efs_tier
 from components.aws.storage.fsx import DataRepositoryLink, fsx_tier, throughput_warning, training_need_gbps
 from components.aws.storage.s3 import EstateBucket, bucket_name, grant_fsx_access, s3_tier
-from components.model.spec import EfsTier, FsxLustreTier, S3Tier
+from model.spec import EfsTier, FsxLustreTier, S3Tier
 
 __all__ = [
     "SiteStorage",

@@ -11,8 +11,8 @@ import pulumi_kubernetes as k8s
 
 from components.aws import iam
 from components.kubernetes.kueue import tenants_on_site
-from components.model.spec import AwsSite, EstateSpec, Tenant
-from components.model.tags import Tags
+from model.spec import AwsSite, EstateSpec, Tenant
+from model.tags import Tags
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,9 @@ import pulumi_kubernetes as k8s
 
 from components.aws import iam
 from components.aws.storage.context import StorageContext
-from components.kubernetes import helm, versions
-from components.model.conventions import SHARED
+from components.kubernetes import helm
+from model import versions
+from model.conventions import SHARED
 
 FSX_CSI = "fsx.csi.aws.com"
 EFS_CSI = "efs.csi.aws.com"

@@ -19,7 +19,7 @@ import pulumi_kubernetes as k8s
 from components.aws import iam
 from components.aws.storage.context import StorageContext
 from components.aws.storage.csi import EFS_CSI, static_volume, storage_class, tenant_uid
-from components.model.spec import EfsTier
+from model.spec import EfsTier
 
 NFS_PORT = 2049
 TENANTS_DIR = "/tenants"

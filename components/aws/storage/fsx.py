@@ -27,8 +27,8 @@ import pulumi_kubernetes as k8s
 from components.aws.storage.context import StorageContext
 from components.aws.storage.csi import CSI_NAMESPACE, FSX_CSI, NO_PROVISIONER, static_volume, storage_class, tenant_uid
 from components.aws.storage.s3 import EstateBucket
-from components.kubernetes import versions
-from components.model.spec import AwsSite, FsxLustreTier
+from model import versions
+from model.spec import AwsSite, FsxLustreTier
 
 LUSTRE_PORTS = ((988, 988), (1018, 1023))  # FSx for Lustre user guide, "Amazon VPC security groups"
 DATA_REPOSITORY_PATH = "/s3"  # where an S3 data repository appears in the file system

@@ -15,13 +15,13 @@ import pulumi_aws as aws
 
 from components.aws import iam
 from components.aws.storage.context import StorageContext
-from components.model import tenant_s3
-from components.model.spec import AwsSite, S3Tier
-from components.model.tags import Tags
+from model import tenant_s3
+from model.spec import AwsSite, S3Tier
+from model.tags import Tags
 
 
 def bucket_name(tags: Tags, site: AwsSite, tier: S3Tier, purpose: str, single_tier: bool) -> str:
-    """The bucket's name (components.model.tenant_s3.bucket_name, which tenants' grants name too)."""
+    """The bucket's name (model.tenant_s3.bucket_name, which tenants' grants name too)."""
     base = tags.base
     return tenant_s3.bucket_name(base["cluster"], base["env"], site.name, tier.name, purpose, single_tier=single_tier)
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from components.model.load import parse_estate
-from components.model.spec import EstateSpec
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.engine.synth import synth
+from model.load import parse_estate
+from model.spec import EstateSpec
 from tests.conftest import ROOT, example_estate
 
 Mutate = Callable[[dict[str, Any]], None]

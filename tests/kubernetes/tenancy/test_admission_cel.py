@@ -10,8 +10,8 @@ import pytest
 from celpy import celtypes, json_to_cel
 
 from components.kubernetes.admission import TOLERATION_VALIDATIONS, rdma_pod_policy, untrusted_validations
-from components.model.conventions import DEDICATED_TENANT_LABEL
-from components.model.spec import Tenant
+from model.conventions import DEDICATED_TENANT_LABEL
+from model.spec import Tenant
 
 ENV = celpy.Environment()
 

@@ -7,10 +7,9 @@ from typing import Any
 
 import yaml
 
-from components.kubernetes import versions
 from components.kubernetes.priorities import PRIORITY_LEVELS
-from components.model import conventions
 from gpufleet.engine.plan import Plan
+from model import conventions, versions
 from tests.conftest import example_config
 from tests.kubernetes.tenancy.conftest import in_namespace, k8s_object, k8s_objects
 

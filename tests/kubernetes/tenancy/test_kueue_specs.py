@@ -8,7 +8,7 @@ import yaml
 
 from components.kubernetes import kueue
 from components.kubernetes.priorities import PRIORITY_LEVELS
-from components.model import conventions, nodes
+from model import conventions, nodes
 from tests.kubernetes.tenancy.conftest import estate
 
 

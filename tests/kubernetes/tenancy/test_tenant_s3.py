@@ -2,7 +2,7 @@
 association naming it, and egress to the region's S3 ranges and to the Pod Identity agent.
 
 Sources: EKS Pod Identity (https://docs.aws.amazon.com/eks/latest/userguide/pod-identities.html); the S3 ranges
-are AWS's ip-ranges.json (service S3) in components/model/catalog/aws_s3_ranges.json.
+are AWS's ip-ranges.json (service S3) in model/catalog/aws_s3_ranges.json.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import ipaddress
 from collections.abc import Callable
 from typing import Any
 
-from components.model import catalog
-from components.model.conventions import TENANT_S3_SERVICE_ACCOUNT
-from components.model.load import ESTATE_KEY
 from gpufleet.engine.plan import Plan
+from model import catalog
+from model.conventions import TENANT_S3_SERVICE_ACCOUNT
+from model.load import ESTATE_KEY
 from tests.conftest import example_config
 from tests.kubernetes.tenancy.conftest import in_namespace
 

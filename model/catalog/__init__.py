@@ -1,0 +1,299 @@
+"""The catalog: GPU models, AWS GPU instance facts and prices, each dated and sourced.
+
+Data lives in the files beside this module; this loader is the only reader. Everything that needs a GPU
+count, a GPU's memory, an EFA layout or a price asks here, so no number is typed twice.
+- `aws_instances.json` is written by `gpufleet catalog refresh` (EC2 DescribeInstanceTypes), never by hand.
+- `aws_prices.json` holds on-demand Linux prices per region, each region with its date and source (`sources`),
+  and storage / service list prices per region, each figure dated and sourced.
+- `aws_regions.json` holds the AWS commercial regions (botocore's endpoints data), written by
+  `gpufleet catalog refresh --prices`; a stack's aws site must name one of them.
+- `gpus.yaml` holds GPU models (API memory, MIG profiles, time-slicing) with sources.
+- `aws_s3_ranges.json` holds AWS's published S3 IPv4 ranges per region (ip-ranges.json, dated by its createDate).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from model.yaml_text import safe_load
+
+HERE = Path(__file__).parent
+INSTANCES_FILE = HERE / "aws_instances.json"
+PRICES_FILE = HERE / "aws_prices.json"
+GPUS_FILE = HERE / "gpus.yaml"
+S3_RANGES_FILE = HERE / "aws_s3_ranges.json"
+REGIONS_FILE = HERE / "aws_regions.json"
+
+# The NVIDIA x86 GPU instance types gpufleet ships facts for; `catalog refresh` describes exactly these.
+SHIPPED_INSTANCE_TYPES: tuple[str, ...] = (
+    "p6-b300.48xlarge", "p6-b200.48xlarge",
+    "p5.48xlarge", "p5.4xlarge", "p5e.48xlarge", "p5en.48xlarge",
+    "p4d.24xlarge", "p4de.24xlarge", "p3dn.24xlarge",
+    "g6e.xlarge", "g6e.2xlarge", "g6e.4xlarge", "g6e.8xlarge", "g6e.12xlarge", "g6e.16xlarge",
+    "g6e.24xlarge", "g6e.48xlarge",
+    "g6.xlarge", "g6.2xlarge", "g6.4xlarge", "g6.8xlarge", "g6.12xlarge", "g6.16xlarge",
+    "g6.24xlarge", "g6.48xlarge",
+    "g5.xlarge", "g5.2xlarge", "g5.4xlarge", "g5.8xlarge", "g5.12xlarge", "g5.16xlarge",
+    "g5.24xlarge", "g5.48xlarge",
+)  # fmt: skip
+
+
+class CatalogError(LookupError, ValueError):
+    """A GPU model, instance type or price the catalog does not hold."""
+
+
+@dataclass(frozen=True)
+class MigProfile:
+    name: str  # e.g. "1g.10gb"
+    per_gpu: int  # how many fit on one GPU
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    id: str  # e.g. "H100-80GB"; the name stack files use for bare-metal servers
+    aws_name: str  # the name EC2 reports, e.g. "H100"
+    memory_mib: int
+    mig_profiles: tuple[MigProfile, ...]
+    time_slicing: bool = False
+    # GPU-to-GPU links as NVIDIA publishes them (total bidirectional GB/s per GPU): NVLink, or None for a part
+    # without it; and the GPU's PCIe x16 link. Sources in gpus.yaml.
+    nvlink_gb_per_s: int | None = None
+    pcie_gb_per_s: int | None = None
+
+    def mig_profile(self, name: str) -> MigProfile | None:
+        return next((p for p in self.mig_profiles if p.name == name), None)
+
+    def sharing_modes(self) -> tuple[str, ...]:
+        """The `sharing.mode` values a pool of this GPU may use (gpus.yaml: MIG profiles, time_slicing)."""
+        return ("whole", *(("mig",) if self.mig_profiles else ()), *(("time-slicing",) if self.time_slicing else ()))
+
+    def sharing_summary(self) -> str:
+        """What sharing this GPU allows and what a quota counts, for schema errors."""
+        parts = ["whole (1 nvidia.com/gpu per GPU)"]
+        if self.mig_profiles:
+            slices = ", ".join(f"{p.name} x{p.per_gpu}" for p in self.mig_profiles)
+            parts.append(f"mig (hardware-isolated slices, each counted as one unit in quotas: {slices} per GPU)")
+        if self.time_slicing:
+            parts.append(
+                "time-slicing (no memory or fault isolation; each GPU counts as `replicas` nvidia.com/gpu in quotas)"
+            )
+        return f"{self.id} GPUs allow " + "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    name: str
+    gpu: GpuModel
+    gpu_count: int
+    vcpus: int
+    memory_mib: int
+    network_performance: str
+    network_cards: int
+    efa_supported: bool
+    max_efa_interfaces: int
+    local_nvme_gb: int
+    local_nvme_disks: int
+    placement_strategies: tuple[str, ...]
+    usage_classes: tuple[str, ...]
+
+    @property
+    def family(self) -> str:
+        return self.name.split(".")[0]
+
+    @property
+    def network_gbit_per_s(self) -> Fraction | None:
+        return network_gbit_per_s(self.network_performance)
+
+
+_RATE = re.compile(r"\s*(?:(\d+)\s*x\s+)?(\d+(?:\.\d+)?)\s+Gigabit\s*")
+
+
+def network_gbit_per_s(network_performance: str) -> Fraction | None:
+    """A fixed EC2 `NetworkPerformance` line rate in Gbit/s ("3200 Gigabit" -> 3200, "4x 100 Gigabit" -> 400, as
+    DescribeInstanceTypes reports p4d); None for burstable "Up to ..." rates."""
+    m = _RATE.fullmatch(network_performance)
+    if m is None:
+        return None
+    return int(m.group(1) or 1) * Fraction(m.group(2))
+
+
+@dataclass(frozen=True)
+class Price:
+    usd_per_hour: float
+    region: str
+    date: str
+    source: str
+
+
+@cache
+def _instances_doc() -> dict[str, Any]:
+    return json.loads(INSTANCES_FILE.read_text())
+
+
+@cache
+def _prices_doc() -> dict[str, Any]:
+    return json.loads(PRICES_FILE.read_text())
+
+
+@cache
+def aws_regions() -> dict[str, str]:
+    """AWS commercial region codes -> their names (e.g. "us-west-2" -> "US West (Oregon)")."""
+    return dict(json.loads(REGIONS_FILE.read_text())["regions"])
+
+
+def unknown_region(region: str) -> str | None:
+    """Why `region` is refused, naming the known regions closest to it; None when it is a known region."""
+    if region in aws_regions():
+        return None
+    close = difflib.get_close_matches(region, list(aws_regions()), n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(close)}?" if close else f"known: {', '.join(aws_regions())}"
+    return f"{region} is not an AWS commercial region; {hint}"
+
+
+@cache
+def gpu_models() -> dict[str, GpuModel]:
+    doc = safe_load(GPUS_FILE.read_text())
+    return {
+        gid: GpuModel(
+            id=gid,
+            aws_name=g["aws_name"],
+            memory_mib=int(g["memory_mib"]),
+            mig_profiles=tuple(MigProfile(n, int(c)) for n, c in (g.get("mig_profiles") or {}).items()),
+            time_slicing=bool(g.get("time_slicing", False)),
+            nvlink_gb_per_s=g.get("nvlink_gb_per_s"),
+            pcie_gb_per_s=g.get("pcie_gb_per_s"),
+        )
+        for gid, g in doc["models"].items()
+    }
+
+
+def gpu_model(gid: str) -> GpuModel:
+    try:
+        return gpu_models()[gid]
+    except KeyError:
+        raise CatalogError(f"unknown GPU model {gid!r}; known: {', '.join(sorted(gpu_models()))}") from None
+
+
+def _model_for(aws_name: str, memory_mib: int) -> GpuModel:
+    for m in gpu_models().values():
+        if m.aws_name == aws_name and m.memory_mib == memory_mib:
+            return m
+    raise CatalogError(f"no GPU model in gpus.yaml for EC2 GPU {aws_name} with {memory_mib} MiB")
+
+
+@cache
+def instance_types() -> dict[str, InstanceType]:
+    out: dict[str, InstanceType] = {}
+    for name, f in _instances_doc()["instances"].items():
+        out[name] = InstanceType(
+            name=name,
+            gpu=_model_for(f["gpu_name"], f["gpu_memory_mib"]),
+            gpu_count=f["gpu_count"],
+            vcpus=f["vcpus"],
+            memory_mib=f["memory_mib"],
+            network_performance=f["network_performance"],
+            network_cards=f["network_cards"],
+            efa_supported=f["efa_supported"],
+            max_efa_interfaces=f["max_efa_interfaces"],
+            local_nvme_gb=f["local_nvme_gb"],
+            local_nvme_disks=f["local_nvme_disks"],
+            placement_strategies=tuple(f["placement_strategies"]),
+            usage_classes=tuple(f["usage_classes"]),
+        )
+    return out
+
+
+def instance_type(name: str) -> InstanceType:
+    try:
+        return instance_types()[name]
+    except KeyError:
+        raise CatalogError(
+            f"instance type {name!r} is not in the GPU catalog; known: {', '.join(sorted(instance_types()))}"
+        ) from None
+
+
+def offered_zones(name: str, region: str) -> list[str] | None:
+    """AZs of `region` offering `name`, or None when the catalog holds no offerings for that region."""
+    region_offers = _instances_doc().get("offerings", {}).get(region)
+    if region_offers is None:
+        return None
+    return list(region_offers.get(name, []))
+
+
+def instances_generated() -> str:
+    return str(_instances_doc()["generated"])
+
+
+def price(name: str, region: str) -> Price | None:
+    """On-demand Linux $/h of `name` in `region`, or None when the catalog has no price for it."""
+    doc = _prices_doc()
+    value = doc["regions"].get(region, {}).get(name)
+    if value is None:
+        return None
+    source = doc["sources"][region]
+    return Price(usd_per_hour=float(value), region=region, date=str(source["date"]), source=str(source["source"]))
+
+
+@dataclass(frozen=True)
+class ListPrice:
+    """A list price other than a GPU instance's: value per unit, with its date, source and whether it was confirmed."""
+
+    key: str
+    usd: float
+    unit: str
+    region: str
+    date: str
+    source: str
+    verified: bool
+
+
+def _list_price(section: str, key: str, region: str) -> ListPrice | None:
+    entry = _prices_doc().get(section, {}).get(region, {}).get(key)
+    if entry is None:
+        return None
+    return ListPrice(
+        key=key,
+        usd=float(entry["usd"]),
+        unit=str(entry["unit"]),
+        region=region,
+        date=str(entry["date"]),
+        source=str(entry["source"]),
+        verified=bool(entry.get("verified", False)),
+    )
+
+
+def service_price(key: str, region: str) -> ListPrice | None:
+    """A service's list price in `region` (`services`: eks-cluster, nat-gateway, ebs-gp3, ...), or None."""
+    return _list_price("services", key, region)
+
+
+def cpu_instance_price(name: str, region: str) -> ListPrice | None:
+    """On-demand $/h of a CPU instance type (system pools) in `region`, or None."""
+    return _list_price("cpu_instances", name, region)
+
+
+def price_table() -> dict[str, Any]:
+    """The whole price document (instances and storage), for tools that need more than one figure."""
+    return _prices_doc()
+
+
+@cache
+def _s3_ranges_doc() -> dict[str, Any]:
+    return json.loads(S3_RANGES_FILE.read_text())
+
+
+def s3_ranges(region: str) -> list[str]:
+    """AWS's published S3 IPv4 ranges in `region` (empty for a region the file does not hold)."""
+    return list(_s3_ranges_doc()["regions"].get(region, []))
+
+
+def s3_ranges_dated() -> str:
+    """When the S3 ranges were published (ip-ranges.json createDate)."""
+    return str(_s3_ranges_doc()["createDate"])

@@ -1,0 +1,159 @@
+"""Every key components and policies share: node labels and taints, namespace labels, tag keys, component type
+tokens and the privileged-namespace register. One home, so what the components write is what the policies read.
+
+Pure data (no Pulumi); `model.nodes` derives a pool's labels and taints from these keys,
+`model.tags` its cost tags and labels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, assert_never, cast, get_args
+
+# ------------------------------------------------------------------------------------------- gpufleet keys
+
+LABEL_PREFIX = "gpufleet.io/"  # gpufleet's own label namespace (nodes, namespaces, cost labels)
+SHARED = "shared"  # the `tenant` tag / label value of resources no single tenant owns
+
+# `tenant` is three keys in one: the label every tenant namespace carries (tenant=<id>), the taint key of nodes
+# dedicated to a tenant (tenant=<id>:NoSchedule) and the AWS cost tag (tenant=<id> or `shared`).
+TENANT_LABEL = "tenant"
+
+POOL_LABEL = f"{LABEL_PREFIX}pool"
+ROLE_LABEL = f"{LABEL_PREFIX}role"
+GPU_PRODUCT_LABEL = f"{LABEL_PREFIX}gpu-model"
+FABRIC_LABEL = f"{LABEL_PREFIX}fabric"
+TRUST_LABEL = f"{LABEL_PREFIX}trust"  # a tenant namespace's trust level
+RDMA_LABEL = f"{LABEL_PREFIX}rdma"  # a tenant namespace marked for RDMA / EFA jobs (IPC_LOCK; check P6)
+# The tenant a node is dedicated to, as Kueue flavors and admission policies select it. It is also the tenant
+# cost label (`shared` on shared nodes). EKS node groups cannot carry TENANT_NODE_LABEL (reserved kubernetes.io/
+# prefix), so this label is the one tenant selector that exists on every site.
+DEDICATED_TENANT_LABEL = f"{LABEL_PREFIX}tenant"
+# Kubelets cannot set labels under node-restriction.kubernetes.io/, so a node cannot claim a tenant itself
+# (https://kubernetes.io/docs/reference/access-authn-authz/admission-controllers/#noderestriction).
+TENANT_NODE_LABEL = "node-restriction.kubernetes.io/tenant"
+
+RACK_LABEL = "topology.gpufleet.io/rack"
+LEAF_LABEL = "topology.gpufleet.io/leaf"
+RAIL_LABEL = "topology.gpufleet.io/rail"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set by the API server on every namespace
+TOPOLOGY_LEVELS = (RACK_LABEL, LEAF_LABEL, HOSTNAME_LABEL)  # Kueue Topology levels, widest first
+
+# AWS tag keys components set besides the required ones, which policies read back.
+# The service account in a tenant namespace that EKS Pod Identity binds to the tenant's S3 role (tenant `s3`).
+TENANT_S3_SERVICE_ACCOUNT = "s3-access"
+POOL_TAG = "pool"  # launch templates: the pool they launch
+FABRIC_TAG = "fabric"  # an EFA fabric's subnet and security group
+
+# Tag keys every taggable AWS resource carries (metadata.required_tags defaults to these).
+REQUIRED_TAGS = ("owner", "cost-center", "env", "cluster", TENANT_LABEL)
+
+# ---------------------------------------------------------------------------------- NVIDIA and AWS keys
+
+GPU_RESOURCE = "nvidia.com/gpu"  # the device plugin's extended resource (whole GPUs, time-sliced replicas)
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"  # mig-strategy mixed: one resource per profile, e.g. nvidia.com/mig-1g.10gb
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"  # read by the MIG manager
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"  # selects a named device-plugin config
+EFA_LABEL = "vpc.amazonaws.com/efa.present"
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str
+    effect: str  # NoSchedule | NoExecute | PreferNoSchedule
+
+    def as_k8s(self) -> dict[str, str]:
+        return {"key": self.key, "value": self.value, "effect": self.effect}
+
+    def toleration(self) -> dict[str, str]:
+        return {"key": self.key, "operator": "Equal", "value": self.value, "effect": self.effect}
+
+
+GPU_TAINT = Taint(GPU_RESOURCE, "present", "NoSchedule")  # on every GPU node
+
+
+def tenant_taint(tenant: str) -> Taint:
+    """The taint of nodes dedicated to `tenant`."""
+    return Taint(TENANT_LABEL, tenant, "NoSchedule")
+
+
+# The taint of a time-sliced pool trusted tenants share (`sharing.shared_by`): only Kueue, admitting a named tenant's
+# workload on the pool's flavor, adds its toleration, and the tenant-tolerations admission policy refuses it in any
+# other tenant's pods. Without it, a pod of another tenant tolerating the GPU taint could land on the shared GPUs.
+SHARED_POOL_TAINT_KEY = f"{LABEL_PREFIX}shared-pool"
+
+
+def shared_pool_taint(pool: str) -> Taint:
+    """The taint of the shared time-sliced pool `pool`."""
+    return Taint(SHARED_POOL_TAINT_KEY, pool, "NoSchedule")
+
+
+# The EKS node-group API refuses labels and taints that contain these ("Label cannot contain reserved prefixes
+# [kubernetes.io/, k8s.io/, eks.amazonaws.com/]", https://github.com/aws/containers-roadmap/issues/1451).
+EKS_RESERVED_LABEL_PREFIXES = ("kubernetes.io/", "k8s.io/", "eks.amazonaws.com/")
+
+
+def eks_rejects_label(key: str) -> bool:
+    """True if an EKS managed node group would refuse a label with this key."""
+    return any(prefix in key for prefix in EKS_RESERVED_LABEL_PREFIXES)
+
+
+# ------------------------------------------------------------------------------------------ Pod Security
+
+# https://kubernetes.io/docs/concepts/security/pod-security-admission/#pod-security-admission-labels-for-namespaces
+POD_SECURITY_PREFIX = "pod-security.kubernetes.io/"
+POD_SECURITY_MODES = ("enforce", "audit", "warn")
+PodSecurityLevel = Literal["privileged", "baseline", "restricted"]
+
+
+def pod_security_labels(level: PodSecurityLevel, modes: tuple[str, ...] = POD_SECURITY_MODES) -> dict[str, str]:
+    """Namespace labels setting Pod Security `level` in each of `modes`."""
+    return {f"{POD_SECURITY_PREFIX}{mode}": level for mode in modes}
+
+
+# ---------------------------------------------------------------------------- privileged-namespace register
+
+GPU_OPERATOR_NAMESPACE = "gpu-operator"
+NETWORK_OPERATOR_NAMESPACE = "network-operator"
+KUBE_SYSTEM = "kube-system"
+
+# The only namespaces whose Pod Security level may be `privileged` (checks T6, P5): the system namespaces gpufleet
+# installs privileged operands into, and nothing else. Adding one is a security decision; say why next to it.
+PRIVILEGED_NAMESPACES: frozenset[str] = frozenset(
+    {
+        GPU_OPERATOR_NAMESPACE,  # GPU Operator operands: privileged, hostPID (driver, toolkit, MIG manager)
+        NETWORK_OPERATOR_NAMESPACE,  # DOCA driver, RDMA / SR-IOV device plugins, multus, CNI installers
+        KUBE_SYSTEM,  # standalone NVIDIA device plugin, AWS EFA device plugin, the cluster's own CNI/proxy
+    }
+)
+
+# -------------------------------------------------------------------------------------------- type tokens
+
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"  # pulumi-kubernetes Helm Release resources
+
+SiteKind = Literal["aws", "baremetal"]  # the `kind` of every site model in model.spec
+AWS_SITE_TYPE = "gpufleet:aws:Site"
+BAREMETAL_SITE_TYPE = "gpufleet:baremetal:Site"
+
+
+def site_type(kind: SiteKind) -> str:
+    """The component type token of a site of `kind`; it names the site kind in every URN below the site."""
+    match kind:
+        case "aws":
+            return AWS_SITE_TYPE
+        case "baremetal":
+            return BAREMETAL_SITE_TYPE
+        case _:
+            assert_never(kind)
+
+
+def site_kind_of_urn(urn: str) -> SiteKind | None:
+    """The kind of the site a resource is (or sits under), from the type chain in its URN; None: under no site."""
+    for kind in get_args(SiteKind):
+        token = site_type(kind)
+        if f"{token}$" in urn or f"{token}::" in urn:
+            return cast(SiteKind, kind)
+    return None

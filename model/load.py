@@ -1,0 +1,416 @@
+"""Loading the estate from stack config, with one clear message per problem (file and YAML path).
+
+Used by the Pulumi program (config from the engine) and by the CLI (stack files read from disk).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+from yaml.constructor import ConstructorError
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from model.catalog import CatalogError
+from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec, SpecFieldError, SpecProblems
+
+ESTATE_KEY = "gpufleet:estate"
+WINDOW_KEY = "gpufleet:burstWindow"
+LEDGER_KEY = "gpufleet:burstLedger"  # past burst windows (spend so far); written by `gpufleet burst`
+
+# Discriminator values pydantic inserts into error locations of tagged unions; they are not YAML keys.
+_UNION_TAGS = frozenset(
+    {"aws", "baremetal", "efa", "infiniband", "roce", "scratch", "fsx-lustre", "efs", "s3", "nfs",
+     "parallel-fs", "s3-onprem", "vpn", "transit-gateway", "existing", "public"}
+)  # fmt: skip
+_UNION_FIELDS = frozenset({"interconnect"})  # tagged unions held by a key, not a list
+# Lists whose items are tagged unions: a tag right after an index into one of these is not a key (a tenant's `s3`
+# list, whose name is also a storage tag, is a key).
+_UNION_LISTS = frozenset({"sites", "fabrics", "storage"})
+
+
+@dataclass
+class SpecError(Exception):
+    """Bad input: one message per problem, each naming the file and the YAML path."""
+
+    problems: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return "\n".join(self.problems)
+
+
+def yaml_path(base: str, loc: tuple[int | str, ...]) -> str:
+    out = base
+    for i, part in enumerate(loc):
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif (
+            part in _UNION_TAGS
+            and i > 0
+            and ((isinstance(loc[i - 1], int) and i > 1 and loc[i - 2] in _UNION_LISTS) or loc[i - 1] in _UNION_FIELDS)
+        ) or part.startswith("function-"):
+            continue
+        else:
+            out += f".{part}"
+    return out
+
+
+SCHEMA_HINT = "`gpufleet schema` lists the allowed keys"
+
+
+def problem_line(source: str, base: str, path: str, message: str) -> str:
+    """The one shape of an error line: `file: yaml.path: message` (the path is `base` + `path`)."""
+    where = ".".join(x for x in (base, path) if x)
+    return f"{source}: {where or '(top level)'}: {message}"
+
+
+def validation_problems(err: ValidationError, source: str, base: str, hint: str = SCHEMA_HINT) -> list[str]:
+    """One `file: yaml.path: message` line per pydantic error; `base` prefixes every path ("" for the top level)."""
+    out = []
+    for e in err.errors():
+        ctx_err = (e.get("ctx") or {}).get("error")
+        if isinstance(ctx_err, SpecProblems):
+            out += [problem_line(source, base, p.path, p.message) for p in ctx_err.problems]
+            continue
+        if isinstance(ctx_err, SpecFieldError):
+            out.append(problem_line(source, base, ctx_err.path, ctx_err.message))
+            continue
+        msg = e["msg"].removeprefix("Value error, ")
+        if isinstance(ctx_err, CatalogError):
+            msg = str(ctx_err).strip("'\"")
+        if e["type"] == "extra_forbidden":
+            msg = f"unknown key (check the spelling; {hint})"
+        elif e["type"] == "missing":
+            msg = "required key is missing"
+        out.append(problem_line(source, "", yaml_path(base, tuple(e["loc"])).lstrip("."), msg))
+    return out
+
+
+def parse_estate(raw: Any, source: str) -> EstateSpec:
+    base = f"config.{ESTATE_KEY}"
+    if not isinstance(raw, dict):
+        raise SpecError([f"{source}: {base}: must be a mapping (the estate), got {type(raw).__name__}"])
+    try:
+        return EstateSpec.model_validate(raw)
+    except ValidationError as err:
+        raise SpecError(validation_problems(err, source, base)) from None
+
+
+def _json_text(raw: Any, source: str, base: str) -> Any:
+    """`pulumi config set KEY '<json>'` stores structured values as JSON text; the engine parses it back."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise SpecError([f"{source}: {base}: not valid JSON: {err}"]) from None
+
+
+def parse_window(raw: Any, source: str) -> BurstWindow | None:
+    base = f"config.{WINDOW_KEY}"
+    raw = _json_text(raw, source, base)
+    if raw is None:
+        return None
+    try:
+        return BurstWindow.model_validate(raw)
+    except ValidationError as err:
+        raise SpecError(validation_problems(err, source, base)) from None
+
+
+def check_window(spec: EstateSpec, window: BurstWindow | None, source: str) -> None:
+    """A window must grow an existing burst pool with that pool's instance type, in its AZ."""
+    from model.windows import window_problems
+
+    if window is None:
+        return
+    base = f"config.{WINDOW_KEY}"
+    problems = window_problems(spec, window)
+    if problems:
+        raise SpecError([problem_line(source, base, p.path, p.message) for p in problems])
+
+
+def parse_ledger(raw: Any, source: str) -> list[BurstLedgerEntry]:
+    base = f"config.{LEDGER_KEY}"
+    raw = _json_text(raw, source, base)
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise SpecError([f"{source}: {base}: must be a list of past windows, got {type(raw).__name__}"])
+    out, problems = [], []
+    for i, entry in enumerate(raw):
+        try:
+            out.append(BurstLedgerEntry.model_validate(entry))
+        except ValidationError as err:
+            problems += validation_problems(err, source, f"{base}[{i}]")
+    if problems:
+        raise SpecError(problems)
+    return out
+
+
+@dataclass(frozen=True)
+class StackFile:
+    """A stack settings file as the Pulumi CLI reads it."""
+
+    path: Path
+    project: str
+    config: dict[str, Any]  # fully namespaced keys -> raw YAML values (secure values as {"secure": ...})
+
+    def estate(self) -> EstateSpec:
+        if ESTATE_KEY not in self.config:
+            raise SpecError([f"{self.path}: config.{ESTATE_KEY}: required key is missing"])
+        return parse_estate(self.config[ESTATE_KEY], str(self.path))
+
+    def window(self) -> BurstWindow | None:
+        return parse_window(self.config.get(WINDOW_KEY), str(self.path))
+
+    def ledger(self) -> list[BurstLedgerEntry]:
+        return parse_ledger(self.config.get(LEDGER_KEY), str(self.path))
+
+    def contents(self) -> tuple[EstateSpec, BurstWindow | None, list[BurstLedgerEntry]]:
+        """Estate, window (checked against the estate) and ledger: what every command validates alike, so one
+        stack file is valid or invalid for preview, check, cost, diff, size and burst the same way."""
+        spec, window = self.estate(), self.window()
+        check_window(spec, window, str(self.path))
+        return spec, window, self.ledger()
+
+
+# Limits of every YAML file gpufleet reads (stack, workload, Pulumi.yaml, kubeconfig): far above any real file,
+# low enough that no input makes a command spend more than a moment or a few MB before it answers.
+MAX_FILE_BYTES = 4 * 1024 * 1024
+MAX_DEPTH = 64  # nesting of mappings and lists
+MAX_NODES = 200_000  # values after aliases (*name, <<: *name) are expanded: an alias bomb stops here
+MAX_INT_DIGITS = 30  # no count, size or price in an estate comes near 10**30
+
+
+class _LimitedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, bounded: nesting depth, integer length and dates that exist (see the limits above)."""
+
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
+        self._depth = getattr(self, "_depth", 0) + 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise yaml.composer.ComposerError(
+                    None, None, f"nested deeper than {MAX_DEPTH} levels", self.peek_event().start_mark
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_yaml_int(self, node: ScalarNode) -> int:
+        digits = str(node.value).lstrip("+-").replace("_", "")
+        if len(digits) > MAX_INT_DIGITS:
+            raise ConstructorError(None, None, f"integer longer than {MAX_INT_DIGITS} digits", node.start_mark)
+        return super().construct_yaml_int(node)
+
+    def construct_yaml_timestamp(self, node: ScalarNode) -> dt.date:
+        try:
+            return super().construct_yaml_timestamp(node)
+        except (ValueError, OverflowError) as err:
+            raise ConstructorError(
+                None, None, f"{node.value!r} is not a date or time: {err}", node.start_mark
+            ) from None
+
+
+_LimitedLoader.add_constructor("tag:yaml.org,2002:int", _LimitedLoader.construct_yaml_int)
+_LimitedLoader.add_constructor("tag:yaml.org,2002:timestamp", _LimitedLoader.construct_yaml_timestamp)
+
+
+def _check_expansion(root: Node) -> None:
+    """Refuse a document whose aliases expand to more than MAX_NODES values, or refer to themselves."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node: Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_nodes:
+            raise ConstructorError(None, None, "an alias refers to the value that contains it", node.start_mark)
+        open_nodes.add(key)
+        children: list[Node] = []
+        if isinstance(node, SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, MappingNode):
+            children = [n for pair in node.value for n in pair]
+        total = 1
+        for child in children:
+            total += size(child)
+            if total > MAX_NODES:
+                raise ConstructorError(
+                    None, None, f"more than {MAX_NODES} values once aliases are expanded", node.start_mark
+                )
+        open_nodes.discard(key)
+        sizes[key] = total
+        return total
+
+    size(root)
+
+
+def load_yaml(text: str, source: Path | str) -> Any:
+    """The one YAML loader: safe tags only, bounded (see the limits above); raises yaml.YAMLError on bad input."""
+    bad = _FORBIDDEN.search(text)
+    if bad is not None:  # NUL and most control characters: YAML forbids them anywhere
+        raise _forbidden_character(text, bad.start())
+    _check_flow_depth(text)
+    loader = _LimitedLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_expansion(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+# The characters YAML 1.1 does not allow in a stream (PyYAML's Reader.NON_PRINTABLE), besides a leading BOM.
+_FORBIDDEN = re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _forbidden_character(text: str, index: int) -> yaml.MarkedYAMLError:
+    """The error for a forbidden character, with the YAML path of the value it is in (found with it blanked)."""
+    line = text.count("\n", 0, index)
+    column = index - (text.rfind("\n", 0, index) + 1)
+    where = ""
+    try:
+        node = _LimitedLoader(_FORBIDDEN.sub(" ", text)).get_single_node()
+        where = "".join(p if p.startswith("[") else f".{p}" for p in _path_at(node, index)).lstrip(".") if node else ""
+    except yaml.YAMLError:
+        pass
+    problem = f"character U+{ord(text[index]):04X} is not allowed" + (f" (in {where})" if where else "")
+    return yaml.MarkedYAMLError(problem=problem, problem_mark=yaml.Mark("", index, line, column, "", 0))
+
+
+def _path_at(node: Node, index: int) -> list[str]:
+    """The keys and list positions leading to the innermost value that spans text position `index`."""
+    if isinstance(node, MappingNode):
+        for key, value in node.value:
+            if key.start_mark.index <= index < value.end_mark.index:
+                return [str(key.value), *_path_at(value, index)] if isinstance(key.value, str) else []
+    if isinstance(node, SequenceNode):
+        for i, item in enumerate(node.value):
+            if item.start_mark.index <= index < item.end_mark.index:
+                return [f"[{i}]", *_path_at(item, index)]
+    return []
+
+
+def _check_flow_depth(text: str) -> None:
+    """Refuse `[[[[...` / `{{{{...` deeper than MAX_DEPTH before PyYAML's scanner, whose work grows with the square
+    of the flow depth, reads them. Brackets inside quotes count too: no real file has 64 of them open at once."""
+    depth = 0
+    for m in _FLOW.finditer(text):
+        depth = depth + 1 if m.group() in "[{" else max(depth - 1, 0)
+        if depth > MAX_DEPTH:
+            line = text.count("\n", 0, m.start())
+            column = m.start() - (text.rfind("\n", 0, m.start()) + 1)
+            mark = yaml.Mark("", m.start(), line, column, "", 0)
+            raise yaml.MarkedYAMLError(problem=f"nested deeper than {MAX_DEPTH} levels", problem_mark=mark)
+
+
+_FLOW = re.compile(r"[\[\]{}]")
+
+
+def read_yaml(path: Path, missing: str) -> Any:
+    """Read and parse a YAML file; every problem (missing, unreadable, not UTF-8, not YAML) is a SpecError."""
+    text = read_text(path, missing)
+    try:
+        return load_yaml(text, path)
+    except yaml.YAMLError as err:
+        raise SpecError([yaml_problem(path, err)]) from None
+
+
+def read_text(path: Path, missing: str) -> str:
+    """A UTF-8 text file's contents; `missing` is the message when it does not exist. Never more than MAX_FILE_BYTES."""
+    try:
+        with path.open("rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise SpecError([f"{path}: {missing}"]) from None
+    except IsADirectoryError:
+        raise SpecError([f"{path}: is a directory, not a file"]) from None
+    except (OSError, ValueError) as err:  # a symlink loop, a name too long, a NUL in the name, no permission
+        reason = getattr(err, "strerror", None) or str(err)
+        raise SpecError([f"{_shown(path)}: cannot be read: {reason}"]) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise SpecError([f"{path}: larger than {MAX_FILE_BYTES // (1024 * 1024)} MB; not a gpufleet input file"])
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise SpecError(
+            [f"{path}: not UTF-8 text (byte 0x{data[err.start]:02x} on line {line}); save it as UTF-8"]
+        ) from None
+
+
+def _shown(path: Path) -> str:
+    text = str(path).replace("\x00", "\\0")
+    return text if len(text) <= 120 else text[:120] + "..."
+
+
+def yaml_problem(source: Path | str, err: yaml.YAMLError) -> str:
+    """The one message for a file PyYAML cannot parse: `file: not valid YAML (line L, column C): problem`."""
+    mark = getattr(err, "problem_mark", None)
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+    problem = str(getattr(err, "problem", None) or err).replace("\n", " ")
+    return f"{source}: not valid YAML{where}: {problem}"
+
+
+STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")  # Pulumi's rule for a stack name
+
+
+def check_stack_name(stack: str) -> None:
+    """A stack name Pulumi accepts: letters, digits, `-`, `_`, `.`; at most 100 characters."""
+    if not STACK_NAME.fullmatch(stack):
+        shown = stack if len(stack) <= 60 else stack[:60] + "..."
+        raise SpecError(
+            [f"--stack {shown!r}: not a stack name (letters, digits, '-', '_' and '.'; at most 100 characters)"]
+        )
+
+
+def read_project(project_dir: Path) -> dict[str, Any]:
+    path = project_dir / "Pulumi.yaml"
+    if not project_dir.is_dir():
+        raise SpecError([f"{project_dir}: --project must be a directory holding Pulumi.yaml"])
+    try:
+        doc = load_yaml(read_text(path, "not found; run gpufleet from the project directory"), path)
+    except yaml.YAMLError as err:
+        raise SpecError([yaml_problem(path, err)]) from None
+    if not isinstance(doc, dict) or "name" not in doc:
+        raise SpecError([f"{path}: name: required key is missing"])
+    return doc
+
+
+def stack_path(project_dir: Path, stack: str) -> Path:
+    check_stack_name(stack)
+    project = read_project(project_dir)
+    return project_dir / str(project.get("stackConfigDir", ".")) / f"Pulumi.{stack}.yaml"
+
+
+def read_stack(project_dir: Path, stack: str, path: Path | None = None) -> StackFile:
+    """Read `Pulumi.<stack>.yaml` from the project's stackConfigDir (or the stack's file as `path` holds it, e.g.
+    at another git revision), namespacing keys like the engine."""
+    project = read_project(project_dir)
+    name = str(project["name"])
+    path = stack_path(project_dir, stack) if path is None else path
+    try:
+        stacks = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in path.parent.glob("Pulumi.*.yaml"))
+    except OSError:
+        stacks = []
+    text = read_text(path, f"stack file not found; stacks here: {', '.join(stacks) or 'none'}")
+    try:
+        doc = load_yaml(text, path) or {}
+    except yaml.YAMLError as err:
+        raise SpecError([yaml_problem(path, err)]) from None
+    if not isinstance(doc, dict):
+        raise SpecError([f"{path}: must be a mapping with a `config:` key"])
+    config = doc.get("config") or {}
+    if not isinstance(config, dict):
+        raise SpecError([f"{path}: config: must be a mapping of config keys"])
+    namespaced = {(k if ":" in str(k) else f"{name}:{k}"): v for k, v in config.items()}
+    return StackFile(path=path, project=name, config=namespaced)

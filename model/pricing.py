@@ -1,0 +1,113 @@
+"""Prices: the one home for hours per month and year, amortisation of owned servers, and node-hour prices.
+
+Pure functions of the spec and the catalog. A bare-metal pool's price per GPU-hour is what its servers cost per
+hour (OnPremCost: depreciation + power + operations per server-hour; each field from the pool's own `cost`, else
+its site's, else OnPremCost's default, and every defaulted field is named)
+divided by the GPUs those servers hold. Servers of one pool may differ in GPU count, so the division is over the
+pool's total GPUs, never over one server's: that is the price of the capacity actually in the pool, and the
+price `gpufleet cost` and `gpufleet size` both quote.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from model import catalog
+from model.spec import AwsSite, BaremetalNodePool, BaremetalSite, EstateSpec, OnPremCost
+
+Origin = str  # "pool", "site" or "default": where one OnPremCost field's value came from
+
+HOURS_PER_YEAR = 8760  # 365 days
+HOURS_PER_MONTH = HOURS_PER_YEAR // 12  # 730: the month cloud price lists and monthly figures use
+
+
+def server_hour_usd(cost: OnPremCost) -> float:
+    """Depreciation (straight line over the lifetime) + power + operations for one server-hour."""
+    depreciation = cost.server_price_usd / (cost.lifetime_years * HOURS_PER_YEAR)
+    return depreciation + cost.power_kw * cost.usd_per_kwh + cost.ops_usd_per_server_month / HOURS_PER_MONTH
+
+
+def override_source(site: AwsSite, instance_type: str) -> str:
+    """How a price the stack sets itself is cited: where it is set, and the source the stack gives."""
+    own = site.price_override(instance_type)
+    return f"stack: sites.{site.name}.prices ({own.source if own else 'unset'})"
+
+
+def site_price(site: AwsSite, instance_type: str) -> catalog.Price | None:
+    """The price of a node-hour of `instance_type` on `site`: the stack's own (`prices`, with its date and source)
+    before the catalog's on-demand price in the site's region; None when neither has one. Cost, sizing and the
+    burst budget all price a cloud node here."""
+    own = site.price_override(instance_type)
+    if own is not None:
+        return catalog.Price(own.usd_per_hour, site.region, own.date.isoformat(), override_source(site, instance_type))
+    return catalog.price(instance_type, site.region)
+
+
+def node_hour_price(site: AwsSite, instance_type: str) -> float:
+    """One node-hour of `instance_type` on `site` (`site_price`; CatalogError if neither the stack nor the catalog
+    prices it)."""
+    price = site_price(site, instance_type)
+    if price is None:
+        raise catalog.CatalogError(
+            f"neither sites.{site.name}.prices nor the catalog holds a {site.region} price for {instance_type}"
+        )
+    return price.usd_per_hour
+
+
+@dataclass(frozen=True)
+class PoolGpuHourPrice:
+    pool: str
+    servers: int
+    gpus: int
+    usd_per_server_hour: float
+    source: str  # "pool" or "site": whose `cost` priced the pool (a pool's override takes the rest from its site)
+    inputs: OnPremCost  # the resolved inputs
+    origins: dict[str, Origin]  # each OnPremCost field -> where its value came from
+
+    @property
+    def usd_per_hour(self) -> float:
+        """The whole pool, every server running."""
+        return self.servers * self.usd_per_server_hour
+
+    @property
+    def usd_per_gpu_hour(self) -> float:
+        return self.usd_per_hour / self.gpus
+
+
+def pool_cost_inputs(site: BaremetalSite, pool: BaremetalNodePool) -> tuple[OnPremCost, str, dict[str, Origin]] | None:
+    """The pool's resolved OnPremCost, whose it is ("pool" or "site") and where each field came from.
+
+    A field the pool's `cost` sets wins; an unset one is the site's `cost` value; a field neither sets is
+    OnPremCost's default (origin "default", so output can name it). None when neither pool nor site has a cost.
+    """
+    if pool.cost is None and site.cost is None:
+        return None
+    values: dict[str, float] = {}
+    origins: dict[str, Origin] = {}
+    for name in OnPremCost.model_fields:
+        own = getattr(pool.cost, name) if pool.cost is not None else None
+        if own is not None:
+            values[name], origins[name] = own, "pool"
+        elif site.cost is not None and name in site.cost.model_fields_set:
+            values[name], origins[name] = getattr(site.cost, name), "site"
+        else:
+            origins[name] = "default"
+    return OnPremCost.model_validate(values), ("pool" if pool.cost is not None else "site"), origins
+
+
+def pool_gpu_hour_price(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool) -> PoolGpuHourPrice | None:
+    """Amortised price of one GPU-hour on `pool`; None when neither the pool nor its site has cost inputs."""
+    inputs = pool_cost_inputs(site, pool)
+    if inputs is None:
+        return None
+    cost, source, origins = inputs
+    servers = spec.pool_servers(site, pool)
+    return PoolGpuHourPrice(
+        pool=pool.name,
+        servers=len(servers),
+        gpus=sum(s.gpu_count for s in servers),
+        usd_per_server_hour=server_hour_usd(cost),
+        source=source,
+        inputs=cost,
+        origins=origins,
+    )

@@ -1,0 +1,62 @@
+"""The secrets an estate reads from stack config, and the one message naming every one that is missing.
+
+The program reads each with `pulumi.Config.get_secret` (components/program.py); `gpufleet validate` and the
+program both check the whole list first, so a user sees every missing secret at once, with both ways to
+provide it: a `secure:` placeholder (enough for an offline `gpufleet preview`) or the real value through
+`pulumi config set --secret` (needed before `pulumi up`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from model.spec import BaremetalSite, EstateSpec, OnPremS3Tier
+
+PLACEHOLDER = "v1:REPLACEWITHPULUMICONFIGSETSECRET"
+
+
+def required_secrets(spec: EstateSpec) -> list[str]:
+    """Config keys (without the project prefix) the program reads as secrets, in first-use order."""
+    keys: list[str] = []
+    for site in spec.sites:
+        if not isinstance(site, BaremetalSite):
+            continue
+        keys.append(site.kubeconfig_config)
+        if not site.join.mints_token:  # kubeadm with `token: minted` (the default) mints its own
+            keys.append(site.join.token_config)
+        keys.append(site.join.ca_hash_config if site.join.method == "kubeadm" else site.join.activation_id_config)
+        if any(spec.pool_servers(site, pool) for pool in site.node_pools):
+            keys.append(site.ssh.private_key_config)
+        keys += [
+            k for t in site.storage if isinstance(t, OnPremS3Tier) for k in (t.access_key_config, t.secret_key_config)
+        ]
+    if spec.burst is not None:
+        keys.append(spec.burst.manager.kubeconfig_config)  # the MultiKueue manager cluster
+    return list(dict.fromkeys(keys))
+
+
+def missing_message(source: str, project: str, stack: str, missing: list[str]) -> str:
+    """One message for every missing secret: where each goes and both ways to provide it."""
+    listed = "\n".join(f"config.{project}:{k}" for k in missing)
+    placeholders = "\n".join(f"  {project}:{k}:\n    secure: {PLACEHOLDER}" for k in missing)
+    commands = "\n".join(f"pulumi config set --secret {k} -s {stack} < {k}.txt" for k in missing)
+    return (
+        f"{source}: {len(missing)} required secret(s) missing:\n{listed}\n"
+        f"For an offline `gpufleet preview`, placeholders under `config:` are enough:\n{placeholders}\n"
+        f"Before `pulumi up`, set the real values (encrypted into the stack file; a short value can follow "
+        f"the key instead of a file):\n{commands}"
+    )
+
+
+def missing_secrets(spec: EstateSpec, has: Callable[[str], bool]) -> list[str]:
+    return [k for k in required_secrets(spec) if not has(k)]
+
+
+def check_secrets(spec: EstateSpec, config: dict[str, Any], source: str, project: str, stack: str) -> None:
+    """Raise a SpecError naming every secret the stack file's `config` lacks."""
+    from model.load import SpecError
+
+    missing = missing_secrets(spec, lambda k: f"{project}:{k}" in config)
+    if missing:
+        raise SpecError([missing_message(source, project, stack, missing)])

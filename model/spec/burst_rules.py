@@ -1,0 +1,87 @@
+"""Cross-field rules of a hybrid estate: its burst site, its MultiKueue manager and the workers it dispatches to."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from model.dispatch import workers
+from model.spec.aws import AwsNodePool
+from model.spec.base import Problem
+from model.spec.sites import AwsSite
+from model.versions import CLUSTER_AUTOSCALER_APP, kubernetes_minor
+
+if TYPE_CHECKING:
+    from model.spec.estate import EstateSpec
+
+
+def burst_problems(spec: EstateSpec) -> Iterator[Problem]:
+    """Burst pools need a policy; the policy names an aws site with burst pools, a manager that is no site and sits
+    in one, a burst site at the autoscaler's Kubernetes minor, and workers that serve the same frameworks."""
+    burst_pools = [p for _, p in spec.pools() if isinstance(p, AwsNodePool) and p.burst]
+    if spec.burst is None:
+        if burst_pools:
+            yield Problem("burst", f"pool {burst_pools[0].name} has burst: true; add a burst policy")
+        return
+    cloud = next((s for s in spec.sites if s.name == spec.burst.cloud_site), None)
+    if not isinstance(cloud, AwsSite):
+        yield Problem("burst.cloud_site", f"{spec.burst.cloud_site} must name an aws site of the estate")
+        return
+    if not any(p.burst for p in cloud.node_pools):
+        yield Problem("burst.cloud_site", f"site {cloud.name} has no node pool with burst: true")
+    yield from _burst_manager(spec)
+    yield from _burst_site(spec, cloud)
+    yield from _workers_serve_the_same_frameworks(spec)
+
+
+def _burst_manager(spec: EstateSpec) -> Iterator[Problem]:
+    assert spec.burst is not None
+    manager, sites = spec.burst.manager, [s.name for s in spec.sites]
+    if manager.name in sites:
+        yield Problem(
+            "burst.manager.name",
+            f"{manager.name} is a site of the estate; the MultiKueue manager is a cluster of its own, not one of "
+            "its workers (Kueue does not support a manager that is its own worker), so give it another name",
+        )
+    if manager.network not in sites:
+        yield Problem("burst.manager.network", f"{manager.network} is not a site of the estate ({', '.join(sites)})")
+
+
+def _burst_site(spec: EstateSpec, cloud: AwsSite) -> Iterator[Problem]:
+    i = next(i for i, s in enumerate(spec.sites) if s.name == cloud.name)
+    minor = kubernetes_minor(CLUSTER_AUTOSCALER_APP)
+    if cloud.cluster.version != minor:
+        yield Problem(
+            f"sites[{i}].cluster.version",
+            f"site {cloud.name} bursts through cluster-autoscaler, which gpufleet pins for Kubernetes {minor} (its "
+            f"minor must match the control plane's: cluster-autoscaler README, Releases); set version {minor} or pin "
+            f"the autoscaler for {cloud.cluster.version}",
+        )
+    steady_pools = {p.name for p in cloud.node_pools if not p.burst}
+    for j, t in enumerate(spec.tenants):
+        steady = sorted(p for p, n in t.gpu_quota.items() if n > 0 and p in steady_pools)
+        if t.burst and steady:
+            yield Problem(
+                f"tenants[{j}].gpu_quota",
+                f"tenant {t.name} bursts to site {cloud.name} and also holds quota on its pools {', '.join(steady)}; "
+                "on the burst site a bursting tenant's queue is its burst queue, so move that quota to another site "
+                "or set burst: false",
+            )
+
+
+def _workers_serve_the_same_frameworks(spec: EstateSpec) -> Iterator[Problem]:
+    sites = workers(spec)
+    if not sites:
+        return
+    first = sites[0]
+    want = sorted(first.kubernetes.job_frameworks)
+    for s in sites[1:]:
+        have = sorted(s.kubernetes.job_frameworks)
+        if have != want:
+            i = next(i for i, x in enumerate(spec.sites) if x.name == s.name)
+            yield Problem(
+                f"sites[{i}].kubernetes.job_frameworks",
+                f"site {s.name} serves {', '.join(have)} but site {first.name} serves {', '.join(want)}; the "
+                "MultiKueue manager watches every framework it enables on every worker, and one a worker lacks "
+                "disconnects that worker, so every worker site lists the same job_frameworks",
+            )

@@ -1,0 +1,144 @@
+"""What every node pool has, whatever its site kind: role, GPU sharing, scaling bounds and capacity buying."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from model import catalog
+from model.spec.base import CapacityType, Model, Name, Role
+from model.spec.net import MAX_NODES
+
+# NVIDIA GPU Operator, "Time-Slicing GPUs in Kubernetes": time-sliced workloads share one GPU's memory and faults.
+TIME_SLICING_DOC = "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-sharing.html"
+
+
+def _modes_by_model() -> str:
+    """Which sharing modes each catalog GPU allows (gpus.yaml), for the schema's descriptions."""
+    models = catalog.gpu_models().values()
+    mig = ", ".join(m.id for m in models if m.mig_profiles)
+    no_mig = ", ".join(m.id for m in models if not m.mig_profiles)
+    no_ts = ", ".join(m.id for m in models if not m.time_slicing)
+    time_slicing = f"time-slicing on every catalog GPU but {no_ts}" if no_ts else "time-slicing on every catalog GPU"
+    return f"whole on every GPU; mig on {mig} only (not {no_mig}); {time_slicing}"
+
+
+class Sharing(Model):
+    """How the GPUs of a pool are handed out."""
+
+    mode: Literal["whole", "mig", "time-slicing"] = Field(
+        default="whole",
+        description=(
+            "whole GPUs, MIG slices (hardware isolated) or time-slicing (no memory or fault isolation: "
+            f"{TIME_SLICING_DOC}). By GPU model: {_modes_by_model()}."
+        ),
+    )
+    mig_profile: str | None = Field(
+        default=None,
+        description=(
+            "MIG profile applied to every GPU of the pool (mode mig), e.g. `1g.10gb`; each slice is one unit of "
+            "tenant quota."
+        ),
+    )
+    replicas: int | None = Field(
+        default=None,
+        ge=2,
+        le=48,
+        description=(
+            "Time-slicing replicas per GPU (mode time-slicing): each GPU is advertised as `replicas` "
+            "nvidia.com/gpu, and tenant quotas (gpu_quota, the namespace ResourceQuota, Kueue) count those units, "
+            "so a pool of N GPUs offers N x replicas."
+        ),
+    )
+    shared_by: list[Name] = Field(
+        default_factory=list,
+        description=(
+            "Mode time-slicing on a pool not dedicated_to one tenant: the trusted tenants (two or more) that "
+            "share its GPUs; only they get quota on it, and its nodes are tainted gpufleet.io/shared-pool=<pool> "
+            "(only their pods may tolerate it). Time-slicing gives them no memory or fault isolation from "
+            "each other, so this needs accept_no_isolation: true; untrusted tenants never share."
+        ),
+    )
+    accept_no_isolation: bool = Field(
+        default=False,
+        description=(
+            "With shared_by: the tenants accept that a time-sliced GPU isolates neither their memory nor their "
+            f"faults ({TIME_SLICING_DOC})."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _mode_fields(self) -> Sharing:
+        if self.shared_by and self.mode != "time-slicing":
+            raise ValueError("shared_by is only allowed with mode time-slicing (whole GPUs and MIG slices are "
+                             "shared through tenant quotas)")  # fmt: skip
+        if self.shared_by and len(set(self.shared_by)) < 2:
+            raise ValueError("shared_by names two or more distinct tenants; for one tenant use dedicated_to")
+        if self.accept_no_isolation and not self.shared_by:
+            raise ValueError("accept_no_isolation is only allowed with shared_by")
+        if self.mode == "mig" and not self.mig_profile:
+            raise ValueError("mode mig needs mig_profile (for example `1g.10gb`)")
+        if self.mode != "mig" and self.mig_profile:
+            raise ValueError("mig_profile is only allowed with mode mig")
+        if self.mode == "time-slicing" and self.replicas is None:
+            raise ValueError("mode time-slicing needs replicas (2 to 48)")
+        if self.mode != "time-slicing" and self.replicas is not None:
+            raise ValueError("replicas is only allowed with mode time-slicing")
+        return self
+
+
+class Scaling(Model):
+    """Node-count bounds of a pool."""
+
+    min: int = Field(default=0, ge=0, le=MAX_NODES, description="Minimum nodes.")
+    desired: int | None = Field(default=None, ge=0, le=MAX_NODES, description="Desired nodes (defaults to min).")
+    max: int = Field(ge=0, le=MAX_NODES, description="Maximum nodes.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Scaling:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must not exceed max ({self.max})")
+        if self.desired is not None and not self.min <= self.desired <= self.max:
+            raise ValueError(f"desired ({self.desired}) must lie between min ({self.min}) and max ({self.max})")
+        return self
+
+    @property
+    def desired_nodes(self) -> int:
+        return self.min if self.desired is None else self.desired
+
+
+class Capacity(Model):
+    """How cloud capacity is bought."""
+
+    type: CapacityType = Field(
+        default="on-demand", description="on-demand, spot, capacity-reservation or capacity-block."
+    )
+    reservation_id: str | None = Field(
+        default=None,
+        pattern=r"^cr-[0-9a-f]{8,17}$",
+        description="EC2 capacity reservation id (types capacity-reservation and capacity-block).",
+    )
+    checkpointing: bool = Field(
+        default=False, description="The pool's jobs checkpoint; required for spot training pools."
+    )
+
+    @model_validator(mode="after")
+    def _reservation(self) -> Capacity:
+        reserved = self.type in ("capacity-reservation", "capacity-block")
+        if reserved and not self.reservation_id:
+            raise ValueError(f"type {self.type} needs reservation_id (cr-...)")
+        if not reserved and self.reservation_id:
+            raise ValueError("reservation_id is only allowed with type capacity-reservation or capacity-block")
+        return self
+
+
+class PoolBase(Model):
+    name: Name = Field(description="Pool name, unique in the estate; becomes the Kueue ResourceFlavor name.")
+    role: Role = Field(description="What the pool runs: training, inference, interactive or batch.")
+    sharing: Sharing = Field(default_factory=Sharing, description="How GPUs are shared.")
+    fabric: Name | None = Field(default=None, description="Name of the site fabric the pool's nodes join.")
+    dedicated_to: Name | None = Field(
+        default=None, description="Tenant that owns the pool alone (tainted and labelled for that tenant)."
+    )
+    labels: dict[str, str] = Field(default_factory=dict, description="Extra node labels.")

@@ -1,0 +1,360 @@
+"""Burst windows: what a burst pool may grow to at a given moment, and what burst windows cost.
+
+Pure functions, shared by the AWS node pools (node-group bounds), the MultiKueue wiring (burst quotas) and the
+`gpufleet burst` command. A pool marked `burst` idles at zero nodes. A window raises a cap, not a node count:
+while it is open the cloud worker's Kueue may admit up to the window's nodes' GPUs, CPUs and memory, and the
+cluster autoscaler may grow the pool up to the window's nodes for work Kueue admitted there (ProvisioningRequest);
+with nothing waiting no node starts. Phases of a window at a moment `now`:
+
+- `open` (start <= now < expires): admitting, pool may grow to the cap;
+- `draining` (expires <= now < expires + grace, `burst.grace_minutes`): nothing new is admitted (the cloud
+  ClusterQueues hold), running work may finish or checkpoint on its nodes, idle nodes are removed;
+- `idle` (no window, not started yet, or past the grace): the queues hold and drain (admitted work is evicted
+  back to the manager, which dispatches it again), quotas are zero and the pool shrinks to zero nodes.
+
+The program judges the phase at the moment the window state records (`as_of`, see "window state" below), so
+every `up` applies the phase the burst commands last recorded, by AWS's clock.
+
+Spend is booked in a ledger of past windows (the state stack's `ledger` output): the node-hours the burst group
+had in service (or every node of the cap) x the node-hour price. A window that straddles a month boundary is
+booked to each month pro rata.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from model import pricing
+from model.capacity import gpu_units
+from model.catalog import CatalogError
+from model.spec import (
+    AwsNodePool,
+    AwsSite,
+    BurstLedgerEntry,
+    BurstWindow,
+    EfaFabric,
+    EstateSpec,
+    Problem,
+    Scaling,
+)
+
+WindowPhase = Literal["idle", "open", "draining"]
+
+
+def open_window(window: BurstWindow | None, now: dt.datetime) -> BurstWindow | None:
+    return window if window is not None and window.is_open(now) else None
+
+
+def grace(spec: EstateSpec) -> dt.timedelta:
+    """How long cloud work may finish after a window closes or expires (`burst.grace_minutes`)."""
+    return dt.timedelta(minutes=spec.burst.grace_minutes if spec.burst is not None else 0)
+
+
+def drain_ends(spec: EstateSpec, window: BurstWindow) -> dt.datetime:
+    """When the pool shrinks to zero: the window's expiry plus the grace."""
+    return window.expires + grace(spec)
+
+
+def window_phase(spec: EstateSpec, window: BurstWindow | None, now: dt.datetime) -> WindowPhase:
+    if window is None or now < window.start:
+        return "idle"
+    if now < window.expires:
+        return "open"
+    return "draining" if now < drain_ends(spec, window) else "idle"
+
+
+def burst_cap(spec: EstateSpec, pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime) -> int:
+    """Most nodes the burst pool may have now: the window's while it is open or draining, else zero."""
+    if window is None or window.pool != pool.name or window_phase(spec, window, now) == "idle":
+        return 0
+    return window.nodes
+
+
+def admitting(spec: EstateSpec, window: BurstWindow | None, now: dt.datetime) -> bool:
+    """The cloud worker admits new work only while a window is open."""
+    return window_phase(spec, window, now) == "open"
+
+
+def effective_scaling(spec: EstateSpec, pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime) -> Scaling:
+    """The node-count bounds `pool` has now: its own, or for a burst pool none to the window's cap, starting at
+    zero (the autoscaler sets the desired count from waiting work)."""
+    if not pool.burst:
+        return pool.scaling
+    return Scaling(min=0, desired=0, max=burst_cap(spec, pool, window, now))
+
+
+# ------------------------------------------------------------------------------------------- burst pools
+
+
+def cloud_site(spec: EstateSpec) -> AwsSite:
+    """The AWS site a hybrid estate bursts to."""
+    assert spec.burst is not None, "not a hybrid estate (no burst policy)"
+    site = spec.site(spec.burst.cloud_site)
+    assert isinstance(site, AwsSite)  # the schema guarantees it
+    return site
+
+
+def burst_pools(spec: EstateSpec) -> list[AwsNodePool]:
+    """The pools of the cloud site that idle at zero and grow in windows."""
+    if spec.burst is None:
+        return []
+    return [p for p in cloud_site(spec).node_pools if p.burst]
+
+
+def pool_zone(site: AwsSite, pool: AwsNodePool) -> str | None:
+    """The one AZ a pool runs in: its EFA fabric's, else its own (None: any of the site's AZs)."""
+    fabric = next((f for f in site.fabrics if f.name == pool.fabric), None)
+    if isinstance(fabric, EfaFabric):
+        return fabric.availability_zone
+    return pool.availability_zone
+
+
+@dataclass(frozen=True)
+class BurstQuota:
+    """What one burst pool offers to Kueue right now (all zero outside a window)."""
+
+    flavor: str  # the pool name: the ResourceFlavor's name on manager and worker
+    gpus: int  # whole GPUs
+    gpu_units: int  # schedulable units: GPUs x MIG slices per GPU or time-slicing replicas
+    cpu: int  # vCPUs of the nodes (catalog), so workloads requesting cpu are admissible
+    memory_gib: int
+
+    @property
+    def open(self) -> bool:
+        return self.gpus > 0
+
+
+def burst_quotas(spec: EstateSpec, window: BurstWindow | None, now: dt.datetime) -> list[BurstQuota]:
+    """Per burst pool, the quota it offers now: the window's cap x the instance's GPUs/vCPUs/memory (kept while
+    draining, so work admitted under it stays within quota; zero when idle)."""
+    out = []
+    for pool in burst_pools(spec):
+        nodes = burst_cap(spec, pool, window, now)
+        inst = pool.instance
+        out.append(
+            BurstQuota(
+                flavor=pool.name,
+                gpus=nodes * inst.gpu_count,
+                gpu_units=gpu_units(nodes * inst.gpu_count, pool.sharing, pool.gpu_model),
+                cpu=nodes * inst.vcpus,
+                memory_gib=nodes * inst.memory_mib // 1024,
+            )
+        )
+    return out
+
+
+def window_problems(spec: EstateSpec, window: BurstWindow) -> list[Problem]:
+    """Ways a window in stack config does not fit the estate (paths relative to the window value)."""
+    if spec.burst is None:
+        return [Problem("", "the estate has no burst policy, so it cannot have a burst window")]
+    pools = {p.name: p for p in burst_pools(spec)}
+    pool = pools.get(window.pool)
+    if pool is None:
+        return [Problem("pool", f"{window.pool} is not a burst pool (burst pools: {', '.join(pools)})")]
+    problems = []
+    if window.instance_type != pool.instance_type:
+        problems.append(
+            Problem(
+                "instance_type",
+                f"pool {pool.name} runs {pool.instance_type}, not {window.instance_type}; a window grows an "
+                "existing burst pool and cannot change its instance type",
+            )
+        )
+    if window.nodes > pool.scaling.max:
+        problems.append(Problem("nodes", f"{window.nodes} nodes exceed pool {pool.name}'s max of {pool.scaling.max}"))
+    zone = pool_zone(cloud_site(spec), pool)
+    if zone is not None and window.availability_zone != zone:
+        problems.append(Problem("availability_zone", f"pool {pool.name} runs in {zone}"))
+    return problems
+
+
+# -------------------------------------------------------------------------------------------------- spend
+
+
+def hours_between(start: dt.datetime, end: dt.datetime) -> float:
+    return max(0.0, (end - start).total_seconds() / 3600)
+
+
+def node_hour_price(spec: EstateSpec, instance_type: str) -> float:
+    """One node-hour in the cloud site: the stack's own price, else the catalog's (CatalogError if neither)."""
+    return pricing.node_hour_price(cloud_site(spec), instance_type)
+
+
+def window_price(usd_per_hour: float, nodes: int, hours: float) -> float:
+    return round(usd_per_hour * nodes * hours, 2)
+
+
+def window_ceiling(spec: EstateSpec, window: BurstWindow) -> float | None:
+    """The most a window can cost: every node of the cap running from its start until the grace ends (None: the
+    window carries no price and the catalog holds none)."""
+    price = window.usd_per_hour
+    if price is None:
+        try:
+            price = node_hour_price(spec, window.instance_type)
+        except CatalogError:
+            return None
+    return window_price(price, window.nodes, hours_between(window.start, drain_ends(spec, window)))
+
+
+def window_note(spec: EstateSpec, window: BurstWindow, now: dt.datetime) -> str:
+    """What a window allows at `now` and may cost at most (cost reports)."""
+    phase = window_phase(spec, window, now)
+    when = (
+        f"open until {window.expires.isoformat()}" if phase == "open" else f"draining until {drain_ends(spec, window)}"
+    )
+    ceiling = window_ceiling(spec, window)
+    cost = "unpriced" if ceiling is None else f"may cost at most ${ceiling:,.2f}"
+    return f"burst window {when}: 0 to {window.nodes} × {window.instance_type} on demand (cluster-autoscaler); {cost}"
+
+
+def month_start(now: dt.datetime) -> dt.datetime:
+    return now.astimezone(dt.UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def next_month(start: dt.datetime) -> dt.datetime:
+    return start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
+
+
+def _overlap_share(start: dt.datetime, end: dt.datetime, lo: dt.datetime, hi: dt.datetime) -> float:
+    total = hours_between(start, end)
+    if total == 0:
+        return 1.0 if lo <= start < hi else 0.0
+    return hours_between(max(start, lo), min(end, hi)) / total
+
+
+def spend_in_month(ledger: Iterable[BurstLedgerEntry], now: dt.datetime) -> float:
+    """Spend booked in the calendar month (UTC) of `now`; windows across a month boundary count pro rata."""
+    lo = month_start(now)
+    hi = next_month(lo)
+    return round(sum(e.usd * _overlap_share(e.start, e.end, lo, hi) for e in ledger), 2)
+
+
+def close_entry(
+    spec: EstateSpec, window: BurstWindow, end: dt.datetime, closed_by: str, *, through_expiry: bool = False
+) -> BurstLedgerEntry:
+    """The ledger entry for `window` closed at `end` (never before its start; never later than its expiry unless
+    `through_expiry`: nodes run past the expiry until the `up` that removes them has finished)."""
+    end = max(window.start, end if through_expiry else min(end, window.expires))
+    price = window.usd_per_hour if window.usd_per_hour is not None else node_hour_price(spec, window.instance_type)
+    return BurstLedgerEntry(
+        pool=window.pool,
+        instance_type=window.instance_type,
+        nodes=window.nodes,
+        start=window.start,
+        end=end,
+        usd=window_price(price, window.nodes, hours_between(window.start, end)),
+        closed_by=closed_by,
+    )
+
+
+# ------------------------------------------------------------------------------- window state (state stack)
+#
+# Where a window lives: the outputs of a small state stack `<stack>-burst` in the estate's own project and backend,
+# written by `gpufleet burst` (a program that only exports these values) and read by the estate program through a
+# StackReference (https://www.pulumi.com/docs/iac/concepts/stacks/#stackreferences), so every `up` — a laptop's,
+# deploy.yml's, the scheduled reconcile's — sees the same window, pushed to git or not.
+#
+# One clock: `as_of` is the moment, by AWS's clock (the `Date` of an EC2 response, gpufleet/burst/aws.py), at which
+# the burst command that wrote the state judged the window. The program judges the window's phase at `as_of`, never
+# by the clock of the machine running `up` (which may be off, and differs between a laptop and CI): every phase
+# change (open, draining, idle) is made by a burst command with AWS's time. `gpufleet burst reconcile` moves the
+# phase on after expiry and after the grace (scheduled every 30 minutes, and run by deploy.yml before its `up`).
+
+STATE_STACK_SUFFIX = "-burst"
+STATE_FORMAT = 1  # the `format` output; a reader refuses a state written by a newer gpufleet
+
+
+def state_stack_name(stack: str) -> str:
+    """The state stack of `stack`: same project and backend, its name + `-burst`."""
+    return f"{stack}{STATE_STACK_SUFFIX}"
+
+
+def state_reference(organization: str, project: str, stack: str) -> str:
+    """The fully qualified name a StackReference reads the state stack by: `<organization>/<project>/<stack>`
+    (Pulumi Cloud: the organization; a self-managed backend: the literal `organization`)."""
+    return f"{organization}/{project}/{state_stack_name(stack)}"
+
+
+@dataclass(frozen=True)
+class BurstState:
+    """The state stack's outputs: the window (or none), the ledger of past windows, `as_of` (see above) and
+    `settled` (False from the moment a burst command wrote a new state until its `up` of the estate finished:
+    `reconcile` runs that `up` again)."""
+
+    window: BurstWindow | None
+    ledger: tuple[BurstLedgerEntry, ...]
+    as_of: dt.datetime
+    settled: bool = True
+
+    def outputs(self) -> dict[str, object]:
+        """The stack outputs (plain JSON values) that record this state."""
+        out: dict[str, object] = {
+            "format": STATE_FORMAT,
+            "as_of": self.as_of.astimezone(dt.UTC).isoformat().replace("+00:00", "Z"),
+            "settled": self.settled,
+            "ledger": [e.model_dump(mode="json") for e in self.ledger],
+        }
+        if self.window is not None:
+            out["window"] = self.window.model_dump(mode="json", exclude_none=True)
+        return out
+
+
+def parse_state(outputs: dict[str, object] | None, source: str) -> BurstState | None:
+    """A state stack's outputs as a BurstState (None: no state recorded). Problems raise SpecError naming
+    `source` (the state stack) and the output."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from model.load import SpecError, validation_problems
+    from model.spec.net import Timestamp
+
+    if not outputs:
+        return None
+    fmt = outputs.get("format")
+    if fmt != STATE_FORMAT:  # outputs pass through protobuf, where every number is a float: 1.0 == 1
+        shown = f"{fmt:g}" if isinstance(fmt, int | float) else repr(fmt)
+        raise SpecError(
+            [f"{source}: outputs.format: {shown} is not a burst state this gpufleet reads (format {STATE_FORMAT})"]
+        )
+    problems: list[str] = []
+    window = None
+    ledger: list[BurstLedgerEntry] = []
+    as_of = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
+    try:
+        as_of = TypeAdapter(Timestamp).validate_python(outputs.get("as_of"))
+    except ValidationError as err:
+        problems += validation_problems(err, source, "outputs.as_of")
+    if outputs.get("window") is not None:
+        try:
+            window = BurstWindow.model_validate(outputs["window"])
+        except ValidationError as err:
+            problems += validation_problems(err, source, "outputs.window")
+    raw_ledger = outputs.get("ledger") or []
+    if not isinstance(raw_ledger, list):
+        problems.append(f"{source}: outputs.ledger: must be a list of past windows")
+        raw_ledger = []
+    for i, entry in enumerate(raw_ledger):
+        try:
+            ledger.append(BurstLedgerEntry.model_validate(entry))
+        except ValidationError as err:
+            problems += validation_problems(err, source, f"outputs.ledger[{i}]")
+    settled = outputs.get("settled", True)
+    if not isinstance(settled, bool):
+        problems.append(f"{source}: outputs.settled: must be true or false")
+    if problems:
+        raise SpecError(problems)
+    return BurstState(window, tuple(ledger), as_of, bool(settled))
+
+
+def check_state(spec: EstateSpec, state: BurstState | None, source: str) -> None:
+    """A recorded window must grow an existing burst pool with that pool's instance type, in its AZ (SpecError
+    naming `source` and `outputs.window.<field>`)."""
+    from model.load import SpecError, problem_line
+
+    if state is None or state.window is None:
+        return
+    problems = window_problems(spec, state.window)
+    if problems:
+        raise SpecError([problem_line(source, "outputs.window", p.path, p.message) for p in problems])
