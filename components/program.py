@@ -4,7 +4,7 @@
 without a traceback; `gpufleet` catches the same `SpecError` before it ever runs the program.
 
 A hybrid estate's burst window is not in the stack file: it is read from the state stack `<stack>-burst`
-through a StackReference (model/windows.py, "window state"), so a plain `pulumi up` from any machine
+through a StackReference (model/burst.py, "window state"), so a plain `pulumi up` from any machine
 sees the window `gpufleet burst` last recorded. The estate is built once that read has answered (inside `apply`:
 a StackReference's outputs are known in previews too, so a preview shows every resource), and the window is
 judged at the state's `as_of`, the AWS time of the burst command that recorded it, never by this machine's clock.
@@ -21,17 +21,19 @@ from pathlib import Path
 import pulumi
 
 from components.estate import Estate, EstateArgs
+from model.burst import state_reference, state_stack_name
 from model.load import (
     ESTATE_KEY,
     LEDGER_KEY,
     WINDOW_KEY,
     SpecError,
+    check_state,
     parse_estate,
+    parse_state,
     stack_path,
 )
 from model.secrets import missing_message, missing_secrets
 from model.spec import BurstWindow, EstateSpec
-from model.windows import check_state, parse_state, state_reference, state_stack_name
 
 # Without a window nothing is judged by time (every phase is idle), so any fixed moment serves.
 NO_WINDOW_TIME = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)

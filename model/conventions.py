@@ -157,3 +157,9 @@ def site_kind_of_urn(urn: str) -> SiteKind | None:
         if f"{token}$" in urn or f"{token}::" in urn:
             return cast(SiteKind, kind)
     return None
+
+
+def gpu_operator_release_name(site_name: str) -> str:
+    """Logical name of a site's GPU Operator release: estate `{site}-k8s` -> ClusterStack `-gpu` -> GpuStack
+    `-gpu-operator` -> `-release`. The operator-driver-site policy config names host-driver releases by it."""
+    return f"{site_name}-k8s-gpu-gpu-operator-release"

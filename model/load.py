@@ -13,12 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from model.burst import STATE_FORMAT, BurstState, window_problems
 from model.catalog import CatalogError
+from model.rules.estate import estate_problems
 from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec, SpecFieldError, SpecProblems
+from model.spec.net import Timestamp
 
 ESTATE_KEY = "gpufleet:estate"
 WINDOW_KEY = "gpufleet:burstWindow"
@@ -97,9 +100,14 @@ def parse_estate(raw: Any, source: str) -> EstateSpec:
     if not isinstance(raw, dict):
         raise SpecError([f"{source}: {base}: must be a mapping (the estate), got {type(raw).__name__}"])
     try:
-        return EstateSpec.model_validate(raw)
+        spec = EstateSpec.model_validate(raw)
     except ValidationError as err:
         raise SpecError(validation_problems(err, source, base)) from None
+    # Cross-field rules need the whole estate, so they run once the schema holds.
+    problems = estate_problems(spec)
+    if problems:
+        raise SpecError([problem_line(source, base, p.path, p.message) for p in problems])
+    return spec
 
 
 def _json_text(raw: Any, source: str, base: str) -> Any:
@@ -125,8 +133,6 @@ def parse_window(raw: Any, source: str) -> BurstWindow | None:
 
 def check_window(spec: EstateSpec, window: BurstWindow | None, source: str) -> None:
     """A window must grow an existing burst pool with that pool's instance type, in its AZ."""
-    from model.windows import window_problems
-
     if window is None:
         return
     base = f"config.{WINDOW_KEY}"
@@ -414,3 +420,54 @@ def read_stack(project_dir: Path, stack: str, path: Path | None = None) -> Stack
         raise SpecError([f"{path}: config: must be a mapping of config keys"])
     namespaced = {(k if ":" in str(k) else f"{name}:{k}"): v for k, v in config.items()}
     return StackFile(path=path, project=name, config=namespaced)
+
+
+def parse_state(outputs: dict[str, object] | None, source: str) -> BurstState | None:
+    """A state stack's outputs as a BurstState (None: no state recorded). Problems raise SpecError naming
+    `source` (the state stack) and the output."""
+    if not outputs:
+        return None
+    fmt = outputs.get("format")
+    if fmt != STATE_FORMAT:  # outputs pass through protobuf, where every number is a float: 1.0 == 1
+        shown = f"{fmt:g}" if isinstance(fmt, int | float) else repr(fmt)
+        raise SpecError(
+            [f"{source}: outputs.format: {shown} is not a burst state this gpufleet reads (format {STATE_FORMAT})"]
+        )
+    problems: list[str] = []
+    window = None
+    ledger: list[BurstLedgerEntry] = []
+    as_of = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
+    try:
+        as_of = TypeAdapter(Timestamp).validate_python(outputs.get("as_of"))
+    except ValidationError as err:
+        problems += validation_problems(err, source, "outputs.as_of")
+    if outputs.get("window") is not None:
+        try:
+            window = BurstWindow.model_validate(outputs["window"])
+        except ValidationError as err:
+            problems += validation_problems(err, source, "outputs.window")
+    raw_ledger = outputs.get("ledger") or []
+    if not isinstance(raw_ledger, list):
+        problems.append(f"{source}: outputs.ledger: must be a list of past windows")
+        raw_ledger = []
+    for i, entry in enumerate(raw_ledger):
+        try:
+            ledger.append(BurstLedgerEntry.model_validate(entry))
+        except ValidationError as err:
+            problems += validation_problems(err, source, f"outputs.ledger[{i}]")
+    settled = outputs.get("settled", True)
+    if not isinstance(settled, bool):
+        problems.append(f"{source}: outputs.settled: must be true or false")
+    if problems:
+        raise SpecError(problems)
+    return BurstState(window, tuple(ledger), as_of, bool(settled))
+
+
+def check_state(spec: EstateSpec, state: BurstState | None, source: str) -> None:
+    """A recorded window must grow an existing burst pool with that pool's instance type, in its AZ (SpecError
+    naming `source` and `outputs.window.<field>`)."""
+    if state is None or state.window is None:
+        return
+    problems = window_problems(spec, state.window)
+    if problems:
+        raise SpecError([problem_line(source, "outputs.window", p.path, p.message) for p in problems])

@@ -39,41 +39,17 @@ import pulumi_kubernetes as k8s
 from components.aws import iam
 from components.kubernetes import helm
 from model import versions
-from model.nodes import ROLE_LABEL, Taint
+from model.kinds.aws import CA_TAG_PREFIX, discovery_keys
+from model.nodes import ROLE_LABEL
 from model.spec import AwsNodePool, AwsSite, EstateSpec
 from model.tags import Tags
 
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"
-BURST_TAG = "gpufleet.io/burst-pool"
-CA_TAG_PREFIX = "k8s.io/cluster-autoscaler"
-NODE_TEMPLATE = f"{CA_TAG_PREFIX}/node-template"
 GPU_LABEL = "k8s.amazonaws.com/accelerator"
 SCALE_DOWN_UNNEEDED = "10m"
 PROVISIONING_CLASS = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
 PROVISIONING_REQUEST_API_GROUP = "autoscaling.x-k8s.io"
-
-
-def discovery_tags(cluster: str, pool: str) -> dict[str, str]:
-    """The Auto Scaling group tags the autoscaler discovers a burst pool by (all of them must be present)."""
-    return {f"{CA_TAG_PREFIX}/enabled": "true", f"{CA_TAG_PREFIX}/{cluster}": "owned", BURST_TAG: pool}
-
-
-def discovery_keys(cluster: str) -> list[str]:
-    """`autoDiscovery.tags` of the chart: the keys of `discovery_tags`."""
-    return list(discovery_tags(cluster, "").keys())
-
-
-def node_template_tags(
-    labels: dict[str, str], taints: list[Taint], gpu_resource: str, gpu_units_per_node: int, shared: bool
-) -> dict[str, str]:
-    """Node-template tags of a burst pool's Auto Scaling group: its node labels and taints, and its GPU resource
-    when GPUs are shared (the autoscaler counts whole GPUs of the instance type as nvidia.com/gpu by itself)."""
-    tags = {f"{NODE_TEMPLATE}/label/{k}": v for k, v in sorted(labels.items())}
-    tags |= {f"{NODE_TEMPLATE}/taint/{t.key}": f"{t.value}:{t.effect}" for t in taints}
-    if shared:
-        tags[f"{NODE_TEMPLATE}/resources/{gpu_resource}"] = str(gpu_units_per_node)
-    return tags
 
 
 def iam_policy(cluster: str) -> str:

@@ -13,6 +13,7 @@ from components.aws import iam
 from components.aws.launch import launch_template_args, template_version
 from model.cni import VPC_CNI_NETWORK_POLICY
 from model.conventions import ROLE_LABEL
+from model.kinds.aws import cluster_name, kubeconfig
 from model.nodes import SYSTEM_POOL_DESIRED, SYSTEM_POOL_MAX, SYSTEM_POOL_MIN, SYSTEM_ROOT_VOLUME_GIB
 from model.reach import private_api_sources
 from model.spec import AwsSite, EstateSpec
@@ -27,38 +28,6 @@ NODE_ADDONS = (
     "eks-pod-identity-agent",  # IAM for the CSI controllers and tenants' S3 access (EKS Pod Identity)
     "eks-node-monitoring-agent",  # GPU/XID health conditions that node auto repair acts on
 )
-
-
-def cluster_name(tags: Tags, site: AwsSite) -> str:
-    """EKS cluster names are unique per account and region: estate, environment and site."""
-    return site.cluster.adopt_name or f"{tags.base['cluster']}-{tags.base['env']}-{site.name}"
-
-
-def kubeconfig(name: str, endpoint: str | None, ca_data: str | None, region: str) -> str:
-    """A kubeconfig that authenticates with `aws eks get-token` (the deployer's AWS credentials)."""
-    doc = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {"name": name, "cluster": {"server": endpoint or "", "certificate-authority-data": ca_data or ""}}
-        ],
-        "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
-        "current-context": name,
-        "users": [
-            {
-                "name": name,
-                "user": {
-                    "exec": {
-                        "apiVersion": "client.authentication.k8s.io/v1beta1",
-                        "command": "aws",
-                        "args": ["eks", "get-token", "--cluster-name", name, "--region", region, "--output", "json"],
-                        "interactiveMode": "Never",
-                    }
-                },
-            }
-        ],
-    }
-    return json.dumps(doc)
 
 
 @dataclass(frozen=True)

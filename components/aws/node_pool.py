@@ -1,7 +1,7 @@
 """GpuNodePool: one EKS managed node group and its launch template per pool (never a resource per node).
 
 A burst pool's group is sized by the cluster autoscaler inside the bounds the burst window sets (0 to the window's
-nodes, model.windows): its desired size is the autoscaler's after creation (never reset by an `up`),
+nodes, model.burst): its desired size is the autoscaler's after creation (never reset by an `up`),
 and its Auto Scaling group carries the tags the autoscaler discovers it and scales it from zero by
 (components.aws.autoscaler)."""
 
@@ -15,14 +15,15 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws import autoscaler
-from components.aws.efa import efa_interfaces
 from components.aws.launch import launch_template_args, nodeadm_user_data, template_version
-from components.kubernetes.kueue import gpu_resource_name
+from model.burst import effective_scaling
 from model.conventions import POOL_TAG, SHARED, Taint, eks_rejects_label
+from model.efa import efa_interfaces
+from model.kinds import aws as aws_kind
 from model.nodes import pool_labels, pool_taints
+from model.queues import gpu_resource_name
 from model.spec import AwsNodePool, AwsSite, BurstWindow, EstateSpec
 from model.tags import Tags
-from model.windows import effective_scaling
 
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 CAPACITY_TYPES = {
@@ -75,7 +76,7 @@ def burst_node_labels(pool: AwsNodePool) -> dict[str, str]:
 
 def tag_slug(key: str) -> str:
     """A resource-name fragment for an Auto Scaling group tag key (unique per key)."""
-    short = key.removeprefix(f"{autoscaler.CA_TAG_PREFIX}/")
+    short = key.removeprefix(f"{aws_kind.CA_TAG_PREFIX}/")
     return "".join(c if c.isalnum() else "-" for c in short.lower())
 
 
@@ -90,10 +91,10 @@ def asg_tags(spec: EstateSpec, site: AwsSite, pool: AwsNodePool, cluster: str) -
     shared-GPU resources) for scaling from zero."""
     labels = {**mng_labels(spec, pool), **burst_node_labels(pool)}
     units = pool.gpus_per_node * spec.pool_gpu_units(pool.name) // max(1, spec.pool_gpu_capacity(pool.name))
-    template = autoscaler.node_template_tags(
+    template = aws_kind.node_template_tags(
         labels, pool_taints(pool), gpu_resource_name(site, pool), units, pool.sharing.mode != "whole"
     )
-    return {**autoscaler.discovery_tags(cluster, pool.name), **template}
+    return {**aws_kind.discovery_tags(cluster, pool.name), **template}
 
 
 @dataclass(frozen=True)

@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 import pulumi
 from pulumi_kubernetes.apiextensions import CustomResource
 
-from components.kubernetes.kueue import tenants_on_site
 from model.conventions import FABRIC_LABEL, NETWORK_OPERATOR_NAMESPACE
+from model.queues import tenants_on_site
 from model.spec import BaremetalSite, EstateSpec, InfinibandFabric, RoceFabric
 
 SRIOV_RESOURCE_PREFIX = "nvidia.com"  # the Network Operator's sriovNetworkOperator.resourcePrefix

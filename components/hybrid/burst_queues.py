@@ -7,7 +7,7 @@ On the burst site's cluster, for the tenants with `burst: true`:
   borrow from it, so burst tenants share the window;
 - a ProvisioningRequest admission check on those ClusterQueues: Kueue reserves quota, asks the cluster autoscaler
   for the nodes (components.aws.autoscaler) and admits once they exist;
-- the ClusterQueues' stopPolicy follows the window's phase (model.windows): `None` while it is open;
+- the ClusterQueues' stopPolicy follows the window's phase (model.burst): `None` while it is open;
   `Hold` while it drains (nothing new is admitted, admitted work runs on to finish or checkpoint); `HoldAndDrain`
   when idle (admitted work is evicted; the manager takes it back and dispatches it again, on-prem first);
 - the tenants' namespaces (TenantBundle) and LocalQueues `<tenant>` and `default`, the names the manager uses.
@@ -27,10 +27,11 @@ from components.kubernetes import kueue
 from components.kubernetes.admission import TenantTolerations
 from components.kubernetes.cluster import ClusterStack
 from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs
+from model import queues
+from model.burst import BurstQuota, WindowPhase, burst_pools, burst_quotas, window_phase
 from model.nodes import shared_pools
 from model.spec import AwsSite, BurstWindow, EstateSpec, Tenant
 from model.tags import Tags
-from model.windows import BurstQuota, WindowPhase, burst_pools, burst_quotas, window_phase
 
 BURST_SUFFIX = "-burst"
 STOP_POLICY: dict[WindowPhase, str] = {"open": "None", "draining": "Hold", "idle": "HoldAndDrain"}
@@ -51,7 +52,7 @@ def capacity_check_name(spec: EstateSpec) -> str:
 
 def _gpu_resources(site: AwsSite, quotas: list[BurstQuota]) -> list[str]:
     pools = {p.name: p for p in site.node_pools}
-    return [kueue.gpu_resource_name(site, pools[q.flavor]) for q in quotas]
+    return [queues.gpu_resource_name(site, pools[q.flavor]) for q in quotas]
 
 
 def cohort_resource_groups(site: AwsSite, quotas: list[BurstQuota]) -> list[dict[str, Any]]:
@@ -59,12 +60,12 @@ def cohort_resource_groups(site: AwsSite, quotas: list[BurstQuota]) -> list[dict
     layer's resource order."""
     gpus = _gpu_resources(site, quotas)
     flavors = [
-        kueue.FlavorQuotas(q.flavor, {"cpu": kueue.Quota(q.cpu), "memory": kueue.Quota(f"{q.memory_gib}Gi"),
-                                      gpu: kueue.Quota(q.gpu_units)})
+        queues.FlavorQuotas(q.flavor, {"cpu": queues.Quota(q.cpu), "memory": queues.Quota(f"{q.memory_gib}Gi"),
+                                      gpu: queues.Quota(q.gpu_units)})
         for q, gpu in zip(quotas, gpus, strict=True)
     ]  # fmt: skip
-    groups: list[dict[str, Any]] = kueue.cluster_queue_spec(
-        namespace=None, cohort="", covered=kueue.covered_resources(gpus), flavors=flavors
+    groups: list[dict[str, Any]] = queues.cluster_queue_spec(
+        namespace=None, cohort="", covered=queues.covered_resources(gpus), flavors=flavors
     )["resourceGroups"]
     return groups
 
@@ -74,11 +75,11 @@ def burst_cluster_queue_spec(
 ) -> dict[str, Any]:
     """A burst tenant's ClusterQueue on the cloud worker: its namespace, the burst Cohort, no quota of its own, the
     capacity check, and the stop policy of the window's phase."""
-    return kueue.cluster_queue_spec(
+    return queues.cluster_queue_spec(
         namespace=tenant.name,
         cohort=burst_cohort_name(spec),
-        covered=kueue.covered_resources(_gpu_resources(site, quotas)),
-        flavors=[kueue.FlavorQuotas(q.flavor, {}) for q in quotas],
+        covered=queues.covered_resources(_gpu_resources(site, quotas)),
+        flavors=[queues.FlavorQuotas(q.flavor, {}) for q in quotas],
         admission_checks=[capacity_check_name(spec)],
         stop_policy=STOP_POLICY[phase],
     )
@@ -105,7 +106,7 @@ class BurstQueues(pulumi.ComponentResource):
         quotas = burst_quotas(spec, args.window, args.now)
         phase = window_phase(spec, args.window, args.now)
         flavors = [
-            self._object(f"flavor-{p.name}", "ResourceFlavor", {"name": p.name}, kueue.resource_flavor_spec(site, p))
+            self._object(f"flavor-{p.name}", "ResourceFlavor", {"name": p.name}, queues.resource_flavor_spec(site, p))
             for p in burst_pools(spec)
         ]
         cohort = self._object(
@@ -139,7 +140,7 @@ class BurstQueues(pulumi.ComponentResource):
                 f"cq-{t.name}", "ClusterQueue", {"name": t.name, "labels": labels},
                 burst_cluster_queue_spec(spec, site, t, quotas, phase), [cohort, check],
             )  # fmt: skip
-            for queue in (t.name, kueue.DEFAULT_LOCAL_QUEUE):
+            for queue in (t.name, queues.DEFAULT_LOCAL_QUEUE):
                 suffix = "" if queue == t.name else f"-{queue}"
                 self._object(
                     f"lq-{t.name}{suffix}", "LocalQueue", {"name": queue, "namespace": t.name, "labels": labels},
@@ -157,4 +158,4 @@ class BurstQueues(pulumi.ComponentResource):
     ) -> pulumi.CustomResource:
         opts = pulumi.ResourceOptions(parent=self, depends_on=[self._release, *deps])
         meta = {"labels": self._labels, **metadata}
-        return kueue.kube_object(f"{self._n}-{name}", kueue.KUEUE_API, kind, meta, {"spec": spec}, opts)
+        return kueue.kube_object(f"{self._n}-{name}", queues.KUEUE_API, kind, meta, {"spec": spec}, opts)

@@ -2,7 +2,7 @@
 
 On the manager cluster (`burst.manager`, an existing small cluster reached by its kubeconfig):
 - Kueue (the pinned chart) with the MultiKueue incremental dispatcher, one cluster per round
-  (kueue.multikueue_config), and exactly the job frameworks every worker serves (model.dispatch);
+  (queues.multikueue_config), and exactly the job frameworks every worker serves (model.dispatch);
   the operators those frameworks need (JobSet: its CRD is what lets tenants create JobSets here), priorities;
 - per worker a Secret with the manager's kubeconfig of it and a MultiKueueCluster named after the site; per order
   of sites (model.dispatch) a MultiKueueConfig listing them in that order and its AdmissionCheck;
@@ -32,8 +32,8 @@ from components.hybrid.access import KUBECONFIG_KEY, assemble
 from components.kubernetes import kueue
 from components.kubernetes.job_operators import JobOperators
 from components.kubernetes.priorities import Priorities, PrioritiesArgs
-from components.kubernetes.tenancy import RBAC_API_GROUP, ROLE_RULES, gpu_quota_ceiling, namespace_labels
-from model import dispatch
+from components.kubernetes.tenancy import RBAC_API_GROUP, ROLE_RULES, namespace_labels
+from model import dispatch, queues
 from model.frameworks import operators
 from model.spec import EstateSpec, Tenant
 from model.tags import Tags
@@ -51,7 +51,7 @@ def manager_quota(spec: EstateSpec, tenant: Tenant) -> dict[str, int | str]:
     sites = dispatch.tenant_workers(spec, tenant)
     gpus: dict[str, int] = {}
     for site in sites:
-        for resource, n in gpu_quota_ceiling(spec, site, tenant).items():
+        for resource, n in queues.gpu_quota_ceiling(spec, site, tenant).items():
             gpus[resource] = gpus.get(resource, 0) + n
     return {
         "cpu": tenant.cpu_quota * len(sites),
@@ -64,13 +64,13 @@ def manager_cluster_queue_spec(spec: EstateSpec, tenant: Tenant) -> dict[str, An
     """The tenant's ClusterQueue on the manager: its namespace only, no cohort, the dispatch flavor holding
     `manager_quota`, and the MultiKueue check of the tenant's order of sites."""
     quota = manager_quota(spec, tenant)
-    covered = kueue.covered_resources([r for r in quota if r not in ("cpu", "memory")])
+    covered = queues.covered_resources([r for r in quota if r not in ("cpu", "memory")])
     order = tuple(s.name for s in dispatch.tenant_workers(spec, tenant))
-    return kueue.cluster_queue_spec(
+    return queues.cluster_queue_spec(
         namespace=tenant.name,
         cohort="",
         covered=covered,
-        flavors=[kueue.FlavorQuotas(DISPATCH_FLAVOR, {r: kueue.Quota(v) for r, v in quota.items()})],
+        flavors=[queues.FlavorQuotas(DISPATCH_FLAVOR, {r: queues.Quota(v) for r, v in quota.items()})],
         admission_checks=[dispatch.order_name(spec, order)],
     )
 
@@ -114,7 +114,7 @@ class KueueManagerStack(pulumi.ComponentResource):
         crds: list[pulumi.Resource] = [ns]
         if operators(frameworks):
             crds.append(JobOperators(f"{name}-job-operators", frameworks, opts=on))
-        config = kueue.controller_config(False, frameworks, multikueue=True)
+        config = queues.controller_config(False, frameworks, multikueue=True)
         self.release = kueue.release(
             f"{name}-kueue", config, provisioning_crd=False,
             opts=pulumi.ResourceOptions.merge(on, pulumi.ResourceOptions(depends_on=crds)),
@@ -133,7 +133,7 @@ class KueueManagerStack(pulumi.ComponentResource):
     ) -> pulumi.CustomResource:
         meta = {"labels": self._labels, **metadata}
         opts = pulumi.ResourceOptions.merge(self._on, pulumi.ResourceOptions(depends_on=[self.release, *deps]))
-        return kueue.kube_object(f"{self._n}-{name}", kueue.KUEUE_API, kind, meta, {"spec": spec}, opts)
+        return kueue.kube_object(f"{self._n}-{name}", queues.KUEUE_API, kind, meta, {"spec": spec}, opts)
 
     # -- how the manager reaches each worker ------------------------------------------------------------------
     def _cluster(self, site: str, link: WorkerLink, ns: pulumi.Resource) -> pulumi.CustomResource:
@@ -189,7 +189,7 @@ class KueueManagerStack(pulumi.ComponentResource):
             manager_cluster_queue_spec(self._args.spec, t),
             deps,
         )
-        for queue in (t.name, kueue.DEFAULT_LOCAL_QUEUE):
+        for queue in (t.name, queues.DEFAULT_LOCAL_QUEUE):
             suffix = "" if queue == t.name else f"-{queue}"
             self._object(
                 f"lq-{t.name}{suffix}",

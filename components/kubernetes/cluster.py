@@ -10,11 +10,12 @@ import pulumi
 from components.kubernetes.admission import TenantTolerations
 from components.kubernetes.gpu_stack import GpuStack, GpuStackArgs
 from components.kubernetes.job_operators import JobOperators
-from components.kubernetes.kueue import Kueue, KueueArgs, tenants_on_site
+from components.kubernetes.kueue import Kueue, KueueArgs
 from components.kubernetes.priorities import Priorities, PrioritiesArgs
 from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs
 from model.frameworks import enabled, operators
 from model.nodes import shared_pools
+from model.queues import tenants_on_site
 from model.spec import BurstWindow, EstateSpec, Site
 from model.tags import Tags
 

@@ -99,12 +99,6 @@ def _toolkit_enabled(site: Site) -> bool:
             assert_never(site)
 
 
-def release_name(site_name: str) -> str:
-    """Logical name of a site's GPU Operator release: estate `{site}-k8s` -> ClusterStack `-gpu` -> GpuStack
-    `-gpu-operator` -> `-release`. The operator-driver-site policy config names host-driver releases by it."""
-    return f"{site_name}-k8s-gpu-gpu-operator-release"
-
-
 def _nfd_worker_tolerations(gpu_tolerations: list[dict[str, str]]) -> list[dict[str, str]]:
     control_plane = {
         "key": "node-role.kubernetes.io/control-plane",

@@ -38,6 +38,7 @@ from components.kubernetes import helm, placement
 from components.kubernetes.gpu_driver import rdma_fabrics
 from model import versions
 from model.conventions import FABRIC_LABEL, NETWORK_OPERATOR_NAMESPACE
+from model.rdma import rdma_shared_resource_name
 from model.spec import BaremetalSite, InfinibandFabric, RoceFabric, Site
 from model.tags import Tags
 
@@ -52,14 +53,8 @@ NV_IPAM_STATE = "state-nv-ipam-cni"
 NV_IPAM_READY = f"jsonpath={{.status.appliedStates[?(@.name=='{NV_IPAM_STATE}')].state}}=ready"
 NV_IPAM_WAIT_SECONDS = 1200  # the state's DaemonSet pulls its image on every fabric node
 MELLANOX_VENDOR_ID = "15b3"
-RDMA_RESOURCE_PREFIX = "rdma"  # the RDMA shared device plugin's resource prefix: pods request rdma/<name>
 RDMA_HCA_MAX = 63  # pods sharing one HCA (the upstream examples' value)
 DRAIN_TIMEOUT_SECONDS = 900
-
-
-def rdma_shared_resource_name(fabric: InfinibandFabric) -> str:
-    """`resourceName` of the fabric's RDMA shared devices; pods request `rdma/<this>: 1`."""
-    return "shared_" + fabric.name.replace("-", "_")
 
 
 def needs_sriov_operator(site: Site) -> bool:

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes.kueue import KUEUE_API, kube_object
+from components.kubernetes.kueue import kube_object
+from model.queues import KUEUE_API
 from model.tags import Tags
 
 

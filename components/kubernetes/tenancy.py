@@ -1,6 +1,6 @@
 """TenantBundle: one tenant's namespace on one site, with its quota, limits, network policy, RBAC and trust level.
 
-One bundle per tenant per site where the tenant has GPU quota (`kueue.tenants_on_site`); its Kueue queues
+One bundle per tenant per site where the tenant has GPU quota (`queues.tenants_on_site`); its Kueue queues
 are built by `components.kubernetes.kueue.Kueue`. Checks T1-T9 and T11 of docs/checklist.md.
 
 Trust levels. An untrusted tenant (agents running generated code) has its quota only on pools dedicated to
@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes import kueue, tenant_s3
+from components.kubernetes import tenant_s3
 from components.kubernetes.admission import (
     POD_AND_EPHEMERAL_RESOURCES,
     POD_RESOURCES,
@@ -39,7 +39,7 @@ from components.kubernetes.admission import (
     rdma_pod_policy,
     untrusted_validations,
 )
-from model import conventions
+from model import conventions, queues
 from model.conventions import RDMA_LABEL, TRUST_LABEL, pod_security_labels
 from model.spec import (
     SHARED_FILE_SYSTEM_KINDS,
@@ -169,30 +169,11 @@ def namespace_labels(tags: Tags, tenant: Tenant) -> dict[str, str]:
         rdma = {RDMA_LABEL: "true"}
     return {
         **tags.labels(tenant=tenant.name, cost_center=tenant.cost_center),
-        kueue.MANAGED_NAMESPACE_LABEL: tenant.name,
+        queues.MANAGED_NAMESPACE_LABEL: tenant.name,
         TRUST_LABEL: tenant.trust,
         **rdma,
         **psa,
     }
-
-
-def gpu_quota_ceiling(spec: EstateSpec, site: Site, tenant: Tenant) -> dict[str, int]:
-    """GPU units per advertised resource the tenant's pods may request at once on the site.
-
-    Kueue decides what runs within the nominal quota plus what the tenant may borrow; the namespace quota is
-    the hard ceiling behind it, so it allows nominal + borrowing_limit on each flavor the tenant's
-    ClusterQueue lists. On a burst pool (a MultiKueue worker's), a tenant with `burst: true` may use up to the
-    pool's size at max and any other tenant nothing; the open window's quota is Kueue's to enforce. Every GPU
-    resource the site advertises is listed (0 where the tenant has none), so no GPU kind is outside the quota.
-    """
-    quota = kueue.site_gpu_quota(site, tenant)
-    ceiling = {kueue.gpu_resource_name(site, p): 0 for p in site.node_pools}
-    for p in kueue.tenant_flavors(site, tenant):
-        ceiling[kueue.gpu_resource_name(site, p)] += quota.get(p.name, 0) + tenant.borrowing_limit
-    for p in site.node_pools:
-        if kueue.is_burst(p) and tenant.burst:
-            ceiling[kueue.gpu_resource_name(site, p)] += spec.pool_gpu_units(p.name)
-    return ceiling
 
 
 def resource_quota_hard(spec: EstateSpec, site: Site, tenant: Tenant) -> dict[str, str]:
@@ -203,7 +184,7 @@ def resource_quota_hard(spec: EstateSpec, site: Site, tenant: Tenant) -> dict[st
         "limits.cpu": str(tenant.cpu_quota),
         "requests.memory": memory,
         "limits.memory": memory,
-        **{f"requests.{name}": str(n) for name, n in sorted(gpu_quota_ceiling(spec, site, tenant).items())},
+        **{f"requests.{name}": str(n) for name, n in sorted(queues.gpu_quota_ceiling(spec, site, tenant).items())},
         **OBJECT_COUNTS,
         # No claims on a shared file system the tenant may not mount (its StorageClass is named after the tier):
         # https://kubernetes.io/docs/concepts/policy/resource-quotas/#storage-resource-quota

@@ -3,7 +3,7 @@
 `AutomationDriver` selects an existing stack of the project (work_dir = the project directory, so the CLI honours
 `stackConfigDir: stacks`) and runs `pulumi up` on it, targeted at the resources a window changes
 (`Stack.up(target=[urns], target_dependents=True)`, pulumi/automation/_stack.py). The burst state lives in the
-outputs of the state stack `<stack>-burst` (model/windows.py): `read_state` reads them
+outputs of the state stack `<stack>-burst` (model/burst.py): `read_state` reads them
 (`Stack.outputs`), `write_state` runs `up` of an inline program that exports nothing else, in the same project
 name and backend, so the estate program's StackReference reads exactly what was written. An `up` of the state
 stack either records all of its outputs or, failing, leaves the previous ones. Tests use a fake implementing the
@@ -174,7 +174,7 @@ class AutomationDriver:
         """The state stack as an inline-program stack of this project (its name and backend from Pulumi.yaml)."""
         from pulumi import automation as auto
 
-        from model.windows import state_stack_name
+        from model.burst import state_stack_name
 
         def program() -> None:
             import pulumi

@@ -27,8 +27,7 @@ from gpufleet.burst.errors import BurstError
 from gpufleet.burst.preflight import BurstRequest, Preflight, check_request, month_hours, preflight
 from gpufleet.burst.stack import Settle, StackState, apply_and_up, load_state
 from gpufleet.burst.targets import burst_targets
-from model.spec import BurstLedgerEntry, BurstWindow
-from model.windows import (
+from model.burst import (
     BurstState,
     close_entry,
     cloud_site,
@@ -39,6 +38,7 @@ from model.windows import (
     window_phase,
     window_price,
 )
+from model.spec import BurstLedgerEntry, BurstWindow
 
 Clock = Callable[[], dt.datetime]  # now by the one clock windows are judged by (see the module docstring)
 Booker = Callable[[StackState, BurstWindow, dt.datetime, str], BurstLedgerEntry]  # books a window closed at a time

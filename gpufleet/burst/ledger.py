@@ -17,15 +17,13 @@ from gpufleet.burst.aws import Aws
 from gpufleet.burst.errors import BurstError
 from gpufleet.burst.flows import Booker, book_cap
 from gpufleet.burst.stack import StackState
+from model.burst import cloud_site, node_hour_price
+from model.kinds.aws import cluster_name, discovery_tags
 from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec
-from model.windows import cloud_site, node_hour_price
+from model.tags import Tags
 
 
 def burst_group_tags(spec: EstateSpec, pool: str) -> dict[str, str]:
-    from components.aws.autoscaler import discovery_tags
-    from components.aws.cluster import cluster_name
-    from model.tags import Tags
-
     return discovery_tags(cluster_name(Tags.from_spec(spec), cloud_site(spec)), pool)
 
 

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from gpufleet.burst.aws import QUOTA_CODES, Aws, quota_family
 from gpufleet.burst.errors import BurstError
 from model import catalog
-from model.spec import AwsNodePool, BurstLedgerEntry, BurstWindow, EstateSpec
-from model.windows import (
+from model.burst import (
     burst_pools,
     cloud_site,
     hours_between,
@@ -26,6 +25,7 @@ from model.windows import (
     spend_in_month,
     window_price,
 )
+from model.spec import AwsNodePool, BurstLedgerEntry, BurstWindow, EstateSpec
 
 
 @dataclass(frozen=True)

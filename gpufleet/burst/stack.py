@@ -2,7 +2,7 @@
 
 A window (pool, nodes, instance type, AZ, start, expiry) and the ledger of past windows (pool, instance type,
 nodes, start, end, usd) are the outputs of the state stack `<stack>-burst` in the estate's backend
-(model/windows.py, "window state"); the estate program reads them through a StackReference, so every
+(model/burst.py, "window state"); the estate program reads them through a StackReference, so every
 `up` sees the same window. A burst command records the new state (an `up` of the state stack), then runs a
 targeted `up` of the estate. If that `up` cannot start, the previous state is recorded again; once it has
 started, the new state is kept, marked unsettled until the `up` finished, so `reconcile` runs it again (see
@@ -22,9 +22,9 @@ from pathlib import Path
 
 from gpufleet.burst.driver import DriverError, NotStarted, OutputSink, StackDriver, SummaryUnread
 from gpufleet.burst.errors import BurstError
-from model.load import LEDGER_KEY, WINDOW_KEY, SpecError, read_stack
+from model.burst import BurstState, state_stack_name
+from model.load import LEDGER_KEY, WINDOW_KEY, SpecError, check_state, parse_state, read_stack
 from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec
-from model.windows import BurstState, check_state, parse_state, state_stack_name
 
 NEVER = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)  # `as_of` of a state never recorded
 EMPTY = BurstState(None, (), NEVER)

@@ -1,6 +1,6 @@
 """What a burst command's `up` targets: only the resources a window changes.
 
-A window changes three things (model/windows.py): the burst node groups' scaling bounds, and on the
+A window changes three things (model/burst.py): the burst node groups' scaling bounds, and on the
 cloud worker the burst Cohort's quota and the burst ClusterQueues' stopPolicy. The URNs are taken from the
 program itself, synthesized offline (gpufleet/engine/synth.py) with no window: the same resources exist in every
 phase, so their URNs are those of any `up`. A URN is `urn:pulumi:<stack>::<project>::<qualified type>::<name>`
@@ -17,10 +17,10 @@ import hashlib
 from pathlib import Path
 
 from gpufleet.engine.plan import Plan, PlanResource
+from model.burst import burst_pools
 from model.conventions import AWS_SITE_TYPE, POOL_LABEL
 from model.load import read_stack
 from model.spec import EstateSpec
-from model.windows import burst_pools
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 BURST_QUEUES = "gpufleet:hybrid:BurstQueues"

@@ -31,8 +31,8 @@ from gpufleet.burst.ledger import burst_group_tags, measured_booker
 from gpufleet.burst.preflight import offline_check
 from gpufleet.burst.stack import legacy_keys, load_spec, load_state
 from gpufleet.cli.options import HERE, ProjectOpt, StackOpt, out
+from model.burst import BurstState, cloud_site, state_stack_name
 from model.spec import EstateSpec
-from model.windows import BurstState, cloud_site, state_stack_name
 
 # Seams for tests: how the command reaches Pulumi and AWS.
 make_driver: Callable[[Path], StackDriver] = AutomationDriver

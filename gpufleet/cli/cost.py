@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from gpufleet.cli.errors import CommandError
-from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, SummaryOpt, out, refuse_json_summary
+from gpufleet.cli.errors import CommandError, refuse_json_summary
+from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, SummaryOpt, out
 
 AtOpt = Annotated[str | None, typer.Option("--at", help="ISO time burst windows are judged at (default: now, UTC).")]
 

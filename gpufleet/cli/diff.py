@@ -6,7 +6,8 @@ from typing import Annotated
 
 import typer
 
-from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, SummaryOpt, out, refuse_json_summary
+from gpufleet.cli.errors import refuse_json_summary
+from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, SummaryOpt, out
 
 BaseOpt = Annotated[str, typer.Option("--base", "-b", help="Git revision to compare with, e.g. origin/main.")]
 

@@ -19,7 +19,7 @@ import typer
 from rich.text import Text
 
 from gpufleet.burst.errors import BurstError
-from gpufleet.cli.options import err
+from gpufleet.cli.options import Format, err
 from model.catalog import CatalogError
 from model.load import SpecError
 
@@ -36,6 +36,12 @@ class CommandError(Exception):
     def __init__(self, message: str, exit_code: int = 2) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+def refuse_json_summary(summary: bool, format: Format, whole: str) -> None:
+    """--summary shortens text and markdown; JSON always carries the `whole` document (select with jq)."""
+    if summary and format is Format.json:
+        raise CommandError(f"--summary: only for text and markdown (json carries the whole {whole}; select with jq)")
 
 
 def _raised_from(e: Exception, module: str, name: str) -> bool:

@@ -86,14 +86,6 @@ SummaryOpt = Annotated[
 HERE = Path(".")
 
 
-def refuse_json_summary(summary: bool, format: Format, whole: str) -> None:
-    """--summary shortens text and markdown; JSON always carries the `whole` document (select with jq)."""
-    if summary and format is Format.json:
-        from gpufleet.cli.errors import CommandError  # errors.py prints through this module's consoles
-
-        raise CommandError(f"--summary: only for text and markdown (json carries the whole {whole}; select with jq)")
-
-
 ChartCacheOpt = Annotated[
     Path | None,
     typer.Option(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from gpufleet.cli.errors import refuse_json_summary
 from gpufleet.cli.options import (
     HERE,
     ChartCacheOpt,
@@ -13,7 +14,6 @@ from gpufleet.cli.options import (
     StackOpt,
     SummaryOpt,
     out,
-    refuse_json_summary,
 )
 
 

@@ -30,8 +30,8 @@ from pulumi.runtime.proto import source_pb2
 
 from gpufleet.engine.plan import Plan, PlanResource, normalise
 from model import catalog
+from model.burst import BurstState, state_stack_name
 from model.load import LEDGER_KEY, WINDOW_KEY, StackFile, read_stack
-from model.windows import BurstState, state_stack_name
 
 SECRET_PLACEHOLDER = "[secret: not decrypted offline]"
 Invoke = Callable[[dict[str, Any]], dict[str, Any]]

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from gpufleet.review.prices import HOURS, rounded
+from model.burst import burst_pools, drain_ends, window_ceiling, window_phase
 from model.spec import BurstWindow, EstateSpec
-from model.windows import burst_pools, drain_ends, window_ceiling, window_phase
 
 WindowState = Literal["scheduled", "open", "draining", "over"]
 
@@ -51,7 +51,7 @@ class WindowCost:
 
 
 def window_cost(spec: EstateSpec, window: BurstWindow, now: dt.datetime) -> WindowCost:
-    """A window's cost at most (model.windows.window_ceiling) and where it stands at `now`."""
+    """A window's cost at most (model.burst.window_ceiling) and where it stands at `now`."""
     phase = window_phase(spec, window, now)
     state: WindowState = phase if phase != "idle" else ("scheduled" if now < window.start else "over")
     return WindowCost(

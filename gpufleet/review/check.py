@@ -42,6 +42,7 @@ from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.engine.synth import collector_paused
 from gpufleet.review.findings import Enforcement, Finding, Findings
+from model import conventions
 from model.cni import k8s_provider_name, site_cni
 from model.load import ESTATE_KEY, SpecError, StackFile, read_stack
 from model.spec import BaremetalSite, EstateSpec
@@ -85,9 +86,6 @@ def scope() -> str:
 
 def _settings(spec: EstateSpec, max_usd_per_hour: float | None = None) -> dict[str, Any]:
     """Config values by key, from the spec; each policy takes the keys its config schema declares."""
-    # The release naming and the exemption register (their modules import pulumi_kubernetes: only here).
-    from components.kubernetes import gpu_operator, namespaces
-
     values: dict[str, Any] = {
         "tenants": [t.name for t in spec.tenants],
         "requiredTags": list(spec.metadata.required_tags),
@@ -97,7 +95,7 @@ def _settings(spec: EstateSpec, max_usd_per_hour: float | None = None) -> dict[s
     }
     # GPU Operator releases whose site's host image brings the driver (operator-driver-site allows driver off).
     values["hostDriverReleases"] = sorted(
-        gpu_operator.release_name(s.name)
+        conventions.gpu_operator_release_name(s.name)
         for s in spec.sites
         if isinstance(s, BaremetalSite) and s.kubernetes.driver_managed_by == "host"
     )
@@ -122,7 +120,7 @@ def _settings(spec: EstateSpec, max_usd_per_hour: float | None = None) -> dict[s
             values["maxUsdPerHour"] = round(max_usd_per_hour, 4)
         if total.no_price:
             values["unpricedItems"] = list(total.no_price)
-    values["privilegedNamespaces"] = sorted(namespaces.PRIVILEGED_NAMESPACES)
+    values["privilegedNamespaces"] = sorted(conventions.PRIVILEGED_NAMESPACES)
     return values
 
 

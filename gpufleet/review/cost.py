@@ -26,6 +26,7 @@ from gpufleet.review.prices import HOURS, LEVELS, Figures, PriceRef, price_dict,
 from gpufleet.review.storage_cost import StorageCost, storage_cost
 from gpufleet.review.usage import UsageProfile
 from model import catalog
+from model.burst import effective_scaling, window_note, window_phase
 from model.capacity import gpu_units
 from model.pricing import pool_gpu_hour_price, site_price
 from model.spec import (
@@ -38,7 +39,6 @@ from model.spec import (
     OnPremCost,
     Site,
 )
-from model.windows import effective_scaling, window_note, window_phase
 
 UNASSIGNED = "(unassigned)"
 

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from gpufleet.verify.kube import ClusterApi
+from model.kinds.aws import cluster_name, kubeconfig
 from model.load import load_yaml, read_text, yaml_problem
 from model.spec import AwsSite, BaremetalSite, EstateSpec
 from model.tags import Tags
@@ -59,8 +60,6 @@ def load_kubeconfig(text: str, where: str) -> dict[str, Any]:
 
 
 def eks_kubeconfig(spec: EstateSpec, site: AwsSite, eks: Any) -> dict[str, Any]:
-    from components.aws.cluster import cluster_name, kubeconfig
-
     name = cluster_name(Tags.from_spec(spec), site)
     try:
         cluster = eks.describe_cluster(name=name)["cluster"]

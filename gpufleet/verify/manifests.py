@@ -12,9 +12,10 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from components.kubernetes import kueue
 from gpufleet.verify import thresholds
-from model import conventions, nodes, versions
+from model import conventions, nodes, queues, versions
+from model.efa import efa_interfaces
+from model.rdma import RDMA_RESOURCE_PREFIX, rdma_shared_resource_name
 from model.spec import (
     AwsNodePool,
     AwsSite,
@@ -108,11 +109,8 @@ def job_manifest(run: Run, name: str, check: str, pod: dict[str, Any], *, count:
 # -- fabric: NCCL ---------------------------------------------------------------------------------------------
 def fabric_resources(spec: EstateSpec, site: Site, pool: Pool) -> dict[str, str]:
     """Extended resources a fabric pod of `pool` requests: its GPUs and the fabric's devices."""
-    from components.aws.efa import efa_interfaces
-    from components.kubernetes.network_operator import RDMA_RESOURCE_PREFIX, rdma_shared_resource_name
-
     gpus = spec.pool_gpus_per_node(pool.name)
-    out = {kueue.gpu_resource_name(site, pool): str(gpus)}
+    out = {queues.gpu_resource_name(site, pool): str(gpus)}
     fabric = next((f for f in site.fabrics if f.name == pool.fabric), None)
     if isinstance(fabric, EfaFabric) and isinstance(pool, AwsNodePool):
         out["vpc.amazonaws.com/efa"] = str(sum(1 for s in efa_interfaces(pool.instance_type) if s.is_efa))
@@ -228,7 +226,7 @@ def nccl_multi_node_job(
 def nccl_single_node_job(run: Run, name: str, check: str, spec: EstateSpec, site: Site, pool: Pool) -> Manifest:
     """One process driving every GPU of one node (`-g <gpus>`): NVLink / PCIe only, no network."""
     gpus = spec.pool_gpus_per_node(pool.name)
-    resources = {kueue.gpu_resource_name(site, pool): str(gpus)}
+    resources = {queues.gpu_resource_name(site, pool): str(gpus)}
     pod = {
         **_placement(pool),
         "containers": [
@@ -253,7 +251,7 @@ def dcgm_diag_job(
     """`dcgmi diag -r <level> -j` on every GPU of one node, with its own host engine. SYS_ADMIN: DCGM's
     diagnostics read and reset GPU state that the default capability set does not allow."""
     gpus = spec.pool_gpus_per_node(pool.name)
-    resources = {kueue.gpu_resource_name(site, pool): str(gpus)}
+    resources = {queues.gpu_resource_name(site, pool): str(gpus)}
     script = f'nv-hostengine >/dev/null 2>&1; sleep 3; dcgmi diag -r {int(level)} -j; echo "dcgmi exit $?" >&2'
     placement = _placement(pool)
     placement["nodeSelector"] = {**placement["nodeSelector"], conventions.HOSTNAME_LABEL: node}

@@ -13,6 +13,7 @@ from enum import StrEnum
 
 from gpufleet.verify import thresholds
 from gpufleet.verify.thresholds import Threshold
+from model import queues
 from model.spec import (
     AwsNodePool,
     AwsSite,
@@ -231,9 +232,7 @@ def _burst_idle(pool: Pool) -> bool:
 
 
 def tenancy_checks(spec: EstateSpec, site: Site) -> list[Check]:
-    from components.kubernetes import kueue
-
-    tenants = kueue.tenants_on_site(spec, site)
+    tenants = queues.tenants_on_site(spec, site)
     out: list[Check] = []
     base = f"tenancy/{site.name}"
     if not tenants:

@@ -11,13 +11,12 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from components.kubernetes import kueue, tenancy
 from gpufleet.verify import manifests
 from gpufleet.verify.kube import ApiError, Context, api_call, create, job_logs, tail, wait_job
 from gpufleet.verify.manifests import Manifest, Run
 from gpufleet.verify.results import Result, Status, skipped
 from gpufleet.verify.suite import Check
-from model import conventions, versions
+from model import conventions, queues, versions
 from model.spec import Tenant
 
 REACHED, BLOCKED = "GPUFLEET-REACHED", "GPUFLEET-BLOCKED"
@@ -126,7 +125,7 @@ def egress(ctx: Context, check: Check) -> Result:
 
 def over_quota_request(ctx: Context, tenant: Tenant) -> tuple[str, int]:
     """The GPU resource with the largest namespace quota and one more unit than that quota allows."""
-    ceiling = tenancy.gpu_quota_ceiling(ctx.spec, ctx.site, tenant)
+    ceiling = queues.gpu_quota_ceiling(ctx.spec, ctx.site, tenant)
     resource = max(ceiling, key=lambda r: (ceiling[r], r == conventions.GPU_RESOURCE))
     return resource, ceiling[resource] + 1
 
@@ -155,7 +154,7 @@ def queue_held(ctx: Context, check: Check) -> Result:
     suspended = bool(got.spec.suspend)
     queue = (got.metadata.labels or {}).get(QUEUE_LABEL)
     shown = f"suspend={suspended}, queue={queue or '-'}"
-    if suspended and queue == kueue.DEFAULT_LOCAL_QUEUE:
+    if suspended and queue == queues.DEFAULT_LOCAL_QUEUE:
         return Result(check, Status.passed, shown, "Kueue holds the Job until its default LocalQueue admits it")
     return Result(check, Status.failed, shown, "a Job without a queue name would bypass Kueue")
 

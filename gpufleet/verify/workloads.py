@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from components.kubernetes import kueue
 from gpufleet.verify import manifests, parsers
 from gpufleet.verify.kube import ApiError, Context, api_call, create, job_logs, ready_nodes, tail, wait_job
 from gpufleet.verify.results import Result, Status, judged, skipped
 from gpufleet.verify.suite import Check
+from model import queues
 from model.spec import EfsTier, FsxLustreTier, NfsTier, ParallelFsTier
 
 MAX_FIO_NODES = 8
@@ -127,8 +127,8 @@ def _claim(ctx: Context, check: Check) -> tuple[str, str | None] | str:
         name = ctx.name("data")
         create(ctx, manifests.claim(ctx.run, name, tier.name))
         return name, None
-    for tenant in kueue.tenants_on_site(ctx.spec, ctx.site):
-        if tenant.trust != "trusted" or check.pool not in kueue.site_gpu_quota(ctx.site, tenant):
+    for tenant in queues.tenants_on_site(ctx.spec, ctx.site):
+        if tenant.trust != "trusted" or check.pool not in queues.site_gpu_quota(ctx.site, tenant):
             continue
         try:
             pvc = api_call(ctx.api.core.read_namespaced_persistent_volume_claim, tier.name, tenant.name)

@@ -5,16 +5,15 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 # capacity imports the spec's models; by module (not by name) so either may be imported first.
 from model import capacity, catalog
 from model.spec.access import AwsAccount, Deployer
 from model.spec.baremetal import BaremetalNodePool, Server
-from model.spec.base import Metadata, Model, Name, SpecProblems
+from model.spec.base import Metadata, Model, Name
 from model.spec.burst import BurstPolicy
 from model.spec.net import MAX_USD
-from model.spec.rules import estate_problems
 from model.spec.sites import BaremetalSite, NodePool, Site
 from model.spec.tenancy import Tenant
 
@@ -95,14 +94,6 @@ class EstateSpec(Model):
 
     def pool_gpu_model(self, name: str) -> catalog.GpuModel:
         return capacity.pool_gpu_model(self, name)
-
-    # -- cross-field rules (model.spec.rules) ----------------------------------------------
-    @model_validator(mode="after")
-    def _cross_field_rules(self) -> EstateSpec:
-        problems = estate_problems(self)
-        if problems:
-            raise SpecProblems(problems)
-        return self
 
 
 def json_schema() -> dict[str, object]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.aws.efa import EFA_ONLY, ENA, efa_interfaces
 from model import catalog
+from model.efa import EFA_ONLY, ENA, efa_interfaces
 
 
 @pytest.mark.parametrize("instance_type", ["p5.48xlarge", "p5en.48xlarge", "p4d.24xlarge", "g6e.48xlarge"])

@@ -10,8 +10,8 @@ from typing import Any
 import yaml
 
 from gpufleet.burst.driver import DriverError, OutputSink
-from model.load import LEDGER_KEY, WINDOW_KEY, parse_ledger, parse_window
-from model.windows import BurstState, parse_state, state_stack_name
+from model.burst import BurstState, state_stack_name
+from model.load import LEDGER_KEY, WINDOW_KEY, parse_ledger, parse_state, parse_window
 from tests.conftest import example_config, write_project
 
 NOW = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.UTC)

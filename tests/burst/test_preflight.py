@@ -238,7 +238,7 @@ def spent_in_november(usd: float) -> BurstLedgerEntry:
 
 def test_window_across_a_month_boundary_is_checked_against_each_months_budget(aws_env: dict[str, Any]) -> None:
     """2 h of the window fall in November and 2 h in December; spend is booked to each month pro rata
-    (model/windows.py, spend_in_month), so each month's part must fit that month's budget."""
+    (model/burst.py, spend_in_month), so each month's part must fit that month's budget."""
     aws_env["quotas"].value(P_ON_DEMAND, 768)
     check = preflight(estate(), [spent_in_november(19_800)], BurstRequest(gpus=8, hours=4), MONTH_END, aws_env["aws"])
     assert "price $110.08 within $200.00 left of $20,000.00 in November 2026" in check.checks

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
-from components.aws.autoscaler import CA_TAG_PREFIX, NODE_TEMPLATE
 from gpufleet.engine.plan import Plan, PlanResource
 from model import versions
+from model.kinds.aws import CA_TAG_PREFIX, NODE_TEMPLATE
 from model.load import WINDOW_KEY
 from model.nodes import POOL_LABEL
 from tests.burst.helpers import hybrid_config, window

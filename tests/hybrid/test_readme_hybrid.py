@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from model.burst import grace
 from model.load import parse_estate
-from model.windows import grace
 from tests.conftest import ROOT, example_estate
 from tests.render.test_mermaid import MERMAID_DIR, PARSE_JS
 
@@ -44,7 +44,7 @@ def test_mermaid_parses_the_readme_diagrams() -> None:
 
 def test_readme_says_where_the_window_lives_and_lists_every_burst_command() -> None:
     from gpufleet.cli.app import COMMANDS, burst_app
-    from model.windows import STATE_STACK_SUFFIX
+    from model.burst import STATE_STACK_SUFFIX
 
     text = (ROOT / "README.md").read_text()
     assert f"`<stack>{STATE_STACK_SUFFIX}`" in text and "pulumi.StackReference" in text and "`as_of`" in text

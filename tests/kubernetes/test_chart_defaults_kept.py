@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import yaml
 
-from components.kubernetes import kueue
 from gpufleet.engine.plan import HELM_RELEASE as HELM
 from gpufleet.engine.plan import Plan
-from model import versions
+from model import queues, versions
 from tests.charts import chart_dir
 
 
@@ -26,7 +25,7 @@ def test_kueue_configuration_keeps_the_charts_reconciler_concurrency_and_client_
         assert ours["controller"] == default["controller"], r.name
         assert ours["clientConnection"] == default["clientConnection"], r.name
         assert ours["apiVersion"] == default["apiVersion"], r.name
-    assert kueue.controller_config()["controller"]["groupKindConcurrency"]["Workload.kueue.x-k8s.io"] == 10
+    assert queues.controller_config()["controller"]["groupKindConcurrency"]["Workload.kueue.x-k8s.io"] == 10
 
 
 def test_gpu_operator_upgrades_its_crds_through_the_charts_hook(example_plans: dict[str, Plan]) -> None:

@@ -9,11 +9,11 @@ from components.kubernetes.efa import efa_plugin_values
 from components.kubernetes.network_operator import (
     network_operator_values,
     nic_cluster_policy_spec,
-    rdma_shared_resource_name,
 )
 from gpufleet.engine.plan import Plan
 from model import versions
 from model.conventions import FABRIC_LABEL
+from model.rdma import rdma_shared_resource_name
 from model.spec import AwsSite, EfaFabric, InfinibandFabric
 from tests.kubernetes.helpers import estate, release, releases
 

@@ -11,10 +11,10 @@ import jsonschema
 import yaml
 
 from components.kubernetes.gpu_driver import fabric_driver_specs
-from components.kubernetes.gpu_operator import release_name
 from components.kubernetes.network_operator import nic_cluster_policy_spec
 from gpufleet.engine.plan import HELM_RELEASE, Plan
 from model import versions
+from model.conventions import gpu_operator_release_name as release_name
 from model.nodes import FABRIC_LABEL
 from tests.charts import chart_dir, crd
 from tests.kubernetes.helpers import estate

@@ -1,4 +1,4 @@
-"""Cross-field rules (model/spec/rules.py) report every problem at once, one line each, and a rule
+"""Cross-field rules (model/rules/estate.py) report every problem at once, one line each, and a rule
 whose precondition is broken elsewhere neither crashes nor reports the same mistake twice."""
 
 from __future__ import annotations

@@ -41,11 +41,11 @@ DISPATCH = {
     "model/cni.py",  # who manages the CNI; where the VPC CNI can run
     "model/conventions.py",  # site component type token
     "model/reach.py",  # how a client reaches a site's Kubernetes API
-    "model/spec/rules.py",  # per-kind cross-field rules
+    "model/rules/estate.py",  # per-kind cross-field rules
     "components/kubernetes/gpu_driver.py",  # driver: image-provided or operator-installed
     "components/kubernetes/gpu_operator.py",  # toolkit: image-provided or operator-installed
     "components/kubernetes/gpu_stack.py",  # EFA plugins or Network Operator
-    "components/kubernetes/kueue.py",  # topology labels
+    "model/queues.py",  # topology labels
     "components/kubernetes/tenancy.py",  # storage egress
     "policies/gpu_guardrails/rules.py",  # operator driver settings per site kind
 }

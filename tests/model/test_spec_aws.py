@@ -1,4 +1,4 @@
-"""Schema rules for AWS pools on EFA fabrics: errors name the YAML field (model/spec/rules.py)."""
+"""Schema rules for AWS pools on EFA fabrics: errors name the YAML field (model/rules/estate.py)."""
 
 from __future__ import annotations
 

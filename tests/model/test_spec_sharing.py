@@ -12,11 +12,10 @@ from typing import Any
 
 import pytest
 
-from components.kubernetes import kueue
-from model import catalog
+from model import catalog, queues
 from model.load import SpecError
+from model.rules.sharing import SCHEMA_ENFORCED_RULES
 from model.spec import EstateSpec
-from model.spec.sharing_rules import SCHEMA_ENFORCED_RULES
 from tests.model.helpers import example_spec as estate
 
 
@@ -49,9 +48,9 @@ def test_l40s_shared_by_two_trusted_tenants_who_accept_no_isolation_is_allowed()
     assert spec.pool_gpu_units("l40s") == 6 * 4 * 4  # 6 nodes x 4 L40S x 4 replicas: quotas count replicas
     site = spec.sites[0]
     research, product, agents = (spec.tenant(n) for n in ("research", "product", "agents"))
-    assert "l40s" in {p.name for p in kueue.tenant_flavors(site, research)}
-    assert "l40s" in {p.name for p in kueue.tenant_flavors(site, product)}
-    assert "l40s" not in {p.name for p in kueue.tenant_flavors(site, agents)}
+    assert "l40s" in {p.name for p in queues.tenant_flavors(site, research)}
+    assert "l40s" in {p.name for p in queues.tenant_flavors(site, product)}
+    assert "l40s" not in {p.name for p in queues.tenant_flavors(site, agents)}
 
 
 def test_shared_time_sliced_pool_needs_the_no_isolation_acknowledgement() -> None:

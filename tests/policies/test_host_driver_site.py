@@ -8,9 +8,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from components.kubernetes import gpu_operator
 from gpufleet.engine.plan import Plan
 from gpufleet.review import check
+from model import conventions
 from model.load import ESTATE_KEY, parse_estate
 from tests.conftest import EXAMPLES, example_config
 
@@ -45,7 +45,7 @@ def test_host_driver_site_passes_every_mandatory_rule_with_the_written_config(
     assert release.inputs["values"]["toolkit"]["enabled"] is True
     # the config names the release as the plan (and so the engine) names it
     assert _guardrails(config[ESTATE_KEY])["hostDriverReleases"] == [release.name]
-    assert release.name == gpu_operator.release_name("dc1")
+    assert release.name == conventions.gpu_operator_release_name("dc1")
 
     violations = check.evaluate(plan, spec).mandatory
     assert violations == [], "\n".join(f"{f.rule} {f.resource}: {f.message}" for f in violations)

@@ -335,7 +335,7 @@ def test_a_stack_price_also_prices_sizing_placements_and_the_burst_budget() -> N
     from fractions import Fraction
 
     from gpufleet.sizing.placement import stack_placements
-    from model import windows
+    from model import burst
     from model.spec import AwsSite
 
     raw = _with_prices(
@@ -350,5 +350,5 @@ def test_a_stack_price_also_prices_sizing_placements_and_the_burst_budget() -> N
     burst_type = next(p["instance_type"] for p in cloud["node_pools"] if p.get("burst"))
     cloud["prices"] = [{"instance_type": burst_type, "usd_per_hour": 1.5, "date": "2026-10-01", "source": "EDP"}]
     hspec = parse_estate(hybrid, "hybrid")
-    assert isinstance(windows.cloud_site(hspec), AwsSite)
-    assert windows.node_hour_price(hspec, burst_type) == 1.5
+    assert isinstance(burst.cloud_site(hspec), AwsSite)
+    assert burst.node_hour_price(hspec, burst_type) == 1.5

@@ -10,7 +10,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.aws import iam
-from components.kubernetes.kueue import tenants_on_site
+from model.queues import tenants_on_site
 from model.spec import AwsSite, EstateSpec, Tenant
 from model.tags import Tags
 

@@ -6,9 +6,8 @@ from typing import Any
 
 import yaml
 
-from components.kubernetes import kueue
 from components.kubernetes.priorities import PRIORITY_LEVELS
-from model import conventions, nodes
+from model import conventions, nodes, queues
 from tests.kubernetes.tenancy.conftest import estate
 
 
@@ -21,7 +20,7 @@ def _flavor(cq: dict[str, Any], name: str) -> dict[str, dict[str, Any]]:
 def test_dedicated_pool_flavor_pins_to_tenant_nodes_and_tolerates_its_taint() -> None:
     spec = estate("aws-train")
     site = spec.sites[0]
-    flavor = kueue.resource_flavor_spec(site, spec.pool("agents-l40s"))
+    flavor = queues.resource_flavor_spec(site, spec.pool("agents-l40s"))
     assert flavor["nodeLabels"] == {conventions.POOL_LABEL: "agents-l40s", conventions.DEDICATED_TENANT_LABEL: "agents"}
     assert {"key": "tenant", "operator": "Equal", "value": "agents", "effect": "NoSchedule"} in flavor["tolerations"]
     assert conventions.GPU_TAINT.toleration() in flavor["tolerations"]
@@ -33,7 +32,7 @@ def test_dedicated_pool_flavor_pins_to_tenant_nodes_and_tolerates_its_taint() ->
 
 def test_shared_pool_flavor_has_no_tenant_label_or_toleration() -> None:
     spec = estate("aws-train")
-    flavor = kueue.resource_flavor_spec(spec.sites[0], spec.pool("l40s"))
+    flavor = queues.resource_flavor_spec(spec.sites[0], spec.pool("l40s"))
     assert flavor["nodeLabels"] == {conventions.POOL_LABEL: "l40s"}
     assert flavor["tolerations"] == [conventions.GPU_TAINT.toleration()]
     assert "topologyName" not in flavor  # EFA/cloud nodes carry no rack/leaf labels
@@ -42,20 +41,20 @@ def test_shared_pool_flavor_has_no_tenant_label_or_toleration() -> None:
 def test_baremetal_fabric_pool_flavor_uses_the_fabric_topology() -> None:
     spec = estate("onprem")
     site = spec.sites[0]
-    assert kueue.topology_fabrics(site) == ["ib"]
-    assert kueue.resource_flavor_spec(site, spec.pool("train"))["topologyName"] == "ib"
-    assert "topologyName" not in kueue.resource_flavor_spec(site, spec.pool("dev"))  # not on a fabric
-    levels = [lv["nodeLabel"] for lv in kueue.topology_spec()["levels"]]
+    assert queues.topology_fabrics(site) == ["ib"]
+    assert queues.resource_flavor_spec(site, spec.pool("train"))["topologyName"] == "ib"
+    assert "topologyName" not in queues.resource_flavor_spec(site, spec.pool("dev"))  # not on a fabric
+    levels = [lv["nodeLabel"] for lv in queues.topology_spec()["levels"]]
     assert levels == list(conventions.TOPOLOGY_LEVELS) and levels[-1] == conventions.HOSTNAME_LABEL
 
 
 def test_aws_site_gets_no_topology() -> None:
-    assert kueue.topology_fabrics(estate("aws-train").sites[0]) == []
+    assert queues.topology_fabrics(estate("aws-train").sites[0]) == []
 
 
 def test_cluster_queue_quota_per_flavor_from_tenant() -> None:
     spec = estate("aws-train")
-    cq = kueue.tenant_cluster_queue_spec(spec, spec.sites[0], spec.tenant("research"))
+    cq = queues.tenant_cluster_queue_spec(spec, spec.sites[0], spec.tenant("research"))
     assert cq["cohortName"] == "train"
     assert cq["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "research"}}
     assert cq["resourceGroups"][0]["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu"]
@@ -68,7 +67,7 @@ def test_cluster_queue_quota_per_flavor_from_tenant() -> None:
 
 def test_every_flavor_lists_the_covered_resources_in_order() -> None:
     spec = estate("onprem")
-    cq = kueue.tenant_cluster_queue_spec(spec, spec.sites[0], spec.tenant("research"))
+    cq = queues.tenant_cluster_queue_spec(spec, spec.sites[0], spec.tenant("research"))
     covered = cq["resourceGroups"][0]["coveredResources"]
     assert covered == ["cpu", "memory", "nvidia.com/gpu", "nvidia.com/mig-1g.10gb"]
     for f in cq["resourceGroups"][0]["flavors"]:
@@ -78,8 +77,8 @@ def test_every_flavor_lists_the_covered_resources_in_order() -> None:
 def test_mixed_mig_pool_quota_is_counted_in_its_mig_resource() -> None:
     spec = estate("onprem")  # mig_strategy mixed, dev pool 1g.10gb
     site = spec.sites[0]
-    assert kueue.gpu_resource_name(site, spec.pool("dev")) == "nvidia.com/mig-1g.10gb"
-    cq = kueue.tenant_cluster_queue_spec(spec, site, spec.tenant("product"))
+    assert queues.gpu_resource_name(site, spec.pool("dev")) == "nvidia.com/mig-1g.10gb"
+    cq = queues.tenant_cluster_queue_spec(spec, site, spec.tenant("product"))
     assert _flavor(cq, "dev")["nvidia.com/mig-1g.10gb"]["nominalQuota"] == 56
     assert _flavor(cq, "dev")["nvidia.com/gpu"] == {"name": "nvidia.com/gpu", "nominalQuota": 0}
     assert _flavor(cq, "train")["nvidia.com/gpu"]["nominalQuota"] == 16
@@ -91,8 +90,8 @@ def test_single_mig_strategy_advertises_slices_as_nvidia_gpu() -> None:
 
     spec = estate("onprem", single)
     site = spec.sites[0]
-    assert kueue.gpu_resource_name(site, spec.pool("dev")) == "nvidia.com/gpu"
-    cq = kueue.tenant_cluster_queue_spec(spec, site, spec.tenant("product"))
+    assert queues.gpu_resource_name(site, spec.pool("dev")) == "nvidia.com/gpu"
+    cq = queues.tenant_cluster_queue_spec(spec, site, spec.tenant("product"))
     assert cq["resourceGroups"][0]["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu"]
 
 
@@ -103,8 +102,8 @@ def test_untrusted_tenant_queue_lists_only_its_dedicated_pools() -> None:
 
     spec = estate("aws-train", borrow)
     site = spec.sites[0]
-    assert [p.name for p in kueue.tenant_flavors(site, spec.tenant("agents"))] == ["agents-l40s"]
-    assert "agents-l40s" not in [p.name for p in kueue.tenant_flavors(site, spec.tenant("research"))]
+    assert [p.name for p in queues.tenant_flavors(site, spec.tenant("agents"))] == ["agents-l40s"]
+    assert "agents-l40s" not in [p.name for p in queues.tenant_flavors(site, spec.tenant("research"))]
 
 
 def test_lending_limit_is_capped_at_the_nominal_quota() -> None:
@@ -112,17 +111,17 @@ def test_lending_limit_is_capped_at_the_nominal_quota() -> None:
         next(t for t in raw["tenants"] if t["name"] == "product")["lending_limit"] = 12
 
     spec = estate("aws-train", lend)
-    cq = kueue.tenant_cluster_queue_spec(spec, spec.sites[0], spec.tenant("product"))
+    cq = queues.tenant_cluster_queue_spec(spec, spec.sites[0], spec.tenant("product"))
     assert _flavor(cq, "h100")["nvidia.com/gpu"]["lendingLimit"] == 8  # nominal 8 < 12
     assert _flavor(cq, "l40s")["nvidia.com/gpu"]["lendingLimit"] == 12
 
 
 def test_preemption_reclaims_in_cohort_and_borrow_preemption_only_without_fair_sharing() -> None:
-    flavors = [kueue.FlavorQuotas("f", {"nvidia.com/gpu": kueue.Quota(8)})]
+    flavors = [queues.FlavorQuotas("f", {"nvidia.com/gpu": queues.Quota(8)})]
     common = {"namespace": "t", "cohort": "c", "covered": ["nvidia.com/gpu"], "flavors": flavors}
-    fair = kueue.cluster_queue_spec(**common)  # type: ignore[arg-type]
+    fair = queues.cluster_queue_spec(**common)  # type: ignore[arg-type]
     assert fair["preemption"] == {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
-    classic = kueue.cluster_queue_spec(
+    classic = queues.cluster_queue_spec(
         **common,  # type: ignore[arg-type]
         fair_sharing=False,
         borrow_preempt_max_priority=next(p.value for p in PRIORITY_LEVELS if p.name == "batch"),
@@ -131,11 +130,11 @@ def test_preemption_reclaims_in_cohort_and_borrow_preemption_only_without_fair_s
 
 
 def test_cluster_queue_builder_for_burst_queues() -> None:
-    cq = kueue.cluster_queue_spec(
+    cq = queues.cluster_queue_spec(
         namespace=None,
         cohort="hyb",
         covered=["cpu", "nvidia.com/gpu"],
-        flavors=[kueue.FlavorQuotas("burst-h100", {"nvidia.com/gpu": kueue.Quota(16)})],
+        flavors=[queues.FlavorQuotas("burst-h100", {"nvidia.com/gpu": queues.Quota(16)})],
         admission_checks=["multikueue"],
     )
     assert cq["namespaceSelector"] == {}
@@ -146,19 +145,19 @@ def test_cluster_queue_builder_for_burst_queues() -> None:
 def test_burst_pools_get_no_flavor_and_cloud_site_no_tenants() -> None:
     spec = estate("hybrid")
     cloud = spec.site("cloud")
-    assert kueue.scheduled_pools(cloud) == []
-    assert kueue.tenants_on_site(spec, cloud) == []
-    assert [t.name for t in kueue.tenants_on_site(spec, spec.site("onprem"))] == ["research", "product"]
+    assert queues.scheduled_pools(cloud) == []
+    assert queues.tenants_on_site(spec, cloud) == []
+    assert [t.name for t in queues.tenants_on_site(spec, spec.site("onprem"))] == ["research", "product"]
 
 
 def test_controller_config_gates_unlabelled_jobs_and_admits_gangs_all_or_nothing() -> None:
-    config = kueue.controller_config()
+    config = queues.controller_config()
     assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
     assert config["manageJobsWithoutQueueName"] is True
     assert config["managedJobsNamespaceSelector"] == {
-        "matchExpressions": [{"key": kueue.MANAGED_NAMESPACE_LABEL, "operator": "Exists"}]
+        "matchExpressions": [{"key": queues.MANAGED_NAMESPACE_LABEL, "operator": "Exists"}]
     }
-    assert config["waitForPodsReady"]["timeout"] == kueue.WAIT_FOR_PODS_READY_TIMEOUT
+    assert config["waitForPodsReady"]["timeout"] == queues.WAIT_FOR_PODS_READY_TIMEOUT
     assert config["fairSharing"]["preemptionStrategies"]
     assert "pod" in config["integrations"]["frameworks"]
     assert yaml.safe_load(yaml.safe_dump(config)) == config

@@ -15,17 +15,20 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, assert_never
 
 from model import catalog
+from model.cni import network_policy_problems
 from model.conventions import EKS_RESERVED_LABEL_PREFIXES, eks_rejects_label
-from model.spec.aws import AwsNodePool, EfaFabric, FsxLustreTier
-from model.spec.baremetal import BaremetalNodePool, InfinibandFabric, RoceFabric
-from model.spec.baremetal_rules import baremetal_inventory, gpudirect_rdma_declared
-from model.spec.base import Problem
-from model.spec.pools import PoolBase
-from model.spec.sharing_rules import (
+from model.reach import access_problems
+from model.rules.baremetal import baremetal_inventory, gpudirect_rdma_declared
+from model.rules.burst import burst_problems
+from model.rules.sharing import (
     enforcement_overrides_effective,
     pool_sharing_problems,
     shared_pool_quotas,
 )
+from model.spec.aws import AwsNodePool, EfaFabric, FsxLustreTier
+from model.spec.baremetal import BaremetalNodePool, InfinibandFabric, RoceFabric
+from model.spec.base import Problem
+from model.spec.pools import PoolBase
 from model.spec.sites import (
     AWS_STORAGE,
     BAREMETAL_STORAGE,
@@ -34,9 +37,10 @@ from model.spec.sites import (
     BaremetalSite,
 )
 from model.subnets import vpc_room
+from model.tenant_s3 import grant_problems
 
 if TYPE_CHECKING:
-    from model.spec.estate import EstateSpec
+    from model.spec import EstateSpec
 
 Rule = Callable[["EstateSpec"], Iterator[Problem]]
 
@@ -395,8 +399,6 @@ def tenant_file_systems(spec: EstateSpec) -> Iterator[Problem]:
 
 def tenant_s3_grants(spec: EstateSpec) -> Iterator[Problem]:
     """model.tenant_s3: declared S3 grants name the estate's buckets where the tenant has a namespace."""
-    from model.tenant_s3 import grant_problems  # imports the spec package: not at module load
-
     yield from grant_problems(spec)
 
 
@@ -404,9 +406,7 @@ def tenant_s3_grants(spec: EstateSpec) -> Iterator[Problem]:
 
 
 def burst_policy(spec: EstateSpec) -> Iterator[Problem]:
-    """model.spec.burst_rules: a hybrid estate's burst site, manager and workers."""
-    from model.spec.burst_rules import burst_problems  # reads the dispatch model: not at module load
-
+    """model.rules.burst: a hybrid estate's burst site, manager and workers."""
     yield from burst_problems(spec)
 
 
@@ -415,15 +415,11 @@ def burst_policy(spec: EstateSpec) -> Iterator[Problem]:
 
 def apis_reachable(spec: EstateSpec) -> Iterator[Problem]:
     """model.reach: declarations resolve, and whoever must reach a site's API has a path to it."""
-    from model.reach import access_problems  # imports the spec's site models: not at module load
-
     yield from access_problems(spec)
 
 
 def network_policies_enforced(spec: EstateSpec) -> Iterator[Problem]:
     """model.cni: a site hosting tenants runs a CNI that enforces their NetworkPolicies."""
-    from model.cni import network_policy_problems
-
     yield from network_policy_problems(spec)
 
 

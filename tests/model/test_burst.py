@@ -6,9 +6,7 @@ import datetime as dt
 
 import pytest
 
-from model.load import SpecError, check_window, parse_ledger, parse_window
-from model.spec import AwsNodePool, BurstLedgerEntry, BurstWindow, EstateSpec, Scaling
-from model.windows import (
+from model.burst import (
     admitting,
     burst_quotas,
     close_entry,
@@ -17,6 +15,8 @@ from model.windows import (
     window_ceiling,
     window_phase,
 )
+from model.load import SpecError, check_window, parse_ledger, parse_window
+from model.spec import AwsNodePool, BurstLedgerEntry, BurstWindow, EstateSpec, Scaling
 from tests.burst.helpers import NOW, window
 from tests.conftest import example_estate
 

@@ -1,5 +1,5 @@
 """Cross-field rules of a bare-metal site: each server in one pool, SSH host keys, InfiniBand partition keys, and
-how GPUDirect RDMA works on host-driver sites (rules in the style of model.spec.rules)."""
+how GPUDirect RDMA works on host-driver sites (rules in the style of model.rules.estate)."""
 
 from __future__ import annotations
 

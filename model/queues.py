@@ -1,0 +1,337 @@
+"""What gpufleet asks of Kueue on a site, as data: flavors, topologies, ClusterQueue specs and the controller
+Configuration. The Pulumi component (components/kubernetes/kueue.py) creates them; verify and review read them.
+
+Naming contract (other components rely on it): ResourceFlavor = pool name; ClusterQueue and LocalQueue = tenant
+name; Topology = fabric name; the cohort = the estate name (`metadata.name`). `cluster_queue_spec` builds a
+ClusterQueue spec from flavors and quotas, so MultiKueue burst queues are built the same way.
+
+Kueue API facts (kubernetes-sigs/kueue at the tag of versions.KUEUE, apis/kueue/v1beta2/*_types.go, pkg/webhooks):
+- API `kueue.x-k8s.io/v1beta2`; a ClusterQueue joins a cohort through `spec.cohortName` (v1beta1: `cohort`).
+- `resourceGroups[].coveredResources` and `flavors[].resources[]` list the same resources in the same order;
+  a flavor appears in one resource group only; `lendingLimit` must not exceed `nominalQuota`; borrowing and
+  lending limits need a cohort.
+- `preemption.borrowWithinCohort` is classical preemption only: with fair sharing on, Kueue ignores it
+  (pkg/scheduler/preemption/preemption.go getTargets; site docs concepts/preemption.md), so it is set only
+  when fair sharing is off.
+- `admissionChecksStrategy.admissionChecks[].name` replaces v1beta1's `admissionChecks` list.
+- ResourceFlavor `nodeLabels`, `nodeTaints`, `tolerations` (at most 8), `topologyName` (needs a nodeLabel).
+- Topology `levels[].nodeLabel`, widest first, `kubernetes.io/hostname` only as the last level.
+- Chart: `managerConfig.controllerManagerConfigYaml` is the whole `config.kueue.x-k8s.io/v1beta2`
+  Configuration (charts/kueue/values.yaml); `fairSharing:` present enables fair sharing (cmd/kueue/main.go).
+  Replacing it drops the chart default's `controller.groupKindConcurrency` and `clientConnection`, so they are
+  carried over (CHART_CONTROLLER, CHART_CLIENT_CONNECTION): without them every reconciler runs one at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, assert_never
+
+from model import conventions, nodes
+from model.frameworks import DEFAULT_FRAMEWORKS
+from model.frameworks import enabled as enabled_frameworks
+from model.spec import AwsNodePool, AwsSite, BaremetalSite, EstateSpec, NodePool, Site, Tenant
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+MANAGED_NAMESPACE_LABEL = conventions.TENANT_LABEL
+"""Tenant namespaces carry `tenant=<id>`; Kueue manages jobs without a queue name only in such namespaces."""
+DEFAULT_LOCAL_QUEUE = "default"
+"""Kueue (LocalQueueDefaulting, ungated in v0.19) sends jobs and pods without a queue-name label in a managed
+namespace to the LocalQueue named `default` there; each tenant's points at the tenant's ClusterQueue."""
+FAIR_SHARING = True
+MULTIKUEUE_INCREMENTAL_DISPATCHER = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
+WAIT_FOR_PODS_READY_TIMEOUT = "10m"
+WAIT_FOR_PODS_RECOVERY_TIMEOUT = "3m"
+# The chart default's reconciler concurrency and API client limits (charts/kueue/values.yaml at the pinned tag,
+# managerConfig.controllerManagerConfigYaml), kept when gpufleet replaces that Configuration.
+CHART_CONTROLLER = {
+    "groupKindConcurrency": {
+        "Job.batch": 5,
+        "Pod": 5,
+        "Workload.kueue.x-k8s.io": 10,
+        "LocalQueue.kueue.x-k8s.io": 5,
+        "ClusterQueue.kueue.x-k8s.io": 5,
+        "ResourceFlavor.kueue.x-k8s.io": 1,
+    }
+}
+CHART_CLIENT_CONNECTION = {"qps": 300, "burst": 500}
+
+Pool = NodePool
+Quantity = int | str
+
+
+def is_burst(pool: Pool) -> bool:
+    return isinstance(pool, AwsNodePool) and pool.burst
+
+
+def gpu_resource_name(site: Site, pool: Pool) -> str:
+    """The extended resource a pool's GPUs are advertised as: per MIG profile under mig_strategy mixed."""
+    if pool.sharing.mode == "mig" and site.kubernetes.mig_strategy == "mixed":
+        return f"{conventions.MIG_RESOURCE_PREFIX}{pool.sharing.mig_profile}"
+    return conventions.GPU_RESOURCE
+
+
+def scheduled_pools(site: Site) -> list[Pool]:
+    """Pools of the site Kueue schedules onto here (burst pools belong to the MultiKueue wiring)."""
+    return [p for p in site.node_pools if not is_burst(p)]
+
+
+def site_gpu_quota(site: Site, tenant: Tenant) -> dict[str, int]:
+    """The tenant's nominal GPU units per pool of this site (pools with a positive quota only)."""
+    names = {p.name for p in scheduled_pools(site)}
+    return {pool: n for pool, n in tenant.gpu_quota.items() if pool in names and n > 0}
+
+
+def tenants_on_site(spec: EstateSpec, site: Site) -> list[Tenant]:
+    """Tenants with GPU quota on the site: each gets a namespace, a ClusterQueue and a LocalQueue here."""
+    return [t for t in spec.tenants if site_gpu_quota(site, t)]
+
+
+def tenant_flavors(site: Site, tenant: Tenant) -> list[Pool]:
+    """Pools a tenant's ClusterQueue lists: shared pools (a time-sliced one only if it names the tenant) and pools
+    dedicated to it; untrusted: dedicated only."""
+    pools = scheduled_pools(site)
+    if tenant.trust == "untrusted":
+        return [p for p in pools if p.dedicated_to == tenant.name]
+    # A shared time-sliced pool serves only the tenants it names (sharing.shared_by), not the whole cohort.
+    return [
+        p
+        for p in pools
+        if p.dedicated_to in (None, tenant.name) and (not p.sharing.shared_by or tenant.name in p.sharing.shared_by)
+    ]
+
+
+def has_topology_labels(site: Site) -> bool:
+    """Nodes carry rack / leaf labels: bare-metal servers from their inventory; EKS nodes have no such facts."""
+    match site:
+        case AwsSite():
+            return False
+        case BaremetalSite():
+            return True
+        case _:
+            assert_never(site)
+
+
+def topology_fabrics(site: Site) -> list[str]:
+    """Fabrics with scheduled pools on a site whose nodes carry topology labels: Kueue gets a Topology each."""
+    if not has_topology_labels(site):
+        return []
+    return sorted({p.fabric for p in scheduled_pools(site) if p.fabric})
+
+
+def resource_flavor_spec(site: Site, pool: Pool) -> dict[str, Any]:
+    """Flavor of one pool: its pool label (and tenant label when dedicated) and tolerations for its taints.
+
+    Kueue injects nodeLabels as a nodeSelector and adds the tolerations to every pod it admits on this flavor,
+    which is what pins a dedicated tenant's pods to its tainted nodes.
+    """
+    labels = {conventions.POOL_LABEL: pool.name}
+    if pool.dedicated_to:
+        labels[conventions.DEDICATED_TENANT_LABEL] = pool.dedicated_to
+    spec: dict[str, Any] = {
+        "nodeLabels": labels,
+        "tolerations": [t.toleration() for t in nodes.pool_taints(pool)],
+    }
+    if has_topology_labels(site) and pool.fabric:
+        spec["topologyName"] = pool.fabric
+    return spec
+
+
+def topology_spec() -> dict[str, Any]:
+    return {"levels": [{"nodeLabel": label} for label in conventions.TOPOLOGY_LEVELS]}
+
+
+@dataclass(frozen=True)
+class Quota:
+    nominal: Quantity
+    borrowing_limit: Quantity | None = None
+    lending_limit: Quantity | None = None
+
+    def as_k8s(self, resource: str) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": resource, "nominalQuota": self.nominal}
+        if self.borrowing_limit is not None:
+            out["borrowingLimit"] = self.borrowing_limit
+        if self.lending_limit is not None:
+            out["lendingLimit"] = self.lending_limit
+        return out
+
+
+@dataclass(frozen=True)
+class FlavorQuotas:
+    flavor: str
+    resources: Mapping[str, Quota] = field(default_factory=dict)
+
+
+def covered_resources(gpu_resources: Sequence[str]) -> list[str]:
+    """cpu, memory, nvidia.com/gpu, then MIG resource names (sorted); Kueue wants this order in every flavor."""
+    migs = sorted({r for r in gpu_resources if r != conventions.GPU_RESOURCE})
+    return ["cpu", "memory", conventions.GPU_RESOURCE, *migs]
+
+
+def cluster_queue_spec(
+    *,
+    namespace: str | None,
+    cohort: str,
+    covered: Sequence[str],
+    flavors: Sequence[FlavorQuotas],
+    admission_checks: Sequence[str] = (),
+    fair_sharing: bool = FAIR_SHARING,
+    borrow_preempt_max_priority: int | None = None,
+    stop_policy: str | None = None,
+) -> dict[str, Any]:
+    """A ClusterQueue spec: one resource group over `covered`, the flavors in order of preference.
+
+    `namespace` pins the queue to one namespace (None admits from every namespace, for MultiKueue workers); an
+    empty `cohort` leaves the queue out of every cohort. `stop_policy` Hold stops new admissions and lets admitted
+    workloads run; HoldAndDrain also evicts them (apis/kueue/v1beta2/clusterqueue_types.go, StopPolicy).
+    A resource a flavor does not list gets a nominal quota of 0. Preemption: reclaim lent quota from any
+    workload in the cohort, preempt lower priorities inside the queue, and (classical preemption only) let a
+    borrowing workload preempt lower-priority work elsewhere in the cohort, up to
+    `borrow_preempt_max_priority` (e.g. the batch priority value) when given.
+    """
+    preemption: dict[str, Any] = {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
+    if not fair_sharing:
+        borrow: dict[str, Any] = {"policy": "LowerPriority"}
+        if borrow_preempt_max_priority is not None:
+            borrow["maxPriorityThreshold"] = borrow_preempt_max_priority
+        preemption["borrowWithinCohort"] = borrow
+    spec: dict[str, Any] = {
+        **({"cohortName": cohort} if cohort else {}),
+        "namespaceSelector": {"matchLabels": {conventions.NAMESPACE_NAME_LABEL: namespace}} if namespace else {},
+        "queueingStrategy": "BestEffortFIFO",
+        "resourceGroups": [
+            {
+                "coveredResources": list(covered),
+                "flavors": [
+                    {
+                        "name": f.flavor,
+                        "resources": [f.resources.get(r, Quota(0)).as_k8s(r) for r in covered],
+                    }
+                    for f in flavors
+                ],
+            }
+        ],
+        "preemption": preemption,
+    }
+    if admission_checks:
+        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": c} for c in admission_checks]}
+    if stop_policy is not None:
+        spec["stopPolicy"] = stop_policy
+    return spec
+
+
+def tenant_cluster_queue_spec(spec: EstateSpec, site: Site, tenant: Tenant) -> dict[str, Any]:
+    """The tenant's ClusterQueue on a site, its GPU quota per flavor from `tenant.gpu_quota`.
+
+    GPUs: nominal = the tenant's quota on the pool (0 on shared pools it may only borrow on), borrowingLimit =
+    `tenant.borrowing_limit`, lendingLimit = `tenant.lending_limit` capped at the nominal quota (Kueue rejects
+    more), all per flavor and counted in the pool's own units (MIG slices, time-sliced replicas).
+    CPU and memory are covered so that Kueue admits pods requesting them: each flavor allows up to the
+    tenant's totals without borrowing or lending; the namespace ResourceQuota enforces the totals across
+    flavors.
+    """
+    quota = site_gpu_quota(site, tenant)
+    pools = tenant_flavors(site, tenant)
+    resources = [gpu_resource_name(site, p) for p in pools]
+    flavors = []
+    for p in pools:
+        nominal = quota.get(p.name, 0)
+        lending = None if tenant.lending_limit is None else min(tenant.lending_limit, nominal)
+        flavors.append(
+            FlavorQuotas(
+                p.name,
+                {
+                    "cpu": Quota(tenant.cpu_quota, 0, 0),
+                    "memory": Quota(f"{tenant.memory_quota_gib}Gi", 0, 0),
+                    gpu_resource_name(site, p): Quota(nominal, tenant.borrowing_limit, lending),
+                },
+            )
+        )
+    return cluster_queue_spec(
+        namespace=tenant.name,
+        cohort=spec.metadata.name,
+        covered=covered_resources(resources),
+        flavors=flavors,
+    )
+
+
+def multikueue_config() -> dict[str, Any]:
+    """The `multiKueue` section of a manager's Configuration: the incremental dispatcher, one cluster per round,
+    so clusters are tried in the order of each MultiKueueConfig (kueue site/content/en/docs/concepts/multikueue.md
+    at the pinned tag, "prioritizing clusters for cost-optimized spillover"). The feature gates it needs,
+    MultiKueueIncrementalDispatcherConfig and MultiKueueIncrementalDispatcherRespectConfigOrder, are beta and on
+    by default at that tag (pkg/features/kube_features.go), so none is set."""
+    return {
+        "dispatcherName": MULTIKUEUE_INCREMENTAL_DISPATCHER,
+        "incrementalDispatcherConfig": {"stepSize": 1},
+    }
+
+
+def controller_config(
+    cluster_queue_metrics: bool = False,
+    frameworks: Sequence[str] = enabled_frameworks(DEFAULT_FRAMEWORKS),
+    multikueue: bool = False,
+) -> dict[str, Any]:
+    """The Kueue Configuration (config.kueue.x-k8s.io/v1beta2) the chart mounts; replaces the chart default.
+
+    - manageJobsWithoutQueueName: Kueue manages jobs (and, through the pod integrations, bare pods,
+      Deployments, StatefulSets) in tenant namespaces even without `kueue.x-k8s.io/queue-name`; they go to the
+      namespace's `default` LocalQueue, so nothing bypasses quota or flavor pinning. The
+      managedJobsNamespaceSelector limits this to namespaces labelled `tenant`: system namespaces are never
+      touched.
+    - waitForPodsReady: all-or-nothing admission of gangs; a workload whose pods are not all ready within the
+      timeout is evicted and requeued with backoff, so half-started gangs do not hold GPUs.
+    - fairSharing: preemption-based fair sharing of borrowed quota inside the cohort.
+    - integrations: the site's `job_frameworks` (model.frameworks), nothing a cluster cannot serve.
+    - multiKueue (a MultiKueue manager only): `multikueue_config`; a manager runs no pods, so waitForPodsReady is
+      left to its workers (the manager must not evict a dispatched job whose nodes are still starting).
+    """
+    config: dict[str, Any] = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": cluster_queue_metrics},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "controller": CHART_CONTROLLER,
+        "clientConnection": CHART_CLIENT_CONNECTION,
+        "manageJobsWithoutQueueName": True,
+        "managedJobsNamespaceSelector": {"matchExpressions": [{"key": MANAGED_NAMESPACE_LABEL, "operator": "Exists"}]},
+        "waitForPodsReady": {
+            "timeout": WAIT_FOR_PODS_READY_TIMEOUT,
+            "recoveryTimeout": WAIT_FOR_PODS_RECOVERY_TIMEOUT,
+            "blockAdmission": False,
+            "requeuingStrategy": {
+                "timestamp": "Eviction",
+                "backoffLimitCount": 5,
+                "backoffBaseSeconds": 60,
+                "backoffMaxSeconds": 3600,
+            },
+        },
+        "integrations": {"frameworks": list(frameworks)},
+        "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
+    }
+    if multikueue:
+        config["multiKueue"] = multikueue_config()
+        del config["waitForPodsReady"]  # pods run on the workers, whose Kueue applies it to them
+    return config
+
+
+def gpu_quota_ceiling(spec: EstateSpec, site: Site, tenant: Tenant) -> dict[str, int]:
+    """GPU units per advertised resource the tenant's pods may request at once on the site.
+
+    Kueue decides what runs within the nominal quota plus what the tenant may borrow; the namespace quota is
+    the hard ceiling behind it, so it allows nominal + borrowing_limit on each flavor the tenant's
+    ClusterQueue lists. On a burst pool (a MultiKueue worker's), a tenant with `burst: true` may use up to the
+    pool's size at max and any other tenant nothing; the open window's quota is Kueue's to enforce. Every GPU
+    resource the site advertises is listed (0 where the tenant has none), so no GPU kind is outside the quota.
+    """
+    quota = site_gpu_quota(site, tenant)
+    ceiling = {gpu_resource_name(site, p): 0 for p in site.node_pools}
+    for p in tenant_flavors(site, tenant):
+        ceiling[gpu_resource_name(site, p)] += quota.get(p.name, 0) + tenant.borrowing_limit
+    for p in site.node_pools:
+        if is_burst(p) and tenant.burst:
+            ceiling[gpu_resource_name(site, p)] += spec.pool_gpu_units(p.name)
+    return ceiling
