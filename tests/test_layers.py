@@ -1,4 +1,4 @@
-"""Data flows one way through the tool: engine -> review -> render -> cli (README, Layout).
+"""Data flows one way through the tool: engine -> review -> render -> cli (docs/architecture.md, Layers).
 
 Every import in gpufleet/ (also the ones inside functions) is read from the source; a layer may import the
 layers before it and never one after it, so the engine only synthesizes and the review never renders.
