@@ -15,7 +15,7 @@ for estates under STEADY_RESOURCES resources, where a run takes well under a sec
 Then, per example stack, `gpufleet preview` wall against a bare interpreter importing the provider modules
 that stack's plan uses (`benchmarks.preview_imports`). The load average is recorded before and after each
 size; timings taken while other work ran on the machine are flagged. Writes JSON (default
-benchmarks/results/<date>.json) and prints the README table.
+benchmarks/results/<date>.json) and prints the tables of benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -256,7 +256,7 @@ def verdicts(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def table(result: dict[str, Any]) -> str:
-    """The README's markdown table of a result."""
+    """The markdown table of a result, as benchmarks/README.md shows it."""
     lines = [
         "| estate | resources | synth s | fair floor s | fair ratio | old ratio | policy share | peak MB (fair) "
         "| preview s | diff s |",

@@ -1,7 +1,7 @@
 """Bad input never crashes: each input that once raised a traceback, hung or was silently accepted now ends in a
 message naming the file (or argument) and YAML path, exit 2 and nothing written, for every command that reads it.
 
-The README promises this ("Exit codes" and "Limits"); one test per reported way in, named after what it feeds.
+docs/cli.md promises this ("Exit codes" and "Input limits"); one test per reported way in, named after what it feeds.
 """
 
 from __future__ import annotations
