@@ -19,9 +19,10 @@ from model.spec import EstateSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ("aws-train", "aws-train-west", "onprem", "hybrid")
-# Tests render the upstream chart sources at the pinned versions that CI keeps beside the clone (read-only) unless
-# GPUFLEET_CHART_CACHE names another chart cache.
-os.environ.setdefault("GPUFLEET_CHART_CACHE", str(ROOT.parent / "shared" / "charts"))
+# Tests render the pinned charts from the chart cache inside the clone, which `.ci/run` fills with
+# `gpufleet charts pull`, unless GPUFLEET_CHART_CACHE names another cache.
+TEST_CHART_CACHE = ROOT / ".cache" / "charts"
+os.environ.setdefault("GPUFLEET_CHART_CACHE", str(TEST_CHART_CACHE))
 
 
 def example_config(stack: str) -> dict[str, Any]:

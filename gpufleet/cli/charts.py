@@ -12,9 +12,12 @@ from gpufleet.cli.options import ChartCacheOpt, err, out
 def pull(
     chart_cache: ChartCacheOpt = None,
     name: Annotated[list[str] | None, typer.Option("--chart", help="Only this chart (repeatable).")] = None,
+    missing: Annotated[
+        bool, typer.Option("--missing", help="Only the charts the cache does not hold yet at their pinned version.")
+    ] = False,
 ) -> None:
     """Download every chart versions.py pins into the cache, each checked (repository digest, name, version)."""
-    from gpufleet.charts.cache import ChartCache, pinned_charts
+    from gpufleet.charts.cache import ChartCache, ChartCacheError, pinned_charts
     from gpufleet.charts.pull import PullError
     from gpufleet.charts.pull import pull as fetch
 
@@ -26,6 +29,14 @@ def pull(
         raise typer.Exit(2)
     failed = 0
     for chart in charts:
+        if missing:
+            try:
+                held = cache.locate(chart)
+            except ChartCacheError:
+                pass
+            else:
+                out.print(f"{chart.name} {chart.version}: {held.path} (already in the cache)", markup=False)
+                continue
         try:
             got = fetch(chart, cache)
         except PullError as e:

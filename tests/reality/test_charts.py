@@ -160,3 +160,29 @@ def test_pull_refuses_a_version_the_repository_does_not_list(chart_repo: tuple[s
     url, _ = chart_repo
     with pytest.raises(PullError, match=r"lists no kueue 0\.18\.0"):
         pull(versions.Chart("kueue", "0.18.0", url), ChartCache(tmp_path / "c"))
+
+
+def test_a_fresh_clone_pulls_the_missing_charts_once_into_its_own_cache(
+    chart_repo: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `.ci/run` does in a clone with no chart cache: `charts pull --missing` into `.cache/charts`, here from
+    a local repository serving the pinned Kueue chart; a second run finds it there and downloads nothing."""
+    from typer.testing import CliRunner
+
+    import gpufleet.charts.cache as cache_module
+    from gpufleet.cli.app import app
+    from tests.conftest import ROOT, TEST_CHART_CACHE
+
+    assert TEST_CHART_CACHE.is_relative_to(ROOT)  # tests never need a folder outside the clone
+    url, repo = chart_repo
+    monkeypatch.setattr(cache_module, "pinned_charts", lambda: [versions.Chart("kueue", "0.19.2", url)])
+    target = tmp_path / "clone" / ".cache" / "charts"
+    first = CliRunner().invoke(app, ["charts", "pull", "--missing", "--chart-cache", str(target)])
+    assert first.exit_code == 0, first.output
+    assert "checked against index.yaml digest sha256:" in first.output
+    assert ChartCache(target).locate(versions.KUEUE).path == target / "kueue-0.19.2"
+    for archive in repo.glob("*.tgz"):
+        archive.unlink()  # a second download would now fail
+    again = CliRunner().invoke(app, ["charts", "pull", "--missing", "--chart-cache", str(target)])
+    assert again.exit_code == 0, again.output
+    assert "already in the cache" in again.output
