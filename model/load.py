@@ -30,12 +30,12 @@ LEDGER_KEY = "gpufleet:burstLedger"  # past burst windows (spend so far); writte
 # Discriminator values pydantic inserts into error locations of tagged unions; they are not YAML keys.
 _UNION_TAGS = frozenset(
     {"aws", "baremetal", "efa", "infiniband", "roce", "scratch", "fsx-lustre", "efs", "s3", "nfs",
-     "parallel-fs", "s3-onprem", "vpn", "transit-gateway", "existing", "public"}
+     "parallel-fs", "s3-onprem", "vpn", "transit-gateway", "existing", "public", "instance-price", "service-price"}
 )  # fmt: skip
 _UNION_FIELDS = frozenset({"interconnect"})  # tagged unions held by a key, not a list
 # Lists whose items are tagged unions: a tag right after an index into one of these is not a key (a tenant's `s3`
 # list, whose name is also a storage tag, is a key).
-_UNION_LISTS = frozenset({"sites", "fabrics", "storage"})
+_UNION_LISTS = frozenset({"sites", "fabrics", "storage", "prices"})
 
 
 @dataclass

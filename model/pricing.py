@@ -11,9 +11,19 @@ price `gpufleet cost` and `gpufleet size` both quote.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from model import catalog
-from model.spec import AwsSite, BaremetalNodePool, BaremetalSite, EstateSpec, OnPremCost
+from model.spec import (
+    AwsSite,
+    BaremetalNodePool,
+    BaremetalSite,
+    EfsTier,
+    EstateSpec,
+    FsxLustreTier,
+    OnPremCost,
+    S3Tier,
+)
 
 Origin = str  # "pool", "site" or "default": where one OnPremCost field's value came from
 
@@ -41,6 +51,98 @@ def site_price(site: AwsSite, instance_type: str) -> catalog.Price | None:
     if own is not None:
         return catalog.Price(own.usd_per_hour, site.region, own.date.isoformat(), override_source(site, instance_type))
     return catalog.price(instance_type, site.region)
+
+
+def site_service_price(site: AwsSite, key: str) -> catalog.ListPrice | None:
+    """The price of a bill line `key` (catalog.SERVICES) on `site`: the stack's own (`prices`, with its date and
+    source) before the catalog's list price in the site's region; None when neither has one."""
+    own = site.service_price_override(key)
+    if own is not None:
+        where = f"stack: sites.{site.name}.prices ({own.source})"
+        unit = catalog.service(key).unit
+        return catalog.ListPrice(key, own.usd, unit, site.region, own.date.isoformat(), where, True)
+    return catalog.service_price(key, site.region)
+
+
+def site_cpu_price(site: AwsSite, instance_type: str) -> catalog.ListPrice | None:
+    """A node-hour of the CPU system pool's type on `site`: the stack's own price before the catalog's."""
+    own = site.price_override(instance_type)
+    if own is not None:
+        where = override_source(site, instance_type)
+        return catalog.ListPrice(
+            instance_type, own.usd_per_hour, "node-hour", site.region, own.date.isoformat(), where, True
+        )
+    return catalog.cpu_instance_price(instance_type, site.region)
+
+
+PriceKind = Literal["gpu-instance", "cpu-instance", "service"]
+
+
+@dataclass(frozen=True)
+class PriceNeed:
+    """A list price an AWS site's bill needs: where the stack asks for it (YAML path under the site), the
+    instance type or catalog.SERVICES key, and what it prices."""
+
+    path: str
+    key: str
+    kind: PriceKind
+    what: str
+
+
+def price_needs(site: AwsSite) -> list[PriceNeed]:
+    """Every list price `site`'s cost envelope uses (gpufleet/review/bill.py, storage_cost.py and cost.py bill
+    exactly these): its GPU pools, and what a created cluster (EKS, the system pool) and a created VPC (NAT
+    gateways, their public IPv4 addresses and data processing) add, root volumes, data transfer out and storage."""
+    needs = [
+        PriceNeed(f"node_pools[{j}].instance_type", p.instance_type, "gpu-instance", f"pool {p.name}")
+        for j, p in enumerate(site.node_pools)
+    ]
+    if site.cluster.adopt_name is None:
+        needs.append(PriceNeed("cluster", "eks-cluster", "service", "the EKS control plane"))
+        needs.append(
+            PriceNeed("system_instance_type", site.system_instance_type, "cpu-instance", "the system node pool")
+        )
+    if site.vpc.vpc_id is None:
+        needs += [PriceNeed("vpc", k, "service", catalog.service(k).what) for k in VPC_SERVICES]
+    needs += [PriceNeed("region", k, "service", catalog.service(k).what) for k in ("ebs-gp3", "data-transfer-out")]
+    for j, tier in enumerate(site.storage):
+        key = storage_price_key(tier)
+        if key is not None:
+            needs.append(PriceNeed(f"storage[{j}]", key, "service", f"tier {tier.name}"))
+    return needs
+
+
+# What a created VPC bills: one NAT gateway per AZ, each with a public IPv4 address, and their data processing.
+VPC_SERVICES = ("nat-gateway", "public-ipv4", "nat-gateway-data")
+
+
+def storage_price_key(tier: object) -> str | None:
+    """The catalog.SERVICES key a storage tier is priced by (FSx by its throughput tier); None: not list-priced."""
+    match tier:
+        case FsxLustreTier():
+            return catalog.fsx_lustre_key(tier.throughput_per_tib)
+        case EfsTier():
+            return "efs-standard"
+        case S3Tier():
+            return "s3-standard"
+        case _:
+            return None
+
+
+def need_priced(site: AwsSite, need: PriceNeed) -> bool:
+    """Whether the stack's own `prices` or the catalog price `need` in the site's region."""
+    match need.kind:
+        case "gpu-instance":
+            return site_price(site, need.key) is not None
+        case "cpu-instance":
+            return site_cpu_price(site, need.key) is not None
+        case "service":
+            return site_service_price(site, need.key) is not None
+
+
+def unpriced_needs(site: AwsSite) -> list[PriceNeed]:
+    """What `site` uses that neither its `prices` nor the catalog prices in its region (a stack with any is refused)."""
+    return [n for n in price_needs(site) if not need_priced(site, n)]
 
 
 def node_hour_price(site: AwsSite, instance_type: str) -> float:

@@ -1,7 +1,8 @@
 """Regenerate a region's on-demand prices from AWS's public Price List (`gpufleet catalog refresh --prices`).
 
-The Price List Query API (`pricing:GetProducts`, read through gpufleet/catalog/price_list.py) answers one
-product per instance type for the filters below; its on-demand price dimension is the type's $/h.
+The Price List Query API (`pricing:GetProducts`), or the region's downloaded offer files (`--from`; both read
+through gpufleet/catalog/price_list.py), answers one product per instance type for the filters below; its
+on-demand price dimension is the type's $/h.
 
 The filters select what the catalog means by an on-demand price: Linux, shared tenancy, no pre-installed
 software, and `capacitystatus=Used` (the price of a running instance, not of an unused reservation).
@@ -29,6 +30,7 @@ from gpufleet.catalog.price_list import (
     one_price,
     products,
     published,
+    read_as,
     sku,
     term_filters,
 )
@@ -91,7 +93,7 @@ def refresh_prices(
     checked = (today or dt.date.today()).isoformat()
     date = max((d for d in dates if d), default=checked)
     where = (
-        f"AWS Price List API GetProducts (AmazonEC2, regionCode={region}, "
+        f"{read_as(pricing, 'AmazonEC2')} (AmazonEC2, regionCode={region}, "
         + ", ".join(f"{f}={v}" for f, v in FILTERS)
         + f"), read {checked} by gpufleet catalog refresh --prices"
     )

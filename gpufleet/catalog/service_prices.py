@@ -28,15 +28,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpufleet.catalog.price_list import (
+    GET_PRODUCTS,
     PriceListError,
     nonzero_usd,
     one_price,
     products,
     published,
+    read_as,
     sku,
     term_filters,
     usd_dimensions,
 )
+from model import catalog
 
 INFRACOST = "infracost/infracost@95ba4f49a7abf5567b04f751a115543281a4ab18 internal/resources/aws/"
 
@@ -52,38 +55,41 @@ class Query:
     section: str  # "services" or "storage"
     key: str
     unit: str
-    service_code: str
     terms: tuple[tuple[str, str], ...]  # TERM_MATCH (field, value) besides the region
     usagetype: str | None  # CONTAINS filter; the answer's usage type must be it or end in "-" + it
     first_tier: bool
     cite: str  # the public file the filters come from
     region_field: str = "regionCode"  # AWSDataTransfer products name the region by `fromLocation`
 
+    @property
+    def service_code(self) -> str:
+        """The Price List offer the catalog names for the key (catalog.SERVICES)."""
+        return str(catalog.service(self.key).offer)
+
 
 QUERIES: tuple[Query, ...] = (
     # productFamily Compute, usagetype /AmazonEKS-Hours:perCluster/ (standard support): eks_cluster.go
-    Query("services", "eks-cluster", "cluster-hour", "AmazonEKS", (("productFamily", "Compute"),),
+    Query("services", "eks-cluster", "cluster-hour", (("productFamily", "Compute"),),
           "AmazonEKS-Hours:perCluster", False, INFRACOST + "eks_cluster.go"),
     # productFamily "NAT Gateway", usagetype /NatGateway-Hours/ and /NatGateway-Bytes/: nat_gateway.go
-    Query("services", "nat-gateway", "gateway-hour", "AmazonEC2", (("productFamily", "NAT Gateway"),),
+    Query("services", "nat-gateway", "gateway-hour", (("productFamily", "NAT Gateway"),),
           "NatGateway-Hours", False, INFRACOST + "nat_gateway.go"),
-    Query("services", "nat-gateway-data", "GB", "AmazonEC2", (("productFamily", "NAT Gateway"),),
+    Query("services", "nat-gateway-data", "GB", (("productFamily", "NAT Gateway"),),
           "NatGateway-Bytes", False, INFRACOST + "nat_gateway.go"),
     # productFamily Storage, volumeApiName gp3: ebs_volume.go
-    Query("services", "ebs-gp3", "GB-month", "AmazonEC2", (("productFamily", "Storage"), ("volumeApiName", "gp3")),
+    Query("services", "ebs-gp3", "GB-month", (("productFamily", "Storage"), ("volumeApiName", "gp3")),
           None, False, INFRACOST + "ebs_volume.go"),
     # AWSDataTransfer, productFamily "Data Transfer", transferType "AWS Outbound", fromLocation <region name>,
     # first tier ("first 10TB"): data_transfer.go
-    Query("services", "data-transfer-out", "GB", "AWSDataTransfer",
-          (("productFamily", "Data Transfer"), ("transferType", "AWS Outbound")),
+    Query("services", "data-transfer-out", "GB", (("productFamily", "Data Transfer"), ("transferType", "AWS Outbound")),
           None, True, INFRACOST + "data_transfer.go", region_field="fromLocation"),
     # AmazonEFS, productFamily Storage, usagetype /-TimedStorage-ByteHrs/ (Standard; not IA, not One Zone):
     # efs_file_system.go
-    Query("storage", "efs-standard", "usd_per_gb_month", "AmazonEFS", (("productFamily", "Storage"),),
+    Query("storage", "efs-standard", "usd_per_gb_month", (("productFamily", "Storage"),),
           "TimedStorage-ByteHrs", False, INFRACOST + "efs_file_system.go"),
     # AmazonS3, usagetype /TimedStorage-ByteHrs/, volumeType Standard, StartUsageAmount 0:
     # s3_standard_storage_class.go and s3_storage_class_helpers.go
-    Query("storage", "s3-standard", "usd_per_gb_month", "AmazonS3", (("volumeType", "Standard"),),
+    Query("storage", "s3-standard", "usd_per_gb_month", (("volumeType", "Standard"),),
           "TimedStorage-ByteHrs", True, INFRACOST + "s3_standard_storage_class.go"),
 )  # fmt: skip
 
@@ -155,14 +161,14 @@ def query_price(pricing: Any, query: Query, region: str, location: str | None = 
     return Answer(usd, date, named)
 
 
-def describe(query: Query, region: str, location: str | None, checked: str) -> str:
+def describe(query: Query, region: str, location: str | None, checked: str, via: str = GET_PRODUCTS) -> str:
     """The source text of a refreshed entry: the exact query and where its filters come from."""
     parts = [f"{f}={v}" for f, v in ((query.region_field, region_value(query, region, location)), *query.terms)]
     if query.usagetype is not None:
         parts.append(f"usagetype CONTAINS {query.usagetype}")
     tier = "; first tier (beginRange 0)" if query.first_tier else ""
     return (
-        f"AWS Price List API GetProducts ({query.service_code}, " + ", ".join(parts) + f"){tier}, read {checked} "
+        f"{via} ({query.service_code}, " + ", ".join(parts) + f"){tier}, read {checked} "
         f"by gpufleet catalog refresh --prices; filters as in {query.cite}"
     )
 
@@ -189,7 +195,7 @@ def refresh_list_prices(pricing: Any, region: str, doc: dict[str, Any], checked:
             "usd": answer.usd,
             "date": answer.published or checked,
             "verified": True,
-            "source": describe(query, region, location, checked),
+            "source": describe(query, region, location, checked, read_as(pricing, query.service_code)),
         }
         priced.append(query.key)
     return priced

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -24,8 +24,42 @@ PricesOpt = Annotated[
 ]
 
 
-def catalog_refresh(region: RefreshRegionOpt, prices: PricesOpt = False) -> None:
-    """Regenerate instance facts and AZ offerings from EC2, or (--prices) the region's prices (needs AWS credentials)."""
+OfferFilesOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--from",
+        help="With --prices: read AWS Price List offer files downloaded from the bulk API (one per service: "
+        "AmazonEC2, AmazonEKS, AWSDataTransfer, AmazonEFS, AmazonS3 for the region; repeat --from) instead of asking "
+        "the Price List API, so no credentials are needed.",
+        dir_okay=False,
+    ),
+]
+
+
+def _offer_files(paths: list[Path], region: str) -> Any:
+    """The offer files as a Price List client (exit 2 naming a file that cannot be read or holds no `region`)."""
+    import json
+
+    from gpufleet.catalog.price_list import OfferFileError, OfferFiles
+
+    try:
+        offers = OfferFiles.read(paths)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CommandError(f"--from: cannot read a Price List offer file: {e}") from None
+    except OfferFileError as e:
+        raise CommandError(f"--from: {e}") from None
+    if region not in offers.regions():
+        found = ", ".join(sorted(offers.regions())) or "none"
+        raise CommandError(
+            f"--from: no product of {', '.join(f for fs in offers.files.values() for f in fs)} is in {region} (regions found: {found}); download the "
+            f"offer files for {region} (offers/v1.0/aws/<service>/current/{region}/index.json)"
+        )
+    return offers
+
+
+def catalog_refresh(region: RefreshRegionOpt, prices: PricesOpt = False, offer_files: OfferFilesOpt = None) -> None:
+    """Regenerate instance facts and AZ offerings from EC2, or (--prices) the region's prices from the AWS Price
+    List (needs AWS credentials, or --from offer files)."""
     import boto3
     import botocore.exceptions
 
@@ -33,20 +67,28 @@ def catalog_refresh(region: RefreshRegionOpt, prices: PricesOpt = False) -> None
 
     if (unknown := catalog.unknown_region(region)) is not None:
         raise CommandError(f"--region: {unknown}")
+    if offer_files and not prices:
+        raise CommandError("--from: offer files price a region; use it with --prices")
     try:
         if prices:
             from gpufleet.catalog.price_list import PRICING_ENDPOINT_REGION, PriceListError
             from gpufleet.catalog.prices import refresh_prices, refresh_regions
 
-            refresh_regions()
+            client = (
+                _offer_files(offer_files, region)
+                if offer_files
+                else boto3.client("pricing", region_name=PRICING_ENDPOINT_REGION)
+            )
             try:
-                doc = refresh_prices(boto3.client("pricing", region_name=PRICING_ENDPOINT_REGION), region)
+                doc = refresh_prices(client, region)
             except PriceListError as e:
                 raise CommandError(f"the Price List answer cannot be used: {e}", exit_code=1) from None
+            refresh_regions()
             when = doc["sources"][region]["date"]
+            where = "the offer files" if offer_files else "the Price List"
             out.print(
                 f"prices: {len(doc['regions'][region])} GPU instance types priced in {region} ({when}); its storage "
-                "and service list prices rewritten where the Price List answers"
+                f"and service list prices rewritten where {where} answer{'' if offer_files else 's'}"
             )
             return
         from gpufleet.catalog.refresh import refresh

@@ -23,7 +23,7 @@ from gpufleet.review.prices import HOURS, LEVELS, Figures, PriceRef, price_dict
 from gpufleet.review.usage import SiteUsage
 from model import catalog
 from model.nodes import SYSTEM_POOL_DESIRED, SYSTEM_POOL_MAX, SYSTEM_POOL_MIN, SYSTEM_ROOT_VOLUME_GIB
-from model.pricing import override_source
+from model.pricing import VPC_SERVICES, site_cpu_price, site_service_price
 from model.spec import AwsSite
 
 Status = Literal["priced", "usage-based", "unpriced"]
@@ -47,6 +47,7 @@ class BillLine:
     price: PriceRef | None
     hourly: Figures | None  # None: not in the totals (no price, or usage-billed without a usage figure)
     note: str = ""
+    key: str = ""  # the price it takes: an instance type or a catalog.SERVICES key (pricing.price_needs)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -69,32 +70,29 @@ def _flat(per_hour: float) -> Figures:
 
 
 def _hourly_line(site: AwsSite, item: str, key: str, count: dict[str, int], what: str, cpu: bool = False) -> BillLine:
-    """`count` units (per size) x an hourly list price."""
-    found = catalog.cpu_instance_price(key, site.region) if cpu else catalog.service_price(key, site.region)
-    own = site.price_override(key) if cpu else None
-    if own is not None:
-        where = override_source(site, key)
-        found = catalog.ListPrice(key, own.usd_per_hour, "node-hour", site.region, own.date.isoformat(), where, True)
+    """`count` units (per size) x an hourly list price (the stack's own `prices` entry first)."""
+    found = site_cpu_price(site, key) if cpu else site_service_price(site, key)
     quantity = "/".join(str(count[lv]) for lv in LEVELS) + f" {what}"
     if found is None:
         return BillLine(
-            site.name, item, quantity, "unpriced", None, None, f"no catalog price for {key} in {site.region}"
+            site.name, item, quantity, "unpriced", None, None, f"no catalog price for {key} in {site.region}", key
         )
     ref = _ref(found)
-    return BillLine(site.name, item, quantity, "priced", ref, Figures(*(count[lv] * ref.usd for lv in LEVELS)))
+    return BillLine(site.name, item, quantity, "priced", ref, Figures(*(count[lv] * ref.usd for lv in LEVELS)), key=key)
 
 
 def _usage_line(site: AwsSite, item: str, key: str, gb: float | None, usage_key: str) -> BillLine:
     """GB a month (from the usage profile) x a per-GB list price, spread over the month's hours."""
-    found = catalog.service_price(key, site.region)
+    found = site_service_price(site, key)
     ref = _ref(found) if found else None
     if gb is None:
         rate = f"${ref.usd:g}/GB" if ref else "no catalog price"
         note = f"billed per GB ({rate}); give sites.{site.name}.{usage_key} in a usage profile to price it"
-        return BillLine(site.name, item, "usage", "usage-based", ref, None, note)
+        return BillLine(site.name, item, "usage", "usage-based", ref, None, note, key)
     if ref is None:
-        return BillLine(site.name, item, f"{gb:g} GB/month", "unpriced", None, None, f"no catalog price for {key}")
-    return BillLine(site.name, item, f"{gb:g} GB/month (usage profile)", "priced", ref, _flat(gb * ref.usd / HOURS))
+        return BillLine(site.name, item, f"{gb:g} GB/month", "unpriced", None, None, f"no catalog price for {key}", key)
+    hourly = _flat(gb * ref.usd / HOURS)
+    return BillLine(site.name, item, f"{gb:g} GB/month (usage profile)", "priced", ref, hourly, key=key)
 
 
 def aws_site_bill(site: AwsSite, pool_nodes: dict[str, dict[str, int]], usage: SiteUsage) -> list[BillLine]:
@@ -106,11 +104,10 @@ def aws_site_bill(site: AwsSite, pool_nodes: dict[str, dict[str, int]], usage: S
         lines.append(_hourly_line(site, "EKS control plane", "eks-cluster", dict.fromkeys(LEVELS, 1), "cluster"))
     if created_vpc:
         azs = dict.fromkeys(LEVELS, len(site.availability_zones))
-        lines.append(_hourly_line(site, "NAT gateways", "nat-gateway", azs, "gateways (one per AZ)"))
-        lines.append(_hourly_line(site, "NAT public IPv4 addresses", "public-ipv4", azs, "addresses"))
-        lines.append(
-            _usage_line(site, "NAT data processing", "nat-gateway-data", usage.nat_gb_processed, "nat_gb_processed")
-        )
+        gateways, addresses, processed = VPC_SERVICES
+        lines.append(_hourly_line(site, "NAT gateways", gateways, azs, "gateways (one per AZ)"))
+        lines.append(_hourly_line(site, "NAT public IPv4 addresses", addresses, azs, "addresses"))
+        lines.append(_usage_line(site, "NAT data processing", processed, usage.nat_gb_processed, "nat_gb_processed"))
     system = {"min": SYSTEM_POOL_MIN, "desired": SYSTEM_POOL_DESIRED, "max": SYSTEM_POOL_MAX}
     if created_cluster:
         lines.append(
@@ -132,10 +129,11 @@ def _root_volumes(site: AwsSite, pool_nodes: dict[str, dict[str, int]], system: 
         + system[lv] * SYSTEM_ROOT_VOLUME_GIB
         for lv in LEVELS
     }
-    found = catalog.service_price("ebs-gp3", site.region)
+    found = site_service_price(site, "ebs-gp3")
     quantity = "/".join(str(gb[lv]) for lv in LEVELS) + " GB gp3"
     if found is None:
-        return BillLine(site.name, "EBS root volumes", quantity, "unpriced", None, None, "no catalog price for ebs-gp3")
+        note = "no catalog price for ebs-gp3"
+        return BillLine(site.name, "EBS root volumes", quantity, "unpriced", None, None, note, "ebs-gp3")
     ref = _ref(found)
     note = "every node's encrypted gp3 root volume (3,000 IOPS and 125 MB/s included), per GB-month ÷ 730 h"
     return BillLine(
@@ -146,4 +144,5 @@ def _root_volumes(site: AwsSite, pool_nodes: dict[str, dict[str, int]], system: 
         ref,
         Figures(*(gb[lv] * ref.usd / HOURS for lv in LEVELS)),
         note,
+        "ebs-gp3",
     )

@@ -159,7 +159,7 @@ class EstateCost:
         monthly = [t.monthly_usd for t in tiers if t.status == "priced" and t.monthly_usd is not None]
         missing = [f"tier {t.tier}" for t in tiers if t.status == "unpriced"]
         per_hour = sum(monthly) / HOURS
-        return _sum([Figures(per_hour, per_hour, per_hour)] if monthly or not missing else [], missing, missing)
+        return _sum([Figures(per_hour, per_hour, per_hour)] if monthly else [], missing, missing)
 
     def bill_total(self, lines: list[BillLine]) -> Total:
         """Lines with figures are summed; the others (no price, usage without a usage figure) are named."""
@@ -480,11 +480,12 @@ def _excluded(spec: EstateSpec) -> tuple[str, ...]:
 
 
 def _sum(figures: list[Figures], unpriced: list[str], no_price: list[str]) -> Total:
-    """The sum of `figures`; None at a level where nothing is priced but something is left out (unknown, not $0)."""
+    """The sum of `figures`; None at a level where nothing is priced (unknown, not $0): a part with no figures adds
+    nothing to a total, so an estate whose only figures would be empty sums reads unknown."""
     vals: dict[str, float | None] = {}
     for lv in LEVELS:
         known = [v for f in figures if (v := f.at(lv)) is not None]
-        vals[lv] = sum(known) if known or not unpriced else None
+        vals[lv] = sum(known) if known or (figures and not unpriced) else None
     return Total(Figures(vals["min"], vals["desired"], vals["max"]), tuple(unpriced), tuple(no_price))
 
 

@@ -13,6 +13,7 @@ from typing import Any, Literal, assert_never
 from gpufleet.review.prices import HOURS, PriceRef, price_dict, rounded
 from gpufleet.review.usage import SiteUsage
 from model import catalog
+from model.pricing import site_service_price, storage_price_key
 from model.spec import (
     AwsSite,
     BaremetalSite,
@@ -57,19 +58,8 @@ class StorageCost:
         }
 
 
-def _storage_prices(region: str) -> dict[str, Any]:
-    storage = catalog.price_table().get("storage", {})
-    return dict(storage.get(region, {}))
-
-
-def _ref(entry: dict[str, Any]) -> PriceRef:
-    return PriceRef(
-        usd=float(entry["usd"]),
-        unit="GB-month",
-        date=str(entry["date"]),
-        source=str(entry["source"]),
-        verified=bool(entry.get("verified", False)),
-    )
+def _ref(found: catalog.ListPrice) -> PriceRef:
+    return PriceRef(usd=found.usd, unit="GB-month", date=found.date, source=found.source, verified=found.verified)
 
 
 def storage_cost(site: Site, tier: StorageTier, usage: SiteUsage | None = None) -> StorageCost:
@@ -91,20 +81,16 @@ def storage_cost(site: Site, tier: StorageTier, usage: SiteUsage | None = None) 
 
 def _aws_storage_cost(site: AwsSite, tier: StorageTier, usage: SiteUsage) -> StorageCost:
     name, kind = tier.name, tier.kind
-    prices = _storage_prices(site.region)
+    key = storage_price_key(tier)
+    found = site_service_price(site, key) if key is not None else None
     match tier:
         case FsxLustreTier():
-            entry = (
-                prices.get("fsx-lustre-persistent-2", {})
-                .get("by_throughput_per_tib", {})
-                .get(str(tier.throughput_per_tib))
-            )
-            if entry is None:
+            if found is None:
                 return StorageCost(
                     site.name, name, kind, "unpriced", None, None, f"{tier.capacity_gib} GB",
                     f"no catalog price for FSx Lustre PERSISTENT_2 {tier.throughput_per_tib} MB/s/TiB in {site.region}",
                 )  # fmt: skip
-            ref = _ref(entry)
+            ref = _ref(found)
             note = f"PERSISTENT_2 {tier.throughput_per_tib} MB/s/TiB; backups and transfer not included"
             if not ref.verified:
                 note += "; price not confirmed from a stored copy of the AWS price page"
@@ -112,22 +98,22 @@ def _aws_storage_cost(site: AwsSite, tier: StorageTier, usage: SiteUsage) -> Sto
             return StorageCost(
                 site.name, name, kind, "priced", tier.capacity_gib * ref.usd, ref, f"{tier.capacity_gib} GB", note
             )
-        case EfsTier():
-            return _usage_based(site, tier, prices.get("efs-standard"), usage)
-        case S3Tier():
-            return _usage_based(site, tier, prices.get("s3-standard"), usage)
+        case EfsTier() | S3Tier():
+            return _usage_based(site, tier, found, usage)
         case ScratchTier() | NfsTier() | ParallelFsTier() | OnPremS3Tier():
             return StorageCost(site.name, name, kind, "unpriced", None, None, "-", f"no pricing rule for {kind} tiers")
         case _:
             assert_never(tier)
 
 
-def _usage_based(site: AwsSite, tier: EfsTier | S3Tier, found: dict[str, Any] | None, usage: SiteUsage) -> StorageCost:
+def _usage_based(
+    site: AwsSite, tier: EfsTier | S3Tier, found: catalog.ListPrice | None, usage: SiteUsage
+) -> StorageCost:
     """A tier billed on what is stored and moved: priced from the usage profile's GB stored when it gives them,
     else its unit price is listed and nothing is summed."""
     unit = _ref(found) if found else None
     stored = usage.storage.get(tier.name)
-    extra = str(found.get("usage_based", "")) if found else ""
+    extra = found.usage_based if found else ""
     if stored is not None and unit is not None:
         note = f"{stored.gb_stored:g} GB stored (usage profile) × ${unit.usd:g}/GB-month" + (
             f"; not priced: {extra}" if extra else ""

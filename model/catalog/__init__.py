@@ -252,26 +252,88 @@ class ListPrice:
     date: str
     source: str
     verified: bool
+    usage_based: str = ""  # what the price leaves to usage (requests, throughput), where the entry says
 
 
-def _list_price(section: str, key: str, region: str) -> ListPrice | None:
-    entry = _prices_doc().get(section, {}).get(region, {}).get(key)
-    if entry is None:
-        return None
+@dataclass(frozen=True)
+class Service:
+    """A list-priced line of an AWS site's bill besides its instances: the key a price is stored and overridden
+    under, what it is, its unit, and the Price List offer `catalog refresh --prices` reads it from."""
+
+    key: str
+    what: str
+    unit: str
+    offer: str | None  # the Price List offer (service code) `catalog refresh --prices` reads it from; None: not read
+
+
+FSX_LUSTRE = "fsx-lustre-persistent-2"
+# The FSx for Lustre PERSISTENT_2 tiers (MB/s per TiB) a tier may set: FsxLustreTier.throughput_per_tib's values
+# (tests/catalog/test_prices.py ties the two; the spec imports the catalog, so it cannot be read from here).
+FSX_LUSTRE_TIERS: tuple[int, ...] = (125, 250, 500, 1000)
+
+
+def fsx_lustre_key(throughput_per_tib: int) -> str:
+    """The price key of an FSx for Lustre PERSISTENT_2 tier, e.g. `fsx-lustre-persistent-2-1000`."""
+    return f"{FSX_LUSTRE}-{throughput_per_tib}"
+
+
+SERVICES: tuple[Service, ...] = (
+    Service("eks-cluster", "EKS control plane", "cluster-hour", "AmazonEKS"),
+    Service("nat-gateway", "NAT gateways", "gateway-hour", "AmazonEC2"),
+    Service("nat-gateway-data", "NAT data processing", "GB", "AmazonEC2"),
+    Service("public-ipv4", "public IPv4 addresses", "address-hour", None),
+    Service("ebs-gp3", "EBS gp3 root volumes", "GB-month", "AmazonEC2"),
+    Service("data-transfer-out", "data transfer out to the internet", "GB", "AWSDataTransfer"),
+    Service("efs-standard", "EFS Standard storage", "GB-month", "AmazonEFS"),
+    Service("s3-standard", "S3 Standard storage", "GB-month", "AmazonS3"),
+    *(
+        Service(fsx_lustre_key(t), f"FSx for Lustre PERSISTENT_2 at {t} MB/s/TiB", "GB-month", None)
+        for t in FSX_LUSTRE_TIERS
+    ),
+)
+SERVICE_KEYS: tuple[str, ...] = tuple(s.key for s in SERVICES)
+# A region-independent list price (one figure for every region) is stored once, under this name.
+ALL_REGIONS = "all-regions"
+
+
+def service(key: str) -> Service:
+    try:
+        return next(s for s in SERVICES if s.key == key)
+    except StopIteration:
+        raise CatalogError(f"no priced service {key!r}; known: {', '.join(SERVICE_KEYS)}") from None
+
+
+def _entry(entry: dict[str, Any], key: str, region: str, unit: str | None = None) -> ListPrice:
     return ListPrice(
         key=key,
         usd=float(entry["usd"]),
-        unit=str(entry["unit"]),
+        unit=unit or str(entry["unit"]),
         region=region,
         date=str(entry["date"]),
         source=str(entry["source"]),
         verified=bool(entry.get("verified", False)),
+        usage_based=str(entry.get("usage_based", "")),
     )
 
 
+def _list_price(section: str, key: str, region: str, unit: str | None = None) -> ListPrice | None:
+    """The section's entry for `key` in `region`, else its region-independent entry (priced for `region`)."""
+    entries = _prices_doc().get(section, {})
+    entry = entries.get(region, {}).get(key) or entries.get(ALL_REGIONS, {}).get(key)
+    return None if entry is None else _entry(entry, key, region, unit)
+
+
 def service_price(key: str, region: str) -> ListPrice | None:
-    """A service's list price in `region` (`services`: eks-cluster, nat-gateway, ebs-gp3, ...), or None."""
-    return _list_price("services", key, region)
+    """A bill or storage line's list price in `region` (a `SERVICES` key), or None when the catalog has none.
+
+    Services live in the `services` section, EFS and S3 in `storage`, FSx for Lustre tiers in
+    `storage.<region>.fsx-lustre-persistent-2.by_throughput_per_tib`."""
+    if key.startswith(FSX_LUSTRE + "-"):
+        tiers = _prices_doc().get("storage", {}).get(region, {}).get(FSX_LUSTRE, {})
+        tier = tiers.get("by_throughput_per_tib", {}).get(key.removeprefix(FSX_LUSTRE + "-"))
+        return None if tier is None else _entry(tier, key, region, service(key).unit)
+    section = "storage" if key in ("efs-standard", "s3-standard") else "services"
+    return _list_price(section, key, region, service(key).unit)
 
 
 def cpu_instance_price(name: str, region: str) -> ListPrice | None:

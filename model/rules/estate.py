@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, assert_never
 from model import catalog
 from model.cni import network_policy_problems
 from model.conventions import EKS_RESERVED_LABEL_PREFIXES, eks_rejects_label
+from model.pricing import PriceNeed, price_needs, unpriced_needs
 from model.reach import access_problems
 from model.rules.baremetal import baremetal_inventory, gpudirect_rdma_declared
 from model.rules.burst import burst_problems
@@ -25,7 +26,7 @@ from model.rules.sharing import (
     pool_sharing_problems,
     shared_pool_quotas,
 )
-from model.spec.aws import AwsNodePool, EfaFabric, FsxLustreTier
+from model.spec.aws import AwsNodePool, EfaFabric, FsxLustreTier, ServicePriceOverride
 from model.spec.baremetal import BaremetalNodePool, InfinibandFabric, RoceFabric
 from model.spec.base import Problem
 from model.spec.pools import PoolBase
@@ -119,20 +120,62 @@ def _aws_site(path: str, s: AwsSite) -> Iterator[Problem]:
         )
     if (unknown := catalog.unknown_region(s.region)) is not None:
         yield Problem(f"{path}.region", unknown)
-    used = {p.instance_type for p in s.node_pools} | {s.system_instance_type}
-    seen: set[str] = set()
-    for j, price in enumerate(s.prices):
-        if price.instance_type in seen:
-            yield Problem(f"{path}.prices[{j}].instance_type", f"{price.instance_type} is priced twice on this site")
-        elif price.instance_type not in used:
-            yield Problem(
-                f"{path}.prices[{j}].instance_type",
-                f"no pool of this site runs {price.instance_type}; priced types must be one of: {', '.join(sorted(used))}",
-            )
-        seen.add(price.instance_type)
+    yield from _site_prices(path, s)
     for j, az in enumerate(s.availability_zones):
         if not az.startswith(s.region):
             yield Problem(f"{path}.availability_zones[{j}]", f"{az} is not in region {s.region}")
+
+
+def _site_prices(path: str, s: AwsSite) -> Iterator[Problem]:
+    """Each `prices` entry prices something the site bills, once; and everything the site bills has a price.
+
+    A line neither the stack nor the catalog prices in the site's region is refused where the stack asks for it,
+    naming how to price it: an unpriced line would leave the estate's cost and budget unknowable.
+    """
+    used = {n.key: n.kind for n in price_needs(s)}
+    seen: set[str] = set()
+    for j, price in enumerate(s.prices):
+        field, key = (
+            ("service", price.service)
+            if isinstance(price, ServicePriceOverride)
+            else ("instance_type", price.instance_type)
+        )
+        kind = used.get(key)
+        if key in seen:
+            yield Problem(f"{path}.prices[{j}].{field}", f"{key} is priced twice on this site")
+        elif field == "service" and kind != "service":
+            what = ", ".join(sorted(k for k, kd in used.items() if kd == "service"))
+            yield Problem(f"{path}.prices[{j}].service", f"nothing on this site bills {key}; it bills: {what}")
+        elif field == "instance_type" and kind not in ("gpu-instance", "cpu-instance"):
+            types = ", ".join(sorted(k for k, kd in used.items() if kd != "service"))
+            yield Problem(
+                f"{path}.prices[{j}].instance_type",
+                f"no pool of this site runs {key}; priced types must be one of: {types}",
+            )
+        seen.add(key)
+    if catalog.unknown_region(s.region) is not None:
+        return  # reported once, at the region
+    for need in unpriced_needs(s):
+        yield Problem(f"{path}.{need.path}", _unpriced(s, need))
+
+
+def _unpriced(s: AwsSite, need: PriceNeed) -> str:
+    """Why `need` is refused in the site's region and the two ways to price it."""
+    region = s.region
+    if need.kind == "service":
+        svc = catalog.service(need.key)
+        entry = f"{{service: {need.key}, usd: <USD per {svc.unit}>, date: YYYY-MM-DD, source: <where from>}}"
+        offer = svc.offer
+    else:
+        entry = f"{{instance_type: {need.key}, usd_per_hour: <USD>, date: YYYY-MM-DD, source: <where from>}}"
+        offer = "AmazonEC2"
+    fix = f"add {entry} to this site's `prices`"
+    if offer is not None:
+        fix += (
+            f", or run `gpufleet catalog refresh --prices -r {region} --from FILE` with AWS's {offer} Price List "
+            f"offer file for {region}"
+        )
+    return f"{need.what} ({need.key}) has no {region} price: the catalog holds none; {fix}"
 
 
 def _baremetal_site(path: str, s: BaremetalSite) -> Iterator[Problem]:

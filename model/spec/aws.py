@@ -6,7 +6,7 @@ import datetime as dt
 import ipaddress
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from model import catalog
 from model.spec.base import Model, Name
@@ -149,6 +149,47 @@ class PriceOverride(Model):
     usd_per_hour: float = Field(gt=0, le=10_000, description="USD per node-hour.")
     date: dt.date = Field(description="When the price was agreed or last checked (YYYY-MM-DD).")
     source: str = Field(min_length=3, max_length=200, description="Where it comes from, e.g. `EDP contract 2026`.")
+
+
+ServiceKey = Literal[
+    "eks-cluster", "nat-gateway", "nat-gateway-data", "public-ipv4", "ebs-gp3", "data-transfer-out", "efs-standard",
+    "s3-standard", "fsx-lustre-persistent-2-125", "fsx-lustre-persistent-2-250", "fsx-lustre-persistent-2-500",
+    "fsx-lustre-persistent-2-1000",
+]  # fmt: skip
+
+
+class ServicePriceOverride(Model):
+    """The stack's own price for a line of its site's bill besides instances (EKS, NAT, public IPv4, EBS gp3, data
+    transfer, EFS, S3, an FSx for Lustre tier): a quote, a contract, or a region the catalog holds no price for.
+    Used instead of the catalog's list price, with its date and source shown wherever it is used."""
+
+    service: ServiceKey = Field(
+        description=(
+            "The line it prices, in its unit: eks-cluster (cluster-hour), nat-gateway (gateway-hour), "
+            "nat-gateway-data (GB), public-ipv4 (address-hour), ebs-gp3 (GB-month), data-transfer-out (GB), "
+            "efs-standard and s3-standard (GB-month), fsx-lustre-persistent-2-<125|250|500|1000> (GB-month)."
+        )
+    )
+    usd: float = Field(gt=0, le=10_000, description="USD per the service's unit.")
+    date: dt.date = Field(description="When the price was agreed or last checked (YYYY-MM-DD).")
+    source: str = Field(min_length=3, max_length=200, description="Where it comes from, e.g. `AWS quote Q-1234`.")
+
+
+def _price_kind(value: object) -> str | None:
+    if isinstance(value, dict):
+        return "service-price" if "service" in value else "instance-price" if "instance_type" in value else None
+    return "service-price" if isinstance(value, ServicePriceOverride) else "instance-price"
+
+
+SitePrice = Annotated[
+    Annotated[PriceOverride, Tag("instance-price")] | Annotated[ServicePriceOverride, Tag("service-price")],
+    Discriminator(
+        _price_kind,
+        custom_error_type="price_kind",
+        custom_error_message="a price names `instance_type` (USD per node-hour: usd_per_hour) or `service` "
+        "(USD per the service's unit: usd), with its date and source",
+    ),
+]
 
 
 class Vpc(Model):

@@ -16,6 +16,8 @@ from model.spec.aws import (
     FsxLustreTier,
     PriceOverride,
     S3Tier,
+    ServicePriceOverride,
+    SitePrice,
     Vpc,
 )
 from model.spec.baremetal import (
@@ -167,7 +169,11 @@ class AwsSite(SiteBase):
 
     def price_override(self, instance_type: str) -> PriceOverride | None:
         """The stack's own price for `instance_type` on this site, if it sets one."""
-        return next((p for p in self.prices if p.instance_type == instance_type), None)
+        return next((p for p in self.prices if isinstance(p, PriceOverride) and p.instance_type == instance_type), None)
+
+    def service_price_override(self, key: str) -> ServicePriceOverride | None:
+        """The stack's own price for the bill line `key` (a catalog SERVICES key) on this site, if it sets one."""
+        return next((p for p in self.prices if isinstance(p, ServicePriceOverride) and p.service == key), None)
 
     kind: Literal["aws"]
     region: str = Field(description="AWS commercial region, e.g. `us-east-1` (one of the catalog's aws_regions.json).")
@@ -183,10 +189,13 @@ class AwsSite(SiteBase):
         max_length=64,
         description="Instance type of the CPU system pool.",
     )
-    prices: list[PriceOverride] = Field(
+    prices: list[SitePrice] = Field(
         default_factory=list,
         max_length=64,
-        description="The stack's own dated prices for instance types on this site, used instead of the catalog's.",
+        description=(
+            "The stack's own dated prices on this site, used instead of the catalog's: instance types "
+            "(`instance_type`, `usd_per_hour`) and the rest of the bill (`service`, `usd`), each with `date` and `source`."
+        ),
     )
     interconnect: Interconnect | None = Field(
         default=None,

@@ -140,8 +140,8 @@ def budget_cap(args: StackValidationArgs, report: ReportViolation) -> None:
 
 def budget_priced(args: StackValidationArgs, report: ReportViolation) -> None:
     """A budget can be checked only when everything it covers has a price: each item of the cost envelope
-    without one (`unpricedItems`, written by gpufleet) is named, and the budget is reported as unchecked.
-    `budget-cap` still reports a priced part that is already over the cap."""
+    without one (`unpricedItems`, written by gpufleet) is named, and the unchecked budget is a violation (a cap
+    that passes on an unknown figure protects nothing). `budget-cap` reports a priced part already over the cap."""
     cap = config(args, "budgetUsdPerHour", None)
     missing = [str(x) for x in config(args, "unpricedItems", [])]
     if cap is None or not missing:
@@ -220,8 +220,8 @@ ALL = [
     stack_policy(
         budget_priced,
         name="budget-priced",
-        description="A16: every item the budget covers has a price (a missing price leaves the budget unchecked, never $0).",
-        enforcement=ADVISORY,
+        description="A16: every item the budget covers has a price: a budget that cannot be checked fails, never passes on $0.",
+        enforcement=MANDATORY,
         config_schema=schema(
             budgetUsdPerHour={"type": "number", "description": "Cap in USD per hour (policies.budget_usd_per_hour)."},
             maxUsdPerHour={"type": "number", "description": "The envelope's priced part at max size in USD per hour."},
@@ -231,9 +231,9 @@ ALL = [
                 "description": "Items of the cost envelope with no price (gpufleet writes them).",
             },
         ),
-        remediation="Price each named item: an instance type (pool, system pool) by a `prices` entry on its aws site "
-        "with a dated source, or `gpufleet catalog refresh --prices --region REGION`; a storage tier or service by a "
-        "dated, sourced entry for the region in model/catalog/aws_prices.json.",
+        remediation="Price each named item: on an aws site by a dated, sourced `prices` entry (`instance_type` or "
+        "`service`) or `gpufleet catalog refresh --prices -r REGION [--from OFFER_FILE]`; a bare-metal pool by its "
+        "`cost` (or its site's).",
     ),
     resource_policy(
         gpu_instance_allowlist,

@@ -93,10 +93,15 @@ def test_quota_counts_running_instances_of_the_family(aws_env: dict[str, Any]) -
 
 def test_type_not_offered_in_the_fabric_az_is_refused(moto: None) -> None:
     # moto's eu-west-1 offerings carry no p5.48xlarge; the catalog holds offerings for us-east-1 only, so the
-    # schema lets the estate through and only the preflight can tell.
+    # schema lets the estate through and only the preflight can tell. The site prices itself what the catalog
+    # holds no eu-west-1 price for (else the schema refuses it).
+    quote = {"date": "2026-11-01", "source": "test quote"}
+    prices = [{"instance_type": "p5.48xlarge", "usd_per_hour": 60.0, **quote}] + [
+        {"service": k, "usd": 0.1, **quote} for k in ("ebs-gp3", "data-transfer-out", "s3-standard")
+    ]
     spec = estate(cloud__region="eu-west-1", cloud__availability_zones=["eu-west-1a", "eu-west-1b"],
                   cloud__fabrics=[{"kind": "efa", "name": "burst-efa", "availability_zone": "eu-west-1a",
-                                   "subnet_cidr": "10.50.128.0/20"}])  # fmt: skip
+                                   "subnet_cidr": "10.50.128.0/20"}], cloud__prices=prices)  # fmt: skip
     aws = Aws("eu-west-1", session=boto3.session.Session(region_name="eu-west-1"))
     with pytest.raises(BurstError, match=r"EC2 does not offer p5\.48xlarge in eu-west-1a \(offered in: no AZ"):
         preflight(spec, [], BurstRequest(gpus=8, hours=4), NOW, aws)

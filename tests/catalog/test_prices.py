@@ -159,3 +159,15 @@ def test_refresh_prices_refuses_a_made_up_region_before_calling_aws() -> None:
     result = CliRunner().invoke(app, ["catalog", "refresh", "--prices", "--region", "foo-bar-9"])
     assert result.exit_code == 2
     assert "--region: foo-bar-9 is not an AWS commercial region" in result.output
+
+
+def test_the_catalog_services_are_the_ones_the_schema_prices_and_the_refresh_queries() -> None:
+    from typing import get_args
+
+    from gpufleet.catalog.service_prices import QUERIES
+    from model.spec import FsxLustreTier
+    from model.spec.aws import ServiceKey
+
+    assert get_args(ServiceKey) == catalog.SERVICE_KEYS  # what a `prices: [{service: ...}]` entry may name
+    assert get_args(FsxLustreTier.model_fields["throughput_per_tib"].annotation) == catalog.FSX_LUSTRE_TIERS
+    assert {q.key for q in QUERIES} == {s.key for s in catalog.SERVICES if s.offer is not None}

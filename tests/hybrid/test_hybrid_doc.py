@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from model.load import parse_estate
 from model.burst import grace
+from model.load import parse_estate
 from tests.conftest import ROOT, example_estate
 from tests.render.test_mermaid import MERMAID_DIR, PARSE_JS
 

@@ -15,7 +15,7 @@ from gpufleet.cli.app import app
 from gpufleet.review.cost import estate_cost
 from gpufleet.review.usage import UsageProfile
 from model.load import parse_estate
-from tests.conftest import ROOT, write_project
+from tests.conftest import ROOT, example_estate, write_project
 from tests.review.estates import NOW, small
 
 
@@ -130,3 +130,25 @@ def test_the_budget_line_and_the_budget_cap_finding_state_one_max_hourly_cost(tm
     (finding,) = [f for f in review.findings if f.rule == "budget-cap"]
     assert f"${at_max:,.2f}" in finding.message and "$311.69" in finding.message
     assert any("$311.69/h" in line for line in budget_line(300, at_max))
+
+
+@pytest.mark.parametrize("adopt", [(), ("cluster",), ("vpc",), ("cluster", "vpc")])
+def test_the_bill_takes_exactly_the_prices_the_refusal_checks(adopt: tuple[str, ...]) -> None:
+    # pricing.price_needs is what a stack is refused for; the bill, storage and pools must price the same lines
+    from model.pricing import price_needs, storage_price_key
+    from model.spec import AwsSite
+
+    raw = example_estate("aws-train")
+    site = raw["sites"][0]
+    if "cluster" in adopt:
+        site["cluster"] = {**site["cluster"], "adopt_name": "existing"}
+        site["kubernetes"] = {**site["kubernetes"], "network_policy_cni": "calico"}
+    if "vpc" in adopt:
+        site["vpc"] = {"vpc_id": "vpc-0123456789abcdef0", "private_subnet_ids": ["subnet-0a", "subnet-0b"]}
+        site["fabrics"][0]["subnet_id"] = "subnet-0a"
+    spec = parse_estate(raw, "aws-train")
+    cost = estate_cost(spec, None, NOW)
+    (aws,) = [s for s in spec.sites if isinstance(s, AwsSite)]
+    billed = {ln.key for ln in cost.bill} | {p.instance_type for p in cost.pools if p.instance_type}
+    billed |= {k for t in aws.storage if (k := storage_price_key(t)) is not None}
+    assert billed == {n.key for n in price_needs(aws)}

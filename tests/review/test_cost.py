@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 
 import pytest
 
 from gpufleet.review.cost import UNASSIGNED, EstateCost, estate_cost
 from model import catalog
-from model.load import parse_estate
+from model.load import SpecError, parse_estate
 from model.spec import BurstWindow
 from tests.conftest import example_estate
 from tests.review.estates import NOW, small
@@ -119,21 +118,18 @@ def test_every_storage_price_in_the_catalog_has_a_date_and_a_source() -> None:
                 assert len(fig["source"]) > 20 and isinstance(fig["verified"], bool), (region, service, tier)
 
 
-def test_pool_without_a_catalog_price_is_unpriced_not_zero() -> None:
+def test_a_site_in_a_region_the_catalog_cannot_price_is_refused_line_by_line() -> None:
     raw = small()
     site = raw["sites"][0]
-    site["region"] = "af-south-1"  # a region the catalog holds no GPU instance price for
+    site["region"] = "af-south-1"  # a region the catalog holds no GPU instance or regional service price for
     site["availability_zones"] = ["af-south-1a", "af-south-1b"]
     site["fabrics"][0]["availability_zone"] = "af-south-1a"
-    cost = estate_cost(parse_estate(raw, "test"), None, NOW)
-    h100 = next(p for p in cost.pools if p.pool == "h100")
-    assert h100.price is None and not h100.priced
-    assert h100.hourly.at("max") is None
-    assert any("no catalog price" in n for n in h100.notes)
-    total = cost.total()
-    assert "pool h100" in total.unpriced and "pool agents-g6e" in total.unpriced
-    assert "tier lustre" in total.unpriced  # no FSx price for af-south-1 either
-    assert json.loads(json.dumps(cost.to_dict()))["pools"][0]["hourly"]["max"] is None
+    with pytest.raises(SpecError) as e:
+        parse_estate(raw, "test")
+    refused = {line.split(": ")[1].removeprefix("config.gpufleet:estate.") for line in str(e.value).splitlines()}
+    pools = {f"sites[0].node_pools[{j}].instance_type" for j in range(len(site["node_pools"]))}
+    assert pools | {"sites[0].storage[0]", "sites[0].vpc", "sites[0].region"} <= refused
+    assert "sites[0].cluster" not in refused  # EKS is one price in every region
 
 
 def _hybrid_window(start: dt.datetime, hours: int, instance_type: str = "p5.48xlarge") -> BurstWindow:

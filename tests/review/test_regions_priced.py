@@ -1,5 +1,6 @@
-"""Every region priced, and unknown never $0: the us-west-2 example, the stack's own prices, and how totals, deltas
-and the budget read when something has no price (cost text / Markdown / JSON, the preview and diff comments).
+"""Every region priced or refused, and unknown never $0: the us-west-2 example, copies of aws-train in eu-west-1 and
+us-east-2, the stack's own prices (instances and services), and how totals, deltas and the budget read when
+something has no price (cost text / Markdown / JSON, the preview and diff comments, `check`).
 
 The region list is botocore's endpoints data (botocore/data/endpoints.json, partition aws, at the installed
 botocore; tests/catalog/test_prices.py ties the catalog file to it); the us-west-2 GPU prices are the dated
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from gpufleet.engine.plan import Plan
 from gpufleet.render.cost import budget_line, cost_json, cost_markdown, cost_summary, cost_text
 from gpufleet.render.diff import delta_text
 from gpufleet.review.cost import EstateCost, estate_cost
@@ -25,7 +27,7 @@ from model import catalog
 from model.load import ESTATE_KEY, SpecError, parse_estate
 from tests.cli.badinput import STACK, assert_bad_input, invoke, snapshot, stack_project
 from tests.conftest import ROOT, example_config, example_estate
-from tests.review.estates import NOW, small
+from tests.review.estates import NOW
 
 WEST = "aws-train-west"
 
@@ -40,17 +42,29 @@ def _west() -> EstateCost:
     return estate_cost(parse_estate(example_estate(WEST), WEST), None, NOW)
 
 
-def _nowhere() -> EstateCost:
-    """The small estate with its AWS site in a region the catalog holds no price for, its servers without costs."""
-    raw = small()
-    site = raw["sites"][0]
-    site["region"], site["availability_zones"] = "af-south-1", ["af-south-1a", "af-south-1b"]
-    site["fabrics"][0]["availability_zone"] = "af-south-1a"
-    for other in raw["sites"][1:]:
-        other.pop("cost", None)
-        for pool in other["node_pools"]:
+def _unpriced_onprem() -> dict[str, Any]:
+    """The onprem example with no OnPremCost anywhere: nothing priced, its budget of $100/h kept."""
+    raw = example_estate("onprem")
+    for site in raw["sites"]:
+        site.pop("cost", None)
+        for pool in site["node_pools"]:
             pool.pop("cost", None)
-    return estate_cost(parse_estate(raw, "test"), None, NOW)
+    return raw
+
+
+def _nowhere() -> EstateCost:
+    return estate_cost(parse_estate(_unpriced_onprem(), "test"), None, NOW)
+
+
+def _moved(region: str, prices: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """aws-train moved to `region` (its AZs a, b and c), with `prices` on its site."""
+    raw = example_estate("aws-train")
+    site = raw["sites"][0]
+    site["region"], site["availability_zones"] = region, [f"{region}{z}" for z in "abc"]
+    site["fabrics"][0]["availability_zone"] = f"{region}a"
+    if prices is not None:
+        site["prices"] = prices
+    return raw
 
 
 # -- regions ------------------------------------------------------------------------------------------------------
@@ -107,7 +121,17 @@ def test_every_priced_region_is_a_known_region_with_a_dated_source() -> None:
     for region, source in table["sources"].items():
         assert dt.date.fromisoformat(source["date"]) and len(source["source"]) > 40, region
     for section in ("storage", "services", "cpu_instances"):
-        assert {r for r in table[section] if not r.startswith("_")} <= set(catalog.aws_regions()), section
+        regions = {r for r in table[section] if not r.startswith("_")} - {catalog.ALL_REGIONS}
+        assert regions <= set(catalog.aws_regions()), section
+
+
+@pytest.mark.parametrize("region", sorted(catalog.price_table()["regions"]))
+def test_every_region_the_catalog_prices_instances_in_has_the_region_independent_prices(region: str) -> None:
+    # EKS standard support and public IPv4 are one published figure for every region (their `all-regions` sources)
+    for key, usd in (("eks-cluster", 0.10), ("public-ipv4", 0.005)):
+        found = catalog.service_price(key, region)
+        assert found is not None and found.usd == usd and found.region == region, key
+        assert dt.date.fromisoformat(found.date) and len(found.source) > 40
 
 
 # -- the us-west-2 example -------------------------------------------------------------------------------------
@@ -126,15 +150,15 @@ def test_the_us_west_2_example_prices_every_gpu_pool_from_the_regions_dated_tabl
 def test_the_us_west_2_example_never_shows_zero_totals_and_names_what_it_leaves_out() -> None:
     cost = _west()
     total = cost.total()
-    assert not total.complete and "tier lustre" in total.no_price
+    assert total.no_price == () and not total.complete  # only the usage-billed lines are left out, by name
+    assert all("usage-based" in item for item in total.unpriced)
     text = _text(cost)
     estate = next(line for line in text.splitlines() if line.startswith("Estate:"))
     assert "$0.00" not in estate and "≥ $291.97" in estate and f"(+ {len(total.unpriced)} unpriced)" in estate
     md = cost_markdown(cost)
     assert "| $/hour | ≥ $11.19 | ≥ $133.71 | ≥ $291.97 |" in md and "**≥ $291.97**" in md
     doc = json.loads(cost_json(cost))
-    assert doc["total"]["complete"] is False
-    assert "tier lustre" in doc["total"]["unpriced"] and "tier lustre" in doc["total"]["no_price"]
+    assert doc["total"]["complete"] is False and doc["total"]["no_price"] == []
 
 
 def test_with_nothing_priced_every_total_is_unknown_not_zero() -> None:
@@ -148,19 +172,118 @@ def test_with_nothing_priced_every_total_is_unknown_not_zero() -> None:
     assert all(t["hourly"]["max"] is None for t in doc["tenants"].values())
 
 
-def test_a_usage_figure_without_a_regional_price_is_named_not_dropped() -> None:
-    from gpufleet.review.usage import UsageProfile
+# -- copies of aws-train in eu-west-1 and us-east-2 -------------------------------------------------------------
 
-    raw = example_estate(WEST)  # moved to eu-west-1, where the catalog holds GPU prices but no EFS price
-    site = raw["sites"][0]
-    site["region"], site["availability_zones"] = "eu-west-1", ["eu-west-1a", "eu-west-1b", "eu-west-1c"]
-    site["fabrics"][0]["availability_zone"] = "eu-west-1a"
-    assert catalog.price_table()["storage"].get("eu-west-1") is None
-    usage = UsageProfile.model_validate({"sites": {"usw2": {"storage": {"home": {"gb_stored": 800}}}}})
-    cost = estate_cost(parse_estate(raw, WEST), None, NOW, usage)
-    (home,) = [t for t in cost.storage if t.tier == "home"]
-    assert home.status == "unpriced" and "no catalog price for efs storage in eu-west-1" in home.note
-    assert "tier home" in cost.total().no_price
+# What the catalog cannot price in each region, where the stack asks for it (sites[0]. + path): the GPU types its
+# sources do not list there, and the storage and services no dated source was found for.
+REFUSED = {
+    "eu-west-1": {
+        "node_pools[0].instance_type": "p5.48xlarge",
+        "node_pools[1].instance_type": "g6e.12xlarge",
+        "node_pools[2].instance_type": "g6e.xlarge",
+        "region": "ebs-gp3",
+        "storage[0]": "fsx-lustre-persistent-2-1000",
+        "storage[1]": "s3-standard",
+        "storage[2]": "efs-standard",
+    },
+    "us-east-2": {
+        "region": "ebs-gp3",
+        "storage[0]": "fsx-lustre-persistent-2-1000",
+        "storage[1]": "s3-standard",
+        "storage[2]": "efs-standard",
+    },
+}
+
+
+@pytest.mark.parametrize("region", sorted(REFUSED))
+def test_a_copy_of_aws_train_is_refused_for_each_line_its_region_cannot_price(region: str) -> None:
+    with pytest.raises(SpecError) as e:
+        parse_estate(_moved(region), "Pulumi.copy.yaml")
+    lines = str(e.value).splitlines()
+    for path, key in REFUSED[region].items():
+        (line,) = [ln for ln in lines if f"sites[0].{path}: " in ln and f"({key})" in ln]
+        assert line.startswith("Pulumi.copy.yaml: ") and f"has no {region} price" in line
+        assert "to this site's `prices`" in line
+        assert ("catalog refresh --prices -r " + region + " --from FILE" in line) == ("fsx-lustre" not in key)
+    # data transfer out is the only other line without a price in both: refused at the region too
+    assert any("sites[0].region: " in ln and "(data-transfer-out)" in ln for ln in lines)
+    assert len(lines) == len(REFUSED[region]) + 1
+
+
+def _priced_copy(region: str) -> list[dict[str, Any]]:
+    """A `prices` entry for every line REFUSED names in `region`, and data transfer out (stack quotes, dated)."""
+    quote = {"date": "2026-11-01", "source": "AWS quote Q-2026-11"}
+    entries: list[dict[str, Any]] = []
+    for key in [*REFUSED[region].values(), "data-transfer-out"]:
+        if "." in key:
+            entries.append({"instance_type": key, "usd_per_hour": 50.0, **quote})
+        else:
+            entries.append({"service": key, "usd": 0.1, **quote})
+    return entries
+
+
+@pytest.mark.parametrize("region", sorted(REFUSED))
+def test_a_copy_of_aws_train_with_its_own_prices_prices_every_line_each_with_its_date_and_source(region: str) -> None:
+    cost = estate_cost(parse_estate(_moved(region, _priced_copy(region)), "copy"), None, NOW)
+    assert cost.total().no_price == ()
+    assert all(p.priced for p in cost.pools) and all(t.status != "unpriced" for t in cost.storage)
+    for line in cost.bill:
+        assert line.price is not None and line.price.source.endswith(region), line.item
+    stack_priced = [ln for ln in cost.bill if "sites.use1.prices (AWS quote" in (ln.price.source if ln.price else "")]
+    assert {ln.key for ln in stack_priced} == {"ebs-gp3", "data-transfer-out"}
+    (lustre,) = [t for t in cost.storage if t.tier == "lustre"]
+    assert lustre.monthly_usd == pytest.approx(24000 * 0.1) and lustre.price and "AWS quote" in lustre.price.source
+    nat = next(ln for ln in cost.bill if ln.item == "NAT gateways")  # the catalog's own figure for the region
+    assert nat.price is not None and nat.price.usd == {"eu-west-1": 0.048, "us-east-2": 0.045}[region]
+
+
+def test_a_refused_copy_exits_2_naming_the_stack_file_and_writes_nothing(tmp_path: Path) -> None:
+    config = example_config("aws-train")
+    config["aws:region"] = "eu-west-1"
+    config[ESTATE_KEY] = _moved("eu-west-1")
+    project = stack_project(tmp_path, config)
+    before = snapshot(project)
+    answer = invoke(["cost", "-s", STACK], project)
+    assert_bad_input(answer, f"Pulumi.{STACK}.yaml", "sites[0].storage[0]: tier lustre (fsx-lustre-persistent-2-1000)")
+    assert "has no eu-west-1 price" in answer.stderr
+    assert snapshot(project) == before
+
+
+@pytest.mark.parametrize(
+    ("prices", "path", "message"),
+    [
+        (
+            [{"service": "ebs-gp3", "usd": 0, "date": "2026-10-01", "source": "quote"}],
+            "sites[0].prices[0].usd",
+            "greater than 0",
+        ),
+        (
+            [{"service": "ebs-gp4", "usd": 0.1, "date": "2026-10-01", "source": "quote"}],
+            "sites[0].prices[0].service",
+            "'ebs-gp3'",
+        ),
+        (
+            [{"service": "fsx-lustre-persistent-2-125", "usd": 0.1, "date": "2026-10-01", "source": "quote"}],
+            "sites[0].prices[0].service",
+            "nothing on this site bills fsx-lustre-persistent-2-125",
+        ),
+        (
+            [{"service": "ebs-gp3", "usd": 0.1, "date": "2026-10-01", "source": "quote"}] * 2,
+            "sites[0].prices[1].service",
+            "ebs-gp3 is priced twice",
+        ),
+        (
+            [{"usd": 0.1, "date": "2026-10-01", "source": "quote"}],
+            "sites[0].prices[0]",
+            "a price names `instance_type`",
+        ),
+    ],
+)
+def test_a_bad_service_price_is_refused_naming_its_field(prices: list[dict[str, Any]], path: str, message: str) -> None:
+    with pytest.raises(SpecError) as e:
+        parse_estate(_with_prices(prices), WEST)
+    (line,) = [ln for ln in str(e.value).splitlines() if f"{path}: " in ln or str(e.value).endswith(path)]
+    assert message in line
 
 
 # The us-west-2 bill as `gpufleet cost -s aws-train-west -f json` writes it: every line a figure with its date and
@@ -185,15 +308,9 @@ def test_the_us_west_2_example_prices_its_whole_bill_each_figure_with_its_date_a
     for tier in ("objects", "home"):
         assert storage[tier]["status"] == "usage-based" and storage[tier]["price"]["source"], tier
     assert all(p["priced"] and p["price"]["source"] for p in doc["pools"])
-    assert doc["total"]["no_price"] == ["tier lustre"]
+    assert doc["total"]["no_price"] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="no dated public source for FSx for Lustre PERSISTENT_2 1000 MB/s/TiB in us-west-2 was found, and "
-    "`gpufleet catalog refresh --prices` does not query FSx tiers (no public artifact names their Price List "
-    "attributes): the tier stays unpriced, never a guess",
-)
 def test_the_us_west_2_example_prices_every_tier() -> None:
     assert json.loads(cost_json(_west()))["total"]["no_price"] == []
 
@@ -202,12 +319,12 @@ def test_the_us_west_2_example_prices_every_tier() -> None:
 
 
 def test_a_missing_price_makes_the_budget_unchecked_instead_of_within() -> None:
-    cost = _west()  # budget 400 $/h; the priced part is 291.97 $/h
+    cost = _nowhere()  # budget 100 $/h; no pool has a price
     budget = next(line for line in _text(cost).splitlines() if line.startswith("Budget:"))
-    assert "price missing for tier lustre" in budget and "cannot check the budget of $400.00/h" in budget
+    assert "price missing for pool" in budget and "cannot check the budget of $100.00/h" in budget
     assert "within" not in budget
     md = "\n".join(cost_summary(cost))
-    assert "Price missing for tier lustre" in md and "cannot check the budget" in md
+    assert "Price missing for pool" in md and "cannot check the budget" in md
     assert "lower scaling.max" not in md
     # A priced part already over the budget is over whatever is missing.
     assert "costs at least $450.00/h, over its budget" in "\n".join(budget_line(400, 450, ["tier lustre"]))
@@ -216,11 +333,30 @@ def test_a_missing_price_makes_the_budget_unchecked_instead_of_within() -> None:
 def test_check_writes_the_missing_prices_for_the_budget_rules() -> None:
     from gpufleet.review.check import pack_config, packs
 
-    spec = parse_estate(example_estate(WEST), WEST)
+    spec = parse_estate(_unpriced_onprem(), "onprem")
     (pack,) = [p for p in packs() if any(r.name == "budget-priced" for r in p.policies)]
     entry = pack_config(spec, pack)["budget-priced"]
-    assert "tier lustre" in entry["unpricedItems"] and entry["budgetUsdPerHour"] == 400
-    assert entry["enforcementLevel"] == "advisory"
+    assert entry["unpricedItems"] and all(i.startswith("pool ") for i in entry["unpricedItems"])
+    assert entry["budgetUsdPerHour"] == 100 and entry["enforcementLevel"] == "mandatory"
+
+
+def test_an_unpriced_estate_with_a_budget_fails_check_naming_what_is_unpriced(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, example_plans: dict[str, Plan]
+) -> None:
+    from typer.testing import CliRunner
+
+    from gpufleet.cli.app import app
+    from gpufleet.review import review
+
+    monkeypatch.setattr(review, "synth_stack", lambda project, stack, stack_file: example_plans["onprem"])
+    config = example_config("onprem")
+    config[ESTATE_KEY] = _unpriced_onprem()
+    project = stack_project(tmp_path, config)
+    result = CliRunner().invoke(app, ["check", "--stack", STACK, "--project", str(project), "--format", "json"])
+    assert result.exit_code == 1, result.output
+    doc = json.loads(result.output)
+    (budget,) = [f for f in doc["packs"]["cost-tags"]["mandatory"] if f["rule"] == "budget-priced"]
+    assert "price missing for pool" in budget["message"] and "cannot check the budget of $100.00/h" in budget["message"]
 
 
 # -- diff --------------------------------------------------------------------------------------------------------
@@ -335,7 +471,7 @@ def test_a_stack_price_also_prices_sizing_placements_and_the_burst_budget() -> N
     from fractions import Fraction
 
     from gpufleet.sizing.placement import stack_placements
-    from model import burst
+    from model import windows
     from model.spec import AwsSite
 
     raw = _with_prices(
@@ -350,5 +486,5 @@ def test_a_stack_price_also_prices_sizing_placements_and_the_burst_budget() -> N
     burst_type = next(p["instance_type"] for p in cloud["node_pools"] if p.get("burst"))
     cloud["prices"] = [{"instance_type": burst_type, "usd_per_hour": 1.5, "date": "2026-10-01", "source": "EDP"}]
     hspec = parse_estate(hybrid, "hybrid")
-    assert isinstance(burst.cloud_site(hspec), AwsSite)
-    assert burst.node_hour_price(hspec, burst_type) == 1.5
+    assert isinstance(windows.cloud_site(hspec), AwsSite)
+    assert windows.node_hour_price(hspec, burst_type) == 1.5
