@@ -55,7 +55,8 @@ def run() -> None:
     estate_config = pulumi.Config(ESTATE_KEY.split(":", 1)[0])  # gpufleet:*, whatever the project is named
     source = _stack_file()
     try:
-        spec = parse_estate(estate_config.get_object(ESTATE_KEY.split(":", 1)[1]), source)
+        # Prices are the review's concern: a line without one never stops an `up` (gpufleet's commands refuse it).
+        spec = parse_estate(estate_config.get_object(ESTATE_KEY.split(":", 1)[1]), source, priced=False)
     except SpecError as err:
         raise pulumi.RunError(str(err)) from None
     for key in (WINDOW_KEY, LEDGER_KEY):

@@ -19,7 +19,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from model.burst import STATE_FORMAT, BurstState, window_problems
 from model.catalog import CatalogError
-from model.rules.estate import estate_problems
+from model.rules.estate import estate_problems, unpriced_lines
 from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec, SpecFieldError, SpecProblems
 from model.spec.net import Timestamp
 
@@ -95,7 +95,9 @@ def validation_problems(err: ValidationError, source: str, base: str, hint: str 
     return out
 
 
-def parse_estate(raw: Any, source: str) -> EstateSpec:
+def parse_estate(raw: Any, source: str, *, priced: bool = True) -> EstateSpec:
+    """The estate of a stack file, every problem at once as a SpecError. `priced` also refuses a line no price
+    covers (model.rules.estate.unpriced_lines): gpufleet's commands ask for it, the Pulumi program does not."""
     base = f"config.{ESTATE_KEY}"
     if not isinstance(raw, dict):
         raise SpecError([f"{source}: {base}: must be a mapping (the estate), got {type(raw).__name__}"])
@@ -104,7 +106,7 @@ def parse_estate(raw: Any, source: str) -> EstateSpec:
     except ValidationError as err:
         raise SpecError(validation_problems(err, source, base)) from None
     # Cross-field rules need the whole estate, so they run once the schema holds.
-    problems = estate_problems(spec)
+    problems = estate_problems(spec) or (list(unpriced_lines(spec)) if priced else [])
     if problems:
         raise SpecError([problem_line(source, base, p.path, p.message) for p in problems])
     return spec
@@ -167,10 +169,10 @@ class StackFile:
     project: str
     config: dict[str, Any]  # fully namespaced keys -> raw YAML values (secure values as {"secure": ...})
 
-    def estate(self) -> EstateSpec:
+    def estate(self, *, priced: bool = True) -> EstateSpec:
         if ESTATE_KEY not in self.config:
             raise SpecError([f"{self.path}: config.{ESTATE_KEY}: required key is missing"])
-        return parse_estate(self.config[ESTATE_KEY], str(self.path))
+        return parse_estate(self.config[ESTATE_KEY], str(self.path), priced=priced)
 
     def window(self) -> BurstWindow | None:
         return parse_window(self.config.get(WINDOW_KEY), str(self.path))

@@ -22,7 +22,7 @@ OPERATOR_CHARTS: dict[str, tuple[versions.Chart, str]] = {"jobset": (versions.JO
 
 OPERATOR_VALUES: dict[str, dict[str, object]] = {
     # The chart runs the controller as non-root without naming the user; the image's is 65532 (distroless
-    # `nonroot`, Dockerfile `USER 65532:65532` at the pinned tag). Naming it keeps the UID out of the host's range.
+    # `nonroot`, Dockerfile `USER 65532:65532` at the pinned tag), named here so the pod says which UID it runs as.
     "jobset": {
         "controller": {
             "podSecurityContext": {

@@ -206,7 +206,8 @@ def synth(project_dir: Path | str, stack: str) -> Plan:
     """Run the project's `__main__.py` for `stack` under mocks and return what it registered."""
     project_dir = Path(project_dir).resolve()
     stack_file = read_stack(project_dir, stack)  # raises SpecError for bad files
-    stack_file.estate()  # validate up front so user errors never surface as engine failures
+    # Validate up front so user errors never surface as engine failures; as the program does, prices aside.
+    stack_file.estate(priced=False)
     stack_file.window()
     return synth_stack(project_dir, stack, stack_file)
 

@@ -153,10 +153,18 @@ def _site_prices(path: str, s: AwsSite) -> Iterator[Problem]:
                 f"no pool of this site runs {key}; priced types must be one of: {types}",
             )
         seen.add(key)
-    if catalog.unknown_region(s.region) is not None:
-        return  # reported once, at the region
-    for need in unpriced_needs(s):
-        yield Problem(f"{path}.{need.path}", _unpriced(s, need))
+
+
+def unpriced_lines(spec: EstateSpec) -> Iterator[Problem]:
+    """Every line an aws site bills that neither its `prices` nor the catalog prices in its region.
+
+    gpufleet's commands refuse these (model.load.parse_estate), so a review never shows a cost or budget it cannot
+    know. The Pulumi program does not: a missing price never stops an `up` of the infrastructure itself.
+    """
+    for i, s in enumerate(spec.sites):
+        if isinstance(s, AwsSite) and catalog.unknown_region(s.region) is None:
+            for need in unpriced_needs(s):
+                yield Problem(f"sites[{i}].{need.path}", _unpriced(s, need))
 
 
 def _unpriced(s: AwsSite, need: PriceNeed) -> str:

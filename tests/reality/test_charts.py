@@ -31,11 +31,20 @@ def test_every_pinned_chart_is_cached_and_renders_with_its_defaults(
     assert all(o.kind and o.api_version for o in rendered.all_objects())
 
 
-def test_gpu_operator_source_folder_is_taken_as_the_pinned_release_with_a_note(chart_cache: ChartCache) -> None:
+def test_gpu_operator_source_folder_is_taken_as_the_pinned_release_with_a_note(
+    chart_cache: ChartCache, tmp_path: Path
+) -> None:
     # deployments/gpu-operator/Chart.yaml at tag v26.7.0 says v1.0.0-devel; the published chart is v26.7.0.
+    # A cache filled by `charts pull` holds the published chart; the source folder is made here from it.
     cached = chart_cache.locate(versions.GPU_OPERATOR)
-    assert yaml.safe_load((cached.path / "Chart.yaml").read_text())["version"] == "v1.0.0-devel"
-    assert "v1.0.0-devel" in cached.note and versions.GPU_OPERATOR.version in cached.note
+    source = tmp_path / cached.path.name
+    shutil.copytree(cached.path, source)
+    meta = yaml.safe_load((source / "Chart.yaml").read_text())
+    (source / "Chart.yaml").write_text(yaml.safe_dump({**meta, "version": "v1.0.0-devel"}))
+    from_source = ChartCache(tmp_path).locate(versions.GPU_OPERATOR)
+    assert "v1.0.0-devel" in from_source.note and versions.GPU_OPERATOR.version in from_source.note
+    if meta["version"] == versions.GPU_OPERATOR.version:  # the published chart: taken as it is
+        assert cached.note == ""
 
 
 def test_cache_refuses_a_folder_holding_another_version(tmp_path: Path, chart_cache: ChartCache) -> None:

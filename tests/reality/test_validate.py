@@ -145,9 +145,12 @@ def test_go_inline_flags_are_moved_for_python_patterns() -> None:
 
 
 def test_operator_crd_data_is_the_upstream_files_at_the_pinned_tag(tmp_path: Path) -> None:
-    """Regenerating from the upstream files reproduces the committed data (the CI copy names each file
-    `<chart>-<version>-<file name>` in operator-crds/ beside the chart sources)."""
+    """Regenerating from the upstream files reproduces the committed data. An offline chart cache may hold those
+    files as `operator-crds/<chart>-<version>-<file name>`; a cache `gpufleet charts pull` filled holds charts only,
+    and then `python -m gpufleet.charts.operator_crds` (from the tag over HTTPS) is the same check."""
     upstream = Path(os.environ[ENV_VAR]) / "operator-crds"
+    if not upstream.is_dir():
+        pytest.skip(f"{upstream}: no copy of the operator-applied CRD files in this chart cache")
     for src in SOURCES:
         for path in src.paths:
             target = tmp_path / path

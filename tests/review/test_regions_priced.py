@@ -19,6 +19,7 @@ import pytest
 from rich.console import Console
 
 from gpufleet.engine.plan import Plan
+from gpufleet.engine.synth import synth
 from gpufleet.render.cost import budget_line, cost_json, cost_markdown, cost_summary, cost_text
 from gpufleet.render.diff import delta_text
 from gpufleet.review.cost import EstateCost, estate_cost
@@ -249,6 +250,20 @@ def test_a_refused_copy_exits_2_naming_the_stack_file_and_writes_nothing(tmp_pat
     assert snapshot(project) == before
 
 
+def test_a_missing_price_never_stops_the_program_but_every_review_command_refuses_it(tmp_path: Path) -> None:
+    """The Pulumi program builds an unpriced estate (`pulumi up` of infrastructure never waits on price data);
+    gpufleet's review commands refuse it, so no review shows a cost it cannot know."""
+    config = example_config("aws-train")
+    config["aws:region"] = "eu-west-1"
+    config[ESTATE_KEY] = _moved("eu-west-1")
+    project = stack_project(tmp_path, config)
+    plan = synth(project, STACK)
+    assert plan.find("aws:eks/cluster:Cluster") and plan.find("aws:eks/nodeGroup:NodeGroup")
+    for command in ("validate", "preview", "check"):
+        answer = invoke([command, "-s", STACK], project)
+        assert answer.code == 2 and "has no eu-west-1 price" in answer.stderr, (command, answer.stderr[-500:])
+
+
 @pytest.mark.parametrize(
     ("prices", "path", "message"),
     [
@@ -471,7 +486,7 @@ def test_a_stack_price_also_prices_sizing_placements_and_the_burst_budget() -> N
     from fractions import Fraction
 
     from gpufleet.sizing.placement import stack_placements
-    from model import windows
+    from model import burst
     from model.spec import AwsSite
 
     raw = _with_prices(
@@ -486,5 +501,5 @@ def test_a_stack_price_also_prices_sizing_placements_and_the_burst_budget() -> N
     burst_type = next(p["instance_type"] for p in cloud["node_pools"] if p.get("burst"))
     cloud["prices"] = [{"instance_type": burst_type, "usd_per_hour": 1.5, "date": "2026-10-01", "source": "EDP"}]
     hspec = parse_estate(hybrid, "hybrid")
-    assert isinstance(windows.cloud_site(hspec), AwsSite)
-    assert windows.node_hour_price(hspec, burst_type) == 1.5
+    assert isinstance(burst.cloud_site(hspec), AwsSite)
+    assert burst.node_hour_price(hspec, burst_type) == 1.5
