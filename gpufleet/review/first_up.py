@@ -6,15 +6,17 @@ outputs it takes, and its provider — recorded in the Plan as `dependencies` an
 to exist when a resource is created is the transitive closure of those; anything else may or may not exist yet.
 For every resource the simulation asks:
 
-- crd: a custom resource's CRD comes from a Helm release in that closure (its `crds/` folder or templates), or is
-  applied by an operator whose triggering object is in it (operator_crds.json); a chart's own rendered objects
-  need theirs from the chart itself or from a release the chart's Release waits for;
+- crd: a custom resource's CRD comes from a Helm release in that closure (its `crds/` folder or templates), from a
+  ConfigFile in it (the file its URL names, kept offline by operator_crds), or is applied by an operator whose
+  triggering object is in it (operator_crds); a chart's own rendered objects need theirs from the chart itself or
+  from a release the chart's Release waits for;
 - namespace: a namespaced object's namespace is a built-in one, or is created (Namespace object, a Release with
   `createNamespace`, a chart rendering it) by something in the closure;
 - node: a Helm release waits until its workloads are ready (pulumi-kubernetes `helm.v3.Release` without
   `skipAwait`, like `helm install --wait`), so each Deployment, StatefulSet or install Job it renders needs a node
   it may run on (selectors, required affinity, taints) among the node groups in the closure;
-- schema: every object, ours and rendered, is valid for the Kubernetes version the site pins and for its CRD;
+- schema: every object, ours, rendered and applied from a ConfigFile, is valid for the Kubernetes version the site
+  pins and for its CRD;
 - reach: the deployer reaches every cluster's API, and a MultiKueue manager its cloud worker's (the judgement of
   components/model/reach.py, which the schema applies too).
 
@@ -33,7 +35,7 @@ from typing import Any, Literal, assert_never
 
 from components.model.reach import api_clients, api_reachable_from
 from components.model.spec import AwsSite, BaremetalSite, EksCluster, EstateSpec
-from gpufleet.charts.operator_crds import operator_crds
+from gpufleet.charts.operator_crds import CONFIG_FILE, UnknownFile, applied_objects, operator_crds
 from gpufleet.charts.render import RenderedObject, RenderedRelease
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.review import validate
@@ -181,6 +183,9 @@ class _Simulation:
             for obj in rel.objects:
                 if obj.kind == "CustomResourceDefinition":
                     out.append(_crd_source(obj.manifest, r.key, f"release {r.inputs.get('name')} ({obj.source})"))
+        for r, applied in self.file_objects():
+            if r.provider == cluster and applied.get("kind") == "CustomResourceDefinition":
+                out.append(_crd_source(applied, r.key, f"ConfigFile {r.name} ({r.inputs.get('file')})"))
         for r in self.plan.kubernetes_objects():
             if r.provider != cluster:
                 continue
@@ -198,6 +203,18 @@ class _Simulation:
                     out.append(_crd_source(op.crd, r.key, how))
         self._crd_sources[cluster] = out
         return out
+
+    @functools.cache  # noqa: B019 (one simulation object per run)
+    def file_objects(self) -> tuple[tuple[PlanResource, dict[str, Any]], ...]:
+        """Every object a ConfigFile of the plan applies, with its ConfigFile (one without an offline copy of its
+        file applies nothing known: check_files reports it)."""
+        out = []
+        for r in self.plan.find(CONFIG_FILE):
+            try:
+                out += [(r, obj) for obj in applied_objects(str(r.inputs.get("file")))]
+            except UnknownFile:
+                continue
+        return tuple(out)
 
     def unrendered(self, cluster: str) -> bool:
         return any(
@@ -257,6 +274,7 @@ class _Simulation:
             self.check_object(
                 r.key, self.name(r.key), r.inputs, self.cluster(r), self.before(r.key), partial=r.type.endswith("Patch")
             )
+        self.check_files()
         order = {c: i for i, c in enumerate(CHECKS)}
         self.result.problems.sort(key=lambda p: (order[p.check], p.resource, p.name, p.message))
         return self.result
@@ -286,6 +304,19 @@ class _Simulation:
                         f"a path from {client.name} to the API of site {site.name}",
                         f"{client.name} cannot reach the Kubernetes API of site {site.name} ({uses}): {reach.via}",
                     )
+
+    def check_files(self) -> None:
+        """Each ConfigFile's objects like ours; a ConfigFile whose file gpufleet holds no copy of is a problem."""
+        for r in self.plan.find(CONFIG_FILE):
+            url = str(r.inputs.get("file"))
+            try:
+                applied_objects(url)
+            except UnknownFile as e:
+                self.problem(r.key, f"ConfigFile {r.name}", "chart", f"an offline copy of {url}", str(e.args[0]))
+        for r, obj in self.file_objects():
+            self.check_object(
+                r.key, f"{_label(obj)} ({r.inputs.get('file')})", obj, self.cluster(r), self.before(r.key)
+            )
 
     def check_release(self, r: PlanResource) -> None:
         name = self.name(r.key)

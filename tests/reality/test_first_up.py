@@ -9,6 +9,7 @@ import pytest
 from components.kubernetes import versions
 from components.model.spec import EstateSpec
 from gpufleet.charts.cache import ChartCache
+from gpufleet.charts.operator_crds import CONFIG_FILE
 from gpufleet.charts.render import render_plan
 from gpufleet.engine.plan import Plan
 from gpufleet.review.first_up import FirstUp, Problem, simulate
@@ -248,3 +249,39 @@ def test_without_the_render_extra_the_result_says_so(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(reality, "simulate", missing)
     p = only(reality.first_up(PlanBuilder("dc1").plan(), spec_of("onprem"), chart_cache))
     assert p.check == "chart" and "pip install 'gpufleet[render]'" in p.message and "jsonschema" in p.message
+
+
+PROVISIONING_REQUEST = {
+    "apiVersion": "autoscaling.x-k8s.io/v1",
+    "kind": "ProvisioningRequest",
+    "metadata": {"name": "gang", "namespace": "default"},
+    "spec": {
+        "provisioningClassName": "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
+        "podSets": [{"count": 2, "podTemplateRef": {"name": "gang"}}],
+    },
+}
+
+
+def test_a_crd_a_config_file_applies_counts_only_for_what_waits_for_it(chart_cache: ChartCache) -> None:
+    """The ProvisioningRequest CRD arrives through a ConfigFile (components/aws/autoscaler.py); its objects are
+    known offline (operator_crds), so a custom resource of it needs the ConfigFile before it like any CRD source."""
+    b = PlanBuilder("use1", kind="aws")
+    crd = b.add(CONFIG_FILE, "provisioning-request-crd", {"file": versions.PROVISIONING_REQUEST_CRD_URL})
+    b.obj(PROVISIONING_REQUEST)
+    p = only(run(b.plan(), spec_of("aws-train"), chart_cache))
+    assert (p.check, p.missing) == ("crd", "CRD provisioningrequests.autoscaling.x-k8s.io")
+    assert f"ConfigFile provisioning-request-crd ({versions.PROVISIONING_REQUEST_CRD_URL})" in p.message
+
+    fixed = PlanBuilder("use1", kind="aws")
+    crd = fixed.add(CONFIG_FILE, "provisioning-request-crd", {"file": versions.PROVISIONING_REQUEST_CRD_URL})
+    fixed.obj(PROVISIONING_REQUEST, deps=[crd])
+    result = run(fixed.plan(), spec_of("aws-train"), chart_cache)
+    assert result.problems == [] and result.checked == 2  # the CRD itself is validated too
+
+
+def test_a_config_file_without_an_offline_copy_is_a_problem(chart_cache: ChartCache) -> None:
+    b = PlanBuilder("use1", kind="aws")
+    key = b.add(CONFIG_FILE, "other", {"file": "https://raw.githubusercontent.com/o/r/v1/crd.yaml"})
+    p = only(run(b.plan(), spec_of("aws-train"), chart_cache))
+    assert (p.check, p.resource, p.name) == ("chart", key, "ConfigFile other")
+    assert "no offline copy of https://raw.githubusercontent.com/o/r/v1/crd.yaml" in p.message
