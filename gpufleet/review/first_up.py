@@ -20,15 +20,18 @@ For every resource the simulation asks:
 - reach: the deployer reaches every cluster's API, and a MultiKueue manager its cloud worker's (the judgement of
   components/model/reach.py, which the schema applies too).
 
-What it cannot know: which nodes an existing cluster (bare metal, a Kueue manager reached by kubeconfig) already
-has — it assumes one schedulable Linux node without taints; whether an operator reconciles in time (an operator-applied CRD counts as present once its
+What it takes on trust: the nodes an existing cluster (bare metal, a Kueue manager reached by kubeconfig) already
+has are those the stack states (`system_nodes`), and no others: a controller that fits none of them (Kueue's
+controller-manager and NFD's garbage collector tolerate no taint; every GPU node is tainted) is a node problem
+naming the field to state them in.
+
+What it cannot know: whether an operator reconciles in time (an operator-applied CRD counts as present once its
 triggering object is); anything decided at run time (lookups, webhooks, admission policies, quotas, capacity).
 """
 
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, assert_never
@@ -39,12 +42,12 @@ from gpufleet.charts.operator_crds import CONFIG_FILE, UnknownFile, applied_obje
 from gpufleet.charts.render import RenderedObject, RenderedRelease
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.review import validate
-from gpufleet.review.scheduling import AWS_EFFECTS, Node, Taint, describe, fits, pod_spec
+from gpufleet.review.first_up_nodes import StatedNodes, plan_node, stated_nodes
+from gpufleet.review.scheduling import Node, describe, fits, pod_spec
 
 Check = Literal["chart", "crd", "namespace", "node", "schema", "reach"]
 CHECKS: tuple[Check, ...] = ("chart", "reach", "crd", "namespace", "node", "schema")
 BUILTIN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 KUBE_PROVIDER = "pulumi:providers:kubernetes"
 INSTALL_HOOKS = frozenset({"", "pre-install", "post-install"})
 WORKLOADS = frozenset({"Deployment", "StatefulSet", "Job"})
@@ -243,27 +246,13 @@ class _Simulation:
         self._namespace_sources[cluster] = out
         return out
 
+    def stated_nodes(self, cluster: str) -> StatedNodes | None:
+        return stated_nodes(self.spec, self.site_of(cluster), self.plan.get(cluster).name if cluster else "")
+
     def nodes_before(self, key: str, cluster: str) -> list[Node]:
-        ready = self.before(key)
-        nodes: list[Node] = []
-        site_name = self.site_of(cluster)
-        site = self.spec.site(site_name) if site_name else None
-        if not isinstance(site, AwsSite):  # an existing cluster (bare metal, a manager reached by kubeconfig)
-            where = site_name or self.plan.get(cluster).name
-            nodes.append(Node("existing cluster", f"{where} (assumed)", {"kubernetes.io/os": "linux"}))
-        for k in ready:
-            r = self.plan.get(k)
-            if r.type == NODE_GROUP and int((r.inputs.get("scalingConfig") or {}).get("desiredSize") or 0) > 0:
-                nodes.append(node_group_node(r))
-            elif r.type == "kubernetes:core/v1:NodePatch":
-                meta = r.inputs.get("metadata") or {}
-                taints = tuple(
-                    Taint(str(t.get("key")), str(t.get("value") or ""), str(t.get("effect")))
-                    for t in (r.inputs.get("spec") or {}).get("taints") or []
-                )
-                labels = {"kubernetes.io/os": "linux", **(meta.get("labels") or {})}
-                nodes.append(Node(r.key, str(meta.get("name")), labels, taints))
-        return nodes
+        stated = self.stated_nodes(cluster)
+        planned = (plan_node(self.plan.get(k)) for k in self.before(key))
+        return [*(stated.nodes() if stated else []), *(n for n in planned if n is not None)]
 
     # -- checks -------------------------------------------------------------------------------------------------
     def run(self) -> FirstUp:
@@ -362,6 +351,7 @@ class _Simulation:
 
     def check_nodes(self, r: PlanResource, workloads: Iterable[RenderedObject]) -> None:
         nodes = self.nodes_before(r.key, self.cluster(r))
+        stated = self.stated_nodes(self.cluster(r))
         for w in workloads:
             if w.kind != "Job" and (w.manifest.get("spec") or {}).get("replicas", 1) == 0:
                 continue
@@ -369,13 +359,15 @@ class _Simulation:
             if spec is None or any(fits(spec, n) for n in nodes):
                 continue
             have = ", ".join(sorted(n.name for n in nodes)) or "none"
+            where = stated.hint() if stated else ""
             self.problem(
                 r.key,
                 f"{_label(w.manifest)} ({w.source})",
                 "node",
                 f"a node for {w.kind} {w.name}",
                 f"{self.name(r.key)} waits for {w.kind} {w.name} to become ready, but no node it can run on "
-                f"is guaranteed to exist by then (it needs: {describe(spec)}; nodes the release waits for: {have})",
+                f"is guaranteed to exist by then (it needs: {describe(spec)}; nodes the release waits for: {have})"
+                f"{where}",
             )
 
     def need_namespace(self, key: str, name: str, ns: str, cluster: str, ready: frozenset[str]) -> None:
@@ -473,29 +465,6 @@ def _field(obj: dict[str, Any], dotted: str) -> bool:
             return False
         node = node[part]
     return node not in (None, {}, [])
-
-
-def _arch(instance_types: list[str]) -> str:
-    return "arm64" if any(re.match(r"^[a-z]+\d+g", t) for t in instance_types) else "amd64"
-
-
-def node_group_node(r: PlanResource) -> Node:
-    """The node an EKS node group's plan starts: its labels (with those EKS adds) and taints."""
-    i = r.inputs
-    types = [str(t) for t in i.get("instanceTypes") or []]
-    labels = {
-        "kubernetes.io/os": "linux",
-        "kubernetes.io/arch": _arch(types),
-        "eks.amazonaws.com/nodegroup": str(i.get("nodeGroupName") or r.name),
-        **(i.get("labels") or {}),
-    }
-    if len(types) == 1:
-        labels["node.kubernetes.io/instance-type"] = types[0]
-    taints = tuple(
-        Taint(str(t.get("key")), str(t.get("value") or ""), AWS_EFFECTS.get(str(t.get("effect")), str(t.get("effect"))))
-        for t in i.get("taints") or []
-    )
-    return Node(r.key, f"node group {r.name}", labels, taints)
 
 
 def simulate(plan: Plan, spec: EstateSpec, releases: dict[str, RenderedRelease]) -> FirstUp:
