@@ -124,10 +124,12 @@ def data_file(src: OperatorSource | AppliedFile) -> Path:
 
 
 def generate_applied(src: AppliedFile, checkout: Path | None = None) -> dict[str, Any]:
-    """The data file of one applied URL: every object of the upstream file at the tag."""
+    """The data file of one applied URL: every object of the upstream file at the tag (which the file name carries,
+    so no pinned version is written twice)."""
     return {
         "generated": dt.date.today().isoformat(),
-        "url": src.url,
+        "repo": src.repo,
+        "path": src.path,
         "objects": _documents(_read(src.repo, src.tag, src.path, checkout)),
     }
 
