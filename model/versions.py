@@ -44,12 +44,14 @@ AWS_EFA_DEVICE_PLUGIN = Chart("aws-efa-k8s-device-plugin", "v0.5.30", "https://a
 AWS_FSX_CSI_DRIVER = Chart("aws-fsx-csi-driver", "1.17.0", "https://kubernetes-sigs.github.io/aws-fsx-csi-driver")
 AWS_EFS_CSI_DRIVER = Chart("aws-efs-csi-driver", "4.4.1", "https://kubernetes-sigs.github.io/aws-efs-csi-driver")
 
-# -- Bare-metal storage (csi-driver-nfs charts/index.yaml 2025-10; local-static-provisioner chart 2.8.0)
+# -- Bare-metal storage (kubernetes-csi/csi-driver-nfs charts/index.yaml: 4.13.4 published 2026-07-02, the chart
+# charts/v4.13.4/csi-driver-nfs-4.13.4.tgz; kubernetes-sigs/sig-storage-local-static-provisioner tag
+# local-static-provisioner-2.9.0, helm/provisioner/Chart.yaml)
 NFS_CSI_DRIVER = Chart(
-    "csi-driver-nfs", "4.12.1", "https://raw.githubusercontent.com/kubernetes-csi/csi-driver-nfs/master/charts"
+    "csi-driver-nfs", "4.13.4", "https://raw.githubusercontent.com/kubernetes-csi/csi-driver-nfs/master/charts"
 )
 LOCAL_STATIC_PROVISIONER = Chart(
-    "local-static-provisioner", "2.8.0", "https://kubernetes-sigs.github.io/sig-storage-local-static-provisioner"
+    "local-static-provisioner", "2.9.0", "https://kubernetes-sigs.github.io/sig-storage-local-static-provisioner"
 )
 
 # -- EKS managed add-ons ---------------------------------------------------------------------------------

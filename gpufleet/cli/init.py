@@ -134,6 +134,9 @@ def _baremetal_site(gpu: str, indent: str = "      ") -> str:
   kubernetes: {{gpu_stack: gpu-operator, driver_version: "580.126.20", network_policy_cni: calico}}
   # Amortised price per server, so on-prem GPU-hours are priced beside cloud ones. CHANGE to your figures.
   cost: {{server_price_usd: 320000, lifetime_years: 4, power_kw: 11, usd_per_kwh: 0.12, ops_usd_per_server_month: 500}}
+  # CHANGE: the cluster's nodes besides the GPU servers below (gpufleet joins and taints only those), with their
+  # labels and taints. The controllers gpufleet installs run there; Kueue's tolerates no taint.
+  system_nodes: [{{name: cpu-workers}}]
   # CHANGE: one line per server (addresses here are the documentation range 192.0.2.0/24). Each host_key is
   # made up (so `up` refuses to connect until it is replaced): use the server's real one, from
   # `ssh-keyscan -t ed25519 <address>` over a network you trust or its /etc/ssh/ssh_host_ed25519_key.pub.
@@ -238,7 +241,8 @@ def render(kind: Kind, stack: str, region: str, gpu: str) -> str:
         + "    burst:\n"
         + "      cloud_site: cloud\n"
         + "      # the Kueue manager: an existing small cluster in the data centre that tenants submit to (CHANGE name)\n"
-        + "      manager: {name: kueue-manager, kubeconfig_config: managerKubeconfig, network: onprem}\n"
+        + "      manager: {name: kueue-manager, kubeconfig_config: managerKubeconfig, network: onprem,\n"
+        + "                system_nodes: [{name: cpu-workers}]}   # CHANGE: its nodes, where its Kueue runs\n"
         + "      budget_usd: 10000              # CHANGE: monthly cloud burst budget\n"
         + "      max_window_hours: 24\n"
         + f"      allowed_instance_types: [{_instance_for(gpu)}]\n"

@@ -3,7 +3,8 @@
 One folder per cluster: a resource lands in the folder of the site whose Kubernetes provider applies it (in a
 hybrid estate the MultiKueue wiring puts objects of the same name on the manager's and the worker's cluster, the
 manager is a cluster of its own, and the worker-side tenant namespaces are built outside the worker site's tree). Nothing is lost: two
-objects of one cluster never share a file; a kind that two API groups define is told apart by its group.
+objects of one cluster never share a file; a kind that two API groups define is told apart by its group. A
+ConfigFile's objects are written like ours, from the offline copy of the file its URL names (operator_crds).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from gpufleet.charts.operator_crds import operator_crds
+from gpufleet.charts.operator_crds import CONFIG_FILE, applied_objects, operator_crds
 from gpufleet.charts.render import RenderedRelease, as_applied, cluster_scoped_kinds
 from gpufleet.engine.plan import Plan, PlanResource
 
@@ -59,8 +60,8 @@ def cluster_of(plan: Plan, r: PlanResource) -> str:
 
 
 def export(plan: Plan, out: Path) -> list[Path]:
-    """Write one YAML file per Kubernetes object under `out/<cluster>/` and one per Helm release under
-    `out/<cluster>/helm/`; return the files written (one per object and release)."""
+    """Write one YAML file per Kubernetes object (ours and those a ConfigFile applies) under `out/<cluster>/` and
+    one per Helm release under `out/<cluster>/helm/`; return the files written (one per object and release)."""
     files: dict[Path, tuple[PlanResource, dict[str, Any]]] = {}
 
     def place(r: PlanResource, doc: dict[str, Any], folder: Path, stems: list[str]) -> None:
@@ -72,12 +73,17 @@ def export(plan: Plan, out: Path) -> list[Path]:
         other = files[folder / f"{stems[-1]}.yaml"][0]
         raise ValueError(f"{r.key} and {other.key} would write the same object to {folder / stems[-1]}.yaml")
 
-    for r in plan.kubernetes_objects():
-        m = manifest(r)
+    def place_object(r: PlanResource, m: dict[str, Any]) -> None:
         meta = m.get("metadata") or {}
         kind, group = str(m.get("kind")), str(m.get("apiVersion", "")).rpartition("/")[0] or "core"
         rest = f"{_slug(str(meta.get('namespace') or 'cluster'))}-{_slug(str(meta.get('name') or r.name))}"
         place(r, m, out / cluster_of(plan, r), [f"{_slug(kind)}-{rest}", f"{_slug(kind)}.{_slug(group)}-{rest}"])
+
+    for r in plan.kubernetes_objects():
+        place_object(r, manifest(r))
+    for r in plan.find(CONFIG_FILE):
+        for m in applied_objects(str(r.inputs.get("file"))):
+            place_object(r, m)
     for r in plan.helm_releases():
         rel = release(r)
         name = _slug(str(rel["name"]))

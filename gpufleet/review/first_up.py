@@ -6,43 +6,48 @@ outputs it takes, and its provider — recorded in the Plan as `dependencies` an
 to exist when a resource is created is the transitive closure of those; anything else may or may not exist yet.
 For every resource the simulation asks:
 
-- crd: a custom resource's CRD comes from a Helm release in that closure (its `crds/` folder or templates), or is
-  applied by an operator whose triggering object is in it (operator_crds.json); a chart's own rendered objects
-  need theirs from the chart itself or from a release the chart's Release waits for;
+- crd: a custom resource's CRD comes from a Helm release in that closure (its `crds/` folder or templates), from a
+  ConfigFile in it (the file its URL names, kept offline by operator_crds), or is applied by an operator whose
+  triggering object is in it (operator_crds); a chart's own rendered objects need theirs from the chart itself or
+  from a release the chart's Release waits for;
 - namespace: a namespaced object's namespace is a built-in one, or is created (Namespace object, a Release with
   `createNamespace`, a chart rendering it) by something in the closure;
 - node: a Helm release waits until its workloads are ready (pulumi-kubernetes `helm.v3.Release` without
   `skipAwait`, like `helm install --wait`), so each Deployment, StatefulSet or install Job it renders needs a node
   it may run on (selectors, required affinity, taints) among the node groups in the closure;
-- schema: every object, ours and rendered, is valid for the Kubernetes version the site pins and for its CRD;
+- schema: every object, ours, rendered and applied from a ConfigFile, is valid for the Kubernetes version the site
+  pins and for its CRD;
 - reach: the deployer reaches every cluster's API, and a MultiKueue manager its cloud worker's (the judgement of
   model/reach.py, which the schema applies too).
 
-What it cannot know: which nodes an existing cluster (bare metal, a Kueue manager reached by kubeconfig) already
-has — it assumes one schedulable Linux node without taints; whether an operator reconciles in time (an operator-applied CRD counts as present once its
+What it takes on trust: the nodes an existing cluster (bare metal, a Kueue manager reached by kubeconfig) already
+has are those the stack states (`system_nodes`), and no others: a controller that fits none of them (Kueue's
+controller-manager and NFD's garbage collector tolerate no taint; every GPU node is tainted) is a node problem
+naming the field to state them in.
+
+What it cannot know: whether an operator reconciles in time (an operator-applied CRD counts as present once its
 triggering object is); anything decided at run time (lookups, webhooks, admission policies, quotas, capacity).
 """
 
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, assert_never
 
-from gpufleet.charts.operator_crds import operator_crds
+from gpufleet.charts.operator_crds import CONFIG_FILE, UnknownFile, applied_objects, operator_crds
 from gpufleet.charts.render import RenderedObject, RenderedRelease
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.review import validate
-from gpufleet.review.scheduling import AWS_EFFECTS, Node, Taint, describe, fits, pod_spec
+from gpufleet.review.first_up_nodes import StatedNodes, plan_node, stated_nodes
+from gpufleet.review.scheduling import Node, describe, fits, pod_spec
 from model.reach import api_clients, api_reachable_from
 from model.spec import AwsSite, BaremetalSite, EksCluster, EstateSpec
 
 Check = Literal["chart", "crd", "namespace", "node", "schema", "reach"]
 CHECKS: tuple[Check, ...] = ("chart", "reach", "crd", "namespace", "node", "schema")
 BUILTIN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 KUBE_PROVIDER = "pulumi:providers:kubernetes"
 INSTALL_HOOKS = frozenset({"", "pre-install", "post-install"})
 WORKLOADS = frozenset({"Deployment", "StatefulSet", "Job"})
@@ -181,6 +186,9 @@ class _Simulation:
             for obj in rel.objects:
                 if obj.kind == "CustomResourceDefinition":
                     out.append(_crd_source(obj.manifest, r.key, f"release {r.inputs.get('name')} ({obj.source})"))
+        for r, applied in self.file_objects():
+            if r.provider == cluster and applied.get("kind") == "CustomResourceDefinition":
+                out.append(_crd_source(applied, r.key, f"ConfigFile {r.name} ({r.inputs.get('file')})"))
         for r in self.plan.kubernetes_objects():
             if r.provider != cluster:
                 continue
@@ -198,6 +206,18 @@ class _Simulation:
                     out.append(_crd_source(op.crd, r.key, how))
         self._crd_sources[cluster] = out
         return out
+
+    @functools.cache  # noqa: B019 (one simulation object per run)
+    def file_objects(self) -> tuple[tuple[PlanResource, dict[str, Any]], ...]:
+        """Every object a ConfigFile of the plan applies, with its ConfigFile (one without an offline copy of its
+        file applies nothing known: check_files reports it)."""
+        out = []
+        for r in self.plan.find(CONFIG_FILE):
+            try:
+                out += [(r, obj) for obj in applied_objects(str(r.inputs.get("file")))]
+            except UnknownFile:
+                continue
+        return tuple(out)
 
     def unrendered(self, cluster: str) -> bool:
         return any(
@@ -226,27 +246,13 @@ class _Simulation:
         self._namespace_sources[cluster] = out
         return out
 
+    def stated_nodes(self, cluster: str) -> StatedNodes | None:
+        return stated_nodes(self.spec, self.site_of(cluster), self.plan.get(cluster).name if cluster else "")
+
     def nodes_before(self, key: str, cluster: str) -> list[Node]:
-        ready = self.before(key)
-        nodes: list[Node] = []
-        site_name = self.site_of(cluster)
-        site = self.spec.site(site_name) if site_name else None
-        if not isinstance(site, AwsSite):  # an existing cluster (bare metal, a manager reached by kubeconfig)
-            where = site_name or self.plan.get(cluster).name
-            nodes.append(Node("existing cluster", f"{where} (assumed)", {"kubernetes.io/os": "linux"}))
-        for k in ready:
-            r = self.plan.get(k)
-            if r.type == NODE_GROUP and int((r.inputs.get("scalingConfig") or {}).get("desiredSize") or 0) > 0:
-                nodes.append(node_group_node(r))
-            elif r.type == "kubernetes:core/v1:NodePatch":
-                meta = r.inputs.get("metadata") or {}
-                taints = tuple(
-                    Taint(str(t.get("key")), str(t.get("value") or ""), str(t.get("effect")))
-                    for t in (r.inputs.get("spec") or {}).get("taints") or []
-                )
-                labels = {"kubernetes.io/os": "linux", **(meta.get("labels") or {})}
-                nodes.append(Node(r.key, str(meta.get("name")), labels, taints))
-        return nodes
+        stated = self.stated_nodes(cluster)
+        planned = (plan_node(self.plan.get(k)) for k in self.before(key))
+        return [*(stated.nodes() if stated else []), *(n for n in planned if n is not None)]
 
     # -- checks -------------------------------------------------------------------------------------------------
     def run(self) -> FirstUp:
@@ -257,6 +263,7 @@ class _Simulation:
             self.check_object(
                 r.key, self.name(r.key), r.inputs, self.cluster(r), self.before(r.key), partial=r.type.endswith("Patch")
             )
+        self.check_files()
         order = {c: i for i, c in enumerate(CHECKS)}
         self.result.problems.sort(key=lambda p: (order[p.check], p.resource, p.name, p.message))
         return self.result
@@ -286,6 +293,19 @@ class _Simulation:
                         f"a path from {client.name} to the API of site {site.name}",
                         f"{client.name} cannot reach the Kubernetes API of site {site.name} ({uses}): {reach.via}",
                     )
+
+    def check_files(self) -> None:
+        """Each ConfigFile's objects like ours; a ConfigFile whose file gpufleet holds no copy of is a problem."""
+        for r in self.plan.find(CONFIG_FILE):
+            url = str(r.inputs.get("file"))
+            try:
+                applied_objects(url)
+            except UnknownFile as e:
+                self.problem(r.key, f"ConfigFile {r.name}", "chart", f"an offline copy of {url}", str(e.args[0]))
+        for r, obj in self.file_objects():
+            self.check_object(
+                r.key, f"{_label(obj)} ({r.inputs.get('file')})", obj, self.cluster(r), self.before(r.key)
+            )
 
     def check_release(self, r: PlanResource) -> None:
         name = self.name(r.key)
@@ -331,6 +351,7 @@ class _Simulation:
 
     def check_nodes(self, r: PlanResource, workloads: Iterable[RenderedObject]) -> None:
         nodes = self.nodes_before(r.key, self.cluster(r))
+        stated = self.stated_nodes(self.cluster(r))
         for w in workloads:
             if w.kind != "Job" and (w.manifest.get("spec") or {}).get("replicas", 1) == 0:
                 continue
@@ -338,13 +359,15 @@ class _Simulation:
             if spec is None or any(fits(spec, n) for n in nodes):
                 continue
             have = ", ".join(sorted(n.name for n in nodes)) or "none"
+            where = stated.hint() if stated else ""
             self.problem(
                 r.key,
                 f"{_label(w.manifest)} ({w.source})",
                 "node",
                 f"a node for {w.kind} {w.name}",
                 f"{self.name(r.key)} waits for {w.kind} {w.name} to become ready, but no node it can run on "
-                f"is guaranteed to exist by then (it needs: {describe(spec)}; nodes the release waits for: {have})",
+                f"is guaranteed to exist by then (it needs: {describe(spec)}; nodes the release waits for: {have})"
+                f"{where}",
             )
 
     def need_namespace(self, key: str, name: str, ns: str, cluster: str, ready: frozenset[str]) -> None:
@@ -442,29 +465,6 @@ def _field(obj: dict[str, Any], dotted: str) -> bool:
             return False
         node = node[part]
     return node not in (None, {}, [])
-
-
-def _arch(instance_types: list[str]) -> str:
-    return "arm64" if any(re.match(r"^[a-z]+\d+g", t) for t in instance_types) else "amd64"
-
-
-def node_group_node(r: PlanResource) -> Node:
-    """The node an EKS node group's plan starts: its labels (with those EKS adds) and taints."""
-    i = r.inputs
-    types = [str(t) for t in i.get("instanceTypes") or []]
-    labels = {
-        "kubernetes.io/os": "linux",
-        "kubernetes.io/arch": _arch(types),
-        "eks.amazonaws.com/nodegroup": str(i.get("nodeGroupName") or r.name),
-        **(i.get("labels") or {}),
-    }
-    if len(types) == 1:
-        labels["node.kubernetes.io/instance-type"] = types[0]
-    taints = tuple(
-        Taint(str(t.get("key")), str(t.get("value") or ""), AWS_EFFECTS.get(str(t.get("effect")), str(t.get("effect"))))
-        for t in i.get("taints") or []
-    )
-    return Node(r.key, f"node group {r.name}", labels, taints)
 
 
 def simulate(plan: Plan, spec: EstateSpec, releases: dict[str, RenderedRelease]) -> FirstUp:

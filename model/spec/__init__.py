@@ -39,10 +39,12 @@ from model.spec.base import (
     Metadata,
     Model,
     Name,
+    NodeTaint,
     Problem,
     Role,
     SpecFieldError,
     SpecProblems,
+    SystemNodes,
 )
 from model.spec.burst import BurstLedgerEntry, BurstPolicy, BurstWindow, KueueManager
 from model.spec.estate import EstateSpec, PolicySettings, json_schema
@@ -100,6 +102,7 @@ __all__ = [
     "NetworkPolicyCni",
     "NfsTier",
     "NodePool",
+    "NodeTaint",
     "OnPremCost",
     "OnPremCostOverride",
     "OnPremS3Tier",
@@ -123,6 +126,7 @@ __all__ = [
     "SpecProblems",
     "SshAccess",
     "StorageTier",
+    "SystemNodes",
     "Tenant",
     "TransitGatewayInterconnect",
     "Vpc",

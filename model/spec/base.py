@@ -20,6 +20,7 @@ Name = Annotated[
 ]
 Role = Literal["training", "inference", "interactive", "batch"]
 CapacityType = Literal["on-demand", "spot", "capacity-reservation", "capacity-block"]
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 
 class Problem(NamedTuple):
@@ -68,3 +69,32 @@ class Metadata(Model):
         default_factory=lambda: list(REQUIRED_TAGS),
         description="Tag keys the cost-tags policy pack requires on every taggable AWS resource.",
     )
+
+
+class NodeTaint(Model):
+    """A taint nodes carry, as `kubectl describe node` shows it (`key=value:effect`)."""
+
+    key: str = Field(
+        min_length=1, max_length=316, description="Taint key, e.g. `node-role.kubernetes.io/control-plane`."
+    )
+    value: str = Field(default="", max_length=63, description="Taint value (empty for most system taints).")
+    effect: TaintEffect
+
+
+SYSTEM_NODES_HELP = (
+    "The nodes this existing cluster has besides the GPU servers (gpufleet joins and taints only those, with "
+    "nvidia.com/gpu=present:NoSchedule), with their labels and taints. The controllers gpufleet installs run "
+    "here; some tolerate no taint at all (Kueue's controller-manager, NFD's garbage collector), so the cluster "
+    "needs a group without NoSchedule or NoExecute taints. The first-up simulation places every controller on "
+    "these nodes and names each one that fits none; stated none, it assumes none."
+)
+
+
+class SystemNodes(Model):
+    """A group of nodes an existing cluster already has, which gpufleet neither creates nor joins."""
+
+    name: Name = Field(description="What messages call these nodes, e.g. `cpu-workers` or `control-plane`.")
+    labels: dict[str, str] = Field(
+        default_factory=dict, description="Labels they carry (what node selectors and affinity match)."
+    )
+    taints: list[NodeTaint] = Field(default_factory=list, max_length=16, description="Taints they carry.")

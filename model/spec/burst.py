@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from model import catalog
-from model.spec.base import Model, Name
+from model.spec.base import SYSTEM_NODES_HELP, Model, Name, SystemNodes
 from model.spec.net import MAX_GPUS, MAX_NODES, MAX_USD, Timestamp
 
 
@@ -33,6 +33,7 @@ class KueueManager(Model):
             "sites' APIs over the paths they declare."
         )
     )
+    system_nodes: list[SystemNodes] = Field(default_factory=list, max_length=16, description=SYSTEM_NODES_HELP)
 
 
 class BurstPolicy(Model):

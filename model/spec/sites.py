@@ -32,7 +32,7 @@ from model.spec.baremetal import (
     Server,
     SshAccess,
 )
-from model.spec.base import Model, Name
+from model.spec.base import SYSTEM_NODES_HELP, Model, Name, SystemNodes
 
 Fabric = Annotated[EfaFabric | InfinibandFabric | RoceFabric, Field(discriminator="kind")]
 
@@ -216,6 +216,7 @@ class BaremetalSite(SiteBase):
     inventory: list[Server] = Field(min_length=1)
     node_pools: list[BaremetalNodePool] = Field(default_factory=list)
     cost: OnPremCost | None = Field(default=None, description="Default amortisation inputs for this site's pools.")
+    system_nodes: list[SystemNodes] = Field(default_factory=list, max_length=16, description=SYSTEM_NODES_HELP)
 
     @model_validator(mode="after")
     def _pool_cost_has_a_price(self) -> BaremetalSite:

@@ -65,7 +65,8 @@ def test_deploy_records_the_window_phase_before_its_up() -> None:
     """deploy.yml's `up` reads the window through the StackReference; `burst reconcile` first records its phase at
     AWS's time (and creates the state stack), with the Pulumi CLI and AWS credentials already in place."""
     up_steps = steps("deploy.yml", "up")
-    reconcile = index_of(up_steps, 'gpufleet burst reconcile --stack "${{ matrix.stack }}"')
+    reconcile = index_of(up_steps, 'gpufleet burst reconcile --stack "$STACK"')
+    assert job("deploy.yml", "up")["env"]["STACK"] == "${{ matrix.stack }}"
     up = next(i for i, s in enumerate(up_steps) if s.get("with", {}).get("command") == "up")
     cli = next(i for i, s in enumerate(up_steps) if "pulumi/actions@" in str(s.get("uses")) and i < reconcile)
     aws = index_of(up_steps, "aws-actions/configure-aws-credentials@")

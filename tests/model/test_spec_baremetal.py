@@ -125,3 +125,11 @@ def test_opting_out_of_host_key_checks_is_explicit() -> None:
             del server["host_key"]
 
     example_spec("onprem", opt_out)
+
+
+def test_a_system_node_taint_needs_a_kubernetes_effect() -> None:
+    def bad_effect(estate: dict[str, Any]) -> None:
+        estate["sites"][0]["system_nodes"] = [{"name": "cp", "taints": [{"key": "k", "effect": "NO_SCHEDULE"}]}]
+
+    message = problem(bad_effect)
+    assert "sites[0].system_nodes[0].taints[0].effect" in message and "NoSchedule" in message

@@ -23,7 +23,7 @@ from gpufleet.charts.cache import ChartCache
 from gpufleet.cli.app import app
 from gpufleet.engine.plan import Plan
 from gpufleet.review import check
-from gpufleet.review.first_up import node_group_node
+from gpufleet.review.first_up_nodes import node_group_node
 from gpufleet.review.reality import render
 from gpufleet.review.scheduling import fits, pod_spec
 from model.load import ESTATE_KEY, parse_estate

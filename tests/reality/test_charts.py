@@ -7,6 +7,7 @@ import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -195,3 +196,49 @@ def test_a_fresh_clone_pulls_the_missing_charts_once_into_its_own_cache(
     again = CliRunner().invoke(app, ["charts", "pull", "--missing", "--chart-cache", str(target)])
     assert again.exit_code == 0, again.output
     assert "already in the cache" in again.output
+
+
+# -- the bare-metal storage charts at their pins -------------------------------------------------------------------
+
+
+def _unknown_keys(ours: dict[str, Any], defaults: dict[str, Any], path: str = "") -> list[str]:
+    """Keys of `ours` that the chart's values.yaml does not have (nested where the default is a non-empty map)."""
+    out = []
+    for key, value in ours.items():
+        if key not in defaults:
+            out.append(f"{path}{key}")
+        elif isinstance(value, dict) and isinstance(defaults[key], dict) and defaults[key]:
+            out += _unknown_keys(value, defaults[key], f"{path}{key}.")
+    return out
+
+
+def _containers(checked: Any, release_name: str, kind: str, name: str) -> dict[str, dict[str, Any]]:
+    (release,) = [r for r in checked.plan.helm_releases() if r.name == release_name]
+    (obj,) = [o for o in checked.releases[release.key].objects if (o.kind, o.name) == (kind, name)]
+    return {c["name"]: c for c in obj.manifest["spec"]["template"]["spec"]["containers"]}
+
+
+def test_bare_metal_storage_charts_render_at_their_new_pins(checked_examples: dict, chart_cache: ChartCache) -> None:
+    """csi-driver-nfs 4.13.4 and local-static-provisioner 2.9.0, rendered from the cache with gpufleet's values.
+    What only these versions render: the NFS plugin and csi-provisioner v6.3.0 images (csi-driver-nfs
+    charts/v4.13.4 values.yaml, `image.baseRepo` + `image.*.repository`), the node-driver-registrar's liveness
+    probe on its healthz port (templates/csi-nfs-node.yaml, `nodeDriverRegistrar.livenessProbe`), and the local
+    provisioner's tcpSocket liveness probe on its metrics port (sig-storage-local-static-provisioner tag
+    local-static-provisioner-2.9.0, helm/provisioner/values.yaml `livenessProbe`). Every value gpufleet sets is a
+    key of the pinned chart's values.yaml (Helm ignores an unknown key without a word)."""
+    onprem = checked_examples["onprem"]
+    controller = _containers(onprem, "dc1-storage-nfs-csi", "Deployment", "csi-nfs-controller")
+    assert controller["nfs"]["image"] == "registry.k8s.io/sig-storage/nfsplugin:v4.13.4"
+    assert controller["csi-provisioner"]["image"] == "registry.k8s.io/sig-storage/csi-provisioner:v6.3.0"
+    registrar = _containers(onprem, "dc1-storage-nfs-csi", "DaemonSet", "csi-nfs-node")["node-driver-registrar"]
+    assert registrar["livenessProbe"]["httpGet"]["port"] == "healthz"
+    (provisioner,) = _containers(
+        onprem, "dc1-storage-nvme-local", "DaemonSet", "nvme-local-local-static-provisioner"
+    ).values()
+    assert provisioner["livenessProbe"]["tcpSocket"] == {"port": "metrics"}
+    for chart in (versions.NFS_CSI_DRIVER, versions.LOCAL_STATIC_PROVISIONER):
+        defaults = yaml.safe_load((chart_cache.locate(chart).path / "values.yaml").read_text())
+        for r in onprem.plan.helm_releases():
+            if r.inputs["chart"] == chart.name:
+                assert r.inputs["version"] == chart.version
+                assert _unknown_keys(r.inputs["values"], defaults) == [], r.name

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import pytest
 
+from gpufleet.charts.operator_crds import CONFIG_FILE, applied_objects
 from gpufleet.review.first_up import Problem
 from tests.reality.conftest import Checked, missing_from_test_cache
 
@@ -77,5 +78,6 @@ def test_example_is_free_of_defect(stack: str, defect: Defect, checked_examples:
 def test_every_rendered_and_planned_object_was_validated(stack: str, checked_examples: dict[str, Checked]) -> None:
     checked = checked_examples[stack]
     rendered = sum(len(r.all_objects()) for r in checked.releases.values())
-    assert checked.first_up.checked == rendered + len(checked.plan.kubernetes_objects())
+    applied = sum(len(applied_objects(r.inputs["file"])) for r in checked.plan.find(CONFIG_FILE))
+    assert checked.first_up.checked == rendered + len(checked.plan.kubernetes_objects()) + applied
     assert checked.first_up.unchecked == []

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
 from gpufleet.charts.cache import ChartCache
+from gpufleet.charts.operator_crds import CONFIG_FILE
 from gpufleet.charts.render import render_plan
 from gpufleet.engine.plan import Plan
 from gpufleet.review.first_up import FirstUp, Problem, simulate
@@ -248,3 +250,105 @@ def test_without_the_render_extra_the_result_says_so(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(reality, "simulate", missing)
     p = only(reality.first_up(PlanBuilder("dc1").plan(), spec_of("onprem"), chart_cache))
     assert p.check == "chart" and "pip install 'gpufleet[render]'" in p.message and "jsonschema" in p.message
+
+
+PROVISIONING_REQUEST = {
+    "apiVersion": "autoscaling.x-k8s.io/v1",
+    "kind": "ProvisioningRequest",
+    "metadata": {"name": "gang", "namespace": "default"},
+    "spec": {
+        "provisioningClassName": "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
+        "podSets": [{"count": 2, "podTemplateRef": {"name": "gang"}}],
+    },
+}
+
+
+def test_a_crd_a_config_file_applies_counts_only_for_what_waits_for_it(chart_cache: ChartCache) -> None:
+    """The ProvisioningRequest CRD arrives through a ConfigFile (components/aws/autoscaler.py); its objects are
+    known offline (operator_crds), so a custom resource of it needs the ConfigFile before it like any CRD source."""
+    b = PlanBuilder("use1", kind="aws")
+    crd = b.add(CONFIG_FILE, "provisioning-request-crd", {"file": versions.PROVISIONING_REQUEST_CRD_URL})
+    b.obj(PROVISIONING_REQUEST)
+    p = only(run(b.plan(), spec_of("aws-train"), chart_cache))
+    assert (p.check, p.missing) == ("crd", "CRD provisioningrequests.autoscaling.x-k8s.io")
+    assert f"ConfigFile provisioning-request-crd ({versions.PROVISIONING_REQUEST_CRD_URL})" in p.message
+
+    fixed = PlanBuilder("use1", kind="aws")
+    crd = fixed.add(CONFIG_FILE, "provisioning-request-crd", {"file": versions.PROVISIONING_REQUEST_CRD_URL})
+    fixed.obj(PROVISIONING_REQUEST, deps=[crd])
+    result = run(fixed.plan(), spec_of("aws-train"), chart_cache)
+    assert result.problems == [] and result.checked == 2  # the CRD itself is validated too
+
+
+def test_a_config_file_without_an_offline_copy_is_a_problem(chart_cache: ChartCache) -> None:
+    b = PlanBuilder("use1", kind="aws")
+    key = b.add(CONFIG_FILE, "other", {"file": "https://raw.githubusercontent.com/o/r/v1/crd.yaml"})
+    p = only(run(b.plan(), spec_of("aws-train"), chart_cache))
+    assert (p.check, p.resource, p.name) == ("chart", key, "ConfigFile other")
+    assert "no offline copy of https://raw.githubusercontent.com/o/r/v1/crd.yaml" in p.message
+
+
+# Chart facts at the pins, read from the cache below: kubernetes-sigs/kueue v0.19.2 charts/kueue/values.yaml
+# `controllerManager.tolerations: []` (templates/manager/manager.yaml renders only those); NVIDIA/gpu-operator
+# v26.7.0 deployments/gpu-operator/charts/node-feature-discovery/values.yaml `gc.tolerations: []` and `master`
+# tolerating only the control-plane taint, which deployments/gpu-operator/values.yaml leaves as they are.
+CONTROL_PLANE = {
+    "name": "control-plane",
+    "labels": {"node-role.kubernetes.io/control-plane": ""},
+    "taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}],
+}
+
+
+def _onprem_stating(system_nodes: list[dict[str, Any]]) -> EstateSpec:
+    return spec_of("onprem", lambda e: e["sites"][0].__setitem__("system_nodes", system_nodes))
+
+
+def test_controllers_that_tolerate_no_taint_need_an_untainted_node_the_stack_states(chart_cache: ChartCache) -> None:
+    """An existing cluster whose stated nodes are its tainted control plane: the GPU Operator and NFD's master
+    tolerate that taint, Kueue's controller-manager and NFD's garbage collector do not, and are named."""
+    kueue = yaml.safe_load((chart_cache.locate(versions.KUEUE).path / "values.yaml").read_text())
+    assert kueue["controllerManager"]["tolerations"] == []
+    operator = chart_cache.locate(versions.GPU_OPERATOR).path
+    nfd = yaml.safe_load((operator / "charts" / "node-feature-discovery" / "values.yaml").read_text())
+    assert nfd["gc"]["tolerations"] == []
+    assert [t["key"] for t in nfd["master"]["tolerations"]] == ["node-role.kubernetes.io/control-plane"]
+    ours = yaml.safe_load((operator / "values.yaml").read_text())["node-feature-discovery"]
+    assert "tolerations" not in ours["gc"] and "tolerations" not in ours["master"]
+    b = PlanBuilder("dc1")
+    b.release(versions.GPU_OPERATOR, "gpu-operator", {})
+    b.release(versions.KUEUE, "kueue-system", {})
+    problems = run(b.plan(), _onprem_stating([CONTROL_PLANE]), chart_cache).problems
+    assert sorted((p.check, p.missing) for p in problems) == [
+        ("node", "a node for Deployment gpu-operator-node-feature-discovery-gc"),
+        ("node", "a node for Deployment kueue-controller-manager"),
+    ]
+    for p in problems:
+        assert "tolerates no taints; nodes the release waits for: site dc1 control-plane (stated))" in p.message
+        assert "the nodes of site dc1 besides its GPU servers are those sites[0].system_nodes states" in p.message
+    assert run(b.plan(), _onprem_stating([CONTROL_PLANE, {"name": "cpu-workers"}]), chart_cache).problems == []
+
+
+def test_an_existing_cluster_that_states_no_nodes_is_not_assumed_to_have_one(chart_cache: ChartCache) -> None:
+    b = PlanBuilder("dc1")
+    b.release(versions.KUEUE, "kueue-system", {})
+    p = only(run(b.plan(), _onprem_stating([]), chart_cache))
+    assert (p.check, p.missing) == ("node", "a node for Deployment kueue-controller-manager")
+    assert "nodes the release waits for: none" in p.message
+    assert "site dc1 is an existing cluster whose nodes besides its GPU servers the stack does not state" in p.message
+    assert "set sites[0].system_nodes" in p.message
+
+
+def test_the_multikueue_manager_runs_kueue_only_on_nodes_its_stack_states(
+    chart_cache: ChartCache, example_plans: dict[str, Plan]
+) -> None:
+    """The manager is an existing cluster too: gpufleet creates no node there, so its Kueue needs a stated one."""
+    plan = example_plans["hybrid"]
+    releases = render_plan(plan, chart_cache)
+
+    def without_manager_nodes(estate: dict[str, Any]) -> None:
+        estate["burst"]["manager"]["system_nodes"] = []
+
+    (p,) = simulate(plan, spec_of("hybrid", without_manager_nodes), releases).problems
+    assert (p.check, p.missing) == ("node", "a node for Deployment kueue-controller-manager")
+    assert "set burst.manager.system_nodes" in p.message
+    assert simulate(plan, spec_of("hybrid"), releases).problems == []

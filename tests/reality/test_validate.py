@@ -12,8 +12,18 @@ from typing import Any
 import pytest
 
 from gpufleet.charts.cache import ENV_VAR, ChartCache
-from gpufleet.charts.operator_crds import SOURCES, data_file, generate, operator_crds
+from gpufleet.charts.operator_crds import (
+    APPLIED_FILES,
+    CONFIG_FILE,
+    SOURCES,
+    applied_objects,
+    data_file,
+    generate,
+    generate_applied,
+    operator_crds,
+)
 from gpufleet.charts.render import render_chart
+from gpufleet.engine.plan import Plan
 from gpufleet.review.validate import builtin_issues, bundled_versions, crd_issues, python_pattern
 from model import versions
 from model.spec import EksCluster
@@ -159,3 +169,24 @@ def test_operator_crd_data_is_the_upstream_files_at_the_pinned_tag(tmp_path: Pat
         fresh = generate(src, tmp_path)
         committed = json.loads(data_file(src).read_text())
         assert {**fresh, "generated": committed["generated"]} == committed
+
+
+def test_applied_file_data_is_the_upstream_file_at_the_pinned_tag(tmp_path: Path) -> None:
+    """The objects kept for each URL a ConfigFile applies are that file at its tag (the CI copy names it
+    `<file stem>-<tag>.yaml` in operator-crds/ beside the chart sources)."""
+    upstream = Path(os.environ[ENV_VAR]) / "operator-crds"
+    for src in APPLIED_FILES:
+        target = tmp_path / src.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(upstream / f"{Path(src.path).stem}-{src.tag}.yaml", target)
+        fresh = generate_applied(src, tmp_path)
+        committed = json.loads(data_file(src).read_text())
+        assert {**fresh, "generated": committed["generated"]} == committed
+
+
+def test_every_config_file_of_the_examples_has_its_objects_offline(example_plans: dict[str, Plan]) -> None:
+    urls = {r.inputs["file"] for plan in example_plans.values() for r in plan.find(CONFIG_FILE)}
+    assert urls == {versions.PROVISIONING_REQUEST_CRD_URL}
+    (crd,) = applied_objects(versions.PROVISIONING_REQUEST_CRD_URL)
+    assert crd["metadata"]["name"] == "provisioningrequests.autoscaling.x-k8s.io"
+    assert builtin_issues(crd, "1.34") == []

@@ -7,10 +7,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpufleet.charts.operator_crds import CONFIG_FILE, AppliedFile, applied_objects
 from gpufleet.engine.plan import Plan
 from gpufleet.engine.synth import synth
 from gpufleet.render.export import cluster_of, export
+from model import versions
 from model.load import parse_estate
+from tests.charts import CACHE, crd
 from tests.conftest import ROOT, example_estate
 
 
@@ -23,9 +26,28 @@ def test_hybrid_export_writes_every_object_and_release_once(hybrid: Plan, tmp_pa
     """MultiKueue puts objects of the same kind and name on the manager's and the worker's cluster (the
     MultiKueueCluster / AdmissionCheck / ClusterQueue pairs): both copies must be written."""
     written = export(hybrid, tmp_path)
-    expected = len(hybrid.kubernetes_objects()) + len(hybrid.helm_releases())
-    assert len(written) == len(set(written)) == expected
+    applied = [o for r in hybrid.find(CONFIG_FILE) for o in applied_objects(r.inputs["file"])]
+    expected = len(hybrid.kubernetes_objects()) + len(hybrid.helm_releases()) + len(applied)
+    assert applied and len(written) == len(set(written)) == expected
     assert sorted(written) == sorted(tmp_path.rglob("*.yaml"))
+
+
+def test_export_writes_the_crd_the_autoscaler_config_file_applies_from_its_url(hybrid: Plan, tmp_path: Path) -> None:
+    """`up` applies the ProvisioningRequest CRD from the autoscaler repository at the pinned tag (a ConfigFile,
+    components/aws/autoscaler.py): the export holds it in the burst site's folder, as the upstream file has it
+    (kubernetes/autoscaler tag cluster-autoscaler-<app>, the copy in the test chart cache's operator-crds/)."""
+    (config_file,) = hybrid.find(CONFIG_FILE)
+    assert config_file.inputs["file"] == versions.PROVISIONING_REQUEST_CRD_URL
+    export(hybrid, tmp_path)
+    path = tmp_path / "cloud" / "customresourcedefinition-cluster-provisioningrequests.autoscaling.x-k8s.io.yaml"
+    upstream = (
+        CACHE
+        / "operator-crds"
+        / f"autoscaling.x-k8s.io_provisioningrequests-{AppliedFile(versions.PROVISIONING_REQUEST_CRD_URL).tag}.yaml"
+    )
+    if not upstream.exists():
+        pytest.skip(f"{upstream.name} is not in the chart cache {CACHE}")
+    assert yaml.safe_load(path.read_text()) == crd(upstream)
 
 
 MANAGER = parse_estate(example_estate("hybrid"), "hybrid").burst.manager.name  # type: ignore[union-attr]

