@@ -39,9 +39,9 @@ def cost(
 
     now = parse_time(at) if at else dt.datetime.now(dt.UTC)
     stack_file = read_stack(project, stack)
-    # The usage profile next to the stack file (usage.<stack>.yaml), when there is one, prices usage-billed items.
-    usage = read_usage(usage_path(stack_path(project, stack), stack))
     spec, window, _ = stack_file.contents()  # judged as preview, check and burst judge it
+    # The usage profile next to the stack file (usage.<stack>.yaml), when there is one, prices usage-billed items.
+    usage = read_usage(usage_path(stack_path(project, stack), stack), spec)
     envelope = estate_cost(spec, window, now, usage)
     match format:
         case Format.json:

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from gpufleet.render.common import cell, inline, month, usd, usd_total
 from gpufleet.review.cost import HOURS, LEVELS, EstateCost, PoolCost, Total
+from gpufleet.review.usage import PROFILE_HINT
 
 At = Callable[[str], float | None]  # $/h at a level ("min", "desired", "max")
 
@@ -73,6 +74,8 @@ def cost_headline_text(cost: EstateCost, console: Console) -> None:
     console.print(f"  per month: {per_month}{_month_basis(cost)}", markup=False)
     if total.unpriced:
         console.print(f"[red]not in the totals (no figure): {escape(', '.join(total.unpriced))}[/red]")
+    if set(total.unpriced) - set(total.no_price):  # billed on usage, with no usage figure
+        console.print(f"  usage-billed items get a figure from a usage profile: {PROFILE_HINT}", markup=False)
     if cost.budget_usd_per_hour is not None:
         verdict, bad = budget_verdict(cost.budget_usd_per_hour, cost.budget_hour(), total)
         console.print(f"Budget: {'[red]' if bad else ''}{escape(verdict)}{'[/red]' if bad else ''}")
@@ -204,7 +207,7 @@ def unpriced_line(unpriced: tuple[str, ...] | list[str]) -> list[str]:
     return (
         [
             f"> ⚠️ Totals are lower bounds (≥): {len(unpriced)} item(s) have no figure (no catalog price, or billed on "
-            f"usage with no usage profile): {', '.join(unpriced)}"
+            f"usage with no usage profile: {PROFILE_HINT}): {', '.join(unpriced)}"
         ]
         if unpriced
         else []
