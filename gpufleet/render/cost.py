@@ -136,10 +136,16 @@ def cost_details_text(cost: EstateCost, console: Console) -> None:
 
 
 def _month_basis(cost: EstateCost) -> str:
+    """Which pools a month does not count at 730 h: burst pools (their month ceiling), capacity blocks (their
+    hours)."""
     b = cost.burst
-    if b is None or b.month_ceiling_usd is None:
-        return ""
-    return f" (max counts the burst pools at their month ceiling, {usd(b.month_ceiling_usd, 0)}, not 730 h)"
+    parts = []
+    if b is not None and b.month_ceiling_usd is not None:
+        parts.append(f"max counts the burst pools at their month ceiling, {usd(b.month_ceiling_usd, 0)}, not {HOURS} h")
+    blocks = [f"{p.pool} {p.month_hours:g} h" for p in cost.pools if p.month_hours != HOURS]
+    if blocks:
+        parts.append(f"capacity blocks count their own hours: {', '.join(blocks)}")
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def burst_lines(cost: EstateCost) -> list[str]:
