@@ -20,6 +20,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from model.burst import STATE_FORMAT, BurstState, window_problems
 from model.catalog import CatalogError
 from model.rules.estate import estate_problems, unpriced_lines
+from model.schema_changes import Kind, change_at
 from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec, SpecFieldError, SpecProblems
 from model.spec.net import Timestamp
 
@@ -73,8 +74,16 @@ def problem_line(source: str, base: str, path: str, message: str) -> str:
     return f"{source}: {where or '(top level)'}: {message}"
 
 
-def validation_problems(err: ValidationError, source: str, base: str, hint: str = SCHEMA_HINT) -> list[str]:
-    """One `file: yaml.path: message` line per pydantic error; `base` prefixes every path ("" for the top level)."""
+_CHANGE_KINDS: dict[str, Kind] = {"missing": "required", "extra_forbidden": "replaced"}
+
+
+def validation_problems(
+    err: ValidationError, source: str, base: str, hint: str = SCHEMA_HINT, estate: bool = False
+) -> list[str]:
+    """One `file: yaml.path: message` line per pydantic error; `base` prefixes every path ("" for the top level).
+
+    For the estate (`estate`), a key missing or unknown because the schema changed says what changed and what to
+    write (model.schema_changes), not only that it is missing or unknown."""
     out = []
     for e in err.errors():
         ctx_err = (e.get("ctx") or {}).get("error")
@@ -91,6 +100,10 @@ def validation_problems(err: ValidationError, source: str, base: str, hint: str 
             msg = f"unknown key (check the spelling; {hint})"
         elif e["type"] == "missing":
             msg = "required key is missing"
+        kind = _CHANGE_KINDS.get(e["type"])
+        change = change_at(yaml_path("", tuple(e["loc"])).lstrip("."), kind) if estate and kind else None
+        if change is not None:
+            msg = change.message()
         out.append(problem_line(source, "", yaml_path(base, tuple(e["loc"])).lstrip("."), msg))
     return out
 
@@ -104,7 +117,7 @@ def parse_estate(raw: Any, source: str, *, priced: bool = True) -> EstateSpec:
     try:
         spec = EstateSpec.model_validate(raw)
     except ValidationError as err:
-        raise SpecError(validation_problems(err, source, base)) from None
+        raise SpecError(validation_problems(err, source, base, estate=True)) from None
     # Cross-field rules need the whole estate, so they run once the schema holds.
     problems = estate_problems(spec) or (list(unpriced_lines(spec)) if priced else [])
     if problems:

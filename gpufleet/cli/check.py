@@ -17,6 +17,7 @@ from gpufleet.cli.options import (
     StackOpt,
     SummaryOpt,
     out,
+    progress,
 )
 
 WriteConfigOpt = Annotated[
@@ -51,7 +52,8 @@ def check(
     from gpufleet.render.preview import check_json, check_text
     from gpufleet.review.review import build
 
-    review = build(project, stack, chart_cache=chart_cache)
+    with progress(f"check {stack}: synthesizing offline, running the policy packs and the reality checks"):
+        review = build(project, stack, chart_cache=chart_cache)
     match format:
         case CheckFormat.json:
             print(check_json(review))

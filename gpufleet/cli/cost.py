@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from gpufleet.cli.errors import CommandError, refuse_json_summary
-from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, SummaryOpt, out
+from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, SummaryOpt, out, progress
 
 AtOpt = Annotated[str | None, typer.Option("--at", help="ISO time burst windows are judged at (default: now, UTC).")]
 
@@ -38,11 +38,12 @@ def cost(
     from model.load import read_stack, stack_path
 
     now = parse_time(at) if at else dt.datetime.now(dt.UTC)
-    stack_file = read_stack(project, stack)
-    # The usage profile next to the stack file (usage.<stack>.yaml), when there is one, prices usage-billed items.
-    usage = read_usage(usage_path(stack_path(project, stack), stack))
-    spec, window, _ = stack_file.contents()  # judged as preview, check and burst judge it
-    envelope = estate_cost(spec, window, now, usage)
+    with progress(f"cost {stack}: pricing from the catalog"):
+        stack_file = read_stack(project, stack)
+        spec, window, _ = stack_file.contents()  # judged as preview, check and burst judge it
+        # The usage profile beside the stack file (usage.<stack>.yaml), if any, prices usage-billed items.
+        usage = read_usage(usage_path(stack_path(project, stack), stack), spec)
+        envelope = estate_cost(spec, window, now, usage)
     match format:
         case Format.json:
             print(cost_json(envelope))

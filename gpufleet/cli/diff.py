@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from gpufleet.cli.errors import refuse_json_summary
-from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, SummaryOpt, out
+from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, SummaryOpt, out, progress
 
 BaseOpt = Annotated[str, typer.Option("--base", "-b", help="Git revision to compare with, e.g. origin/main.")]
 
@@ -25,7 +25,8 @@ def diff(
     from gpufleet.render.diff import diff_json, diff_markdown, diff_text
     from gpufleet.review.revision import diff_revision
 
-    result = diff_revision(project, stack, base)
+    with progress(f"diff {stack}: reviewing {base} and the working tree"):
+        result = diff_revision(project, stack, base)
     match format:
         case Format.json:
             print(diff_json(result))

@@ -5,14 +5,26 @@ gpufleet; EX_SOFTWARE of sysexits.h), 130 interrupted. A SpecError prints one li
 and YAML path); any other known error prints its message, first line after `error:` and the rest indented. Messages
 are printed as plain text, never as Rich markup: they quote user input. Nothing prints a traceback; an internal
 error says it is a bug and names the command to report with.
+
+Ctrl-C is one line, `interrupted`, and exit 130, wherever it lands. Python raises KeyboardInterrupt at whatever
+line runs, and library code does not always let it through: the Pulumi SDK's nested event-loop pumping can turn it
+into an IndexError, an import it cuts short leaves a half-built module whose next use raises AttributeError, and a
+swallowed one lets the command finish on a partial plan. So the handler records that SIGINT arrived, and an error
+or even a normal end after it is reported as the interrupt, not as a bug or a result. A command that handles
+Ctrl-C itself (burst, verify) still says what it kept or cleaned up.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
 import shlex
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from types import FrameType
 from typing import Any, TypeVar
 
 import typer
@@ -98,19 +110,60 @@ def internal_error(e: BaseException) -> typer.Exit:
     return typer.Exit(EXIT_INTERNAL)
 
 
+@contextlib.contextmanager
+def sigint_recorded() -> Iterator[threading.Event]:
+    """While the block runs, SIGINT (Ctrl-C) is recorded in the event it yields, then raises KeyboardInterrupt as
+    Python's own handler does. Outside the main thread (where no signal handler can be set) nothing is recorded.
+
+    From the interrupt on, asyncio's logger is off until the block ends: what it would report then (a callback
+    that failed, a task destroyed pending, with tracebacks) is the interrupt cutting the offline engine's event
+    loop short, which the one `interrupted` line already says.
+    """
+    seen = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield seen
+        return
+    asyncio_log = logging.getLogger("asyncio")
+    was_disabled = asyncio_log.disabled
+
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
+        seen.set()
+        asyncio_log.disabled = True
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
+        asyncio_log.disabled = was_disabled
+
+
+def interrupted() -> typer.Exit:
+    """The one report of Ctrl-C: a line, exit 130."""
+    err.print(Text("interrupted"))
+    return typer.Exit(EXIT_INTERRUPTED)
+
+
 def user_errors(fn: F) -> F:
-    """Wrap a command: known errors become messages and an exit code, never a traceback."""
+    """Wrap a command: known errors become messages and an exit code, never a traceback; after Ctrl-C, whatever
+    the command ends with is the interrupt (see the module docstring)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except (typer.Exit, typer.Abort):
-            raise
-        except KeyboardInterrupt:
-            err.print(Text("interrupted"))
-            raise typer.Exit(EXIT_INTERRUPTED) from None
-        except Exception as e:
-            raise report(e) from None
+        with sigint_recorded() as sigint:
+            try:
+                result = fn(*args, **kwargs)
+            except (typer.Exit, typer.Abort):
+                raise
+            except KeyboardInterrupt:
+                raise interrupted() from None
+            except Exception as e:
+                # burst reports Ctrl-C itself, saying what it kept; anything else after it is its by-product
+                cut_short = sigint.is_set() and not isinstance(e, BurstError)
+                raise (interrupted() if cut_short else report(e)) from None
+            if sigint.is_set():  # the interrupt was swallowed on the way: the result may be partial
+                raise interrupted()
+            return result
 
     return wrapper  # type: ignore[return-value]

@@ -237,7 +237,8 @@ def render(kind: Kind, stack: str, region: str, gpu: str) -> str:
         + _aws_site("cloud", region, gpu, burst=True)
         + "\n"
         + tenants.format(pool="base", gpus=8).rstrip("\n")
-        + "\n        burst: true                  # gets LocalQueue research-burst, sent to the cloud site\n"
+        + "\n        burst: true                  # its jobs (LocalQueue research on the manager) run on-prem\n"
+        + "                                     # first, on the cloud site only while a burst window is open\n"
         + "    burst:\n"
         + "      cloud_site: cloud\n"
         + "      # the Kueue manager: an existing small cluster in the data centre that tenants submit to (CHANGE name)\n"

@@ -1,19 +1,27 @@
-"""What every command shares: the output consoles, the --stack / --project / --format options.
+"""What every command shares: the output consoles, progress on long runs, the --stack / --project / --format
+options.
 
 Output width: `gpufleet --width N`, else `COLUMNS`, else the terminal's width; into a pipe, a file or a CI log
 (stdout not a terminal) there is no limit, so tables take the width their cells need. Rich on its own falls
 back to 80 columns there and squeezes table cells (instance names cut with "…").
+
+Progress: a long run (a synthesis takes seconds, a large estate half a minute) shows a spinner, what it is doing
+and the time so far on stderr, and erases it when done. Only for a person at a terminal: into a pipe, a file or a
+CI log (CI=true) nothing is written, so logs and captured output stay as they were.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import IO, Annotated
 
 import typer
 from rich.console import Console, ConsoleDimensions
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 PIPE_WIDTH = 10_000  # not a terminal: wide enough for any row (no table here expands to the console width)
 
@@ -58,6 +66,25 @@ err = OutputConsole(stderr=True, highlight=False, soft_wrap=True)
 def set_width(width: int | None) -> None:
     """`gpufleet --width N` for both consoles (None: COLUMNS, the terminal, or no limit)."""
     out.requested_width = err.requested_width = width
+
+
+def shows_progress(stream: IO[str], environ: Mapping[str, str]) -> bool:
+    """Whether to show progress on `stream`: a terminal, outside CI (GitHub Actions and most CI services set
+    CI=true; some CI=1)."""
+    return _isatty(stream) and environ.get("CI", "").strip().lower() not in ("true", "1")
+
+
+@contextlib.contextmanager
+def progress(doing: str) -> Iterator[None]:
+    """A spinner with `doing` and the elapsed time on stderr while the block runs, erased after it; nothing
+    unless `shows_progress`."""
+    if not shows_progress(err.file, os.environ):
+        yield
+        return
+    columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as bar:
+        bar.add_task(doing, total=None)
+        yield
 
 
 class Format(StrEnum):

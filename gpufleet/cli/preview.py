@@ -14,6 +14,7 @@ from gpufleet.cli.options import (
     StackOpt,
     SummaryOpt,
     out,
+    progress,
 )
 
 
@@ -34,7 +35,8 @@ def preview(
     from gpufleet.render.preview import preview_json, preview_markdown, preview_text
     from gpufleet.review.review import build
 
-    review = build(project, stack, chart_cache=chart_cache)
+    with progress(f"preview {stack}: synthesizing offline, pricing and checking"):
+        review = build(project, stack, chart_cache=chart_cache)
     match format:
         case Format.json:
             print(preview_json(review))

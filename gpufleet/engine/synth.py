@@ -308,10 +308,15 @@ def _run_program(
     try:
         pulumi.runtime.test(lambda: _run_and_collect_outputs(program, monitor))()
     except pulumi.RunError:
+        _abandon(loop)
         raise
     except Exception as err:
+        _abandon(loop)
         if m.errors:
             raise SynthError("; ".join(m.errors)) from err
+        raise
+    except BaseException:  # Ctrl-C (KeyboardInterrupt) or SystemExit
+        _abandon(loop)
         raise
     finally:
         if added_path:
@@ -328,6 +333,27 @@ def _run_program(
             + ", ".join(sorted({_key(u) for u in monitor.duplicates}))
         )
     return _plan(project, stack, monitor, collector.messages)
+
+
+ABANDON_SECONDS = 5.0  # at most this long for a cut-short run's tasks to finish once cancelled
+
+
+def _abandon(loop: asyncio.AbstractEventLoop) -> None:
+    """End a run that was cut short (an error, Ctrl-C) without asyncio's reports on its unfinished work.
+
+    Such a run leaves the SDK's tasks pending (its RPCs, and `run_pulumi_func`, whose `finally` needs a running
+    loop). Destroyed with the loop, each would be reported on stderr after the command has said what went wrong:
+    "Task was destroyed but it is pending!", "Task exception was never retrieved" with a traceback, "Exception
+    ignored in: <coroutine object run_pulumi_func>". So the tasks are cancelled and given a moment to finish, as
+    `asyncio.run` does on the way out, and the loop drops what they report: the caller reports the run's one
+    outcome.
+    """
+    loop.set_exception_handler(lambda _loop, _context: None)
+    pending = asyncio.all_tasks(loop)
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.wait(pending, timeout=ABANDON_SECONDS))
 
 
 def _plan(project: str, stack: str, monitor: _RecordingMonitor, warnings: list[str]) -> Plan:

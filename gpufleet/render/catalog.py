@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+from rich import box
 from rich.table import Table
 
 from model import catalog
 
 
 def catalog_table(region: str) -> Table:
-    """Every catalog instance type: GPU model and count, vCPUs, EFA interfaces, NVMe, $/h and $/GPU-h in `region`."""
-    table = Table(title=f"GPU instance catalog (facts {catalog.instances_generated()})")
-    for col in ("instance", "GPU", "count", "vCPU", "EFA max", "NVMe GB", "$/h", "$/GPU-h"):
-        table.add_column(col, no_wrap=True)
+    """Every catalog instance type: GPU model and count, vCPUs, EFA interfaces, NVMe, $/h and $/GPU-h in `region`.
+
+    No vertical rules and short headers (box.SIMPLE_HEAD, as the cost table): the longest instance and GPU names
+    and every figure fit 80 columns, so nothing is cut with "…" on a standard terminal.
+    """
+    table = Table(
+        title=f"GPU instance catalog (facts {catalog.instances_generated()})",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+    )
+    table.add_column("instance", no_wrap=True)
+    table.add_column("GPU", no_wrap=True)
+    for col in ("GPUs", "vCPU", "EFA", "NVMe GB", "$/h", "$/GPU-h"):
+        table.add_column(col, justify="right", no_wrap=True)
     for it in catalog.instance_types().values():
         p = catalog.price(it.name, region)
         table.add_row(

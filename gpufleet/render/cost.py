@@ -13,6 +13,7 @@ from rich.table import Table
 
 from gpufleet.render.common import cell, inline, month, usd, usd_total
 from gpufleet.review.cost import HOURS, LEVELS, EstateCost, PoolCost, Total
+from gpufleet.review.usage import PROFILE_HINT
 
 At = Callable[[str], float | None]  # $/h at a level ("min", "desired", "max")
 
@@ -73,6 +74,8 @@ def cost_headline_text(cost: EstateCost, console: Console) -> None:
     console.print(f"  per month: {per_month}{_month_basis(cost)}", markup=False)
     if total.unpriced:
         console.print(f"[red]not in the totals (no figure): {escape(', '.join(total.unpriced))}[/red]")
+    if set(total.unpriced) - set(total.no_price):  # billed on usage, with no usage figure
+        console.print(f"  usage-billed items get a figure from a usage profile: {PROFILE_HINT}", markup=False)
     if cost.budget_usd_per_hour is not None:
         verdict, bad = budget_verdict(cost.budget_usd_per_hour, cost.budget_hour(), total)
         console.print(f"Budget: {'[red]' if bad else ''}{escape(verdict)}{'[/red]' if bad else ''}")
@@ -133,10 +136,16 @@ def cost_details_text(cost: EstateCost, console: Console) -> None:
 
 
 def _month_basis(cost: EstateCost) -> str:
+    """Which pools a month does not count at 730 h: burst pools (their month ceiling), capacity blocks (their
+    hours)."""
     b = cost.burst
-    if b is None or b.month_ceiling_usd is None:
-        return ""
-    return f" (max counts the burst pools at their month ceiling, {usd(b.month_ceiling_usd, 0)}, not 730 h)"
+    parts = []
+    if b is not None and b.month_ceiling_usd is not None:
+        parts.append(f"max counts the burst pools at their month ceiling, {usd(b.month_ceiling_usd, 0)}, not {HOURS} h")
+    blocks = [f"{p.pool} {p.month_hours:g} h" for p in cost.pools if p.month_hours != HOURS]
+    if blocks:
+        parts.append(f"capacity blocks count their own hours: {', '.join(blocks)}")
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def burst_lines(cost: EstateCost) -> list[str]:
@@ -204,7 +213,7 @@ def unpriced_line(unpriced: tuple[str, ...] | list[str]) -> list[str]:
     return (
         [
             f"> ⚠️ Totals are lower bounds (≥): {len(unpriced)} item(s) have no figure (no catalog price, or billed on "
-            f"usage with no usage profile): {', '.join(unpriced)}"
+            f"usage with no usage profile: {PROFILE_HINT}): {', '.join(unpriced)}"
         ]
         if unpriced
         else []

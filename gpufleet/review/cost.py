@@ -58,6 +58,12 @@ class PoolCost:
     price: PriceRef | None  # per node-hour (aws) or per server-hour (bare metal); None = unpriced
     hourly: Figures
     notes: tuple[str, ...] = ()
+    month_hours: float = HOURS  # hours of a month the pool is billed: a capacity block's, when it is shorter
+
+    def monthly(self, level: str) -> float | None:
+        """$ for a month at `level`: the hourly figure over the hours the pool is billed in a month."""
+        v = self.hourly.at(level)
+        return None if v is None else v * self.month_hours
 
     @property
     def priced(self) -> bool:
@@ -96,6 +102,8 @@ class PoolCost:
             "priced": self.priced,
             "price": price_dict(self.price),
             **self.hourly.to_dict(),
+            "monthly": {lv: rounded(self.monthly(lv)) for lv in LEVELS},
+            "month_hours": self.month_hours,
             "notes": list(self.notes),
         }
 
@@ -183,23 +191,24 @@ class EstateCost:
         return _add(_add(self.pool_total(self.pools), self.storage_total(self.storage)), self.bill_total(self.bill))
 
     def monthly(self) -> dict[str, float | None]:
-        """$ per month at min, desired and max: 730 h of every hourly figure, except that burst pools count at
-        most the month's burst ceiling at max (the budget caps the windows; 730 h of an open window cannot
-        happen) and nothing at min and desired (they idle at zero)."""
+        """$ per month at min, desired and max: 730 h of every hourly figure, except that a pool on a capacity
+        block counts the block's hours when they are fewer, and burst pools count at most the month's burst
+        ceiling at max (the budget caps the windows; 730 h of an open window cannot happen) and nothing at min
+        and desired (they idle at zero)."""
         total = self.total().hourly
         burst_pools = [p for p in self.pools if p.burst]
+        ceiling = self.burst.month_ceiling_usd if self.burst is not None else None
         out: dict[str, float | None] = {}
         for lv in LEVELS:
             hourly = total.at(lv)
             if hourly is None:
                 out[lv] = None
                 continue
-            ceiling = self.burst.month_ceiling_usd if self.burst is not None else None
-            if ceiling is None:
-                out[lv] = hourly * HOURS
-                continue
-            rest = hourly - sum(p.hourly.at(lv) or 0.0 for p in burst_pools)
-            out[lv] = rest * HOURS + (ceiling if lv == "max" else 0.0)
+            month = hourly * HOURS - sum((p.hourly.at(lv) or 0.0) * (HOURS - p.month_hours) for p in self.pools)
+            if ceiling is not None:
+                month -= sum((p.hourly.at(lv) or 0.0) * p.month_hours for p in burst_pools)
+                month += ceiling if lv == "max" else 0.0
+            out[lv] = month
         return out
 
     def budget_hour(self) -> float | None:
@@ -221,7 +230,7 @@ class EstateCost:
             own = next((b for b in self.burst.pools if b.pool == p.pool), None)
             at_max = own.usd_per_hour_at_max if own is not None else None
             return None if at_max is None else min(self.burst.budget_usd, at_max * HOURS)
-        return p.hourly.monthly("max")
+        return p.monthly("max")
 
     def sites(self) -> list[str]:
         seen: dict[str, None] = {}
@@ -334,19 +343,26 @@ def _aws_pool(
         ceiling = pool.scaling.max * found.usd_per_hour
         budget = f", within the burst budget of ${spec.burst.budget_usd:,.0f}/month" if spec.burst else ""
         notes.append(f"a window may grow it to {pool.scaling.max} × {instance.name} = ${ceiling:,.2f}/h{budget}")
-    if pool.capacity.type != "on-demand" and site.price_override(instance.name) is None:
-        notes.append(f"{pool.capacity.type} capacity priced at the on-demand rate (the catalog holds no other rate)")
-    price = None
-    if found is not None:
-        price = PriceRef(found.usd_per_hour, "node-hour", found.date, f"{found.source}; {found.region}")
-        if site.price_override(instance.name) is not None:
-            notes.append(f"priced by the stack (sites.{site.name}.prices), not the catalog's on-demand rate")
-    else:
-        notes.append(f"no catalog price for {instance.name} in {site.region}: unpriced")
     nodes = {"min": scaling.min, "desired": scaling.desired_nodes, "max": scaling.max}
-    hourly = Figures(*(None if price is None else nodes[lv] * price.usd for lv in LEVELS))
-    if not pool.burst and price is not None and nodes["min"] != nodes["max"]:
-        notes.append(_autoscaled_note(nodes, price.usd))
+    month_hours: float = HOURS
+    price = None
+    if pool.capacity.type == "capacity-block":
+        price, hourly, month_hours, block_notes = _capacity_block(site, pool, instance.name, nodes["max"], now)
+        notes += block_notes
+    else:
+        if pool.capacity.type != "on-demand" and site.price_override(instance.name) is None:
+            notes.append(
+                f"{pool.capacity.type} capacity priced at the on-demand rate (the catalog holds no other rate)"
+            )
+        if found is not None:
+            price = PriceRef(found.usd_per_hour, "node-hour", found.date, f"{found.source}; {found.region}")
+            if site.price_override(instance.name) is not None:
+                notes.append(f"priced by the stack (sites.{site.name}.prices), not the catalog's on-demand rate")
+        else:
+            notes.append(f"no catalog price for {instance.name} in {site.region}: unpriced")
+        hourly = Figures(*(None if price is None else nodes[lv] * price.usd for lv in LEVELS))
+        if not pool.burst and price is not None and nodes["min"] != nodes["max"]:
+            notes.append(_autoscaled_note(nodes, price.usd))
     return PoolCost(
         site=site.name,
         pool=pool.name,
@@ -361,7 +377,45 @@ def _aws_pool(
         price=price,
         hourly=hourly,
         notes=tuple(notes),
+        month_hours=month_hours,
     )
+
+
+def _capacity_block(
+    site: AwsSite, pool: AwsNodePool, instance_type: str, instances: int, now: dt.datetime
+) -> tuple[PriceRef | None, Figures, float, list[str]]:
+    """A pool on an EC2 Capacity Block: (price, $/h, hours billed in a month, notes).
+
+    AWS charges the block up front for every hour of it, whether or not nodes run, so the pool costs its
+    instances (the pool's max) at the block's rate at every size, for the block's hours: a month counts at most
+    those. The rate is the catalog's capacity-block rate, never the on-demand one; without it, or without the
+    block's length, the pool is unpriced. After the block ends the pool has no capacity and costs nothing more.
+    """
+    block, cr = pool.capacity.block, pool.capacity.reservation_id
+    unpriced = Figures(None, None, None)
+    if block is None:
+        why = f"capacity block {cr}: its length is not stated (capacity.block.days), so it is unpriced"
+        return None, unpriced, HOURS, [f"{why}; a block is paid up front for its hours, not monthly at on-demand"]
+    found = catalog.capacity_block_price(instance_type, site.region)
+    if found is None:
+        return None, unpriced, HOURS, [
+            f"no catalog capacity-block rate for {instance_type} in {site.region}: unpriced (what AWS charges is "
+            "the block offering's upfrontFee)"
+        ]  # fmt: skip
+    price = PriceRef(found.usd, found.unit, found.date, f"{found.source}; {found.region}", found.verified)
+    total = instances * block.hours * price.usd
+    notes = [
+        f"capacity block {cr}: {instances} × {instance_type} for {block.days} days ({block.hours} h) at the block "
+        f"rate ${price.usd:,.3f}/h = ${total:,.2f} paid up front, whether or not nodes run; a month counts "
+        f"{min(block.hours, HOURS)} h of it"
+    ]
+    end = block.end()
+    if block.start is not None and end is not None:
+        notes.append(f"the block runs {block.start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC")
+        if now >= end:
+            notes.append("the block has ended: the pool has no capacity and costs nothing more")
+            return price, Figures(0.0, 0.0, 0.0), HOURS, notes
+    return price, Figures(*(instances * price.usd for _ in LEVELS)), min(block.hours, HOURS), notes
 
 
 def _autoscaled_note(nodes: dict[str, int], usd: float) -> str:

@@ -79,8 +79,8 @@ def build(
     synthesize, price and check it, and (`simulate`) run the reality checks with charts from `chart_cache`
     (default: the configured chart cache).
 
-    Bad input (the stack file, its estate or window, an unknown rule id in its enforcement overrides) raises
-    SpecError before anything is synthesized.
+    Bad input (the stack file, its estate or window, an unknown rule id in its enforcement overrides, its usage
+    profile) raises SpecError before anything is synthesized.
     """
     project_dir = Path(project_dir).resolve()
     stack_file = read_stack(project_dir, stack) if stack_file is None else stack_file
@@ -88,8 +88,8 @@ def build(
     check = policy_check()
     if check is not None:
         check.check_overrides(spec, stack_file)
+    usage = read_usage(usage_path(stack_path(project_dir, stack), stack), spec)
     plan = synth_stack(project_dir, stack, stack_file)
-    usage = read_usage(usage_path(stack_path(project_dir, stack), stack))
     cost = estate_cost(spec, window, now or dt.datetime.now(dt.UTC), usage)
     return Review(
         spec=spec,

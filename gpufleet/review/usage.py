@@ -2,7 +2,8 @@
 
 Like Infracost's usage file, it sits next to the stack file, `usage.<stack>.yaml`, and is optional:
 without it, usage-billed items (NAT data processing, data transfer out, EFS and S3 storage) are listed by name
-with their unit price and left out of the totals. Every figure is per month (the catalog's 730-hour month):
+with their unit price and left out of the totals. Every figure is per month (the catalog's 730-hour month).
+docs/usage-profiles.md is the user's reference (format, an example, what each key prices):
 
     sites:
       use1:
@@ -11,15 +12,27 @@ with their unit price and left out of the totals. Every figure is per month (the
         storage:
           objects: {gb_stored: 40000} # S3 tier `objects`: average GB stored
           home: {gb_stored: 800}      # EFS tier `home`
+
+A profile is judged like a stack file, every problem at once: unknown keys and negative figures, and a figure
+the estate cannot use (a site or tier it does not have, a bare-metal site, a tier not billed on GB stored, NAT
+data on a site whose VPC gpufleet does not create). A figure that prices nothing would hide a typo.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import assert_never
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from model.load import SpecError, read_yaml
+from model.load import SpecError, problem_line, read_yaml, validation_problems
+from model.spec import AwsSite, BaremetalSite, EfsTier, EstateSpec, S3Tier
+
+USAGE_DOC = "docs/usage-profiles.md"
+# Where a profile is, for messages that ask for one (the stack's name is not known where they are written).
+PROFILE_HINT = f"`usage.<stack>.yaml` beside the stack file; see {USAGE_DOC}"  # backticks: Markdown keeps <stack>
+USAGE_TIERS = (EfsTier, S3Tier)  # billed on GB stored (storage_cost._usage_based)
 
 
 class TierUsage(BaseModel):
@@ -47,13 +60,53 @@ def usage_path(stack_file: Path, stack: str) -> Path:
     return stack_file.with_name(f"usage.{stack}.yaml")
 
 
-def read_usage(path: Path) -> UsageProfile | None:
-    """The usage profile at `path`, None when there is no such file; a SpecError names every problem at once."""
+def read_usage(path: Path, spec: EstateSpec) -> UsageProfile | None:
+    """The usage profile at `path` for `spec`, None when there is no such file; a SpecError names every problem
+    at once (file: YAML path: message)."""
     if not path.exists():
         return None
     doc = read_yaml(path, "usage profile not found") or {}  # the one bounded loader
     try:
-        return UsageProfile.model_validate(doc)
+        profile = UsageProfile.model_validate(doc)
     except ValidationError as e:
-        problems = [f"{path}: {'.'.join(str(p) for p in err['loc']) or '(top)'}: {err['msg']}" for err in e.errors()]
-        raise SpecError(problems) from None
+        raise SpecError(validation_problems(e, str(path), "", hint=f"{USAGE_DOC} lists the keys")) from None
+    problems = [problem_line(str(path), "", where, message) for where, message in _unusable(profile, spec)]
+    if problems:
+        raise SpecError(problems)
+    return profile
+
+
+def _unusable(profile: UsageProfile, spec: EstateSpec) -> Iterator[tuple[str, str]]:
+    """(YAML path, message) for every figure of `profile` that prices nothing in `spec`."""
+    sites = {s.name: s for s in spec.sites}
+    for name, usage in profile.sites.items():
+        site = sites.get(name)
+        match site:
+            case None:
+                yield f"sites.{name}", f"{name} is not a site of the estate (its sites: {', '.join(sites)})"
+            case BaremetalSite():
+                yield f"sites.{name}", f"site {name} is bare metal; a usage profile prices AWS usage only"
+            case AwsSite():
+                yield from _unusable_at(site, usage)
+            case _:
+                assert_never(site)
+
+
+def _unusable_at(site: AwsSite, usage: SiteUsage) -> Iterator[tuple[str, str]]:
+    where = f"sites.{site.name}"
+    if usage.nat_gb_processed is not None and site.vpc.vpc_id is not None:
+        yield (
+            f"{where}.nat_gb_processed",
+            f"site {site.name} adopts VPC {site.vpc.vpc_id}, where gpufleet creates no NAT gateway; remove it",
+        )
+    tiers = {t.name: t for t in site.storage}
+    billed = ", ".join(t.name for t in site.storage if isinstance(t, USAGE_TIERS)) or "none"
+    for name in usage.storage:
+        tier = tiers.get(name)
+        if tier is None:
+            what = "is not a storage tier of"
+        elif not isinstance(tier, USAGE_TIERS):
+            what = f"is a {tier.kind} tier, not billed on GB stored, of"
+        else:
+            continue
+        yield f"{where}.storage.{name}", f"{name} {what} site {site.name} (its EFS and S3 tiers: {billed})"

@@ -9,6 +9,8 @@ count, a GPU's memory, an EFA layout or a price asks here, so no number is typed
   `gpufleet catalog refresh --prices`; a stack's aws site must name one of them.
 - `gpus.yaml` holds GPU models (API memory, MIG profiles, time-slicing) with sources.
 - `aws_s3_ranges.json` holds AWS's published S3 IPv4 ranges per region (ip-ranges.json, dated by its createDate).
+- `aws_capacity_block_prices.json` holds the effective hourly rate of EC2 Capacity Blocks per region, dated and
+  sourced: AWS reprices blocks by supply and demand, so it is the published rate on its date, not a quote.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ PRICES_FILE = HERE / "aws_prices.json"
 GPUS_FILE = HERE / "gpus.yaml"
 S3_RANGES_FILE = HERE / "aws_s3_ranges.json"
 REGIONS_FILE = HERE / "aws_regions.json"
+CAPACITY_BLOCK_PRICES_FILE = HERE / "aws_capacity_block_prices.json"
 
 # The NVIDIA x86 GPU instance types gpufleet ships facts for; `catalog refresh` describes exactly these.
 SHIPPED_INSTANCE_TYPES: tuple[str, ...] = (
@@ -339,6 +342,30 @@ def service_price(key: str, region: str) -> ListPrice | None:
 def cpu_instance_price(name: str, region: str) -> ListPrice | None:
     """On-demand $/h of a CPU instance type (system pools) in `region`, or None."""
     return _list_price("cpu_instances", name, region)
+
+
+@cache
+def _capacity_block_doc() -> dict[str, Any]:
+    return json.loads(CAPACITY_BLOCK_PRICES_FILE.read_text())
+
+
+def capacity_block_price(name: str, region: str) -> ListPrice | None:
+    """The effective $/h of one `name` instance in an EC2 Capacity Block in `region` (the reservation fee per hour
+    of the block), or None when the catalog has no capacity-block rate for it there."""
+    doc = _capacity_block_doc()
+    value = doc["regions"].get(region, {}).get(name)
+    if value is None:
+        return None
+    source = doc["source"]
+    return ListPrice(
+        key=name,
+        usd=float(value),
+        unit="node-hour",
+        region=region,
+        date=str(source["date"]),
+        source=str(source["source"]),
+        verified=bool(source["verified"]),
+    )
 
 
 def price_table() -> dict[str, Any]:

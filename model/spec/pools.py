@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from model import catalog
 from model.spec.base import CapacityType, Model, Name, Role
-from model.spec.net import MAX_NODES
+from model.spec.net import MAX_NODES, Timestamp
 
 # NVIDIA GPU Operator, "Time-Slicing GPUs in Kubernetes": time-sliced workloads share one GPU's memory and faults.
 TIME_SLICING_DOC = "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-sharing.html"
@@ -108,6 +109,42 @@ class Scaling(Model):
         return self.min if self.desired is None else self.desired
 
 
+# EC2 user guide, capacity-blocks-purchase (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-purchase.html):
+# "reservation durations in 1-day increments up to 14 days, and in 7-day increments up to 182 days".
+BLOCK_DAYS = (*range(1, 15), *range(21, 183, 7))
+
+
+class CapacityBlock(Model):
+    """The EC2 Capacity Block a pool runs on, as bought. AWS charges the whole block up front, whether or not
+    nodes run in it, so its cost is every hour of it at the block's rate; after it ends the pool has no capacity."""
+
+    days: int = Field(
+        description=(
+            "The block's length in days, as purchased: 1 to 14, or 21 to 182 in steps of 7 (EC2 user guide, "
+            "capacity-blocks-purchase). Cost counts days x 24 h for the pool's max nodes (the block's instances)."
+        )
+    )
+    start: Timestamp | None = Field(
+        default=None, description="When the block starts (its startDate); cost then says when it ends."
+    )
+
+    @field_validator("days")
+    @classmethod
+    def _a_length_aws_sells(cls, days: int) -> int:
+        if days not in BLOCK_DAYS:
+            raise ValueError(
+                f"{days} days is not a length AWS sells: 1 to 14 days, or 21 to 182 in steps of 7 (21, 28, ... 182)"
+            )
+        return days
+
+    @property
+    def hours(self) -> int:
+        return self.days * 24
+
+    def end(self) -> dt.datetime | None:
+        return None if self.start is None else self.start + dt.timedelta(hours=self.hours)
+
+
 class Capacity(Model):
     """How cloud capacity is bought."""
 
@@ -122,6 +159,13 @@ class Capacity(Model):
     checkpointing: bool = Field(
         default=False, description="The pool's jobs checkpoint; required for spot training pools."
     )
+    block: CapacityBlock | None = Field(
+        default=None,
+        description=(
+            "Type capacity-block: the block's length (and start), which cost needs; unset, the pool is unpriced "
+            "(a block is neither billed monthly nor at the on-demand rate)."
+        ),
+    )
 
     @model_validator(mode="after")
     def _reservation(self) -> Capacity:
@@ -130,6 +174,8 @@ class Capacity(Model):
             raise ValueError(f"type {self.type} needs reservation_id (cr-...)")
         if not reserved and self.reservation_id:
             raise ValueError("reservation_id is only allowed with type capacity-reservation or capacity-block")
+        if self.block is not None and self.type != "capacity-block":
+            raise ValueError("block is only allowed with type capacity-block")
         return self
 
 

@@ -146,16 +146,6 @@ class KubernetesStack(Model):
         ),
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _prometheus_replaced(cls, data: object) -> object:
-        if isinstance(data, dict) and "prometheus" in data:
-            raise ValueError(
-                "prometheus was replaced by monitoring.prometheus_operator (existing or none) and "
-                "monitoring.service_monitor_labels (what the operator's Prometheus selects ServiceMonitors by)"
-            )
-        return data
-
 
 class SiteBase(Model):
     name: Name

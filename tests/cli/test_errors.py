@@ -3,6 +3,10 @@ else is reported as a bug with exit 70 (never 1 or 2: a bug must not pass for a 
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import signal
+
 import pulumi
 import pytest
 import typer
@@ -77,3 +81,33 @@ def test_messages_are_printed_as_text_not_markup(text: str) -> None:
     result = run(SpecError([f"f.yaml: a: {text}"]))
     assert result.exit_code == 2  # type: ignore[attr-defined]
     assert result.stderr.splitlines() == [f"error: f.yaml: a: {text}"]  # type: ignore[attr-defined]
+
+
+def _after_ctrl_c(then: Exception | None) -> object:
+    """A command in which Ctrl-C (a real SIGINT) lands in library code that swallows it, then `then` is raised
+    (None: the command ends normally), as the Pulumi SDK's event-loop pumping and an import it cut short do."""
+
+    def command() -> None:
+        with contextlib.suppress(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+        if then is not None:
+            raise then
+
+    app = typer.Typer()
+    app.command()(user_errors(command))
+    return CliRunner().invoke(app, [])
+
+
+def test_whatever_a_command_ends_with_after_ctrl_c_is_the_interrupt_in_one_line() -> None:
+    before = signal.getsignal(signal.SIGINT)
+    # Seen in `gpufleet preview`: "internal error: AttributeError: module 'pulumi_aws.eks' has no attribute
+    # 'NodeGroup'" and exit 70 (an import cut short), or exit 0 on what was synthesized so far.
+    for then in (AttributeError("module 'pulumi_aws.eks' has no attribute 'NodeGroup'"), IndexError("x"), None):
+        result = _after_ctrl_c(then)
+        assert result.exit_code == 130, result.output  # type: ignore[attr-defined]
+        assert result.stderr.splitlines() == ["interrupted"]  # type: ignore[attr-defined]
+    # A burst command reports Ctrl-C itself, saying what it kept; that report stands.
+    result = _after_ctrl_c(BurstError("interrupted; nothing was changed", 130))
+    assert result.exit_code == 130 and result.stderr.splitlines() == ["error: interrupted; nothing was changed"]  # type: ignore[attr-defined]
+    # The handler is the command's only: afterwards SIGINT and asyncio's logger are as they were.
+    assert signal.getsignal(signal.SIGINT) is before and not logging.getLogger("asyncio").disabled

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 from gpufleet.cli.app import app
+from gpufleet.engine.synth import synth
 from tests.conftest import ROOT, example_config, write_project
 
 runner = CliRunner()
@@ -96,3 +98,16 @@ def test_validate_reports_a_cross_field_problem_without_synthesizing(
 def test_shell_completion_is_offered() -> None:
     result = runner.invoke(app, ["--help"])
     assert "--install-completion" in result.output and "--show-completion" in result.output
+
+
+def test_every_local_queue_an_init_hybrid_comment_names_exists_in_its_plan(tmp_path: Path) -> None:
+    # A comment that names a queue a tenant submits to must name one the stack creates (it once named a
+    # `research-burst` queue that nothing created).
+    project = empty_project(tmp_path)
+    assert runner.invoke(app, ["init", "hybrid", "--gpu", "H100-80GB", "-C", str(project)]).exit_code == 0
+    text = (project / "stacks" / "Pulumi.hybrid.yaml").read_text()
+    named = {m for line in text.splitlines() if "#" in line for m in re.findall(r"LocalQueue ([\w.-]+)", line)}
+    assert named, "the hybrid starter explains where a tenant's jobs go"
+    plan = synth(project, "hybrid")
+    created = {r.inputs["metadata"]["name"] for r in plan.resources if r.type.endswith(":LocalQueue")}
+    assert named <= created, f"comments name queues the plan lacks: {sorted(named - created)}"

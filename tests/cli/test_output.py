@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -29,7 +30,7 @@ from model import catalog
 from tests.conftest import ROOT
 
 runner = CliRunner()
-CATALOG_HEADERS = ("instance", "GPU", "count", "vCPU", "EFA max", "NVMe GB", "$/h", "$/GPU-h")
+CATALOG_HEADERS = ("instance", "GPU", "GPUs", "vCPU", "EFA", "NVMe GB", "$/h", "$/GPU-h")
 
 
 def gpufleet_through_a_pipe(*args: str, columns: str | None = None) -> str:
@@ -56,7 +57,7 @@ def catalog_rows(output: str) -> dict[str, list[str]]:
     """The cells of each `catalog show` row, by instance type."""
     rows = {}
     for line in output.splitlines():
-        cells = [c.strip() for c in line.strip("│┃ ").split("│")]
+        cells = re.split(r"\s{2,}", line.strip())  # columns are set apart by spaces, no rules
         if cells and cells[0] in catalog.instance_types():
             rows[cells[0]] = cells
     return rows
@@ -73,20 +74,34 @@ def test_width_is_the_option_then_columns_then_the_terminal_and_unlimited_into_a
 def test_catalog_show_into_a_pipe_keeps_every_header_and_cell_whole() -> None:
     output = gpufleet_through_a_pipe("catalog", "show")
     assert "…" not in output
-    header = next(line for line in output.splitlines() if line.startswith("┃"))
-    assert [c.strip() for c in header.strip("┃ ").split("┃")] == list(CATALOG_HEADERS)
+    header = next(line for line in output.splitlines() if line.startswith("instance"))
+    assert re.split(r"\s{2,}", header.strip()) == list(CATALOG_HEADERS)
     rows = catalog_rows(output)
     assert set(rows) == set(catalog.instance_types())  # every instance name whole, on one line
     assert all(len(cells) == len(CATALOG_HEADERS) for cells in rows.values())
     assert rows["p5.48xlarge"][:3] == ["p5.48xlarge", "H100-80GB", "8"]
 
 
+def test_catalog_show_fits_80_columns_without_cutting_a_name_or_a_figure() -> None:
+    # A standard terminal: the table used to need 87 columns, so Rich cut "p6-b300.48xlarge" and the headers.
+    result = runner.invoke(app, ["--width", "80", "catalog", "show", "-r", "us-east-1"])
+    assert result.exit_code == 0, result.output
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+    assert "…" not in result.stdout
+    rows = catalog_rows(result.stdout)
+    assert set(rows) == set(catalog.instance_types())  # every instance name whole, one row each
+    for name, cells in rows.items():
+        it = catalog.instance_type(name)
+        facts = [it.gpu.id, str(it.gpu_count), str(it.vcpus), str(it.max_efa_interfaces), str(it.local_nvme_gb)]
+        assert cells[1:6] == facts, name
+
+
 def test_columns_and_width_option_are_honoured_where_a_narrow_table_is_wanted() -> None:
-    # The same table at 80 columns is squeezed (headers cut with "…"): what the pipe used to get.
-    assert "cou…" in gpufleet_through_a_pipe("catalog", "show", columns="80")
-    narrow = runner.invoke(app, ["--width", "80", "catalog", "show"])
-    assert narrow.exit_code == 0 and "cou…" in narrow.stdout
-    assert max(len(line) for line in narrow.stdout.splitlines()) <= 80
+    # The same table at 60 columns is squeezed (headers cut with "…").
+    assert "…" in gpufleet_through_a_pipe("catalog", "show", columns="60")
+    narrow = runner.invoke(app, ["--width", "60", "catalog", "show"])
+    assert narrow.exit_code == 0 and "…" in narrow.stdout
+    assert max(len(line) for line in narrow.stdout.splitlines()) <= 60
 
 
 def test_a_width_too_small_is_bad_input() -> None:

@@ -63,3 +63,37 @@ def test_the_installed_console_script_is_the_process_app() -> None:
     module, _, name = scripts["gpufleet"].partition(":")
     assert (module, name) == ("gpufleet.cli.app", "app")
     assert type(app_module.app).__call__ is not type(app_module.catalog_app).__call__
+
+
+# Ctrl-C in the middle of a synthesis, as a terminal sends it: SIGINT to the process at its Nth registration.
+_CTRL_C_AT = """
+import os, signal, sys
+from gpufleet.engine import synth
+from gpufleet.cli import app as m
+at, count, registered = int(sys.argv[1]), [0], synth._RecordingMocks.new_resource
+def new_resource(self, args):
+    count[0] += 1
+    if count[0] == at:
+        os.kill(os.getpid(), signal.SIGINT)
+    return registered(self, args)
+synth._RecordingMocks.new_resource = new_resource
+m.app(["preview", "-s", "onprem"])
+"""
+
+
+@pytest.mark.parametrize("at", [1, 5])
+def test_ctrl_c_during_synthesis_is_one_line_and_exit_130(at: int) -> None:
+    # Before: "Task was destroyed but it is pending!" with the task, once per RPC still running, or
+    # "Exception in callback ..." with a traceback, then "interrupted".
+    done = subprocess.run(
+        [sys.executable, "-c", _CTRL_C_AT, str(at)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (130, "interrupted\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
 
@@ -182,3 +183,37 @@ def test_collector_paused_leaves_a_disabled_collector_disabled() -> None:
     with collector_paused():
         assert not gc.isenabled()
     assert gc.isenabled()
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, RuntimeError])
+def test_a_run_cut_short_leaves_no_report_of_its_unfinished_tasks(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, stop: type[BaseException]
+) -> None:
+    # A run stopped at its fifth registration (Ctrl-C, or an error) leaves the SDK's tasks pending; destroyed with
+    # the loop, asyncio printed "Task was destroyed but it is pending!" for each and "Exception ignored in:
+    # <coroutine object run_pulumi_func>" with a traceback, after the command had reported what went wrong.
+    import gc
+
+    from gpufleet.engine import synth as engine
+
+    registered = engine._RecordingMocks.new_resource
+    seen: list[str] = []
+
+    def new_resource(self: engine._RecordingMocks, args: pulumi.runtime.MockResourceArgs) -> object:
+        seen.append(args.name)
+        if len(seen) == 5:
+            raise stop("stop")
+        return registered(self, args)
+
+    monkeypatch.setattr(engine._RecordingMocks, "new_resource", new_resource)
+    unraisable: list[str] = []  # "Exception ignored in: ..." (sys.unraisablehook, which pytest also wraps)
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: unraisable.append(f"{u.err_msg}: {u.object!r}"))
+    outcome = ""
+    try:
+        synth(ROOT, "onprem")
+    except (stop, SynthError, pulumi.RunError) as err:
+        outcome = type(err).__name__  # the exception and its frames are dropped on leaving the handler
+    assert outcome
+    gc.collect()  # what destroys the abandoned tasks and coroutines
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
+    assert unraisable == []
