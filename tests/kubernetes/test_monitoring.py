@@ -115,7 +115,8 @@ def test_the_old_prometheus_switch_points_to_its_replacement() -> None:
         k["prometheus"] = True
 
     message = _problem(old)
-    assert "sites[0].kubernetes" in message and "monitoring.prometheus_operator" in message
+    assert "sites[0].kubernetes.prometheus: no longer a key" in message
+    assert "monitoring: {prometheus_operator: existing" in message
 
 
 def test_service_monitor_labels_without_an_operator_are_refused() -> None:

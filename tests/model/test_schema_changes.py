@@ -9,8 +9,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from model.schema_changes import CHANGELOG, CHANGES
 from gpufleet.cli.app import app
+from model.schema_changes import CHANGELOG, CHANGES
 from tests.conftest import ROOT, example_config, write_project
 
 

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 import yaml
 
-from model import catalog
-from model.load import SpecError, parse_estate
 from gpufleet.review.cost import EstateCost, PoolCost, estate_cost
 from gpufleet.review.prices import HOURS
+from model import catalog
+from model.load import SpecError, parse_estate
 from tests.conftest import ROOT, example_estate
 
 NOW = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
