@@ -87,6 +87,7 @@ class PriceNeed:
     key: str
     kind: PriceKind
     what: str
+    usage_based: bool = False  # billed on a usage profile's figures (GB moved or stored), else left out of totals
 
 
 def price_needs(site: AwsSite) -> list[PriceNeed]:
@@ -103,17 +104,23 @@ def price_needs(site: AwsSite) -> list[PriceNeed]:
             PriceNeed("system_instance_type", site.system_instance_type, "cpu-instance", "the system node pool")
         )
     if site.vpc.vpc_id is None:
-        needs += [PriceNeed("vpc", k, "service", catalog.service(k).what) for k in VPC_SERVICES]
-    needs += [PriceNeed("region", k, "service", catalog.service(k).what) for k in ("ebs-gp3", "data-transfer-out")]
+        needs += [PriceNeed("vpc", k, "service", catalog.service(k).what, k in USAGE_SERVICES) for k in VPC_SERVICES]
+    needs += [
+        PriceNeed("region", k, "service", catalog.service(k).what, k in USAGE_SERVICES)
+        for k in ("ebs-gp3", "data-transfer-out")
+    ]
     for j, tier in enumerate(site.storage):
         key = storage_price_key(tier)
         if key is not None:
-            needs.append(PriceNeed(f"storage[{j}]", key, "service", f"tier {tier.name}"))
+            needs.append(PriceNeed(f"storage[{j}]", key, "service", f"tier {tier.name}", key in USAGE_SERVICES))
     return needs
 
 
 # What a created VPC bills: one NAT gateway per AZ, each with a public IPv4 address, and their data processing.
 VPC_SERVICES = ("nat-gateway", "public-ipv4", "nat-gateway-data")
+# Lines billed on what is moved or stored: the bill multiplies a usage profile's figures by them
+# (gpufleet/review/bill.py, storage_cost.py) and, without figures, lists the unit price outside the totals.
+USAGE_SERVICES = frozenset({"nat-gateway-data", "data-transfer-out", "efs-standard", "s3-standard"})
 
 
 def storage_price_key(tier: object) -> str | None:
@@ -140,9 +147,19 @@ def need_priced(site: AwsSite, need: PriceNeed) -> bool:
             return site_service_price(site, need.key) is not None
 
 
+def prices_entry(need: PriceNeed) -> str:
+    """The `prices` entry, to fill in, that prices `need` on its site."""
+    if need.kind == "service":
+        unit = catalog.service(need.key).unit
+        return f"{{service: {need.key}, usd: <USD per {unit}>, date: YYYY-MM-DD, source: <where from>}}"
+    return f"{{instance_type: {need.key}, usd_per_hour: <USD>, date: YYYY-MM-DD, source: <where from>}}"
+
+
 def unpriced_needs(site: AwsSite) -> list[PriceNeed]:
-    """What `site` uses that neither its `prices` nor the catalog prices in its region (a stack with any is refused)."""
-    return [n for n in price_needs(site) if not need_priced(site, n)]
+    """What `site` bills from the stack alone that neither its `prices` nor the catalog prices in its region (a
+    stack with any is refused). A usage-based line without a price is not refused here: with no usage figure it is
+    outside the totals, and with one the bill names it unpriced (and an unchecked budget fails `check`)."""
+    return [n for n in price_needs(site) if not n.usage_based and not need_priced(site, n)]
 
 
 def node_hour_price(site: AwsSite, instance_type: str) -> float:

@@ -1,4 +1,5 @@
-"""`gpufleet init`: a first stack file (aws, baremetal or hybrid), commented, that previews cleanly as written.
+"""`gpufleet init`: a first stack file (aws, baremetal or hybrid), commented, that previews cleanly as written
+wherever the catalog prices the cloud site's region (elsewhere the prices to fill in are written, commented out).
 
 Every value a real estate must change is a placeholder from the documentation ranges (RFC 5737 addresses, the
 example.com domain, AWS's example account 123456789012) and says so in a comment; secrets are `secure:`
@@ -82,7 +83,9 @@ def _metadata(name: str) -> str:
       cost_center: cc-0000           # CHANGE: your cost centre"""
 
 
-def _aws_site(name: str, region: str, gpu: str, burst: bool, indent: str = "      ") -> str:
+def _aws_site(
+    name: str, region: str, gpu: str, burst: bool, indent: str = "      ", prices: tuple[str, ...] = ()
+) -> str:
     instance = _instance_for(gpu)
     zones, note = _zones(instance, region)
     scaling = "{min: 0, max: 2}" if burst else "{min: 0, desired: 1, max: 2}"
@@ -115,6 +118,13 @@ def _aws_site(name: str, region: str, gpu: str, burst: bool, indent: str = "    
         "    - {kind: s3, name: objects}",
         "    - {kind: scratch, name: nvme}",
     ]
+    if prices:
+        lines += [
+            f"  # CHANGE: the catalog holds no {region} price for these. `gpufleet validate` refuses the stack until",
+            "  # each has one: uncomment, fill in your price with its date and source.",
+            "  # prices:",
+            *(f"  #   - {entry}" for entry in prices),
+        ]
     return "\n".join(indent + line for line in lines)
 
 
@@ -165,7 +175,25 @@ def _secrets(keys: list[str]) -> str:
 
 
 def render(kind: Kind, stack: str, region: str, gpu: str) -> str:
-    """The stack file text for `kind`."""
+    """The stack file text for `kind`. Where the catalog cannot price what the cloud site bills in its region,
+    the site carries the `prices` entries to fill in, commented out (validate names them until they are)."""
+    text = _render(kind, stack, region, gpu, ())
+    prices = _unpriced_entries(text)
+    return _render(kind, stack, region, gpu, prices) if prices else text
+
+
+def _unpriced_entries(text: str) -> tuple[str, ...]:
+    import yaml
+
+    from model.load import ESTATE_KEY, parse_estate
+    from model.pricing import prices_entry, unpriced_needs
+    from model.spec import AwsSite
+
+    spec = parse_estate(yaml.safe_load(text)["config"][ESTATE_KEY], "init", priced=False)
+    return tuple(prices_entry(n) for s in spec.sites if isinstance(s, AwsSite) for n in unpriced_needs(s))
+
+
+def _render(kind: Kind, stack: str, region: str, gpu: str, prices: tuple[str, ...]) -> str:
     if kind is Kind.baremetal and region:
         raise CommandError("--region: a baremetal estate has no AWS region (use aws or hybrid)")
     from model import catalog
@@ -200,7 +228,7 @@ def render(kind: Kind, stack: str, region: str, gpu: str) -> str:
             + "\n    deployer:\n      cidrs: [203.0.113.0/24]       # CHANGE: the fixed egress of the runner doing `up`\n"
             + "    aws_account:\n      autoscaling_service_role: create   # `existing` if the account already has it\n"
             + "    sites:\n"
-            + _aws_site("cloud", region, gpu, burst=False)
+            + _aws_site("cloud", region, gpu, burst=False, prices=prices)
             + "\n"
             + tenants.format(pool="train", gpus=_gpus_per_node(gpu))
         )
@@ -234,7 +262,7 @@ def render(kind: Kind, stack: str, region: str, gpu: str) -> str:
         + "    sites:\n"
         + _baremetal_site(gpu)
         + "\n"
-        + _aws_site("cloud", region, gpu, burst=True)
+        + _aws_site("cloud", region, gpu, burst=True, prices=prices)
         + "\n"
         + tenants.format(pool="base", gpus=8).rstrip("\n")
         + "\n        burst: true                  # its jobs (LocalQueue research on the manager) run on-prem\n"
@@ -265,3 +293,5 @@ def init(kind: KindArg, gpu: GpuOpt, stack: NameOpt = None, region: RegionOpt = 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     out.print(f"wrote {path}; next: gpufleet preview --stack {name}", markup=False)
+    if "  # prices:" in text:
+        out.print(f"{path}: fill in the commented `prices` entries (CHANGE) before it validates", markup=False)

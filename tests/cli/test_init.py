@@ -111,3 +111,28 @@ def test_every_local_queue_an_init_hybrid_comment_names_exists_in_its_plan(tmp_p
     plan = synth(project, "hybrid")
     created = {r.inputs["metadata"]["name"] for r in plan.resources if r.type.endswith(":LocalQueue")}
     assert named <= created, f"comments name queues the plan lacks: {sorted(named - created)}"
+
+
+@pytest.mark.parametrize(("kind", "region", "keys"), [("aws", "eu-west-1", ["p5.48xlarge", "ebs-gp3"]),
+                                                      ("hybrid", "us-east-2", ["ebs-gp3"])])  # fmt: skip
+def test_init_in_a_region_the_catalog_cannot_price_writes_the_prices_to_fill_in(
+    tmp_path: Path, kind: str, region: str, keys: list[str]
+) -> None:
+    project = empty_project(tmp_path)
+    result = runner.invoke(app, ["init", kind, "--gpu", "H100-80GB", "--region", region, "-C", str(project)])
+    assert result.exit_code == 0, result.output
+    assert "fill in the commented `prices` entries" in result.output
+    path = project / "stacks" / f"Pulumi.{kind}.yaml"
+    text = path.read_text()
+    entries = [ln.split("#   - ", 1)[1] for ln in text.splitlines() if "#   - {" in ln]
+    assert [next(k for k in keys if k in e) for e in entries] == keys  # one entry per unpriced line, in order
+    refused = runner.invoke(app, ["validate", "-s", kind, "-C", str(project)])
+    assert refused.exit_code == 2 and all(f"({k}) has no {region} price" in refused.output for k in keys)
+    # Filled in and uncommented, the stack validates.
+    filled = [e.replace("<USD>", "40.0").replace("<USD per GB-month>", "0.09") for e in entries]
+    filled = [e.replace("YYYY-MM-DD", "2026-11-01").replace("<where from>", "quote") for e in filled]
+    site_indent = next(ln for ln in text.splitlines() if "# prices:" in ln).split("#")[0]
+    block = f"{site_indent}prices:\n" + "".join(f"{site_indent}  - {e}\n" for e in filled)
+    path.write_text(text.replace(f"{site_indent}# prices:\n", block))
+    again = runner.invoke(app, ["validate", "-s", kind, "-C", str(project)])
+    assert again.exit_code == 0, again.output
