@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gpufleet.engine.plan import PlanResource
+from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.review import check
 from gpufleet.review.findings import Finding
 from model.conventions import GPU_PRESENT_LABEL, POOL_LABEL, TENANT_NODE_LABEL
@@ -325,3 +325,19 @@ def test_stack_findings_name_the_resource_they_concern() -> None:
     bad = [fx.efa_security_group(egress=[])]
     (finding,) = check.run(fx.plan(*bad), only={"efa-sg-self-only"})
     assert finding.resource == bad[0].key
+
+
+def test_budget_cap_leaves_a_type_the_catalog_cannot_price_to_budget_priced_when_gpufleet_named_it() -> None:
+    """Without an envelope figure, budget-cap sums GPU node groups at catalog prices. A type the stack prices itself
+    is not in the catalog: when gpufleet wrote what is unpriced, budget-priced owns the verdict, not a false
+    "no catalog price" here (g6e.12xlarge has no eu-west-1 catalog price)."""
+    pack = pack_of("budget-cap")
+    group = fx.node_group(instance_type="g6e.12xlarge", max_size=2)
+    eu = PlanResource(fx.AWS_PROVIDER, "pulumi:providers:aws", "site-aws", None, True, {"region": "eu-west-1"})
+    resources = Plan(project="gpufleet", stack="test", resources=[eu, group])
+    alone = check.run(resources, {pack: {"budget-cap": {"budgetUsdPerHour": 300}}}, only={"budget-cap"})
+    assert [f.message for f in alone] == [
+        f"node group {group.name}: no catalog price for g6e.12xlarge in eu-west-1; the budget cannot be checked"
+    ]
+    named = {"budgetUsdPerHour": 300, "unpricedItems": ["tier lustre"]}
+    assert check.run(resources, {pack: {"budget-cap": named}}, only={"budget-cap"}) == []
