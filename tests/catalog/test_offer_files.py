@@ -113,12 +113,15 @@ def test_a_refresh_from_offer_files_lifts_the_refusal_of_what_it_priced(
             parse_estate(_moved(REGION), "copy")
         return {k for k in catalog.SERVICE_KEYS if f"({k})" in str(e.value)}
 
-    assert {"ebs-gp3", "data-transfer-out", "efs-standard", "s3-standard"} <= refused()
+    assert "ebs-gp3" in refused()  # usage-billed lines (data out, EFS, S3) are priced but never refused
+    usage = ("data-transfer-out", "efs-standard", "s3-standard")
+    assert all(catalog.service_price(k, REGION) is None for k in usage)
     _refreshed(tmp_path)
     monkeypatch.setattr(catalog, "PRICES_FILE", tmp_path / "aws_prices.json")
     catalog._prices_doc.cache_clear()
     try:
         assert refused() == {"fsx-lustre-persistent-2-1000"}  # offer files do not price FSx tiers
+        assert all(catalog.service_price(k, REGION) is not None for k in usage)
     finally:
         monkeypatch.undo()
         catalog._prices_doc.cache_clear()
