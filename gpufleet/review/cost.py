@@ -18,94 +18,23 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any, Literal, assert_never
+from typing import Any, assert_never
 
 from gpufleet.review.bill import AWS_UNPRICED, BillLine, aws_site_bill
 from gpufleet.review.burst_cost import BurstCeiling, burst_ceiling
+from gpufleet.review.pool_cost import PoolCost, site_pools
 from gpufleet.review.prices import HOURS, LEVELS, Figures, PriceRef, price_dict, rounded
 from gpufleet.review.storage_cost import StorageCost, storage_cost
 from gpufleet.review.usage import UsageProfile
-from model import catalog
-from model.burst import effective_scaling, window_note, window_phase
-from model.capacity import gpu_units
-from model.pricing import pool_gpu_hour_price, site_price
 from model.spec import (
-    AwsNodePool,
     AwsSite,
-    BaremetalNodePool,
     BaremetalSite,
     BurstWindow,
     EstateSpec,
-    OnPremCost,
     Site,
 )
 
 UNASSIGNED = "(unassigned)"
-
-
-@dataclass(frozen=True)
-class PoolCost:
-    site: str
-    pool: str
-    kind: Literal["aws", "baremetal"]
-    instance_type: str | None  # aws only
-    gpu_model: str
-    gpus_per_node: int
-    nodes: dict[str, int]  # min / desired / max
-    gpu_units: int  # schedulable units at max size (MIG slices, replicas) used for tenant shares
-    gpu_total: int  # GPUs at max size
-    burst: bool
-    price: PriceRef | None  # per node-hour (aws) or per server-hour (bare metal); None = unpriced
-    hourly: Figures
-    notes: tuple[str, ...] = ()
-    month_hours: float = HOURS  # hours of a month the pool is billed: a capacity block's, when it is shorter
-
-    def monthly(self, level: str) -> float | None:
-        """$ for a month at `level`: the hourly figure over the hours the pool is billed in a month."""
-        v = self.hourly.at(level)
-        return None if v is None else v * self.month_hours
-
-    @property
-    def priced(self) -> bool:
-        return self.price is not None
-
-    def gpus(self, level: str) -> int:
-        return self.nodes[level] * self.gpus_per_node
-
-    @property
-    def usd_per_gpu_hour(self) -> float | None:
-        """Price of one GPU-hour: instance price ÷ its GPUs (aws); the pool's hour ÷ its GPUs (bare metal)."""
-        if self.price is None:
-            return None
-        match self.kind:
-            case "aws":
-                return self.price.usd / self.gpus_per_node
-            case "baremetal":
-                gpus = self.gpu_total
-                return (self.hourly.at("max") or 0.0) / gpus if gpus else None
-            case _:
-                assert_never(self.kind)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "site": self.site,
-            "pool": self.pool,
-            "kind": self.kind,
-            "instance_type": self.instance_type,
-            "gpu_model": self.gpu_model,
-            "gpus_per_node": self.gpus_per_node,
-            "nodes": dict(self.nodes),
-            "gpus": {lv: self.gpus(lv) for lv in LEVELS},
-            "gpu_units": self.gpu_units,
-            "usd_per_gpu_hour": rounded(self.usd_per_gpu_hour),
-            "burst": self.burst,
-            "priced": self.priced,
-            "price": price_dict(self.price),
-            **self.hourly.to_dict(),
-            "monthly": {lv: rounded(self.monthly(lv)) for lv in LEVELS},
-            "month_hours": self.month_hours,
-            "notes": list(self.notes),
-        }
 
 
 @dataclass(frozen=True)
@@ -294,7 +223,7 @@ def estate_cost(
     are priced from `usage` where it gives a figure."""
     now = now or dt.datetime.now(dt.UTC)
     usage = usage or UsageProfile()
-    pools = [cost for site in spec.sites for cost in _site_pools(spec, site, window, now)]
+    pools = [cost for site in spec.sites for cost in site_pools(spec, site, window, now)]
     storage = [storage_cost(site, tier, usage.site(site.name)) for site in spec.sites for tier in site.storage]
     nodes = {p.pool: p.nodes for p in pools}
     bill = [ln for s in spec.sites if isinstance(s, AwsSite) for ln in aws_site_bill(s, nodes, usage.site(s.name))]
@@ -311,180 +240,6 @@ def estate_cost(
         bill=bill,
         burst=burst_ceiling(spec, priced, window, now),
     )
-
-
-def _site_pools(spec: EstateSpec, site: Site, window: BurstWindow | None, now: dt.datetime) -> list[PoolCost]:
-    match site:
-        case AwsSite():
-            return [_aws_pool(spec, site, pool, window, now) for pool in site.node_pools]
-        case BaremetalSite():
-            return [_baremetal_pool(spec, site, pool) for pool in site.node_pools]
-        case _:
-            assert_never(site)
-
-
-def _aws_pool(
-    spec: EstateSpec, site: AwsSite, pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime
-) -> PoolCost:
-    scaling = effective_scaling(spec, pool, window, now)
-    instance = catalog.instance_type(pool.instance_type)
-    notes: list[str] = []
-    phase = window_phase(spec, window, now)
-    w = window if window is not None and window.pool == pool.name and phase != "idle" else None
-    if pool.burst:
-        if w is not None:
-            notes.append(window_note(spec, w, now))
-            if w.instance_type != pool.instance_type:
-                instance = catalog.instance_type(w.instance_type)
-        else:
-            notes.append("burst pool: idles at zero nodes outside a burst window")
-    found = site_price(site, instance.name)
-    if pool.burst and w is None and found is not None:
-        ceiling = pool.scaling.max * found.usd_per_hour
-        budget = f", within the burst budget of ${spec.burst.budget_usd:,.0f}/month" if spec.burst else ""
-        notes.append(f"a window may grow it to {pool.scaling.max} × {instance.name} = ${ceiling:,.2f}/h{budget}")
-    nodes = {"min": scaling.min, "desired": scaling.desired_nodes, "max": scaling.max}
-    month_hours: float = HOURS
-    price = None
-    if pool.capacity.type == "capacity-block":
-        price, hourly, month_hours, block_notes = _capacity_block(site, pool, instance.name, nodes["max"], now)
-        notes += block_notes
-    else:
-        if pool.capacity.type != "on-demand" and site.price_override(instance.name) is None:
-            notes.append(
-                f"{pool.capacity.type} capacity priced at the on-demand rate (the catalog holds no other rate)"
-            )
-        if found is not None:
-            price = PriceRef(found.usd_per_hour, "node-hour", found.date, f"{found.source}; {found.region}")
-            if site.price_override(instance.name) is not None:
-                notes.append(f"priced by the stack (sites.{site.name}.prices), not the catalog's on-demand rate")
-        else:
-            notes.append(f"no catalog price for {instance.name} in {site.region}: unpriced")
-        hourly = Figures(*(None if price is None else nodes[lv] * price.usd for lv in LEVELS))
-        if not pool.burst and price is not None and nodes["min"] != nodes["max"]:
-            notes.append(_autoscaled_note(nodes, price.usd))
-    return PoolCost(
-        site=site.name,
-        pool=pool.name,
-        kind="aws",
-        instance_type=instance.name,
-        gpu_model=instance.gpu.id,
-        gpus_per_node=instance.gpu_count,
-        nodes=nodes,
-        gpu_units=_units(spec, pool.name, scaling.max * instance.gpu_count),
-        gpu_total=scaling.max * instance.gpu_count,
-        burst=pool.burst,
-        price=price,
-        hourly=hourly,
-        notes=tuple(notes),
-        month_hours=month_hours,
-    )
-
-
-def _capacity_block(
-    site: AwsSite, pool: AwsNodePool, instance_type: str, instances: int, now: dt.datetime
-) -> tuple[PriceRef | None, Figures, float, list[str]]:
-    """A pool on an EC2 Capacity Block: (price, $/h, hours billed in a month, notes).
-
-    AWS charges the block up front for every hour of it, whether or not nodes run, so the pool costs its
-    instances (the pool's max) at the block's rate at every size, for the block's hours: a month counts at most
-    those. The rate is the catalog's capacity-block rate, never the on-demand one; without it, or without the
-    block's length, the pool is unpriced. After the block ends the pool has no capacity and costs nothing more.
-    """
-    block, cr = pool.capacity.block, pool.capacity.reservation_id
-    unpriced = Figures(None, None, None)
-    if block is None:
-        why = f"capacity block {cr}: its length is not stated (capacity.block.days), so it is unpriced"
-        return None, unpriced, HOURS, [f"{why}; a block is paid up front for its hours, not monthly at on-demand"]
-    found = catalog.capacity_block_price(instance_type, site.region)
-    if found is None:
-        return None, unpriced, HOURS, [
-            f"no catalog capacity-block rate for {instance_type} in {site.region}: unpriced (what AWS charges is "
-            "the block offering's upfrontFee)"
-        ]  # fmt: skip
-    price = PriceRef(found.usd, found.unit, found.date, f"{found.source}; {found.region}", found.verified)
-    total = instances * block.hours * price.usd
-    notes = [
-        f"capacity block {cr}: {instances} × {instance_type} for {block.days} days ({block.hours} h) at the block "
-        f"rate ${price.usd:,.3f}/h = ${total:,.2f} paid up front, whether or not nodes run; a month counts "
-        f"{min(block.hours, HOURS)} h of it"
-    ]
-    end = block.end()
-    if block.start is not None and end is not None:
-        notes.append(f"the block runs {block.start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC")
-        if now >= end:
-            notes.append("the block has ended: the pool has no capacity and costs nothing more")
-            return price, Figures(0.0, 0.0, 0.0), HOURS, notes
-    return price, Figures(*(instances * price.usd for _ in LEVELS)), min(block.hours, HOURS), notes
-
-
-def _autoscaled_note(nodes: dict[str, int], usd: float) -> str:
-    """An autoscaled pool's month: expected at its desired size, its ceiling only if every node runs all month."""
-    return (
-        f"autoscaled {nodes['min']}-{nodes['max']} nodes: a month costs about ${nodes['desired'] * usd * HOURS:,.0f} "
-        f"at desired size ({nodes['desired']} node{'' if nodes['desired'] == 1 else 's'}) and at most ${nodes['max'] * usd * HOURS:,.0f} if all "
-        f"{nodes['max']} run {HOURS} h (the ceiling)"
-    )
-
-
-def _baremetal_pool(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool) -> PoolCost:
-    # The amortised price comes from model.pricing (OnPremCost per server-hour: the pool's, else
-    # the site's); servers of a pool may differ in GPU count, so the pool is priced by servers.
-    servers = spec.pool_servers(site, pool)
-    found = pool_gpu_hour_price(spec, site, pool)
-    notes = ["owned servers cost the same at every size (amortised)"]
-    price = None
-    if found is not None:
-        where = (
-            f"sites.{site.name}.node_pools.{pool.name}.cost" if found.source == "pool" else f"sites.{site.name}.cost"
-        )
-        where += _origins(site.name, found.origins)
-        price = PriceRef(
-            found.usd_per_server_hour, "server-hour", "stack file", f"{where}: {_amortisation(found.inputs)}"
-        )
-    else:
-        notes.append(f"no OnPremCost on pool {pool.name} or site {site.name}: unpriced")
-    n = len(servers)
-    hourly = Figures(*(None if found is None else found.usd_per_hour for _ in LEVELS))
-    return PoolCost(
-        site=site.name,
-        pool=pool.name,
-        kind="baremetal",
-        instance_type=None,
-        gpu_model=spec.pool_gpu_model(pool.name).id,
-        gpus_per_node=spec.pool_gpus_per_node(pool.name),
-        nodes={"min": n, "desired": n, "max": n},
-        gpu_units=_units(spec, pool.name, sum(s.gpu_count for s in servers)),
-        gpu_total=sum(s.gpu_count for s in servers),
-        burst=False,
-        price=price,
-        hourly=hourly,
-        notes=tuple(notes),
-    )
-
-
-def _origins(site: str, origins: dict[str, str]) -> str:
-    """Which inputs a pool took from its site and which are OnPremCost defaults (no stack file sets them)."""
-    inherited = [k for k, o in origins.items() if o == "site"]
-    defaulted = [f"{k}={OnPremCost.model_fields[k].default:g}" for k, o in origins.items() if o == "default"]
-    out = ""
-    if inherited and any(o == "pool" for o in origins.values()):
-        out += f" (from sites.{site}.cost: {', '.join(inherited)})"
-    if defaulted:
-        out += f" (defaults, set nowhere: {', '.join(defaulted)})"
-    return out
-
-
-def _amortisation(c: OnPremCost) -> str:
-    return (
-        f"${c.server_price_usd:,.0f} over {c.lifetime_years:g} y + {c.power_kw:g} kW × ${c.usd_per_kwh:g}/kWh "
-        f"+ ${c.ops_usd_per_server_month:,.0f}/month ops"
-    )
-
-
-def _units(spec: EstateSpec, pool: str, gpus: int) -> int:
-    """Schedulable GPU units for `gpus` GPUs of `pool` (MIG slices and time-slicing replicas count apiece)."""
-    return gpu_units(gpus, spec.pool(pool).sharing, spec.pool_gpu_model(pool))
 
 
 def _tenant_shares(spec: EstateSpec, pools: list[PoolCost]) -> list[TenantShare]:
@@ -537,18 +292,22 @@ def _sum(figures: list[Figures], unpriced: list[str], no_price: list[str]) -> To
     """The sum of `figures`; None at a level where nothing is priced (unknown, not $0): a part with no figures adds
     nothing to a total, so an estate whose only figures would be empty sums reads unknown."""
     vals: dict[str, float | None] = {}
+    months: dict[str, float | None] = {}
     for lv in LEVELS:
-        known = [v for f in figures if (v := f.at(lv)) is not None]
-        vals[lv] = sum(known) if known or (figures and not unpriced) else None
-    return Total(Figures(vals["min"], vals["desired"], vals["max"]), tuple(unpriced), tuple(no_price))
+        known = [f for f in figures if f.at(lv) is not None]
+        some = bool(known) or bool(figures and not unpriced)
+        vals[lv] = sum(f.at(lv) or 0.0 for f in known) if some else None
+        months[lv] = sum(f.monthly(lv) or 0.0 for f in known) if some else None
+    month = None if all(f.month is None for f in figures) else (months["min"], months["desired"], months["max"])
+    return Total(Figures(vals["min"], vals["desired"], vals["max"], month=month), tuple(unpriced), tuple(no_price))
 
 
 def _add(a: Total, b: Total) -> Total:
     def plus(x: float | None, y: float | None) -> float | None:
         return None if x is None and y is None else (x or 0.0) + (y or 0.0)
 
-    return Total(
-        Figures(*(plus(a.hourly.at(lv), b.hourly.at(lv)) for lv in LEVELS)),
-        a.unpriced + b.unpriced,
-        a.no_price + b.no_price,
-    )
+    hourly = [plus(a.hourly.at(lv), b.hourly.at(lv)) for lv in LEVELS]
+    months = [plus(a.hourly.monthly(lv), b.hourly.monthly(lv)) for lv in LEVELS]
+    month = None if a.hourly.month is None and b.hourly.month is None else (months[0], months[1], months[2])
+    figures = Figures(hourly[0], hourly[1], hourly[2], month=month)
+    return Total(figures, a.unpriced + b.unpriced, a.no_price + b.no_price)

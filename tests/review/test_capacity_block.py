@@ -139,3 +139,33 @@ def test_the_documented_example_is_valid_and_costs_what_the_reference_says() -> 
     cost = estate_cost(parse_estate(estate, "test"), None, NOW)
     (costed,) = [p for p in cost.pools if p.pool == pool["name"]]
     assert costed.monthly("max") == pytest.approx(18453.12) and "$18,453.12" in text
+
+
+def test_site_and_tenant_months_count_the_block_hours_and_add_up_to_the_estate_month() -> None:
+    # A week's block in a month: the site's and each tenant's month count 168 h of the block, as the estate's does.
+    cost, _ = _cost({"days": 7})
+    for lv in ("min", "desired", "max"):
+        (site,) = cost.sites()
+        assert cost.site_total(site).hourly.monthly(lv) == pytest.approx(cost.monthly()[lv])
+    doc = json.loads(json.dumps(cost.to_dict()))
+    assert doc["sites"]["use1"]["monthly"]["max"] == pytest.approx(cost.monthly()["max"], rel=1e-6)
+    shares = [s for s in cost.tenant_shares if s.pool == "block"]
+    assert sum(s.hourly.monthly("max") or 0.0 for s in shares) == pytest.approx(2 * BLOCK_RATE * 168)
+
+
+def test_a_stack_price_prices_the_block_at_what_the_stack_paid() -> None:
+    estate = _estate({"days": 7})
+    estate["sites"][0]["prices"] = [
+        {"instance_type": "p5en.48xlarge", "usd_per_hour": 30.0, "date": "2026-11-20", "source": "upfrontFee / 336 h"}
+    ]
+    cost = estate_cost(parse_estate(estate, "test"), None, NOW)
+    pool = next(p for p in cost.pools if p.pool == "block")
+    assert pool.price is not None and pool.price.usd == 30.0 and "upfrontFee" in pool.price.source
+    assert pool.monthly("max") == pytest.approx(2 * 30.0 * 168)
+    assert any("the stack's rate (sites.use1.prices)" in n for n in pool.notes)
+
+
+def test_an_unverified_block_rate_says_so_in_the_pool_note() -> None:
+    _, pool = _cost({"days": 7})
+    assert pool.price is not None and not pool.price.verified
+    assert any("(unverified, of 2026-07-22)" in n for n in pool.notes)
