@@ -172,9 +172,12 @@ def test_operator_crd_data_is_the_upstream_files_at_the_pinned_tag(tmp_path: Pat
 
 
 def test_applied_file_data_is_the_upstream_file_at_the_pinned_tag(tmp_path: Path) -> None:
-    """The objects kept for each URL a ConfigFile applies are that file at its tag (the CI copy names it
-    `<file stem>-<tag>.yaml` in operator-crds/ beside the chart sources)."""
+    """The objects kept for each URL a ConfigFile applies are that file at its tag. An offline chart cache may hold
+    it as `operator-crds/<file stem>-<tag>.yaml`; on a cache of charts only, `python -m gpufleet.charts.operator_crds`
+    (from the tag over HTTPS) is the same check."""
     upstream = Path(os.environ[ENV_VAR]) / "operator-crds"
+    if not upstream.is_dir():
+        pytest.skip(f"{upstream}: no copy of the applied files in this chart cache")
     for src in APPLIED_FILES:
         target = tmp_path / src.path
         target.parent.mkdir(parents=True, exist_ok=True)
