@@ -190,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         help="a checkout of that upstream repository at the pinned tag (repeatable); the others come over HTTPS",
     )
     args = parser.parse_args(argv)
+    if bad := [s for s in args.source if "=" not in s or not all(s.partition("=")[::2])]:
+        parser.error(f"--source {bad[0]}: give OWNER/REPO=DIR (the repository and its checkout at the pinned tag)")
     checkouts = {repo: Path(folder) for repo, _, folder in (s.partition("=") for s in args.source)}
     DATA_DIR.mkdir(exist_ok=True)
     for src in SOURCES:

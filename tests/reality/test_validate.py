@@ -193,3 +193,13 @@ def test_every_config_file_of_the_examples_has_its_objects_offline(example_plans
     (crd,) = applied_objects(versions.PROVISIONING_REQUEST_CRD_URL)
     assert crd["metadata"]["name"] == "provisioningrequests.autoscaling.x-k8s.io"
     assert builtin_issues(crd, "1.34") == []
+
+
+@pytest.mark.parametrize("arg", ["/tmp/checkout", "Mellanox/network-operator=", "=/tmp/checkout"])
+def test_regenerating_operator_crds_refuses_a_source_without_its_repository(arg: str) -> None:
+    # `--source DIR` was the old form: read as a repository named DIR, it would fetch over HTTPS without a word.
+    from gpufleet.charts.operator_crds import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--source", arg])
+    assert e.value.code == 2
