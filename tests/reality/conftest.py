@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpufleet.charts.cache import ENV_VAR, ChartCache, pinned_charts
+from gpufleet.charts.cache import ENV_VAR, ChartCache
 from gpufleet.charts.render import RenderedRelease, render_plan
 from gpufleet.engine.plan import Plan
 from gpufleet.review.first_up import FirstUp, simulate
@@ -26,12 +26,6 @@ def chart_cache_root() -> Path:
     if not root.is_dir():
         pytest.fail(f"chart sources for the tests not found at {root}: set {ENV_VAR} to a chart cache folder")
     return root
-
-
-def missing_from_test_cache() -> set[str]:
-    """Pinned charts whose sources are not (yet) in the test chart cache: each is named by an xfail, not hidden."""
-    cache = ChartCache(chart_cache_root())
-    return {c.name for c in pinned_charts() if not cache.path(c).is_dir()}
 
 
 @pytest.fixture(scope="session")

@@ -16,15 +16,12 @@ from gpufleet.charts.cache import ENV_VAR, ChartCache, ChartCacheError, chart_fo
 from gpufleet.charts.pull import PullError, install_archive, pull
 from gpufleet.charts.render import render_chart
 from model import versions
-from tests.reality.conftest import missing_from_test_cache
 
 
 @pytest.mark.parametrize("chart", pinned_charts(), ids=lambda c: c.name)
 def test_every_pinned_chart_is_cached_and_renders_with_its_defaults(
     chart: versions.Chart, chart_cache: ChartCache
 ) -> None:
-    if chart.name in missing_from_test_cache():
-        pytest.xfail(f"{chart.name}-{chart.version} is not in the test chart cache yet (add it as SOURCES.md says)")
     # Kueue as the other tests install it, so the (slow) render is shared through the process memo.
     namespace = "kueue-system" if chart == versions.KUEUE else chart.name
     rendered = render_chart(chart_cache.locate(chart), {}, name=chart.name, namespace=namespace)
