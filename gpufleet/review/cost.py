@@ -28,7 +28,7 @@ from gpufleet.review.usage import UsageProfile
 from model import catalog
 from model.burst import effective_scaling, window_note, window_phase
 from model.capacity import gpu_units
-from model.pricing import pool_gpu_hour_price, site_price
+from model.pricing import pool_gpu_hour_price, site_capacity_block_price, site_price
 from model.spec import (
     AwsNodePool,
     AwsSite,
@@ -388,20 +388,15 @@ def _capacity_block(
 
     AWS charges the block up front for every hour of it, whether or not nodes run, so the pool costs its
     instances (the pool's max) at the block's rate at every size, for the block's hours: a month counts at most
-    those. The rate is the catalog's capacity-block rate, never the on-demand one; without it, or without the
-    block's length, the pool is unpriced. After the block ends the pool has no capacity and costs nothing more.
+    those. The rate is the block's own (`model.pricing.site_capacity_block_price`), never the on-demand one; a
+    block nothing prices is unpriced here (gpufleet's commands refuse it before). After the block ends the pool
+    has no capacity and costs nothing more.
     """
     block, cr = pool.capacity.block, pool.capacity.reservation_id
-    unpriced = Figures(None, None, None)
-    if block is None:
-        why = f"capacity block {cr}: its length is not stated (capacity.block.days), so it is unpriced"
-        return None, unpriced, HOURS, [f"{why}; a block is paid up front for its hours, not monthly at on-demand"]
-    found = catalog.capacity_block_price(instance_type, site.region)
-    if found is None:
-        return None, unpriced, HOURS, [
-            f"no catalog capacity-block rate for {instance_type} in {site.region}: unpriced (what AWS charges is "
-            "the block offering's upfrontFee)"
-        ]  # fmt: skip
+    found = site_capacity_block_price(site, pool)
+    if block is None or found is None:
+        why = "its length is not stated (capacity.block.days)" if block is None else "no capacity-block rate"
+        return None, Figures(None, None, None), HOURS, [f"capacity block {cr}: {why}, so it is unpriced"]
     price = PriceRef(found.usd, found.unit, found.date, f"{found.source}; {found.region}", found.verified)
     total = instances * block.hours * price.usd
     notes = [

@@ -170,6 +170,8 @@ def unpriced_lines(spec: EstateSpec) -> Iterator[Problem]:
 def _unpriced(s: AwsSite, need: PriceNeed) -> str:
     """Why `need` is refused in the site's region and the two ways to price it."""
     region = s.region
+    if need.kind == "capacity-block":
+        return _unpriced_block(s, need)
     entry = prices_entry(need)
     offer = catalog.service(need.key).offer if need.kind == "service" else "AmazonEC2"
     fix = f"add {entry} to this site's `prices`"
@@ -179,6 +181,21 @@ def _unpriced(s: AwsSite, need: PriceNeed) -> str:
             f"offer file for {region}"
         )
     return f"{need.what} ({need.key}) has no {region} price: the catalog holds none; {fix}"
+
+
+def _unpriced_block(s: AwsSite, need: PriceNeed) -> str:
+    """Why a pool's capacity block has no price: its length is not stated, or nothing prices it in the region."""
+    pool = next(p for p in s.node_pools if p.name == need.pool)
+    on = f"{need.what} runs on capacity block {pool.capacity.reservation_id}"
+    if pool.capacity.block is None:
+        return (
+            f"{on}, which AWS charges up front for its length: set block: {{days: <1 to 14, or 21 to 182 in steps "
+            "of 7>}} (and its start), so cost counts its hours, not a month at the on-demand rate"
+        )
+    return (
+        f"{on}, and the catalog holds no {s.region} capacity-block rate for {need.key}; set block.upfront_usd to "
+        "what AWS charged for the block (its offering's upfrontFee)"
+    )
 
 
 def _baremetal_site(path: str, s: BaremetalSite) -> Iterator[Problem]:
