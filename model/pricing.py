@@ -188,6 +188,21 @@ def unpriced_needs(site: AwsSite) -> list[PriceNeed]:
     return [n for n in price_needs(site) if not n.usage_based and not need_priced(site, n)]
 
 
+def capacity_block_unpriced(s: AwsSite, need: PriceNeed) -> str:
+    """Why a pool's capacity block has no price: its length is not stated, or nothing prices it in the region."""
+    pool = next(p for p in s.node_pools if p.name == need.pool)
+    on = f"{need.what} runs on capacity block {pool.capacity.reservation_id}"
+    if pool.capacity.block is None:
+        return (
+            f"{on}, which AWS charges up front for its length: set block: {{days: <1 to 14, or 21 to 182 in steps "
+            "of 7>} (and its start), so cost counts its hours, not a month at the on-demand rate"
+        )
+    return (
+        f"{on}, and the catalog holds no {s.region} capacity-block rate for {need.key}; set block.upfront_usd to "
+        "what AWS charged for the block (its offering's upfrontFee)"
+    )
+
+
 def node_hour_price(site: AwsSite, instance_type: str) -> float:
     """One node-hour of `instance_type` on `site` (`site_price`; CatalogError if neither the stack nor the catalog
     prices it)."""

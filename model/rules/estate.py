@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, assert_never
 from model import catalog
 from model.cni import network_policy_problems
 from model.conventions import EKS_RESERVED_LABEL_PREFIXES, eks_rejects_label
-from model.pricing import PriceNeed, price_needs, prices_entry, unpriced_needs
+from model.pricing import PriceNeed, capacity_block_unpriced, price_needs, prices_entry, unpriced_needs
 from model.reach import access_problems
 from model.rules.baremetal import baremetal_inventory, gpudirect_rdma_declared
 from model.rules.burst import burst_problems
@@ -171,7 +171,7 @@ def _unpriced(s: AwsSite, need: PriceNeed) -> str:
     """Why `need` is refused in the site's region and the two ways to price it."""
     region = s.region
     if need.kind == "capacity-block":
-        return _unpriced_block(s, need)
+        return capacity_block_unpriced(s, need)
     entry = prices_entry(need)
     offer = catalog.service(need.key).offer if need.kind == "service" else "AmazonEC2"
     fix = f"add {entry} to this site's `prices`"
@@ -181,21 +181,6 @@ def _unpriced(s: AwsSite, need: PriceNeed) -> str:
             f"offer file for {region}"
         )
     return f"{need.what} ({need.key}) has no {region} price: the catalog holds none; {fix}"
-
-
-def _unpriced_block(s: AwsSite, need: PriceNeed) -> str:
-    """Why a pool's capacity block has no price: its length is not stated, or nothing prices it in the region."""
-    pool = next(p for p in s.node_pools if p.name == need.pool)
-    on = f"{need.what} runs on capacity block {pool.capacity.reservation_id}"
-    if pool.capacity.block is None:
-        return (
-            f"{on}, which AWS charges up front for its length: set block: {{days: <1 to 14, or 21 to 182 in steps "
-            "of 7>}} (and its start), so cost counts its hours, not a month at the on-demand rate"
-        )
-    return (
-        f"{on}, and the catalog holds no {s.region} capacity-block rate for {need.key}; set block.upfront_usd to "
-        "what AWS charged for the block (its offering's upfrontFee)"
-    )
 
 
 def _baremetal_site(path: str, s: BaremetalSite) -> Iterator[Problem]:

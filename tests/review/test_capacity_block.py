@@ -82,9 +82,10 @@ def test_a_block_without_its_length_is_refused_and_never_priced_on_demand() -> N
     with pytest.raises(SpecError) as err:
         parse_estate(_estate(None), "s.yaml")
     (problem,) = err.value.problems
-    assert problem.startswith(
+    assert problem == (
         "s.yaml: config.gpufleet:estate.sites[0].node_pools[3].capacity.block: pool block runs on capacity block "
-        f"{RESERVATION}, which AWS charges up front for its length: set block: {{days: <1 to 14, or 21 to 182"
+        f"{RESERVATION}, which AWS charges up front for its length: set block: {{days: <1 to 14, or 21 to 182 in "
+        "steps of 7>} (and its start), so cost counts its hours, not a month at the on-demand rate"
     )
     # The Pulumi program takes the estate all the same; its envelope names the pool unpriced, never on-demand.
     cost = estate_cost(parse_estate(_estate(None), "s.yaml", priced=False), None, NOW)
