@@ -15,6 +15,7 @@ from typing import Literal
 
 from model import catalog
 from model.spec import (
+    AwsNodePool,
     AwsSite,
     BaremetalNodePool,
     BaremetalSite,
@@ -75,19 +76,36 @@ def site_cpu_price(site: AwsSite, instance_type: str) -> catalog.ListPrice | Non
     return catalog.cpu_instance_price(instance_type, site.region)
 
 
-PriceKind = Literal["gpu-instance", "cpu-instance", "service"]
+def site_capacity_block_price(site: AwsSite, pool: AwsNodePool) -> catalog.ListPrice | None:
+    """A node-hour of `pool` on its EC2 Capacity Block: the block's own upfront fee (`capacity.block.upfront_usd`)
+    over its hours and instances (the pool's max), before the catalog's capacity-block rate in the site's region;
+    None when the block's length is not stated or neither prices it. Never the on-demand rate: AWS prices a block
+    apart, and charges it whether or not nodes run."""
+    block = pool.capacity.block
+    if block is None:
+        return None
+    if block.upfront_usd is None:
+        return catalog.capacity_block_price(pool.instance_type, site.region)
+    rate = block.upfront_usd / block.hours / max(pool.scaling.max, 1)
+    where = f"stack: sites.{site.name}.node_pools.{pool.name}.capacity.block.upfront_usd"
+    date = block.start.date().isoformat() if block.start is not None else "stack file"
+    return catalog.ListPrice(pool.instance_type, rate, "node-hour", site.region, date, where, True)
+
+
+PriceKind = Literal["gpu-instance", "cpu-instance", "service", "capacity-block"]
 
 
 @dataclass(frozen=True)
 class PriceNeed:
     """A list price an AWS site's bill needs: where the stack asks for it (YAML path under the site), the
-    instance type or catalog.SERVICES key, and what it prices."""
+    instance type or catalog.SERVICES key, and what it prices (`pool`: the node pool of a capacity block)."""
 
     path: str
     key: str
     kind: PriceKind
     what: str
     usage_based: bool = False  # billed on a usage profile's figures (GB moved or stored), else left out of totals
+    pool: str | None = None
 
 
 def price_needs(site: AwsSite) -> list[PriceNeed]:
@@ -97,6 +115,11 @@ def price_needs(site: AwsSite) -> list[PriceNeed]:
     needs = [
         PriceNeed(f"node_pools[{j}].instance_type", p.instance_type, "gpu-instance", f"pool {p.name}")
         for j, p in enumerate(site.node_pools)
+    ]
+    needs += [
+        PriceNeed(f"node_pools[{j}].capacity.block", p.instance_type, "capacity-block", f"pool {p.name}", pool=p.name)
+        for j, p in enumerate(site.node_pools)
+        if p.capacity.type == "capacity-block"
     ]
     if site.cluster.adopt_name is None:
         needs.append(PriceNeed("cluster", "eks-cluster", "service", "the EKS control plane"))
@@ -145,6 +168,9 @@ def need_priced(site: AwsSite, need: PriceNeed) -> bool:
             return site_cpu_price(site, need.key) is not None
         case "service":
             return site_service_price(site, need.key) is not None
+        case "capacity-block":
+            pool = next(p for p in site.node_pools if p.name == need.pool)
+            return site_capacity_block_price(site, pool) is not None
 
 
 def prices_entry(need: PriceNeed) -> str:
@@ -160,6 +186,21 @@ def unpriced_needs(site: AwsSite) -> list[PriceNeed]:
     stack with any is refused). A usage-based line without a price is not refused here: with no usage figure it is
     outside the totals, and with one the bill names it unpriced (and an unchecked budget fails `check`)."""
     return [n for n in price_needs(site) if not n.usage_based and not need_priced(site, n)]
+
+
+def capacity_block_unpriced(s: AwsSite, need: PriceNeed) -> str:
+    """Why a pool's capacity block has no price: its length is not stated, or nothing prices it in the region."""
+    pool = next(p for p in s.node_pools if p.name == need.pool)
+    on = f"{need.what} runs on capacity block {pool.capacity.reservation_id}"
+    if pool.capacity.block is None:
+        return (
+            f"{on}, which AWS charges up front for its length: set block: {{days: <1 to 14, or 21 to 182 in steps "
+            "of 7>} (and its start), so cost counts its hours, not a month at the on-demand rate"
+        )
+    return (
+        f"{on}, and the catalog holds no {s.region} capacity-block rate for {need.key}; set block.upfront_usd to "
+        "what AWS charged for the block (its offering's upfrontFee)"
+    )
 
 
 def node_hour_price(site: AwsSite, instance_type: str) -> float:

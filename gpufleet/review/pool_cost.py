@@ -9,11 +9,12 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
+from gpufleet.review.pool_prices import aws_pool_price
 from gpufleet.review.prices import HOURS, LEVELS, Figures, PriceRef, price_dict, rounded
 from model import catalog
 from model.burst import effective_scaling, window_note, window_phase
 from model.capacity import gpu_units
-from model.pricing import override_source, pool_gpu_hour_price, site_price
+from model.pricing import pool_gpu_hour_price, site_price
 from model.spec import (
     AwsNodePool,
     AwsSite,
@@ -121,25 +122,7 @@ def _aws_pool(
         budget = f", within the burst budget of ${spec.burst.budget_usd:,.0f}/month" if spec.burst else ""
         notes.append(f"a window may grow it to {pool.scaling.max} × {instance.name} = ${ceiling:,.2f}/h{budget}")
     nodes = {"min": scaling.min, "desired": scaling.desired_nodes, "max": scaling.max}
-    month_hours: float = HOURS
-    price = None
-    if pool.capacity.type == "capacity-block":
-        price, hourly, month_hours, block_notes = _capacity_block(site, pool, instance.name, nodes["max"], now)
-        notes += block_notes
-    else:
-        if pool.capacity.type != "on-demand" and site.price_override(instance.name) is None:
-            notes.append(
-                f"{pool.capacity.type} capacity priced at the on-demand rate (the catalog holds no other rate)"
-            )
-        if found is not None:
-            price = PriceRef(found.usd_per_hour, "node-hour", found.date, f"{found.source}; {found.region}")
-            if site.price_override(instance.name) is not None:
-                notes.append(f"priced by the stack (sites.{site.name}.prices), not the catalog's on-demand rate")
-        else:
-            notes.append(f"no catalog price for {instance.name} in {site.region}: unpriced")
-        hourly = Figures(*(None if price is None else nodes[lv] * price.usd for lv in LEVELS))
-        if not pool.burst and price is not None and nodes["min"] != nodes["max"]:
-            notes.append(_autoscaled_note(nodes, price.usd))
+    priced = aws_pool_price(site, pool, instance.name, nodes, found, now)
     return PoolCost(
         site=site.name,
         pool=pool.name,
@@ -151,61 +134,10 @@ def _aws_pool(
         gpu_units=_units(spec, pool.name, scaling.max * instance.gpu_count),
         gpu_total=scaling.max * instance.gpu_count,
         burst=pool.burst,
-        price=price,
-        hourly=hourly.billed_for(month_hours),
-        notes=tuple(notes),
-        month_hours=month_hours,
-    )
-
-
-def _capacity_block(
-    site: AwsSite, pool: AwsNodePool, instance_type: str, instances: int, now: dt.datetime
-) -> tuple[PriceRef | None, Figures, float, list[str]]:
-    """A pool on an EC2 Capacity Block: (price, $/h, hours billed in a month, notes).
-
-    AWS charges the block up front for every hour of it, whether or not nodes run, so the pool costs its
-    instances (the pool's max) at the block's rate at every size, for the block's hours: a month counts at most
-    those. The rate is the catalog's capacity-block rate, never the on-demand one; without it, or without the
-    block's length, the pool is unpriced. After the block ends the pool has no capacity and costs nothing more.
-    """
-    block, cr = pool.capacity.block, pool.capacity.reservation_id
-    unpriced = Figures(None, None, None)
-    if block is None:
-        why = f"capacity block {cr}: its length is not stated (capacity.block.days), so it is unpriced"
-        return None, unpriced, HOURS, [f"{why}; a block is paid up front for its hours, not monthly at on-demand"]
-    own = site.price_override(instance_type)
-    found = catalog.capacity_block_price(instance_type, site.region)
-    if own is not None:  # what the stack says it paid: the offering's upfrontFee over the block's instance-hours
-        price = PriceRef(own.usd_per_hour, "node-hour", own.date.isoformat(), override_source(site, instance_type))
-        rate = f"the stack's rate (sites.{site.name}.prices) ${price.usd:,.3f}/h"
-    elif found is not None:
-        price = PriceRef(found.usd, found.unit, found.date, f"{found.source}; {found.region}", found.verified)
-        rate = f"the block rate ${price.usd:,.3f}/h" + ("" if found.verified else f" (unverified, of {found.date})")
-    else:
-        return None, unpriced, HOURS, [
-            f"no catalog capacity-block rate for {instance_type} in {site.region}: unpriced (what AWS charges is "
-            f"the block offering's upfrontFee; give it in sites.{site.name}.prices as a rate per instance-hour)"
-        ]  # fmt: skip
-    total = instances * block.hours * price.usd
-    notes = [
-        f"capacity block {cr}: {instances} × {instance_type} for {block.days} days ({block.hours} h) at {rate} = "
-        f"${total:,.2f} paid up front, whether or not nodes run; a month counts {min(block.hours, HOURS)} h of it"
-    ]
-    end = block.end()
-    if block.start is not None and end is not None:
-        notes.append(f"the block runs {block.start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC")
-        if now >= end:
-            notes.append("the block has ended: the pool has no capacity and costs nothing more")
-            return price, Figures(0.0, 0.0, 0.0), HOURS, notes
-    return price, Figures(*(instances * price.usd for _ in LEVELS)), min(block.hours, HOURS), notes
-
-
-def _autoscaled_note(nodes: dict[str, int], usd: float) -> str:
-    """An autoscaled pool's month: expected at its desired size, its ceiling only if every node runs all month."""
-    return (
-        f"autoscaled {nodes['min']}-{nodes['max']} nodes: a month costs about ${nodes['desired'] * usd * HOURS:,.0f} "
-        f"at desired size ({nodes['desired']} node{'' if nodes['desired'] == 1 else 's'}) and at most ${nodes['max'] * usd * HOURS:,.0f} if all "
-        f"{nodes['max']} run {HOURS} h (the ceiling)"
+        price=priced.price,
+        hourly=priced.hourly.billed_for(priced.month_hours),
+        notes=(*notes, *priced.notes),
+        month_hours=priced.month_hours,
     )
 
 

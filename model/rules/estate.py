@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, assert_never
 from model import catalog
 from model.cni import network_policy_problems
 from model.conventions import EKS_RESERVED_LABEL_PREFIXES, eks_rejects_label
-from model.pricing import PriceNeed, price_needs, prices_entry, unpriced_needs
+from model.pricing import PriceNeed, capacity_block_unpriced, price_needs, prices_entry, unpriced_needs
 from model.reach import access_problems
 from model.rules.baremetal import baremetal_inventory, gpudirect_rdma_declared
 from model.rules.burst import burst_problems
@@ -170,6 +170,8 @@ def unpriced_lines(spec: EstateSpec) -> Iterator[Problem]:
 def _unpriced(s: AwsSite, need: PriceNeed) -> str:
     """Why `need` is refused in the site's region and the two ways to price it."""
     region = s.region
+    if need.kind == "capacity-block":
+        return capacity_block_unpriced(s, need)
     entry = prices_entry(need)
     offer = catalog.service(need.key).offer if need.kind == "service" else "AmazonEC2"
     fix = f"add {entry} to this site's `prices`"

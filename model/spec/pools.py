@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from model import catalog
 from model.spec.base import CapacityType, Model, Name, Role
-from model.spec.net import MAX_NODES, Timestamp
+from model.spec.net import MAX_NODES, Timestamp, Usd
 
 # NVIDIA GPU Operator, "Time-Slicing GPUs in Kubernetes": time-sliced workloads share one GPU's memory and faults.
 TIME_SLICING_DOC = "https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/gpu-sharing.html"
@@ -126,6 +126,13 @@ class CapacityBlock(Model):
     )
     start: Timestamp | None = Field(
         default=None, description="When the block starts (its startDate); cost then says when it ends."
+    )
+    upfront_usd: Usd | None = Field(
+        default=None,
+        description=(
+            "What AWS charged for the whole block, up front (its offering's upfrontFee). Cost uses it before the "
+            "catalog's capacity-block rate, which is the published rate on its date, not a quote."
+        ),
     )
 
     @field_validator("days")

@@ -78,20 +78,34 @@ def test_a_block_longer_than_a_month_counts_730_hours_in_a_month() -> None:
     assert any(f"for 182 days ({182 * 24} h)" in n for n in pool.notes)
 
 
-def test_a_block_without_its_length_is_unpriced_and_named_never_on_demand() -> None:
-    cost, pool = _cost(None)
-    assert pool.price is None and pool.hourly.at("max") is None
-    assert "pool block" in cost.total().unpriced
-    assert any("capacity.block.days" in n for n in pool.notes)
+def test_a_block_without_its_length_is_refused_and_never_priced_on_demand() -> None:
+    with pytest.raises(SpecError) as err:
+        parse_estate(_estate(None), "s.yaml")
+    (problem,) = err.value.problems
+    assert problem == (
+        "s.yaml: config.gpufleet:estate.sites[0].node_pools[3].capacity.block: pool block runs on capacity block "
+        f"{RESERVATION}, which AWS charges up front for its length: set block: {{days: <1 to 14, or 21 to 182 in "
+        "steps of 7>} (and its start), so cost counts its hours, not a month at the on-demand rate"
+    )
+    # The Pulumi program takes the estate all the same; its envelope names the pool unpriced, never on-demand.
+    cost = estate_cost(parse_estate(_estate(None), "s.yaml", priced=False), None, NOW)
+    pool = next(p for p in cost.pools if p.pool == "block")
+    assert pool.price is None and pool.hourly.at("max") is None and "pool block" in cost.total().unpriced
 
 
-def test_a_block_the_catalog_has_no_block_rate_for_is_unpriced_not_on_demand(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_block_the_catalog_has_no_rate_for_is_priced_by_its_upfront_fee(monkeypatch: pytest.MonkeyPatch) -> None:
     doc = json.loads(catalog.CAPACITY_BLOCK_PRICES_FILE.read_text())
     del doc["regions"]["us-east-1"]["p5en.48xlarge"]
     monkeypatch.setattr(catalog, "_capacity_block_doc", lambda: doc)
-    cost, pool = _cost({"days": 2})
-    assert pool.price is None and pool.hourly.at("max") is None and "pool block" in cost.total().unpriced
-    assert any("no catalog capacity-block rate for p5en.48xlarge in us-east-1" in n for n in pool.notes)
+    with pytest.raises(SpecError) as err:
+        parse_estate(_estate({"days": 2}), "s.yaml")
+    (problem,) = err.value.problems
+    assert "config.gpufleet:estate.sites[0].node_pools[3].capacity.block: " in problem
+    assert "no us-east-1 capacity-block rate for p5en.48xlarge; set block.upfront_usd" in problem
+    # What AWS charged for the block, as its offering said: $5,000 for 2 days of both instances.
+    _, pool = _cost({"days": 2, "upfront_usd": 5000})
+    assert pool.price is not None and "capacity.block.upfront_usd" in pool.price.source
+    assert pool.hourly.at("min") == pytest.approx(5000 / 48) and pool.monthly("max") == pytest.approx(5000)
 
 
 def test_an_ended_block_costs_nothing_more() -> None:
@@ -151,18 +165,6 @@ def test_site_and_tenant_months_count_the_block_hours_and_add_up_to_the_estate_m
     assert doc["sites"]["use1"]["monthly"]["max"] == pytest.approx(cost.monthly()["max"], rel=1e-6)
     shares = [s for s in cost.tenant_shares if s.pool == "block"]
     assert sum(s.hourly.monthly("max") or 0.0 for s in shares) == pytest.approx(2 * BLOCK_RATE * 168)
-
-
-def test_a_stack_price_prices_the_block_at_what_the_stack_paid() -> None:
-    estate = _estate({"days": 7})
-    estate["sites"][0]["prices"] = [
-        {"instance_type": "p5en.48xlarge", "usd_per_hour": 30.0, "date": "2026-11-20", "source": "upfrontFee / 336 h"}
-    ]
-    cost = estate_cost(parse_estate(estate, "test"), None, NOW)
-    pool = next(p for p in cost.pools if p.pool == "block")
-    assert pool.price is not None and pool.price.usd == 30.0 and "upfrontFee" in pool.price.source
-    assert pool.monthly("max") == pytest.approx(2 * 30.0 * 168)
-    assert any("the stack's rate (sites.use1.prices)" in n for n in pool.notes)
 
 
 def test_an_unverified_block_rate_says_so_in_the_pool_note() -> None:
