@@ -4,10 +4,14 @@
 without a traceback; `gpufleet` catches the same `SpecError` before it ever runs the program.
 
 A hybrid estate's burst window is not in the stack file: it is read from the state stack `<stack>-burst`
-through a StackReference (model/burst.py, "window state"), so a plain `pulumi up` from any machine
-sees the window `gpufleet burst` last recorded. The estate is built once that read has answered (inside `apply`:
-a StackReference's outputs are known in previews too, so a preview shows every resource), and the window is
-judged at the state's `as_of`, the AWS time of the burst command that recorded it, never by this machine's clock.
+through a StackReference (model/burst.py), so a plain `pulumi up` from any machine sees the window
+`gpufleet burst` last recorded. The window is judged at the state's `as_of`, never by this machine's clock.
+
+The estate is built inside the StackReference's `apply`. Pulumi shows resources made inside an `apply` in a
+preview only when the value is known (https://www.pulumi.com/docs/iac/concepts/inputs-outputs/apply/). A
+StackReference's outputs are: the engine's built-in provider reads them from the backend in a preview as in an
+update (pulumi/pulumi pkg/resource/deploy/builtins.go, `Read` and `Create` call `readStackReference` whatever
+`req.Preview` says). So a preview shows every resource.
 """
 
 from __future__ import annotations
