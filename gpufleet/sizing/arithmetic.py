@@ -27,9 +27,9 @@ from model import catalog
 if TYPE_CHECKING:
     from gpufleet.sizing.workloads import Planning, WorkloadClass
 
-# Mixed-precision Adam, before activations: bf16/fp16 weights 2 B + grads 2 B + fp32 master weights 4 B + Adam m
-# 4 B + Adam v 4 B (the ZeRO paper, https://arxiv.org/abs/1910.02054: 2Ψ + 2Ψ + 12Ψ; EleutherAI, "Transformer
-# Math 101", https://blog.eleuther.ai/transformer-math/).
+# Mixed-precision Adam, before activations: bf16/fp16 weights 2 B + grads 2 B + fp32 master weights 4 B
+# + Adam m 4 B + Adam v 4 B. The ZeRO paper, https://arxiv.org/abs/1910.02054: 2Ψ + 2Ψ + 12Ψ;
+# EleutherAI, "Transformer Math 101", https://blog.eleuther.ai/transformer-math/.
 TRAINING_STATE_BYTES_PER_PARAMETER = 16
 # Accelerate's model size estimator docs (citing EleutherAI) add "up to an additional 20%" over load size
 # (https://huggingface.co/docs/accelerate/usage_guides/model_size_estimator).
