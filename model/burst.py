@@ -1,23 +1,16 @@
 """Burst windows: what a burst pool may grow to at a given moment, and what burst windows cost.
 
 Pure functions, shared by the AWS node pools (node-group bounds), the MultiKueue wiring (burst quotas) and the
-`gpufleet burst` command. A pool marked `burst` idles at zero nodes. A window raises a cap, not a node count:
-while it is open the cloud worker's Kueue may admit up to the window's nodes' GPUs, CPUs and memory, and the
-cluster autoscaler may grow the pool up to the window's nodes for work Kueue admitted there (ProvisioningRequest);
-with nothing waiting no node starts. Phases of a window at a moment `now`:
+`gpufleet burst` command.
 
-- `open` (start <= now < expires): admitting, pool may grow to the cap;
-- `draining` (expires <= now < expires + grace, `burst.grace_minutes`): nothing new is admitted (the cloud
-  ClusterQueues hold), running work may finish or checkpoint on its nodes, idle nodes are removed;
-- `idle` (no window, not started yet, or past the grace): the queues hold and drain (admitted work is evicted
-  back to the manager, which dispatches it again), quotas are zero and the pool shrinks to zero nodes.
-
-The program judges the phase at the moment the window state records (`as_of`, see "window state" below), so
-every `up` applies the phase the burst commands last recorded, by AWS's clock.
-
-Spend is booked in a ledger of past windows (the state stack's `ledger` output): the node-hours the burst group
-had in service (or every node of the cap) x the node-hour price. A window that straddles a month boundary is
-booked to each month pro rata.
+- A pool marked `burst` idles at zero nodes.
+- A window raises a cap, not a node count. While it is open, the cloud worker's Kueue may admit up to the
+  window's GPUs, CPUs and memory, and the autoscaler may grow the pool to the window's nodes for that work.
+  With nothing waiting, no node starts.
+- Phases: open, draining, idle (`window_phase`).
+- The program judges the phase at the moment the window state records (`as_of`, see "window state" below). So
+  every `up` applies the phase the burst commands last recorded, by AWS's clock.
+- Spend is booked in a ledger of past windows (see "spend" below).
 """
 
 from __future__ import annotations
@@ -59,6 +52,14 @@ def drain_ends(spec: EstateSpec, window: BurstWindow) -> dt.datetime:
 
 
 def window_phase(spec: EstateSpec, window: BurstWindow | None, now: dt.datetime) -> WindowPhase:
+    """The window's phase at `now`.
+
+    - `open` (start <= now < expires): admitting; the pool may grow to the cap.
+    - `draining` (expires <= now < expires + grace, `burst.grace_minutes`): nothing new is admitted (the cloud
+      ClusterQueues hold), running work may finish or checkpoint on its nodes, idle nodes are removed.
+    - `idle` (no window, not started yet, or past the grace): the queues hold and drain (admitted work is evicted
+      back to the manager, which dispatches it again), quotas are zero and the pool shrinks to zero nodes.
+    """
     if window is None or now < window.start:
         return "idle"
     if now < window.expires:
@@ -172,6 +173,10 @@ def window_problems(spec: EstateSpec, window: BurstWindow) -> list[Problem]:
 
 
 # -------------------------------------------------------------------------------------------------- spend
+#
+# Spend is booked in a ledger of past windows (the state stack's `ledger` output): the node-hours the burst group
+# had in service (or every node of the cap) x the node-hour price. A window that straddles a month boundary is
+# booked to each month pro rata.
 
 
 def hours_between(start: dt.datetime, end: dt.datetime) -> float:

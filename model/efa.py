@@ -1,17 +1,11 @@
 """EFA network-interface layout of a launch template, derived from the catalog. Pure; no Pulumi.
 
-AWS guidance (EC2 user guide `efa-acc-inst-types`, "Maximize network bandwidth on Amazon EC2 instances with
-multiple network cards"; EKS user guide `device-management-efa`, launch-template example for P6-B200):
-- the primary network interface (network card 0, device index 0) is an ENA interface (`interface`); an
-  EFA-only interface cannot be the primary;
-- if network card 0 supports EFA, an EFA-only interface goes on network card 0, device index 1;
-- every further network card gets one EFA-only interface at device index 0.
-So an instance gets one ENA interface for IP traffic (pods, kubelet) and `max_efa_interfaces` EFA-only
-interfaces, one per EFA-capable network card. EFA-only interfaces take no IP addresses, which keeps the VPC
-CNI from draining the fabric subnet (EKS "Conserving IP address allocation").
-
-Older layouts (terraform-aws-eks `efa_indices`, eksctl `efaEnabled`) make the primary an `efa` interface and
-put the others at device index 1; they give the same EFA count but use IPs on every card.
+- An instance gets one ENA interface for IP traffic (pods, kubelet), and `max_efa_interfaces` EFA-only
+  interfaces, one per EFA-capable network card (`efa_interfaces`).
+- EFA-only interfaces take no IP addresses, which keeps the VPC CNI from draining the fabric subnet (EKS
+  "Conserving IP address allocation").
+- terraform-aws-eks (`efa_indices`) and eksctl (`efaEnabled`) make the primary an `efa` interface and put the
+  others at device index 1. That gives the same EFA count, but uses IPs on every card.
 """
 
 from __future__ import annotations
@@ -37,6 +31,13 @@ class NetworkInterfaceSlot:
 
 def efa_interfaces(instance_type: str) -> list[NetworkInterfaceSlot]:
     """The launch-template interfaces of an EFA node of `instance_type`: ENA primary, then EFA-only per card.
+
+    AWS guidance (EC2 user guide `efa-acc-inst-types`, "Maximize network bandwidth on Amazon EC2 instances with
+    multiple network cards"; EKS user guide `device-management-efa`, launch-template example for P6-B200):
+    - the primary network interface (network card 0, device index 0) is an ENA interface; an EFA-only interface
+      cannot be the primary;
+    - if network card 0 supports EFA, an EFA-only interface goes on network card 0, device index 1;
+    - every further network card gets one EFA-only interface at device index 0.
 
     The catalog gives `network_cards` and `max_efa_interfaces` (EC2 DescribeInstanceTypes). When an instance has
     more network cards than EFA interfaces (p6-b300: 17 cards, 16 EFA), the card without EFA is card 0, which

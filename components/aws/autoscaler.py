@@ -1,29 +1,14 @@
 """ClusterAutoscaler: cluster-autoscaler on an AWS site with burst pools, so capacity follows demand in a window.
 
-A burst window raises a cap; it starts no node. Kueue on the cloud worker admits work up to the window's quota,
-asks for capacity with a ProvisioningRequest (class best-effort-atomic-scale-up: every pod of a gang or none;
-cluster-autoscaler FAQ, "Supported ProvisioningClasses", at the pinned tag, versions.CLUSTER_AUTOSCALER_APP), and
-cluster-autoscaler grows the burst node group up to its max (the window's nodes) for it. Nodes without work are
-removed after SCALE_DOWN_UNNEEDED.
+- A burst window raises a cap; it starts no node. Kueue admits work up to the window's quota and asks for nodes
+  with a ProvisioningRequest. The autoscaler then grows the burst node group up to the window's nodes.
+- Nodes without work are removed after SCALE_DOWN_UNNEEDED.
+- It finds node groups by their Auto Scaling group tags. Only burst pools carry BURST_TAG, so it touches nothing
+  else.
+- It gets AWS permissions through EKS Pod Identity, and may scale only this cluster's tagged groups.
 
-What it takes (cluster-autoscaler FAQ "Enabling ProvisioningRequest Support" and cloudprovider/aws/README.md at
-that tag):
-- flags `--enable-provisioning-requests=true` and `--kube-api-content-type=application/json`, RBAC on
-  provisioningrequests(/status) and podtemplates (the chart's ClusterRole has neither: added as
-  `rbac.additionalRules`), and the ProvisioningRequest CRD, which the chart does not ship (applied here from the
-  autoscaler repository at the pinned tag). Kueue enables its ProvisioningRequest admission check only if that
-  CRD exists when Kueue starts (kueue cmd/kueue/main.go, ServerSupportsProvisioningRequest), so the site's Kueue
-  waits for it (`ClusterAutoscaler.crd`) and restarts when it first appears (a pod annotation in its values).
-- AWS permissions through EKS Pod Identity: the README's "full features" policy, with SetDesiredCapacity and
-  TerminateInstanceInAutoScalingGroup limited to Auto Scaling groups tagged as this cluster's.
-- Auto-discovery by ASG tags; only burst pools carry BURST_TAG, so the autoscaler touches nothing else.
-- Scaling from zero: the autoscaler learns a node group's labels and taints from EKS DescribeNodegroup only while
-  the group has never had nodes; after that only from `k8s.io/cluster-autoscaler/node-template/...` tags on the
-  Auto Scaling group (README, "Auto-discovery setup" and the eks:DescribeNodegroup note). EKS does not copy node
-  group tags to its Auto Scaling group, so gpufleet tags the group itself (`node_template_tags`).
-- GPU nodes: the AWS provider recognises GPU nodes by the label `k8s.amazonaws.com/accelerator`
-  (cloudprovider/aws/aws_cloud_provider.go, GPULabel), so it waits for the device plugin instead of launching more
-  nodes while a new node's GPUs are not yet advertised; burst pools carry it.
+The flags, RBAC, CRD and IAM policy follow the cluster-autoscaler FAQ and cloudprovider/aws/README.md at the
+pinned tag (versions.CLUSTER_AUTOSCALER_APP); each is cited where it is set.
 """
 
 from __future__ import annotations
@@ -46,15 +31,23 @@ from model.tags import Tags
 
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"
+# The AWS provider knows GPU nodes by this label (cloudprovider/aws/aws_cloud_provider.go, GPULabel). While a new
+# node's GPUs are not yet advertised, it waits for the device plugin instead of launching more nodes. Burst pools
+# carry it.
 GPU_LABEL = "k8s.amazonaws.com/accelerator"
 SCALE_DOWN_UNNEEDED = "10m"
+# Every pod of a gang or none (cluster-autoscaler FAQ, "Supported ProvisioningClasses", at the pinned tag).
 PROVISIONING_CLASS = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
 PROVISIONING_REQUEST_API_GROUP = "autoscaling.x-k8s.io"
 
 
 def iam_policy(cluster: str) -> str:
     """What the autoscaler may do in AWS: read Auto Scaling, EC2 and EKS facts; change only this cluster's
-    tagged groups."""
+    tagged groups.
+
+    It is the "full features" policy of cloudprovider/aws/README.md, with SetDesiredCapacity and
+    TerminateInstanceInAutoScalingGroup limited to Auto Scaling groups tagged as this cluster's.
+    """
     return json.dumps(
         {
             "Version": "2012-10-17",
@@ -93,6 +86,8 @@ def chart_values(cluster: str, region: str) -> dict[str, Any]:
         "cloudProvider": "aws",
         "awsRegion": region,
         "autoDiscovery": {"clusterName": cluster, "tags": discovery_keys(cluster)},
+        # ProvisioningRequest support needs these flags and RBAC on provisioningrequests(/status) and podtemplates
+        # (cluster-autoscaler FAQ, "Enabling ProvisioningRequest Support"). The chart's ClusterRole has neither.
         "rbac": {
             "serviceAccount": {"name": SERVICE_ACCOUNT},
             "additionalRules": [
@@ -195,6 +190,9 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=a.depends_on),
         )
         on_cluster = pulumi.ResourceOptions(parent=self, provider=a.k8s_provider, depends_on=a.depends_on)
+        # The chart does not ship the ProvisioningRequest CRD. Kueue enables its ProvisioningRequest admission check
+        # only if that CRD exists when Kueue starts (kueue cmd/kueue/main.go, ServerSupportsProvisioningRequest).
+        # So the site's Kueue waits for `crd` and restarts when it first appears (a pod annotation in its values).
         self.crd = k8s.yaml.v2.ConfigFile(
             f"{name}-provisioning-request-crd", file=versions.PROVISIONING_REQUEST_CRD_URL, opts=on_cluster
         )

@@ -1,26 +1,14 @@
 """Bootstrap of inventory servers over SSH: preflight, scratch NVMe, join, and a clean leave on delete.
 
-Scripts are rendered from the jinja2 templates in `templates/` by one module-level Environment (loaded once, not
-per resource). Rendering is pure: the same spec gives byte-identical scripts. Each Command carries its script
-text as both `create` and `update`, so a changed script re-runs in place (`update`) only on the servers whose
-rendered script changed. No Command sets `triggers`: pulumi-command replaces a Command whose triggers change,
-whatever `update` says (the SDK adds `replace_on_changes=["triggers[*]"]`, sdk/python/pulumi_command/*/command.py
-at v1.2.1; pulumi/pulumi-command#855), and a replacement runs the old Command's `delete` — for the join step
-`kubeadm reset`, for node-ready a drain. Every SSH connection checks the host's key from the inventory
-(`host_key`), unless the site opts out (`ssh.insecure_skip_host_key_check`, warned on every run). Secrets never
-reach a template: the join token and CA hash (or the SSM activation) travel on the Command's stdin, a secret
-Output; the kubeconfig of the API steps travels in the environment of local commands.
-
-Per server, in order of creation (destroy runs it backwards, which is the kubeadm "remove a node" order:
-drain through the API, reset on the server, delete the Node object):
-
-    node-delete (local; delete: kubectl delete node)
-      -> preflight (remote; refuses a server that does not match the inventory; judges a joined server as joined)
-      -> scratch (remote; only with a scratch tier and NVMe devices)
-      -> join-token (local; kubeadm with join.token minted: a bootstrap token valid for an hour)
-      -> join (remote; kubeadm join / nodeadm init; delete: kubeadm reset / nodeadm uninstall)
-      -> node-ready (local; waits for Ready; delete: kubectl drain)
-      -> NodePatch (labels and taints; see node_patch.py)
+- Scripts are rendered from the jinja2 templates in `templates/`. Rendering is pure: the same spec gives
+  byte-identical scripts.
+- A changed script re-runs in place, only on the servers whose script changed. No Command sets `triggers`,
+  because a changed trigger replaces the Command and runs its `delete` (`ServerBootstrap._ssh_step`).
+- Every SSH connection checks the host's key from the inventory, unless the site opts out
+  (`ssh.insecure_skip_host_key_check`, warned on every run).
+- Secrets never reach a template. Join secrets travel on the Command's stdin, a secret Output; the kubeconfig
+  of the API steps travels in the environment of local commands.
+- Destroy runs the steps backwards, which is kubeadm's "remove a node" order (`ServerBootstrap`).
 """
 
 from __future__ import annotations
@@ -56,6 +44,7 @@ def _shell_quote(value: object) -> str:
     return shlex.quote(str(value))
 
 
+# One module-level Environment: templates are loaded once, not per resource.
 _ENV = jinja2.Environment(
     loader=jinja2.FileSystemLoader(TEMPLATES),
     undefined=jinja2.StrictUndefined,
@@ -269,7 +258,18 @@ def join_stdin(
 
 
 class ServerBootstrap(pulumi.ComponentResource):
-    """One inventory server's bootstrap: the Commands above, in order, each from a rendered script.
+    """One inventory server's bootstrap: these Commands, in order of creation, each from a rendered script.
+
+        node-delete (local; delete: kubectl delete node)
+          -> preflight (remote; refuses a server that does not match the inventory; judges a joined server as joined)
+          -> scratch (remote; only with a scratch tier and NVMe devices)
+          -> join-token (local; kubeadm with join.token minted: a bootstrap token valid for an hour)
+          -> join (remote; kubeadm join / nodeadm init; delete: kubeadm reset / nodeadm uninstall)
+          -> node-ready (local; waits for Ready; delete: kubectl drain)
+          -> NodePatch (labels and taints; see node_patch.py)
+
+    Destroy runs it backwards, which is the kubeadm "remove a node" order: drain through the API, reset on the
+    server, delete the Node object.
 
     `node_name` is the Kubernetes node name (the hostname with kubeadm; from the join's output with EKS Hybrid
     Nodes on SSM); `ready` is the last step, which the server's NodePatch depends on.
@@ -320,7 +320,11 @@ class ServerBootstrap(pulumi.ComponentResource):
             f"{self._prefix}-{step}",
             connection=self._ssh_connection,
             create=run,
-            update=run,  # a changed script re-runs in place; no `triggers`: they replace (see the module docstring)
+            # A changed script re-runs in place. No `triggers`: pulumi-command replaces a Command whose triggers
+            # change, whatever `update` says (the SDK adds `replace_on_changes=["triggers[*]"]`,
+            # sdk/python/pulumi_command/*/command.py at v1.2.1; pulumi/pulumi-command#855). A replacement runs the
+            # old Command's `delete`: for the join step `kubeadm reset`, for node-ready a drain.
+            update=run,
             delete=remote_command(delete, user) if delete else None,
             stdin=stdin,
             opts=pulumi.ResourceOptions(parent=self, depends_on=after),

@@ -1,34 +1,16 @@
 """Bare-metal fabrics as NVIDIA Network Operator objects: InfiniBand (IPoIB, pkey-isolated SR-IOV) and RoCE.
 
-Kinds and fields follow the Network Operator documentation (Mellanox/network-operator-docs, "Network Operator
-Deployment with InfiniBand ... ib-kubernetes", "Host Device Network", IPoIBNetwork CRD): IPoIBNetwork
-(`mellanox.com/v1alpha1`, cluster-scoped: networkNamespace, master, ipam), SriovNetworkNodePolicy and
-SriovNetwork (`sriovnetwork.openshift.io/v1`, in the operator's namespace), a NetworkAttachmentDefinition
-(`k8s.cni.cncf.io/v1`) of type `ib-sriov` with a `pkey` that ib-kubernetes enforces through UFM, and an NVIDIA
-IPAM IPPool (`nv-ipam.nvidia.com/v1alpha1`: subnet, perNodeBlockSize, nodeSelector) per fabric, because the
-cluster's NicClusterPolicy deploys nv-ipam (components/kubernetes/network_operator.py), not whereabouts.
+- InfiniBand, per tenant with a partition key: a network on the fabric's SR-IOV VFs with that pkey, so the
+  tenant's pods reach only each other. This holds only once the NicClusterPolicy deploys `ibKubernetes`; it
+  does not yet (network_operator.py).
+- InfiniBand with `ipoib`: an IPoIBNetwork per tenant without a partition key, all in the default partition.
+- InfiniBand with `device_plugin: sriov`: SriovNetworkNodePolicies (linkType IB) that create the VFs.
+- RoCE: a SriovNetworkNodePolicy (linkType ETH) and a SriovNetwork per tenant, with the `rdma` meta plugin.
+- Per fabric, one nv-ipam IPPool gives every network its addresses, so they do not collide.
 
-- InfiniBand, per tenant with a partition key: a NetworkAttachmentDefinition in the tenant's namespace on the
-  fabric's SR-IOV VFs with that pkey; ib-kubernetes adds the pods' GUIDs to the partition, so the tenant's pods
-  reach only each other. (The isolation holds only where the NicClusterPolicy deploys `ibKubernetes` with a UFM
-  endpoint; it does not yet, see network_operator.py.)
-- InfiniBand with `ipoib`: an IPoIBNetwork per tenant without a partition key (all in the default partition,
-  addresses from the fabric's one IPPool, so they do not collide).
-- InfiniBand with `device_plugin: sriov`: SriovNetworkNodePolicies (linkType IB) creating the VFs.
-- RoCE: a SriovNetworkNodePolicy (linkType ETH) over the fabric's interfaces and per tenant a SriovNetwork
-  (the operator writes the NetworkAttachmentDefinition into the tenant namespace) with the `rdma` meta plugin.
-
-Nodes are selected by the fabric label (model.conventions.FABRIC_LABEL) their pool carries. The Network Operator
-itself, its NicClusterPolicy (RDMA shared device plugin, ib-kubernetes, whereabouts, multus) and
-`sriovNetworkOperator.enabled` belong to the cluster's GPU stack (components/kubernetes).
-
-Ordering on a first `up` (every object after what creates its CRD, and after its namespace):
-- IPoIBNetwork, NetworkAttachmentDefinition: CRDs in the network-operator chart's crds/ -> the release.
-- SriovNetworkNodePolicy, SriovNetwork: CRDs in the sriov-network-operator subchart's crds/ -> the release.
-- IPPool: CRD applied by the operator at run time -> the NicClusterPolicy, which completes only once that state
-  is ready (components/kubernetes/network_operator.py, NV_IPAM_READY).
-- Objects in, or naming, a tenant namespace -> that tenant's Namespace on this cluster. Networks go only to
-  tenants with quota on the site (the ones that have a namespace here).
+Nodes are selected by the fabric label their pool carries (model.conventions.FABRIC_LABEL). The Network
+Operator and its NicClusterPolicy belong to the cluster's GPU stack (components/kubernetes). Kinds and fields
+follow Mellanox/network-operator-docs; each object cites its section.
 """
 
 from __future__ import annotations
@@ -106,13 +88,17 @@ class FabricArgs:
     spec: EstateSpec
     site: BaremetalSite
     fabric: InfinibandFabric | RoceFabric
+    # Every object waits for what creates its CRD. IPoIBNetwork and NetworkAttachmentDefinition: the
+    # network-operator chart's crds/. SriovNetworkNodePolicy and SriovNetwork: the sriov-network-operator
+    # subchart's crds/. IPPool: the operator applies it at run time, so the NicClusterPolicy, which completes only
+    # once that state is ready (components/kubernetes/network_operator.py, NV_IPAM_READY).
     chart_crds: pulumi.Resource  # the Network Operator release (its crds/ and the SR-IOV subchart's)
     runtime_crds: pulumi.Resource  # the NicClusterPolicy, done once the operator has applied nv-ipam's CRDs
     namespaces: Mapping[str, pulumi.Resource] = field(default_factory=dict)  # tenant -> its Namespace here
 
 
 class BaremetalFabric(pulumi.ComponentResource):
-    """Network Operator objects of one InfiniBand or RoCE fabric (see the module docstring)."""
+    """Network Operator objects of one InfiniBand or RoCE fabric (the module docstring lists them)."""
 
     def __init__(self, name: str, args: FabricArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:baremetal:Fabric", name, None, opts)
@@ -142,6 +128,9 @@ class BaremetalFabric(pulumi.ComponentResource):
                 self._ipoib_network(fabric, namespace)
 
     def _pkey_network(self, fabric: InfinibandFabric, tenant: str, pkey: str) -> None:
+        """A NetworkAttachmentDefinition (`k8s.cni.cncf.io/v1`) in the tenant's namespace, of type `ib-sriov` with a
+        `pkey`. ib-kubernetes adds the pods' GUIDs to the partition through UFM (network-operator-docs, "Network
+        Operator Deployment with InfiniBand ... ib-kubernetes")."""
         CustomResource(
             f"{self._name_prefix}-{tenant}-pkey",
             api_version="k8s.cni.cncf.io/v1",
@@ -157,6 +146,8 @@ class BaremetalFabric(pulumi.ComponentResource):
         )
 
     def _ipoib_network(self, fabric: InfinibandFabric, namespace: str) -> None:
+        """An IPoIBNetwork (`mellanox.com/v1alpha1`, cluster-scoped: networkNamespace, master, ipam;
+        network-operator-docs, IPoIBNetwork CRD)."""
         CustomResource(
             f"{self._name_prefix}-{namespace}-ipoib",
             api_version="mellanox.com/v1alpha1",
@@ -172,6 +163,9 @@ class BaremetalFabric(pulumi.ComponentResource):
 
     # -- RoCE -----------------------------------------------------------------------------------------------
     def _roce(self, fabric: RoceFabric, tenants: list[str]) -> None:
+        """SriovNetworkNodePolicy and SriovNetwork (`sriovnetwork.openshift.io/v1`, in the operator's namespace;
+        network-operator-docs, "Host Device Network"). The operator writes each SriovNetwork's
+        NetworkAttachmentDefinition into the tenant's namespace."""
         self._node_policy("roce", fabric, {"vendor": MELLANOX_VENDOR, "pfNames": list(fabric.interfaces)}, "ETH")
         for namespace in tenants or [NO_TENANT_NAMESPACE]:
             CustomResource(
@@ -194,12 +188,15 @@ class BaremetalFabric(pulumi.ComponentResource):
 
     # -- shared -------------------------------------------------------------------------------------------
     def _in_namespace(self, tenant: str) -> pulumi.ResourceOptions:
-        """After the chart's CRDs and, for a tenant's network, the tenant's Namespace on this cluster."""
+        """After the chart's CRDs and, for a tenant's network, the tenant's Namespace on this cluster. Networks go
+        only to tenants with quota on the site: the ones that have a namespace here."""
         namespace = self._args.namespaces.get(tenant)
         after = [self._args.chart_crds, *([namespace] if namespace is not None else [])]
         return pulumi.ResourceOptions(parent=self, depends_on=after)
 
     def _ip_pool(self, fabric: InfinibandFabric | RoceFabric, nodes: int) -> None:
+        """An NVIDIA IPAM IPPool (`nv-ipam.nvidia.com/v1alpha1`: subnet, perNodeBlockSize, nodeSelector). The
+        cluster's NicClusterPolicy deploys nv-ipam, not whereabouts (components/kubernetes/network_operator.py)."""
         cidr = fabric_cidr(fabric)
         CustomResource(
             f"{self._name_prefix}-ippool",

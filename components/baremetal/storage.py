@@ -1,21 +1,16 @@
 """Bare-metal storage tiers as Kubernetes objects.
 
-- `nfs` (shared-warm): the NFS CSI driver (Helm `csi-driver-nfs`, versions.NFS_CSI_DRIVER, in kube-system) and a
-  StorageClass on the existing export (`nfs.csi.k8s.io`, parameters `server` / `share`; dynamic volumes are
-  subdirectories of the export), reclaimPolicy Retain.
-- `scratch` (node-local NVMe): the local static provisioner (Helm `local-static-provisioner`,
-  versions.LOCAL_STATIC_PROVISIONER) discovering the bind mount the bootstrap's scratch script makes under
-  /mnt/gpufleet/<tier>, and a `kubernetes.io/no-provisioner` StorageClass with WaitForFirstConsumer.
-  Scratch is disposable by definition: reclaimPolicy Delete, the provisioner cleans a released volume.
-- `parallel-fs` (shared-hot): a StorageClass for the existing file system's CSI driver, with the spec's
-  parameters, reclaimPolicy Retain (the driver itself is the file system vendor's).
-- `s3-onprem` (object): in namespace `gpufleet-storage` (one place, cluster-admin only; workloads get the
-  endpoint and keys through their own copies or an operator that syncs them), a Secret holding the access key
-  id and secret key from the stack's secrets (string_data from secret Outputs, so they never appear in plain
-  inputs) and a ConfigMap with the endpoint (`AWS_ENDPOINT_URL`, the variable AWS SDKs and CLIs read).
+- `nfs` (shared-warm): the NFS CSI driver (versions.NFS_CSI_DRIVER) and a StorageClass on the existing export.
+  Dynamic volumes are subdirectories of the export.
+- `scratch` (node-local NVMe): the local static provisioner (versions.LOCAL_STATIC_PROVISIONER) and a
+  no-provisioner StorageClass. It discovers the bind mount the bootstrap's scratch script makes.
+- `parallel-fs` (shared-hot): a StorageClass for the existing file system's CSI driver, which is the vendor's.
+- `s3-onprem` (object): the access keys as a Secret and the endpoint as a ConfigMap, in `gpufleet-storage`.
 
-Everything that guards data is protected (protect=True, retain_on_delete=True): the NFS and parallel-fs
-StorageClasses (their Retain policy is what keeps volumes), the S3 namespace, Secret and ConfigMap.
+Why:
+- Everything that guards data is protected and retained on delete. The NFS and parallel-fs classes use
+  reclaimPolicy Retain, which is what keeps their volumes.
+- Scratch is disposable by definition: reclaimPolicy Delete, and the provisioner cleans a released volume.
 """
 
 from __future__ import annotations
@@ -132,7 +127,7 @@ class BaremetalStorage(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self, depends_on=[provisioner]),
             provisioner=NO_PROVISIONER,
             reclaim_policy="Delete",
-            volume_binding_mode="WaitForFirstConsumer",
+            volume_binding_mode="WaitForFirstConsumer",  # a local volume exists on one node only
         )
 
     def _parallel_fs(self, tier: ParallelFsTier) -> None:
@@ -146,6 +141,9 @@ class BaremetalStorage(pulumi.ComponentResource):
         )
 
     def _s3(self, tier: OnPremS3Tier) -> None:
+        """The object tier's keys and endpoint, in one cluster-admin-only namespace. Workloads get them through
+        their own copies or an operator that syncs them. The keys are string_data from secret Outputs, so they
+        never appear in plain inputs. The endpoint is `AWS_ENDPOINT_URL`, the variable AWS SDKs and CLIs read."""
         namespace = self._storage_namespace()
         secret = self._args.secret
         k8s.core.v1.Secret(

@@ -1,16 +1,16 @@
 """BurstQueues: the cloud worker's queues, which admit work only inside a burst window and only up to its cap.
 
 On the burst site's cluster, for the tenants with `burst: true`:
-- a ResourceFlavor per burst pool whose node labels and tolerations match the pool's nodes;
-- a Cohort `<estate>-burst` holding the window's cap (nodes x the instance's GPUs, vCPUs and memory, from the
-  catalog) and nothing outside windows; the tenants' ClusterQueues `<tenant>` hold no quota of their own and
-  borrow from it, so burst tenants share the window;
-- a ProvisioningRequest admission check on those ClusterQueues: Kueue reserves quota, asks the cluster autoscaler
-  for the nodes (components.aws.autoscaler) and admits once they exist;
-- the ClusterQueues' stopPolicy follows the window's phase (model.burst): `None` while it is open;
-  `Hold` while it drains (nothing new is admitted, admitted work runs on to finish or checkpoint); `HoldAndDrain`
-  when idle (admitted work is evicted; the manager takes it back and dispatches it again, on-prem first);
-- the tenants' namespaces (TenantBundle) and LocalQueues `<tenant>` and `default`, the names the manager uses.
+- a ResourceFlavor per burst pool, matching the pool's node labels and taints;
+- a Cohort `<estate>-burst` holding the window's cap, from the catalog, and nothing outside windows;
+- per tenant a ClusterQueue `<tenant>` with a ProvisioningRequest admission check, and LocalQueues `<tenant>` and
+  `default`, the names the manager uses.
+
+Why:
+- The tenants' ClusterQueues hold no quota and borrow from the Cohort, so burst tenants share the window.
+- The admission check makes Kueue ask the cluster autoscaler for nodes (components.aws.autoscaler), and admit
+  only once they exist.
+- The ClusterQueues' stop policy follows the window's phase (STOP_POLICY).
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ from model.spec import AwsSite, BurstWindow, EstateSpec, Tenant
 from model.tags import Tags
 
 BURST_SUFFIX = "-burst"
+# The burst ClusterQueues' stopPolicy per window phase (model.burst). Draining: nothing new is admitted, and
+# admitted work runs on to finish or checkpoint. Idle: admitted work is evicted; the manager takes it back and
+# dispatches it again, on-prem first.
 STOP_POLICY: dict[WindowPhase, str] = {"open": "None", "draining": "Hold", "idle": "HoldAndDrain"}
 
 
@@ -57,7 +60,7 @@ def _gpu_resources(site: AwsSite, quotas: list[BurstQuota]) -> list[str]:
 
 def cohort_resource_groups(site: AwsSite, quotas: list[BurstQuota]) -> list[dict[str, Any]]:
     """The Cohort's resourceGroups: each burst flavor at the window's cap (zero outside windows), in the tenancy
-    layer's resource order."""
+    layer's resource order. The cap is the window's nodes x the instance's GPUs, vCPUs and memory."""
     gpus = _gpu_resources(site, quotas)
     flavors = [
         queues.FlavorQuotas(q.flavor, {"cpu": queues.Quota(q.cpu), "memory": queues.Quota(f"{q.memory_gib}Gi"),

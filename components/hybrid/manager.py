@@ -1,22 +1,18 @@
 """KueueManagerStack: the MultiKueue manager of a hybrid estate, where tenants submit their jobs.
 
 On the manager cluster (`burst.manager`, an existing small cluster reached by its kubeconfig):
-- Kueue (the pinned chart) with the MultiKueue incremental dispatcher, one cluster per round
-  (queues.multikueue_config), and exactly the job frameworks every worker serves (model.dispatch);
-  the operators those frameworks need (JobSet: its CRD is what lets tenants create JobSets here), priorities;
-- per worker a Secret with the manager's kubeconfig of it and a MultiKueueCluster named after the site; per order
-  of sites (model.dispatch) a MultiKueueConfig listing them in that order and its AdmissionCheck;
-- per tenant a namespace (tenant, cost and Pod Security labels; the members' Role and RoleBinding), a ClusterQueue
-  `<tenant>` carrying its order's check, and LocalQueues `<tenant>` and `default` — the same names as on every
-  worker, which is where MultiKueue creates the copies (same namespace, same LocalQueue).
+- Kueue with the MultiKueue incremental dispatcher, and exactly the job frameworks every worker serves, with the
+  operators they need;
+- per worker, a kubeconfig Secret and a MultiKueueCluster named after the site;
+- per order of sites (model.dispatch), a MultiKueueConfig listing them in that order, and its AdmissionCheck;
+- per tenant, a namespace, a ClusterQueue `<tenant>` carrying its order's check, and LocalQueues `<tenant>` and
+  `default`.
 
-Quota: the manager reserves quota before it dispatches, and "ideally, the quota in the manager cluster should
-equal the total quota available in all worker clusters" (kueue site/content/en/docs/concepts/multikueue.md at the
-pinned tag, versions.KUEUE). So a tenant's ClusterQueue here holds, on one flavor that only counts (`dispatch`),
-the sum of what the tenant may use on each of its workers: its namespace quota's GPU ceiling there (nominal +
-borrowing; on the burst site the burst pools at their max) and its CPU and memory quota per worker. The window
-is not the manager's business: outside a window the cloud worker holds what it is offered, and work waits
-there (and on-prem) until one of them admits it.
+Why:
+- Queue and namespace names match every worker's, because MultiKueue creates its copies there under the same
+  names.
+- A tenant's quota here is the sum of its quotas on its workers (`manager_quota`).
+- The window is not the manager's business. Outside a window, work waits on the workers until one admits it.
 """
 
 from __future__ import annotations
@@ -47,7 +43,13 @@ def kubeconfig_secret_name(site: str) -> str:
 
 
 def manager_quota(spec: EstateSpec, tenant: Tenant) -> dict[str, int | str]:
-    """What the tenant may use on all its workers together, per resource (see the module docstring)."""
+    """What the tenant may use on all its workers together, per resource, on the one `dispatch` flavor.
+
+    The manager reserves quota before it dispatches, and "ideally, the quota in the manager cluster should equal the
+    total quota available in all worker clusters" (kueue site/content/en/docs/concepts/multikueue.md at the pinned
+    tag, versions.KUEUE). So it is the sum, over the tenant's workers, of its GPU ceiling there (nominal +
+    borrowing; on the burst site the burst pools at their max) and its CPU and memory quota.
+    """
     sites = dispatch.tenant_workers(spec, tenant)
     gpus: dict[str, int] = {}
     for site in sites:
@@ -98,7 +100,7 @@ class KueueManagerArgs:
 
 
 class KueueManagerStack(pulumi.ComponentResource):
-    """Everything on the MultiKueue manager cluster (see the module docstring)."""
+    """Everything on the MultiKueue manager cluster (the module docstring lists it)."""
 
     release: k8s.helm.v3.Release
 
@@ -114,6 +116,9 @@ class KueueManagerStack(pulumi.ComponentResource):
         crds: list[pulumi.Resource] = [ns]
         if operators(frameworks):
             crds.append(JobOperators(f"{name}-job-operators", frameworks, opts=on))
+        # The incremental dispatcher offers a Workload to one more cluster per round (five minutes), in the order of
+        # the tenant's MultiKueueConfig: on-prem first, then the cloud (kueue site/content/en/docs/concepts/
+        # multikueue.md at the pinned tag, "Incremental" and "prioritizing clusters for cost-optimized spillover").
         config = queues.controller_config(False, frameworks, multikueue=True)
         self.release = kueue.release(
             f"{name}-kueue", config, provisioning_crd=False,

@@ -1,25 +1,16 @@
-"""MultiKueueWiring: a hybrid estate's dispatch — a Kueue manager that sends each job on-prem first and to the
-cloud when on-prem is full and a burst window is open.
+"""MultiKueueWiring: a hybrid estate's dispatch. A Kueue manager sends each job on-prem first, and to the cloud
+when on-prem is full and a burst window is open.
 
-The path of a job (Kueue at the pinned tag, versions.KUEUE; API kueue.x-k8s.io/v1beta2):
-1. A tenant submits it to the manager (`burst.manager`), to LocalQueue `<tenant>` (or none: `default`). Kueue
-   reserves quota in the tenant's ClusterQueue there and runs its MultiKueue admission check.
-2. The incremental dispatcher (one cluster per round) copies the job's Workload to the first site of the tenant's
-   MultiKueueConfig, the on-prem site; if no site offered so far admits it within a round (five minutes), it adds
-   the next one, the cloud site (kueue site/content/en/docs/concepts/multikueue.md, "Incremental" and
-   "prioritizing clusters for cost-optimized spillover"). Components: manager.KueueManagerStack.
-3. Each worker is a plain Kueue cluster: on-prem the tenant's own ClusterQueue; on the cloud site a burst
-   ClusterQueue that admits only inside a window and up to its cap, and asks the cluster autoscaler for the nodes
-   first (burst_queues.BurstQueues, components.aws.autoscaler).
-4. The first worker that admits the Workload gets the job; the manager deletes the copies elsewhere, mirrors the
-   job's status back and cleans up on the worker when it finishes.
+The path of a job:
+1. A tenant submits it to the manager (manager.KueueManagerStack), which reserves quota.
+2. The manager copies the Workload to the on-prem site, and adds the cloud site if none admits it in a round.
+3. On the cloud site, a burst ClusterQueue admits only inside a window, up to its cap (burst_queues.BurstQueues).
+4. The first worker to admit the Workload gets the job; the manager deletes the other copies.
 
-Because the job is a MultiKueue job from the moment it is created (Kueue sets `spec.managedBy` on it then), it
-never has to change queues: a batch Job's managedBy is immutable, so moving a waiting Job to another queue by
-relabelling would not make MultiKueue take it.
-
-The manager reaches every worker with a token of its own there (access.WorkerAccess), over the network path the
-estate declares to that site's API.
+Why:
+- A job is a MultiKueue job from creation: Kueue sets its `spec.managedBy`. A batch Job's managedBy is
+  immutable, so moving a waiting Job to another queue would not make MultiKueue take it.
+- The manager reaches each worker with a token of its own there (access.WorkerAccess).
 """
 
 from __future__ import annotations

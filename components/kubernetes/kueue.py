@@ -2,25 +2,9 @@
 node pool, a Topology per bare-metal fabric, and per tenant with GPU quota on the site a ClusterQueue (in one
 cohort per estate) and a LocalQueue in the tenant's namespace.
 
-Naming contract (other components rely on it): ResourceFlavor = pool name; ClusterQueue and LocalQueue = tenant
-name; Topology = fabric name; the cohort = the estate name (`metadata.name`). `cluster_queue_spec` builds a
-ClusterQueue spec from flavors and quotas, so MultiKueue burst queues are built the same way.
-
-Kueue API facts (kubernetes-sigs/kueue at the tag of versions.KUEUE, apis/kueue/v1beta2/*_types.go, pkg/webhooks):
-- API `kueue.x-k8s.io/v1beta2`; a ClusterQueue joins a cohort through `spec.cohortName` (v1beta1: `cohort`).
-- `resourceGroups[].coveredResources` and `flavors[].resources[]` list the same resources in the same order;
-  a flavor appears in one resource group only; `lendingLimit` must not exceed `nominalQuota`; borrowing and
-  lending limits need a cohort.
-- `preemption.borrowWithinCohort` is classical preemption only: with fair sharing on, Kueue ignores it
-  (pkg/scheduler/preemption/preemption.go getTargets; site docs concepts/preemption.md), so it is set only
-  when fair sharing is off.
-- `admissionChecksStrategy.admissionChecks[].name` replaces v1beta1's `admissionChecks` list.
-- ResourceFlavor `nodeLabels`, `nodeTaints`, `tolerations` (at most 8), `topologyName` (needs a nodeLabel).
-- Topology `levels[].nodeLabel`, widest first, `kubernetes.io/hostname` only as the last level.
-- Chart: `managerConfig.controllerManagerConfigYaml` is the whole `config.kueue.x-k8s.io/v1beta2`
-  Configuration (charts/kueue/values.yaml); `fairSharing:` present enables fair sharing (cmd/kueue/main.go).
-  Replacing it drops the chart default's `controller.groupKindConcurrency` and `clientConnection`, so they are
-  carried over (CHART_CONTROLLER, CHART_CLIENT_CONNECTION): without them every reconciler runs one at a time.
+- What to create is data from model.queues: flavors, topologies, ClusterQueue specs and the Configuration. That
+  module holds the naming contract and the Kueue API facts behind them, each with its upstream source.
+- This module only creates the objects, in order: the release first, then what its CRDs define.
 """
 
 from __future__ import annotations

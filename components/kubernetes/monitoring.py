@@ -1,20 +1,11 @@
 """Prometheus Operator integration of a site's cluster, from the one setting `kubernetes.monitoring`.
 
-gpufleet installs no Prometheus Operator: a site declares one that already runs (`prometheus_operator:
-existing`), whose ServiceMonitor CRD (monitoring.coreos.com/v1) therefore exists before `up`, and the labels its
-Prometheus selects ServiceMonitors by. Every chart value that renders a ServiceMonitor follows that setting:
-
-- GPU Operator: `dcgmExporter.serviceMonitor.enabled` (on by default in the chart: gpufleet sets it either way)
-  and `additionalLabels` (deployments/gpu-operator/values.yaml at the pinned tag); the operator creates that
-  ServiceMonitor itself.
-- Kueue: the chart's `enablePrometheus` stays off, because the ServiceMonitor it renders
-  (charts/kueue/templates/prometheus/monitor.yaml at the pinned tag) carries only the chart's own labels, so a Prometheus
-  that selects by `release` (kube-prometheus-stack's default) never scrapes it, and nothing in the chart's values
-  adds labels to it (`kueue.labels` in templates/_helpers.tpl). gpufleet creates that ServiceMonitor instead, with
-  the chart's endpoint and the declared labels, after the release that creates the Service it selects. For the
-  same reason `metrics.prometheusNamespace` (used only by the chart's prometheus Role binding, rendered only with
-  enablePrometheus) stays unset: the Prometheus must be allowed to discover endpoints in kueue-system, as
-  kube-prometheus-stack's ClusterRole is. Kueue's ClusterQueue resource metrics follow the setting too.
+- gpufleet installs no Prometheus Operator. A site declares one that already runs (`prometheus_operator:
+  existing`), so its ServiceMonitor CRD (monitoring.coreos.com/v1) exists before `up`.
+- The site also declares the labels its Prometheus selects ServiceMonitors by.
+- Every chart value that renders a ServiceMonitor follows that setting: the GPU Operator's DCGM exporter
+  (`dcgm_service_monitor`) and Kueue's metrics (`kueue_service_monitor_spec`). So do Kueue's ClusterQueue
+  resource metrics.
 """
 
 from __future__ import annotations
@@ -35,7 +26,9 @@ KUEUE_METRICS_SELECTOR = {
 
 
 def dcgm_service_monitor(monitoring: Monitoring) -> dict[str, Any]:
-    """GPU Operator `dcgmExporter.serviceMonitor` values."""
+    """GPU Operator `dcgmExporter.serviceMonitor` values: `enabled` and `additionalLabels`
+    (deployments/gpu-operator/values.yaml at the pinned tag). The chart turns it on by default, so gpufleet sets it
+    either way. The operator creates that ServiceMonitor itself."""
     values: dict[str, Any] = {"enabled": monitoring.service_monitors}
     if monitoring.service_monitors:
         values["additionalLabels"] = dict(monitoring.service_monitor_labels)
@@ -44,7 +37,16 @@ def dcgm_service_monitor(monitoring: Monitoring) -> dict[str, Any]:
 
 def kueue_service_monitor_spec() -> dict[str, Any]:
     """The chart's ServiceMonitor spec (templates/prometheus/monitor.yaml with its default tlsConfig): the
-    controller's HTTPS metrics port, read with the Prometheus service account's token."""
+    controller's HTTPS metrics port, read with the Prometheus service account's token.
+
+    gpufleet creates this ServiceMonitor, not the chart (`enablePrometheus` stays off). The chart's one
+    (charts/kueue/templates/prometheus/monitor.yaml at the pinned tag) carries only the chart's own labels, and no
+    chart value adds labels to it (`kueue.labels` in templates/_helpers.tpl). So a Prometheus that selects by
+    `release`, kube-prometheus-stack's default, would never scrape it. For the same reason
+    `metrics.prometheusNamespace` stays unset: only the chart's prometheus Role binding uses it, rendered only with
+    enablePrometheus. The Prometheus must be allowed to discover endpoints in kueue-system, as
+    kube-prometheus-stack's ClusterRole is.
+    """
     return {
         "selector": {"matchLabels": dict(KUEUE_METRICS_SELECTOR)},
         "endpoints": [

@@ -1,28 +1,15 @@
 """NVIDIA Network Operator and its NicClusterPolicy, for sites with InfiniBand or RoCE fabrics.
 
-Chart `network-operator` (versions.NETWORK_OPERATOR) from the NGC Helm repository; values and the
-NicClusterPolicy (`mellanox.com/v1alpha1`, singleton `nic-cluster-policy`) checked against
-Mellanox/network-operator at the pinned tag: `deployment/network-operator/values.yaml` (`nfd.enabled`,
-`nfd.deployNodeFeatureRules`, `sriovNetworkOperator.enabled`, `operator.affinity`), `api/v1alpha1/
-nicclusterpolicy_types.go` (spec fields) and `example/crs/mellanox.com_v1alpha1_nicclusterpolicy_cr*.yaml`.
+Chart `network-operator` (versions.NETWORK_OPERATOR) from the NGC Helm repository. Values and the
+NicClusterPolicy (`mellanox.com/v1alpha1`, singleton `nic-cluster-policy`) are checked against
+Mellanox/network-operator at the pinned tag: `deployment/network-operator/values.yaml`,
+`api/v1alpha1/nicclusterpolicy_types.go` and `example/crs/mellanox.com_v1alpha1_nicclusterpolicy_cr*.yaml`.
 
-Decisions:
-- Drivers: the policy's `ofedDriver` installs the DOCA-OFED driver container (versions.DOCA_DRIVER) and
-  upgrades it one node at a time after a drain; hosts carry no MOFED of their own, and the GPU Operator is
-  told so (`driver.rdma.useHostMofed=false`, gpu_operator.py).
-- InfiniBand with `device_plugin: rdma-shared`: the RDMA shared device plugin, one resource per fabric
-  (`rdma/shared_<fabric>`), selecting the fabric's HCAs by vendor 15b3 and `hca_device_ids`; up to
-  RDMA_HCA_MAX pods share one HCA. IPoIB secondary networks (`secondaryNetwork.ipoib`) when `ipoib`.
-- SR-IOV (InfiniBand `device_plugin: sriov`, every RoCE fabric): the chart's SR-IOV Network Operator
-  (`sriovNetworkOperator.enabled`), which creates the VFs from SriovNetworkNodePolicies and runs its own
-  SR-IOV device plugin — so the policy carries no `sriovDevicePlugin` (two would fight over the VFs). The
-  per-tenant IPoIB / SR-IOV networks and node policies belong to the bare-metal fabric component.
-- Multus, the CNI plugins and NVIDIA IPAM (`nvIpam`) always; `ibKubernetes` (PKey isolation through UFM) is
-  not deployed: it needs a UFM endpoint and secret the schema does not model yet.
+- The policy's daemons run only on nodes of the site's RDMA fabrics (`model.conventions.FABRIC_LABEL`). They
+  tolerate exactly those pools' GPU and tenant taints.
+- The operator Deployment stays off GPU nodes.
 - One NFD per cluster: the GPU Operator's (or the device plugin's) when present, else this chart's.
-- Node placement: the policy's daemons run only on nodes of the site's RDMA fabrics
-  (`model.conventions.FABRIC_LABEL`) and tolerate exactly those pools' GPU and tenant taints; the operator
-  Deployment stays off GPU nodes.
+- Per-tenant IPoIB and SR-IOV networks and node policies belong to the bare-metal fabric component.
 """
 
 from __future__ import annotations
@@ -58,6 +45,9 @@ DRAIN_TIMEOUT_SECONDS = 900
 
 
 def needs_sriov_operator(site: Site) -> bool:
+    """InfiniBand with `device_plugin: sriov`, and every RoCE fabric, use the chart's SR-IOV Network Operator
+    (`sriovNetworkOperator.enabled`). It creates the VFs from SriovNetworkNodePolicies and runs its own SR-IOV
+    device plugin, so the policy carries no `sriovDevicePlugin`: two would fight over the VFs."""
     return any(
         isinstance(f, RoceFabric) or (isinstance(f, InfinibandFabric) and f.device_plugin == "sriov")
         for f in site.fabrics
@@ -86,6 +76,8 @@ def _image(name: str) -> dict[str, str]:
 
 
 def _ofed_driver() -> dict[str, Any]:
+    """The DOCA-OFED driver container (versions.DOCA_DRIVER), upgraded one node at a time after a drain. Hosts carry
+    no MOFED of their own, and the GPU Operator is told so (`driver.rdma.useHostMofed=false`, gpu_operator.py)."""
     return {
         "image": "doca-driver",
         "repository": versions.NETWORK_OPERATOR_REGISTRY,
@@ -102,7 +94,8 @@ def _ofed_driver() -> dict[str, Any]:
 
 
 def rdma_shared_config(site: Site) -> dict[str, Any] | None:
-    """The RDMA shared device plugin's configList: one resource per rdma-shared InfiniBand fabric."""
+    """The RDMA shared device plugin's configList: one resource per rdma-shared InfiniBand fabric
+    (`rdma/shared_<fabric>`), selecting the fabric's HCAs by vendor 15b3 and `hca_device_ids`."""
     resources = [
         {
             "resourceName": rdma_shared_resource_name(f),
@@ -116,6 +109,9 @@ def rdma_shared_config(site: Site) -> dict[str, Any] | None:
 
 
 def nic_cluster_policy_spec(site: Site) -> dict[str, Any]:
+    """The NicClusterPolicy spec (api/v1alpha1/nicclusterpolicy_types.go at the pinned tag). Multus, the CNI plugins
+    and NVIDIA IPAM always; IPoIB secondary networks when a fabric sets `ipoib`. `ibKubernetes` (PKey isolation
+    through UFM) is not deployed: it needs a UFM endpoint and secret the schema does not model yet."""
     fabrics = rdma_fabrics(site)
     names = [f.name for f in fabrics]
     pools = [p for p in site.node_pools if p.fabric in names]

@@ -1,18 +1,9 @@
 """Priorities: one Kubernetes PriorityClass and one Kueue WorkloadPriorityClass per workload kind.
 
-The two carry the same names and the same values, so a job ranks the same whether the kube-scheduler (pod
-priority) or Kueue (workload priority, label `kueue.x-k8s.io/priority-class`) compares it.
-
-Order, highest first: inference, training, interactive, batch.
-
-Preemption policy, per Kubernetes semantics (scheduling.k8s.io/v1 `preemptionPolicy`): the field says
-whether pods *of this class* may preempt lower-priority pods; it never protects a class from being preempted.
-A lower-priority pod can never preempt a higher-priority one, so batch cannot preempt inference whatever
-inference's policy is. Hence:
-- inference keeps `PreemptLowerPriority`: a serving replica that cannot be placed may evict lower classes.
-- batch gets `Never`: it is the preemptible filler and must not evict anything itself, not even pods that
-  run without a PriorityClass (priority 0).
-No class is `globalDefault`: a cluster has at most one, and pods without a class keep priority 0, below batch.
+- The two carry the same names and values, so a job ranks the same whether the kube-scheduler or Kueue
+  (label `kueue.x-k8s.io/priority-class`) compares it.
+- Order, highest first: inference, training, interactive, batch.
+- No class is `globalDefault`. A cluster has at most one, and pods without a class keep priority 0, below batch.
 """
 
 from __future__ import annotations
@@ -35,6 +26,11 @@ class PriorityLevel:
     description: str
 
 
+# `preemptionPolicy` (scheduling.k8s.io/v1) says whether pods of this class may preempt lower-priority pods; it
+# never protects a class from being preempted. A lower-priority pod can never preempt a higher-priority one, so
+# batch cannot preempt inference whatever inference's policy is. Inference keeps PreemptLowerPriority: a serving
+# replica that cannot be placed may evict lower classes. Batch gets Never: it is the preemptible filler and must
+# not evict anything, not even pods without a PriorityClass (priority 0).
 PRIORITY_LEVELS: tuple[PriorityLevel, ...] = (
     PriorityLevel("inference", 100_000, "PreemptLowerPriority", "Online inference: highest; may evict lower classes."),
     PriorityLevel("training", 10_000, "PreemptLowerPriority", "Training jobs and gangs; preempt only lower classes."),

@@ -1,17 +1,10 @@
-"""A tenant namespace's side of its S3 access (tenant `s3`, resolved by model.tenant_s3): the
-`s3-access` service account its Pod Identity association names, and egress to S3 and to the Pod Identity agent.
+"""A tenant namespace's side of its S3 access (tenant `s3`, resolved by model.tenant_s3): the `s3-access` service
+account its Pod Identity association names, and egress to S3 and to the Pod Identity agent.
 
-Why the published ranges. S3 traffic from the site's private subnets leaves through the VPC's S3 gateway endpoint
-(components.aws.network), which routes the region's S3 prefix list `com.amazonaws.<region>.s3`; S3 answers on its
-public addresses, not inside the VPC, so egress to the VPC CIDR (all a default-deny policy allowed before) never
-reaches it. A NetworkPolicy cannot name a prefix list, and the EKS VPC CNI enforces NetworkPolicy `ipBlock` rules
-only (no FQDN or prefix-list selectors: EKS user guide, cni-network-policy, "Considerations"), so the policy lists
-AWS's published S3 ranges for the site's region (ip-ranges.json, service S3: model/catalog/
-aws_s3_ranges.json, dated). Those ranges hold every bucket of the region, not only the estate's: the IAM role
-scopes what the tenant's credentials reach, not what a pod with other credentials could reach.
-
-The Pod Identity agent answers pods on the node's link-local 169.254.170.23, port 80 (EKS user guide,
-pod-id-agent-setup), so the same policy lets the namespace's pods reach it for credentials.
+- Egress to S3 lists AWS's published S3 ranges for the site's region, because a NetworkPolicy cannot name the
+  S3 prefix list (`s3_egress_policy_spec`).
+- Those ranges hold every bucket of the region. The IAM role scopes what the tenant's credentials reach; it does
+  not limit a pod with other credentials.
 """
 
 from __future__ import annotations
@@ -22,6 +15,7 @@ from model import catalog
 from model.spec import AwsSite, EstateSpec, Site, Tenant
 from model.tenant_s3 import tenant_s3_access
 
+# The Pod Identity agent answers pods on the node's link-local address, port 80 (EKS user guide, pod-id-agent-setup).
 POD_IDENTITY_AGENT = "169.254.170.23/32"
 POD_IDENTITY_AGENT_PORTS = [{"protocol": "TCP", "port": 80}]
 S3_PORTS = [{"protocol": "TCP", "port": 443}]
@@ -34,7 +28,14 @@ def has_s3_access(spec: EstateSpec, site: Site, tenant: Tenant) -> bool:
 
 def s3_egress_policy_spec(site: AwsSite) -> dict[str, Any]:
     """NetworkPolicy spec: every pod of the namespace may open HTTPS to the region's S3 ranges and reach the Pod
-    Identity agent."""
+    Identity agent.
+
+    S3 traffic from the private subnets leaves through the VPC's S3 gateway endpoint (components.aws.network), which
+    routes the region's prefix list `com.amazonaws.<region>.s3`. S3 answers on its public addresses, not inside the
+    VPC, so egress to the VPC CIDR never reaches it. The EKS VPC CNI enforces only `ipBlock` rules, with no FQDN or
+    prefix-list selectors (EKS user guide, cni-network-policy, "Considerations"). So the policy lists AWS's published
+    S3 ranges (ip-ranges.json, service S3: model/catalog/aws_s3_ranges.json, dated).
+    """
     return {
         "podSelector": {},
         "policyTypes": ["Egress"],

@@ -1,17 +1,11 @@
 """`gpufleet burst open|close|extend|reconcile|status|migrate`: the flows, from the burst state to the outcome.
 
-Opening a window checks AWS first (gpufleet/burst/preflight.py); only then is the state recorded and a targeted
-`pulumi up` run (gpufleet/burst/stack.py, gpufleet/burst/targets.py). The Pulumi program alone decides sizes,
-from the recorded window judged at the state's `as_of`.
-
-One clock judges every window: AWS's, the `Date` header of an EC2 response (`Aws.server_time`), read by the CLI
-and passed in here as `clock`; never the clock of the laptop or runner, which may be off. Every state a command
-records carries that time as `as_of`, and the program judges the window's phase at it, so a phase changes only
-when a burst command (`close`, the scheduled `reconcile`) records it with AWS's time.
-
-Phases move like this: `open` records a window (open); `close` moves its expiry to now (draining: no new
-admissions, running work keeps its nodes for `burst.grace_minutes`); `reconcile` records draining once a window
-expired, and after the grace books it in the ledger and removes it (idle: the pool empties).
+- Opening a window checks AWS first (gpufleet/burst/preflight.py). Only then is the state recorded and a
+  targeted `pulumi up` run (gpufleet/burst/stack.py, gpufleet/burst/targets.py).
+- The Pulumi program alone decides sizes, from the recorded window judged at the state's `as_of`.
+- One clock judges every window: AWS's (`Clock`). So a phase changes only when a burst command records it.
+- Phases: `open` records a window (open). `close` moves its expiry to now (draining). `reconcile` records
+  draining once a window expired, and after the grace books it and removes it (idle).
 """
 
 from __future__ import annotations
@@ -40,7 +34,10 @@ from model.burst import (
 )
 from model.spec import BurstLedgerEntry, BurstWindow
 
-Clock = Callable[[], dt.datetime]  # now by the one clock windows are judged by (see the module docstring)
+# Now, by the one clock every window is judged by: AWS's, the `Date` header of an EC2 response (`Aws.server_time`),
+# read by the CLI and passed in. Never the clock of the laptop or runner, which may be off. Every state a command
+# records carries that time as `as_of`, and the program judges the window's phase at it.
+Clock = Callable[[], dt.datetime]
 Booker = Callable[[StackState, BurstWindow, dt.datetime, str], BurstLedgerEntry]  # books a window closed at a time
 
 

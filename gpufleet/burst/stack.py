@@ -1,16 +1,13 @@
 """The burst state of a stack (window, ledger) and how `gpufleet burst` changes it: the state stack, then `up`.
 
-A window (pool, nodes, instance type, AZ, start, expiry) and the ledger of past windows (pool, instance type,
-nodes, start, end, usd) are the outputs of the state stack `<stack>-burst` in the estate's backend
-(model/burst.py, "window state"); the estate program reads them through a StackReference, so every
-`up` sees the same window. A burst command records the new state (an `up` of the state stack), then runs a
-targeted `up` of the estate. If that `up` cannot start, the previous state is recorded again; once it has
-started, the new state is kept, marked unsettled until the `up` finished, so `reconcile` runs it again (see
-`apply_and_up`).
-
-The keys `gpufleet:burstWindow` / `gpufleet:burstLedger` of a stack file are where earlier versions kept the
-state: `gpufleet burst migrate` moves them into the state stack once; offline (preview, cost, review) they stand
-for the state stack as a what-if.
+- The window and the ledger of past windows are the outputs of the state stack `<stack>-burst`, in the estate's
+  backend (model/burst.py, "window state").
+- The estate program reads them through a StackReference, so every `up` sees the same window.
+- A burst command records the new state, then runs a targeted `up` of the estate. If that `up` fails to start,
+  the previous state is recorded again. Once it started, the new state is kept, marked unsettled, so
+  `reconcile` runs it again (`apply_and_up`).
+- A stack file's keys `gpufleet:burstWindow` / `gpufleet:burstLedger` are moved into the state stack once, by
+  `gpufleet burst migrate`. Offline (preview, cost, review) they stand for the state stack as a what-if.
 """
 
 from __future__ import annotations

@@ -1,25 +1,14 @@
 """A region's storage and service list prices from the AWS Price List (part of `gpufleet catalog refresh --prices`).
 
-Each price the bill (gpufleet/review/bill.py) and the storage cost (gpufleet/review/storage_cost.py) read from the
-catalog's `services` / `storage` sections, but the two named at the end, is one `pricing:GetProducts` query below:
-a ServiceCode, TERM_MATCH filters and, where the product is told apart by its usage type, a CONTAINS filter on
-`usagetype` (the Filter types of
-https://docs.aws.amazon.com/aws-cost-management/latest/APIReference/API_pricing_Filter.html). Usage types carry
-a region prefix outside us-east-1 (`USW2-NatGateway-Hours`), so the answer is kept only where the usage type is
-the name itself or ends in `-<name>` (not `USW2-RegionalNatGateway-Hours`, not `USW2-IATimedStorage-ByteHrs`).
-
-The attribute names and values come from infracost, which prices Terraform plans from the same Price List
-(https://github.com/infracost/infracost/tree/95ba4f49a7abf5567b04f751a115543281a4ab18/internal/resources/aws;
-each query names its file). A tiered price (S3 storage, data transfer out) is its first tier: the price
-dimension whose `beginRange` is 0, as infracost's StartUsageAmount "0" / first "10TB" tier select. Data transfer
-products name their region by `fromLocation`, the Price List's location name ("US West (Oregon)", "EU (Ireland)" in
-infracost's util.go RegionMapping: not always botocore's region description), so it is taken from the `location`
-attribute of the region's products the queries before it answered (offer file format: regionCode, location,
-locationType); without one it is skipped.
-
-Not refreshed here, because no public artifact read for this change names their Price List attributes: FSx for
-Lustre PERSISTENT_2 per throughput tier (infracost has no Lustre resource at that commit) and the public IPv4
-address-hour (AmazonVPC; infracost's eip.go prices only idle Elastic IPs). Their catalog entries stay as written.
+- Each price in QUERIES is one `pricing:GetProducts` query: a ServiceCode, TERM_MATCH filters, and a CONTAINS
+  filter on `usagetype` where the product is told apart by it. The bill (gpufleet/review/bill.py) and the
+  storage cost (gpufleet/review/storage_cost.py) read them from the catalog.
+- The attribute names and values come from infracost, which prices Terraform plans from the same Price List
+  (INFRACOST; each query names its file).
+- A tiered price (S3 storage, data transfer out) is its first tier (`unit_usd`).
+- Two catalog entries are not refreshed here and stay as written: FSx for Lustre PERSISTENT_2 per throughput
+  tier, and the public IPv4 address-hour. No public artifact read for this change names their Price List
+  attributes. Infracost has no Lustre resource at that commit, and its eip.go prices only idle Elastic IPs.
 """
 
 from __future__ import annotations
@@ -41,6 +30,7 @@ from gpufleet.catalog.price_list import (
 )
 from model import catalog
 
+# https://github.com/infracost/infracost/tree/95ba4f49a7abf5567b04f751a115543281a4ab18/internal/resources/aws
 INFRACOST = "infracost/infracost@95ba4f49a7abf5567b04f751a115543281a4ab18 internal/resources/aws/"
 
 
@@ -59,7 +49,11 @@ class Query:
     usagetype: str | None  # CONTAINS filter; the answer's usage type must be it or end in "-" + it
     first_tier: bool
     cite: str  # the public file the filters come from
-    region_field: str = "regionCode"  # AWSDataTransfer products name the region by `fromLocation`
+    # AWSDataTransfer products name the region by `fromLocation`, the Price List's location name ("US West
+    # (Oregon)", "EU (Ireland)" in infracost's util.go RegionMapping), which is not always botocore's region
+    # description. So it is taken from the `location` attribute of the region's products that earlier queries
+    # answered (offer file format: regionCode, location, locationType); without one the query is skipped.
+    region_field: str = "regionCode"
 
     @property
     def service_code(self) -> str:
@@ -104,6 +98,8 @@ def region_value(query: Query, region: str, location: str | None) -> str:
 
 
 def filters(query: Query, region: str, location: str | None = None) -> list[dict[str, str]]:
+    """The GetProducts filters of the query (the Filter types of
+    https://docs.aws.amazon.com/aws-cost-management/latest/APIReference/API_pricing_Filter.html)."""
     pairs = ((query.region_field, region_value(query, region, location)), *query.terms)
     found = term_filters(pairs)
     if query.usagetype is not None:
@@ -112,6 +108,9 @@ def filters(query: Query, region: str, location: str | None = None) -> list[dict
 
 
 def _usagetype_matches(query: Query, item: dict[str, Any]) -> bool:
+    """Usage types carry a region prefix outside us-east-1 (`USW2-NatGateway-Hours`). So the answer counts only
+    where the usage type is the name itself or ends in `-<name>`: not `USW2-RegionalNatGateway-Hours`, not
+    `USW2-IATimedStorage-ByteHrs`."""
     if query.usagetype is None:
         return True
     usagetype = str(item.get("product", {}).get("attributes", {}).get("usagetype", ""))
@@ -119,7 +118,8 @@ def _usagetype_matches(query: Query, item: dict[str, Any]) -> bool:
 
 
 def unit_usd(query: Query, item: dict[str, Any]) -> float | None:
-    """The USD price per unit of one product: its single non-zero dimension, or (tiered) its beginRange-0 tier."""
+    """The USD price per unit of one product: its single non-zero dimension, or (tiered) its beginRange-0 tier, as
+    infracost's StartUsageAmount "0" / first "10TB" tier select."""
     if query.first_tier:
         dims = usd_dimensions(item)
         first = [float(d["pricePerUnit"]["USD"]) for d in dims if str(d.get("beginRange")) == "0"]

@@ -1,17 +1,12 @@
 """The one error handler of every command: user mistakes and refusals become messages and an exit code.
 
-Exit codes: 0 fine, 1 a mandatory policy violation or a refused burst, 2 bad input, 70 an internal error (a bug in
-gpufleet; EX_SOFTWARE of sysexits.h), 130 interrupted. A SpecError prints one line per problem (each names the file
-and YAML path); any other known error prints its message, first line after `error:` and the rest indented. Messages
-are printed as plain text, never as Rich markup: they quote user input. Nothing prints a traceback; an internal
-error says it is a bug and names the command to report with.
-
-Ctrl-C is one line, `interrupted`, and exit 130, wherever it lands. Python raises KeyboardInterrupt at whatever
-line runs, and library code does not always let it through: the Pulumi SDK's nested event-loop pumping can turn it
-into an IndexError, an import it cuts short leaves a half-built module whose next use raises AttributeError, and a
-swallowed one lets the command finish on a partial plan. So the handler records that SIGINT arrived, and an error
-or even a normal end after it is reported as the interrupt, not as a bug or a result. A command that handles
-Ctrl-C itself (burst, verify) still says what it kept or cleaned up.
+- Exit codes: 0 fine, 1 a mandatory policy violation or a refused burst, 2 bad input, 70 an internal error (a
+  bug in gpufleet), 130 interrupted.
+- A SpecError prints one line per problem, each naming the file and YAML path. Any other known error prints its
+  message (`report`).
+- Messages are printed as plain text, never as Rich markup, because they quote user input.
+- Nothing prints a traceback. An internal error says it is a bug and names the command to report with.
+- Ctrl-C is one line, `interrupted`, and exit 130, wherever it lands (`user_errors`).
 """
 
 from __future__ import annotations
@@ -81,7 +76,8 @@ def _known(e: Exception) -> tuple[list[str], int] | None:
 
 
 def report(e: Exception) -> typer.Exit:
-    """Print an error and return the Exit to raise: a known one with its code, anything else as a bug (70)."""
+    """Print an error and return the Exit to raise: a known one with its code, anything else as a bug (70).
+    A message's first line follows `error:`; the rest is indented."""
     known = _known(e)
     if known is None:
         return internal_error(e)
@@ -147,7 +143,15 @@ def interrupted() -> typer.Exit:
 
 def user_errors(fn: F) -> F:
     """Wrap a command: known errors become messages and an exit code, never a traceback; after Ctrl-C, whatever
-    the command ends with is the interrupt (see the module docstring)."""
+    the command ends with is the interrupt.
+
+    Python raises KeyboardInterrupt at whatever line runs, and library code does not always let it through. The
+    Pulumi SDK's nested event-loop pumping can turn it into an IndexError. An import it cuts short leaves a
+    half-built module, whose next use raises AttributeError. A swallowed one lets the command finish on a partial
+    plan. So the handler records that SIGINT arrived, and an error or even a normal end after it is reported as the
+    interrupt, not as a bug or a result. A command that handles Ctrl-C itself (burst, verify) still says what it
+    kept or cleaned up.
+    """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:

@@ -1,17 +1,14 @@
 """The rest of an AWS site's bill: what it runs besides its GPU pools and storage tiers, from dated list prices.
 
-Per AWS site (prices from the catalog's `services` and `cpu_instances`, per region):
-- EKS control plane: 1 cluster-hour per hour for a created cluster (an adopted cluster is billed to its owner).
-- NAT gateways: one per availability zone of a created VPC (components.aws.network), each with a public IPv4
-  address; their data processing is per GB and needs a usage profile.
-- The CPU system node pool of a created cluster: min/desired/max nodes (model.nodes) x its on-demand
-  price.
-- EBS gp3 root volumes: every node's root volume (GPU pools: `root_volume_gib` x nodes at each size; system pool:
-  SYSTEM_ROOT_VOLUME_GIB x its nodes) x $/GB-month ÷ 730 h.
-- Data transfer out to the internet: per GB, from a usage profile.
+Per AWS site, from the catalog's prices for its region:
+- EKS control plane: one cluster-hour per hour for a created cluster. An adopted cluster is billed to its owner.
+- NAT gateways: one per AZ of a created VPC, each with a public IPv4 address. Their data processing is per GB.
+- The system node pool of a created cluster: min/desired/max nodes × its on-demand price.
+- EBS gp3 root volumes of every node (`_root_volumes`).
+- Data transfer out to the internet: per GB.
 
-A line without a price, or usage-billed without a usage figure, has no figures (`hourly` None) and is named in
-the envelope's list of what the totals leave out; never $0.
+Per-GB items need a usage profile. A line without a price or usage figure has no figures (`hourly` None): the
+envelope names it among what the totals leave out, never as $0.
 """
 
 from __future__ import annotations
@@ -102,7 +99,7 @@ def aws_site_bill(site: AwsSite, pool_nodes: dict[str, dict[str, int]], usage: S
     created_vpc = site.vpc.vpc_id is None
     if created_cluster:
         lines.append(_hourly_line(site, "EKS control plane", "eks-cluster", dict.fromkeys(LEVELS, 1), "cluster"))
-    if created_vpc:
+    if created_vpc:  # the VPC's NAT gateways: one per AZ (components.aws.network)
         azs = dict.fromkeys(LEVELS, len(site.availability_zones))
         gateways, addresses, processed = VPC_SERVICES
         lines.append(_hourly_line(site, "NAT gateways", gateways, azs, "gateways (one per AZ)"))
@@ -123,7 +120,8 @@ def aws_site_bill(site: AwsSite, pool_nodes: dict[str, dict[str, int]], usage: S
 
 
 def _root_volumes(site: AwsSite, pool_nodes: dict[str, dict[str, int]], system: dict[str, int]) -> BillLine:
-    """GB of gp3 root volumes at each size: Σ nodes x root_volume_gib over GPU pools, plus the system pool's."""
+    """GB of gp3 root volumes at each size: Σ nodes x root_volume_gib over GPU pools, plus the system pool's
+    (SYSTEM_ROOT_VOLUME_GIB x its nodes), priced per GB-month ÷ 730 h."""
     gb = {
         lv: sum(pool_nodes[p.name][lv] * p.root_volume_gib for p in site.node_pools if p.name in pool_nodes)
         + system[lv] * SYSTEM_ROOT_VOLUME_GIB

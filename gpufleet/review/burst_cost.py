@@ -1,14 +1,12 @@
 """What bursting can cost: in an hour at max size, in one window, and in a month — months that can happen.
 
-A burst pool idles at zero nodes; `gpufleet burst open` admits a window only when the window's price (nodes × hours
-× node-hour price) fits what is left of the month's `burst.budget_usd` (gpufleet/burst/preflight.py), and a window
-lasts at most `burst.max_window_hours`, then drains for `burst.grace_minutes`. So a month of bursting costs at most
-the budget (and never more than every burst node running all 730 hours); 730 × the hourly figure of an open window
-is a month that cannot happen. Nodes still draining in a window's grace are booked after it (model/
-windows.py `close_entry`), so each window may add its grace on top of the budget; the report says so.
-
-The node-hour prices are the burst pools' own (the PoolCost figures `gpufleet cost` prints), so there is one
-computation of each price.
+- A burst pool idles at zero nodes. `gpufleet burst open` admits a window only when its price fits what is left
+  of the month's `burst.budget_usd` (gpufleet/burst/preflight.py).
+- So a month of bursting costs at most the budget, and never more than every burst node running all 730 hours.
+  730 × the hourly figure of an open window is a month that cannot happen.
+- Nodes still draining in a window's grace are booked after it (`model.burst.close_entry`). So each window
+  may add its grace on top of the budget, and the report says so (`BurstCeiling.grace_usd`).
+- The node-hour prices are the burst pools' own PoolCost figures, so each price has one computation.
 """
 
 from __future__ import annotations

@@ -1,21 +1,13 @@
 """A stack's usage profile: what it expects to store and move in a month, so usage-billed items get a figure.
 
-Like Infracost's usage file, it sits next to the stack file, `usage.<stack>.yaml`, and is optional:
-without it, usage-billed items (NAT data processing, data transfer out, EFS and S3 storage) are listed by name
-with their unit price and left out of the totals. Every figure is per month (the catalog's 730-hour month).
-docs/usage-profiles.md is the user's reference (format, an example, what each key prices):
+- Like Infracost's usage file, it is optional and sits next to the stack file: `usage.<stack>.yaml`.
+- Without it, usage-billed items (NAT data processing, data transfer out, EFS and S3 storage) are listed by name
+  with their unit price, and left out of the totals.
+- Every figure is per month: the catalog's 730-hour month.
+- A profile is judged like a stack file, every problem at once. A figure the estate cannot use is an error too,
+  because a figure that prices nothing would hide a typo (`_unusable`).
 
-    sites:
-      use1:
-        nat_gb_processed: 2000        # GB through the NAT gateways (both directions)
-        data_transfer_out_gb: 500     # GB out to the internet
-        storage:
-          objects: {gb_stored: 40000} # S3 tier `objects`: average GB stored
-          home: {gb_stored: 800}      # EFS tier `home`
-
-A profile is judged like a stack file, every problem at once: unknown keys and negative figures, and a figure
-the estate cannot use (a site or tier it does not have, a bare-metal site, a tier not billed on GB stored, NAT
-data on a site whose VPC gpufleet does not create). A figure that prices nothing would hide a typo.
+docs/usage-profiles.md is the user's reference: the format, an example, and what each key prices.
 """
 
 from __future__ import annotations
@@ -77,7 +69,9 @@ def read_usage(path: Path, spec: EstateSpec) -> UsageProfile | None:
 
 
 def _unusable(profile: UsageProfile, spec: EstateSpec) -> Iterator[tuple[str, str]]:
-    """(YAML path, message) for every figure of `profile` that prices nothing in `spec`."""
+    """(YAML path, message) for every figure of `profile` that prices nothing in `spec`: a site or tier it does not
+    have, a bare-metal site, a tier not billed on GB stored, NAT data on a site whose VPC gpufleet does not
+    create."""
     sites = {s.name: s for s in spec.sites}
     for name, usage in profile.sites.items():
         site = sites.get(name)

@@ -1,15 +1,13 @@
 """Validate Kubernetes objects against the real schemas: the Kubernetes OpenAPI of the pinned version and the CRDs.
 
-- Built-in kinds: the JSON schemas `kubernetes-validate` (PyPI) bundles per Kubernetes minor, generated from the
-  upstream OpenAPI (strict variants: a field the API does not define is an error, as `kubectl apply
-  --validate=strict` reports it). Every error is reported, not only the first.
-- Custom resources: the served version's `openAPIV3Schema` of the CRD at the pinned tag, checked with `jsonschema`
-  as the API server checks a structural schema — types, enums, required fields, bounds — plus two things the API
-  server does silently or later: a field the schema does not define is pruned without an error (reported here as
-  an unknown field, since the setting would be lost), and `x-kubernetes-validations` CEL rules are evaluated (with
-  `cel-python`) after schema defaults are applied, as on create; transition rules (`oldSelf`) do not apply on
-  create and are skipped. A rule cel-python cannot evaluate (Kubernetes-only CEL libraries) is reported as
-  unchecked, never as passed.
+- Built-in kinds: the strict JSON schemas `kubernetes-validate` (PyPI) bundles per Kubernetes minor
+  (`builtin_issues`). Every error is reported, not only the first.
+- Custom resources: the served version's `openAPIV3Schema` of the CRD at the pinned tag, checked as the API
+  server checks a structural schema (`crd_issues`).
+- A field the schema does not define is reported as unknown, though the API server would prune it silently: the
+  setting would be lost.
+- `x-kubernetes-validations` CEL rules are evaluated as on create (`cel_issues`).
+- A rule that cannot be evaluated offline is reported as unchecked, never as passed.
 """
 
 from __future__ import annotations
@@ -97,6 +95,9 @@ def is_builtin(api_version: str, kind: str, version: str) -> bool:
 def builtin_issues(obj: dict[str, Any], version: str, *, partial: bool = False) -> list[SchemaIssue] | None:
     """Every schema error of a built-in object for Kubernetes `version`; None when the kind is not built in.
 
+    The schemas are generated from the upstream OpenAPI. Their strict variants make a field the API does not define
+    an error, as `kubectl apply --validate=strict` reports it.
+
     `partial` (a server-side-apply patch): required fields are not demanded.
     """
     if version not in bundled_versions():
@@ -183,7 +184,11 @@ def _defaulted(value: Any, schema: dict[str, Any]) -> Any:
 
 
 def crd_issues(obj: dict[str, Any], crd: dict[str, Any]) -> list[SchemaIssue]:
-    """Every problem of a custom resource against its CRD: schema, unknown fields and CEL rules on create."""
+    """Every problem of a custom resource against its CRD: schema, unknown fields and CEL rules on create.
+
+    `jsonschema` checks what the API server checks of a structural schema: types, enums, required fields, bounds.
+    CEL rules run only on a schema-valid object, after the schema's defaults are applied, as on create.
+    """
     schema = served_schema(crd, str(obj.get("apiVersion", "")))
     if schema is None:
         name = (crd.get("metadata") or {}).get("name")
@@ -202,7 +207,11 @@ def crd_issues(obj: dict[str, Any], crd: dict[str, Any]) -> list[SchemaIssue]:
 
 
 def cel_issues(value: Any, schema: dict[str, Any], path: tuple[Any, ...] = ()) -> list[SchemaIssue]:
-    """Evaluate every x-kubernetes-validations rule that applies to `value` on create."""
+    """Evaluate every x-kubernetes-validations rule that applies to `value` on create, with `cel-python`.
+
+    Transition rules (`oldSelf`) do not apply on create and are skipped. A rule cel-python cannot evaluate (it lacks
+    the Kubernetes-only CEL libraries) is reported as unchecked.
+    """
     issues: list[SchemaIssue] = []
     for rule in schema.get("x-kubernetes-validations") or []:
         issue = _evaluate(rule, value, path)

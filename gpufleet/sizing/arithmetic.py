@@ -1,21 +1,17 @@
 """Sizing arithmetic on exact fractions: demand, installed equivalents, reserves, gang minimum, memory fit.
 
 In the order it should come first:
-
-1. Demand: GPU-hours per planning period = Σ over workload classes of runs × GPUs per run × hours per run.
+1. Demand: GPU-hours per period = Σ over workload classes of runs × GPUs per run × hours per run.
 2. Installed-equivalent GPUs = GPU-hours ÷ (hours per device in the period × schedulable utilisation), one
-   figure per utilisation scenario (a range, never one point). Failure reserve, maintenance and growth are
-   added on top of each scenario as separate percentages, never hidden in the utilisation factor.
-3. Gang constraints: runs that must start together need that many compatible GPUs at once, whatever the
+   figure per utilisation scenario: a range, never one point.
+3. Failure reserve, maintenance and growth: separate percentages on top of each scenario, never hidden in the
+   utilisation factor.
+4. Gang constraints: runs that must start together need that many compatible GPUs at once, whatever the
    weekly totals say. Node pools round up to whole nodes.
-4. Memory fit: mixed-precision Adam training needs ~16 bytes per parameter before activations (the ZeRO paper,
-   https://arxiv.org/abs/1910.02054: 2Ψ + 2Ψ + 12Ψ; EleutherAI, "Transformer Math 101",
-   https://blog.eleuther.ai/transformer-math/); inference needs the weights at the serving precision plus the KV
-   cache, plus 20 % (Accelerate's model size estimator,
-   https://huggingface.co/docs/accelerate/usage_guides/model_size_estimator).
+5. Memory fit (`memory_need`).
 
-All sizing arithmetic runs on exact fractions (inputs taken at their decimal value), so rounding up is exact:
-a rounded figure never falls short of the demand it was rounded from.
+Exact fractions take inputs at their decimal value, so rounding up is exact: a rounded figure never falls short
+of the demand it was rounded from.
 """
 
 from __future__ import annotations
@@ -31,10 +27,12 @@ from model import catalog
 if TYPE_CHECKING:
     from gpufleet.sizing.workloads import Planning, WorkloadClass
 
-# ZeRO (arXiv 1910.02054) and Transformer Math 101: bf16/fp16 weights 2 B + grads 2 B + fp32 master weights 4 B
-# + Adam m 4 B + Adam v 4 B.
+# Mixed-precision Adam, before activations: bf16/fp16 weights 2 B + grads 2 B + fp32 master weights 4 B
+# + Adam m 4 B + Adam v 4 B. The ZeRO paper, https://arxiv.org/abs/1910.02054: 2Ψ + 2Ψ + 12Ψ;
+# EleutherAI, "Transformer Math 101", https://blog.eleuther.ai/transformer-math/.
 TRAINING_STATE_BYTES_PER_PARAMETER = 16
-# Accelerate's model size estimator docs (citing EleutherAI) add "up to an additional 20%" over load size.
+# Accelerate's model size estimator docs (citing EleutherAI) add "up to an additional 20%" over load size
+# (https://huggingface.co/docs/accelerate/usage_guides/model_size_estimator).
 INFERENCE_MARGIN_PCT = 20
 # No published figure covers activations, temporary buffers and fragmentation; this default is gpufleet's own
 # and is printed as an assumption in every decision record. Override it per class with memory_margin_pct.
@@ -174,6 +172,8 @@ class MemoryNeed:
 
 
 def memory_need(c: WorkloadClass) -> MemoryNeed:
+    """Training needs its optimizer states, before activations; inference the weights at the serving precision.
+    Both add the KV cache and a margin."""
     training = c.training
     if c.bytes_per_parameter is not None:
         bpp, basis = q(c.bytes_per_parameter), f"{q(c.bytes_per_parameter)} B/param (set in the workload file)"

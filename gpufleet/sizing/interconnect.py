@@ -1,24 +1,13 @@
 """Interconnect in the ranking: the ring a training run's gradients travel every step, and its slowest link.
 
-Data-parallel training (and ZeRO / FSDP sharding) all-reduces the gradients across all of a run's GPUs every
-step. NCCL's ring all-reduce moves 2(n-1)/n times the buffer through every GPU's link, so its time is
-
-    t = 2(n-1)/n × S ÷ B            (NVIDIA/nccl-tests doc/PERFORMANCE.md, "AllReduce": busbw = algbw × 2(n-1)/n,
-                                     https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md)
-
-with S the gradient bytes (parameters × 2 B: bf16 gradients, the 2Ψ of the ZeRO paper's mixed-precision Adam) and B
-the one-direction bandwidth per GPU of the slowest link in the ring (nccl-tests: bus bandwidth "should reflect the
-speed of the hardware bottleneck", measured one direction):
-
-- inside a node: NVLink, else PCIe, per GPU (model/catalog/gpus.yaml; half the bidirectional figure);
-- across nodes: the node's network (EC2 `network_performance` from the catalog, or the inventory's InfiniBand /
-  RoCE ports on bare metal) shared by the node's GPUs, in GB/s one way (Gbit/s ÷ 8 ÷ GPUs per node).
-
-The rule that uses it is deliberately not a guessed efficiency factor: the file's hours on a GPU model are taken to
-hold on the fastest ring the candidates offer for that model (the setup a benchmark is run on: the run's GPUs in as
-few, as well-connected nodes as possible). A placement of the same GPU whose ring is slower would take longer by a
-number of all-reduces the file does not give, so it is not ranked ("weaker interconnect"); the report shows both
-rings and their all-reduce times. Different GPU models are compared on the file's hours for each, as before.
+- Data-parallel training (and ZeRO / FSDP sharding) all-reduces the gradients across all of a run's GPUs every
+  step. `ring` gives the time of one all-reduce.
+- The ring's slowest link: inside a node NVLink, else PCIe; across nodes the node's network, shared by its GPUs.
+- The rule is not a guessed efficiency factor. The file's hours on a GPU model are taken to hold on the fastest
+  ring the candidates offer for that model: the setup a benchmark is run on.
+- A placement of the same GPU with a slower ring would take longer by a number of all-reduces the file does not
+  give, so it is not ranked ("weaker interconnect", `judge`). The report shows both rings.
+- Different GPU models are compared on the file's hours for each.
 """
 
 from __future__ import annotations
@@ -42,7 +31,8 @@ def instance_network_gbit_per_s(instance_type: str) -> Fraction | None:
 
 
 def intra_node_gb_per_s(gpu: catalog.GpuModel) -> tuple[Fraction | None, str]:
-    """One-direction GB/s per GPU between GPUs of one node, and the link: NVLink, else PCIe."""
+    """One-direction GB/s per GPU between GPUs of one node, and the link: NVLink, else PCIe. The catalog
+    (model/catalog/gpus.yaml) gives bidirectional figures, so this is half of one."""
     if gpu.nvlink_gb_per_s:
         return Fraction(gpu.nvlink_gb_per_s, 2), "NVLink"
     if gpu.pcie_gb_per_s:
@@ -62,7 +52,19 @@ class Ring:
 
 
 def ring(c: WorkloadClass, p: Placement) -> Ring | None:
-    """The ring of a run that all-reduces gradients (training or fine-tuning on more than one GPU), else None."""
+    """The ring of a run that all-reduces gradients (training or fine-tuning on more than one GPU), else None.
+
+    NCCL's ring all-reduce moves 2(n-1)/n times the buffer through every GPU's link, so one takes
+
+        t = 2(n-1)/n × S ÷ B        (NVIDIA/nccl-tests doc/PERFORMANCE.md, "AllReduce": busbw = algbw × 2(n-1)/n,
+                                     https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md)
+
+    S is the gradient bytes (GRADIENT_BYTES_PER_PARAMETER per parameter). B is the one-direction bandwidth per
+    GPU of the ring's slowest link: nccl-tests' bus bandwidth "should reflect the speed of the hardware
+    bottleneck", measured one direction. Across nodes that is the node's network (EC2 `network_performance` from
+    the catalog, or the inventory's InfiniBand / RoCE ports on bare metal), in GB/s one way per GPU: Gbit/s ÷ 8 ÷
+    GPUs per node.
+    """
     n = c.gpus_per_run
     if not c.training or n < 2 or p.gpus_per_node == 0:
         return None
@@ -87,6 +89,9 @@ def ring(c: WorkloadClass, p: Placement) -> Ring | None:
 
 def judge(choices: list[Choice]) -> list[Choice]:
     """Mark placements whose ring is slower than the fastest ring of the same GPU model as weaker interconnect.
+
+    The fastest ring is the setup a benchmark is run on: the run's GPUs in as few, as well-connected nodes as
+    possible.
 
     Only placements that would otherwise be ranked ("ok") lose their rank; the reference is the fastest known ring
     among the timed choices of that GPU model (whatever their price or deadline: the hours are the same).

@@ -1,16 +1,9 @@
 """The catalog: GPU models, AWS GPU instance facts and prices, each dated and sourced.
 
-Data lives in the files beside this module; this loader is the only reader. Everything that needs a GPU
-count, a GPU's memory, an EFA layout or a price asks here, so no number is typed twice.
-- `aws_instances.json` is written by `gpufleet catalog refresh` (EC2 DescribeInstanceTypes), never by hand.
-- `aws_prices.json` holds on-demand Linux prices per region, each region with its date and source (`sources`),
-  and storage / service list prices per region, each figure dated and sourced.
-- `aws_regions.json` holds the AWS commercial regions (botocore's endpoints data), written by
-  `gpufleet catalog refresh --prices`; a stack's aws site must name one of them.
-- `gpus.yaml` holds GPU models (API memory, MIG profiles, time-slicing) with sources.
-- `aws_s3_ranges.json` holds AWS's published S3 IPv4 ranges per region (ip-ranges.json, dated by its createDate).
-- `aws_capacity_block_prices.json` holds the effective hourly rate of EC2 Capacity Blocks per region, dated and
-  sourced: AWS reprices blocks by supply and demand, so it is the published rate on its date, not a quote.
+- Data lives in the files beside this module (each `*_FILE` below says what it holds). This loader is their
+  only reader.
+- Everything that needs a GPU count, a GPU's memory, an EFA layout or a price asks here, so no number is typed
+  twice.
 """
 
 from __future__ import annotations
@@ -27,11 +20,20 @@ from typing import Any
 from model.yaml_text import safe_load
 
 HERE = Path(__file__).parent
+# Written by `gpufleet catalog refresh` (EC2 DescribeInstanceTypes), never by hand.
 INSTANCES_FILE = HERE / "aws_instances.json"
+# On-demand Linux prices per region, each region with its date and source (`sources`); and storage / service list
+# prices per region, each figure dated and sourced.
 PRICES_FILE = HERE / "aws_prices.json"
+# GPU models (API memory, MIG profiles, time-slicing) with sources.
 GPUS_FILE = HERE / "gpus.yaml"
+# AWS's published S3 IPv4 ranges per region (ip-ranges.json, dated by its createDate).
 S3_RANGES_FILE = HERE / "aws_s3_ranges.json"
+# The AWS commercial regions (botocore's endpoints data), written by `gpufleet catalog refresh --prices`; a stack's
+# aws site must name one of them.
 REGIONS_FILE = HERE / "aws_regions.json"
+# The effective hourly rate of EC2 Capacity Blocks per region, dated and sourced. AWS reprices blocks by supply and
+# demand, so it is the published rate on its date, not a quote.
 CAPACITY_BLOCK_PRICES_FILE = HERE / "aws_capacity_block_prices.json"
 
 # The NVIDIA x86 GPU instance types gpufleet ships facts for; `catalog refresh` describes exactly these.

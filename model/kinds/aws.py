@@ -27,7 +27,13 @@ def node_template_tags(
     labels: dict[str, str], taints: list[Taint], gpu_resource: str, gpu_units_per_node: int, shared: bool
 ) -> dict[str, str]:
     """Node-template tags of a burst pool's Auto Scaling group: its node labels and taints, and its GPU resource
-    when GPUs are shared (the autoscaler counts whole GPUs of the instance type as nvidia.com/gpu by itself)."""
+    when GPUs are shared (the autoscaler counts whole GPUs of the instance type as nvidia.com/gpu by itself).
+
+    The autoscaler learns a group's labels and taints from EKS DescribeNodegroup only while the group has never had
+    nodes; after that only from these tags (cluster-autoscaler cloudprovider/aws/README.md, "Auto-discovery setup"
+    and the eks:DescribeNodegroup note, at the pinned tag). EKS does not copy node group tags to its Auto Scaling
+    group, so gpufleet tags the group itself.
+    """
     tags = {f"{NODE_TEMPLATE}/label/{k}": v for k, v in sorted(labels.items())}
     tags |= {f"{NODE_TEMPLATE}/taint/{t.key}": f"{t.value}:{t.effect}" for t in taints}
     if shared:

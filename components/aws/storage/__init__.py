@@ -1,16 +1,16 @@
 """SiteStorage: the storage tiers of an AWS site, each with its CSI driver and StorageClass. One module per tier:
 
 - scratch: instance-store NVMe, striped RAID0 by nodeadm from the GPU launch templates (launch.py); no cloud
-  resource here. Pods reach it as node-local storage (kubelet and containerd live on the array; a hostPath or
-  local-volume provisioner can expose the mount path).
+  resource. Pods reach it as node-local storage.
 - shared-hot (`fsx`): FSx for Lustre with a data repository on S3 and a directory per tenant.
 - shared-warm (`efs`): EFS with an access point per tenant and one per dynamic claim.
-- object (`s3`): S3 buckets per purpose, SSE-KMS, TLS only, versioned and logged.
-- `csi`: the FSx and EFS CSI drivers, StorageClasses and the pre-bound volumes tenants claim.
+- object (`s3`): S3 buckets per purpose: SSE-KMS, TLS only, versioned, logged.
+- `csi`: the FSx and EFS CSI drivers, StorageClasses and the tenants' pre-bound volumes.
 
-A tenant gets volumes only on the shared file systems it may mount (`tenants[].file_systems`; by default every
-one for a trusted tenant, none for an untrusted one), and only on sites where it has a namespace. Stateful
-resources (file systems, buckets, their keys) are protected and retained on delete.
+Why:
+- A tenant gets volumes only on the shared file systems it may mount (`tenants[].file_systems`), and only on
+  sites where it has a namespace. By default a trusted tenant mounts all, an untrusted one none.
+- File systems, buckets and their keys are protected and retained on delete.
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
 """The shared-hot tier: FSx for Lustre PERSISTENT_2 in its fabric's subnet and AZ, with a customer-managed key, a
 security group for the Lustre ports, an optional S3 data repository association, and per-tenant volumes.
 
-Per-tenant scoping. Lustre has no access points; a client can mount a directory of the file system instead of
-its root ("fileset": `<dns>@tcp:/<mountname>/<dir>`, FSx for Lustre user guide, "Mounting specific filesets",
-https://docs.aws.amazon.com/fsx/latest/LustreGuide/mounting-from-fileset.html). The FSx CSI driver mounts
-`<dnsname>@tcp:/<mountname>` from the volume attributes as given (aws-fsx-csi-driver pkg/driver/node.go
-NodePublishVolume at the pinned chart's tag), so a tenant's volume names `<mountname>/tenants/<tenant>`. A
-fileset mount needs the directory to exist: a Job (`<tier>-tenant-dirs` in kube-system, busybox, root with CHOWN,
-FOWNER and FSETID only) mounts the root through a volume only kube-system can claim and creates
-`/tenants/<tenant>` owned by the tenant's uid/gid (csi.tenant_uid), mode 2770; tenant volumes wait for it.
-Tenant pods write there as that uid or with that gid in `supplementalGroups` (the driver does not apply
-fsGroup to shared volumes). With a data repository, each tenant also gets a read-only volume of the linked
-directory (`/s3`), claimed as `<tier>-s3`.
+- Lustre has no access points, so a tenant's volume mounts a directory of the file system: `/tenants/<tenant>`.
+- A Job creates those directories, owned by each tenant's uid/gid, before any tenant volume binds.
+- Tenant pods write there as that uid, or with that gid in `supplementalGroups`. The FSx CSI driver does not
+  apply fsGroup to shared volumes.
+- With a data repository, each tenant also gets a read-only volume of the linked directory (`/s3`), claimed as
+  `<tier>-s3`.
 """
 
 from __future__ import annotations
@@ -59,7 +54,14 @@ def throughput_warning(site: AwsSite, tier: FsxLustreTier) -> str | None:
 
 
 def lustre_mountname(mount_name: str | None, directory: str = "") -> str:
-    """The CSI `mountname` attribute that mounts `directory` (absolute, or "" for the root) of the file system."""
+    """The CSI `mountname` attribute that mounts `directory` (absolute, or "" for the root) of the file system.
+
+    A client can mount a directory instead of the root ("fileset": `<dns>@tcp:/<mountname>/<dir>`; FSx for Lustre
+    user guide, "Mounting specific filesets",
+    https://docs.aws.amazon.com/fsx/latest/LustreGuide/mounting-from-fileset.html). The FSx CSI driver mounts
+    `<dnsname>@tcp:/<mountname>` from the volume attributes as given (aws-fsx-csi-driver pkg/driver/node.go,
+    NodePublishVolume, at the pinned chart's tag), so a tenant's volume names `<mountname>/tenants/<tenant>`.
+    """
     return f"{mount_name or MOUNT_NAME_OFFLINE}{directory}"
 
 
@@ -186,7 +188,12 @@ def _tenant_dirs(
     tenants: list[str],
 ) -> k8s.batch.v1.Job:  # fmt: skip
     """The Job that creates the tenants' directories, and the root volume (claimable in kube-system only) it
-    mounts. pulumi-kubernetes waits for a Job to complete and fails the update if it fails."""
+    mounts. pulumi-kubernetes waits for a Job to complete and fails the update if it fails.
+
+    A fileset mount needs its directory to exist, so tenant volumes wait for this Job. It runs busybox as root
+    with only CHOWN, FOWNER and FSETID, and makes each directory mode 2770, owned by the tenant's uid/gid
+    (csi.tenant_uid).
+    """
     root = f"{tier.name}-root"
     labels = ctx.a.tags.labels()
     pv = static_volume(
