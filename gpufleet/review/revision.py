@@ -12,7 +12,7 @@ judged by its own components, catalog and policy packs. Two ways:
   file, and both versions are reviewed with the working tree's code and its other files, which are byte for byte
   those of `base`: the result is the one a checkout would give. A small estate (at most
   `ONE_INTERPRETER_UNITS` servers, node pools and tenants) is reviewed in one interpreter, one version after the
-  other (`python -m gpufleet.review.documents`), so the imports, which dominate a small synthesis, are paid once;
+  other (both passed to `python -m gpufleet.review.document`), so the imports, which dominate a small synthesis, are paid once;
   when this interpreter's own packages are the working tree's files (`runs_tree_code`: the tree first on the path
   or installed from it in editable mode) it reviews both itself, without starting one. A larger estate is reviewed
   in two interpreters at once, one per version, on two cores. A stack file absent at `base` means every resource
@@ -50,8 +50,6 @@ from model.spec import BaremetalSite, EstateSpec
 # How a revision's own code prints the review of its stack (`python -m`); a revision without it is too old to review.
 ENTRY_FILE = "gpufleet/review/document.py"
 ENTRY_MODULE = "gpufleet.review.document"
-# How the working tree's code reviews versions of one stack file (the same-code path).
-SAME_CODE_MODULE = "gpufleet.review.documents"
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -100,10 +98,11 @@ _ISOLATED = "\n".join(
 )
 
 
-def _start(project: Path, stack: str, module: str, files: tuple[Path, ...] = ()) -> subprocess.Popen[str]:
+def _start(project: Path, stack: str, files: tuple[Path, ...] = ()) -> subprocess.Popen[str]:
+    """`python -m gpufleet.review.document` of `project`'s own code: `stack` from its own file, or from `files`."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(project) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    cmd = [sys.executable, "-c", _ISOLATED, module, str(project), stack, *map(str, files)]
+    cmd = [sys.executable, "-c", _ISOLATED, ENTRY_MODULE, str(project), stack, *map(str, files)]
     return subprocess.Popen(cmd, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -181,12 +180,12 @@ def runs_tree_code(tree: Path) -> bool:
 
 
 def _in_process(project_dir: Path, stack: str, files: tuple[Path, ...]) -> tuple[int, str, str]:
-    """What `python -m gpufleet.review.documents` would answer, from this interpreter (whose code is the tree's)."""
-    from gpufleet.review.documents import FAILURES, documents
+    """What `python -m gpufleet.review.document` would answer, from this interpreter (whose code is the tree's)."""
+    from gpufleet.review.document import FAILURES, documents
 
     lines: list[str] = []
     try:
-        lines.extend(documents(project_dir, stack, list(files)))
+        lines.extend(documents(project_dir, stack, files))
     except FAILURES as err:
         return 2, "\n".join(lines), str(err)
     return 0, "\n".join(lines), ""
@@ -195,7 +194,7 @@ def _in_process(project_dir: Path, stack: str, files: tuple[Path, ...]) -> tuple
 def _one_interpreter(project_dir: Path, stack: str, files: tuple[Path, ...]) -> tuple[int, str, str]:
     if runs_tree_code(project_dir):  # no second interpreter, no second import of it all
         return _in_process(project_dir, stack, files)
-    return _finish(_start(project_dir, stack, SAME_CODE_MODULE, files))
+    return _finish(_start(project_dir, stack, files))
 
 
 def _same_code(repo: Path, project_dir: Path, stack: str, base: str, spec: EstateSpec) -> tuple[_Side, _Side] | None:
@@ -221,9 +220,9 @@ def _same_code(repo: Path, project_dir: Path, stack: str, base: str, spec: Estat
             base_result = (0, lines[0], "") if lines else (code, "", err)
             head_result = (0, lines[1], "") if len(lines) > 1 else (code, "", err)
         else:
-            head_proc = _start(project_dir, stack, SAME_CODE_MODULE, (head_file,))
+            head_proc = _start(project_dir, stack, (head_file,))
             try:
-                base_result = _finish(_start(project_dir, stack, SAME_CODE_MODULE, (base_file,)))
+                base_result = _finish(_start(project_dir, stack, (base_file,)))
                 head_result = _finish(head_proc)
             finally:
                 if head_proc.poll() is None:
@@ -238,7 +237,7 @@ def _same_code(repo: Path, project_dir: Path, stack: str, base: str, spec: Estat
 def _checkout(repo: Path, project_dir: Path, stack: str, base: str) -> tuple[_Side, _Side]:
     """Each side from its own revision's code: `base` checked out into a temporary worktree."""
     rel = project_dir.relative_to(repo)
-    head_proc = _start(project_dir, stack, ENTRY_MODULE)
+    head_proc = _start(project_dir, stack)
     try:
         with _worktree(repo, base) as wt:
             base_dir = wt / rel
@@ -246,7 +245,7 @@ def _checkout(repo: Path, project_dir: Path, stack: str, base: str) -> tuple[_Si
             if side is None:
                 if not (base_dir / ENTRY_FILE).exists():
                     raise too_old(base, f"it has no {ENTRY_FILE}")
-                side = _side(stack, base, _finish(_start(base_dir, stack, ENTRY_MODULE)))
+                side = _side(stack, base, _finish(_start(base_dir, stack)))
         head = _side(stack, "the working tree", _finish(head_proc))
     finally:
         if head_proc.poll() is None:
