@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpufleet.engine.plan import Plan, PlanResource
-from gpufleet.review.cost import LEVELS
 from gpufleet.review.findings import Finding, Findings
+from gpufleet.review.prices import LEVELS
 from model.pricing import HOURS_PER_MONTH
 from model.spec import EstateSpec
 
