@@ -105,9 +105,10 @@ def plan_open(
     return OpenPlan(check, state.state, BurstState(check.window, ledger, now))
 
 
-def open_window(
+def apply_open(
     project_dir: Path, stack: str, plan: OpenPlan, *, driver: StackDriver, on_output: OutputSink, if_stopped: str
 ) -> Outcome:
+    """Record the window `plan_open` checked, then run the targeted `up` that opens it."""
     summary = apply_and_up(
         driver, stack, plan.before, plan.after, on_output, targets=burst_targets(project_dir, stack),
         if_stopped=if_stopped,

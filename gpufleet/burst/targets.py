@@ -22,7 +22,6 @@ from model.conventions import AWS_SITE_TYPE, POOL_LABEL
 from model.load import read_stack
 from model.spec import EstateSpec
 
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 BURST_QUEUES = "gpufleet:hybrid:BurstQueues"
 KUEUE_KINDS = ("kubernetes:kueue.x-k8s.io/v1beta2:Cohort", "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")
 
@@ -44,6 +43,10 @@ def _site_of(plan: Plan, r: PlanResource) -> str | None:
 def window_resources(plan: Plan, spec: EstateSpec) -> list[PlanResource]:
     """The resources whose inputs a window decides: burst node groups of the cloud site, and the Cohort and
     ClusterQueues of its BurstQueues component."""
+    # The one node-group type token; imported here because policies.common loads Pulumi, which a burst command
+    # needs only once it synthesizes (and every `gpufleet` command imports this module).
+    from policies.common import NODE_GROUP
+
     assert spec.burst is not None
     pools = {p.name for p in burst_pools(spec)}
     out = [

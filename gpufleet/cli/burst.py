@@ -19,9 +19,9 @@ from gpufleet.burst.driver import AutomationDriver, DriverError, StackDriver
 from gpufleet.burst.errors import BurstError
 from gpufleet.burst.flows import (
     BurstRequest,
+    apply_open,
     close_window,
     extend,
-    open_window,
     plan_open,
     reconcile,
     refuse_if_open,
@@ -102,7 +102,7 @@ def open_cmd(
         return
     _collect_group_metrics(plan.check.region, load_spec(project, stack), plan.check.window.pool)
     out.print(f"recording the window in stack {state_stack_name(stack)} and running pulumi up on {stack} ...")
-    outcome = open_window(project, stack, plan, driver=driver, on_output=_stream, if_stopped=_UNDO_OPEN)
+    outcome = apply_open(project, stack, plan, driver=driver, on_output=_stream, if_stopped=_UNDO_OPEN)
     out.print(f"[green]{outcome.message}[/green] ({_summary(outcome.changes)})")
 
 

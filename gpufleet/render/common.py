@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 from collections import Counter
 from dataclasses import dataclass
+from fractions import Fraction
 
 from model.pricing import HOURS_PER_MONTH
 
@@ -68,10 +69,11 @@ def details(summary: str, body: str, open_: bool = False) -> str:
 # ------------------------------------------------------------------------------------------------ money
 
 
-def usd(v: float | None, digits: int = 2) -> str:
+def usd(v: float | Fraction | None, digits: int = 2) -> str:
+    """Dollars with thousands separators; "unpriced" for a missing price (the sizing report's exact fractions too)."""
     if v is None:
         return "unpriced"
-    return f"${v:,.{digits}f}"
+    return f"${float(v):,.{digits}f}"
 
 
 def usd_total(v: float | None, complete: bool, digits: int = 2) -> str:

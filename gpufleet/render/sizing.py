@@ -5,11 +5,10 @@ Both are built from one list of blocks (gpufleet/render/blocks.py), so both say 
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import yaml
 
 from gpufleet.render.blocks import Block, Code, Heading, Para, Table, blocks_markdown, blocks_text
+from gpufleet.render.common import usd
 from gpufleet.render.sizing_record import decision_record, num
 from gpufleet.sizing.arithmetic import class_utilisation
 from gpufleet.sizing.interconnect import GRADIENT_BYTES_PER_PARAMETER, why_slower
@@ -19,10 +18,6 @@ from gpufleet.sizing.report import SizingReport
 from gpufleet.sizing.workloads import PERIOD_HOURS
 
 SHOWN_CHOICES = 6
-
-
-def usd(x: Fraction | None) -> str:
-    return "unpriced" if x is None else f"${float(x):,.2f}"
 
 
 # ----------------------------------------------------------------------------------------------- blocks

@@ -52,7 +52,6 @@ from policies.common import ScopedResourcePolicy, is_kubernetes, kind, release_i
 # The pack folders under policies/ (each an importable package with rules.py). Kept here, not in
 # policies/__init__.py: the editable install registers `policies` as a namespace package, whose __init__ never runs.
 PACK_FOLDERS: tuple[str, ...] = ("tenancy", "segmentation", "cost_tags", "gpu_guardrails")
-LEVELS = {"mandatory": EnforcementLevel.MANDATORY, "advisory": EnforcementLevel.ADVISORY}
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpufleet.engine.plan import Plan, PlanResource
-from gpufleet.review.cost import LEVELS
 from gpufleet.review.findings import Finding, Findings
+from gpufleet.review.prices import LEVELS
 from model.pricing import HOURS_PER_MONTH
 from model.spec import EstateSpec
 
@@ -26,6 +26,12 @@ RENAME_SIMILARITY = 0.8  # share of input properties equal once the name change 
 
 class DiffError(Exception):
     """The base revision could not be read or synthesized (names the revision and what went wrong)."""
+
+
+def too_old(label: str, why: str) -> DiffError:
+    """The error for a revision whose review document is not the one this code reads: gpufleet has never been
+    released, so no older format is read."""
+    return DiffError(f"{label} is too old to review: {why}; `gpufleet diff` needs a base that prints this review")
 
 
 class _Missing:
@@ -72,8 +78,8 @@ class CostLine:
     base: dict[str, float | None]  # $/h by level
     head: dict[str, float | None]
     unpriced: bool = False  # a side holds the pool without a price: its change is unknown, not the other side's
-    # $/month by level as each side's own cost reports it (burst pools count their month ceiling, not 730 h);
-    # None when a side's review predates monthly figures: the month is then 730 h of the hourly change.
+    # $/month by level as each side's own cost reports it (burst pools count their month ceiling, not 730 h). The
+    # total line carries them; a pool line has none, and its month is 730 h of its hourly change.
     base_month: dict[str, float | None] | None = None
     head_month: dict[str, float | None] | None = None
 
@@ -86,7 +92,7 @@ class CostLine:
         return (h or 0.0) - (b or 0.0)
 
     def month_delta(self, level: str) -> float | None:
-        """The change in $/month at `level`: the difference of the two sides' months where both report them."""
+        """The change in $/month at `level`: the difference of the two sides' months where the line has them."""
         if self.unpriced:
             return None
         if self.base_month is None or self.head_month is None:
@@ -269,44 +275,66 @@ def diff_findings(base: Sequence[Finding], head: Sequence[Finding]) -> tuple[Fin
     return Findings(new), Findings(rest_base)
 
 
-def _cost_lines(base: dict[str, Any] | None, head: dict[str, Any] | None) -> tuple[CostLine | None, list[CostLine]]:
+@dataclass(frozen=True)
+class _SideCost:
+    """What the comparison reads of one side's cost document (`EstateCost.to_dict`)."""
+
+    hourly: dict[str, float | None]  # the total's $/h by level
+    monthly: dict[str, float | None]  # the total's $/month by level
+    pools: dict[str, dict[str, float | None]]  # $/h by level of each pool name, the first pool of a name
+    unpriced_pools: frozenset[str]
+    unpriced: tuple[str, ...]
+    no_price: tuple[str, ...]
+    complete: bool
+    budget_hour: float | None
+
+
+def _side_cost(doc: dict[str, Any] | None, label: str) -> _SideCost | None:
+    """One side's cost document read; raises DiffError naming `label` when a field this code reads is absent (a
+    review printed by a revision too old to review)."""
+    if doc is None:
+        return None
+    try:
+        total = doc["total"]
+        pools: dict[str, dict[str, float | None]] = {}
+        for p in doc["pools"]:
+            pools.setdefault(p["pool"], dict(p["hourly"]))
+        return _SideCost(
+            hourly=dict(total["hourly"]),
+            monthly=dict(total["monthly"]),
+            pools=pools,
+            unpriced_pools=frozenset(p["pool"] for p in doc["pools"] if not p["priced"]),
+            unpriced=tuple(total["unpriced"]),
+            no_price=tuple(total["no_price"]),
+            complete=bool(total["complete"]),
+            budget_hour=doc["budget_hour_usd"],
+        )
+    except KeyError as e:
+        raise too_old(label, f"its cost has no field {e}") from None
+
+
+def _cost_lines(base: _SideCost | None, head: _SideCost | None) -> tuple[CostLine | None, list[CostLine]]:
     if head is None and base is None:
         return None, []
 
-    def hourly(doc: dict[str, Any] | None, pool: str | None) -> dict[str, float | None]:
-        if doc is None:
+    def hourly(side: _SideCost | None, pool: str | None) -> dict[str, float | None]:
+        if side is None:
             return dict.fromkeys(LEVELS, 0.0) if pool is None else dict.fromkeys(LEVELS)
         if pool is None:
-            return dict(doc["total"]["hourly"])
-        p = next((x for x in doc["pools"] if x["pool"] == pool), None)
-        return dict(p["hourly"]) if p else dict.fromkeys(LEVELS)
+            return dict(side.hourly)
+        return dict(side.pools[pool]) if pool in side.pools else dict.fromkeys(LEVELS)
 
-    def monthly(doc: dict[str, Any] | None) -> dict[str, float | None] | None:
-        if doc is None:
-            return dict.fromkeys(LEVELS, 0.0)
-        m = doc["total"].get("monthly")
-        return None if m is None else dict(m)
+    def monthly(side: _SideCost | None) -> dict[str, float | None]:
+        return dict.fromkeys(LEVELS, 0.0) if side is None else dict(side.monthly)
 
     total = CostLine("total", hourly(base, None), hourly(head, None), False, monthly(base), monthly(head))
-    names = list(
-        dict.fromkeys(
-            [p["pool"] for p in (base or {}).get("pools", [])] + [p["pool"] for p in (head or {}).get("pools", [])]
-        )
-    )
+    names = list(dict.fromkeys([*(base.pools if base else {}), *(head.pools if head else {})]))
 
-    def unpriced(doc: dict[str, Any] | None, pool: str) -> bool:
-        return any(p["pool"] == pool and not p.get("priced", True) for p in (doc or {}).get("pools", []))
+    def unpriced(side: _SideCost | None, pool: str) -> bool:
+        return side is not None and pool in side.unpriced_pools
 
     lines = [CostLine(n, hourly(base, n), hourly(head, n), unpriced(base, n) or unpriced(head, n)) for n in names]
     return total, [c for c in lines if c.base != c.head]
-
-
-def _budget_hour(doc: dict[str, Any] | None) -> float | None:
-    """The hour the budget judges, as the side's review computed it; a review from before that figure: its max."""
-    if doc is None:
-        return None
-    hour = doc.get("budget_hour_usd")
-    return hour if hour is not None else doc["total"]["hourly"].get("max")
 
 
 def diff_plans(
@@ -336,10 +364,10 @@ def diff_plans(
             changed.append(ResourceChange(head_res[k], tuple(pcs)))
     for old, new in moved:
         changed.append(ResourceChange(new, tuple(property_changes(old, new)), renamed_from=old.key))
-    total, pools = _cost_lines(base_cost, head_cost)
-    unpriced = sorted({u for doc in (base_cost, head_cost) if doc for u in doc["total"].get("unpriced", [])})
-    no_price = sorted({u for doc in (base_cost, head_cost) if doc for u in doc["total"].get("no_price", [])})
-    complete = tuple(bool(doc["total"].get("complete", True)) if doc else True for doc in (base_cost, head_cost))
+    base_side, head_side = _side_cost(base_cost, base_label), _side_cost(head_cost, head_label)
+    total, pools = _cost_lines(base_side, head_side)
+    unpriced = sorted({u for side in (base_side, head_side) if side for u in side.unpriced})
+    no_price = sorted({u for side in (base_side, head_side) if side for u in side.no_price})
     out = PlanDiff(
         project=head.project,
         stack=head.stack,
@@ -354,8 +382,8 @@ def diff_plans(
         cost_pools=pools,
         cost_unpriced=unpriced,
         cost_no_price=no_price,
-        cost_complete=(complete[0], complete[1]),
-        budget_hour=_budget_hour(head_cost),
+        cost_complete=(base_side.complete if base_side else True, head_side.complete if head_side else True),
+        budget_hour=head_side.budget_hour if head_side else None,
         spec=spec,
         plan=head,
     )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib
-import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -49,21 +48,13 @@ class Review:
 
 
 def policy_check() -> ModuleType | None:
-    """gpufleet.review.check, or None when this tree has none (an old or trimmed revision under `gpufleet diff`)."""
+    """gpufleet.review.check, or None when this tree has none (a tree trimmed of its policy packs)."""
     try:
         return importlib.import_module("gpufleet.review.check")
     except ModuleNotFoundError as err:
         if err.name != "gpufleet.review.check":
             raise  # the module is there but something it needs is not
         return None
-
-
-def _evaluate(check: ModuleType, plan: Plan, spec: EstateSpec, max_usd_per_hour: float | None) -> Findings:
-    """The tree's policy check; one that takes the envelope's max $/h judges the budget on it (a revision's
-    older check module takes only the plan and the spec)."""
-    if "max_usd_per_hour" in inspect.signature(check.evaluate).parameters:
-        return cast(Findings, check.evaluate(plan, spec, max_usd_per_hour))
-    return cast(Findings, check.evaluate(plan, spec))
 
 
 def build(
@@ -97,7 +88,7 @@ def build(
         plan=plan,
         cost=cost,
         # The budget rule judges the envelope's max: one figure in the budget line and the finding.
-        findings=None if check is None else _evaluate(check, plan, spec, cost.budget_hour()),
+        findings=None if check is None else cast(Findings, check.evaluate(plan, spec, cost.budget_hour())),
         scope="" if check is None else check.scope(),
         first_up=_first_up(plan, spec, chart_cache) if simulate else None,
     )

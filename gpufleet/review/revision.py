@@ -8,11 +8,11 @@ judged by its own components, catalog and policy packs. Two ways:
   `base` and the working tree in any file but the stack's own file (tracked files compared by content with
   `git diff --name-only <base>`, so a file touched but unchanged is no difference; any untracked file that is not
   ignored counts as one, but for `__pycache__` bytecode; ignored files, which a checkout would not hold, are not
-  compared), and the working tree has `gpufleet/review/documents.py`: no checkout. The base's stack file is taken from git (`git show <base>:<path>`)
-  into a temporary file, and both versions are reviewed with the working tree's code and its other files, which
-  are byte for byte those of `base`: the result is the one a checkout would give. A small estate (at most
+  compared): no checkout. The base's stack file is taken from git (`git show <base>:<path>`) into a temporary
+  file, and both versions are reviewed with the working tree's code and its other files, which are byte for byte
+  those of `base`: the result is the one a checkout would give. A small estate (at most
   `ONE_INTERPRETER_UNITS` servers, node pools and tenants) is reviewed in one interpreter, one version after the
-  other (`python -m gpufleet.review.documents`), so the imports, which dominate a small synthesis, are paid once;
+  other (both passed to `python -m gpufleet.review.document`), so the imports, which dominate a small synthesis, are paid once;
   when this interpreter's own packages are the working tree's files (`runs_tree_code`: the tree first on the path
   or installed from it in editable mode) it reviews both itself, without starting one. A larger estate is reviewed
   in two interpreters at once, one per version, on two cores. A stack file absent at `base` means every resource
@@ -20,6 +20,10 @@ judged by its own components, catalog and policy packs. Two ways:
 - Any other difference (a component, the catalog, a policy pack, the program, Pulumi.yaml, another stack's file):
   `base` is checked out into a temporary `git worktree add --detach` and reviewed there with its own code, at the
   same time as the working tree with its own. The worktree is removed afterwards, whatever happens.
+
+gpufleet has never been released, so a base must print the review document this code reads: a base with no
+`gpufleet/review/document.py`, or whose document lacks a field this code reads, is too old to review (a DiffError
+naming it, exit 2), never read another way.
 """
 
 from __future__ import annotations
@@ -38,36 +42,14 @@ from pathlib import Path
 from typing import Any
 
 from gpufleet.engine.plan import Plan
-from gpufleet.review.diff import DiffError, PlanDiff, diff_plans
+from gpufleet.review.diff import DiffError, PlanDiff, diff_plans, too_old
 from gpufleet.review.findings import Finding
 from model.load import read_stack, stack_path
 from model.spec import BaremetalSite, EstateSpec
 
-
-@dataclass(frozen=True)
-class EntryPoint:
-    """How a revision's own code prints the review of a stack."""
-
-    file: str  # must exist in the revision's tree
-    module: str
-    args: tuple[str, ...]
-
-
-# Newest first. Revisions from before gpufleet/review/document.py printed the review from the engine
-# (`synth --review`); older ones print only the plan (they answer `--review` with their usage line).
-ENTRY_POINTS: tuple[EntryPoint, ...] = (
-    EntryPoint("gpufleet/review/document.py", "gpufleet.review.document", ()),
-    EntryPoint("gpufleet/engine/synth.py", "gpufleet.engine.synth", ("--review",)),
-    EntryPoint("gpufleet/synth.py", "gpufleet.synth", ("--review",)),
-)
-
-
-# Reviews versions of one stack file with one tree's code (the same-code path); only trees that have it take that path.
-SAME_CODE = EntryPoint("gpufleet/review/documents.py", "gpufleet.review.documents", ())
-
-
-def entry_point(tree: Path) -> EntryPoint:
-    return next((e for e in ENTRY_POINTS if (tree / e.file).exists()), ENTRY_POINTS[0])
+# How a revision's own code prints the review of its stack (`python -m`); a revision without it is too old to review.
+ENTRY_FILE = "gpufleet/review/document.py"
+ENTRY_MODULE = "gpufleet.review.document"
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -116,18 +98,12 @@ _ISOLATED = "\n".join(
 )
 
 
-def _start(
-    project: Path, stack: str, module: str, args: tuple[str, ...], files: tuple[Path, ...] = ()
-) -> subprocess.Popen[str]:
+def _start(project: Path, stack: str, files: tuple[Path, ...] = ()) -> subprocess.Popen[str]:
+    """`python -m gpufleet.review.document` of `project`'s own code: `stack` from its own file, or from `files`."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(project) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    cmd = [sys.executable, "-c", _ISOLATED, module, *args, str(project), stack, *map(str, files)]
+    cmd = [sys.executable, "-c", _ISOLATED, ENTRY_MODULE, str(project), stack, *map(str, files)]
     return subprocess.Popen(cmd, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _start_review(project: Path, stack: str) -> tuple[EntryPoint, subprocess.Popen[str]]:
-    entry = entry_point(project)
-    return entry, _start(project, stack, entry.module, entry.args)
 
 
 def _finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
@@ -148,43 +124,22 @@ def _missing(project: Path, stack: str, label: str) -> _Side | None:
     return None
 
 
-def _side(project: Path, stack: str, label: str, entry: EntryPoint, result: tuple[int, str, str]) -> _Side:
-    """Plan, cost and findings of `stack` in `project` from its own code (the review document it printed)."""
+def _side(stack: str, label: str, result: tuple[int, str, str]) -> _Side:
+    """Plan, cost and findings of `stack` at `label` from the review document its own code printed."""
     code, out, err = result
-    if code == 0:
-        doc = json.loads(out)
-        findings = doc.get("findings")
+    if code != 0:
+        raise DiffError(f"stack {stack} at {label} does not synthesize: {err.strip()[-2000:]}")
+    doc = json.loads(out)
+    try:
+        findings = doc["findings"]
         return _Side(
             Plan.from_dict(doc["plan"]),
-            doc.get("cost"),
+            doc["cost"],
             None if findings is None else [Finding(**f) for f in findings],
             [],
         )
-    if not (entry.args and "usage:" in err):
-        raise DiffError(f"stack {stack} at {label} does not synthesize: {err.strip()[-2000:]}")
-    # The revision predates `synth --review`: take its plan, and judge it with this code's catalog and packs.
-    code, out, err = _finish(_start(project, stack, entry.module, ()))
-    if code != 0:
-        raise DiffError(f"stack {stack} at {label} does not synthesize: {err.strip()[-2000:]}")
-    plan = Plan.from_dict(json.loads(out))
-    # Imported here: the review (and with it Pulumi) is needed only for such an old revision, and the parent
-    # process starts both sides sooner without it.
-    from gpufleet.review.cost import estate_cost
-    from gpufleet.review.review import policy_check
-
-    notes = [f"{label} predates `synth --review`: its cost and findings come from this revision's code"]
-    cost: dict[str, Any] | None
-    findings_now: list[Finding] | None
-    try:
-        sf = read_stack(project, stack)
-        spec = sf.estate()
-        cost = estate_cost(spec, sf.window()).to_dict()
-        check = policy_check()
-        findings_now = None if check is None else list(check.evaluate(plan, spec))
-    except Exception as e:  # the stack may not parse under today's schema
-        cost, findings_now = None, None
-        notes.append(f"cost at {label} not available: {e}")
-    return _Side(plan, cost, findings_now, notes)
+    except KeyError as e:
+        raise too_old(label, f"its review document has no field {e}") from None
 
 
 # The same-code path reviews both sides in one interpreter (imports once, then two syntheses) when the estate has at
@@ -225,12 +180,12 @@ def runs_tree_code(tree: Path) -> bool:
 
 
 def _in_process(project_dir: Path, stack: str, files: tuple[Path, ...]) -> tuple[int, str, str]:
-    """What `python -m gpufleet.review.documents` would answer, from this interpreter (whose code is the tree's)."""
-    from gpufleet.review.documents import FAILURES, documents
+    """What `python -m gpufleet.review.document` would answer, from this interpreter (whose code is the tree's)."""
+    from gpufleet.review.document import FAILURES, documents
 
     lines: list[str] = []
     try:
-        lines.extend(documents(project_dir, stack, list(files)))
+        lines.extend(documents(project_dir, stack, files))
     except FAILURES as err:
         return 2, "\n".join(lines), str(err)
     return 0, "\n".join(lines), ""
@@ -239,14 +194,14 @@ def _in_process(project_dir: Path, stack: str, files: tuple[Path, ...]) -> tuple
 def _one_interpreter(project_dir: Path, stack: str, files: tuple[Path, ...]) -> tuple[int, str, str]:
     if runs_tree_code(project_dir):  # no second interpreter, no second import of it all
         return _in_process(project_dir, stack, files)
-    return _finish(_start(project_dir, stack, SAME_CODE.module, (), files))
+    return _finish(_start(project_dir, stack, files))
 
 
 def _same_code(repo: Path, project_dir: Path, stack: str, base: str, spec: EstateSpec) -> tuple[_Side, _Side] | None:
     """Both sides from the working tree's code when the stack file is all that differs (see the module
     docstring); None when the checkout must run."""
     head_file = stack_path(project_dir, stack).resolve()
-    if not (project_dir / SAME_CODE.file).exists() or not head_file.is_relative_to(repo):
+    if not head_file.is_relative_to(repo):
         return None
     if not only_stack_differs(repo, base, head_file):
         return None
@@ -256,7 +211,7 @@ def _same_code(repo: Path, project_dir: Path, stack: str, base: str, spec: Estat
         if shown.returncode != 0:  # not in the base revision (the repository and its Pulumi.yaml are)
             base_side = _Side(None, None, [], [f"stack {stack} does not exist at {base}: every resource is new"])
             result = _one_interpreter(project_dir, stack, (head_file,))
-            return base_side, _side(project_dir, stack, "the working tree", SAME_CODE, result)
+            return base_side, _side(stack, "the working tree", result)
         base_file = Path(tmp) / head_file.name
         base_file.write_bytes(shown.stdout)
         if size_units(spec) <= ONE_INTERPRETER_UNITS:
@@ -265,32 +220,33 @@ def _same_code(repo: Path, project_dir: Path, stack: str, base: str, spec: Estat
             base_result = (0, lines[0], "") if lines else (code, "", err)
             head_result = (0, lines[1], "") if len(lines) > 1 else (code, "", err)
         else:
-            head_proc = _start(project_dir, stack, SAME_CODE.module, (), (head_file,))
+            head_proc = _start(project_dir, stack, (head_file,))
             try:
-                base_result = _finish(_start(project_dir, stack, SAME_CODE.module, (), (base_file,)))
+                base_result = _finish(_start(project_dir, stack, (base_file,)))
                 head_result = _finish(head_proc)
             finally:
                 if head_proc.poll() is None:
                     head_proc.kill()
                     head_proc.communicate()
     return (
-        _side(project_dir, stack, base, SAME_CODE, base_result),
-        _side(project_dir, stack, "the working tree", SAME_CODE, head_result),
+        _side(stack, base, base_result),
+        _side(stack, "the working tree", head_result),
     )
 
 
 def _checkout(repo: Path, project_dir: Path, stack: str, base: str) -> tuple[_Side, _Side]:
     """Each side from its own revision's code: `base` checked out into a temporary worktree."""
     rel = project_dir.relative_to(repo)
-    head_entry, head_proc = _start_review(project_dir, stack)
+    head_proc = _start(project_dir, stack)
     try:
         with _worktree(repo, base) as wt:
             base_dir = wt / rel
             side = _missing(base_dir, stack, base)
             if side is None:
-                base_entry, base_proc = _start_review(base_dir, stack)
-                side = _side(base_dir, stack, base, base_entry, _finish(base_proc))
-        head = _side(project_dir, stack, "the working tree", head_entry, _finish(head_proc))
+                if not (base_dir / ENTRY_FILE).exists():
+                    raise too_old(base, f"it has no {ENTRY_FILE}")
+                side = _side(stack, base, _finish(_start(base_dir, stack)))
+        head = _side(stack, "the working tree", _finish(head_proc))
     finally:
         if head_proc.poll() is None:
             head_proc.kill()

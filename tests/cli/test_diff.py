@@ -1,4 +1,5 @@
-"""`gpufleet diff` on the command line: an unknown revision is bad input; the Markdown comment a reviewer reads."""
+"""`gpufleet diff` on the command line: an unknown revision and one too old to review are bad input; the Markdown
+comment a reviewer reads."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typer.testing import CliRunner
 
 from gpufleet.cli.app import app
 from tests.review import repos
+from tests.review.estates import small
 
 
 @pytest.fixture
@@ -20,6 +22,21 @@ def test_unknown_base_revision_is_an_error_naming_it(two_revisions: Path) -> Non
     result = CliRunner().invoke(app, ["diff", "-s", "review", "--base", "no-such-rev", "-C", str(two_revisions)])
     assert result.exit_code == 2
     assert "no-such-rev" in result.stderr
+
+
+def test_a_base_too_old_to_review_is_an_error_naming_it(tmp_path: Path) -> None:
+    repo = repos.init_repo(tmp_path, repos.PROGRAM)
+    repos.write_stack(repo, "review", repos.stack_config(small()))
+    entry = repo / "gpufleet" / "review" / "document.py"
+    kept = entry.read_text()
+    entry.unlink()
+    repos.commit(repo, "base: no review entry point")
+    entry.write_text(kept)
+    result = CliRunner().invoke(app, ["diff", "-s", "review", "--base", "main", "-C", str(repo)])
+    assert result.exit_code == 2, result.output
+    assert "main is too old to review: it has no gpufleet/review/document.py" in result.stderr
+    assert "Traceback" not in result.output
+    assert repos.git(repo, "worktree", "list").count("\n") == 0  # the base's checkout is removed
 
 
 def test_diff_cli_markdown_is_a_comment_a_reviewer_can_act_on(two_revisions: Path) -> None:

@@ -128,7 +128,7 @@ def scope():
     return "1 rule in 1 pack"
 
 
-def evaluate(plan, spec):
+def evaluate(plan, spec, max_usd_per_hour=None):
     return Findings([Finding(**{dataclasses.asdict(VIOLATION)!r})])
 """
 

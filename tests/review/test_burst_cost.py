@@ -18,7 +18,7 @@ from gpufleet.engine.plan import Plan
 from gpufleet.render.cost import cost_markdown, cost_text
 from gpufleet.render.diff import delta_text, diff_json
 from gpufleet.review.cost import EstateCost, estate_cost
-from gpufleet.review.diff import PlanDiff, diff_plans
+from gpufleet.review.diff import DiffError, PlanDiff, diff_plans
 from model.load import parse_estate
 from model.spec import BurstWindow, EstateSpec
 from tests.conftest import example_estate
@@ -166,13 +166,13 @@ def test_diff_months_are_each_sides_month_not_730_hours_of_the_hourly_change() -
     assert d.cost_total.month_delta("max") == pytest.approx(hourly * 730, abs=0.01)
 
 
-def test_diff_against_a_review_without_monthly_figures_uses_730_hours() -> None:
+def test_diff_against_a_review_without_monthly_figures_is_refused_naming_the_base() -> None:
     base = json.loads(json.dumps(estate_cost(hybrid(), None, NOW).to_dict()))
     head = json.loads(json.dumps(estate_cost(hybrid(budget_usd=30_000), None, NOW).to_dict()))
-    del base["total"]["monthly"]  # an older revision's review
+    del base["total"]["monthly"]  # a revision too old to review: 730 h of the hourly change would say +$0/month
     plan = Plan(project="gpufleet", stack="hybrid", resources=[])
-    d = diff_plans(plan, plan, base_cost=base, head_cost=head)
-    assert d.cost_total is not None and d.cost_total.month_delta("max") == pytest.approx(0.0)
+    with pytest.raises(DiffError, match=r"^main \(abc1234\) is too old to review: its cost has no field 'monthly'"):
+        diff_plans(plan, plan, base_label="main (abc1234)", base_cost=base, head_cost=head)
 
 
 def test_the_hourly_budget_judges_burst_pools_at_their_max_size_even_while_idle() -> None:

@@ -23,7 +23,7 @@ from gpufleet.engine.synth import synth
 from gpufleet.render.cost import budget_line, cost_json, cost_markdown, cost_summary, cost_text
 from gpufleet.render.diff import delta_text
 from gpufleet.review.cost import EstateCost, estate_cost
-from gpufleet.review.diff import CostLine, PlanDiff
+from gpufleet.review.diff import CostLine, PlanDiff, diff_plans
 from model import catalog
 from model.load import ESTATE_KEY, SpecError, parse_estate
 from tests.cli.badinput import STACK, assert_bad_input, invoke, snapshot, stack_project
@@ -390,18 +390,16 @@ def test_a_cost_delta_with_a_missing_price_is_unknown_not_a_number() -> None:
 
 
 def test_a_pool_that_loses_its_price_has_an_unknown_change_not_minus_its_old_cost() -> None:
-    from gpufleet.review.diff import _cost_lines
+    def doc(priced: bool, at_max: float = 220.16) -> dict[str, Any]:
+        hourly = {"min": 0.0, "desired": 110.08, "max": at_max} if priced else dict.fromkeys(("min", "desired", "max"))
+        total = {"hourly": hourly, "monthly": hourly, "unpriced": [], "no_price": [], "complete": True}
+        pools = [{"pool": "h100", "priced": priced, "hourly": hourly}]
+        return {"total": total, "pools": pools, "budget_hour_usd": at_max}
 
-    def doc(priced: bool) -> dict[str, Any]:
-        hourly = {"min": 0.0, "desired": 110.08, "max": 220.16} if priced else dict.fromkeys(("min", "desired", "max"))
-        pool = {"pool": "h100", "priced": priced, "hourly": hourly}
-        return {"total": {"hourly": hourly}, "pools": [pool]}
-
-    _, (h100,) = _cost_lines(doc(True), doc(False))
+    plan = Plan("p", "s", [])
+    (h100,) = diff_plans(plan, plan, base_cost=doc(True), head_cost=doc(False)).cost_pools
     assert h100.unpriced and h100.delta("max") is None
-    _, (grown,) = _cost_lines(
-        doc(True), {**doc(True), "pools": [{"pool": "h100", "priced": True, "hourly": {"max": 330.24}}]}
-    )
+    (grown,) = diff_plans(plan, plan, base_cost=doc(True), head_cost=doc(True, 330.24)).cost_pools
     assert grown.delta("max") == pytest.approx(110.08)
 
 

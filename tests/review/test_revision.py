@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpufleet.engine.plan import PlanResource
+from gpufleet.review.diff import DiffError
 from gpufleet.review.revision import diff_revision
 from tests.conftest import example_config
 from tests.review import repos
@@ -93,18 +94,16 @@ def test_real_program_diff_on_an_example_stack_names_the_new_pool(tmp_path: Path
     assert d.cost_total.delta("desired") == pytest.approx(0.0)
 
 
-def test_each_revision_is_reviewed_by_the_entry_point_its_own_code_has(tmp_path: Path) -> None:
-    from gpufleet.review.revision import entry_point
-
-    def tree(name: str, *files: str) -> Path:
-        for f in files:
-            (tmp_path / name / f).parent.mkdir(parents=True, exist_ok=True)
-            (tmp_path / name / f).write_text("")
-        return tmp_path / name
-
-    now = tree("now", "gpufleet/review/document.py", "gpufleet/engine/synth.py")
-    assert (entry_point(now).module, entry_point(now).args) == ("gpufleet.review.document", ())
-    moved = tree("moved", "gpufleet/engine/synth.py")  # after the move into gpufleet/engine/, before review/document
-    assert (entry_point(moved).module, entry_point(moved).args) == ("gpufleet.engine.synth", ("--review",))
-    flat = tree("flat", "gpufleet/synth.py")  # before the move
-    assert (entry_point(flat).module, entry_point(flat).args) == ("gpufleet.synth", ("--review",))
+def test_a_base_whose_review_document_lacks_a_field_is_too_old_to_review(tmp_path: Path) -> None:
+    # the base's review prints no findings field at all; the working tree's code is the current one
+    repo = init_repo(tmp_path, PROGRAM)
+    write_stack(repo, "review", stack_config(small()))
+    review = repo / "gpufleet" / "review" / "review.py"
+    current = review.read_text()
+    field = '            "findings": None if self.findings is None else [f.to_dict() for f in self.findings],\n'
+    assert field in current
+    review.write_text(current.replace(field, ""))
+    commit(repo, "base: a document without findings")
+    review.write_text(current)
+    with pytest.raises(DiffError, match=r"^main is too old to review: its review document has no field 'findings'"):
+        diff_revision(repo, "review", "main")

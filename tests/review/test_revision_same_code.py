@@ -182,12 +182,12 @@ def test_bad_input_in_the_base_stack_file_names_the_base(tmp_path: Path, monkeyp
         diff_revision(repo, "review", "main")
 
 
-def test_documents_prints_one_review_per_stack_file_in_order(tmp_path: Path) -> None:
+def test_document_prints_one_review_per_stack_file_in_order(tmp_path: Path) -> None:
     repo = stack_change(tmp_path)
     base = tmp_path / "Pulumi.review.yaml"
     base.write_text(git(repo, "show", f"main:{STACK.as_posix()}") + "\n")
     env = {"PYTHONPATH": str(repo), "PATH": ""}
-    cmd = [sys.executable, "-m", "gpufleet.review.documents", str(repo), "review", str(base), str(repo / STACK)]
+    cmd = [sys.executable, "-m", "gpufleet.review.document", str(repo), "review", str(base), str(repo / STACK)]
     done = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     docs = [json.loads(line) for line in done.stdout.splitlines()]
@@ -196,6 +196,10 @@ def test_documents_prints_one_review_per_stack_file_in_order(tmp_path: Path) -> 
         for d in docs
     ]
     assert pools == [["use1-agents-g6e", "use1-h100"], ["use1-agents-g6e", "use1-h100", "use1-l40s"]]
+    # no file: the stack's own file, as the checkout path reviews each side
+    own = subprocess.run(cmd[:-2], cwd=repo, env=env, capture_output=True, text=True)
+    assert own.returncode == 0, own.stderr
+    assert [json.loads(line)["plan"] for line in own.stdout.splitlines()] == [docs[1]["plan"]]
     # bad input in the second file: the first's line, then its message, exit 2
     broken = tmp_path / "broken.yaml"
     broken.write_text("config: 3\n")
