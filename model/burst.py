@@ -37,10 +37,6 @@ from model.spec import (
 WindowPhase = Literal["idle", "open", "draining"]
 
 
-def open_window(window: BurstWindow | None, now: dt.datetime) -> BurstWindow | None:
-    return window if window is not None and window.is_open(now) else None
-
-
 def grace(spec: EstateSpec) -> dt.timedelta:
     """How long cloud work may finish after a window closes or expires (`burst.grace_minutes`)."""
     return dt.timedelta(minutes=spec.burst.grace_minutes if spec.burst is not None else 0)

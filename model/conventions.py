@@ -133,6 +133,7 @@ PRIVILEGED_NAMESPACES: frozenset[str] = frozenset(
 # -------------------------------------------------------------------------------------------- type tokens
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"  # pulumi-kubernetes Helm Release resources
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"  # pulumi-aws 7 EKS managed node groups
 
 SiteKind = Literal["aws", "baremetal"]  # the `kind` of every site model in model.spec
 AWS_SITE_TYPE = "gpufleet:aws:Site"

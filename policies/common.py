@@ -34,6 +34,7 @@ from model.conventions import (
     GPU_PRESENT_LABEL,
     GPU_TAINT,
     HELM_RELEASE,
+    NODE_GROUP,
     POOL_LABEL,
     SHARED,
     TENANT_LABEL,
@@ -46,7 +47,6 @@ ADVISORY = EnforcementLevel.ADVISORY
 
 # AWS resource types (pulumi-aws 7 type tokens)
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
 SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"

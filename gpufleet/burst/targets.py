@@ -18,7 +18,7 @@ from pathlib import Path
 
 from gpufleet.engine.plan import Plan, PlanResource
 from model.burst import burst_pools
-from model.conventions import AWS_SITE_TYPE, POOL_LABEL
+from model.conventions import AWS_SITE_TYPE, NODE_GROUP, POOL_LABEL
 from model.load import read_stack
 from model.spec import EstateSpec
 
@@ -43,10 +43,6 @@ def _site_of(plan: Plan, r: PlanResource) -> str | None:
 def window_resources(plan: Plan, spec: EstateSpec) -> list[PlanResource]:
     """The resources whose inputs a window decides: burst node groups of the cloud site, and the Cohort and
     ClusterQueues of its BurstQueues component."""
-    # The one node-group type token; imported here because policies.common loads Pulumi, which a burst command
-    # needs only once it synthesizes (and every `gpufleet` command imports this module).
-    from policies.common import NODE_GROUP
-
     assert spec.burst is not None
     pools = {p.name for p in burst_pools(spec)}
     out = [

@@ -13,9 +13,10 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from model.conventions import HELM_RELEASE
+
 SECRET = "[secret]"
 UNKNOWN = "[unknown]"
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
 @dataclass

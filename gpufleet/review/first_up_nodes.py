@@ -13,8 +13,8 @@ from typing import assert_never
 
 from gpufleet.engine.plan import PlanResource
 from gpufleet.review.scheduling import AWS_EFFECTS, Node, Taint
+from model.conventions import NODE_GROUP
 from model.spec import AwsSite, BaremetalSite, EstateSpec, SystemNodes
-from policies.common import NODE_GROUP
 
 NODE_PATCH = "kubernetes:core/v1:NodePatch"
 

@@ -20,14 +20,13 @@ import yaml
 
 from gpufleet.engine.plan import Plan, PlanResource
 from model import versions
+from model.conventions import NODE_GROUP
 from model.kinds.aws import CA_TAG_PREFIX, NODE_TEMPLATE
 from model.load import WINDOW_KEY
 from model.nodes import POOL_LABEL
 from tests.burst.helpers import hybrid_config, window
 from tests.hybrid.plan_helpers import cluster, depends_on, kueue_objects, named, quota, releases
 from tests.hybrid.upstream import chart_dir
-
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 
 
 def burst_group(plan: Plan) -> PlanResource:

@@ -12,13 +12,18 @@ from components.kubernetes.gpu_driver import fabric_driver_specs
 from components.kubernetes.gpu_operator import gpu_operator_values
 from gpufleet.engine.plan import Plan
 from model import versions
-from model.conventions import DEVICE_PLUGIN_CONFIG_LABEL, GPU_PRESENT_LABEL, MIG_CONFIG_LABEL, POOL_LABEL
+from model.conventions import (
+    DEVICE_PLUGIN_CONFIG_LABEL,
+    GPU_PRESENT_LABEL,
+    MIG_CONFIG_LABEL,
+    NODE_GROUP,
+    POOL_LABEL,
+)
 from model.load import SpecError
 from model.nodes import pool_labels
 from tests.conftest import example_config
 from tests.kubernetes.helpers import estate, parse, release, time_sliced_pool
 
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 NODE_PATCH = "kubernetes:core/v1:NodePatch"
 
 

@@ -11,6 +11,7 @@ from gpufleet.review.cost import estate_cost
 from gpufleet.review.diff import PlanDiff, diff_plans
 from gpufleet.review.findings import Finding, Findings
 from gpufleet.review.review import Review
+from model.conventions import NODE_GROUP
 from model.load import parse_estate
 from model.spec import AwsSite, EstateSpec, FsxLustreTier
 
@@ -152,7 +153,6 @@ def plan_of(spec: EstateSpec, stack: str = "review") -> Plan:
     return Plan("gpufleet", stack, sorted(resources, key=lambda r: r.key))
 
 
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
 
 
