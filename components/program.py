@@ -1,17 +1,9 @@
 """The program body: read the estate from stack config, validate it, build the Estate.
 
-`__main__.py` calls `run()`. Bad input raises `pulumi.RunError`, which the engine prints as one message
-without a traceback; `gpufleet` catches the same `SpecError` before it ever runs the program.
-
-A hybrid estate's burst window is not in the stack file: it is read from the state stack `<stack>-burst`
-through a StackReference (model/burst.py), so a plain `pulumi up` from any machine sees the window
-`gpufleet burst` last recorded. The window is judged at the state's `as_of`, never by this machine's clock.
-
-The estate is built inside the StackReference's `apply`. Pulumi shows resources made inside an `apply` in a
-preview only when the value is known (https://www.pulumi.com/docs/iac/concepts/inputs-outputs/apply/). A
-StackReference's outputs are: the engine's built-in provider reads them from the backend in a preview as in an
-update (pulumi/pulumi pkg/resource/deploy/builtins.go, `Read` and `Create` call `readStackReference` whatever
-`req.Preview` says). So a preview shows every resource.
+- Bad input raises `pulumi.RunError`: one message, no traceback. `gpufleet` catches the same `SpecError` first.
+- A hybrid estate's burst window lives in the state stack `<stack>-burst`, read through a StackReference, so an
+  `up` from any machine sees the window `gpufleet burst` last recorded, judged at the state's `as_of`.
+- The estate is built inside that reference's `apply`, and a preview still shows every resource (see `run`).
 """
 
 from __future__ import annotations
@@ -94,6 +86,10 @@ def run() -> None:
     if spec.burst is None:
         build(None, NO_WINDOW_TIME)
         return
+    # Pulumi shows resources made inside an `apply` in a preview only when the value is known
+    # (https://www.pulumi.com/docs/iac/concepts/inputs-outputs/apply/). A StackReference's outputs are: the engine's
+    # built-in provider reads them from the backend in a preview as in an update (pulumi/pulumi
+    # pkg/resource/deploy/builtins.go: `Read` and `Create` call `readStackReference` whatever `req.Preview` says).
     ref = pulumi.StackReference(state_reference(pulumi.get_organization(), pulumi.get_project(), pulumi.get_stack()))
     ref.outputs.apply(_with_window(spec, build))
 
