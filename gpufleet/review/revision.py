@@ -40,8 +40,9 @@ from typing import Any
 from gpufleet.engine.plan import Plan
 from gpufleet.review.diff import DiffError, PlanDiff, diff_plans
 from gpufleet.review.findings import Finding
+from model import kinds
 from model.load import read_stack, stack_path
-from model.spec import BaremetalSite, EstateSpec
+from model.spec import EstateSpec
 
 
 @dataclass(frozen=True)
@@ -197,7 +198,7 @@ ONE_INTERPRETER_UNITS = 40
 
 def size_units(spec: EstateSpec) -> int:
     """Servers, node pools and tenants of an estate: what its number of resources grows with."""
-    servers = sum(len(s.inventory) for s in spec.sites if isinstance(s, BaremetalSite))
+    servers = sum(len(kinds.of(s).servers) for s in spec.sites)
     return servers + sum(len(s.node_pools) for s in spec.sites) + len(spec.tenants)
 
 
