@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any, Literal, assert_never
+from typing import Any, assert_never
 
-from gpufleet.review.bill import AWS_UNPRICED, BillLine, aws_site_bill
+from gpufleet.review.bill import BillLine, aws_site_bill
 from gpufleet.review.burst_cost import BurstCeiling, burst_ceiling
 from gpufleet.review.prices import HOURS, LEVELS, Figures, PriceRef, price_dict, rounded
 from gpufleet.review.storage_cost import StorageCost, storage_cost
 from gpufleet.review.usage import UsageProfile
-from model import catalog
+from model import catalog, kinds
 from model.burst import effective_scaling, window_note, window_phase
 from model.capacity import gpu_units
+from model.conventions import SiteKind
 from model.pricing import pool_gpu_hour_price, site_price
 from model.spec import (
     AwsNodePool,
@@ -47,7 +48,7 @@ UNASSIGNED = "(unassigned)"
 class PoolCost:
     site: str
     pool: str
-    kind: Literal["aws", "baremetal"]
+    kind: SiteKind
     instance_type: str | None  # aws only
     gpu_model: str
     gpus_per_node: int
@@ -59,6 +60,8 @@ class PoolCost:
     hourly: Figures
     notes: tuple[str, ...] = ()
     month_hours: float = HOURS  # hours of a month the pool is billed: a capacity block's, when it is shorter
+    # One GPU-hour: a node's price ÷ its GPUs (cloud); the pool's hour ÷ its GPUs (owned servers). None: unpriced.
+    usd_per_gpu_hour: float | None = None
 
     def monthly(self, level: str) -> float | None:
         """$ for a month at `level`: the hourly figure over the hours the pool is billed in a month."""
@@ -71,20 +74,6 @@ class PoolCost:
 
     def gpus(self, level: str) -> int:
         return self.nodes[level] * self.gpus_per_node
-
-    @property
-    def usd_per_gpu_hour(self) -> float | None:
-        """Price of one GPU-hour: instance price ÷ its GPUs (aws); the pool's hour ÷ its GPUs (bare metal)."""
-        if self.price is None:
-            return None
-        match self.kind:
-            case "aws":
-                return self.price.usd / self.gpus_per_node
-            case "baremetal":
-                gpus = self.gpu_total
-                return (self.hourly.at("max") or 0.0) / gpus if gpus else None
-            case _:
-                assert_never(self.kind)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -294,10 +283,13 @@ def estate_cost(
     are priced from `usage` where it gives a figure."""
     now = now or dt.datetime.now(dt.UTC)
     usage = usage or UsageProfile()
-    pools = [cost for site in spec.sites for cost in _site_pools(spec, site, window, now)]
+    pools: list[PoolCost] = []
+    bill: list[BillLine] = []
+    for site in spec.sites:
+        site_pools, site_bill = _site_costs(spec, site, window, now, usage)
+        pools += site_pools
+        bill += site_bill
     storage = [storage_cost(site, tier, usage.site(site.name)) for site in spec.sites for tier in site.storage]
-    nodes = {p.pool: p.nodes for p in pools}
-    bill = [ln for s in spec.sites if isinstance(s, AwsSite) for ln in aws_site_bill(s, nodes, usage.site(s.name))]
     priced = {p.pool: (p.instance_type or "", p.price.usd if p.price is not None else None) for p in pools}
     return EstateCost(
         estate=spec.metadata.name,
@@ -313,12 +305,16 @@ def estate_cost(
     )
 
 
-def _site_pools(spec: EstateSpec, site: Site, window: BurstWindow | None, now: dt.datetime) -> list[PoolCost]:
+def _site_costs(
+    spec: EstateSpec, site: Site, window: BurstWindow | None, now: dt.datetime, usage: UsageProfile
+) -> tuple[list[PoolCost], list[BillLine]]:
+    """The site's node pools, and the rest of its bill (what it runs besides pools and tiers)."""
     match site:
         case AwsSite():
-            return [_aws_pool(spec, site, pool, window, now) for pool in site.node_pools]
+            pools = [_aws_pool(spec, site, pool, window, now) for pool in site.node_pools]
+            return pools, aws_site_bill(site, {p.pool: p.nodes for p in pools}, usage.site(site.name))
         case BaremetalSite():
-            return [_baremetal_pool(spec, site, pool) for pool in site.node_pools]
+            return [_baremetal_pool(spec, site, pool) for pool in site.node_pools], []  # owned: no other bill
         case _:
             assert_never(site)
 
@@ -378,6 +374,7 @@ def _aws_pool(
         hourly=hourly,
         notes=tuple(notes),
         month_hours=month_hours,
+        usd_per_gpu_hour=None if price is None else price.usd / instance.gpu_count,
     )
 
 
@@ -444,7 +441,7 @@ def _baremetal_pool(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePo
         )
     else:
         notes.append(f"no OnPremCost on pool {pool.name} or site {site.name}: unpriced")
-    n = len(servers)
+    n, gpus = len(servers), sum(s.gpu_count for s in servers)
     hourly = Figures(*(None if found is None else found.usd_per_hour for _ in LEVELS))
     return PoolCost(
         site=site.name,
@@ -454,12 +451,13 @@ def _baremetal_pool(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePo
         gpu_model=spec.pool_gpu_model(pool.name).id,
         gpus_per_node=spec.pool_gpus_per_node(pool.name),
         nodes={"min": n, "desired": n, "max": n},
-        gpu_units=_units(spec, pool.name, sum(s.gpu_count for s in servers)),
-        gpu_total=sum(s.gpu_count for s in servers),
+        gpu_units=_units(spec, pool.name, gpus),
+        gpu_total=gpus,
         burst=False,
         price=price,
         hourly=hourly,
         notes=tuple(notes),
+        usd_per_gpu_hour=None if price is None or not gpus else (hourly.at("max") or 0.0) / gpus,
     )
 
 
@@ -505,29 +503,10 @@ def _tenant_shares(spec: EstateSpec, pools: list[PoolCost]) -> list[TenantShare]
     return out
 
 
-AWS_EXCLUDED = AWS_UNPRICED
-BAREMETAL_EXCLUDED = ("on-prem shared storage and network (existing systems)",)
-
-
-def _excluded_at(site: Site) -> tuple[str, ...]:
-    match site:
-        case AwsSite():
-            extra = []
-            if site.interconnect is not None and site.interconnect.kind in ("vpn", "transit-gateway"):
-                extra.append("the site-to-site VPN connection or transit gateway attachment (hourly and per GB)")
-            if site.vpc.interface_endpoints:
-                extra.append("interface VPC endpoints (hourly per AZ and per GB)")
-            return (*AWS_EXCLUDED, *extra)
-        case BaremetalSite():
-            return BAREMETAL_EXCLUDED
-        case _:
-            assert_never(site)
-
-
 def _excluded(spec: EstateSpec) -> tuple[str, ...]:
     """What the envelope leaves out, once per site kind (kinds in name order, so the text is stable)."""
     sites = sorted(spec.sites, key=lambda s: s.kind)
-    return tuple(dict.fromkeys(line for site in sites for line in _excluded_at(site)))
+    return tuple(dict.fromkeys(line for site in sites for line in kinds.of(site).bill_excludes))
 
 
 # ------------------------------------------------------------------------------------------------ helpers

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from model.spec.estate import EstateSpec
     from model.tags import Tags
 
+IMAGE_SHIPS_DRIVER = True  # EKS NVIDIA AMIs ship the NVIDIA driver and container toolkit
+
 # What no catalog entry or usage figure prices yet: named in every envelope of an AWS site, never $0.
 UNPRICED = (
     "FSx backups",
@@ -150,11 +152,11 @@ class AwsKind:
     # -- the GPU software stack
     @property
     def driver(self) -> DriverSource:
-        return "image"  # EKS NVIDIA AMIs ship the driver
+        return "image"
 
     @property
     def image_ships_toolkit(self) -> bool:
-        return True  # and the NVIDIA container toolkit
+        return IMAGE_SHIPS_DRIVER
 
     @property
     def has_topology_labels(self) -> bool:

@@ -29,6 +29,8 @@ from model.spec.sites import BaremetalSite
 if TYPE_CHECKING:
     from model.spec.estate import EstateSpec
 
+IMAGE_SHIPS_DRIVER = False  # the GPU Operator or the host image brings the driver; the operator the toolkit
+
 # What the cost envelope of a bare-metal site leaves out.
 UNPRICED = ("on-prem shared storage and network (existing systems)",)
 
@@ -165,7 +167,7 @@ class BaremetalKind:
 
     @property
     def image_ships_toolkit(self) -> bool:
-        return False
+        return IMAGE_SHIPS_DRIVER
 
     @property
     def has_topology_labels(self) -> bool:
