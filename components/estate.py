@@ -37,45 +37,49 @@ class Estate(pulumi.ComponentResource):
         tags = Tags.from_spec(spec)
         self.sites: dict[str, AwsSiteStack | BaremetalSiteStack] = {}
         self.clusters: dict[str, ClusterStack] = {}
+        kubeconfigs: dict[str, pulumi.Input[str]] = {}  # each site's, for the MultiKueue manager
         autoscaling_role: pulumi.Resource | None = None  # one per account: the first AWS site makes or reads it
         for site in spec.sites:
             site_opts = pulumi.ResourceOptions(parent=self)
+            # The one dispatch on the kind here: which component folder builds the site. Everything else the
+            # estate needs of a site it takes from what that component built.
             built: AwsSiteStack | BaremetalSiteStack
+            crd: pulumi.Resource | None = None  # the autoscaler's CRD the cluster's objects wait for
+            after_cluster: Callable[[ClusterStack], None] | None = None
             match site:
                 case AwsSite():
                     site_args = AwsSiteArgs(spec, site, tags, args.window, args.now, autoscaling_role)
-                    built = AwsSiteStack(site.name, site_args, site_opts)
-                    autoscaling_role = autoscaling_role or built.cluster.autoscaling_role
+                    aws = AwsSiteStack(site.name, site_args, site_opts)
+                    autoscaling_role = autoscaling_role or aws.cluster.autoscaling_role
+                    built, crd = aws, aws.autoscaler.crd if aws.autoscaler else None
+                    kubeconfigs[site.name] = aws.kubeconfig
                 case BaremetalSite():
-                    built = BaremetalSiteStack(site.name, BaremetalSiteArgs(spec, site, tags, args.secret), site_opts)
+                    bm = BaremetalSiteStack(site.name, BaremetalSiteArgs(spec, site, tags, args.secret), site_opts)
+                    built, after_cluster = bm, bm.add_fabrics  # after the CRDs and namespaces its objects need
+                    kubeconfigs[site.name] = args.secret(site.kubeconfig_config)
                 case _:
                     assert_never(site)
             self.sites[site.name] = built
-            crd = built.autoscaler.crd if isinstance(built, AwsSiteStack) and built.autoscaler else None
             self.clusters[site.name] = ClusterStack(
                 f"{site.name}-k8s",
                 ClusterStackArgs(spec, site, tags, args.window, args.now, crd),
                 pulumi.ResourceOptions(parent=built, providers={"kubernetes": built.k8s_provider}),
             )
-            if isinstance(built, BaremetalSiteStack):
-                built.add_fabrics(self.clusters[site.name])  # after the CRDs and namespaces its objects need
+            if after_cluster is not None:
+                after_cluster(self.clusters[site.name])
         if spec.burst is not None:
-            self._hybrid(spec, tags, args)
+            self._hybrid(spec, tags, args, kubeconfigs)
         self.register_outputs({})
 
-    def _hybrid(self, spec: EstateSpec, tags: Tags, args: EstateArgs) -> None:
+    def _hybrid(
+        self, spec: EstateSpec, tags: Tags, args: EstateArgs, kubeconfigs: dict[str, pulumi.Input[str]]
+    ) -> None:
         """The MultiKueue manager and its workers (components.hybrid)."""
         assert spec.burst is not None
-        sites: dict[str, WorkerSite] = {}
-        for site in spec.sites:
-            built = self.sites[site.name]
-            kubeconfig: pulumi.Input[str]
-            if isinstance(built, AwsSiteStack):
-                kubeconfig = built.kubeconfig
-            else:
-                assert isinstance(site, BaremetalSite)
-                kubeconfig = args.secret(site.kubeconfig_config)
-            sites[site.name] = WorkerSite(built.k8s_provider, self.clusters[site.name], kubeconfig)
+        sites = {
+            s.name: WorkerSite(self.sites[s.name].k8s_provider, self.clusters[s.name], kubeconfigs[s.name])
+            for s in spec.sites
+        }
         MultiKueueWiring(
             f"{spec.metadata.name}-multikueue",
             MultiKueueArgs(spec, tags, sites, args.secret(spec.burst.manager.kubeconfig_config), args.window, args.now),

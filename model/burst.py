@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from model import pricing
+from model import kinds, pricing
 from model.capacity import gpu_units
 from model.catalog import CatalogError
 from model.spec import (
@@ -89,8 +89,8 @@ def effective_scaling(spec: EstateSpec, pool: AwsNodePool, window: BurstWindow |
 def cloud_site(spec: EstateSpec) -> AwsSite:
     """The AWS site a hybrid estate bursts to."""
     assert spec.burst is not None, "not a hybrid estate (no burst policy)"
-    site = spec.site(spec.burst.cloud_site)
-    assert isinstance(site, AwsSite)  # the schema guarantees it
+    site = kinds.of(spec.site(spec.burst.cloud_site)).aws_site
+    assert site is not None, "the burst site is not an aws site"  # the schema guarantees it (model.rules.burst)
     return site
 
 

@@ -10,10 +10,11 @@ read the facts here.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, assert_never
+from typing import TYPE_CHECKING
 
+from model import kinds
 from model.spec.base import Problem
-from model.spec.sites import AwsSite, BaremetalSite, Site
+from model.spec.sites import Site
 
 if TYPE_CHECKING:
     from model.spec.estate import EstateSpec
@@ -40,32 +41,10 @@ def k8s_provider_name(site_name: str) -> str:
     return f"{site_name}{K8S_PROVIDER_SUFFIX}"
 
 
-def manages_cni(site: Site) -> bool:
-    """gpufleet manages the CNI (the EKS vpc-cni add-on with network policy on) of an EKS cluster it creates."""
-    match site:
-        case AwsSite():
-            return site.cluster.adopt_name is None
-        case BaremetalSite():
-            return False
-        case _:
-            assert_never(site)
-
-
-def runs_on_ec2(site: Site) -> bool:
-    """The site's nodes are EC2 instances, where the Amazon VPC CNI can run."""
-    match site:
-        case AwsSite():
-            return True
-        case BaremetalSite():
-            return False
-        case _:
-            assert_never(site)
-
-
 def site_cni(site: Site) -> str | None:
     """The CNI a site's cluster runs: vpc-cni where gpufleet manages it, else what the site declares (None:
     undeclared; "none": a CNI that enforces no NetworkPolicy)."""
-    return "vpc-cni" if manages_cni(site) else site.kubernetes.network_policy_cni
+    return "vpc-cni" if kinds.of(site).manages_cni else site.kubernetes.network_policy_cni
 
 
 def enforces_network_policy(site: Site) -> bool:
@@ -85,7 +64,8 @@ def network_policy_problems(spec: EstateSpec) -> Iterator[Problem]:
     for i, s in enumerate(spec.sites):
         path = f"sites[{i}].kubernetes.network_policy_cni"
         declared = s.kubernetes.network_policy_cni
-        if manages_cni(s):
+        kind = kinds.of(s)
+        if kind.manages_cni:
             if declared is not None:
                 yield Problem(
                     path,
@@ -93,12 +73,12 @@ def network_policy_problems(spec: EstateSpec) -> Iterator[Problem]:
                     "policy on; leave network_policy_cni unset",
                 )
             continue
-        if not runs_on_ec2(s) and declared == "vpc-cni":
+        if not kind.runs_on_ec2 and declared == "vpc-cni":
             yield Problem(path, "the Amazon VPC CNI runs only on EC2 nodes; name the CNI of the bare-metal cluster")
             continue
         if not hosts_tenants(spec, s):
             continue
-        choices = ", ".join(n for n in ENFORCING if runs_on_ec2(s) or n != "vpc-cni")
+        choices = ", ".join(n for n in ENFORCING if kind.runs_on_ec2 or n != "vpc-cni")
         if declared is None:
             yield Problem(
                 path,

@@ -8,7 +8,7 @@ Pure data (no Pulumi); `model.nodes` derives a pool's labels and taints from the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, assert_never, cast, get_args
+from typing import Literal, cast, get_args
 
 # ------------------------------------------------------------------------------------------- gpufleet keys
 
@@ -136,19 +136,15 @@ HELM_RELEASE = "kubernetes:helm.sh/v3:Release"  # pulumi-kubernetes Helm Release
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"  # pulumi-aws 7 EKS managed node groups
 
 SiteKind = Literal["aws", "baremetal"]  # the `kind` of every site model in model.spec
-AWS_SITE_TYPE = "gpufleet:aws:Site"
-BAREMETAL_SITE_TYPE = "gpufleet:baremetal:Site"
 
 
 def site_type(kind: SiteKind) -> str:
     """The component type token of a site of `kind`; it names the site kind in every URN below the site."""
-    match kind:
-        case "aws":
-            return AWS_SITE_TYPE
-        case "baremetal":
-            return BAREMETAL_SITE_TYPE
-        case _:
-            assert_never(kind)
+    return f"gpufleet:{kind}:Site"
+
+
+AWS_SITE_TYPE = site_type("aws")
+BAREMETAL_SITE_TYPE = site_type("baremetal")
 
 
 def site_kind_of_urn(urn: str) -> SiteKind | None:

@@ -11,20 +11,16 @@ price `gpufleet cost` and `gpufleet size` both quote.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from model import catalog
-from model.spec import (
-    AwsNodePool,
-    AwsSite,
-    BaremetalNodePool,
-    BaremetalSite,
-    EfsTier,
-    EstateSpec,
-    FsxLustreTier,
-    OnPremCost,
-    S3Tier,
-)
+from model.spec.aws import AwsNodePool, EfsTier, FsxLustreTier, S3Tier
+from model.spec.baremetal import BaremetalNodePool, OnPremCost
+from model.spec.sites import AwsSite, BaremetalSite
+
+if TYPE_CHECKING:
+    # The spec's rules and the kinds price through here, so the spec's modules are imported one by one.
+    from model.spec.estate import EstateSpec
 
 Origin = str  # "pool", "site" or "default": where one OnPremCost field's value came from
 
@@ -271,3 +267,31 @@ def pool_gpu_hour_price(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNo
         inputs=cost,
         origins=origins,
     )
+
+
+@dataclass(frozen=True)
+class GpuHourQuote:
+    """What sizing compares placements by: `usd` per hour for `gpus` GPUs (None: unpriced), and its basis in words."""
+
+    usd: float | None
+    gpus: int
+    basis: str
+
+
+def instance_gpu_hour(instance_type: str, region: str, site: AwsSite | None = None) -> GpuHourQuote:
+    """A node of `instance_type`: at its site's price (the stack's own `prices` first) for a stack pool, at the
+    catalog's on-demand price in `region` for a candidate."""
+    p = site_price(site, instance_type) if site is not None else catalog.price(instance_type, region)
+    gpus = catalog.instance_type(instance_type).gpu_count
+    if p is None:
+        return GpuHourQuote(None, gpus, f"unpriced: no on-demand price for {region} in the catalog")
+    basis = p.source if p.source.startswith("stack:") else f"catalog on-demand {region}"
+    return GpuHourQuote(p.usd_per_hour, gpus, f"{basis}, {p.date}")
+
+
+def onprem_gpu_hour(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool) -> GpuHourQuote:
+    """One GPU-hour of the pool's servers, amortised (the figure `gpufleet cost` prices the pool at)."""
+    price = pool_gpu_hour_price(spec, site, pool)
+    if price is None or price.gpus == 0:
+        return GpuHourQuote(None, 1, "unpriced: no on-prem cost in the stack")
+    return GpuHourQuote(price.usd_per_gpu_hour, 1, "on-prem amortised server-hour (stack cost)")

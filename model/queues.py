@@ -26,12 +26,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, assert_never
+from typing import Any
 
-from model import conventions, nodes
+from model import conventions, kinds, nodes
 from model.frameworks import DEFAULT_FRAMEWORKS
 from model.frameworks import enabled as enabled_frameworks
-from model.spec import AwsNodePool, AwsSite, BaremetalSite, EstateSpec, NodePool, Site, Tenant
+from model.spec import AwsNodePool, EstateSpec, NodePool, Site, Tenant
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 MANAGED_NAMESPACE_LABEL = conventions.TENANT_LABEL
@@ -102,20 +102,9 @@ def tenant_flavors(site: Site, tenant: Tenant) -> list[Pool]:
     ]
 
 
-def has_topology_labels(site: Site) -> bool:
-    """Nodes carry rack / leaf labels: bare-metal servers from their inventory; EKS nodes have no such facts."""
-    match site:
-        case AwsSite():
-            return False
-        case BaremetalSite():
-            return True
-        case _:
-            assert_never(site)
-
-
 def topology_fabrics(site: Site) -> list[str]:
     """Fabrics with scheduled pools on a site whose nodes carry topology labels: Kueue gets a Topology each."""
-    if not has_topology_labels(site):
+    if not kinds.of(site).has_topology_labels:
         return []
     return sorted({p.fabric for p in scheduled_pools(site) if p.fabric})
 
@@ -133,7 +122,7 @@ def resource_flavor_spec(site: Site, pool: Pool) -> dict[str, Any]:
         "nodeLabels": labels,
         "tolerations": [t.toleration() for t in nodes.pool_taints(pool)],
     }
-    if has_topology_labels(site) and pool.fabric:
+    if kinds.of(site).has_topology_labels and pool.fabric:
         spec["topologyName"] = pool.fabric
     return spec
 

@@ -19,56 +19,19 @@ cluster is judged by what the site declares about it (its endpoint CIDRs and int
 
 from __future__ import annotations
 
-import ipaddress
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, assert_never
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from model import dispatch
-from model.spec.access import PrivateInterconnect, PublicInterconnect
+from model import dispatch, kinds
+from model.kinds import aws as aws_kind
+from model.kinds.facts import ApiClient, Reach
+from model.spec.access import PrivateInterconnect
 from model.spec.base import Problem
-from model.spec.sites import AwsSite, BaremetalSite, Site
+from model.spec.sites import AwsSite, Site
+from model.subnets import outside
 
 if TYPE_CHECKING:
     from model.spec.estate import EstateSpec
-
-ClientRole = Literal["deployer", "multikueue-manager"]
-
-
-@dataclass(frozen=True)
-class ApiClient:
-    """Someone who must reach a site's Kubernetes API."""
-
-    role: ClientRole
-    name: str  # how messages call it
-    path: str  # YAML path (relative to the estate value) of what places it
-    network: str | None  # the site whose network it sits in; None: outside every site network
-    cidrs: tuple[str, ...]  # its source addresses; empty: anywhere in its network
-
-
-@dataclass(frozen=True)
-class Reach:
-    """Whether a client reaches an API: `via` says through which path, or why not and what to declare."""
-
-    ok: bool
-    via: str
-
-    def __bool__(self) -> bool:
-        return self.ok
-
-
-def _nets(cidrs: Iterable[str]) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
-    return [ipaddress.ip_network(c, strict=False) for c in cidrs]
-
-
-def outside(cidrs: Iterable[str], allowed: Iterable[str]) -> list[str]:
-    """The CIDRs of `cidrs` not inside any network of `allowed`."""
-    nets = _nets(allowed)
-    return [
-        c
-        for c, n in zip(cidrs, _nets(cidrs), strict=True)
-        if not any(n.version == a.version and n.subnet_of(a) for a in nets)  # type: ignore[arg-type]
-    ]
 
 
 def manager_client(spec: EstateSpec) -> ApiClient | None:
@@ -102,83 +65,9 @@ def api_clients(spec: EstateSpec, site: Site) -> list[ApiClient]:
 
 def api_reachable_from(spec: EstateSpec, site: Site, client: ApiClient) -> Reach:
     """Whether `client` reaches `site`'s Kubernetes API through a path the estate declares."""
-    match site:
-        case AwsSite():
-            return _aws(spec, site, client)
-        case BaremetalSite():
-            return _baremetal(spec, site, client)
-        case _:
-            assert_never(site)
-
-
-def _aws(spec: EstateSpec, site: AwsSite, client: ApiClient) -> Reach:
-    ic = site.interconnect
-    public = site.cluster.endpoint_public_cidrs
-    if client.network == site.name:
-        if client.role == "multikueue-manager" and not _vpc_range(site):
-            return Reach(
-                False,
-                f"{client.name} sits in the VPC of site {site.name}, but the API security group admits it by the "
-                "VPC's range and vpc.cidr is not declared; declare the adopted VPC's CIDR in vpc.cidr",
-            )
-        return Reach(True, f"the private endpoint, from inside the VPC of site {site.name}")
-    if client.network is not None:
-        if isinstance(ic, PrivateInterconnect) and ic.site == client.network:
-            stray = outside(client.cidrs, ic.onprem_cidrs)
-            if stray:
-                return Reach(
-                    False,
-                    f"{client.name} sends from {', '.join(stray)}, which the {ic.kind} interconnect of site "
-                    f"{site.name} does not route (interconnect.onprem_cidrs: {', '.join(ic.onprem_cidrs)})",
-                )
-            return Reach(True, f"the private endpoint, through the {ic.kind} interconnect from {ic.site}")
-        if isinstance(ic, PublicInterconnect) and ic.site == client.network:
-            stray = outside(ic.egress_cidrs, public)
-            if stray:
-                admits = ", ".join(public) if public else "nothing (private only)"
-                return Reach(
-                    False,
-                    f"{client.name} leaves {ic.site} from {', '.join(stray)} (interconnect.egress_cidrs), but the "
-                    f"public endpoint of site {site.name} admits {admits}; add them to cluster.endpoint_public_cidrs",
-                )
-            return Reach(True, f"the public endpoint, from {ic.site}'s egress addresses")
-        return Reach(
-            False,
-            f"{client.name} sits in site {client.network}'s network, which the VPC of site {site.name} is not "
-            f"connected to; declare interconnect (vpn, transit-gateway, existing or public) with site: "
-            f"{client.network} on site {site.name}",
-        )
-    if not public:
-        return Reach(
-            False,
-            f"the API of site {site.name} is private (cluster.endpoint_public_cidrs is empty) and {client.name} sits "
-            f"outside every network connected to it; run it inside the VPC or a connected network (deployer.network), "
-            f"or admit its addresses in cluster.endpoint_public_cidrs",
-        )
-    stray = outside(client.cidrs, public)
-    if stray:
-        return Reach(
-            False,
-            f"the public endpoint of site {site.name} admits only {', '.join(public)} "
-            f"(cluster.endpoint_public_cidrs); {client.name} sends from {', '.join(stray)}",
-        )
-    return Reach(True, "the public endpoint, which admits its addresses")
-
-
-def _baremetal(spec: EstateSpec, site: BaremetalSite, client: ApiClient) -> Reach:
-    if client.network == site.name:
-        return Reach(True, f"{site.join.api_server}, from inside the network of site {site.name}")
-    network = next((s for s in spec.sites if s.name == client.network), None)
-    if isinstance(network, AwsSite):
-        ic = network.interconnect
-        if isinstance(ic, PrivateInterconnect) and ic.site == site.name:
-            return Reach(True, f"{site.join.api_server}, from the VPC of site {network.name} through its {ic.kind}")
-    return Reach(
-        False,
-        f"the API of site {site.name} ({site.join.api_server}) is reached only from inside its network or from a VPC "
-        f"privately connected to it, and {client.name} is neither; set deployer.network: {site.name} (a runner in "
-        "the data centre, or routed into it)",
-    )
+    network = next((s for s in spec.sites if s.name == client.network and s.name != site.name), None)
+    routed = kinds.of(network).private_route_to(site.name) if network is not None else None
+    return kinds.of(site).api_reach(spec, client, routed)
 
 
 def private_api_sources(spec: EstateSpec, site: AwsSite) -> list[str]:
@@ -193,19 +82,11 @@ def private_api_sources(spec: EstateSpec, site: AwsSite) -> list[str]:
     if spec.deployer.network == site.name:
         out += spec.deployer.cidrs
     manager = manager_client(spec)
-    vpc_range = _vpc_range(site)
+    vpc_range = aws_kind.vpc_range(site)
     workers = {w.name for w in dispatch.workers(spec)}
     if manager is not None and manager.network == site.name and vpc_range and site.name in workers:
         out.append(vpc_range)
     return list(dict.fromkeys(out))
-
-
-def _vpc_range(site: AwsSite) -> str | None:
-    """The VPC's CIDR when it is known: the one the stack creates it with, or one declared for an adopted VPC
-    (`vpc.cidr` has a default that describes only a VPC the stack creates)."""
-    if site.vpc.vpc_id is None or "cidr" in site.vpc.model_fields_set:
-        return site.vpc.cidr
-    return None
 
 
 # ------------------------------------------------------------------------------------------------ schema rules
@@ -236,42 +117,14 @@ def _declarations(spec: EstateSpec) -> Iterator[Problem]:
     if d.network is not None and d.network not in sites:
         yield Problem("deployer.network", f"{d.network} is not a site of the estate (sites: {', '.join(sites)})")
     net = sites.get(d.network or "")
-    if isinstance(net, AwsSite) and net.vpc.cidr and not net.vpc.vpc_id:
-        stray = outside(d.cidrs, [net.vpc.cidr])
+    cidr = kinds.of(net).created_network_cidr if net is not None else None
+    if net is not None and cidr:
+        stray = outside(d.cidrs, [cidr])
         if stray:
             yield Problem(
                 "deployer.cidrs",
-                f"the deployer sits in the VPC of site {net.name} ({net.vpc.cidr}) but sends from {', '.join(stray)}",
+                f"the deployer sits in the VPC of site {net.name} ({cidr}) but sends from {', '.join(stray)}",
             )
+    onprem = [s.name for s in spec.sites if kinds.of(s).on_premises]
     for i, s in enumerate(spec.sites):
-        if isinstance(s, AwsSite) and s.interconnect is not None:
-            yield from _interconnect(f"sites[{i}].interconnect", s, sites)
-
-
-def _interconnect(path: str, s: AwsSite, sites: dict[str, Site]) -> Iterator[Problem]:
-    ic = s.interconnect
-    assert ic is not None
-    if not isinstance(sites.get(ic.site), BaremetalSite):
-        bare = [n for n, x in sites.items() if isinstance(x, BaremetalSite)]
-        yield Problem(f"{path}.site", f"{ic.site} is not a baremetal site of the estate ({', '.join(bare) or 'none'})")
-    adopted = s.vpc.vpc_id is not None
-    if ic.kind in ("vpn", "transit-gateway") and adopted:
-        yield Problem(
-            f"{path}.kind",
-            f"site {s.name} adopts VPC {s.vpc.vpc_id}, whose route tables gpufleet does not manage; a {ic.kind} "
-            "interconnect needs a VPC the stack creates (use kind existing for a VPC already routed to on-prem)",
-        )
-    if ic.kind == "existing" and not adopted:
-        yield Problem(
-            f"{path}.kind",
-            f"site {s.name} creates its VPC, which nothing routes to on-prem yet; connect it with vpn or "
-            "transit-gateway (existing is for an adopted VPC already routed)",
-        )
-    if isinstance(ic, PrivateInterconnect) and s.vpc.cidr and not adopted:
-        vpc = ipaddress.ip_network(s.vpc.cidr, strict=False)
-        clash = [c for c, n in zip(ic.onprem_cidrs, _nets(ic.onprem_cidrs), strict=True) if n.overlaps(vpc)]
-        if clash:
-            yield Problem(
-                f"{path}.onprem_cidrs",
-                f"{', '.join(clash)} overlaps the VPC of site {s.name} ({s.vpc.cidr}); routed ranges must not overlap",
-            )
+        yield from kinds.of(s).interconnect_problems(f"sites[{i}].interconnect", onprem)

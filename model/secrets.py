@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from model.spec import BaremetalSite, EstateSpec, OnPremS3Tier
+from model import kinds
+from model.spec import EstateSpec
 
 PLACEHOLDER = "v1:REPLACEWITHPULUMICONFIGSETSECRET"
 
@@ -20,17 +21,7 @@ def required_secrets(spec: EstateSpec) -> list[str]:
     """Config keys (without the project prefix) the program reads as secrets, in first-use order."""
     keys: list[str] = []
     for site in spec.sites:
-        if not isinstance(site, BaremetalSite):
-            continue
-        keys.append(site.kubeconfig_config)
-        if not site.join.mints_token:  # kubeadm with `token: minted` (the default) mints its own
-            keys.append(site.join.token_config)
-        keys.append(site.join.ca_hash_config if site.join.method == "kubeadm" else site.join.activation_id_config)
-        if any(spec.pool_servers(site, pool) for pool in site.node_pools):
-            keys.append(site.ssh.private_key_config)
-        keys += [
-            k for t in site.storage if isinstance(t, OnPremS3Tier) for k in (t.access_key_config, t.secret_key_config)
-        ]
+        keys += kinds.of(site).secrets(spec)
     if spec.burst is not None:
         keys.append(spec.burst.manager.kubeconfig_config)  # the MultiKueue manager cluster
     return list(dict.fromkeys(keys))

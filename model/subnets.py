@@ -1,4 +1,5 @@
-"""Subnet planning of a VPC the stack creates: a private and a public subnet per AZ, clear of the fabric subnets.
+"""Subnet planning of a VPC the stack creates: a private and a public subnet per AZ, clear of the fabric subnets;
+and which CIDRs lie outside a set of networks.
 
 Pure (no Pulumi): components.aws.network creates what it plans, and the schema's rules refuse a `vpc.cidr` too small
 for it before anything runs.
@@ -7,7 +8,7 @@ for it before anything runs.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -62,3 +63,17 @@ def vpc_room(path: str, s: AwsSite) -> Iterator[Problem]:
         plan_subnets(s.vpc.cidr, s.availability_zones, fabric_cidrs)
     except ValueError as err:
         yield Problem(f"{path}.vpc.cidr", str(err))
+
+
+def networks(cidrs: Iterable[str]) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    return [ipaddress.ip_network(c, strict=False) for c in cidrs]
+
+
+def outside(cidrs: Iterable[str], allowed: Iterable[str]) -> list[str]:
+    """The CIDRs of `cidrs` not inside any network of `allowed`."""
+    nets = networks(allowed)
+    return [
+        c
+        for c, n in zip(cidrs, networks(cidrs), strict=True)
+        if not any(n.version == a.version and n.subnet_of(a) for a in nets)  # type: ignore[arg-type]
+    ]

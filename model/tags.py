@@ -7,9 +7,12 @@ would not see tags added by one, and `default_tags` on the AWS provider is invis
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from model.conventions import DEDICATED_TENANT_LABEL, LABEL_PREFIX, SHARED, TENANT_LABEL
-from model.spec import EstateSpec
+
+if TYPE_CHECKING:
+    from model.spec.estate import EstateSpec
 
 
 @dataclass(frozen=True)

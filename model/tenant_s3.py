@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from model import catalog
-from model.spec import AwsNodePool, AwsSite, EstateSpec, Problem, S3Tier, Site, Tenant
+from model import catalog, kinds
+from model.spec import AwsNodePool, EstateSpec, Problem, S3Tier, Site, Tenant
 
 BUCKET_NAME_MAX = 63  # S3 bucket naming rules: 3 to 63 characters
 
@@ -43,8 +43,8 @@ def estate_buckets(spec: EstateSpec) -> dict[str, EstateBucketRef]:
     single = single_s3_tier(spec)
     out: dict[str, EstateBucketRef] = {}
     for s in spec.sites:
-        if not isinstance(s, AwsSite):
-            continue
+        if kinds.of(s).aws_site is None:
+            continue  # S3 buckets are AWS resources
         for t in s.storage:
             if isinstance(t, S3Tier):
                 for purpose in t.buckets:
@@ -112,9 +112,9 @@ def grant_problems(spec: EstateSpec) -> Iterator[Problem]:
                     f"bucket {g.bucket} is on site {site.name}, where tenant {t.name} has no namespace (no gpu_quota "
                     "on its pools), so no pod of the tenant could use the grant; give it quota there or drop the grant",
                 )
-            elif isinstance(site, AwsSite) and not catalog.s3_ranges(site.region):
+            elif (region := kinds.of(site).region) is not None and not catalog.s3_ranges(region):
                 yield Problem(
                     path,
-                    f"the catalog holds no published S3 ranges for {site.region} (aws_s3_ranges.json, "
+                    f"the catalog holds no published S3 ranges for {region} (aws_s3_ranges.json, "
                     f"{catalog.s3_ranges_dated()}), so the tenant's egress to S3 cannot be built",
                 )

@@ -27,7 +27,8 @@ from components.hybrid.burst_queues import BurstQueues, BurstQueuesArgs
 from components.hybrid.manager import KueueManagerArgs, KueueManagerStack, WorkerLink
 from components.kubernetes.cluster import ClusterStack
 from model import dispatch
-from model.spec import AwsSite, BurstWindow, EstateSpec
+from model.burst import cloud_site
+from model.spec import BurstWindow, EstateSpec
 from model.tags import Tags
 
 
@@ -78,8 +79,7 @@ class MultiKueueWiring(pulumi.ComponentResource):
             KueueManagerArgs(spec, args.tags, links),
             pulumi.ResourceOptions(parent=self, providers={"kubernetes": self.manager_provider}),
         )
-        cloud = spec.site(spec.burst.cloud_site)
-        assert isinstance(cloud, AwsSite)  # the schema makes the burst site an aws site
+        cloud = cloud_site(spec)  # the schema makes the burst site an aws site
         c = args.sites[cloud.name]
         BurstQueues(
             f"{name}-{cloud.name}-burst",

@@ -20,14 +20,14 @@ from components.kubernetes import helm, placement
 from components.kubernetes.namespaces import EFA_PLUGIN_NAMESPACE
 from model import versions
 from model.conventions import FABRIC_LABEL
-from model.spec import AwsSite, EfaFabric
+from model.spec import EfaFabric, Site
 
 
-def efa_fabrics(site: AwsSite) -> list[EfaFabric]:
+def efa_fabrics(site: Site) -> list[EfaFabric]:
     return [f for f in site.fabrics if isinstance(f, EfaFabric)]
 
 
-def efa_plugin_values(site: AwsSite, fabric: EfaFabric) -> dict[str, Any]:
+def efa_plugin_values(site: Site, fabric: EfaFabric) -> dict[str, Any]:
     pools = [p for p in site.node_pools if p.fabric == fabric.name]
     return {
         "nodeSelector": {FABRIC_LABEL: fabric.name},
@@ -37,7 +37,7 @@ def efa_plugin_values(site: AwsSite, fabric: EfaFabric) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class EfaDevicePluginArgs:
-    site: AwsSite
+    site: Site
     fabric: EfaFabric
     namespace: pulumi.Resource  # the kube-system patch (namespaces.SystemNamespaces)
 

@@ -22,12 +22,12 @@ a site with a fabric states how the host does (`kubernetes.gpudirect_rdma`, chec
 
 from __future__ import annotations
 
-from typing import Any, assert_never
+from typing import Any
 
 from components.kubernetes import placement
-from model import versions
+from model import kinds, versions
 from model.conventions import FABRIC_LABEL
-from model.spec import AwsSite, BaremetalSite, InfinibandFabric, ParallelFsTier, RoceFabric, Site
+from model.spec import InfinibandFabric, ParallelFsTier, RoceFabric, Site
 
 DRIVER_REPOSITORY = "nvcr.io/nvidia"  # driver.repository / driver.image in the chart's values.yaml
 DRIVER_IMAGE = "driver"
@@ -44,14 +44,8 @@ def rdma_fabrics(site: Site) -> list[InfinibandFabric | RoceFabric]:
 
 
 def operator_installs_driver(site: Site) -> bool:
-    """The GPU Operator's driver container owns the driver: bare metal with `driver_managed_by: operator`."""
-    match site:
-        case AwsSite():
-            return False  # EKS NVIDIA AMIs ship the driver
-        case BaremetalSite():
-            return site.kubernetes.driver_managed_by == "operator"
-        case _:
-            assert_never(site)
+    """The GPU Operator's driver container owns the driver (model.kinds: not the node or host image)."""
+    return kinds.of(site).driver == "operator"
 
 
 def gds_enabled(site: Site) -> bool:
@@ -62,7 +56,7 @@ def gds_enabled(site: Site) -> bool:
     )
 
 
-def driver_version(site: BaremetalSite) -> str:
+def driver_version(site: Site) -> str:
     return site.kubernetes.driver_version or versions.GPU_DRIVER
 
 
@@ -71,7 +65,6 @@ def driver_values(site: Site) -> dict[str, Any]:
     if not operator_installs_driver(site):
         # EKS NVIDIA AMIs, or the host image's driver (the preflight checks it): the operator installs none.
         return {"enabled": False}
-    assert isinstance(site, BaremetalSite)
     return {
         "enabled": True,
         "nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": True},
@@ -97,7 +90,6 @@ def fabric_driver_specs(site: Site) -> dict[str, dict[str, Any]]:
     nodes only. Empty where the operator installs no driver."""
     if not operator_installs_driver(site):
         return {}
-    assert isinstance(site, BaremetalSite)
     specs = {}
     for fabric in rdma_fabrics(site):
         pools = [p for p in site.node_pools if p.fabric == fabric.name]

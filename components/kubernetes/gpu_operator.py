@@ -30,16 +30,16 @@ Decisions:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, assert_never
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.kubernetes import gpu_driver, helm, monitoring, placement, sharing
 from components.kubernetes.gpu_driver import gds_enabled
-from model import versions
+from model import kinds, versions
 from model.conventions import GPU_OPERATOR_NAMESPACE
-from model.spec import AwsSite, BaremetalSite, EstateSpec, Site
+from model.spec import EstateSpec, Site
 
 DEVICE_PLUGIN_CONFIGMAP = "gpufleet-device-plugin-configs"
 MIG_PARTED_CONFIGMAP = "gpufleet-mig-parted-config"
@@ -90,13 +90,7 @@ def gpu_operator_values(spec: EstateSpec, site: Site) -> dict[str, Any]:
 
 def _toolkit_enabled(site: Site) -> bool:
     """The operator installs the container toolkit except where the node image ships it."""
-    match site:
-        case AwsSite():
-            return False  # EKS NVIDIA AMIs ship the NVIDIA container toolkit
-        case BaremetalSite():
-            return True
-        case _:
-            assert_never(site)
+    return not kinds.of(site).image_ships_toolkit
 
 
 def _nfd_worker_tolerations(gpu_tolerations: list[dict[str, str]]) -> list[dict[str, str]]:

@@ -13,7 +13,6 @@ Network Operator when there is one, else from the device plugin's subchart (only
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import assert_never
 
 import pulumi
 
@@ -29,7 +28,7 @@ from components.kubernetes.namespaces import (
 )
 from components.kubernetes.network_operator import NetworkOperator, NetworkOperatorArgs
 from model.conventions import GPU_OPERATOR_NAMESPACE, NETWORK_OPERATOR_NAMESPACE
-from model.spec import AwsSite, BaremetalSite, EfaFabric, EstateSpec, InfinibandFabric, RoceFabric, Site
+from model.spec import EfaFabric, EstateSpec, InfinibandFabric, RoceFabric, Site
 from model.tags import Tags
 
 
@@ -49,15 +48,9 @@ class GpuStack(pulumi.ComponentResource):
         self._args = args
         site = args.site
         self.uses_operator = site.kubernetes.gpu_stack == "gpu-operator"
-        self.efa: list[EfaFabric] = []
-        self.rdma: list[InfinibandFabric | RoceFabric] = []
-        match site:
-            case AwsSite():
-                self.efa = efa_fabrics(site)
-            case BaremetalSite():
-                self.rdma = rdma_fabrics(site)
-            case _:
-                assert_never(site)
+        # The schema gives each kind its fabrics: EFA on aws, InfiniBand / RoCE on bare metal.
+        self.efa: list[EfaFabric] = efa_fabrics(site)
+        self.rdma: list[InfinibandFabric | RoceFabric] = rdma_fabrics(site)
         self.namespaces = SystemNamespaces(
             f"{name}-namespaces", SystemNamespacesArgs(args.tags, self._namespaces()), self._child()
         )
@@ -96,17 +89,11 @@ class GpuStack(pulumi.ComponentResource):
         )
 
     def _fabric_plugins(self) -> None:
-        """EFA device plugins on an aws site; the Network Operator on a bare-metal site with RDMA fabrics."""
-        site = self._args.site
-        match site:
-            case AwsSite():
-                self._efa_plugins(site)
-            case BaremetalSite():
-                self._network_operator(site)
-            case _:
-                assert_never(site)
+        """EFA device plugins for EFA fabrics (aws); the Network Operator for RDMA fabrics (bare metal)."""
+        self._efa_plugins(self._args.site)
+        self._network_operator(self._args.site)
 
-    def _efa_plugins(self, site: AwsSite) -> None:
+    def _efa_plugins(self, site: Site) -> None:
         ns = self.namespaces.resources.get(EFA_PLUGIN_NAMESPACE)
         for fabric in self.efa:
             assert ns is not None  # _namespaces() adds it whenever there is an EFA fabric
@@ -114,7 +101,7 @@ class GpuStack(pulumi.ComponentResource):
                 f"{self._name}-efa-{fabric.name}", EfaDevicePluginArgs(site, fabric, ns), self._child()
             )
 
-    def _network_operator(self, site: BaremetalSite) -> None:
+    def _network_operator(self, site: Site) -> None:
         if not self.rdma:
             return
         self.network_operator = NetworkOperator(

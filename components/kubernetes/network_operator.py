@@ -26,7 +26,7 @@ from components.kubernetes.gpu_driver import rdma_fabrics
 from model import versions
 from model.conventions import FABRIC_LABEL, NETWORK_OPERATOR_NAMESPACE
 from model.rdma import rdma_shared_resource_name
-from model.spec import BaremetalSite, InfinibandFabric, RoceFabric, Site
+from model.spec import InfinibandFabric, RoceFabric, Site
 from model.tags import Tags
 
 NIC_CLUSTER_POLICY = "nic-cluster-policy"
@@ -132,7 +132,7 @@ def nic_cluster_policy_spec(site: Site) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class NetworkOperatorArgs:
-    site: BaremetalSite
+    site: Site
     tags: Tags
     namespace: pulumi.Resource  # the network-operator namespace (namespaces.SystemNamespaces)
     nfd_elsewhere: bool  # NFD comes from the GPU Operator on this site

@@ -23,10 +23,8 @@ namespaces keep enforcing restricted or baseline, so IPC_LOCK stays confined to 
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
-from typing import Any, assert_never
-from urllib.parse import urlsplit
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -39,17 +37,13 @@ from components.kubernetes.admission import (
     rdma_pod_policy,
     untrusted_validations,
 )
-from model import conventions, queues
+from model import conventions, kinds, queues
 from model.conventions import RDMA_LABEL, TRUST_LABEL, pod_security_labels
+from model.kinds.facts import StorageEgress
 from model.spec import (
     SHARED_FILE_SYSTEM_KINDS,
     AwsSite,
-    BaremetalSite,
-    EfsTier,
     EstateSpec,
-    FsxLustreTier,
-    NfsTier,
-    OnPremS3Tier,
     Site,
     Tenant,
 )
@@ -97,68 +91,10 @@ ROLE_RULES: tuple[dict[str, Any], ...] = (
     {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": READ},
 )
 
-# Ports of storage endpoints: Lustre (LNet 988; FSx also 1018-1023), NFSv4 / EFS 2049 (S3: tenant_s3).
-LUSTRE_PORTS = [{"protocol": "TCP", "port": 988}, {"protocol": "TCP", "port": 1018, "endPort": 1023}]
-NFS_PORTS = [{"protocol": "TCP", "port": 2049}]
-
-
-@dataclass(frozen=True)
-class StorageEgress:
-    tier: str
-    cidr: str | None  # None: the address is a host name or unknown; the tenant lists it in egress_cidrs
-    ports: tuple[dict[str, Any], ...]
-    address: str = ""
-
-
-def _ip_cidr(host: str) -> str | None:
-    try:
-        return f"{ipaddress.ip_address(host)}/32"
-    except ValueError:
-        return None
-
 
 def storage_egress(site: Site) -> list[StorageEgress]:
-    """Storage endpoints tenant pods may reach, derived from the site's tiers.
-
-    AWS managed endpoints (FSx for Lustre, EFS mount targets) live in the VPC, so they get the VPC CIDR of a VPC
-    the stack creates (an adopted VPC's CIDR is not in the spec). S3 buckets are reached through the VPC's gateway
-    endpoint at S3's public ranges: a tenant granted S3 (tenant `s3`) gets those in its own `allow-s3` policy
-    (components.kubernetes.tenant_s3). On bare metal an NFS server or S3 endpoint uses the tier's `cidr`, or a /32 when given as an IP
-    address; a host name without `cidr` cannot be resolved here and is reported with cidr None.
-    """
-    match site:
-        case AwsSite():
-            return _aws_storage_egress(site)
-        case BaremetalSite():
-            return _baremetal_storage_egress(site)
-        case _:
-            assert_never(site)
-
-
-def _aws_storage_egress(site: AwsSite) -> list[StorageEgress]:
-    out: list[StorageEgress] = []
-    vpc = site.vpc.cidr if site.vpc.vpc_id is None else None
-    for tier in site.storage:
-        if isinstance(tier, FsxLustreTier):
-            out.append(StorageEgress(tier.name, vpc, tuple(LUSTRE_PORTS), "vpc"))
-        elif isinstance(tier, EfsTier):
-            out.append(StorageEgress(tier.name, vpc, tuple(NFS_PORTS), "vpc"))
-    # S3 tiers: not in the VPC (the gateway endpoint routes to S3's public ranges); tenants granted S3 get their
-    # own egress policy (components.kubernetes.tenant_s3).
-    return out
-
-
-def _baremetal_storage_egress(site: BaremetalSite) -> list[StorageEgress]:
-    out: list[StorageEgress] = []
-    for tier in site.storage:
-        if isinstance(tier, NfsTier):
-            out.append(StorageEgress(tier.name, tier.cidr or _ip_cidr(tier.server), tuple(NFS_PORTS), tier.server))
-        elif isinstance(tier, OnPremS3Tier):
-            url = urlsplit(tier.endpoint)
-            host = url.hostname or ""
-            ports = ({"protocol": "TCP", "port": url.port or 443},)
-            out.append(StorageEgress(tier.name, tier.cidr or _ip_cidr(host), ports, host))
-    return out
+    """Storage endpoints tenant pods may reach, derived from the site's tiers by its kind (model.kinds)."""
+    return kinds.of(site).storage_egress()
 
 
 def namespace_labels(tags: Tags, tenant: Tenant) -> dict[str, str]:
@@ -230,8 +166,9 @@ class TenantBundle(pulumi.ComponentResource):
         self.network_policies = self._network_policies(args.site)
         self.role, self.role_binding = self._rbac()
         self.default_service_account = self._default_service_account()
-        if isinstance(args.site, AwsSite) and tenant_s3.has_s3_access(args.spec, args.site, args.tenant):
-            self._s3_access(args.site)
+        aws = kinds.of(args.site).aws_site
+        if aws is not None and tenant_s3.has_s3_access(args.spec, aws, args.tenant):
+            self._s3_access(aws)
         if args.tenant.trust == "untrusted":
             validations = untrusted_validations(self._tenant, args.site.kubernetes.sandbox_runtime_class)
             self._pod_admission_policy("untrusted", validations)

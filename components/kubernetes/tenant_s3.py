@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from model import catalog
-from model.spec import AwsSite, EstateSpec, Site, Tenant
+from model.spec import AwsSite, EstateSpec, Tenant
 from model.tenant_s3 import tenant_s3_access
 
 # The Pod Identity agent answers pods on the node's link-local address, port 80 (EKS user guide, pod-id-agent-setup).
@@ -21,9 +21,9 @@ POD_IDENTITY_AGENT_PORTS = [{"protocol": "TCP", "port": 80}]
 S3_PORTS = [{"protocol": "TCP", "port": 443}]
 
 
-def has_s3_access(spec: EstateSpec, site: Site, tenant: Tenant) -> bool:
-    """The tenant holds grants on this (AWS) site's buckets: its namespace gets the service account and egress."""
-    return isinstance(site, AwsSite) and bool(tenant_s3_access(spec, site, tenant))
+def has_s3_access(spec: EstateSpec, site: AwsSite, tenant: Tenant) -> bool:
+    """The tenant holds grants on this site's buckets: its namespace gets the service account and egress."""
+    return bool(tenant_s3_access(spec, site, tenant))
 
 
 def s3_egress_policy_spec(site: AwsSite) -> dict[str, Any]:

@@ -185,12 +185,13 @@ def render(kind: Kind, stack: str, region: str, gpu: str) -> str:
 def _unpriced_entries(text: str) -> tuple[str, ...]:
     import yaml
 
+    from model import kinds
     from model.load import ESTATE_KEY, parse_estate
     from model.pricing import prices_entry, unpriced_needs
-    from model.spec import AwsSite
 
     spec = parse_estate(yaml.safe_load(text)["config"][ESTATE_KEY], "init", priced=False)
-    return tuple(prices_entry(n) for s in spec.sites if isinstance(s, AwsSite) for n in unpriced_needs(s))
+    clouds = [cloud for s in spec.sites if (cloud := kinds.of(s).aws_site) is not None]
+    return tuple(prices_entry(n) for cloud in clouds for n in unpriced_needs(cloud))
 
 
 def _render(kind: Kind, stack: str, region: str, gpu: str, prices: tuple[str, ...]) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import assert_never
 
 from rich import box
 from rich.console import Console
@@ -23,13 +22,9 @@ At = Callable[[str], float | None]  # $/h at a level ("min", "desired", "max")
 
 def _what(p: PoolCost, markdown: bool) -> str:
     """What a pool runs on: the instance type of a cloud pool, the GPUs of owned servers."""
-    match p.kind:
-        case "aws":
-            return f"`{p.instance_type}`" if markdown else str(p.instance_type)
-        case "baremetal":
-            return f"{p.gpu_model} × {p.gpus_per_node}" + (" (owned)" if markdown else "")
-        case _:
-            assert_never(p.kind)
+    if p.instance_type is not None:
+        return f"`{p.instance_type}`" if markdown else p.instance_type
+    return f"{p.gpu_model} × {p.gpus_per_node}" + (" (owned)" if markdown else "")
 
 
 def _levels_text(at: At, digits: int = 2) -> str:

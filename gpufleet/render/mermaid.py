@@ -10,11 +10,9 @@ import re
 from typing import assert_never
 
 from gpufleet.engine.plan import Plan
+from model import kinds
 from model.spec import (
     AwsNodePool,
-    AwsSite,
-    BaremetalNodePool,
-    BaremetalSite,
     EfaFabric,
     EfsTier,
     EstateSpec,
@@ -27,7 +25,6 @@ from model.spec import (
     RoceFabric,
     S3Tier,
     ScratchTier,
-    Site,
     StorageTier,
 )
 
@@ -46,7 +43,7 @@ def mermaid(spec: EstateSpec, plan: Plan | None = None) -> str:
     lines = ["flowchart LR"]
     burst_pools: list[str] = []
     for site in spec.sites:
-        lines.append(f"  subgraph {_id('site', site.name)}[{_label(f'{site.name} · {_where(site)}')}]")
+        lines.append(f"  subgraph {_id('site', site.name)}[{_label(f'{site.name} · {kinds.of(site).diagram_where}')}]")
         lines.append("    direction TB")
         for f in site.fabrics:
             lines.append(f"    {_id('fabric', site.name, f.name)}{{{{{_label(_fabric_text(f))}}}}}")
@@ -79,33 +76,9 @@ def mermaid_block(spec: EstateSpec, plan: Plan | None = None) -> str:
     return "```mermaid\n" + mermaid(spec, plan) + "\n```"
 
 
-def _where(site: Site) -> str:
-    match site:
-        case AwsSite():
-            return f"aws {site.region}"
-        case BaremetalSite():
-            return "bare metal"
-        case _:
-            assert_never(site)
-
-
 def _pool_text(spec: EstateSpec, name: str) -> str:
     pool = spec.pool(name)
-    model = spec.pool_gpu_model(name).id
-    per_node = spec.pool_gpus_per_node(name)
-    match pool:
-        case AwsNodePool():
-            nodes = pool.scaling.max
-            what = f"{pool.instance_type}<br/>{model} × {per_node} × {nodes} max nodes = {nodes * per_node} GPUs"
-            if pool.burst:
-                what += " (burst: 0 outside windows)"
-        case BaremetalNodePool():
-            site = spec.site_of_pool(name)
-            assert isinstance(site, BaremetalSite)
-            servers = len(spec.pool_servers(site, pool))
-            what = f"{model} × {per_node} × {servers} servers = {spec.pool_gpu_capacity(name)} GPUs"
-        case _:
-            assert_never(pool)
+    what = kinds.of(spec.site_of_pool(name)).pool_diagram(spec, name)
     if pool.sharing.mode == "mig":
         what += f"<br/>MIG {pool.sharing.mig_profile}: {spec.pool_gpu_units(name)} slices"
     elif pool.sharing.mode == "time-slicing":

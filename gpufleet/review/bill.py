@@ -25,15 +25,6 @@ from model.spec import AwsSite
 
 Status = Literal["priced", "usage-based", "unpriced"]
 
-# What no catalog entry or usage figure prices yet: named in every envelope of an AWS site, never $0.
-AWS_UNPRICED = (
-    "FSx backups",
-    "CloudWatch logs (EKS control-plane logs, VPC flow logs)",
-    "load balancers",
-    "cross-AZ data transfer",
-    "S3 requests and EFS throughput",
-)
-
 
 @dataclass(frozen=True)
 class BillLine:

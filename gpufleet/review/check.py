@@ -42,10 +42,10 @@ from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.engine.synth import collector_paused
 from gpufleet.review.findings import Enforcement, Finding, Findings
-from model import conventions
+from model import conventions, kinds
 from model.cni import k8s_provider_name, site_cni
 from model.load import ESTATE_KEY, SpecError, StackFile, read_stack
-from model.spec import BaremetalSite, EstateSpec
+from model.spec import EstateSpec
 from model.tenant_s3 import declared_grants
 from policies.common import ScopedResourcePolicy, is_kubernetes, kind, release_index
 
@@ -94,9 +94,7 @@ def _settings(spec: EstateSpec, max_usd_per_hour: float | None = None) -> dict[s
     }
     # GPU Operator releases whose site's host image brings the driver (operator-driver-site allows driver off).
     values["hostDriverReleases"] = sorted(
-        conventions.gpu_operator_release_name(s.name)
-        for s in spec.sites
-        if isinstance(s, BaremetalSite) and s.kubernetes.driver_managed_by == "host"
+        conventions.gpu_operator_release_name(s.name) for s in spec.sites if kinds.of(s).driver == "host"
     )
     # Time-sliced pools trusted tenants declared they share, accepting no isolation (time-slicing-single-tenant).
     values["timeSlicingSharedPools"] = {

@@ -18,20 +18,18 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any, assert_never
+from typing import Any
 
-from gpufleet.review.bill import AWS_UNPRICED, BillLine, aws_site_bill
+from gpufleet.review.bill import BillLine
 from gpufleet.review.burst_cost import BurstCeiling, burst_ceiling
-from gpufleet.review.pool_cost import PoolCost, site_pools
+from gpufleet.review.pool_cost import PoolCost, site_costs
 from gpufleet.review.prices import HOURS, LEVELS, Figures, PriceRef, price_dict, rounded
 from gpufleet.review.storage_cost import StorageCost, storage_cost
 from gpufleet.review.usage import UsageProfile
+from model import kinds
 from model.spec import (
-    AwsSite,
-    BaremetalSite,
     BurstWindow,
     EstateSpec,
-    Site,
 )
 
 UNASSIGNED = "(unassigned)"
@@ -223,10 +221,13 @@ def estate_cost(
     are priced from `usage` where it gives a figure."""
     now = now or dt.datetime.now(dt.UTC)
     usage = usage or UsageProfile()
-    pools = [cost for site in spec.sites for cost in site_pools(spec, site, window, now)]
+    pools: list[PoolCost] = []
+    bill: list[BillLine] = []
+    for site in spec.sites:
+        site_pools, site_bill = site_costs(spec, site, window, now, usage)
+        pools += site_pools
+        bill += site_bill
     storage = [storage_cost(site, tier, usage.site(site.name)) for site in spec.sites for tier in site.storage]
-    nodes = {p.pool: p.nodes for p in pools}
-    bill = [ln for s in spec.sites if isinstance(s, AwsSite) for ln in aws_site_bill(s, nodes, usage.site(s.name))]
     priced = {p.pool: (p.instance_type or "", p.price.usd if p.price is not None else None) for p in pools}
     return EstateCost(
         estate=spec.metadata.name,
@@ -260,29 +261,10 @@ def _tenant_shares(spec: EstateSpec, pools: list[PoolCost]) -> list[TenantShare]
     return out
 
 
-AWS_EXCLUDED = AWS_UNPRICED
-BAREMETAL_EXCLUDED = ("on-prem shared storage and network (existing systems)",)
-
-
-def _excluded_at(site: Site) -> tuple[str, ...]:
-    match site:
-        case AwsSite():
-            extra = []
-            if site.interconnect is not None and site.interconnect.kind in ("vpn", "transit-gateway"):
-                extra.append("the site-to-site VPN connection or transit gateway attachment (hourly and per GB)")
-            if site.vpc.interface_endpoints:
-                extra.append("interface VPC endpoints (hourly per AZ and per GB)")
-            return (*AWS_EXCLUDED, *extra)
-        case BaremetalSite():
-            return BAREMETAL_EXCLUDED
-        case _:
-            assert_never(site)
-
-
 def _excluded(spec: EstateSpec) -> tuple[str, ...]:
     """What the envelope leaves out, once per site kind (kinds in name order, so the text is stable)."""
     sites = sorted(spec.sites, key=lambda s: s.kind)
-    return tuple(dict.fromkeys(line for site in sites for line in _excluded_at(site)))
+    return tuple(dict.fromkeys(line for site in sites for line in kinds.of(site).bill_excludes))
 
 
 # ------------------------------------------------------------------------------------------------ helpers

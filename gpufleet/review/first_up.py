@@ -34,7 +34,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, assert_never
+from typing import Any, Literal
 
 from gpufleet.charts.operator_crds import CONFIG_FILE, UnknownFile, applied_objects, operator_crds
 from gpufleet.charts.render import RenderedObject, RenderedRelease
@@ -42,8 +42,9 @@ from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.review import validate
 from gpufleet.review.first_up_nodes import StatedNodes, plan_node, stated_nodes
 from gpufleet.review.scheduling import Node, describe, fits, pod_spec
+from model import kinds
 from model.reach import api_clients, api_reachable_from
-from model.spec import AwsSite, BaremetalSite, EksCluster, EstateSpec
+from model.spec import EksCluster, EstateSpec
 
 Check = Literal["chart", "crd", "namespace", "node", "schema", "reach"]
 CHECKS: tuple[Check, ...] = ("chart", "reach", "crd", "namespace", "node", "schema")
@@ -151,13 +152,8 @@ class _Simulation:
 
     def version(self, cluster: str) -> str:
         site = self.spec.site(self.site_of(cluster)) if self.site_of(cluster) else None
-        match site:
-            case AwsSite():
-                return site.cluster.version
-            case BaremetalSite() | None:
-                return DEFAULT_VERSION
-            case _:
-                assert_never(site)
+        version = kinds.of(site).kubernetes_version if site is not None else None
+        return version or DEFAULT_VERSION
 
     def name(self, key: str) -> str:
         r = self.plan.get(key)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import assert_never
 
 from gpufleet.engine.plan import PlanResource
 from gpufleet.review.scheduling import AWS_EFFECTS, Node, Taint
+from model import kinds
 from model.conventions import NODE_GROUP
-from model.spec import AwsSite, BaremetalSite, EstateSpec, SystemNodes
+from model.spec import EstateSpec, SystemNodes
 
 NODE_PATCH = "kubernetes:core/v1:NodePatch"
 
@@ -54,21 +54,15 @@ def stated_nodes(spec: EstateSpec, site_name: str, cluster_name: str) -> StatedN
     """The nodes of an existing cluster (a bare-metal site, or the MultiKueue manager: no site) as the stack states
     them; None for a cluster the stack creates, whose node groups are in the plan."""
     site = spec.site(site_name) if site_name else None
-    match site:
-        case AwsSite():
+    if site is not None:
+        groups = kinds.of(site).system_nodes
+        if groups is None:
             return None
-        case BaremetalSite():
-            i = spec.sites.index(site)
-            return StatedNodes(f"site {site.name}", f"sites[{i}].system_nodes", tuple(site.system_nodes))
-        case None:
-            manager = spec.burst.manager if spec.burst else None
-            if manager is None:
-                return StatedNodes(cluster_name, "", ())
-            return StatedNodes(
-                f"MultiKueue manager {manager.name}", "burst.manager.system_nodes", tuple(manager.system_nodes)
-            )
-        case _:
-            assert_never(site)
+        return StatedNodes(f"site {site.name}", f"sites[{spec.sites.index(site)}].system_nodes", groups)
+    manager = spec.burst.manager if spec.burst else None
+    if manager is None:
+        return StatedNodes(cluster_name, "", ())
+    return StatedNodes(f"MultiKueue manager {manager.name}", "burst.manager.system_nodes", tuple(manager.system_nodes))
 
 
 def plan_node(r: PlanResource) -> Node | None:

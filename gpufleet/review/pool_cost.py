@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any, Literal, assert_never
+from typing import Any, assert_never
 
+from gpufleet.review.bill import BillLine, aws_site_bill
 from gpufleet.review.pool_prices import aws_pool_price
 from gpufleet.review.prices import HOURS, LEVELS, Figures, PriceRef, price_dict, rounded
+from gpufleet.review.usage import UsageProfile
 from model import catalog
 from model.burst import effective_scaling, window_note, window_phase
 from model.capacity import gpu_units
+from model.conventions import SiteKind
 from model.pricing import pool_gpu_hour_price, site_price
 from model.spec import (
     AwsNodePool,
@@ -31,7 +34,7 @@ from model.spec import (
 class PoolCost:
     site: str
     pool: str
-    kind: Literal["aws", "baremetal"]
+    kind: SiteKind
     instance_type: str | None  # aws only
     gpu_model: str
     gpus_per_node: int
@@ -43,6 +46,8 @@ class PoolCost:
     hourly: Figures
     notes: tuple[str, ...] = ()
     month_hours: float = HOURS  # hours of a month the pool is billed: a capacity block's, when it is shorter
+    # One GPU-hour: a node's price ÷ its GPUs (cloud); the pool's hour ÷ its GPUs (owned servers). None: unpriced.
+    usd_per_gpu_hour: float | None = None
 
     def monthly(self, level: str) -> float | None:
         """$ for a month at `level`: the hourly figure over the hours the pool is billed in a month."""
@@ -54,20 +59,6 @@ class PoolCost:
 
     def gpus(self, level: str) -> int:
         return self.nodes[level] * self.gpus_per_node
-
-    @property
-    def usd_per_gpu_hour(self) -> float | None:
-        """Price of one GPU-hour: instance price ÷ its GPUs (aws); the pool's hour ÷ its GPUs (bare metal)."""
-        if self.price is None:
-            return None
-        match self.kind:
-            case "aws":
-                return self.price.usd / self.gpus_per_node
-            case "baremetal":
-                gpus = self.gpu_total
-                return (self.hourly.at("max") or 0.0) / gpus if gpus else None
-            case _:
-                assert_never(self.kind)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -91,12 +82,16 @@ class PoolCost:
         }
 
 
-def site_pools(spec: EstateSpec, site: Site, window: BurstWindow | None, now: dt.datetime) -> list[PoolCost]:
+def site_costs(
+    spec: EstateSpec, site: Site, window: BurstWindow | None, now: dt.datetime, usage: UsageProfile
+) -> tuple[list[PoolCost], list[BillLine]]:
+    """The site's node pools, and the rest of its bill (what it runs besides pools and tiers)."""
     match site:
         case AwsSite():
-            return [_aws_pool(spec, site, pool, window, now) for pool in site.node_pools]
+            pools = [_aws_pool(spec, site, pool, window, now) for pool in site.node_pools]
+            return pools, aws_site_bill(site, {p.pool: p.nodes for p in pools}, usage.site(site.name))
         case BaremetalSite():
-            return [_baremetal_pool(spec, site, pool) for pool in site.node_pools]
+            return [_baremetal_pool(spec, site, pool) for pool in site.node_pools], []  # owned: no other bill
         case _:
             assert_never(site)
 
@@ -138,6 +133,7 @@ def _aws_pool(
         hourly=priced.hourly.billed_for(priced.month_hours),
         notes=(*notes, *priced.notes),
         month_hours=priced.month_hours,
+        usd_per_gpu_hour=None if priced.price is None else priced.price.usd / instance.gpu_count,
     )
 
 
@@ -158,7 +154,7 @@ def _baremetal_pool(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePo
         )
     else:
         notes.append(f"no OnPremCost on pool {pool.name} or site {site.name}: unpriced")
-    n = len(servers)
+    n, gpus = len(servers), sum(s.gpu_count for s in servers)
     hourly = Figures(*(None if found is None else found.usd_per_hour for _ in LEVELS))
     return PoolCost(
         site=site.name,
@@ -168,12 +164,13 @@ def _baremetal_pool(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePo
         gpu_model=spec.pool_gpu_model(pool.name).id,
         gpus_per_node=spec.pool_gpus_per_node(pool.name),
         nodes={"min": n, "desired": n, "max": n},
-        gpu_units=_units(spec, pool.name, sum(s.gpu_count for s in servers)),
-        gpu_total=sum(s.gpu_count for s in servers),
+        gpu_units=_units(spec, pool.name, gpus),
+        gpu_total=gpus,
         burst=False,
         price=price,
         hourly=hourly,
         notes=tuple(notes),
+        usd_per_gpu_hour=None if price is None or not gpus else (hourly.at("max") or 0.0) / gpus,
     )
 
 

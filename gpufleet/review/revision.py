@@ -44,8 +44,9 @@ from typing import Any
 from gpufleet.engine.plan import Plan
 from gpufleet.review.diff import DiffError, PlanDiff, diff_plans, too_old
 from gpufleet.review.findings import Finding
+from model import kinds
 from model.load import read_stack, stack_path
-from model.spec import BaremetalSite, EstateSpec
+from model.spec import EstateSpec
 
 # How a revision's own code prints the review of its stack (`python -m`); a revision without it is too old to review.
 ENTRY_FILE = "gpufleet/review/document.py"
@@ -152,7 +153,7 @@ ONE_INTERPRETER_UNITS = 40
 
 def size_units(spec: EstateSpec) -> int:
     """Servers, node pools and tenants of an estate: what its number of resources grows with."""
-    servers = sum(len(s.inventory) for s in spec.sites if isinstance(s, BaremetalSite))
+    servers = sum(len(kinds.of(s).servers) for s in spec.sites)
     return servers + sum(len(s.node_pools) for s in spec.sites) + len(spec.tenants)
 
 

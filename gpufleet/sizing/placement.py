@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal, assert_never
+from typing import Literal
 
 from gpufleet.sizing.arithmetic import GpuFit, MemoryNeed, billed_gpus, ceil, memory_fit, memory_need, q
 from gpufleet.sizing.interconnect import Ring, instance_network_gbit_per_s, judge, ring
 from gpufleet.sizing.workloads import WorkloadClass
-from model import catalog
-from model.pricing import pool_gpu_hour_price, site_price
-from model.spec import AwsNodePool, AwsSite, BaremetalNodePool, BaremetalSite, EstateSpec, Role
+from model import catalog, kinds
+from model.pricing import GpuHourQuote, instance_gpu_hour
+from model.spec import AwsNodePool, BaremetalNodePool, EstateSpec, Role
 
 DEFAULT_REGION = "us-east-1"
 
@@ -42,29 +42,15 @@ class Placement:
     network_gbit_per_s: Fraction | None = None  # one node's network (EFA / InfiniBand / RoCE), when fixed and known
 
 
-def _aws_price(instance: str, region: str, site: AwsSite | None = None) -> tuple[Fraction | None, str]:
-    """Per GPU-hour: a stack pool at its site's price (the stack's own `prices` first), a candidate at the catalog's."""
-    p = site_price(site, instance) if site is not None else catalog.price(instance, region)
-    if p is None:
-        return None, f"unpriced: no on-demand price for {region} in the catalog"
-    per_gpu = q(p.usd_per_hour) / catalog.instance_type(instance).gpu_count
-    basis = p.source if p.source.startswith("stack:") else f"catalog on-demand {region}"
-    return per_gpu, f"{basis}, {p.date}"
-
-
-def _onprem_price(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool) -> tuple[Fraction | None, str]:
-    """The amortised price of one GPU-hour of the pool's servers (the figure `gpufleet cost` prices the pool at)."""
-    price = pool_gpu_hour_price(spec, site, pool)
-    if price is None or price.gpus == 0:
-        return None, "unpriced: no on-prem cost in the stack"
-    return q(price.usd_per_gpu_hour), "on-prem amortised server-hour (stack cost)"
+def _per_gpu(quote: GpuHourQuote) -> tuple[Fraction | None, str]:
+    return (None if quote.usd is None else q(quote.usd) / quote.gpus), quote.basis
 
 
 def catalog_placements(region: str) -> list[Placement]:
     """Every catalog instance type, priced on demand in `region`."""
     out = []
     for it in catalog.instance_types().values():
-        price, basis = _aws_price(it.name, region)
+        price, basis = _per_gpu(instance_gpu_hour(it.name, region))
         out.append(
             Placement(
                 name=it.name,
@@ -96,66 +82,31 @@ def stack_placements(spec: EstateSpec) -> tuple[list[Placement], list[tuple[str,
     out: list[Placement] = []
     skipped: list[tuple[str, str]] = []
 
-    def add(
-        site_name: str,
-        pool: AwsNodePool | BaremetalNodePool,
-        instance_type: str | None,
-        priced: tuple[Fraction | None, str],
-        network: Fraction | None,
-    ) -> None:
-        out.append(
-            Placement(
-                name=pool.name,
-                gpu=spec.pool_gpu_model(pool.name),
-                gpus_per_node=spec.pool_gpus_per_node(pool.name),
-                multi_node=pool.fabric is not None,
-                usd_per_gpu_hour=priced[0],
-                price_basis=priced[1],
-                instance_type=instance_type,
-                pool=pool.name,
-                site=site_name,
-                role=pool.role,
-                capacity_gpus=spec.pool_gpu_capacity(pool.name),
-                floor_gpus=_floor_gpus(spec, pool),
-                network_gbit_per_s=network,
-            )
-        )
-
     for site in spec.sites:
-        match site:
-            case AwsSite():
-                for aws_pool in site.node_pools:
-                    if (why := _skipped(aws_pool, aws_pool.burst)) is not None:
-                        skipped.append((aws_pool.name, why))
-                    else:
-                        price = _aws_price(aws_pool.instance_type, site.region, site)
-                        network = instance_network_gbit_per_s(aws_pool.instance_type)
-                        add(site.name, aws_pool, aws_pool.instance_type, price, network)
-            case BaremetalSite():
-                for bm_pool in site.node_pools:
-                    if (why := _skipped(bm_pool, burst=False)) is not None:
-                        skipped.append((bm_pool.name, why))
-                    else:
-                        add(site.name, bm_pool, None, _onprem_price(spec, site, bm_pool), _fabric_gbit(spec, bm_pool))
-            case _:
-                assert_never(site)
+        kind = kinds.of(site)
+        for pool in site.node_pools:
+            if (why := _skipped(pool, isinstance(pool, AwsNodePool) and pool.burst)) is not None:
+                skipped.append((pool.name, why))
+                continue
+            price, basis = _per_gpu(kind.pool_gpu_hour(spec, pool.name))
+            out.append(
+                Placement(
+                    name=pool.name,
+                    gpu=spec.pool_gpu_model(pool.name),
+                    gpus_per_node=spec.pool_gpus_per_node(pool.name),
+                    multi_node=pool.fabric is not None,
+                    usd_per_gpu_hour=price,
+                    price_basis=basis,
+                    instance_type=kind.pool_instance_type(pool.name),
+                    pool=pool.name,
+                    site=site.name,
+                    role=pool.role,
+                    capacity_gpus=spec.pool_gpu_capacity(pool.name),
+                    floor_gpus=kind.pool_floor_gpus(spec, pool.name),
+                    network_gbit_per_s=kind.node_network_gbit(spec, pool.name)[0],
+                )
+            )
     return out, skipped
-
-
-def _floor_gpus(spec: EstateSpec, pool: AwsNodePool | BaremetalNodePool) -> int:
-    """GPUs a pool runs whatever the demand: its min nodes on AWS (the autoscaler removes idle nodes above it),
-    every server on bare metal (owned, always there)."""
-    if isinstance(pool, AwsNodePool):
-        return pool.scaling.min * spec.pool_gpus_per_node(pool.name)
-    return spec.pool_gpu_capacity(pool.name)
-
-
-def _fabric_gbit(spec: EstateSpec, pool: BaremetalNodePool) -> Fraction | None:
-    """A server's InfiniBand / RoCE rate (ib_rate_gbps × ports) in the pool's slowest server; None if undeclared."""
-    site = spec.site_of_pool(pool.name)
-    assert isinstance(site, BaremetalSite)
-    rates = [(s.ib_rate_gbps or 0) * len(s.ib_ports) for s in spec.pool_servers(site, pool)]
-    return Fraction(min(rates)) if rates and all(rates) else None
 
 
 def onprem_placements(spec: EstateSpec) -> list[Placement]:
@@ -165,16 +116,9 @@ def onprem_placements(spec: EstateSpec) -> list[Placement]:
 
 
 def stack_region(spec: EstateSpec | None) -> str:
-    """The region catalog placements are priced in: the stack's first AWS site's, else DEFAULT_REGION."""
-    for site in spec.sites if spec is not None else []:
-        match site:
-            case AwsSite():
-                return site.region
-            case BaremetalSite():
-                continue
-            case _:
-                assert_never(site)
-    return DEFAULT_REGION
+    """The region catalog placements are priced in: the stack's first cloud site's, else DEFAULT_REGION."""
+    regions = [r for s in (spec.sites if spec is not None else []) if (r := kinds.of(s).region) is not None]
+    return regions[0] if regions else DEFAULT_REGION
 
 
 Status = Literal["ok", "weaker interconnect", "misses deadline", "no timing", "unpriced"]

@@ -1,11 +1,12 @@
 """How `gpufleet verify` reaches each site's cluster, in this order:
 
 1. `--kubeconfig SITE=PATH` (or a bare PATH when the estate has one site), optionally `PATH#CONTEXT`;
-2. an aws site: the EKS cluster the stack built (components/aws/cluster.py `cluster_name`), described with the
-   deployer's AWS credentials, and the same exec-based kubeconfig the Pulumi program hands its provider
-   (`aws eks get-token`, components/aws/cluster.py `kubeconfig`);
-3. a baremetal site with `--pulumi-secrets`: the kubeconfig held in the site's Pulumi secret
-   (`kubeconfig_config`), read with `pulumi config get <key> --stack <stack>` (needs the Pulumi CLI, logged in).
+2. as the site's kind gives access (model.kinds, `kubeconfig_access`):
+   - an EKS token (aws): the EKS cluster the stack built (model/kinds/aws.py `cluster_name`), described with the
+     deployer's AWS credentials, and the same exec-based kubeconfig the Pulumi program hands its provider
+     (`aws eks get-token`, model/kinds/aws.py `kubeconfig`);
+   - a secret kubeconfig (baremetal), with `--pulumi-secrets`: the kubeconfig held in the site's Pulumi secret
+     (`kubeconfig_config`), read with `pulumi config get <key> --stack <stack>` (needs the Pulumi CLI, logged in).
 
 A site none of these reaches is a usage error naming the site and the options (exit 2).
 """
@@ -16,17 +17,16 @@ import json
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 import yaml
 
 from gpufleet.verify.kube import ClusterApi
-from model.kinds.aws import cluster_name, kubeconfig
+from model import kinds
+from model.kinds.aws import kubeconfig
+from model.kinds.facts import EksToken, SecretKubeconfig
 from model.load import load_yaml, read_text, yaml_problem
-from model.spec import AwsSite, BaremetalSite, EstateSpec
-from model.tags import Tags
-
-Site = AwsSite | BaremetalSite
+from model.spec import EstateSpec, Site
 
 
 class AccessError(Exception):
@@ -59,27 +59,27 @@ def load_kubeconfig(text: str, where: str) -> dict[str, Any]:
     return doc
 
 
-def eks_kubeconfig(spec: EstateSpec, site: AwsSite, eks: Any) -> dict[str, Any]:
-    name = cluster_name(Tags.from_spec(spec), site)
+def eks_kubeconfig(site: str, access: EksToken, eks: Any) -> dict[str, Any]:
+    name, region = access.cluster, access.region
     try:
         cluster = eks.describe_cluster(name=name)["cluster"]
     except Exception as e:  # botocore ClientError / NoCredentialsError
         raise AccessError(
-            f"site {site.name}: cannot describe EKS cluster {name} in {site.region} ({e}); pass --kubeconfig "
-            f"{site.name}=PATH (e.g. from `aws eks update-kubeconfig --name {name} --region {site.region}`)"
+            f"site {site}: cannot describe EKS cluster {name} in {region} ({e}); pass --kubeconfig "
+            f"{site}=PATH (e.g. from `aws eks update-kubeconfig --name {name} --region {region}`)"
         ) from None
     ca = (cluster.get("certificateAuthority") or {}).get("data")
-    return dict(json.loads(kubeconfig(name, cluster.get("endpoint"), ca, site.region)))
+    return dict(json.loads(kubeconfig(name, cluster.get("endpoint"), ca, region)))
 
 
-def pulumi_secret_kubeconfig(site: BaremetalSite, stack: str, project: Path) -> str:
-    cmd = ["pulumi", "config", "get", site.kubeconfig_config, "--stack", stack]
+def pulumi_secret_kubeconfig(site: str, key: str, stack: str, project: Path) -> str:
+    cmd = ["pulumi", "config", "get", key, "--stack", stack]
     try:
         done = subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as e:
-        raise AccessError(f"site {site.name}: `{' '.join(cmd)}` could not run ({e})") from None
+        raise AccessError(f"site {site}: `{' '.join(cmd)}` could not run ({e})") from None
     if done.returncode != 0:
-        raise AccessError(f"site {site.name}: `{' '.join(cmd)}` failed: {done.stderr.strip()}")
+        raise AccessError(f"site {site}: `{' '.join(cmd)}` failed: {done.stderr.strip()}")
     return done.stdout
 
 
@@ -92,21 +92,26 @@ def kubeconfig_for(
     project: Path,
     pulumi_secrets: bool,
     eks_client: Callable[[str], Any],
-    read_secret: Callable[[BaremetalSite, str, Path], str] = pulumi_secret_kubeconfig,
+    read_secret: Callable[[str, str, str, Path], str] = pulumi_secret_kubeconfig,
 ) -> tuple[dict[str, Any], str | None]:
     """The kubeconfig document and context to use for a site."""
     if site.name in given:
         path, _, context = given[site.name].partition("#")
         text = read_text(Path(path).expanduser(), f"not found (--kubeconfig {site.name}={path})")
         return load_kubeconfig(text, path), context or None
-    if isinstance(site, AwsSite):
-        return eks_kubeconfig(spec, site, eks_client(site.region)), None
-    if pulumi_secrets:
-        return load_kubeconfig(read_secret(site, stack, project), f"Pulumi secret {site.kubeconfig_config}"), None
-    raise AccessError(
-        f"site {site.name}: no kubeconfig. Pass --kubeconfig {site.name}=PATH, or --pulumi-secrets to read the "
-        f"Pulumi secret `{site.kubeconfig_config}` (pulumi config get {site.kubeconfig_config} --stack {stack})"
-    )
+    access = kinds.of(site).kubeconfig_access(spec)
+    match access:
+        case EksToken():
+            return eks_kubeconfig(site.name, access, eks_client(access.region)), None
+        case SecretKubeconfig(key):
+            if pulumi_secrets:
+                return load_kubeconfig(read_secret(site.name, key, stack, project), f"Pulumi secret {key}"), None
+            raise AccessError(
+                f"site {site.name}: no kubeconfig. Pass --kubeconfig {site.name}=PATH, or --pulumi-secrets to read "
+                f"the Pulumi secret `{key}` (pulumi config get {key} --stack {stack})"
+            )
+        case _:
+            assert_never(access)
 
 
 def cluster_api(config: dict[str, Any], context: str | None) -> tuple[ClusterApi, str]:

@@ -13,10 +13,9 @@ from typing import Any
 from gpufleet.verify.manifests import Manifest, Run
 from gpufleet.verify.suite import Check, Suite
 from model import conventions
-from model.spec import AwsNodePool, AwsSite, BaremetalNodePool, BaremetalSite, EstateSpec
+from model.spec import EstateSpec, NodePool, Site
 
-Site = AwsSite | BaremetalSite
-Pool = AwsNodePool | BaremetalNodePool
+Pool = NodePool
 Progress = Callable[[str, str], None]  # (check id, what is happening)
 
 

@@ -13,22 +13,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpufleet.verify import thresholds
-from model import conventions, nodes, queues, versions
+from model import conventions, kinds, nodes, queues, versions
 from model.efa import efa_interfaces
 from model.rdma import RDMA_RESOURCE_PREFIX, rdma_shared_resource_name
 from model.spec import (
     AwsNodePool,
-    AwsSite,
-    BaremetalNodePool,
-    BaremetalSite,
     EfaFabric,
     EstateSpec,
     InfinibandFabric,
+    NodePool,
     RoceFabric,
+    Site,
 )
 
-Pool = AwsNodePool | BaremetalNodePool
-Site = AwsSite | BaremetalSite
+Pool = NodePool
 Manifest = dict[str, Any]
 
 RUN_LABEL = "gpufleet.io/verify-run"
@@ -125,8 +123,8 @@ def nccl_env(spec: EstateSpec, site: Site, pool: Pool) -> dict[str, str]:
     if isinstance(fabric, EfaFabric):
         # libfabric >= 1.18 needs only FI_EFA_USE_HUGE_PAGE=0 to run without hugepages (aws-ofi-nccl docs).
         env |= {"FI_PROVIDER": "efa", "FI_EFA_USE_HUGE_PAGE": "0"}
-    elif isinstance(fabric, InfinibandFabric | RoceFabric) and isinstance(site, BaremetalSite):
-        servers = spec.pool_servers(site, pool) if isinstance(pool, BaremetalNodePool) else []
+    elif isinstance(fabric, InfinibandFabric | RoceFabric):
+        servers = kinds.of(site).selected_servers(pool.name)
         ports = servers[0].ib_ports if servers else []
         env |= {"NCCL_SOCKET_IFNAME": "eth0", "UCX_TLS": "tcp", "UCX_NET_DEVICES": "eth0",
                 "OMPI_MCA_coll_hcoll_enable": "0"}  # fmt: skip

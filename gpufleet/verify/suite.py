@@ -13,24 +13,22 @@ from enum import StrEnum
 
 from gpufleet.verify import thresholds
 from gpufleet.verify.thresholds import Threshold
-from model import queues
+from model import kinds, queues
 from model.spec import (
     AwsNodePool,
-    AwsSite,
-    BaremetalNodePool,
-    BaremetalSite,
     EfaFabric,
     EfsTier,
     EstateSpec,
     FsxLustreTier,
     InfinibandFabric,
     NfsTier,
+    NodePool,
     ParallelFsTier,
     RoceFabric,
+    Site,
 )
 
-Pool = AwsNodePool | BaremetalNodePool
-Site = AwsSite | BaremetalSite
+Pool = NodePool
 SharedTier = FsxLustreTier | ParallelFsTier | EfsTier | NfsTier
 
 
@@ -166,11 +164,7 @@ def _needs_sriov(fabric: InfinibandFabric | RoceFabric) -> bool:
 
 
 def _max_nodes(spec: EstateSpec, pool: Pool) -> int:
-    if isinstance(pool, AwsNodePool):
-        return pool.scaling.max
-    site = spec.site_of_pool(pool.name)
-    assert isinstance(site, BaremetalSite)
-    return len(spec.pool_servers(site, pool))
+    return kinds.of(spec.site_of_pool(pool.name)).pool_max_nodes(spec, pool.name)
 
 
 def gpu_checks(site: Site, pool: Pool, level: int) -> list[Check]:

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from model import catalog
+from model import catalog, kinds
 from model.spec import (
-    AwsNodePool,
-    BaremetalNodePool,
-    BaremetalSite,
     EstateSpec,
     FsxLustreTier,
+    NodePool,
     ParallelFsTier,
 )
 
@@ -51,26 +49,13 @@ class Threshold:
         return measured >= self.value
 
 
-def node_network_gbps(spec: EstateSpec, pool: AwsNodePool | BaremetalNodePool) -> tuple[float | None, str]:
+def node_network_gbps(spec: EstateSpec, pool: NodePool) -> tuple[float | None, str]:
     """A pool node's network bandwidth in Gbit/s and where it comes from (None with the reason when unknown)."""
-    if isinstance(pool, AwsNodePool):
-        it = pool.instance
-        fixed = it.network_gbit_per_s
-        rate = None if fixed is None else float(fixed)
-        where = f"catalog {it.name} network_performance {it.network_performance!r} (EC2 DescribeInstanceTypes)"
-        return rate, where if rate is not None else f"{where} is not a fixed rate"
-    site = spec.site_of_pool(pool.name)
-    assert isinstance(site, BaremetalSite)
-    servers = spec.pool_servers(site, pool)
-    undeclared = [s.hostname for s in servers if s.ib_rate_gbps is None or not s.ib_ports]
-    if undeclared or not servers:
-        return None, f"servers {', '.join(undeclared)} declare no ib_rate_gbps / ib_ports in the inventory"
-    slowest = min(servers, key=lambda s: (s.ib_rate_gbps or 0) * len(s.ib_ports))
-    rate = float((slowest.ib_rate_gbps or 0) * len(slowest.ib_ports))
-    return rate, f"inventory {slowest.hostname}: {len(slowest.ib_ports)} ports x {slowest.ib_rate_gbps} Gbit/s"
+    rate, where = kinds.of(spec.site_of_pool(pool.name)).node_network_gbit(spec, pool.name)
+    return (None if rate is None else float(rate)), where
 
 
-def nccl_busbw_threshold(spec: EstateSpec, pool: AwsNodePool | BaremetalNodePool) -> tuple[Threshold | None, str]:
+def nccl_busbw_threshold(spec: EstateSpec, pool: NodePool) -> tuple[Threshold | None, str]:
     """The multi-node all-reduce mark of a pool (GB/s), or None with the reason it cannot be derived."""
     gbps, where = node_network_gbps(spec, pool)
     if gbps is None:

@@ -1,12 +1,280 @@
-"""Pure facts of an AWS site: its EKS cluster's name and kubeconfig, and the tags its burst groups are found by."""
+"""Pure facts of an AWS site: `AwsKind` answers `SiteKindFacts` for it; its EKS cluster's name and kubeconfig, and
+the tags its burst groups are found by.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from model.nodes import Taint
-from model.spec import AwsSite
-from model.tags import Tags
+# The spec imports this module: project modules by module, so any may be imported first.
+from model import catalog, pricing, subnets, tags
+from model.kinds.facts import (
+    LUSTRE_PORTS,
+    NFS_PORTS,
+    ApiClient,
+    DriverSource,
+    EksToken,
+    KubeconfigAccess,
+    Reach,
+    StorageEgress,
+)
+from model.rules import aws as rules
+from model.spec.access import PrivateInterconnect, PublicInterconnect
+from model.spec.aws import AwsNodePool, EfsTier, FsxLustreTier
+from model.spec.base import Problem
+from model.spec.sites import AwsSite
+
+if TYPE_CHECKING:
+    from fractions import Fraction
+
+    from model.nodes import Taint
+    from model.spec.baremetal import Server
+    from model.spec.estate import EstateSpec
+    from model.tags import Tags
+
+IMAGE_SHIPS_DRIVER = True  # EKS NVIDIA AMIs ship the NVIDIA driver and container toolkit
+
+# What no catalog entry or usage figure prices yet: named in every envelope of an AWS site, never $0.
+UNPRICED = (
+    "FSx backups",
+    "CloudWatch logs (EKS control-plane logs, VPC flow logs)",
+    "load balancers",
+    "cross-AZ data transfer",
+    "S3 requests and EFS throughput",
+)
+
+
+@dataclass(frozen=True)
+class AwsKind:
+    """An EKS cluster the stack creates or adopts, whose GPU nodes are EC2 instances of a catalog type."""
+
+    site: AwsSite
+
+    def _pool(self, name: str) -> AwsNodePool:
+        return next(p for p in self.site.node_pools if p.name == name)
+
+    # -- capacity: the instance type's GPUs (catalog), times nodes
+    def pool_gpu_model(self, spec: EstateSpec, pool: str) -> catalog.GpuModel:
+        return self._pool(pool).gpu_model
+
+    def pool_gpu_models(self, spec: EstateSpec, pool: str) -> set[str]:
+        return {self._pool(pool).gpu_model.id}
+
+    def pool_gpus_per_node(self, spec: EstateSpec, pool: str) -> int:
+        return self._pool(pool).gpus_per_node
+
+    def pool_gpu_capacity(self, spec: EstateSpec, pool: str) -> int:
+        p = self._pool(pool)
+        return p.scaling.max * p.gpus_per_node
+
+    def pool_max_nodes(self, spec: EstateSpec, pool: str) -> int:
+        return self._pool(pool).scaling.max
+
+    def pool_floor_gpus(self, spec: EstateSpec, pool: str) -> int:
+        """Its min nodes: the autoscaler removes idle nodes above it."""
+        p = self._pool(pool)
+        return p.scaling.min * p.gpus_per_node
+
+    def pool_instance_type(self, pool: str) -> str:
+        return self._pool(pool).instance_type
+
+    def pool_gpu_hour(self, spec: EstateSpec, pool: str) -> pricing.GpuHourQuote:
+        return pricing.instance_gpu_hour(self._pool(pool).instance_type, self.site.region, self.site)
+
+    def selected_servers(self, pool: str) -> list[Server]:
+        return []
+
+    @property
+    def servers(self) -> list[Server]:
+        return []
+
+    def node_network_gbit(self, spec: EstateSpec, pool: str) -> tuple[Fraction | None, str]:
+        """The instance type's fixed network rate (catalog, from EC2 DescribeInstanceTypes)."""
+        it = self._pool(pool).instance
+        rate = it.network_gbit_per_s
+        where = f"catalog {it.name} network_performance {it.network_performance!r} (EC2 DescribeInstanceTypes)"
+        return rate, where if rate is not None else f"{where} is not a fixed rate"
+
+    # -- the cluster and its API
+    @property
+    def region(self) -> str:
+        return self.site.region
+
+    @property
+    def manages_cni(self) -> bool:
+        """gpufleet manages the EKS vpc-cni add-on (network policy on) of a cluster it creates."""
+        return self.site.cluster.adopt_name is None
+
+    @property
+    def runs_on_ec2(self) -> bool:
+        return True
+
+    @property
+    def on_premises(self) -> bool:
+        return False
+
+    @property
+    def created_network_cidr(self) -> str | None:
+        vpc = self.site.vpc
+        return vpc.cidr if vpc.cidr and not vpc.vpc_id else None
+
+    def interconnect_problems(self, path: str, onprem: list[str]) -> Iterator[Problem]:
+        if self.site.interconnect is None:
+            return iter(())
+        return rules.interconnect_problems(path, self.site, onprem)
+
+    def api_reach(self, spec: EstateSpec, client: ApiClient, routed: str | None) -> Reach:
+        return _api_reach(self.site, client)
+
+    def private_route_to(self, site: str) -> str | None:
+        ic = self.site.interconnect
+        if isinstance(ic, PrivateInterconnect) and ic.site == site:
+            return f"the VPC of site {self.site.name} through its {ic.kind}"
+        return None
+
+    @property
+    def kubernetes_version(self) -> str:
+        return self.site.cluster.version
+
+    @property
+    def system_nodes(self) -> None:
+        return None  # a cluster the stack creates: its node groups are in the plan
+
+    def kubeconfig_access(self, spec: EstateSpec) -> KubeconfigAccess:
+        return EksToken(cluster_name(tags.Tags.from_spec(spec), self.site), self.site.region)
+
+    def secrets(self, spec: EstateSpec) -> list[str]:
+        return []
+
+    # -- the GPU software stack
+    @property
+    def driver(self) -> DriverSource:
+        return "image"
+
+    @property
+    def image_ships_toolkit(self) -> bool:
+        return IMAGE_SHIPS_DRIVER
+
+    @property
+    def has_topology_labels(self) -> bool:
+        return False  # EKS nodes have no rack / leaf facts
+
+    def storage_egress(self) -> list[StorageEgress]:
+        """FSx for Lustre and EFS mount targets live in the VPC: the VPC CIDR of a VPC the stack creates (an adopted
+        VPC's CIDR is not in the spec). S3 is reached through the VPC's gateway endpoint at S3's public ranges: a
+        tenant granted S3 gets those in its own policy (components.kubernetes.tenant_s3)."""
+        out: list[StorageEgress] = []
+        vpc = self.site.vpc.cidr if self.site.vpc.vpc_id is None else None
+        for tier in self.site.storage:
+            if isinstance(tier, FsxLustreTier):
+                out.append(StorageEgress(tier.name, vpc, tuple(LUSTRE_PORTS), "vpc"))
+            elif isinstance(tier, EfsTier):
+                out.append(StorageEgress(tier.name, vpc, tuple(NFS_PORTS), "vpc"))
+        return out
+
+    @property
+    def aws_site(self) -> AwsSite:
+        return self.site
+
+    # -- cost and diagram
+    @property
+    def bill_excludes(self) -> tuple[str, ...]:
+        extra = []
+        ic = self.site.interconnect
+        if ic is not None and ic.kind in ("vpn", "transit-gateway"):
+            extra.append("the site-to-site VPN connection or transit gateway attachment (hourly and per GB)")
+        if self.site.vpc.interface_endpoints:
+            extra.append("interface VPC endpoints (hourly per AZ and per GB)")
+        return (*UNPRICED, *extra)
+
+    @property
+    def diagram_where(self) -> str:
+        return f"aws {self.site.region}"
+
+    def pool_diagram(self, spec: EstateSpec, pool: str) -> str:
+        p = self._pool(pool)
+        model, per_node, nodes = p.gpu_model.id, p.gpus_per_node, p.scaling.max
+        what = f"{p.instance_type}<br/>{model} × {per_node} × {nodes} max nodes = {nodes * per_node} GPUs"
+        return what + " (burst: 0 outside windows)" if p.burst else what
+
+    # -- schema rules (model.rules.aws)
+    def site_problems(self, spec: EstateSpec, path: str) -> Iterator[Problem]:
+        return rules.site_problems(path, self.site)
+
+    def pool_problems(self, spec: EstateSpec, path: str) -> Iterator[Problem]:
+        return rules.pool_problems(path, self.site)
+
+    def inventory_problems(self, spec: EstateSpec, path: str) -> Iterator[Problem]:
+        return iter(())
+
+    def unpriced_problems(self, path: str) -> Iterator[Problem]:
+        return rules.unpriced_problems(path, self.site)
+
+
+def _api_reach(site: AwsSite, client: ApiClient) -> Reach:
+    ic = site.interconnect
+    public = site.cluster.endpoint_public_cidrs
+    if client.network == site.name:
+        if client.role == "multikueue-manager" and not vpc_range(site):
+            return Reach(
+                False,
+                f"{client.name} sits in the VPC of site {site.name}, but the API security group admits it by the "
+                "VPC's range and vpc.cidr is not declared; declare the adopted VPC's CIDR in vpc.cidr",
+            )
+        return Reach(True, f"the private endpoint, from inside the VPC of site {site.name}")
+    if client.network is not None:
+        if isinstance(ic, PrivateInterconnect) and ic.site == client.network:
+            stray = subnets.outside(client.cidrs, ic.onprem_cidrs)
+            if stray:
+                return Reach(
+                    False,
+                    f"{client.name} sends from {', '.join(stray)}, which the {ic.kind} interconnect of site "
+                    f"{site.name} does not route (interconnect.onprem_cidrs: {', '.join(ic.onprem_cidrs)})",
+                )
+            return Reach(True, f"the private endpoint, through the {ic.kind} interconnect from {ic.site}")
+        if isinstance(ic, PublicInterconnect) and ic.site == client.network:
+            stray = subnets.outside(ic.egress_cidrs, public)
+            if stray:
+                admits = ", ".join(public) if public else "nothing (private only)"
+                return Reach(
+                    False,
+                    f"{client.name} leaves {ic.site} from {', '.join(stray)} (interconnect.egress_cidrs), but the "
+                    f"public endpoint of site {site.name} admits {admits}; add them to cluster.endpoint_public_cidrs",
+                )
+            return Reach(True, f"the public endpoint, from {ic.site}'s egress addresses")
+        return Reach(
+            False,
+            f"{client.name} sits in site {client.network}'s network, which the VPC of site {site.name} is not "
+            f"connected to; declare interconnect (vpn, transit-gateway, existing or public) with site: "
+            f"{client.network} on site {site.name}",
+        )
+    if not public:
+        return Reach(
+            False,
+            f"the API of site {site.name} is private (cluster.endpoint_public_cidrs is empty) and {client.name} sits "
+            f"outside every network connected to it; run it inside the VPC or a connected network (deployer.network), "
+            f"or admit its addresses in cluster.endpoint_public_cidrs",
+        )
+    stray = subnets.outside(client.cidrs, public)
+    if stray:
+        return Reach(
+            False,
+            f"the public endpoint of site {site.name} admits only {', '.join(public)} "
+            f"(cluster.endpoint_public_cidrs); {client.name} sends from {', '.join(stray)}",
+        )
+    return Reach(True, "the public endpoint, which admits its addresses")
+
+
+def vpc_range(site: AwsSite) -> str | None:
+    """The VPC's CIDR when it is known: the one the stack creates it with, or one declared for an adopted VPC
+    (`vpc.cidr` has a default that describes only a VPC the stack creates)."""
+    if site.vpc.vpc_id is None or "cidr" in site.vpc.model_fields_set:
+        return site.vpc.cidr
+    return None
+
 
 BURST_TAG = "gpufleet.io/burst-pool"
 CA_TAG_PREFIX = "k8s.io/cluster-autoscaler"

@@ -1,48 +1,84 @@
-"""Cross-field rules of a bare-metal site: each server in one pool, SSH host keys, InfiniBand partition keys, and
-how GPUDirect RDMA works on host-driver sites (rules in the style of model.rules.estate)."""
+"""Cross-field rules of a bare-metal site: fabrics, storage and driver settings, pools that select servers, each
+server in one pool, SSH host keys and InfiniBand partition keys.
+
+model.kinds.baremetal runs them in the phases of the estate's rules (model.rules.estate).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from model.spec.baremetal import InfinibandFabric, RoceFabric
+# The spec imports the kinds, which import this module: project modules by module, so any may be imported first.
+from model.rules import storage
+from model.spec.aws import EfaFabric
+from model.spec.baremetal import InfinibandFabric
 from model.spec.base import Problem
-from model.spec.sites import BaremetalSite
+from model.spec.sites import BAREMETAL_STORAGE, BaremetalSite
 
 if TYPE_CHECKING:
     from model.spec.estate import EstateSpec
 
 
-def baremetal_inventory(spec: EstateSpec) -> Iterator[Problem]:
+def site_problems(path: str, s: BaremetalSite) -> Iterator[Problem]:
+    yield from storage.storage_kinds(path, s.kind, [t.kind for t in s.storage], BAREMETAL_STORAGE)
+    for j, f in enumerate(s.fabrics):
+        if isinstance(f, EfaFabric):
+            yield Problem(f"{path}.fabrics[{j}].kind", "a baremetal site's fabrics are infiniband or roce, not efa")
+    if s.kubernetes.driver_managed_by == "operator":
+        if s.kubernetes.gpu_stack == "device-plugin":
+            yield Problem(
+                f"{path}.kubernetes.driver_managed_by",
+                "with gpu_stack device-plugin nothing installs the NVIDIA driver; set driver_managed_by: "
+                "host (the host image brings it)",
+            )
+        for j, server in enumerate(s.inventory):
+            if server.driver_version:
+                yield Problem(
+                    f"{path}.inventory[{j}].driver_version",
+                    "the GPU Operator installs one driver per site (kubernetes.driver_version); a server "
+                    "driver_version needs kubernetes.driver_managed_by: host",
+                )
+
+
+def pool_problems(spec: EstateSpec, path: str, s: BaremetalSite) -> Iterator[Problem]:
+    for j, p in enumerate(s.node_pools):
+        servers = spec.pool_servers(s, p)
+        if not servers:
+            yield Problem(f"{path}.node_pools[{j}].selector", f"selects no server of site {s.name} ({p.selector})")
+        models = sorted({x.gpu_model for x in servers})
+        if len(models) > 1:
+            yield Problem(f"{path}.node_pools[{j}].selector", f"pool {p.name} mixes GPU models {models}; split it")
+
+
+def inventory_problems(spec: EstateSpec, path: str, s: BaremetalSite) -> Iterator[Problem]:
+    """Each server in at most one pool, a host key for every host reached over SSH, and InfiniBand partition keys
+    that name tenants, one key each."""
     tenants = {t.name for t in spec.tenants}
-    for i, s in enumerate(spec.sites):
-        if not isinstance(s, BaremetalSite):
+    owner: dict[str, str] = {}
+    for j, p in enumerate(s.node_pools):
+        for server in spec.pool_servers(s, p):
+            if server.hostname in owner:
+                yield Problem(
+                    f"{path}.node_pools[{j}].selector",
+                    f"server {server.hostname} is selected by pools {owner[server.hostname]} and {p.name}; "
+                    "a server is bootstrapped into exactly one pool",
+                )
+            else:
+                owner[server.hostname] = p.name
+    yield from _host_keys(path, spec, s)
+    for j, f in enumerate(s.fabrics):
+        if not isinstance(f, InfinibandFabric):
             continue
-        owner: dict[str, str] = {}
-        for j, p in enumerate(s.node_pools):
-            for server in spec.pool_servers(s, p):
-                if server.hostname in owner:
-                    yield Problem(
-                        f"sites[{i}].node_pools[{j}].selector",
-                        f"server {server.hostname} is selected by pools {owner[server.hostname]} and {p.name}; "
-                        "a server is bootstrapped into exactly one pool",
-                    )
-                else:
-                    owner[server.hostname] = p.name
-        yield from _host_keys(f"sites[{i}]", spec, s)
-        for j, f in enumerate(s.fabrics):
-            if not isinstance(f, InfinibandFabric):
-                continue
-            seen: dict[int, str] = {}
-            for tenant, pkey in f.partition_keys.items():
-                path = f"sites[{i}].fabrics[{j}].partition_keys.{tenant}"
-                if tenant not in tenants:
-                    yield Problem(path, f"{tenant} is not a tenant of the estate")
-                if int(pkey, 16) in seen:
-                    yield Problem(path, f"tenants {seen[int(pkey, 16)]} and {tenant} share partition key {pkey}")
-                else:
-                    seen[int(pkey, 16)] = tenant
+        seen: dict[int, str] = {}
+        for tenant, pkey in f.partition_keys.items():
+            where = f"{path}.fabrics[{j}].partition_keys.{tenant}"
+            if tenant not in tenants:
+                yield Problem(where, f"{tenant} is not a tenant of the estate")
+            if int(pkey, 16) in seen:
+                yield Problem(where, f"tenants {seen[int(pkey, 16)]} and {tenant} share partition key {pkey}")
+            else:
+                seen[int(pkey, 16)] = tenant
 
 
 def _host_keys(path: str, spec: EstateSpec, s: BaremetalSite) -> Iterator[Problem]:
@@ -66,27 +102,3 @@ def _host_keys(path: str, spec: EstateSpec, s: BaremetalSite) -> Iterator[Proble
             f"bastion {s.ssh.bastion} needs its SSH host key; to connect unchecked set "
             "ssh.insecure_skip_host_key_check: true",
         )
-
-
-def gpudirect_rdma_declared(spec: EstateSpec) -> Iterator[Problem]:
-    """A host-driver bare-metal site with pools on an RDMA fabric says how GPUDirect RDMA works (the operator,
-    which installs no driver there, cannot load nvidia-peermem); nowhere else is the setting meaningful."""
-    for i, s in enumerate(spec.sites):
-        path = f"sites[{i}].kubernetes.gpudirect_rdma"
-        k = s.kubernetes
-        rdma = {f.name for f in s.fabrics if isinstance(f, InfinibandFabric | RoceFabric)}
-        fabric_pools = isinstance(s, BaremetalSite) and any(p.fabric in rdma for p in s.node_pools)
-        if isinstance(s, BaremetalSite) and k.driver_managed_by == "host" and fabric_pools:
-            if k.gpudirect_rdma is None:
-                yield Problem(
-                    path,
-                    "a site whose hosts bring the NVIDIA driver and whose pools use an InfiniBand / RoCE fabric "
-                    "must say how GPUDirect RDMA works: dma-buf (the host runs NVIDIA's open kernel module; the "
-                    "preflight checks it) or off",
-                )
-        elif k.gpudirect_rdma is not None:
-            yield Problem(
-                path,
-                "only for a bare-metal site with driver_managed_by: host and pools on an InfiniBand / RoCE fabric "
-                "(with driver_managed_by: operator gpufleet loads nvidia-peermem on the fabric's nodes itself)",
-            )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from model import kinds
 from model.dispatch import workers
 from model.spec.aws import AwsNodePool
 from model.spec.base import Problem
@@ -23,8 +24,9 @@ def burst_problems(spec: EstateSpec) -> Iterator[Problem]:
         if burst_pools:
             yield Problem("burst", f"pool {burst_pools[0].name} has burst: true; add a burst policy")
         return
-    cloud = next((s for s in spec.sites if s.name == spec.burst.cloud_site), None)
-    if not isinstance(cloud, AwsSite):
+    site = next((s for s in spec.sites if s.name == spec.burst.cloud_site), None)
+    cloud = kinds.of(site).aws_site if site is not None else None
+    if cloud is None:
         yield Problem("burst.cloud_site", f"{spec.burst.cloud_site} must name an aws site of the estate")
         return
     if not any(p.burst for p in cloud.node_pools):

@@ -9,35 +9,26 @@ Lookups by name need unique names, so `estate_problems` runs the other rules onl
 
 from __future__ import annotations
 
-import ipaddress
 from collections import Counter
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, assert_never
+from typing import TYPE_CHECKING
 
-from model import catalog
+from model import catalog, kinds
 from model.cni import network_policy_problems
-from model.conventions import EKS_RESERVED_LABEL_PREFIXES, eks_rejects_label
-from model.pricing import PriceNeed, capacity_block_unpriced, price_needs, prices_entry, unpriced_needs
 from model.reach import access_problems
-from model.rules.baremetal import baremetal_inventory, gpudirect_rdma_declared
 from model.rules.burst import burst_problems
 from model.rules.sharing import (
     enforcement_overrides_effective,
     pool_sharing_problems,
     shared_pool_quotas,
 )
-from model.spec.aws import AwsNodePool, EfaFabric, FsxLustreTier, ServicePriceOverride
-from model.spec.baremetal import BaremetalNodePool, InfinibandFabric, RoceFabric
+from model.spec.aws import AwsNodePool
+from model.spec.baremetal import InfinibandFabric, RoceFabric
 from model.spec.base import Problem
 from model.spec.pools import PoolBase
 from model.spec.sites import (
-    AWS_STORAGE,
-    BAREMETAL_STORAGE,
     SHARED_FILE_SYSTEM_KINDS,
-    AwsSite,
-    BaremetalSite,
 )
-from model.subnets import vpc_room
 from model.tenant_s3 import grant_problems
 
 if TYPE_CHECKING:
@@ -69,8 +60,7 @@ def names_unique(spec: EstateSpec) -> Iterator[Problem]:
     for i, s in enumerate(spec.sites):
         yield from dupes("fabric", f"sites[{i}].fabrics", [f.name for f in s.fabrics])
         yield from dupes("storage tier", f"sites[{i}].storage", [t.name for t in s.storage])
-        if isinstance(s, BaremetalSite):
-            yield from dupes("server", f"sites[{i}].inventory", [x.hostname for x in s.inventory])
+        yield from dupes("server", f"sites[{i}].inventory", [x.hostname for x in kinds.of(s).servers])
 
 
 # --------------------------------------------------------------------------------------------------- sites
@@ -78,156 +68,17 @@ def names_unique(spec: EstateSpec) -> Iterator[Problem]:
 
 def sites_consistent(spec: EstateSpec) -> Iterator[Problem]:
     for i, s in enumerate(spec.sites):
-        match s:
-            case AwsSite():
-                yield from _aws_site(f"sites[{i}]", s)
-            case BaremetalSite():
-                yield from _baremetal_site(f"sites[{i}]", s)
-            case _:
-                assert_never(s)
-
-
-def _storage_kinds(path: str, kind: str, tiers: list[str], allowed: frozenset[str]) -> Iterator[Problem]:
-    for j, tier_kind in enumerate(tiers):
-        if tier_kind not in allowed:
-            yield Problem(
-                f"{path}.storage[{j}].kind",
-                f"a {kind} site cannot have a {tier_kind} tier; allowed: {', '.join(sorted(allowed))}",
-            )
-
-
-def _aws_site(path: str, s: AwsSite) -> Iterator[Problem]:
-    yield from _storage_kinds(path, s.kind, [t.kind for t in s.storage], AWS_STORAGE)
-    for j, f in enumerate(s.fabrics):
-        fpath = f"{path}.fabrics[{j}]"
-        if not isinstance(f, EfaFabric):
-            yield Problem(f"{fpath}.kind", f"an aws site's fabrics must be efa, not {f.kind}")
-            continue
-        if f.availability_zone not in s.availability_zones:
-            yield Problem(
-                f"{fpath}.availability_zone",
-                f"{f.availability_zone} is not one of the site's availability_zones "
-                f"({', '.join(s.availability_zones)})",
-            )
-        yield from _efa_subnet(fpath, s, f)
-    yield from vpc_room(path, s)
-    explicit = "driver_managed_by" in s.kubernetes.model_fields_set
-    if explicit and s.kubernetes.driver_managed_by == "operator":
-        yield Problem(
-            f"{path}.kubernetes.driver_managed_by",
-            "an aws site's EKS NVIDIA AMIs ship the driver; the GPU Operator cannot install it "
-            "(leave it unset or set host)",
-        )
-    if (unknown := catalog.unknown_region(s.region)) is not None:
-        yield Problem(f"{path}.region", unknown)
-    yield from _site_prices(path, s)
-    for j, az in enumerate(s.availability_zones):
-        if not az.startswith(s.region):
-            yield Problem(f"{path}.availability_zones[{j}]", f"{az} is not in region {s.region}")
-
-
-def _site_prices(path: str, s: AwsSite) -> Iterator[Problem]:
-    """Each `prices` entry prices something the site bills, once; and everything the site bills has a price.
-
-    A line neither the stack nor the catalog prices in the site's region is refused where the stack asks for it,
-    naming how to price it: an unpriced line would leave the estate's cost and budget unknowable.
-    """
-    used = {n.key: n.kind for n in price_needs(s)}
-    seen: set[str] = set()
-    for j, price in enumerate(s.prices):
-        field, key = (
-            ("service", price.service)
-            if isinstance(price, ServicePriceOverride)
-            else ("instance_type", price.instance_type)
-        )
-        kind = used.get(key)
-        if key in seen:
-            yield Problem(f"{path}.prices[{j}].{field}", f"{key} is priced twice on this site")
-        elif field == "service" and kind != "service":
-            what = ", ".join(sorted(k for k, kd in used.items() if kd == "service"))
-            yield Problem(f"{path}.prices[{j}].service", f"nothing on this site bills {key}; it bills: {what}")
-        elif field == "instance_type" and kind not in ("gpu-instance", "cpu-instance"):
-            types = ", ".join(sorted(k for k, kd in used.items() if kd != "service"))
-            yield Problem(
-                f"{path}.prices[{j}].instance_type",
-                f"no pool of this site runs {key}; priced types must be one of: {types}",
-            )
-        seen.add(key)
+        yield from kinds.of(s).site_problems(spec, f"sites[{i}]")
 
 
 def unpriced_lines(spec: EstateSpec) -> Iterator[Problem]:
-    """Every line an aws site bills that neither its `prices` nor the catalog prices in its region.
+    """Every line a site bills that nothing prices (the kind's `unpriced_problems`).
 
     gpufleet's commands refuse these (model.load.parse_estate), so a review never shows a cost or budget it cannot
     know. The Pulumi program does not: a missing price never stops an `up` of the infrastructure itself.
     """
     for i, s in enumerate(spec.sites):
-        if isinstance(s, AwsSite) and catalog.unknown_region(s.region) is None:
-            for need in unpriced_needs(s):
-                yield Problem(f"sites[{i}].{need.path}", _unpriced(s, need))
-
-
-def _unpriced(s: AwsSite, need: PriceNeed) -> str:
-    """Why `need` is refused in the site's region and the two ways to price it."""
-    region = s.region
-    if need.kind == "capacity-block":
-        return capacity_block_unpriced(s, need)
-    entry = prices_entry(need)
-    offer = catalog.service(need.key).offer if need.kind == "service" else "AmazonEC2"
-    fix = f"add {entry} to this site's `prices`"
-    if offer is not None:
-        fix += (
-            f", or run `gpufleet catalog refresh --prices -r {region} --from FILE` with AWS's {offer} Price List "
-            f"offer file for {region}"
-        )
-    return f"{need.what} ({need.key}) has no {region} price: the catalog holds none; {fix}"
-
-
-def _baremetal_site(path: str, s: BaremetalSite) -> Iterator[Problem]:
-    yield from _storage_kinds(path, s.kind, [t.kind for t in s.storage], BAREMETAL_STORAGE)
-    for j, f in enumerate(s.fabrics):
-        if isinstance(f, EfaFabric):
-            yield Problem(f"{path}.fabrics[{j}].kind", "a baremetal site's fabrics are infiniband or roce, not efa")
-    if s.kubernetes.driver_managed_by == "operator":
-        if s.kubernetes.gpu_stack == "device-plugin":
-            yield Problem(
-                f"{path}.kubernetes.driver_managed_by",
-                "with gpu_stack device-plugin nothing installs the NVIDIA driver; set driver_managed_by: "
-                "host (the host image brings it)",
-            )
-        for j, server in enumerate(s.inventory):
-            if server.driver_version:
-                yield Problem(
-                    f"{path}.inventory[{j}].driver_version",
-                    "the GPU Operator installs one driver per site (kubernetes.driver_version); a server "
-                    "driver_version needs kubernetes.driver_managed_by: host",
-                )
-
-
-def _efa_subnet(path: str, s: AwsSite, f: EfaFabric) -> Iterator[Problem]:
-    """An EFA fabric names its subnet the way its site's VPC is built: a CIDR inside a created VPC, an id in
-    an adopted one."""
-    if s.vpc.vpc_id:
-        if not f.subnet_id:
-            yield Problem(
-                f"{path}.subnet_id", f"site {s.name} adopts VPC {s.vpc.vpc_id}; fabric {f.name} needs subnet_id"
-            )
-        return
-    if not f.subnet_cidr:
-        yield Problem(
-            f"{path}.subnet_cidr", f"site {s.name} creates its VPC; fabric {f.name} needs subnet_cidr inside it"
-        )
-        return
-    if f.subnet_id:
-        yield Problem(f"{path}.subnet_id", "subnet_id is only for a site that adopts its VPC (vpc.vpc_id)")
-        return
-    try:
-        net, vpc = ipaddress.ip_network(f.subnet_cidr), ipaddress.ip_network(s.vpc.cidr or "")
-    except ValueError as err:
-        yield Problem(f"{path}.subnet_cidr", f"{f.subnet_cidr} is not a valid CIDR: {err}")
-        return
-    if not (net.version == vpc.version and net.subnet_of(vpc)):  # type: ignore[arg-type]
-        yield Problem(f"{path}.subnet_cidr", f"{f.subnet_cidr} is not inside the site's VPC {s.vpc.cidr}")
+        yield from kinds.of(s).unpriced_problems(f"sites[{i}]")
 
 
 # --------------------------------------------------------------------------------------------------- pools
@@ -236,13 +87,7 @@ def _efa_subnet(path: str, s: AwsSite, f: EfaFabric) -> Iterator[Problem]:
 def pool_gpu_model_known(spec: EstateSpec, pool: PoolBase) -> catalog.GpuModel | None:
     """The pool's one GPU model, or None when a bare-metal pool selects no server or mixes models (reported by
     `pools_resolve`; rules that need the model skip such a pool)."""
-    site = spec.site_of_pool(pool.name)
-    servers = (
-        spec.pool_servers(site, pool)
-        if isinstance(site, BaremetalSite) and isinstance(pool, BaremetalNodePool)
-        else None
-    )
-    if servers is not None and len({x.gpu_model for x in servers}) != 1:
+    if len(kinds.of(spec.site_of_pool(pool.name)).pool_gpu_models(spec, pool.name)) != 1:
         return None
     return spec.pool_gpu_model(pool.name)
 
@@ -261,107 +106,7 @@ def pools_resolve(spec: EstateSpec) -> Iterator[Problem]:
             if p.dedicated_to is not None and p.dedicated_to not in tenants:
                 yield Problem(f"{path}.dedicated_to", f"{p.dedicated_to} is not a tenant of the estate")
             yield from pool_sharing_problems(spec, path, p, pool_gpu_model_known(spec, p))
-        match s:
-            case AwsSite():
-                yield from _aws_pools(f"sites[{i}]", s)
-            case BaremetalSite():
-                yield from _baremetal_pools(spec, f"sites[{i}]", s)
-            case _:
-                assert_never(s)
-
-
-def _aws_pools(path: str, s: AwsSite) -> Iterator[Problem]:
-    fabrics = {f.name: f for f in s.fabrics}
-    for j, p in enumerate(s.node_pools):
-        fabric = fabrics.get(p.fabric) if p.fabric else None
-        resolves = p.fabric is None or fabric is not None
-        yield from _aws_pool(f"{path}.node_pools[{j}]", s, p, fabric, placement=resolves)
-    for j, t in enumerate(s.storage):
-        if isinstance(t, FsxLustreTier) and not isinstance(fabrics.get(t.fabric), EfaFabric):
-            yield Problem(f"{path}.storage[{j}].fabric", f"{t.fabric} is not an efa fabric of site {s.name}")
-
-
-def _baremetal_pools(spec: EstateSpec, path: str, s: BaremetalSite) -> Iterator[Problem]:
-    for j, p in enumerate(s.node_pools):
-        servers = spec.pool_servers(s, p)
-        if not servers:
-            yield Problem(f"{path}.node_pools[{j}].selector", f"selects no server of site {s.name} ({p.selector})")
-        models = sorted({x.gpu_model for x in servers})
-        if len(models) > 1:
-            yield Problem(f"{path}.node_pools[{j}].selector", f"pool {p.name} mixes GPU models {models}; split it")
-
-
-def _aws_pool(
-    path: str,
-    s: AwsSite,
-    p: AwsNodePool,
-    fabric: EfaFabric | InfinibandFabric | RoceFabric | None,
-    *,
-    placement: bool,
-) -> Iterator[Problem]:
-    """`placement` is False when the pool names a fabric that does not exist: its AZ is then unknown."""
-    az = fabric.availability_zone if isinstance(fabric, EfaFabric) else p.availability_zone
-    if placement:
-        yield from _aws_pool_zone(path, s, p, fabric)
-    if p.capacity.type == "spot" and p.role == "training" and not p.capacity.checkpointing:
-        yield Problem(
-            f"{path}.capacity.checkpointing",
-            f"pool {p.name} is a spot training pool; set checkpointing: true (spot reclaims lose "
-            "uncheckpointed work) or buy on-demand, reserved or block capacity",
-        )
-    if p.capacity.type in ("spot", "capacity-block") and p.capacity.type not in p.instance.usage_classes:
-        yield Problem(f"{path}.capacity.type", f"{p.instance_type} is not sold as {p.capacity.type}")
-    for key in p.labels:
-        if eks_rejects_label(key):
-            yield Problem(
-                f"{path}.labels",
-                f"{key} uses a prefix EKS node groups reject ({', '.join(EKS_RESERVED_LABEL_PREFIXES)}); "
-                "use your own prefix, e.g. example.com/",
-            )
-    if p.capacity.type == "capacity-block" and p.scaling.min > 0:
-        yield Problem(
-            f"{path}.scaling.min",
-            f"pool {p.name} runs on a capacity block, and EKS scales its node group to 0 forty minutes before the "
-            "block ends (EKS user guide, capacity-blocks-mng); set min 0 so no later `up` raises it into a finished "
-            "block",
-        )
-    if placement and p.capacity.type in ("capacity-reservation", "capacity-block") and az is None:
-        yield Problem(
-            f"{path}.availability_zone",
-            f"pool {p.name} runs on {p.capacity.type} {p.capacity.reservation_id}, which lives in one AZ; set "
-            "availability_zone to the reservation's AZ or put the pool on a fabric in that AZ",
-        )
-
-
-def _aws_pool_zone(
-    path: str, s: AwsSite, p: AwsNodePool, fabric: EfaFabric | InfinibandFabric | RoceFabric | None
-) -> Iterator[Problem]:
-    """The pool's one AZ: the EFA fabric's (the pool must not name another), else its own; offered there."""
-    if isinstance(fabric, EfaFabric):
-        if not p.instance.efa_supported:
-            yield Problem(
-                f"{path}.fabric",
-                f"{p.instance_type} does not support EFA, so pool {p.name} cannot join fabric {fabric.name}; "
-                "EFA and non-EFA pools must not share a fabric",
-            )
-        if p.availability_zone is not None and p.availability_zone != fabric.availability_zone:
-            yield Problem(
-                f"{path}.availability_zone",
-                f"pool {p.name} is on EFA fabric {fabric.name} in {fabric.availability_zone}; an EFA pool "
-                f"cannot span or move to another AZ ({p.availability_zone})",
-            )
-        az: str | None = fabric.availability_zone
-    else:
-        az = p.availability_zone
-        if az is not None and az not in s.availability_zones:
-            yield Problem(f"{path}.availability_zone", f"{az} is not one of the site's AZs")
-    # A zone outside the site's AZs or region is reported where it is set (site, fabric or pool), not again here.
-    if az is not None and az in s.availability_zones and az.startswith(s.region):
-        zones = catalog.offered_zones(p.instance_type, s.region)
-        if zones is not None and az not in zones:
-            yield Problem(
-                f"{path}.instance_type", f"{p.instance_type} is not offered in {az} (offered: {', '.join(zones)})"
-            )
+        yield from kinds.of(s).pool_problems(spec, f"sites[{i}]")
 
 
 def mig_layouts_consistent(spec: EstateSpec) -> Iterator[Problem]:
@@ -471,6 +216,36 @@ def network_policies_enforced(spec: EstateSpec) -> Iterator[Problem]:
     yield from network_policy_problems(spec)
 
 
+def site_inventories(spec: EstateSpec) -> Iterator[Problem]:
+    """The inventory of every site that has one (the kind's `inventory_problems`)."""
+    for i, s in enumerate(spec.sites):
+        yield from kinds.of(s).inventory_problems(spec, f"sites[{i}]")
+
+
+def gpudirect_rdma_declared(spec: EstateSpec) -> Iterator[Problem]:
+    """A host-driver bare-metal site with pools on an RDMA fabric says how GPUDirect RDMA works (the operator,
+    which installs no driver there, cannot load nvidia-peermem); nowhere else is the setting meaningful."""
+    for i, s in enumerate(spec.sites):
+        path = f"sites[{i}].kubernetes.gpudirect_rdma"
+        k = s.kubernetes
+        rdma = {f.name for f in s.fabrics if isinstance(f, InfinibandFabric | RoceFabric)}
+        fabric_pools = any(p.fabric in rdma for p in s.node_pools)
+        if kinds.of(s).driver == "host" and fabric_pools:
+            if k.gpudirect_rdma is None:
+                yield Problem(
+                    path,
+                    "a site whose hosts bring the NVIDIA driver and whose pools use an InfiniBand / RoCE fabric "
+                    "must say how GPUDirect RDMA works: dma-buf (the host runs NVIDIA's open kernel module; the "
+                    "preflight checks it) or off",
+                )
+        elif k.gpudirect_rdma is not None:
+            yield Problem(
+                path,
+                "only for a bare-metal site with driver_managed_by: host and pools on an InfiniBand / RoCE fabric "
+                "(with driver_managed_by: operator gpufleet loads nvidia-peermem on the fabric's nodes itself)",
+            )
+
+
 RULES: tuple[Rule, ...] = (
     sites_consistent,
     apis_reachable,
@@ -482,7 +257,7 @@ RULES: tuple[Rule, ...] = (
     tenant_file_systems,
     tenant_s3_grants,
     burst_policy,
-    baremetal_inventory,
+    site_inventories,
     gpudirect_rdma_declared,
     enforcement_overrides_effective,
 )

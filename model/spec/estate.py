@@ -7,8 +7,8 @@ from typing import Literal
 
 from pydantic import Field
 
-# capacity imports the spec's models; by module (not by name) so either may be imported first.
-from model import capacity, catalog
+# capacity and kinds import the spec's models; by module (not by name) so either may be imported first.
+from model import capacity, catalog, kinds
 from model.spec.access import AwsAccount, Deployer
 from model.spec.baremetal import BaremetalNodePool, Server
 from model.spec.base import Metadata, Model, Name
@@ -54,12 +54,7 @@ class EstateSpec(Model):
 
     @cached_property
     def _servers_index(self) -> dict[str, list[Server]]:
-        out: dict[str, list[Server]] = {}
-        for s in self.sites:
-            if isinstance(s, BaremetalSite):
-                for p in s.node_pools:
-                    out[p.name] = [x for x in s.inventory if all(x.labels.get(k) == v for k, v in p.selector.items())]
-        return out
+        return {p.name: kinds.of(s).selected_servers(p.name) for s in self.sites for p in s.node_pools}
 
     def pools(self) -> list[tuple[Site, NodePool]]:
         return list(self._pool_index.values())
@@ -80,20 +75,20 @@ class EstateSpec(Model):
         """Inventory servers whose labels match the pool's selector."""
         return self._servers_index.get(pool.name, [])
 
-    # -- capacity (model.capacity is the one home; these delegate) ------------------------------
+    # -- capacity (facts of the pool's site kind, model.kinds; units: model.capacity) --------------
     def pool_gpus_per_node(self, name: str) -> int:
-        return capacity.pool_gpus_per_node(self, name)
+        return kinds.of(self.site_of_pool(name)).pool_gpus_per_node(self, name)
 
     def pool_gpu_capacity(self, name: str) -> int:
         """GPUs a pool offers at max size."""
-        return capacity.pool_gpu_capacity(self, name)
+        return kinds.of(self.site_of_pool(name)).pool_gpu_capacity(self, name)
 
     def pool_gpu_units(self, name: str) -> int:
         """Schedulable GPU units of a pool at max size: MIG slices or time-sliced replicas count apiece."""
         return capacity.pool_gpu_units(self, name)
 
     def pool_gpu_model(self, name: str) -> catalog.GpuModel:
-        return capacity.pool_gpu_model(self, name)
+        return kinds.of(self.site_of_pool(name)).pool_gpu_model(self, name)
 
 
 def json_schema() -> dict[str, object]:

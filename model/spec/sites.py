@@ -219,7 +219,7 @@ class BaremetalSite(SiteBase):
         return self
 
 
-# Every site kind. Code that treats kinds differently types its site as `Site` and matches on it with
-# assert_never, so a new kind fails type checking wherever it is not handled.
+# Every site kind. Code that treats kinds differently asks model.kinds.of(site) for the kind's facts; the few
+# matches on the kind end with assert_never, so a new kind fails type checking wherever it is not handled.
 Site = Annotated[AwsSite | BaremetalSite, Field(discriminator="kind")]
 NodePool = AwsNodePool | BaremetalNodePool

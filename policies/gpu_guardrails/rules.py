@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any, assert_never
+from typing import Any
 
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, StackValidationArgs
 
-from model import catalog
+from model import catalog, kinds
 from model.conventions import (
     DEVICE_PLUGIN_CONFIG_LABEL,
     EFA_LABEL,
@@ -197,20 +197,17 @@ def operator_driver_site(args: ResourceValidationArgs, report: ReportViolation) 
         return
     values = as_dict(args.props.get("values"))
     kind = site_kind_of_urn(args.urn)  # the site component's type token is in the URN of all below it
-    match kind:
-        case "aws":
-            for part in ("driver", "toolkit"):
-                if not is_false(get(values, f"{part}.enabled")):
-                    report(f"GPU Operator {args.name} on EKS must set {part}.enabled=false (the AMI ships it)", None)
-        case "baremetal":
-            _baremetal_operator_driver(args, values, report)
-        case None:
-            return  # not under a gpufleet site: nothing says who brings the driver
-        case _:
-            assert_never(kind)
+    if kind is None:
+        return  # not under a gpufleet site: nothing says who brings the driver
+    if kinds.image_ships_driver(kind):
+        for part in ("driver", "toolkit"):
+            if not is_false(get(values, f"{part}.enabled")):
+                report(f"GPU Operator {args.name} on EKS must set {part}.enabled=false (the AMI ships it)", None)
+    else:
+        _operator_or_host_driver(args, values, report)
 
 
-def _baremetal_operator_driver(args: ResourceValidationArgs, values: dict[str, Any], report: ReportViolation) -> None:
+def _operator_or_host_driver(args: ResourceValidationArgs, values: dict[str, Any], report: ReportViolation) -> None:
     host_driver = args.name in [str(r) for r in config(args, "hostDriverReleases", [])]
     if host_driver:
         if not is_false(get(values, "driver.enabled")):

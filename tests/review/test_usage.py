@@ -13,9 +13,9 @@ import yaml
 from typer.testing import CliRunner
 
 from gpufleet.cli.app import app
-from gpufleet.review.bill import AWS_UNPRICED
 from gpufleet.review.cost import estate_cost
 from gpufleet.review.usage import PROFILE_HINT, USAGE_DOC, SiteUsage, TierUsage, read_usage
+from model.kinds.aws import UNPRICED as AWS_UNPRICED
 from model.load import SpecError, parse_estate
 from tests.conftest import ROOT, example_estate
 from tests.review.estates import NOW, small
