@@ -236,3 +236,13 @@ def test_zizmor_finds_no_template_injection_in_any_workflow() -> None:
 def test_zizmor_reports_nothing_at_its_default_persona() -> None:
     done = subprocess.run([zizmor(), "--offline", str(WORKFLOWS)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("name", MINE)
+def test_a_workflow_path_filter_covers_every_package_the_program_runs(name: str) -> None:
+    # The program is components/ on the pure model/ (and the policy packs judge it): a change to any of them changes
+    # what `up` builds, so a filter that lists one must list all three.
+    for trigger in ("pull_request", "push"):
+        paths = (load(name)["on"].get(trigger) or {}).get("paths")
+        if paths and "components/**" in paths:
+            assert {"components/**", "model/**", "policies/**"} <= set(paths), (name, trigger, paths)
