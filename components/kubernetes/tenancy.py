@@ -5,12 +5,11 @@ are built by `components.kubernetes.kueue.Kueue`. Checks T1-T9 and T11 of docs/c
 
 - An untrusted tenant (agents running generated code) has quota only on pools dedicated to it, never
   time-sliced. The schema enforces both.
-- Kueue manages every pod in tenant namespaces. At admission it injects the dedicated flavor's nodeSelector and
-  toleration, so untrusted pods land on the tenant's own nodes.
-- A built-in ValidatingAdmissionPolicy backs this up, with no controller. Its rules are in admission.py.
+- Kueue manages every pod in tenant namespaces and injects the dedicated flavor's nodeSelector and toleration.
+  So untrusted pods land on the tenant's own nodes.
+- Built-in admission policies back this up (admission.py).
 - An untrusted tenant's egress is denied except DNS, its own namespace, `egress_cidrs` and the S3 it declares.
-  It reaches no other storage endpoints.
-- RDMA pods need IPC_LOCK, which Pod Security baseline and restricted both refuse (check P6). An RDMA namespace
+- RDMA pods need IPC_LOCK, which Pod Security baseline and restricted refuse (check P6). An RDMA namespace
   enforces `privileged`, and an admission policy enforces baseline plus IPC_LOCK instead.
 """
 
