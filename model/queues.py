@@ -1,25 +1,10 @@
 """What gpufleet asks of Kueue on a site, as data: flavors, topologies, ClusterQueue specs and the controller
 Configuration. The Pulumi component (components/kubernetes/kueue.py) creates them; verify and review read them.
 
-Naming contract (other components rely on it): ResourceFlavor = pool name; ClusterQueue and LocalQueue = tenant
-name; Topology = fabric name; the cohort = the estate name (`metadata.name`). `cluster_queue_spec` builds a
-ClusterQueue spec from flavors and quotas, so MultiKueue burst queues are built the same way.
-
-Kueue API facts (kubernetes-sigs/kueue at the tag of versions.KUEUE, apis/kueue/v1beta2/*_types.go, pkg/webhooks):
-- API `kueue.x-k8s.io/v1beta2`; a ClusterQueue joins a cohort through `spec.cohortName` (v1beta1: `cohort`).
-- `resourceGroups[].coveredResources` and `flavors[].resources[]` list the same resources in the same order;
-  a flavor appears in one resource group only; `lendingLimit` must not exceed `nominalQuota`; borrowing and
-  lending limits need a cohort.
-- `preemption.borrowWithinCohort` is classical preemption only: with fair sharing on, Kueue ignores it
-  (pkg/scheduler/preemption/preemption.go getTargets; site docs concepts/preemption.md), so it is set only
-  when fair sharing is off.
-- `admissionChecksStrategy.admissionChecks[].name` replaces v1beta1's `admissionChecks` list.
-- ResourceFlavor `nodeLabels`, `nodeTaints`, `tolerations` (at most 8), `topologyName` (needs a nodeLabel).
-- Topology `levels[].nodeLabel`, widest first, `kubernetes.io/hostname` only as the last level.
-- Chart: `managerConfig.controllerManagerConfigYaml` is the whole `config.kueue.x-k8s.io/v1beta2`
-  Configuration (charts/kueue/values.yaml); `fairSharing:` present enables fair sharing (cmd/kueue/main.go).
-  Replacing it drops the chart default's `controller.groupKindConcurrency` and `clientConnection`, so they are
-  carried over (CHART_CONTROLLER, CHART_CLIENT_CONNECTION): without them every reconciler runs one at a time.
+- Naming contract, which other components rely on: ResourceFlavor = pool name; ClusterQueue and LocalQueue =
+  tenant name; Topology = fabric name; the cohort = the estate name (`metadata.name`).
+- Kueue API facts are from kubernetes-sigs/kueue at the tag of versions.KUEUE (apis/kueue/v1beta2/*_types.go,
+  pkg/webhooks). Each sits beside the code it shapes.
 """
 
 from __future__ import annotations
@@ -33,7 +18,7 @@ from model.frameworks import DEFAULT_FRAMEWORKS
 from model.frameworks import enabled as enabled_frameworks
 from model.spec import AwsNodePool, EstateSpec, NodePool, Site, Tenant
 
-KUEUE_API = "kueue.x-k8s.io/v1beta2"
+KUEUE_API = "kueue.x-k8s.io/v1beta2"  # a ClusterQueue joins a cohort through `spec.cohortName` (v1beta1: `cohort`)
 MANAGED_NAMESPACE_LABEL = conventions.TENANT_LABEL
 """Tenant namespaces carry `tenant=<id>`; Kueue manages jobs without a queue name only in such namespaces."""
 DEFAULT_LOCAL_QUEUE = "default"
@@ -44,7 +29,8 @@ MULTIKUEUE_INCREMENTAL_DISPATCHER = "kueue.x-k8s.io/multikueue-dispatcher-increm
 WAIT_FOR_PODS_READY_TIMEOUT = "10m"
 WAIT_FOR_PODS_RECOVERY_TIMEOUT = "3m"
 # The chart default's reconciler concurrency and API client limits (charts/kueue/values.yaml at the pinned tag,
-# managerConfig.controllerManagerConfigYaml), kept when gpufleet replaces that Configuration.
+# managerConfig.controllerManagerConfigYaml), kept when gpufleet replaces that Configuration: without them every
+# reconciler runs one at a time.
 CHART_CONTROLLER = {
     "groupKindConcurrency": {
         "Job.batch": 5,
@@ -113,7 +99,8 @@ def resource_flavor_spec(site: Site, pool: Pool) -> dict[str, Any]:
     """Flavor of one pool: its pool label (and tenant label when dedicated) and tolerations for its taints.
 
     Kueue injects nodeLabels as a nodeSelector and adds the tolerations to every pod it admits on this flavor,
-    which is what pins a dedicated tenant's pods to its tainted nodes.
+    which is what pins a dedicated tenant's pods to its tainted nodes. Kueue's fields: `nodeLabels`,
+    `nodeTaints`, `tolerations` (at most 8), `topologyName` (needs a nodeLabel).
     """
     labels = {conventions.POOL_LABEL: pool.name}
     if pool.dedicated_to:
@@ -128,6 +115,7 @@ def resource_flavor_spec(site: Site, pool: Pool) -> dict[str, Any]:
 
 
 def topology_spec() -> dict[str, Any]:
+    """Topology `levels[].nodeLabel`, widest first; Kueue allows `kubernetes.io/hostname` only as the last level."""
     return {"levels": [{"nodeLabel": label} for label in conventions.TOPOLOGY_LEVELS]}
 
 
@@ -169,7 +157,8 @@ def cluster_queue_spec(
     borrow_preempt_max_priority: int | None = None,
     stop_policy: str | None = None,
 ) -> dict[str, Any]:
-    """A ClusterQueue spec: one resource group over `covered`, the flavors in order of preference.
+    """A ClusterQueue spec: one resource group over `covered`, the flavors in order of preference. Tenant and
+    MultiKueue burst queues are both built here.
 
     `namespace` pins the queue to one namespace (None admits from every namespace, for MultiKueue workers); an
     empty `cohort` leaves the queue out of every cohort. `stop_policy` Hold stops new admissions and lets admitted
@@ -178,6 +167,13 @@ def cluster_queue_spec(
     workload in the cohort, preempt lower priorities inside the queue, and (classical preemption only) let a
     borrowing workload preempt lower-priority work elsewhere in the cohort, up to
     `borrow_preempt_max_priority` (e.g. the batch priority value) when given.
+
+    Kueue's rules: `coveredResources` and each flavor's `resources[]` list the same resources in the same order; a
+    flavor appears in one resource group only; `lendingLimit` must not exceed `nominalQuota`; borrowing and
+    lending limits need a cohort. `preemption.borrowWithinCohort` is classical preemption only: with fair sharing
+    on, Kueue ignores it (pkg/scheduler/preemption/preemption.go getTargets; site docs concepts/preemption.md), so
+    it is set only when fair sharing is off. `admissionChecksStrategy.admissionChecks[].name` replaces v1beta1's
+    `admissionChecks` list.
     """
     preemption: dict[str, Any] = {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
     if not fair_sharing:
@@ -264,6 +260,10 @@ def controller_config(
 ) -> dict[str, Any]:
     """The Kueue Configuration (config.kueue.x-k8s.io/v1beta2) the chart mounts; replaces the chart default.
 
+    The chart's `managerConfig.controllerManagerConfigYaml` is the whole Configuration (charts/kueue/values.yaml),
+    so the chart default's `controller` and `clientConnection` are carried over (CHART_CONTROLLER,
+    CHART_CLIENT_CONNECTION).
+
     - manageJobsWithoutQueueName: Kueue manages jobs (and, through the pod integrations, bare pods,
       Deployments, StatefulSets) in tenant namespaces even without `kueue.x-k8s.io/queue-name`; they go to the
       namespace's `default` LocalQueue, so nothing bypasses quota or flavor pinning. The
@@ -271,7 +271,8 @@ def controller_config(
       touched.
     - waitForPodsReady: all-or-nothing admission of gangs; a workload whose pods are not all ready within the
       timeout is evicted and requeued with backoff, so half-started gangs do not hold GPUs.
-    - fairSharing: preemption-based fair sharing of borrowed quota inside the cohort.
+    - fairSharing: preemption-based fair sharing of borrowed quota inside the cohort; the key's presence enables
+      it (cmd/kueue/main.go).
     - integrations: the site's `job_frameworks` (model.frameworks), nothing a cluster cannot serve.
     - multiKueue (a MultiKueue manager only): `multikueue_config`; a manager runs no pods, so waitForPodsReady is
       left to its workers (the manager must not evict a dispatched job whose nodes are still starting).

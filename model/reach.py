@@ -1,20 +1,15 @@
 """Who must reach each site's Kubernetes API, and whether the estate gives them a path.
 
-One judgement, used by the schema (a site whose API someone who must reach it cannot reach is refused) and by
-the first-up simulation. Who must reach an API: the deployer (`pulumi up` runs the Kubernetes providers) for every
-site, and in a hybrid estate the MultiKueue manager (`burst.manager`) for every worker's API (it holds a
-kubeconfig of each).
+One judgement, used by the schema (it refuses a site whose API someone who must reach it cannot reach) and by the
+first-up simulation.
 
-What a path is, from the EKS user guide, "Cluster API server endpoint" (cluster-endpoint):
-- a private endpoint is reached "from within your cluster's VPC or a connected network", and "you must ensure
-  that your Amazon EKS control plane security group contains rules to allow ingress traffic on port 443 from your
-  connected network" (`private_api_sources` lists what the cluster's API security group admits);
-- with public access disabled, the endpoint name "is resolved by public DNS servers to a private IP address from
-  the VPC", so a connected network needs only the route, no DNS forwarding;
-- a public endpoint admits only its publicAccessCidrs (`cluster.endpoint_public_cidrs`).
-A bare-metal site's API is reached from inside its own network, or from an AWS site's VPC whose private
-interconnect routes to it. The data centre's own firewalls are outside the estate's knowledge. An adopted EKS
-cluster is judged by what the site declares about it (its endpoint CIDRs and interconnect).
+- The deployer must reach every site's API: `pulumi up` runs the Kubernetes providers.
+- In a hybrid estate, the MultiKueue manager (`burst.manager`) must reach every worker's API. It holds a
+  kubeconfig of each.
+- What a path is follows the EKS user guide (`api_reachable_from`).
+- A bare-metal site's API is reached from inside its own network, or from an AWS site's VPC whose private
+  interconnect routes to it. The data centre's own firewalls are outside the estate's knowledge.
+- An adopted EKS cluster is judged by what the site declares about it: its endpoint CIDRs and interconnect.
 """
 
 from __future__ import annotations
@@ -64,7 +59,16 @@ def api_clients(spec: EstateSpec, site: Site) -> list[ApiClient]:
 
 
 def api_reachable_from(spec: EstateSpec, site: Site, client: ApiClient) -> Reach:
-    """Whether `client` reaches `site`'s Kubernetes API through a path the estate declares."""
+    """Whether `client` reaches `site`'s Kubernetes API through a path the estate declares.
+
+    What a path is, from the EKS user guide, "Cluster API server endpoint" (cluster-endpoint):
+    - a private endpoint is reached "from within your cluster's VPC or a connected network", and "you must ensure
+      that your Amazon EKS control plane security group contains rules to allow ingress traffic on port 443 from
+      your connected network" (`private_api_sources`);
+    - with public access disabled, the endpoint name "is resolved by public DNS servers to a private IP address
+      from the VPC", so a connected network needs only the route, no DNS forwarding;
+    - a public endpoint admits only its publicAccessCidrs (`cluster.endpoint_public_cidrs`).
+    """
     network = next((s for s in spec.sites if s.name == client.network and s.name != site.name), None)
     routed = kinds.of(network).private_route_to(site.name) if network is not None else None
     return kinds.of(site).api_reach(spec, client, routed)

@@ -1,23 +1,12 @@
-"""The NVIDIA driver on bare metal, as the GPU Operator installs it: one driver configuration per set of nodes.
+"""The NVIDIA driver on bare metal, as the GPU Operator installs it: one NVIDIADriver per set of nodes.
 
-With `kubernetes.driver_managed_by: operator`, gpufleet manages the driver through NVIDIADriver custom resources
-(`driver.nvidiaDriverCRD.enabled`; CRD crds/nvidia.com_nvidiadrivers.yaml of the GPU Operator chart at the pinned
-tag), not through the ClusterPolicy's single `driver` block, because GPUDirect RDMA is per node set:
-
-- `driver.rdma.enabled` gives every driver pod the nvidia-peermem container, which loads only against the
-  DOCA-OFED driver the Network Operator installs, and the NicClusterPolicy installs that only on nodes of an
-  InfiniBand / RoCE fabric (network_operator.py). On other GPU nodes (the onprem example's `dev` pool) the
-  driver pod would wait for it forever.
-- So the chart's default NVIDIADriver (`deployDefaultCR`, templates/nvidiadriver.yaml) carries `rdma.enabled:
-  false`; per fabric with pools, an NVIDIADriver selecting the fabric's nodes (model.nodes.FABRIC_LABEL)
-  turns it on. The CRD's `default` is "the fallback driver ... for GPU nodes that do not match any non-default
-  NVIDIADriver nodeSelector", so each node gets exactly one.
-- Every operator-managed site uses this mode, fabric or not: switching a running cluster between ClusterPolicy
-  and NVIDIADriver management restarts every driver pod at once (GPU Operator docs, "NVIDIA GPU Driver Custom
-  Resource Definition"), so adding a fabric later must not switch it.
-
-With `driver_managed_by: host` the operator installs no driver at all, so it cannot provide GPUDirect RDMA;
-a site with a fabric states how the host does (`kubernetes.gpudirect_rdma`, checked by the preflight).
+- GPUDirect RDMA is set per node set, so gpufleet manages the driver through NVIDIADriver resources, not the
+  ClusterPolicy's single `driver` block.
+- RDMA is off by default: its nvidia-peermem container needs DOCA-OFED, which only fabric nodes get.
+- Each InfiniBand or RoCE fabric with pools gets its own NVIDIADriver, with RDMA on.
+- Every operator-managed site uses this mode, fabric or not, so adding a fabric later never switches it.
+- With `driver_managed_by: host` the operator installs no driver. A site with a fabric then states how the host
+  provides GPUDirect RDMA (`kubernetes.gpudirect_rdma`, checked by the preflight).
 """
 
 from __future__ import annotations
@@ -67,9 +56,17 @@ def driver_values(site: Site) -> dict[str, Any]:
         return {"enabled": False}
     return {
         "enabled": True,
+        # NVIDIADriver management (CRD crds/nvidia.com_nvidiadrivers.yaml of the GPU Operator chart at the pinned
+        # tag). Used on every operator-managed site: switching a running cluster between ClusterPolicy and
+        # NVIDIADriver management restarts every driver pod at once (GPU Operator docs, "NVIDIA GPU Driver Custom
+        # Resource Definition"). `deployDefaultCR` renders the default NVIDIADriver (templates/nvidiadriver.yaml).
         "nvidiaDriverCRD": {"enabled": True, "deployDefaultCR": True},
         "version": driver_version(site),
-        "rdma": {"enabled": False, "useHostMofed": False},  # the default NVIDIADriver: nodes off every fabric
+        # The default NVIDIADriver: nodes off every fabric. `rdma.enabled` gives every driver pod the nvidia-peermem
+        # container, which loads only against the DOCA-OFED driver the Network Operator installs; the
+        # NicClusterPolicy installs that only on InfiniBand / RoCE fabric nodes (network_operator.py). Elsewhere
+        # (the onprem example's `dev` pool) the driver pod would wait for it forever.
+        "rdma": {"enabled": False, "useHostMofed": False},
         "upgradePolicy": {
             "autoUpgrade": True,
             "maxParallelUpgrades": 1,
@@ -97,6 +94,8 @@ def fabric_driver_specs(site: Site) -> dict[str, dict[str, Any]]:
             continue
         spec: dict[str, Any] = {
             "driverType": "gpu",
+            # The CRD's `default` is "the fallback driver ... for GPU nodes that do not match any non-default
+            # NVIDIADriver nodeSelector", so each node gets exactly one driver.
             "default": False,
             "nodeSelector": {FABRIC_LABEL: fabric.name},
             "repository": DRIVER_REPOSITORY,

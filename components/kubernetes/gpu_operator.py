@@ -1,30 +1,16 @@
 """NVIDIA GPU Operator: one Helm release whose values are derived from the site and its pools.
 
-Key names checked against NVIDIA/gpu-operator `deployments/gpu-operator/values.yaml` and
+Key names are checked against NVIDIA/gpu-operator `deployments/gpu-operator/values.yaml` and
 `templates/{clusterpolicy,plugin_config,mig_config}.yaml` at the pinned tag (versions.GPU_OPERATOR).
 
-Decisions:
-- EKS (AL2023 NVIDIA AMIs ship the driver and the container toolkit): `driver.enabled=false`,
-  `toolkit.enabled=false` (EKS best practices, aiml). Bare metal, `kubernetes.driver_managed_by: operator`
-  (default): the operator installs the driver, pinned to `kubernetes.driver_version` or versions.GPU_DRIVER,
-  and upgrades it one node at a time after draining it; the preflight then refuses a server with a host NVIDIA
-  module loaded. `driver_managed_by: host`: the host image brings the driver (the preflight checks its version
-  with nvidia-smi), so `driver.enabled=false` while the operator still installs the toolkit.
-- The bare-metal driver is managed through NVIDIADriver resources, GPUDirect RDMA only on the nodes of an
-  InfiniBand or RoCE fabric, whose DOCA-OFED driver the Network Operator installs (gpu_driver.py).
-- GPUDirect Storage (`gds.enabled`) only where it can pay off: the operator installs the driver, the site has
-  an RDMA fabric and a parallel file system tier (the GDS-capable clients of Lustre / GPFS / WEKA read over
-  RDMA). NFS and object tiers gain nothing from nvidia-fs.
-- Operands are confined to GPU nodes by the operator itself: it deploys them only to nodes labelled
-  `nvidia.com/gpu.present=true` (controllers/state_manager.go), which every pool sets (model.nodes). The
-  values add tolerations for exactly the GPU and tenant taints of the site's pools; the operator Deployment
-  stays off GPU nodes by affinity. The chart has no node selector for operands (`daemonsets` has none).
-- The namespace is labelled PSA-privileged by gpufleet (namespaces.py), so `psa.enabled=false`.
-- Device-plugin health checks stay on: no `DP_DISABLE_HEALTHCHECKS` in `devicePlugin.env`.
-- CRD upgrades: Helm never upgrades a chart's crds/, so the chart's pre-upgrade hook Job applies the new
-  ClusterPolicy / NVIDIADriver CRDs (`operator.upgradeCRD`, templates/upgrade_crd.yaml). Helm validates the new
-  manifests against the old CRDs before that hook runs, hence "requires --disable-openapi-validation"
-  (values.yaml): the release sets `disable_openapi_validation`.
+- Where the node image ships the driver and toolkit (EKS), the operator installs neither.
+- On bare metal the operator installs the driver by default, through NVIDIADriver resources (gpu_driver.py).
+  It upgrades one node at a time, after draining it.
+- With `driver_managed_by: host` the host image brings the driver, and the operator still installs the toolkit.
+- The preflight refuses a host NVIDIA module where the operator owns the driver. It checks the host driver's
+  version with nvidia-smi where the host owns it.
+- Operands run on GPU nodes only, and the operator itself stays off them.
+- Device-plugin health checks stay on.
 """
 
 from __future__ import annotations
@@ -52,8 +38,13 @@ def gpu_operator_values(spec: EstateSpec, site: Site) -> dict[str, Any]:
     return {
         "nfd": {"enabled": True},
         "node-feature-discovery": {"worker": {"tolerations": _nfd_worker_tolerations(tolerations)}},
-        "psa": {"enabled": False},
+        "psa": {"enabled": False},  # gpufleet labels the namespace PSA-privileged (namespaces.py)
+        # Helm never upgrades a chart's crds/, so the chart's pre-upgrade hook Job applies the new ClusterPolicy /
+        # NVIDIADriver CRDs (`operator.upgradeCRD`, templates/upgrade_crd.yaml).
         "operator": {"affinity": placement.off_gpu_nodes_affinity(), "upgradeCRD": True},
+        # The operator deploys operands only to nodes labelled `nvidia.com/gpu.present=true`
+        # (controllers/state_manager.go), which every pool sets (model.nodes); the chart has no node selector for
+        # operands (`daemonsets` has none). So the values add only the GPU and tenant taints of the site's pools.
         "daemonsets": {"tolerations": tolerations},
         "mig": {"strategy": k.mig_strategy},
         "driver": gpu_driver.driver_values(site),
@@ -84,12 +75,15 @@ def gpu_operator_values(spec: EstateSpec, site: Site) -> dict[str, Any]:
                 "data": {"config.yaml": sharing.mig_parted_config(spec, site)},
             },
         },
+        # GPUDirect Storage only where it can pay off: the GDS-capable clients of Lustre / GPFS / WEKA read over
+        # RDMA; NFS and object tiers gain nothing from nvidia-fs.
         "gds": {"enabled": gds_enabled(site)},
     }
 
 
 def _toolkit_enabled(site: Site) -> bool:
-    """The operator installs the container toolkit except where the node image ships it."""
+    """The operator installs the container toolkit except where the node image ships it (EKS AL2023 NVIDIA AMIs
+    ship the driver and the toolkit: EKS best practices, aiml)."""
     return not kinds.of(site).image_ships_toolkit
 
 
@@ -125,7 +119,9 @@ class GpuOperator(pulumi.ComponentResource):
             namespace=GPU_OPERATOR_NAMESPACE,
             create_namespace=False,
             values=gpu_operator_values(args.spec, args.site),
-            disable_openapi_validation=True,  # the upgrade-CRD hook runs after validation (module docstring)
+            # Helm validates the new manifests against the old CRDs before the upgrade-CRD hook runs, hence
+            # "requires --disable-openapi-validation" (the chart's values.yaml, `operator.upgradeCRD`).
+            disable_openapi_validation=True,
             max_history=10,
             timeout=900,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[args.namespace]),

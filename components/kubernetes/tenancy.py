@@ -1,24 +1,16 @@
 """TenantBundle: one tenant's namespace on one site, with its quota, limits, network policy, RBAC and trust level.
 
-One bundle per tenant per site where the tenant has GPU quota (`queues.tenants_on_site`); its Kueue queues
+There is one bundle per tenant per site where the tenant has GPU quota (`queues.tenants_on_site`). Its Kueue queues
 are built by `components.kubernetes.kueue.Kueue`. Checks T1-T9 and T11 of docs/checklist.md.
 
-Trust levels. An untrusted tenant (agents running generated code) has its quota only on pools dedicated to
-it, never time-sliced (the schema enforces both). Its pods reach its dedicated nodes because Kueue manages
-every job and pod in tenant namespaces (`manageJobsWithoutQueueName` with `managedJobsNamespaceSelector`) and
-injects the dedicated flavor's nodeSelector (`gpufleet.io/tenant=<id>`, see model.conventions) and the toleration for the `tenant=<id>:NoSchedule` taint at admission. A built-in
-ValidatingAdmissionPolicy (no controller, no Kyverno) backs this up: in the untrusted namespace, a pod that is
-no longer scheduling-gated must carry that nodeSelector, may not carry a toleration without a key or for
-another tenant's taint, and, where the site names a sandbox RuntimeClass, must set `runtimeClassName` to it.
-Pods get the RuntimeClass by declaring it; the API server refuses those that do not. Its egress is denied
-except DNS, its own namespace, `egress_cidrs` and, only for S3 grants it declares (tenant `s3`), S3 (no other
-storage endpoints).
-
-RDMA. RDMA / GPUDirect pods (`tenant.rdma`) add the IPC_LOCK capability, which neither Pod Security baseline
-nor restricted allows (check P6). Such a tenant's namespace is marked `gpufleet.io/rdma=true`, enforces Pod
-Security `privileged` and audits / warns at the tenant's own level, and a ValidatingAdmissionPolicy takes over
-enforcement: the Pod Security baseline controls with IPC_LOCK as the one extra capability. Other tenant
-namespaces keep enforcing restricted or baseline, so IPC_LOCK stays confined to namespaces marked for RDMA.
+- An untrusted tenant (agents running generated code) has quota only on pools dedicated to it, never
+  time-sliced. The schema enforces both.
+- Kueue manages every pod in tenant namespaces and injects the dedicated flavor's nodeSelector and toleration.
+  So untrusted pods land on the tenant's own nodes.
+- Built-in admission policies back this up (admission.py).
+- An untrusted tenant's egress is denied except DNS, its own namespace, `egress_cidrs` and the S3 it declares.
+- RDMA pods need IPC_LOCK, which Pod Security baseline and restricted refuse (check P6). An RDMA namespace
+  enforces `privileged`, and an admission policy enforces baseline plus IPC_LOCK instead.
 """
 
 from __future__ import annotations

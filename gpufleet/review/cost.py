@@ -1,17 +1,12 @@
 """The cost envelope of an estate: what its node pools and storage tiers cost per hour and per month.
 
-Every figure is a dated catalog price times a quantity from the spec, and carries that price's date and source:
-- AWS node pools: on-demand $/h of the instance type in the site's region (catalog) x nodes at min, desired and
-  max size. A burst pool starts at zero nodes and may grow to the window's cap while a window is open or draining
-  at `now` (else its max is zero too); its notes say what the window may cost at most.
-- Bare-metal node pools: the amortised $/server-hour of `OnPremCost` (pool's, else the site's; through
-  model.pricing) x the pool's servers; owned servers cost the same at every size.
-- Storage: FSx for Lustre by provisioned capacity x $/GB-month of its throughput tier (catalog `storage`);
-  EFS and S3 are billed on usage, so they are listed with their unit price and left out of the totals.
-
-A pool or tier without a price is reported as unpriced (`None`), never as $0, and totals name what they leave
-out: a total with something left out is a lower bound, one with nothing priced is unknown (`None`). An aws site's
-own `prices` (a negotiated rate, with its date and source) come before the catalog's on-demand price. Monthly figures use `model.pricing.HOURS_PER_MONTH` (730 h).
+- Every figure is a dated price times a quantity from the spec, and carries the price's date and source.
+- Pools are priced in pool_cost.py, storage in storage_cost.py and bursting in burst_cost.py. This module sums
+  them.
+- A pool or tier without a price is unpriced (`None`), never $0.
+- A total names what it leaves out. With something left out it is a lower bound; with nothing priced it is
+  unknown (`None`).
+- A month is `model.pricing.HOURS_PER_MONTH` (730 h) of each hourly figure, but for the exceptions `monthly` names.
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
 """`python -m gpufleet.review.document PROJECT_DIR STACK [FILE...]`: print a stack's review (plan, cost, findings)
 as JSON, one line for each version of its stack file.
 
-Without FILE, the stack's own file is reviewed. Each FILE holds the stack's file as one revision has it (a copy
-taken from a git revision). Each is reviewed with this tree's code and the project's other files, in order, in this
-one interpreter, and its line is printed as soon as it is done.
-
-This is how `gpufleet diff` reviews a revision (gpufleet/review/revision.py). It runs this module with each side's
-tree first on the path, so a base revision is judged by its own components, catalog and policy packs. When the
-stack file is all that differs, it passes both versions at once (the second costs one more synthesis and none of
-the imports), or calls `documents` in its own interpreter. Bad input: its message on stderr, exit 2, after the
-lines of the files before it.
+- Without FILE, the stack's own file is reviewed. Each FILE is the stack's file as one revision has it.
+- Each is reviewed in order, in this interpreter, with this tree's code and the project's other files. Its line
+  is printed as soon as it is done.
+- `gpufleet diff` runs this module with each side's tree first on the path (revision.py). So a base revision is
+  judged by its own components, catalog and policy packs.
+- Bad input: its message on stderr and exit 2, after the lines of the files before it.
 """
 
 from __future__ import annotations

@@ -1,32 +1,15 @@
 """The first `up`, simulated: walk the plan in the order Pulumi would create it and prove that what every resource
 needs exists by the time it is created.
 
-Pulumi creates a resource once everything it depends on exists: its explicit `depends_on`, the resources whose
-outputs it takes, and its provider — recorded in the Plan as `dependencies` and `provider`. So what is guaranteed
-to exist when a resource is created is the transitive closure of those; anything else may or may not exist yet.
-For every resource the simulation asks:
+Pulumi creates a resource once everything it depends on exists: its `depends_on`, the resources whose outputs it
+takes, and its provider. The Plan records them as `dependencies` and `provider`. So what is sure to exist when a
+resource is created is the closure of those (`before`).
 
-- crd: a custom resource's CRD comes from a Helm release in that closure (its `crds/` folder or templates), from a
-  ConfigFile in it (the file its URL names, kept offline by operator_crds), or is applied by an operator whose
-  triggering object is in it (operator_crds); a chart's own rendered objects need theirs from the chart itself or
-  from a release the chart's Release waits for;
-- namespace: a namespaced object's namespace is a built-in one, or is created (Namespace object, a Release with
-  `createNamespace`, a chart rendering it) by something in the closure;
-- node: a Helm release waits until its workloads are ready (pulumi-kubernetes `helm.v3.Release` without
-  `skipAwait`, like `helm install --wait`), so each Deployment, StatefulSet or install Job it renders needs a node
-  it may run on (selectors, required affinity, taints) among the node groups in the closure;
-- schema: every object, ours, rendered and applied from a ConfigFile, is valid for the Kubernetes version the site
-  pins and for its CRD;
-- reach: the deployer reaches every cluster's API, and a MultiKueue manager its cloud worker's (the judgement of
-  model/reach.py, which the schema applies too).
-
-What it takes on trust: the nodes an existing cluster (bare metal, a Kueue manager reached by kubeconfig) already
-has are those the stack states (`system_nodes`), and no others: a controller that fits none of them (Kueue's
-controller-manager and NFD's garbage collector tolerate no taint; every GPU node is tainted) is a node problem
-naming the field to state them in.
-
-What it cannot know: whether an operator reconciles in time (an operator-applied CRD counts as present once its
-triggering object is); anything decided at run time (lookups, webhooks, admission policies, quotas, capacity).
+- Each resource is checked for reach, its CRD, its namespace, a node for its workloads and its schema (CHECKS).
+- An existing cluster has exactly the nodes the stack states (`system_nodes`), and no others.
+- It cannot know whether an operator reconciles in time: an operator-applied CRD counts once its triggering
+  object exists.
+- Nor anything decided at run time: lookups, webhooks, admission policies, quotas, capacity.
 """
 
 from __future__ import annotations
@@ -243,6 +226,10 @@ class _Simulation:
         return out
 
     def stated_nodes(self, cluster: str) -> StatedNodes | None:
+        """The nodes an existing cluster (bare metal, a Kueue manager reached by kubeconfig) has: those the stack
+        states (`system_nodes`), and no others. A controller that fits none of them (Kueue's controller-manager
+        and NFD's garbage collector tolerate no taint; every GPU node is tainted) is a node problem naming the
+        field to state them in."""
         return stated_nodes(self.spec, self.site_of(cluster), self.plan.get(cluster).name if cluster else "")
 
     def nodes_before(self, key: str, cluster: str) -> list[Node]:
@@ -346,6 +333,9 @@ class _Simulation:
             self.check_nodes(r, [o for o in objects if o.kind in WORKLOADS])
 
     def check_nodes(self, r: PlanResource, workloads: Iterable[RenderedObject]) -> None:
+        """A Helm release waits until its workloads are ready (pulumi-kubernetes `helm.v3.Release` without
+        `skipAwait`, like `helm install --wait`). So each Deployment, StatefulSet or install Job it renders needs a
+        node it may run on (selectors, required affinity, taints) among the node groups in its closure."""
         nodes = self.nodes_before(r.key, self.cluster(r))
         stated = self.stated_nodes(self.cluster(r))
         for w in workloads:
@@ -367,6 +357,8 @@ class _Simulation:
             )
 
     def need_namespace(self, key: str, name: str, ns: str, cluster: str, ready: frozenset[str]) -> None:
+        """A namespaced object's namespace is a built-in one, or is created by something in its closure: a
+        Namespace object, a Release with `createNamespace`, a chart rendering it."""
         if ns in BUILTIN_NAMESPACES:
             return
         sources = self.namespace_sources(cluster).get(ns, [])
@@ -391,6 +383,8 @@ class _Simulation:
         own: list[CrdSource] | None = None,
         release_namespace: str | None = None,
     ) -> None:
+        """Every object, ours, rendered or applied from a ConfigFile, is valid for the Kubernetes version its site
+        pins and for its CRD."""
         self.result.checked += 1
         api_version, kind = str(manifest.get("apiVersion", "")), str(manifest.get("kind", ""))
         version = self.version(cluster)
@@ -426,6 +420,10 @@ class _Simulation:
         ready: frozenset[str],
         own: list[CrdSource],
     ) -> CrdSource | None:
+        """A custom resource's CRD, from something in its closure: a Helm release (its `crds/` folder or
+        templates), a ConfigFile (the file its URL names, kept offline by operator_crds), or an operator whose
+        triggering object is there (operator_crds). A chart's own rendered objects take theirs from the chart
+        itself or from a release the chart's Release waits for."""
         group = group_of(api_version)
         matching = [s for s in [*own, *self.crd_sources(cluster)] if s.group == group and s.kind == kind]
         in_time = [s for s in matching if s in own or s.key in ready]

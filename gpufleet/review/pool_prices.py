@@ -1,14 +1,11 @@
 """What an AWS pool's nodes cost an hour at min, desired and max size, and how a month counts them.
 
-A pool on demand, on spot or on a capacity reservation is priced per node-hour: the stack's own rate (`prices`)
-before the catalog's on-demand rate in the site's region (`model.pricing.site_price`), for the nodes it runs at
-each size, every hour of a month. A pool on an EC2 Capacity Block is priced apart:
-- AWS charges the block up front for every hour of it, whether or not nodes run, so the pool costs its instances
-  (the pool's max) at the block's rate at every size;
-- a month counts the block's hours when they are fewer than 730;
-- the rate is the block's own (`model.pricing.site_capacity_block_price`), never the on-demand one;
-- after the block ends the pool has no capacity and costs nothing more.
-A pool nothing prices is unpriced (`price` None), never $0; gpufleet's commands refuse such a stack before.
+- A pool on demand, on spot or on a capacity reservation is priced per node-hour, for the nodes it runs at each
+  size, every hour of a month.
+- The stack's own rate (`prices`) comes before the catalog's on-demand rate in the site's region
+  (`model.pricing.site_price`).
+- A pool on an EC2 Capacity Block is priced apart (`_capacity_block`).
+- A pool nothing prices is unpriced (`price` None), never $0. gpufleet's commands refuse such a stack first.
 """
 
 from __future__ import annotations
@@ -59,6 +56,10 @@ def aws_pool_price(
 def _capacity_block(
     site: AwsSite, pool: AwsNodePool, instance_type: str, instances: int, now: dt.datetime
 ) -> PoolPrice:
+    """A pool on an EC2 Capacity Block: AWS charges the block up front for every hour of it, whether or not nodes
+    run, so the pool costs its instances (the pool's max) at every size. The rate is the block's own
+    (`model.pricing.site_capacity_block_price`), never the on-demand one. A month counts the block's hours when
+    they are fewer than 730. After the block ends the pool has no capacity and costs nothing more."""
     block, cr = pool.capacity.block, pool.capacity.reservation_id
     found = site_capacity_block_price(site, pool)
     if block is None or found is None:

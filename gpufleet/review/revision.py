@@ -1,29 +1,15 @@
 """`gpufleet diff` across git revisions: each side's review from its own code, then `diff_plans`.
 
-`diff_revision(project_dir, stack, base)` reviews the stack at `base` and in the working tree, each in an
-interpreter of its own code (`python -m gpufleet.review.document` with that tree first on the path), so each side is
-judged by its own components, catalog and policy packs. Two ways:
+`diff_revision(project_dir, stack, base)` reviews the stack at `base` and in the working tree. Each side runs
+`python -m gpufleet.review.document` with its own tree first on the path. So each side is judged by its own
+components, catalog and policy packs.
 
-- The same code (the common pull request: a change to the stack file alone). When git finds no difference between
-  `base` and the working tree in any file but the stack's own file (tracked files compared by content with
-  `git diff --name-only <base>`, so a file touched but unchanged is no difference; any untracked file that is not
-  ignored counts as one, but for `__pycache__` bytecode; ignored files, which a checkout would not hold, are not
-  compared): no checkout. The base's stack file is taken from git (`git show <base>:<path>`) into a temporary
-  file, and both versions are reviewed with the working tree's code and its other files, which are byte for byte
-  those of `base`: the result is the one a checkout would give. A small estate (at most
-  `ONE_INTERPRETER_UNITS` servers, node pools and tenants) is reviewed in one interpreter, one version after the
-  other (both passed to `python -m gpufleet.review.document`), so the imports, which dominate a small synthesis, are paid once;
-  when this interpreter's own packages are the working tree's files (`runs_tree_code`: the tree first on the path
-  or installed from it in editable mode) it reviews both itself, without starting one. A larger estate is reviewed
-  in two interpreters at once, one per version, on two cores. A stack file absent at `base` means every resource
-  is new.
-- Any other difference (a component, the catalog, a policy pack, the program, Pulumi.yaml, another stack's file):
-  `base` is checked out into a temporary `git worktree add --detach` and reviewed there with its own code, at the
-  same time as the working tree with its own. The worktree is removed afterwards, whatever happens.
-
-gpufleet has never been released, so a base must print the review document this code reads: a base with no
-`gpufleet/review/document.py`, or whose document lacks a field this code reads, is too old to review (a DiffError
-naming it, exit 2), never read another way.
+- When the stack file is all that differs, nothing is checked out (`_same_code`). This is the common pull request.
+- Any other difference, in code, the catalog, a policy pack or another file, checks `base` out into a temporary
+  worktree (`_checkout`).
+- A stack file absent at `base` means every resource is new.
+- gpufleet has never been released, so a base must print the review document this code reads. A base too old for
+  that is a DiffError naming it (exit 2), never read another way.
 """
 
 from __future__ import annotations
@@ -146,8 +132,8 @@ def _side(stack: str, label: str, result: tuple[int, str, str]) -> _Side:
 # The same-code path reviews both sides in one interpreter (imports once, then two syntheses) when the estate has at
 # most this many servers, node pools and tenants together, else in two interpreters at once (each imports all of
 # it, then they synthesize on two cores). The imports the first synthesis triggers (the provider SDK's modules)
-# cost ~1.6 s of CPU here whatever the size; a second synthesis in a warm interpreter costs ~0.4 s at ~250
-# resources (11 such units) and ~2.2 s at ~1,000 (105 units), where the second core wins back more than it costs.
+# cost the same at every size, while a second synthesis grows with the estate: a small estate gains most from
+# paying the imports once, a large one from the second core (timings in benchmarks/README.md).
 ONE_INTERPRETER_UNITS = 40
 
 
@@ -199,8 +185,15 @@ def _one_interpreter(project_dir: Path, stack: str, files: tuple[Path, ...]) -> 
 
 
 def _same_code(repo: Path, project_dir: Path, stack: str, base: str, spec: EstateSpec) -> tuple[_Side, _Side] | None:
-    """Both sides from the working tree's code when the stack file is all that differs (see the module
-    docstring); None when the checkout must run."""
+    """Both sides from the working tree's code when the stack file is all that differs; None when the checkout
+    must run.
+
+    What counts as a difference is `only_stack_differs`: ignored files, which a checkout would not hold, are not
+    compared. The base's stack file is taken from git (`git show <base>:<path>`) into a temporary file. Both
+    versions are reviewed with the working tree's other files, which are byte for byte those of `base`, so the
+    result is the one a checkout would give. A small estate (`ONE_INTERPRETER_UNITS`) is reviewed in one
+    interpreter, one version after the other; where this interpreter runs the tree's code (`runs_tree_code`), it
+    reviews both itself. A larger estate is reviewed in two interpreters at once, one per version."""
     head_file = stack_path(project_dir, stack).resolve()
     if not head_file.is_relative_to(repo):
         return None
@@ -236,7 +229,9 @@ def _same_code(repo: Path, project_dir: Path, stack: str, base: str, spec: Estat
 
 
 def _checkout(repo: Path, project_dir: Path, stack: str, base: str) -> tuple[_Side, _Side]:
-    """Each side from its own revision's code: `base` checked out into a temporary worktree."""
+    """Each side from its own revision's code: `base` checked out into a temporary worktree
+    (`git worktree add --detach`), reviewed at the same time as the working tree. The worktree is removed
+    afterwards, whatever happens."""
     rel = project_dir.relative_to(repo)
     head_proc = _start(project_dir, stack)
     try:
