@@ -257,6 +257,7 @@ def controller_config(
     cluster_queue_metrics: bool = False,
     frameworks: Sequence[str] = enabled_frameworks(DEFAULT_FRAMEWORKS),
     multikueue: bool = False,
+    excluded_resources: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The Kueue Configuration (config.kueue.x-k8s.io/v1beta2) the chart mounts; replaces the chart default.
 
@@ -300,6 +301,9 @@ def controller_config(
             },
         },
         "integrations": {"frameworks": list(frameworks)},
+        # Node devices beside GPUs (model.rdma.node_device_prefixes): left to the scheduler, so a gang asking for
+        # its fabric is admissible (Kueue blocks a resource no ClusterQueue covers).
+        **({"resources": {"excludeResourcePrefixes": list(excluded_resources)}} if excluded_resources else {}),
         "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
     }
     if multikueue:

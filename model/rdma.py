@@ -1,12 +1,43 @@
-"""The extended resources RDMA fabrics are advertised as: what a pod asks for to use a fabric."""
+"""The extended resources fabrics are advertised as: what a pod asks for to use a fabric, and what Kueue leaves to
+the scheduler."""
 
 from __future__ import annotations
 
-from model.spec import InfinibandFabric
+from model.spec import EstateSpec, InfinibandFabric, RoceFabric
 
+EFA_RESOURCE = "vpc.amazonaws.com/efa"  # the AWS EFA device plugin's resource: pods request one per EFA interface
 RDMA_RESOURCE_PREFIX = "rdma"  # the RDMA shared device plugin's resource prefix: pods request rdma/<name>
+SRIOV_RESOURCE_PREFIX = "nvidia.com"  # the Network Operator's sriovNetworkOperator.resourcePrefix
+HUGEPAGES_PREFIX = "hugepages-"  # hugepages-2Mi, hugepages-1Gi (DPDK and RoCE jobs)
 
 
 def rdma_shared_resource_name(fabric: InfinibandFabric) -> str:
     """`resourceName` of the fabric's RDMA shared devices; pods request `rdma/<this>: 1`."""
     return "shared_" + fabric.name.replace("-", "_")
+
+
+def sriov_resource_name(fabric: InfinibandFabric | RoceFabric) -> str:
+    """The SR-IOV device-plugin resource of a fabric's VFs (letters, digits and `_` only); pods request
+    `nvidia.com/<this>`."""
+    suffix = "ib" if isinstance(fabric, InfinibandFabric) else "roce"
+    return f"{fabric.name.replace('-', '_')}_{suffix}"
+
+
+def node_device_prefixes(spec: EstateSpec) -> list[str]:
+    """Resource-name prefixes of the node devices a job asks for beside its GPUs: EFA interfaces, RDMA devices,
+    SR-IOV virtual functions of the estate's fabrics, hugepages.
+
+    Kueue's quota check blocks a workload that requests a resource its ClusterQueue does not cover
+    (pkg/scheduler/flavorassigner/flavorassigner.go at the pinned tag: "resource %s unavailable in ClusterQueue"),
+    unless the Configuration's `resources.excludeResourcePrefixes` drops it first (pkg/workload/workload.go,
+    dropExcludedResources: `strings.HasPrefix`). These are per-node devices the scheduler and device plugins
+    already bound; quota stays on GPUs, CPU and memory. Every cluster excludes the estate's whole list, so a
+    MultiKueue manager admits what any worker runs.
+    """
+    sriov = {
+        f"{SRIOV_RESOURCE_PREFIX}/{sriov_resource_name(f)}"
+        for s in spec.sites
+        for f in s.fabrics
+        if isinstance(f, RoceFabric) or (isinstance(f, InfinibandFabric) and f.device_plugin == "sriov")
+    }
+    return [EFA_RESOURCE, f"{RDMA_RESOURCE_PREFIX}/", HUGEPAGES_PREFIX, *sorted(sriov)]

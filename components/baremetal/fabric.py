@@ -25,17 +25,11 @@ from pulumi_kubernetes.apiextensions import CustomResource
 
 from model.conventions import FABRIC_LABEL, NETWORK_OPERATOR_NAMESPACE
 from model.queues import tenants_on_site
+from model.rdma import SRIOV_RESOURCE_PREFIX, sriov_resource_name
 from model.spec import BaremetalSite, EstateSpec, InfinibandFabric, RoceFabric
 
-SRIOV_RESOURCE_PREFIX = "nvidia.com"  # the Network Operator's sriovNetworkOperator.resourcePrefix
 MELLANOX_VENDOR = "15b3"
 NO_TENANT_NAMESPACE = "default"  # where a fabric's network goes in an estate without tenants
-
-
-def resource_name(fabric: InfinibandFabric | RoceFabric) -> str:
-    """The SR-IOV device-plugin resource of a fabric's VFs (letters, digits and `_` only)."""
-    suffix = "ib" if isinstance(fabric, InfinibandFabric) else "roce"
-    return f"{fabric.name.replace('-', '_')}_{suffix}"
 
 
 def ipam(fabric: InfinibandFabric | RoceFabric) -> str:
@@ -138,7 +132,9 @@ class BaremetalFabric(pulumi.ComponentResource):
             metadata={
                 "name": f"{fabric.name}-pkey",
                 "namespace": tenant,
-                "annotations": {"k8s.v1.cni.cncf.io/resourceName": f"{SRIOV_RESOURCE_PREFIX}/{resource_name(fabric)}"},
+                "annotations": {
+                    "k8s.v1.cni.cncf.io/resourceName": f"{SRIOV_RESOURCE_PREFIX}/{sriov_resource_name(fabric)}"
+                },
                 "labels": {FABRIC_LABEL: fabric.name},
             },
             spec={"config": pkey_network_config(fabric, tenant, pkey)},
@@ -179,7 +175,7 @@ class BaremetalFabric(pulumi.ComponentResource):
                 },
                 spec={
                     "networkNamespace": namespace,
-                    "resourceName": resource_name(fabric),
+                    "resourceName": sriov_resource_name(fabric),
                     "ipam": ipam(fabric),
                     "metaPlugins": json.dumps({"type": "rdma"}),
                 },
@@ -233,7 +229,7 @@ class BaremetalFabric(pulumi.ComponentResource):
                 "labels": {FABRIC_LABEL: fabric.name},
             },
             spec={
-                "resourceName": resource_name(fabric),
+                "resourceName": sriov_resource_name(fabric),
                 "nodeSelector": {FABRIC_LABEL: fabric.name},
                 "nicSelector": nic_selector,
                 "linkType": link_type,

@@ -31,6 +31,7 @@ from components.kubernetes.priorities import Priorities, PrioritiesArgs
 from components.kubernetes.tenancy import RBAC_API_GROUP, ROLE_RULES, namespace_labels
 from model import dispatch, queues
 from model.frameworks import operators
+from model.rdma import node_device_prefixes
 from model.spec import EstateSpec, Tenant
 from model.tags import Tags
 
@@ -119,7 +120,9 @@ class KueueManagerStack(pulumi.ComponentResource):
         # The incremental dispatcher offers a Workload to one more cluster per round (five minutes), in the order of
         # the tenant's MultiKueueConfig: on-prem first, then the cloud (kueue site/content/en/docs/concepts/
         # multikueue.md at the pinned tag, "Incremental" and "prioritizing clusters for cost-optimized spillover").
-        config = queues.controller_config(False, frameworks, multikueue=True)
+        config = queues.controller_config(
+            False, frameworks, multikueue=True, excluded_resources=node_device_prefixes(spec)
+        )
         self.release = kueue.release(
             f"{name}-kueue", config, provisioning_crd=False,
             opts=pulumi.ResourceOptions.merge(on, pulumi.ResourceOptions(depends_on=crds)),

@@ -35,6 +35,7 @@ from model.queues import (
     topology_fabrics,
     topology_spec,
 )
+from model.rdma import node_device_prefixes
 from model.spec import (
     EstateSpec,
     Site,
@@ -94,7 +95,7 @@ class Kueue(pulumi.ComponentResource):
         self._tags = args.tags
         self._labels = args.tags.labels()
         self.namespace = namespace(f"{name}-namespace", self._labels, pulumi.ResourceOptions(parent=self))
-        self.release = self._release(args.site, args.crds, args.provisioning_crd)
+        self.release = self._release(args.spec, args.site, args.crds, args.provisioning_crd)
         crds = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
         self.service_monitor: pulumi.CustomResource | None = None
         if args.site.kubernetes.monitoring.service_monitors:
@@ -118,9 +119,13 @@ class Kueue(pulumi.ComponentResource):
     def _after(deps: Mapping[str, pulumi.Resource]) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(depends_on=list(deps.values()))
 
-    def _release(self, site: Site, crds: Sequence[pulumi.Resource], provisioning_crd: bool) -> k8s.helm.v3.Release:
+    def _release(
+        self, spec: EstateSpec, site: Site, crds: Sequence[pulumi.Resource], provisioning_crd: bool
+    ) -> k8s.helm.v3.Release:
         frameworks = enabled_frameworks(site.kubernetes.job_frameworks)
-        config = controller_config(site.kubernetes.monitoring.service_monitors, frameworks)
+        config = controller_config(
+            site.kubernetes.monitoring.service_monitors, frameworks, excluded_resources=node_device_prefixes(spec)
+        )
         return release(
             f"{self._name}-release",
             config,

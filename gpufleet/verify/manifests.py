@@ -15,7 +15,7 @@ from typing import Any
 from gpufleet.verify import thresholds
 from model import conventions, kinds, nodes, queues, versions
 from model.efa import efa_interfaces
-from model.rdma import RDMA_RESOURCE_PREFIX, rdma_shared_resource_name
+from model.rdma import EFA_RESOURCE, RDMA_RESOURCE_PREFIX, rdma_shared_resource_name
 from model.spec import (
     AwsNodePool,
     EfaFabric,
@@ -111,7 +111,7 @@ def fabric_resources(spec: EstateSpec, site: Site, pool: Pool) -> dict[str, str]
     out = {queues.gpu_resource_name(site, pool): str(gpus)}
     fabric = next((f for f in site.fabrics if f.name == pool.fabric), None)
     if isinstance(fabric, EfaFabric) and isinstance(pool, AwsNodePool):
-        out["vpc.amazonaws.com/efa"] = str(sum(1 for s in efa_interfaces(pool.instance_type) if s.is_efa))
+        out[EFA_RESOURCE] = str(sum(1 for s in efa_interfaces(pool.instance_type) if s.is_efa))
     elif isinstance(fabric, InfinibandFabric) and fabric.device_plugin == "rdma-shared":
         out[f"{RDMA_RESOURCE_PREFIX}/{rdma_shared_resource_name(fabric)}"] = "1"
     return out
