@@ -22,7 +22,8 @@ from model.efa import efa_interfaces
 from model.kinds import aws as aws_kind
 from model.nodes import pool_labels, pool_taints
 from model.queues import gpu_resource_name
-from model.spec import AwsNodePool, AwsSite, BurstWindow, EstateSpec
+from model.rdma import EFA_RESOURCE
+from model.spec import AwsNodePool, AwsSite, BurstWindow, EfaFabric, EstateSpec
 from model.tags import Tags
 
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
@@ -91,8 +92,10 @@ def asg_tags(spec: EstateSpec, site: AwsSite, pool: AwsNodePool, cluster: str) -
     shared-GPU resources) for scaling from zero."""
     labels = {**mng_labels(spec, pool), **burst_node_labels(pool)}
     units = pool.gpus_per_node * spec.pool_gpu_units(pool.name) // max(1, spec.pool_gpu_capacity(pool.name))
+    on_efa = any(isinstance(f, EfaFabric) and f.name == pool.fabric for f in site.fabrics)
+    devices = {EFA_RESOURCE: sum(1 for s in efa_interfaces(pool.instance_type) if s.is_efa)} if on_efa else {}
     template = aws_kind.node_template_tags(
-        labels, pool_taints(pool), gpu_resource_name(site, pool), units, pool.sharing.mode != "whole"
+        labels, pool_taints(pool), gpu_resource_name(site, pool), units, pool.sharing.mode != "whole", devices
     )
     return {**aws_kind.discovery_tags(cluster, pool.name), **template}
 

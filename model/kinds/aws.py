@@ -292,10 +292,17 @@ def discovery_keys(cluster: str) -> list[str]:
 
 
 def node_template_tags(
-    labels: dict[str, str], taints: list[Taint], gpu_resource: str, gpu_units_per_node: int, shared: bool
+    labels: dict[str, str],
+    taints: list[Taint],
+    gpu_resource: str,
+    gpu_units_per_node: int,
+    shared: bool,
+    devices: dict[str, int] | None = None,
 ) -> dict[str, str]:
-    """Node-template tags of a burst pool's Auto Scaling group: its node labels and taints, and its GPU resource
-    when GPUs are shared (the autoscaler counts whole GPUs of the instance type as nvidia.com/gpu by itself).
+    """Node-template tags of a burst pool's Auto Scaling group: its node labels and taints, its GPU resource when
+    GPUs are shared (the autoscaler counts whole GPUs of the instance type as nvidia.com/gpu by itself), and the
+    node's other devices (`devices`, e.g. its EFA interfaces): a pending pod asking for a resource no template
+    offers never scales a group up from zero (`node-template/resources/<name>`, the same README).
 
     The autoscaler learns a group's labels and taints from EKS DescribeNodegroup only while the group has never had
     nodes; after that only from these tags (cluster-autoscaler cloudprovider/aws/README.md, "Auto-discovery setup"
@@ -306,6 +313,7 @@ def node_template_tags(
     tags |= {f"{NODE_TEMPLATE}/taint/{t.key}": f"{t.value}:{t.effect}" for t in taints}
     if shared:
         tags[f"{NODE_TEMPLATE}/resources/{gpu_resource}"] = str(gpu_units_per_node)
+    tags |= {f"{NODE_TEMPLATE}/resources/{name}": str(n) for name, n in sorted((devices or {}).items())}
     return tags
 
 

@@ -180,3 +180,18 @@ def test_the_cost_note_states_what_an_open_or_draining_window_may_cost_at_most(
     (pool,) = [p for p in estate_cost(spec, w, now).pools if p.pool == "burst-h100"]
     assert f"may cost at most ${55.04 * 2 * 8.5:,.2f}" in " ".join(pool.notes)
     assert pool.nodes == {"min": 0, "desired": 0, "max": 2}
+
+
+def test_a_burst_group_on_efa_offers_its_efa_interfaces_to_the_autoscaler(example_plans: dict[str, Plan]) -> None:
+    # A pending gang asks for vpc.amazonaws.com/efa; scaling a group from zero, the autoscaler sees only what its
+    # node-template tags offer (cluster-autoscaler cloudprovider/aws/README.md, "Auto-Discovery Setup":
+    # k8s.io/cluster-autoscaler/node-template/resources/<resource>), so without the tag it never starts a node.
+    from model.efa import efa_interfaces
+    from model.rdma import EFA_RESOURCE
+    from tests.conftest import example_estate
+
+    pools = [p for s in example_estate("hybrid")["sites"] for p in s.get("node_pools", []) if p.get("burst")]
+    (instance,) = {p["instance_type"] for p in pools}
+    tags = _asg_tags(example_plans["hybrid"])
+    expected = sum(1 for s in efa_interfaces(instance) if s.is_efa)
+    assert expected > 0 and tags[f"{NODE_TEMPLATE}/resources/{EFA_RESOURCE}"] == str(expected)
