@@ -10,7 +10,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws import iam
-from components.aws.launch import launch_template_args, template_version
+from components.aws.launch import launch_template_args, mounts_lustre, nodeadm_user_data, template_version
 from model.cni import VPC_CNI_NETWORK_POLICY
 from model.conventions import ROLE_LABEL
 from model.kinds.aws import cluster_name, kubeconfig
@@ -283,6 +283,8 @@ class EksClusterStack(pulumi.ComponentResource):
                 key_arn=self.key_arn,
                 tags=tags.aws(),
                 description=f"{self.name}: CPU system nodes",
+                # The Lustre tier's tenant-directory Job runs here.
+                user_data=nodeadm_user_data(None, local_storage=False, lustre_client=mounts_lustre(site)),
             ),
             opts=self._opts(),
         )

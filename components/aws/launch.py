@@ -1,6 +1,6 @@
 """Launch-template settings every gpufleet node shares: IMDSv2, encrypted gp3 root volume, tags that reach
-instances, volumes and network interfaces, and AL2023 nodeadm user data that turns instance-store NVMe into
-scratch space."""
+instances, volumes and network interfaces, and AL2023 user data that turns instance-store NVMe into scratch space
+and installs the Lustre client where nodes mount FSx."""
 
 from __future__ import annotations
 
@@ -10,39 +10,57 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from model.spec import AwsSite, FsxLustreTier
+
 ROOT_DEVICE = "/dev/xvda"  # AL2023 EKS AMIs
 TAGGED_AT_LAUNCH = ("instance", "volume", "network-interface")
 MIME_BOUNDARY = "==GPUFLEET=="
 
 
-def nodeadm_user_data(scratch_mount_path: str | None) -> str:
-    """MIME multi-part user data with an AL2023 nodeadm NodeConfig (EKS merges its own cluster part).
+# The Lustre client the FSx CSI driver mounts with: AL2023 EKS AMIs ship none, so a node that may mount FSx for
+# Lustre installs it at boot (FSx for Lustre user guide, "Installing the Lustre client", Amazon Linux 2023:
+# `dnf install -y lustre-client`; aws-fsx-csi-driver#437; awslabs/amazon-eks-ami#2696). Retried, since the
+# repository may be slow to answer on a new instance; a failure is logged, never a failed boot.
+LUSTRE_CLIENT_SCRIPT = """#!/bin/bash
+for attempt in 1 2 3 4 5; do
+  dnf install -y lustre-client && exit 0
+  sleep $((attempt * 10))
+done
+echo "gpufleet: lustre-client did not install; FSx for Lustre volumes will not mount on this node" >&2
+"""
 
-    `spec.instance.localStorage.strategy: RAID0` makes nodeadm stripe the instance-store NVMe disks into one
-    array and mount it (default `/mnt/k8s-disks`, or `mountPath`); kubelet and containerd state move onto it
-    (awslabs/amazon-eks-ami nodeadm API `LocalStorageOptions`: strategy RAID0|RAID10|Mount, mountPath).
+
+def nodeadm_user_data(scratch_mount_path: str | None, local_storage: bool, lustre_client: bool) -> str | None:
+    """MIME multi-part user data for an AL2023 node (EKS merges its own cluster part), or None when it needs none.
+
+    - `local_storage`: a nodeadm NodeConfig whose `spec.instance.localStorage.strategy: RAID0` stripes the
+      instance-store NVMe disks into one array and mounts it (default `/mnt/k8s-disks`, or `mountPath`)
+      (awslabs/amazon-eks-ami nodeadm API `LocalStorageOptions`).
+    - `lustre_client`: a shell script part that installs the Lustre client (LUSTRE_CLIENT_SCRIPT).
     Managed node groups need MIME multi-part user data (EKS user guide, launch templates, "Amazon EC2 user data").
     """
-    local = ["    localStorage:", "      strategy: RAID0"]
-    if scratch_mount_path:
-        local.append(f"      mountPath: {scratch_mount_path}")
-    node_config = "\n".join(
-        ["---", "apiVersion: node.eks.aws/v1alpha1", "kind: NodeConfig", "spec:", "  instance:", *local]
-    )
-    return "\n".join(
-        [
-            "MIME-Version: 1.0",
-            f'Content-Type: multipart/mixed; boundary="{MIME_BOUNDARY}"',
-            "",
-            f"--{MIME_BOUNDARY}",
-            "Content-Type: application/node.eks.aws",
-            "",
-            node_config,
-            "",
-            f"--{MIME_BOUNDARY}--",
-            "",
-        ]
-    )
+    parts: list[tuple[str, str]] = []
+    if local_storage:
+        local = ["    localStorage:", "      strategy: RAID0"]
+        if scratch_mount_path:
+            local.append(f"      mountPath: {scratch_mount_path}")
+        node_config = "\n".join(
+            ["---", "apiVersion: node.eks.aws/v1alpha1", "kind: NodeConfig", "spec:", "  instance:", *local]
+        )
+        parts.append(("application/node.eks.aws", node_config))
+    if lustre_client:
+        parts.append(('text/x-shellscript; charset="us-ascii"', LUSTRE_CLIENT_SCRIPT.rstrip("\n")))
+    if not parts:
+        return None
+    lines = ["MIME-Version: 1.0", f'Content-Type: multipart/mixed; boundary="{MIME_BOUNDARY}"', ""]
+    for content_type, body in parts:
+        lines += [f"--{MIME_BOUNDARY}", f"Content-Type: {content_type}", "", body, ""]
+    return "\n".join([*lines, f"--{MIME_BOUNDARY}--", ""])
+
+
+def mounts_lustre(site: AwsSite) -> bool:
+    """Whether the site's nodes may mount FSx for Lustre (it has such a tier)."""
+    return any(isinstance(t, FsxLustreTier) for t in site.storage)
 
 
 def launch_template_args(

@@ -15,7 +15,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws import autoscaler
-from components.aws.launch import launch_template_args, nodeadm_user_data, template_version
+from components.aws.launch import launch_template_args, mounts_lustre, nodeadm_user_data, template_version
 from model.burst import effective_scaling
 from model.conventions import POOL_TAG, SHARED, Taint, eks_rejects_label
 from model.efa import efa_interfaces
@@ -152,7 +152,11 @@ class GpuNodePool(pulumi.ComponentResource):
             key_arn=a.key_arn,
             tags=self._tags,
             description=f"gpufleet pool {pool.name}: {pool.instance_type}",
-            user_data=nodeadm_user_data(a.scratch_mount_path) if pool.instance.local_nvme_disks else None,
+            user_data=nodeadm_user_data(
+                a.scratch_mount_path,
+                local_storage=bool(pool.instance.local_nvme_disks),
+                lustre_client=mounts_lustre(a.site),
+            ),
         )
         if a.efa is not None:
             kw["network_interfaces"] = self._efa_interfaces(a.efa)

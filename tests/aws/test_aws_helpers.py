@@ -130,8 +130,8 @@ def test_throughput_warning_silent_for_the_example_tier() -> None:
 
 
 def test_nodeadm_user_data_stripes_instance_store_raid0_in_mime() -> None:
-    text = nodeadm_user_data("/scratch")
-    assert text.startswith("MIME-Version: 1.0\n")
+    text = nodeadm_user_data("/scratch", local_storage=True, lustre_client=False)
+    assert text is not None and text.startswith("MIME-Version: 1.0\n")
     part = text.split("Content-Type: application/node.eks.aws\n\n", 1)[1].split("\n--", 1)[0]
     doc = yaml.safe_load(part)
     assert doc["apiVersion"] == "node.eks.aws/v1alpha1" and doc["kind"] == "NodeConfig"
@@ -145,5 +145,29 @@ def test_tenant_uid_is_stable_and_distinct_for_the_example_tenants() -> None:
 
 
 def test_user_data_without_a_scratch_tier_keeps_nodeadms_default_mount() -> None:
-    text = nodeadm_user_data(None)
-    assert "strategy: RAID0" in text and "mountPath" not in text
+    text = nodeadm_user_data(None, local_storage=True, lustre_client=False)
+    assert text is not None and "strategy: RAID0" in text and "mountPath" not in text
+
+
+def test_every_node_of_a_site_with_a_lustre_tier_installs_the_lustre_client(example_plans: dict) -> None:
+    # AL2023 EKS AMIs ship no Lustre client, so the FSx CSI driver cannot mount (aws-fsx-csi-driver#437); every
+    # launch template of aws-train (FSx tier) runs the install script, parsed as the MIME cloud-init reads.
+    import base64
+    import email
+
+    templates = example_plans["aws-train"].find("aws:ec2/launchTemplate:LaunchTemplate")
+    assert templates
+    for lt in templates:
+        raw = lt.inputs.get("userData")
+        assert raw, lt.name
+        message = email.message_from_string(base64.b64decode(raw).decode())
+        assert message.is_multipart(), lt.name
+        scripts = [p.get_payload() for p in message.get_payload() if p.get_content_type() == "text/x-shellscript"]
+        assert len(scripts) == 1 and "dnf install -y lustre-client" in scripts[0], lt.name
+    # A site without one adds nothing: the hybrid cloud site has no Lustre tier.
+    for lt in example_plans["hybrid"].find("aws:ec2/launchTemplate:LaunchTemplate"):
+        assert "lustre-client" not in base64.b64decode(lt.inputs.get("userData") or "").decode(), lt.name
+
+
+def test_no_user_data_where_a_node_needs_none() -> None:
+    assert nodeadm_user_data(None, local_storage=False, lustre_client=False) is None
