@@ -19,14 +19,16 @@ MIME_BOUNDARY = "==GPUFLEET=="
 
 # The Lustre client the FSx CSI driver mounts with: AL2023 EKS AMIs ship none, so a node that may mount FSx for
 # Lustre installs it at boot (FSx for Lustre user guide, "Installing the Lustre client", Amazon Linux 2023:
-# `dnf install -y lustre-client`; aws-fsx-csi-driver#437; awslabs/amazon-eks-ami#2696). Retried, since the
-# repository may be slow to answer on a new instance; a failure is logged, never a failed boot.
+# `dnf install -y lustre-client`; aws-fsx-csi-driver#437; awslabs/amazon-eks-ami#2696). Installed means the module
+# loads. Retried, since the repository may be slow on a new instance. A script that fails exits 1, which cloud-init
+# records (`cloud-init status`); the node still joins, since nodeadm-run does not require cloud-final.
 LUSTRE_CLIENT_SCRIPT = """#!/bin/bash
 for attempt in 1 2 3 4 5; do
-  dnf install -y lustre-client && exit 0
+  dnf install -y lustre-client && modprobe lustre && exit 0
   sleep $((attempt * 10))
 done
-echo "gpufleet: lustre-client did not install; FSx for Lustre volumes will not mount on this node" >&2
+echo "gpufleet: the Lustre client did not install or load; FSx for Lustre volumes will not mount here" >&2
+exit 1
 """
 
 
