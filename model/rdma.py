@@ -3,7 +3,10 @@ the scheduler."""
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 from model.spec import EstateSpec, InfinibandFabric, RoceFabric
+from model.spec.sites import Fabric
 
 EFA_RESOURCE = "vpc.amazonaws.com/efa"  # the AWS EFA device plugin's resource: pods request one per EFA interface
 RDMA_RESOURCE_PREFIX = "rdma"  # the RDMA shared device plugin's resource prefix: pods request rdma/<name>
@@ -23,6 +26,12 @@ def sriov_resource_name(fabric: InfinibandFabric | RoceFabric) -> str:
     return f"{fabric.name.replace('-', '_')}_{suffix}"
 
 
+def uses_sriov(fabric: Fabric) -> TypeGuard[InfinibandFabric | RoceFabric]:
+    """Whether pods reach the fabric through SR-IOV virtual functions: every RoCE fabric, and InfiniBand with
+    `device_plugin: sriov` (the Network Operator's SR-IOV operator creates and advertises them)."""
+    return isinstance(fabric, RoceFabric) or (isinstance(fabric, InfinibandFabric) and fabric.device_plugin == "sriov")
+
+
 def node_device_prefixes(spec: EstateSpec) -> list[str]:
     """Resource-name prefixes of the node devices a job asks for beside its GPUs: EFA interfaces, RDMA devices,
     SR-IOV virtual functions of the estate's fabrics, hugepages.
@@ -35,9 +44,6 @@ def node_device_prefixes(spec: EstateSpec) -> list[str]:
     MultiKueue manager admits what any worker runs.
     """
     sriov = {
-        f"{SRIOV_RESOURCE_PREFIX}/{sriov_resource_name(f)}"
-        for s in spec.sites
-        for f in s.fabrics
-        if isinstance(f, RoceFabric) or (isinstance(f, InfinibandFabric) and f.device_plugin == "sriov")
+        f"{SRIOV_RESOURCE_PREFIX}/{sriov_resource_name(f)}" for s in spec.sites for f in s.fabrics if uses_sriov(f)
     }
     return [EFA_RESOURCE, f"{RDMA_RESOURCE_PREFIX}/", HUGEPAGES_PREFIX, *sorted(sriov)]

@@ -25,8 +25,8 @@ from components.kubernetes import helm, placement
 from components.kubernetes.gpu_driver import rdma_fabrics
 from model import versions
 from model.conventions import FABRIC_LABEL, NETWORK_OPERATOR_NAMESPACE
-from model.rdma import rdma_shared_resource_name
-from model.spec import InfinibandFabric, RoceFabric, Site
+from model.rdma import rdma_shared_resource_name, uses_sriov
+from model.spec import InfinibandFabric, Site
 from model.tags import Tags
 
 NIC_CLUSTER_POLICY = "nic-cluster-policy"
@@ -48,10 +48,7 @@ def needs_sriov_operator(site: Site) -> bool:
     """InfiniBand with `device_plugin: sriov`, and every RoCE fabric, use the chart's SR-IOV Network Operator
     (`sriovNetworkOperator.enabled`). It creates the VFs from SriovNetworkNodePolicies and runs its own SR-IOV
     device plugin, so the policy carries no `sriovDevicePlugin`: two would fight over the VFs."""
-    return any(
-        isinstance(f, RoceFabric) or (isinstance(f, InfinibandFabric) and f.device_plugin == "sriov")
-        for f in site.fabrics
-    )
+    return any(uses_sriov(f) for f in site.fabrics)
 
 
 def network_operator_values(site: Site, *, nfd_elsewhere: bool) -> dict[str, Any]:

@@ -14,17 +14,16 @@ from enum import StrEnum
 from gpufleet.verify import thresholds
 from gpufleet.verify.thresholds import Threshold
 from model import kinds, queues
+from model.rdma import uses_sriov
 from model.spec import (
     AwsNodePool,
     EfaFabric,
     EfsTier,
     EstateSpec,
     FsxLustreTier,
-    InfinibandFabric,
     NfsTier,
     NodePool,
     ParallelFsTier,
-    RoceFabric,
     Site,
 )
 
@@ -122,7 +121,7 @@ def fabric_checks(spec: EstateSpec, site: Site, pool: Pool) -> list[Check]:
     fabric = next(f for f in site.fabrics if f.name == pool.fabric)
     base = f"fabric/{site.name}/{pool.name}"
     skip = _sharing_skip(pool)
-    if not skip and isinstance(fabric, RoceFabric | InfinibandFabric) and _needs_sriov(fabric):
+    if not skip and uses_sriov(fabric):
         skip = (
             f"fabric {fabric.name} hands out SR-IOV virtual functions whose networks exist only in tenant "
             "namespaces (components/baremetal/fabric.py); the fabric test runs in its own namespace"
@@ -157,10 +156,6 @@ def fabric_checks(spec: EstateSpec, site: Site, pool: Pool) -> list[Check]:
             skip_reason=skip,
         ),
     ]
-
-
-def _needs_sriov(fabric: InfinibandFabric | RoceFabric) -> bool:
-    return isinstance(fabric, RoceFabric) or fabric.device_plugin == "sriov"
 
 
 def _max_nodes(spec: EstateSpec, pool: Pool) -> int:

@@ -17,8 +17,8 @@ import pytest
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.verify.manifests import fabric_resources
 from model.load import parse_estate
-from model.rdma import SRIOV_RESOURCE_PREFIX, sriov_resource_name
-from model.spec import EstateSpec, InfinibandFabric, RoceFabric
+from model.rdma import SRIOV_RESOURCE_PREFIX, sriov_resource_name, uses_sriov
+from model.spec import EstateSpec
 from tests.conftest import example_config, write_project
 from tests.hybrid.plan_helpers import kueue_config
 
@@ -43,9 +43,7 @@ def _gangs(spec: EstateSpec) -> list[tuple[str, str, dict[str, str]]]:
                 continue
             requests = {**fabric_resources(spec, site, pool), "cpu": "8", "memory": "64Gi"}
             fabric = fabrics[pool.fabric]
-            if isinstance(fabric, RoceFabric) or (
-                isinstance(fabric, InfinibandFabric) and fabric.device_plugin == "sriov"
-            ):
+            if uses_sriov(fabric):
                 requests[f"{SRIOV_RESOURCE_PREFIX}/{sriov_resource_name(fabric)}"] = "1"
             out.append((site.name, pool.name, requests))
     return out
