@@ -2,7 +2,7 @@
 
 For each example, in a fresh interpreter: interpreter start-up, importing the tool, the first synth (which
 also imports the provider SDK modules the program uses), a second synth of the same stack (the synthesis work
-alone), policy evaluation, the cost envelope and the first-up simulation (gpufleet/review/reality.py, with the
+alone), policy evaluation, the cost envelope and the first-up simulation (gpufleet/review/reality/checks.py, with the
 configured chart cache), with the seconds automatic garbage collection took inside those phases (`collector`,
 timed with `gc.callbacks`; the `gpufleet` console script runs without it, gpufleet/cli/app.py). Also the wall
 time of the whole `gpufleet preview` command.
@@ -33,10 +33,10 @@ import datetime as dt
 from gpufleet import cli  # noqa: F401 - the CLI's own imports
 from gpufleet.engine.synth import synth
 from gpufleet.review import check
-from gpufleet.review.cost import estate_cost
+from gpufleet.review.cost.envelope import estate_cost
 from model.load import read_stack
 from gpufleet.charts.cache import ChartCache
-from gpufleet.review import reality
+from gpufleet.review.reality import checks as reality
 t1 = time.perf_counter()
 plan = synth(".", sys.argv[1])
 t2 = time.perf_counter()

@@ -10,7 +10,7 @@ for estates under STEADY_RESOURCES resources, where a run takes well under a sec
 - old floor: the same custom resources registered flat (no parents, options or components); `ratio` = synth / it;
 - `gpufleet preview` and `gpufleet diff` (base: the stack committed in a scratch git repository, working tree:
   one tenant's quota changed) wall seconds, as a user runs them; `diff_vs_preview` = their ratio. The stack file is
-  all that differs, so diff takes its same-code path (gpufleet/review/revision.py): no checkout. A change to code
+  all that differs, so diff takes its same-code path (gpufleet/review/diff/revision.py): no checkout. A change to code
   (components, catalog, policies) takes the checkout path, which this does not time.
 Then, per example stack, `gpufleet preview` wall against a bare interpreter importing the provider modules
 that stack's plan uses (`benchmarks.preview_imports`). The load average is recorded before and after each

@@ -79,6 +79,6 @@ def server_topology_labels(server: Server) -> dict[str, str]:
 
 
 # The CPU system node group of a created EKS cluster (components.aws.cluster): its size and root volume. One home,
-# read by the cluster component and by the cost envelope (gpufleet.review.bill).
+# read by the cluster component and by the cost envelope (gpufleet.review.cost.bill).
 SYSTEM_POOL_MIN, SYSTEM_POOL_DESIRED, SYSTEM_POOL_MAX = 2, 2, 4
 SYSTEM_ROOT_VOLUME_GIB = 100

@@ -105,7 +105,7 @@ class PriceNeed:
 
 
 def price_needs(site: AwsSite) -> list[PriceNeed]:
-    """Every list price `site`'s cost envelope uses (gpufleet/review/bill.py, storage_cost.py and cost.py bill
+    """Every list price `site`'s cost envelope uses (gpufleet/review/cost/bill.py, storage.py and envelope.py bill
     exactly these): its GPU pools, and what a created cluster (EKS, the system pool) and a created VPC (NAT
     gateways, their public IPv4 addresses and data processing) add, root volumes, data transfer out and storage."""
     needs = [
@@ -138,7 +138,7 @@ def price_needs(site: AwsSite) -> list[PriceNeed]:
 # What a created VPC bills: one NAT gateway per AZ, each with a public IPv4 address, and their data processing.
 VPC_SERVICES = ("nat-gateway", "public-ipv4", "nat-gateway-data")
 # Lines billed on what is moved or stored: the bill multiplies a usage profile's figures by them
-# (gpufleet/review/bill.py, storage_cost.py) and, without figures, lists the unit price outside the totals.
+# (gpufleet/review/cost/bill.py, storage.py) and, without figures, lists the unit price outside the totals.
 USAGE_SERVICES = frozenset({"nat-gateway-data", "data-transfer-out", "efs-standard", "s3-standard"})
 
 

@@ -1,8 +1,8 @@
 """A region's storage and service list prices from the AWS Price List (part of `gpufleet catalog refresh --prices`).
 
 - Each price in QUERIES is one `pricing:GetProducts` query: a ServiceCode, TERM_MATCH filters, and a CONTAINS
-  filter on `usagetype` where the product is told apart by it. The bill (gpufleet/review/bill.py) and the
-  storage cost (gpufleet/review/storage_cost.py) read them from the catalog.
+  filter on `usagetype` where the product is told apart by it. The bill (gpufleet/review/cost/bill.py) and the
+  storage cost (gpufleet/review/cost/storage.py) read them from the catalog.
 - The attribute names and values come from infracost, which prices Terraform plans from the same Price List
   (INFRACOST; each query names its file).
 - A tiered price (S3 storage, data transfer out) is its first tier (`unit_usd`).

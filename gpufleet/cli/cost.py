@@ -33,8 +33,8 @@ def cost(
     tenant at min, desired and max size. --summary prints only the totals and the verdict."""
     refuse_json_summary(summary, format, "envelope")
     from gpufleet.render.cost import cost_json, cost_markdown, cost_text
-    from gpufleet.review.cost import estate_cost
-    from gpufleet.review.usage import read_usage, usage_path
+    from gpufleet.review.cost.envelope import estate_cost
+    from gpufleet.review.cost.usage import read_usage, usage_path
     from model.load import read_stack, stack_path
 
     now = parse_time(at) if at else dt.datetime.now(dt.UTC)

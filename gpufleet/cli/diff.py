@@ -23,7 +23,7 @@ def diff(
     delta, findings), then each change. --summary prints only the summary."""
     refuse_json_summary(summary, format, "diff")
     from gpufleet.render.diff import diff_json, diff_markdown, diff_text
-    from gpufleet.review.revision import diff_revision
+    from gpufleet.review.diff.revision import diff_revision
 
     with progress(f"diff {stack}: reviewing {base} and the working tree"):
         result = diff_revision(project, stack, base)

@@ -63,7 +63,7 @@ def _known(e: Exception) -> tuple[list[str], int] | None:
         return list(e.problems), 2
     if isinstance(e, CommandError | BurstError):
         return [str(e)], e.exit_code
-    if _raised_from(e, "gpufleet.review.diff", "DiffError"):
+    if _raised_from(e, "gpufleet.review.diff.plans", "DiffError"):
         return [str(e)], 2
     if isinstance(e, CatalogError):
         return [str(e).strip("'\"")], 1

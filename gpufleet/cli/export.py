@@ -32,7 +32,7 @@ def export(
     written = write(plan, out_dir)
     if render:
         from gpufleet.charts.cache import ChartCache
-        from gpufleet.review import reality
+        from gpufleet.review.reality import checks as reality
 
         written += export_rendered(plan, reality.render(plan, ChartCache(chart_cache)), out_dir)
     out.print(f"wrote {len(written)} files under {out_dir}")

@@ -11,9 +11,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from gpufleet.render.common import cell, inline, month, usd, usd_total
-from gpufleet.review.cost import EstateCost, PoolCost, Total
-from gpufleet.review.prices import HOURS, LEVELS
-from gpufleet.review.usage import PROFILE_HINT
+from gpufleet.review.cost.envelope import EstateCost, PoolCost, Total
+from gpufleet.review.cost.prices import HOURS, LEVELS
+from gpufleet.review.cost.usage import PROFILE_HINT
 
 At = Callable[[str], float | None]  # $/h at a level ("min", "desired", "max")
 

@@ -27,8 +27,8 @@ from gpufleet.render.common import (
 from gpufleet.render.cost import budget_line, unpriced_line
 from gpufleet.render.findings import finding_lines, findings_summary, findings_table
 from gpufleet.render.mermaid import mermaid_block
-from gpufleet.review.diff import MISSING, CostLine, PlanDiff, PropertyChange
-from gpufleet.review.prices import LEVELS
+from gpufleet.review.cost.prices import LEVELS
+from gpufleet.review.diff.plans import MISSING, CostLine, PlanDiff, PropertyChange
 
 VALUE_CHARS = 120  # a property value longer than this is cut with an ellipsis
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpufleet.review.first_up import CHECKS, FirstUp
+from gpufleet.review.reality.first_up import CHECKS, FirstUp
 
 WHAT = {
     "chart": "chart could not be rendered",

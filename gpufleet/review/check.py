@@ -107,7 +107,7 @@ def _settings(spec: EstateSpec, max_usd_per_hour: float | None = None) -> dict[s
     if spec.policies.budget_usd_per_hour is not None:
         values["budgetUsdPerHour"] = spec.policies.budget_usd_per_hour
         # One max hourly cost: the envelope's (the figure `gpufleet cost` and the comment's budget line show).
-        from gpufleet.review.cost import estate_cost
+        from gpufleet.review.cost.envelope import estate_cost
 
         cost = estate_cost(spec)
         total = cost.total()

@@ -16,10 +16,10 @@ from typing import Any, cast
 
 from gpufleet.engine.plan import Plan
 from gpufleet.engine.synth import synth_stack
-from gpufleet.review.cost import EstateCost, estate_cost
+from gpufleet.review.cost.envelope import EstateCost, estate_cost
+from gpufleet.review.cost.usage import read_usage, usage_path
 from gpufleet.review.findings import Findings
-from gpufleet.review.first_up import FirstUp
-from gpufleet.review.usage import read_usage, usage_path
+from gpufleet.review.reality.first_up import FirstUp
 from model.load import StackFile, read_stack, stack_path
 from model.spec import BurstWindow, EstateSpec
 
@@ -96,6 +96,6 @@ def build(
 
 def _first_up(plan: Plan, spec: EstateSpec, chart_cache: Path | None) -> FirstUp:
     from gpufleet.charts.cache import ChartCache
-    from gpufleet.review import reality
+    from gpufleet.review.reality import checks as reality
 
     return reality.first_up(plan, spec, ChartCache(chart_cache))

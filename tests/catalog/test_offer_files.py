@@ -106,7 +106,7 @@ def test_a_refresh_from_offer_files_lifts_the_refusal_of_what_it_priced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from model.load import SpecError, parse_estate
-    from tests.review.test_regions_priced import _moved
+    from tests.review.cost.test_regions_priced import _moved
 
     def refused() -> set[str]:
         with pytest.raises(SpecError) as e:

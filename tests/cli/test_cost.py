@@ -18,7 +18,7 @@ def test_cost_cli_json_carries_totals_and_dated_prices(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["cost", "-s", "small", "-C", str(project), "-f", "json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    # pools + FSx + the rest of use1's bill (tests/review/test_cost.py works it: 185.89407)
+    # pools + FSx + the rest of use1's bill (tests/review/cost/test_cost.py works it: 185.89407)
     assert doc["total"]["hourly"]["max"] == pytest.approx(185.8941, abs=1e-3)
     assert {p["date"] for p in doc["prices"]} == {"2026-07-20", "stack file", "2026-11-29", "2026-11-30"}
     assert doc["budget_usd_per_hour"] == 200
@@ -44,7 +44,7 @@ def test_cost_table_keeps_instance_names_and_figures_whole_on_an_80_column_termi
     from rich.console import Console
 
     from gpufleet.render.cost import cost_text
-    from gpufleet.review.cost import estate_cost
+    from gpufleet.review.cost.envelope import estate_cost
     from model.load import read_stack
 
     buf = io.StringIO()

@@ -50,6 +50,6 @@ def test_diff_cli_markdown_is_a_comment_a_reviewer_can_act_on(two_revisions: Pat
     assert "**1 resource would be REPLACED (rename without alias)**" in md
     assert "`use1-lustre` → `use1-hot` — **protected: `pulumi up` will stop with an error" in md
     assert "<code>scalingConfig.maxSize</code> | <code>3</code> | <code>4</code>" in md
-    # pools +91.14528 / +20.57264 plus the new nodes' gp3 roots (+0.06575 / +0.02192): tests/review/test_revision.py
+    # pools +91.14528 / +20.57264 plus the new nodes' gp3 roots (+0.06575 / +0.02192): tests/review/diff/test_revision.py
     assert "+$91.21/h" in md and "+$20.59/h" in md
     assert "❌ **1 mandatory policy violation(s)** (0 advisory). New: 1 (1 mandatory); fixed: 0." in md

@@ -16,7 +16,7 @@ from gpufleet.burst.errors import BurstError
 from gpufleet.cli import app as cli
 from gpufleet.cli.errors import CommandError, user_errors
 from gpufleet.engine.synth import SynthError
-from gpufleet.review.diff import DiffError
+from gpufleet.review.diff.plans import DiffError
 from model.catalog import CatalogError
 from model.load import SpecError
 

@@ -171,7 +171,7 @@ def test_preview_summary_as_json_is_refused_as_bad_input(monkeypatch: pytest.Mon
 
 
 def test_diff_summary_prints_the_summary_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gpufleet.review import revision
+    from gpufleet.review.diff import revision
     from tests.review.estates import small_diff
 
     monkeypatch.setattr(revision, "diff_revision", lambda project, stack, base: small_diff())

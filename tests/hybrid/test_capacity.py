@@ -169,7 +169,7 @@ def test_autoscaler_values_are_settings_of_the_pinned_chart(example_plans: dict[
 def test_the_cost_note_states_what_an_open_or_draining_window_may_cost_at_most(
     minutes: int, synth_config: Callable[[dict[str, Any]], Plan]
 ) -> None:
-    from gpufleet.review.cost import estate_cost
+    from gpufleet.review.cost.envelope import estate_cost
     from model.load import parse_estate, parse_window
     from tests.conftest import example_estate
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gpufleet.review.cost import estate_cost
+from gpufleet.review.cost.envelope import estate_cost
 from gpufleet.sizing.placement import stack_placements
 from model.pricing import HOURS_PER_MONTH, HOURS_PER_YEAR, pool_gpu_hour_price, server_hour_usd
 from model.spec import BaremetalSite, EstateSpec

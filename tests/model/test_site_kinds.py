@@ -44,9 +44,9 @@ DISPATCH = {
     "components/estate.py",  # which component folder builds the site
     # The review's prices per kind build the review's own results (PoolCost, StorageCost, BillLine) from the site's
     # own fields; they are not yet behind the seam.
-    "gpufleet/review/pool_cost.py",  # a site's node pools and the rest of its bill
-    "gpufleet/review/storage_cost.py",  # a site's storage tiers
-    "gpufleet/review/usage.py",  # what a usage profile may price on a site
+    "gpufleet/review/cost/pools.py",  # a site's node pools and the rest of its bill
+    "gpufleet/review/cost/storage.py",  # a site's storage tiers
+    "gpufleet/review/cost/usage.py",  # what a usage profile may price on a site
 }
 # Lines that test a site's class without dispatching on its kind, each with why (none today). Outside DISPATCH,
 # code asks model.kinds.

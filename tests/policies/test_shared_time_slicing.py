@@ -23,14 +23,14 @@ from gpufleet.charts.cache import ChartCache
 from gpufleet.cli.app import app
 from gpufleet.engine.plan import Plan
 from gpufleet.review import check
-from gpufleet.review.first_up_nodes import node_group_node
-from gpufleet.review.reality import render
-from gpufleet.review.scheduling import fits, pod_spec
+from gpufleet.review.reality.checks import render
+from gpufleet.review.reality.first_up_nodes import node_group_node
+from gpufleet.review.reality.scheduling import fits, pod_spec
 from model.load import ESTATE_KEY, parse_estate
 from tests.conftest import example_config, write_project
 from tests.kubernetes.tenancy.test_admission_cel import refused
 from tests.policies.test_packs import _configure, _resource, analyzers  # noqa: F401 (analyzers: a fixture)
-from tests.reality.conftest import chart_cache_root
+from tests.review.reality.conftest import chart_cache_root
 
 RULE = "time-slicing-single-tenant"
 

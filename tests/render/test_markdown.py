@@ -8,8 +8,8 @@ from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.render.common import MAX_COMMENT, Section, assemble, marker
 from gpufleet.render.diff import diff_markdown
 from gpufleet.render.preview import preview_markdown
-from gpufleet.review.cost import estate_cost
-from gpufleet.review.diff import PlanDiff, diff_plans
+from gpufleet.review.cost.envelope import estate_cost
+from gpufleet.review.diff.plans import PlanDiff, diff_plans
 from model.load import parse_estate
 from tests.review.estates import BUDGET, NODE_GROUP, NOW, review_of, small, small_diff
 

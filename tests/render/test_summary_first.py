@@ -11,7 +11,7 @@ from gpufleet.engine.plan import Plan
 from gpufleet.render.cost import cost_markdown, cost_text
 from gpufleet.render.diff import diff_markdown, diff_text
 from gpufleet.render.preview import check_text, preview_markdown, preview_text
-from gpufleet.review.first_up import FirstUp, Problem
+from gpufleet.review.reality.first_up import FirstUp, Problem
 from gpufleet.review.review import Review
 from model.load import parse_estate
 from tests.review.estates import BUDGET, TAGS, changed, review_of, small_diff

@@ -7,8 +7,8 @@ import datetime as dt
 from typing import Any
 
 from gpufleet.engine.plan import Plan, PlanResource
-from gpufleet.review.cost import estate_cost
-from gpufleet.review.diff import PlanDiff, diff_plans
+from gpufleet.review.cost.envelope import estate_cost
+from gpufleet.review.diff.plans import PlanDiff, diff_plans
 from gpufleet.review.findings import Finding, Findings
 from gpufleet.review.review import Review
 from model.conventions import NODE_GROUP

@@ -1,0 +1,91 @@
+"""What an AWS pool's nodes cost an hour at min, desired and max size, and how a month counts them.
+
+- A pool on demand, on spot or on a capacity reservation is priced per node-hour, for the nodes it runs at each
+  size, every hour of a month.
+- The stack's own rate (`prices`) comes before the catalog's on-demand rate in the site's region
+  (`model.pricing.site_price`).
+- A pool on an EC2 Capacity Block is priced apart (`_capacity_block`).
+- A pool nothing prices is unpriced (`price` None), never $0. gpufleet's commands refuse such a stack first.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from gpufleet.review.cost.prices import HOURS, LEVELS, Figures, PriceRef
+from model import catalog
+from model.pricing import site_capacity_block_price
+from model.spec import AwsNodePool, AwsSite
+
+
+@dataclass(frozen=True)
+class PoolPrice:
+    price: PriceRef | None  # per node-hour; None: unpriced
+    hourly: Figures
+    month_hours: float = HOURS  # hours of a month the pool is billed
+    notes: list[str] = field(default_factory=list)
+
+
+def aws_pool_price(
+    site: AwsSite,
+    pool: AwsNodePool,
+    instance_type: str,
+    nodes: dict[str, int],
+    found: catalog.Price | None,
+    now: dt.datetime,
+) -> PoolPrice:
+    """The pool's price and $/h at each size of `nodes`; `found` is its node-hour price (site_price)."""
+    if pool.capacity.type == "capacity-block":
+        return _capacity_block(site, pool, instance_type, nodes["max"], now)
+    notes = []
+    own = site.price_override(instance_type) is not None
+    if pool.capacity.type != "on-demand" and not own:
+        notes.append(f"{pool.capacity.type} capacity priced at the on-demand rate (the catalog holds no other rate)")
+    if found is None:
+        notes.append(f"no catalog price for {instance_type} in {site.region}: unpriced")
+        return PoolPrice(None, Figures(None, None, None), notes=notes)
+    price = PriceRef(found.usd_per_hour, "node-hour", found.date, f"{found.source}; {found.region}")
+    if own:
+        notes.append(f"priced by the stack (sites.{site.name}.prices), not the catalog's on-demand rate")
+    if not pool.burst and nodes["min"] != nodes["max"]:
+        notes.append(_autoscaled_note(nodes, price.usd))
+    return PoolPrice(price, Figures(*(nodes[lv] * price.usd for lv in LEVELS)), notes=notes)
+
+
+def _capacity_block(
+    site: AwsSite, pool: AwsNodePool, instance_type: str, instances: int, now: dt.datetime
+) -> PoolPrice:
+    """A pool on an EC2 Capacity Block: AWS charges the block up front for every hour of it, whether or not nodes
+    run, so the pool costs its instances (the pool's max) at every size. The rate is the block's own
+    (`model.pricing.site_capacity_block_price`), never the on-demand one. A month counts the block's hours when
+    they are fewer than 730. After the block ends the pool has no capacity and costs nothing more."""
+    block, cr = pool.capacity.block, pool.capacity.reservation_id
+    found = site_capacity_block_price(site, pool)
+    if block is None or found is None:
+        why = "its length is not stated (capacity.block.days)" if block is None else "no capacity-block rate"
+        return PoolPrice(None, Figures(None, None, None), notes=[f"capacity block {cr}: {why}, so it is unpriced"])
+    price = PriceRef(found.usd, found.unit, found.date, f"{found.source}; {found.region}", found.verified)
+    total = instances * block.hours * price.usd
+    rate = f"${price.usd:,.3f}/h" + ("" if found.verified else f" (unverified, of {found.date})")
+    notes = [
+        f"capacity block {cr}: {instances} × {instance_type} for {block.days} days ({block.hours} h) at the block "
+        f"rate {rate} = ${total:,.2f} paid up front, whether or not nodes run; a month counts "
+        f"{min(block.hours, HOURS)} h of it"
+    ]
+    end = block.end()
+    if block.start is not None and end is not None:
+        notes.append(f"the block runs {block.start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC")
+        if now >= end:
+            notes.append("the block has ended: the pool has no capacity and costs nothing more")
+            return PoolPrice(price, Figures(0.0, 0.0, 0.0), notes=notes)
+    return PoolPrice(price, Figures(*(instances * price.usd for _ in LEVELS)), min(block.hours, HOURS), notes)
+
+
+def _autoscaled_note(nodes: dict[str, int], usd: float) -> str:
+    """An autoscaled pool's month: expected at its desired size, its ceiling only if every node runs all month."""
+    return (
+        f"autoscaled {nodes['min']}-{nodes['max']} nodes: a month costs about ${nodes['desired'] * usd * HOURS:,.0f} "
+        f"at desired size ({nodes['desired']} node{'' if nodes['desired'] == 1 else 's'}) and at most ${nodes['max'] * usd * HOURS:,.0f} if all "
+        f"{nodes['max']} run {HOURS} h (the ceiling)"
+    )

@@ -1,0 +1,106 @@
+"""A stack's usage profile: what it expects to store and move in a month, so usage-billed items get a figure.
+
+- Like Infracost's usage file, it is optional and sits next to the stack file: `usage.<stack>.yaml`.
+- Without it, usage-billed items (NAT data processing, data transfer out, EFS and S3 storage) are listed by name
+  with their unit price, and left out of the totals.
+- Every figure is per month: the catalog's 730-hour month.
+- A profile is judged like a stack file, every problem at once. A figure the estate cannot use is an error too,
+  because a figure that prices nothing would hide a typo (`_unusable`).
+
+docs/usage-profiles.md is the user's reference: the format, an example, and what each key prices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import assert_never
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from model.load import SpecError, problem_line, read_yaml, validation_problems
+from model.spec import AwsSite, BaremetalSite, EfsTier, EstateSpec, S3Tier
+
+USAGE_DOC = "docs/usage-profiles.md"
+# Where a profile is, for messages that ask for one (the stack's name is not known where they are written).
+PROFILE_HINT = f"`usage.<stack>.yaml` beside the stack file; see {USAGE_DOC}"  # backticks: Markdown keeps <stack>
+USAGE_TIERS = (EfsTier, S3Tier)  # billed on GB stored (storage._usage_based)
+
+
+class TierUsage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    gb_stored: float = Field(ge=0, description="Average GB stored over the month.")
+
+
+class SiteUsage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    nat_gb_processed: float | None = Field(default=None, ge=0, description="GB a month through the NAT gateways.")
+    data_transfer_out_gb: float | None = Field(default=None, ge=0, description="GB a month out to the internet.")
+    storage: dict[str, TierUsage] = Field(default_factory=dict, description="Usage of storage tiers, by tier name.")
+
+
+class UsageProfile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    sites: dict[str, SiteUsage] = Field(default_factory=dict)
+
+    def site(self, name: str) -> SiteUsage:
+        return self.sites.get(name, SiteUsage())
+
+
+def usage_path(stack_file: Path, stack: str) -> Path:
+    """Where a stack's usage profile lives: next to its stack file (not `Pulumi.*.yaml`, which names stacks)."""
+    return stack_file.with_name(f"usage.{stack}.yaml")
+
+
+def read_usage(path: Path, spec: EstateSpec) -> UsageProfile | None:
+    """The usage profile at `path` for `spec`, None when there is no such file; a SpecError names every problem
+    at once (file: YAML path: message)."""
+    if not path.exists():
+        return None
+    doc = read_yaml(path, "usage profile not found") or {}  # the one bounded loader
+    try:
+        profile = UsageProfile.model_validate(doc)
+    except ValidationError as e:
+        raise SpecError(validation_problems(e, str(path), "", hint=f"{USAGE_DOC} lists the keys")) from None
+    problems = [problem_line(str(path), "", where, message) for where, message in _unusable(profile, spec)]
+    if problems:
+        raise SpecError(problems)
+    return profile
+
+
+def _unusable(profile: UsageProfile, spec: EstateSpec) -> Iterator[tuple[str, str]]:
+    """(YAML path, message) for every figure of `profile` that prices nothing in `spec`: a site or tier it does not
+    have, a bare-metal site, a tier not billed on GB stored, NAT data on a site whose VPC gpufleet does not
+    create."""
+    sites = {s.name: s for s in spec.sites}
+    for name, usage in profile.sites.items():
+        site = sites.get(name)
+        match site:
+            case None:
+                yield f"sites.{name}", f"{name} is not a site of the estate (its sites: {', '.join(sites)})"
+            case BaremetalSite():
+                yield f"sites.{name}", f"site {name} is bare metal; a usage profile prices AWS usage only"
+            case AwsSite():
+                yield from _unusable_at(site, usage)
+            case _:
+                assert_never(site)
+
+
+def _unusable_at(site: AwsSite, usage: SiteUsage) -> Iterator[tuple[str, str]]:
+    where = f"sites.{site.name}"
+    if usage.nat_gb_processed is not None and site.vpc.vpc_id is not None:
+        yield (
+            f"{where}.nat_gb_processed",
+            f"site {site.name} adopts VPC {site.vpc.vpc_id}, where gpufleet creates no NAT gateway; remove it",
+        )
+    tiers = {t.name: t for t in site.storage}
+    billed = ", ".join(t.name for t in site.storage if isinstance(t, USAGE_TIERS)) or "none"
+    for name in usage.storage:
+        tier = tiers.get(name)
+        if tier is None:
+            what = "is not a storage tier of"
+        elif not isinstance(tier, USAGE_TIERS):
+            what = f"is a {tier.kind} tier, not billed on GB stored, of"
+        else:
+            continue
+        yield f"{where}.storage.{name}", f"{name} {what} site {site.name} (its EFS and S3 tiers: {billed})"

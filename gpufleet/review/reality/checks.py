@@ -1,0 +1,35 @@
+"""The reality checks of one plan in one call: render its charts with Helm, validate everything, simulate the
+first `up` (gpufleet/review/reality/first_up.py). Nothing here raises on a finding: every finding is a Problem."""
+
+from __future__ import annotations
+
+from gpufleet.charts.cache import ChartCache
+from gpufleet.charts.render import INSTALL_HINT, RenderedRelease, RenderError, render_plan
+from gpufleet.engine.plan import Plan
+from gpufleet.review.reality.first_up import FirstUp, Problem, simulate
+from model.spec import EstateSpec
+
+
+def render(plan: Plan, cache: ChartCache) -> dict[str, RenderedRelease]:
+    """Every release rendered; without the Helm engine each release carries the reason instead."""
+    try:
+        return render_plan(plan, cache)
+    except RenderError as e:
+        out = {}
+        for r in plan.helm_releases():
+            rel = RenderedRelease(r.key, str(r.inputs.get("chart")), str(r.inputs.get("version")), "")
+            rel.error = str(e)
+            out[r.key] = rel
+        return out
+
+
+def first_up(plan: Plan, spec: EstateSpec, cache: ChartCache | None = None) -> FirstUp:
+    """The first `up` of `plan`, simulated against charts from `cache` (default: the configured chart cache).
+
+    Without the `render` extra (schemas, CEL) the result is one problem saying so, never a silent pass."""
+    releases = render(plan, cache or ChartCache())
+    try:
+        return simulate(plan, spec, releases)
+    except ImportError as e:
+        missing = f"the reality checks need the render extra ({INSTALL_HINT}): {e}"
+        return FirstUp(problems=[Problem("", "reality checks", "chart", "the render extra", missing)])
