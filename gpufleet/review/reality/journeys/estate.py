@@ -1,0 +1,93 @@
+"""The estate's clusters as a journey sees them: every object the plan applies to each cluster and every object
+its Helm releases render there, grouped by the Kubernetes provider that applies them.
+
+A cluster is named after its site (the stack's site name), or `manager` for the MultiKueue manager of a hybrid
+estate. Objects are plain manifests; the stages interpret them the way the real systems do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpufleet.charts.render import RenderedRelease
+from gpufleet.engine.plan import Plan, PlanResource
+from gpufleet.review.reality.journeys.core import ClusterView
+from model.conventions import HELM_RELEASE
+
+MANAGER = "manager"
+K8S_PROVIDER = "pulumi:providers:kubernetes"
+SITE_SUFFIX = ":Site"  # gpufleet:aws:Site, gpufleet:baremetal:Site, ...
+
+
+def _cluster_of(plan: Plan, provider_key: str) -> tuple[str, str | None]:
+    """(cluster name, site name) of the Kubernetes provider `provider_key`."""
+    for a in plan.ancestors(provider_key):
+        if a.type.endswith(SITE_SUFFIX):
+            return a.name, a.name
+    return MANAGER, None
+
+
+def _chart(release: PlanResource) -> str:
+    return str(release.inputs.get("chart", "")).rstrip("/").rsplit("/", 1)[-1]
+
+
+def clusters(plan: Plan, releases: dict[str, RenderedRelease]) -> dict[str, ClusterView]:
+    """Every cluster the plan reaches, with its objects (`releases`: rendered Helm releases by logical key)."""
+    objects: dict[str, list[dict[str, Any]]] = {}
+    values: dict[str, dict[str, dict[str, Any]]] = {}
+    sites: dict[str, str | None] = {}
+    for r in plan.resources:
+        if not r.provider or not r.type.startswith("kubernetes:") or plan.get(r.provider).type != K8S_PROVIDER:
+            continue
+        name, site = _cluster_of(plan, r.provider)
+        sites[name] = site
+        bucket = objects.setdefault(name, [])
+        if r.type == HELM_RELEASE:
+            values.setdefault(name, {})[_chart(r)] = dict(r.inputs.get("values") or {})
+            rendered = releases.get(r.key)
+            if rendered is not None and rendered.rendered:
+                namespace = str(r.inputs.get("namespace") or "default")
+                for o in rendered.all_objects():
+                    manifest = dict(o.manifest)
+                    if _namespaced(o.kind):
+                        manifest["metadata"] = {"namespace": namespace, **(manifest.get("metadata") or {})}
+                    bucket.append(manifest)
+        elif isinstance(r.inputs.get("kind"), str):
+            bucket.append(r.inputs)
+    return {name: ClusterView(name, sites[name], tuple(objs), values.get(name, {})) for name, objs in objects.items()}
+
+
+# Cluster-scoped kinds a chart renders (everything else a chart renders lands in the release's namespace, as Helm
+# applies it: https://helm.sh/docs/chart_best_practices/templates/ "namespace").
+_CLUSTER_SCOPED = {
+    "Namespace",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "CustomResourceDefinition",
+    "StorageClass",
+    "CSIDriver",
+    "PriorityClass",
+    "ValidatingWebhookConfiguration",
+    "MutatingWebhookConfiguration",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+    "APIService",
+    "RuntimeClass",
+    "PersistentVolume",
+    "ResourceFlavor",
+    "ClusterQueue",
+    "Cohort",
+    "Topology",
+    "WorkloadPriorityClass",
+    "AdmissionCheck",
+    "MultiKueueCluster",
+    "MultiKueueConfig",
+    "NodeFeatureRule",
+    "NicClusterPolicy",
+    "ClusterPolicy",
+    "DeviceClass",
+}
+
+
+def _namespaced(kind: str) -> bool:
+    return kind not in _CLUSTER_SCOPED
