@@ -1,15 +1,13 @@
 """A workload's journey through an estate: the types every stage shares.
 
-A journey walks one workload, as its user wrote it, through the estate's own objects in the order the real
-systems judge it: the API server serves its kind (`api`), admission lets it in (`admission`), Kueue admits it
-(`queueing`), the scheduler finds nodes for every pod of it at once (`placement`), its volumes bind and mount
-(`storage`) and its traffic is allowed (`network`). The first stage that refuses it blocks it; later stages
-are not walked, as on a real cluster.
+A journey walks one workload, as its user wrote it, through the estate's own objects in the order real systems
+judge it: `api` (the kind is served), `admission`, `queueing` (Kueue), `placement` (the scheduler places every
+pod at once), `storage` (volumes bind and mount) and `network`. The first stage that refuses blocks it; later
+stages are not walked, as on a real cluster.
 
-Each stage is a function `(Walk) -> Stage` in its own module of this package. A stage reads the cluster's
-objects (`ClusterView`: what the plan creates and what its charts render), may rewrite the pod sets the way
-the real system would (LimitRange defaults, the node selectors and tolerations of a Kueue flavor), and says
-what it applied with the upstream file or page it follows (`Cite`).
+Each stage is a function `(Walk) -> Stage` in its own module. It reads the cluster's objects (`ClusterView`),
+may rewrite the pod sets as the real system would (LimitRange defaults, a Kueue flavor's node selectors and
+tolerations), and cites the upstream file or page it follows (`Cite`).
 """
 
 from __future__ import annotations
