@@ -7,6 +7,7 @@ Pure data (no Pulumi); `model.nodes` derives a pool's labels and taints from the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, cast, get_args
 
@@ -59,11 +60,26 @@ DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"  # selects a name
 EFA_LABEL = "vpc.amazonaws.com/efa.present"
 
 
+# EKS managed node groups spell taint effects the AWS API's way (eks CreateNodegroup, Taint.effect).
+AWS_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+
+
 @dataclass(frozen=True)
 class Taint:
+    """A node taint, its effect spelt as Kubernetes spells it."""
+
     key: str
     value: str
     effect: str  # NoSchedule | NoExecute | PreferNoSchedule
+
+    @classmethod
+    def of(cls, taint: Mapping[str, object]) -> Taint:
+        """A taint from a Kubernetes or an EKS node-group taint (`NO_SCHEDULE` read as `NoSchedule`)."""
+        effect = str(taint.get("effect") or "")
+        return cls(str(taint.get("key") or ""), str(taint.get("value") or ""), AWS_EFFECTS.get(effect, effect))
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}:{self.effect}"
 
     def as_k8s(self) -> dict[str, str]:
         return {"key": self.key, "value": self.value, "effect": self.effect}

@@ -39,6 +39,7 @@ from model.conventions import (
     SHARED,
     TENANT_LABEL,
     TENANT_NODE_LABEL,
+    Taint,
 )
 
 MANDATORY = EnforcementLevel.MANDATORY
@@ -296,31 +297,13 @@ def attached_to(resources: Iterable[PolicyResource], target: PolicyResource) -> 
 # ------------------------------------------------------------------------------------------------ nodes
 
 
-@dataclass(frozen=True)
-class Taint:
-    key: str
-    value: str
-    effect: str  # normalised: "noschedule", "noexecute", "prefernoschedule"
-
-    def __str__(self) -> str:
-        return f"{self.key}={self.value}:{self.effect}"
-
-
-def _effect(value: Any) -> str:
-    return str(value or "").replace("_", "").lower()
-
-
 def taints(values: Any) -> list[Taint]:
     """EKS node-group taints (`NO_SCHEDULE`) and Kubernetes taints (`NoSchedule`) in one form."""
-    return [
-        Taint(str(t.get("key", "")), str(t.get("value", "") or ""), _effect(t.get("effect")))
-        for t in as_list(values)
-        if isinstance(t, Mapping)
-    ]
+    return [Taint.of(t) for t in as_list(values) if isinstance(t, Mapping)]
 
 
 def has_taint(found: list[Taint], key: str, value: str, effect: str = "NoSchedule") -> bool:
-    return any(t.key == key and t.value == value and t.effect == _effect(effect) for t in found)
+    return any(t.key == key and t.value == value and t.effect == effect for t in found)
 
 
 @dataclass(frozen=True)
@@ -344,7 +327,7 @@ class NodeView:
     def isolated_tenant(self) -> str | None:
         """The one tenant these nodes are reserved for: a tenant=<id>:NoSchedule taint that agrees with the
         tenant node label when there is one (EKS node groups cannot carry node-restriction labels)."""
-        tainted = {t.value for t in self.taints if t.key == TENANT_LABEL and t.effect == "noschedule"}
+        tainted = {t.value for t in self.taints if t.key == TENANT_LABEL and t.effect == "NoSchedule"}
         if len(tainted) != 1:
             return None
         tenant = tainted.pop()

@@ -232,7 +232,7 @@ def dedicated_pool_isolation(args: ResourceValidationArgs, report: ReportViolati
     if tenant and not has_taint(view.taints, TENANT_LABEL, tenant):
         report(f"pool {view.pool} is dedicated to {tenant} but lacks taint {TENANT_LABEL}={tenant}:NoSchedule", None)
     for t in (t for t in view.taints if t.key == TENANT_LABEL):
-        if t.effect != "noschedule":
+        if t.effect != "NoSchedule":
             report(f"pool {view.pool} tenant taint {t} must have effect NoSchedule", None)
         if tenant is not None and t.value != tenant:
             report(f"pool {view.pool} has taint {t} but its tenant node label is {tenant!r}", None)

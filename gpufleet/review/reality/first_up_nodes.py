@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass
 
 from gpufleet.engine.plan import PlanResource
-from gpufleet.review.reality.scheduling import AWS_EFFECTS, Node, Taint
+from gpufleet.review.reality.scheduling import Node
 from model import kinds
-from model.conventions import NODE_GROUP
+from model.conventions import NODE_GROUP, Taint
 from model.spec import EstateSpec, SystemNodes
 
 NODE_PATCH = "kubernetes:core/v1:NodePatch"
@@ -71,10 +71,7 @@ def plan_node(r: PlanResource) -> Node | None:
         return node_group_node(r)
     if r.type == NODE_PATCH:
         meta = r.inputs.get("metadata") or {}
-        taints = tuple(
-            Taint(str(t.get("key")), str(t.get("value") or ""), str(t.get("effect")))
-            for t in (r.inputs.get("spec") or {}).get("taints") or []
-        )
+        taints = tuple(Taint.of(t) for t in (r.inputs.get("spec") or {}).get("taints") or [])
         labels = {"kubernetes.io/os": "linux", **(meta.get("labels") or {})}
         return Node(r.key, str(meta.get("name")), labels, taints)
     return None
@@ -96,8 +93,5 @@ def node_group_node(r: PlanResource) -> Node:
     }
     if len(types) == 1:
         labels["node.kubernetes.io/instance-type"] = types[0]
-    taints = tuple(
-        Taint(str(t.get("key")), str(t.get("value") or ""), AWS_EFFECTS.get(str(t.get("effect")), str(t.get("effect"))))
-        for t in i.get("taints") or []
-    )
+    taints = tuple(Taint.of(t) for t in i.get("taints") or [])
     return Node(r.key, f"node group {r.name}", labels, taints)

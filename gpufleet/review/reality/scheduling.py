@@ -7,15 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# EKS managed node groups take taint effects in the AWS API's spelling.
-AWS_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
-
-
-@dataclass(frozen=True)
-class Taint:
-    key: str
-    value: str
-    effect: str  # NoSchedule, NoExecute, PreferNoSchedule
+from model.conventions import Taint
 
 
 @dataclass(frozen=True)
