@@ -29,7 +29,7 @@ class Cite:
     """The upstream semantics a stage applied: an upstream file at the pinned tag or a documentation page."""
 
     what: str  # the rule, in a few words
-    where: str  # "kubernetes-sigs/kueue@v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go" or a URL
+    where: str  # an upstream file at the pinned tag (from model/versions.py) or a documentation URL
 
     def to_dict(self) -> dict[str, str]:
         return {"what": self.what, "where": self.where}
