@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import TypeGuard
 
-from model.spec import EstateSpec, InfinibandFabric, RoceFabric
+from model import queues
+from model.efa import efa_interfaces
+from model.spec import AwsNodePool, EfaFabric, EstateSpec, InfinibandFabric, NodePool, RoceFabric, Site
 from model.spec.sites import Fabric
 
 EFA_RESOURCE = "vpc.amazonaws.com/efa"  # the AWS EFA device plugin's resource: pods request one per EFA interface
@@ -47,3 +49,15 @@ def node_device_prefixes(spec: EstateSpec) -> list[str]:
         f"{SRIOV_RESOURCE_PREFIX}/{sriov_resource_name(f)}" for s in spec.sites for f in s.fabrics if uses_sriov(f)
     }
     return [EFA_RESOURCE, f"{RDMA_RESOURCE_PREFIX}/", HUGEPAGES_PREFIX, *sorted(sriov)]
+
+
+def fabric_requests(spec: EstateSpec, site: Site, pool: NodePool) -> dict[str, str]:
+    """Extended resources one pod of a multi-node job on `pool` requests: all of a node's GPUs and the devices of
+    the pool's fabric (one per EFA interface of the instance type; one shared RDMA device)."""
+    out = {queues.gpu_resource_name(site, pool): str(spec.pool_gpus_per_node(pool.name))}
+    fabric = next((f for f in site.fabrics if f.name == pool.fabric), None)
+    if isinstance(fabric, EfaFabric) and isinstance(pool, AwsNodePool):
+        out[EFA_RESOURCE] = str(sum(1 for s in efa_interfaces(pool.instance_type) if s.is_efa))
+    elif isinstance(fabric, InfinibandFabric) and fabric.device_plugin == "rdma-shared":
+        out[f"{RDMA_RESOURCE_PREFIX}/{rdma_shared_resource_name(fabric)}"] = "1"
+    return out

@@ -14,10 +14,8 @@ from typing import Any
 
 from gpufleet.verify import thresholds
 from model import conventions, kinds, nodes, queues, versions
-from model.efa import efa_interfaces
-from model.rdma import EFA_RESOURCE, RDMA_RESOURCE_PREFIX, rdma_shared_resource_name
+from model.rdma import fabric_requests
 from model.spec import (
-    AwsNodePool,
     EfaFabric,
     EstateSpec,
     InfinibandFabric,
@@ -105,18 +103,6 @@ def job_manifest(run: Run, name: str, check: str, pod: dict[str, Any], *, count:
 
 
 # -- fabric: NCCL ---------------------------------------------------------------------------------------------
-def fabric_resources(spec: EstateSpec, site: Site, pool: Pool) -> dict[str, str]:
-    """Extended resources a fabric pod of `pool` requests: its GPUs and the fabric's devices."""
-    gpus = spec.pool_gpus_per_node(pool.name)
-    out = {queues.gpu_resource_name(site, pool): str(gpus)}
-    fabric = next((f for f in site.fabrics if f.name == pool.fabric), None)
-    if isinstance(fabric, EfaFabric) and isinstance(pool, AwsNodePool):
-        out[EFA_RESOURCE] = str(sum(1 for s in efa_interfaces(pool.instance_type) if s.is_efa))
-    elif isinstance(fabric, InfinibandFabric) and fabric.device_plugin == "rdma-shared":
-        out[f"{RDMA_RESOURCE_PREFIX}/{rdma_shared_resource_name(fabric)}"] = "1"
-    return out
-
-
 def nccl_env(spec: EstateSpec, site: Site, pool: Pool) -> dict[str, str]:
     fabric = next((f for f in site.fabrics if f.name == pool.fabric), None)
     env = {"NCCL_DEBUG": "WARN", "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
@@ -191,7 +177,7 @@ def nccl_multi_node_job(
     """`node_count` pods, one per node of `pool` (required anti-affinity), each with all the node's GPUs."""
     gpus = spec.pool_gpus_per_node(pool.name)
     env = nccl_env(spec, site, pool)
-    resources = fabric_resources(spec, site, pool)
+    resources = fabric_requests(spec, site, pool)
     pod = {
         **_placement(pool),
         "subdomain": name,

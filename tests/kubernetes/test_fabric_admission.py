@@ -4,7 +4,7 @@ Kueue v0.19.2 checks each resource a workload requests against its ClusterQueue:
 blocks admission ("resource %s unavailable in ClusterQueue", pkg/scheduler/flavorassigner/flavorassigner.go at
 the pinned tag), unless the Configuration's `resources.excludeResourcePrefixes` drops it from the workload first
 (pkg/workload/workload.go, dropExcludedResources: `strings.HasPrefix(name, prefix)`). The pod's requests are the
-ones `gpufleet verify` submits for a pool's NCCL test (gpufleet.verify.manifests.fabric_resources): its GPUs and
+ones `gpufleet verify` submits for a pool's NCCL test (model.rdma.fabric_requests): its GPUs and
 its fabric's devices, plus CPU and memory.
 """
 
@@ -15,9 +15,8 @@ from typing import Any
 import pytest
 
 from gpufleet.engine.plan import Plan, PlanResource
-from gpufleet.verify.manifests import fabric_resources
 from model.load import parse_estate
-from model.rdma import SRIOV_RESOURCE_PREFIX, sriov_resource_name, uses_sriov
+from model.rdma import SRIOV_RESOURCE_PREFIX, fabric_requests, sriov_resource_name, uses_sriov
 from model.spec import EstateSpec
 from tests.conftest import example_config, write_project
 from tests.hybrid.plan_helpers import kueue_config
@@ -41,7 +40,7 @@ def _gangs(spec: EstateSpec) -> list[tuple[str, str, dict[str, str]]]:
         for pool in site.node_pools:
             if not pool.fabric:
                 continue
-            requests = {**fabric_resources(spec, site, pool), "cpu": "8", "memory": "64Gi"}
+            requests = {**fabric_requests(spec, site, pool), "cpu": "8", "memory": "64Gi"}
             fabric = fabrics[pool.fabric]
             if uses_sriov(fabric):
                 requests[f"{SRIOV_RESOURCE_PREFIX}/{sriov_resource_name(fabric)}"] = "1"
