@@ -1,0 +1,208 @@
+"""The journeys every estate promises, derived from its own pools and tenants, as manifests a user would write.
+
+- Every training pool with a fabric: a gang of one pod per node across the pool's nodes, each asking for all the
+  node's GPUs and the fabric's devices, through each tenant allowed on the pool.
+- Every inference pool: a Deployment of one GPU through each tenant allowed on it.
+- Every MIG or time-sliced pool: a notebook (a one-replica StatefulSet, as Kubeflow Notebooks run one) of each
+  tenant that shares it.
+- Every untrusted tenant: what it must be refused (time-sliced GPUs, another tenant's pool, the whole file
+  system), each expected `blocked`.
+
+The manifests carry only what a user writes: the tenant's queue label, resource requests and the security
+context its namespace's Pod Security level asks for. No gpufleet taint or label, except where a refusal is the
+point (selecting a pool that is not the tenant's is what the estate must refuse).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gpufleet.review.reality.journeys.core import QUEUE_LABEL, Verdict
+from model import conventions, queues, rdma, versions
+from model.spec import BaremetalSite, EstateSpec, NodePool, Site, Tenant
+from model.spec.baremetal import NfsTier
+from model.spec.burst import BurstWindow
+
+
+@dataclass(frozen=True)
+class Canonical:
+    """One promised journey: what it proves, what the estate should answer, and the manifest a user submits."""
+
+    title: str
+    expected: Verdict
+    manifest: dict[str, Any]
+
+
+def _security(*, ipc_lock: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Pod and container security contexts a user writes to pass the namespace's Pod Security level
+    (https://kubernetes.io/docs/concepts/security/pod-security-standards/): restricted wants non-root, the
+    RuntimeDefault seccomp profile, no privilege escalation and ALL capabilities dropped."""
+    pod: dict[str, Any] = {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}}
+    container: dict[str, Any] = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    if ipc_lock:  # RDMA pins memory: an RDMA namespace admits IPC_LOCK on top of the baseline
+        container["capabilities"]["add"] = ["IPC_LOCK"]
+    return pod, container
+
+
+def _container(name: str, image: str, limits: dict[str, str], security: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "image": image,
+        "command": ["sleep", "3600"],
+        "resources": {"limits": dict(limits)},
+        "securityContext": security,
+    }
+
+
+def _meta(name: str, tenant: Tenant) -> dict[str, Any]:
+    return {"name": name, "namespace": tenant.name, "labels": {QUEUE_LABEL: tenant.name}}
+
+
+def _pool_nodes(spec: EstateSpec, pool: NodePool) -> int:
+    return max(1, spec.pool_gpu_capacity(pool.name) // max(1, spec.pool_gpus_per_node(pool.name)))
+
+
+def _allowed(spec: EstateSpec, site: Site, pool: NodePool) -> list[Tenant]:
+    """Tenants whose ClusterQueue lists the pool (burst pools: tenants that may burst)."""
+    if queues.is_burst(pool):
+        return [t for t in spec.tenants if t.burst and t.trust == "trusted"]
+    return [
+        t
+        for t in queues.tenants_on_site(spec, site)
+        if pool in queues.tenant_flavors(site, t) and t.gpu_quota.get(pool.name)
+    ]
+
+
+def fabric_gang(spec: EstateSpec, site: Site, pool: NodePool, tenant: Tenant, expected: Verdict) -> Canonical:
+    nodes = _pool_nodes(spec, pool)
+    limits = rdma.fabric_requests(spec, site, pool)
+    ib = any(k.startswith(rdma.RDMA_RESOURCE_PREFIX + "/") for k in limits)
+    pod_sc, container_sc = _security(ipc_lock=ib)
+    image = (versions.NCCL_TESTS_IB if ib else versions.NCCL_TESTS_EFA).reference
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": _meta(f"gang-{pool.name}", tenant),
+        "spec": {
+            "completionMode": "Indexed",
+            "parallelism": nodes,
+            "completions": nodes,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "securityContext": pod_sc,
+                    "containers": [_container("trainer", image, limits, container_sc)],
+                }
+            },
+        },
+    }
+    title = f"{tenant.name}: a {nodes}-node gang on {pool.name} with its fabric ({pool.fabric})"
+    return Canonical(title, expected, job)
+
+
+def _unit(site: Site, pool: NodePool) -> dict[str, str]:
+    return {queues.gpu_resource_name(site, pool): "1"}
+
+
+def inference(site: Site, pool: NodePool, tenant: Tenant) -> Canonical:
+    pod_sc, container_sc = _security()
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _meta(f"serve-{pool.name}", tenant),
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": f"serve-{pool.name}"}},
+            "template": {
+                "metadata": {"labels": {"app": f"serve-{pool.name}", QUEUE_LABEL: tenant.name}},
+                "spec": {
+                    "securityContext": pod_sc,
+                    "containers": [_container("server", versions.BUSYBOX.reference, _unit(site, pool), container_sc)],
+                },
+            },
+        },
+    }
+    return Canonical(f"{tenant.name}: a Deployment on inference pool {pool.name}", "runs", deployment)
+
+
+def notebook(site: Site, pool: NodePool, tenant: Tenant, expected: Verdict, why: str = "") -> Canonical:
+    pod_sc, container_sc = _security()
+    name = f"notebook-{pool.name}"
+    template_spec: dict[str, Any] = {
+        "securityContext": pod_sc,
+        "containers": [_container("notebook", versions.BUSYBOX.reference, _unit(site, pool), container_sc)],
+    }
+    if expected == "blocked":  # the refusal is of the pool itself: the user asks for it by name
+        template_spec["nodeSelector"] = {conventions.POOL_LABEL: pool.name}
+    sts = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": _meta(name, tenant),
+        "spec": {
+            "replicas": 1,
+            "serviceName": name,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name, QUEUE_LABEL: tenant.name}}, "spec": template_spec},
+        },
+    }
+    title = why or f"{tenant.name}: a notebook on shared pool {pool.name} ({pool.sharing.mode})"
+    return Canonical(title, expected, sts)
+
+
+def whole_file_system(site: BaremetalSite, tenant: Tenant) -> Canonical | None:
+    """An inline NFS volume of the site's shared export root: the tenant's own subdirectory is all it may mount."""
+    nfs = next((t for t in site.storage if isinstance(t, NfsTier)), None)
+    if nfs is None:
+        return None
+    pod_sc, container_sc = _security()
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": _meta("whole-export", tenant),
+        "spec": {
+            "securityContext": pod_sc,
+            "containers": [
+                {
+                    **_container("reader", versions.BUSYBOX.reference, {}, container_sc),
+                    "volumeMounts": [{"name": "all", "mountPath": "/all"}],
+                }
+            ],
+            "volumes": [{"name": "all", "nfs": {"server": str(nfs.server), "path": nfs.path}}],
+        },
+    }
+    return Canonical(f"{tenant.name} (untrusted): mounting the whole NFS export is refused", "blocked", pod)
+
+
+def canonical(spec: EstateSpec, window: BurstWindow | None = None) -> list[Canonical]:
+    """Every journey the estate promises, in a stable order (site, pool, tenant)."""
+    out: list[Canonical] = []
+    for site in spec.sites:
+        for pool in site.node_pools:
+            tenants = _allowed(spec, site, pool)
+            if pool.role == "training" and pool.fabric:
+                expected: Verdict = "blocked" if queues.is_burst(pool) and window is None else "runs"
+                out += [fabric_gang(spec, site, pool, t, expected) for t in tenants]
+            if pool.role == "inference":
+                out += [inference(site, pool, t) for t in tenants]
+            if pool.sharing.mode in ("mig", "time-slicing"):
+                out += [notebook(site, pool, t, "runs") for t in tenants]
+        for tenant in (t for t in queues.tenants_on_site(spec, site) if t.trust == "untrusted"):
+            out += _refusals(spec, site, tenant)
+    return out
+
+
+def _refusals(spec: EstateSpec, site: Site, tenant: Tenant) -> list[Canonical]:
+    out: list[Canonical] = []
+    for pool in site.node_pools:
+        if pool.sharing.mode == "time-slicing":
+            why = f"{tenant.name} (untrusted): time-sliced GPUs on {pool.name} are refused"
+            out.append(notebook(site, pool, tenant, "blocked", why))
+        elif pool.dedicated_to not in (None, tenant.name):
+            why = f"{tenant.name} (untrusted): {pool.dedicated_to}'s pool {pool.name} is refused"
+            out.append(notebook(site, pool, tenant, "blocked", why))
+    if isinstance(site, BaremetalSite):
+        whole = whole_file_system(site, tenant)
+        if whole is not None:
+            out.append(whole)
+    return out

@@ -1,0 +1,41 @@
+"""The journeys an estate promises, derived from its pools and tenants (the walk is tested with the stages)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpufleet.review.reality.journeys.canonical import canonical
+from model.load import read_stack
+
+ROOT = Path(__file__).resolve().parents[4]
+
+
+def _canonical(stack: str) -> list:
+    spec, window, _ = read_stack(ROOT, stack).contents()
+    return canonical(spec, window)
+
+
+def test_a_p5_gang_asks_for_every_gpu_and_efa_interface_of_each_node_through_each_tenant() -> None:
+    gangs = [c for c in _canonical("aws-train") if c.manifest["kind"] == "Job"]
+    assert {c.manifest["metadata"]["namespace"] for c in gangs} == {"research", "product"}
+    job = gangs[0].manifest
+    assert job["spec"]["parallelism"] == job["spec"]["completions"] == 4  # the h100 pool's max: 4 x p5.48xlarge
+    limits = job["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    # p5.48xlarge: 8 H100s and 32 EFA interfaces (the catalog's network-card layout).
+    assert limits == {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}
+    assert job["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": job["metadata"]["namespace"]}
+
+
+def test_an_infiniband_gang_asks_for_the_shared_rdma_device_and_ipc_lock() -> None:
+    gang = next(c for c in _canonical("onprem") if c.manifest["kind"] == "Job")
+    container = gang.manifest["spec"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": "8", "rdma/shared_ib": "1"}
+    assert container["securityContext"]["capabilities"]["add"] == ["IPC_LOCK"]
+    assert gang.manifest["spec"]["parallelism"] == 6
+
+
+def test_a_burst_gang_is_expected_to_wait_without_a_window_and_every_other_to_run() -> None:
+    journeys = _canonical("hybrid")
+    burst = [c for c in journeys if "burst-h100" in c.title]
+    assert burst and all(c.expected == "blocked" for c in burst)
+    assert all(c.expected == "runs" for c in journeys if c not in burst)
