@@ -1,16 +1,13 @@
 """The journeys every estate promises, derived from its own pools and tenants, as manifests a user would write.
 
-- Every training pool with a fabric: a gang of one pod per node across the pool's nodes, each asking for all the
-  node's GPUs and the fabric's devices, through each tenant allowed on the pool.
-- Every inference pool: a Deployment of one GPU through each tenant allowed on it.
-- Every MIG or time-sliced pool: a notebook (a one-replica StatefulSet, as Kubeflow Notebooks run one) of each
-  tenant that shares it.
-- Every untrusted tenant: what it must be refused (time-sliced GPUs, another tenant's pool, the whole file
-  system), each expected `blocked`.
+- Each training pool with a fabric: a gang of one pod per node, each asking for all the node's GPUs and the
+  fabric's devices, through each tenant allowed on the pool.
+- Each inference pool: a one-GPU Deployment per tenant allowed on it.
+- Each MIG or time-sliced pool: a notebook (a one-replica StatefulSet, as Kubeflow Notebooks run) per tenant.
+- Each untrusted tenant: what it must be refused (time-sliced GPUs, another tenant's pool, the whole file system).
 
-The manifests carry only what a user writes: the tenant's queue label, resource requests and the security
-context its namespace's Pod Security level asks for. No gpufleet taint or label, except where a refusal is the
-point (selecting a pool that is not the tenant's is what the estate must refuse).
+Manifests carry only what a user writes: the queue label, resource requests and the security context Pod
+Security asks for. A refusal may name a pool, since asking for what is not yours is the point.
 """
 
 from __future__ import annotations
