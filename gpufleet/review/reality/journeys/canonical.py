@@ -3,7 +3,8 @@
 - Each training pool with a fabric: a gang of one pod per node, each asking for all the node's GPUs and the
   fabric's devices, through each tenant allowed on the pool.
 - Each inference pool: a one-GPU Deployment per tenant allowed on it.
-- Each MIG or time-sliced pool: a notebook (a one-replica StatefulSet, as Kubeflow Notebooks run) per tenant.
+- Each MIG, time-sliced or interactive pool: a notebook (a one-replica StatefulSet, as Kubeflow Notebooks run)
+  per tenant.
 - Each untrusted tenant: what it must be refused (time-sliced GPUs, another tenant's pool, the whole file system).
 
 Manifests carry only what a user writes: the queue label, resource requests and the security context Pod
@@ -56,8 +57,14 @@ def _meta(name: str, tenant: Tenant) -> dict[str, Any]:
     return {"name": name, "namespace": tenant.name, "labels": {QUEUE_LABEL: tenant.name}}
 
 
-def _pool_nodes(spec: EstateSpec, pool: NodePool) -> int:
-    return max(1, spec.pool_gpu_capacity(pool.name) // max(1, spec.pool_gpus_per_node(pool.name)))
+def _gang_nodes(spec: EstateSpec, pool: NodePool, tenant: Tenant) -> int:
+    """The pool's nodes, or as many whole nodes as the tenant's GPU quota there allows at once (nominal plus
+    borrowing, as queues.gpu_quota_ceiling counts it), whichever is fewer."""
+    per_node = max(1, spec.pool_gpus_per_node(pool.name))
+    pool_nodes = spec.pool_gpu_capacity(pool.name) // per_node
+    if queues.is_burst(pool):
+        return pool_nodes
+    return min(pool_nodes, (tenant.gpu_quota.get(pool.name, 0) + tenant.borrowing_limit) // per_node)
 
 
 def _allowed(spec: EstateSpec, site: Site, pool: NodePool) -> list[Tenant]:
@@ -71,8 +78,14 @@ def _allowed(spec: EstateSpec, site: Site, pool: NodePool) -> list[Tenant]:
     ]
 
 
+def _select(pool: NodePool) -> dict[str, str]:
+    """How a user picks a pool: its pool label, which Kueue matches against the flavors' node labels
+    (docs/journeys.md): a job that needs a fabric or a pool's GPUs names the pool."""
+    return {conventions.POOL_LABEL: pool.name}
+
+
 def fabric_gang(spec: EstateSpec, site: Site, pool: NodePool, tenant: Tenant, expected: Verdict) -> Canonical:
-    nodes = _pool_nodes(spec, pool)
+    nodes = _gang_nodes(spec, pool, tenant)
     limits = rdma.fabric_requests(spec, site, pool)
     ib = any(k.startswith(rdma.RDMA_RESOURCE_PREFIX + "/") for k in limits)
     pod_sc, container_sc = _security(ipc_lock=ib)
@@ -88,6 +101,7 @@ def fabric_gang(spec: EstateSpec, site: Site, pool: NodePool, tenant: Tenant, ex
             "template": {
                 "spec": {
                     "restartPolicy": "Never",
+                    "nodeSelector": _select(pool),
                     "securityContext": pod_sc,
                     "containers": [_container("trainer", image, limits, container_sc)],
                 }
@@ -114,6 +128,7 @@ def inference(site: Site, pool: NodePool, tenant: Tenant) -> Canonical:
             "template": {
                 "metadata": {"labels": {"app": f"serve-{pool.name}", QUEUE_LABEL: tenant.name}},
                 "spec": {
+                    "nodeSelector": _select(pool),
                     "securityContext": pod_sc,
                     "containers": [_container("server", versions.BUSYBOX.reference, _unit(site, pool), container_sc)],
                 },
@@ -127,11 +142,10 @@ def notebook(site: Site, pool: NodePool, tenant: Tenant, expected: Verdict, why:
     pod_sc, container_sc = _security()
     name = f"notebook-{pool.name}"
     template_spec: dict[str, Any] = {
+        "nodeSelector": _select(pool),
         "securityContext": pod_sc,
         "containers": [_container("notebook", versions.BUSYBOX.reference, _unit(site, pool), container_sc)],
     }
-    if expected == "blocked":  # the refusal is of the pool itself: the user asks for it by name
-        template_spec["nodeSelector"] = {conventions.POOL_LABEL: pool.name}
     sts = {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
@@ -143,7 +157,7 @@ def notebook(site: Site, pool: NodePool, tenant: Tenant, expected: Verdict, why:
             "template": {"metadata": {"labels": {"app": name, QUEUE_LABEL: tenant.name}}, "spec": template_spec},
         },
     }
-    title = why or f"{tenant.name}: a notebook on shared pool {pool.name} ({pool.sharing.mode})"
+    title = why or f"{tenant.name}: a notebook on {pool.role} pool {pool.name} ({pool.sharing.mode} GPUs)"
     return Canonical(title, expected, sts)
 
 
@@ -178,11 +192,12 @@ def canonical(spec: EstateSpec, window: BurstWindow | None = None) -> list[Canon
         for pool in site.node_pools:
             tenants = _allowed(spec, site, pool)
             if pool.role == "training" and pool.fabric:
+                # A fabric job pins memory: only tenants whose namespace admits it (`rdma: true`) run one.
                 expected: Verdict = "blocked" if queues.is_burst(pool) and window is None else "runs"
-                out += [fabric_gang(spec, site, pool, t, expected) for t in tenants]
+                out += [fabric_gang(spec, site, pool, t, expected) for t in tenants if t.rdma]
             if pool.role == "inference":
                 out += [inference(site, pool, t) for t in tenants]
-            if pool.sharing.mode in ("mig", "time-slicing"):
+            if pool.sharing.mode in ("mig", "time-slicing") or pool.role == "interactive":
                 out += [notebook(site, pool, t, "runs") for t in tenants]
         for tenant in (t for t in queues.tenants_on_site(spec, site) if t.trust == "untrusted"):
             out += _refusals(spec, site, tenant)
@@ -195,8 +210,11 @@ def _refusals(spec: EstateSpec, site: Site, tenant: Tenant) -> list[Canonical]:
         if pool.sharing.mode == "time-slicing":
             why = f"{tenant.name} (untrusted): time-sliced GPUs on {pool.name} are refused"
             out.append(notebook(site, pool, tenant, "blocked", why))
-        elif pool.dedicated_to not in (None, tenant.name):
-            why = f"{tenant.name} (untrusted): {pool.dedicated_to}'s pool {pool.name} is refused"
+        elif pool.dedicated_to != tenant.name and not queues.is_burst(pool):
+            whose = f"{pool.dedicated_to}'s pool" if pool.dedicated_to else "shared pool"
+            why = (
+                f"{tenant.name} (untrusted): {whose} {pool.name} is refused (untrusted tenants run on their own nodes)"
+            )
             out.append(notebook(site, pool, tenant, "blocked", why))
     if isinstance(site, BaremetalSite):
         whole = whole_file_system(site, tenant)
