@@ -205,3 +205,35 @@ def test_hybrid_the_cloud_burst_queue_admits_nothing_without_a_window(estate: Ca
     result = queueing.judge(Walk(w, e.clusters["cloud"], e.clusters, e.spec), e.clusters["cloud"], list(w.pod_sets))
     assert isinstance(result, queueing.Stage) and not result.ok
     assert "stopPolicy HoldAndDrain" in result.detail and result.blocker == "ClusterQueue/research"
+
+
+def test_an_admission_policy_refuses_a_pod_tolerating_another_tenants_nodes(estate: Callable[[str], Estate]) -> None:
+    spec = copy.deepcopy(RESTRICTED_POD_SPEC)
+    spec["tolerations"] = [{"key": "tenant", "operator": "Equal", "value": "agents", "effect": "NoSchedule"}]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sneak", "namespace": "product"}, "spec": spec}
+    (j,) = estate("aws-train").walk(pod)
+    stop = j.blocked_at
+    assert stop is not None and stop.name == "admission"
+    assert stop.blocker == "ValidatingAdmissionPolicy/gpufleet-tenant-tolerations"
+
+
+def test_limit_range_defaults_reach_kueue(estate: Callable[[str], Estate]) -> None:
+    from gpufleet.review.reality.journeys import admission
+    from gpufleet.review.reality.journeys.core import Walk
+    from gpufleet.review.reality.journeys.workloads import workload
+
+    e = estate("aws-train")
+    state = Walk(
+        workload(job("product", "product", 1, {"nvidia.com/gpu": 1}), "t"), e.clusters["use1"], e.clusters, e.spec
+    )
+    assert admission.check(state).ok
+    resources = state.pod_sets[0].spec["containers"][0]["resources"]
+    assert resources["requests"] == {"nvidia.com/gpu": 1, "cpu": "1", "memory": "4Gi"}  # tenant-limits defaults
+    assert resources["limits"] == {"nvidia.com/gpu": 1, "cpu": "4", "memory": "16Gi"}
+
+
+def test_outside_kueues_namespaces_a_job_without_a_queue_is_not_queued(estate: Callable[[str], Estate]) -> None:
+    doc = job("default", "x", 1, {"cpu": 1})
+    del doc["metadata"]["labels"]
+    (j,) = estate("aws-train").walk(doc)
+    assert j.verdict == "runs" and "not queued" in j.stages[2].detail and "bypasses quota" in j.stages[2].detail
