@@ -18,7 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from gpufleet.review.reality.journeys import admission, kueue
-from gpufleet.review.reality.journeys.core import QUEUE_LABEL, Cite, ClusterView, PodSet, Stage, Walk, ref
+from gpufleet.review.reality.journeys.core import QUEUE_LABEL, Cite, ClusterView, PodSet, Stage, Walk
 from gpufleet.review.reality.journeys.resources import Amounts, matches, namespace_labels, pod_requests, quantity, show
 from model import nodes
 
@@ -291,8 +291,8 @@ def _dispatch(walk: Walk, check: dict[str, Any], admitted: Admitted) -> Stage:
             continue
         if isinstance(result, Stage):
             walk.cluster, walk.pod_sets = worker, pod_sets
-        why = "first in order" if not tried else "after " + "; ".join(tried)
-        return Stage("queueing", True, f"{admitted.detail} on the manager; MultiKueueConfig {ref(config or {})} "
+        why = "first in order: its admission and quota fit" if not tried else "after " + "; ".join(tried)
+        return Stage("queueing", True, f"{admitted.detail} on the manager; MultiKueueConfig {params.get('name')} "
                      f"dispatches it to {name} ({why}): {result.detail}", cites=(DISPATCH, ASSIGNER, INJECT))  # fmt: skip
     return _blocked(f"{admitted.detail} on the manager, but no worker of MultiKueueConfig "
                     f"{params.get('name')} ({', '.join(names) or 'none'}) admits it: {'; '.join(tried)}",

@@ -183,7 +183,7 @@ def test_hybrid_an_rdma_gang_is_dispatched_to_onprem_first(estate: Callable[[str
     limits = {"nvidia.com/gpu": 8, "rdma/rdma_shared_device_a": 1}
     (j,) = estate("hybrid").walk(job("research", "research", 2, limits))
     assert j.verdict == "runs", j.to_dict()
-    assert "dispatches it to onprem (first in order)" in j.stages[2].detail
+    assert "dispatches it to onprem (first in order: its admission and quota fit)" in j.stages[2].detail
 
 
 def test_hybrid_a_gang_no_worker_admits_names_every_worker_tried(estate: Callable[[str], Estate]) -> None:
