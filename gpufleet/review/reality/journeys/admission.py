@@ -7,11 +7,11 @@ In the order the API server runs them on CREATE:
 - the namespace's Pod Security level admits the pod spec (pod_security.py);
 - ResourceQuota: the workload's total at once fits every `hard` (compute requests and limits, extended
   resources, object counts, claims per storage class: https://kubernetes.io/docs/concepts/policy/resource-quotas/);
-- every ValidatingAdmissionPolicy binding with Deny (policies.py).
+- every ValidatingAdmissionPolicy binding with Deny (policies.py), on the workload object and on its pods.
 
 On the MultiKueue manager only the object is created; its pods are admitted on the worker the dispatch picks,
 which `queueing` judges with `pods` here. Pods Kueue creates after admitting a job are judged by the policies
-once Kueue has set their flavor (`queueing` calls `policies_after_kueue`).
+once Kueue has set their flavor (`queueing` calls `policy_refusal`).
 """
 
 from __future__ import annotations
@@ -171,6 +171,23 @@ def gated_by_kueue(walk: Walk, cluster: ClusterView, ns_labels: dict[str, str]) 
     return kueue.framework(walk.workload) in kueue.POD_BASED
 
 
+def object_refusal(walk: Walk, cluster: ClusterView) -> Stage | None:
+    """The first ValidatingAdmissionPolicy refusal of the workload object itself (a policy on jobs, say)."""
+    w = walk.workload
+    if w.kind == "Pod":  # a bare pod is judged as a pod, with what Kueue adds (policy_refusal)
+        return None
+    ns = namespace_of(cluster, w.namespace)
+    obj = {**w.manifest, "metadata": {**(w.manifest.get("metadata") or {}), "namespace": w.namespace}}
+    resource = PLURALS.get(w.kind, w.kind.lower() + "s")
+    refusals, notes = evaluate(cluster, obj, resource, ns, namespace_labels(ns, w.namespace))
+    walk.notes.extend(notes)
+    if not refusals:
+        return None
+    r = refusals[0]
+    return _stage(False, f"{w.kind} {w.name}: {r.message}", r.policy, f"change the {w.kind} so that {r.policy} admits it",
+                  Cite("ValidatingAdmissionPolicy", VAP_URL))  # fmt: skip
+
+
 def policy_refusal(walk: Walk, cluster: ClusterView, pod_sets: list[PodSet], gate: bool = False) -> Stage | None:
     """The first ValidatingAdmissionPolicy refusal of the pods (with Kueue's scheduling gate when `gate`)."""
     ns = namespace_of(cluster, walk.workload.namespace)
@@ -197,6 +214,8 @@ def pods(walk: Walk, cluster: ClusterView, pod_sets: list[PodSet]) -> Stage:
         return _stage(False, f"namespace {w.namespace} does not exist on cluster {cluster.name}", f"Namespace/{w.namespace}",
                       "submit it in a tenant's namespace (--tenant, or metadata.namespace)")  # fmt: skip
     labels = namespace_labels(ns, w.namespace)
+    if refusal := object_refusal(walk, cluster):
+        return refusal
     limit_ranges = cluster.in_namespace("LimitRange", w.namespace)
     for ps in pod_sets:
         for c in ps.containers():
@@ -232,5 +251,7 @@ def check(walk: Walk) -> Stage:
     if ns is None:
         return _stage(False, f"namespace {w.namespace} does not exist on the MultiKueue manager",
                       f"Namespace/{w.namespace}", "submit it in a tenant's namespace (--tenant)")  # fmt: skip
+    if refusal := object_refusal(walk, cluster):
+        return refusal
     return _stage(True, f"namespace {w.namespace} exists on the MultiKueue manager; its pods are admitted on the "
                   "worker the dispatch picks (queueing)")  # fmt: skip

@@ -12,12 +12,13 @@ apis/config/v1beta2/configuration_types.go (managedJobsNamespaceSelector):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import yaml
 
 from gpufleet.review.reality.journeys.core import Cite, ClusterView, Workload
-from gpufleet.review.reality.journeys.resources import matches
+from gpufleet.review.reality.journeys.resources import Amounts, matches, quantity
 from model.versions import KUEUE
 
 TAG = f"kubernetes-sigs/kueue@v{KUEUE.version}"
@@ -59,6 +60,28 @@ class Config:
     def excluded(self, resource: str) -> bool:
         """Kueue ignores a resource matching `resources.excludeResourcePrefixes` (configuration_types.go)."""
         return any(resource.startswith(p) for p in self.exclude_prefixes)
+
+    def effective(self, requests: Amounts) -> Amounts:
+        """A pod's requests as Kueue's quota sees them: excluded prefixes dropped, then `resources.transformations`
+        applied (pkg/workload/workload.go, dropExcludedResources and applyResourceTransformations): each input's
+        outputs are its amount (times `multiplyBy`'s) per unit, summed, never below zero; Replace drops the input."""
+        kept = {r: v for r, v in requests.items() if not self.excluded(r)}
+        rules = {str(t.get("input")): t for t in self.transformations}
+        retained: Amounts = {}
+        generated: Amounts = {}
+        for r, v in kept.items():
+            rule = rules.get(r)
+            if rule is None:
+                retained[r] = v
+                continue
+            base = v * kept[rule["multiplyBy"]] if rule.get("multiplyBy") in kept else v
+            for out, factor in (rule.get("outputs") or {}).items():
+                generated[out] = generated.get(out, Decimal(0)) + base * quantity(factor)
+            if rule.get("strategy", "Retain") == "Retain":
+                retained[r] = v
+        for r, v in generated.items():
+            retained[r] = retained.get(r, Decimal(0)) + max(v, Decimal(0))
+        return retained
 
 
 # Kueue's defaults where the Configuration leaves a field out (apis/config/v1beta2/defaults.go).

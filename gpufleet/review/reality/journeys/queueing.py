@@ -3,7 +3,7 @@
 - Managed or not, and the queue: kueue.py. Without a queue name a managed workload goes to the LocalQueue
   `default` of its namespace (pkg/controller/jobframework/defaults.go).
 - LocalQueue -> ClusterQueue: it exists, is not stopped, and its namespaceSelector matches (null matches nothing).
-- Every requested resource is covered, unless `resources.excludeResourcePrefixes` drops it.
+- Every requested resource is covered, after Kueue drops excluded prefixes and applies transformations.
 - Flavors in order: nodeLabels against the pod's nodeSelector, nodeTaints against its tolerations, then the
   whole workload against nominal quota plus what the cohort may lend (the estate idle).
 - A topology request needs a flavor whose Topology has the level.
@@ -35,7 +35,12 @@ INJECT = Cite("flavor nodeLabels and tolerations injected into the pods", f"{TAG
 DISPATCH = Cite(
     "MultiKueue: clusters of the MultiKueueConfig in order", f"{TAG} site/content/en/docs/concepts/multikueue.md"
 )
-TOPOLOGY_ANNOTATIONS = ("kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology")
+# Kueue's topology request annotations (apis/kueue/v1beta1/topology_types.go): required, preferred, unconstrained.
+TOPOLOGY_ANNOTATIONS = (
+    "kueue.x-k8s.io/podset-required-topology",
+    "kueue.x-k8s.io/podset-preferred-topology",
+    "kueue.x-k8s.io/podset-unconstrained-topology",
+)
 UNLIMITED = Decimal("Infinity")
 
 
@@ -98,29 +103,54 @@ def _tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool
     return False
 
 
-def _flavor_mismatch(ps: PodSet, rf: dict[str, Any], cluster: ClusterView) -> str:
-    """Why a flavor cannot take the pod set apart from quota; empty when it can."""
+def _tas_only(cq: dict[str, Any], cluster: ClusterView) -> bool:
+    """Every flavor of the ClusterQueue has a Topology: Kueue then implies a topology request for every pod set."""
+    names = [f.get("name") for g in (cq.get("spec") or {}).get("resourceGroups") or [] for f in g.get("flavors") or []]
+    flavors = [cluster.get("ResourceFlavor", str(n)) for n in names]
+    return bool(flavors) and all(f is not None and (f.get("spec") or {}).get("topologyName") for f in flavors)
+
+
+def _tas_mismatch(ps: PodSet, rf: dict[str, Any], cluster: ClusterView, tas_only: bool) -> str:
+    """Kueue's TAS match of a pod set and a flavor (pkg/scheduler/flavorassigner/tas_flavorassigner.go,
+    checkPodSetAndFlavorMatchForTAS); empty when they match."""
+    name = rf["metadata"]["name"]
+    topology_name = (rf.get("spec") or {}).get("topologyName")
+    explicit = any(a in ps.annotations for a in TOPOLOGY_ANNOTATIONS)
+    if not explicit and not tas_only:
+        return f'Flavor "{name}" supports only TopologyAwareScheduling' if topology_name else ""
+    if not explicit:
+        return ""  # a TAS-only ClusterQueue: every flavor matches
+    if not topology_name:
+        return f'Flavor "{name}" does not support TopologyAwareScheduling'
+    topology = cluster.get("Topology", str(topology_name))
+    if topology is None:
+        return f'Flavor "{name}" information missing in TAS cache (no Topology {topology_name})'
+    level = next((ps.annotations[a] for a in TOPOLOGY_ANNOTATIONS[:2] if a in ps.annotations), None)
+    levels = [lv.get("nodeLabel") for lv in (topology.get("spec") or {}).get("levels") or []]
+    if level is not None and level not in levels:
+        return f'Flavor "{name}" does not contain the requested level {level}'
+    return ""
+
+
+def _flavor_mismatch(ps: PodSet, rf: dict[str, Any], cluster: ClusterView, tas_only: bool) -> str:
+    """Why a flavor cannot take the pod set apart from quota; empty when it can (flavorassigner.go,
+    checkFlavorForPodSets: TAS, then taints against the pod's and the flavor's tolerations, then node labels)."""
     name = rf["metadata"]["name"]
     spec = rf.get("spec") or {}
+    if why := _tas_mismatch(ps, rf, cluster, tas_only):
+        return why
+    tolerations = [*(ps.spec.get("tolerations") or []), *(spec.get("tolerations") or [])]
+    for taint in spec.get("nodeTaints") or []:
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(tolerations, taint):
+            return f"untolerated taint {taint.get('key')}={taint.get('value', '')} in flavor {name}"
     labels, selector = spec.get("nodeLabels") or {}, ps.spec.get("nodeSelector") or {}
     if any(k in selector and selector[k] != v for k, v in labels.items()):
         return f"flavor {name} doesn't match node affinity (nodeSelector)"
-    for taint in spec.get("nodeTaints") or []:
-        if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(
-            ps.spec.get("tolerations") or [], taint
-        ):
-            return f"untolerated taint {taint.get('key')}={taint.get('value', '')} in flavor {name}"
-    level = next((ps.annotations[a] for a in TOPOLOGY_ANNOTATIONS if a in ps.annotations), None)
-    if level is not None:
-        topology = cluster.get("Topology", str(spec.get("topologyName") or ""))
-        levels = [lv.get("nodeLabel") for lv in ((topology or {}).get("spec") or {}).get("levels") or []]
-        if level not in levels:
-            return f"flavor {name} has no Topology with level {level}"
     return ""
 
 
 def _requests(ps: PodSet, cfg: kueue.Config) -> Amounts:
-    return {r: v for r, v in pod_requests(ps.spec).items() if not cfg.excluded(r)}
+    return cfg.effective(pod_requests(ps.spec))
 
 
 def _assign(cluster: ClusterView, cq: dict[str, Any], pod_sets: list[PodSet], cfg: kueue.Config) -> Admitted | Stage:
@@ -136,6 +166,7 @@ def _assign(cluster: ClusterView, cq: dict[str, Any], pod_sets: list[PodSet], cf
                     f"cover {r} in ClusterQueue {cq_name}, or leave it to the scheduler with Kueue's "
                     f"resources.excludeResourcePrefixes (now: {', '.join(cfg.exclude_prefixes) or 'none'})",
                     ASSIGNER, EXCLUDE)  # fmt: skip
+    tas_only = _tas_only(cq, cluster)
     used: dict[tuple[str, str], Decimal] = {}
     chosen: dict[str, dict[str, Any]] = {}
     notes: list[str] = []
@@ -151,7 +182,7 @@ def _assign(cluster: ClusterView, cq: dict[str, Any], pod_sets: list[PodSet], cf
                 if rf is None:
                     reasons.append(f"flavor {f.get('name')} not found")
                     continue
-                if why := _flavor_mismatch(ps, rf, cluster):
+                if why := _flavor_mismatch(ps, rf, cluster, tas_only):
                     reasons.append(why)
                     continue
                 short, borrows = [], []

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from gpufleet.review.reality.journeys.core import ClusterView
+from gpufleet.review.reality.journeys.core import ClusterView, Stage
 from gpufleet.review.reality.journeys.walk import walk
 from gpufleet.review.reality.journeys.workloads import read
 from tests.review.reality.journeys.conftest import MANIFESTS, Estate
@@ -203,7 +203,7 @@ def test_hybrid_the_cloud_burst_queue_admits_nothing_without_a_window(estate: Ca
     e = estate("hybrid")
     w = workload(job("research", "research", 1, {"nvidia.com/gpu": 8}), "test")
     result = queueing.judge(Walk(w, e.clusters["cloud"], e.clusters, e.spec), e.clusters["cloud"], list(w.pod_sets))
-    assert isinstance(result, queueing.Stage) and not result.ok
+    assert isinstance(result, Stage) and not result.ok
     assert "stopPolicy HoldAndDrain" in result.detail and result.blocker == "ClusterQueue/research"
 
 
@@ -237,3 +237,76 @@ def test_outside_kueues_namespaces_a_job_without_a_queue_is_not_queued(estate: C
     del doc["metadata"]["labels"]
     (j,) = estate("aws-train").walk(doc)
     assert j.verdict == "runs" and "not queued" in j.stages[2].detail and "bypasses quota" in j.stages[2].detail
+
+
+def _with(view: ClusterView, *objects: dict[str, Any]) -> ClusterView:
+    return dataclasses.replace(view, objects=(*view.objects, *objects))
+
+
+def test_an_admission_policy_on_jobs_refuses_the_job_object(estate: Callable[[str], Estate]) -> None:
+    # https://kubernetes.io/docs/reference/access-authn-authz/validating-admission-policy/ (the replicas example)
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "max-parallelism"},
+        "spec": {
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["batch"], "apiVersions": ["v1"],
+                                                    "operations": ["CREATE"], "resources": ["jobs"]}]},
+            "validations": [{"expression": "object.spec.parallelism <= 2", "message": "at most 2 pods"}],
+        },
+    }  # fmt: skip
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "max-parallelism"},
+        "spec": {"policyName": "max-parallelism", "validationActions": ["Deny"]},
+    }
+    e = estate("aws-train")
+    views = {**e.clusters, "use1": _with(e.clusters["use1"], policy, binding)}
+    blocked = walk(read([MANIFESTS / "efa-gang.yaml"])[0], views, e.spec)
+    assert blocked.verdict == "runs"  # parallelism 2
+    from gpufleet.review.reality.journeys.workloads import workload
+
+    j = walk(workload(job("research", "research", 3, {"nvidia.com/gpu": 1}), "t"), views, e.spec)
+    stop = j.blocked_at
+    assert stop is not None and stop.name == "admission" and stop.blocker == "ValidatingAdmissionPolicy/max-parallelism"
+    assert "at most 2 pods" in stop.detail
+
+
+def _topology_job(level: str) -> dict[str, Any]:
+    doc = job("research", "research", 2, {"nvidia.com/gpu": 8})
+    doc["spec"]["template"]["metadata"] = {"annotations": {"kueue.x-k8s.io/podset-required-topology": level}}
+    return doc
+
+
+def test_a_topology_request_needs_a_flavor_with_that_topology_level(estate: Callable[[str], Estate]) -> None:
+    # onprem's pool `base` is on an InfiniBand fabric with a Topology (rack, leaf, hostname); EKS pools have none
+    from gpufleet.review.reality.journeys import queueing
+    from gpufleet.review.reality.journeys.core import Walk
+    from gpufleet.review.reality.journeys.workloads import workload
+
+    e = estate("hybrid")
+    onprem = e.clusters["onprem"]
+
+    def on_onprem(level: str) -> object:
+        w = workload(_topology_job(level), "t")
+        return queueing.judge(Walk(w, onprem, e.clusters, e.spec), onprem, [p.copy() for p in w.pod_sets])
+
+    assert isinstance(on_onprem("topology.gpufleet.io/rack"), queueing.Admitted)
+    zone = on_onprem("example.com/zone")
+    assert isinstance(zone, Stage) and 'Flavor "base" does not contain the requested level' in zone.detail
+    (aws,) = estate("aws-train").walk(_topology_job("topology.gpufleet.io/rack"))
+    assert (
+        aws.blocked_at is not None and 'Flavor "h100" does not support TopologyAwareScheduling' in aws.blocked_at.detail
+    )
+
+
+def test_hybrid_the_managers_flavor_has_no_topology_so_it_refuses_a_topology_request(
+    estate: Callable[[str], Estate],
+) -> None:
+    # Kueue checks TAS on the manager's ClusterQueue too (checkPodSetAndFlavorMatchForTAS) before MultiKueue
+    # would delay the topology assignment to the worker.
+    (j,) = estate("hybrid").walk(_topology_job("topology.gpufleet.io/rack"))
+    stop = j.blocked_at
+    assert stop is not None and stop.name == "queueing"
+    assert 'Flavor "dispatch" does not support TopologyAwareScheduling' in stop.detail
