@@ -30,7 +30,8 @@ def journey_text(journeys: list[Journey]) -> str:
                 lines.append(f"         unblock: {stop.unblock}")
         lines.append(f"         ({j.workload.source})")
         for s in j.stages:
-            lines.append(f"         {'ok' if s.ok else 'NO':<3}{s.name:<10} {s.detail}")
+            detail = s.detail if s.ok else "refuses it (above)"
+            lines.append(f"         {'ok' if s.ok else 'NO':<3}{s.name:<10} {detail}")
     runs = sum(j.verdict == "runs" for j in journeys)
     lines.append(f"{runs} of {len(journeys)} workload{'s' if len(journeys) != 1 else ''} run")
     return "\n".join(lines) + "\n"

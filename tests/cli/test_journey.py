@@ -22,6 +22,12 @@ MANIFESTS = ROOT / "tests" / "review" / "reality" / "journeys" / "manifests"
         ("apiVersion: batch/v1\nkind: Job\nmetadata: {}\nspec: {}\n", "metadata.name"),
         ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {}\n", "not a workload gpufleet reads"),
         ("apiVersion: batch/v1\nkind: Job\nmetadata: {name: x}\nspec: {parallelism: -1}\n", "parallelism"),
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n"
+            "spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: lots}}}]}\n",
+            "spec.containers[0].resources.limits.nvidia.com/gpu: 'lots' is not a quantity",
+        ),
+        ("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [1]}\n", "list of mappings"),
     ],
 )
 def test_a_bad_manifest_exits_2_naming_the_file_and_document(tmp_path: Path, text: str, words: str) -> None:

@@ -125,8 +125,9 @@ def usage(walk: Walk, pod_sets: list[PodSet]) -> Amounts:
     group = w.group
     out[f"count/{PLURALS.get(w.kind, w.kind.lower() + 's')}{'.' + group if group else ''}"] = Decimal(1)
     out["count/pods"] = out["pods"]
-    jobs = {"Job": 1, "CronJob": 1, "JobSet": len(w.manifest["spec"].get("replicatedJobs") or [])}.get(w.kind)
-    if jobs and w.kind != "Job":
+    replicated = w.manifest["spec"].get("replicatedJobs") or []
+    jobs = {"CronJob": 1, "JobSet": sum(rj.get("replicas", 1) for rj in replicated)}.get(w.kind)
+    if jobs:  # the Jobs it creates (a JobSet: one per replica of each replicated Job)
         out["count/jobs.batch"] = Decimal(jobs)
     return out
 

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from gpufleet.review.reality.journeys.core import PodSet, Workload
+from gpufleet.review.reality.journeys.resources import quantity
 
 DEFAULT_NAMESPACE = "default"
 
@@ -33,12 +34,38 @@ def _int(value: Any, default: int, where: str) -> int:
     return value
 
 
+def _pod_spec(spec: dict[str, Any], where: str) -> dict[str, Any]:
+    """`spec` when it is a pod spec the stages can read: containers with names and quantities, lists of mappings."""
+    if not isinstance(spec.get("containers"), list):
+        raise ValueError(f"{where}.containers is missing")
+    for key in ("containers", "initContainers", "ephemeralContainers", "volumes", "tolerations"):
+        items = spec.get(key) or []
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            raise ValueError(f"{where}.{key} must be a list of mappings")
+    for key in ("nodeSelector", "securityContext", "affinity"):
+        if not isinstance(spec.get(key) or {}, dict):
+            raise ValueError(f"{where}.{key} must be a mapping")
+    for key in ("initContainers", "containers"):
+        for i, c in enumerate(spec.get(key) or []):
+            resources = c.get("resources") or {}
+            for kind in ("requests", "limits"):
+                values = resources.get(kind) if isinstance(resources, dict) else None
+                if not isinstance(values or {}, dict):
+                    raise ValueError(f"{where}.{key}[{i}].resources.{kind} must be a mapping")
+                for r, v in (values or {}).items():
+                    try:
+                        quantity(v)
+                    except (ValueError, TypeError):
+                        raise ValueError(f"{where}.{key}[{i}].resources.{kind}.{r}: {v!r} is not a quantity") from None
+    return spec
+
+
 def _template(obj: Any, where: str) -> dict[str, Any]:
     """The pod spec of a pod template (`template.spec`)."""
     spec = (obj or {}).get("spec") if isinstance(obj, dict) else None
     if not isinstance(spec, dict) or not isinstance(spec.get("containers"), list):
         raise ValueError(f"{where} has no pod template with containers")
-    return spec
+    return _pod_spec(spec, f"{where}.spec")
 
 
 def _meta(template: Any) -> tuple[dict[str, str], dict[str, str]]:
@@ -59,9 +86,7 @@ def _job_pods(job_spec: dict[str, Any], where: str) -> int:
 
 
 def _pod(spec: dict[str, Any]) -> list[PodSet]:
-    if not isinstance(spec.get("containers"), list):
-        raise ValueError("spec.containers is missing")
-    return [PodSet("main", 1, spec)]
+    return [PodSet("main", 1, _pod_spec(spec, "spec"))]
 
 
 def _job(spec: dict[str, Any]) -> list[PodSet]:
@@ -120,7 +145,8 @@ def _train_job(spec: dict[str, Any]) -> list[PodSet]:
     container: dict[str, Any] = {"name": "node", "image": trainer.get("image", "")}
     if trainer.get("resourcesPerNode"):
         container["resources"] = trainer["resourcesPerNode"]
-    return [PodSet("node", _int(trainer.get("numNodes"), 1, "spec.trainer.numNodes"), {"containers": [container]})]
+    pod = _pod_spec({"containers": [container]}, "spec.trainer")
+    return [PodSet("node", _int(trainer.get("numNodes"), 1, "spec.trainer.numNodes"), pod)]
 
 
 # (apiVersion group, kind) -> how to read its pod sets. The group is matched, not the version, so an older
