@@ -40,6 +40,7 @@ def journey(
     from gpufleet.review.reality.journeys.estate import clusters
     from gpufleet.review.reality.journeys.walk import TargetError, walk
     from gpufleet.review.reality.journeys.workloads import ManifestError, read
+    from model import kinds
     from model.load import read_stack
 
     project = project.resolve()
@@ -51,8 +52,10 @@ def journey(
         if tenant not in names:
             raise CommandError(f"--tenant {tenant}: no such tenant in stack {stack} (tenants: {', '.join(names)})")
         namespace = spec.tenant(tenant).name  # a tenant's namespace is named after it
+    # manifests meet the OpenAPI of the estate's Kubernetes version (the first site that pins one)
+    version = next((v for s in spec.sites if (v := kinds.of(s).kubernetes_version)), None)
     try:
-        workloads = read(files, namespace)
+        workloads = read(files, namespace, version)
     except ManifestError as e:
         raise CommandError(str(e)) from None
     if not workloads:

@@ -164,8 +164,23 @@ READERS: dict[tuple[str, str], Callable[[dict[str, Any]], list[PodSet]]] = {
 }
 
 
-def workload(doc: Any, source: str, namespace: str | None = None) -> Workload:
-    """One manifest as a Workload. `namespace`: where an object without its own namespace goes (else default)."""
+def schema_issues(doc: dict[str, Any], pod_sets: list[PodSet], version: str) -> list[str]:
+    """What the Kubernetes OpenAPI at `version` refuses: the whole object when it is a built-in kind, and each pod
+    template as a Pod (a custom resource's too), as `kubectl apply --validate=strict` would."""
+    from gpufleet.review.reality.validate import builtin_issues
+
+    out = [f"{i.path}: {i.message}" for i in builtin_issues(doc, version) or []]
+    if out or doc.get("kind") == "Pod":
+        return out
+    for ps in pod_sets:
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "template"}, "spec": ps.spec}
+        out += [f"pod set {ps.name}: {i.path}: {i.message}" for i in builtin_issues(pod, version) or []]
+    return out
+
+
+def workload(doc: Any, source: str, namespace: str | None = None, version: str | None = None) -> Workload:
+    """One manifest as a Workload. `namespace`: where an object without its own namespace goes (else default);
+    `version`: the Kubernetes minor whose OpenAPI the object must meet (the reality checks' default if None)."""
     if not isinstance(doc, dict):
         raise ManifestError(f"{source}: not a mapping (a Kubernetes object is a YAML mapping)")
     api_version, kind = doc.get("apiVersion"), doc.get("kind")
@@ -190,6 +205,12 @@ def workload(doc: Any, source: str, namespace: str | None = None) -> Workload:
         pod_sets = reader(spec)
     except (ValueError, AttributeError, TypeError) as e:
         raise ManifestError(f"{source}: {kind} {name}: {e}") from None
+    if version is None:
+        from gpufleet.review.reality.first_up import DEFAULT_VERSION
+
+        version = DEFAULT_VERSION
+    if issues := schema_issues(doc, pod_sets, version):
+        raise ManifestError(f"{source}: {kind} {name}: " + "; ".join(issues[:5]))
     for field in ("labels", "annotations"):
         if not isinstance(meta.get(field) or {}, dict):
             raise ManifestError(f"{source}: {kind} {name}: metadata.{field} must be a mapping")
@@ -206,7 +227,7 @@ def workload(doc: Any, source: str, namespace: str | None = None) -> Workload:
     )
 
 
-def read(paths: Iterable[Path], namespace: str | None = None) -> list[Workload]:
+def read(paths: Iterable[Path], namespace: str | None = None, version: str | None = None) -> list[Workload]:
     """Every workload in `paths` (multi-document YAML; empty documents skipped), in file and document order."""
     out = []
     for path in paths:
@@ -223,5 +244,5 @@ def read(paths: Iterable[Path], namespace: str | None = None) -> list[Workload]:
         for i, doc in enumerate(docs, start=1):
             if doc is None:
                 continue
-            out.append(workload(doc, f"{path}, document {i}", namespace))
+            out.append(workload(doc, f"{path}, document {i}", namespace, version))
     return out
