@@ -310,3 +310,20 @@ def test_hybrid_the_managers_flavor_has_no_topology_so_it_refuses_a_topology_req
     stop = j.blocked_at
     assert stop is not None and stop.name == "queueing"
     assert 'Flavor "dispatch" does not support TopologyAwareScheduling' in stop.detail
+
+
+def test_without_a_default_local_queue_kueue_keeps_a_queueless_job_suspended(estate: Callable[[str], Estate]) -> None:
+    # pkg/controller/jobframework/utils.go WorkloadShouldBeSuspended: managed namespace, no queue name -> suspended;
+    # defaults.go: the queue name defaults only when a LocalQueue `default` exists
+    e = estate("aws-train")
+    use1 = e.clusters["use1"]
+    kept = tuple(o for o in use1.objects if not (o.get("kind") == "LocalQueue" and o["metadata"]["name"] == "default"))
+    views = {**e.clusters, "use1": dataclasses.replace(use1, objects=kept)}
+    doc = job("research", "x", 1, {"nvidia.com/gpu": 1})
+    del doc["metadata"]["labels"]
+    from gpufleet.review.reality.journeys.workloads import workload
+
+    j = walk(workload(doc, "t"), views, e.spec)
+    stop = j.blocked_at
+    assert stop is not None and stop.name == "queueing" and stop.blocker == "LocalQueue/research/default"
+    assert "stays suspended" in stop.detail and "kueue.x-k8s.io/queue-name" in stop.unblock
