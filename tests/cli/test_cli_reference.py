@@ -129,6 +129,6 @@ def test_every_gpufleet_command_line_in_the_docs_is_a_real_command(path: Path) -
 
 def test_the_command_line_check_refuses_a_missing_command_and_a_wrong_option() -> None:
     paths = commands()
-    assert check_command_line("gpufleet journey -s hybrid job.yaml", paths, set()) is not None
+    assert check_command_line("gpufleet teleport -s hybrid job.yaml", paths, set()) is not None
     assert check_command_line("gpufleet burst open -s hybrid --nodes 2", paths, set()) is not None
     assert check_command_line("gpufleet burst open -s hybrid --gpus 2 --hours 1", paths, set()) is None

@@ -24,7 +24,7 @@ from model.load import SpecError
 def test_every_command_is_registered_through_the_one_handler() -> None:
     typers = [cli.app, cli.charts_app, cli.catalog_app, cli.burst_app]
     callbacks = [c.callback for t in typers for c in t.registered_commands]
-    assert len(callbacks) == len(cli.COMMANDS) == 21
+    assert len(callbacks) == len(cli.COMMANDS) == 22
     for callback, (_, _, command) in zip(callbacks, cli.COMMANDS, strict=True):
         assert getattr(callback, "__wrapped__", None) is command
 

@@ -1,0 +1,329 @@
+"""Workloads as users write them, walked through the example estates: api, admission and queueing.
+
+The placement, storage and network stages are pass-throughs in this branch (J2's stages replace them), so a
+workload that passes queueing `runs` here.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+
+from gpufleet.review.reality.journeys.core import ClusterView, Stage
+from gpufleet.review.reality.journeys.walk import walk
+from gpufleet.review.reality.journeys.workloads import read
+from tests.review.reality.journeys.conftest import MANIFESTS, Estate
+
+RESTRICTED_POD_SPEC: dict[str, Any] = {
+    "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}},
+    "restartPolicy": "Never",
+    "containers": [
+        {
+            "name": "main",
+            "image": "busybox",
+            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+            "resources": {"limits": {"nvidia.com/gpu": 1}},
+        }
+    ],
+}
+
+
+def job(
+    namespace: str, queue: str, pods: int, limits: dict[str, Any], spec: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    pod = copy.deepcopy(spec or RESTRICTED_POD_SPEC)
+    pod["containers"][0]["resources"] = {"limits": limits}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "train", "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": queue}},
+        "spec": {"parallelism": pods, "completions": pods, "template": {"spec": pod}},
+    }
+
+
+def test_an_efa_gang_through_its_tenants_queue_passes_api_admission_and_queueing(
+    estate: Callable[[str], Estate],
+) -> None:
+    (j,) = estate("aws-train").walk("efa-gang.yaml")
+    assert j.verdict == "runs", j.to_dict()
+    queued = j.stages[2]
+    assert queued.name == "queueing" and "flavor h100" in queued.detail
+
+
+def test_kueue_injects_the_flavor_into_the_pods(estate: Callable[[str], Estate]) -> None:
+    e = estate("aws-train")
+    (w,) = read([MANIFESTS / "efa-gang.yaml"])
+    from gpufleet.review.reality.journeys import admission, queueing
+    from gpufleet.review.reality.journeys.core import Walk
+
+    state = Walk(w, e.clusters["use1"], e.clusters, e.spec)
+    assert admission.check(state).ok and queueing.check(state).ok
+    (ps,) = state.pod_sets
+    assert ps.spec["nodeSelector"] == {"gpufleet.io/pool": "h100"}
+    assert {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"} in ps.spec[
+        "tolerations"
+    ]
+    assert state.flavors == {"main": "h100"} and state.pools == {"main": ["h100"]}
+    assert "tolerations" not in w.pod_sets[0].spec  # the manifest itself is never rewritten
+
+
+def _without_excluded_prefixes(view: ClusterView) -> ClusterView:
+    values = copy.deepcopy(view.releases["kueue"])
+    config = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+    del config["resources"]
+    values["managerConfig"]["controllerManagerConfigYaml"] = yaml.safe_dump(config)
+    return dataclasses.replace(view, releases={**view.releases, "kueue": values})
+
+
+def test_without_excluded_prefixes_kueue_blocks_the_efa_gang_issue_4_1(estate: Callable[[str], Estate]) -> None:
+    e = estate("aws-train")
+    views = {**e.clusters, "use1": _without_excluded_prefixes(e.clusters["use1"])}
+    (w,) = read([MANIFESTS / "efa-gang.yaml"])
+    j = walk(w, views, e.spec)
+    stop = j.blocked_at
+    assert stop is not None and stop.name == "queueing"
+    assert "vpc.amazonaws.com/efa unavailable in ClusterQueue research" in stop.detail
+    assert stop.blocker == "ClusterQueue/research"
+
+
+def test_a_resource_neither_covered_nor_excluded_is_blocked_at_queueing_naming_the_cluster_queue(
+    estate: Callable[[str], Estate],
+) -> None:
+    (j,) = estate("aws-train").walk(job("research", "research", 1, {"nvidia.com/gpu": 1, "example.com/fpga": 1}))
+    stop = j.blocked_at
+    assert stop is not None and stop.name == "queueing" and stop.blocker == "ClusterQueue/research"
+    assert "example.com/fpga unavailable in ClusterQueue research" in stop.detail
+    assert "excludeResourcePrefixes" in stop.unblock
+
+
+def test_a_privileged_pod_is_blocked_at_admission_in_a_restricted_namespace(estate: Callable[[str], Estate]) -> None:
+    spec = copy.deepcopy(RESTRICTED_POD_SPEC)
+    spec["containers"][0]["securityContext"]["privileged"] = True
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "debug", "namespace": "product"}, "spec": spec}
+    (j,) = estate("aws-train").walk(pod)
+    stop = j.blocked_at
+    assert stop is not None and stop.name == "admission" and stop.blocker == "Namespace/product"
+    assert "Pod Security restricted" in stop.detail and "privileged" in stop.detail
+
+
+def test_kueues_own_sample_job_is_refused_by_a_restricted_namespace(estate: Callable[[str], Estate]) -> None:
+    (j,) = estate("aws-train").walk("kueue-sample-job.yaml", tenant="product")
+    assert j.workload.id == "Job/product/sample-job-"
+    stop = j.blocked_at
+    assert stop is not None and stop.name == "admission" and "runAsNonRoot" in stop.detail
+
+
+def test_kueues_sample_pod_with_a_restricted_security_context_is_queued(estate: Callable[[str], Estate]) -> None:
+    (j,) = estate("aws-train").walk("kueue-pod.yaml")
+    assert j.verdict == "runs", j.to_dict()
+    assert "ClusterQueue product admits it" in j.stages[2].detail
+
+
+def test_a_jobset_is_blocked_at_api_where_the_site_does_not_enable_it(estate: Callable[[str], Estate]) -> None:
+    (j,) = estate("aws-train").walk("kueue-sample-jobset.yaml")
+    stop = j.blocked_at
+    assert stop is not None and stop.name == "api"
+    assert "job_frameworks" in stop.unblock and "jobset.x-k8s.io/jobset" in stop.unblock
+
+
+def test_an_mpijob_is_blocked_at_api_saying_gpufleet_installs_no_mpi_operator(estate: Callable[[str], Estate]) -> None:
+    (j,) = estate("aws-train").walk("nccl-tests-mpijob.yaml")
+    stop = j.blocked_at
+    assert stop is not None and stop.name == "api"
+    assert stop.blocker == "CustomResourceDefinition/mpijobs.kubeflow.org"
+    assert "no MPI Operator" in stop.unblock and "batch/job" in stop.unblock
+    assert [p.count for p in j.workload.pod_sets] == [1, 2]
+
+
+def test_a_workload_above_the_namespace_quota_is_blocked_naming_the_quota(estate: Callable[[str], Estate]) -> None:
+    # research: requests.nvidia.com/gpu 48 in its ResourceQuota; 7 pods x 8 GPUs = 56 at once
+    (j,) = estate("aws-train").walk(job("research", "research", 7, {"nvidia.com/gpu": 8}))
+    stop = j.blocked_at
+    assert stop is not None and stop.name == "admission" and stop.blocker == "ResourceQuota/research/tenant-quota"
+    assert "requests.nvidia.com/gpu 56" in stop.detail
+
+
+def test_a_gang_above_nominal_plus_borrowing_is_blocked_by_kueue(estate: Callable[[str], Estate]) -> None:
+    # research: 24 nominal + 8 borrowable H100s; 5 pods x 8 = 40 fit the namespace quota (48) but not Kueue
+    (j,) = estate("aws-train").walk(job("research", "research", 5, {"nvidia.com/gpu": 8}))
+    stop = j.blocked_at
+    assert stop is not None and stop.name == "queueing" and stop.blocker == "ClusterQueue/research"
+    assert "insufficient quota for nvidia.com/gpu in flavor h100" in stop.detail
+
+
+def test_a_gang_that_borrows_from_the_cohort_is_admitted_saying_so(estate: Callable[[str], Estate]) -> None:
+    (j,) = estate("aws-train").walk(job("research", "research", 4, {"nvidia.com/gpu": 8}))
+    assert j.verdict == "runs" and "borrows 8 nvidia.com/gpu from the cohort" in j.stages[2].detail
+
+
+def test_an_unknown_local_queue_is_blocked_naming_it(estate: Callable[[str], Estate]) -> None:
+    (j,) = estate("aws-train").walk(job("research", "user-queue", 1, {"nvidia.com/gpu": 1}))
+    stop = j.blocked_at
+    assert stop is not None and stop.name == "queueing" and stop.blocker == "LocalQueue/research/user-queue"
+
+
+def test_without_a_queue_name_a_tenant_job_goes_to_the_default_local_queue(estate: Callable[[str], Estate]) -> None:
+    doc = job("research", "x", 1, {"nvidia.com/gpu": 1})
+    del doc["metadata"]["labels"]
+    (j,) = estate("aws-train").walk(doc)
+    assert j.verdict == "runs" and "ClusterQueue research" in j.stages[2].detail
+
+
+def test_the_untrusted_tenants_job_lands_on_its_dedicated_flavor(estate: Callable[[str], Estate]) -> None:
+    (j,) = estate("aws-train").walk(job("agents", "agents", 1, {"nvidia.com/gpu": 1}))
+    assert j.verdict == "runs", j.to_dict()
+    assert "flavor agents-l40s" in j.stages[2].detail
+
+
+def test_hybrid_an_rdma_gang_is_dispatched_to_onprem_first(estate: Callable[[str], Estate]) -> None:
+    limits = {"nvidia.com/gpu": 8, "rdma/rdma_shared_device_a": 1}
+    (j,) = estate("hybrid").walk(job("research", "research", 2, limits))
+    assert j.verdict == "runs", j.to_dict()
+    assert "dispatches it to onprem (first in order: its admission and quota fit)" in j.stages[2].detail
+
+
+def test_hybrid_a_gang_no_worker_admits_names_every_worker_tried(estate: Callable[[str], Estate]) -> None:
+    # research may hold 32 GPUs at once on each worker (its namespace quota there); 5 pods x 8 = 40
+    (j,) = estate("hybrid").walk(job("research", "research", 5, {"nvidia.com/gpu": 8}))
+    stop = j.blocked_at
+    assert stop is not None and stop.name == "queueing" and stop.blocker == "MultiKueueConfig/hyb-onprem-cloud"
+    assert "flavor dispatch on the manager" in stop.detail
+    assert "onprem: admission refuses it" in stop.detail and "cloud: admission refuses it" in stop.detail
+
+
+def test_hybrid_the_cloud_burst_queue_admits_nothing_without_a_window(estate: Callable[[str], Estate]) -> None:
+    from gpufleet.review.reality.journeys import queueing
+    from gpufleet.review.reality.journeys.core import Walk
+    from gpufleet.review.reality.journeys.workloads import workload
+
+    e = estate("hybrid")
+    w = workload(job("research", "research", 1, {"nvidia.com/gpu": 8}), "test")
+    result = queueing.judge(Walk(w, e.clusters["cloud"], e.clusters, e.spec), e.clusters["cloud"], list(w.pod_sets))
+    assert isinstance(result, Stage) and not result.ok
+    assert "stopPolicy HoldAndDrain" in result.detail and result.blocker == "ClusterQueue/research"
+
+
+def test_an_admission_policy_refuses_a_pod_tolerating_another_tenants_nodes(estate: Callable[[str], Estate]) -> None:
+    spec = copy.deepcopy(RESTRICTED_POD_SPEC)
+    spec["tolerations"] = [{"key": "tenant", "operator": "Equal", "value": "agents", "effect": "NoSchedule"}]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sneak", "namespace": "product"}, "spec": spec}
+    (j,) = estate("aws-train").walk(pod)
+    stop = j.blocked_at
+    assert stop is not None and stop.name == "admission"
+    assert stop.blocker == "ValidatingAdmissionPolicy/gpufleet-tenant-tolerations"
+
+
+def test_limit_range_defaults_reach_kueue(estate: Callable[[str], Estate]) -> None:
+    from gpufleet.review.reality.journeys import admission
+    from gpufleet.review.reality.journeys.core import Walk
+    from gpufleet.review.reality.journeys.workloads import workload
+
+    e = estate("aws-train")
+    state = Walk(
+        workload(job("product", "product", 1, {"nvidia.com/gpu": 1}), "t"), e.clusters["use1"], e.clusters, e.spec
+    )
+    assert admission.check(state).ok
+    resources = state.pod_sets[0].spec["containers"][0]["resources"]
+    assert resources["requests"] == {"nvidia.com/gpu": 1, "cpu": "1", "memory": "4Gi"}  # tenant-limits defaults
+    assert resources["limits"] == {"nvidia.com/gpu": 1, "cpu": "4", "memory": "16Gi"}
+
+
+def test_outside_kueues_namespaces_a_job_without_a_queue_is_not_queued(estate: Callable[[str], Estate]) -> None:
+    doc = job("default", "x", 1, {"cpu": 1})
+    del doc["metadata"]["labels"]
+    (j,) = estate("aws-train").walk(doc)
+    assert j.verdict == "runs" and "not queued" in j.stages[2].detail and "bypasses quota" in j.stages[2].detail
+
+
+def _with(view: ClusterView, *objects: dict[str, Any]) -> ClusterView:
+    return dataclasses.replace(view, objects=(*view.objects, *objects))
+
+
+def test_an_admission_policy_on_jobs_refuses_the_job_object(estate: Callable[[str], Estate]) -> None:
+    # https://kubernetes.io/docs/reference/access-authn-authz/validating-admission-policy/ (the replicas example)
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "max-parallelism"},
+        "spec": {
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["batch"], "apiVersions": ["v1"],
+                                                    "operations": ["CREATE"], "resources": ["jobs"]}]},
+            "validations": [{"expression": "object.spec.parallelism <= 2", "message": "at most 2 pods"}],
+        },
+    }  # fmt: skip
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "max-parallelism"},
+        "spec": {"policyName": "max-parallelism", "validationActions": ["Deny"]},
+    }
+    e = estate("aws-train")
+    views = {**e.clusters, "use1": _with(e.clusters["use1"], policy, binding)}
+    blocked = walk(read([MANIFESTS / "efa-gang.yaml"])[0], views, e.spec)
+    assert blocked.verdict == "runs"  # parallelism 2
+    from gpufleet.review.reality.journeys.workloads import workload
+
+    j = walk(workload(job("research", "research", 3, {"nvidia.com/gpu": 1}), "t"), views, e.spec)
+    stop = j.blocked_at
+    assert stop is not None and stop.name == "admission" and stop.blocker == "ValidatingAdmissionPolicy/max-parallelism"
+    assert "at most 2 pods" in stop.detail
+
+
+def _topology_job(level: str) -> dict[str, Any]:
+    doc = job("research", "research", 2, {"nvidia.com/gpu": 8})
+    doc["spec"]["template"]["metadata"] = {"annotations": {"kueue.x-k8s.io/podset-required-topology": level}}
+    return doc
+
+
+def test_a_topology_request_needs_a_flavor_with_that_topology_level(estate: Callable[[str], Estate]) -> None:
+    # onprem's pool `base` is on an InfiniBand fabric with a Topology (rack, leaf, hostname); EKS pools have none
+    from gpufleet.review.reality.journeys import queueing
+    from gpufleet.review.reality.journeys.core import Walk
+    from gpufleet.review.reality.journeys.workloads import workload
+
+    e = estate("hybrid")
+    onprem = e.clusters["onprem"]
+
+    def on_onprem(level: str) -> object:
+        w = workload(_topology_job(level), "t")
+        return queueing.judge(Walk(w, onprem, e.clusters, e.spec), onprem, [p.copy() for p in w.pod_sets])
+
+    assert isinstance(on_onprem("topology.gpufleet.io/rack"), queueing.Admitted)
+    zone = on_onprem("example.com/zone")
+    assert isinstance(zone, Stage) and 'Flavor "base" does not contain the requested level' in zone.detail
+    (aws,) = estate("aws-train").walk(_topology_job("topology.gpufleet.io/rack"))
+    assert (
+        aws.blocked_at is not None and 'Flavor "h100" does not support TopologyAwareScheduling' in aws.blocked_at.detail
+    )
+
+
+def test_hybrid_the_managers_flavor_has_no_topology_so_it_refuses_a_topology_request(
+    estate: Callable[[str], Estate],
+) -> None:
+    # Kueue checks TAS on the manager's ClusterQueue too (checkPodSetAndFlavorMatchForTAS) before MultiKueue
+    # would delay the topology assignment to the worker.
+    (j,) = estate("hybrid").walk(_topology_job("topology.gpufleet.io/rack"))
+    stop = j.blocked_at
+    assert stop is not None and stop.name == "queueing"
+    assert 'Flavor "dispatch" does not support TopologyAwareScheduling' in stop.detail
+
+
+def test_without_a_default_local_queue_kueue_keeps_a_queueless_job_suspended(estate: Callable[[str], Estate]) -> None:
+    # pkg/controller/jobframework/utils.go WorkloadShouldBeSuspended: managed namespace, no queue name -> suspended;
+    # defaults.go: the queue name defaults only when a LocalQueue `default` exists
+    e = estate("aws-train")
+    use1 = e.clusters["use1"]
+    kept = tuple(o for o in use1.objects if not (o.get("kind") == "LocalQueue" and o["metadata"]["name"] == "default"))
+    views = {**e.clusters, "use1": dataclasses.replace(use1, objects=kept)}
+    doc = job("research", "x", 1, {"nvidia.com/gpu": 1})
+    del doc["metadata"]["labels"]
+    from gpufleet.review.reality.journeys.workloads import workload
+
+    j = walk(workload(doc, "t"), views, e.spec)
+    stop = j.blocked_at
+    assert stop is not None and stop.name == "queueing" and stop.blocker == "LocalQueue/research/default"
+    assert "stays suspended" in stop.detail and "kueue.x-k8s.io/queue-name" in stop.unblock
