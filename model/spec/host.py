@@ -87,8 +87,8 @@ LabelValue = Annotated[
 ]
 Labels = dict[LabelKey, LabelValue]
 
-# A login name as useradd takes it (shadow-utils' default NAME_REGEX, lib/chkname.c at 4.14): lower-case letters,
-# digits, `_` and `-`, starting with a letter or `_`, at most 32.
+# A login name as useradd(8) advises it (CAVEATS: `[a-z_][a-z0-9_-]*[$]?`, at most 32 characters), without the
+# trailing `$` of Samba machine accounts.
 _UNIX_USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
 UnixUser = Annotated[str, Field(pattern=f"^{_UNIX_USER.pattern}$", description="A login name, e.g. `root`.")]
 
