@@ -23,6 +23,7 @@ from model.rules.estate import estate_problems, unpriced_lines
 from model.schema_changes import Kind, change_at
 from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec, SpecFieldError, SpecProblems
 from model.spec.net import Timestamp
+from model.yaml_text import check_unique_keys
 
 ESTATE_KEY = "gpufleet:estate"
 WINDOW_KEY = "gpufleet:burstWindow"
@@ -222,6 +223,10 @@ class _LimitedLoader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
+        check_unique_keys(self, node)
+        return super().construct_mapping(node, deep=deep)
 
     def construct_yaml_int(self, node: ScalarNode) -> int:
         digits = str(node.value).lstrip("+-").replace("_", "")

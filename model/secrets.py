@@ -44,10 +44,30 @@ def missing_secrets(spec: EstateSpec, has: Callable[[str], bool]) -> list[str]:
     return [k for k in required_secrets(spec) if not has(k)]
 
 
+def secret_problem(value: object) -> str | None:
+    """Why a stack file's config value cannot be a secret, or None. Pulumi reads a secret as a plain string or as
+    `secure: <ciphertext>` (the form `pulumi config set --secret` writes); anything else reads as no value."""
+    if isinstance(value, dict) and set(value) == {"secure"}:
+        value = value["secure"]
+        if isinstance(value, str) and value.strip():
+            return None
+        return f"`secure:` must hold the encrypted text `pulumi config set --secret` writes; found {repr(value)[:80]}"
+    if isinstance(value, str) and value.strip():
+        return None
+    return f"a secret is a string or `secure: <ciphertext>`; found {repr(value)[:80]}"
+
+
 def check_secrets(spec: EstateSpec, config: dict[str, Any], source: str, project: str, stack: str) -> None:
-    """Raise a SpecError naming every secret the stack file's `config` lacks."""
+    """Raise a SpecError naming every secret the stack file's `config` lacks, and every one whose value is no
+    secret (null, a number, a list, `secure:` without text)."""
     from model.load import SpecError
 
     missing = missing_secrets(spec, lambda k: f"{project}:{k}" in config)
-    if missing:
-        raise SpecError([missing_message(source, project, stack, missing)])
+    unusable = [
+        f"{source}: config.{project}:{k}: {why}"
+        for k in required_secrets(spec)
+        if f"{project}:{k}" in config and (why := secret_problem(config[f"{project}:{k}"])) is not None
+    ]
+    problems = unusable + ([missing_message(source, project, stack, missing)] if missing else [])
+    if problems:
+        raise SpecError(problems)

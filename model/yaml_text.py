@@ -11,9 +11,12 @@ Files a user writes (stack, workload, usage, Pulumi.yaml, kubeconfigs handed to 
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any
 
 import yaml
+from yaml.constructor import BaseConstructor, ConstructorError
+from yaml.nodes import MappingNode
 
 SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -21,3 +24,22 @@ SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 def safe_load(text: str) -> Any:
     """`yaml.safe_load(text)` on the fastest safe loader available."""
     return yaml.load(text, Loader=SAFE_LOADER)
+
+
+def check_unique_keys(constructor: BaseConstructor, node: MappingNode) -> None:
+    """Refuse a key written twice in one mapping, naming both lines.
+
+    YAML 1.2 section 3.2.1.1 requires unique keys; PyYAML keeps the last silently, so a review would read a value
+    that is not the one used. Keys a merge (`<<: *anchor`) brings in may still be overridden: that is a merge.
+    """
+    lines: dict[Hashable, int] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = constructor.construct_object(key_node)
+        if not isinstance(key, Hashable):
+            continue  # the constructor refuses an unhashable key itself
+        if key in lines:
+            problem = f"duplicate key {key!r} (first on line {lines[key] + 1}); each key may appear once"
+            raise ConstructorError("while constructing a mapping", node.start_mark, problem, key_node.start_mark)
+        lines[key] = key_node.start_mark.line

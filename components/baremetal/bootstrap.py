@@ -14,8 +14,9 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +27,7 @@ import pulumi_command as command
 from model import catalog, versions
 from model.conventions import Taint
 from model.nodes import pool_labels, pool_taints, server_topology_labels
-from model.spec import BaremetalNodePool, BaremetalSite, EstateSpec, ScratchTier, Server
+from model.spec import BaremetalNodePool, BaremetalSite, EstateSpec, Join, ScratchTier, Server
 
 TEMPLATES = Path(__file__).parent / "templates"
 SCRATCH_FS_LABEL = "gf-scratch"  # XFS labels hold at most 12 characters
@@ -40,8 +41,16 @@ JOIN_TOKEN_TTL_MINUTES = 60  # a minted token only has to outlive one server's j
 DRAIN_TIMEOUT = "30m"
 
 
-def _shell_quote(value: object) -> str:
-    return shlex.quote(str(value))
+def shell_quote(value: object) -> str:
+    """One shell word that stands for `value` and nothing else (None: the empty word). Every value a template puts in a
+    script goes through this (`| q`), or through `shell_words` (`| qwords`) for a list; jinja2's autoescape is for
+    HTML and knows nothing of the shell."""
+    return shlex.quote("" if value is None else str(value))
+
+
+def shell_words(values: Iterable[object]) -> str:
+    """Each value as its own quoted shell word, separated by spaces: the body of a bash array `(...)`."""
+    return " ".join(shell_quote(v) for v in values)
 
 
 # One module-level Environment: templates are loaded once, not per resource.
@@ -53,7 +62,8 @@ _ENV = jinja2.Environment(
     lstrip_blocks=True,
     autoescape=False,
 )
-_ENV.filters["q"] = _shell_quote
+_ENV.filters["q"] = shell_quote
+_ENV.filters["qwords"] = shell_words
 
 
 @dataclass(frozen=True)
@@ -115,6 +125,25 @@ def kubelet_flags(labels: Mapping[str, str], taints: list[Taint]) -> list[str]:
     if taints:
         flags.append("--register-with-taints=" + ",".join(f"{t.key}={t.value}:{t.effect}" for t in taints))
     return flags
+
+
+def nodeadm_config(join: Join, flags: list[str]) -> str:
+    """The NodeConfig the eks-hybrid join writes, up to `spec.hybrid.ssm:`, whose two secret lines the script adds
+    from stdin. Scalars are JSON strings, which YAML reads as they are (YAML 1.2 section 1.3: JSON is YAML)."""
+    lines = [
+        "apiVersion: node.eks.aws/v1alpha1",
+        "kind: NodeConfig",
+        "spec:",
+        "  cluster:",
+        f"    name: {json.dumps(join.cluster_name)}",
+        f"    region: {json.dumps(join.region)}",
+        "  kubelet:",
+        "    flags:",
+        *(f"      - {json.dumps(flag)}" for flag in flags),
+        "  hybrid:",
+        "    ssm:",
+    ]
+    return "\n".join(lines)
 
 
 def node_labels(spec: EstateSpec, pool: BaremetalNodePool, server: Server) -> dict[str, str]:
@@ -188,7 +217,7 @@ def render_server(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool
             "join-kubeadm.sh.j2" if kubeadm else "join-eks-hybrid.sh.j2",
             **common,
             kubelet_extra_args=" ".join(flags),
-            kubelet_flags=flags,
+            node_config="" if kubeadm else nodeadm_config(site.join, flags),
         ),
         leave=render("leave-kubeadm.sh.j2" if kubeadm else "leave-eks-hybrid.sh.j2", **common),
         node_ready=render("node-ready.sh.j2", ready_timeout=READY_TIMEOUT),

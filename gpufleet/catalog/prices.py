@@ -35,7 +35,7 @@ from gpufleet.catalog.price_list import (
     term_filters,
 )
 from gpufleet.catalog.service_prices import refresh_list_prices
-from model.catalog import PRICES_FILE, REGIONS_FILE, SHIPPED_INSTANCE_TYPES
+from model.catalog import INSTANCE_TYPE_NAMES_FILE, PRICES_FILE, REGIONS_FILE, SHIPPED_INSTANCE_TYPES
 from model.spec import AwsSite
 
 FILTERS: tuple[tuple[str, str], ...] = (
@@ -138,4 +138,29 @@ def refresh_regions(path: Path | None = None) -> dict[str, Any]:
     path = REGIONS_FILE if path is None else path
     doc = aws_regions_doc()
     path.write_text(json.dumps(doc, indent=1) + "\n")
+    return doc
+
+
+def ec2_instance_type_names_doc() -> dict[str, Any]:
+    """Every EC2 instance type name, from the `InstanceType` enum of botocore's EC2 service model."""
+    model = botocore.loaders.Loader().load_service_model("ec2", "service-2")
+    version = botocore.__version__
+    return {
+        "_about": (
+            "Every EC2 instance type name as botocore's EC2 API model lists them; the spec accepts a system pool's "
+            "instance type only from this list. Written by `gpufleet catalog refresh --prices` from the installed "
+            "botocore, never by hand."
+        ),
+        "source": (
+            f"botocore {version} botocore/data/ec2/2016-11-15/service-2.json, shape InstanceType "
+            f"(https://github.com/boto/botocore/blob/{version}/botocore/data/ec2/2016-11-15/service-2.json)"
+        ),
+        "instance_types": sorted(model["shapes"]["InstanceType"]["enum"]),
+    }
+
+
+def refresh_instance_type_names(path: Path | None = None) -> dict[str, Any]:
+    path = INSTANCE_TYPE_NAMES_FILE if path is None else path
+    doc = ec2_instance_type_names_doc()
+    path.write_text(json.dumps(doc, indent=0) + "\n")
     return doc

@@ -72,7 +72,7 @@ def catalog_refresh(region: RefreshRegionOpt, prices: PricesOpt = False, offer_f
     try:
         if prices:
             from gpufleet.catalog.price_list import PRICING_ENDPOINT_REGION, PriceListError
-            from gpufleet.catalog.prices import refresh_prices, refresh_regions
+            from gpufleet.catalog.prices import refresh_instance_type_names, refresh_prices, refresh_regions
 
             client = (
                 _offer_files(offer_files, region)
@@ -84,6 +84,7 @@ def catalog_refresh(region: RefreshRegionOpt, prices: PricesOpt = False, offer_f
             except PriceListError as e:
                 raise CommandError(f"the Price List answer cannot be used: {e}", exit_code=1) from None
             refresh_regions()
+            refresh_instance_type_names()
             when = doc["sources"][region]["date"]
             where = "the offer files" if offer_files else "the Price List"
             out.print(

@@ -32,6 +32,8 @@ S3_RANGES_FILE = HERE / "aws_s3_ranges.json"
 # The AWS commercial regions (botocore's endpoints data), written by `gpufleet catalog refresh --prices`; a stack's
 # aws site must name one of them.
 REGIONS_FILE = HERE / "aws_regions.json"
+# Every EC2 instance type name (botocore's EC2 API model), written with the regions; a system pool must name one.
+INSTANCE_TYPE_NAMES_FILE = HERE / "aws_instance_type_names.json"
 # The effective hourly rate of EC2 Capacity Blocks per region, dated and sourced. AWS reprices blocks by supply and
 # demand, so it is the published rate on its date, not a quote.
 CAPACITY_BLOCK_PRICES_FILE = HERE / "aws_capacity_block_prices.json"
@@ -151,6 +153,21 @@ def _prices_doc() -> dict[str, Any]:
 def aws_regions() -> dict[str, str]:
     """AWS commercial region codes -> their names (e.g. "us-west-2" -> "US West (Oregon)")."""
     return dict(json.loads(REGIONS_FILE.read_text())["regions"])
+
+
+@cache
+def ec2_instance_type_names() -> frozenset[str]:
+    """Every EC2 instance type name AWS's API knows (not only the GPU types the catalog describes)."""
+    return frozenset(json.loads(INSTANCE_TYPE_NAMES_FILE.read_text())["instance_types"])
+
+
+def unknown_instance_type_name(name: str) -> str | None:
+    """Why `name` is refused as an EC2 instance type, naming the closest real ones; None when EC2 has it."""
+    if name in ec2_instance_type_names():
+        return None
+    close = difflib.get_close_matches(name, sorted(ec2_instance_type_names()), n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    return f"{name} is not an EC2 instance type (EC2's API lists every one, {INSTANCE_TYPE_NAMES_FILE.name}){hint}"
 
 
 def unknown_region(region: str) -> str | None:

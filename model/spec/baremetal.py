@@ -13,7 +13,18 @@ from pydantic import Field, field_validator, model_validator
 
 from model import catalog
 from model.spec.base import Model, Name
-from model.spec.net import MAX_USD, CidrRange, HostAddress, HttpsUrl
+from model.spec.host import (
+    AwsRegionCode,
+    Bastion,
+    DriverVersion,
+    EksClusterName,
+    HcaPort,
+    InterfaceName,
+    LabelValue,
+    NvmeDevice,
+    UnixUser,
+)
+from model.spec.net import MAX_USD, CidrRange, HostAddress, HostPort, HttpsUrl
 from model.spec.pools import PoolBase
 
 # Address pools of IPoIB / RoCE networks (nv-ipam hands each node a block of at most 256): IPv4, /8 to /28.
@@ -77,7 +88,7 @@ class InfinibandFabric(Model):
     hca_device_ids: list[str] = Field(
         default_factory=lambda: ["101b", "1021"], description="PCI device ids of the HCAs (ConnectX-6/7)."
     )
-    ipoib_interface: str = Field(
+    ipoib_interface: InterfaceName = Field(
         default="ib0", description="Host IPoIB interface the IPoIB networks create child links from."
     )
     vfs_per_port: int = Field(
@@ -110,7 +121,9 @@ class RoceFabric(Model):
 
     kind: Literal["roce"]
     name: Name
-    interfaces: list[str] = Field(min_length=1, description="Host interface names carrying RoCE (e.g. `ens1f0np0`).")
+    interfaces: list[InterfaceName] = Field(
+        min_length=1, description="Host interface names carrying RoCE (e.g. `ens1f0np0`)."
+    )
     cidr: Annotated[str, FABRIC] = Field(default="192.168.128.0/18", description="IP range on the RoCE networks.")
     vfs_per_interface: int = Field(default=8, ge=1, le=127, description="SR-IOV virtual functions per interface.")
 
@@ -192,15 +205,17 @@ class Server(Model):
     hostname: Name
     address: HostAddress = Field(description="Management IP address or DNS name reached over SSH.")
     gpu_model: str = Field(description="GPU model id from the catalog, e.g. `H100-80GB`.")
-    gpu_count: int = Field(ge=1, le=16)
-    ib_ports: list[str] = Field(default_factory=list, description="InfiniBand / RoCE ports, e.g. `mlx5_0`.")
-    nvme_devices: list[str] = Field(default_factory=list, description="NVMe devices for scratch, e.g. `/dev/nvme1n1`.")
-    rack: str = Field(min_length=1)
-    leaf: str = Field(min_length=1, description="Leaf switch the server's fabric ports attach to.")
-    rail: str | None = Field(default=None, description="Rail (rail-optimised fabrics).")
+    gpu_count: int = Field(ge=1, le=16, strict=True)
+    ib_ports: list[HcaPort] = Field(default_factory=list, description="InfiniBand / RoCE ports, e.g. `mlx5_0`.")
+    nvme_devices: list[NvmeDevice] = Field(
+        default_factory=list, description="NVMe devices for scratch, e.g. `/dev/nvme1n1`."
+    )
+    rack: LabelValue = Field(min_length=1)
+    leaf: LabelValue = Field(min_length=1, description="Leaf switch the server's fabric ports attach to.")
+    rail: LabelValue | None = Field(default=None, description="Rail (rail-optimised fabrics).")
     bmc_address: HostAddress | None = None
     labels: dict[str, str] = Field(default_factory=dict, description="Inventory labels pools select on.")
-    driver_version: str | None = Field(
+    driver_version: DriverVersion | None = Field(
         default=None,
         description=(
             "NVIDIA driver the preflight expects (nvidia-smi) with kubernetes.driver_managed_by: host; defaults to "
@@ -234,9 +249,9 @@ class Server(Model):
 class SshAccess(Model):
     """How gpufleet reaches inventory servers."""
 
-    user: str = Field(default="root")
+    user: UnixUser = Field(default="root")
     private_key_config: str = Field(description="Config key holding the SSH private key (a Pulumi secret).")
-    bastion: str | None = Field(default=None, description="Bastion host (user@host) to jump through.")
+    bastion: Bastion | None = Field(default=None, description="Bastion host (user@host) to jump through.")
     bastion_host_key: str | None = Field(
         default=None,
         description="The bastion's SSH host key (" + HOST_KEY_HELP + "); required with a bastion.",
@@ -259,7 +274,9 @@ class Join(Model):
     """How servers join the site's cluster."""
 
     method: Literal["kubeadm", "eks-hybrid"] = "kubeadm"
-    api_server: str = Field(description="host:port of the Kubernetes API the nodes join.")
+    api_server: HostPort = Field(
+        description="host:port of the Kubernetes API the nodes join (`[addr]:port` for IPv6; port 1..65535)."
+    )
     token: Literal["minted", "config"] | None = Field(
         default=None,
         description=(
@@ -274,8 +291,12 @@ class Join(Model):
         description="Config key holding the kubeadm token (token: config) or the SSM activation code (secret).",
     )
     ca_hash_config: str = Field(default="caCertHash", description="Config key holding the CA cert hash (secret).")
-    cluster_name: str | None = Field(default=None, description="EKS cluster hybrid nodes join (method eks-hybrid).")
-    region: str | None = Field(default=None, description="AWS region of that EKS cluster (method eks-hybrid).")
+    cluster_name: EksClusterName | None = Field(
+        default=None, description="EKS cluster hybrid nodes join (method eks-hybrid)."
+    )
+    region: AwsRegionCode | None = Field(
+        default=None, description="AWS region of that EKS cluster (method eks-hybrid)."
+    )
     activation_id_config: str = Field(
         default="ssmActivationId",
         description="Config key holding the SSM hybrid activation id (secret; method eks-hybrid).",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from model.conventions import REQUIRED_TAGS
 
@@ -54,16 +54,48 @@ class Model(BaseModel):
     )
 
 
+# AWS tag rules (docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html, "Tag naming limits and
+# requirements"): at most 50 user tags a resource, keys of 1..128 and values of at most 256 characters, and no key
+# starting with `aws:` in any case (reserved for AWS). `metadata.tags` and gpufleet's own tags share the 50.
+AWS_MAX_TAGS = 50
+AWS_TAG_KEY_MAX = 128
+AWS_TAG_VALUE_MAX = 256
+# The tags gpufleet adds to `metadata.tags` on every resource (model.tags.Tags: owner, cost-center, env, cluster,
+# managed-by, tenant), and at most two a resource adds for itself (its Name and its fabric, pool or tier).
+GPUFLEET_TAGS = 6 + 2
+TagValue = Annotated[str, Field(max_length=AWS_TAG_VALUE_MAX)]
+
+
+def _aws_tag_key(key: str) -> str:
+    if not 1 <= len(key) <= AWS_TAG_KEY_MAX:
+        raise ValueError(f"tag key {key[:40]!r}: an AWS tag key has 1..{AWS_TAG_KEY_MAX} characters")
+    if key.lower().startswith("aws:"):
+        raise ValueError(f"tag key {key!r}: the `aws:` prefix is reserved for AWS's own tags")
+    return key
+
+
+AwsTagKey = Annotated[str, AfterValidator(_aws_tag_key)]
+
+
 class Metadata(Model):
     """Who owns the estate and how its spend is attributed."""
 
     name: Name = Field(description="Estate name; prefixes cloud resource names and the `cluster` tag.")
     environment: Name = Field(description="Environment (dev, staging, prod, ...); the `env` tag.")
-    owner: str = Field(min_length=1, description="Owning team or person; the `owner` tag.")
-    cost_center: str = Field(min_length=1, description="Cost centre spend is booked to; the `cost-center` tag.")
-    tags: dict[str, str] = Field(
+    owner: str = Field(
+        min_length=1, max_length=AWS_TAG_VALUE_MAX, description="Owning team or person; the `owner` tag."
+    )
+    cost_center: str = Field(
+        min_length=1, max_length=AWS_TAG_VALUE_MAX, description="Cost centre spend is booked to; the `cost-center` tag."
+    )
+    tags: dict[AwsTagKey, TagValue] = Field(
         default_factory=dict,
-        description="Extra tags set on every taggable resource (in addition to the required ones).",
+        max_length=AWS_MAX_TAGS - GPUFLEET_TAGS,
+        description=(
+            f"Extra tags set on every taggable resource (in addition to the required ones): at most "
+            f"{AWS_MAX_TAGS - GPUFLEET_TAGS}, since AWS allows {AWS_MAX_TAGS} a resource and gpufleet sets "
+            f"{GPUFLEET_TAGS} itself."
+        ),
     )
     required_tags: list[str] = Field(
         default_factory=lambda: list(REQUIRED_TAGS),

@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from model import catalog
 from model.spec.base import CapacityType, Model, Name, Role
+from model.spec.host import Labels
 from model.spec.net import MAX_NODES, Timestamp, Usd
 
 # NVIDIA GPU Operator, "Time-Slicing GPUs in Kubernetes": time-sliced workloads share one GPU's memory and faults.
@@ -194,4 +195,4 @@ class PoolBase(Model):
     dedicated_to: Name | None = Field(
         default=None, description="Tenant that owns the pool alone (tainted and labelled for that tenant)."
     )
-    labels: dict[str, str] = Field(default_factory=dict, description="Extra node labels.")
+    labels: Labels = Field(default_factory=dict, description="Extra node labels.")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from model import catalog
 from model.frameworks import DEFAULT_FRAMEWORKS, FrameworkName
 from model.spec.access import Interconnect
 from model.spec.aws import (
@@ -33,6 +34,7 @@ from model.spec.baremetal import (
     SshAccess,
 )
 from model.spec.base import SYSTEM_NODES_HELP, Model, Name, SystemNodes
+from model.spec.host import DriverVersion, MountPath
 
 Fabric = Annotated[EfaFabric | InfinibandFabric | RoceFabric, Field(discriminator="kind")]
 
@@ -42,7 +44,7 @@ class ScratchTier(Model):
 
     kind: Literal["scratch"]
     name: Name
-    mount_path: str = Field(default="/scratch", description="Where the NVMe array is mounted on nodes.")
+    mount_path: MountPath = Field(default="/scratch", description="Where the NVMe array is mounted on nodes.")
 
 
 StorageTier = Annotated[
@@ -122,7 +124,7 @@ class KubernetesStack(Model):
         default=None,
         description="RuntimeClass (e.g. `kata`, `gvisor`) the site provides for untrusted tenants.",
     )
-    driver_version: str | None = Field(
+    driver_version: DriverVersion | None = Field(
         default=None, description="Pinned NVIDIA driver on bare metal (defaults to the operator's pin)."
     )
     driver_managed_by: Literal["operator", "host"] = Field(
@@ -194,6 +196,14 @@ class AwsSite(SiteBase):
             "vpn, transit-gateway, existing (an adopted VPC already routed) or public."
         ),
     )
+
+    @field_validator("system_instance_type")
+    @classmethod
+    def _real_instance_type(cls, v: str) -> str:
+        why = catalog.unknown_instance_type_name(v)
+        if why:
+            raise ValueError(why)
+        return v
 
 
 class BaremetalSite(SiteBase):

@@ -258,3 +258,18 @@ def test_tenant_file_systems_must_name_a_shared_file_system(tier: str) -> None:
     with pytest.raises(SpecError) as err:
         estate("aws-train", declare)
     assert "tenants[2].file_systems[0]" in str(err.value) and "not a shared file-system tier" in str(err.value)
+
+
+def test_tenant_dirs_script_takes_each_path_as_one_shell_word(tmp_path: Path) -> None:
+    """A tenant name the schema would refuse still runs nothing: each path is quoted for the shell."""
+    root = tmp_path / "fs"
+    root.mkdir()
+    names = ["x;touch pwned", "$(touch pwned)", "`touch pwned`"]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "chown").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "chown").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    subprocess.run(["sh", "-c", tenant_dirs_script(names, root=str(root))], check=True, env=env, cwd=tmp_path)
+    assert not (tmp_path / "pwned").exists()
+    assert sorted(p.name for p in (root / "tenants").iterdir()) == sorted(names)

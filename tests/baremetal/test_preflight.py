@@ -417,7 +417,8 @@ def test_operator_site_names_the_pinned_driver_when_the_site_does_not_pin_one() 
         del estate["sites"][0]["kubernetes"]["driver_version"]
 
     text = scripts_for(onprem_spec(unpin)).preflight.text
-    assert f"the GPU Operator installs driver {versions.GPU_DRIVER}" in text
+    assert f"\ndriver_version={versions.GPU_DRIVER}\n" in text
+    assert "the GPU Operator installs driver $driver_version" in text
 
 
 def test_operator_site_without_lsmod_is_refused_not_waved_through(tmp_path: Path) -> None:
@@ -472,8 +473,10 @@ def test_operator_site_without_a_kubelet_conf_is_not_judged_joined(tmp_path: Pat
 
 def test_preflight_and_join_decide_joined_by_the_same_test() -> None:
     scripts = scripts_for(onprem_spec())
-    test = f"[ -f {KUBEADM_KUBELET_CONF} ] && systemctl is-active --quiet kubelet"
+    test = '[ -f "$kubelet_kubeconfig" ] && systemctl is-active --quiet kubelet'
+    path = f"\nkubelet_kubeconfig={KUBEADM_KUBELET_CONF}\n"
     assert test in scripts.preflight.text and test in scripts.join.text
+    assert path in scripts.preflight.text and path in scripts.join.text
 
 
 # -- GPUDirect RDMA on a host-driver site (kubernetes.gpudirect_rdma: dma-buf) ---------------------------------

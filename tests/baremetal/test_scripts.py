@@ -131,7 +131,7 @@ def test_single_nvme_device_is_formatted_directly_without_raid() -> None:
     scratch = scripts_for(onprem_spec(one_disk)).scratch
     assert scratch is not None
     assert "mdadm" not in scratch.text
-    assert "target=/dev/nvme1n1" in scratch.text
+    assert "devices=(/dev/nvme1n1)" in scratch.text and 'target="${devices[0]}"' in scratch.text
 
 
 def test_server_without_nvme_devices_gets_no_scratch_step() -> None:

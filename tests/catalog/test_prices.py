@@ -24,6 +24,7 @@ from gpufleet.catalog.prices import (
     FILTERS,
     SYSTEM_INSTANCE_TYPE,
     aws_regions_doc,
+    ec2_instance_type_names_doc,
     on_demand_usd,
     refresh_prices,
 )
@@ -151,6 +152,13 @@ def test_the_catalog_regions_are_botocores_commercial_partition() -> None:
     # botocore/data/endpoints.json of the installed botocore (partition "aws") is the artifact the list comes from.
     assert json.loads(catalog.REGIONS_FILE.read_text()) == aws_regions_doc()
     assert catalog.aws_regions()["us-west-2"] == "US West (Oregon)"
+
+
+def test_the_catalog_instance_type_names_are_botocores_ec2_model() -> None:
+    # The InstanceType enum of botocore/data/ec2/2016-11-15/service-2.json (installed botocore) is the artifact.
+    assert json.loads(catalog.INSTANCE_TYPE_NAMES_FILE.read_text()) == ec2_instance_type_names_doc()
+    names = catalog.ec2_instance_type_names()
+    assert set(catalog.SHIPPED_INSTANCE_TYPES) <= names and "m7i.xlarge" in names
 
 
 def test_refresh_prices_refuses_a_made_up_region_before_calling_aws() -> None:

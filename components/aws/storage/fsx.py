@@ -11,6 +11,7 @@ security group for the Lustre ports, an optional S3 data repository association,
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -73,7 +74,7 @@ def tenant_dirs_script(tenants: list[str], root: str = "/fs") -> str:
     """Shell (busybox) that creates each tenant's directory, owned by its uid/gid, mode 2770; idempotent."""
     lines = ["set -eu", f"mkdir -p {root}{TENANTS_DIR}", f"chmod 0755 {root}{TENANTS_DIR}"]
     for t in sorted(tenants):
-        path, uid = f"{root}{tenant_dir(t)}", tenant_uid(t)
+        path, uid = shlex.quote(f"{root}{tenant_dir(t)}"), tenant_uid(t)  # a tenant name is one word, whatever it is
         lines.append(f"mkdir -p {path} && chown {uid}:{uid} {path} && chmod 2770 {path}")
     return "\n".join(lines)
 

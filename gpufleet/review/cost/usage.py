@@ -25,22 +25,30 @@ USAGE_DOC = "docs/usage-profiles.md"
 # Where a profile is, for messages that ask for one (the stack's name is not known where they are written).
 PROFILE_HINT = f"`usage.<stack>.yaml` beside the stack file; see {USAGE_DOC}"  # backticks: Markdown keeps <stack>
 USAGE_TIERS = (EfsTier, S3Tier)  # billed on GB stored (storage._usage_based)
+# GB a month in any one figure: an exabyte, far above any estate, and low enough that every price times it stays a
+# finite number (JSON has no Infinity). NaN and infinity are refused outright (allow_inf_nan below).
+MAX_GB = 1e9
+_FIGURES = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class TierUsage(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    gb_stored: float = Field(ge=0, description="Average GB stored over the month.")
+    model_config = _FIGURES
+    gb_stored: float = Field(ge=0, le=MAX_GB, description="Average GB stored over the month.")
 
 
 class SiteUsage(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    nat_gb_processed: float | None = Field(default=None, ge=0, description="GB a month through the NAT gateways.")
-    data_transfer_out_gb: float | None = Field(default=None, ge=0, description="GB a month out to the internet.")
+    model_config = _FIGURES
+    nat_gb_processed: float | None = Field(
+        default=None, ge=0, le=MAX_GB, description="GB a month through the NAT gateways."
+    )
+    data_transfer_out_gb: float | None = Field(
+        default=None, ge=0, le=MAX_GB, description="GB a month out to the internet."
+    )
     storage: dict[str, TierUsage] = Field(default_factory=dict, description="Usage of storage tiers, by tier name.")
 
 
 class UsageProfile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = _FIGURES
     sites: dict[str, SiteUsage] = Field(default_factory=dict)
 
     def site(self, name: str) -> SiteUsage:

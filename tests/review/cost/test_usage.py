@@ -106,3 +106,14 @@ def test_cost_says_where_a_usage_profile_goes_when_usage_billed_items_have_no_fi
     assert PROFILE_HINT in result.stdout and "usage.<stack>.yaml" in PROFILE_HINT and DOC.exists()
     markdown = CliRunner().invoke(app, ["cost", "-s", "aws-train", "-C", str(ROOT), "-f", "markdown", "--summary"])
     assert PROFILE_HINT in markdown.stdout
+
+
+@pytest.mark.parametrize("figure", [".inf", "-.inf", ".nan", "1e308", "inf", "1e10"])
+def test_a_figure_that_is_not_a_finite_amount_is_refused_naming_the_file_and_key(tmp_path: Path, figure: str) -> None:
+    """inf, NaN or 1e308 GB would make the cost JSON carry Infinity, which is not JSON."""
+    path = tmp_path / "usage.aws-train.yaml"
+    path.write_text(f"sites:\n  use1:\n    data_transfer_out_gb: {figure}\n")
+    with pytest.raises(SpecError) as err:
+        read_usage(path, parse_estate(example_estate("aws-train"), "aws-train"))
+    (problem,) = err.value.problems
+    assert problem.startswith(f"{path}: sites.use1.data_transfer_out_gb: ")

@@ -1,20 +1,35 @@
 #!/usr/bin/env bash
-# gpufleet join for gpu-r1-01 (pool train): nodeadm init into EKS cluster dc1-hybrid
-# (us-east-1) as an EKS Hybrid Node with an SSM hybrid activation. nodeadm must already be installed
+# gpufleet join for the server named in `host` below: nodeadm init into the EKS cluster `node_config` names, as an
+# EKS Hybrid Node with an SSM hybrid activation. nodeadm must already be installed
 # (`nodeadm install <k8s-version> --credential-provider ssm`, usually baked into the OS image).
 # The activation code and id arrive on stdin (one line each), never in this text.
 # Idempotent: a server whose kubelet already runs with its kubeconfig is left alone.
 # The last line printed is `node-name=<name>`: with SSM the node is named after the managed-instance id.
-# Rendered from components/baremetal/templates/join-eks-hybrid.sh.j2.
+# Rendered from components/baremetal/templates/join-eks-hybrid.sh.j2. Every value from the stack arrives quoted, in
+# the assignments below; the script refers to them by name only.
 set -euo pipefail
 
 host=gpu-r1-01
+kubelet_kubeconfig=/var/lib/kubelet/kubeconfig
+# The NodeConfig without its ssm block, which the activation from stdin completes (components/baremetal/bootstrap.py)
+node_config='apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  cluster:
+    name: "dc1-hybrid"
+    region: "us-east-1"
+  kubelet:
+    flags:
+      - "--node-labels=gpufleet.io/fabric=ib,gpufleet.io/gpu-model=H100-80GB,gpufleet.io/pool=train,gpufleet.io/role=training,nvidia.com/gpu.present=true,nvidia.com/mig.config=all-disabled,topology.gpufleet.io/leaf=leaf-1,topology.gpufleet.io/rack=r1,topology.gpufleet.io/rail=0"
+      - "--register-with-taints=nvidia.com/gpu=present:NoSchedule"
+  hybrid:
+    ssm:'
 
 node_name() {
   sed -n 's/.*"ManagedInstanceID":[[:space:]]*"\([^"]*\)".*/\1/p' /var/lib/amazon/ssm/registration 2>/dev/null | head -n 1
 }
 
-if [ -f /var/lib/kubelet/kubeconfig ] && systemctl is-active --quiet kubelet; then
+if [ -f "$kubelet_kubeconfig" ] && systemctl is-active --quiet kubelet; then
   printf 'join %s: already a hybrid node (kubelet active); nothing to do\n' "$host"
   printf 'node-name=%s\n' "$(node_name)"
   exit 0
@@ -36,21 +51,9 @@ fi
 umask 077
 config="$(mktemp)"
 trap 'rm -f "$config"' EXIT
-cat > "$config" <<NODECONFIG
-apiVersion: node.eks.aws/v1alpha1
-kind: NodeConfig
-spec:
-  cluster:
-    name: dc1-hybrid
-    region: us-east-1
-  hybrid:
-    ssm:
-      activationCode: "${activation_code}"
-      activationId: "${activation_id}"
-  kubelet:
-    flags:
-      - "--node-labels=gpufleet.io/fabric=ib,gpufleet.io/gpu-model=H100-80GB,gpufleet.io/pool=train,gpufleet.io/role=training,nvidia.com/gpu.present=true,nvidia.com/mig.config=all-disabled,topology.gpufleet.io/leaf=leaf-1,topology.gpufleet.io/rack=r1,topology.gpufleet.io/rail=0"
-      - "--register-with-taints=nvidia.com/gpu=present:NoSchedule"
-NODECONFIG
+{
+  printf '%s\n' "$node_config"
+  printf '      activationCode: "%s"\n      activationId: "%s"\n' "$activation_code" "$activation_id"
+} > "$config"
 nodeadm init --config-source "file://$config"
 printf 'node-name=%s\n' "$(node_name)"

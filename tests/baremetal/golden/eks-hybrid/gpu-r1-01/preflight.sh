@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
-# gpufleet preflight for gpu-r1-01 (pool train): refuse to join unless this machine matches
+# gpufleet preflight for the server named in `host` below: refuse to join unless this machine matches
 # the inventory. Read-only: it changes nothing on the host. Each failed check prints what it expected and what it
 # found; the script exits 1 if any check failed. The tools it calls (lspci, lsmod, ibstat, lsblk) are looked up on
 # PATH, so tests can put fakes first on PATH without any switch that weakens a check.
-# The GPU Operator installs NVIDIA driver 580.126.20 (kubernetes.driver_managed_by: operator): the host
+# The GPU Operator installs NVIDIA driver $driver_version (kubernetes.driver_managed_by: operator): the host
 # must have no NVIDIA driver loaded, so the GPUs are counted on the PCI bus instead of with nvidia-smi.
-# Rendered from components/baremetal/templates/preflight.sh.j2.
+# Rendered from components/baremetal/templates/preflight.sh.j2. Every value from the stack arrives quoted, in the
+# assignments below; the script refers to them by name only.
 set -euo pipefail
 
 host=gpu-r1-01
+kubelet_kubeconfig=/var/lib/kubelet/kubeconfig
+gpu_count=8
+gpu_id=H100-80GB
+gpu_name=H100
+gpu_memory_mib=81920
+driver_version=580.126.20
+ib_ports=(mlx5_0 mlx5_1 mlx5_2 mlx5_3)
+ib_rate_gbps=400
+nvme_devices=(/dev/nvme1n1 /dev/nvme2n1)
 failures=0
 
 fail() { # fail CHECK EXPECTED FOUND
@@ -31,27 +41,27 @@ joined() { # one line per item -> "a, b, c"
 
 # -- already a node? ----------------------------------------------------------------------------------------------
 # The preflight re-runs on a joined server whenever its text changes (a new driver_version, a gpufleet upgrade).
-# Such a server is judged as the node it is, by the join step's own test: /var/lib/kubelet/kubeconfig present and
+# Such a server is judged as the node it is, by the join step's own test: $kubelet_kubeconfig present and
 # the kubelet active. The checks below still run; only what joining changes on purpose is read differently.
 node_joined=false
-if [ -f /var/lib/kubelet/kubeconfig ] && systemctl is-active --quiet kubelet; then
+if [ -f "$kubelet_kubeconfig" ] && systemctl is-active --quiet kubelet; then
   node_joined=true
-  pass node.joined "already a node (/var/lib/kubelet/kubeconfig present, kubelet active)"
+  pass node.joined "already a node ($kubelet_kubeconfig present, kubelet active)"
 fi
 
 # -- GPUs: count on the PCI bus (lspci), no host NVIDIA driver loaded (lsmod) -----------------------------------
 # NVIDIA (vendor 10de) display controllers, class 0300 (VGA) or 0302 (3D: data-centre GPUs); NVSwitches (0680) and
 # other NVIDIA functions are not GPUs. `lspci -n` prints "BUS CLASS: VENDOR:DEVICE", e.g. "17:00.0 0302: 10de:2330".
 if ! command -v lspci >/dev/null 2>&1; then
-  fail gpu.count "lspci (pciutils) to count 8 NVIDIA GPUs" "no lspci on PATH"
+  fail gpu.count "lspci (pciutils) to count $gpu_count NVIDIA GPUs" "no lspci on PATH"
 elif ! devices="$(lspci -d 10de: -n 2>&1)"; then
-  fail gpu.count "lspci to list 8 NVIDIA GPUs" "lspci failed: $(printf '%s' "$devices" | head -n 1)"
+  fail gpu.count "lspci to list $gpu_count NVIDIA GPUs" "lspci failed: $(printf '%s' "$devices" | head -n 1)"
 else
   count="$(printf '%s\n' "$devices" | awk '$2 == "0300:" || $2 == "0302:"' | wc -l | tr -d ' ')"
-  if [ "$count" -eq 8 ]; then
+  if [ "$count" -eq "$gpu_count" ]; then
     pass gpu.count "$count GPUs (lspci)"
   else
-    fail gpu.count "8 GPUs" "$count GPUs"
+    fail gpu.count "$gpu_count GPUs" "$count GPUs"
   fi
 fi
 if ! command -v lsmod >/dev/null 2>&1; then
@@ -62,17 +72,17 @@ elif printf '%s\n' "$modules" | awk '$1 == "nvidia" { found = 1 } END { exit !fo
   if [ "$node_joined" = true ]; then
     pass gpu.host-driver "module nvidia loaded by the GPU Operator's driver container on this node"
   else
-    fail gpu.host-driver "no host NVIDIA driver (the GPU Operator installs driver 580.126.20)" "module nvidia loaded"
+    fail gpu.host-driver "no host NVIDIA driver (the GPU Operator installs driver $driver_version)" "module nvidia loaded"
   fi
 else
-  pass gpu.host-driver "no nvidia module loaded; the GPU Operator installs driver 580.126.20"
+  pass gpu.host-driver "no nvidia module loaded; the GPU Operator installs driver $driver_version"
 fi
 
-# -- InfiniBand / RoCE ports: every port of every listed HCA Active and LinkUp at 400 Gb/s (ibstat) ----
+# -- InfiniBand / RoCE ports: every port of every listed HCA Active and LinkUp at ib_rate_gbps (ibstat) ----
 if ! command -v ibstat >/dev/null 2>&1; then
-  fail ib.tools "ibstat (infiniband-diags) to check mlx5_0, mlx5_1, mlx5_2, mlx5_3" "no ibstat on PATH"
+  fail ib.tools "ibstat (infiniband-diags) to check $(joined "$(printf '%s\n' "${ib_ports[@]}")")" "no ibstat on PATH"
 else
-  for ca in mlx5_0 mlx5_1 mlx5_2 mlx5_3; do
+  for ca in "${ib_ports[@]}"; do
     if ! out="$(ibstat "$ca" 2>&1)"; then
       fail "ib.$ca" "HCA $ca present" "ibstat $ca failed: $(printf '%s' "$out" | head -n 1)"
       continue
@@ -84,12 +94,12 @@ else
     # ibstat prints "Rate: 400", "Rate: 40 (FDR10)" or "Rate: 2.5" (rdma-core infiniband-diags/ibstat.c, port_dump):
     # the number is the first word.
     rates="$(printf '%s\n' "$out" | sed -n 's/^[[:space:]]*Rate:[[:space:]]*\([^[:space:]]*\).*/\1/p')"
-    if all_are "$rates" 400; then pass "ib.$ca.rate" "400 Gb/s"; else fail "ib.$ca.rate" "Rate: 400" "Rate: $(joined "$rates")"; fi
+    if all_are "$rates" "$ib_rate_gbps"; then pass "ib.$ca.rate" "$ib_rate_gbps Gb/s"; else fail "ib.$ca.rate" "Rate: $ib_rate_gbps" "Rate: $(joined "$rates")"; fi
   done
 fi
 
 # -- NVMe devices for scratch: each one a whole NVMe disk (lsblk) -------------------------------------------------
-for dev in /dev/nvme1n1 /dev/nvme2n1; do
+for dev in "${nvme_devices[@]}"; do
   found="$(lsblk -d -n -o TYPE,TRAN -- "$dev" 2>/dev/null | awk '{ print $1, $2 }' || true)"
   if [ "$found" = "disk nvme" ]; then
     pass "nvme.$dev" "NVMe disk"

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# gpufleet join for gpu-r1-01 (pool train): kubeadm join k8s-api.dc1.example.com:6443.
+# gpufleet join for the server named in `node` below: kubeadm join the API server `api_server`.
 # The bootstrap token and the CA cert hash arrive on stdin (one line each), never in this text.
 # Idempotent: a server whose kubelet already runs with a kubelet.conf is left alone.
-# Rendered from components/baremetal/templates/join-kubeadm.sh.j2.
+# Rendered from components/baremetal/templates/join-kubeadm.sh.j2. Every value from the stack arrives quoted, in
+# the assignments below; the script refers to them by name only.
 set -euo pipefail
 
 node=gpu-r1-01
+api_server=k8s-api.dc1.example.com:6443
+kubelet_kubeconfig=/etc/kubernetes/kubelet.conf
 
 # Labels and taints the kubelet registers the node with (the NodePatch keeps them afterwards). Labels under
 # kubernetes.io / k8s.io are left to the NodePatch: the NodeRestriction admission plugin refuses them from kubelets.
@@ -16,7 +19,7 @@ if [ "$(cat "$extra_args_file" 2>/dev/null || true)" != "KUBELET_EXTRA_ARGS=$ext
   printf 'KUBELET_EXTRA_ARGS=%s\n' "$extra_args" > "$extra_args_file"
 fi
 
-if [ -f /etc/kubernetes/kubelet.conf ] && systemctl is-active --quiet kubelet; then
+if [ -f "$kubelet_kubeconfig" ] && systemctl is-active --quiet kubelet; then
   printf 'join %s: already a node of the cluster (kubelet.conf present, kubelet active); nothing to do\n' "$node"
   exit 0
 fi
@@ -30,8 +33,8 @@ if [ -z "$token" ] || [ -z "$ca_hash" ]; then
   exit 2
 fi
 
-kubeadm join k8s-api.dc1.example.com:6443 \
+kubeadm join "$api_server" \
   --token "$token" \
   --discovery-token-ca-cert-hash "$ca_hash" \
   --node-name "$node"
-printf 'join %s: joined %s\n' "$node" k8s-api.dc1.example.com:6443
+printf 'join %s: joined %s\n' "$node" "$api_server"

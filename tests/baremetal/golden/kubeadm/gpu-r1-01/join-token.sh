@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpufleet join-token for node $GPUFLEET_NODE: mint a kubeadm bootstrap token, valid for 60 minutes,
+# gpufleet join-token for node $GPUFLEET_NODE: mint a kubeadm bootstrap token, valid for `ttl_minutes`,
 # just before the node joins, and print it (`<id>.<secret>`, the join step's stdin) as the only line on stdout.
 # A bootstrap token is a Secret `bootstrap-token-<id>` of type bootstrap.kubernetes.io/token in kube-system
 # (kubernetes.io/docs/reference/access-authn-authz/bootstrap-tokens/), what `kubeadm token create` writes; its
@@ -8,6 +8,7 @@
 # Runs where `pulumi up` runs; needs kubectl. Rendered from components/baremetal/templates/join-token.sh.j2.
 set -euo pipefail
 : "${GPUFLEET_NODE:?node name}" "${GPUFLEET_KUBECONFIG:?kubeconfig}"
+ttl_minutes=60
 umask 077
 kubeconfig="$(mktemp)"
 trap 'rm -f "$kubeconfig"' EXIT
@@ -19,7 +20,7 @@ random() { # random N: N characters of [a-z0-9] (the token format: [a-z0-9]{6}.[
 id="$(random 6)"
 secret="$(random 16)"
 # RFC 3339 in UTC; GNU date (-d) or BSD date (-v)
-expiration="$(date -u -d "+60 minutes" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u -v+60M +%Y-%m-%dT%H:%M:%SZ)"
+expiration="$(date -u -d "+$ttl_minutes minutes" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u -v+"$ttl_minutes"M +%Y-%m-%dT%H:%M:%SZ)"
 kubectl --kubeconfig "$kubeconfig" --namespace kube-system create secret generic "bootstrap-token-$id" \
   --type bootstrap.kubernetes.io/token \
   --from-literal=token-id="$id" \

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# gpufleet leave for gpu-r1-01: kubeadm reset after the node was drained through the API.
+# gpufleet leave for the server named in `node` below: kubeadm reset after the node was drained through the API.
 # Runs as the join command's delete step; the drain runs before it and the Node object is deleted after it.
 # Idempotent: a server that is not (or no longer) a node is left alone.
 # Rendered from components/baremetal/templates/leave-kubeadm.sh.j2.
 set -euo pipefail
 
 node=gpu-r1-01
-if [ ! -f /etc/kubernetes/kubelet.conf ] && ! systemctl is-active --quiet kubelet; then
+kubelet_kubeconfig=/etc/kubernetes/kubelet.conf
+if [ ! -f "$kubelet_kubeconfig" ] && ! systemctl is-active --quiet kubelet; then
   printf 'leave %s: not a node of any cluster; nothing to do\n' "$node"
   exit 0
 fi

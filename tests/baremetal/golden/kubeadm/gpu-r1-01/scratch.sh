@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# gpufleet scratch for gpu-r1-01: /dev/nvme1n1, /dev/nvme2n1 as one RAID0 array, XFS labelled gf-scratch,
-# mounted at /scratch (tier nvme) and bind-mounted at /mnt/gpufleet/nvme/gpufleet-scratch where the local volume
+# gpufleet scratch for the server named in `host` below: its NVMe `devices` as one RAID0 array, XFS labelled
+# `label`, mounted at `mount_path` (the scratch tier's) and bind-mounted at `bind_path` where the local volume
 # provisioner finds it. Both mounts go to /etc/fstab (nofail).
 # Idempotent and careful: every step checks state first; a device or mount that holds something that is not
 # gpufleet scratch stops the script instead of being overwritten.
-# Rendered from components/baremetal/templates/scratch.sh.j2.
+# Rendered from components/baremetal/templates/scratch.sh.j2. Every value from the stack arrives quoted, in the
+# assignments below; the script refers to them by name only.
 set -euo pipefail
 
 host=gpu-r1-01
 mount_path=/scratch
 bind_path=/mnt/gpufleet/nvme/gpufleet-scratch
 label=gf-scratch
+md_name=gpufleet-scratch
 devices=(/dev/nvme1n1 /dev/nvme2n1)
+device_count=2
 
 die() {
   printf 'scratch %s: %s\n' "$host" "$1" >&2
@@ -35,18 +38,18 @@ fstab_line() { # fstab_line MOUNTPOINT LINE: add LINE unless MOUNTPOINT already 
   fi
 }
 
-target=/dev/md/gpufleet-scratch
+target="/dev/md/$md_name"
 if [ ! -e "$target" ]; then
   for dev in "${devices[@]}"; do
     [ -b "$dev" ] || die "$dev is not a block device"
     signature="$(blkid -p -o value -s TYPE -- "$dev" 2>/dev/null || true)"
     [ -z "$signature" ] || die "$dev holds a $signature signature; refusing to overwrite it (wipe it by hand if it is free)"
   done
-  mdadm --create "$target" --run --level=0 --raid-devices=2 --name=gpufleet-scratch "${devices[@]}"
+  mdadm --create "$target" --run --level=0 --raid-devices="$device_count" --name="$md_name" "${devices[@]}"
 fi
 mdadm_conf=/etc/mdadm/mdadm.conf
 if [ ! -d /etc/mdadm ]; then mdadm_conf=/etc/mdadm.conf; fi
-if ! grep -qs "name=.*gpufleet-scratch" "$mdadm_conf"; then
+if ! grep -qs -e "name=.*$md_name" -- "$mdadm_conf"; then
   mdadm --detail --brief "$target" >> "$mdadm_conf"
 fi
 
