@@ -11,7 +11,7 @@ import pytest
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.review import check
 from gpufleet.review.findings import Finding
-from model.conventions import GPU_PRESENT_LABEL, POOL_LABEL, TENANT_NODE_LABEL
+from model.conventions import GPU_PRESENT_LABEL, POOL_LABEL, ROLE_LABEL, TENANT_NODE_LABEL
 from tests.policies import fixtures as fx
 
 
@@ -45,6 +45,9 @@ LT_RESERVED = fx.with_(
     placement=None,
     capacityReservationSpecification={"capacityReservationTarget": {"capacityReservationId": "cr-0123456789abcdef0"}},
 )
+LT_EFA_32 = fx.launch_template(efa=32)
+LT_G6E = fx.launch_template("small", instance_type="g6e.xlarge")  # no EFA on this type: no fabric to ask for
+TRAINING = {POOL_LABEL: "h100", GPU_PRESENT_LABEL: "true", ROLE_LABEL: "training"}
 R_AGENTS = fx.tenant_role("agents")
 UNTRUSTED_NS = fx.namespace("agents", labels={"tenant": "agents", "gpufleet.io/trust": "untrusted"})
 S3_LIST = {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::b", "Condition": {"StringLike": {"s3:prefix": ["agents/in/*"]}}}  # fmt: skip
@@ -230,6 +233,11 @@ CASES = [
     Case("efa-single-subnet", [fx.efa_node_group()], [fx.efa_node_group(subnets=["subnet-a-id", "subnet-b-id"])]),
     Case("efa-interface-count", [fx.launch_template(efa=32)], [fx.launch_template(efa=33)]),
     Case("efa-interface-count", [fx.launch_template(instance_type="g6e.12xlarge", efa=1)], [fx.launch_template(instance_type="g6e.xlarge", efa=1)], id="no-efa-type"),
+    Case(
+        "efa-training-pool-fabric",
+        [LT_EFA_32, fx.node_group(labels=TRAINING, lt=LT_EFA_32), LT_G6E, fx.node_group("small", labels=TRAINING, lt=LT_G6E)],
+        [LT_P5, fx.node_group(labels=TRAINING, lt=LT_P5)],
+    ),
     Case("fsx-colocated", [fx.efa_node_group(), fx.fsx()], [fx.efa_node_group(), fx.fsx(subnets=["subnet-b-id"])]),
     Case("time-slicing-single-tenant", fx.time_sliced_nodes(dedicated=True), fx.time_sliced_nodes(dedicated=False)),
     Case(
