@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from components.kubernetes.admission import OWNED_POD, VOLUME_VALIDATIONS
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.review import check
 from gpufleet.review.findings import Finding
@@ -89,6 +90,28 @@ TOL_BINDING = fx.k8s(
         "matchResources": {"namespaceSelector": {"matchExpressions": [{"key": "tenant", "operator": "Exists"}]}},
     },
 )
+VOL_VAP = fx.k8s(
+    "ValidatingAdmissionPolicy",
+    "gpufleet-tenant-volumes",
+    spec={"validations": VOLUME_VALIDATIONS},
+)
+VOL_BINDING = fx.k8s(
+    "ValidatingAdmissionPolicyBinding",
+    "gpufleet-tenant-volumes",
+    spec={**TOL_BINDING.inputs["spec"], "policyName": "gpufleet-tenant-volumes"},
+)
+VOL_ALLOWS_NFS = fx.with_(VOL_VAP, spec={"validations": [{"expression": "object.spec.volumes.all(v, has(v.persistentVolumeClaim) || has(v.nfs))"}]})  # fmt: skip
+UNTRUSTED_ON_EKS = [fx.with_(r, provider=EKS_K8S.key) for r in (UNTRUSTED_NS, fx.default_deny("agents"))]
+OWNED_VAP = fx.k8s("ValidatingAdmissionPolicy", "gpufleet-untrusted-agents", spec={"validations": [{"expression": OWNED_POD}]})  # fmt: skip
+OWNED_BINDING = fx.k8s(
+    "ValidatingAdmissionPolicyBinding",
+    "gpufleet-untrusted-agents",
+    spec={
+        "policyName": "gpufleet-untrusted-agents",
+        "validationActions": ["Deny"],
+        "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "agents"}}},
+    },
+)
 CASES = [
     # -- tenancy
     Case("tenant-namespace", fx.tenant_bundle(), [fx.namespace("product")], TENANTS),
@@ -117,6 +140,8 @@ CASES = [
         [fx.namespace(), TOL_VAP, fx.with_(TOL_BINDING, spec={**TOL_BINDING.inputs["spec"], "validationActions": ["Warn"]})],
         id="warn-only",
     ),
+    Case("tenant-inline-volumes-guarded", [fx.namespace(), VOL_VAP, VOL_BINDING], [fx.namespace(), VOL_VAP]),
+    Case("tenant-inline-volumes-guarded", [fx.namespace(), VOL_VAP, VOL_BINDING], [fx.namespace(), VOL_ALLOWS_NFS, VOL_BINDING], id="allows-nfs"),
     Case("rdma-namespace-guarded", [RDMA_NS, RDMA_VAP, RDMA_BINDING], [RDMA_NS, RDMA_VAP]),
     Case(
         "rdma-namespace-guarded",
@@ -182,6 +207,13 @@ CASES = [
          id="declared"),
     Case("tenant-networkpolicy-enforced", [DC_K8S, *fx.tenant_policies_on(DC_K8S)],
          [DC2_K8S, *fx.tenant_policies_on(DC2_K8S)], {"networkPolicyCni": {"dc-k8s": "cilium"}}, id="undeclared"),
+    # The VPC CNI applies no policy to a pod without ownerReferences (EKS user guide, cni-network-policy,
+    # Considerations): an untrusted tenant there must be refused such pods; calico polices them.
+    Case("tenant-networkpolicy-enforced", [EKS, EKS_K8S, fx.vpc_cni_addon(), *UNTRUSTED_ON_EKS, OWNED_VAP, OWNED_BINDING],
+         [EKS, EKS_K8S, fx.vpc_cni_addon(), *UNTRUSTED_ON_EKS], id="untrusted-standalone-pods"),
+    Case("tenant-networkpolicy-enforced", [DC_K8S, *(fx.with_(r, provider=DC_K8S.key) for r in (UNTRUSTED_NS, fx.default_deny("agents")))],
+         [DC2_K8S, *(fx.with_(r, provider=DC2_K8S.key) for r in (UNTRUSTED_NS, fx.default_deny("agents")))],
+         {"networkPolicyCni": {"dc-k8s": "calico", "dc2-k8s": "vpc-cni"}}, id="untrusted-on-calico-or-adopted-eks"),
     Case("tenant-default-deny", fx.tenant_bundle(), bundle_without_policy("default-deny"), TENANTS),
     Case("tenant-default-deny", fx.tenant_bundle(), bundle_without_policy("allow-dns"), TENANTS, id="no-dns"),
     Case("no-allow-all-networkpolicy", [fx.default_deny(), fx.allow_dns()], [fx.netpol("research", "open", {"podSelector": {}, "ingress": [{}]})]),
