@@ -64,7 +64,7 @@ def untrusted_validations(
     (kubernetes-sigs/kueue site/content/en/docs/tasks/run/plain_pods.md at versions.KUEUE: "We recommend using
     the kubernetes Job API or similar CRDs such as JobSet"). Deployment and StatefulSet pods have owners and pass.
     MultiKueue copies a dispatched pod to its worker without ownerReferences (pkg/controller/jobs/pod/
-    pod_multikueue_adapter.go, CloneObjectMetaForCreation), so such a pod is refused on an EKS worker as well.
+    pod_multikueue_adapter.go, CloneObjectMetaForCreation), so an EKS worker refuses such a plain or Deployment pod.
     """
     key = conventions.DEDICATED_TENANT_LABEL
     gated = "has(object.spec.schedulingGates) && size(object.spec.schedulingGates) > 0"
@@ -91,7 +91,7 @@ def untrusted_validations(
             {
                 "expression": OWNED_POD,
                 "message": f"pods of untrusted tenant {tenant.name} must be created by a controller (a Job, JobSet, "
-                "Deployment or StatefulSet): this cluster's VPC CNI applies no NetworkPolicy to a standalone pod",
+                "Deployment or StatefulSet): this cluster's CNI applies no NetworkPolicy to a pod without ownerReferences",
             }
         )
     rules.append(
