@@ -35,6 +35,14 @@ ENFORCING: dict[str, str] = {
 VPC_CNI_NETWORK_POLICY = {"enableNetworkPolicy": "true"}
 K8S_PROVIDER_SUFFIX = "-k8s"
 
+# CNIs that leave standalone pods (no ownerReferences) outside every NetworkPolicy. The EKS user guide,
+# cni-network-policy, "Considerations" (https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy.html;
+# awsdocs/amazon-eks-user-guide latest/ug/networking/cni-network-policy.adoc): "Standalone Pods that don't have a
+# `metadata.ownerReferences` set can't have network policies applied to them."
+SKIPS_STANDALONE_PODS: dict[str, str] = {
+    "vpc-cni": "https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy.html#cni-network-policy-considerations",
+}
+
 
 def k8s_provider_name(site_name: str) -> str:
     """The logical name of a site's Kubernetes provider (the policy rule finds a cluster's declared CNI by it)."""
@@ -49,6 +57,11 @@ def site_cni(site: Site) -> str | None:
 
 def enforces_network_policy(site: Site) -> bool:
     return site_cni(site) in ENFORCING
+
+
+def skips_standalone_pods(site: Site) -> bool:
+    """The site's CNI applies no NetworkPolicy to a pod without ownerReferences (SKIPS_STANDALONE_PODS)."""
+    return site_cni(site) in SKIPS_STANDALONE_PODS
 
 
 def hosts_tenants(spec: EstateSpec, site: Site) -> bool:

@@ -8,8 +8,8 @@ framework it enables, and one watch that cannot be opened (the worker lacks the 
 ("however let's not accept this for now", `pkg/controller/admissionchecks/multikueue/multikueuecluster.go`,
 `updateConfigAndRefreshWatchers`, at the pinned tag, versions.KUEUE): the cluster goes inactive and nothing is dispatched to it. So a
 framework is offered only where gpufleet can make every cluster serve it: built into Kubernetes, or installed
-by gpufleet from a chart pinned in `model/versions.py` (CRD and controller). Kubeflow, KubeRay
-and LeaderWorkerSet integrations are not offered: gpufleet installs none of their operators.
+by gpufleet from a chart pinned in `model/versions.py` (CRD and controller). The MPI Operator, Kubeflow,
+KubeRay and LeaderWorkerSet integrations are not offered (NOT_OFFERED): gpufleet installs none of their operators.
 """
 
 from __future__ import annotations
@@ -59,6 +59,41 @@ FRAMEWORKS: dict[FrameworkName, JobFramework] = {
 # Frameworks whose objects MultiKueue itself creates on a worker (a MultiKueueAdapter in Kueue); a Deployment
 # is dispatched as its pods, so it needs no rule of its own on the worker.
 DISPATCHED: frozenset[FrameworkName] = frozenset({"batch/job", "pod", "statefulset", "jobset.x-k8s.io/jobset"})
+
+
+# Kueue integrations gpufleet does not offer, by Kueue's name (`integrations.frameworks` in charts/kueue
+# values.yaml at versions.KUEUE) -> the operator that serves the kind. No chart for any of them is pinned in
+# versions.py and rendered offline, so gpufleet cannot make a cluster serve it.
+NOT_OFFERED: dict[str, str] = {
+    "kubeflow.org/mpijob": "the MPI Operator (MPIJob)",
+    "kubeflow.org/pytorchjob": "the Kubeflow Training Operator (PyTorchJob)",
+    "kubeflow.org/tfjob": "the Kubeflow Training Operator (TFJob)",
+    "kubeflow.org/xgboostjob": "the Kubeflow Training Operator (XGBoostJob)",
+    "kubeflow.org/paddlejob": "the Kubeflow Training Operator (PaddleJob)",
+    "kubeflow.org/jaxjob": "the Kubeflow Training Operator (JAXJob)",
+    "trainer.kubeflow.org/trainjob": "Kubeflow Trainer (TrainJob)",
+    "ray.io/rayjob": "KubeRay (RayJob)",
+    "ray.io/rayservice": "KubeRay (RayService)",
+    "ray.io/raycluster": "KubeRay (RayCluster)",
+    "leaderworkerset.x-k8s.io/leaderworkerset": "LeaderWorkerSet",
+    "workload.codeflare.dev/appwrapper": "AppWrapper",
+    "sparkoperator.k8s.io/sparkapplication": "the Spark Operator (SparkApplication)",
+}
+JOBSET_INSTEAD = "run MPI and PyTorch jobs (nccl-tests, torchrun) as a JobSet: docs/stack-file.md, Job frameworks"
+
+
+def offered(name: object) -> object:
+    """`name` unchanged if gpufleet offers it; else the error a stack file gets, naming what is offered and why
+    the rest is not (a before-validator of `job_frameworks` entries)."""
+    if not isinstance(name, str) or name in FRAMEWORKS:
+        return name  # a non-string gets the schema's own type error
+    choices = ", ".join(FRAMEWORKS)
+    if name in NOT_OFFERED:
+        raise ValueError(
+            f"{name} needs {NOT_OFFERED[name]}, which gpufleet does not install (it installs only operators whose "
+            f"chart it pins and renders offline); offered: {choices}; {JOBSET_INSTEAD}"
+        )
+    raise ValueError(f"unknown job framework {name!r}; offered (Kueue integration names): {choices}")
 
 
 def enabled(declared: list[FrameworkName] | tuple[FrameworkName, ...]) -> list[FrameworkName]:

@@ -24,7 +24,7 @@ import pulumi
 
 from components.aws.autoscaler import provisioning_check_spec, provisioning_config_spec
 from components.kubernetes import kueue
-from components.kubernetes.admission import TenantTolerations
+from components.kubernetes.admission import TenantTolerations, TenantVolumes
 from components.kubernetes.cluster import ClusterStack
 from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs
 from model import queues
@@ -132,6 +132,7 @@ class BurstQueues(pulumi.ComponentResource):
                 pulumi.ResourceOptions(parent=self),
                 shared_pools(site.node_pools),
             )
+            TenantVolumes(f"{name}-tenant-volumes", args.tags, pulumi.ResourceOptions(parent=self))
         for t in tenants:
             bundle = args.stack.tenants.get(t.name) or TenantBundle(
                 f"{name}-tenant-{t.name}",

@@ -1,7 +1,8 @@
 """Built-in ValidatingAdmissionPolicies (admissionregistration.k8s.io/v1; no controller, no Kyverno) that back up
 tenancy at admission: an untrusted tenant's pods stay on its dedicated nodes (and in its sandbox RuntimeClass), an
 RDMA namespace enforces the Pod Security baseline with IPC_LOCK added (check P6), and no tenant pod tolerates
-every taint, another tenant's dedicated nodes or a shared pool that does not name its tenant (check T11). Used by `components.kubernetes.tenancy`.
+every taint, another tenant's dedicated nodes or a shared pool that does not name its tenant (check T11), and no tenant
+pod mounts a volume type Pod Security restricted forbids (check T16). Used by `components.kubernetes.tenancy`.
 """
 
 from __future__ import annotations
@@ -30,10 +31,41 @@ SAFE_SYSCTLS = (
     "net.ipv4.tcp_keepalive_probes",
 )  # fmt: skip
 SELINUX_TYPES = ("container_t", "container_init_t", "container_kvm_t", "container_engine_t")
+# The volume types the restricted profile allows ("Volume Types", same page). Baseline forbids only hostPath, so a
+# baseline pod may mount nfs, iscsi, rbd, cephfs and the other in-tree network volumes inline: straight from the
+# server, past the tenant's own directory. Every tenant gets this list, whatever its Pod Security level.
+RESTRICTED_VOLUME_TYPES = (
+    "configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret",
+)  # fmt: skip
+# An inline CSI volume mounts what its volumeAttributes name, with no PersistentVolume the estate scoped. None of
+# the drivers gpufleet installs serves one (csi-driver-nfs lists the Ephemeral lifecycle mode only with
+# feature.enableInlineVolume, false in its values.yaml at versions.NFS_CSI_DRIVER; the EFS and FSx drivers list only
+# Persistent), but a bare-metal cluster may run others. So untrusted tenants may not use them at all.
+INLINE_CSI_REFUSED = "!has(object.spec.volumes) || object.spec.volumes.all(v, !has(v.csi))"
 
 
-def untrusted_validations(tenant: Tenant, runtime_class: str | None) -> list[dict[str, str]]:
-    """CEL rules of the untrusted tenant's ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1)."""
+# A pod whose ownerReferences name a controller: what the Job, ReplicaSet and StatefulSet controllers create.
+OWNED_POD = (
+    "has(object.metadata.ownerReferences) && "
+    "object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller)"
+)
+
+
+def untrusted_validations(
+    tenant: Tenant, runtime_class: str | None, owned_pods_only: bool = False
+) -> list[dict[str, str]]:
+    """CEL rules of the untrusted tenant's ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1).
+
+    `owned_pods_only`: the site's CNI leaves standalone pods outside every NetworkPolicy (model.cni
+    SKIPS_STANDALONE_PODS, the EKS VPC CNI). There a pod must name a controller owner, else it would escape the
+    tenant's default-deny. The rule holds on UPDATE too, so orphaning a Job's pods cannot make one standalone.
+    Other CNIs police standalone pods like any other, so they stay allowed there.
+    The tenant loses Kueue's plain pods and pod groups, which Kueue itself ranks below the Job API and JobSet
+    (kubernetes-sigs/kueue site/content/en/docs/tasks/run/plain_pods.md at versions.KUEUE: "We recommend using
+    the kubernetes Job API or similar CRDs such as JobSet"). Deployment and StatefulSet pods have owners and pass.
+    MultiKueue copies a dispatched pod to its worker without ownerReferences (pkg/controller/jobs/pod/
+    pod_multikueue_adapter.go, CloneObjectMetaForCreation), so an EKS worker refuses such a plain or Deployment pod.
+    """
     key = conventions.DEDICATED_TENANT_LABEL
     gated = "has(object.spec.schedulingGates) && size(object.spec.schedulingGates) > 0"
     pinned = (
@@ -54,6 +86,21 @@ def untrusted_validations(tenant: Tenant, runtime_class: str | None) -> list[dic
                 "message": f"pods of untrusted tenant {tenant.name} must set runtimeClassName: {runtime_class}",
             }
         )
+    if owned_pods_only:
+        rules.append(
+            {
+                "expression": OWNED_POD,
+                "message": f"pods of untrusted tenant {tenant.name} must be created by a controller (a Job, JobSet, "
+                "Deployment or StatefulSet): this cluster's CNI applies no NetworkPolicy to a pod without ownerReferences",
+            }
+        )
+    rules.append(
+        {
+            "expression": INLINE_CSI_REFUSED,
+            "message": f"pods of untrusted tenant {tenant.name} may not mount inline CSI volumes; claim storage "
+            "with a PersistentVolumeClaim",
+        }
+    )
     return rules
 
 
@@ -154,6 +201,19 @@ TOLERATION_VALIDATIONS = [
 ]
 
 
+VOLUMES_POLICY = "gpufleet-tenant-volumes"
+VOLUME_VALIDATIONS = [
+    {
+        "expression": "!has(object.spec.volumes) || object.spec.volumes.all(v, "
+        + " || ".join(f"has(v.{t})" for t in RESTRICTED_VOLUME_TYPES)
+        + ")",
+        "message": "tenant pods may use only the volume types of Pod Security restricted ("
+        + ", ".join(RESTRICTED_VOLUME_TYPES)
+        + "): an inline nfs or other network volume would mount a file system past the tenant's own directory",
+    }
+]
+
+
 def toleration_validations(shared: Mapping[str, Sequence[str]]) -> list[dict[str, str]]:
     """T11's rules for a cluster: TOLERATION_VALIDATIONS, and with shared time-sliced pools (pool -> the tenants of
     its `sharing.shared_by`), a toleration of a shared pool's taint only in the pods of a tenant it names."""
@@ -237,6 +297,24 @@ class TenantTolerations(pulumi.ComponentResource):
             TOLERATIONS_POLICY,
             tags.labels(),
             toleration_validations(shared or {}),
+            {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]},
+            self,
+        )
+        self.register_outputs({})
+
+
+class TenantVolumes(pulumi.ComponentResource):
+    """T16 at admission for every tenant namespace of a cluster: one ValidatingAdmissionPolicy, bound (Deny) to
+    namespaces labelled `tenant`, admitting only the volume types of Pod Security restricted. Tenants reach shared
+    file systems through their own claims, never an inline volume."""
+
+    def __init__(self, name: str, tags: Tags, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpufleet:kubernetes:TenantVolumes", name, None, opts)
+        pod_admission_policy(
+            (f"{name}-policy", f"{name}-binding"),
+            VOLUMES_POLICY,
+            tags.labels(),
+            VOLUME_VALIDATIONS,
             {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]},
             self,
         )

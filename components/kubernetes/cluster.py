@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.kubernetes.admission import TenantTolerations
+from components.kubernetes.admission import TenantTolerations, TenantVolumes
 from components.kubernetes.gpu_stack import GpuStack, GpuStackArgs
 from components.kubernetes.job_operators import JobOperators
 from components.kubernetes.kueue import Kueue, KueueArgs
@@ -45,6 +45,7 @@ class ClusterStack(pulumi.ComponentResource):
         }
         if self.tenants:
             TenantTolerations(f"{name}-tenant-tolerations", args.tags, child, shared_pools(args.site.node_pools))
+            TenantVolumes(f"{name}-tenant-volumes", args.tags, child)
         namespaces = {t: b.namespace for t, b in self.tenants.items()}
         crds: list[pulumi.Resource] = [args.provisioning_crd] if args.provisioning_crd is not None else []
         frameworks = args.site.kubernetes.job_frameworks

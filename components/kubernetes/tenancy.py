@@ -7,7 +7,7 @@ are built by `components.kubernetes.kueue.Kueue`. Checks T1-T9 and T11 of docs/c
   time-sliced. The schema enforces both.
 - Kueue manages every pod in tenant namespaces and injects the dedicated flavor's nodeSelector and toleration.
   So untrusted pods land on the tenant's own nodes.
-- Built-in admission policies back this up (admission.py).
+- Built-in admission policies back this up (admission.py; the CNI's limits: model.cni).
 - An untrusted tenant's egress is denied except DNS, its own namespace, `egress_cidrs` and the S3 it declares.
 - RDMA pods need IPC_LOCK, which Pod Security baseline and restricted refuse (check P6). An RDMA namespace
   enforces `privileged`, and an admission policy enforces baseline plus IPC_LOCK instead.
@@ -30,6 +30,7 @@ from components.kubernetes.admission import (
     untrusted_validations,
 )
 from model import conventions, kinds, queues
+from model.cni import skips_standalone_pods
 from model.conventions import RDMA_LABEL, TRUST_LABEL, pod_security_labels
 from model.kinds.facts import StorageEgress
 from model.spec import (
@@ -162,7 +163,8 @@ class TenantBundle(pulumi.ComponentResource):
         if aws is not None and tenant_s3.has_s3_access(args.spec, aws, args.tenant):
             self._s3_access(aws)
         if args.tenant.trust == "untrusted":
-            validations = untrusted_validations(self._tenant, args.site.kubernetes.sandbox_runtime_class)
+            runtime_class = args.site.kubernetes.sandbox_runtime_class
+            validations = untrusted_validations(self._tenant, runtime_class, skips_standalone_pods(args.site))
             self._pod_admission_policy("untrusted", validations)
         if args.tenant.rdma:
             variables, validations = rdma_pod_policy()  # judges every container, ephemeral ones too

@@ -55,6 +55,12 @@ def _instance_for(gpu: str) -> str:
     return max(types, key=lambda t: (t.gpu_count, t.efa_supported, t.name)).name
 
 
+def _has_efa(instance: str) -> bool:
+    from model import catalog
+
+    return catalog.instance_type(instance).efa_supported
+
+
 def _gpus_per_node(gpu: str) -> int:
     from model import catalog
 
@@ -107,11 +113,21 @@ def _aws_site(
             "  # CHANGE: your VPN device's public address and the on-prem networks the VPN routes",
             "  interconnect: {kind: vpn, site: onprem, customer_gateway_ip: 198.51.100.7, onprem_cidrs: [10.30.0.0/16]}",
         ]
+    pool = "burst" if burst else "train"
+    fabric = f"{pool}-efa" if _has_efa(instance) else None
+    if fabric:
+        lines += [
+            f"  # {instance} has EFA: the training pool's nodes get their EFA interfaces on this fabric (one AZ,",
+            "  # a subnet of its own, a cluster placement group). CHANGE the CIDR if it overlaps.",
+            "  fabrics:",
+            f"    - {{kind: efa, name: {fabric}, availability_zone: {zones[0]}, subnet_cidr: 10.60.128.0/20}}",
+        ]
     lines += [
         "  node_pools:",
-        f"    - name: {'burst' if burst else 'train'}",
+        f"    - name: {pool}",
         "      role: training",
         f"      instance_type: {instance}     # the catalog's largest {gpu} instance",
+        *([f"      fabric: {fabric}"] if fabric else []),
         *(["      burst: true                 # idles at zero; `gpufleet burst open` grows it"] if burst else []),
         f"      scaling: {scaling}",
         "  storage:",

@@ -9,6 +9,7 @@ the API server runs admission (ResourceQuota, Kueue's webhooks) and persists not
 from __future__ import annotations
 
 import ipaddress
+import uuid
 from typing import Any
 
 from gpufleet.verify import manifests
@@ -130,13 +131,26 @@ def over_quota_request(ctx: Context, tenant: Tenant) -> tuple[str, int]:
     return resource, ceiling[resource] + 1
 
 
+def quota_probe_pod(ctx: Context, check: Check, tenant: Tenant, name: str, resources: dict[str, str]) -> Manifest:
+    """The pod the quota probe offers the API server (a dry run), shaped like the pod of an admitted tenant Job.
+
+    It names its Job as controller owner, since a standalone pod is refused where the CNI cannot police it
+    (model.cni.SKIPS_STANDALONE_PODS). An untrusted tenant's pod carries the dedicated nodeSelector Kueue
+    injects. So only the quota can refuse it. The Job itself is never created; a dry run persists nothing."""
+    job = probe_job(ctx.run, name, check.id, tenant.name, "true", _runtime_class(ctx, tenant), resources)
+    spec = dict(job["spec"]["template"]["spec"])
+    if tenant.trust == "untrusted":
+        spec["nodeSelector"] = {conventions.DEDICATED_TENANT_LABEL: tenant.name}
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": str(uuid.uuid4()), "controller": True}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {**job["metadata"], "ownerReferences": [owner]},
+            "spec": spec}  # fmt: skip
+
+
 def gpu_quota(ctx: Context, check: Check) -> Result:
     assert check.tenant
     tenant = ctx.spec.tenant(check.tenant)
     resource, asked = over_quota_request(ctx, tenant)
-    res = {**SMALL, resource: str(asked)}
-    job = probe_job(ctx.run, ctx.name("quota"), check.id, tenant.name, "true", _runtime_class(ctx, tenant), res)
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": job["metadata"], "spec": job["spec"]["template"]["spec"]}
+    pod = quota_probe_pod(ctx, check, tenant, ctx.name("quota"), {**SMALL, resource: str(asked)})
     try:
         api_call(ctx.api.core.create_namespaced_pod, tenant.name, pod, dry_run="All")
     except ApiError as e:

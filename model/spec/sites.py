@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from model import catalog
-from model.frameworks import DEFAULT_FRAMEWORKS, FrameworkName
+from model.frameworks import DEFAULT_FRAMEWORKS, FrameworkName, offered
 from model.spec.access import Interconnect
 from model.spec.aws import (
     AwsNodePool,
@@ -112,11 +112,12 @@ class KubernetesStack(Model):
             "with network policy on)."
         ),
     )
-    job_frameworks: list[FrameworkName] = Field(
+    job_frameworks: list[Annotated[FrameworkName, BeforeValidator(offered)]] = Field(
         default_factory=lambda: list(DEFAULT_FRAMEWORKS),
         description=(
             "Job kinds Kueue manages here (Kueue integration names): batch/job, pod, deployment, statefulset "
-            "(built in) and jobset.x-k8s.io/jobset (gpufleet installs JobSet). In a hybrid estate every worker "
+            "(built in) and jobset.x-k8s.io/jobset (gpufleet installs JobSet). MPIJob, PyTorchJob, TrainJob and "
+            "the other operator kinds are not offered: run MPI jobs as a JobSet. In a hybrid estate every worker "
             "site lists the same ones: the MultiKueue manager enables exactly those."
         ),
     )

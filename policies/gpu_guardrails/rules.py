@@ -1,5 +1,5 @@
 """GPU guardrails: the GPU taint on every GPU pool, EFA pools in one subnet with a placement group or a
-reservation and no more EFA interfaces than the instance has, FSx next to the GPUs, time-slicing only on
+reservation and no more EFA interfaces than the instance has, training pools on EFA types on a fabric, FSx next to the GPUs, time-slicing only on
 single-tenant pools, GPU Operator driver settings that match the site, pinned chart versions and protected
 stateful storage. Check-list items T10, T12, A11, A14, H1, H2, H7 of docs/checklist.md.
 """
@@ -19,6 +19,8 @@ from model.conventions import (
     EFA_LABEL,
     FABRIC_LABEL,
     GPU_TAINT,
+    POOL_LABEL,
+    ROLE_LABEL,
     site_kind_of_urn,
 )
 from policies.common import (
@@ -38,6 +40,7 @@ from policies.common import (
     is_false,
     is_gpu_node,
     launch_template_of,
+    node_group_instance_type,
     node_view,
     objects,
     plain,
@@ -118,6 +121,26 @@ def efa_interface_count(args: StackValidationArgs, report: ReportViolation) -> N
             report(
                 f"launch template {lt.name} has {count} EFA interfaces; {itype} supports {it.max_efa_interfaces}",
                 lt.urn,
+            )
+
+
+def efa_training_pool_fabric(args: StackValidationArgs, report: ReportViolation) -> None:
+    """A training node group on an EFA-capable instance type (catalog, EC2 EfaInfo) has EFA interfaces, i.e. a
+    fabric. Without one its nodes get only the primary ENA interface: a multi-node job falls back to TCP sockets."""
+    for ng in (r for r in args.resources if r.resource_type == NODE_GROUP):
+        labels = as_dict(ng.props.get("labels"))
+        itype = node_group_instance_type(ng)
+        if labels.get(ROLE_LABEL) != "training" or itype is None or itype not in catalog.instance_types():
+            continue
+        if not catalog.instance_type(itype).efa_supported:
+            continue
+        lt = launch_template_of(ng)
+        if lt is None or not efa_interfaces(lt.props):
+            pool = labels.get(POOL_LABEL) or ng.name
+            report(
+                f"training pool {pool} runs on {itype}, which has EFA, but has no fabric: its nodes get no EFA "
+                "interfaces, so multi-node jobs fall back to TCP",
+                ng.urn,
             )
 
 
@@ -271,6 +294,13 @@ ALL = [
         description="A14: a launch template's EFA interfaces do not exceed the instance type's MaximumEfaInterfaces (catalog, EC2 EfaInfo).",
         enforcement=MANDATORY,
         remediation="Use an EFA-capable instance_type; the interface layout comes from the catalog.",
+    ),
+    stack_policy(
+        efa_training_pool_fabric,
+        name="efa-training-pool-fabric",
+        description="A14: a training pool on an EFA-capable instance type (catalog, EC2 EfaInfo) sits on an EFA fabric, so its nodes get their EFA interfaces (EKS device-management-efa).",
+        enforcement=ADVISORY,
+        remediation="Add an efa fabric to the site (fabrics[]: kind efa, one availability_zone, a subnet_cidr) and set the pool's node_pools[].fabric to it.",
     ),
     stack_policy(
         fsx_colocated,

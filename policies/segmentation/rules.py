@@ -49,6 +49,7 @@ from policies.common import (
     stack_policy,
     tenant_namespaces,
 )
+from policies.segmentation.standalone_pods import standalone_pod_problems
 
 PACK_NAME = "segmentation"
 DEFAULT_ENFORCEMENT = MANDATORY
@@ -120,7 +121,9 @@ def tenant_networkpolicy_enforced(args: StackValidationArgs, report: ReportViola
     """T5: tenant NetworkPolicies land on a cluster whose CNI enforces them. On an EKS cluster of the stack, the
     vpc-cni add-on the stack manages sets enableNetworkPolicy "true" (without it EKS stores the policies and
     enforces none: EKS user guide, cni-network-policy-configure); on any other cluster (bare metal, adopted EKS)
-    the CNI the stack file declares (`networkPolicyCni`, by Kubernetes provider name) is one that enforces them."""
+    the CNI the stack file declares (`networkPolicyCni`, by Kubernetes provider name) is one that enforces them.
+    Where that CNI leaves standalone pods outside every policy (vpc-cni), an untrusted tenant's namespace refuses
+    pods without a controller owner at admission."""
     tenant_ns = set(tenant_namespaces(args.resources))
     by_provider: dict[str, tuple[str, set[str]]] = {}
     for np in objects(args.resources, "NetworkPolicy"):
@@ -149,6 +152,8 @@ def tenant_networkpolicy_enforced(args: StackValidationArgs, report: ReportViola
                 report(
                     f"{where}: EKS cluster {cluster} has no vpc-cni add-on turning NetworkPolicy enforcement on", urn
                 )
+            for problem in standalone_pod_problems(args.resources, where, "vpc-cni", namespaces):
+                report(problem, urn)
             continue
         cni = declared.get(name)
         if cni is None:
@@ -157,6 +162,9 @@ def tenant_networkpolicy_enforced(args: StackValidationArgs, report: ReportViola
             )
         elif cni not in ENFORCING_CNIS:
             report(f"{where}: the cluster's CNI ({cni}) enforces no NetworkPolicy", urn)
+        else:
+            for problem in standalone_pod_problems(args.resources, where, str(cni), namespaces):
+                report(problem, urn)
 
 
 def _open_peer(peer: Any) -> bool:
@@ -391,7 +399,7 @@ ALL = [
     stack_policy(
         tenant_networkpolicy_enforced,
         name="tenant-networkpolicy-enforced",
-        description='T5: tenant NetworkPolicies are enforced: EKS clusters of the stack run the vpc-cni add-on with enableNetworkPolicy "true" (EKS user guide, cni-network-policy-configure); other clusters declare a CNI that enforces NetworkPolicy (kubernetes.io network-policy-provider tasks).',
+        description='T5: tenant NetworkPolicies are enforced: EKS clusters of the stack run the vpc-cni add-on with enableNetworkPolicy "true" (EKS user guide, cni-network-policy-configure); other clusters declare a CNI that enforces NetworkPolicy (kubernetes.io network-policy-provider tasks); on vpc-cni, which applies no policy to standalone pods (EKS user guide, cni-network-policy, Considerations), untrusted tenant namespaces refuse pods without a controller owner.',
         enforcement=MANDATORY,
         config_schema=schema(
             networkPolicyCni={
@@ -400,7 +408,7 @@ ALL = [
                 "description": "Kubernetes provider name -> the CNI its cluster runs (written from kubernetes.network_policy_cni).",
             }
         ),
-        remediation="Set kubernetes.network_policy_cni of a bare-metal or adopted site to a CNI that enforces NetworkPolicy (calico, cilium, antrea, kube-router, vpc-cni with enableNetworkPolicy); gpufleet manages vpc-cni on clusters it creates.",
+        remediation="Set kubernetes.network_policy_cni of a bare-metal or adopted site to a CNI that enforces NetworkPolicy (calico, cilium, antrea, kube-router, vpc-cni with enableNetworkPolicy); gpufleet manages vpc-cni on clusters it creates. Keep the untrusted tenant's admission policy gpufleet creates (gpufleet-untrusted-<tenant>), which refuses standalone pods on vpc-cni.",
     ),
     resource_policy(
         no_allow_all_networkpolicy,

@@ -1,9 +1,12 @@
 """Tenancy pack, Pod Security at admission: tenant namespaces enforce restricted or baseline and only the registered
 system namespaces are privileged (T6), IPC_LOCK only in RDMA namespaces guarded by a Deny admission policy (P6), and
-a Deny admission policy refuses wildcard tolerations in tenant namespaces (T11). Rule objects are in `rules.ALL`.
+Deny admission policies in tenant namespaces refuse wildcard tolerations (T11) and admit only the volume
+types of Pod Security restricted there (T16). Rule objects are in `rules.ALL`.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs, StackValidationArgs
 
@@ -81,11 +84,8 @@ def rdma_namespace_guarded(args: StackValidationArgs, report: ReportViolation) -
 # -- T11 --------------------------------------------------------------------------------------------------
 
 
-def tenant_tolerations_guarded(args: StackValidationArgs, report: ReportViolation) -> None:
-    """T11: where tenant namespaces exist, a Deny admission policy bound to namespaces labelled `tenant` refuses
-    keyless (wildcard) tolerations."""
-    if not tenant_namespaces(args.resources):
-        return
+def _guarded_by(args: StackValidationArgs, judges: Callable[[str], bool]) -> bool:
+    """A Deny admission policy bound to every namespace labelled `tenant` has validations that `judges` accepts."""
     policies = {k8s_name(p.props, p.name): p for p in objects(args.resources, "ValidatingAdmissionPolicy")}
     for b in objects(args.resources, "ValidatingAdmissionPolicyBinding"):
         spec = as_dict(b.props.get("spec"))
@@ -95,7 +95,33 @@ def tenant_tolerations_guarded(args: StackValidationArgs, report: ReportViolatio
         policy = policies.get(str(spec.get("policyName")))
         if not selects_tenants or policy is None or "Deny" not in list(spec.get("validationActions") or []):
             continue
-        text = " ".join(str(v.get("expression", "")) for v in get(policy.props, "spec.validations") or [])
-        if "tolerations" in text and "has(t.key)" in text:
-            return
-    report("no Deny admission policy bound to tenant namespaces refuses wildcard tolerations (T11)", None)
+        if judges(" ".join(str(v.get("expression", "")) for v in get(policy.props, "spec.validations") or [])):
+            return True
+    return False
+
+
+def tenant_tolerations_guarded(args: StackValidationArgs, report: ReportViolation) -> None:
+    """T11: where tenant namespaces exist, a Deny admission policy bound to namespaces labelled `tenant` refuses
+    keyless (wildcard) tolerations."""
+    if tenant_namespaces(args.resources) and not _guarded_by(args, lambda t: "tolerations" in t and "has(t.key)" in t):
+        report("no Deny admission policy bound to tenant namespaces refuses wildcard tolerations (T11)", None)
+
+
+# -- T16 --------------------------------------------------------------------------------------------------
+
+
+def _allows_only_restricted_volumes(text: str) -> bool:
+    """The validations admit a volume only as one of Pod Security restricted's types (an allow-list: no nfs)."""
+    return "object.spec.volumes" in text and "has(v.persistentVolumeClaim)" in text and "has(v.nfs)" not in text
+
+
+def tenant_inline_volumes_guarded(args: StackValidationArgs, report: ReportViolation) -> None:
+    """T16: where tenant namespaces exist, a Deny admission policy bound to namespaces labelled `tenant` admits
+    only the volume types of Pod Security restricted, so no inline nfs or other network volume mounts a shared
+    file system past the tenant's own directory (baseline forbids only hostPath)."""
+    if tenant_namespaces(args.resources) and not _guarded_by(args, _allows_only_restricted_volumes):
+        report(
+            "no Deny admission policy bound to tenant namespaces limits their pods to the volume types of Pod "
+            "Security restricted, so a pod may mount a file system inline (nfs), past its own directory (T16)",
+            None,
+        )

@@ -51,6 +51,7 @@ from policies.common import (
 from policies.tenancy.pod_security import (
     namespace_pod_security,
     rdma_namespace_guarded,
+    tenant_inline_volumes_guarded,
     tenant_tolerations_guarded,
 )
 from policies.tenancy.s3 import tenant_s3_scoped, untrusted_tenant_s3_declared
@@ -393,6 +394,13 @@ ALL = [
         description="T16: a tenant's volume on a shared file system (FSx for Lustre, EFS) mounts a directory of its own (a Lustre fileset, an EFS access point), never the whole file system, and no two tenants share a writable directory.",
         enforcement=MANDATORY,
         remediation="Let gpufleet create tenant volumes (tenants[].file_systems); a hand-made volume must mount the tenant's own directory (FSx mountname <mount name>/tenants/<tenant>, EFS volumeHandle <fs-id>::<access point>).",
+    ),
+    stack_policy(
+        tenant_inline_volumes_guarded,
+        name="tenant-inline-volumes-guarded",
+        description="T16: tenant pods may use only the volume types of Pod Security restricted (no inline nfs, iscsi, cephfs or other network volume, which would mount a shared file system past the tenant's own directory); a Deny admission policy bound to tenant namespaces enforces it (kubernetes.io Pod Security Standards, Volume Types).",
+        enforcement=MANDATORY,
+        remediation="Keep the gpufleet-tenant-volumes admission policy that gpufleet installs on every cluster with tenants; tenants mount shared file systems through their own claims.",
     ),
     resource_policy(
         rbac_least_privilege,

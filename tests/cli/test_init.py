@@ -47,6 +47,28 @@ def test_init_writes_a_commented_stack_file_that_previews_with_no_findings(
     assert (findings["mandatory"], findings["advisory"]) == (0, 0), findings
 
 
+@pytest.mark.parametrize(
+    ("kind", "gpu", "region"),
+    [("aws", "H200-141GB", "us-east-1"), ("aws", "B200-180GB", "us-west-2"), ("hybrid", "H200-141GB", "us-east-1")],
+)
+def test_init_puts_a_training_pool_on_an_efa_type_on_a_fabric(tmp_path: Path, kind: str, gpu: str, region: str) -> None:
+    """p5en and p6 have EFA (catalog); a training pool there without a fabric gets no EFA interfaces, which the
+    advisory rule efa-training-pool-fabric reports. The scaffold writes the fabric instead."""
+    project = empty_project(tmp_path)
+    result = runner.invoke(app, ["init", kind, "--gpu", gpu, "--region", region, "-C", str(project)])
+    assert result.exit_code == 0, result.output
+    estate = yaml.safe_load((project / "stacks" / f"Pulumi.{kind}.yaml").read_text())["config"]["gpufleet:estate"]
+    (cloud,) = [s for s in estate["sites"] if s["kind"] == "aws"]
+    (pool,) = cloud["node_pools"]
+    (fabric,) = cloud["fabrics"]
+    assert pool["fabric"] == fabric["name"] and fabric["kind"] == "efa"
+    assert fabric["availability_zone"] in cloud["availability_zones"]
+    preview = runner.invoke(app, ["preview", "-s", kind, "-C", str(project), "-f", "json"])
+    assert preview.exit_code == 0, preview.output
+    findings = json.loads(preview.stdout)["findings"]
+    assert (findings["mandatory"], findings["advisory"]) == (0, 0), findings
+
+
 def test_init_refuses_to_overwrite_a_stack_file(tmp_path: Path) -> None:
     project = empty_project(tmp_path)
     (project / "stacks").mkdir()

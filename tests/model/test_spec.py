@@ -175,3 +175,20 @@ def test_burst_pool_needs_a_burst_policy() -> None:
     estate.pop("burst")
     [msg] = problems(estate)
     assert "config.gpufleet:estate.burst" in msg and "burst-h100" in msg
+
+
+@pytest.mark.parametrize("name", ["kubeflow.org/mpijob", "kubeflow.org/pytorchjob", "trainer.kubeflow.org/trainjob"])
+def test_job_frameworks_refuses_an_operator_kind_naming_what_is_offered_and_the_jobset_way(name: str) -> None:
+    estate = example_estate("aws-train")
+    aws(estate).setdefault("kubernetes", {})["job_frameworks"] = ["batch/job", name]
+    (problem,) = problems(estate)
+    assert "sites[0].kubernetes.job_frameworks[1]:" in problem
+    assert "does not install" in problem and "offered: batch/job, pod, deployment, statefulset" in problem
+    assert "jobset.x-k8s.io/jobset" in problem and "as a JobSet" in problem
+
+
+def test_job_frameworks_refuses_an_unknown_name_listing_the_offered_ones() -> None:
+    estate = example_estate("aws-train")
+    aws(estate).setdefault("kubernetes", {})["job_frameworks"] = ["jobset"]
+    (problem,) = problems(estate)
+    assert "unknown job framework 'jobset'" in problem and "jobset.x-k8s.io/jobset" in problem

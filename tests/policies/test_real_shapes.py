@@ -68,6 +68,8 @@ BREAKS = [
     Break("namespace-pod-security", "aws-train", _type("core/v1:Namespace", "tenant-agents"), _set(("metadata", "labels", "pod-security.kubernetes.io/enforce"), "privileged"), "privileged-tenant"),
     Break("rdma-namespace-guarded", "aws-train", _type("ValidatingAdmissionPolicyBinding", "research-pod-policy-binding-rdma"), _drop_resource, "binding-removed"),
     Break("tenant-tolerations-guarded", "onprem", _type("ValidatingAdmissionPolicyBinding", "tenant-tolerations-binding"), _drop_resource, "guard-removed"),
+    Break("tenant-inline-volumes-guarded", "onprem", _type("ValidatingAdmissionPolicyBinding", "tenant-volumes-binding"), _drop_resource, "guard-removed"),
+    Break("tenant-networkpolicy-enforced", "aws-train", _type("ValidatingAdmissionPolicyBinding", "tenant-agents-pod-policy-binding"), _drop_resource, "standalone-pods-admitted"),
     Break("kueue-clusterqueue-pinned", "hybrid", _type("ClusterQueue", "onprem-k8s-kueue-cq-research"), _set(("spec", "namespaceSelector"), {}), "open-selector"),
     Break("rbac-least-privilege", "onprem", _type("rbac.authorization.k8s.io/v1:Role", "research"), _set(("rules",), [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]), "wildcard"),
     Break("efa-sg-self-only", "aws-train", _type("securityGroup:SecurityGroup", "train-efa"), _set(("egress",), [{"protocol": "-1", "fromPort": 0, "toPort": 0, "cidrBlocks": ["0.0.0.0/0"]}]), "open-egress"),
@@ -110,6 +112,19 @@ def test_fsx_outside_the_efa_subnet_is_advised_against(example_plans: dict[str, 
     found = [f for f in check.evaluate(plan, check.load_spec(ROOT, "aws-train")) if f.rule == "fsx-colocated"]
     assert [f.enforcement for f in found] == ["advisory"]
     assert any(FABRIC_LABEL in r.inputs.get("labels", {}) for r in plan.find("aws:eks/nodeGroup:NodeGroup"))
+
+
+def test_training_pool_on_efa_type_without_efa_interfaces_is_advised_against(example_plans: dict[str, Plan]) -> None:
+    plan = Plan.from_dict(example_plans["aws-train"].to_dict())
+    assert not [
+        f for f in check.evaluate(plan, check.load_spec(ROOT, "aws-train")) if f.rule == "efa-training-pool-fabric"
+    ]
+    (lt,) = [r for r in plan.find("aws:ec2/launchTemplate:LaunchTemplate") if "h100" in r.name]
+    lt.inputs.pop("networkInterfaces")  # what a pool without a fabric gets: the primary ENA interface only
+    found = [
+        f for f in check.evaluate(plan, check.load_spec(ROOT, "aws-train")) if f.rule == "efa-training-pool-fabric"
+    ]
+    assert [f.enforcement for f in found] == ["advisory"] and "h100" in found[0].message
 
 
 def test_time_slicing_pool_passes_only_while_tainted_for_its_tenant(synth_config: Callable[..., Plan]) -> None:

@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
+from components.kubernetes.admission import OWNED_POD, VOLUME_VALIDATIONS
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.review import check
 from gpufleet.review.findings import Finding
-from model.conventions import GPU_PRESENT_LABEL, POOL_LABEL, TENANT_NODE_LABEL
+from model.conventions import GPU_PRESENT_LABEL, POOL_LABEL, ROLE_LABEL, TENANT_NODE_LABEL
 from tests.policies import fixtures as fx
 
 
@@ -45,6 +46,9 @@ LT_RESERVED = fx.with_(
     placement=None,
     capacityReservationSpecification={"capacityReservationTarget": {"capacityReservationId": "cr-0123456789abcdef0"}},
 )
+LT_EFA_32 = fx.launch_template(efa=32)
+LT_G6E = fx.launch_template("small", instance_type="g6e.xlarge")  # no EFA on this type: no fabric to ask for
+TRAINING = {POOL_LABEL: "h100", GPU_PRESENT_LABEL: "true", ROLE_LABEL: "training"}
 R_AGENTS = fx.tenant_role("agents")
 UNTRUSTED_NS = fx.namespace("agents", labels={"tenant": "agents", "gpufleet.io/trust": "untrusted"})
 S3_LIST = {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::b", "Condition": {"StringLike": {"s3:prefix": ["agents/in/*"]}}}  # fmt: skip
@@ -86,6 +90,28 @@ TOL_BINDING = fx.k8s(
         "matchResources": {"namespaceSelector": {"matchExpressions": [{"key": "tenant", "operator": "Exists"}]}},
     },
 )
+VOL_VAP = fx.k8s(
+    "ValidatingAdmissionPolicy",
+    "gpufleet-tenant-volumes",
+    spec={"validations": VOLUME_VALIDATIONS},
+)
+VOL_BINDING = fx.k8s(
+    "ValidatingAdmissionPolicyBinding",
+    "gpufleet-tenant-volumes",
+    spec={**TOL_BINDING.inputs["spec"], "policyName": "gpufleet-tenant-volumes"},
+)
+VOL_ALLOWS_NFS = fx.with_(VOL_VAP, spec={"validations": [{"expression": "object.spec.volumes.all(v, has(v.persistentVolumeClaim) || has(v.nfs))"}]})  # fmt: skip
+UNTRUSTED_ON_EKS = [fx.with_(r, provider=EKS_K8S.key) for r in (UNTRUSTED_NS, fx.default_deny("agents"))]
+OWNED_VAP = fx.k8s("ValidatingAdmissionPolicy", "gpufleet-untrusted-agents", spec={"validations": [{"expression": OWNED_POD}]})  # fmt: skip
+OWNED_BINDING = fx.k8s(
+    "ValidatingAdmissionPolicyBinding",
+    "gpufleet-untrusted-agents",
+    spec={
+        "policyName": "gpufleet-untrusted-agents",
+        "validationActions": ["Deny"],
+        "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "agents"}}},
+    },
+)
 CASES = [
     # -- tenancy
     Case("tenant-namespace", fx.tenant_bundle(), [fx.namespace("product")], TENANTS),
@@ -114,6 +140,8 @@ CASES = [
         [fx.namespace(), TOL_VAP, fx.with_(TOL_BINDING, spec={**TOL_BINDING.inputs["spec"], "validationActions": ["Warn"]})],
         id="warn-only",
     ),
+    Case("tenant-inline-volumes-guarded", [fx.namespace(), VOL_VAP, VOL_BINDING], [fx.namespace(), VOL_VAP]),
+    Case("tenant-inline-volumes-guarded", [fx.namespace(), VOL_VAP, VOL_BINDING], [fx.namespace(), VOL_ALLOWS_NFS, VOL_BINDING], id="allows-nfs"),
     Case("rdma-namespace-guarded", [RDMA_NS, RDMA_VAP, RDMA_BINDING], [RDMA_NS, RDMA_VAP]),
     Case(
         "rdma-namespace-guarded",
@@ -179,6 +207,13 @@ CASES = [
          id="declared"),
     Case("tenant-networkpolicy-enforced", [DC_K8S, *fx.tenant_policies_on(DC_K8S)],
          [DC2_K8S, *fx.tenant_policies_on(DC2_K8S)], {"networkPolicyCni": {"dc-k8s": "cilium"}}, id="undeclared"),
+    # The VPC CNI applies no policy to a pod without ownerReferences (EKS user guide, cni-network-policy,
+    # Considerations): an untrusted tenant there must be refused such pods; calico polices them.
+    Case("tenant-networkpolicy-enforced", [EKS, EKS_K8S, fx.vpc_cni_addon(), *UNTRUSTED_ON_EKS, OWNED_VAP, OWNED_BINDING],
+         [EKS, EKS_K8S, fx.vpc_cni_addon(), *UNTRUSTED_ON_EKS], id="untrusted-standalone-pods"),
+    Case("tenant-networkpolicy-enforced", [DC_K8S, *(fx.with_(r, provider=DC_K8S.key) for r in (UNTRUSTED_NS, fx.default_deny("agents")))],
+         [DC2_K8S, *(fx.with_(r, provider=DC2_K8S.key) for r in (UNTRUSTED_NS, fx.default_deny("agents")))],
+         {"networkPolicyCni": {"dc-k8s": "calico", "dc2-k8s": "vpc-cni"}}, id="untrusted-on-calico-or-adopted-eks"),
     Case("tenant-default-deny", fx.tenant_bundle(), bundle_without_policy("default-deny"), TENANTS),
     Case("tenant-default-deny", fx.tenant_bundle(), bundle_without_policy("allow-dns"), TENANTS, id="no-dns"),
     Case("no-allow-all-networkpolicy", [fx.default_deny(), fx.allow_dns()], [fx.netpol("research", "open", {"podSelector": {}, "ingress": [{}]})]),
@@ -230,6 +265,11 @@ CASES = [
     Case("efa-single-subnet", [fx.efa_node_group()], [fx.efa_node_group(subnets=["subnet-a-id", "subnet-b-id"])]),
     Case("efa-interface-count", [fx.launch_template(efa=32)], [fx.launch_template(efa=33)]),
     Case("efa-interface-count", [fx.launch_template(instance_type="g6e.12xlarge", efa=1)], [fx.launch_template(instance_type="g6e.xlarge", efa=1)], id="no-efa-type"),
+    Case(
+        "efa-training-pool-fabric",
+        [LT_EFA_32, fx.node_group(labels=TRAINING, lt=LT_EFA_32), LT_G6E, fx.node_group("small", labels=TRAINING, lt=LT_G6E)],
+        [LT_P5, fx.node_group(labels=TRAINING, lt=LT_P5)],
+    ),
     Case("fsx-colocated", [fx.efa_node_group(), fx.fsx()], [fx.efa_node_group(), fx.fsx(subnets=["subnet-b-id"])]),
     Case("time-slicing-single-tenant", fx.time_sliced_nodes(dedicated=True), fx.time_sliced_nodes(dedicated=False)),
     Case(

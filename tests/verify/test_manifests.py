@@ -9,11 +9,14 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
+from components.kubernetes.admission import TOLERATION_VALIDATIONS, VOLUME_VALIDATIONS, untrusted_validations
 from gpufleet.verify import cluster_checks, manifests, suite, tenancy_probes
 from gpufleet.verify.kube import ClusterApi, Context
+from model.cni import skips_standalone_pods
 from model.load import read_stack
 from model.spec import AwsSite
 from tests.conftest import EXAMPLES, ROOT
+from tests.kubernetes.tenancy.test_admission_cel import refused
 
 RUN = manifests.Run("abc123")
 
@@ -50,11 +53,10 @@ def objects(stack: str) -> list[dict[str, Any]]:
         elif check.tenant:
             out.append(tenancy_probes.probe_job(RUN, "probe-1", check.id, check.tenant, "true"))
             if check.kind is suite.Kind.gpu_quota:
-                resource, asked = tenancy_probes.over_quota_request(ctx, spec.tenant(check.tenant))
-                job = tenancy_probes.probe_job(RUN, "quota-1", check.id, check.tenant, "true",
-                                               resources={"cpu": "100m", "memory": "64Mi", resource: str(asked)})  # fmt: skip
-                out.append({"apiVersion": "v1", "kind": "Pod", "metadata": job["metadata"],
-                            "spec": job["spec"]["template"]["spec"]})  # fmt: skip
+                tenant = spec.tenant(check.tenant)
+                resource, asked = tenancy_probes.over_quota_request(ctx, tenant)
+                resources = {"cpu": "100m", "memory": "64Mi", resource: str(asked)}
+                out.append(tenancy_probes.quota_probe_pod(ctx, check, tenant, "quota-1", resources))
     return out
 
 
@@ -116,3 +118,22 @@ def test_tenant_namespace_pods_meet_pod_security_restricted() -> None:
         sc = spec["containers"][0]["securityContext"]
         assert sc["runAsNonRoot"] and sc["capabilities"] == {"drop": ["ALL"]}
         assert sc["seccompProfile"] == {"type": "RuntimeDefault"} and sc["allowPrivilegeEscalation"] is False
+
+
+def test_quota_probe_pod_is_refused_by_nothing_but_the_quota() -> None:
+    """The untrusted tenant's admission policy refuses a standalone pod on EKS and an unpinned one anywhere; the
+    probe's dry-run pod must pass it, or the probe would read that refusal instead of the quota's."""
+    spec = read_stack(ROOT, "aws-train").estate()
+    s = suite.derive(spec, "aws-train", suite.Options())
+    checks = [c for c in s.checks if c.kind is suite.Kind.gpu_quota]
+    assert {c.tenant for c in checks} >= {"agents", "research"}
+    for check in checks:
+        assert check.tenant
+        site, tenant = spec.site(check.site), spec.tenant(check.tenant)
+        ctx = Context(s, site, ClusterApi(None, None), RUN)
+        pod = tenancy_probes.quota_probe_pod(ctx, check, tenant, "quota-1", {"nvidia.com/gpu": "9"})
+        rules = [*VOLUME_VALIDATIONS, *TOLERATION_VALIDATIONS]
+        if tenant.trust == "untrusted":
+            rules += untrusted_validations(tenant, site.kubernetes.sandbox_runtime_class, skips_standalone_pods(site))
+        namespace = {"metadata": {"name": tenant.name, "labels": {"tenant": tenant.name}}}
+        assert refused(rules, pod, namespace=namespace) == [], check.id

@@ -9,7 +9,12 @@ import celpy
 import pytest
 from celpy import celtypes, json_to_cel
 
-from components.kubernetes.admission import TOLERATION_VALIDATIONS, rdma_pod_policy, untrusted_validations
+from components.kubernetes.admission import (
+    TOLERATION_VALIDATIONS,
+    VOLUME_VALIDATIONS,
+    rdma_pod_policy,
+    untrusted_validations,
+)
 from model.conventions import DEDICATED_TENANT_LABEL
 from model.spec import Tenant
 
@@ -90,8 +95,8 @@ def test_rdma_policy_refuses_what_baseline_refuses(pod: dict[str, Any], words: s
     assert len(found) == 1 and words in found[0], found
 
 
-def untrusted(pod: dict[str, Any]) -> list[str]:
-    return refused(untrusted_validations(Tenant(name="agents", trust="untrusted"), None), pod)
+def untrusted(pod: dict[str, Any], owned_pods_only: bool = False) -> list[str]:
+    return refused(untrusted_validations(Tenant(name="agents", trust="untrusted"), None, owned_pods_only), pod)
 
 
 def test_untrusted_pod_must_carry_its_dedicated_node_selector_once_ungated() -> None:
@@ -126,3 +131,70 @@ def test_tenant_pods_may_not_tolerate_everything_or_another_tenant(tenant: str) 
     assert len(tolerations(wildcard, tenant)) == 1
     assert len(tolerations(foreign, tenant)) == 1
     assert tolerations(own, tenant) == []
+
+
+PINNED: dict[str, Any] = {"nodeSelector": {DEDICATED_TENANT_LABEL: "agents"}, "containers": [{"name": "a"}]}
+# What the Job controller sets on the pods it creates (kubernetes pkg/controller/job, metav1.NewControllerRef).
+JOB_OWNER = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "1f0c", "controller": True,
+             "blockOwnerDeletion": True}  # fmt: skip
+
+
+def test_untrusted_standalone_pod_is_refused_where_the_cni_leaves_it_outside_network_policy() -> None:
+    """EKS user guide, cni-network-policy, Considerations: "Standalone Pods that don't have a
+    `metadata.ownerReferences` set can't have network policies applied to them." """
+    bare = {"metadata": {"name": "shell"}, "spec": PINNED}
+    found = untrusted(bare, owned_pods_only=True)
+    assert len(found) == 1 and "created by a controller" in found[0], found
+    not_a_controller = {
+        "metadata": {"name": "p", "ownerReferences": [{**JOB_OWNER, "controller": False}]},
+        "spec": PINNED,
+    }
+    assert len(untrusted(not_a_controller, owned_pods_only=True)) == 1
+    job_pod = {"metadata": {"name": "train-0", "ownerReferences": [JOB_OWNER]}, "spec": PINNED}
+    assert untrusted(job_pod, owned_pods_only=True) == []
+    assert untrusted(bare) == []  # a CNI that polices standalone pods: no reason to refuse them
+
+
+NFS = {"name": "data", "nfs": {"server": "10.30.0.20", "path": "/export/home"}}
+
+
+@pytest.mark.parametrize(
+    "volume",
+    [
+        NFS,
+        {"name": "h", "hostPath": {"path": "/"}},
+        {"name": "i", "iscsi": {"targetPortal": "10.0.0.1:3260", "iqn": "iqn.2001-04.com.example:x", "lun": 0}},
+        {"name": "c", "cephfs": {"monitors": ["10.0.0.2:6789"], "path": "/"}},
+        {"name": "r", "rbd": {"monitors": ["10.0.0.2:6789"], "image": "x"}},
+        {"name": "g", "glusterfs": {"endpoints": "gfs", "path": "vol"}},
+        {"name": "f", "flexVolume": {"driver": "example/nfs"}},
+        {"name": "git", "gitRepo": {"repository": "https://example.com/x.git"}},
+    ],
+)
+def test_tenant_pods_may_not_mount_network_or_host_volumes_inline(volume: dict[str, Any]) -> None:
+    pod = {"spec": {"containers": [{"name": "a"}], "volumes": [{"name": "ok", "emptyDir": {}}, volume]}}
+    found = refused(VOLUME_VALIDATIONS, pod)
+    assert len(found) == 1 and "restricted" in found[0], found
+
+
+def test_tenant_pods_keep_the_volume_types_of_pod_security_restricted() -> None:
+    volumes = [
+        {"name": "claim", "persistentVolumeClaim": {"claimName": "home"}},
+        {"name": "cm", "configMap": {"name": "c"}},
+        {"name": "s", "secret": {"secretName": "s"}},
+        {"name": "shm", "emptyDir": {"medium": "Memory"}},
+        {"name": "p", "projected": {"sources": []}},
+        {"name": "d", "downwardAPI": {"items": []}},
+        {"name": "e", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"]}}}},
+        {"name": "x", "csi": {"driver": "nfs.csi.k8s.io", "volumeAttributes": {"server": "s", "share": "/"}}},
+    ]
+    assert refused(VOLUME_VALIDATIONS, {"spec": {"containers": [{"name": "a"}], "volumes": volumes}}) == []
+    assert refused(VOLUME_VALIDATIONS, {"spec": {"containers": [{"name": "a"}]}}) == []
+
+
+def test_untrusted_pods_may_not_mount_inline_csi_volumes() -> None:
+    inline = {"name": "x", "csi": {"driver": "nfs.csi.k8s.io", "volumeAttributes": {"server": "s", "share": "/"}}}
+    claim = {"name": "claim", "persistentVolumeClaim": {"claimName": "scratch"}}
+    found = untrusted({"spec": {**PINNED, "volumes": [claim, inline]}})
+    assert len(found) == 1 and "inline CSI" in found[0], found
+    assert untrusted({"spec": {**PINNED, "volumes": [claim]}}) == []

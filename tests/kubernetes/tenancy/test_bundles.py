@@ -7,10 +7,13 @@ from typing import Any
 
 import yaml
 
+from components.kubernetes.admission import VOLUME_VALIDATIONS
 from components.kubernetes.priorities import PRIORITY_LEVELS
 from gpufleet.engine.plan import Plan
 from model import conventions, versions
-from tests.conftest import example_config
+from model.cni import skips_standalone_pods
+from model.load import read_stack
+from tests.conftest import ROOT, example_config
 from tests.kubernetes.tenancy.conftest import in_namespace, k8s_object, k8s_objects
 
 PlanOf = Callable[[str], Plan]
@@ -282,3 +285,29 @@ def test_rdma_admission_policy_also_judges_ephemeral_containers(plan_of: PlanOf)
         matched = {(r, op) for rule in rules for r in rule["resources"] for op in rule["operations"]}
         assert ("pods/ephemeralcontainers", "UPDATE") in matched, stack
         assert ("pods", "CREATE") in matched and ("pods", "UPDATE") in matched, stack
+
+
+def test_untrusted_tenant_on_eks_must_run_pods_a_controller_owns(plan_of: PlanOf) -> None:
+    """The EKS VPC CNI applies no NetworkPolicy to a standalone pod (model.cni.SKIPS_STANDALONE_PODS); a CNI like
+    calico does, so there standalone pods stay allowed."""
+    vap = k8s_object(plan_of("aws-train"), "ValidatingAdmissionPolicy", "gpufleet-untrusted-agents").inputs["spec"]
+    assert any("object.metadata.ownerReferences" in v["expression"] for v in vap["validations"])
+    by_name = {s.name: s for stack in ("aws-train", "onprem") for s in read_stack(ROOT, stack).estate().sites}
+    assert skips_standalone_pods(by_name["use1"])
+    assert not skips_standalone_pods(by_name["dc1"])
+
+
+def test_every_cluster_with_tenants_refuses_inline_network_volumes(plan_of: PlanOf) -> None:
+    for stack, clusters in {"aws-train": 1, "onprem": 1, "hybrid": 2}.items():
+        plan = plan_of(stack)
+        bindings = k8s_objects(plan, "ValidatingAdmissionPolicyBinding", anywhere=True)
+        guards = [b for b in bindings if b.inputs["metadata"]["name"] == "gpufleet-tenant-volumes"]
+        assert len(guards) == clusters, stack
+        for b in guards:
+            assert b.inputs["spec"]["validationActions"] == ["Deny"]
+            assert b.inputs["spec"]["matchResources"]["namespaceSelector"] == {
+                "matchExpressions": [{"key": "tenant", "operator": "Exists"}]
+            }
+        policies = [p for p in k8s_objects(plan, "ValidatingAdmissionPolicy", anywhere=True)
+                    if p.inputs["metadata"]["name"] == "gpufleet-tenant-volumes"]  # fmt: skip
+        assert [p.inputs["spec"]["validations"] for p in policies] == [VOLUME_VALIDATIONS] * clusters, stack

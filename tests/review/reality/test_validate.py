@@ -203,3 +203,18 @@ def test_regenerating_operator_crds_refuses_a_source_without_its_repository(arg:
     with pytest.raises(SystemExit) as e:
         main(["--source", arg])
     assert e.value.code == 2
+
+
+def test_the_nccl_jobset_of_the_stack_file_doc_is_a_valid_jobset(chart_cache: ChartCache) -> None:
+    """docs/stack-file.md shows MPI nccl-tests as a JobSet (no MPI Operator is offered); it must be a JobSet the
+    pinned JobSet CRD accepts (kubernetes-sigs/jobset charts/jobset/crds at versions.JOBSET)."""
+    import yaml
+
+    text = (Path(__file__).parents[3] / "docs" / "stack-file.md").read_text()
+    (block,) = [b for b in text.split("```yaml\n")[1:] if "kind: JobSet" in b]
+    jobset = yaml.safe_load(block.split("```")[0])
+    folder = chart_cache.locate(versions.JOBSET).path
+    crd = yaml.safe_load((folder / "crds" / "jobset.x-k8s.io_jobsets.yaml").read_text())
+    assert crd_issues(jobset, crd) == []
+    broken = {**jobset, "spec": {**jobset["spec"], "startupPolicy": {"startupPolicyOrder": "Launcher-first"}}}
+    assert crd_issues(broken, crd)

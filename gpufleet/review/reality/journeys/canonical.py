@@ -18,7 +18,7 @@ from typing import Any
 
 from gpufleet.review.reality.journeys.core import QUEUE_LABEL, Verdict
 from model import conventions, queues, rdma, versions
-from model.spec import BaremetalSite, EstateSpec, NodePool, Site, Tenant
+from model.spec import EstateSpec, NodePool, Site, Tenant
 from model.spec.baremetal import NfsTier
 from model.spec.burst import BurstWindow
 
@@ -161,7 +161,7 @@ def notebook(site: Site, pool: NodePool, tenant: Tenant, expected: Verdict, why:
     return Canonical(title, expected, sts)
 
 
-def whole_file_system(site: BaremetalSite, tenant: Tenant) -> Canonical | None:
+def whole_file_system(site: Site, tenant: Tenant) -> Canonical | None:
     """An inline NFS volume of the site's shared export root: the tenant's own subdirectory is all it may mount."""
     nfs = next((t for t in site.storage if isinstance(t, NfsTier)), None)
     if nfs is None:
@@ -216,8 +216,7 @@ def _refusals(spec: EstateSpec, site: Site, tenant: Tenant) -> list[Canonical]:
                 f"{tenant.name} (untrusted): {whose} {pool.name} is refused (untrusted tenants run on their own nodes)"
             )
             out.append(notebook(site, pool, tenant, "blocked", why))
-    if isinstance(site, BaremetalSite):
-        whole = whole_file_system(site, tenant)
-        if whole is not None:
-            out.append(whole)
+    whole = whole_file_system(site, tenant)
+    if whole is not None:
+        out.append(whole)
     return out
