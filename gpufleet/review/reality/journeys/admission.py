@@ -158,8 +158,19 @@ def _quota_refusals(walk: Walk, quotas: list[dict[str, Any]], pod_sets: list[Pod
 # -- the stage ----------------------------------------------------------------------------------------------------
 
 
+# The object whose controller creates a workload's pods and names itself their controlling owner
+# (https://kubernetes.io/docs/concepts/overview/working-with-objects/owners-dependents/): a Deployment's pods
+# belong to its ReplicaSet, a JobSet's and a CronJob's to the Jobs they create; a bare Pod has no owner.
+POD_OWNERS = {"Deployment": ("apps/v1", "ReplicaSet"), "JobSet": ("batch/v1", "Job"), "CronJob": ("batch/v1", "Job")}
+
+
 def _pod(walk: Walk, ps: PodSet) -> dict[str, Any]:
-    meta = {"name": f"{walk.workload.name}-{ps.name}", "namespace": walk.workload.namespace, "labels": ps.labels}
+    w = walk.workload
+    meta: dict[str, Any] = {"name": f"{w.name}-{ps.name}", "namespace": w.namespace, "labels": ps.labels}
+    if w.kind != "Pod":
+        api_version, kind = POD_OWNERS.get(w.kind, (w.api_version, w.kind))
+        owner = {"apiVersion": api_version, "kind": kind, "name": w.name, "uid": "", "controller": True}
+        meta["ownerReferences"] = [owner]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": ps.spec}
 
 

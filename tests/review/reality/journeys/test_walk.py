@@ -327,3 +327,28 @@ def test_without_a_default_local_queue_kueue_keeps_a_queueless_job_suspended(est
     stop = j.blocked_at
     assert stop is not None and stop.name == "queueing" and stop.blocker == "LocalQueue/research/default"
     assert "stays suspended" in stop.detail and "kueue.x-k8s.io/queue-name" in stop.unblock
+
+
+def test_an_untrusted_tenants_bare_pod_is_refused_on_eks_but_its_jobs_pods_are_not(
+    estate: Callable[[str], Estate],
+) -> None:
+    """The Job controller owns the pods it creates, so the untrusted tenant's owner rule admits them; a bare Pod
+    has no owner, and the VPC CNI would apply no NetworkPolicy to it (EKS user guide, cni-network-policy)."""
+    restricted = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    container = {"name": "c", "image": "busybox", "resources": {"limits": {"nvidia.com/gpu": 1}},
+                 "securityContext": restricted}  # fmt: skip
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "bare", "namespace": "agents", "labels": {"kueue.x-k8s.io/queue-name": "agents"}},
+        "spec": {
+            "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [container],
+        },
+    }
+    (j,) = estate("aws-train").walk(pod)
+    stop = j.blocked_at
+    assert stop is not None and stop.blocker == "ValidatingAdmissionPolicy/gpufleet-untrusted-agents"
+    assert "created by a controller" in stop.detail
+    (owned,) = estate("aws-train").walk(job("agents", "agents", 1, {"nvidia.com/gpu": 1}))
+    assert owned.verdict == "runs", owned.to_dict()
