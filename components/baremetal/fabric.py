@@ -6,7 +6,8 @@
 - InfiniBand with `ipoib`: an IPoIBNetwork per tenant without a partition key, all in the default partition.
 - InfiniBand with `device_plugin: sriov`: SriovNetworkNodePolicies (linkType IB) that create the VFs.
 - RoCE: a SriovNetworkNodePolicy (linkType ETH) and a SriovNetwork per tenant, with the `rdma` meta plugin.
-- Per fabric, one nv-ipam IPPool gives every network its addresses, so they do not collide.
+- Per fabric, one nv-ipam IPPool gives every network its addresses, so they do not collide; each node gets a block
+  of a fixed size (`addresses_per_node`), so a growing fabric leaves existing blocks alone.
 
 Nodes are selected by the fabric label their pool carries (model.conventions.FABRIC_LABEL). The Network
 Operator and its NicClusterPolicy belong to the cluster's GPU stack (components/kubernetes). Kinds and fields
@@ -15,7 +16,6 @@ follow Mellanox/network-operator-docs; each object cites its section.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -35,24 +35,6 @@ NO_TENANT_NAMESPACE = "default"  # where a fabric's network goes in an estate wi
 def ipam(fabric: InfinibandFabric | RoceFabric) -> str:
     """IPAM config of every network on a fabric: the fabric's nv-ipam pool (named after the fabric)."""
     return json.dumps({"type": "nv-ipam", "poolName": fabric.name}, sort_keys=True)
-
-
-def fabric_cidr(fabric: InfinibandFabric | RoceFabric) -> str:
-    return fabric.ipoib_cidr if isinstance(fabric, InfinibandFabric) else fabric.cidr
-
-
-def per_node_block_size(cidr: str, nodes: int) -> int:
-    """Addresses nv-ipam hands each node: a power of two, at most 256, leaving half the subnet spare for growth."""
-    size = ipaddress.ip_network(cidr, strict=False).num_addresses
-    fair = size // (2 * max(nodes, 1))
-    block = 256
-    while block > fair and block > 4:
-        block //= 2
-    return block
-
-
-def fabric_servers(site: BaremetalSite, spec: EstateSpec, fabric: InfinibandFabric | RoceFabric) -> int:
-    return sum(len(spec.pool_servers(site, p)) for p in site.node_pools if p.fabric == fabric.name)
 
 
 def pkey_network_config(fabric: InfinibandFabric, tenant: str, pkey: str) -> str:
@@ -101,7 +83,7 @@ class BaremetalFabric(pulumi.ComponentResource):
         self._child_opts = pulumi.ResourceOptions(parent=self, depends_on=[args.chart_crds])
         tenants = [t.name for t in tenants_on_site(args.spec, args.site)]
         fabric = args.fabric
-        self._ip_pool(fabric, fabric_servers(args.site, args.spec, fabric))
+        self._ip_pool(fabric)
         if isinstance(fabric, InfinibandFabric):
             self._infiniband(fabric, tenants)
         else:
@@ -190,10 +172,11 @@ class BaremetalFabric(pulumi.ComponentResource):
         after = [self._args.chart_crds, *([namespace] if namespace is not None else [])]
         return pulumi.ResourceOptions(parent=self, depends_on=after)
 
-    def _ip_pool(self, fabric: InfinibandFabric | RoceFabric, nodes: int) -> None:
+    def _ip_pool(self, fabric: InfinibandFabric | RoceFabric) -> None:
         """An NVIDIA IPAM IPPool (`nv-ipam.nvidia.com/v1alpha1`: subnet, perNodeBlockSize, nodeSelector). The
-        cluster's NicClusterPolicy deploys nv-ipam, not whereabouts (components/kubernetes/network_operator.py)."""
-        cidr = fabric_cidr(fabric)
+        cluster's NicClusterPolicy deploys nv-ipam, not whereabouts (components/kubernetes/network_operator.py).
+        The block size is the fabric's `addresses_per_node`, never derived from the server count: a server added
+        to the fabric changes no other node's block (model/rules/baremetal.py says why it must not)."""
         CustomResource(
             f"{self._name_prefix}-ippool",
             api_version="nv-ipam.nvidia.com/v1alpha1",
@@ -204,8 +187,8 @@ class BaremetalFabric(pulumi.ComponentResource):
                 "labels": {FABRIC_LABEL: fabric.name},
             },
             spec={
-                "subnet": cidr,
-                "perNodeBlockSize": per_node_block_size(cidr, nodes),
+                "subnet": fabric.address_range,
+                "perNodeBlockSize": fabric.addresses_per_node,
                 "nodeSelector": {
                     "nodeSelectorTerms": [
                         {"matchExpressions": [{"key": FABRIC_LABEL, "operator": "In", "values": [fabric.name]}]}

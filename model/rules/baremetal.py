@@ -6,13 +6,14 @@ model.kinds.baremetal runs them in the phases of the estate's rules (model.rules
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 # The spec imports the kinds, which import this module: project modules by module, so any may be imported first.
 from model.rules import storage
 from model.spec.aws import EfaFabric
-from model.spec.baremetal import InfinibandFabric
+from model.spec.baremetal import InfinibandFabric, RoceFabric
 from model.spec.base import Problem
 from model.spec.sites import BAREMETAL_STORAGE, BaremetalSite
 
@@ -49,6 +50,39 @@ def pool_problems(spec: EstateSpec, path: str, s: BaremetalSite) -> Iterator[Pro
         models = sorted({x.gpu_model for x in servers})
         if len(models) > 1:
             yield Problem(f"{path}.node_pools[{j}].selector", f"pool {p.name} mixes GPU models {models}; split it")
+    yield from _address_blocks(spec, path, s)
+
+
+def node_blocks(cidr: str, per_node: int) -> int:
+    """How many per-node blocks nv-ipam carves from an IPv4 range. The first block starts after the network
+    address and no block may hold the broadcast address (nvidia-k8s-ipam at network-operator-v26.4.1,
+    pkg/ipam-controller/allocator/allocator.go: getFirstStartIP, allocationValid)."""
+    return (ipaddress.ip_network(cidr, strict=False).num_addresses - 2) // per_node
+
+
+def fabric_servers(spec: EstateSpec, s: BaremetalSite, fabric: InfinibandFabric | RoceFabric) -> int:
+    """Servers on a fabric: those of the pools that name it (the nodes its IPPool selects)."""
+    return sum(len(spec.pool_servers(s, p)) for p in s.node_pools if p.fabric == fabric.name)
+
+
+def _address_blocks(spec: EstateSpec, path: str, s: BaremetalSite) -> Iterator[Problem]:
+    """A fabric's range holds one block of `addresses_per_node` per server on it. The block size is fixed, not
+    derived from the server count: nv-ipam drops every stored allocation whose size differs from the IPPool's
+    (allocator.go, checkAllocation: "ip count mismatch"), so a new size re-carves every node's addresses."""
+    for j, f in enumerate(s.fabrics):
+        if not isinstance(f, InfinibandFabric | RoceFabric):
+            continue
+        servers, blocks = fabric_servers(spec, s, f), node_blocks(f.address_range, f.addresses_per_node)
+        if servers > blocks:
+            key = "ipoib_cidr" if isinstance(f, InfinibandFabric) else "cidr"
+            prefix = 32 - (servers * f.addresses_per_node + 1).bit_length()  # the smallest range that holds them
+            yield Problem(
+                f"{path}.fabrics[{j}].{key}",
+                f"{f.address_range} holds {blocks} block(s) of {f.addresses_per_node} addresses (nv-ipam's "
+                f"perNodeBlockSize, addresses_per_node), but {servers} servers are on fabric {f.name}; widen "
+                f"{key} to a /{prefix} or larger, or lower addresses_per_node before the fabric's first `up` (a "
+                "new block size re-carves every node's addresses)",
+            )
 
 
 def inventory_problems(spec: EstateSpec, path: str, s: BaremetalSite) -> Iterator[Problem]:

@@ -16,8 +16,16 @@ from model.spec.base import Model, Name
 from model.spec.net import MAX_USD, CidrRange, HostAddress, HttpsUrl
 from model.spec.pools import PoolBase
 
-# Address pools of IPoIB / RoCE networks (nv-ipam hands each node a block of at most 256): IPv4, /8 to /28.
+# Address pools of IPoIB / RoCE networks (nv-ipam hands each node a block of them): IPv4, /8 to /28.
 FABRIC = CidrRange(8, 28, ipv4_only=True)
+# Addresses nv-ipam gives each node of a fabric unless the fabric says otherwise: more than kubelet's default
+# maxPods (110; kubernetes.io/docs/reference/config-api/kubelet-config.v1beta1, maxPods), so a node runs out of
+# pods before it runs out of fabric addresses.
+NODE_ADDRESS_BLOCK = 256
+NODE_ADDRESSES_HELP = (
+    "Addresses nv-ipam gives each node from the fabric's range (its IPPool's perNodeBlockSize). Fixed, so a node "
+    "keeps its block as the fabric grows; the range must hold one block per server on the fabric."
+)
 # A storage server's range as a NetworkPolicy ipBlock names it: never everything (/0).
 POLICY_PEER = CidrRange(1, 128)
 
@@ -83,6 +91,12 @@ class InfinibandFabric(Model):
     vfs_per_port: int = Field(
         default=8, ge=1, le=127, description="SR-IOV virtual functions per HCA port (device_plugin sriov)."
     )
+    addresses_per_node: int = Field(default=NODE_ADDRESS_BLOCK, ge=1, le=1 << 24, description=NODE_ADDRESSES_HELP)
+
+    @property
+    def address_range(self) -> str:
+        """The range every network on the fabric takes its addresses from (the fabric's nv-ipam IPPool)."""
+        return self.ipoib_cidr
 
     @field_validator("partition_keys")
     @classmethod
@@ -113,6 +127,12 @@ class RoceFabric(Model):
     interfaces: list[str] = Field(min_length=1, description="Host interface names carrying RoCE (e.g. `ens1f0np0`).")
     cidr: Annotated[str, FABRIC] = Field(default="192.168.128.0/18", description="IP range on the RoCE networks.")
     vfs_per_interface: int = Field(default=8, ge=1, le=127, description="SR-IOV virtual functions per interface.")
+    addresses_per_node: int = Field(default=NODE_ADDRESS_BLOCK, ge=1, le=1 << 24, description=NODE_ADDRESSES_HELP)
+
+    @property
+    def address_range(self) -> str:
+        """The range every network on the fabric takes its addresses from (the fabric's nv-ipam IPPool)."""
+        return self.cidr
 
 
 class NfsTier(Model):
