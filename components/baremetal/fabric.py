@@ -125,7 +125,9 @@ class BaremetalFabric(pulumi.ComponentResource):
 
     def _ipoib_network(self, fabric: InfinibandFabric, namespace: str) -> None:
         """An IPoIBNetwork (`mellanox.com/v1alpha1`, cluster-scoped: networkNamespace, master, ipam;
-        network-operator-docs, IPoIBNetwork CRD)."""
+        network-operator-docs, IPoIBNetwork CRD). `master` names one host interface for every node, so each
+        server's preflight checks it has it."""
+        assert fabric.ipoib_interface is not None  # the rules require it with ipoib (model/rules/baremetal.py)
         CustomResource(
             f"{self._name_prefix}-{namespace}-ipoib",
             api_version="mellanox.com/v1alpha1",

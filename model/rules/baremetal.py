@@ -26,6 +26,16 @@ def site_problems(path: str, s: BaremetalSite) -> Iterator[Problem]:
     for j, f in enumerate(s.fabrics):
         if isinstance(f, EfaFabric):
             yield Problem(f"{path}.fabrics[{j}].kind", "a baremetal site's fabrics are infiniband or roce, not efa")
+        if isinstance(f, InfinibandFabric) and f.ipoib and f.ipoib_interface is None:
+            # No default: hosts name IPoIB interfaces by PCI slot, so `ib0` is often absent (DGX H100/H200 User
+            # Guide, "Network Modules": ibp24s0 for mlx5_0 ... ibp220s0 for mlx5_11;
+            # https://docs.nvidia.com/dgx/dgxh100-user-guide/introduction-to-dgxh100.html).
+            yield Problem(
+                f"{path}.fabrics[{j}].ipoib_interface",
+                "ipoib (on by default) needs the host IPoIB interface its networks create child links from, named "
+                "alike on every server of the fabric, e.g. `ipoib_interface: ibp24s0` on DGX H100 (`ip -br link "
+                "show type ipoib` on a server lists them); or set `ipoib: false`",
+            )
     if s.kubernetes.driver_managed_by == "operator":
         if s.kubernetes.gpu_stack == "device-plugin":
             yield Problem(

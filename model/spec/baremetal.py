@@ -26,6 +26,9 @@ NODE_ADDRESSES_HELP = (
     "Addresses nv-ipam gives each node from the fabric's range (its IPPool's perNodeBlockSize). Fixed, so a node "
     "keeps its block as the fabric grows; the range must hold one block per server on the fabric."
 )
+# A Linux interface name: at most 15 bytes (IFNAMSIZ 16), no `/`, `:` or whitespace (torvalds/linux
+# net/core/dev.c, dev_valid_name); gpufleet also keeps it to letters, digits, `_`, `.` and `-`.
+INTERFACE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$"
 # A storage server's range as a NetworkPolicy ipBlock names it: never everything (/0).
 POLICY_PEER = CidrRange(1, 128)
 
@@ -85,8 +88,13 @@ class InfinibandFabric(Model):
     hca_device_ids: list[str] = Field(
         default_factory=lambda: ["101b", "1021"], description="PCI device ids of the HCAs (ConnectX-6/7)."
     )
-    ipoib_interface: str = Field(
-        default="ib0", description="Host IPoIB interface the IPoIB networks create child links from."
+    ipoib_interface: Annotated[str, Field(pattern=INTERFACE_NAME)] | None = Field(
+        default=None,
+        description=(
+            "Host IPoIB interface the IPoIB networks create child links from, named alike on every server of the "
+            "fabric; required with ipoib. Names follow the PCI slot: DGX H100 has ibp24s0 (mlx5_0), ibp64s0, ... "
+            "and no ib0. `ip -br link show type ipoib` on a server lists them; the preflight checks it exists."
+        ),
     )
     vfs_per_port: int = Field(
         default=8, ge=1, le=127, description="SR-IOV virtual functions per HCA port (device_plugin sriov)."

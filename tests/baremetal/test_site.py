@@ -147,6 +147,13 @@ def test_every_kueue_topology_level_is_a_label_the_nodes_carry(example_plans: di
             assert level in labels or level == "kubernetes.io/hostname", (patch.name, level)
 
 
+def test_ipoib_networks_hang_off_the_interface_the_fabric_names(example_plans: dict[str, Plan]) -> None:
+    (fabric,) = onprem_spec().sites[0].fabrics
+    assert fabric.ipoib_interface == "ibp24s0"  # type: ignore[union-attr]
+    networks = example_plans["onprem"].find("kubernetes:mellanox.com/v1alpha1:IPoIBNetwork")
+    assert networks and {n.inputs["spec"]["master"] for n in networks} == {"ibp24s0"}
+
+
 # -- a variant: dedicated pool, pkey partitions, RoCE, parallel FS --------------------------------------------
 
 
@@ -155,7 +162,13 @@ def _variant() -> dict[str, Any]:
     estate = config["gpufleet:estate"]
     site = estate["sites"][0]
     site["fabrics"] = [
-        {"kind": "infiniband", "name": "ib", "device_plugin": "sriov", "partition_keys": {"research": "0x0010"}},
+        {
+            "kind": "infiniband",
+            "name": "ib",
+            "device_plugin": "sriov",
+            "ipoib_interface": "ibp24s0",
+            "partition_keys": {"research": "0x0010"},
+        },
         {"kind": "roce", "name": "eth", "interfaces": ["ens1f0np0", "ens1f1np1"], "cidr": "192.168.128.0/24"},
     ]
     site["node_pools"][1]["dedicated_to"] = "product"

@@ -32,6 +32,28 @@ def test_partition_keys_need_sriov_virtual_functions() -> None:
     assert "sites[0].fabrics[0]" in message and "partition_keys need device_plugin: sriov" in message
 
 
+def test_ipoib_needs_the_hosts_ipoib_interface_named() -> None:
+    def unnamed(estate: dict[str, Any]) -> None:
+        del _ib(estate)["ipoib_interface"]  # there is no `ib0` to fall back on: DGX H100 has ibp24s0 ...
+
+    message = problem(unnamed)
+    assert "sites[0].fabrics[0].ipoib_interface: ipoib (on by default) needs the host IPoIB interface" in message
+    assert "ibp24s0" in message and "ipoib: false" in message
+
+    def no_ipoib(estate: dict[str, Any]) -> None:
+        del _ib(estate)["ipoib_interface"]
+        _ib(estate)["ipoib"] = False
+
+    assert example_spec("onprem", no_ipoib).sites[0].fabrics[0].ipoib_interface is None  # type: ignore[union-attr]
+
+
+def test_ipoib_interface_is_a_linux_interface_name() -> None:
+    def bad(estate: dict[str, Any]) -> None:
+        _ib(estate)["ipoib_interface"] = "ibp24s0; reboot"
+
+    assert "sites[0].fabrics[0].ipoib_interface" in problem(bad)
+
+
 def test_default_partition_key_is_not_a_tenant_partition() -> None:
     def default_pkey(estate: dict[str, Any]) -> None:
         _ib(estate).update(device_plugin="sriov", partition_keys={"research": "0x7fff"})
