@@ -36,6 +36,14 @@ def site_problems(path: str, s: BaremetalSite) -> Iterator[Problem]:
                 "alike on every server of the fabric, e.g. `ipoib_interface: ibp24s0` on DGX H100 (`ip -br link "
                 "show type ipoib` on a server lists them); or set `ipoib: false`",
             )
+    partitioned = [f.name for f in s.fabrics if isinstance(f, InfinibandFabric) and f.partition_keys]
+    if len(partitioned) > 1:
+        # The cluster's one NicClusterPolicy runs one ib-kubernetes, with one UFM (its `ibKubernetes` section).
+        yield Problem(
+            f"{path}.fabrics",
+            f"fabrics {', '.join(partitioned)} all set partition_keys, but a cluster runs one ib-kubernetes with "
+            "one UFM; give partition keys on one fabric only",
+        )
     if s.kubernetes.driver_managed_by == "operator":
         if s.kubernetes.gpu_stack == "device-plugin":
             yield Problem(
@@ -65,8 +73,9 @@ def pool_problems(spec: EstateSpec, path: str, s: BaremetalSite) -> Iterator[Pro
 
 def node_blocks(cidr: str, per_node: int) -> int:
     """How many per-node blocks nv-ipam carves from an IPv4 range. The first block starts after the network
-    address and no block may hold the broadcast address (nvidia-k8s-ipam at network-operator-v26.4.1,
-    pkg/ipam-controller/allocator/allocator.go: getFirstStartIP, allocationValid)."""
+    address and no block may hold the broadcast address (Mellanox/nvidia-k8s-ipam at the tag the Network Operator
+    pins, versions.NETWORK_OPERATOR_COMPONENTS_TAG: pkg/ipam-controller/allocator/allocator.go, getFirstStartIP
+    and allocationValid)."""
     return (ipaddress.ip_network(cidr, strict=False).num_addresses - 2) // per_node
 
 

@@ -70,6 +70,41 @@ class BaremetalNodePool(PoolBase):
     )
 
 
+class Ufm(Model):
+    """The NVIDIA UFM that manages an InfiniBand fabric's subnet. ib-kubernetes adds each pod's GUID to its tenant's
+    partition through UFM's REST API over HTTPS (Mellanox/ib-kubernetes at network-operator-v26.4.0,
+    pkg/sm/plugins/ufm/ufm.go: UFM_ADDRESS, UFM_PORT, UFM_USERNAME, UFM_PASSWORD, UFM_CERTIFICATE)."""
+
+    address: HostAddress = Field(description="UFM's host name or IP address, reached from the cluster's nodes.")
+    port: int | None = Field(default=None, ge=1, le=65535, description="UFM's REST API port (443 if unset).")
+    username_config: str = Field(description="Config key holding the UFM user name (a Pulumi secret).")
+    password_config: str = Field(description="Config key holding the UFM password (a Pulumi secret).")
+    ca_certificate_config: str | None = Field(
+        default=None,
+        description=(
+            "Config key holding the PEM certificate that signed UFM's TLS certificate (a Pulumi secret; for a "
+            "self-signed UFM, its own certificate). Required unless insecure_skip_tls_verify is set."
+        ),
+    )
+    insecure_skip_tls_verify: bool = Field(
+        default=False,
+        description=(
+            "Talk to UFM without checking its certificate. ib-kubernetes then sends the UFM password to whoever "
+            "answers at the address (pkg/drivers/http/client.go: InsecureSkipVerify without a certificate)."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _verified(self) -> Ufm:
+        if self.ca_certificate_config is None and not self.insecure_skip_tls_verify:
+            raise ValueError(
+                "ufm needs ca_certificate_config, the config key of the PEM certificate that signed UFM's TLS "
+                "certificate (ib-kubernetes sends the UFM password to it); to connect unchecked set "
+                "insecure_skip_tls_verify: true"
+            )
+        return self
+
+
 class InfinibandFabric(Model):
     """InfiniBand through the NVIDIA Network Operator."""
 
@@ -83,7 +118,14 @@ class InfinibandFabric(Model):
         default="192.168.64.0/18", description="IP range handed out on IPoIB networks."
     )
     partition_keys: dict[Name, str] = Field(
-        default_factory=dict, description="Per-tenant InfiniBand partition keys (`0x0001` ...) for isolation."
+        default_factory=dict,
+        description=(
+            "Per-tenant InfiniBand partition keys (`0x0001` ...) for isolation. ib-kubernetes puts each pod in its "
+            "tenant's partition through the fabric's `ufm`, which they need."
+        ),
+    )
+    ufm: Ufm | None = Field(
+        default=None, description="The UFM that manages the fabric's partitions; required with partition_keys."
     )
     hca_device_ids: list[str] = Field(
         default_factory=lambda: ["101b", "1021"], description="PCI device ids of the HCAs (ConnectX-6/7)."
@@ -124,6 +166,16 @@ class InfinibandFabric(Model):
                 "partition_keys need device_plugin: sriov (a partition isolates SR-IOV virtual functions through "
                 "ib-kubernetes; with rdma-shared every pod shares the HCA in the default partition)"
             )
+        # ib-sriov-cni with ibKubernetesEnabled waits for ib-kubernetes to put the pod's GUID in the partition, and
+        # ib-kubernetes does that only through UFM: without one, no pod on a partitioned network starts.
+        if self.partition_keys and self.ufm is None:
+            raise ValueError(
+                "partition_keys need ufm, the UFM that manages this fabric's partitions: ib-kubernetes adds each "
+                "pod to its tenant's partition through it; write `ufm: {address: <UFM host>, username_config: "
+                "<key>, password_config: <key>, ca_certificate_config: <key>}` with those keys set as secrets"
+            )
+        if self.ufm is not None and not self.partition_keys:
+            raise ValueError("ufm is used only to manage partition_keys; remove it or give tenants partition keys")
         return self
 
 
