@@ -61,9 +61,9 @@ def pkey_network_config(fabric: InfinibandFabric, tenant: str, pkey: str) -> str
 
 
 def ufm_secret_data(ufm: Ufm, secret: Callable[[str], T]) -> dict[str, str | T]:
-    """The UFM Secret's entries, by the keys ib-kubernetes' Deployment reads (Mellanox/network-operator at the pinned tag,
-    manifests/state-ib-kubernetes/0070-deployment.yaml; UFM_PORT and UFM_CERTIFICATE are optional there). No
-    UFM_HTTP_SCHEMA: ib-kubernetes then speaks HTTPS (pkg/sm/plugins/ufm/ufm.go)."""
+    """The UFM Secret's entries, by the keys ib-kubernetes' Deployment reads (Mellanox/network-operator at the
+    pinned tag, manifests/state-ib-kubernetes/0070-deployment.yaml; UFM_PORT and UFM_CERTIFICATE are optional
+    there). No UFM_HTTP_SCHEMA: ib-kubernetes then speaks HTTPS (Mellanox/ib-kubernetes, pkg/sm/plugins/ufm)."""
     data: dict[str, str | T] = {
         "UFM_ADDRESS": ufm.address,
         "UFM_USERNAME": secret(ufm.username_config),
@@ -124,10 +124,9 @@ class BaremetalFabric(pulumi.ComponentResource):
                 self._ipoib_network(fabric, namespace)
 
     def _ufm_secret(self, fabric: InfinibandFabric, ufm: Ufm) -> None:
-        """The Secret ib-kubernetes reads UFM's address and credentials from, by the keys its Deployment names
-        (Mellanox/network-operator at the pinned tag, manifests/state-ib-kubernetes/0070-deployment.yaml). The credentials
-        are string_data from secret Outputs, so they never appear in plain inputs. It waits for the operator's
-        release, which waits for the namespace; ib-kubernetes starts once it exists."""
+        """The Secret ib-kubernetes reads UFM's address and credentials from (ufm_secret_data). The credentials are
+        string_data from secret Outputs, so they never appear in plain inputs. It waits for the operator's release,
+        which waits for the namespace; ib-kubernetes starts once it exists."""
         k8s.core.v1.Secret(
             f"{self._name_prefix}-ufm",
             metadata=k8s.meta.v1.ObjectMetaArgs(

@@ -257,6 +257,16 @@ def test_partitioned_fabric_deploys_ib_kubernetes_with_the_fabrics_ufm(variant: 
     assert release.key in secret.dependencies  # after the namespace the release waits for
 
 
+def test_the_partitioned_variant_comes_up_first_time(variant: Plan) -> None:
+    """The UFM Secret after its namespace, the policy's ibKubernetes against the CRD at the pinned tag, and every
+    other object of the variant, through the same first-up simulation `gpufleet check` runs."""
+    from gpufleet.review.reality.checks import first_up
+    from model.load import parse_estate
+
+    result = first_up(variant, parse_estate(_variant()["gpufleet:estate"], "stacks/Pulumi.test.yaml"))
+    assert result.checked > 0 and result.problems == []
+
+
 def test_the_ufm_secret_holds_what_ib_kubernetes_reads() -> None:
     from components.baremetal.fabric import ufm_secret_data
     from model.spec import Ufm
