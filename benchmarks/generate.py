@@ -103,7 +103,8 @@ def estate(scale: Scale) -> dict[str, Any]:
                     "ssh": {"user": "gpufleet", "private_key_config": "sshPrivateKey"},
                     "join": {"method": "kubeadm", "api_server": "k8s.dc.example.com:6443"},
                     "kubernetes": {"driver_version": "580.126.20", "network_policy_cni": "calico"},
-                    "fabrics": [{"kind": "infiniband", "name": "ib"}],
+                    # a block of 256 addresses per server (addresses_per_node) for up to 1023 servers
+                    "fabrics": [{"kind": "infiniband", "name": "ib", "ipoib_cidr": "172.16.0.0/14", "ipoib_interface": "ibp24s0"}],
                     "inventory": inventory,
                     "node_pools": [
                         {"name": p, "role": "training", "selector": {"pool": p}, "fabric": "ib"} for p in bm_pools
@@ -265,8 +266,11 @@ def fleet(gpus: int) -> dict[str, Any]:
     train, serve = round(cloud * 0.35), round(cloud * 0.25)
     sites = [
         _datacentre([
-            ({"kind": "infiniband", "name": "ib"}, "H100-80GB", _group("h100-train", h100, special)),
-            ({"kind": "roce", "name": "roce", "interfaces": ["ens1f0np0"]}, "A100-80GB", _group("a100-train", a100, [])),
+            # each fabric's range holds a block of 256 addresses per server (addresses_per_node) for 1023 servers
+            ({"kind": "infiniband", "name": "ib", "ipoib_cidr": "172.16.0.0/14", "ipoib_interface": "ibp24s0"}, "H100-80GB",
+             _group("h100-train", h100, special)),
+            ({"kind": "roce", "name": "roce", "interfaces": ["ens1f0np0"], "cidr": "172.20.0.0/14"}, "A100-80GB",
+             _group("a100-train", a100, [])),
         ]),
         _aws_site("train", 50, ["us-east-1a", "us-east-1b"], _aws_pools(
             "p5-train", train, role="training", instance_type="p5.48xlarge", fabric="train-efa",

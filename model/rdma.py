@@ -28,6 +28,12 @@ def sriov_resource_name(fabric: InfinibandFabric | RoceFabric) -> str:
     return f"{fabric.name.replace('-', '_')}_{suffix}"
 
 
+def ufm_secret_name(fabric: InfinibandFabric) -> str:
+    """The Secret, in the Network Operator's namespace, that holds ib-kubernetes' UFM address and credentials (the
+    NicClusterPolicy's `ibKubernetes.ufmSecret`)."""
+    return f"{fabric.name}-ufm"
+
+
 def uses_sriov(fabric: Fabric) -> TypeGuard[InfinibandFabric | RoceFabric]:
     """Whether pods reach the fabric through SR-IOV virtual functions: every RoCE fabric, and InfiniBand with
     `device_plugin: sriov` (the Network Operator's SR-IOV operator creates and advertises them)."""

@@ -27,7 +27,7 @@ import pulumi_command as command
 from model import catalog, versions
 from model.conventions import Taint
 from model.nodes import pool_labels, pool_taints, server_topology_labels
-from model.spec import BaremetalNodePool, BaremetalSite, EstateSpec, Join, ScratchTier, Server
+from model.spec import BaremetalNodePool, BaremetalSite, EstateSpec, InfinibandFabric, Join, ScratchTier, Server
 
 TEMPLATES = Path(__file__).parent / "templates"
 SCRATCH_FS_LABEL = "gf-scratch"  # XFS labels hold at most 12 characters
@@ -177,6 +177,13 @@ def preflight_gpudirect(site: BaremetalSite, pool: BaremetalNodePool) -> str | N
     return None
 
 
+def preflight_ipoib_interface(site: BaremetalSite, pool: BaremetalNodePool) -> str | None:
+    """The IPoIB interface the preflight checks: the one the pool's InfiniBand fabric names as its IPoIB networks'
+    `master`, when the fabric has them (ipoib-cni creates each pod's child link on it)."""
+    fabric = next((f for f in site.fabrics if f.name == pool.fabric), None)
+    return fabric.ipoib_interface if isinstance(fabric, InfinibandFabric) and fabric.ipoib else None
+
+
 def render_server(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool, server: Server) -> ServerScripts:
     """Every script of one server. Pure: no Pulumi, no secrets; the same inputs give the same bytes."""
     gpu = catalog.gpu_model(server.gpu_model)
@@ -210,6 +217,7 @@ def render_server(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool
             driver_managed_by=site.kubernetes.driver_managed_by,
             driver_version=preflight_driver_version(site, server),
             gpudirect=preflight_gpudirect(site, pool),
+            ipoib_interface=preflight_ipoib_interface(site, pool),
         ),
         scratch=scratch,
         join_token=(render("join-token.sh.j2", ttl_minutes=JOIN_TOKEN_TTL_MINUTES) if site.join.mints_token else None),

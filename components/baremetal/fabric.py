@@ -1,12 +1,11 @@
 """Bare-metal fabrics as NVIDIA Network Operator objects: InfiniBand (IPoIB, pkey-isolated SR-IOV) and RoCE.
 
 - InfiniBand, per tenant with a partition key: a network on the fabric's SR-IOV VFs with that pkey, so the
-  tenant's pods reach only each other. This holds only once the NicClusterPolicy deploys `ibKubernetes`; it
-  does not yet (network_operator.py).
+  tenant's pods reach only each other. ib-kubernetes adds the pods to it through UFM; its Secret is made here.
 - InfiniBand with `ipoib`: an IPoIBNetwork per tenant without a partition key, all in the default partition.
 - InfiniBand with `device_plugin: sriov`: SriovNetworkNodePolicies (linkType IB) that create the VFs.
 - RoCE: a SriovNetworkNodePolicy (linkType ETH) and a SriovNetwork per tenant, with the `rdma` meta plugin.
-- Per fabric, one nv-ipam IPPool gives every network its addresses, so they do not collide.
+- Per fabric, one nv-ipam IPPool gives every network its addresses, a fixed block per node.
 
 Nodes are selected by the fabric label their pool carries (model.conventions.FABRIC_LABEL). The Network
 Operator and its NicClusterPolicy belong to the cluster's GPU stack (components/kubernetes). Kinds and fields
@@ -15,44 +14,28 @@ follow Mellanox/network-operator-docs; each object cites its section.
 
 from __future__ import annotations
 
-import ipaddress
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import pulumi
+import pulumi_kubernetes as k8s
 from pulumi_kubernetes.apiextensions import CustomResource
 
 from model.conventions import FABRIC_LABEL, NETWORK_OPERATOR_NAMESPACE
 from model.queues import tenants_on_site
-from model.rdma import SRIOV_RESOURCE_PREFIX, sriov_resource_name
-from model.spec import BaremetalSite, EstateSpec, InfinibandFabric, RoceFabric
+from model.rdma import SRIOV_RESOURCE_PREFIX, sriov_resource_name, ufm_secret_name
+from model.spec import BaremetalSite, EstateSpec, InfinibandFabric, RoceFabric, Ufm
 
 MELLANOX_VENDOR = "15b3"
+T = TypeVar("T")  # what a stack secret is read as: pulumi.Output[str] in the program
 NO_TENANT_NAMESPACE = "default"  # where a fabric's network goes in an estate without tenants
 
 
 def ipam(fabric: InfinibandFabric | RoceFabric) -> str:
     """IPAM config of every network on a fabric: the fabric's nv-ipam pool (named after the fabric)."""
     return json.dumps({"type": "nv-ipam", "poolName": fabric.name}, sort_keys=True)
-
-
-def fabric_cidr(fabric: InfinibandFabric | RoceFabric) -> str:
-    return fabric.ipoib_cidr if isinstance(fabric, InfinibandFabric) else fabric.cidr
-
-
-def per_node_block_size(cidr: str, nodes: int) -> int:
-    """Addresses nv-ipam hands each node: a power of two, at most 256, leaving half the subnet spare for growth."""
-    size = ipaddress.ip_network(cidr, strict=False).num_addresses
-    fair = size // (2 * max(nodes, 1))
-    block = 256
-    while block > fair and block > 4:
-        block //= 2
-    return block
-
-
-def fabric_servers(site: BaremetalSite, spec: EstateSpec, fabric: InfinibandFabric | RoceFabric) -> int:
-    return sum(len(spec.pool_servers(site, p)) for p in site.node_pools if p.fabric == fabric.name)
 
 
 def pkey_network_config(fabric: InfinibandFabric, tenant: str, pkey: str) -> str:
@@ -77,6 +60,22 @@ def pkey_network_config(fabric: InfinibandFabric, tenant: str, pkey: str) -> str
     )
 
 
+def ufm_secret_data(ufm: Ufm, secret: Callable[[str], T]) -> dict[str, str | T]:
+    """The UFM Secret's entries, by the keys ib-kubernetes' Deployment reads (Mellanox/network-operator at the
+    pinned tag, manifests/state-ib-kubernetes/0070-deployment.yaml; UFM_PORT and UFM_CERTIFICATE are optional
+    there). No UFM_HTTP_SCHEMA: ib-kubernetes then speaks HTTPS (Mellanox/ib-kubernetes, pkg/sm/plugins/ufm)."""
+    data: dict[str, str | T] = {
+        "UFM_ADDRESS": ufm.address,
+        "UFM_USERNAME": secret(ufm.username_config),
+        "UFM_PASSWORD": secret(ufm.password_config),
+    }
+    if ufm.port is not None:
+        data["UFM_PORT"] = str(ufm.port)
+    if ufm.ca_certificate_config is not None:
+        data["UFM_CERTIFICATE"] = secret(ufm.ca_certificate_config)
+    return data
+
+
 @dataclass(frozen=True)
 class FabricArgs:
     spec: EstateSpec
@@ -88,6 +87,7 @@ class FabricArgs:
     # once that state is ready (components/kubernetes/network_operator.py, NV_IPAM_READY).
     chart_crds: pulumi.Resource  # the Network Operator release (its crds/ and the SR-IOV subchart's)
     runtime_crds: pulumi.Resource  # the NicClusterPolicy, done once the operator has applied nv-ipam's CRDs
+    secret: Callable[[str], pulumi.Output[str]]  # a stack secret by config key (UFM's credentials)
     namespaces: Mapping[str, pulumi.Resource] = field(default_factory=dict)  # tenant -> its Namespace here
 
 
@@ -101,7 +101,7 @@ class BaremetalFabric(pulumi.ComponentResource):
         self._child_opts = pulumi.ResourceOptions(parent=self, depends_on=[args.chart_crds])
         tenants = [t.name for t in tenants_on_site(args.spec, args.site)]
         fabric = args.fabric
-        self._ip_pool(fabric, fabric_servers(args.site, args.spec, fabric))
+        self._ip_pool(fabric)
         if isinstance(fabric, InfinibandFabric):
             self._infiniband(fabric, tenants)
         else:
@@ -113,6 +113,8 @@ class BaremetalFabric(pulumi.ComponentResource):
         if fabric.device_plugin == "sriov":
             for device_id in fabric.hca_device_ids:
                 self._node_policy(f"ib-{device_id}", fabric, {"vendor": MELLANOX_VENDOR, "deviceID": device_id}, "IB")
+        if fabric.ufm is not None:
+            self._ufm_secret(fabric, fabric.ufm)
         for tenant, pkey in sorted(fabric.partition_keys.items()):
             self._pkey_network(fabric, tenant, pkey)
         if fabric.ipoib:
@@ -120,6 +122,20 @@ class BaremetalFabric(pulumi.ComponentResource):
             shared = [t for t in tenants if t not in fabric.partition_keys] if tenants else [NO_TENANT_NAMESPACE]
             for namespace in shared:
                 self._ipoib_network(fabric, namespace)
+
+    def _ufm_secret(self, fabric: InfinibandFabric, ufm: Ufm) -> None:
+        """The Secret ib-kubernetes reads UFM's address and credentials from (ufm_secret_data). The credentials are
+        string_data from secret Outputs, so they never appear in plain inputs. It waits for the operator's release,
+        which waits for the namespace; ib-kubernetes starts once it exists."""
+        k8s.core.v1.Secret(
+            f"{self._name_prefix}-ufm",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=ufm_secret_name(fabric), namespace=NETWORK_OPERATOR_NAMESPACE, labels={FABRIC_LABEL: fabric.name}
+            ),
+            type="Opaque",
+            string_data=ufm_secret_data(ufm, self._args.secret),
+            opts=self._child_opts,
+        )
 
     def _pkey_network(self, fabric: InfinibandFabric, tenant: str, pkey: str) -> None:
         """A NetworkAttachmentDefinition (`k8s.cni.cncf.io/v1`) in the tenant's namespace, of type `ib-sriov` with a
@@ -143,7 +159,9 @@ class BaremetalFabric(pulumi.ComponentResource):
 
     def _ipoib_network(self, fabric: InfinibandFabric, namespace: str) -> None:
         """An IPoIBNetwork (`mellanox.com/v1alpha1`, cluster-scoped: networkNamespace, master, ipam;
-        network-operator-docs, IPoIBNetwork CRD)."""
+        network-operator-docs, IPoIBNetwork CRD). `master` names one host interface for every node, so each
+        server's preflight checks it has it."""
+        assert fabric.ipoib_interface is not None  # the rules require it with ipoib (model/rules/baremetal.py)
         CustomResource(
             f"{self._name_prefix}-{namespace}-ipoib",
             api_version="mellanox.com/v1alpha1",
@@ -190,10 +208,11 @@ class BaremetalFabric(pulumi.ComponentResource):
         after = [self._args.chart_crds, *([namespace] if namespace is not None else [])]
         return pulumi.ResourceOptions(parent=self, depends_on=after)
 
-    def _ip_pool(self, fabric: InfinibandFabric | RoceFabric, nodes: int) -> None:
+    def _ip_pool(self, fabric: InfinibandFabric | RoceFabric) -> None:
         """An NVIDIA IPAM IPPool (`nv-ipam.nvidia.com/v1alpha1`: subnet, perNodeBlockSize, nodeSelector). The
-        cluster's NicClusterPolicy deploys nv-ipam, not whereabouts (components/kubernetes/network_operator.py)."""
-        cidr = fabric_cidr(fabric)
+        cluster's NicClusterPolicy deploys nv-ipam, not whereabouts (components/kubernetes/network_operator.py).
+        The block size is the fabric's `addresses_per_node`, never derived from the server count: a server added
+        to the fabric changes no other node's block (model/rules/baremetal.py says why it must not)."""
         CustomResource(
             f"{self._name_prefix}-ippool",
             api_version="nv-ipam.nvidia.com/v1alpha1",
@@ -204,8 +223,8 @@ class BaremetalFabric(pulumi.ComponentResource):
                 "labels": {FABRIC_LABEL: fabric.name},
             },
             spec={
-                "subnet": cidr,
-                "perNodeBlockSize": per_node_block_size(cidr, nodes),
+                "subnet": fabric.address_range,
+                "perNodeBlockSize": fabric.addresses_per_node,
                 "nodeSelector": {
                     "nodeSelectorTerms": [
                         {"matchExpressions": [{"key": FABRIC_LABEL, "operator": "In", "values": [fabric.name]}]}

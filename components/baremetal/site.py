@@ -106,7 +106,15 @@ class BaremetalSiteStack(pulumi.ComponentResource):
         assert operator is not None  # the GPU stack installs it whenever the site has an InfiniBand / RoCE fabric
         namespaces = {t: bundle.namespace for t, bundle in cluster.tenants.items()}
         for fabric in fabrics:
-            args = FabricArgs(self._args.spec, self._args.site, fabric, operator.release, operator.policy, namespaces)
+            args = FabricArgs(
+                self._args.spec,
+                self._args.site,
+                fabric,
+                operator.release,
+                operator.policy,
+                self._args.secret,
+                namespaces,
+            )
             BaremetalFabric(f"{self._prefix}-{fabric.name}", args, self._k8s)
 
     def _storage(self) -> None:

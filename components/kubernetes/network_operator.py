@@ -25,7 +25,7 @@ from components.kubernetes import helm, placement
 from components.kubernetes.gpu_driver import rdma_fabrics
 from model import versions
 from model.conventions import FABRIC_LABEL, NETWORK_OPERATOR_NAMESPACE
-from model.rdma import rdma_shared_resource_name, uses_sriov
+from model.rdma import rdma_shared_resource_name, ufm_secret_name, uses_sriov
 from model.spec import InfinibandFabric, Site
 from model.tags import Tags
 
@@ -39,6 +39,12 @@ NV_IPAM_STATE = "state-nv-ipam-cni"
 # (creating one before its CRD fails "no matches for kind": pulumi/pulumi-kubernetes#1446, #1735).
 NV_IPAM_READY = f"jsonpath={{.status.appliedStates[?(@.name=='{NV_IPAM_STATE}')].state}}=ready"
 NV_IPAM_WAIT_SECONDS = 1200  # the state's DaemonSet pulls its image on every fabric node
+# ib-kubernetes' GUID pool and update interval: the upstream defaults (Mellanox/network-operator at the pinned tag,
+# example/crs/mellanox.com_v1alpha1_nicclusterpolicy_cr-full.yaml; Mellanox/ib-kubernetes pkg/config/config.go).
+# The CRD requires the pool's ends (crds/mellanox.com_nicclusterpolicies.yaml, ibKubernetes.required).
+GUID_POOL_START = "02:00:00:00:00:00:00:00"
+GUID_POOL_END = "02:FF:FF:FF:FF:FF:FF:FF"
+IB_KUBERNETES_UPDATE_SECONDS = 5
 MELLANOX_VENDOR_ID = "15b3"
 RDMA_HCA_MAX = 63  # pods sharing one HCA (the upstream examples' value)
 DRAIN_TIMEOUT_SECONDS = 900
@@ -105,10 +111,24 @@ def rdma_shared_config(site: Site) -> dict[str, Any] | None:
     return {"configList": resources} if resources else None
 
 
+def ib_kubernetes(fabric: InfinibandFabric) -> dict[str, Any]:
+    """The policy's `ibKubernetes` (IBKubernetesSpec in api/v1alpha1/nicclusterpolicy_types.go at the pinned tag):
+    the daemon that puts each pod's GUID in its tenant's partition through the fabric's UFM. The operator's
+    Deployment reads UFM's address and credentials from the fabric's UFM Secret
+    (manifests/state-ib-kubernetes/0070-deployment.yaml), which the fabric component creates."""
+    return {
+        **_image("ib-kubernetes"),
+        "periodicUpdateSeconds": IB_KUBERNETES_UPDATE_SECONDS,
+        "pKeyGUIDPoolRangeStart": GUID_POOL_START,
+        "pKeyGUIDPoolRangeEnd": GUID_POOL_END,
+        "ufmSecret": ufm_secret_name(fabric),
+    }
+
+
 def nic_cluster_policy_spec(site: Site) -> dict[str, Any]:
     """The NicClusterPolicy spec (api/v1alpha1/nicclusterpolicy_types.go at the pinned tag). Multus, the CNI plugins
-    and NVIDIA IPAM always; IPoIB secondary networks when a fabric sets `ipoib`. `ibKubernetes` (PKey isolation
-    through UFM) is not deployed: it needs a UFM endpoint and secret the schema does not model yet."""
+    and NVIDIA IPAM always; IPoIB secondary networks when a fabric sets `ipoib`; ib-kubernetes for the fabric with
+    partition keys (the rules allow one per site)."""
     fabrics = rdma_fabrics(site)
     names = [f.name for f in fabrics]
     pools = [p for p in site.node_pools if p.fabric in names]
@@ -121,6 +141,9 @@ def nic_cluster_policy_spec(site: Site) -> dict[str, Any]:
     }
     if any(isinstance(f, InfinibandFabric) and f.ipoib for f in fabrics):
         spec["secondaryNetwork"]["ipoib"] = _image("ipoib-cni")
+    partitioned = [f for f in fabrics if isinstance(f, InfinibandFabric) and f.partition_keys]
+    if partitioned:
+        spec["ibKubernetes"] = ib_kubernetes(partitioned[0])
     shared = rdma_shared_config(site)
     if shared is not None:
         spec["rdmaSharedDevicePlugin"] = {**_image("k8s-rdma-shared-dev-plugin"), "config": json.dumps(shared)}

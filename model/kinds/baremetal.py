@@ -22,7 +22,7 @@ from model.kinds.facts import (
     StorageEgress,
 )
 from model.rules import baremetal as rules
-from model.spec.baremetal import BaremetalNodePool, NfsTier, OnPremS3Tier, Server
+from model.spec.baremetal import BaremetalNodePool, InfinibandFabric, NfsTier, OnPremS3Tier, Server
 from model.spec.base import Problem, SystemNodes
 from model.spec.sites import BaremetalSite
 
@@ -147,7 +147,8 @@ class BaremetalKind:
         return SecretKubeconfig(self.site.kubeconfig_config)
 
     def secrets(self, spec: EstateSpec) -> list[str]:
-        """The kubeconfig, the join's secrets, the SSH key when a pool selects servers, on-prem S3 keys."""
+        """The kubeconfig, the join's secrets, the SSH key when a pool selects servers, on-prem S3 keys, UFM's
+        credentials."""
         s = self.site
         keys = [s.kubeconfig_config]
         if not s.join.mints_token:  # kubeadm with `token: minted` (the default) mints its own
@@ -158,6 +159,9 @@ class BaremetalKind:
         keys += [
             k for t in s.storage if isinstance(t, OnPremS3Tier) for k in (t.access_key_config, t.secret_key_config)
         ]
+        for f in s.fabrics:
+            if isinstance(f, InfinibandFabric) and f.ufm is not None:  # ib-kubernetes' UFM credentials
+                keys += [f.ufm.username_config, f.ufm.password_config, *filter(None, [f.ufm.ca_certificate_config])]
         return keys
 
     # -- the GPU software stack

@@ -6,13 +6,14 @@ model.kinds.baremetal runs them in the phases of the estate's rules (model.rules
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 # The spec imports the kinds, which import this module: project modules by module, so any may be imported first.
 from model.rules import storage
 from model.spec.aws import EfaFabric
-from model.spec.baremetal import InfinibandFabric
+from model.spec.baremetal import InfinibandFabric, RoceFabric
 from model.spec.base import Problem
 from model.spec.sites import BAREMETAL_STORAGE, BaremetalSite
 
@@ -25,6 +26,24 @@ def site_problems(path: str, s: BaremetalSite) -> Iterator[Problem]:
     for j, f in enumerate(s.fabrics):
         if isinstance(f, EfaFabric):
             yield Problem(f"{path}.fabrics[{j}].kind", "a baremetal site's fabrics are infiniband or roce, not efa")
+        if isinstance(f, InfinibandFabric) and f.ipoib and f.ipoib_interface is None:
+            # No default: hosts name IPoIB interfaces by PCI slot, so `ib0` is often absent (DGX H100/H200 User
+            # Guide, "Network Modules": ibp24s0 for mlx5_0 ... ibp220s0 for mlx5_11;
+            # https://docs.nvidia.com/dgx/dgxh100-user-guide/introduction-to-dgxh100.html).
+            yield Problem(
+                f"{path}.fabrics[{j}].ipoib_interface",
+                "ipoib (on by default) needs the host IPoIB interface its networks create child links from, named "
+                "alike on every server of the fabric, e.g. `ipoib_interface: ibp24s0` on DGX H100 (`ip -br link "
+                "show type ipoib` on a server lists them); or set `ipoib: false`",
+            )
+    partitioned = [f.name for f in s.fabrics if isinstance(f, InfinibandFabric) and f.partition_keys]
+    if len(partitioned) > 1:
+        # The cluster's one NicClusterPolicy runs one ib-kubernetes, with one UFM (its `ibKubernetes` section).
+        yield Problem(
+            f"{path}.fabrics",
+            f"fabrics {', '.join(partitioned)} all set partition_keys, but a cluster runs one ib-kubernetes with "
+            "one UFM; give partition keys on one fabric only",
+        )
     if s.kubernetes.driver_managed_by == "operator":
         if s.kubernetes.gpu_stack == "device-plugin":
             yield Problem(
@@ -49,6 +68,40 @@ def pool_problems(spec: EstateSpec, path: str, s: BaremetalSite) -> Iterator[Pro
         models = sorted({x.gpu_model for x in servers})
         if len(models) > 1:
             yield Problem(f"{path}.node_pools[{j}].selector", f"pool {p.name} mixes GPU models {models}; split it")
+    yield from _address_blocks(spec, path, s)
+
+
+def node_blocks(cidr: str, per_node: int) -> int:
+    """How many per-node blocks nv-ipam carves from an IPv4 range. The first block starts after the network
+    address and no block may hold the broadcast address (Mellanox/nvidia-k8s-ipam at the tag the Network Operator
+    pins, versions.NETWORK_OPERATOR_COMPONENTS_TAG: pkg/ipam-controller/allocator/allocator.go, getFirstStartIP
+    and allocationValid)."""
+    return (ipaddress.ip_network(cidr, strict=False).num_addresses - 2) // per_node
+
+
+def fabric_servers(spec: EstateSpec, s: BaremetalSite, fabric: InfinibandFabric | RoceFabric) -> int:
+    """Servers on a fabric: those of the pools that name it (the nodes its IPPool selects)."""
+    return sum(len(spec.pool_servers(s, p)) for p in s.node_pools if p.fabric == fabric.name)
+
+
+def _address_blocks(spec: EstateSpec, path: str, s: BaremetalSite) -> Iterator[Problem]:
+    """A fabric's range holds one block of `addresses_per_node` per server on it. The block size is fixed, not
+    derived from the server count: nv-ipam drops every stored allocation whose size differs from the IPPool's
+    (allocator.go, checkAllocation: "ip count mismatch"), so a new size re-carves every node's addresses."""
+    for j, f in enumerate(s.fabrics):
+        if not isinstance(f, InfinibandFabric | RoceFabric):
+            continue
+        servers, blocks = fabric_servers(spec, s, f), node_blocks(f.address_range, f.addresses_per_node)
+        if servers > blocks:
+            key = "ipoib_cidr" if isinstance(f, InfinibandFabric) else "cidr"
+            prefix = 32 - (servers * f.addresses_per_node + 1).bit_length()  # the smallest range that holds them
+            yield Problem(
+                f"{path}.fabrics[{j}].{key}",
+                f"{f.address_range} holds {blocks} block(s) of {f.addresses_per_node} addresses (nv-ipam's "
+                f"perNodeBlockSize, addresses_per_node), but {servers} servers are on fabric {f.name}; widen "
+                f"{key} to a /{prefix} or larger, or lower addresses_per_node before the fabric's first `up` (a "
+                "new block size re-carves every node's addresses)",
+            )
 
 
 def inventory_problems(spec: EstateSpec, path: str, s: BaremetalSite) -> Iterator[Problem]:

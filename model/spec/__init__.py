@@ -32,6 +32,7 @@ from model.spec.baremetal import (
     RoceFabric,
     Server,
     SshAccess,
+    Ufm,
 )
 from model.spec.base import (
     DNS1123,
@@ -129,6 +130,7 @@ __all__ = [
     "SystemNodes",
     "Tenant",
     "TransitGatewayInterconnect",
+    "Ufm",
     "Vpc",
     "VpnInterconnect",
     "json_schema",

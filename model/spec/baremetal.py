@@ -27,8 +27,16 @@ from model.spec.host import (
 from model.spec.net import MAX_USD, CidrRange, HostAddress, HostPort, HttpsUrl
 from model.spec.pools import PoolBase
 
-# Address pools of IPoIB / RoCE networks (nv-ipam hands each node a block of at most 256): IPv4, /8 to /28.
+# Address pools of IPoIB / RoCE networks (nv-ipam hands each node a block of them): IPv4, /8 to /28.
 FABRIC = CidrRange(8, 28, ipv4_only=True)
+# Addresses nv-ipam gives each node of a fabric unless the fabric says otherwise: more than kubelet's default
+# maxPods (110; kubernetes.io/docs/reference/config-api/kubelet-config.v1beta1, maxPods), so a node runs out of
+# pods before it runs out of fabric addresses.
+NODE_ADDRESS_BLOCK = 256
+NODE_ADDRESSES_HELP = (
+    "Addresses nv-ipam gives each node from the fabric's range (its IPPool's perNodeBlockSize). Fixed, so a node "
+    "keeps its block as the fabric grows; the range must hold one block per server on the fabric."
+)
 # A storage server's range as a NetworkPolicy ipBlock names it: never everything (/0).
 POLICY_PEER = CidrRange(1, 128)
 
@@ -70,6 +78,41 @@ class BaremetalNodePool(PoolBase):
     )
 
 
+class Ufm(Model):
+    """The NVIDIA UFM that manages an InfiniBand fabric's subnet. ib-kubernetes adds each pod's GUID to its tenant's
+    partition through UFM's REST API over HTTPS (Mellanox/ib-kubernetes at network-operator-v26.4.0,
+    pkg/sm/plugins/ufm/ufm.go: UFM_ADDRESS, UFM_PORT, UFM_USERNAME, UFM_PASSWORD, UFM_CERTIFICATE)."""
+
+    address: HostAddress = Field(description="UFM's host name or IP address, reached from the cluster's nodes.")
+    port: int | None = Field(default=None, ge=1, le=65535, description="UFM's REST API port (443 if unset).")
+    username_config: str = Field(description="Config key holding the UFM user name (a Pulumi secret).")
+    password_config: str = Field(description="Config key holding the UFM password (a Pulumi secret).")
+    ca_certificate_config: str | None = Field(
+        default=None,
+        description=(
+            "Config key holding the PEM certificate that signed UFM's TLS certificate (a Pulumi secret; for a "
+            "self-signed UFM, its own certificate). Required unless insecure_skip_tls_verify is set."
+        ),
+    )
+    insecure_skip_tls_verify: bool = Field(
+        default=False,
+        description=(
+            "Talk to UFM without checking its certificate. ib-kubernetes then sends the UFM password to whoever "
+            "answers at the address (pkg/drivers/http/client.go: InsecureSkipVerify without a certificate)."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _verified(self) -> Ufm:
+        if self.ca_certificate_config is None and not self.insecure_skip_tls_verify:
+            raise ValueError(
+                "ufm needs ca_certificate_config, the config key of the PEM certificate that signed UFM's TLS "
+                "certificate (ib-kubernetes sends the UFM password to it); to connect unchecked set "
+                "insecure_skip_tls_verify: true"
+            )
+        return self
+
+
 class InfinibandFabric(Model):
     """InfiniBand through the NVIDIA Network Operator."""
 
@@ -83,17 +126,35 @@ class InfinibandFabric(Model):
         default="192.168.64.0/18", description="IP range handed out on IPoIB networks."
     )
     partition_keys: dict[Name, str] = Field(
-        default_factory=dict, description="Per-tenant InfiniBand partition keys (`0x0001` ...) for isolation."
+        default_factory=dict,
+        description=(
+            "Per-tenant InfiniBand partition keys (`0x0001` ...) for isolation. ib-kubernetes puts each pod in its "
+            "tenant's partition through the fabric's `ufm`, which they need."
+        ),
+    )
+    ufm: Ufm | None = Field(
+        default=None, description="The UFM that manages the fabric's partitions; required with partition_keys."
     )
     hca_device_ids: list[str] = Field(
         default_factory=lambda: ["101b", "1021"], description="PCI device ids of the HCAs (ConnectX-6/7)."
     )
-    ipoib_interface: InterfaceName = Field(
-        default="ib0", description="Host IPoIB interface the IPoIB networks create child links from."
+    ipoib_interface: InterfaceName | None = Field(
+        default=None,
+        description=(
+            "Host IPoIB interface the IPoIB networks create child links from, named alike on every server of the "
+            "fabric; required with ipoib. Names follow the PCI slot: DGX H100 has ibp24s0 (mlx5_0), ibp64s0, ... "
+            "and no ib0. `ip -br link show type ipoib` on a server lists them; the preflight checks it exists."
+        ),
     )
     vfs_per_port: int = Field(
         default=8, ge=1, le=127, description="SR-IOV virtual functions per HCA port (device_plugin sriov)."
     )
+    addresses_per_node: int = Field(default=NODE_ADDRESS_BLOCK, ge=1, le=1 << 24, description=NODE_ADDRESSES_HELP)
+
+    @property
+    def address_range(self) -> str:
+        """The range every network on the fabric takes its addresses from (the fabric's nv-ipam IPPool)."""
+        return self.ipoib_cidr
 
     @field_validator("partition_keys")
     @classmethod
@@ -113,6 +174,16 @@ class InfinibandFabric(Model):
                 "partition_keys need device_plugin: sriov (a partition isolates SR-IOV virtual functions through "
                 "ib-kubernetes; with rdma-shared every pod shares the HCA in the default partition)"
             )
+        # ib-sriov-cni with ibKubernetesEnabled waits for ib-kubernetes to put the pod's GUID in the partition, and
+        # ib-kubernetes does that only through UFM: without one, no pod on a partitioned network starts.
+        if self.partition_keys and self.ufm is None:
+            raise ValueError(
+                "partition_keys need ufm, the UFM that manages this fabric's partitions: ib-kubernetes adds each "
+                "pod to its tenant's partition through it; write `ufm: {address: <UFM host>, username_config: "
+                "<key>, password_config: <key>, ca_certificate_config: <key>}` with those keys set as secrets"
+            )
+        if self.ufm is not None and not self.partition_keys:
+            raise ValueError("ufm is used only to manage partition_keys; remove it or give tenants partition keys")
         return self
 
 
@@ -126,6 +197,12 @@ class RoceFabric(Model):
     )
     cidr: Annotated[str, FABRIC] = Field(default="192.168.128.0/18", description="IP range on the RoCE networks.")
     vfs_per_interface: int = Field(default=8, ge=1, le=127, description="SR-IOV virtual functions per interface.")
+    addresses_per_node: int = Field(default=NODE_ADDRESS_BLOCK, ge=1, le=1 << 24, description=NODE_ADDRESSES_HELP)
+
+    @property
+    def address_range(self) -> str:
+        """The range every network on the fabric takes its addresses from (the fabric's nv-ipam IPPool)."""
+        return self.cidr
 
 
 class NfsTier(Model):

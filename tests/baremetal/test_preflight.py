@@ -1,8 +1,8 @@
-"""The rendered preflight, run with bash against fake nvidia-smi / lspci / lsmod / ibstat / lsblk placed first on
-PATH.
+"""The rendered preflight, run with bash against fake nvidia-smi / lspci / lsmod / ibstat / ip / lsblk placed first
+on PATH.
 
 The fakes answer like the real tools (nvidia-smi's CSV query, `lspci -d 10de: -n` lines, lsmod's module table,
-ibstat's per-CA port blocks, lsblk's TYPE,TRAN columns); nothing in the script is switched off for the test: it
+ibstat's per-CA port blocks, `ip -o link`'s one-line interfaces, lsblk's TYPE,TRAN columns); nothing in the script is switched off for the test: it
 looks its tools up on PATH as it does on a server. The nvidia-smi tests render the script of a host-driver site
 (kubernetes.driver_managed_by: host); the default, operator-managed site counts GPUs with lspci and refuses a
 host NVIDIA driver.
@@ -41,6 +41,7 @@ HOST_DRIVER_MODULES = [
     "nvidia              9801728  1 nvidia_uvm",
 ]
 PORTS = ("mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3")
+IPOIB = "ibp24s0"  # the onprem example's ipoib_interface (DGX H100's name for mlx5_0's IPoIB interface)
 DISKS = ("/dev/nvme1n1", "/dev/nvme2n1")
 
 
@@ -78,6 +79,7 @@ class Machine:
     kubelet_active: bool = False  # what `systemctl is-active --quiet kubelet` answers
     nvidia_license: str | None = None  # what `modinfo -F license nvidia` prints (None: no such module)
     files: tuple[str, ...] = ()  # host files that exist (e.g. a joined node's kubelet kubeconfig), see _on_host
+    links: dict[str, str] = field(default_factory=lambda: {IPOIB: "infiniband", "eno1": "ether"})  # name -> type
 
 
 def _host_driver(estate: dict[str, Any]) -> None:
@@ -156,6 +158,20 @@ def run_preflight(tmp_path: Path, machine: Machine, script: str | None = None) -
         '[ "$*" = "is-active --quiet kubelet" ] || { echo "fake systemctl: unexpected $*" >&2; exit 2; }\n'
         f"exit {0 if machine.kubelet_active else 3}\n",
     )
+    # ip -o link show dev NAME: iproute2's one-line form ("IDX: NAME: <FLAGS> ... \    link/TYPE ADDR brd BRD"), or
+    # its message for an unknown device (exit 1)
+    for name, kind in machine.links.items():
+        (data / f"link-{name}").write_text(
+            f"6: {name}: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 4092 qdisc mq state UP mode DEFAULT group default "
+            f"qlen 256\\    link/{kind} 00:00:10:49:fe:80:00:00:00:00:00:00:94:6d:ae:03:00:aa:00:01 brd "
+            "00:ff:ff:ff:ff:12:40:1b:ff:ff:00:00:00:00:00:00:ff:ff:ff:ff\n"
+        )
+    _tool(
+        bin_dir,
+        "ip",
+        '[ "$1 $2 $3 $4" = "-o link show dev" ] || { echo "fake ip: unexpected $*" >&2; exit 2; }\n'
+        f'f="{data}/link-$5"\n[ -f "$f" ] || {{ echo "Device \\"$5\\" does not exist." >&2; exit 1; }}\ncat "$f"\n',
+    )
     path = tmp_path / "preflight.sh"
     path.write_text(script if script is not None else host_driver_preflight())
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "LC_ALL": "C"}
@@ -205,7 +221,16 @@ def test_matching_server_passes_every_check(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert f"preflight {SAMPLE}: all checks passed" in result.stdout
     assert failed_checks(result) == []
-    for check in ("gpu.count", "gpu.model", "gpu.memory", "gpu.driver", "ib.mlx5_3.state", "nvme./dev/nvme2n1"):
+    checks = (
+        "gpu.count",
+        "gpu.model",
+        "gpu.memory",
+        "gpu.driver",
+        "ib.mlx5_3.state",
+        "ipoib.interface",
+        "nvme./dev/nvme2n1",
+    )
+    for check in checks:
         assert f"ok {check}:" in result.stdout
 
 
@@ -512,3 +537,33 @@ def test_dma_buf_is_checked_only_on_fabric_pools() -> None:
     assert "modinfo -F license nvidia" in dma_buf_preflight()
     assert "modinfo" not in dma_buf_preflight("gpu-r2-03")
     assert "modinfo" not in operator_preflight()  # the operator's fabric driver brings nvidia-peermem
+
+
+# -- the IPoIB interface the fabric's IPoIBNetworks name as `master` ------------------------------------------------
+
+
+def test_server_without_the_fabrics_ipoib_interface_is_refused(tmp_path: Path) -> None:
+    result = run_preflight(tmp_path, Machine(links={"ib0": "infiniband"}))  # an `ib0`, but not the fabric's name
+    assert result.returncode == 1
+    assert failed_checks(result) == [
+        f'ipoib.interface: expected IPoIB interface {IPOIB} (the fabric\'s ipoib_interface); found Device "{IPOIB}" '
+        "does not exist."
+    ]
+
+
+def test_an_ethernet_interface_by_the_ipoib_name_is_refused(tmp_path: Path) -> None:
+    result = run_preflight(tmp_path, Machine(links={IPOIB: "ether"}), operator_preflight())
+    assert result.returncode == 1
+    assert failed_checks(result) == [
+        f"ipoib.interface: expected {IPOIB} an IPoIB interface (link/infiniband); found link/ether"
+    ]
+
+
+def test_the_ipoib_interface_is_checked_only_on_servers_of_an_ipoib_fabric() -> None:
+    assert "ipoib.interface" not in scripts_for(onprem_spec(), "gpu-r2-03").preflight.text  # the dev pool: no fabric
+
+    def no_ipoib(estate: dict[str, Any]) -> None:
+        estate["sites"][0]["fabrics"][0]["ipoib"] = False
+
+    assert "ipoib.interface" not in scripts_for(onprem_spec(no_ipoib)).preflight.text
+    assert f"iface={IPOIB}\n" in operator_preflight()

@@ -147,15 +147,39 @@ def test_every_kueue_topology_level_is_a_label_the_nodes_carry(example_plans: di
             assert level in labels or level == "kubernetes.io/hostname", (patch.name, level)
 
 
+def test_ipoib_networks_hang_off_the_interface_the_fabric_names(example_plans: dict[str, Plan]) -> None:
+    (fabric,) = onprem_spec().sites[0].fabrics
+    assert fabric.ipoib_interface == "ibp24s0"  # type: ignore[union-attr]
+    networks = example_plans["onprem"].find("kubernetes:mellanox.com/v1alpha1:IPoIBNetwork")
+    assert networks and {n.inputs["spec"]["master"] for n in networks} == {"ibp24s0"}
+
+
 # -- a variant: dedicated pool, pkey partitions, RoCE, parallel FS --------------------------------------------
+
+
+UFM = {
+    "address": "ufm.dc1.example.com",
+    "username_config": "ufmUser",
+    "password_config": "ufmPassword",
+    "ca_certificate_config": "ufmCa",
+}
 
 
 def _variant() -> dict[str, Any]:
     config = example_config("onprem")
+    for key in ("ufmUser", "ufmPassword", "ufmCa"):
+        config[f"gpufleet:{key}"] = {"secure": SECRET_PLACEHOLDER}
     estate = config["gpufleet:estate"]
     site = estate["sites"][0]
     site["fabrics"] = [
-        {"kind": "infiniband", "name": "ib", "device_plugin": "sriov", "partition_keys": {"research": "0x0010"}},
+        {
+            "kind": "infiniband",
+            "name": "ib",
+            "device_plugin": "sriov",
+            "ipoib_interface": "ibp24s0",
+            "partition_keys": {"research": "0x0010"},
+            "ufm": UFM,
+        },
         {"kind": "roce", "name": "eth", "interfaces": ["ens1f0np0", "ens1f1np1"], "cidr": "192.168.128.0/24"},
     ]
     site["node_pools"][1]["dedicated_to"] = "product"
@@ -202,6 +226,66 @@ def test_tenant_with_partition_key_gets_an_isolated_ib_network(variant: Plan) ->
     ipoib = variant.find("kubernetes:mellanox.com/v1alpha1:IPoIBNetwork")
     # the partitioned tenant does not also get the shared default-partition network
     assert [n.inputs["spec"]["networkNamespace"] for n in ipoib] == ["product"]
+
+
+def test_partitioned_fabric_deploys_ib_kubernetes_with_the_fabrics_ufm(variant: Plan) -> None:
+    """ib-sriov-cni with ibKubernetesEnabled waits for ib-kubernetes to add the pod to its partition, so the
+    NicClusterPolicy must run it, pointed at a Secret that holds what its Deployment reads."""
+    from components.kubernetes.network_operator import GUID_POOL_END, GUID_POOL_START
+    from gpufleet.review.reality.validate import crd_issues
+    from tests.charts import chart_dir, crd
+
+    (policy,) = variant.find("kubernetes:mellanox.com/v1alpha1:NicClusterPolicy")
+    ib_kubernetes = policy.inputs["spec"]["ibKubernetes"]
+    assert ib_kubernetes == {
+        "image": "ib-kubernetes",
+        "repository": versions.NETWORK_OPERATOR_REGISTRY,
+        "version": versions.NETWORK_OPERATOR_COMPONENTS_TAG,
+        "periodicUpdateSeconds": 5,
+        "pKeyGUIDPoolRangeStart": GUID_POOL_START,
+        "pKeyGUIDPoolRangeEnd": GUID_POOL_END,
+        "ufmSecret": "ib-ufm",
+    }
+    # Mellanox/network-operator v26.4.1 deployment/network-operator/crds/mellanox.com_nicclusterpolicies.yaml
+    schema = crd(chart_dir(versions.NETWORK_OPERATOR) / "crds" / "mellanox.com_nicclusterpolicies.yaml")
+    assert crd_issues(policy.inputs, schema) == []
+    secret = by_name(variant, "kubernetes:core/v1:Secret")["dc1-ib-ufm"]
+    assert secret.inputs["metadata"]["name"] == "ib-ufm"
+    assert secret.inputs["metadata"]["namespace"] == "network-operator"  # where the operator runs ib-kubernetes
+    assert secret.inputs["stringData"] == SECRET  # the credentials never appear in plain inputs
+    release = variant.one("kubernetes:helm.sh/v3:Release", "dc1-k8s-gpu-network-operator-release")
+    assert release.key in secret.dependencies  # after the namespace the release waits for
+
+
+def test_the_partitioned_variant_comes_up_first_time(variant: Plan) -> None:
+    """The UFM Secret after its namespace, the policy's ibKubernetes against the CRD at the pinned tag, and every
+    other object of the variant, through the same first-up simulation `gpufleet check` runs."""
+    from gpufleet.review.reality.checks import first_up
+    from model.load import parse_estate
+
+    result = first_up(variant, parse_estate(_variant()["gpufleet:estate"], "stacks/Pulumi.test.yaml"))
+    assert result.checked > 0 and result.problems == []
+
+
+def test_the_ufm_secret_holds_what_ib_kubernetes_reads() -> None:
+    from components.baremetal.fabric import ufm_secret_data
+    from model.spec import Ufm
+
+    ufm = Ufm.model_validate({**UFM, "port": 8443})
+    # the keys of manifests/state-ib-kubernetes/0070-deployment.yaml (Mellanox/network-operator v26.4.1)
+    assert ufm_secret_data(ufm, lambda key: f"<secret {key}>") == {
+        "UFM_ADDRESS": "ufm.dc1.example.com",
+        "UFM_USERNAME": "<secret ufmUser>",
+        "UFM_PASSWORD": "<secret ufmPassword>",
+        "UFM_PORT": "8443",
+        "UFM_CERTIFICATE": "<secret ufmCa>",
+    }
+
+
+def test_an_estate_without_partition_keys_runs_no_ib_kubernetes(example_plans: dict[str, Plan]) -> None:
+    for stack in ("onprem", "hybrid"):
+        (policy,) = example_plans[stack].find("kubernetes:mellanox.com/v1alpha1:NicClusterPolicy")
+        assert "ibKubernetes" not in policy.inputs["spec"]
 
 
 def test_sriov_fabrics_get_node_policies_and_roce_networks_per_tenant(variant: Plan) -> None:

@@ -56,7 +56,9 @@ def _queues(plan: Plan) -> list[tuple[PlanResource, dict[str, Any]]]:
 
 def _sriov() -> dict[str, Any]:
     config = example_config("onprem")
-    config["gpufleet:estate"]["sites"][0]["fabrics"] = [{"kind": "infiniband", "name": "ib", "device_plugin": "sriov"}]
+    config["gpufleet:estate"]["sites"][0]["fabrics"] = [
+        {"kind": "infiniband", "name": "ib", "device_plugin": "sriov", "ipoib_interface": "ibp24s0"}
+    ]
     return config
 
 

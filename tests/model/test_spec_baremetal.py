@@ -24,6 +24,14 @@ def _ib(estate: dict[str, Any]) -> dict[str, Any]:
     return fabric
 
 
+UFM = {"address": "ufm.dc1.example.com", "username_config": "ufmUser", "password_config": "ufmPassword",
+       "ca_certificate_config": "ufmCa"}  # fmt: skip
+
+
+def _partitioned(estate: dict[str, Any], keys: dict[str, str]) -> None:
+    _ib(estate).update(device_plugin="sriov", partition_keys=keys, ufm=dict(UFM))
+
+
 def test_partition_keys_need_sriov_virtual_functions() -> None:
     def pkey_on_shared(estate: dict[str, Any]) -> None:
         _ib(estate)["partition_keys"] = {"research": "0x0010"}
@@ -32,9 +40,31 @@ def test_partition_keys_need_sriov_virtual_functions() -> None:
     assert "sites[0].fabrics[0]" in message and "partition_keys need device_plugin: sriov" in message
 
 
+def test_ipoib_needs_the_hosts_ipoib_interface_named() -> None:
+    def unnamed(estate: dict[str, Any]) -> None:
+        del _ib(estate)["ipoib_interface"]  # there is no `ib0` to fall back on: DGX H100 has ibp24s0 ...
+
+    message = problem(unnamed)
+    assert "sites[0].fabrics[0].ipoib_interface: ipoib (on by default) needs the host IPoIB interface" in message
+    assert "ibp24s0" in message and "ipoib: false" in message
+
+    def no_ipoib(estate: dict[str, Any]) -> None:
+        del _ib(estate)["ipoib_interface"]
+        _ib(estate)["ipoib"] = False
+
+    assert example_spec("onprem", no_ipoib).sites[0].fabrics[0].ipoib_interface is None  # type: ignore[union-attr]
+
+
+def test_ipoib_interface_is_a_linux_interface_name() -> None:
+    def bad(estate: dict[str, Any]) -> None:
+        _ib(estate)["ipoib_interface"] = "ibp24s0; reboot"
+
+    assert "sites[0].fabrics[0].ipoib_interface" in problem(bad)
+
+
 def test_default_partition_key_is_not_a_tenant_partition() -> None:
     def default_pkey(estate: dict[str, Any]) -> None:
-        _ib(estate).update(device_plugin="sriov", partition_keys={"research": "0x7fff"})
+        _partitioned(estate, {"research": "0x7fff"})
 
     message = problem(default_pkey)
     assert "sites[0].fabrics[0].partition_keys" in message and "0x7fff" in message
@@ -42,16 +72,63 @@ def test_default_partition_key_is_not_a_tenant_partition() -> None:
 
 def test_partition_key_of_an_unknown_tenant_is_rejected() -> None:
     def unknown(estate: dict[str, Any]) -> None:
-        _ib(estate).update(device_plugin="sriov", partition_keys={"ghost": "0x0010"})
+        _partitioned(estate, {"ghost": "0x0010"})
 
     assert "sites[0].fabrics[0].partition_keys.ghost: ghost is not a tenant of the estate" in problem(unknown)
 
 
 def test_two_tenants_sharing_a_partition_key_is_rejected() -> None:
     def shared(estate: dict[str, Any]) -> None:
-        _ib(estate).update(device_plugin="sriov", partition_keys={"research": "0x10", "product": "0x0010"})
+        _partitioned(estate, {"research": "0x10", "product": "0x0010"})
 
     assert "share partition key" in problem(shared)
+
+
+def test_partition_keys_need_the_ufm_ib_kubernetes_manages_them_through() -> None:
+    def no_ufm(estate: dict[str, Any]) -> None:
+        _partitioned(estate, {"research": "0x0010"})
+        del _ib(estate)["ufm"]
+
+    message = problem(no_ufm)
+    assert "sites[0].fabrics[0]" in message and "partition_keys need ufm" in message
+    assert "ufm: {address: <UFM host>" in message
+
+    def ufm_without_partitions(estate: dict[str, Any]) -> None:
+        _ib(estate)["ufm"] = dict(UFM)
+
+    assert "ufm is used only to manage partition_keys" in problem(ufm_without_partitions)
+
+
+def test_ufm_is_reached_over_verified_tls_unless_the_stack_opts_out() -> None:
+    def unverified(estate: dict[str, Any]) -> None:
+        _partitioned(estate, {"research": "0x0010"})
+        del _ib(estate)["ufm"]["ca_certificate_config"]
+
+    message = problem(unverified)
+    assert "sites[0].fabrics[0].ufm" in message and "ufm needs ca_certificate_config" in message
+
+    def opted_out(estate: dict[str, Any]) -> None:
+        unverified(estate)
+        _ib(estate)["ufm"]["insecure_skip_tls_verify"] = True
+
+    assert example_spec("onprem", opted_out).sites[0].fabrics[0].ufm.ca_certificate_config is None  # type: ignore[union-attr]
+
+
+def test_ufm_credentials_are_required_secrets() -> None:
+    from model.secrets import required_secrets
+
+    spec = example_spec("onprem", lambda e: _partitioned(e, {"research": "0x0010"}))
+    assert required_secrets(spec)[-3:] == ["ufmUser", "ufmPassword", "ufmCa"]
+
+
+def test_one_fabric_per_site_has_partitions_for_its_one_ib_kubernetes() -> None:
+    def two(estate: dict[str, Any]) -> None:
+        _partitioned(estate, {"research": "0x0010"})
+        second = {**_ib(estate), "name": "ib2", "partition_keys": {"product": "0x0020"}}
+        estate["sites"][0]["fabrics"].append(second)
+
+    message = problem(two)
+    assert "sites[0].fabrics: fabrics ib, ib2 all set partition_keys" in message and "one ib-kubernetes" in message
 
 
 def test_server_selected_by_two_pools_is_rejected() -> None:

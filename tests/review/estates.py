@@ -80,7 +80,7 @@ SMALL: dict[str, Any] = {
                 "usd_per_kwh": 0.1,
                 "ops_usd_per_server_month": 730,
             },
-            "fabrics": [{"kind": "infiniband", "name": "ib"}],
+            "fabrics": [{"kind": "infiniband", "name": "ib", "ipoib_interface": "ibp24s0"}],
             "inventory": [
                 {
                     "hostname": f"gpu-0{i}",

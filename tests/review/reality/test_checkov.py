@@ -63,7 +63,9 @@ def _with_jobset() -> dict[str, Any]:
 def _with_sriov() -> dict[str, Any]:
     """The on-prem example with InfiniBand through SR-IOV virtual functions (the network operator's SR-IOV chart)."""
     config = example_config("onprem")
-    config["gpufleet:estate"]["sites"][0]["fabrics"] = [{"kind": "infiniband", "name": "ib", "device_plugin": "sriov"}]
+    config["gpufleet:estate"]["sites"][0]["fabrics"] = [
+        {"kind": "infiniband", "name": "ib", "device_plugin": "sriov", "ipoib_interface": "ibp24s0"}
+    ]
     return config
 
 

@@ -98,6 +98,19 @@ else
   done
 fi
 
+# -- IPoIB interface ibp24s0, the `master` of the fabric's IPoIB networks on every node (ip link) --------
+# iproute2 prints an IPoIB interface's link type as `link/infiniband`; `-o` puts each interface on one line.
+iface=ibp24s0
+if ! command -v ip >/dev/null 2>&1; then
+  fail ipoib.interface "ip (iproute2) to find IPoIB interface $iface" "no ip on PATH"
+elif ! link="$(ip -o link show dev "$iface" 2>&1)"; then
+  fail ipoib.interface "IPoIB interface $iface (the fabric's ipoib_interface)" "$(printf '%s' "$link" | head -n 1)"
+elif ! printf '%s\n' "$link" | grep -q -F ' link/infiniband '; then
+  fail ipoib.interface "$iface an IPoIB interface (link/infiniband)" "$(printf '%s\n' "$link" | grep -o 'link/[^ ]*' | head -n 1)"
+else
+  pass ipoib.interface "$iface is an IPoIB interface"
+fi
+
 # -- NVMe devices for scratch: each one a whole NVMe disk (lsblk) -------------------------------------------------
 for dev in "${nvme_devices[@]}"; do
   found="$(lsblk -d -n -o TYPE,TRAN -- "$dev" 2>/dev/null | awk '{ print $1, $2 }' || true)"
