@@ -103,7 +103,7 @@ else
   done
 fi
 
-# -- IPoIB interface ibp24s0, the `master` of the fabric's IPoIB networks on every node (ip link) --------
+# -- IPoIB interface: the `master` of the fabric's IPoIB networks on every node (ip link) --------
 # iproute2 prints an IPoIB interface's link type as `link/infiniband`; `-o` puts each interface on one line.
 iface=ibp24s0
 if ! command -v ip >/dev/null 2>&1; then
