@@ -473,9 +473,13 @@ def parse_state(outputs: dict[str, object] | None, source: str) -> BurstState | 
     settled = outputs.get("settled", True)
     if not isinstance(settled, bool):
         problems.append(f"{source}: outputs.settled: must be true or false")
+    generation = outputs.get("generation", 0)  # a float after protobuf, like `format`
+    if not isinstance(generation, int | float) or isinstance(generation, bool) or generation != int(generation):
+        problems.append(f"{source}: outputs.generation: must be a whole number")
+        generation = 0
     if problems:
         raise SpecError(problems)
-    return BurstState(window, tuple(ledger), as_of, bool(settled))
+    return BurstState(window, tuple(ledger), as_of, bool(settled), int(generation))
 
 
 def check_state(spec: EstateSpec, state: BurstState | None, source: str) -> None:
