@@ -16,6 +16,7 @@ from gpufleet.burst.aws import Aws
 from gpufleet.burst.errors import BurstError
 from gpufleet.cli import burst as burst_cli
 from gpufleet.cli.app import app
+from model.burst import spend_in_month
 from tests.burst.helpers import NOW, STACK, FakeDriver, burst_state, hybrid_config, project, window
 
 runner = CliRunner()
@@ -102,3 +103,44 @@ def test_status_works_offline_and_says_what_it_could_not_read(tmp_path: Path, mo
     assert "open: 1 x p5.48xlarge on pool burst-h100" in text and "time left │ 3.0 h" in text
     assert "AWS's clock could not be read (could not reach AWS" in text and "this machine's clock" in text
     assert "the state stack test-burst could not be read (the Pulumi CLI was not found" in text
+
+
+def test_with_440_32_left_the_month_ends_within_the_budget_even_at_the_cap(
+    tmp_path: Path, aws: Stubber, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The issue's case end to end: $440.32 left, 1 x p5.48xlarge asked for 8 h ($440.32 exactly). It opens for
+    7.5 h; booked at its worst (every node until expiry + grace, nothing measured), the month ends at $20,000.00,
+    not $20,027.52 (nor the $20,108.25 of a window that also ran until the next reconcile)."""
+    spent = {"pool": "burst-h100", "instance_type": "p5.48xlarge", "nodes": 4, "start": "2026-11-02T00:00:00Z",
+             "end": "2026-11-03T00:00:00Z", "usd": 19559.68}  # fmt: skip
+    proj = project(tmp_path, hybrid_config(ledger=[spent]))
+    monkeypatch.setattr(burst_cli, "make_driver", lambda p: FakeDriver(p))
+    result = invoke(proj, "open", "--gpus", "8", "--hours", "8")
+    assert result.exit_code == 0, result.output
+    assert "window shortened to 7.5 h" in " ".join(result.output.split())
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW + dt.timedelta(hours=12))  # long after the backstop
+    result = invoke(proj, "reconcile")
+    assert result.exit_code == 0, result.output
+    state = burst_state(proj)
+    assert state is not None and state.window is None
+    assert spend_in_month(state.ledger, NOW) == 20_000.00
+
+
+def test_a_lowered_budget_closes_the_open_window_for_the_commands_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same rule as the program's (model.burst.within_budget): 2 x p5.48xlarge opened 4 h 10 min ago for 8 h,
+    budget lowered to $500. Its worst case fits only until 4 h 2 min from its start, so reconcile finds it expired
+    and records the draining phase with the earlier expiry."""
+    start = NOW - dt.timedelta(hours=4, minutes=10)
+    config = hybrid_config(window(start, 8, nodes=2, usd_per_hour=55.04), ledger=[])
+    config["gpufleet:estate"]["burst"]["budget_usd"] = 500
+    proj = project(tmp_path, config)
+    monkeypatch.setattr(burst_cli, "make_driver", lambda p: FakeDriver(p))
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
+    result = invoke(proj, "reconcile")
+    assert result.exit_code == 0, result.output
+    assert "expired at 2026-11-20 11:52 UTC; admission stopped" in " ".join(result.output.split())
+    state = burst_state(proj)
+    assert state is not None and state.window is not None
+    assert state.window.expires == start + dt.timedelta(hours=4, minutes=2)
