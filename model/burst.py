@@ -394,7 +394,10 @@ def close_entry(
 # phase on after expiry and after the grace (scheduled every 30 minutes, and run by deploy.yml before its `up`).
 
 STATE_STACK_SUFFIX = "-burst"
-STATE_FORMAT = 1  # the `format` output; a reader refuses a state written by a newer gpufleet
+# The `format` output; a reader refuses a state written by a newer gpufleet. Format 2 adds `generation`: a
+# gpufleet that writes format 1 ignores it and would overwrite a newer state, so it must refuse format 2.
+STATE_FORMAT = 2
+READABLE_FORMATS = (1, 2)  # format 1 reads as generation 0
 
 
 def state_stack_name(stack: str) -> str:

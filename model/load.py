@@ -17,7 +17,7 @@ from pydantic import TypeAdapter, ValidationError
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from model.burst import STATE_FORMAT, BurstState, window_problems
+from model.burst import READABLE_FORMATS, STATE_FORMAT, BurstState, window_problems
 from model.catalog import CatalogError
 from model.rules.estate import estate_problems, unpriced_lines
 from model.schema_changes import Kind, change_at
@@ -443,7 +443,7 @@ def parse_state(outputs: dict[str, object] | None, source: str) -> BurstState | 
     if not outputs:
         return None
     fmt = outputs.get("format")
-    if fmt != STATE_FORMAT:  # outputs pass through protobuf, where every number is a float: 1.0 == 1
+    if fmt not in READABLE_FORMATS:  # outputs pass through protobuf, where every number is a float: 1.0 == 1
         shown = f"{fmt:g}" if isinstance(fmt, int | float) else repr(fmt)
         raise SpecError(
             [f"{source}: outputs.format: {shown} is not a burst state this gpufleet reads (format {STATE_FORMAT})"]

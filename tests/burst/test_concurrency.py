@@ -146,8 +146,8 @@ def test_the_automation_driver_compares_inside_the_state_stacks_up(
 ) -> None:
     """The inline program reads the state stack's outputs while its `up` holds the lock: over generation 4 it
     exports the new outputs; over 5 it exports the ones it found, unchanged, and the write is refused."""
-    current = {"format": 1, "generation": held, "ledger": []}
-    new = {"format": 1, "generation": 5, "ledger": [], "window": {"pool": "burst-h100"}}
+    current = {"format": 2, "generation": held, "ledger": []}
+    new = {"format": 2, "generation": 5, "ledger": [], "window": {"pool": "burst-h100"}}
     fake = SimpleNamespace(name="test-burst", workspace=_Workspace(current))
     exported: dict[str, Any] = {}
     driver = AutomationDriver(tmp_path)

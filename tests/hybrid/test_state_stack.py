@@ -53,8 +53,14 @@ def test_an_empty_state_stack_means_no_window(tmp_path: Path) -> None:
 
 
 def test_a_state_this_gpufleet_cannot_read_stops_the_program_with_one_message(tmp_path: Path) -> None:
-    with pytest.raises(pulumi.RunError, match=r"stack test-burst: outputs.format: 2 is not a burst state"):
-        synth_state(tmp_path, {**state_at(LONG_AGO), "format": 2})
+    with pytest.raises(pulumi.RunError, match=r"stack test-burst: outputs.format: 3 is not a burst state"):
+        synth_state(tmp_path, {**state_at(LONG_AGO), "format": 3})
+
+
+def test_a_state_written_before_generations_reads_as_generation_0(tmp_path: Path) -> None:
+    old = {k: v for k, v in state_at(LONG_AGO).items() if k != "generation"} | {"format": 1}
+    plan = synth_state(tmp_path, old)
+    assert burst_group(plan).inputs["scalingConfig"]["maxSize"] == 2
 
 
 def test_a_recorded_window_that_does_not_fit_the_estate_is_refused(tmp_path: Path) -> None:
