@@ -316,10 +316,10 @@ def extend(
     w = s.window
     now = clock()
     if w is not None and now >= w.expires:
-        entry = book(s, w, "gpufleet burst extend", now)
+        entry = book(s, w, "", now)  # the figure every command books it at; closed_by says how it was found
         raise BurstError(
             f"the burst window on pool {w.pool} expired at {w.expires:%Y-%m-%d %H:%M} UTC, so it cannot be extended; "
-            f"`gpufleet burst reconcile` books it at ${entry.usd:,.2f} ({entry.closed_by}); then open a new one"
+            f"`gpufleet burst reconcile` books it at ${entry.usd:,.2f}{entry.closed_by}; then open a new one"
         )
     if w is None or not w.is_open(now):
         raise BurstError(f"no open burst window to extend; open one (`gpufleet burst open --stack {stack}`)")
