@@ -2,7 +2,8 @@
 
 - Bad input raises `pulumi.RunError`: one message, no traceback. `gpufleet` catches the same `SpecError` first.
 - A hybrid estate's burst window lives in the state stack `<stack>-burst`, read through a StackReference, so an
-  `up` from any machine sees the window `gpufleet burst` last recorded, judged at the state's `as_of`.
+  `up` from any machine sees the window `gpufleet burst` last recorded, judged at the state's `as_of`, within the
+  stack file's burst budget.
 - The estate is built inside that reference's `apply`, and a preview still shows every resource (see `run`).
 """
 
@@ -17,7 +18,7 @@ from pathlib import Path
 import pulumi
 
 from components.estate import Estate, EstateArgs
-from model.burst import state_reference, state_stack_name
+from model.burst import state_reference, state_stack_name, within_budget
 from model.load import (
     ESTATE_KEY,
     LEDGER_KEY,
@@ -108,7 +109,7 @@ def _with_window(
             raise pulumi.RunError(str(err)) from None
         if state is None or state.window is None:
             build(None, NO_WINDOW_TIME)
-        else:
-            build(state.window, state.as_of)
+        else:  # a budget lowered since the window opened moves its expiry earlier
+            build(within_budget(spec, state.window, state.ledger), state.as_of)
 
     return apply

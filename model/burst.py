@@ -16,6 +16,7 @@ Pure functions, shared by the AWS node pools (node-group bounds), the MultiKueue
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
@@ -81,6 +82,29 @@ def effective_scaling(spec: EstateSpec, pool: AwsNodePool, window: BurstWindow |
     if not pool.burst:
         return pool.scaling
     return Scaling(min=0, desired=0, max=burst_cap(spec, pool, window, now))
+
+
+def burst_group_size(
+    spec: EstateSpec, pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime
+) -> tuple[int, int, bool]:
+    """A burst pool's node group: (desired size, max size, whether the program sends that desired size).
+
+    The desired size belongs to the cluster autoscaler, so the stack ignores it, and on a later change of the
+    bounds Pulumi sends the value its state holds, not the live one
+    (https://www.pulumi.com/docs/iac/concepts/options/ignorechanges/). Sent as 0 over nodes still draining, it
+    would stop them. So:
+    - idle: 0 is sent; nothing may run.
+    - a window that replaced one still draining on this pool (`draining_nodes`): the max keeps room for those
+      nodes for the window's life, so the bounds never shrink under them, and until they stop
+      (`draining_until`) their count is sent as the desired size.
+    - otherwise the desired size is left to the autoscaler.
+    """
+    cap = burst_cap(spec, pool, window, now)
+    if window is None or cap == 0:
+        return 0, 1, True  # EKS requires a max of at least 1
+    room = window.draining_nodes or 0
+    draining = room > 0 and window.draining_until is not None and now < window.draining_until
+    return (room if draining else 0), max(1, cap, room), draining
 
 
 # ------------------------------------------------------------------------------------------- burst pools
@@ -233,6 +257,111 @@ def spend_in_month(ledger: Iterable[BurstLedgerEntry], now: dt.datetime) -> floa
     return round(sum(e.usd * _overlap_share(e.start, e.end, lo, hi) for e in ledger), 2)
 
 
+# The longest the capacity may outlive expiry + grace. The backstop stops the burst pools at expiry + grace by
+# itself (an AWS-side schedule and in-cluster stops), with no reconcile needed, so the lag is zero. It stays a
+# parameter so the worst-case arithmetic names it, should a backstop ever allow one.
+RECONCILE_LAG = dt.timedelta(0)
+
+
+def backstop_time(spec: EstateSpec, window: BurstWindow, lag: dt.timedelta = RECONCILE_LAG) -> dt.datetime:
+    """When the window's capacity has stopped at the latest: expiry + grace + lag."""
+    return drain_ends(spec, window) + lag
+
+
+def window_usd_per_hour(spec: EstateSpec, window: BurstWindow) -> float:
+    """One node-hour of the window: the price it was opened at, else the stack's or the catalog's."""
+    return window.usd_per_hour if window.usd_per_hour is not None else node_hour_price(spec, window.instance_type)
+
+
+def latest_expiry(
+    spec: EstateSpec,
+    ledger: Iterable[BurstLedgerEntry],
+    nodes: int,
+    usd_per_hour: float,
+    start: dt.datetime,
+    expires: dt.datetime,
+    lag: dt.timedelta = RECONCILE_LAG,
+) -> dt.datetime | None:
+    """The latest expiry, no later than `expires` and in whole minutes from `start`, at which the window's worst
+    case fits the budget; None when no minute fits.
+
+    Worst case: every node of the cap in service from `start` to expiry + grace + lag (`worst_case`). Each month
+    it touches must hold its part on top of what the ledger books there (`spend_in_month`)."""
+    assert spec.burst is not None
+    rate = usd_per_hour * nodes
+    tail = grace(spec) + lag
+    limit = expires + tail
+    lo = month_start(start)
+    while lo < limit and rate > 0:
+        hi = next_month(lo)
+        left = spec.burst.budget_usd - spend_in_month(ledger, lo)
+        seg = max(start, lo)
+        room = seg + dt.timedelta(minutes=math.floor(max(0.0, left) * 60 / rate + 1e-6))
+        if room < min(limit, hi):  # this month's budget ends the worst case early
+            limit = room
+        lo = hi
+    minutes = math.floor((limit - tail - start).total_seconds() / 60 + 1e-6)
+    return start + dt.timedelta(minutes=minutes) if minutes >= 1 else None
+
+
+def hours_text(hours: float) -> str:
+    """Hours as messages show them: `7.5 h`, or `1 h 19 min` when not a round figure."""
+    return f"{hours:g} h" if round(hours, 2) == hours else f"{int(hours)} h {round(hours % 1 * 60)} min"
+
+
+def worst_case(
+    spec: EstateSpec, nodes: int, usd_per_hour: float, hours: float, lag: dt.timedelta = RECONCILE_LAG
+) -> str:
+    """The worst-case arithmetic of a window, as messages show it."""
+    g, lag_h = grace(spec).total_seconds() / 3600, lag.total_seconds() / 3600
+    usd = window_price(usd_per_hour, nodes, hours + g + lag_h)
+    return (
+        f"${usd:,.2f} at worst ({nodes} x ${usd_per_hour:,.2f}/h x ({hours_text(hours)} + {hours_text(g)} grace + "
+        f"{hours_text(lag_h)} reconcile lag))"
+    )
+
+
+def within_budget(
+    spec: EstateSpec, window: BurstWindow, ledger: Iterable[BurstLedgerEntry], lag: dt.timedelta = RECONCILE_LAG
+) -> BurstWindow:
+    """The window as the budget allows it now: its expiry moved earlier when its worst case no longer fits a
+    lowered `burst.budget_usd` (the earliest it can move is its start). The program and the burst commands both
+    judge the window through this.
+
+    The expiry moves, never the cap: a smaller cap would change the node group's bounds mid-window, and EKS would
+    then receive the old desired size (see `burst_group_size`)."""
+    try:
+        price = window_usd_per_hour(spec, window)
+    except CatalogError:
+        return window  # unpriced: `gpufleet burst` refuses to open such a window, so there is nothing to cap
+    fits = latest_expiry(spec, ledger, window.nodes, price, window.start, window.expires, lag)
+    expires = fits if fits is not None else window.start + dt.timedelta(seconds=1)
+    return window if expires >= window.expires else window.model_copy(update={"expires": expires})
+
+
+def booking(spec: EstateSpec, window: BurstWindow, closed_by: str, node_hours: float | None = None) -> BurstLedgerEntry:
+    """The one booking rule, whichever command books a window: the node-hours measured in service until the
+    backstop time where AWS knows them, else every node of the cap until the backstop time (expiry + grace + lag),
+    the most it can have cost. So a window is booked at the same figure by `open`, `close`, `reconcile` and any
+    later command, however late it runs."""
+    end = max(window.start, backstop_time(spec, window))
+    price = window_usd_per_hour(spec, window)
+    usd = (
+        window_price(price, window.nodes, hours_between(window.start, end))
+        if node_hours is None
+        else round(price * node_hours, 2)
+    )
+    return BurstLedgerEntry(
+        pool=window.pool,
+        instance_type=window.instance_type,
+        nodes=window.nodes,
+        start=window.start,
+        end=end,
+        usd=usd,
+        closed_by=closed_by,
+    )
+
+
 def close_entry(
     spec: EstateSpec, window: BurstWindow, end: dt.datetime, closed_by: str, *, through_expiry: bool = False
 ) -> BurstLedgerEntry:
@@ -265,7 +394,10 @@ def close_entry(
 # phase on after expiry and after the grace (scheduled every 30 minutes, and run by deploy.yml before its `up`).
 
 STATE_STACK_SUFFIX = "-burst"
-STATE_FORMAT = 1  # the `format` output; a reader refuses a state written by a newer gpufleet
+# The `format` output; a reader refuses a state written by a newer gpufleet. Format 2 adds `generation`: a
+# gpufleet that writes format 1 ignores it and would overwrite a newer state, so it must refuse format 2.
+STATE_FORMAT = 2
+READABLE_FORMATS = (1, 2)  # format 1 reads as generation 0
 
 
 def state_stack_name(stack: str) -> str:
@@ -283,12 +415,14 @@ def state_reference(organization: str, project: str, stack: str) -> str:
 class BurstState:
     """The state stack's outputs: the window (or none), the ledger of past windows, `as_of` (see above) and
     `settled` (False from the moment a burst command wrote a new state until its `up` of the estate finished:
-    `reconcile` runs that `up` again)."""
+    `reconcile` runs that `up` again) and `generation` (one more on every write, so a write can name the state it
+    read and be refused over a newer one: gpufleet/burst/driver.py)."""
 
     window: BurstWindow | None
     ledger: tuple[BurstLedgerEntry, ...]
     as_of: dt.datetime
     settled: bool = True
+    generation: int = 0
 
     def outputs(self) -> dict[str, object]:
         """The stack outputs (plain JSON values) that record this state."""
@@ -296,6 +430,7 @@ class BurstState:
             "format": STATE_FORMAT,
             "as_of": self.as_of.astimezone(dt.UTC).isoformat().replace("+00:00", "Z"),
             "settled": self.settled,
+            "generation": self.generation,
             "ledger": [e.model_dump(mode="json") for e in self.ledger],
         }
         if self.window is not None:

@@ -17,7 +17,7 @@ from pydantic import TypeAdapter, ValidationError
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from model.burst import STATE_FORMAT, BurstState, window_problems
+from model.burst import READABLE_FORMATS, STATE_FORMAT, BurstState, window_problems
 from model.catalog import CatalogError
 from model.rules.estate import estate_problems, unpriced_lines
 from model.schema_changes import Kind, change_at
@@ -448,7 +448,7 @@ def parse_state(outputs: dict[str, object] | None, source: str) -> BurstState | 
     if not outputs:
         return None
     fmt = outputs.get("format")
-    if fmt != STATE_FORMAT:  # outputs pass through protobuf, where every number is a float: 1.0 == 1
+    if fmt not in READABLE_FORMATS:  # outputs pass through protobuf, where every number is a float: 1.0 == 1
         shown = f"{fmt:g}" if isinstance(fmt, int | float) else repr(fmt)
         raise SpecError(
             [f"{source}: outputs.format: {shown} is not a burst state this gpufleet reads (format {STATE_FORMAT})"]
@@ -478,9 +478,13 @@ def parse_state(outputs: dict[str, object] | None, source: str) -> BurstState | 
     settled = outputs.get("settled", True)
     if not isinstance(settled, bool):
         problems.append(f"{source}: outputs.settled: must be true or false")
+    generation = outputs.get("generation", 0)  # a float after protobuf, like `format`
+    if not isinstance(generation, int | float) or isinstance(generation, bool) or generation != int(generation):
+        problems.append(f"{source}: outputs.generation: must be a whole number")
+        generation = 0
     if problems:
         raise SpecError(problems)
-    return BurstState(window, tuple(ledger), as_of, bool(settled))
+    return BurstState(window, tuple(ledger), as_of, bool(settled), int(generation))
 
 
 def check_state(spec: EstateSpec, state: BurstState | None, source: str) -> None:

@@ -16,7 +16,7 @@ import pulumi_aws as aws
 
 from components.aws import autoscaler
 from components.aws.launch import launch_template_args, mounts_lustre, nodeadm_user_data, template_version
-from model.burst import effective_scaling
+from model.burst import burst_group_size, effective_scaling
 from model.conventions import POOL_TAG, SHARED, Taint, eks_rejects_label
 from model.efa import efa_interfaces
 from model.kinds import aws as aws_kind
@@ -53,21 +53,29 @@ def mng_taint(t: Taint) -> aws.eks.NodeGroupTaintArgs:
 def mng_scaling(
     spec: EstateSpec, pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime
 ) -> tuple[int, int, int]:
-    """(min, desired, max) for the node group. A burst pool: 0, 0 and the window's cap. EKS requires maxSize >= 1,
-    so an idle burst pool keeps max 1: the autoscaler could start one node there only for a pod outside Kueue
-    (the cloud queues hold outside windows) that tolerates the GPU taint and selects the pool. When the cap falls
-    from more than one node to that floor, EKS receives desired 0 with it and the group empties at once."""
+    """(min, desired, max) for the node group. A burst pool: 0, the nodes still draining (model.burst.
+    burst_group_size) and the window's cap. EKS requires maxSize >= 1, so an idle burst pool keeps max 1: the
+    autoscaler could start one node there only for a pod outside Kueue (the cloud queues hold outside windows)
+    that tolerates the GPU taint and selects the pool. An idle pool is sent desired 0, so the group empties."""
+    if pool.burst:
+        desired, most, _ = burst_group_size(spec, pool, window, now)
+        return 0, desired, most
     s = effective_scaling(spec, pool, window, now)
     return s.min, s.desired_nodes, max(1, s.max)
 
 
-def ignored_changes(pool: AwsNodePool) -> list[str]:
+def ignored_changes(spec: EstateSpec, pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime) -> list[str]:
     """Node groups whose desired size is not the stack's after creation: a burst group's belongs to the cluster
     autoscaler, a capacity-block group's to EKS, which scales it to 0 forty minutes before the block ends ("Amazon
     EKS Node Group Capacity Scaledown Before Reservation End"; EKS user guide, capacity-blocks-mng), so a later
     `up` must not raise it again into a finished block. The schema keeps such pools at min 0, so the scale-down
-    stays within the group's bounds."""
-    return ["scalingConfig.desiredSize"] if pool.burst or pool.capacity.type == "capacity-block" else []
+    stays within the group's bounds. A burst group's is sent when it must be (idle, or nodes still draining:
+    model.burst.burst_group_size)."""
+    if pool.capacity.type == "capacity-block":
+        return ["scalingConfig.desiredSize"]
+    if not pool.burst:
+        return []
+    return [] if burst_group_size(spec, pool, window, now)[2] else ["scalingConfig.desiredSize"]
 
 
 def burst_node_labels(pool: AwsNodePool) -> dict[str, str]:
@@ -219,7 +227,9 @@ class GpuNodePool(pulumi.ComponentResource):
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True),
             tags=self._tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=a.depends_on, ignore_changes=ignored_changes(pool)),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=a.depends_on, ignore_changes=ignored_changes(a.spec, pool, a.window, a.now)
+            ),
         )
 
     def _autoscaler_tags(self) -> None:

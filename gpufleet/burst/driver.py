@@ -1,13 +1,13 @@
 """The stack driver behind `gpufleet burst`: a small protocol over the Pulumi Automation API.
 
-`AutomationDriver` selects an existing stack of the project (work_dir = the project directory, so the CLI honours
-`stackConfigDir: stacks`) and runs `pulumi up` on it, targeted at the resources a window changes
-(`Stack.up(target=[urns], target_dependents=True)`, pulumi/automation/_stack.py). The burst state lives in the
-outputs of the state stack `<stack>-burst` (model/burst.py): `read_state` reads them
-(`Stack.outputs`), `write_state` runs `up` of an inline program that exports nothing else, in the same project
-name and backend, so the estate program's StackReference reads exactly what was written. An `up` of the state
-stack either records all of its outputs or, failing, leaves the previous ones. Tests use a fake implementing the
-same protocol.
+- `AutomationDriver` selects an existing stack of the project (work_dir = the project directory, so the CLI
+  honours `stackConfigDir: stacks`). It runs `pulumi up` targeted at the resources a window changes
+  (`Stack.up(target=[urns], target_dependents=True)`, pulumi/automation/_stack.py).
+- The burst state is the outputs of the state stack `<stack>-burst` (model/burst.py). `read_state` reads them;
+  `write_state` runs `up` of an inline program that exports only them, in the same project and backend. Such an
+  `up` records all of its outputs or, failing, leaves the previous ones.
+- Writes are compare-and-swap: the check runs inside that `up`, under the backend's update lock (`write_state`).
+- Tests use a fake of the same protocol, lock and generation included (tests/burst/helpers.py).
 
 Every failure of the engine or the CLI becomes a `DriverError` with a sentence saying what to do.
 """
@@ -39,6 +39,23 @@ class SummaryUnread(DriverError):
     """`pulumi up` finished, but reading its outputs or change summary afterwards failed."""
 
 
+class StateMoved(DriverError):
+    """The state stack was written since the command read it; the write was refused and changed nothing."""
+
+    def __init__(self, expected: int, found: int) -> None:
+        super().__init__(
+            f"the burst state changed while this command ran (it read generation {expected}, the state stack now "
+            f"holds generation {found}: another `gpufleet burst` command wrote it); nothing was written. Run "
+            "`gpufleet burst status` and try again"
+        )
+        self.found = found
+
+
+def generation(outputs: dict[str, Any] | None) -> int:
+    """The generation a state stack's outputs record (0: none yet)."""
+    return int((outputs or {}).get("generation") or 0)
+
+
 class StackDriver(Protocol):
     def select(self, stack: str) -> None: ...
 
@@ -56,7 +73,16 @@ class StackDriver(Protocol):
 
     def read_state(self, stack: str) -> dict[str, Any] | None: ...
 
-    def write_state(self, stack: str, outputs: dict[str, Any], on_output: OutputSink) -> None: ...
+    def write_state(self, stack: str, outputs: dict[str, Any], on_output: OutputSink, expect: int) -> None:
+        """Record `outputs` only if the state stack still holds generation `expect` (0: no state yet).
+
+        Read, compare and write happen in one `up` of the state stack, under the backend's update lock: Pulumi
+        Cloud grants one update lease per stack at a time
+        (https://www.pulumi.com/docs/iac/operations/troubleshooting/update-conflicts/), and DIY backends lock by
+        default (https://www.pulumi.com/docs/iac/operations/stack-management/using-a-diy-backend/). A second
+        writer's `up` fails as locked (`StackLocked`); a writer that read an older generation is refused
+        (`StateMoved`). Either way its outputs stay as they were."""
+        ...
 
 
 NO_CLI = (
@@ -170,17 +196,11 @@ class AutomationDriver:
         outs = self._call("reading stack outputs", lambda: self._stack.outputs())
         return {k: v.value for k, v in outs.items()}
 
-    def _state_stack(self, stack: str, outputs: dict[str, Any] | None, create: bool) -> Any:
+    def _state_stack(self, stack: str, program: Callable[[], None] | None, create: bool) -> Any:
         """The state stack as an inline-program stack of this project (its name and backend from Pulumi.yaml)."""
         from pulumi import automation as auto
 
         from model.burst import state_stack_name
-
-        def program() -> None:
-            import pulumi
-
-            for key, value in (outputs or {}).items():
-                pulumi.export(key, value)
 
         command = auto.PulumiCommand(root=str(self.pulumi_root), skip_version_check=True) if self.pulumi_root else None
         settings = auto.LocalWorkspace(work_dir=str(self.project_dir), pulumi_command=command).project_settings()
@@ -189,7 +209,9 @@ class AutomationDriver:
             pulumi_command=command,
         )
         make = auto.create_or_select_stack if create else auto.select_stack
-        return make(stack_name=state_stack_name(stack), project_name=settings.name, program=program, opts=opts)
+        return make(
+            stack_name=state_stack_name(stack), project_name=settings.name, program=program or (lambda: None), opts=opts
+        )
 
     def read_state(self, stack: str) -> dict[str, Any] | None:
         """The state stack's outputs; None when it does not exist yet."""
@@ -204,11 +226,27 @@ class AutomationDriver:
         outs = self._call("reading the burst state", lambda: state.outputs())
         return {k: v.value for k, v in outs.items()}
 
-    def write_state(self, stack: str, outputs: dict[str, Any], on_output: OutputSink) -> None:
-        """Record `outputs` as the state stack's outputs (`up` of a program exporting them; created if missing)."""
-        state = self._call("opening the burst state stack", lambda: self._state_stack(stack, outputs, create=True))
+    def write_state(self, stack: str, outputs: dict[str, Any], on_output: OutputSink, expect: int) -> None:
+        """Record `outputs` as the state stack's outputs (`up` of a program exporting them; created if missing),
+        if it still holds generation `expect`. The program reads the current outputs inside the `up`, under its
+        lock; when the generation moved it exports them unchanged (a failed program would still register what it
+        exported so far, pulumi/runtime/stack.py `Stack._finish`), and the write is refused after the `up`."""
+        found: list[int] = []
+
+        def program() -> None:
+            import pulumi
+
+            # The workspace's read, not `Stack.outputs`: `_up` takes the first `outputs()` call for the update's end.
+            current = {k: v.value for k, v in state.workspace.stack_outputs(state.name).items()}
+            found.append(generation(current))
+            for key, value in (outputs if found[0] == expect else current).items():
+                pulumi.export(key, value)
+
+        state = self._call("opening the burst state stack", lambda: self._state_stack(stack, program, create=True))
         with contextlib.suppress(SummaryUnread):  # the update ran to the end: its outputs are recorded
             self._up(state, "recording the burst state (pulumi up of the state stack)", on_output)
+        if found and found[0] != expect:
+            raise StateMoved(expect, found[0])
 
 
 def _reason(text: str, lines: int = 12) -> str:

@@ -6,51 +6,54 @@
 - One clock judges every window: AWS's (`Clock`). So a phase changes only when a burst command records it.
 - Phases: `open` records a window (open). `close` moves its expiry to now (draining). `reconcile` records
   draining once a window expired, and after the grace books it and removes it (idle).
+- Every command books a window by one rule (`model.burst.booking`), so the figure never depends on which command
+  books it, or when. Every write names the state generation it read (gpufleet/burst/stack.py).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpufleet.burst.aws import Aws
-from gpufleet.burst.driver import DriverError, OutputSink, StackDriver
+from gpufleet.burst.driver import OutputSink, StackDriver
 from gpufleet.burst.errors import BurstError
-from gpufleet.burst.preflight import BurstRequest, Preflight, check_request, month_hours, preflight
-from gpufleet.burst.stack import Settle, StackState, apply_and_up, load_state
+from gpufleet.burst.preflight import BurstRequest, Preflight, budget_line, check_request, preflight
+from gpufleet.burst.stack import StackState, apply_and_up, load_state, record_state
 from gpufleet.burst.targets import burst_targets
 from model.burst import (
+    RECONCILE_LAG,
     BurstState,
+    backstop_time,
+    booking,
     close_entry,
     cloud_site,
     drain_ends,
+    grace,
     hours_between,
-    node_hour_price,
+    latest_expiry,
     spend_in_month,
     window_phase,
     window_price,
+    window_usd_per_hour,
+    within_budget,
+    worst_case,
 )
-from model.spec import BurstLedgerEntry, BurstWindow
+from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec
 
 # Now, by the one clock every window is judged by: AWS's, the `Date` header of an EC2 response (`Aws.server_time`),
 # read by the CLI and passed in. Never the clock of the laptop or runner, which may be off. Every state a command
 # records carries that time as `as_of`, and the program judges the window's phase at it.
 Clock = Callable[[], dt.datetime]
-Booker = Callable[[StackState, BurstWindow, dt.datetime, str], BurstLedgerEntry]  # books a window closed at a time
+# Books a window at AWS's `now` (gpufleet/burst/ledger.py measures node-hours once the capacity has stopped).
+Booker = Callable[[StackState, BurstWindow, str, dt.datetime], BurstLedgerEntry]
 
 
-def book_cap(s: StackState, w: BurstWindow, end: dt.datetime, closed_by: str) -> BurstLedgerEntry:
-    """Every node of the cap from the window's start until `end` (the most it can have cost)."""
-    return close_entry(s.spec, w, end, closed_by, through_expiry=True)
-
-
-def _expired_entry(state: StackState, now: dt.datetime, closed_by: str) -> BurstLedgerEntry | None:
-    w = state.window
-    if w is None or now < w.expires:
-        return None
-    return close_entry(state.spec, w, w.expires, closed_by)
+def book_cap(s: StackState, w: BurstWindow, closed_by: str, now: dt.datetime) -> BurstLedgerEntry:
+    """Every node of the cap from the window's start until its backstop time (the most it can cost)."""
+    return booking(s.spec, w, closed_by)
 
 
 @dataclass(frozen=True)
@@ -93,16 +96,40 @@ def plan_open(
     driver: StackDriver,
     aws_factory: Callable[[str], Aws],
     clock: Clock,
+    book: Booker = book_cap,
 ) -> OpenPlan:
     """Run every check for a new window; change nothing. An expired window still recorded is booked first."""
     state = load_state(project_dir, stack, driver)
-    check_request(state.spec, request)  # bad input fails before any AWS call, the clock's included
+    pool, _ = check_request(state.spec, request)  # bad input fails before any AWS call, the clock's included
     now = clock()
     refuse_if_open(state.window, stack, now)
-    expired = _expired_entry(state, now, "gpufleet burst open (expired window booked)")
-    ledger = (*state.ledger, *([expired] if expired else []))
+    ledger, room = _replaced(state, pool.name, now, book)
     check = preflight(state.spec, ledger, request, now, aws_factory(cloud_site(state.spec).region))
+    check.window = check.window.model_copy(update=room)
     return OpenPlan(check, state.state, BurstState(check.window, ledger, now))
+
+
+def _replaced(
+    s: StackState, pool: str, now: dt.datetime, book: Booker
+) -> tuple[tuple[BurstLedgerEntry, ...], dict[str, object]]:
+    """The ledger once the expired window a new one replaces is booked, and what the new window must keep for
+    that window's nodes when they are still in their grace: room in the node group until they stop."""
+    w = s.window
+    if w is None:
+        return s.state.ledger, {}
+    ledger = (*s.state.ledger, book(s, w, "gpufleet burst open (the window it replaced)", now))
+    stops = backstop_time(s.spec, w)
+    if now >= stops:
+        return ledger, {}
+    if w.pool != pool:
+        raise BurstError(
+            f"the burst window on pool {w.pool} is draining until {stops:%Y-%m-%d %H:%M} UTC (burst.grace_minutes); "
+            f"a window on pool {pool} can open after that, or one on pool {w.pool} now"
+        )
+    nodes, until = w.nodes, stops
+    if w.draining_until is not None and now < w.draining_until:  # it kept room for an older window's nodes
+        nodes, until = max(nodes, w.draining_nodes or 0), max(until, w.draining_until)
+    return ledger, {"draining_nodes": nodes, "draining_until": until}
 
 
 def apply_open(
@@ -120,16 +147,10 @@ _FINISH = "Run `gpufleet burst reconcile` (or `pulumi up`) to finish"
 
 
 def _up(
-    project_dir: Path,
-    stack: str,
-    d: StackDriver,
-    s: StackState,
-    after: BurstState,
-    on_output: OutputSink,
-    settle: Settle | None = None,
+    project_dir: Path, stack: str, d: StackDriver, s: StackState, after: BurstState, on_output: OutputSink
 ) -> dict[str, int]:
     targets = burst_targets(project_dir, stack)
-    return apply_and_up(d, stack, s.state, after, on_output, targets=targets, if_stopped=_FINISH, settle=settle)
+    return apply_and_up(d, stack, s.state, after, on_output, targets=targets, if_stopped=_FINISH)
 
 
 def close_window(
@@ -161,7 +182,7 @@ def close_window(
             "`gpufleet burst reconcile` empties the pool and books the window",
             summary,
         )
-    return _reconcile_expired(project_dir, stack, driver, s, now, clock, on_output, book, "gpufleet burst close")
+    return _reconcile_expired(project_dir, stack, driver, s, now, on_output, book, "gpufleet burst close")
 
 
 def reconcile(
@@ -179,15 +200,10 @@ def reconcile(
     w = s.window
     now = clock()
     if not s.recorded:
-        try:
-            driver.write_state(stack, BurstState(None, (), now).outputs(), on_output)
-        except DriverError as err:
-            raise BurstError(f"{err}; nothing was changed") from None
+        record_state(driver, stack, BurstState(None, (), now), on_output, read=s.state.generation)
         return Outcome(f"recorded an empty burst state (no window) in the new state stack of {stack}")
     if w is not None and now >= w.expires:
-        return _reconcile_expired(
-            project_dir, stack, driver, s, now, clock, on_output, book, "gpufleet burst reconcile"
-        )
+        return _reconcile_expired(project_dir, stack, driver, s, now, on_output, book, "gpufleet burst reconcile")
     if not s.state.settled:
         summary = _up(project_dir, stack, driver, s, s.state, on_output)
         return Outcome("the last burst command's `up` had not finished; ran it again", summary)
@@ -210,14 +226,13 @@ def _reconcile_expired(
     d: StackDriver,
     s: StackState,
     now: dt.datetime,
-    clock: Clock,
     on_output: OutputSink,
     book: Booker,
     closed_by: str,
 ) -> Outcome:
     w = s.window
     assert w is not None
-    if window_phase(s.spec, w, now) == "draining":
+    if now < backstop_time(s.spec, w):
         # Expired but inside the grace: the window stays (its nodes keep running the admitted work); the state
         # records the draining phase and an `up` stops the cloud queues' admissions. The pool empties at the
         # first reconcile after the grace.
@@ -231,48 +246,16 @@ def _reconcile_expired(
             f"work has until {ends:%Y-%m-%d %H:%M} UTC (burst.grace_minutes), then the pool empties",
             summary,
         )
-    return _close_and_book(project_dir, stack, d, s, w, now, clock, on_output, book, closed_by)
+    entry = book(s, w, closed_by, now)
+    summary = _up(project_dir, stack, d, s, BurstState(None, (*s.state.ledger, entry), now), on_output)
+    return _closed(w, entry, summary)
 
 
-def _close_and_book(
-    project_dir: Path,
-    stack: str,
-    d: StackDriver,
-    s: StackState,
-    w: BurstWindow,
-    now: dt.datetime,
-    clock: Clock,
-    on_output: OutputSink,
-    book: Booker,
-    closed_by: str,
-) -> Outcome:
-    """Book `w` until `now`, remove it and run `up`; then move the booking's end to when that `up` finished by the
-    same clock: the nodes ran until the update that removes them was done."""
-    entry = book(s, w, now, closed_by)
-    booked = [entry]
-    notes: list[str] = []
-
-    def settle(after: BurstState) -> BurstState:
-        try:
-            done = book(s, w, clock(), closed_by)
-        except BurstError as err:
-            notes.append(f"; the booking ends when the command started, not when `up` finished ({err})")
-            return after
-        if done.end <= entry.end:
-            return after
-        booked.append(done)
-        return replace(after, ledger=(*s.state.ledger, done))
-
-    after = BurstState(None, (*s.state.ledger, entry), now)
-    summary = _up(project_dir, stack, d, s, after, on_output, settle)
-    return _closed(w, booked[-1], summary, "".join(notes))
-
-
-def _closed(w: BurstWindow, entry: BurstLedgerEntry, summary: dict[str, int], note: str) -> Outcome:
+def _closed(w: BurstWindow, entry: BurstLedgerEntry, summary: dict[str, int]) -> Outcome:
     return Outcome(
         f"burst window on pool {w.pool} closed (expired {w.expires:%Y-%m-%d %H:%M} UTC, {entry.nodes} x "
-        f"{entry.instance_type} for {hours_between(entry.start, entry.end):.1f} h until {entry.end:%Y-%m-%d %H:%M} "
-        f"UTC booked at ${entry.usd:,.2f}){note}",
+        f"{entry.instance_type} from {entry.start:%Y-%m-%d %H:%M} until {entry.end:%Y-%m-%d %H:%M} UTC booked at "
+        f"${entry.usd:,.2f}: {entry.closed_by})",
         summary,
     )
 
@@ -283,7 +266,7 @@ class Status:
     open: bool
     time_left: dt.timedelta | None
     spend_usd: float  # this month: the ledger plus the current window so far
-    committed_usd: float  # the current window's remaining hours, if it runs to expiry
+    committed_usd: float  # the rest of the current window's worst case, until its backstop time
     budget_usd: float
 
     @property
@@ -291,64 +274,77 @@ class Status:
         return round(self.budget_usd - self.spend_usd - self.committed_usd, 2)
 
 
-def status(project_dir: Path, stack: str, driver: StackDriver, now: dt.datetime) -> Status:
-    state = load_state(project_dir, stack, driver)
-    assert state.spec.burst is not None
+def status(spec: EstateSpec, state: BurstState, now: dt.datetime) -> Status:
+    """Where the window and the month's budget stand at `now` (the window as `within_budget` leaves it)."""
+    assert spec.burst is not None
     ledger = list(state.ledger)
     w = state.window
     committed = 0.0
+    if w is not None:
+        w = within_budget(spec, w, ledger)
     is_open = w is not None and w.is_open(now)
     if w is not None and now >= w.start:
-        ledger.append(close_entry(state.spec, w, now, "so far"))
-        if is_open:
-            price = w.usd_per_hour if w.usd_per_hour is not None else node_hour_price(state.spec, w.instance_type)
-            committed = window_price(price, w.nodes, hours_between(now, w.expires))
+        so_far = close_entry(spec, w, min(now, backstop_time(spec, w)), "so far", through_expiry=True)
+        ledger.append(so_far)
+        committed = max(0.0, round(booking(spec, w, "worst case").usd - so_far.usd, 2))
     return Status(
         window=w,
         open=is_open,
         time_left=(w.expires - now) if w is not None and is_open else None,
         spend_usd=spend_in_month(ledger, now),
         committed_usd=committed,
-        budget_usd=state.spec.burst.budget_usd,
+        budget_usd=spec.burst.budget_usd,
     )
 
 
 def extend(
-    project_dir: Path, stack: str, hours: float, *, driver: StackDriver, clock: Clock, on_output: OutputSink
+    project_dir: Path,
+    stack: str,
+    hours: float,
+    *,
+    driver: StackDriver,
+    clock: Clock,
+    on_output: OutputSink,
+    book: Booker = book_cap,
 ) -> Outcome:
-    """Move an open window's expiry `hours` later, within the policy's max_window_hours from its start and what
-    the month's budget leaves (the ledger, the window so far and its remaining hours). The window's phase does not
-    change, so only the state is recorded: no `up`."""
+    """Move an open window's expiry `hours` later, within the policy's max_window_hours from its start and the
+    month's budget: the window's worst case to the new expiry (cap x (hours + grace + lag)) on top of the ledger.
+    The window's phase does not change, so only the state is recorded: no `up`."""
     s = load_state(project_dir, stack, driver)
     policy = s.spec.burst
     assert policy is not None
     w = s.window
     now = clock()
+    if w is not None and now >= w.expires:
+        entry = book(s, w, "", now)  # the figure every command books it at; closed_by says how it was found
+        raise BurstError(
+            f"the burst window on pool {w.pool} expired at {w.expires:%Y-%m-%d %H:%M} UTC, so it cannot be extended; "
+            f"`gpufleet burst reconcile` books it at ${entry.usd:,.2f}{entry.closed_by}; then open a new one"
+        )
     if w is None or not w.is_open(now):
         raise BurstError(f"no open burst window to extend; open one (`gpufleet burst open --stack {stack}`)")
     if hours <= 0:
         raise BurstError(f"--hours must be more than 0, got {hours:g}", 2)
     expires = w.expires + dt.timedelta(hours=hours)
-    if hours_between(w.start, expires) > policy.max_window_hours:
+    total = hours_between(w.start, expires)
+    if total > policy.max_window_hours:
         raise BurstError(
-            f"the window would last {hours_between(w.start, expires):g} h from its start, more than the burst "
-            f"policy's max_window_hours ({policy.max_window_hours}); close it and open a new one"
+            f"the window would last {total:g} h from its start, more than the burst policy's max_window_hours "
+            f"({policy.max_window_hours}); close it and open a new one"
         )
-    price = w.usd_per_hour if w.usd_per_hour is not None else node_hour_price(s.spec, w.instance_type)
-    so_far = close_entry(s.spec, w, w.expires, "committed")  # the window as it stands, to its current expiry
-    extra = window_price(price, w.nodes, hours)
-    for month, part_hours in month_hours(w.expires, expires):
-        part = window_price(price, w.nodes, part_hours)
-        left = round(policy.budget_usd - spend_in_month([*s.ledger, so_far], month), 2)
-        if part > left:
-            raise BurstError(
-                f"{hours:g} more hours of {w.nodes} x {w.instance_type} cost ${part:,.2f} in {month:%B %Y}, but "
-                f"only ${left:,.2f} of the ${policy.budget_usd:,.2f} monthly burst budget is left after the window "
-                "as it stands"
-            )
+    price = window_usd_per_hour(s.spec, w)
+    fits = latest_expiry(s.spec, s.ledger, w.nodes, price, w.start, expires)
+    if fits is None or fits < expires:
+        most = (
+            "no later expiry fits" if fits is None or fits <= w.expires else f"it fits until {fits:%Y-%m-%d %H:%M} UTC"
+        )
+        end = expires + grace(s.spec) + RECONCILE_LAG
+        raise BurstError(
+            f"extended, the window ({w.nodes} x {w.instance_type} for {total:g} h from its start) costs "
+            f"{worst_case(s.spec, w.nodes, price, total)}, but only {budget_line(s.spec, s.ledger, w.start, end)}; "
+            f"{most}"
+        )
     after = BurstState(w.model_copy(update={"expires": expires}), s.state.ledger, now, s.state.settled)
-    try:
-        driver.write_state(stack, after.outputs(), on_output)
-    except DriverError as err:
-        raise BurstError(f"{err}\nthe state stack keeps its previous outputs; nothing was changed") from None
+    record_state(driver, stack, after, on_output, read=s.state.generation)
+    extra = window_price(price, w.nodes, hours)
     return Outcome(f"burst window on pool {w.pool} extended to {expires:%Y-%m-%d %H:%M} UTC (about ${extra:,.2f} more)")

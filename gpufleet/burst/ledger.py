@@ -4,8 +4,9 @@ AWS, not the cap.
 The burst node group's Auto Scaling group is found by the tags the cluster autoscaler discovers it by
 (components/aws/autoscaler.py, `discovery_tags`); its in-service instances over the window come from CloudWatch's
 `AWS/AutoScaling` `GroupInServiceInstances` (collected once `gpufleet burst open` enabled group metrics). Where AWS
-cannot say (no group, no datapoints, an API refusing), the window is booked at its cap — every node from start to
-end, the most it can have cost — and the ledger entry says so.
+cannot say (no group, no datapoints, an API refusing), or cannot say yet (the capacity may still run: before the
+backstop time), the window is booked at its cap until the backstop time, the most it can have cost, and the
+ledger entry says so. Either way by the one rule, `model.burst.booking`.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from collections.abc import Callable
 
 from gpufleet.burst.aws import Aws
 from gpufleet.burst.errors import BurstError
-from gpufleet.burst.flows import Booker, book_cap
+from gpufleet.burst.flows import Booker
 from gpufleet.burst.stack import StackState
-from model.burst import cloud_site, node_hour_price
+from model.burst import backstop_time, booking, cloud_site
 from model.kinds.aws import cluster_name, discovery_tags
 from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec
 from model.tags import Tags
@@ -42,16 +43,17 @@ def measured(aws: Aws, spec: EstateSpec, w: BurstWindow, end: dt.datetime) -> tu
 
 
 def measured_booker(aws_factory: Callable[[str], Aws]) -> Booker:
-    """Book a window at the node-hours measured by AWS; at the cap, saying why, when they cannot be measured."""
+    """Book a window at the node-hours measured by AWS until its backstop time; at the cap, saying why, when they
+    cannot be measured (yet)."""
 
-    def book(s: StackState, w: BurstWindow, end: dt.datetime, closed_by: str) -> BurstLedgerEntry:
-        cap = book_cap(s, w, end, closed_by)
-        hours, why = measured(aws_factory(cloud_site(s.spec).region), s.spec, w, cap.end)
+    def book(s: StackState, w: BurstWindow, closed_by: str, now: dt.datetime) -> BurstLedgerEntry:
+        stops = backstop_time(s.spec, w)
+        if now < stops:
+            why = f"its nodes may run until {stops:%Y-%m-%d %H:%M} UTC, so they cannot be measured yet"
+            return booking(s.spec, w, f"{closed_by} (booked at the cap: {why})")
+        hours, why = measured(aws_factory(cloud_site(s.spec).region), s.spec, w, stops)
         if hours is None:
-            return cap.model_copy(update={"closed_by": f"{closed_by} (booked at the cap: {why})"})
-        price = w.usd_per_hour if w.usd_per_hour is not None else node_hour_price(s.spec, w.instance_type)
-        return cap.model_copy(
-            update={"usd": round(price * hours, 2), "closed_by": f"{closed_by} ({hours:g} node-hours measured)"}
-        )
+            return booking(s.spec, w, f"{closed_by} (booked at the cap: {why})")
+        return booking(s.spec, w, f"{closed_by} ({hours:g} node-hours measured)", node_hours=hours)
 
     return book

@@ -15,15 +15,20 @@ from gpufleet.burst.aws import QUOTA_CODES, Aws, quota_family
 from gpufleet.burst.errors import BurstError
 from model import catalog
 from model.burst import (
+    RECONCILE_LAG,
     burst_pools,
     cloud_site,
+    grace,
     hours_between,
+    hours_text,
+    latest_expiry,
     month_start,
     next_month,
     node_hour_price,
     pool_zone,
     spend_in_month,
     window_price,
+    worst_case,
 )
 from model.spec import AwsNodePool, BurstLedgerEntry, BurstWindow, EstateSpec
 
@@ -157,7 +162,7 @@ def preflight(
         else:
             checks.append(f"quota {code} ({title}): {in_use} + {vcpus} of {limit:g} vCPUs")
 
-    usd_per_hour, price, spent = _budget(spec, ledger, pool, nodes, request, now, checks)
+    usd_per_hour, hours, price, spent = _budget(spec, ledger, pool, nodes, request, now, checks)
     start = now.astimezone(dt.UTC).replace(microsecond=0)
     window = BurstWindow(
         pool=pool.name,
@@ -165,7 +170,7 @@ def preflight(
         instance_type=itype,
         availability_zone=az,
         start=start,
-        expires=start + dt.timedelta(hours=request.hours),
+        expires=start + dt.timedelta(hours=hours),
         gpus=request.gpus,
         usd_per_hour=usd_per_hour,
     )
@@ -180,9 +185,11 @@ def _budget(
     request: BurstRequest,
     now: dt.datetime,
     checks: list[str],
-) -> tuple[float, float, float]:
-    """Price the window against what is left of each month's budget it touches; (price per node-hour, price of
-    the window, spend so far this month). Raises BurstError when a month's part does not fit."""
+) -> tuple[float, float, float, float]:
+    """Fit the window's worst case into what is left of each month's budget it touches (`model.burst.
+    latest_expiry`): cap x (hours + grace + reconcile lag). Returns (price per node-hour, hours admitted, price of
+    those hours, spend so far this month); the hours are fewer than asked when only a shorter window fits, and
+    BurstError shows the arithmetic when none does."""
     policy = spec.burst
     assert policy is not None
     ledger = list(ledger)
@@ -193,28 +200,34 @@ def _budget(
         usd_per_hour = node_hour_price(spec, itype)
     except catalog.CatalogError as err:
         raise BurstError(f"cannot price the window against the budget: {str(err).strip(chr(39))}") from None
-    price = window_price(usd_per_hour, nodes, request.hours)
     start = now.astimezone(dt.UTC).replace(microsecond=0)
-    expires = start + dt.timedelta(hours=request.hours)
+    asked = start + dt.timedelta(hours=request.hours)
     spent = spend_in_month(ledger, now)
-    months = month_hours(start, expires)
-    for month, hours in months:
-        part = window_price(usd_per_hour, nodes, hours)
-        spent_then = spend_in_month(ledger, month)
-        left = round(policy.budget_usd - spent_then, 2)
-        costs = (
-            f"the window costs ${price:,.2f} ({nodes} x {itype} at ${usd_per_hour:,.2f}/h x {request.hours:g} h)"
-            if len(months) == 1
-            else f"the window's {hours:g} h in {month:%B %Y} cost ${part:,.2f} ({nodes} x {itype} at "
-            f"${usd_per_hour:,.2f}/h)"
+    fits = latest_expiry(spec, ledger, nodes, usd_per_hour, start, asked)
+    hours = request.hours if fits is None else hours_between(start, fits)
+    budget = budget_line(spec, ledger, start, start + dt.timedelta(hours=hours) + grace(spec) + RECONCILE_LAG)
+    worst = worst_case(spec, nodes, usd_per_hour, request.hours)
+    asked_costs = f"{nodes} x {itype} for {hours_text(request.hours)} cost {worst}"
+    if fits is None:
+        raise BurstError(f"{asked_costs}, but only {budget}; no window fits")
+    if fits < asked:
+        checks.append(
+            f"window shortened to {hours_text(hours)}: {asked_costs}, but only {budget}; {hours_text(hours)} cost "
+            f"{worst_case(spec, nodes, usd_per_hour, hours)}"
         )
-        if part > left:
-            raise BurstError(
-                f"{costs}, but only ${left:,.2f} of the ${policy.budget_usd:,.2f} monthly burst budget is left "
-                f"(${spent_then:,.2f} spent in {month:%B %Y})"
-            )
-        checks.append(f"price ${part:,.2f} within ${left:,.2f} left of ${policy.budget_usd:,.2f} in {month:%B %Y}")
-    return usd_per_hour, price, spent
+    else:
+        checks.append(f"worst case {worst} within {budget}")
+    return usd_per_hour, hours, window_price(usd_per_hour, nodes, hours), spent
+
+
+def budget_line(spec: EstateSpec, ledger: list[BurstLedgerEntry], start: dt.datetime, end: dt.datetime) -> str:
+    """What is left of the monthly budget in each month of [start, end), and what the ledger booked there."""
+    assert spec.burst is not None
+    parts = []
+    for month, _ in month_hours(start, end):
+        spent = spend_in_month(ledger, month)
+        parts.append(f"${spec.burst.budget_usd - spent:,.2f} left in {month:%B %Y} (${spent:,.2f} spent)")
+    return f"{' and '.join(parts)} of the ${spec.burst.budget_usd:,.2f} monthly burst budget"
 
 
 NOT_CHECKED_OFFLINE = (
@@ -232,7 +245,7 @@ def offline_check(
     policy = spec.burst
     assert policy is not None
     checks = [f"{request.gpus} GPUs -> {nodes} x {pool.instance_type} for {request.hours:g} h"]
-    usd_per_hour, price, spent = _budget(spec, ledger, pool, nodes, request, now, checks)
+    usd_per_hour, hours, price, spent = _budget(spec, ledger, pool, nodes, request, now, checks)
     checks.append(NOT_CHECKED_OFFLINE.format(itype=pool.instance_type, vcpus=nodes * pool.instance.vcpus))
     site = cloud_site(spec)
     start = now.astimezone(dt.UTC).replace(microsecond=0)
@@ -242,7 +255,7 @@ def offline_check(
         instance_type=pool.instance_type,
         availability_zone=pool_zone(site, pool) or site.availability_zones[0],
         start=start,
-        expires=start + dt.timedelta(hours=request.hours),
+        expires=start + dt.timedelta(hours=hours),
         gpus=request.gpus,
         usd_per_hour=usd_per_hour,
     )

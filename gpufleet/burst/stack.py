@@ -13,13 +13,12 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gpufleet.burst.driver import DriverError, NotStarted, OutputSink, StackDriver, SummaryUnread
+from gpufleet.burst.driver import DriverError, NotStarted, OutputSink, StackDriver, StateMoved, SummaryUnread
 from gpufleet.burst.errors import BurstError
-from model.burst import BurstState, state_stack_name
+from model.burst import BurstState, state_stack_name, within_budget
 from model.load import LEDGER_KEY, WINDOW_KEY, SpecError, check_state, parse_state, read_stack
 from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec
 
@@ -84,12 +83,21 @@ def load_state(project_dir: Path, stack: str, driver: StackDriver) -> StackState
         check_state(spec, state, source)
     except SpecError as err:
         raise BurstError(str(err), 2) from None
+    if state.window is not None:  # a budget lowered since the window opened moves its expiry earlier
+        state = replace(state, window=within_budget(spec, state.window, state.ledger))
     return StackState(spec, state, recorded=True)
 
 
 INTERRUPTED = 130  # 128 + SIGINT: what a shell reports for a command stopped by Ctrl-C
 
-Settle = Callable[[BurstState], BurstState]  # the state to keep once `up` finished (e.g. the booking's real end)
+
+def record_state(driver: StackDriver, stack: str, state: BurstState, on_output: OutputSink, *, read: int) -> None:
+    """Record `state` as generation `read` + 1, only over the generation `read` the command read (BurstError,
+    nothing changed, otherwise)."""
+    try:
+        driver.write_state(stack, replace(state, generation=read + 1).outputs(), on_output, read)
+    except DriverError as err:
+        raise BurstError(f"{err}\nthe state stack keeps its previous outputs; nothing was changed") from None
 
 
 def apply_and_up(
@@ -101,9 +109,12 @@ def apply_and_up(
     *,
     targets: list[str] | None,
     if_stopped: str,
-    settle: Settle | None = None,
 ) -> dict[str, int]:
     """Record `after` in the state stack, then run `pulumi up` of the estate (only `targets` and their dependents).
+
+    `before` is the state as the command read it. Every write names the generation it follows: the first
+    `before.generation`, each later one the write before it. So a command that read a state another command has
+    since written changes nothing (`StateMoved`), and no ledger entry is lost or rewritten.
 
     Recording is an `up` of the state stack: if it fails, its outputs are what they were, so nothing changed; if
     Ctrl-C stops it, `before` is recorded again. Until the estate's `up` starts (a locked stack, no CLI, Ctrl-C)
@@ -117,11 +128,9 @@ def apply_and_up(
         raise BurstError(f"{err}; nothing was changed") from None
     except KeyboardInterrupt:
         raise BurstError("interrupted; nothing was changed", INTERRUPTED) from None
-    pending = replace(after, settled=False)
+    read = before.generation
     try:
-        driver.write_state(stack, pending.outputs(), on_output)
-    except DriverError as err:
-        raise BurstError(f"{err}\nthe state stack keeps its previous outputs; nothing was changed") from None
+        record_state(driver, stack, replace(after, settled=False), on_output, read=read)
     except KeyboardInterrupt:
         raise _restored(
             driver, stack, before, "interrupted while recording the burst state", INTERRUPTED, on_output
@@ -137,10 +146,9 @@ def apply_and_up(
         raise BurstError(f"{err}{_capacity_hint(str(err))}\n{_kept(stack, if_stopped)}") from None
     except KeyboardInterrupt:
         raise BurstError(f"interrupted during pulumi up\n{_kept(stack, if_stopped)}", INTERRUPTED) from None
-    final = replace(settle(after) if settle is not None else after, settled=True)
     try:
-        driver.write_state(stack, final.outputs(), on_output)
-    except (DriverError, KeyboardInterrupt) as err:
+        record_state(driver, stack, replace(after, settled=True), on_output, read=read + 1)
+    except (BurstError, KeyboardInterrupt) as err:
         on_output(
             f"the update finished, but marking the burst state settled failed ({err or 'interrupted'}); "
             f"`gpufleet burst reconcile --stack {stack}` runs the update again and settles it"
@@ -159,8 +167,14 @@ def _kept(stack: str, if_stopped: str) -> str:
 def _restored(
     driver: StackDriver, stack: str, before: BurstState, reason: str, exit_code: int, on_output: OutputSink
 ) -> BurstError:
+    """Record `before` again over the pending state this command wrote (generation `before` + 1). If that write
+    never landed, the state stack still holds `before` and there is nothing to restore."""
+    pending = before.generation + 1
     try:
-        driver.write_state(stack, before.outputs(), on_output)
+        driver.write_state(stack, replace(before, generation=pending + 1).outputs(), on_output, pending)
+    except StateMoved as err:
+        if err.found != before.generation:
+            return BurstError(f"{reason}\n{err}", exit_code)
     except (DriverError, KeyboardInterrupt) as err:
         return BurstError(
             f"{reason}\nrecording the previous burst state again also failed ({err or 'interrupted'}); "

@@ -29,7 +29,7 @@ from gpufleet.burst.flows import (
 )
 from gpufleet.burst.ledger import burst_group_tags, measured_booker
 from gpufleet.burst.preflight import offline_check
-from gpufleet.burst.stack import legacy_keys, load_spec, load_state
+from gpufleet.burst.stack import legacy_keys, load_spec, load_state, record_state
 from gpufleet.cli.options import HERE, ProjectOpt, StackOpt, out
 from model.burst import BurstState, cloud_site, state_stack_name
 from model.spec import EstateSpec
@@ -94,7 +94,10 @@ def open_cmd(
         return
     driver = make_driver(project)
     with out.status("checking AWS: offerings, quota, price against the budget ..."):
-        plan = plan_open(project, stack, request, driver=driver, aws_factory=make_aws, clock=_clock(project, stack))
+        plan = plan_open(
+            project, stack, request, driver=driver, aws_factory=make_aws, clock=_clock(project, stack),
+            book=measured_booker(make_aws),
+        )  # fmt: skip
     for line in plan.check.checks:
         out.print(f"[green]ok[/green] {line}")
     if dry_run:
@@ -161,8 +164,9 @@ ExtendHoursOpt = Annotated[float, typer.Option("--hours", help="How many hours l
 def extend_cmd(stack: StackOpt, hours: ExtendHoursOpt, project: ProjectOpt = HERE) -> None:
     """Move the open window's expiry later, within max_window_hours and the budget (records the state only)."""
     outcome = extend(
-        project, stack, hours, driver=make_driver(project), clock=_clock(project, stack), on_output=_stream
-    )
+        project, stack, hours, driver=make_driver(project), clock=_clock(project, stack), on_output=_stream,
+        book=measured_booker(make_aws),
+    )  # fmt: skip
     out.print(outcome.message)
 
 
@@ -182,11 +186,33 @@ def reconcile_cmd(stack: StackOpt, project: ProjectOpt = HERE) -> None:
 
 
 def status_cmd(stack: StackOpt, project: ProjectOpt = HERE) -> None:
-    """Show the window (open or expired), time left, spend so far this month and the budget left."""
+    """Show the window (open or expired), time left, spend so far this month and the budget left. Works offline:
+    without AWS it tells the time by this machine's clock, without the state stack it shows the stack file's
+    what-if keys, and it says which it could not read."""
     from gpufleet.render.burst import status_table
+    from model.load import read_stack
 
-    now = _clock(project, stack)()
-    out.print(status_table(stack, status(project, stack, make_driver(project), now), now))
+    spec = load_spec(project, stack)
+    notes = []
+    try:
+        now = clock(cloud_site(spec).region)
+    except BurstError as err:
+        now = dt.datetime.now(dt.UTC)
+        notes.append(f"AWS's clock could not be read ({err}); times are judged by this machine's clock")
+    try:
+        state = load_state(project, stack, make_driver(project)).state
+    except BurstError as err:
+        if err.exit_code == 2:
+            raise
+        sf = read_stack(project, stack)
+        state = BurstState(sf.window(), tuple(sf.ledger()), now)
+        notes.append(
+            f"the state stack {state_stack_name(stack)} could not be read ({err}); the window and ledger shown are "
+            f"{sf.path}'s what-if keys, if any"
+        )
+    out.print(status_table(stack, status(spec, state, now), now))
+    for note in notes:
+        out.print(f"note: {note}", markup=False)
 
 
 def migrate_cmd(stack: StackOpt, project: ProjectOpt = HERE) -> None:
@@ -212,10 +238,7 @@ def migrate_cmd(stack: StackOpt, project: ProjectOpt = HERE) -> None:
     check_window(spec, window, str(sf.path))
     now = _clock(project, stack)()
     state = BurstState(window, tuple(sf.ledger()), now, settled=False)  # the next reconcile runs the `up`
-    try:
-        driver.write_state(stack, state.outputs(), _stream)
-    except DriverError as err:
-        raise BurstError(f"{err}; nothing was changed") from None
+    record_state(driver, stack, state, _stream, read=0)  # refused if another command created it meanwhile
     what = f"window on pool {window.pool} and " if window is not None else ""
     out.print(
         f"recorded the {what}{len(state.ledger)} ledger entries in the state stack {state_stack_name(stack)}; now "

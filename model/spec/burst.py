@@ -83,6 +83,18 @@ class BurstWindow(Model):
     usd_per_hour: float | None = Field(
         default=None, ge=0, le=MAX_USD, description="Catalog price of one node-hour when the window was opened."
     )
+    draining_nodes: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_NODES,
+        description=(
+            "Nodes of the window this one replaced on the same pool, still in their grace when it opened: the node "
+            "group keeps room for them for this window's life and is never sent a smaller desired size meanwhile."
+        ),
+    )
+    draining_until: Timestamp | None = Field(
+        default=None, description="When the replaced window's capacity stops at the latest (its backstop time)."
+    )
 
     @model_validator(mode="after")
     def _order(self) -> BurstWindow:

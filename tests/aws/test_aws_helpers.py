@@ -91,9 +91,31 @@ def test_burst_node_group_starts_at_zero_under_the_window_cap_and_leaves_desired
     assert mng_scaling(spec, pool, None, NOW) == (0, 0, 1)  # EKS needs maxSize >= 1; nothing runs at desired 0
     expired = _window(NOW - dt.timedelta(hours=10), 8)
     assert mng_scaling(spec, pool, expired, NOW) == (0, 0, 1)
-    assert mng_scaling(spec, pool, _window(NOW - dt.timedelta(hours=1), 8, nodes=3), NOW) == (0, 0, 3)
-    assert ignored_changes(pool) == ["scalingConfig.desiredSize"]
-    assert ignored_changes(_efa_pool({"type": "on-demand"})) == []
+    open_window = _window(NOW - dt.timedelta(hours=1), 8, nodes=3)
+    assert mng_scaling(spec, pool, open_window, NOW) == (0, 0, 3)
+    assert ignored_changes(spec, pool, open_window, NOW) == ["scalingConfig.desiredSize"]  # the autoscaler's
+    assert ignored_changes(spec, pool, None, NOW) == []  # idle: 0 is sent, so the group empties
+    on_demand = _efa_pool({"type": "on-demand"})
+    assert ignored_changes(spec, on_demand, None, NOW) == []
+
+
+def test_reopening_over_draining_nodes_never_sends_a_smaller_desired_size_or_max() -> None:
+    """Close a 4-node window, open a 2-node one during its grace: with ignoreChanges Pulumi would send the desired
+    size its state holds (0) with the new max (https://www.pulumi.com/docs/iac/concepts/options/ignorechanges/),
+    and EKS would stop the 4 draining nodes. The group keeps room for them and is sent their count until they stop;
+    after that the autoscaler owns the desired size again and the max stays for the window's life."""
+    spec = parse_estate(example_estate("hybrid"), "hybrid")
+    pool = spec.pool("burst-h100")
+    assert isinstance(pool, AwsNodePool)
+    until = NOW + dt.timedelta(minutes=30)
+    reopened = _window(NOW, 8, nodes=2).model_copy(update={"draining_nodes": 4, "draining_until": until})
+    assert mng_scaling(spec, pool, reopened, NOW) == (0, 4, 4)
+    assert ignored_changes(spec, pool, reopened, NOW) == []  # the 4 is sent, not the state's 0
+    later = NOW + dt.timedelta(hours=1)
+    assert mng_scaling(spec, pool, reopened, later) == (0, 0, 4)  # the bounds do not shrink mid-window
+    assert ignored_changes(spec, pool, reopened, later) == ["scalingConfig.desiredSize"]
+    bigger = reopened.model_copy(update={"nodes": 6})
+    assert mng_scaling(spec, pool, bigger, NOW) == (0, 4, 6)
 
 
 def test_imds_hop_limit_is_two_only_where_pods_need_imds() -> None:

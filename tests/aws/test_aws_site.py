@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
@@ -238,9 +239,10 @@ def test_hybrid_burst_pool_is_at_zero_without_a_window(example_plans: dict[str, 
 
 def test_hybrid_burst_pool_takes_the_open_windows_cap_and_starts_at_zero(tmp_path: Path) -> None:
     config = example_config("hybrid")
+    start = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(hours=1)  # open now, within the budget
     config["gpufleet:burstWindow"] = {
         "pool": "burst-h100", "nodes": 3, "instance_type": "p5.48xlarge", "availability_zone": "us-east-1a",
-        "start": "2020-01-01T00:00:00Z", "expires": "2099-01-01T00:00:00Z",
+        "start": start.isoformat(), "expires": (start + dt.timedelta(hours=8)).isoformat(),
     }  # fmt: skip
     plan = synth(write_project(tmp_path, config), "test")
     assert _pool_ng(plan, "cloud", "burst-h100").inputs["scalingConfig"] == {

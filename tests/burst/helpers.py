@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from gpufleet.burst.driver import DriverError, OutputSink
+from gpufleet.burst.driver import DriverError, OutputSink, StackLocked, StateMoved, generation
 from model.burst import BurstState, state_stack_name
 from model.load import LEDGER_KEY, WINDOW_KEY, parse_ledger, parse_state, parse_window
 from tests.conftest import example_config, write_project
@@ -91,6 +92,12 @@ class FakeDriver:
     Records every call; `fail_up` makes `up` raise that error (or Ctrl-C's KeyboardInterrupt) after the state was
     written; `fail_write` makes the n-th `write_state` raise it (before it records anything, like a failed `up`
     of the state stack, whose outputs stay as they were).
+
+    Writes behave as the real driver's: each holds the backend's update lock (a lock file) for the whole read,
+    compare and write, and is refused, changing nothing, over another generation than the one it names. Two hooks
+    model other commands running at the same time: `after_read` runs once after this driver's first read (another
+    command runs in between this one's read and its write), `while_locked` runs once inside this driver's first
+    write, while it holds the lock.
     """
 
     def __init__(
@@ -98,11 +105,15 @@ class FakeDriver:
         project_dir: Path,
         fail_up: Failure | None = None,
         fail_write: tuple[int, BaseException] | None = None,
+        after_read: Callable[[], None] | None = None,
+        while_locked: Callable[[], None] | None = None,
     ) -> None:
         self.project_dir = project_dir
         self.path = stack_file(project_dir)
         self.fail_up = fail_up
         self.fail_write = fail_write
+        self.after_read = after_read
+        self.while_locked = while_locked
         self.calls: list[tuple[Any, ...]] = []
 
     def select(self, stack: str) -> None:
@@ -110,13 +121,31 @@ class FakeDriver:
 
     def read_state(self, stack: str) -> dict[str, Any] | None:
         self.calls.append(("read_state", stack))
-        return recorded(self.project_dir)
+        outputs = recorded(self.project_dir)
+        hook, self.after_read = self.after_read, None
+        if hook is not None:
+            hook()
+        return outputs
 
-    def write_state(self, stack: str, outputs: dict[str, Any], on_output: OutputSink) -> None:
+    def write_state(self, stack: str, outputs: dict[str, Any], on_output: OutputSink, expect: int) -> None:
         self.calls.append(("write_state", stack, outputs))
         if self.fail_write is not None and self.fail_write[0] == self.names().count("write_state"):
             raise self.fail_write[1]
-        record(self.project_dir, outputs)
+        lock = backend(self.project_dir).with_suffix(".lock")
+        if lock.exists():
+            raise StackLocked("recording the burst state: the stack is locked by another update; wait for it")
+        lock.parent.mkdir(exist_ok=True)
+        lock.touch()
+        try:
+            hook, self.while_locked = self.while_locked, None
+            if hook is not None:
+                hook()
+            found = generation(recorded(self.project_dir))
+            if found != expect:
+                raise StateMoved(expect, found)
+            record(self.project_dir, outputs)
+        finally:
+            lock.unlink()
 
     def get_config(self, key: str) -> str | None:
         self.calls.append(("get_config", key))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import stat
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -157,16 +158,18 @@ def test_budget_refusal_exits_1_with_the_numbers(
     tmp_path: Path, quota: Stubber, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     spent = {"pool": "burst-h100", "instance_type": "p5.48xlarge", "nodes": 4, "start": "2026-11-02T00:00:00Z",
-             "end": "2026-11-03T00:00:00Z", "usd": 19800.0}  # fmt: skip
+             "end": "2026-11-03T00:00:00Z", "usd": 19980.0}  # fmt: skip
     proj = project(tmp_path, hybrid_config(ledger=[spent]))
     before = recorded(proj)
     driver = reader(monkeypatch, proj)
     allow(quota, 768)
     result = invoke(proj, "open", "--gpus", "8", "--hours", "4")
     assert result.exit_code == 1
-    assert "the window costs $220.16 (1 x p5.48xlarge at $55.04/h x 4 h), but only $200.00 of the $20,000.00" in (
-        result.output
-    )
+    assert (  # $20 left cannot hold even the grace of one node ($27.52)
+        "1 x p5.48xlarge for 4 h cost $247.68 at worst (1 x $55.04/h x (4 h + 0.5 h grace + 0 h reconcile lag)), "
+        "but only $20.00 left in November 2026 ($19,980.00 spent) of the $20,000.00 monthly burst budget; no window "
+        "fits"
+    ) in " ".join(result.output.split())
     assert recorded(proj) == before and changed_nothing(driver)
 
 
@@ -217,7 +220,9 @@ def test_failed_up_after_an_expired_window_restores_window_and_ledger(
     assert result.exit_code == 1
     new, _back = driver.written()
     assert len(new["ledger"]) == 1 and new["window"]["start"] == "2026-11-20T12:00:00Z"  # booked, and the new one
-    assert burst_state(proj) == before_state  # then put back as a whole
+    back = burst_state(proj)
+    assert back is not None and back.generation == 2  # the pending state, then the old one recorded over it
+    assert replace(back, generation=0) == before_state  # put back as a whole
     assert config_of(proj) == before
 
 
@@ -250,18 +255,17 @@ def test_close_stops_admission_now_and_keeps_the_nodes_for_the_grace(
     assert result.exit_code == 0, result.output
     assert "admission stopped" in result.output and again.names() == ["read_state"]
 
-    # After the grace, reconcile books the window until the shrinking `up` finished and removes it.
-    times = iter([NOW + dt.timedelta(minutes=31), NOW + dt.timedelta(minutes=40)])
-    monkeypatch.setattr(burst_cli, "clock", lambda region: next(times))
+    # After the grace, reconcile books the window until its backstop time (expiry + grace) and removes it.
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW + dt.timedelta(minutes=40))
     use_driver(monkeypatch, FakeDriver(proj))
     result = invoke(proj, "reconcile")
     assert result.exit_code == 0, result.output
     after = config_of(proj)
     (entry,) = after["ledger"]
     assert after["window"] is None
-    assert (entry.nodes, entry.end) == (2, NOW + dt.timedelta(minutes=40))
+    assert (entry.nodes, entry.end) == (2, NOW + dt.timedelta(minutes=30))
     assert entry.closed_by == "gpufleet burst reconcile" + AT_CAP  # nothing to measure in this account
-    assert entry.usd == round(55.04 * 2 * (3 + 40 / 60), 2)
+    assert entry.usd == round(55.04 * 2 * 3.5, 2)
 
 
 def test_close_of_a_window_past_its_grace_books_and_removes_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -273,7 +277,8 @@ def test_close_of_a_window_past_its_grace_books_and_removes_it(tmp_path: Path, m
     assert result.exit_code == 0, result.output
     after = config_of(proj)
     (entry,) = after["ledger"]
-    assert after["window"] is None and (entry.end, entry.closed_by) == (NOW, "gpufleet burst close" + AT_CAP)
+    backstop = NOW - dt.timedelta(hours=2) + dt.timedelta(minutes=30)  # expiry + grace, not when close ran
+    assert after["window"] is None and (entry.end, entry.closed_by) == (backstop, "gpufleet burst close" + AT_CAP)
 
 
 def test_reconcile_closes_only_an_expired_window(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -290,17 +295,15 @@ def test_reconcile_closes_only_an_expired_window(tmp_path: Path, monkeypatch: py
     proj = project(tmp_path / "b", hybrid_config(expired))
     driver = FakeDriver(proj)
     use_driver(monkeypatch, driver)
-    times = iter([NOW, NOW + dt.timedelta(minutes=15)])  # AWS's clock before and after the shrinking `up`
-    monkeypatch.setattr(burst_cli, "clock", lambda region: next(times))
     result = invoke(proj, "reconcile")
     assert result.exit_code == 0, result.output
     pending, settled = driver.written()
-    assert pending["ledger"][0]["end"] == "2026-11-20T12:00:00Z"  # booked when the command started ...
-    assert settled["ledger"][0]["end"] == "2026-11-20T12:15:00Z"  # ... then until the shrinking `up` finished
+    assert pending["ledger"] == settled["ledger"]  # one booking, never rewritten
+    assert pending["ledger"][0]["end"] == "2026-11-20T10:30:00Z"  # until the backstop: expiry + grace
     (entry,) = config_of(proj)["ledger"]
-    # Booked from the start until the shrinking `up` finished: the 2 h 15 min after expiry are billed by AWS too.
-    assert entry.end == NOW + dt.timedelta(minutes=15)
-    assert (entry.usd, entry.closed_by) == (564.16, "gpufleet burst reconcile" + AT_CAP)
+    # Booked from the start until the backstop stopped the capacity (expiry + grace), however late reconcile runs.
+    assert entry.end == NOW - dt.timedelta(hours=1, minutes=30)
+    assert (entry.usd, entry.closed_by) == (round(55.04 * 8.5, 2), "gpufleet burst reconcile" + AT_CAP)
 
 
 def test_reconcile_keeps_an_expired_window_through_its_grace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -359,8 +362,8 @@ def test_status_shows_time_left_spend_and_budget(tmp_path: Path, monkeypatch: py
     text = " ".join(result.output.split())
     assert "time left │ 6.0 h" in text
     assert "spent this month │ $660.48" in text  # 550.40 booked + 2 h of the open window
-    assert "committed (to expiry) │ $330.24" in text
-    assert "budget left │ $19,009.28" in text
+    assert "committed (worst case, to expiry + grace) │ $357.76" in text  # 6 h + the grace of 1 x $55.04/h
+    assert "budget left │ $18,981.76" in text
 
 
 def non_hybrid_config() -> dict[str, Any]:

@@ -16,6 +16,7 @@ from botocore.stub import Stubber
 from gpufleet.burst.aws import Aws
 from gpufleet.burst.errors import BurstError
 from gpufleet.burst.preflight import BurstRequest, preflight
+from model.burst import booking, latest_expiry, spend_in_month
 from model.spec import BurstLedgerEntry, EstateSpec
 from tests.burst.helpers import NOW
 from tests.conftest import example_estate
@@ -107,17 +108,65 @@ def test_type_not_offered_in_the_fabric_az_is_refused(moto: None) -> None:
         preflight(spec, [], BurstRequest(gpus=8, hours=4), NOW, aws)
 
 
-def test_budget_refusal_gives_price_and_what_is_left(aws_env: dict[str, Any]) -> None:
+def test_budget_refusal_gives_the_worst_case_arithmetic(aws_env: dict[str, Any]) -> None:
+    """$50 left cannot even hold the 30-minute grace of 2 x p5.48xlarge ($55.04)."""
     aws_env["quotas"].value(P_ON_DEMAND, 768)
     spent = BurstLedgerEntry(pool="burst-h100", instance_type="p5.48xlarge", nodes=4,
                              start=dt.datetime(2026, 11, 3, tzinfo=dt.UTC), end=dt.datetime(2026, 11, 4, tzinfo=dt.UTC),
-                             usd=19500.0)  # fmt: skip
+                             usd=19950.0)  # fmt: skip
     with pytest.raises(BurstError) as err:
         preflight(estate(), [spent], BurstRequest(gpus=16, hours=8), NOW, aws_env["aws"])
     assert str(err.value) == (
-        "the window costs $880.64 (2 x p5.48xlarge at $55.04/h x 8 h), but only $500.00 of the $20,000.00 monthly "
-        "burst budget is left ($19,500.00 spent in November 2026)"
+        "2 x p5.48xlarge for 8 h cost $935.68 at worst (2 x $55.04/h x (8 h + 0.5 h grace + 0 h reconcile lag)), "
+        "but only $50.00 left in November 2026 ($19,950.00 spent) of the $20,000.00 monthly burst budget; no "
+        "window fits"
     )
+
+
+def test_a_window_costing_exactly_what_is_left_is_shortened_by_its_grace(aws_env: dict[str, Any]) -> None:
+    """$440.32 left and 1 x p5.48xlarge for 8 h at $55.04/h is exactly $440.32, but its nodes may serve through
+    the 30-minute grace too: admitted as asked, the month would end $27.52 over. It opens for 7.5 h."""
+    aws_env["quotas"].value(P_ON_DEMAND, 768)
+    check = preflight(estate(), [spent_in_november(20_000 - 440.32)], BurstRequest(gpus=8, hours=8), NOW,
+                      aws_env["aws"])  # fmt: skip
+    assert check.window.expires - check.window.start == dt.timedelta(hours=7, minutes=30)
+    assert check.price_usd == 412.8
+    assert (
+        "window shortened to 7.5 h: 1 x p5.48xlarge for 8 h cost $467.84 at worst (1 x $55.04/h x (8 h + 0.5 h "
+        "grace + 0 h reconcile lag)), but only $440.32 left in November 2026 ($19,559.68 spent) of the $20,000.00 "
+        "monthly burst budget; 7.5 h cost $440.32 at worst (1 x $55.04/h x (7.5 h + 0.5 h grace + 0 h reconcile "
+        "lag))"
+    ) in check.checks
+
+
+@pytest.mark.parametrize("left", [440.32, 467.83, 27.52, 1000.0, 5.0])
+@pytest.mark.parametrize("hours", [1, 8, 24])
+def test_the_month_cannot_end_over_budget_even_if_every_node_serves_through_the_grace(
+    aws_env: dict[str, Any], left: float, hours: int
+) -> None:
+    """Whatever is admitted, booked as the backstop allows it at worst (every node of the cap until expiry +
+    grace + lag, model.burst.booking), leaves the month within its budget."""
+    aws_env["quotas"].value(P_ON_DEMAND, 768)
+    spec = estate()
+    ledger = [spent_in_november(round(20_000 - left, 2))]
+    try:
+        check = preflight(spec, ledger, BurstRequest(gpus=16, hours=hours), NOW, aws_env["aws"])
+    except BurstError as err:
+        assert "no window fits" in str(err)
+        assert left < 2 * 55.04 * (0.5 + 1 / 60)  # refused only when not one minute fits beside the grace
+        return
+    worst = booking(spec, check.window, "the backstop at worst")
+    assert spend_in_month([*ledger, worst], NOW) <= spec.burst.budget_usd
+
+
+def test_the_worst_case_counts_the_reconcile_lag_the_backstop_allows() -> None:
+    spec = estate()
+    start = NOW
+    asked = start + dt.timedelta(hours=8)
+    ledger = [spent_in_november(20_000 - 440.32)]
+    assert latest_expiry(spec, ledger, 1, 55.04, start, asked) == start + dt.timedelta(hours=7, minutes=30)
+    lagging = latest_expiry(spec, ledger, 1, 55.04, start, asked, lag=dt.timedelta(hours=1))
+    assert lagging == start + dt.timedelta(hours=6, minutes=30)
 
 
 def test_last_month_spend_does_not_count_against_this_month(aws_env: dict[str, Any]) -> None:
@@ -242,14 +291,21 @@ def spent_in_november(usd: float) -> BurstLedgerEntry:
 
 
 def test_window_across_a_month_boundary_is_checked_against_each_months_budget(aws_env: dict[str, Any]) -> None:
-    """2 h of the window fall in November and 2 h in December; spend is booked to each month pro rata
-    (model/burst.py, spend_in_month), so each month's part must fit that month's budget."""
+    """2 h of the window fall in November and 2 h (and the grace) in December; spend is booked to each month pro
+    rata (model/burst.py, spend_in_month), so each month's part of the worst case must fit that month's budget."""
     aws_env["quotas"].value(P_ON_DEMAND, 768)
     check = preflight(estate(), [spent_in_november(19_800)], BurstRequest(gpus=8, hours=4), MONTH_END, aws_env["aws"])
-    assert "price $110.08 within $200.00 left of $20,000.00 in November 2026" in check.checks
-    assert "price $110.08 within $20,000.00 left of $20,000.00 in December 2026" in check.checks
+    assert check.window.expires == MONTH_END + dt.timedelta(hours=4)
+    assert (
+        "worst case $247.68 at worst (1 x $55.04/h x (4 h + 0.5 h grace + 0 h reconcile lag)) within $200.00 left "
+        "in November 2026 ($19,800.00 spent) and $20,000.00 left in December 2026 ($0.00 spent) of the $20,000.00 "
+        "monthly burst budget"
+    ) in check.checks
 
     aws_env["quotas"].value(P_ON_DEMAND, 768)
+    # From 23:00 on November 30th, December holds 3 h + the grace ($192.64 at worst) of a $100 budget: the window is
+    # shortened until December holds 1 h 49 min ($99.99) of it.
     small = estate(burst__budget_usd=100)
-    with pytest.raises(BurstError, match=r"the window's 3 h in December 2026 cost \$165.12 .* only \$100.00"):
-        preflight(small, [], BurstRequest(gpus=8, hours=4), MONTH_END + dt.timedelta(hours=1), aws_env["aws"])
+    check = preflight(small, [], BurstRequest(gpus=8, hours=4), MONTH_END + dt.timedelta(hours=1), aws_env["aws"])
+    assert check.window.expires - check.window.start == dt.timedelta(hours=2, minutes=19)
+    assert any(c.startswith("window shortened to 2 h 19 min") for c in check.checks)

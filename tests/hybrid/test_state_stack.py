@@ -53,8 +53,14 @@ def test_an_empty_state_stack_means_no_window(tmp_path: Path) -> None:
 
 
 def test_a_state_this_gpufleet_cannot_read_stops_the_program_with_one_message(tmp_path: Path) -> None:
-    with pytest.raises(pulumi.RunError, match=r"stack test-burst: outputs.format: 2 is not a burst state"):
-        synth_state(tmp_path, {**state_at(LONG_AGO), "format": 2})
+    with pytest.raises(pulumi.RunError, match=r"stack test-burst: outputs.format: 3 is not a burst state"):
+        synth_state(tmp_path, {**state_at(LONG_AGO), "format": 3})
+
+
+def test_a_state_written_before_generations_reads_as_generation_0(tmp_path: Path) -> None:
+    old = {k: v for k, v in state_at(LONG_AGO).items() if k != "generation"} | {"format": 1}
+    plan = synth_state(tmp_path, old)
+    assert burst_group(plan).inputs["scalingConfig"]["maxSize"] == 2
 
 
 def test_a_recorded_window_that_does_not_fit_the_estate_is_refused(tmp_path: Path) -> None:
@@ -106,3 +112,35 @@ def test_a_window_left_in_stack_config_is_not_read_by_up_and_says_how_to_migrate
     assert burst_group(plan).inputs["scalingConfig"]["maxSize"] == 1  # the empty state stack decides
     (warning,) = [w for w in plan.warnings if WINDOW_KEY in w]
     assert "not read by `up`" in warning and "gpufleet burst migrate -s test" in warning
+
+
+def test_a_budget_lowered_mid_window_closes_admission_in_a_plain_up(tmp_path: Path) -> None:
+    """A 2-node window opened 3 h ago for 8 h, within a $20,000 budget. The stack file's budget is lowered to $500:
+    its worst case (2 x $55.04/h x (8 h + 0.5 h grace)) no longer fits, so the program moves its expiry earlier
+    (model.burst.within_budget) to where it does: 4 h 2 min from its start. 3 h in, the window still admits; 4 h
+    10 min in, a plain `up` holds admission and the pool drains, with no burst command run."""
+    proj = write_project(tmp_path, hybrid_config(), STACK)
+    config = read_stack(proj, STACK)
+    config.config["gpufleet:estate"]["burst"]["budget_usd"] = 500
+
+    def plan_at(hours_in: float) -> Plan:
+        as_of = LONG_AGO + dt.timedelta(hours=hours_in)
+        w = parse_window(window(LONG_AGO, 8, nodes=2, usd_per_hour=55.04), "test")
+        return synth_stack(proj, STACK, config, burst_state=BurstState(w, (), as_of).outputs())
+
+    assert cloud_queue(plan_at(3))["stopPolicy"] == "None"
+    lowered = plan_at(4 + 10 / 60)
+    assert cloud_queue(lowered)["stopPolicy"] == "Hold"  # draining: admission closed, running work has its grace
+    assert burst_group(lowered).inputs["scalingConfig"]["maxSize"] == 2  # the cap stays: never shrunk under nodes
+
+
+def test_a_window_reopened_over_draining_nodes_sends_their_count_not_zero(tmp_path: Path) -> None:
+    """close-then-open at another size: the new 1-node window keeps room for the 2 nodes still in their grace,
+    and the node group is sent desired 2 with the desired size not ignored, so EKS keeps them."""
+    w = parse_window(window(LONG_AGO, 8, nodes=1), "test")
+    assert w is not None
+    reopened = w.model_copy(update={"draining_nodes": 2, "draining_until": LONG_AGO + dt.timedelta(minutes=30)})
+    plan = synth_state(tmp_path, BurstState(reopened, (), LONG_AGO + dt.timedelta(minutes=5)).outputs())
+    group = burst_group(plan)
+    assert group.inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 2, "maxSize": 2}
+    assert "scalingConfig.desiredSize" not in group.ignore_changes
