@@ -37,9 +37,9 @@ def check(
     chart_cache: ChartCacheOpt = None,
     summary: SummaryOpt = False,
 ) -> None:
-    """Evaluate the policy packs and simulate the first `up` offline; exit 1 on a mandatory violation or a
-    first-up problem. Both verdicts come first with what fails them; --summary leaves out the advisory findings
-    and first-up notes."""
+    """Evaluate the policy packs, simulate the first `up` and walk the canonical journeys offline; exit 1 on a
+    mandatory violation, a first-up problem or a journey that does not answer as promised. The verdicts come
+    first with what fails them; --summary leaves out the advisory findings and first-up notes."""
     if summary and format is CheckFormat.json:
         raise CommandError("--summary: only for text (json carries every finding; select with jq)")
     from gpufleet.review import check as checker
@@ -59,5 +59,9 @@ def check(
             print(check_json(review))
         case CheckFormat.text:
             check_text(review, out, summary_only=summary)
-    if (review.findings is not None and not review.findings.passed) or (review.first_up and review.first_up.problems):
+    if (
+        (review.findings is not None and not review.findings.passed)
+        or (review.first_up and review.first_up.problems)
+        or review.journeys_failed()
+    ):
         raise typer.Exit(1)

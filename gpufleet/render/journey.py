@@ -39,3 +39,43 @@ def journey_text(journeys: list[Journey]) -> str:
 
 def journey_json(journeys: list[Journey]) -> str:
     return json.dumps({"journeys": [j.to_dict() for j in journeys]}, indent=2)
+
+
+def _outcome(j: Journey) -> str:
+    stop = j.blocked_at
+    if stop is None:
+        return _lands(j)
+    blocker = f" by {stop.blocker}" if stop.blocker else ""
+    return f"blocked at {stop.name}{blocker}: {stop.detail}"
+
+
+def promised_verdict(journeys: list[Journey]) -> str:
+    """One line: how many canonical journeys answer as the estate promises."""
+    failed = [j for j in journeys if not j.as_expected]
+    if not journeys:
+        return "Journeys: none promised (no GPU pool a tenant may use)"
+    if not failed:
+        return f"Journeys: all {len(journeys)} answer as promised"
+    return f"Journeys: {len(failed)} of {len(journeys)} do not answer as promised"
+
+
+def promised_text(journeys: list[Journey]) -> str:
+    """The canonical journeys, one line each: as promised or not, what it proves, where it lands or stops."""
+    lines = [promised_verdict(journeys)]
+    for j in journeys:
+        mark = "ok " if j.as_expected else "NO "
+        lines.append(f"  {mark} {j.verdict:<7} (promised {j.expected}) {j.title}")
+        lines.append(f"              {_outcome(j)}")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def promised_markdown(journeys: list[Journey]) -> str:
+    rows = ["| | journey | promised | verdict | where it lands or stops |", "|---|---|---|---|---|"]
+    for j in journeys:
+        mark = "✅" if j.as_expected else "❌"
+        rows.append(f"| {mark} | {_cell(j.title)} | {j.expected} | {j.verdict} | {_cell(_outcome(j))} |")
+    return "\n".join(rows)

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.tree import Tree
 
 from gpufleet.engine.plan import Plan, PlanResource
-from gpufleet.render import first_up
+from gpufleet.render import first_up, journey
 from gpufleet.render.common import MAX_COMMENT, Section, assemble, details, inline, marker
 from gpufleet.render.cost import cost_details_text, cost_headline_text, cost_summary, cost_tables
 from gpufleet.render.findings import (
@@ -92,6 +92,8 @@ def verdicts_text(findings: Findings | None, review: Review, console: Console) -
                 console.print(line)
     if review.first_up is not None:
         console.print(first_up.problems_text(review.first_up), markup=False, end="")
+    if review.journeys is not None:
+        console.print(journey.promised_text(review.journeys), markup=False, end="")
 
 
 def advisory_and_notes_text(findings: Findings | None, review: Review, console: Console) -> bool:
@@ -135,6 +137,7 @@ def preview_markdown(review: Review, max_chars: int = MAX_COMMENT, summary_only:
         "",
         *findings_summary(findings),
         *([f"{first_up.verdict(review.first_up)}"] if review.first_up is not None else []),
+        *([f"**{journey.promised_verdict(review.journeys)}**"] if review.journeys is not None else []),
         "",
         *cost_summary(review.cost),
     ]
@@ -143,6 +146,10 @@ def preview_markdown(review: Review, max_chars: int = MAX_COMMENT, summary_only:
     sections: list[Section] = []
     if review.first_up is not None and review.first_up.problems:
         sections.append(Section("first-up problems", first_up.markdown(review.first_up)))
+    if review.journeys:
+        failed = bool(review.journeys_failed())
+        table = details(f"Journeys ({len(review.journeys)})", journey.promised_markdown(review.journeys), open_=failed)
+        sections.append(Section("journeys", table))
     if summary_only:
         return assemble("\n".join(head), sections, max_chars)
     if findings:
@@ -168,10 +175,16 @@ def preview_json(review: Review) -> str:
     doc["cost"] = review.cost.to_dict()
     doc["findings"] = None if review.findings is None else findings_json(review.findings)
     doc["first_up"] = None if review.first_up is None else review.first_up.to_dict()
+    doc["journeys"] = _journeys(review)
     return json.dumps(doc, indent=1, sort_keys=True)
 
 
 def check_json(review: Review) -> str:
     doc = findings_json(review.findings or Findings())
     doc["first_up"] = None if review.first_up is None else review.first_up.to_dict()
+    doc["journeys"] = _journeys(review)
     return json.dumps(doc, indent=1)
+
+
+def _journeys(review: Review) -> list[dict[str, object]] | None:
+    return None if review.journeys is None else [j.to_dict() for j in review.journeys]

@@ -20,6 +20,7 @@ from gpufleet.review.cost.envelope import EstateCost, estate_cost
 from gpufleet.review.cost.usage import read_usage, usage_path
 from gpufleet.review.findings import Findings
 from gpufleet.review.reality.first_up import FirstUp
+from gpufleet.review.reality.journeys.core import Journey
 from model.load import StackFile, read_stack, stack_path
 from model.spec import BurstWindow, EstateSpec
 
@@ -37,6 +38,12 @@ class Review:
     # The simulated first `up` (charts rendered by Helm, objects against the real schemas, creation order):
     # None when not asked for (the `gpufleet diff` document).
     first_up: FirstUp | None = None
+    # The estate's canonical journeys walked through its objects (None with first_up).
+    journeys: list[Journey] | None = None
+
+    def journeys_failed(self) -> list[Journey]:
+        """Canonical journeys whose verdict is not what the estate promises."""
+        return [j for j in self.journeys or [] if not j.as_expected]
 
     def document(self) -> dict[str, Any]:
         """Plan, cost and findings as JSON-able data: what `gpufleet diff` reads from each revision."""
@@ -82,6 +89,7 @@ def build(
     usage = read_usage(usage_path(stack_path(project_dir, stack), stack), spec)
     plan = synth_stack(project_dir, stack, stack_file)
     cost = estate_cost(spec, window, now or dt.datetime.now(dt.UTC), usage)
+    first_up, journeys = _reality(plan, spec, window, chart_cache) if simulate else (None, None)
     return Review(
         spec=spec,
         window=window,
@@ -90,12 +98,15 @@ def build(
         # The budget rule judges the envelope's max: one figure in the budget line and the finding.
         findings=None if check is None else cast(Findings, check.evaluate(plan, spec, cost.budget_hour())),
         scope="" if check is None else check.scope(),
-        first_up=_first_up(plan, spec, chart_cache) if simulate else None,
+        first_up=first_up,
+        journeys=journeys,
     )
 
 
-def _first_up(plan: Plan, spec: EstateSpec, chart_cache: Path | None) -> FirstUp:
+def _reality(
+    plan: Plan, spec: EstateSpec, window: BurstWindow | None, chart_cache: Path | None
+) -> tuple[FirstUp, list[Journey]]:
     from gpufleet.charts.cache import ChartCache
     from gpufleet.review.reality import checks as reality
 
-    return reality.first_up(plan, spec, ChartCache(chart_cache))
+    return reality.run(plan, spec, window, ChartCache(chart_cache))

@@ -1,5 +1,7 @@
 """The reality checks of one plan in one call: render its charts with Helm, validate everything, simulate the
-first `up` (gpufleet/review/reality/first_up.py). Nothing here raises on a finding: every finding is a Problem."""
+first `up` (gpufleet/review/reality/first_up.py) and walk the estate's canonical journeys through what it
+makes (gpufleet/review/reality/journeys/). Nothing here raises on a finding: every finding is a Problem or a
+blocked journey."""
 
 from __future__ import annotations
 
@@ -7,7 +9,10 @@ from gpufleet.charts.cache import ChartCache
 from gpufleet.charts.render import INSTALL_HINT, RenderedRelease, RenderError, render_plan
 from gpufleet.engine.plan import Plan
 from gpufleet.review.reality.first_up import FirstUp, Problem, simulate
-from model.spec import EstateSpec
+from gpufleet.review.reality.journeys.canonical import promised
+from gpufleet.review.reality.journeys.core import Journey
+from gpufleet.review.reality.journeys.estate import clusters
+from model.spec import BurstWindow, EstateSpec
 
 
 def render(plan: Plan, cache: ChartCache) -> dict[str, RenderedRelease]:
@@ -27,7 +32,18 @@ def first_up(plan: Plan, spec: EstateSpec, cache: ChartCache | None = None) -> F
     """The first `up` of `plan`, simulated against charts from `cache` (default: the configured chart cache).
 
     Without the `render` extra (schemas, CEL) the result is one problem saying so, never a silent pass."""
+    return _simulate(plan, spec, render(plan, cache or ChartCache()))
+
+
+def run(
+    plan: Plan, spec: EstateSpec, window: BurstWindow | None, cache: ChartCache | None = None
+) -> tuple[FirstUp, list[Journey]]:
+    """The first `up` simulated and the canonical journeys walked, over one rendering of the charts."""
     releases = render(plan, cache or ChartCache())
+    return _simulate(plan, spec, releases), promised(spec, window, clusters(plan, releases))
+
+
+def _simulate(plan: Plan, spec: EstateSpec, releases: dict[str, RenderedRelease]) -> FirstUp:
     try:
         return simulate(plan, spec, releases)
     except ImportError as e:

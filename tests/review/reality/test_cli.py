@@ -13,6 +13,7 @@ from gpufleet.engine import synth
 from gpufleet.engine.plan import Plan
 from gpufleet.review import check, review
 from gpufleet.review.findings import Findings
+from gpufleet.review.reality import checks
 from model import versions
 from tests.conftest import ROOT
 from tests.review.reality.plans import PlanBuilder
@@ -35,10 +36,13 @@ def clean_plan() -> Plan:
 
 
 def invoke(monkeypatch: pytest.MonkeyPatch, plan: Plan, *args: str) -> tuple[int, str]:
-    """Run a command on `plan` with the onprem spec; the policy packs see nothing wrong (they have their own tests),
-    so the exit code is the first-up verdict's."""
+    """Run a command on `plan` with the onprem spec; the policy packs and journeys see nothing wrong (they have
+    their own tests), so the exit code is the first-up verdict's."""
     monkeypatch.setattr(review, "synth_stack", lambda project, stack, stack_file: plan)
     monkeypatch.setattr(check, "evaluate", lambda plan, spec, max_usd_per_hour=None: Findings())
+    # A hand-built plan holds no tenant's queues: the canonical journeys are tested on real plans (tests/review/
+    # reality/journeys/test_promised.py).
+    monkeypatch.setattr(checks, "promised", lambda spec, window, views: [])
     result = runner.invoke(app, [*args, "--stack", "onprem", "--project", str(ROOT)])
     return result.exit_code, result.output
 

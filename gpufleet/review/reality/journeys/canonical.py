@@ -13,10 +13,12 @@ Security asks for. A refusal may name a pool, since asking for what is not yours
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from gpufleet.review.reality.journeys.core import QUEUE_LABEL, Verdict
+from gpufleet.review.reality.journeys.core import QUEUE_LABEL, ClusterView, Journey, Verdict
+from gpufleet.review.reality.journeys.walk import walk
+from gpufleet.review.reality.journeys.workloads import workload
 from model import conventions, queues, rdma, versions
 from model.spec import EstateSpec, NodePool, Site, Tenant
 from model.spec.baremetal import NfsTier
@@ -185,22 +187,46 @@ def whole_file_system(site: Site, tenant: Tenant) -> Canonical | None:
     return Canonical(f"{tenant.name} (untrusted): mounting the whole NFS export is refused", "blocked", pod)
 
 
+@dataclass(frozen=True)
+class OnSite:
+    """A canonical journey and the site whose pool it is about (where it is submitted off a hybrid estate)."""
+
+    site: str
+    canonical: Canonical
+
+
 def canonical(spec: EstateSpec, window: BurstWindow | None = None) -> list[Canonical]:
     """Every journey the estate promises, in a stable order (site, pool, tenant)."""
-    out: list[Canonical] = []
+    return [c.canonical for c in canonical_by_site(spec, window)]
+
+
+def canonical_by_site(spec: EstateSpec, window: BurstWindow | None = None) -> list[OnSite]:
+    """`canonical`, each journey with its site."""
+    out: list[OnSite] = []
     for site in spec.sites:
+        here: list[Canonical] = []
         for pool in site.node_pools:
             tenants = _allowed(spec, site, pool)
             if pool.role == "training" and pool.fabric:
                 # A fabric job pins memory: only tenants whose namespace admits it (`rdma: true`) run one.
                 expected: Verdict = "blocked" if queues.is_burst(pool) and window is None else "runs"
-                out += [fabric_gang(spec, site, pool, t, expected) for t in tenants if t.rdma]
+                here += [fabric_gang(spec, site, pool, t, expected) for t in tenants if t.rdma]
             if pool.role == "inference":
-                out += [inference(site, pool, t) for t in tenants]
+                here += [inference(site, pool, t) for t in tenants]
             if pool.sharing.mode in ("mig", "time-slicing") or pool.role == "interactive":
-                out += [notebook(site, pool, t, "runs") for t in tenants]
+                here += [notebook(site, pool, t, "runs") for t in tenants]
         for tenant in (t for t in queues.tenants_on_site(spec, site) if t.trust == "untrusted"):
-            out += _refusals(spec, site, tenant)
+            here += _refusals(spec, site, tenant)
+        out += [OnSite(site.name, c) for c in here]
+    return out
+
+
+def promised(spec: EstateSpec, window: BurstWindow | None, views: dict[str, ClusterView]) -> list[Journey]:
+    """The estate's canonical journeys walked through its clusters, each carrying what it should answer."""
+    out = []
+    for c in canonical_by_site(spec, window):
+        journey = walk(workload(c.canonical.manifest, "canonical journey"), views, spec, c.site)
+        out.append(replace(journey, expected=c.canonical.expected, title=c.canonical.title))
     return out
 
 
