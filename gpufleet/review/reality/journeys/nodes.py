@@ -1,0 +1,313 @@
+"""The nodes of a cluster as the scheduler sees them: labels, taints, allocatable resources and how many exist.
+
+- Cloud GPU nodes come from the plan's EKS node groups; owned GPU servers from their NodePatch objects with the
+  inventory; other nodes from the system node group or the stack's `system_nodes`.
+- Allocatable comes from the catalog and from what the cluster's own objects make the device plugins advertise:
+  GPUs (MIG and time-slicing from the device-plugin and mig-parted configs), EFA interfaces, RDMA and SR-IOV
+  devices. A device plugin advertises only on nodes its DaemonSet runs on.
+- CPU and memory are counted where the catalog knows them, after the kubelet's reservations.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import yaml
+
+from gpufleet.review.reality.first_up_nodes import node_group_node, stated_nodes
+from gpufleet.review.reality.journeys.core import ClusterView, PodSet
+from gpufleet.review.reality.scheduling import Node, Taint, fits
+from model import catalog, efa, kinds
+from model.conventions import (
+    DEVICE_PLUGIN_CONFIG_LABEL,
+    GPU_PRESENT_LABEL,
+    GPU_RESOURCE,
+    HOSTNAME_LABEL,
+    MIG_CONFIG_LABEL,
+    MIG_RESOURCE_PREFIX,
+    POOL_LABEL,
+)
+from model.rdma import EFA_RESOURCE, RDMA_RESOURCE_PREFIX
+from model.spec import EstateSpec
+
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"  # set by the kubelet on every node (well-known labels)
+UNBOUNDED = 10_000  # nodes of a group the stack states without a count
+# Resources every node has and the kubelet always accounts (the rest are extended resources a plugin advertises).
+NODE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
+
+_SUFFIX: dict[str, int | Fraction] = {
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+    "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": 1,
+    "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+}  # fmt: skip
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+)(?:[eE]([+-]?[0-9]+))?([a-zA-Z]*)$")
+
+
+def quantity(value: object) -> Fraction:
+    """A Kubernetes resource quantity ("500m", "4Gi", "1e3", 8) as an exact number (apimachinery
+    pkg/api/resource/quantity.go: decimal SI, binary SI and exponent suffixes)."""
+    m = _QUANTITY.match(str(value).strip())
+    if m is None or m.group(3) not in _SUFFIX:
+        raise ValueError(f"not a resource quantity: {value!r}")
+    number = Fraction(m.group(1)) * (Fraction(10) ** int(m.group(2) or 0))
+    return number * _SUFFIX[m.group(3)]
+
+
+def pod_requests(spec: dict[str, Any]) -> dict[str, Fraction]:
+    """What one pod asks the scheduler for: the sum of its containers' requests, or the largest init container's
+    where that is more (a request defaults to the limit where only the limit is set). Kubernetes docs,
+    https://kubernetes.io/docs/concepts/workloads/pods/init-containers/#resource-sharing-within-containers."""
+
+    def one(container: dict[str, Any]) -> dict[str, Fraction]:
+        res = container.get("resources") or {}
+        merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+        return {str(k): quantity(v) for k, v in merged.items()}
+
+    total: dict[str, Fraction] = {}
+    for c in spec.get("containers") or []:
+        for k, v in one(c).items():
+            total[k] = total.get(k, Fraction(0)) + v
+    for c in spec.get("initContainers") or []:
+        for k, v in one(c).items():
+            total[k] = max(total.get(k, Fraction(0)), v)
+    return {k: v for k, v in total.items() if v > 0}
+
+
+@dataclass(frozen=True)
+class NodeShape:
+    """Identical nodes of one pool or group: what each offers and how many there are.
+
+    `exist` nodes are there to schedule on; up to `most` exist when `grows` (what adds them) acts. `allocatable`
+    holds what each node offers; resources in `uncounted` are not checked (the stack does not say them)."""
+
+    ref: str  # the object that brings the nodes: "NodeGroup/use1-h100-ng", "Node/gpu-r1-01"
+    pool: str | None  # the gpufleet pool, None for system nodes
+    node: Node
+    allocatable: dict[str, Fraction]
+    exist: int
+    most: int
+    grows: str = ""
+    uncounted: frozenset[str] = frozenset()
+    notes: tuple[str, ...] = ()
+    instance: str = ""  # what one node is, for messages: "p5.48xlarge", "server gpu-r1-01"
+    max_size: int = 0  # the group's max size, which only an autoscaler reaches (0: as `most`)
+
+    def offers(self, resource: str) -> Fraction | None:
+        """What one node offers of `resource`; None when it is not counted."""
+        if resource in self.uncounted:
+            return None
+        return self.allocatable.get(resource, Fraction(0))
+
+
+@dataclass
+class Devices:
+    """What the cluster's device plugins advertise on a node, read from the cluster's own objects."""
+
+    view: ClusterView
+    gpu_tolerations: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        policy = next(iter(self.view.of("ClusterPolicy")), None)
+        self.gpu_tolerations = list(((policy or {}).get("spec") or {}).get("daemonsets", {}).get("tolerations") or [])
+
+    def _configs(self) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for cm in self.view.of("ConfigMap"):
+            for key, text in (cm.get("data") or {}).items():
+                doc = _yaml(text)
+                if isinstance(doc, dict):
+                    out[str(key)] = doc
+        return out
+
+    def gpus(self, node: Node, gpus: int) -> dict[str, Fraction]:
+        """GPU resources the NVIDIA device plugin advertises on `node` with `gpus` GPUs. MIG under the mixed
+        strategy gives `nvidia.com/mig-<profile>`, under single `nvidia.com/gpu` per slice; time-slicing gives
+        `replicas` per GPU, renamed `<name>.shared` with renameByDefault (k8s-device-plugin README at the pinned
+        tag, "Shared Access to GPUs"; GPU Operator docs, gpu-operator-mig "single" and "mixed" strategies)."""
+        if node.labels.get(GPU_PRESENT_LABEL) != "true" or not fits({"tolerations": self.gpu_tolerations}, node):
+            return {}
+        configs = self._configs()
+        device_config = configs.get(node.labels.get(DEVICE_PLUGIN_CONFIG_LABEL, ""), configs.get("gpufleet.default"))
+        flags = (device_config or {}).get("flags") or {}
+        strategy = str(flags.get("migStrategy") or "none")
+        layout = ((configs.get("config.yaml") or {}).get("mig-configs") or {}).get(node.labels.get(MIG_CONFIG_LABEL))
+        slices = {
+            str(p): int(n)
+            for d in layout or []
+            if d.get("mig-enabled")
+            for p, n in (d.get("mig-devices") or {}).items()
+        }
+        if slices and strategy in ("single", "mixed"):
+            if strategy == "single":
+                return {GPU_RESOURCE: Fraction(gpus * sum(slices.values()))}
+            return {f"{MIG_RESOURCE_PREFIX}{p}": Fraction(gpus * n) for p, n in slices.items()}
+        sliced = ((device_config or {}).get("sharing") or {}).get("timeSlicing") or {}
+        for r in sliced.get("resources") or []:
+            if r.get("name") == GPU_RESOURCE:
+                name = f"{GPU_RESOURCE}.shared" if sliced.get("renameByDefault") else GPU_RESOURCE
+                return {name: Fraction(gpus * int(r.get("replicas") or 1))}
+        return {GPU_RESOURCE: Fraction(gpus)}
+
+    def efa(self, node: Node, instance_type: str, fabric: str | None) -> dict[str, Fraction]:
+        """EFA interfaces of an EFA pool's node, where the EFA device plugin's DaemonSet runs (the launch
+        template attaches them: model.efa)."""
+        if not fabric or not self._plugin_runs("aws-efa-k8s-device-plugin", node):
+            return {}
+        return {EFA_RESOURCE: Fraction(sum(1 for s in efa.efa_interfaces(instance_type) if s.is_efa))}
+
+    def rdma(self, node: Node) -> dict[str, Fraction]:
+        """RDMA shared devices: `rdmaHcaMax` of each configured resource on nodes the NicClusterPolicy's
+        rdmaSharedDevicePlugin reaches (k8s-rdma-shared-dev-plugin README: resourcePrefix defaults to `rdma`)."""
+        out: dict[str, Fraction] = {}
+        for policy in self.view.of("NicClusterPolicy"):
+            spec = policy.get("spec") or {}
+            plugin = spec.get("rdmaSharedDevicePlugin") or {}
+            placement = {
+                "tolerations": spec.get("tolerations") or [],
+                "affinity": {"nodeAffinity": spec.get("nodeAffinity")},
+            }
+            if not plugin or not fits(placement, node):
+                continue
+            doc = _yaml(plugin.get("config") or "{}") or {}
+            prefix = str(doc.get("resourcePrefix") or RDMA_RESOURCE_PREFIX)
+            for r in doc.get("configList") or []:
+                out[f"{prefix}/{r.get('resourceName')}"] = Fraction(int(r.get("rdmaHcaMax") or 0))
+        return out
+
+    def sriov(self, node: Node) -> dict[str, Fraction]:
+        """SR-IOV virtual functions of each SriovNetworkNodePolicy whose nodeSelector matches the node."""
+        out: dict[str, Fraction] = {}
+        prefix = str(
+            (self.view.releases.get("network-operator") or {}).get("sriovNetworkOperator", {}).get("resourcePrefix")
+            or "nvidia.com"
+        )
+        for policy in self.view.of("SriovNetworkNodePolicy"):
+            spec = policy.get("spec") or {}
+            if fits({"nodeSelector": spec.get("nodeSelector") or {}, "tolerations": [{"operator": "Exists"}]}, node):
+                name = f"{prefix}/{spec.get('resourceName')}"
+                out[name] = out.get(name, Fraction(0)) + int(spec.get("numVfs") or 0)
+        return out
+
+    def _plugin_runs(self, image: str, node: Node) -> bool:
+        for ds in self.view.of("DaemonSet"):
+            pod = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+            if any(image in str(c.get("image", "")) for c in pod.get("containers") or []) and fits(pod, node):
+                return True
+        return False
+
+
+def _yaml(text: object) -> Any:
+    try:
+        return yaml.safe_load(str(text))
+    except yaml.YAMLError:
+        return None
+
+
+def eks_reserved(instance: catalog.InstanceType) -> dict[str, Fraction]:
+    """CPU and memory an EKS AL2023 node keeps from pods: kube-reserved (6% of the first core, 1% of the second,
+    0.5% of the next two, 0.25% of the rest; 11 MiB per pod plus 255 MiB) and the 100Mi hard-eviction threshold
+    (awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go, getCPUMillicoresToReserve and
+    getMemoryMebibytesToReserve). Max pods is taken at the EKS recommendation's ceiling, 110 below 30 vCPUs and
+    250 above (EKS user guide, choose-instance-types, "Amazon EKS recommended maximum Pods"), so memory is never
+    overstated."""
+    milli = instance.vcpus * 1000
+    cpu = Fraction(0)
+    for start, end, rate in ((0, 1000, 600), (1000, 2000, 100), (2000, 4000, 50), (4000, milli, 25)):
+        cpu += Fraction(max(0, min(milli, end) - start) * rate, 10_000)
+    max_pods = 110 if instance.vcpus < 30 else 250
+    memory_mib = 11 * max_pods + 255 + 100
+    return {"cpu": cpu / 1000, "memory": Fraction(memory_mib * 2**20)}
+
+
+def _catalog_cpu_memory(instance: catalog.InstanceType) -> dict[str, Fraction]:
+    reserved = eks_reserved(instance)
+    return {
+        "cpu": instance.vcpus - reserved["cpu"],
+        "memory": Fraction(instance.memory_mib * 2**20) - reserved["memory"],
+    }
+
+
+def _node_from_object(obj: dict[str, Any]) -> Node:
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name"))
+    labels = {"kubernetes.io/os": "linux", HOSTNAME_LABEL: name, **(meta.get("labels") or {})}
+    taints = tuple(
+        Taint(str(t.get("key")), str(t.get("value") or ""), str(t.get("effect")))
+        for t in (obj.get("spec") or {}).get("taints") or []
+    )
+    return Node("plan", name, labels, taints)
+
+
+def cluster_nodes(spec: EstateSpec, view: ClusterView) -> list[NodeShape]:
+    """Every kind of node of the cluster `view`: GPU node groups and servers, then the other nodes."""
+    devices = Devices(view)
+    shapes = [_group_shape(spec, view, devices, g.resource, g.autoscaled) for g in view.node_groups]
+    servers = {s.hostname: s for site in spec.sites for s in kinds.of(site).servers}
+    for obj in view.of("Node"):
+        node = _node_from_object(obj)
+        server = servers.get(node.name)
+        pool = node.labels.get(POOL_LABEL)
+        gpus = server.gpu_count if server else 0
+        model = catalog.gpu_model(server.gpu_model) if server else None
+        allocatable = {**devices.gpus(node, gpus), **devices.rdma(node), **devices.sriov(node)}
+        shapes.append(
+            NodeShape(
+                f"Node/{node.name}", pool, node, allocatable, 1, 1,
+                uncounted=frozenset(("cpu", "memory")),
+                notes=("the inventory does not state CPUs or memory: not counted",),
+                instance=f"server {node.name} ({gpus} x {model.id if model else 'GPU'})",
+            )
+        )  # fmt: skip
+    stated = stated_nodes(spec, view.site or "", view.name) if not view.node_groups else None
+    for n in stated.nodes() if stated else []:
+        shapes.append(
+            NodeShape(
+                f"system_nodes/{n.name}", None, n, {}, UNBOUNDED, UNBOUNDED,
+                uncounted=frozenset(NODE_RESOURCES), notes=("stated nodes: count and size not stated",),
+                instance=n.name,
+            )
+        )  # fmt: skip
+    return shapes
+
+
+def _group_shape(spec: EstateSpec, view: ClusterView, devices: Devices, r: Any, autoscaled: bool) -> NodeShape:
+    node = node_group_node(r)
+    scaling = r.inputs.get("scalingConfig") or {}
+    desired, most = int(scaling.get("desiredSize") or 0), int(scaling.get("maxSize") or 0)
+    pool_name = node.labels.get(POOL_LABEL)
+    ref = f"NodeGroup/{r.name}"
+    scaler = "the cluster-autoscaler" if autoscaled and "cluster-autoscaler" in view.releases else ""
+    if pool_name is None:  # the system node group: its instance type is the cluster component's, not a fact here
+        return NodeShape(ref, None, node, {}, desired, most if scaler else desired, scaler,
+                         frozenset(NODE_RESOURCES), ("system nodes: size not counted",), "system node")  # fmt: skip
+    pool = spec.pool(pool_name)
+    instance = catalog.instance_type(str(kinds.of(spec.site_of_pool(pool_name)).pool_instance_type(pool_name)))
+    node = Node(node.source, node.name, {INSTANCE_TYPE_LABEL: instance.name, **node.labels}, node.taints)
+    allocatable = {
+        **_catalog_cpu_memory(instance),
+        **devices.gpus(node, instance.gpu_count),
+        **devices.efa(node, instance.name, pool.fabric),
+    }
+    notes = []
+    aws_pool = kinds.of(spec.site_of_pool(pool_name)).aws_site
+    if aws_pool is not None and any(p.name == pool_name and p.burst for p in aws_pool.node_pools):
+        notes.append("a burst pool: its nodes exist only while a burst window is open, up to the window's nodes")
+    capacity = next((p.capacity for p in aws_pool.node_pools if p.name == pool_name), None) if aws_pool else None
+    if capacity is not None and capacity.type == "capacity-block":
+        block = capacity.block
+        end = block.end() if block else None
+        notes.append(
+            "a capacity-block pool: its nodes run only within the block"
+            + (f" ({block.start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC)" if block and block.start and end else "")
+        )
+    return NodeShape(
+        ref, pool_name, node, allocatable, desired, most if scaler else desired, scaler,
+        notes=tuple(notes), instance=instance.name, max_size=most,
+    )  # fmt: skip
+
+
+def pod_set_requests(pod_set: PodSet) -> dict[str, Fraction]:
+    return pod_requests(pod_set.spec)

@@ -1,0 +1,108 @@
+"""Placement: every pod of a gang on the nodes the estate really has, with what each node offers."""
+
+from __future__ import annotations
+
+from gpufleet.review.reality.journeys import placement
+from gpufleet.review.reality.journeys.core import Walk
+from model import catalog, efa, kinds
+from model.rdma import EFA_RESOURCE, rdma_shared_resource_name
+from model.spec import InfinibandFabric
+from tests.review.reality.journeys.walks import Estate, container, walk
+
+P5 = "h100"  # aws-train's training pool (p5.48xlarge on the train-efa fabric)
+
+
+def _efa_gang(estates: dict[str, Estate], pods: int) -> Walk:
+    estate = estates["aws-train"]
+    instance = catalog.instance_type(str(kinds.of(estate.spec.site_of_pool(P5)).pool_instance_type(P5)))
+    interfaces = sum(1 for s in efa.efa_interfaces(instance.name) if s.is_efa)
+    spec = {"containers": [container({"nvidia.com/gpu": instance.gpu_count, EFA_RESOURCE: interfaces})]}
+    return walk(estate, "use1", "research", pods, spec, flavor=P5)
+
+
+def test_an_efa_gang_on_the_nodes_the_fabric_runs_places_on_the_p5_pool(estates: dict[str, Estate]) -> None:
+    running = estates["aws-train"].spec.pool(P5).scaling.desired_nodes  # type: ignore[union-attr]
+    w = _efa_gang(estates, running)
+    stage = placement.check(w)
+    assert stage.ok, stage.detail
+    assert w.placement is not None
+    assert (w.placement.site, w.placement.pool, w.placement.nodes, w.placement.flavor) == ("use1", P5, running, P5)
+
+
+def test_nine_gpus_per_pod_are_blocked_naming_the_pool_and_the_per_node_limit(estates: dict[str, Estate]) -> None:
+    w = walk(estates["aws-train"], "use1", "research", 1, {"containers": [container({"nvidia.com/gpu": 9})]}, P5)
+    stage = placement.check(w)
+    assert not stage.ok and w.placement is None
+    assert stage.blocker == "NodeGroup/use1-h100-ng"
+    assert stage.unblock == "request at most 8 nvidia.com/gpu per pod: p5.48xlarge has 8"
+
+
+def test_a_gang_beyond_the_pools_max_is_blocked_with_the_nodes_it_needs(estates: dict[str, Estate]) -> None:
+    most = estates["aws-train"].spec.pool(P5).scaling.max  # type: ignore[union-attr]
+    stage = placement.check(_efa_gang(estates, most + 1))
+    assert not stage.ok
+    assert stage.blocker == "NodeGroup/use1-h100-ng"
+    assert f"needs {most + 1} nodes of pool {P5}" in stage.detail
+    assert stage.unblock == f"raise max and desired size of pool {P5} to {most + 1}"
+
+
+def test_a_gang_at_the_pools_max_is_blocked_while_nothing_scales_the_pool(estates: dict[str, Estate]) -> None:
+    # Issue 28, 4.5: Kueue's quota is sized to max, but no autoscaler grows a non-burst pool past its desired size.
+    most = estates["aws-train"].spec.pool(P5).scaling.max  # type: ignore[union-attr]
+    stage = placement.check(_efa_gang(estates, most))
+    assert not stage.ok
+    assert "nothing scales it" in stage.detail and "scale it with an autoscaler" in stage.unblock
+
+
+def test_a_pod_asking_for_efa_off_the_fabric_is_blocked(estates: dict[str, Estate]) -> None:
+    spec = {"containers": [container({"nvidia.com/gpu": 1, EFA_RESOURCE: 1})]}
+    stage = placement.check(walk(estates["aws-train"], "use1", "research", 1, spec, flavor="l40s"))
+    assert not stage.ok and stage.blocker == "NodeGroup/use1-l40s-ng" and EFA_RESOURCE in stage.unblock
+
+
+def _ib_resource(estates: dict[str, Estate]) -> str:
+    site = estates["onprem"].spec.site_of_pool("train")
+    fabric = next(f for f in site.fabrics if isinstance(f, InfinibandFabric))
+    return f"rdma/{rdma_shared_resource_name(fabric)}"
+
+
+def test_an_rdma_gang_places_on_the_ib_pool_with_its_devices_counted(estates: dict[str, Estate]) -> None:
+    estate = estates["onprem"]
+    servers = len(kinds.of(estate.spec.site_of_pool("train")).selected_servers("train"))
+    spec = {"containers": [container({"nvidia.com/gpu": 8, _ib_resource(estates): 1})]}
+    w = walk(estate, "dc1", "research", servers, spec, flavor="train")
+    stage = placement.check(w)
+    assert stage.ok, stage.detail
+    assert w.placement is not None and (w.placement.pool, w.placement.nodes) == ("train", servers)
+    # The RDMA devices are counted: more than the shared device plugin's rdmaHcaMax per node does not fit.
+    greedy = {"containers": [container({"nvidia.com/gpu": 8, _ib_resource(estates): 1000})]}
+    stage = placement.check(walk(estate, "dc1", "research", 1, greedy, flavor="train"))
+    assert not stage.ok and f"request at most 63 {_ib_resource(estates)}" in stage.unblock
+
+
+def test_a_mig_notebook_places_on_the_dev_pool_and_a_whole_gpu_does_not(estates: dict[str, Estate]) -> None:
+    estate = estates["onprem"]
+    profile = estate.spec.pool("dev").sharing.mig_profile  # mig_strategy mixed: one resource per profile
+    notebook = {"containers": [container({f"nvidia.com/mig-{profile}": 1, "cpu": "4", "memory": "16Gi"})]}
+    w = walk(estate, "dc1", "research", 1, notebook, flavor="dev")
+    stage = placement.check(w)
+    assert stage.ok, stage.detail
+    assert w.placement is not None and (w.placement.pool, w.placement.nodes) == ("dev", 1)
+    whole = {"containers": [container({"nvidia.com/gpu": 1})]}
+    stage = placement.check(walk(estate, "dc1", "research", 1, whole, flavor="dev"))
+    assert not stage.ok and "offers none" in stage.unblock
+
+
+def test_a_gpu_pod_that_bypasses_kueue_is_kept_off_the_gpu_nodes_by_their_taint(estates: dict[str, Estate]) -> None:
+    w = walk(estates["aws-train"], "use1", "product", 1, {"containers": [container({"nvidia.com/gpu": 1})]})
+    stage = placement.check(w)
+    assert not stage.ok
+    assert "nvidia.com/gpu=present:NoSchedule" in stage.detail and "LocalQueue" in stage.unblock
+
+
+def test_a_burst_pool_places_only_by_growing_through_the_autoscaler(estates: dict[str, Estate]) -> None:
+    estate = estates["hybrid"]
+    w = walk(estate, "cloud", "research", 1, {"containers": [container({"nvidia.com/gpu": 8})]}, "burst-h100")
+    stage = placement.check(w)
+    assert stage.ok, stage.detail
+    assert "the cluster-autoscaler must add them" in stage.detail and "burst window" in stage.detail
