@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -107,11 +107,6 @@ class Devices:
     """What the cluster's device plugins advertise on a node, read from the cluster's own objects."""
 
     view: ClusterView
-    gpu_tolerations: list[dict[str, Any]] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        policy = next(iter(self.view.of("ClusterPolicy")), None)
-        self.gpu_tolerations = list(((policy or {}).get("spec") or {}).get("daemonsets", {}).get("tolerations") or [])
 
     def _configs(self) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
@@ -122,12 +117,16 @@ class Devices:
                     out[str(key)] = doc
         return out
 
-    def gpus(self, node: Node, gpus: int) -> dict[str, Fraction]:
-        """GPU resources the NVIDIA device plugin advertises on `node` with `gpus` GPUs. MIG under the mixed
-        strategy gives `nvidia.com/mig-<profile>`, under single `nvidia.com/gpu` per slice; time-slicing gives
-        `replicas` per GPU, renamed `<name>.shared` with renameByDefault (k8s-device-plugin README at the pinned
-        tag, "Shared Access to GPUs"; GPU Operator docs, gpu-operator-mig "single" and "mixed" strategies)."""
-        if node.labels.get(GPU_PRESENT_LABEL) != "true" or not fits({"tolerations": self.gpu_tolerations}, node):
+    def gpus(self, node: Node, gpus: int, host_slices: dict[str, int]) -> dict[str, Fraction]:
+        """GPU resources the NVIDIA device plugin advertises on `node` with `gpus` GPUs.
+
+        - MIG under the mixed strategy: `nvidia.com/mig-<profile>`; under single: `nvidia.com/gpu` per slice
+          (GPU Operator docs, gpu-operator-mig, "single" and "mixed" strategies). The slices are the node's
+          mig-parted layout, or `host_slices` where the hosts carry the layout (the standalone plugin).
+        - time-slicing: `replicas` per GPU, named `<name>.shared` with renameByDefault (k8s-device-plugin README
+          at the pinned tag, "Shared Access to GPUs").
+        """
+        if not self._gpu_plugin_runs(node):
             return {}
         configs = self._configs()
         device_config = configs.get(node.labels.get(DEVICE_PLUGIN_CONFIG_LABEL, ""), configs.get("gpufleet.default"))
@@ -140,6 +139,7 @@ class Devices:
             if d.get("mig-enabled")
             for p, n in (d.get("mig-devices") or {}).items()
         }
+        slices = slices if layout is not None else host_slices
         if slices and strategy in ("single", "mixed"):
             if strategy == "single":
                 return {GPU_RESOURCE: Fraction(gpus * sum(slices.values()))}
@@ -151,6 +151,15 @@ class Devices:
                 return {name: Fraction(gpus * int(r.get("replicas") or 1))}
         return {GPU_RESOURCE: Fraction(gpus)}
 
+    def _gpu_plugin_runs(self, node: Node) -> bool:
+        """The GPU Operator runs the device plugin on nodes labelled nvidia.com/gpu.present=true that tolerate
+        its ClusterPolicy's `daemonsets.tolerations`; the standalone plugin where its DaemonSet runs."""
+        policy = next(iter(self.view.of("ClusterPolicy")), None)
+        if policy is None:
+            return self._plugin_runs("k8s-device-plugin", node)
+        tolerations = ((policy.get("spec") or {}).get("daemonsets") or {}).get("tolerations") or []
+        return node.labels.get(GPU_PRESENT_LABEL) == "true" and fits({"tolerations": tolerations}, node)
+
     def efa(self, node: Node, instance_type: str, fabric: str | None) -> dict[str, Fraction]:
         """EFA interfaces of an EFA pool's node, where the EFA device plugin's DaemonSet runs (the launch
         template attaches them: model.efa)."""
@@ -159,8 +168,10 @@ class Devices:
         return {EFA_RESOURCE: Fraction(sum(1 for s in efa.efa_interfaces(instance_type) if s.is_efa))}
 
     def rdma(self, node: Node) -> dict[str, Fraction]:
-        """RDMA shared devices: `rdmaHcaMax` of each configured resource on nodes the NicClusterPolicy's
-        rdmaSharedDevicePlugin reaches (k8s-rdma-shared-dev-plugin README: resourcePrefix defaults to `rdma`)."""
+        """RDMA shared devices: `rdmaHcaMax` of each configured resource ("Maximum number of RDMA resources that can
+        be provided by the device plugin resource": k8s-rdma-shared-dev-plugin README, "RDMA Shared Device Plugin
+        Configurations") on nodes the NicClusterPolicy's rdmaSharedDevicePlugin reaches, named
+        `rdma/<resourceName>` (model.rdma)."""
         out: dict[str, Fraction] = {}
         for policy in self.view.of("NicClusterPolicy"):
             spec = policy.get("spec") or {}
@@ -194,7 +205,8 @@ class Devices:
     def _plugin_runs(self, image: str, node: Node) -> bool:
         for ds in self.view.of("DaemonSet"):
             pod = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
-            if any(image in str(c.get("image", "")) for c in pod.get("containers") or []) and fits(pod, node):
+            images = (str(c.get("image", "")).rsplit("/", 1)[-1].split(":")[0] for c in pod.get("containers") or [])
+            if image in images and fits(pod, node):
                 return True
         return False
 
@@ -207,17 +219,20 @@ def _yaml(text: object) -> Any:
 
 
 def eks_reserved(instance: catalog.InstanceType) -> dict[str, Fraction]:
-    """CPU and memory an EKS AL2023 node keeps from pods: kube-reserved (6% of the first core, 1% of the second,
-    0.5% of the next two, 0.25% of the rest; 11 MiB per pod plus 255 MiB) and the 100Mi hard-eviction threshold
-    (awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go, getCPUMillicoresToReserve and
-    getMemoryMebibytesToReserve). Max pods is taken at the EKS recommendation's ceiling, 110 below 30 vCPUs and
-    250 above (EKS user guide, choose-instance-types, "Amazon EKS recommended maximum Pods"), so memory is never
-    overstated."""
+    """CPU and memory an EKS AL2023 node keeps from pods.
+
+    - kube-reserved CPU: 6% of the first core, 1% of the second, 0.5% of the next two, 0.25% of the rest;
+      memory: 11 MiB per pod plus 255 MiB (awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go,
+      getCPUMillicoresToReserve and getMemoryMebibytesToReserve).
+    - the 100Mi memory.available hard-eviction threshold (the same file's kubelet defaults).
+    - max pods at the ceiling EKS applies, 110 up to 30 vCPUs and 250 above (amazon-eks-ami
+      templates/al2/runtime/max-pods-calculator.sh, MAX_POD_CEILING_FOR_*), so memory is never overstated.
+    """
     milli = instance.vcpus * 1000
     cpu = Fraction(0)
     for start, end, rate in ((0, 1000, 600), (1000, 2000, 100), (2000, 4000, 50), (4000, milli, 25)):
         cpu += Fraction(max(0, min(milli, end) - start) * rate, 10_000)
-    max_pods = 110 if instance.vcpus < 30 else 250
+    max_pods = 250 if instance.vcpus > 30 else 110
     memory_mib = 11 * max_pods + 255 + 100
     return {"cpu": cpu / 1000, "memory": Fraction(memory_mib * 2**20)}
 
@@ -241,6 +256,16 @@ def _node_from_object(obj: dict[str, Any]) -> Node:
     return Node("plan", name, labels, taints)
 
 
+def _host_slices(spec: EstateSpec, pool: str | None) -> dict[str, int]:
+    """The MIG slices per GPU of a MIG pool, as the catalog gives its profile (what hosts partitioned outside the
+    GPU Operator carry)."""
+    if pool is None or pool not in {p.name for _, p in spec.pools()}:
+        return {}
+    sharing = spec.pool(pool).sharing
+    profile = spec.pool_gpu_model(pool).mig_profile(sharing.mig_profile or "") if sharing.mode == "mig" else None
+    return {profile.name: profile.per_gpu} if profile else {}
+
+
 def cluster_nodes(spec: EstateSpec, view: ClusterView) -> list[NodeShape]:
     """Every kind of node of the cluster `view`: GPU node groups and servers, then the other nodes."""
     devices = Devices(view)
@@ -252,7 +277,11 @@ def cluster_nodes(spec: EstateSpec, view: ClusterView) -> list[NodeShape]:
         pool = node.labels.get(POOL_LABEL)
         gpus = server.gpu_count if server else 0
         model = catalog.gpu_model(server.gpu_model) if server else None
-        allocatable = {**devices.gpus(node, gpus), **devices.rdma(node), **devices.sriov(node)}
+        allocatable = {
+            **devices.gpus(node, gpus, _host_slices(spec, pool)),
+            **devices.rdma(node),
+            **devices.sriov(node),
+        }
         shapes.append(
             NodeShape(
                 f"Node/{node.name}", pool, node, allocatable, 1, 1,
@@ -288,7 +317,7 @@ def _group_shape(spec: EstateSpec, view: ClusterView, devices: Devices, r: Any, 
     node = Node(node.source, node.name, {INSTANCE_TYPE_LABEL: instance.name, **node.labels}, node.taints)
     allocatable = {
         **_catalog_cpu_memory(instance),
-        **devices.gpus(node, instance.gpu_count),
+        **devices.gpus(node, instance.gpu_count, _host_slices(spec, pool_name)),
         **devices.efa(node, instance.name, pool.fabric),
     }
     notes = []

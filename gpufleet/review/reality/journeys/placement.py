@@ -162,6 +162,10 @@ def _amount(resource: str, n: Fraction) -> str:
     return str(int(n)) if n.denominator == 1 else f"{float(n):.2f}"
 
 
+def _offers(shape: NodeShape) -> str:
+    return ", ".join(f"{_amount(r, n)} {r}" for r, n in sorted(shape.allocatable.items())) or "nothing counted"
+
+
 def _blocked(detail: str, blocker: str, unblock: str) -> Stage:
     return Stage("placement", False, detail, blocker, unblock, CITES)
 
@@ -231,7 +235,9 @@ def check(walk: Walk) -> Stage:
     flavor = ", ".join(sorted(set(walk.flavors.values())))
     walk.placement = Placement(walk.cluster.name, pool, len(nodes), flavor)
     notes = sorted({note for n in nodes for note in n.shape.notes})
-    detail = f"{walk.workload.pods} pods on {len(nodes)} nodes of pool {pool}{grown}"
+    offers = {n.shape.ref: n.shape for n in nodes}.values()
+    each = "; ".join(f"{s.ref} offers {_offers(s)} per node" for s in offers)
+    detail = f"{walk.workload.pods} pods on {len(nodes)} nodes of pool {pool}{grown}; {each}"
     if notes:
         detail += "; " + "; ".join(notes)
     return Stage("placement", True, detail, cites=CITES)

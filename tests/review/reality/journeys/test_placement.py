@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+from gpufleet.charts.cache import ChartCache
+from gpufleet.charts.render import render_plan
+from gpufleet.engine.plan import Plan
 from gpufleet.review.reality.journeys import placement
 from gpufleet.review.reality.journeys.core import Walk
+from gpufleet.review.reality.journeys.estate import clusters
 from model import catalog, efa, kinds
+from model.load import ESTATE_KEY, parse_estate
 from model.rdma import EFA_RESOURCE, rdma_shared_resource_name
 from model.spec import InfinibandFabric
+from tests.conftest import example_config
 from tests.review.reality.journeys.walks import Estate, container, walk
 
 P5 = "h100"  # aws-train's training pool (p5.48xlarge on the train-efa fabric)
@@ -106,3 +115,19 @@ def test_a_burst_pool_places_only_by_growing_through_the_autoscaler(estates: dic
     stage = placement.check(w)
     assert stage.ok, stage.detail
     assert "the cluster-autoscaler must add them" in stage.detail and "burst window" in stage.detail
+
+
+def test_the_standalone_device_plugin_advertises_gpus_and_the_mig_slices_hosts_carry(
+    synth_config: Callable[[dict[str, Any]], Plan], chart_cache: ChartCache
+) -> None:
+    config = example_config("onprem")
+    kubernetes = config[ESTATE_KEY]["sites"][0]["kubernetes"]
+    kubernetes.update(gpu_stack="device-plugin", driver_managed_by="host", gpudirect_rdma="dma-buf")
+    plan = synth_config(config)
+    estate = Estate(parse_estate(config[ESTATE_KEY], "onprem"), clusters(plan, render_plan(plan, chart_cache)))
+    assert not estate.clusters["dc1"].of("ClusterPolicy")
+    profile = estate.spec.pool("dev").sharing.mig_profile
+    notebook = {"containers": [container({f"nvidia.com/mig-{profile}": 1})]}
+    assert placement.check(walk(estate, "dc1", "research", 1, notebook, flavor="dev")).ok
+    whole = {"containers": [container({"nvidia.com/gpu": 8})]}
+    assert placement.check(walk(estate, "dc1", "research", 2, whole, flavor="train")).ok
