@@ -17,8 +17,9 @@ from typing import Any
 
 import yaml
 
+from gpufleet.engine.plan import PlanResource
 from gpufleet.review.reality.first_up_nodes import node_group_node, stated_nodes
-from gpufleet.review.reality.journeys.core import ClusterView, PodSet
+from gpufleet.review.reality.journeys.core import ClusterView
 from gpufleet.review.reality.scheduling import Node, Taint, fits
 from model import catalog, efa, kinds
 from model.conventions import (
@@ -108,14 +109,24 @@ class Devices:
 
     view: ClusterView
 
-    def _configs(self) -> dict[str, dict[str, Any]]:
+    def _documents(self, key: str) -> dict[str, dict[str, Any]]:
+        """ConfigMap entries (by data key) whose YAML document has top-level `key`: `flags` for device-plugin
+        configs, `mig-configs` for mig-parted layouts."""
         out: dict[str, dict[str, Any]] = {}
         for cm in self.view.of("ConfigMap"):
-            for key, text in (cm.get("data") or {}).items():
+            for name, text in (cm.get("data") or {}).items():
                 doc = _yaml(text)
-                if isinstance(doc, dict):
-                    out[str(key)] = doc
+                if isinstance(doc, dict) and key in doc:
+                    out[str(name)] = doc
         return out
+
+    def _default_config(self) -> str:
+        """The device-plugin config of nodes without the config label: the ClusterPolicy's or the standalone
+        chart's `config.default`."""
+        policy = next(iter(self.view.of("ClusterPolicy")), None)
+        if policy is not None:
+            return str((((policy.get("spec") or {}).get("devicePlugin") or {}).get("config") or {}).get("default", ""))
+        return str(((self.view.releases.get("nvidia-device-plugin") or {}).get("config") or {}).get("default", ""))
 
     def gpus(self, node: Node, gpus: int, host_slices: dict[str, int]) -> dict[str, Fraction]:
         """GPU resources the NVIDIA device plugin advertises on `node` with `gpus` GPUs.
@@ -128,11 +139,11 @@ class Devices:
         """
         if not self._gpu_plugin_runs(node):
             return {}
-        configs = self._configs()
-        device_config = configs.get(node.labels.get(DEVICE_PLUGIN_CONFIG_LABEL, ""), configs.get("gpufleet.default"))
-        flags = (device_config or {}).get("flags") or {}
-        strategy = str(flags.get("migStrategy") or "none")
-        layout = ((configs.get("config.yaml") or {}).get("mig-configs") or {}).get(node.labels.get(MIG_CONFIG_LABEL))
+        configs = self._documents("flags")
+        device_config = configs.get(node.labels.get(DEVICE_PLUGIN_CONFIG_LABEL, self._default_config()))
+        strategy = str(((device_config or {}).get("flags") or {}).get("migStrategy") or "none")
+        layouts = {k: v for doc in self._documents("mig-configs").values() for k, v in doc["mig-configs"].items()}
+        layout = layouts.get(node.labels.get(MIG_CONFIG_LABEL, ""))
         slices = {
             str(p): int(n)
             for d in layout or []
@@ -302,41 +313,35 @@ def cluster_nodes(spec: EstateSpec, view: ClusterView) -> list[NodeShape]:
     return shapes
 
 
-def _group_shape(spec: EstateSpec, view: ClusterView, devices: Devices, r: Any, autoscaled: bool) -> NodeShape:
+def _group_shape(spec: EstateSpec, view: ClusterView, devices: Devices, r: PlanResource, autoscaled: bool) -> NodeShape:
+    """An EKS node group's nodes: the pool's instance type from the catalog, its devices, how many there are."""
     node = node_group_node(r)
     scaling = r.inputs.get("scalingConfig") or {}
     desired, most = int(scaling.get("desiredSize") or 0), int(scaling.get("maxSize") or 0)
-    pool_name = node.labels.get(POOL_LABEL)
+    name = node.labels.get(POOL_LABEL)
     ref = f"NodeGroup/{r.name}"
     scaler = "the cluster-autoscaler" if autoscaled and "cluster-autoscaler" in view.releases else ""
-    if pool_name is None:  # the system node group: its instance type is the cluster component's, not a fact here
+    site = kinds.of(spec.site_of_pool(name)).aws_site if name else None
+    pool = next((p for p in site.node_pools if p.name == name), None) if site else None
+    if pool is None:  # the system node group: its instance type is the cluster component's, not a fact here
         return NodeShape(ref, None, node, {}, desired, most if scaler else desired, scaler,
                          frozenset(NODE_RESOURCES), ("system nodes: size not counted",), "system node")  # fmt: skip
-    pool = spec.pool(pool_name)
-    instance = catalog.instance_type(str(kinds.of(spec.site_of_pool(pool_name)).pool_instance_type(pool_name)))
+    instance = pool.instance
     node = Node(node.source, node.name, {INSTANCE_TYPE_LABEL: instance.name, **node.labels}, node.taints)
     allocatable = {
         **_catalog_cpu_memory(instance),
-        **devices.gpus(node, instance.gpu_count, _host_slices(spec, pool_name)),
+        **devices.gpus(node, instance.gpu_count, _host_slices(spec, pool.name)),
         **devices.efa(node, instance.name, pool.fabric),
     }
     notes = []
-    aws_pool = kinds.of(spec.site_of_pool(pool_name)).aws_site
-    if aws_pool is not None and any(p.name == pool_name and p.burst for p in aws_pool.node_pools):
+    if pool.burst:
         notes.append("a burst pool: its nodes exist only while a burst window is open, up to the window's nodes")
-    capacity = next((p.capacity for p in aws_pool.node_pools if p.name == pool_name), None) if aws_pool else None
-    if capacity is not None and capacity.type == "capacity-block":
-        block = capacity.block
+    block = pool.capacity.block if pool.capacity.type == "capacity-block" else None
+    if pool.capacity.type == "capacity-block":
         end = block.end() if block else None
-        notes.append(
-            "a capacity-block pool: its nodes run only within the block"
-            + (f" ({block.start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC)" if block and block.start and end else "")
-        )
+        when = f" ({block.start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC)" if block and block.start and end else ""
+        notes.append(f"a capacity-block pool: its nodes run only within the block{when}")
     return NodeShape(
-        ref, pool_name, node, allocatable, desired, most if scaler else desired, scaler,
+        ref, pool.name, node, allocatable, desired, most if scaler else desired, scaler,
         notes=tuple(notes), instance=instance.name, max_size=most,
     )  # fmt: skip
-
-
-def pod_set_requests(pod_set: PodSet) -> dict[str, Fraction]:
-    return pod_requests(pod_set.spec)

@@ -16,7 +16,8 @@ from fractions import Fraction
 from gpufleet.review.reality.journeys.core import Cite, Placement, PodSet, Stage, Walk
 from gpufleet.review.reality.journeys.nodes import NodeShape, cluster_nodes, pod_requests
 from gpufleet.review.reality.scheduling import Node, Taint, describe, fits
-from model.conventions import LABEL_PREFIX, POOL_LABEL
+from model.conventions import POOL_LABEL
+from model.nodes import pool_taints
 
 CITES = (
     Cite(
@@ -104,6 +105,13 @@ def _by_pool(shapes: list[NodeShape]) -> dict[str, list[NodeShape]]:
     return out
 
 
+def _gpufleet_taint(walk: Walk, pool: str, taint: Taint) -> bool:
+    """A taint gpufleet puts on the pool's nodes (model.nodes.pool_taints), which its Kueue flavor must tolerate."""
+    return any(
+        (t.key, t.value, t.effect) == (taint.key, taint.value, taint.effect) for t in pool_taints(walk.spec.pool(pool))
+    )
+
+
 def _no_node(walk: Walk, pod_set: PodSet, shapes: list[NodeShape]) -> Stage:
     """No node takes the pod set at all: say which pool comes closest and what keeps it out."""
     spec = pod_set.spec
@@ -120,7 +128,7 @@ def _no_node(walk: Walk, pod_set: PodSet, shapes: list[NodeShape]) -> Stage:
             f"pod set {pod_set.name}: the nodes of {where} carry taint {said}, which the pods do not tolerate "
             f"({describe(spec)})"
         )
-        if flavor and taint.key.startswith((LABEL_PREFIX, "nvidia.com/", "tenant")):
+        if flavor and shape.pool and _gpufleet_taint(walk, shape.pool, taint):
             unblock = (
                 f"estate defect: ResourceFlavor/{flavor} selects pool {shape.pool} but does not add a toleration for "
                 f"{said}; users' manifests should not need gpufleet's taints"

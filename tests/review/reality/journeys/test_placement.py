@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -131,3 +133,18 @@ def test_the_standalone_device_plugin_advertises_gpus_and_the_mig_slices_hosts_c
     assert placement.check(walk(estate, "dc1", "research", 1, notebook, flavor="dev")).ok
     whole = {"containers": [container({"nvidia.com/gpu": 8})]}
     assert placement.check(walk(estate, "dc1", "research", 2, whole, flavor="train")).ok
+
+
+def test_a_flavor_that_does_not_tolerate_its_pools_taint_is_reported_as_an_estate_defect(
+    estates: dict[str, Estate],
+) -> None:
+    estate = estates["aws-train"]
+    view = estate.clusters["use1"]
+    objects = [copy.deepcopy(o) for o in view.objects]
+    flavor = next(o for o in objects if o.get("kind") == "ResourceFlavor" and o["metadata"]["name"] == "agents-l40s")
+    flavor["spec"]["tolerations"] = [t for t in flavor["spec"]["tolerations"] if t["key"] != "tenant"]
+    broken = Estate(estate.spec, {"use1": dataclasses.replace(view, objects=tuple(objects))})
+    w = walk(broken, "use1", "agents", 1, {"containers": [container({"nvidia.com/gpu": 1})]}, "agents-l40s")
+    stage = placement.check(w)
+    assert not stage.ok and stage.blocker == "ResourceFlavor/agents-l40s"
+    assert stage.unblock.startswith("estate defect") and "tenant=agents:NoSchedule" in stage.unblock
