@@ -163,10 +163,47 @@ def _placed_nodes(walk: Walk) -> list[tuple[str, Node]]:
     return [(s.pool or "", s.node) for s in cluster_nodes(walk.spec, walk.cluster) if s.pool in pools]
 
 
+def _claim(
+    walk: Walk, pod_set: PodSet, vol: dict[str, Any], nodes: list[tuple[str, Node]], handles: dict[tuple[str, str], str]
+) -> str:
+    """One claim of a pod: it binds, its access modes allow the pods' nodes, its CSI handle is the pod's only one
+    (`handles`: those the pod's other volumes use), its driver's node plugin runs there. How it binds."""
+    ns, view, name = walk.workload.namespace, walk.cluster, str(vol.get("name"))
+    claim = str(vol["persistentVolumeClaim"].get("claimName"))
+    spread = walk.placement.nodes if walk.placement else 1
+    pv, how = _pv_for_claim(view, ns, claim)
+    pv_spec = (pv or {}).get("spec") or {}
+    pvc_spec = ((view.get("PersistentVolumeClaim", claim, ns) or {}).get("spec")) or {}
+    modes = list(pv_spec.get("accessModes") or pvc_spec.get("accessModes") or [])
+    one_pod = "ReadWriteOncePod" in modes and walk.workload.pods > 1
+    if modes and all(m in SINGLE_NODE for m in modes) and (spread > 1 or one_pod):
+        many = f"{spread} nodes" if spread > 1 else f"{walk.workload.pods} pods"
+        raise Refused(
+            f"claim {ns}/{claim} is {', '.join(modes)}, but the workload's pods run on {many}",
+            ref(pv) if pv else f"PersistentVolumeClaim/{ns}/{claim}",
+            "use a ReadWriteMany volume for a gang across nodes, or one claim per pod",
+        )
+    driver = _driver_of(view, pv, pvc_spec.get("storageClassName"))
+    handle = (pv_spec.get("csi") or {}).get("volumeHandle")
+    if driver and handle:
+        other = handles.get((driver, str(handle)))
+        if other is not None:
+            raise Refused(
+                f"volumes {other} and {name} of pod set {pod_set.name} are two PersistentVolumes with one driver and "
+                f"volumeHandle ({driver}, {handle}): the kubelet mounts one and the pod never starts "
+                "(kubernetes/kubernetes#91556)",
+                ref(pv or {}),
+                "give every PersistentVolume its own volumeHandle",
+            )
+        handles[(driver, str(handle))] = name
+    if driver:
+        _node_plugin(view, driver, nodes)
+    return how
+
+
 def _pod_set(walk: Walk, pod_set: PodSet, nodes: list[tuple[str, Node]], notes: list[str]) -> list[str]:
     ns = walk.workload.namespace
     view = walk.cluster
-    spread = walk.placement.nodes if walk.placement else 1
     said: list[str] = []
     handles: dict[tuple[str, str], str] = {}
     templates = {
@@ -182,34 +219,7 @@ def _pod_set(walk: Walk, pod_set: PodSet, nodes: list[tuple[str, Node]], notes: 
         name = str(vol.get("name"))
         kind = next((k for k in vol if k != "name"), "")
         if kind == "persistentVolumeClaim":
-            claim = str(vol[kind].get("claimName"))
-            pv, how = _pv_for_claim(view, ns, claim)
-            pv_spec = (pv or {}).get("spec") or {}
-            pvc_spec = ((view.get("PersistentVolumeClaim", claim, ns) or {}).get("spec")) or {}
-            modes = list(pv_spec.get("accessModes") or pvc_spec.get("accessModes") or [])
-            if modes and all(m in SINGLE_NODE for m in modes) and (spread > 1 or "ReadWriteOncePod" in modes):
-                many = f"{spread} nodes" if spread > 1 else f"{walk.workload.pods} pods"
-                raise Refused(
-                    f"claim {ns}/{claim} is {', '.join(modes)}, but the workload's pods run on {many}",
-                    ref(pv) if pv else f"PersistentVolumeClaim/{ns}/{claim}",
-                    "use a ReadWriteMany volume for a gang across nodes, or one claim per pod",
-                )
-            driver = _driver_of(view, pv, pvc_spec.get("storageClassName"))
-            handle = (pv_spec.get("csi") or {}).get("volumeHandle")
-            if driver and handle:
-                other = handles.get((driver, str(handle)))
-                if other is not None:
-                    raise Refused(
-                        f"volumes {other} and {name} of pod set {pod_set.name} are two PersistentVolumes with one "
-                        f"driver and volumeHandle ({driver}, {handle}): the kubelet mounts one and the pod never "
-                        "starts (kubernetes/kubernetes#91556)",
-                        ref(pv or {}),
-                        "give every PersistentVolume its own volumeHandle",
-                    )
-                handles[(driver, str(handle))] = name
-            if driver:
-                _node_plugin(view, driver, nodes)
-            said.append(f"{name}: {how}")
+            said.append(f"{name}: {_claim(walk, pod_set, vol, nodes, handles)}")
         elif kind == "ephemeral":
             spec = ((vol[kind].get("volumeClaimTemplate") or {}).get("spec")) or {}
             said.append(f"{name}: {_class_binds(view, spec.get('storageClassName'), f'ephemeral volume {name}')}")

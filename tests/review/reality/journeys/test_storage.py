@@ -114,3 +114,27 @@ def test_an_inline_nfs_volume_mounts_and_is_reported_as_an_estate_defect(estates
         "estate defect: inline nfs volume home" in stage.detail and "bypasses the tenant's subdirectory" in stage.detail
     )
     assert any("inline nfs" in n for n in w.notes)
+
+
+def test_a_statefulsets_claim_templates_need_a_storage_class_of_the_cluster(estates: dict[str, Estate]) -> None:
+    estate = estates["onprem"]
+
+    def stage(storage_class: str) -> storage.Stage:
+        template = {"metadata": {"name": "scratch"}, "spec": {"storageClassName": storage_class}}
+        spec = {"containers": [container(GPU, volumeMounts=[{"name": "scratch", "mountPath": "/scratch"}])]}
+        w = walk(
+            estate,
+            "dc1",
+            "research",
+            2,
+            spec,
+            "train",
+            "StatefulSet",
+            manifest_spec={"volumeClaimTemplates": [template]},
+        )
+        assert placement.check(w).ok
+        return storage.check(w)
+
+    assert stage("nvme").ok  # the node-local class binds each replica's claim where it is scheduled
+    missing = stage("fast-ssd")
+    assert not missing.ok and missing.blocker == "StorageClass/fast-ssd"

@@ -30,12 +30,14 @@ def walk(
     flavor: str | None = None,
     kind: str = "Job",
     labels: dict[str, str] | None = None,
+    manifest_spec: dict[str, Any] | None = None,
 ) -> Walk:
     """A workload of one pod set (`pods` pods of `spec`) on `cluster`, admitted by Kueue to `flavor` if given."""
     labels = labels or {"app": "train"}
     pod_set = PodSet("main", pods, copy.deepcopy(spec), labels)
-    api = "v1" if kind == "Pod" else "batch/v1"
-    workload = Workload(api, kind, "train", namespace, {}, {}, (pod_set,), {"kind": kind}, "test")
+    api = {"Pod": "v1", "StatefulSet": "apps/v1"}.get(kind, "batch/v1")
+    manifest = {"apiVersion": api, "kind": kind, "spec": manifest_spec or {}}
+    workload = Workload(api, kind, "train", namespace, {}, {}, (pod_set,), manifest, "test")
     view = estate.clusters[cluster]
     w = Walk(workload, view, estate.clusters, estate.spec)
     if flavor is not None:
