@@ -39,7 +39,8 @@ NOT_INTERNET = (
     "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "0.0.0.0/8", "127.0.0.0/8",
     "169.254.0.0/16", "224.0.0.0/3",
 )  # fmt: skip
-_URL = re.compile(r"\b(https?|s3)://([A-Za-z0-9.\-]+)")
+_URL = re.compile(r"\b(https?|s3)://([A-Za-z0-9.\-]+)(?::(\d+))?")
+DEFAULT_PORTS = {"https": 443, "http": 80, "s3": 443}
 Net = ipaddress.IPv4Network
 
 
@@ -192,25 +193,31 @@ def needed(walk: Walk) -> list[Flow]:
         flows += [Flow(f"every port to the job's pods of {ps.name}", pods=Pod(ns, ps.labels)) for ps in walk.pod_sets]
     site = walk.spec.site(walk.cluster.site) if walk.cluster.site else None
     facts = kinds.of(site) if site is not None else None
-    hosts = {m.group(2).lower(): m.group(1) for t in _texts(walk) for m in _URL.finditer(t)}
+    hosts = {
+        m.group(2).lower(): (m.group(1), int(m.group(3) or DEFAULT_PORTS[m.group(1)]))
+        for t in _texts(walk)
+        for m in _URL.finditer(t)
+    }
     store = [e for e in (facts.storage_egress() if facts else []) if e.address and e.cidr and e.address in hosts]
     for e in store:
         port = next((int(p["port"]) for p in e.ports), 443)
         flows.append(Flow(f"the object store {e.address}", "TCP", port, nets=(ipaddress.IPv4Network(e.cidr),)))
-    if facts is not None and facts.region and any(s == "s3" or "amazonaws.com" in h for h, s in hosts.items()):
-        ranges = tuple(ipaddress.IPv4Network(c) for c in catalog.s3_ranges(facts.region))
-        flows.append(Flow(f"S3 in {facts.region} (its published ranges)", "TCP", 443, nets=ranges))
-    known = {e.address for e in store}
-    outside = [
-        h
-        for h, s in hosts.items()
-        if s != "s3" and h not in known and "amazonaws.com" not in h and not h.endswith((".svc", ".cluster.local"))
-    ]
-    literal = [h for h in outside if _address(h) is not None]
-    flows += [Flow(f"{h}, HTTPS", "TCP", 443, nets=(ipaddress.IPv4Network(h),)) for h in sorted(literal)]
-    names = sorted(set(outside) - set(literal))
-    if names:
-        flows.append(Flow(f"the internet ({', '.join(names)}), HTTPS", "TCP", 443, nets=_internet()))
+    region = facts.region if facts is not None else None
+    s3 = {h for h, (scheme, _) in hosts.items() if region and (scheme == "s3" or h.endswith(".amazonaws.com"))}
+    if region and s3:
+        ranges = tuple(ipaddress.IPv4Network(c) for c in catalog.s3_ranges(region))
+        flows.append(Flow(f"S3 in {region} (its published ranges)", "TCP", 443, nets=ranges))
+    skip = s3 | {e.address for e in store}
+    outside = {
+        h: port
+        for h, (scheme, port) in hosts.items()
+        if h not in skip and scheme != "s3" and not h.endswith((".svc", ".cluster.local"))
+    }
+    for host, port in sorted(outside.items()):
+        if _address(host) is not None:
+            flows.append(Flow(f"{host} (TCP {port})", "TCP", port, nets=(ipaddress.IPv4Network(host),)))
+        else:
+            flows.append(Flow(f"the internet ({host}, TCP {port})", "TCP", port, nets=_internet()))
     return flows
 
 

@@ -47,11 +47,11 @@ def test_open_egress_is_refused_for_an_untrusted_tenant(estates: dict[str, Estat
     spec = {"containers": [container({"nvidia.com/gpu": 1}, args=["pip install -i https://pypi.org/simple torch"])]}
     stage = network.check(walk(estates["aws-train"], "use1", "agents", 1, spec, "agents-l40s"))
     assert not stage.ok
-    assert "the internet (pypi.org)" in stage.detail and stage.blocker == "NetworkPolicy/agents/default-deny"
+    assert "the internet (pypi.org, TCP 443)" in stage.detail and stage.blocker == "NetworkPolicy/agents/default-deny"
     # Its one allowed destination (egress_cidrs) stays reachable.
     gateway = {"containers": [container({"nvidia.com/gpu": 1}, args=["curl https://198.51.100.10/v1/models"])]}
     stage = network.check(walk(estates["aws-train"], "use1", "agents", 1, gateway, "agents-l40s"))
-    assert stage.ok and "198.51.100.10, HTTPS" in stage.detail
+    assert stage.ok and "198.51.100.10 (TCP 443)" in stage.detail
 
 
 def test_a_trusted_tenant_reaches_s3_through_its_published_ranges(estates: dict[str, Estate]) -> None:
@@ -92,3 +92,14 @@ def test_ip_block_except_and_ports_follow_network_policy_semantics() -> None:
     assert not p.allows(a, "Egress", network.Flow("ssh", "TCP", 22), network.Net("10.2.0.0/24"))[0]  # port
     assert not p.allows(a, "Egress", network.Flow("udp", "UDP", 80), network.Net("10.2.0.0/24"))[0]  # protocol
     assert p.allows(other, "Egress", web, network.Net("192.0.2.0/24"))[0]  # not selected: not isolated
+
+
+def test_an_on_prem_tenant_reaches_its_s3_endpoint_and_nothing_else_it_names(estates: dict[str, Estate]) -> None:
+    estate = estates["onprem"]
+    env = [{"name": "AWS_ENDPOINT_URL", "value": "https://s3.dc1.example.com"}]
+    spec = {"containers": [container(GPU, env=env)]}
+    stage = network.check(walk(estate, "dc1", "research", 1, spec, "train"))
+    assert stage.ok and "the object store s3.dc1.example.com" in stage.detail
+    spec = {"containers": [container(GPU, env=[*env, {"name": "HF_ENDPOINT", "value": "https://huggingface.co"}])]}
+    stage = network.check(walk(estate, "dc1", "research", 1, spec, "train"))
+    assert not stage.ok and "the internet (huggingface.co, TCP 443)" in stage.detail
