@@ -31,7 +31,7 @@ from model.conventions import (
     MIG_RESOURCE_PREFIX,
     POOL_LABEL,
 )
-from model.rdma import EFA_RESOURCE, RDMA_RESOURCE_PREFIX
+from model.rdma import EFA_RESOURCE, HUGEPAGES_PREFIX, RDMA_RESOURCE_PREFIX
 from model.spec import EstateSpec
 
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"  # set by the kubelet on every node (well-known labels)
@@ -97,8 +97,9 @@ class NodeShape:
     max_size: int = 0  # the group's max size, which only an autoscaler reaches (0: as `most`)
 
     def offers(self, resource: str) -> Fraction | None:
-        """What one node offers of `resource`; None when it is not counted."""
-        if resource in self.uncounted:
+        """What one node offers of `resource`; None when it is not counted. Hugepages never are: the node image or
+        the host reserves them at boot, which the plan does not say."""
+        if resource in self.uncounted or resource.startswith(HUGEPAGES_PREFIX):
             return None
         return self.allocatable.get(resource, Fraction(0))
 

@@ -18,6 +18,7 @@ from gpufleet.review.reality.journeys.nodes import NodeShape, cluster_nodes, pod
 from gpufleet.review.reality.scheduling import Node, Taint, describe, fits
 from model.conventions import POOL_LABEL
 from model.nodes import pool_taints
+from model.rdma import HUGEPAGES_PREFIX
 
 CITES = (
     Cite(
@@ -243,6 +244,8 @@ def check(walk: Walk) -> Stage:
     flavor = ", ".join(sorted(set(walk.flavors.values())))
     walk.placement = Placement(walk.cluster.name, pool, len(nodes), flavor)
     notes = sorted({note for n in nodes for note in n.shape.notes})
+    if any(r.startswith(HUGEPAGES_PREFIX) for _, request, _ in pods for r in request):
+        notes.append("hugepages not counted: the node image or host reserves them, which the plan does not say")
     offers = {n.shape.ref: n.shape for n in nodes}.values()
     each = "; ".join(f"{s.ref} offers {_offers(s)} per node" for s in offers)
     detail = f"{walk.workload.pods} pods on {len(nodes)} nodes of pool {pool}{grown}; {each}"

@@ -148,3 +148,15 @@ def test_a_flavor_that_does_not_tolerate_its_pools_taint_is_reported_as_an_estat
     stage = placement.check(w)
     assert not stage.ok and stage.blocker == "ResourceFlavor/agents-l40s"
     assert stage.unblock.startswith("estate defect") and "tenant=agents:NoSchedule" in stage.unblock
+
+
+def test_the_public_efa_nccl_tests_worker_places_on_the_p5_pool(estates: dict[str, Estate]) -> None:
+    # The MPIJob worker of awslabs/awsome-distributed-training's EFA nccl-tests for P5 (GPU_PER_WORKER=8,
+    # EFA_PER_WORKER=32, HUGEPAGES_2MI=5120Mi, MEMORY=32000Mi), adapted only in namespace and image.
+    limits = {"nvidia.com/gpu": 8, EFA_RESOURCE: 32, "hugepages-2Mi": "5120Mi", "memory": "32000Mi"}
+    worker = {"containers": [container(limits) | {"resources": {"limits": limits, "requests": limits}}]}
+    w = walk(estates["aws-train"], "use1", "research", 2, worker, flavor=P5)
+    stage = placement.check(w)
+    assert stage.ok, stage.detail
+    assert w.placement is not None and w.placement.nodes == 2
+    assert "hugepages not counted" in stage.detail
