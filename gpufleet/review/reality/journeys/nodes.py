@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -95,6 +95,7 @@ class NodeShape:
     notes: tuple[str, ...] = ()
     instance: str = ""  # what one node is, for messages: "p5.48xlarge", "server gpu-r1-01"
     max_size: int = 0  # the group's max size, which only an autoscaler reaches (0: as `most`)
+    per_pod: dict[str, int] = field(default_factory=dict)  # the most of a resource one pod may get
 
     def offers(self, resource: str) -> Fraction | None:
         """What one node offers of `resource`; None when it is not counted. Hugepages never are: the node image or
@@ -140,8 +141,7 @@ class Devices:
         """
         if not self._gpu_plugin_runs(node):
             return {}
-        configs = self._documents("flags")
-        device_config = configs.get(node.labels.get(DEVICE_PLUGIN_CONFIG_LABEL, self._default_config()))
+        device_config = self._device_config(node)
         strategy = str(((device_config or {}).get("flags") or {}).get("migStrategy") or "none")
         layouts = {k: v for doc in self._documents("mig-configs").values() for k, v in doc["mig-configs"].items()}
         layout = layouts.get(node.labels.get(MIG_CONFIG_LABEL, ""))
@@ -162,6 +162,21 @@ class Devices:
                 name = f"{GPU_RESOURCE}.shared" if sliced.get("renameByDefault") else GPU_RESOURCE
                 return {name: Fraction(gpus * int(r.get("replicas") or 1))}
         return {GPU_RESOURCE: Fraction(gpus)}
+
+    def gpu_per_pod(self, node: Node) -> dict[str, int]:
+        """Time-slicing with failRequestsGreaterThanOne: the plugin fails the allocation of more than one shared
+        GPU to a container (k8s-device-plugin README, "Shared Access to GPUs"); counted per pod here, so a pod whose
+        containers each ask for one is refused too."""
+        sliced = ((self._device_config(node) or {}).get("sharing") or {}).get("timeSlicing") or {}
+        if not sliced.get("failRequestsGreaterThanOne"):
+            return {}
+        names = [str(r.get("name")) for r in sliced.get("resources") or []]
+        return {f"{n}.shared" if sliced.get("renameByDefault") else n: 1 for n in names}
+
+    def _device_config(self, node: Node) -> dict[str, Any] | None:
+        """The device-plugin config the node's label (or the default) selects."""
+        configs = self._documents("flags")
+        return configs.get(node.labels.get(DEVICE_PLUGIN_CONFIG_LABEL, self._default_config()))
 
     def _gpu_plugin_runs(self, node: Node) -> bool:
         """The GPU Operator runs the device plugin on nodes labelled nvidia.com/gpu.present=true that tolerate
@@ -297,7 +312,7 @@ def cluster_nodes(spec: EstateSpec, view: ClusterView) -> list[NodeShape]:
         shapes.append(
             NodeShape(
                 f"Node/{node.name}", pool, node, allocatable, 1, 1,
-                uncounted=frozenset(("cpu", "memory")),
+                uncounted=frozenset(("cpu", "memory")), per_pod=devices.gpu_per_pod(node),
                 notes=("the inventory does not state CPUs or memory: not counted",),
                 instance=f"server {node.name} ({gpus} x {model.id if model else 'GPU'})",
             )
@@ -344,5 +359,5 @@ def _group_shape(spec: EstateSpec, view: ClusterView, devices: Devices, r: PlanR
         notes.append(f"a capacity-block pool: its nodes run only within the block{when}")
     return NodeShape(
         ref, pool.name, node, allocatable, desired, most if scaler else desired, scaler,
-        notes=tuple(notes), instance=instance.name, max_size=most,
+        notes=tuple(notes), instance=instance.name, max_size=most, per_pod=devices.gpu_per_pod(node),
     )  # fmt: skip

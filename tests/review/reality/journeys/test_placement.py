@@ -160,3 +160,34 @@ def test_the_public_efa_nccl_tests_worker_places_on_the_p5_pool(estates: dict[st
     assert stage.ok, stage.detail
     assert w.placement is not None and w.placement.nodes == 2
     assert "hugepages not counted" in stage.detail
+
+
+def test_a_gang_beyond_the_inventory_asks_for_more_servers(estates: dict[str, Estate]) -> None:
+    estate = estates["onprem"]
+    servers = len(kinds.of(estate.spec.site_of_pool("train")).selected_servers("train"))
+    spec = {"containers": [container({"nvidia.com/gpu": 8, _ib_resource(estates): 1})]}
+    stage = placement.check(walk(estate, "dc1", "research", servers + 1, spec, flavor="train"))
+    assert not stage.ok
+    assert f"needs {servers + 1} nodes of pool train; it has {servers}" in stage.detail
+    assert stage.unblock.startswith("add 1 servers to pool train")
+
+
+def test_a_time_sliced_pool_offers_its_replicas_per_gpu(
+    synth_config: Callable[[dict[str, Any]], Plan], chart_cache: ChartCache
+) -> None:
+    config = example_config("aws-train")
+    estate_doc = config[ESTATE_KEY]
+    pool = next(p for p in estate_doc["sites"][0]["node_pools"] if p["name"] == "l40s")
+    pool["sharing"] = {"mode": "time-slicing", "replicas": 4, "shared_by": ["research", "product"],
+                       "accept_no_isolation": True}  # fmt: skip
+    plan = synth_config(config)
+    estate = Estate(parse_estate(estate_doc, "aws-train"), clusters(plan, render_plan(plan, chart_cache)))
+    per_node = catalog.instance_type(pool["instance_type"]).gpu_count * 4
+    flavor = "l40s"
+    fits = {"containers": [container({"nvidia.com/gpu": 1})]}
+    w = walk(estate, "use1", "research", per_node, fits, flavor=flavor)
+    assert placement.check(w).ok and w.placement is not None and w.placement.nodes == 1
+    # failRequestsGreaterThanOne: the device plugin never hands one container two shared GPUs.
+    two = {"containers": [container({"nvidia.com/gpu": 2})]}
+    stage = placement.check(walk(estate, "use1", "research", 1, two, flavor=flavor))
+    assert not stage.ok and stage.unblock.startswith("request at most 1 nvidia.com/gpu per pod")
