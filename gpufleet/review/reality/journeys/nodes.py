@@ -95,7 +95,7 @@ class NodeShape:
     notes: tuple[str, ...] = ()
     instance: str = ""  # what one node is, for messages: "p5.48xlarge", "server gpu-r1-01"
     max_size: int = 0  # the group's max size, which only an autoscaler reaches (0: as `most`)
-    per_pod: dict[str, int] = field(default_factory=dict)  # the most of a resource one pod may get
+    per_pod: dict[str, int] = field(default_factory=dict)  # the most of a resource one container may get
 
     def offers(self, resource: str) -> Fraction | None:
         """What one node offers of `resource`; None when it is not counted. Hugepages never are: the node image or
@@ -165,8 +165,7 @@ class Devices:
 
     def gpu_per_pod(self, node: Node) -> dict[str, int]:
         """Time-slicing with failRequestsGreaterThanOne: the plugin fails the allocation of more than one shared
-        GPU to a container (k8s-device-plugin README, "Shared Access to GPUs"); counted per pod here, so a pod whose
-        containers each ask for one is refused too."""
+        GPU to one container (k8s-device-plugin README, "Shared Access to GPUs")."""
         sliced = ((self._device_config(node) or {}).get("sharing") or {}).get("timeSlicing") or {}
         if not sliced.get("failRequestsGreaterThanOne"):
             return {}

@@ -44,8 +44,6 @@ class _Open:
     left: dict[str, Fraction] = field(default_factory=dict)
 
     def room(self, request: dict[str, Fraction]) -> bool:
-        if any(n > self.shape.per_pod.get(r, n) for r, n in request.items()):
-            return False
         return all(self.shape.offers(r) is None or self.left.get(r, Fraction(0)) >= n for r, n in request.items())
 
     def take(self, request: dict[str, Fraction]) -> None:
@@ -151,14 +149,14 @@ def _no_node(walk: Walk, pod_set: PodSet, shapes: list[NodeShape]) -> Stage:
 def _too_big(pod_set: PodSet, request: dict[str, Fraction], shapes: list[NodeShape]) -> Stage:
     """Nodes take the pod set but none is large enough for one pod: name the resource and the most a node has."""
     for resource, need in sorted(request.items()):
-        offers = [(_per_pod(s, resource), s) for s in shapes if s.offers(resource) is not None]
+        offers = [(s.offers(resource), s) for s in shapes if s.offers(resource) is not None]
         if not offers or any(o is not None and o >= need for o, _ in offers):
             continue
         most, shape = max(offers, key=lambda x: x[0] or 0)
         have = _amount(resource, most or Fraction(0))
         detail = (
             f"pod set {pod_set.name}: each pod requests {_amount(resource, need)} {resource}, but no node of pool "
-            f"{shape.pool or 'system nodes'} gives one pod that much ({shape.instance}: at most {have})"
+            f"{shape.pool or 'system nodes'} offers that much ({shape.instance} has {have} allocatable)"
         )
         unblock = f"request at most {have} {resource} per pod: {shape.instance} has {have}"
         if most == 0:
@@ -167,11 +165,20 @@ def _too_big(pod_set: PodSet, request: dict[str, Fraction], shapes: list[NodeSha
     return _blocked(f"pod set {pod_set.name}: no node has room for one pod", _group(shapes), "request less")
 
 
-def _per_pod(shape: NodeShape, resource: str) -> Fraction | None:
-    """The most of `resource` one pod may get on a node of `shape`."""
-    offer = shape.offers(resource)
-    cap = shape.per_pod.get(resource)
-    return offer if offer is None or cap is None else min(offer, Fraction(cap))
+def _over_cap(pod_set: PodSet, shapes: list[NodeShape]) -> Stage | None:
+    """A container asking for more of a resource than the device plugin hands one container on every node."""
+    for c in pod_set.containers():
+        for resource, need in pod_requests({"containers": [c]}).items():
+            caps = [s for s in shapes if resource in s.per_pod]
+            if caps and len(caps) == len(shapes) and all(need > s.per_pod[resource] for s in caps):
+                shape = caps[0]
+                cap = shape.per_pod[resource]
+                detail = (
+                    f"pod set {pod_set.name}: container {c.get('name')} requests {_amount(resource, need)} {resource}, "
+                    f"but the device plugin of pool {shape.pool} gives one container at most {cap}"
+                )
+                return _blocked(detail, shape.ref, f"request at most {cap} {resource} per container")
+    return None
 
 
 def _amount(resource: str, n: Fraction) -> str:
@@ -233,6 +240,9 @@ def check(walk: Walk) -> Stage:
             if fitting_any:
                 return _no_capacity(walk, pod_set, fitting_any)
             return _no_node(walk, pod_set, shapes)
+        capped = _over_cap(pod_set, fitting)
+        if capped is not None:
+            return capped
         roomy = [s for s in fitting if _Open(s, dict(s.allocatable)).room(request)]
         if not roomy:
             elsewhere = [s for s in shapes if s.most > 0 and _Open(s, dict(s.allocatable)).room(request)]

@@ -190,4 +190,6 @@ def test_a_time_sliced_pool_offers_its_replicas_per_gpu(
     # failRequestsGreaterThanOne: the device plugin never hands one container two shared GPUs.
     two = {"containers": [container({"nvidia.com/gpu": 2})]}
     stage = placement.check(walk(estate, "use1", "research", 1, two, flavor=flavor))
-    assert not stage.ok and stage.unblock.startswith("request at most 1 nvidia.com/gpu per pod")
+    assert not stage.ok and stage.unblock == "request at most 1 nvidia.com/gpu per container"
+    pair = {"containers": [container({"nvidia.com/gpu": 1}), container({"nvidia.com/gpu": 1}) | {"name": "side"}]}
+    assert placement.check(walk(estate, "use1", "research", 1, pair, flavor=flavor)).ok
