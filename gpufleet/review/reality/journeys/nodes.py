@@ -20,7 +20,7 @@ import yaml
 from gpufleet.engine.plan import PlanResource
 from gpufleet.review.reality.first_up_nodes import node_group_node, stated_nodes
 from gpufleet.review.reality.journeys.core import ClusterView
-from gpufleet.review.reality.scheduling import Node, Taint, fits
+from gpufleet.review.reality.scheduling import Node, fits
 from model import catalog, efa, kinds
 from model.conventions import (
     DEVICE_PLUGIN_CONFIG_LABEL,
@@ -30,6 +30,7 @@ from model.conventions import (
     MIG_CONFIG_LABEL,
     MIG_RESOURCE_PREFIX,
     POOL_LABEL,
+    Taint,
 )
 from model.rdma import EFA_RESOURCE, HUGEPAGES_PREFIX, RDMA_RESOURCE_PREFIX
 from model.spec import EstateSpec
@@ -275,10 +276,7 @@ def _node_from_object(obj: dict[str, Any]) -> Node:
     meta = obj.get("metadata") or {}
     name = str(meta.get("name"))
     labels = {"kubernetes.io/os": "linux", HOSTNAME_LABEL: name, **(meta.get("labels") or {})}
-    taints = tuple(
-        Taint(str(t.get("key")), str(t.get("value") or ""), str(t.get("effect")))
-        for t in (obj.get("spec") or {}).get("taints") or []
-    )
+    taints = tuple(Taint.of(t) for t in (obj.get("spec") or {}).get("taints") or [])
     return Node("plan", name, labels, taints)
 
 

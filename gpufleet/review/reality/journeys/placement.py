@@ -15,8 +15,8 @@ from fractions import Fraction
 
 from gpufleet.review.reality.journeys.core import Cite, Placement, PodSet, Stage, Walk
 from gpufleet.review.reality.journeys.nodes import NodeShape, cluster_nodes, pod_requests
-from gpufleet.review.reality.scheduling import Node, Taint, describe, fits
-from model.conventions import POOL_LABEL
+from gpufleet.review.reality.scheduling import Node, describe, fits
+from model.conventions import POOL_LABEL, Taint
 from model.nodes import pool_taints
 from model.rdma import HUGEPAGES_PREFIX
 
@@ -122,7 +122,7 @@ def _no_node(walk: Walk, pod_set: PodSet, shapes: list[NodeShape]) -> Stage:
         shape = near[0]
         taint = _untolerated(spec, shape.node)[0]
         flavor = walk.flavors.get(pod_set.name)
-        said = f"{taint.key}={taint.value}:{taint.effect}"
+        said = str(taint)
         pools = sorted(_by_pool(near))
         where = f"pool {pools[0]} ({_group(near)})" if len(pools) == 1 else f"pools {', '.join(pools)}"
         detail = (

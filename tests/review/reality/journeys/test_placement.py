@@ -11,24 +11,28 @@ from gpufleet.charts.cache import ChartCache
 from gpufleet.charts.render import render_plan
 from gpufleet.engine.plan import Plan
 from gpufleet.review.reality.journeys import placement
+from gpufleet.review.reality.journeys.canonical import canonical
 from gpufleet.review.reality.journeys.core import Walk
 from gpufleet.review.reality.journeys.estate import clusters
-from model import catalog, efa, kinds
+from gpufleet.review.reality.scheduling import pod_spec
+from model import catalog, kinds
 from model.load import ESTATE_KEY, parse_estate
-from model.rdma import EFA_RESOURCE, rdma_shared_resource_name
-from model.spec import InfinibandFabric
+from model.rdma import EFA_RESOURCE, RDMA_RESOURCE_PREFIX, fabric_requests
 from tests.conftest import example_config
 from tests.review.reality.journeys.walks import Estate, container, walk
 
 P5 = "h100"  # aws-train's training pool (p5.48xlarge on the train-efa fabric)
 
 
+def _fabric_gang(estate: Estate, pool: str, cluster: str, pods: int) -> Walk:
+    """A gang asking for every GPU of a node and the pool's fabric devices (model.rdma.fabric_requests)."""
+    site = estate.spec.site_of_pool(pool)
+    requests = fabric_requests(estate.spec, site, estate.spec.pool(pool))
+    return walk(estate, cluster, "research", pods, {"containers": [container(requests)]}, flavor=pool)
+
+
 def _efa_gang(estates: dict[str, Estate], pods: int) -> Walk:
-    estate = estates["aws-train"]
-    instance = catalog.instance_type(str(kinds.of(estate.spec.site_of_pool(P5)).pool_instance_type(P5)))
-    interfaces = sum(1 for s in efa.efa_interfaces(instance.name) if s.is_efa)
-    spec = {"containers": [container({"nvidia.com/gpu": instance.gpu_count, EFA_RESOURCE: interfaces})]}
-    return walk(estate, "use1", "research", pods, spec, flavor=P5)
+    return _fabric_gang(estates["aws-train"], P5, "use1", pods)
 
 
 def test_an_efa_gang_on_the_nodes_the_fabric_runs_places_on_the_p5_pool(estates: dict[str, Estate]) -> None:
@@ -72,16 +76,15 @@ def test_a_pod_asking_for_efa_off_the_fabric_is_blocked(estates: dict[str, Estat
 
 
 def _ib_resource(estates: dict[str, Estate]) -> str:
-    site = estates["onprem"].spec.site_of_pool("train")
-    fabric = next(f for f in site.fabrics if isinstance(f, InfinibandFabric))
-    return f"rdma/{rdma_shared_resource_name(fabric)}"
+    estate = estates["onprem"]
+    requests = fabric_requests(estate.spec, estate.spec.site_of_pool("train"), estate.spec.pool("train"))
+    return next(r for r in requests if r.startswith(RDMA_RESOURCE_PREFIX))
 
 
 def test_an_rdma_gang_places_on_the_ib_pool_with_its_devices_counted(estates: dict[str, Estate]) -> None:
     estate = estates["onprem"]
     servers = len(kinds.of(estate.spec.site_of_pool("train")).selected_servers("train"))
-    spec = {"containers": [container({"nvidia.com/gpu": 8, _ib_resource(estates): 1})]}
-    w = walk(estate, "dc1", "research", servers, spec, flavor="train")
+    w = _fabric_gang(estate, "train", "dc1", servers)
     stage = placement.check(w)
     assert stage.ok, stage.detail
     assert w.placement is not None and (w.placement.pool, w.placement.nodes) == ("train", servers)
@@ -193,3 +196,26 @@ def test_a_time_sliced_pool_offers_its_replicas_per_gpu(
     assert not stage.ok and stage.unblock == "request at most 1 nvidia.com/gpu per container"
     pair = {"containers": [container({"nvidia.com/gpu": 1}), container({"nvidia.com/gpu": 1}) | {"name": "side"}]}
     assert placement.check(walk(estate, "use1", "research", 1, pair, flavor=flavor)).ok
+
+
+def _canonical_gang(estate: Estate, cluster: str, pool: str) -> Walk:
+    """The estate's own canonical fabric gang on `pool`, as Kueue's flavor for the pool admits it."""
+    gang = next(c for c in canonical(estate.spec) if c.manifest["metadata"]["name"] == f"gang-{pool}")
+    spec = pod_spec(gang.manifest)
+    assert spec is not None
+    return walk(
+        estate, cluster, gang.manifest["metadata"]["namespace"], gang.manifest["spec"]["parallelism"], spec, pool
+    )
+
+
+def test_the_canonical_rdma_gang_places_on_every_server_of_the_ib_pool(estates: dict[str, Estate]) -> None:
+    w = _canonical_gang(estates["onprem"], "dc1", "train")
+    stage = placement.check(w)
+    assert stage.ok, stage.detail
+    assert w.placement is not None and w.placement.nodes == w.workload.pods
+
+
+def test_the_canonical_p5_gang_is_blocked_while_nothing_grows_the_pool_to_its_max(estates: dict[str, Estate]) -> None:
+    # Issue 28, 4.5: Kueue quota counts the pool at max, but only its desired nodes run and nothing scales it.
+    stage = placement.check(_canonical_gang(estates["aws-train"], "use1", P5))
+    assert not stage.ok and "nothing scales it" in stage.detail
