@@ -1,13 +1,14 @@
 """Network: the tenant namespace's NetworkPolicies let through what the job needs, and nothing it must not have.
 
-NetworkPolicy semantics (https://kubernetes.io/docs/concepts/services-networking/network-policies/): a pod is
-isolated for a direction once a policy selecting it lists that policyType; then a connection is allowed when
-any selecting policy's rule allows it (policies add up). A rule's peers are ORed: a podSelector (in the policy's
-namespace), a namespaceSelector, both (pods in those namespaces), or an ipBlock minus its `except`. No ports:
-every port. A connection between pods needs the source's egress and the destination's ingress.
+NetworkPolicy semantics (https://kubernetes.io/docs/concepts/services-networking/network-policies/): a policy
+that selects a pod and lists a policyType isolates it in that direction; then any selecting policy's rule may
+allow a connection. A rule's peers are ORed: a podSelector (the policy's namespace), a namespaceSelector, both,
+or an ipBlock minus its `except`. No ports: every port. Pod to pod needs egress at one end and ingress at the
+other.
 
-The job needs DNS (kube-dns, UDP and TCP 53), every port between its own pods when it runs more than one (NCCL),
-the object store when it names one, and the internet when it names a URL outside the cluster.
+The job needs DNS (kube-dns, UDP and TCP 53), every port between its pods (NCCL), the object store and the
+internet where it names them. On EKS the VPC CNI applies no policy to a standalone Pod without ownerReferences:
+an untrusted tenant's bare Pod is blocked.
 """
 
 from __future__ import annotations
