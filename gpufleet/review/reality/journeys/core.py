@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from gpufleet.engine.plan import PlanResource
+
 StageName = Literal["api", "admission", "queueing", "placement", "storage", "network"]
 STAGES: tuple[StageName, ...] = ("api", "admission", "queueing", "placement", "storage", "network")
 Verdict = Literal["runs", "blocked"]
@@ -126,6 +128,15 @@ class Placement:
 
 
 @dataclass(frozen=True)
+class NodeGroup:
+    """An EKS managed node group the plan creates for a cluster. `autoscaled`: its Auto Scaling group carries the
+    cluster-autoscaler's discovery tags, so the autoscaler may grow it to its max."""
+
+    resource: PlanResource
+    autoscaled: bool
+
+
+@dataclass(frozen=True)
 class ClusterView:
     """One Kubernetes cluster of the estate as the plan makes it: a site's cluster or the MultiKueue manager.
 
@@ -137,6 +148,7 @@ class ClusterView:
     site: str | None
     objects: tuple[dict[str, Any], ...]
     releases: dict[str, dict[str, Any]] = field(default_factory=dict)  # chart name -> the values the plan sets
+    node_groups: tuple[NodeGroup, ...] = ()  # the cloud node groups the plan creates (none on an existing cluster)
 
     def of(self, kind: str, api_group: str | None = None) -> list[dict[str, Any]]:
         """Objects of `kind` (and API group, when given: "" is the core group)."""

@@ -11,11 +11,13 @@ from typing import Any
 
 from gpufleet.charts.render import RenderedRelease
 from gpufleet.engine.plan import Plan, PlanResource
-from gpufleet.review.reality.journeys.core import ClusterView
-from model.conventions import HELM_RELEASE
+from gpufleet.review.reality.journeys.core import ClusterView, NodeGroup
+from model.conventions import HELM_RELEASE, NODE_GROUP
+from model.kinds.aws import CA_TAG_PREFIX
 
 MANAGER = "manager"
 K8S_PROVIDER = "pulumi:providers:kubernetes"
+ASG_TAG = "aws:autoscaling/tag:Tag"
 SITE_SUFFIX = ":Site"  # gpufleet:aws:Site, gpufleet:baremetal:Site, ...
 
 
@@ -54,7 +56,30 @@ def clusters(plan: Plan, releases: dict[str, RenderedRelease]) -> dict[str, Clus
                     bucket.append(manifest)
         elif isinstance(r.inputs.get("kind"), str):
             bucket.append(r.inputs)
-    return {name: ClusterView(name, sites[name], tuple(objs), values.get(name, {})) for name, objs in objects.items()}
+    groups = _node_groups(plan)
+    return {
+        name: ClusterView(name, sites[name], tuple(objs), values.get(name, {}), tuple(groups.get(name, ())))
+        for name, objs in objects.items()
+    }
+
+
+def _node_groups(plan: Plan) -> dict[str, list[NodeGroup]]:
+    """EKS node groups by site name. The autoscaler discovers a group by tags on its Auto Scaling group, which
+    gpufleet sets beside the node group (cluster-autoscaler cloudprovider/aws/README.md, "Auto-Discovery Setup")."""
+    enabled = f"{CA_TAG_PREFIX}/enabled"
+    tagged = {
+        r.parent
+        for r in plan.resources
+        if r.type == ASG_TAG and (r.inputs.get("tag") or {}).get("key") == enabled and r.parent
+    }
+    out: dict[str, list[NodeGroup]] = {}
+    for r in plan.resources:
+        if r.type != NODE_GROUP:
+            continue
+        site = next((a.name for a in plan.ancestors(r.key) if a.type.endswith(SITE_SUFFIX)), None)
+        if site is not None:
+            out.setdefault(site, []).append(NodeGroup(r, r.parent in tagged))
+    return out
 
 
 # Cluster-scoped kinds a chart renders (everything else a chart renders lands in the release's namespace, as Helm

@@ -18,6 +18,7 @@ from gpufleet.review.reality.journeys.walk import walk
 from gpufleet.review.reality.journeys.workloads import read, workload
 from model.load import read_stack
 from tests.conftest import ROOT
+from tests.review.reality.journeys import walks
 
 MANIFESTS = Path(__file__).parent / "manifests"
 
@@ -50,3 +51,9 @@ def estate(chart_cache: ChartCache) -> Callable[[str], Estate]:
         return _BUILT[stack]
 
     return build
+
+
+@pytest.fixture(scope="session")
+def estates(estate: Callable[[str], Estate]) -> dict[str, walks.Estate]:
+    """The example estates the stage tests build walks on."""
+    return {s: walks.Estate(estate(s).spec, estate(s).clusters) for s in ("aws-train", "onprem", "hybrid")}

@@ -16,6 +16,7 @@ import yaml
 from gpufleet.review.reality.journeys.core import ClusterView, Stage
 from gpufleet.review.reality.journeys.walk import walk
 from gpufleet.review.reality.journeys.workloads import read
+from model.rdma import fabric_requests
 from tests.review.reality.journeys.conftest import MANIFESTS, Estate
 
 RESTRICTED_POD_SPEC: dict[str, Any] = {
@@ -157,7 +158,9 @@ def test_a_gang_above_nominal_plus_borrowing_is_blocked_by_kueue(estate: Callabl
 
 def test_a_gang_that_borrows_from_the_cohort_is_admitted_saying_so(estate: Callable[[str], Estate]) -> None:
     (j,) = estate("aws-train").walk(job("research", "research", 4, {"nvidia.com/gpu": 8}))
-    assert j.verdict == "runs" and "borrows 8 nvidia.com/gpu from the cohort" in j.stages[2].detail
+    assert j.stages[2].ok and "borrows 8 nvidia.com/gpu from the cohort" in j.stages[2].detail
+    # Kueue admits it, but only the pool's desired nodes run and nothing scales it (issue 28, 4.5).
+    assert j.blocked_at is not None and j.blocked_at.name == "placement" and "nothing scales it" in j.blocked_at.detail
 
 
 def test_an_unknown_local_queue_is_blocked_naming_it(estate: Callable[[str], Estate]) -> None:
@@ -180,8 +183,9 @@ def test_the_untrusted_tenants_job_lands_on_its_dedicated_flavor(estate: Callabl
 
 
 def test_hybrid_an_rdma_gang_is_dispatched_to_onprem_first(estate: Callable[[str], Estate]) -> None:
-    limits = {"nvidia.com/gpu": 8, "rdma/rdma_shared_device_a": 1}
-    (j,) = estate("hybrid").walk(job("research", "research", 2, limits))
+    hybrid = estate("hybrid")
+    limits = fabric_requests(hybrid.spec, hybrid.spec.site_of_pool("base"), hybrid.spec.pool("base"))
+    (j,) = hybrid.walk(job("research", "research", 2, limits))
     assert j.verdict == "runs", j.to_dict()
     assert "dispatches it to onprem (first in order: its admission and quota fit)" in j.stages[2].detail
 
