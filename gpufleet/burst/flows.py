@@ -18,7 +18,7 @@ from pathlib import Path
 from gpufleet.burst.aws import Aws
 from gpufleet.burst.driver import DriverError, OutputSink, StackDriver
 from gpufleet.burst.errors import BurstError
-from gpufleet.burst.preflight import BurstRequest, Preflight, check_request, month_hours, preflight
+from gpufleet.burst.preflight import BurstRequest, Preflight, check_hours, check_request, month_hours, preflight
 from gpufleet.burst.stack import Settle, StackState, apply_and_up, load_state
 from gpufleet.burst.targets import burst_targets
 from model.burst import (
@@ -326,8 +326,7 @@ def extend(
     now = clock()
     if w is None or not w.is_open(now):
         raise BurstError(f"no open burst window to extend; open one (`gpufleet burst open --stack {stack}`)")
-    if hours <= 0:
-        raise BurstError(f"--hours must be more than 0, got {hours:g}", 2)
+    check_hours(hours)
     expires = w.expires + dt.timedelta(hours=hours)
     if hours_between(w.start, expires) > policy.max_window_hours:
         raise BurstError(
