@@ -85,14 +85,23 @@ def verify(
     on Ctrl-C. Prints each figure with its pass mark and where the mark comes from; exits 1 when a mandatory check
     fails or cannot finish. --plan shows all of this without a cluster.
     """
+    pools, categories = pool or [], _categories(only)
+    try:
+        options = suites.Options(
+            categories=categories,
+            pools=pools,
+            degraded=degraded,
+            dcgm_level=dcgm_level,
+            egress_probe=egress_probe,
+        )
+    except ValueError as e:
+        raise CommandError(f"--egress-probe {egress_probe}: {e}") from None
+    if report_file is not None and report_file.is_dir():
+        raise CommandError(f"--report {report_file}: is a directory; give a file")
     spec = read_stack(project, stack).estate()
-    pools = pool or []
     unknown = sorted(set(pools) - {p.name for _, p in spec.pools()})
     if unknown:
         raise CommandError(f"--pool: {', '.join(unknown)} not a node pool of stack {stack}")
-    options = suites.Options(
-        categories=_categories(only), pools=pools, degraded=degraded, dcgm_level=dcgm_level, egress_probe=egress_probe
-    )
     suite = suites.derive(spec, stack, options)
     if plan:
         _print_plan(suite, format)
