@@ -29,16 +29,13 @@ import typer
 from rich.text import Text
 
 from gpufleet.burst.errors import BurstError
+from gpufleet.cli.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED
 from gpufleet.cli.options import Format, err
 from model.catalog import CatalogError
 from model.inputs import shown
 from model.load import SpecError
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-EXIT_BAD_INPUT = 2
-EXIT_INTERNAL = 70  # EX_SOFTWARE (sysexits.h): neither a finding (1) nor bad input (2)
-EXIT_INTERRUPTED = 130
 
 
 class CommandError(Exception):
