@@ -22,6 +22,7 @@ from model.catalog import CatalogError
 from model.inputs import MAX_DEPTH, MAX_INT_DIGITS, SpecError, read_text
 from model.rules.estate import estate_problems, unpriced_lines
 from model.schema_changes import Kind, change_at
+from model.secrets import check_secrets
 from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec, SpecFieldError, SpecProblems
 from model.spec.net import Timestamp
 
@@ -185,11 +186,19 @@ class StackFile:
         return parse_ledger(self.config.get(LEDGER_KEY), str(self.path))
 
     def contents(self) -> tuple[EstateSpec, BurstWindow | None, list[BurstLedgerEntry]]:
-        """Estate, window (checked against the estate) and ledger: what every command validates alike, so one
-        stack file is valid or invalid for preview, check, cost, diff, size and burst the same way."""
+        """Estate, window (checked against the estate), ledger and the secrets the program reads: what every
+        command validates alike (gpufleet.review.stack_file.judged adds the policy overrides), so one stack file
+        is valid or invalid for validate, preview, check, cost, size, verify and burst the same way."""
         spec, window = self.estate(), self.window()
         check_window(spec, window, str(self.path))
-        return spec, window, self.ledger()
+        ledger = self.ledger()
+        check_secrets(spec, self.config, str(self.path), self.project, self.stack)
+        return spec, window, ledger
+
+    @property
+    def stack(self) -> str:
+        """The stack's name, from its file name (`Pulumi.<stack>.yaml`)."""
+        return self.path.name.removeprefix("Pulumi.").removesuffix(".yaml")
 
 
 # Limits of every YAML file gpufleet reads (stack, workload, Pulumi.yaml, kubeconfig), besides model.inputs' size,

@@ -46,7 +46,7 @@ def missing_secrets(spec: EstateSpec, has: Callable[[str], bool]) -> list[str]:
 
 def check_secrets(spec: EstateSpec, config: dict[str, Any], source: str, project: str, stack: str) -> None:
     """Raise a SpecError naming every secret the stack file's `config` lacks."""
-    from model.load import SpecError
+    from model.inputs import SpecError
 
     missing = missing_secrets(spec, lambda k: f"{project}:{k}" in config)
     if missing:

@@ -38,13 +38,12 @@ OfferFilesOpt = Annotated[
 
 def _offer_files(paths: list[Path], region: str) -> Any:
     """The offer files as a Price List client (exit 2 naming a file that cannot be read or holds no `region`)."""
-    import json
-
     from gpufleet.catalog.price_list import OfferFileError, OfferFiles
+    from model.inputs import SpecError
 
     try:
         offers = OfferFiles.read(paths)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except SpecError as e:  # not a regular file, not UTF-8 or not JSON within the limits
         raise CommandError(f"--from: cannot read a Price List offer file: {e}") from None
     except OfferFileError as e:
         raise CommandError(f"--from: {e}") from None

@@ -15,6 +15,7 @@ import typer
 
 from gpufleet.cli.errors import CommandError
 from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, err
+from gpufleet.review.stack_file import judged
 from gpufleet.verify import suite as suites
 from model.load import read_stack
 
@@ -98,7 +99,7 @@ def verify(
         raise CommandError(f"--egress-probe {egress_probe}: {e}") from None
     if report_file is not None and report_file.is_dir():
         raise CommandError(f"--report {report_file}: is a directory; give a file")
-    spec = read_stack(project, stack).estate()
+    spec = judged(read_stack(project, stack))[0]
     unknown = sorted(set(pools) - {p.name for _, p in spec.pools()})
     if unknown:
         raise CommandError(f"--pool: {', '.join(unknown)} not a node pool of stack {stack}")

@@ -144,3 +144,45 @@ def test_an_ascii_only_output_is_exit_2_saying_how_to_fix_it() -> None:
 def test_charts_pull_of_an_unknown_chart_quotes_it_as_text() -> None:
     answer = invoke(["charts", "pull", "--chart", "[/]"])
     assert_bad_input(answer, "--chart: not pinned in versions.py: [/]")
+
+
+# Every command judges a stack file as validate does (gpufleet.review.stack_file.judged): the same files refused.
+JUDGES: dict[str, list[str]] = {
+    "validate": ["validate", "-s", "test"],
+    "cost": ["cost", "-s", "test"],
+    "size": ["size", str(WORKLOADS), "-s", "test"],
+    "verify --plan": ["verify", "-s", "test", "--plan"],
+    "burst status": ["burst", "status", "-s", "test"],
+    "check --write-config": ["check", "-s", "test", "--write-config", "{tmp}/out"],
+}
+
+
+def without_secret(config: dict[str, Any]) -> None:
+    del config["gpufleet:kubeconfig"]
+
+
+def unknown_rule(config: dict[str, Any]) -> None:
+    config[ESTATE_KEY].setdefault("policies", {})["enforcement"] = {"no-such-rule": "advisory"}
+
+
+def bad_window(config: dict[str, Any]) -> None:
+    config["gpufleet:burstWindow"] = {"pool": "nope"}
+
+
+@pytest.mark.parametrize("command", sorted(JUDGES))
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (without_secret, "required secret(s) missing"),
+        (unknown_rule, "policies.enforcement.no-such-rule: no policy rule has this id"),
+        (bad_window, "config.gpufleet:burstWindow"),
+    ],
+)
+def test_every_command_refuses_what_validate_refuses(tmp_path: Path, command: str, change: Any, says: str) -> None:
+    # Before: cost and size took a missing secret, validate an unknown rule id, verify --plan both and a bad window.
+    config = example_config("hybrid")
+    change(config)
+    project = stack_project(tmp_path, config)
+    before = snapshot(project)
+    assert_bad_input(invoke([a.replace("{tmp}", str(tmp_path)) for a in JUDGES[command]], project), says)
+    assert snapshot(project) == before

@@ -78,7 +78,10 @@ def fifo_at(path: Path) -> None:
     os.mkfifo(path)
 
 
-@pytest.mark.parametrize("surface", ["stack file", "Pulumi.yaml", "workload file", "usage profile", "kubeconfig"])
+SURFACES = ["stack file", "Pulumi.yaml", "workload file", "usage profile", "kubeconfig", "offer file"]
+
+
+@pytest.mark.parametrize("surface", SURFACES)
 def test_a_fifo_in_place_of_any_input_is_exit_2_naming_it(tmp_path: Path, surface: str) -> None:
     project = stack_project(tmp_path, example_config("onprem"))
     stacks = project / "stacks"
@@ -95,11 +98,14 @@ def test_a_fifo_in_place_of_any_input_is_exit_2_naming_it(tmp_path: Path, surfac
         case "usage profile":
             target = stacks / "usage.test.yaml"
             args = ["cost", "-s", "test"]
-        case _:
+        case "kubeconfig":
             target = tmp_path / "kubeconfig"
             args = ["verify", "-s", "test", "--kubeconfig", f"dc1={target}"]
+        case _:
+            target = tmp_path / "index.json"
+            args = ["catalog", "refresh", "-r", "us-east-1", "--prices", "--from", str(target)]
     fifo_at(target)
-    answer = invoke(args, None if surface == "workload file" else project)
+    answer = invoke(args, None if surface in ("workload file", "offer file") else project)
     assert_bad_input(answer, f"{target}: not a regular file")
 
 
