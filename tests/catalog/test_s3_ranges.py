@@ -119,8 +119,11 @@ def test_the_command_reads_a_local_copy_and_refuses_a_bad_one_without_writing(
 
 BAD_FILES: dict[str, bytes] = {
     "a FIFO": b"",
-    "a 4,300-digit number": b'{"syncToken": ' + b"1" * 4300 + b', "createDate": "x", "prefixes": []}',
-    "NaN": b'{"syncToken": NaN, "createDate": "x", "prefixes": []}',
+    "a 4,301-digit number": json.dumps(s3_doc("52.216.0.0/15", "52.216.0.0/15"))[:-1].encode()
+    + b', "x": '
+    + b"1" * 4301
+    + b"}",
+    "NaN": json.dumps({**s3_doc("52.216.0.0/15", "52.216.0.0/15"), "x": float("nan")}).encode(),
     "deep nesting": b"[" * 100_000,
     "latin-1": b'{"syncToken": "\xe9"}',
     "0.0.0.0/0 as S3": json.dumps(s3_doc("0.0.0.0/0", amazon="0.0.0.0/0")).encode(),

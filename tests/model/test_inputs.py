@@ -13,7 +13,7 @@ import pytest
 
 from model.inputs import MAX_DEPTH, JsonLimitError, SpecError, load_json, read_bytes, read_json
 from tests.cli.badinput import WORKLOADS, assert_bad_input, invoke, stack_project
-from tests.conftest import ROOT, example_config
+from tests.conftest import example_config
 
 
 def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
@@ -107,7 +107,3 @@ def test_a_fifo_in_place_of_any_input_is_exit_2_naming_it(tmp_path: Path, surfac
     fifo_at(target)
     answer = invoke(args, None if surface in ("workload file", "offer file") else project)
     assert_bad_input(answer, f"{target}: not a regular file")
-
-
-def test_the_example_project_still_reads(tmp_path: Path) -> None:
-    assert invoke(["validate", "-s", "onprem"], ROOT).code == 0
