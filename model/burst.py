@@ -199,6 +199,9 @@ def window_problems(spec: EstateSpec, window: BurstWindow) -> list[Problem]:
 # booked to each month pro rata.
 
 
+MIN_WINDOW_HOURS = 1 / 60  # a minute: windows are recorded to the second, and a shorter one cannot start a node
+
+
 def hours_between(start: dt.datetime, end: dt.datetime) -> float:
     return max(0.0, (end - start).total_seconds() / 3600)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +19,10 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from model.burst import READABLE_FORMATS, STATE_FORMAT, BurstState, window_problems
 from model.catalog import CatalogError
+from model.inputs import MAX_DEPTH, MAX_INT_DIGITS, SpecError, read_text
 from model.rules.estate import estate_problems, unpriced_lines
 from model.schema_changes import Kind, change_at
+from model.secrets import check_secrets
 from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec, SpecFieldError, SpecProblems
 from model.spec.net import Timestamp
 from model.yaml_text import check_unique_keys
@@ -38,16 +40,6 @@ _UNION_FIELDS = frozenset({"interconnect"})  # tagged unions held by a key, not 
 # Lists whose items are tagged unions: a tag right after an index into one of these is not a key (a tenant's `s3`
 # list, whose name is also a storage tag, is a key).
 _UNION_LISTS = frozenset({"sites", "fabrics", "storage", "prices"})
-
-
-@dataclass
-class SpecError(Exception):
-    """Bad input: one message per problem, each naming the file and the YAML path."""
-
-    problems: list[str] = field(default_factory=list)
-
-    def __str__(self) -> str:
-        return "\n".join(self.problems)
 
 
 def yaml_path(base: str, loc: tuple[int | str, ...]) -> str:
@@ -195,19 +187,24 @@ class StackFile:
         return parse_ledger(self.config.get(LEDGER_KEY), str(self.path))
 
     def contents(self) -> tuple[EstateSpec, BurstWindow | None, list[BurstLedgerEntry]]:
-        """Estate, window (checked against the estate) and ledger: what every command validates alike, so one
-        stack file is valid or invalid for preview, check, cost, diff, size and burst the same way."""
+        """Estate, window (checked against the estate), ledger and the secrets the program reads: what every
+        command validates alike (gpufleet.review.stack_file.judged adds the policy overrides), so one stack file
+        is valid or invalid for validate, preview, check, cost, size, verify and burst the same way."""
         spec, window = self.estate(), self.window()
         check_window(spec, window, str(self.path))
-        return spec, window, self.ledger()
+        ledger = self.ledger()
+        check_secrets(spec, self.config, str(self.path), self.project, self.stack)
+        return spec, window, ledger
+
+    @property
+    def stack(self) -> str:
+        """The stack's name, from its file name (`Pulumi.<stack>.yaml`)."""
+        return self.path.name.removeprefix("Pulumi.").removesuffix(".yaml")
 
 
-# Limits of every YAML file gpufleet reads (stack, workload, Pulumi.yaml, kubeconfig): far above any real file,
-# low enough that no input makes a command spend more than a moment or a few MB before it answers.
-MAX_FILE_BYTES = 4 * 1024 * 1024
-MAX_DEPTH = 64  # nesting of mappings and lists
+# Limits of every YAML file gpufleet reads (stack, workload, Pulumi.yaml, kubeconfig), besides model.inputs' size,
+# depth and number limits.
 MAX_NODES = 200_000  # values after aliases (*name, <<: *name) are expanded: an alias bomb stops here
-MAX_INT_DIGITS = 30  # no count, size or price in an estate comes near 10**30
 
 
 class _LimitedLoader(yaml.SafeLoader):
@@ -351,34 +348,6 @@ def read_yaml(path: Path, missing: str) -> Any:
         raise SpecError([yaml_problem(path, err)]) from None
 
 
-def read_text(path: Path, missing: str) -> str:
-    """A UTF-8 text file's contents; `missing` is the message when it does not exist. Never more than MAX_FILE_BYTES."""
-    try:
-        with path.open("rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise SpecError([f"{path}: {missing}"]) from None
-    except IsADirectoryError:
-        raise SpecError([f"{path}: is a directory, not a file"]) from None
-    except (OSError, ValueError) as err:  # a symlink loop, a name too long, a NUL in the name, no permission
-        reason = getattr(err, "strerror", None) or str(err)
-        raise SpecError([f"{_shown(path)}: cannot be read: {reason}"]) from None
-    if len(data) > MAX_FILE_BYTES:
-        raise SpecError([f"{path}: larger than {MAX_FILE_BYTES // (1024 * 1024)} MB; not a gpufleet input file"])
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        raise SpecError(
-            [f"{path}: not UTF-8 text (byte 0x{data[err.start]:02x} on line {line}); save it as UTF-8"]
-        ) from None
-
-
-def _shown(path: Path) -> str:
-    text = str(path).replace("\x00", "\\0")
-    return text if len(text) <= 120 else text[:120] + "..."
-
-
 def yaml_problem(source: Path | str, err: yaml.YAMLError) -> str:
     """The one message for a file PyYAML cannot parse: `file: not valid YAML (line L, column C): problem`."""
     mark = getattr(err, "problem_mark", None)
@@ -449,9 +418,10 @@ def parse_state(outputs: dict[str, object] | None, source: str) -> BurstState | 
         return None
     fmt = outputs.get("format")
     if fmt not in READABLE_FORMATS:  # outputs pass through protobuf, where every number is a float: 1.0 == 1
-        shown = f"{fmt:g}" if isinstance(fmt, int | float) else repr(fmt)
         raise SpecError(
-            [f"{source}: outputs.format: {shown} is not a burst state this gpufleet reads (format {STATE_FORMAT})"]
+            [
+                f"{source}: outputs.format: {_shown_format(fmt)} is not a burst state this gpufleet reads (format {STATE_FORMAT})"
+            ]
         )
     problems: list[str] = []
     window = None
@@ -485,6 +455,17 @@ def parse_state(outputs: dict[str, object] | None, source: str) -> BurstState | 
     if problems:
         raise SpecError(problems)
     return BurstState(window, tuple(ledger), as_of, bool(settled), int(generation))
+
+
+def _shown_format(fmt: object) -> str:
+    """An unknown state format as a message shows it: never a huge number or a long text in full."""
+    if fmt is None or isinstance(fmt, bool):
+        return repr(fmt)
+    if isinstance(fmt, float):
+        return f"{fmt:g}"
+    if isinstance(fmt, int):
+        return str(fmt) if fmt.bit_length() <= 64 else "an integer of more than 64 bits"
+    return repr(fmt[:40]) if isinstance(fmt, str) else f"a {type(fmt).__name__}"
 
 
 def check_state(spec: EstateSpec, state: BurstState | None, source: str) -> None:

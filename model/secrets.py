@@ -60,7 +60,7 @@ def secret_problem(value: object) -> str | None:
 def check_secrets(spec: EstateSpec, config: dict[str, Any], source: str, project: str, stack: str) -> None:
     """Raise a SpecError naming every secret the stack file's `config` lacks, and every one whose value is no
     secret (null, a number, a list, `secure:` without text)."""
-    from model.load import SpecError
+    from model.inputs import SpecError
 
     missing = missing_secrets(spec, lambda k: f"{project}:{k}" in config)
     unusable = [

@@ -20,7 +20,14 @@ from pathlib import Path
 from gpufleet.burst.aws import Aws
 from gpufleet.burst.driver import OutputSink, StackDriver
 from gpufleet.burst.errors import BurstError
-from gpufleet.burst.preflight import BurstRequest, Preflight, budget_line, check_request, preflight
+from gpufleet.burst.preflight import (
+    BurstRequest,
+    Preflight,
+    budget_line,
+    check_hours,
+    check_request,
+    preflight,
+)
 from gpufleet.burst.stack import StackState, apply_and_up, load_state, record_state
 from gpufleet.burst.targets import burst_targets
 from model.burst import (
@@ -323,8 +330,7 @@ def extend(
         )
     if w is None or not w.is_open(now):
         raise BurstError(f"no open burst window to extend; open one (`gpufleet burst open --stack {stack}`)")
-    if hours <= 0:
-        raise BurstError(f"--hours must be more than 0, got {hours:g}", 2)
+    check_hours(hours)
     expires = w.expires + dt.timedelta(hours=hours)
     total = hours_between(w.start, expires)
     if total > policy.max_window_hours:

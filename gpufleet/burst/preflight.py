@@ -15,6 +15,7 @@ from gpufleet.burst.aws import QUOTA_CODES, Aws, quota_family
 from gpufleet.burst.errors import BurstError
 from model import catalog
 from model.burst import (
+    MIN_WINDOW_HOURS,
     RECONCILE_LAG,
     burst_pools,
     cloud_site,
@@ -75,6 +76,15 @@ def choose_pool(spec: EstateSpec, instance_type: str | None) -> AwsNodePool:
     )
 
 
+def check_hours(hours: float, most: float = math.inf) -> None:
+    """`--hours` (of open and extend): at least a minute (MIN_WINDOW_HOURS) and at most `most`, else exit 2."""
+    if not MIN_WINDOW_HOURS <= hours <= most:  # also refuses nan
+        limit = f" and at most the burst policy's max_window_hours ({most:g})" if math.isfinite(most) else ""
+        raise BurstError(f"--hours must be at least a minute ({MIN_WINDOW_HOURS:.4f}){limit}; got {hours:g}", 2)
+    if math.isinf(hours):
+        raise BurstError(f"--hours must be a finite number of hours; got {hours:g}", 2)
+
+
 def check_request(spec: EstateSpec, request: BurstRequest) -> tuple[AwsNodePool, int]:
     """The checks that need no AWS: the burst policy, the pool and the node count. Returns (pool, nodes)."""
     policy = spec.burst
@@ -82,12 +92,7 @@ def check_request(spec: EstateSpec, request: BurstRequest) -> tuple[AwsNodePool,
         raise BurstError("the estate has no burst policy (`burst:`), so it cannot burst", 2)
     if request.gpus < 1:
         raise BurstError(f"--gpus must be at least 1, got {request.gpus}", 2)
-    if not 0 < request.hours <= policy.max_window_hours:
-        raise BurstError(
-            f"--hours must be more than 0 and at most the burst policy's max_window_hours ({policy.max_window_hours}); "
-            f"got {request.hours:g}",
-            2,
-        )
+    check_hours(request.hours, policy.max_window_hours)
     pool = choose_pool(spec, request.instance_type)
     itype = pool.instance_type
     if itype not in policy.allowed_instance_types:

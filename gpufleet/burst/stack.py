@@ -18,6 +18,7 @@ from pathlib import Path
 
 from gpufleet.burst.driver import DriverError, NotStarted, OutputSink, StackDriver, StateMoved, SummaryUnread
 from gpufleet.burst.errors import BurstError
+from gpufleet.review.stack_file import judged
 from model.burst import BurstState, state_stack_name, within_budget
 from model.load import LEDGER_KEY, WINDOW_KEY, SpecError, check_state, parse_state, read_stack
 from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec
@@ -46,7 +47,7 @@ class StackState:
 def load_spec(project_dir: Path, stack: str) -> EstateSpec:
     """The estate, its stack file judged as every command judges it (a window or ledger key there included)."""
     sf = read_stack(project_dir, stack)
-    spec, _, _ = sf.contents()
+    spec, _, _ = judged(sf)
     if spec.burst is None:
         raise BurstError(f"{sf.path}: the estate has no burst policy (`burst:`); only hybrid estates burst", 2)
     return spec

@@ -22,6 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from model.inputs import read_json
+
+# A region's offer file of a service: AmazonEC2's is the largest, hundreds of MB; read whole, as the API's pages are.
+MAX_OFFER_FILE_BYTES = 2 * 1024**3
+
 # The Price List Query API answers in a few regions only; us-east-1 serves every region's prices.
 PRICING_ENDPOINT_REGION = "us-east-1"
 GET_PRODUCTS = "AWS Price List API GetProducts"
@@ -125,10 +130,11 @@ class OfferFiles:
 
     @classmethod
     def read(cls, paths: Iterable[Path]) -> OfferFiles:
-        """Read each offer file (OSError, json.JSONDecodeError or OfferFileError naming the file if it is not one)."""
+        """Read each offer file through the bounded reader (SpecError, or OfferFileError, naming the file if it is
+        not one)."""
         offers = cls()
         for path in paths:
-            code, items = _offer_items(json.loads(path.read_text()), str(path))
+            code, items = _offer_items(read_json(path, "not found", MAX_OFFER_FILE_BYTES), str(path))
             offers.items.setdefault(code, []).extend(items)
             offers.files.setdefault(code, []).append(str(path))
         return offers

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
+import re
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 from model.catalog import S3_RANGES_FILE
+from model.inputs import JsonLimitError, load_json, read_json
 
 URL = "https://ip-ranges.amazonaws.com/ip-ranges.json"
 SOURCE = (
@@ -31,39 +34,92 @@ class IpRangesError(ValueError):
     """The document is not AWS's ip-ranges.json (or holds no S3 range)."""
 
 
+MAX_BYTES = 32 * 1024 * 1024  # the published file is a few MB
+# The IPv4 special-purpose blocks (IANA IPv4 Special-Purpose Address Registry, RFC 6890 and its updates) and
+# multicast and reserved space (RFC 5771, RFC 1112): no public range overlaps one. AWS publishes public ranges only
+# (aws-ip-syntax.html: "ip_prefix: The public IPv4 address range").
+NOT_PUBLIC = tuple(
+    ipaddress.IPv4Network(n)
+    for n in (
+        "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+        "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24",
+        "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
+    )
+)  # fmt: skip
+_CREATE_DATE = re.compile(r"\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}")  # aws-ip-syntax.html: createDate
+_REGION = re.compile(r"[a-z]+(-[a-z]+)+-\d{1,2}|GLOBAL")  # aws-ip-syntax.html: region, "an AWS Region or GLOBAL"
+
+
 def s3_prefixes(doc: dict[str, Any]) -> dict[str, list[str]]:
-    """S3's IPv4 prefixes by region, each region's list in address order, regions by name."""
+    """S3's IPv4 prefixes by region, each region's list in address order, regions by name.
+
+    Each S3 prefix must be public and lie inside a prefix the same document lists under AMAZON: AWS documents
+    that every subset is also in the AMAZON subset (aws-ip-syntax.html, `service`). So a range that is not AWS's
+    (0.0.0.0/0, a private block, a typo) is refused, never opened by a tenant's `allow-s3` policy."""
     if not isinstance(doc, dict) or not {"syncToken", "createDate", "prefixes"} <= doc.keys():
         raise IpRangesError("not AWS's ip-ranges.json: it needs syncToken, createDate and prefixes")
+    if not isinstance(doc["syncToken"], str) or not doc["syncToken"].isdigit() or len(doc["syncToken"]) > 12:
+        raise IpRangesError("syncToken: not a publication time (Unix seconds as a string)")
+    if not isinstance(doc["createDate"], str) or not _CREATE_DATE.fullmatch(doc["createDate"]):
+        raise IpRangesError("createDate: not a publication date (YYYY-MM-DD-hh-mm-ss)")
+    if not isinstance(doc["prefixes"], list):
+        raise IpRangesError("prefixes: must be a list")
     by_region: dict[str, set[ipaddress.IPv4Network]] = {}
+    amazon: set[ipaddress.IPv4Network] = set()
     for k, p in enumerate(doc["prefixes"]):
         try:
-            if p["service"] != "S3":
+            if p["service"] not in ("S3", "AMAZON"):
                 continue
             net = ipaddress.IPv4Network(p["ip_prefix"])
-            region = str(p["region"])
+            region = p["region"]
         except (KeyError, TypeError, ValueError) as e:
             raise IpRangesError(f"prefixes[{k}]: not an ip-ranges entry ({e})") from None
-        by_region.setdefault(region, set()).add(net)
+        if not isinstance(region, str) or not _REGION.fullmatch(region):
+            raise IpRangesError(f"prefixes[{k}].region: {str(region)[:40]!r} is not an AWS region or GLOBAL")
+        if any(net.overlaps(block) for block in NOT_PUBLIC):
+            raise IpRangesError(f"prefixes[{k}]: {net} is not a public IPv4 range (RFC 6890 special-purpose space)")
+        (amazon.add(net) if p["service"] == "AMAZON" else by_region.setdefault(region, set()).add(net))
     if not by_region:
         raise IpRangesError("the document holds no S3 prefix")
+    for region, nets in sorted(by_region.items()):
+        for net in sorted(nets):
+            if not any(net.supernet(new_prefix=n) in amazon for n in range(net.prefixlen + 1)):
+                raise IpRangesError(
+                    f"S3 prefix {net} ({region}) is in no AMAZON prefix of the document; AWS lists every range "
+                    "under AMAZON too, so this is not AWS's file"
+                )
     return {r: [str(n) for n in sorted(nets)] for r, nets in sorted(by_region.items())}
 
 
 def refresh_s3_ranges(doc: dict[str, Any], path: Path | None = None) -> dict[str, Any]:
-    """Rewrite the catalog's S3 ranges from an ip-ranges.json document; returns what was written."""
+    """Rewrite the catalog's S3 ranges from an ip-ranges.json document; returns what was written. The whole
+    document is judged first, and the file is replaced in one step: a refused document leaves it as it was."""
     out = {
         "source": SOURCE,
-        "syncToken": str(doc.get("syncToken", "")),
-        "createDate": str(doc.get("createDate", "")),
+        "syncToken": doc.get("syncToken"),
+        "createDate": doc.get("createDate"),
         "regions": s3_prefixes(doc),
     }
-    (path or S3_RANGES_FILE).write_text(json.dumps(out, indent=1) + "\n")
+    target = path or S3_RANGES_FILE
+    text = json.dumps(out, indent=1) + "\n"
+    partial = target.with_name(f".{target.name}.new")
+    partial.write_text(text)
+    os.replace(partial, target)
     return out
 
 
-def download(url: str = URL, timeout: float = 30.0) -> dict[str, Any]:
-    """AWS's current ip-ranges.json."""
+def read_ip_ranges(path: Path) -> Any:
+    """A local copy of ip-ranges.json, through the bounded reader (SpecError naming the file)."""
+    return read_json(path, "not found", MAX_BYTES)
+
+
+def download(url: str = URL, timeout: float = 30.0) -> Any:
+    """AWS's current ip-ranges.json, bounded like a local copy."""
     with urllib.request.urlopen(url, timeout=timeout) as answer:
-        doc: dict[str, Any] = json.load(answer)
-    return doc
+        data = answer.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise IpRangesError(f"larger than {MAX_BYTES // (1024 * 1024)} MB; not AWS's ip-ranges.json")
+    try:
+        return load_json(data.decode("utf-8"))
+    except (UnicodeDecodeError, JsonLimitError) as e:
+        raise IpRangesError(f"not JSON: {e}") from None

@@ -75,7 +75,12 @@ class ChartCache:
                 f"chart {chart.name} {chart.version} is not in the chart cache {self.root} "
                 f"(expected {folder}/Chart.yaml); run `gpufleet charts pull` or set {ENV_VAR}"
             )
-        meta = yaml.safe_load(meta_file.read_text()) or {}
+        try:
+            meta = yaml.safe_load(meta_file.read_text())
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+            raise ChartCacheError(f"{meta_file}: cannot be read as a Chart.yaml ({str(e).splitlines()[0]})") from None
+        if not isinstance(meta, dict):
+            raise ChartCacheError(f"{meta_file}: not a Chart.yaml (a mapping with name and version)")
         name, version = str(meta.get("name", "")), str(meta.get("version", ""))
         if name != chart.name:
             raise ChartCacheError(f"{meta_file}: chart name is {name!r}, expected {chart.name!r}")

@@ -28,7 +28,7 @@ from gpufleet.burst.flows import (
     status,
 )
 from gpufleet.burst.ledger import burst_group_tags, measured_booker
-from gpufleet.burst.preflight import offline_check
+from gpufleet.burst.preflight import check_hours, offline_check
 from gpufleet.burst.stack import legacy_keys, load_spec, load_state, record_state
 from gpufleet.cli.options import HERE, ProjectOpt, StackOpt, out
 from model.burst import BurstState, cloud_site, state_stack_name
@@ -86,6 +86,7 @@ def open_cmd(
     project: ProjectOpt = HERE,
 ) -> None:
     """Check AWS and the budget, then record a burst window in the state stack and run a targeted `pulumi up`."""
+    check_hours(hours)  # before anything runs; the policy's own limit once the stack is read
     request = BurstRequest(gpus=gpus, hours=hours, instance_type=instance_type)
     if offline:
         if not dry_run:
@@ -163,6 +164,7 @@ ExtendHoursOpt = Annotated[float, typer.Option("--hours", help="How many hours l
 
 def extend_cmd(stack: StackOpt, hours: ExtendHoursOpt, project: ProjectOpt = HERE) -> None:
     """Move the open window's expiry later, within max_window_hours and the budget (records the state only)."""
+    check_hours(hours)
     outcome = extend(
         project, stack, hours, driver=make_driver(project), clock=_clock(project, stack), on_output=_stream,
         book=measured_booker(make_aws),

@@ -38,13 +38,12 @@ OfferFilesOpt = Annotated[
 
 def _offer_files(paths: list[Path], region: str) -> Any:
     """The offer files as a Price List client (exit 2 naming a file that cannot be read or holds no `region`)."""
-    import json
-
     from gpufleet.catalog.price_list import OfferFileError, OfferFiles
+    from model.inputs import SpecError
 
     try:
         offers = OfferFiles.read(paths)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except SpecError as e:  # not a regular file, not UTF-8 or not JSON within the limits
         raise CommandError(f"--from: cannot read a Price List offer file: {e}") from None
     except OfferFileError as e:
         raise CommandError(f"--from: {e}") from None
@@ -108,16 +107,14 @@ FromOpt = Annotated[
 
 def catalog_s3_ranges(source: FromOpt = None) -> None:
     """Rewrite the S3 address ranges tenant NetworkPolicies open, from AWS's ip-ranges.json (downloaded, or --from)."""
-    import json
-
-    from gpufleet.catalog.s3_ranges import URL, IpRangesError, download, refresh_s3_ranges
+    from gpufleet.catalog.s3_ranges import URL, IpRangesError, download, read_ip_ranges, refresh_s3_ranges
 
     where = str(source) if source is not None else URL
     try:
-        doc = json.loads(source.read_text()) if source is not None else download()
+        doc = read_ip_ranges(source) if source is not None else download()
         written = refresh_s3_ranges(doc)
-    except (OSError, json.JSONDecodeError) as e:
-        raise CommandError(f"{where}: cannot read ip-ranges.json: {e}", exit_code=1 if source is None else 2) from None
+    except OSError as e:  # the download; a local copy's problems are SpecErrors naming it
+        raise CommandError(f"{where}: cannot read ip-ranges.json: {e}", exit_code=1) from None
     except IpRangesError as e:
         raise CommandError(f"{where}: {e}") from None
     out.print(f"s3 ranges: {len(written['regions'])} regions, published {written['createDate']}")

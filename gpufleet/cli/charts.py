@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from gpufleet.cli.errors import CommandError
 from gpufleet.cli.options import ChartCacheOpt, err, out
 
 
@@ -25,8 +26,7 @@ def pull(
     charts = [c for c in pinned_charts() if not name or c.name in name]
     unknown = sorted(set(name or []) - {c.name for c in pinned_charts()})
     if unknown:
-        err.print(f"[red]error:[/red] --chart: not pinned in versions.py: {', '.join(unknown)}", markup=True)
-        raise typer.Exit(2)
+        raise CommandError(f"--chart: not pinned in versions.py: {', '.join(unknown)}")
     failed = 0
     for chart in charts:
         if missing:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from gpufleet.cli.errors import CommandError
+from gpufleet.cli.errors import CommandError, output_directory
 from gpufleet.cli.options import (
     HERE,
     ChartCacheOpt,
@@ -45,6 +45,7 @@ def check(
     from gpufleet.review import check as checker
 
     if write_config is not None:
+        output_directory(write_config, "--write-config")
         for path in checker.write_configs(checker.load_spec(project, stack), write_config):
             out.print(f"pulumi preview -s {stack} --policy-pack policies/{path.stem} --policy-pack-config {path}")
         return

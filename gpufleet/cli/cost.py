@@ -35,12 +35,13 @@ def cost(
     from gpufleet.render.cost import cost_json, cost_markdown, cost_text
     from gpufleet.review.cost.envelope import estate_cost
     from gpufleet.review.cost.usage import read_usage, usage_path
+    from gpufleet.review.stack_file import judged
     from model.load import read_stack, stack_path
 
     now = parse_time(at) if at else dt.datetime.now(dt.UTC)
     with progress(f"cost {stack}: pricing from the catalog"):
         stack_file = read_stack(project, stack)
-        spec, window, _ = stack_file.contents()  # judged as preview, check and burst judge it
+        spec, window, _ = judged(stack_file)  # as every command judges it
         # The usage profile beside the stack file (usage.<stack>.yaml), if any, prices usage-billed items.
         usage = read_usage(usage_path(stack_path(project, stack), stack), spec)
         envelope = estate_cost(spec, window, now, usage)

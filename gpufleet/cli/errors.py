@@ -11,14 +11,17 @@
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import functools
 import logging
+import os
 import shlex
 import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
 
@@ -26,15 +29,13 @@ import typer
 from rich.text import Text
 
 from gpufleet.burst.errors import BurstError
+from gpufleet.cli.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED
 from gpufleet.cli.options import Format, err
 from model.catalog import CatalogError
+from model.inputs import shown
 from model.load import SpecError
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-EXIT_BAD_INPUT = 2
-EXIT_INTERNAL = 70  # EX_SOFTWARE (sysexits.h): neither a finding (1) nor bad input (2)
-EXIT_INTERRUPTED = 130
 
 
 class CommandError(Exception):
@@ -72,7 +73,38 @@ def _known(e: Exception) -> tuple[list[str], int] | None:
         return [f"the program could not be synthesized offline: {e}"], 2
     if _raised_from(e, "pulumi", "RunError"):
         return [str(e)], 2
+    # The environment: a path that cannot be read or written, an output that cannot carry the text.
+    if isinstance(e, OSError) and e.filename is not None:
+        return [f"{shown(e.filename)}: {e.strerror or e}"], 2
+    if isinstance(e, UnicodeEncodeError) and _is_output_encoding(e.encoding):
+        return [_encoding_message(e)], 2
     return None
+
+
+def _is_output_encoding(encoding: str) -> bool:
+    streams = (sys.stdout, sys.stderr)
+    return codecs.lookup(encoding).name in {
+        codecs.lookup(getattr(s, "encoding", None) or "utf-8").name for s in streams
+    }
+
+
+def _encoding_message(e: UnicodeEncodeError) -> str:
+    char = e.object[e.start] if e.start < len(e.object) else "?"
+    return (
+        f"output: the terminal's encoding ({e.encoding}) cannot write U+{ord(char):04X}; set PYTHONIOENCODING=utf-8 "
+        "or a UTF-8 locale (LANG=C.UTF-8)"
+    )
+
+
+def output_directory(path: Path, option: str) -> None:
+    """Refuse, before any work, an output directory that is a file or cannot be created or written."""
+    if path.exists() and not path.is_dir():
+        raise CommandError(f"{option} {shown(path)}: is a file; give a directory (it is created if missing)")
+    existing = next((p for p in (path, *path.parents) if p.exists()), Path("."))
+    if not existing.is_dir():
+        raise CommandError(f"{option} {shown(path)}: {shown(existing)} is a file, so no directory can be made in it")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise CommandError(f"{option} {shown(path)}: {shown(existing)} cannot be written (permission denied)")
 
 
 def report(e: Exception) -> typer.Exit:

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from gpufleet.cli.errors import output_directory
 from gpufleet.cli.options import HERE, ChartCacheOpt, ProjectOpt, StackOpt, out
 
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Directory to write YAML into.")]
@@ -28,6 +29,7 @@ def export(
     from gpufleet.render.export import export as write
     from gpufleet.render.export import export_rendered
 
+    output_directory(out_dir, "--out")
     plan = synth(project, stack)  # synthesize first: bad input writes nothing
     written = write(plan, out_dir)
     if render:

@@ -19,11 +19,12 @@ def size(
     """Size GPUs from workload evidence: demand, memory fit, cheapest placement, installed range, node pools."""
     from gpufleet.render.sizing import sizing_markdown, sizing_text
     from gpufleet.render.sizing_json import sizing_json
+    from gpufleet.review.stack_file import judged
     from gpufleet.sizing.report import size as size_fleet
     from gpufleet.sizing.workloads import load_workloads
     from model.load import read_stack
 
-    spec = read_stack(project, stack).contents()[0] if stack else None
+    spec = judged(read_stack(project, stack))[0] if stack else None
     result = size_fleet(load_workloads(workloads), str(workloads), spec, stack)
     match format:
         case Format.json:

@@ -6,15 +6,12 @@ from gpufleet.cli.options import HERE, ProjectOpt, StackOpt, out
 
 
 def validate(stack: StackOpt, project: ProjectOpt = HERE) -> None:
-    """Check a stack file fast: schema, cross-field rules, burst window and ledger, secrets. No synthesis, no
-    policies (`gpufleet preview` and `gpufleet check` run those). Exits 2 with one line per problem."""
-    from model.load import check_window, read_stack
-    from model.secrets import check_secrets
+    """Check a stack file fast: schema, cross-field rules, burst window and ledger, secrets, the rule ids of its
+    enforcement overrides. No synthesis, no policies (`gpufleet preview` and `gpufleet check` run those). Exits 2
+    with one line per problem."""
+    from gpufleet.review.stack_file import judged
+    from model.load import read_stack
 
     stack_file = read_stack(project, stack)
-    spec = stack_file.estate()
-    window = stack_file.window()
-    check_window(spec, window, str(stack_file.path))
-    stack_file.ledger()
-    check_secrets(spec, stack_file.config, str(stack_file.path), stack_file.project, stack)
+    judged(stack_file)
     out.print(f"{stack_file.path}: valid", markup=False)

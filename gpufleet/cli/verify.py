@@ -15,6 +15,7 @@ import typer
 
 from gpufleet.cli.errors import CommandError
 from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, err
+from gpufleet.review.stack_file import judged
 from gpufleet.verify import suite as suites
 from model.load import read_stack
 
@@ -85,14 +86,23 @@ def verify(
     on Ctrl-C. Prints each figure with its pass mark and where the mark comes from; exits 1 when a mandatory check
     fails or cannot finish. --plan shows all of this without a cluster.
     """
-    spec = read_stack(project, stack).estate()
-    pools = pool or []
+    pools, categories = pool or [], _categories(only)
+    try:
+        options = suites.Options(
+            categories=categories,
+            pools=pools,
+            degraded=degraded,
+            dcgm_level=dcgm_level,
+            egress_probe=egress_probe,
+        )
+    except ValueError as e:
+        raise CommandError(f"--egress-probe {egress_probe}: {e}") from None
+    if report_file is not None and report_file.is_dir():
+        raise CommandError(f"--report {report_file}: is a directory; give a file")
+    spec = judged(read_stack(project, stack))[0]
     unknown = sorted(set(pools) - {p.name for _, p in spec.pools()})
     if unknown:
         raise CommandError(f"--pool: {', '.join(unknown)} not a node pool of stack {stack}")
-    options = suites.Options(
-        categories=_categories(only), pools=pools, degraded=degraded, dcgm_level=dcgm_level, egress_probe=egress_probe
-    )
     suite = suites.derive(spec, stack, options)
     if plan:
         _print_plan(suite, format)

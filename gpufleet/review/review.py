@@ -8,10 +8,8 @@ offline, prices the estate and evaluates the policy packs; renderers in gpufleet
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any, cast
 
 from gpufleet.engine.plan import Plan
@@ -21,6 +19,7 @@ from gpufleet.review.cost.usage import read_usage, usage_path
 from gpufleet.review.findings import Findings
 from gpufleet.review.reality.first_up import FirstUp
 from gpufleet.review.reality.journeys.core import Journey
+from gpufleet.review.stack_file import judged, policy_check
 from model.load import StackFile, read_stack, stack_path
 from model.spec import BurstWindow, EstateSpec
 
@@ -54,16 +53,6 @@ class Review:
         }
 
 
-def policy_check() -> ModuleType | None:
-    """gpufleet.review.check, or None when this tree has none (a tree trimmed of its policy packs)."""
-    try:
-        return importlib.import_module("gpufleet.review.check")
-    except ModuleNotFoundError as err:
-        if err.name != "gpufleet.review.check":
-            raise  # the module is there but something it needs is not
-        return None
-
-
 def build(
     project_dir: Path | str,
     stack: str,
@@ -82,10 +71,8 @@ def build(
     """
     project_dir = Path(project_dir).resolve()
     stack_file = read_stack(project_dir, stack) if stack_file is None else stack_file
-    spec, window, _ = stack_file.contents()
+    spec, window, _ = judged(stack_file)
     check = policy_check()
-    if check is not None:
-        check.check_overrides(spec, stack_file)
     usage = read_usage(usage_path(stack_path(project_dir, stack), stack), spec)
     plan = synth_stack(project_dir, stack, stack_file)
     cost = estate_cost(spec, window, now or dt.datetime.now(dt.UTC), usage)

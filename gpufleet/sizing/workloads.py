@@ -46,6 +46,10 @@ TRAINING_KINDS = frozenset({"training", "fine-tuning"})
 
 
 MAX_HOURS = 100_000.0  # hours of one run or of a device in a period: over eleven years
+# Divisors of the GPU-hour demand: nothing is planned below a hundredth of a percent or of an hour, and a
+# positive float closer to 0 (5e-324) overflows the quotient.
+MIN_PCT = 0.01
+MIN_DEVICE_HOURS = 0.01
 
 
 class Model(BaseModel):
@@ -68,7 +72,7 @@ class Planning(Model):
 
     period: Period = Field(description="Planning period the run counts refer to: day, week, month, quarter or year.")
     hours_per_device: float = Field(
-        gt=0,
+        ge=MIN_DEVICE_HOURS,
         le=MAX_HOURS,
         description="Hours one installed GPU can run jobs in the period (168 a week around the clock; fewer if "
         "the estate only runs part of the time). Maintenance is not taken off here: see maintenance_pct.",
@@ -169,7 +173,7 @@ class WorkloadClass(Model):
     )
     utilisation_pct: float | None = Field(
         default=None,
-        gt=0,
+        ge=MIN_PCT,
         le=100,
         description="This class's own schedulable-utilisation target in percent, used instead of planning."
         "utilisation_pct's scenarios. Default: 100 for always-on serving (an online-inference class whose runs "
@@ -248,8 +252,8 @@ def _hours_within_period(p: Planning) -> Iterator[Problem]:
 
 def _scenarios_in_range(p: Planning) -> Iterator[Problem]:
     for i, u in enumerate(p.utilisation_pct):
-        if not 0 < u <= 100:
-            yield Problem(f"utilisation_pct[{i}]", f"{u:g} must be above 0 and at most 100")
+        if not MIN_PCT <= u <= 100:
+            yield Problem(f"utilisation_pct[{i}]", f"{u:g} must be at least {MIN_PCT:g} and at most 100")
 
 
 def _scenarios_distinct(p: Planning) -> Iterator[Problem]:
@@ -357,13 +361,18 @@ def parse_workloads(raw: Any, source: str) -> WorkloadFile:
 
 
 def _raw_models(raw: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], str, Any, tuple[Rule, ...]]]:
-    """The planning window and each class as unvalidated models (model_construct), with their rules."""
+    """The planning window and each class as unvalidated models (model_construct), with their rules. A key that is
+    no string is no field (pydantic reports it), so it is left out here."""
     if isinstance(planning := raw.get("planning"), dict):
-        yield ("planning",), "planning", Planning.model_construct(**planning), PLANNING_RULES
+        yield ("planning",), "planning", Planning.model_construct(**_fields(planning)), PLANNING_RULES
     classes = raw.get("classes")
     for i, c in enumerate(classes if isinstance(classes, list) else []):
         if isinstance(c, dict):
-            yield ("classes", i), f"classes[{i}]", WorkloadClass.model_construct(**c), CLASS_RULES
+            yield ("classes", i), f"classes[{i}]", WorkloadClass.model_construct(**_fields(c)), CLASS_RULES
+
+
+def _fields(raw: dict[Any, Any]) -> dict[str, Any]:
+    return {k: v for k, v in raw.items() if isinstance(k, str)}
 
 
 def _problems(err: ValidationError, source: str) -> list[str]:

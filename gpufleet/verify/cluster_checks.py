@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpufleet.verify import manifests, parsers
-from gpufleet.verify.kube import ApiError, Context, api_call, create
+from gpufleet.verify.kube import ApiError, Context, api_call, create, tail
 from gpufleet.verify.results import Result, Status, skipped
 from gpufleet.verify.suite import Check
 from model import conventions, nodes, versions
@@ -48,7 +48,11 @@ def exporter(ctx: Context, check: Check) -> Result:
         except ApiError as e:
             problems.append(f"{node}: /metrics not served ({e.status} {e.reason})")
             continue
-        scrape = parsers.parse_exporter(str(text))
+        try:
+            scrape = parsers.parse_exporter(str(text))
+        except parsers.ParseError as e:
+            problems.append(f"{node}: /metrics unreadable ({e}); log: {tail(str(text))}")
+            continue
         per_node[node] = {"gpus": len(scrape.gpus), "expected": expected, "xid": scrape.xid}
         if expected is not None and len(scrape.gpus) < expected:
             problems.append(f"{node}: series for {len(scrape.gpus)} of {expected} GPUs")

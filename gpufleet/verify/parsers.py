@@ -1,18 +1,45 @@
 """Parsers of what the acceptance Jobs print: nccl-tests, `dcgmi diag -j`, fio JSON, DCGM exporter metrics.
 
-Each one is tested on real published output (tests/verify/fixtures/, each with its source).
+Each one is tested on real published output (tests/verify/fixtures/, each with its source). A log is whatever a
+pod printed: truncated, interleaved, another tool version's shape. So every parser answers a result or a
+ParseError, never another exception (`garbled`), and JSON is read within model.inputs' limits.
 """
 
 from __future__ import annotations
 
-import json
+import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+from model.inputs import JsonLimitError, load_json
+
+T = TypeVar("T")
 
 
 class ParseError(ValueError):
     """The output is not what the tool prints (truncated log, crash before the results)."""
+
+
+def garbled(tool: str) -> Callable[[Callable[[str], T]], Callable[[str], T]]:
+    """A parser of `tool`'s output whose every failure on an unexpected shape is a ParseError saying so."""
+
+    def wrap(parse: Callable[[str], T]) -> Callable[[str], T]:
+        @functools.wraps(parse)
+        def parser(text: str) -> T:
+            try:
+                return parse(text)
+            except ParseError:
+                raise
+            except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError) as e:
+                raise ParseError(
+                    f"not {tool} output as gpufleet reads it ({type(e).__name__}: {str(e)[:200]})"
+                ) from None
+
+        return parser
+
+    return wrap
 
 
 # -- nccl-tests -----------------------------------------------------------------------------------------------
@@ -57,6 +84,7 @@ def _wrong(value: str) -> int:
     return int(value) if value.isdigit() else 0
 
 
+@garbled("nccl-tests")
 def parse_nccl(text: str) -> NcclResult:
     rows = [
         NcclRow(int(m["size"]), float(m["busbw1"]), float(m["busbw2"]), _wrong(m["wrong1"]) + _wrong(m["wrong2"]))
@@ -116,11 +144,12 @@ def _json_document(text: str) -> Any:
     if start < 0 or end < start:
         raise ParseError("no JSON document in the output")
     try:
-        return json.loads(text[start : end + 1])
-    except json.JSONDecodeError as err:
-        raise ParseError(f"not valid JSON: {err}") from None
+        return load_json(text[start : end + 1])
+    except JsonLimitError as err:
+        raise ParseError(str(err)) from None
 
 
+@garbled("dcgmi diag -j")
 def parse_dcgm_diag(text: str) -> DiagResult:
     doc = _json_document(text)
     root = doc.get("DCGM Diagnostic") or doc.get("DCGM GPU Diagnostic")
@@ -159,6 +188,7 @@ class FioResult:
     errors: int
 
 
+@garbled("fio JSON")
 def parse_fio(text: str) -> FioResult:
     doc = _json_document(text)
     jobs = doc.get("jobs")
@@ -188,6 +218,7 @@ class ExporterScrape:
     xid: dict[str, float]  # gpu -> last XID (DCGM_FI_DEV_XID_ERRORS), when exported and non-zero
 
 
+@garbled("DCGM exporter metrics")
 def parse_exporter(text: str) -> ExporterScrape:
     gpus: set[str] = set()
     xid: dict[str, float] = {}

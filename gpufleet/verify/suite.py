@@ -7,9 +7,11 @@ claim) is decided by the runner, which reports a check it cannot run as skipped 
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from ipaddress import IPv4Address, IPv6Address
 
 from gpufleet.verify import thresholds
 from gpufleet.verify.thresholds import Threshold
@@ -86,6 +88,18 @@ class Check:
         return self.threshold is not None or bool(self.criterion)
 
 
+def egress_target(probe: str) -> tuple[IPv4Address | IPv6Address, int]:
+    """`--egress-probe IP:PORT` as an address and a TCP port (1-65535); ValueError saying what is wrong."""
+    host, _, port = probe.rpartition(":")
+    try:
+        address = ipaddress.ip_address(host.removeprefix("[").removesuffix("]"))
+    except ValueError:
+        raise ValueError(f"{host!r} is not an IP address (IP:PORT, e.g. 1.1.1.1:443)") from None
+    if not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+        raise ValueError(f"{port!r} is not a TCP port (1-65535)")
+    return address, int(port)
+
+
 @dataclass(frozen=True)
 class Options:
     categories: Sequence[Category] = DEFAULT_CATEGORIES
@@ -93,6 +107,9 @@ class Options:
     degraded: bool = False
     dcgm_level: int = 2
     egress_probe: str = "1.1.1.1:443"
+
+    def __post_init__(self) -> None:
+        egress_target(self.egress_probe)  # refused before any check is derived or run
 
 
 @dataclass(frozen=True)

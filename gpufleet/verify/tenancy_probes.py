@@ -16,7 +16,7 @@ from gpufleet.verify import manifests
 from gpufleet.verify.kube import ApiError, Context, api_call, create, job_logs, tail, wait_job
 from gpufleet.verify.manifests import Manifest, Run
 from gpufleet.verify.results import Result, Status, skipped
-from gpufleet.verify.suite import Check
+from gpufleet.verify.suite import Check, egress_target
 from model import conventions, queues, versions
 from model.spec import Tenant
 
@@ -102,15 +102,11 @@ def cross_tenant(ctx: Context, check: Check) -> Result:
 def egress(ctx: Context, check: Check) -> Result:
     assert check.tenant
     tenant = ctx.spec.tenant(check.tenant)
-    host, _, port = ctx.suite.options.egress_probe.rpartition(":")
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return Result(check, Status.error, detail=f"--egress-probe {host!r} is not an IP address")
+    address, port = egress_target(ctx.suite.options.egress_probe)  # judged when the options were made
     listed = [c for c in tenant.egress_cidrs if address in ipaddress.ip_network(c, strict=False)]
     if listed:
         return skipped(check, f"{address} is inside the tenant's egress_cidrs ({', '.join(listed)}); pick another")
-    cmd = connect_command(str(address), int(port))
+    cmd = connect_command(str(address), port)
     from_tenant = _probe(ctx, check, tenant.name, cmd, _runtime_class(ctx, tenant))
     control = _probe(ctx, check, ctx.run.namespace, cmd)
     evidence = {"probe": ctx.suite.options.egress_probe, "from_tenant": from_tenant, "control": control}

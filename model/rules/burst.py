@@ -24,16 +24,32 @@ def burst_problems(spec: EstateSpec) -> Iterator[Problem]:
         if burst_pools:
             yield Problem("burst", f"pool {burst_pools[0].name} has burst: true; add a burst policy")
         return
-    site = next((s for s in spec.sites if s.name == spec.burst.cloud_site), None)
-    cloud = kinds.of(site).aws_site if site is not None else None
-    if cloud is None:
-        yield Problem("burst.cloud_site", f"{spec.burst.cloud_site} must name an aws site of the estate")
+    cloud = _cloud_site(spec)
+    if cloud is None:  # burst_references says so; the estate's other rules are not run
         return
     if not any(p.burst for p in cloud.node_pools):
         yield Problem("burst.cloud_site", f"site {cloud.name} has no node pool with burst: true")
     yield from _burst_manager(spec)
     yield from _burst_site(spec, cloud)
     yield from _workers_serve_the_same_frameworks(spec)
+
+
+def _cloud_site(spec: EstateSpec) -> AwsSite | None:
+    site = next((s for s in spec.sites if spec.burst is not None and s.name == spec.burst.cloud_site), None)
+    return kinds.of(site).aws_site if site is not None else None
+
+
+def burst_references(spec: EstateSpec) -> Iterator[Problem]:
+    """The sites a burst policy names exist: every other rule (reach, dispatch, CNI) looks them up by name."""
+    if spec.burst is None:
+        return
+    if _cloud_site(spec) is None:
+        yield Problem("burst.cloud_site", f"{spec.burst.cloud_site} must name an aws site of the estate")
+    sites = [s.name for s in spec.sites]
+    if spec.burst.manager.network not in sites:
+        yield Problem(
+            "burst.manager.network", f"{spec.burst.manager.network} is not a site of the estate ({', '.join(sites)})"
+        )
 
 
 def _burst_manager(spec: EstateSpec) -> Iterator[Problem]:
@@ -45,8 +61,6 @@ def _burst_manager(spec: EstateSpec) -> Iterator[Problem]:
             f"{manager.name} is a site of the estate; the MultiKueue manager is a cluster of its own, not one of "
             "its workers (Kueue does not support a manager that is its own worker), so give it another name",
         )
-    if manager.network not in sites:
-        yield Problem("burst.manager.network", f"{manager.network} is not a site of the estate ({', '.join(sites)})")
 
 
 def _burst_site(spec: EstateSpec, cloud: AwsSite) -> Iterator[Problem]:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from model import catalog, kinds
 from model.cni import network_policy_problems
 from model.reach import access_problems
-from model.rules.burst import burst_problems
+from model.rules.burst import burst_problems, burst_references
 from model.rules.sharing import (
     enforcement_overrides_effective,
     pool_sharing_problems,
@@ -39,9 +39,10 @@ Rule = Callable[["EstateSpec"], Iterator[Problem]]
 
 def estate_problems(spec: EstateSpec) -> list[Problem]:
     """Every cross-field problem of the estate, in rule order."""
-    names = list(names_unique(spec))
-    if names:
-        return names
+    # Names others are looked up by come first: a rule that looks up a missing one would fail, not report it.
+    references = list(names_unique(spec)) or list(burst_references(spec))
+    if references:
+        return references
     return [problem for rule in RULES for problem in rule(spec)]
 
 

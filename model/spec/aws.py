@@ -211,6 +211,10 @@ class Vpc(Model):
     def _one_way(self) -> Vpc:
         if self.vpc_id and not self.private_subnet_ids:
             raise ValueError("an adopted vpc_id needs private_subnet_ids")
+        if self.cidr is None and not self.vpc_id:
+            raise ValueError(
+                "needs a cidr (a VPC the stack creates) or a vpc_id with private_subnet_ids (one it adopts)"
+            )
         return self
 
 

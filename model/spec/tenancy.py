@@ -10,6 +10,12 @@ from model.conventions import TENANT_S3_SERVICE_ACCOUNT
 from model.spec.base import Model, Name
 from model.spec.net import MAX_GPUS, CidrRange
 
+# A tenant's members are the subjects of one RoleBinding. Kubernetes counts no subjects, but etcd refuses a request
+# over 1.5 MiB (https://etcd.io/docs/v3.5/dev-guide/limit/, "Request size limit"): 1,000 groups of up to 1,024
+# characters (about 1.1 MB of subjects) stay under it, and far more groups than a tenant binds.
+MAX_MEMBERS = 1000
+MAX_MEMBER_CHARS = 1024
+
 
 class S3Grant(Model):
     """Access to one prefix of one bucket the estate creates, through the tenant's own IAM role (EKS Pod Identity)."""
@@ -55,7 +61,11 @@ class Tenant(Model):
     lending_limit: int | None = Field(
         default=None, ge=0, le=MAX_GPUS, description="GPUs of its quota others may borrow."
     )
-    members: list[str] = Field(default_factory=list, description="Identity-provider groups bound to the tenant.")
+    members: list[Annotated[str, Field(min_length=1, max_length=MAX_MEMBER_CHARS)]] = Field(
+        default_factory=list,
+        max_length=MAX_MEMBERS,
+        description=f"Identity-provider groups bound to the tenant (at most {MAX_MEMBERS}, each in one RoleBinding).",
+    )
     pod_security: Literal["restricted", "baseline"] = Field(
         default="restricted", description="Pod Security level enforced in the namespace."
     )

@@ -186,7 +186,7 @@ def test_instance_type_outside_the_burst_policy_is_refused_before_any_aws_call()
 @pytest.mark.parametrize(
     ("request_", "message"),
     [
-        (BurstRequest(gpus=8, hours=49), r"--hours must be more than 0 and at most .* \(48\); got 49"),
+        (BurstRequest(gpus=8, hours=49), r"--hours must be at least a minute \(0.0167\) and at most .* \(48\); got 49"),
         (BurstRequest(gpus=8, hours=4, instance_type="p9.huge"), r"instance type 'p9\.huge' is not in the GPU catalog"),
         (BurstRequest(gpus=8, hours=4, instance_type="p5en.48xlarge"), r"no burst pool runs p5en\.48xlarge"),
         (BurstRequest(gpus=40, hours=4), r"40 GPUs need 5 x p5\.48xlarge .* more than pool burst-h100's max of 4"),

@@ -11,10 +11,11 @@ from typer.testing import CliRunner
 from gpufleet.cli.app import app
 from tests.conftest import ROOT, write_project
 from tests.review.estates import small
+from tests.review.repos import stack_config
 
 
 def test_cost_cli_json_carries_totals_and_dated_prices(tmp_path: Path) -> None:
-    project = write_project(tmp_path, {"gpufleet:estate": small()}, stack="small")
+    project = write_project(tmp_path, stack_config(small()), stack="small")
     result = CliRunner().invoke(app, ["cost", "-s", "small", "-C", str(project), "-f", "json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import gc
 import os
+import random
+import signal
 import subprocess
 import sys
+import time
 import tomllib
 
 import pytest
@@ -60,8 +63,7 @@ def test_in_process_callers_keep_the_collector(monkeypatch: pytest.MonkeyPatch) 
 
 def test_the_installed_console_script_is_the_process_app() -> None:
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    module, _, name = scripts["gpufleet"].partition(":")
-    assert (module, name) == ("gpufleet.cli.app", "app")
+    assert scripts["gpufleet"] == "gpufleet.cli.main:main"  # which runs gpufleet.cli.app.app
     assert type(app_module.app).__call__ is not type(app_module.catalog_app).__call__
 
 
@@ -97,3 +99,53 @@ def test_ctrl_c_during_synthesis_is_one_line_and_exit_130(at: int) -> None:
         check=False,
     )
     assert (done.returncode, done.stderr) == (130, "interrupted\n")
+
+
+def test_the_console_script_is_the_entry_that_handles_ctrl_c_during_imports() -> None:
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["gpufleet"] == "gpufleet.cli.main:main"
+
+
+# Ctrl-C at seeded moments of a real `gpufleet preview` process, counted from when the entry point has set its
+# handler (the child says `ready` then; before it the interpreter itself is starting): while it imports the
+# commands, parses its arguments, reads the stack, synthesizes (pulumi_kubernetes half-imported), renders. Each
+# answer is the one line and exit 130, or, when the command had already finished, its own exit 0.
+_ENTRY = """
+import os, signal, sys
+real = signal.signal
+def marked(*args):
+    previous = real(*args)
+    signal.signal = real
+    os.write(1, b"ready\\n")
+    return previous
+signal.signal = marked
+from gpufleet.cli import main
+sys.argv = ["gpufleet", "preview", "-s", "onprem"]
+main.main()
+"""
+_DELAYS = sorted([0.0, 0.02, *(round(random.Random(29).uniform(0.05, 4.0), 2) for _ in range(6))])
+
+
+@pytest.mark.parametrize("delay", _DELAYS)
+def test_ctrl_c_at_any_moment_of_the_process_is_one_line_and_exit_130(delay: float) -> None:
+    # Before: a traceback while importing (the console script imported every command before any handler), an
+    # asyncio traceback at shutdown, or exit 70 from a module the interrupt left half-imported.
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _ENTRY],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    time.sleep(delay)
+    finished = proc.poll() is not None
+    if not finished:
+        proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    if finished:
+        assert proc.returncode == 0, stderr
+    else:
+        assert (proc.returncode, stderr) == (130, "interrupted\n")

@@ -88,3 +88,16 @@ def test_time_sliced_pool_dedicated_to_one_trusted_tenant_accepted() -> None:
 
     spec = estate("aws-train", dedicate)
     assert spec.pool_gpu_units("l40s") == 6 * 4 * 4  # 6 nodes x 4 L40S x 4 replicas
+
+
+@pytest.mark.parametrize(
+    ("members", "says"),
+    [
+        ([f"g{i}" for i in range(1001)], "members: List should have at most 1000 items"),
+        (["g" * 1025], "members[0]: String should have at most 1024 characters"),
+        ([""], "members[0]: String should have at least 1 character"),
+    ],
+)
+def test_tenant_members_are_bounded_so_their_role_binding_fits_etcd(members: list[str], says: str) -> None:
+    # Before: 190,000 members under the 4 MB file limit were accepted and took 42 s to preview.
+    assert says in _problems("aws-train", lambda raw: raw["tenants"][0].update(members=members))

@@ -104,7 +104,9 @@ def set_price(repo: Path, instance: str, usd: float) -> None:
 
 
 def stack_config(estate: dict[str, Any]) -> dict[str, Any]:
-    return {"gpufleet:estate": estate, "gpufleet:kubeconfig": {"secure": "v1:abc"}}
+    """The estate with a placeholder for every secret the small estates read (every command refuses a missing one)."""
+    secrets = {f"gpufleet:{k}": {"secure": "v1:abc"} for k in ("kubeconfig", "caCertHash", "sshKey")}
+    return {"gpufleet:estate": estate, **secrets}
 
 
 VIOLATION = Finding(

@@ -48,7 +48,7 @@ def test_more_hours_per_device_than_the_period_has_is_rejected() -> None:
 
 def test_utilisation_scenario_outside_0_to_100_names_its_index() -> None:
     (msg,) = problems(raw_file(utilisation_pct=[50, 120]))
-    assert msg.startswith("w.yaml: planning.utilisation_pct[1]: 120 must be above 0")
+    assert msg.startswith("w.yaml: planning.utilisation_pct[1]: 120 must be at least 0.01 and at most 100")
 
 
 def test_a_class_needs_exactly_one_objective() -> None:
@@ -133,7 +133,7 @@ def test_every_problem_of_a_file_is_reported_in_one_run(tmp_path: Path) -> None:
         [
             "planning.growth_pct: Input should be greater than or equal to 0",
             "planning.hours_per_device: 200 hours per device is more than a week has (168 hours)",
-            "planning.utilisation_pct[1]: 120 must be above 0 and at most 100",
+            "planning.utilisation_pct[1]: 120 must be at least 0.01 and at most 100",
             "classes[0].gpus_per_run: Input should be greater than or equal to 1",
             "classes[0].kv_cache_gb: a training class has no KV cache; put activation room in memory_margin_pct",
             "classes[1]: class train-7b needs exactly one objective: deadline_hours or latency_p95_ms",

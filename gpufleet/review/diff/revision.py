@@ -40,7 +40,12 @@ ENTRY_MODULE = "gpufleet.review.document"
 
 
 def _git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    except FileNotFoundError:
+        raise DiffError(
+            "git: not found; `gpufleet diff` reads the base revision with git, so put git on PATH"
+        ) from None
     if done.returncode != 0:
         raise DiffError(f"git {' '.join(args)}: {done.stderr.strip() or done.stdout.strip()}")
     return done.stdout.strip()
@@ -62,9 +67,11 @@ def _worktree(repo: Path, rev: str) -> Iterator[Path]:
         _git(repo, "worktree", "add", "--detach", "--quiet", str(wt), rev)
         yield wt
     finally:
-        subprocess.run(["git", "worktree", "remove", "--force", str(wt)], cwd=repo, capture_output=True)
+        with contextlib.suppress(OSError):  # no git: the DiffError above says so
+            subprocess.run(["git", "worktree", "remove", "--force", str(wt)], cwd=repo, capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
-        subprocess.run(["git", "worktree", "prune"], cwd=repo, capture_output=True)
+        with contextlib.suppress(OSError):
+            subprocess.run(["git", "worktree", "prune"], cwd=repo, capture_output=True)
 
 
 # Run a module with the revision's directory first on the path and without the editable-install finder of the

@@ -17,6 +17,7 @@ from gpufleet.review.cost.usage import UsageProfile
 from model.load import parse_estate
 from tests.conftest import ROOT, example_estate, write_project
 from tests.review.estates import NOW, small
+from tests.review.repos import stack_config
 
 
 def _lines(usage: UsageProfile | None = None) -> dict[str, object]:
@@ -80,7 +81,7 @@ def test_a_usage_profile_prices_nat_data_transfer_and_usage_storage() -> None:
 
 
 def test_cost_cli_reads_the_usage_file_next_to_the_stack_and_rejects_a_bad_one(tmp_path: Path) -> None:
-    project = write_project(tmp_path, {"gpufleet:estate": small()}, stack="small")
+    project = write_project(tmp_path, stack_config(small()), stack="small")
     usage = project / "stacks" / "usage.small.yaml"
     usage.write_text("sites:\n  use1:\n    nat_gb_processed: 1000\n")
     result = CliRunner().invoke(app, ["cost", "-s", "small", "-C", str(project), "-f", "json"])

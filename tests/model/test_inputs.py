@@ -1,0 +1,109 @@
+"""The one bounded reader (model/inputs.py): regular files only, a size limit, UTF-8; JSON within depth and number
+limits. Every surface a user hands gpufleet reads through it, so a FIFO in any of their places is refused at once
+instead of blocking the command for ever."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from model.inputs import MAX_DEPTH, JsonLimitError, SpecError, load_json, read_bytes, read_json
+from tests.cli.badinput import WORKLOADS, assert_bad_input, invoke, stack_project
+from tests.conftest import example_config
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    result: list[BaseException | bytes] = []
+    reader = threading.Thread(target=lambda: result.append(_read(fifo)), daemon=True)
+    reader.start()
+    reader.join(timeout=5)
+    assert not reader.is_alive(), "the reader blocked on a FIFO"
+    (error,) = result
+    assert isinstance(error, SpecError) and "not a regular file" in str(error)
+
+
+def _read(path: Path) -> BaseException | bytes:
+    try:
+        return read_bytes(path, "missing")
+    except SpecError as e:
+        return e
+
+
+def test_a_device_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="not a regular file"):
+        read_bytes(Path("/dev/zero"), "missing")
+
+
+def test_a_file_over_the_limit_is_refused_naming_it(tmp_path: Path) -> None:
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * 2049)
+    with pytest.raises(SpecError, match=r"big\.json: larger than 2048 bytes"):
+        read_json(big, "missing", limit=2048)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("1" * 4300, "integer longer than 30 digits"),
+        ("1e999", "too large for a number"),
+        ("-1e400", "too large for a number"),
+        ("[NaN]", "NaN is not a JSON number"),
+        ('{"a": Infinity}', "Infinity is not a JSON number"),
+        ("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), "nested deeper than 64"),
+        ("[" * 200_000, "nested deeper than 64"),
+        ("0." + "1" * 500, "more than 400 characters"),
+        ('{"a": 1', "not valid JSON"),
+    ],
+)
+def test_json_beyond_the_limits_is_a_value_error_saying_which(text: str, says: str) -> None:
+    with pytest.raises(JsonLimitError, match=says):
+        load_json(text)
+
+
+def test_json_within_the_limits_parses_as_json_does() -> None:
+    text = '{"a": [1, 2.5, -3e2, "x", null, true], "b": {"c": 123456789012345678901234567890}}'
+    assert load_json(text) == {"a": [1, 2.5, -300.0, "x", None, True], "b": {"c": 123456789012345678901234567890}}
+    assert load_json("[" * MAX_DEPTH + "]" * MAX_DEPTH) is not None
+
+
+def fifo_at(path: Path) -> None:
+    if path.exists():
+        path.unlink()
+    os.mkfifo(path)
+
+
+SURFACES = ["stack file", "Pulumi.yaml", "workload file", "usage profile", "kubeconfig", "offer file"]
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_a_fifo_in_place_of_any_input_is_exit_2_naming_it(tmp_path: Path, surface: str) -> None:
+    project = stack_project(tmp_path, example_config("onprem"))
+    stacks = project / "stacks"
+    args = ["validate", "-s", "test"]
+    match surface:
+        case "stack file":
+            target = stacks / "Pulumi.test.yaml"
+        case "Pulumi.yaml":
+            target = project / "Pulumi.yaml"
+        case "workload file":
+            target = tmp_path / "w.yaml"
+            shutil.copy(WORKLOADS, target)
+            args = ["size", str(target)]
+        case "usage profile":
+            target = stacks / "usage.test.yaml"
+            args = ["cost", "-s", "test"]
+        case "kubeconfig":
+            target = tmp_path / "kubeconfig"
+            args = ["verify", "-s", "test", "--kubeconfig", f"dc1={target}"]
+        case _:
+            target = tmp_path / "index.json"
+            args = ["catalog", "refresh", "-r", "us-east-1", "--prices", "--from", str(target)]
+    fifo_at(target)
+    answer = invoke(args, None if surface in ("workload file", "offer file") else project)
+    assert_bad_input(answer, f"{target}: not a regular file")
