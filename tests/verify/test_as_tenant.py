@@ -20,6 +20,7 @@ from gpufleet.verify.kube import Context
 from gpufleet.verify.manifests import Run
 from gpufleet.verify.results import Status
 from gpufleet.verify.runner import run_site
+from model import queues
 from model.load import parse_estate, read_stack
 from tests.conftest import ROOT, example_estate
 from tests.verify.fake_kube import FakeCluster, apis
@@ -152,7 +153,7 @@ def test_plan_shows_each_probes_namespace_queue_and_journey() -> None:
     )
 
 
-# -- Pod Security: the probe Jobs walked through the estate's own admission (the journey stages) -----------------
+# -- Pod Security and Kueue: the probe Jobs walked through the estate's own objects (the journey stages) ---------
 @pytest.fixture(scope="module")
 def estates() -> Any:
     from gpufleet.charts.cache import ENV_VAR, ChartCache
@@ -172,7 +173,7 @@ def estates() -> Any:
     return build
 
 
-@pytest.mark.parametrize("stack", ["aws-train", "onprem"])
+@pytest.mark.parametrize("stack", ["aws-train", "onprem", "hybrid"])
 def test_nccl_probe_jobs_pass_the_tenant_namespaces_admission_and_run(stack: str, estates: Any) -> None:
     from gpufleet.review.reality.journeys.walk import walk
     from gpufleet.review.reality.journeys.workloads import workload
@@ -186,7 +187,11 @@ def test_nccl_probe_jobs_pass_the_tenant_namespaces_admission_and_run(stack: str
             job = manifests.nccl_multi_node_job(run, "nccl-1", c.id, spec, site, pool, 2, c.namespace)
         else:
             job = manifests.nccl_single_node_job(run, "nvlink-1", c.id, spec, site, pool, c.namespace)
-        journey = walk(workload(job, c.id), estates(stack), spec, site.name)
+        # verify submits to the site's own cluster (on a hybrid estate a MultiKueue worker, not the manager)
+        journey = walk(workload(job, c.id), {site.name: estates(stack)[site.name]}, spec, site.name)
         admission = next(s for s in journey.stages if s.name == "admission")
         assert admission.ok, (c.id, admission.detail, admission.blocker)
-        assert journey.verdict == "runs", (c.id, journey.blocked_at)
+        if queues.is_burst(pool):  # a burst pool's ClusterQueue is stopped until a window opens
+            assert journey.blocked_at is not None and "stopped" in journey.blocked_at.detail, c.id
+        else:
+            assert journey.verdict == "runs", (c.id, journey.blocked_at)
