@@ -82,8 +82,9 @@ def verify(
     telemetry (the DCGM exporter serves every GPU). --degraded adds a drain drill.
 
     Fabric and tenancy probes run as a tenant's jobs (its namespace, LocalQueue, ServiceAccount and Pod Security
-    level); the rest in a namespace of the run's own. Everything made is deleted, also on Ctrl-C. Prints each figure with its pass mark and where the mark comes from; exits 1 when a mandatory check
-    fails or cannot finish. --plan shows all of this without a cluster.
+    level); the rest in a namespace of the run's own. Everything made is deleted, also on Ctrl-C. Prints each
+    figure with its pass mark and where the mark comes from; exits 1 when a mandatory check fails or cannot
+    finish. --plan shows all of this, with each probe's namespace and LocalQueue, without a cluster.
     """
     spec = read_stack(project, stack).estate()
     pools = pool or []

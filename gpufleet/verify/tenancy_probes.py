@@ -1,9 +1,10 @@
 """Tenancy probes: what a tenant's namespace really refuses, tried from inside it.
 
 Probe pods run busybox (versions.BUSYBOX) under Pod Security `restricted` as Jobs in the tenant namespaces, as
-the tenant's ServiceAccount and through its LocalQueue, where Kueue admits them like any tenant Job; each probe that can only fail by being refused has a control that must
-succeed, so a broken probe is never read as isolation. The quota and queue probes are server-side dry runs:
-the API server runs admission (ResourceQuota, Kueue's webhooks) and persists nothing.
+the tenant's ServiceAccount and through its LocalQueue, where Kueue admits them like any tenant Job. Each probe
+that can only fail by being refused has a control that must succeed, so a broken probe is never read as isolation.
+The quota and queue probes are server-side dry runs: the API server runs admission (ResourceQuota, Kueue's
+webhooks) and persists nothing.
 """
 
 from __future__ import annotations
