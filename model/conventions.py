@@ -44,6 +44,8 @@ TOPOLOGY_LEVELS = (RACK_LABEL, LEAF_LABEL, HOSTNAME_LABEL)  # Kueue Topology lev
 # AWS tag keys components set besides the required ones, which policies read back.
 # The service account in a tenant namespace that EKS Pod Identity binds to the tenant's S3 role (tenant `s3`).
 TENANT_S3_SERVICE_ACCOUNT = "s3-access"
+# The ServiceAccount a tenant's own pods run as: the namespace's `default`, which tenancy keeps without a token.
+TENANT_SERVICE_ACCOUNT = "default"
 POOL_TAG = "pool"  # launch templates: the pool they launch
 FABRIC_TAG = "fabric"  # an EFA fabric's subnet and security group
 

@@ -34,6 +34,17 @@ def ufm_secret_name(fabric: InfinibandFabric) -> str:
     return f"{fabric.name}-ufm"
 
 
+def sriov_network(fabric: InfinibandFabric | RoceFabric, namespace: str) -> str | None:
+    """The NetworkAttachmentDefinition in `namespace` whose pods get one of the fabric's SR-IOV virtual functions,
+    or None when the namespace has none. RoCE: the per-namespace SriovNetwork, whose NetworkAttachmentDefinition
+    the SR-IOV operator writes into `networkNamespace` under the SriovNetwork's own name
+    (k8snetworkplumbingwg/sriov-network-operator, "SriovNetwork"). InfiniBand: the partition-key network of a
+    tenant that has a partition key."""
+    if isinstance(fabric, RoceFabric):
+        return f"{fabric.name}-{namespace}"
+    return f"{fabric.name}-pkey" if namespace in fabric.partition_keys else None
+
+
 def uses_sriov(fabric: Fabric) -> TypeGuard[InfinibandFabric | RoceFabric]:
     """Whether pods reach the fabric through SR-IOV virtual functions: every RoCE fabric, and InfiniBand with
     `device_plugin: sriov` (the Network Operator's SR-IOV operator creates and advertises them)."""

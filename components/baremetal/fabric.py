@@ -25,7 +25,7 @@ from pulumi_kubernetes.apiextensions import CustomResource
 
 from model.conventions import FABRIC_LABEL, NETWORK_OPERATOR_NAMESPACE
 from model.queues import tenants_on_site
-from model.rdma import SRIOV_RESOURCE_PREFIX, sriov_resource_name, ufm_secret_name
+from model.rdma import SRIOV_RESOURCE_PREFIX, sriov_network, sriov_resource_name, ufm_secret_name
 from model.spec import BaremetalSite, EstateSpec, InfinibandFabric, RoceFabric, Ufm
 
 MELLANOX_VENDOR = "15b3"
@@ -146,7 +146,7 @@ class BaremetalFabric(pulumi.ComponentResource):
             api_version="k8s.cni.cncf.io/v1",
             kind="NetworkAttachmentDefinition",
             metadata={
-                "name": f"{fabric.name}-pkey",
+                "name": sriov_network(fabric, tenant),
                 "namespace": tenant,
                 "annotations": {
                     "k8s.v1.cni.cncf.io/resourceName": f"{SRIOV_RESOURCE_PREFIX}/{sriov_resource_name(fabric)}"
@@ -187,7 +187,7 @@ class BaremetalFabric(pulumi.ComponentResource):
                 api_version="sriovnetwork.openshift.io/v1",
                 kind="SriovNetwork",
                 metadata={
-                    "name": f"{fabric.name}-{namespace}",
+                    "name": sriov_network(fabric, namespace),
                     "namespace": NETWORK_OPERATOR_NAMESPACE,
                     "labels": {FABRIC_LABEL: fabric.name},
                 },

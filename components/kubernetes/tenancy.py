@@ -295,7 +295,7 @@ class TenantBundle(pulumi.ComponentResource):
         # automountServiceAccountToken whether or not the controller got there first.
         return k8s.core.v1.ServiceAccountPatch(
             f"{self._name}-default-sa",
-            metadata=k8s.meta.v1.ObjectMetaPatchArgs(name="default", namespace=self._ns),
+            metadata=k8s.meta.v1.ObjectMetaPatchArgs(name=conventions.TENANT_SERVICE_ACCOUNT, namespace=self._ns),
             automount_service_account_token=False,
             opts=self._in_ns,
         )

@@ -82,9 +82,10 @@ def verify(
     pod over the GPU quota refused, untrusted pods on their dedicated nodes, a Job without a queue held by Kueue),
     telemetry (the DCGM exporter serves every GPU). --degraded adds a drain drill.
 
-    Jobs run in a namespace of their own (tenancy probes in the tenant namespaces), which is always deleted, also
-    on Ctrl-C. Prints each figure with its pass mark and where the mark comes from; exits 1 when a mandatory check
-    fails or cannot finish. --plan shows all of this without a cluster.
+    Fabric and tenancy probes run as a tenant's jobs (its namespace, LocalQueue, ServiceAccount and Pod Security
+    level); the rest in a namespace of the run's own. Everything made is deleted, also on Ctrl-C. Prints each
+    figure with its pass mark and where the mark comes from; exits 1 when a mandatory check fails or cannot
+    finish. --plan shows all of this, with each probe's namespace and LocalQueue, without a cluster.
     """
     pools, categories = pool or [], _categories(only)
     try:

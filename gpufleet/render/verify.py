@@ -30,6 +30,13 @@ def _images() -> list[tuple[str, str]]:
             for i in versions.ACCEPTANCE_IMAGES]  # fmt: skip
 
 
+def where(c: Check) -> str:
+    """Where a probe is submitted: a tenant's namespace and LocalQueue, or the run's own namespace."""
+    if c.namespace is None:
+        return "the run's own namespace (gpufleet-verify-<id>), no queue"
+    return f"namespace {c.namespace}, LocalQueue {c.queue or '-'}"
+
+
 def plan_text(suite: Suite) -> str:
     lines = [f"gpufleet verify --plan: stack {suite.stack}, {len(suite.checks)} checks (no cluster contacted)", ""]
     for c in suite.checks:
@@ -37,6 +44,9 @@ def plan_text(suite: Suite) -> str:
         lines.append(f"[{c.category}] {c.id} ({flag})")
         lines.append(f"    {c.title}")
         lines.append(f"    pass: {_threshold(c)}")
+        lines.append(f"    runs in: {where(c)}")
+        if c.journey:
+            lines.append(f"    journey: {c.journey}")
         if _source(c):
             lines.append(f"    from: {_source(c)}")
         if c.skip_reason:
@@ -50,6 +60,8 @@ def results_text(report: Report) -> str:
     for r in report.results:
         c = r.check
         lines.append(f"{MARK[r.status]:5} {c.id}  {r.measured or '-'}  (pass: {_threshold(c)})")
+        if c.journey:
+            lines.append(f"      journey: {c.journey}")
         if r.detail:
             lines.append(f"      {r.detail}")
         if c.threshold is not None and r.status in (Status.passed, Status.failed):
@@ -87,7 +99,9 @@ def markdown(report: Report) -> str:
             "|---|---|---|---|---|"]  # fmt: skip
     for r in report.results:
         c = r.check
-        name = f"{c.id}{'' if c.mandatory else ' (optional)'}<br>{c.title}"
+        name = f"{c.id}{'' if c.mandatory else ' (optional)'}<br>{c.title}<br>runs in {where(c)}"
+        if c.journey:
+            name += f"<br>journey: {c.journey}"
         measured = r.measured or "-"
         if r.detail:
             measured += f"<br>{r.detail}"

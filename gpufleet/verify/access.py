@@ -127,4 +127,9 @@ def cluster_api(config: dict[str, Any], context: str | None) -> tuple[ClusterApi
         version = client.VersionApi(api_client).get_code().git_version
     except Exception as e:  # unreachable API server, expired credentials
         raise AccessError(f"cannot reach the Kubernetes API ({e})") from None
-    return ClusterApi(core=client.CoreV1Api(api_client), batch=client.BatchV1Api(api_client)), str(version)
+    apis = ClusterApi(
+        core=client.CoreV1Api(api_client),
+        batch=client.BatchV1Api(api_client),
+        custom=client.CustomObjectsApi(api_client),
+    )
+    return apis, str(version)

@@ -1,5 +1,6 @@
 """The Kubernetes client as the acceptance checks use it: API calls with one error type, the run context, creating
-objects, waiting for Jobs and reading their logs (official Kubernetes Python client)."""
+objects, waiting for Kueue to admit a tenant's Job and for Jobs to finish, reading their logs (official Kubernetes
+Python client)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpufleet.verify.manifests import Manifest, Run
+from gpufleet.verify.manifests import QUEUE_LABEL, Manifest, Run
 from gpufleet.verify.suite import Check, Suite
-from model import conventions
+from model import conventions, queues
 from model.spec import EstateSpec, NodePool, Site
 
 Pool = NodePool
@@ -41,10 +42,11 @@ def api_call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 @dataclass
 class ClusterApi:
-    """The client objects of one cluster (kubernetes.client.CoreV1Api / BatchV1Api, or a fake in tests)."""
+    """The client objects of one cluster (kubernetes.client.CoreV1Api / BatchV1Api / CustomObjectsApi, or fakes)."""
 
     core: Any
     batch: Any
+    custom: Any = None  # CustomObjectsApi: Kueue's Workloads, read to say why a Job waits
 
 
 @dataclass
@@ -59,6 +61,7 @@ class Context:
     poll_seconds: float = 5.0
     timeout_scale: float = 1.0
     tenant_jobs: list[tuple[str, str]] = field(default_factory=list)  # (namespace, job) outside the run namespace
+    tenant_objects: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, namespace, name), not Jobs
     cordoned: list[str] = field(default_factory=list)
     cleanup_problems: list[str] = field(default_factory=list)
     _names: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -76,7 +79,7 @@ def new_run() -> Run:
 
 
 # -- API helpers -------------------------------------------------------------------------------------------------
-def create(ctx: Context, obj: Manifest) -> None:
+def create(ctx: Context, obj: Manifest) -> Any:
     kind, meta = obj["kind"], obj["metadata"]
     ns = meta.get("namespace", ctx.run.namespace)
     call = {
@@ -87,9 +90,12 @@ def create(ctx: Context, obj: Manifest) -> None:
         "Pod": lambda: ctx.api.core.create_namespaced_pod(ns, obj),
         "PersistentVolumeClaim": lambda: ctx.api.core.create_namespaced_persistent_volume_claim(ns, obj),
     }[kind]
-    api_call(call)
-    if kind == "Job" and ns != ctx.run.namespace:
+    created = api_call(call)
+    if ns != ctx.run.namespace and kind == "Job":
         ctx.tenant_jobs.append((ns, meta["name"]))
+    elif ns != ctx.run.namespace and kind != "Namespace":
+        ctx.tenant_objects.append((kind, ns, meta["name"]))
+    return created
 
 
 def ready_nodes(ctx: Context, pool: str) -> list[str]:
@@ -124,6 +130,53 @@ def wait_job(ctx: Context, check: Check, namespace: str, name: str, timeout: flo
         if ctx.clock() >= deadline:
             return JobOutcome(False, f"Job {namespace}/{name} did not finish within {timeout:.0f}s")
         ctx.sleep(ctx.poll_seconds)
+
+
+ADMISSION_TIMEOUT = 600.0  # seconds a probe waits for Kueue to admit it before it is reported as not admitted
+
+
+def submit_queued(ctx: Context, check: Check, job: Manifest, timeout: float = ADMISSION_TIMEOUT) -> str:
+    """Create a tenant's queued Job and wait until Kueue admits it: "" once admitted, else why not.
+
+    Kueue's Job webhook suspends a Job that names a LocalQueue as it is created, and its controller unsuspends
+    it once the Job's Workload is admitted on the ClusterQueue's quota (kubernetes-sigs/kueue at versions.KUEUE,
+    site/content/en/docs/concepts/workload.md; pkg/controller/jobs/job). A Job created unsuspended never went
+    through Kueue, so it proves no journey."""
+    meta = job["metadata"]
+    namespace, name, queue = meta["namespace"], meta["name"], meta["labels"][QUEUE_LABEL]
+    created = create(ctx, job)
+    if not (created.spec and created.spec.suspend):
+        return f"Kueue did not hold Job {namespace}/{name}: it ran outside LocalQueue {namespace}/{queue}"
+    deadline = ctx.clock() + timeout * ctx.timeout_scale
+    while True:
+        got = api_call(ctx.api.batch.read_namespaced_job_status, name, namespace)
+        if got.spec is not None and not got.spec.suspend:
+            return ""
+        if ctx.clock() >= deadline:
+            return f"not admitted by Kueue within {timeout:.0f}s: {workload_condition(ctx, namespace, name)}"
+        ctx.progress(check.id, f"{name}: waiting for Kueue to admit it")
+        ctx.sleep(ctx.poll_seconds)
+
+
+def workload_condition(ctx: Context, namespace: str, job: str) -> str:
+    """The message of the Workload of a Job that is not admitted: its QuotaReserved or Admitted condition (Kueue
+    apis/kueue/v1beta2/workload_types.go), e.g. which flavor's quota is short."""
+    if ctx.api.custom is None:
+        return "its Workload was not read"
+    group, version = queues.KUEUE_API.split("/")
+    listed = api_call(ctx.api.custom.list_namespaced_custom_object, group, version, namespace, "workloads")
+    for wl in listed.get("items", []):
+        owners = wl.get("metadata", {}).get("ownerReferences") or []
+        if not any(o.get("kind") == "Job" and o.get("name") == job for o in owners):
+            continue
+        name = wl["metadata"]["name"]
+        conditions = (wl.get("status") or {}).get("conditions") or []
+        for kind in ("QuotaReserved", "Admitted"):
+            c = next((c for c in conditions if c.get("type") == kind and c.get("status") != "True"), None)
+            if c is not None:
+                return f"Workload {namespace}/{name} {kind}={c.get('status')}: {c.get('message') or c.get('reason')}"
+        return f"Workload {namespace}/{name} has no pending condition yet"
+    return f"no Workload for Job {namespace}/{job} (is the namespace managed by Kueue?)"
 
 
 def job_logs(ctx: Context, namespace: str, name: str, index: int | None = None) -> str:

@@ -3,7 +3,9 @@
 Multi-node NCCL runs as an Indexed Job with a headless Service (stable pod DNS names `<job>-<i>.<service>`) and
 sshd in every pod: pod 0 runs `mpirun` over ssh, the way MPI launchers work, without the MPI Operator (not
 installed by the estate) and without JobSet (its CRD is not installed either; Kueue only integrates with it).
-Every object carries the run label, so cleanup finds exactly what one run created.
+Fabric probes are tenant jobs: in the tenant's namespace, labelled with its LocalQueue, run as its
+ServiceAccount, picking the pool by its pool label (Kueue's flavor adds the tolerations) and asking for the
+fabric's devices. Every object carries the run label, so cleanup finds exactly what one run created.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from gpufleet.review.reality.journeys.core import QUEUE_LABEL
 from gpufleet.verify import thresholds
 from model import conventions, kinds, nodes, queues, versions
-from model.rdma import fabric_requests
+from model.rdma import SRIOV_RESOURCE_PREFIX, fabric_requests, sriov_network, sriov_resource_name, uses_sriov
 from model.spec import (
     EfaFabric,
     EstateSpec,
@@ -35,6 +38,8 @@ SSH_MOUNT = "/etc/gpufleet-ssh"
 DONE_MARKER = "/tmp/gpufleet-verify-done"
 FIO_MARKER = "=== gpufleet fio {} ==="
 DATA_MOUNT = "/data"
+PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"  # Kueue apis/kueue/v1beta2/topology_types.go
+NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"  # Multus: the NetworkAttachmentDefinitions a pod attaches to
 RESTRICTED = {
     "allowPrivilegeEscalation": False,
     "capabilities": {"drop": ["ALL"]},
@@ -86,6 +91,34 @@ def _placement(pool: Pool) -> dict[str, Any]:
     }
 
 
+def _as_tenant(pool: Pool) -> dict[str, Any]:
+    """What a tenant's pod says about placement and identity: the pool label (Kueue's flavor injects the pool's
+    tolerations) and the tenant's ServiceAccount, without an API token (components/kubernetes/tenancy.py)."""
+    return {
+        "nodeSelector": {conventions.POOL_LABEL: pool.name},
+        "serviceAccountName": conventions.TENANT_SERVICE_ACCOUNT,
+        "automountServiceAccountToken": False,
+    }
+
+
+def queued(job: Manifest, queue: str) -> Manifest:
+    """The Job labelled with a LocalQueue of its namespace: Kueue suspends it until a Workload is admitted."""
+    job["metadata"]["labels"][QUEUE_LABEL] = queue
+    return job
+
+
+def on_pool(job: Manifest, site: Site, pool: Pool, level: str = conventions.LEAF_LABEL) -> Manifest:
+    """On a pool whose flavor has a Topology, the pods ask for topology-aware placement, preferably inside one
+    `level` domain, as a user's job there must: Kueue refuses a pod set without a topology request on a TAS
+    flavor of a ClusterQueue that also has other flavors (kubernetes-sigs/kueue at versions.KUEUE,
+    pkg/scheduler/flavorassigner/tas_flavorassigner.go, checkPodSetAndFlavorMatchForTAS;
+    site/content/en/docs/concepts/topology_aware_scheduling.md)."""
+    if queues.resource_flavor_spec(site, pool).get("topologyName"):
+        template = job["spec"]["template"]["metadata"]
+        template["annotations"] = {**template.get("annotations", {}), PREFERRED_TOPOLOGY: level}
+    return job
+
+
 def job_manifest(run: Run, name: str, check: str, pod: dict[str, Any], *, count: int = 1, deadline: int = 1800,
          namespace: str | None = None, indexed: bool = False, labels: dict[str, str] | None = None) -> Manifest:  # fmt: skip
     spec: dict[str, Any] = {
@@ -114,7 +147,7 @@ def nccl_env(spec: EstateSpec, site: Site, pool: Pool) -> dict[str, str]:
         ports = servers[0].ib_ports if servers else []
         env |= {"NCCL_SOCKET_IFNAME": "eth0", "UCX_TLS": "tcp", "UCX_NET_DEVICES": "eth0",
                 "OMPI_MCA_coll_hcoll_enable": "0"}  # fmt: skip
-        if ports:
+        if ports and not uses_sriov(fabric):  # a VF pod sees only its own device, not the host's ports
             env["NCCL_IB_HCA"] = "=" + ",".join(ports)
     return env
 
@@ -129,21 +162,21 @@ def nccl_args(spec: EstateSpec, pool: Pool, gpus_per_process: int) -> str:
     return f"-b {thresholds.NCCL_MIN_BYTES} -e {top} -f 2 -g {gpus_per_process} -c 1 -n 20 -w 5"
 
 
-def ssh_secret(run: Run, name: str, private_key: str, public_key: str) -> Manifest:
+def ssh_secret(run: Run, name: str, private_key: str, public_key: str, namespace: str | None = None) -> Manifest:
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": run.meta(name),
+        "metadata": run.meta(name, namespace),
         "type": "Opaque",
         "stringData": {"id_ed25519": private_key, "id_ed25519.pub": public_key, "authorized_keys": public_key},
     }
 
 
-def headless_service(run: Run, name: str) -> Manifest:
+def headless_service(run: Run, name: str, namespace: str | None = None) -> Manifest:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": run.meta(name),
+        "metadata": run.meta(name, namespace),
         "spec": {"clusterIP": "None", "selector": {"job-name": name}, "publishNotReadyAddresses": True},
     }
 
@@ -171,15 +204,23 @@ def _nccl_script(name: str, node_count: int, gpus: int, env: dict[str, str], arg
     return "\n".join(lines)
 
 
-def nccl_multi_node_job(
-    run: Run, name: str, check: str, spec: EstateSpec, site: Site, pool: Pool, node_count: int
-) -> Manifest:
-    """`node_count` pods, one per node of `pool` (required anti-affinity), each with all the node's GPUs."""
+def nccl_multi_node_job(run: Run, name: str, check: str, spec: EstateSpec, site: Site, pool: Pool, node_count: int,
+                        tenant: str) -> Manifest:  # fmt: skip
+    """`node_count` pods, one per node of `pool` (required anti-affinity), each with all the node's GPUs and the
+    fabric's devices, as a Job of `tenant` through its LocalQueue (one Workload: Kueue admits the gang at once).
+
+    The namespace is an RDMA one: Pod Security baseline plus IPC_LOCK, which RDMA and EFA need to pin memory
+    (components/kubernetes/admission.py). sshd and mpirun run as root, which baseline admits. On an SR-IOV fabric
+    the pod attaches to the tenant's network and asks for one virtual function (model.rdma.sriov_network)."""
     gpus = spec.pool_gpus_per_node(pool.name)
     env = nccl_env(spec, site, pool)
     resources = fabric_requests(spec, site, pool)
+    fabric = next(f for f in site.fabrics if f.name == pool.fabric)
+    network = sriov_network(fabric, tenant) if uses_sriov(fabric) else None
+    if uses_sriov(fabric) and network:
+        resources[f"{SRIOV_RESOURCE_PREFIX}/{sriov_resource_name(fabric)}"] = "1"
     pod = {
-        **_placement(pool),
+        **_as_tenant(pool),
         "subdomain": name,
         "affinity": {
             "podAntiAffinity": {
@@ -195,7 +236,10 @@ def nccl_multi_node_job(
                 "command": ["bash", "-c", _nccl_script(name, node_count, gpus, env, nccl_args(spec, pool, 1))],
                 "env": [{"name": k, "value": v} for k, v in sorted(env.items())],
                 "resources": {"requests": resources, "limits": resources},
-                "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
+                "securityContext": {
+                    "capabilities": {"add": ["IPC_LOCK"]},
+                    "seccompProfile": {"type": "RuntimeDefault"},
+                },
                 "volumeMounts": [{"name": "ssh", "mountPath": SSH_MOUNT}, {"name": "shm", "mountPath": "/dev/shm"}],
             }
         ],
@@ -204,15 +248,20 @@ def nccl_multi_node_job(
             {"name": "shm", "emptyDir": {"medium": "Memory"}},
         ],
     }
-    return job_manifest(run, name, check, pod, count=node_count, indexed=True, deadline=2400)
+    job = job_manifest(run, name, check, pod, count=node_count, indexed=True, deadline=2400, namespace=tenant)
+    if network:
+        job["spec"]["template"]["metadata"]["annotations"] = {NETWORKS_ANNOTATION: network}
+    return queued(on_pool(job, site, pool), tenant)
 
 
-def nccl_single_node_job(run: Run, name: str, check: str, spec: EstateSpec, site: Site, pool: Pool) -> Manifest:
-    """One process driving every GPU of one node (`-g <gpus>`): NVLink / PCIe only, no network."""
+def nccl_single_node_job(run: Run, name: str, check: str, spec: EstateSpec, site: Site, pool: Pool,
+                         tenant: str) -> Manifest:  # fmt: skip
+    """One process driving every GPU of one node (`-g <gpus>`): NVLink / PCIe only, no network. A Job of `tenant`
+    through its LocalQueue, under Pod Security restricted (which every tenant namespace admits)."""
     gpus = spec.pool_gpus_per_node(pool.name)
     resources = {queues.gpu_resource_name(site, pool): str(gpus)}
     pod = {
-        **_placement(pool),
+        **_as_tenant(pool),
         "containers": [
             {
                 "name": "nccl",
@@ -220,12 +269,14 @@ def nccl_single_node_job(run: Run, name: str, check: str, spec: EstateSpec, site
                 "command": ["bash", "-c", f"{NCCL_BINARY} {nccl_args(spec, pool, gpus)}"],
                 "env": [{"name": "NCCL_DEBUG", "value": "WARN"}],
                 "resources": {"requests": resources, "limits": resources},
+                "securityContext": RESTRICTED,
                 "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
             }
         ],
         "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory"}}],
     }
-    return job_manifest(run, name, check, pod, deadline=1200)
+    job = job_manifest(run, name, check, pod, deadline=1200, namespace=tenant)
+    return queued(on_pool(job, site, pool, conventions.HOSTNAME_LABEL), tenant)
 
 
 # -- GPUs: DCGM diagnostics -------------------------------------------------------------------------------------

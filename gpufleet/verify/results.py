@@ -40,6 +40,9 @@ class Result:
             "kind": str(c.kind),
             "site": c.site,
             "title": c.title,
+            "namespace": c.namespace,  # None: the run's own namespace
+            "queue": c.queue,
+            "journey": c.journey or None,
             "mandatory": c.mandatory,
             "status": str(self.status),
             "measured": self.measured,

@@ -1,7 +1,8 @@
 """Running the suite against a site's cluster with the official Kubernetes client, and cleaning up after it.
 
-Everything a run creates carries its run label and lives in its own namespace, except Jobs it must run inside a
-tenant namespace (those are recorded and deleted one by one). Cleanup always runs: after the last check, after an
+Everything a run creates carries its run label and lives in its own namespace, except the probes it runs as a
+tenant, inside the tenant's namespace: those objects are recorded and deleted one by one, Jobs first, so Kueue
+drops their Workloads and no quota stays reserved. Cleanup always runs: after the last check, after an
 error and after Ctrl-C (KeyboardInterrupt), which it re-raises once the namespace is gone so the CLI can exit 130.
 Nodes the degraded check cordons are uncordoned in the same `finally`.
 """
@@ -19,7 +20,8 @@ from gpufleet.verify.suite import Check, Kind
 
 # -- cleanup -------------------------------------------------------------------------------------------------------
 def cleanup(ctx: Context) -> list[str]:
-    """Uncordon, delete tenant-namespace Jobs and the run namespace. Every step is tried even if one fails (or a
+    """Uncordon, delete tenant-namespace Jobs (their pods and Kueue Workloads go with them), the other objects
+    made there, and the run namespace. Every step is tried even if one fails (or a
     second Ctrl-C arrives); the problems are returned so the caller can say what is left behind."""
     problems: list[str] = []
     core, batch = ctx.api.core, ctx.api.batch
@@ -30,6 +32,12 @@ def cleanup(ctx: Context) -> list[str]:
         (f"delete Job {ns}/{job}", batch.delete_namespaced_job, (job, ns), {"propagation_policy": "Background"})
         for ns, job in ctx.tenant_jobs
     ]
+    delete = {
+        "Secret": core.delete_namespaced_secret,
+        "Service": core.delete_namespaced_service,
+        "PersistentVolumeClaim": core.delete_namespaced_persistent_volume_claim,
+    }
+    steps += [(f"delete {kind} {ns}/{name}", delete[kind], (name, ns), {}) for kind, ns, name in ctx.tenant_objects]
     steps.append((f"delete namespace {ctx.run.namespace}", core.delete_namespace, (ctx.run.namespace,), {}))
     for what, fn, args, kwargs in steps:
         try:

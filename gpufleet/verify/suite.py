@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from ipaddress import IPv4Address, IPv6Address
 
+from gpufleet.review.reality.journeys import canonical
 from gpufleet.verify import thresholds
 from gpufleet.verify.thresholds import Threshold
 from model import kinds, queues
-from model.rdma import uses_sriov
+from model.rdma import sriov_network, uses_sriov
 from model.spec import (
     AwsNodePool,
     EfaFabric,
@@ -27,6 +28,7 @@ from model.spec import (
     NodePool,
     ParallelFsTier,
     Site,
+    Tenant,
 )
 
 Pool = NodePool
@@ -78,6 +80,9 @@ class Check:
     criterion: str = ""  # the pass condition of a check judged without a numeric threshold
     no_threshold_reason: str = ""  # why a measured figure is shown but not judged
     skip_reason: str = ""  # known at plan time: the check cannot run on this estate
+    namespace: str | None = None  # the tenant namespace the probe runs in (None: the run's own namespace)
+    queue: str | None = None  # the LocalQueue Kueue admits it through (named after the tenant: model.queues)
+    journey: str = ""  # the canonical journey the probe walks, in its own words
 
     @property
     def mandatory(self) -> bool:
@@ -131,23 +136,50 @@ def _sharing_skip(pool: Pool) -> str:
     return ""
 
 
+def _fabric_tenant(spec: EstateSpec, site: Site, pool: Pool) -> tuple[Tenant, str] | str:
+    """The first tenant that may run a two-node fabric job on `pool`, with its canonical gang's title, or why none
+    may: allowed on the pool (its ClusterQueue lists it), `rdma: true` (its namespace admits IPC_LOCK), quota for
+    two whole nodes at once, and on an SR-IOV fabric a network in its namespace."""
+    fabric = next(f for f in site.fabrics if f.name == pool.fabric)
+    for tenant in canonical.allowed_tenants(spec, site, pool):
+        gang = canonical.fabric_gang(spec, site, pool, tenant, "runs")
+        if not tenant.rdma or gang.manifest["spec"]["parallelism"] < 2:
+            continue
+        if uses_sriov(fabric) and sriov_network(fabric, tenant.name) is None:
+            continue
+        return tenant, gang.title
+    return f"no tenant may run fabric jobs on pool {pool.name} (one with quota there for two nodes, `rdma: true`" + (
+        ", and an SR-IOV network of the fabric in its namespace)" if uses_sriov(fabric) else ")"
+    )
+
+
+def _node_tenant(spec: EstateSpec, site: Site, pool: Pool) -> Tenant | None:
+    """The first tenant allowed on `pool` whose quota holds one whole node (every tenant may on a burst pool)."""
+    per_node = spec.pool_gpus_per_node(pool.name)
+    for tenant in canonical.allowed_tenants(spec, site, pool):
+        if queues.is_burst(pool) or tenant.gpu_quota.get(pool.name, 0) + tenant.borrowing_limit >= per_node:
+            return tenant
+    return None
+
+
 def fabric_checks(spec: EstateSpec, site: Site, pool: Pool) -> list[Check]:
-    """NCCL all-reduce across two nodes of a pool on a fabric (judged), and on one node over NVLink (shown)."""
+    """NCCL all-reduce across two nodes of a pool on a fabric (judged), and on one node over NVLink (shown), each
+    submitted as a tenant allowed on the pool submits its jobs: in its namespace, through its LocalQueue."""
     if pool.fabric is None:
         return []
     fabric = next(f for f in site.fabrics if f.name == pool.fabric)
     base = f"fabric/{site.name}/{pool.name}"
     skip = _sharing_skip(pool)
-    if not skip and uses_sriov(fabric):
-        skip = (
-            f"fabric {fabric.name} hands out SR-IOV virtual functions whose networks exist only in tenant "
-            "namespaces (components/baremetal/fabric.py); the fabric test runs in its own namespace"
-        )
     threshold, why = thresholds.nccl_busbw_threshold(spec, pool)
     over = "EFA (aws-ofi-nccl)" if isinstance(fabric, EfaFabric) else f"{fabric.kind} (NCCL IB verbs)"
+    picked = _fabric_tenant(spec, site, pool)
     multi_skip = skip or (
         "" if _max_nodes(spec, pool) >= 2 else f"pool {pool.name} has fewer than two nodes at max size"
     )
+    multi_skip = multi_skip or (picked if isinstance(picked, str) else "")
+    tenant, journey = picked if not isinstance(picked, str) else (None, "")
+    single = tenant or _node_tenant(spec, site, pool)
+    single_skip = skip or ("" if single else f"no tenant may run jobs on pool {pool.name} (no quota for one node)")
     return [
         Check(
             f"{base}/multi-node",
@@ -158,8 +190,12 @@ def fabric_checks(spec: EstateSpec, site: Site, pool: Pool) -> list[Check]:
             threshold=threshold,
             pool=pool.name,
             fabric=fabric.name,
+            tenant=tenant.name if tenant else None,
             no_threshold_reason=why,
             skip_reason=multi_skip,
+            namespace=tenant.name if tenant else None,
+            queue=tenant.name if tenant else None,
+            journey=journey,
         ),
         Check(
             f"{base}/single-node",
@@ -169,8 +205,12 @@ def fabric_checks(spec: EstateSpec, site: Site, pool: Pool) -> list[Check]:
             f"NCCL all_reduce_perf on the GPUs of one node of pool {pool.name} (NVLink / PCIe)",
             pool=pool.name,
             fabric=fabric.name,
+            tenant=single.name if single else None,
             no_threshold_reason="the catalog holds no NVLink bandwidth; shown for comparison with the multi-node run",
-            skip_reason=skip,
+            skip_reason=single_skip,
+            namespace=single.name if single else None,
+            queue=single.name if single else None,
+            journey=journey if single is tenant else "",
         ),
     ]
 
@@ -257,6 +297,8 @@ def tenancy_checks(spec: EstateSpec, site: Site) -> list[Check]:
             other_tenant=others[0].name if others else None,
             criterion="connection refused or timed out from the first tenant, answered within the other tenant",
             skip_reason="" if others else f"site {site.name} has one tenant",
+            namespace=first.name,
+            queue=first.name,
         )
     )
     for t in tenants:
@@ -270,6 +312,8 @@ def tenancy_checks(spec: EstateSpec, site: Site) -> list[Check]:
                 "namespace: control)",
                 tenant=t.name,
                 criterion="connection fails from the tenant and succeeds from the verify namespace",
+                namespace=t.name,
+                queue=t.name,
             )
         )
         out.append(
@@ -281,6 +325,7 @@ def tenancy_checks(spec: EstateSpec, site: Site) -> list[Check]:
                 f"a pod of tenant {t.name} asking for one GPU more than its namespace quota is refused",
                 tenant=t.name,
                 criterion="the API server refuses the pod (403, exceeded quota); dry run, nothing is created",
+                namespace=t.name,
             )
         )
         out.append(
@@ -292,6 +337,8 @@ def tenancy_checks(spec: EstateSpec, site: Site) -> list[Check]:
                 f"a Job of tenant {t.name} without a queue name is suspended by Kueue and sent to its default queue",
                 tenant=t.name,
                 criterion="the admitted object (dry run) is suspended and labelled kueue.x-k8s.io/queue-name=default",
+                namespace=t.name,
+                queue=queues.DEFAULT_LOCAL_QUEUE,  # the probe names no queue: Kueue sends it here
             )
         )
         if t.trust == "untrusted":
@@ -304,6 +351,8 @@ def tenancy_checks(spec: EstateSpec, site: Site) -> list[Check]:
                     f"a pod of untrusted tenant {t.name} lands only on nodes dedicated to it",
                     tenant=t.name,
                     criterion=f"the pod's node carries the tenant label of {t.name}",
+                    namespace=t.name,
+                    queue=t.name,
                 )
             )
     return out
@@ -375,5 +424,5 @@ def not_automated() -> list[str]:
         "handover: on-call runbooks, alert routing and dashboards are not exercised",
         "burst windows (hybrid): `gpufleet burst open` and MultiKueue dispatch to the cloud worker",
         "object tiers (S3 / on-prem S3) and node-local scratch are not measured",
-        "InfiniBand partition keys and SR-IOV networks (they live in tenant namespaces)",
+        "InfiniBand partition isolation: whether a tenant's partition key keeps other tenants' pods out",
     ]

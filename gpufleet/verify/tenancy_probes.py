@@ -1,9 +1,10 @@
 """Tenancy probes: what a tenant's namespace really refuses, tried from inside it.
 
-Probe pods run busybox (versions.BUSYBOX) under Pod Security `restricted` as Jobs in the tenant namespaces, where
-Kueue admits them like any tenant Job; each probe that can only fail by being refused has a control that must
-succeed, so a broken probe is never read as isolation. The quota and queue probes are server-side dry runs:
-the API server runs admission (ResourceQuota, Kueue's webhooks) and persists nothing.
+Probe pods run busybox (versions.BUSYBOX) under Pod Security `restricted` as Jobs in the tenant namespaces, as
+the tenant's ServiceAccount and through its LocalQueue, where Kueue admits them like any tenant Job. Each probe
+that can only fail by being refused has a control that must succeed, so a broken probe is never read as isolation.
+The quota and queue probes are server-side dry runs: the API server runs admission (ResourceQuota, Kueue's
+webhooks) and persists nothing.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import uuid
 from typing import Any
 
 from gpufleet.verify import manifests
-from gpufleet.verify.kube import ApiError, Context, api_call, create, job_logs, tail, wait_job
-from gpufleet.verify.manifests import Manifest, Run
+from gpufleet.verify.kube import ApiError, Context, api_call, create, job_logs, submit_queued, tail, wait_job
+from gpufleet.verify.manifests import QUEUE_LABEL, Manifest, Run
 from gpufleet.verify.results import Result, Status, skipped
 from gpufleet.verify.suite import Check, egress_target
 from model import conventions, queues, versions
@@ -22,13 +23,15 @@ from model.spec import Tenant
 
 REACHED, BLOCKED = "GPUFLEET-REACHED", "GPUFLEET-BLOCKED"
 PROBE_PORT = 8080
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"  # Kueue constants.QueueLabel
 SMALL = {"cpu": "100m", "memory": "64Mi"}
 
 
 def probe_job(run: Run, name: str, check: str, namespace: str, command: str, runtime_class: str | None = None,
-              resources: dict[str, str] | None = None, labels: dict[str, str] | None = None) -> Manifest:  # fmt: skip
+              resources: dict[str, str] | None = None, queue: str | None = None) -> Manifest:  # fmt: skip
+    """A busybox Job; with `queue`, a tenant's Job through that LocalQueue of `namespace`."""
     pod: dict[str, Any] = {
+        "serviceAccountName": conventions.TENANT_SERVICE_ACCOUNT,
+        "automountServiceAccountToken": False,
         "containers": [
             {
                 "name": "probe",
@@ -41,7 +44,8 @@ def probe_job(run: Run, name: str, check: str, namespace: str, command: str, run
     }
     if runtime_class:
         pod["runtimeClassName"] = runtime_class
-    return manifests.job_manifest(run, name, check, pod, namespace=namespace, deadline=600, labels=labels)
+    job = manifests.job_manifest(run, name, check, pod, namespace=namespace, deadline=600)
+    return manifests.queued(job, queue) if queue else job
 
 
 def connect_command(host: str, port: int) -> str:
@@ -52,10 +56,26 @@ def _runtime_class(ctx: Context, tenant: Tenant) -> str | None:
     return ctx.site.kubernetes.sandbox_runtime_class if tenant.trust == "untrusted" else None
 
 
+def _submit(ctx: Context, check: Check, job: Manifest) -> str:
+    """Create a probe Job: in a tenant namespace through the tenant's LocalQueue, admitted by Kueue; "" once it
+    may run, else why not."""
+    if job["metadata"]["namespace"] == ctx.run.namespace:
+        create(ctx, job)
+        return ""
+    return submit_queued(ctx, check, job)
+
+
+def _queue(ctx: Context, namespace: str) -> str | None:
+    return None if namespace == ctx.run.namespace else namespace  # the tenant's LocalQueue, named after it
+
+
 def _probe(ctx: Context, check: Check, namespace: str, command: str, runtime_class: str | None = None) -> str:
     """Run a probe Job to completion; REACHED, BLOCKED, or the reason it did not finish."""
     name = ctx.name("probe")
-    create(ctx, probe_job(ctx.run, name, check.id, namespace, command, runtime_class))
+    job = probe_job(ctx.run, name, check.id, namespace, command, runtime_class, queue=_queue(ctx, namespace))
+    refused = _submit(ctx, check, job)
+    if refused:
+        return refused
     outcome = wait_job(ctx, check, namespace, name, timeout=300)
     logs = job_logs(ctx, namespace, name)
     for word in (REACHED, BLOCKED):
@@ -81,10 +101,13 @@ def cross_tenant(ctx: Context, check: Check) -> Result:
     me, other = ctx.spec.tenant(check.tenant), ctx.spec.tenant(check.other_tenant)
     target = ctx.name("target")
     serve = f"mkdir -p /tmp/www && httpd -f -p {PROBE_PORT} -h /tmp/www"
-    create(ctx, probe_job(ctx.run, target, check.id, other.name, serve, _runtime_class(ctx, other)))
-    pod = _running_pod(ctx, check, other.name, target, timeout=300)
+    refused = _submit(ctx, check, probe_job(ctx.run, target, check.id, other.name, serve, _runtime_class(ctx, other),
+                                            queue=other.name))  # fmt: skip
+    pod = None if refused else _running_pod(ctx, check, other.name, target, timeout=300)
     if pod is None:
-        return Result(check, Status.error, detail=f"the target pod in {other.name} never ran")
+        return Result(
+            check, Status.error, detail=f"the target pod in {other.name} never ran{': ' + refused if refused else ''}"
+        )
     ip = pod.status.pod_ip
     from_me = _probe(ctx, check, me.name, connect_command(ip, PROBE_PORT), _runtime_class(ctx, me))
     control = _probe(ctx, check, other.name, connect_command(ip, PROBE_PORT), _runtime_class(ctx, other))
@@ -173,10 +196,13 @@ def dedicated_nodes(ctx: Context, check: Check) -> Result:
     assert check.tenant
     tenant = ctx.spec.tenant(check.tenant)
     name = ctx.name("placement")
-    create(ctx, probe_job(ctx.run, name, check.id, tenant.name, "sleep 30", _runtime_class(ctx, tenant)))
-    pod = _running_pod(ctx, check, tenant.name, name, timeout=600)
+    job = probe_job(ctx.run, name, check.id, tenant.name, "sleep 30", _runtime_class(ctx, tenant), queue=tenant.name)
+    refused = _submit(ctx, check, job)
+    pod = None if refused else _running_pod(ctx, check, tenant.name, name, timeout=600)
     if pod is None:
-        return Result(check, Status.error, detail=f"no pod of {tenant.name} ran (is a dedicated node ready?)")
+        return Result(
+            check, Status.error, detail=refused or f"no pod of {tenant.name} ran (is a dedicated node ready?)"
+        )
     node = api_call(ctx.api.core.read_node, pod.spec.node_name)
     owner = (node.metadata.labels or {}).get(conventions.DEDICATED_TENANT_LABEL)
     shown = f"node {pod.spec.node_name} ({conventions.DEDICATED_TENANT_LABEL}={owner or '-'})"

@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 from gpufleet.verify import manifests, parsers
-from gpufleet.verify.kube import ApiError, Context, api_call, create, job_logs, ready_nodes, tail, wait_job
+from gpufleet.verify.kube import (
+    ApiError,
+    Context,
+    api_call,
+    create,
+    job_logs,
+    ready_nodes,
+    submit_queued,
+    tail,
+    wait_job,
+)
 from gpufleet.verify.results import Result, Status, judged, skipped
 from gpufleet.verify.suite import Check
 from model import queues
@@ -38,33 +48,40 @@ def _nccl_result(check: Check, logs: str, nodes: list[str]) -> Result:
 
 
 def nccl_multi_node(ctx: Context, check: Check) -> Result:
-    assert check.pool is not None
+    """Two pods of a tenant's gang, admitted by Kueue through the tenant's LocalQueue, then all_reduce_perf."""
+    assert check.pool is not None and check.namespace is not None
     pool = ctx.spec.pool(check.pool)
     found = ready_nodes(ctx, pool.name)
     if len(found) < 2:
         return skipped(check, f"pool {pool.name} has {len(found)} ready node(s) now; the test needs 2")
-    name = ctx.name("nccl")
+    name, ns = ctx.name("nccl"), check.namespace
     private, public = ssh_keypair()
-    create(ctx, manifests.ssh_secret(ctx.run, name, private, public))
-    create(ctx, manifests.headless_service(ctx.run, name))
-    create(ctx, manifests.nccl_multi_node_job(ctx.run, name, check.id, ctx.spec, ctx.site, pool, 2))
-    outcome = wait_job(ctx, check, ctx.run.namespace, name, timeout=2400)
-    logs = job_logs(ctx, ctx.run.namespace, name, index=0)
+    create(ctx, manifests.ssh_secret(ctx.run, name, private, public, ns))
+    create(ctx, manifests.headless_service(ctx.run, name, ns))
+    job = manifests.nccl_multi_node_job(ctx.run, name, check.id, ctx.spec, ctx.site, pool, 2, ns)
+    refused = submit_queued(ctx, check, job)
+    if refused:
+        return Result(check, Status.error, detail=refused)
+    outcome = wait_job(ctx, check, ns, name, timeout=2400)
+    logs = job_logs(ctx, ns, name, index=0)
     if not outcome.succeeded:
         return Result(check, Status.error, detail=f"{outcome.reason}; log: {tail(logs)}")
     return _nccl_result(check, logs, found[:2])
 
 
 def nccl_single_node(ctx: Context, check: Check) -> Result:
-    assert check.pool is not None
+    assert check.pool is not None and check.namespace is not None
     pool = ctx.spec.pool(check.pool)
     found = ready_nodes(ctx, pool.name)
     if not found:
         return skipped(check, f"pool {pool.name} has no ready node now")
-    name = ctx.name("nvlink")
-    create(ctx, manifests.nccl_single_node_job(ctx.run, name, check.id, ctx.spec, ctx.site, pool))
-    outcome = wait_job(ctx, check, ctx.run.namespace, name, timeout=1200)
-    logs = job_logs(ctx, ctx.run.namespace, name)
+    name, ns = ctx.name("nvlink"), check.namespace
+    refused = submit_queued(ctx, check, manifests.nccl_single_node_job(ctx.run, name, check.id, ctx.spec, ctx.site,
+                                                                       pool, ns))  # fmt: skip
+    if refused:
+        return Result(check, Status.error, detail=refused)
+    outcome = wait_job(ctx, check, ns, name, timeout=1200)
+    logs = job_logs(ctx, ns, name)
     if not outcome.succeeded:
         return Result(check, Status.error, detail=f"{outcome.reason}; log: {tail(logs)}")
     return _nccl_result(check, logs, found[:1])

@@ -1,6 +1,8 @@
-"""A small fake of the two kubernetes.client APIs `gpufleet verify` calls (CoreV1Api, BatchV1Api).
+"""A small fake of the kubernetes.client APIs `gpufleet verify` calls (CoreV1Api, BatchV1Api, CustomObjectsApi).
 
-It answers with the client's own model classes and raises the client's own ApiException, so the code under test
+Kueue is faked as its Job webhook and controller behave: a Job naming a LocalQueue in a tenant namespace is
+created suspended, and unsuspended once `admits` says its Workload is admitted. It answers with the client's own
+model classes and raises the client's own ApiException, so the code under test
 sees what it would see from a real API server; `test_fake_methods_exist_on_the_real_client` keeps the method
 names and parameters honest. What the pods print comes from the real outputs in fixtures/.
 """
@@ -74,6 +76,11 @@ class FakeCluster:
     job_outcome: Callable[[str], str] = lambda job: "Complete"  # Complete | Failed | running
     quota_refuses: bool = True
     kueue_suspends: bool = True
+    admits: Callable[[str], bool] = lambda job: True  # whether Kueue admits the Workload of this Job
+    pending_message: str = (
+        "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor h100, "
+        "8 more needed"
+    )
     bound_claims: set[tuple[str, str]] = field(default_factory=set)  # (namespace, claim)
     interrupt_on: str | None = None  # raise KeyboardInterrupt when this call happens
     calls: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
@@ -81,6 +88,7 @@ class FakeCluster:
     namespaces: set[str] = field(default_factory=set)
     deleted_namespaces: list[str] = field(default_factory=list)
     deleted_jobs: list[tuple[str, str]] = field(default_factory=list)
+    deleted: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, namespace, name) besides Jobs
     unschedulable: dict[str, bool] = field(default_factory=dict)
     tenant_nodes: dict[str, str] = field(default_factory=dict)  # namespace -> node Kueue would place its pods on
 
@@ -94,6 +102,15 @@ class FakeCluster:
         target_ns = next((ns for (ns, name) in self.jobs if name.startswith("target") and host == "10.0.0.10"), None)
         reached = namespace.startswith("gpufleet-verify") or namespace == target_ns
         return "GPUFLEET-REACHED" if reached else "GPUFLEET-BLOCKED"
+
+    def held(self, namespace: str, name: str) -> bool:
+        """Kueue holds the Job: it names a LocalQueue in a namespace Kueue manages."""
+        labels = self.jobs.get((namespace, name), {}).get("metadata", {}).get("labels", {})
+        return (
+            self.kueue_suspends
+            and "kueue.x-k8s.io/queue-name" in labels
+            and not namespace.startswith("gpufleet-verify")
+        )
 
     def record(self, name: str, *args: Any) -> None:
         self.calls.append((name, args))
@@ -133,6 +150,21 @@ class FakeCore:
     def delete_namespace(self, name: str, **kw: Any) -> client.V1Status:
         self.c.record("delete_namespace", name)
         self.c.deleted_namespaces.append(name)
+        return client.V1Status(status="Success")
+
+    def delete_namespaced_secret(self, name: str, namespace: str, **kw: Any) -> client.V1Status:
+        self.c.record("delete_namespaced_secret", name, namespace)
+        self.c.deleted.append(("Secret", namespace, name))
+        return client.V1Status(status="Success")
+
+    def delete_namespaced_service(self, name: str, namespace: str, **kw: Any) -> client.V1Status:
+        self.c.record("delete_namespaced_service", name, namespace)
+        self.c.deleted.append(("Service", namespace, name))
+        return client.V1Status(status="Success")
+
+    def delete_namespaced_persistent_volume_claim(self, name: str, namespace: str, **kw: Any) -> client.V1Status:
+        self.c.record("delete_namespaced_persistent_volume_claim", name, namespace)
+        self.c.deleted.append(("PersistentVolumeClaim", namespace, name))
         return client.V1Status(status="Success")
 
     def list_node(self, **kw: Any) -> client.V1NodeList:
@@ -243,17 +275,52 @@ class FakeBatch:
             return client.V1Job(metadata=_meta(name, namespace, labels), spec=client.V1JobSpec(
                 template=client.V1PodTemplateSpec(), suspend=suspend))  # fmt: skip
         self.c.jobs[(namespace, name)] = body
-        return client.V1Job(metadata=_meta(name, namespace, labels))
+        suspend = self.c.held(namespace, name)  # Kueue's Job webhook suspends a queued Job as it is created
+        return client.V1Job(metadata=_meta(name, namespace, labels), spec=client.V1JobSpec(
+            template=client.V1PodTemplateSpec(), suspend=suspend))  # fmt: skip
 
     def read_namespaced_job_status(self, name: str, namespace: str, **kw: Any) -> client.V1Job:
         self.c.record("read_namespaced_job_status", name, namespace)
-        outcome = self.c.job_outcome(name)
+        suspended = self.c.held(namespace, name) and not self.c.admits(name)
+        outcome = "running" if suspended else self.c.job_outcome(name)
         conditions = None
         if outcome in ("Complete", "Failed"):
             conditions = [client.V1JobCondition(type=outcome, status="True", reason="Fake", message="")]
-        return client.V1Job(metadata=_meta(name, namespace), status=client.V1JobStatus(conditions=conditions, active=1))
+        spec = client.V1JobSpec(template=client.V1PodTemplateSpec(), suspend=suspended)
+        return client.V1Job(metadata=_meta(name, namespace), spec=spec,
+                            status=client.V1JobStatus(conditions=conditions, active=0 if suspended else 1))  # fmt: skip
 
     def delete_namespaced_job(self, name: str, namespace: str, **kw: Any) -> client.V1Status:
         self.c.record("delete_namespaced_job", name, namespace)
         self.c.deleted_jobs.append((namespace, name))
         return client.V1Status(status="Success")
+
+
+class FakeCustom:
+    """Kueue's Workloads: one per queued Job, owned by it; QuotaReserved False while Kueue does not admit it."""
+
+    def __init__(self, cluster: FakeCluster) -> None:
+        self.c = cluster
+
+    def list_namespaced_custom_object(self, group: str, version: str, namespace: str, plural: str, **kw: Any) -> Any:
+        self.c.record("list_namespaced_custom_object", group, version, namespace, plural)
+        items = []
+        for (ns, job), _ in self.c.jobs.items():
+            if ns != namespace or not self.c.held(ns, job):
+                continue
+            admitted = self.c.admits(job)
+            condition = {"type": "QuotaReserved", "status": "True" if admitted else "False", "reason": "Pending",
+                         "message": "" if admitted else self.c.pending_message}  # fmt: skip
+            items.append({
+                "metadata": {"name": f"job-{job}-1a2b3", "namespace": ns,
+                             "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": job}]},
+                "status": {"conditions": [condition]},
+            })  # fmt: skip
+        return {"items": items}
+
+
+def apis(cluster: FakeCluster) -> Any:
+    """The fake ClusterApi of one cluster."""
+    from gpufleet.verify.kube import ClusterApi
+
+    return ClusterApi(FakeCore(cluster), FakeBatch(cluster), FakeCustom(cluster))

@@ -16,11 +16,15 @@ from gpufleet.verify.results import Status
 from gpufleet.verify.runner import run_site
 from model.load import read_stack
 from tests.conftest import ROOT
-from tests.verify.fake_kube import FakeBatch, FakeCluster, FakeCore, dcgm_document
+from tests.verify.fake_kube import FakeBatch, FakeCluster, FakeCore, FakeCustom, apis, dcgm_document
 
 
 def test_fake_methods_exist_on_the_real_client() -> None:
-    for fake, real in ((FakeCore, client.CoreV1Api), (FakeBatch, client.BatchV1Api)):
+    for fake, real in (
+        (FakeCore, client.CoreV1Api),
+        (FakeBatch, client.BatchV1Api),
+        (FakeCustom, client.CustomObjectsApi),
+    ):
         for name, fn in inspect.getmembers(fake, inspect.isfunction):
             if name.startswith("_"):
                 continue
@@ -45,8 +49,8 @@ def run(stack: str, cluster: FakeCluster, site: str | None = None, **options: An
     spec = read_stack(ROOT, stack).estate()
     s = suites.derive(spec, stack, suites.Options(**options))
     clock = Clock()
-    ctx = Context(s, spec.site(site or spec.sites[0].name), ClusterApi(FakeCore(cluster), FakeBatch(cluster)),
-                  Run("r1"), clock=clock, sleep=clock.sleep, poll_seconds=10)  # fmt: skip
+    ctx = Context(s, spec.site(site or spec.sites[0].name), apis(cluster), Run("r1"), clock=clock, sleep=clock.sleep,
+                  poll_seconds=10)  # fmt: skip
     results, _ = run_site(ctx)
     return ctx, results
 

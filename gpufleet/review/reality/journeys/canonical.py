@@ -69,7 +69,7 @@ def _gang_nodes(spec: EstateSpec, pool: NodePool, tenant: Tenant) -> int:
     return min(pool_nodes, (tenant.gpu_quota.get(pool.name, 0) + tenant.borrowing_limit) // per_node)
 
 
-def _allowed(spec: EstateSpec, site: Site, pool: NodePool) -> list[Tenant]:
+def allowed_tenants(spec: EstateSpec, site: Site, pool: NodePool) -> list[Tenant]:
     """Tenants whose ClusterQueue lists the pool (burst pools: tenants that may burst)."""
     if queues.is_burst(pool):
         return [t for t in spec.tenants if t.burst and t.trust == "trusted"]
@@ -206,7 +206,7 @@ def canonical_by_site(spec: EstateSpec, window: BurstWindow | None = None) -> li
     for site in spec.sites:
         here: list[Canonical] = []
         for pool in site.node_pools:
-            tenants = _allowed(spec, site, pool)
+            tenants = allowed_tenants(spec, site, pool)
             if pool.role == "training" and pool.fabric:
                 # A fabric job pins memory: only tenants whose namespace admits it (`rdma: true`) run one.
                 expected: Verdict = "blocked" if queues.is_burst(pool) and window is None else "runs"
