@@ -114,6 +114,18 @@ def resource_flavor_spec(site: Site, pool: Pool) -> dict[str, Any]:
     return spec
 
 
+PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"  # apis/kueue/v1beta2/topology_types.go
+
+
+def topology_request(site: Site, pool: Pool, level: str = conventions.LEAF_LABEL) -> dict[str, str]:
+    """The pod-template annotations a job on `pool` needs: on a pool whose flavor has a Topology, a request for
+    topology-aware placement, preferably inside one `level` domain. Kueue refuses a pod set without one on a TAS
+    flavor of a ClusterQueue that also has other flavors (kubernetes-sigs/kueue at versions.KUEUE,
+    pkg/scheduler/flavorassigner/tas_flavorassigner.go, checkPodSetAndFlavorMatchForTAS: "supports only
+    TopologyAwareScheduling"; site/content/en/docs/concepts/topology_aware_scheduling.md)."""
+    return {PREFERRED_TOPOLOGY: level} if resource_flavor_spec(site, pool).get("topologyName") else {}
+
+
 def topology_spec() -> dict[str, Any]:
     """Topology `levels[].nodeLabel`, widest first; Kueue allows `kubernetes.io/hostname` only as the last level."""
     return {"levels": [{"nodeLabel": label} for label in conventions.TOPOLOGY_LEVELS]}

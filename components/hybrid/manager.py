@@ -37,6 +37,7 @@ from model.tags import Tags
 
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 DISPATCH_FLAVOR = "dispatch"
+DISPATCH_NODE_LABEL = "kueue.gpufleet.io/dispatch"  # the manager's TAS flavor needs a node label; none carries it
 
 
 def kubeconfig_secret_name(site: str) -> str:
@@ -130,11 +131,24 @@ class KueueManagerStack(pulumi.ComponentResource):
         Priorities(f"{name}-priorities", PrioritiesArgs(args.tags, self.release), on)
         clusters = [self._cluster(site, link, ns) for site, link in args.workers.items()]
         checks = {order: self._check(order, clusters) for order in dispatch.dispatch_orders(spec)}
-        flavor = self._object("flavor", "ResourceFlavor", {"name": DISPATCH_FLAVOR}, {}, [self.release])
+        flavor = self._dispatch_flavor(spec)
         for tenant in dispatch.dispatched_tenants(spec):
             order = tuple(s.name for s in dispatch.tenant_workers(spec, tenant))
             self._tenant(tenant, [flavor, checks[order]])
         self.register_outputs({})
+
+    def _dispatch_flavor(self, spec: EstateSpec) -> pulumi.CustomResource:
+        """The one flavor of the manager's ClusterQueues. Where a worker schedules by topology, it is a TAS flavor
+        too: Kueue refuses a pod set that asks for a topology on a flavor without one, even on a manager that
+        leaves the topology to the worker (kubernetes-sigs/kueue at versions.KUEUE,
+        pkg/scheduler/flavorassigner/tas_flavorassigner.go: checkPodSetAndFlavorMatchForTAS, then "Delay TAS when
+        MultiKueue is used"). A TAS flavor needs a Topology and a node label (apis/kueue/v1beta2/
+        resourceflavor_types.go); the manager runs no job, so the label selects nothing and no user selects it."""
+        if not any(queues.topology_fabrics(site) for site in dispatch.workers(spec)):
+            return self._object("flavor", "ResourceFlavor", {"name": DISPATCH_FLAVOR}, {}, [self.release])
+        topology = self._object("topology", "Topology", {"name": DISPATCH_FLAVOR}, queues.topology_spec(), [])
+        flavor_spec = {"nodeLabels": {DISPATCH_NODE_LABEL: "true"}, "topologyName": DISPATCH_FLAVOR}
+        return self._object("flavor", "ResourceFlavor", {"name": DISPATCH_FLAVOR}, flavor_spec, [topology])
 
     def _object(
         self, name: str, kind: str, metadata: dict[str, Any], spec: dict[str, Any], deps: Sequence[pulumi.Resource]

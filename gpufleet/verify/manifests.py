@@ -38,7 +38,6 @@ SSH_MOUNT = "/etc/gpufleet-ssh"
 DONE_MARKER = "/tmp/gpufleet-verify-done"
 FIO_MARKER = "=== gpufleet fio {} ==="
 DATA_MOUNT = "/data"
-PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"  # Kueue apis/kueue/v1beta2/topology_types.go
 NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"  # Multus: the NetworkAttachmentDefinitions a pod attaches to
 RESTRICTED = {
     "allowPrivilegeEscalation": False,
@@ -108,14 +107,12 @@ def queued(job: Manifest, queue: str) -> Manifest:
 
 
 def on_pool(job: Manifest, site: Site, pool: Pool, level: str = conventions.LEAF_LABEL) -> Manifest:
-    """On a pool whose flavor has a Topology, the pods ask for topology-aware placement, preferably inside one
-    `level` domain, as a user's job there must: Kueue refuses a pod set without a topology request on a TAS
-    flavor of a ClusterQueue that also has other flavors (kubernetes-sigs/kueue at versions.KUEUE,
-    pkg/scheduler/flavorassigner/tas_flavorassigner.go, checkPodSetAndFlavorMatchForTAS;
-    site/content/en/docs/concepts/topology_aware_scheduling.md)."""
-    if queues.resource_flavor_spec(site, pool).get("topologyName"):
+    """The Job with the topology request its pool's flavor needs, preferably inside one `level` domain
+    (queues.topology_request)."""
+    request = queues.topology_request(site, pool, level)
+    if request:
         template = job["spec"]["template"]["metadata"]
-        template["annotations"] = {**template.get("annotations", {}), PREFERRED_TOPOLOGY: level}
+        template["annotations"] = {**template.get("annotations", {}), **request}
     return job
 
 

@@ -101,12 +101,13 @@ def fabric_gang(spec: EstateSpec, site: Site, pool: NodePool, tenant: Tenant, ex
             "parallelism": nodes,
             "completions": nodes,
             "template": {
+                "metadata": {"annotations": queues.topology_request(site, pool)},
                 "spec": {
                     "restartPolicy": "Never",
                     "nodeSelector": _select(pool),
                     "securityContext": pod_sc,
                     "containers": [_container("trainer", image, limits, container_sc)],
-                }
+                },
             },
         },
     }

@@ -305,15 +305,19 @@ def test_a_topology_request_needs_a_flavor_with_that_topology_level(estate: Call
     )
 
 
-def test_hybrid_the_managers_flavor_has_no_topology_so_it_refuses_a_topology_request(
+def test_hybrid_a_topology_request_passes_the_manager_and_is_placed_by_the_on_prem_worker(
     estate: Callable[[str], Estate],
 ) -> None:
     # Kueue checks TAS on the manager's ClusterQueue too (checkPodSetAndFlavorMatchForTAS) before MultiKueue
-    # would delay the topology assignment to the worker.
+    # delays the topology assignment to the worker, so the manager's dispatch flavor is a TAS flavor
+    # (components/hybrid/manager.py); without that the manager refused every topology request.
     (j,) = estate("hybrid").walk(_topology_job("topology.gpufleet.io/rack"))
-    stop = j.blocked_at
-    assert stop is not None and stop.name == "queueing"
-    assert 'Flavor "dispatch" does not support TopologyAwareScheduling' in stop.detail
+    assert j.verdict == "runs", j.to_dict()
+    assert j.placement is not None and j.placement.site == "onprem"
+    manager = estate("hybrid").clusters["manager"]
+    flavor = manager.get("ResourceFlavor", "dispatch")
+    assert flavor is not None and flavor["spec"]["topologyName"] == "dispatch"
+    assert manager.get("Topology", "dispatch") is not None
 
 
 def test_without_a_default_local_queue_kueue_keeps_a_queueless_job_suspended(estate: Callable[[str], Estate]) -> None:
