@@ -234,6 +234,13 @@ def _render(kind: Kind, stack: str, region: str, gpu: str, prices: tuple[str, ..
         "        gpu_quota: {{{pool}: {gpus}}}\n"
         "        members: [oidc:research-engineers]   # CHANGE: your identity provider's group\n"
     )
+    fabric_tenant = (  # a fabric pool's tenant may run a gang across the pool's nodes over the fabric
+        "    tenants:\n"
+        "      - name: research               # CHANGE: one entry per team; quotas in GPUs per pool\n"
+        "        gpu_quota: {{{pool}: {gpus}}}    # the pool's max: a gang across all its nodes\n"
+        "        rdma: true                   # its jobs may use the fabric (EFA)\n"
+        "        members: [oidc:research-engineers]   # CHANGE: your identity provider's group\n"
+    )
     if kind is Kind.aws:
         region = region or "us-east-1"
         return (
@@ -247,7 +254,11 @@ def _render(kind: Kind, stack: str, region: str, gpu: str, prices: tuple[str, ..
             + "    sites:\n"
             + _aws_site("cloud", region, gpu, burst=False, prices=prices)
             + "\n"
-            + tenants.format(pool="train", gpus=_gpus_per_node(gpu))
+            + (
+                fabric_tenant.format(pool="train", gpus=2 * _gpus_per_node(gpu))
+                if _has_efa(_instance_for(gpu))
+                else tenants.format(pool="train", gpus=_gpus_per_node(gpu))
+            )
         )
     if kind is Kind.baremetal:
         return (

@@ -53,7 +53,7 @@ def promised_verdict(journeys: list[Journey]) -> str:
     """One line: how many canonical journeys answer as the estate promises."""
     failed = [j for j in journeys if not j.as_expected]
     if not journeys:
-        return "Journeys: none promised (no GPU pool a tenant may use)"
+        return "Journeys: none promised (no tenant has GPU quota on a pool)"
     if not failed:
         return f"Journeys: all {len(journeys)} answer as promised"
     return f"Journeys: {len(failed)} of {len(journeys)} do not answer as promised"

@@ -45,6 +45,12 @@ def test_init_writes_a_commented_stack_file_that_previews_with_no_findings(
     assert preview.exit_code == 0, preview.output
     findings = json.loads(preview.stdout)["findings"]
     assert (findings["mandatory"], findings["advisory"]) == (0, 0), findings
+    # The scaffold's own canonical journeys answer as promised (issue 28: init scaffolds pass their journeys).
+    journeys = json.loads(preview.stdout)["journeys"]
+    assert journeys and all(j["verdict"] == j["expected"] for j in journeys), journeys
+    if kind == "aws":  # p5.48xlarge has EFA: research may run a gang across the pool's two nodes
+        gang = next(j for j in journeys if j["workload"] == "Job/research/gang-train")
+        assert gang["verdict"] == "runs" and gang["placement"]["nodes"] == 2
 
 
 @pytest.mark.parametrize(

@@ -80,6 +80,12 @@ def allowed_tenants(spec: EstateSpec, site: Site, pool: NodePool) -> list[Tenant
     ]
 
 
+def _topology(site: Site, pool: NodePool) -> dict[str, str]:
+    """A single pod's topology request on a pool whose flavor has a Topology (any node will do): users of such a
+    pool must ask for one (queues.topology_request; docs/journeys.md)."""
+    return queues.topology_request(site, pool, conventions.HOSTNAME_LABEL)
+
+
 def _select(pool: NodePool) -> dict[str, str]:
     """How a user picks a pool: its pool label, which Kueue matches against the flavors' node labels
     (docs/journeys.md): a job that needs a fabric or a pool's GPUs names the pool."""
@@ -115,6 +121,27 @@ def fabric_gang(spec: EstateSpec, site: Site, pool: NodePool, tenant: Tenant, ex
     return Canonical(title, expected, job)
 
 
+def one_gpu_job(site: Site, pool: NodePool, tenant: Tenant, expected: Verdict) -> Canonical:
+    pod_sc, container_sc = _security()
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": _meta(f"job-{pool.name}", tenant),
+        "spec": {
+            "template": {
+                "metadata": {"annotations": _topology(site, pool)},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "nodeSelector": _select(pool),
+                    "securityContext": pod_sc,
+                    "containers": [_container("job", versions.BUSYBOX.reference, _unit(site, pool), container_sc)],
+                },
+            }
+        },
+    }
+    return Canonical(f"{tenant.name}: a one-GPU Job on {pool.role} pool {pool.name}", expected, job)
+
+
 def _unit(site: Site, pool: NodePool) -> dict[str, str]:
     return {queues.gpu_resource_name(site, pool): "1"}
 
@@ -129,7 +156,10 @@ def inference(site: Site, pool: NodePool, tenant: Tenant) -> Canonical:
             "replicas": 1,
             "selector": {"matchLabels": {"app": f"serve-{pool.name}"}},
             "template": {
-                "metadata": {"labels": {"app": f"serve-{pool.name}", QUEUE_LABEL: tenant.name}},
+                "metadata": {
+                    "labels": {"app": f"serve-{pool.name}", QUEUE_LABEL: tenant.name},
+                    "annotations": _topology(site, pool),
+                },
                 "spec": {
                     "nodeSelector": _select(pool),
                     "securityContext": pod_sc,
@@ -157,7 +187,10 @@ def notebook(site: Site, pool: NodePool, tenant: Tenant, expected: Verdict, why:
             "replicas": 1,
             "serviceName": name,
             "selector": {"matchLabels": {"app": name}},
-            "template": {"metadata": {"labels": {"app": name, QUEUE_LABEL: tenant.name}}, "spec": template_spec},
+            "template": {
+                "metadata": {"labels": {"app": name, QUEUE_LABEL: tenant.name}, "annotations": _topology(site, pool)},
+                "spec": template_spec,
+            },
         },
     }
     title = why or f"{tenant.name}: a notebook on {pool.role} pool {pool.name} ({pool.sharing.mode} GPUs)"
@@ -207,19 +240,26 @@ def canonical_by_site(spec: EstateSpec, window: BurstWindow | None = None) -> li
     for site in spec.sites:
         here: list[Canonical] = []
         for pool in site.node_pools:
-            tenants = allowed_tenants(spec, site, pool)
-            if pool.role == "training" and pool.fabric:
-                # A fabric job pins memory: only tenants whose namespace admits it (`rdma: true`) run one.
-                expected: Verdict = "blocked" if queues.is_burst(pool) and window is None else "runs"
-                here += [fabric_gang(spec, site, pool, t, expected) for t in tenants if t.rdma]
-            if pool.role == "inference":
-                here += [inference(site, pool, t) for t in tenants]
-            if pool.sharing.mode in ("mig", "time-slicing") or pool.role == "interactive":
-                here += [notebook(site, pool, t, "runs") for t in tenants]
+            expected: Verdict = "blocked" if queues.is_burst(pool) and window is None else "runs"
+            for t in allowed_tenants(spec, site, pool):
+                here += _promises(spec, site, pool, t, expected)
         for tenant in (t for t in queues.tenants_on_site(spec, site) if t.trust == "untrusted"):
             here += _refusals(spec, site, tenant)
         out += [OnSite(site.name, c) for c in here]
     return out
+
+
+def _promises(spec: EstateSpec, site: Site, pool: NodePool, tenant: Tenant, expected: Verdict) -> list[Canonical]:
+    """What `pool` promises `tenant`: by its role and sharing, and at least a one-GPU Job."""
+    out = []
+    # A fabric job pins memory: only tenants whose namespace admits it (`rdma: true`) run one.
+    if pool.role == "training" and pool.fabric and tenant.rdma and _gang_nodes(spec, pool, tenant) >= 1:
+        out.append(fabric_gang(spec, site, pool, tenant, expected))
+    if pool.role == "inference":
+        out.append(inference(site, pool, tenant))
+    if pool.sharing.mode in ("mig", "time-slicing") or pool.role == "interactive":
+        out.append(notebook(site, pool, tenant, expected))
+    return out or [one_gpu_job(site, pool, tenant, expected)]
 
 
 def promised(spec: EstateSpec, window: BurstWindow | None, views: dict[str, ClusterView]) -> list[Journey]:

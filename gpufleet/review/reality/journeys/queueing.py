@@ -54,6 +54,15 @@ class Admitted:
     checks: list[dict[str, Any]] = field(default_factory=list)
 
 
+def _unblock(reasons: list[str]) -> str:
+    """What would let a pod set onto a flavor, from why each flavor refused it."""
+    if any("supports only TopologyAwareScheduling" in r for r in reasons):
+        return (f"ask for topology-aware placement: annotate the pod template with {TOPOLOGY_ANNOTATIONS[1]}: "
+                "<a level of the flavor's Topology> (Kueue requires it on a topology flavor of a ClusterQueue that "
+                "has other flavors)")  # fmt: skip
+    return "ask for less at once, or give the tenant more quota on a flavor it may use"
+
+
 def _blocked(detail: str, blocker: str, unblock: str, *cites: Cite) -> Stage:
     return Stage("queueing", False, detail, blocker, unblock, cites)
 
@@ -207,8 +216,7 @@ def _assign(cluster: ClusterView, cq: dict[str, Any], pod_sets: list[PodSet], cf
                 break
             else:
                 return _blocked(f"no flavor of ClusterQueue {cq_name} admits pod set {ps.name} ({ps.count} pods): "
-                                f"{'; '.join(reasons)}", f"ClusterQueue/{cq_name}",
-                                "ask for less at once, or give the tenant more quota on a flavor it may use",
+                                f"{'; '.join(reasons)}", f"ClusterQueue/{cq_name}", _unblock(reasons),
                                 ASSIGNER)  # fmt: skip
     flavors = ", ".join(sorted({rf["metadata"]["name"] for rf in chosen.values()})) or "none"
     detail = f"ClusterQueue {cq_name} admits it on flavor {flavors}" + (f" ({'; '.join(notes)})" if notes else "")
