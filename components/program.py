@@ -2,7 +2,8 @@
 
 - Bad input raises `pulumi.RunError`: one message, no traceback. `gpufleet` catches the same `SpecError` first.
 - A hybrid estate's burst window lives in the state stack `<stack>-burst`, read through a StackReference, so an
-  `up` from any machine sees the window `gpufleet burst` last recorded, judged at the state's `as_of`.
+  `up` from any machine sees the window `gpufleet burst` last recorded. It is judged at the later of the state's
+  `as_of` and the time the program runs (model.clock), so a plain `up` of an expired window closes it.
 - The estate is built inside that reference's `apply`, and a preview still shows every resource (see `run`).
 """
 
@@ -17,7 +18,8 @@ from pathlib import Path
 import pulumi
 
 from components.estate import Estate, EstateArgs
-from model.burst import state_reference, state_stack_name
+from model import clock
+from model.burst import judged_at, state_reference, state_stack_name
 from model.load import (
     ESTATE_KEY,
     LEDGER_KEY,
@@ -97,7 +99,7 @@ def run() -> None:
 def _with_window(
     spec: EstateSpec, build: Callable[[BurstWindow | None, dt.datetime], Estate]
 ) -> Callable[[dict[str, object] | None], None]:
-    """Build the estate from the state stack's outputs: its window judged at its `as_of`."""
+    """Build the estate from the state stack's outputs: its window judged at the later of its `as_of` and now."""
 
     def apply(outputs: dict[str, object] | None) -> None:
         source = f"stack {state_stack_name(pulumi.get_stack())}"
@@ -109,6 +111,6 @@ def _with_window(
         if state is None or state.window is None:
             build(None, NO_WINDOW_TIME)
         else:
-            build(state.window, state.as_of)
+            build(state.window, judged_at(state.as_of, clock.now()))
 
     return apply
