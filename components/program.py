@@ -2,8 +2,9 @@
 
 - Bad input raises `pulumi.RunError`: one message, no traceback. `gpufleet` catches the same `SpecError` first.
 - A hybrid estate's burst window lives in the state stack `<stack>-burst`, read through a StackReference, so an
-  `up` from any machine sees the window `gpufleet burst` last recorded, judged at the state's `as_of`, within the
-  stack file's burst budget.
+  `up` from any machine sees the window `gpufleet burst` last recorded, within the stack file's burst budget. It
+  is judged at the later of the state's `as_of` and the time the program runs (model.clock), so a plain `up` of
+  an expired window closes it.
 - The estate is built inside that reference's `apply`, and a preview still shows every resource (see `run`).
 """
 
@@ -18,7 +19,8 @@ from pathlib import Path
 import pulumi
 
 from components.estate import Estate, EstateArgs
-from model.burst import state_reference, state_stack_name, within_budget
+from model import clock
+from model.burst import judged_at, state_reference, state_stack_name, within_budget
 from model.load import (
     ESTATE_KEY,
     LEDGER_KEY,
@@ -98,7 +100,7 @@ def run() -> None:
 def _with_window(
     spec: EstateSpec, build: Callable[[BurstWindow | None, dt.datetime], Estate]
 ) -> Callable[[dict[str, object] | None], None]:
-    """Build the estate from the state stack's outputs: its window judged at its `as_of`."""
+    """Build the estate from the state stack's outputs: its window judged at the later of its `as_of` and now."""
 
     def apply(outputs: dict[str, object] | None) -> None:
         source = f"stack {state_stack_name(pulumi.get_stack())}"
@@ -110,6 +112,6 @@ def _with_window(
         if state is None or state.window is None:
             build(None, NO_WINDOW_TIME)
         else:  # a budget lowered since the window opened moves its expiry earlier
-            build(within_budget(spec, state.window, state.ledger), state.as_of)
+            build(within_budget(spec, state.window, state.ledger), judged_at(state.as_of, clock.now()))
 
     return apply

@@ -4,12 +4,12 @@ Pure functions, shared by the AWS node pools (node-group bounds), the MultiKueue
 `gpufleet burst` command.
 
 - A pool marked `burst` idles at zero nodes.
-- A window raises a cap, not a node count. While it is open, the cloud worker's Kueue may admit up to the
-  window's GPUs, CPUs and memory, and the autoscaler may grow the pool to the window's nodes for that work.
-  With nothing waiting, no node starts.
+- A window raises a cap, not a node count: the cloud worker's Kueue may admit up to it, and the autoscaler grows
+  the pool for that work only.
 - Phases: open, draining, idle (`window_phase`).
-- The program judges the phase at the moment the window state records (`as_of`, see "window state" below). So
-  every `up` applies the phase the burst commands last recorded, by AWS's clock.
+- The program judges the phase at the later of the state's `as_of` and now (`judged_at`). So an `up` never
+  reopens what a burst command closed, and a plain `up` after expiry closes the window by itself.
+- While a window holds capacity, a backstop stops it where it lives, with no runner (`backstop`).
 - Spend is booked in a ledger of past windows (see "spend" below).
 """
 
@@ -64,6 +64,15 @@ def window_phase(spec: EstateSpec, window: BurstWindow | None, now: dt.datetime)
     return "draining" if now < drain_ends(spec, window) else "idle"
 
 
+def judged_at(as_of: dt.datetime, now: dt.datetime) -> dt.datetime:
+    """The moment an `up` judges the window at: the later of the state's `as_of` and `now`.
+
+    `as_of` alone would keep an expired window open until a burst command records its expiry; `now` alone would
+    let a machine whose clock is behind AWS's reopen a window a burst command closed.
+    """
+    return max(as_of, now)
+
+
 def burst_cap(spec: EstateSpec, pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime) -> int:
     """Most nodes the burst pool may have now: the window's while it is open or draining, else zero."""
     if window is None or window.pool != pool.name or window_phase(spec, window, now) == "idle":
@@ -105,6 +114,35 @@ def burst_group_size(
     room = window.draining_nodes or 0
     draining = room > 0 and window.draining_until is not None and now < window.draining_until
     return (room if draining else 0), max(1, cap, room), draining
+
+
+@dataclass(frozen=True)
+class Backstop:
+    """When a window's capacity stops by itself, enforced where it lives (no runner, no reachable API needed).
+
+    - `hold_at` (the expiry): the cloud worker's burst ClusterQueues hold, so nothing new is admitted.
+    - `stop_at` (expiry + grace): the queues hold and drain, and AWS scales the burst node group to zero.
+
+    Both are whole minutes (UTC), rounded up: cron and EventBridge Scheduler fire on the minute, never before.
+    """
+
+    pool: str
+    hold_at: dt.datetime
+    stop_at: dt.datetime
+
+
+def backstop(spec: EstateSpec, window: BurstWindow | None, now: dt.datetime) -> Backstop | None:
+    """The backstop of the window while it holds capacity at `now` (open or draining); None when idle."""
+    if window is None or window_phase(spec, window, now) == "idle":
+        return None
+    return Backstop(window.pool, minute_at_or_after(window.expires), backstop_time(spec, window, dt.timedelta(0)))
+
+
+def minute_at_or_after(t: dt.datetime) -> dt.datetime:
+    """`t` in UTC, rounded up to a whole minute."""
+    utc = t.astimezone(dt.UTC)
+    whole = utc.replace(second=0, microsecond=0)
+    return whole if whole == utc else whole + dt.timedelta(minutes=1)
 
 
 # ------------------------------------------------------------------------------------------- burst pools
@@ -267,8 +305,9 @@ RECONCILE_LAG = dt.timedelta(0)
 
 
 def backstop_time(spec: EstateSpec, window: BurstWindow, lag: dt.timedelta = RECONCILE_LAG) -> dt.datetime:
-    """When the window's capacity has stopped at the latest: expiry + grace + lag."""
-    return drain_ends(spec, window) + lag
+    """When the window's capacity has stopped at the latest: the backstop's stop (expiry + grace, on the minute)
+    plus the lag."""
+    return minute_at_or_after(drain_ends(spec, window)) + lag
 
 
 def window_usd_per_hour(spec: EstateSpec, window: BurstWindow) -> float:
@@ -390,11 +429,12 @@ def close_entry(
 # StackReference (https://www.pulumi.com/docs/iac/concepts/stacks/#stackreferences), so every `up` — a laptop's,
 # deploy.yml's, the scheduled reconcile's — sees the same window, pushed to git or not.
 #
-# One clock: `as_of` is the moment, by AWS's clock (the `Date` of an EC2 response, gpufleet/burst/aws.py), at which
-# the burst command that wrote the state judged the window. The program judges the window's phase at `as_of`, never
-# by the clock of the machine running `up` (which may be off, and differs between a laptop and CI): every phase
-# change (open, draining, idle) is made by a burst command with AWS's time. `gpufleet burst reconcile` moves the
-# phase on after expiry and after the grace (scheduled every 30 minutes, and run by deploy.yml before its `up`).
+# Clocks: `as_of` is the moment, by AWS's clock (the `Date` of an EC2 response, gpufleet/burst/aws.py), at which
+# the burst command that wrote the state judged the window. The program judges the window's phase at the later of
+# `as_of` and the time it runs (`judged_at`; model.clock): a plain `up` after expiry closes admission and caps the
+# pools by itself, and a machine whose clock is behind cannot reopen what a command closed. `gpufleet burst
+# reconcile` books windows and records their end (scheduled every 30 minutes, and run by deploy.yml before its
+# `up`); the backstop, not reconcile, stops the capacity.
 
 STATE_STACK_SUFFIX = "-burst"
 # The `format` output; a reader refuses a state written by a newer gpufleet. Format 2 adds `generation`: a

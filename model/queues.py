@@ -26,7 +26,7 @@ DEFAULT_LOCAL_QUEUE = "default"
 namespace to the LocalQueue named `default` there; each tenant's points at the tenant's ClusterQueue."""
 FAIR_SHARING = True
 MULTIKUEUE_INCREMENTAL_DISPATCHER = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
-WAIT_FOR_PODS_READY_TIMEOUT = "10m"
+WAIT_FOR_PODS_READY_TIMEOUT = "10m"  # pods starting on nodes that exist
 WAIT_FOR_PODS_RECOVERY_TIMEOUT = "3m"
 # The chart default's reconciler concurrency and API client limits (charts/kueue/values.yaml at the pinned tag,
 # managerConfig.controllerManagerConfigYaml), kept when gpufleet replaces that Configuration: without them every
@@ -265,11 +265,22 @@ def multikueue_config() -> dict[str, Any]:
     }
 
 
+def pods_ready_timeout(spec: EstateSpec, site: Site) -> str:
+    """The site's waitForPodsReady timeout. On a burst site a gang is admitted before its nodes exist: the
+    ProvisioningRequest check passes once the scale-up is requested (cluster-autoscaler FAQ, "Supported
+    ProvisioningClasses", at versions.CLUSTER_AUTOSCALER_APP). So its pods get the cold nodes' boot time
+    (`burst.node_boot_minutes`) on top of the usual timeout."""
+    if spec.burst is None or site.name != spec.burst.cloud_site:
+        return WAIT_FOR_PODS_READY_TIMEOUT
+    return f"{int(WAIT_FOR_PODS_READY_TIMEOUT.removesuffix('m')) + spec.burst.node_boot_minutes}m"
+
+
 def controller_config(
     cluster_queue_metrics: bool = False,
     frameworks: Sequence[str] = enabled_frameworks(DEFAULT_FRAMEWORKS),
     multikueue: bool = False,
     excluded_resources: Sequence[str] = (),
+    ready_timeout: str = WAIT_FOR_PODS_READY_TIMEOUT,
 ) -> dict[str, Any]:
     """The Kueue Configuration (config.kueue.x-k8s.io/v1beta2) the chart mounts; replaces the chart default.
 
@@ -283,7 +294,7 @@ def controller_config(
       managedJobsNamespaceSelector limits this to namespaces labelled `tenant`: system namespaces are never
       touched.
     - waitForPodsReady: all-or-nothing admission of gangs; a workload whose pods are not all ready within the
-      timeout is evicted and requeued with backoff, so half-started gangs do not hold GPUs.
+      timeout (`ready_timeout`, from `pods_ready_timeout`) is evicted and requeued with backoff, so half-started gangs do not hold GPUs.
     - fairSharing: preemption-based fair sharing of borrowed quota inside the cohort; the key's presence enables
       it (cmd/kueue/main.go).
     - integrations: the site's `job_frameworks` (model.frameworks), nothing a cluster cannot serve.
@@ -302,7 +313,7 @@ def controller_config(
         "manageJobsWithoutQueueName": True,
         "managedJobsNamespaceSelector": {"matchExpressions": [{"key": MANAGED_NAMESPACE_LABEL, "operator": "Exists"}]},
         "waitForPodsReady": {
-            "timeout": WAIT_FOR_PODS_READY_TIMEOUT,
+            "timeout": ready_timeout,
             "recoveryTimeout": WAIT_FOR_PODS_RECOVERY_TIMEOUT,
             "blockAdmission": False,
             "requeuingStrategy": {

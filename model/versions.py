@@ -143,3 +143,12 @@ BUSYBOX = Image(
     "Docker Hub library/busybox 1.36.1 (index digest)",
 )
 ACCEPTANCE_IMAGES = (NCCL_TESTS_EFA, NCCL_TESTS_IB, DCGM, FIO, BUSYBOX)
+
+# -- Cluster jobs --------------------------------------------------------------------------------------------
+# kubectl for the burst backstop's CronJobs on the cloud worker (components/hybrid/burst_stop.py): the Kubernetes
+# project's own image, at the release of CLUSTER_AUTOSCALER_APP, the cluster's minor (kubectl supports one minor of
+# skew either way: kubernetes.io/releases/version-skew-policy). No published
+# digest was found: pinned by tag only.
+KUBECTL = Image(
+    "registry.k8s.io/kubectl", f"v{CLUSTER_AUTOSCALER_APP}", None, "registry.k8s.io/kubectl (Kubernetes releases)"
+)

@@ -36,7 +36,10 @@ SERVICE_ACCOUNT = "cluster-autoscaler"
 # carry it.
 GPU_LABEL = "k8s.amazonaws.com/accelerator"
 SCALE_DOWN_UNNEEDED = "10m"
-# Every pod of a gang or none (cluster-autoscaler FAQ, "Supported ProvisioningClasses", at the pinned tag).
+# Atomic where the cloud provider implements AtomicIncreaseSize. AWS does not ("AtomicIncreaseSize is not
+# implemented", cloudprovider/aws/aws_cloud_provider.go), so on AWS the scale-up "doesn't guarantee atomicity"
+# (cluster-autoscaler FAQ, "Supported ProvisioningClasses"): waitForPodsReady on the burst site is the net
+# (model.queues.pods_ready_timeout).
 PROVISIONING_CLASS = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
 PROVISIONING_REQUEST_API_GROUP = "autoscaling.x-k8s.io"
 
@@ -137,8 +140,8 @@ def provisioning_check_spec(config: str) -> dict[str, Any]:
 
 
 def provisioning_config_spec(gpu_resources: list[str]) -> dict[str, Any]:
-    """ProvisioningRequestConfig: atomic scale-up for the GPUs of a workload, its identical pod templates merged,
-    retried with backoff when capacity is short."""
+    """ProvisioningRequestConfig: a best-effort atomic scale-up (PROVISIONING_CLASS) for the GPUs of a workload, its
+    identical pod templates merged, retried with backoff when capacity is short."""
     return {
         "provisioningClassName": PROVISIONING_CLASS,
         "managedResources": gpu_resources,

@@ -326,3 +326,33 @@ def tenant_s3_key_policy(region: str, read: tuple[list[str], list[str]], write: 
             }
         )
     return json.dumps({"Version": "2012-10-17", "Statement": statements})
+
+
+def scheduler_trust_policy(account: str) -> str:
+    """Trust for an EventBridge Scheduler execution role: the scheduler, acting for schedules of this account only
+    (`aws:SourceAccount`, the confused-deputy guard of the Scheduler user guide, setting-up.html#setting-up-execution-role)."""
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"Service": "scheduler.amazonaws.com"},
+                    "Action": "sts:AssumeRole",
+                    "Condition": {"StringEquals": {"aws:SourceAccount": account}},
+                }
+            ],
+        }
+    )
+
+
+def node_group_scaling_policy(node_group_arn: str | None) -> str:
+    """Only `eks:UpdateNodegroupConfig`, only on one node group (the action takes a nodegroup ARN as its resource:
+    Service Authorization Reference, Amazon EKS)."""
+    arn = node_group_arn or "NODE_GROUP_ARN_KNOWN_AT_APPLY"  # offline synth never learns a real ARN
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": "eks:UpdateNodegroupConfig", "Resource": arn}],
+        }
+    )

@@ -3,7 +3,8 @@
 A burst pool's group is sized by the cluster autoscaler inside the bounds the burst window sets (0 to the window's
 nodes, model.burst): its desired size is the autoscaler's after creation (never reset by an `up`),
 and its Auto Scaling group carries the tags the autoscaler discovers it and scales it from zero by
-(components.aws.autoscaler)."""
+(components.aws.autoscaler). While a window holds capacity, a backstop scales the group to zero at the window's
+expiry + grace with no runner (components.aws.backstop)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws import autoscaler
+from components.aws.backstop import NodeGroupBackstop, NodeGroupBackstopArgs
 from components.aws.launch import launch_template_args, mounts_lustre, nodeadm_user_data, template_version
-from model.burst import burst_group_size, effective_scaling
+from model.burst import backstop, burst_group_size, effective_scaling
 from model.conventions import POOL_TAG, SHARED, Taint, eks_rejects_label
 from model.efa import efa_interfaces
 from model.kinds import aws as aws_kind
@@ -149,7 +151,27 @@ class GpuNodePool(pulumi.ComponentResource):
         self.node_group = self._node_group()
         if pool.burst:
             self._autoscaler_tags()
+            self._backstop()
         self.register_outputs({})
+
+    def _backstop(self) -> None:
+        a = self._args
+        stop = backstop(a.spec, a.window, a.now)
+        if stop is None or stop.pool != a.pool.name:
+            return
+        NodeGroupBackstop(
+            f"{self._n}-backstop",
+            NodeGroupBackstopArgs(
+                pool=a.pool.name,
+                cluster_name=a.cluster_name,
+                node_group=self.node_group,
+                stop_at=stop.stop_at,
+                scaling=mng_scaling(a.spec, a.pool, a.window, stop.stop_at),  # idle at the stop: 0, 0, 1
+                tags=self._tags,
+            ),
+            # A dependent of the node group, so the burst commands' targeted `up` (target_dependents) creates it.
+            pulumi.ResourceOptions(parent=self, depends_on=[self.node_group]),
+        )
 
     def _launch_template(self) -> aws.ec2.LaunchTemplate:
         a, pool = self._args, self._args.pool

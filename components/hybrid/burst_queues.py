@@ -10,7 +10,8 @@ Why:
 - The tenants' ClusterQueues hold no quota and borrow from the Cohort, so burst tenants share the window.
 - The admission check makes Kueue ask the cluster autoscaler for nodes (components.aws.autoscaler), and admit
   only once they exist.
-- The ClusterQueues' stop policy follows the window's phase (STOP_POLICY).
+- The ClusterQueues' stop policy follows the window's phase (STOP_POLICY). While a window holds capacity, CronJobs
+  apply the next phases' stop policies on time by themselves (burst_stop.BurstStop, PATCH_FORCE).
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ from typing import Any
 import pulumi
 
 from components.aws.autoscaler import provisioning_check_spec, provisioning_config_spec
+from components.hybrid.burst_stop import BurstStop, BurstStopArgs, Stop
 from components.kubernetes import kueue
 from components.kubernetes.admission import TenantTolerations, TenantVolumes
 from components.kubernetes.cluster import ClusterStack
 from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs
 from model import queues
-from model.burst import BurstQuota, WindowPhase, burst_pools, burst_quotas, window_phase
+from model.burst import BurstQuota, WindowPhase, backstop, burst_pools, burst_quotas, window_phase
 from model.nodes import shared_pools
 from model.spec import AwsSite, BurstWindow, EstateSpec, Tenant
 from model.tags import Tags
@@ -38,6 +40,19 @@ BURST_SUFFIX = "-burst"
 # admitted work runs on to finish or checkpoint. Idle: admitted work is evicted; the manager takes it back and
 # dispatches it again, on-prem first.
 STOP_POLICY: dict[WindowPhase, str] = {"open": "None", "draining": "Hold", "idle": "HoldAndDrain"}
+# On the burst ClusterQueues while CronJobs may patch them: the next `up` takes `stopPolicy` back from those patches
+# instead of failing on the server-side apply conflict (pulumi-kubernetes docs, managing-resources-with-server-side-
+# apply, "Upsert a Resource": the annotation forces an override of conflicts).
+PATCH_FORCE = {"pulumi.com/patchForce": "true"}
+
+
+def stops(spec: EstateSpec, window: BurstWindow | None, now: dt.datetime) -> list[Stop]:
+    """The in-cluster stops still ahead at `now`: Hold at the expiry, HoldAndDrain at the end of the grace."""
+    b = backstop(spec, window, now)
+    if b is None:
+        return []
+    ahead = [Stop("hold", b.hold_at, STOP_POLICY["draining"]), Stop("drain", b.stop_at, STOP_POLICY["idle"])]
+    return [s for s in ahead if s.at > now]
 
 
 def burst_tenants(spec: EstateSpec) -> list[Tenant]:
@@ -133,6 +148,8 @@ class BurstQueues(pulumi.ComponentResource):
                 shared_pools(site.node_pools),
             )
             TenantVolumes(f"{name}-tenant-volumes", args.tags, pulumi.ResourceOptions(parent=self))
+        ahead = stops(spec, args.window, args.now)
+        queues_made: list[pulumi.Resource] = []
         for t in tenants:
             bundle = args.stack.tenants.get(t.name) or TenantBundle(
                 f"{name}-tenant-{t.name}",
@@ -140,16 +157,25 @@ class BurstQueues(pulumi.ComponentResource):
                 pulumi.ResourceOptions(parent=self),
             )
             labels = args.tags.labels(tenant=t.name, cost_center=t.cost_center)
+            meta: dict[str, Any] = {"name": t.name, "labels": labels, **({"annotations": PATCH_FORCE} if ahead else {})}
             cq = self._object(
-                f"cq-{t.name}", "ClusterQueue", {"name": t.name, "labels": labels},
-                burst_cluster_queue_spec(spec, site, t, quotas, phase), [cohort, check],
+                f"cq-{t.name}", "ClusterQueue", meta, burst_cluster_queue_spec(spec, site, t, quotas, phase),
+                [cohort, check],
             )  # fmt: skip
+            queues_made.append(cq)
             for queue in (t.name, queues.DEFAULT_LOCAL_QUEUE):
                 suffix = "" if queue == t.name else f"-{queue}"
                 self._object(
                     f"lq-{t.name}{suffix}", "LocalQueue", {"name": queue, "namespace": t.name, "labels": labels},
                     {"clusterQueue": t.name}, [cq, bundle.namespace],
                 )  # fmt: skip
+        if ahead and tenants:
+            BurstStop(
+                f"{name}-stop",
+                BurstStopArgs(args.tags, [t.name for t in tenants], ahead, queues_made),
+                # A dependent of the queues, so the burst commands' targeted `up` (target_dependents) creates it.
+                pulumi.ResourceOptions(parent=self, depends_on=queues_made),
+            )
         self.register_outputs({})
 
     def _object(

@@ -27,6 +27,7 @@ from model.queues import (
     KUEUE_API,
     Pool,
     controller_config,
+    pods_ready_timeout,
     resource_flavor_spec,
     scheduled_pools,
     tenant_cluster_queue_spec,
@@ -124,7 +125,10 @@ class Kueue(pulumi.ComponentResource):
     ) -> k8s.helm.v3.Release:
         frameworks = enabled_frameworks(site.kubernetes.job_frameworks)
         config = controller_config(
-            site.kubernetes.monitoring.service_monitors, frameworks, excluded_resources=node_device_prefixes(spec)
+            site.kubernetes.monitoring.service_monitors,
+            frameworks,
+            excluded_resources=node_device_prefixes(spec),
+            ready_timeout=pods_ready_timeout(spec, site),
         )
         return release(
             f"{self._name}-release",

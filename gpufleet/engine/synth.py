@@ -29,7 +29,7 @@ from pulumi.runtime import resource as sdk_resource
 from pulumi.runtime.proto import source_pb2
 
 from gpufleet.engine.plan import Plan, PlanResource, normalise
-from model import catalog
+from model import catalog, clock
 from model.burst import BurstState, state_stack_name
 from model.load import LEDGER_KEY, WINDOW_KEY, StackFile, read_stack
 
@@ -213,18 +213,25 @@ def synth(project_dir: Path | str, stack: str) -> Plan:
 
 
 def synth_stack(
-    project_dir: Path, stack: str, stack_file: StackFile, *, burst_state: dict[str, Any] | None = None
+    project_dir: Path,
+    stack: str,
+    stack_file: StackFile,
+    *,
+    burst_state: dict[str, Any] | None = None,
+    now: dt.datetime | None = None,
 ) -> Plan:
-    """Synthesize a stack file already read (and validated) by the caller. The burst state stack answers with
-    `burst_state` (its outputs) when given, else with the stack file's window and ledger judged now."""
+    """Synthesize a stack file already read (and validated) by the caller, the program running at `now` (default:
+    this machine's clock). The burst state stack answers with `burst_state` (its outputs) when given, else with
+    the stack file's window and ledger judged at `now`."""
+    now = now or dt.datetime.now(dt.UTC)
     config, secret_keys = engine_config(stack_file)
     for key in (WINDOW_KEY, LEDGER_KEY):  # the state stack's answer, not config the program reads
         config.pop(key, None)
     if burst_state is None:
-        burst_state = burst_state_outputs(stack_file, dt.datetime.now(dt.UTC))
+        burst_state = burst_state_outputs(stack_file, now)
     references = {state_stack_name(stack): burst_state}
     program = Path(project_dir).resolve() / "__main__.py"
-    return run_program(program, stack_file.project, stack, config, secret_keys, references)
+    return run_program(program, stack_file.project, stack, config, secret_keys, references, now=now)
 
 
 def _no_stack_trace() -> source_pb2.StackTrace:
@@ -276,8 +283,11 @@ def run_program(
     config: dict[str, str],
     secret_keys: list[str],
     references: dict[str, dict[str, Any]] | None = None,
+    *,
+    now: dt.datetime | None = None,
 ) -> Plan:
-    with _offline_runtime():
+    """Run `program` under mocks, its clock (model.clock) frozen at `now` (default: this machine's clock)."""
+    with _offline_runtime(), clock.frozen(now or dt.datetime.now(dt.UTC)):
         return _run_program(program, project, stack, config, secret_keys, references)
 
 

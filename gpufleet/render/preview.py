@@ -63,6 +63,8 @@ def preview_summary_text(review: Review, console: Console) -> None:
     )
     verdicts_text(review.findings, review, console)
     cost_headline_text(review.cost, console)
+    if (line := backstop_line(review)) is not None:
+        console.print(line, markup=False)
     for w in plan.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
 
@@ -79,6 +81,18 @@ def preview_details_text(review: Review, console: Console) -> None:
     console.print(f"\n[bold]Resources by type[/bold] ({sum(counts.values())})")
     for t, n in sorted(counts.items()):
         console.print(f"  {n:>5}  {t}", markup=False)
+
+
+def backstop_line(review: Review) -> str | None:
+    """When the window's capacity stops by itself, with no runner (None: no window holds capacity)."""
+    b = review.backstop
+    if b is None:
+        return None
+    return (
+        f"Backstop: burst pool {b.pool} stops by itself: the cloud queues hold at {b.hold_at:%Y-%m-%d %H:%M} UTC "
+        f"(CronJob on the cloud worker); at {b.stop_at:%Y-%m-%d %H:%M} UTC they drain and AWS scales the node "
+        "group to zero (EventBridge Scheduler)"
+    )
 
 
 def verdicts_text(findings: Findings | None, review: Review, console: Console) -> None:
@@ -141,6 +155,8 @@ def preview_markdown(review: Review, max_chars: int = MAX_COMMENT, summary_only:
         "",
         *cost_summary(review.cost),
     ]
+    if (line := backstop_line(review)) is not None:
+        head += ["", inline(line)]
     if plan.warnings:
         head += ["", *(f"> warning: {inline(w)}" for w in plan.warnings)]
     sections: list[Section] = []
@@ -176,6 +192,10 @@ def preview_json(review: Review) -> str:
     doc["findings"] = None if review.findings is None else findings_json(review.findings)
     doc["first_up"] = None if review.first_up is None else review.first_up.to_dict()
     doc["journeys"] = _journeys(review)
+    b = review.backstop
+    doc["backstop"] = (
+        None if b is None else {"pool": b.pool, "hold_at": b.hold_at.isoformat(), "stop_at": b.stop_at.isoformat()}
+    )
     return json.dumps(doc, indent=1, sort_keys=True)
 
 

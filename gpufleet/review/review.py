@@ -20,6 +20,7 @@ from gpufleet.review.findings import Findings
 from gpufleet.review.reality.first_up import FirstUp
 from gpufleet.review.reality.journeys.core import Journey
 from gpufleet.review.stack_file import judged, policy_check
+from model.burst import Backstop, BurstState, backstop
 from model.load import StackFile, read_stack, stack_path
 from model.spec import BurstWindow, EstateSpec
 
@@ -44,6 +45,11 @@ class Review:
         """Canonical journeys whose verdict is not what the estate promises."""
         return [j for j in self.journeys or [] if not j.as_expected]
 
+    @property
+    def backstop(self) -> Backstop | None:
+        """When the window's capacity stops by itself (None: no window holds capacity now)."""
+        return None if self.window is None else backstop(self.spec, self.window, self.cost.now)
+
     def document(self) -> dict[str, Any]:
         """Plan, cost and findings as JSON-able data: what `gpufleet diff` reads from each revision."""
         return {
@@ -61,21 +67,27 @@ def build(
     chart_cache: Path | None = None,
     simulate: bool = True,
     stack_file: StackFile | None = None,
+    window: BurstWindow | None = None,
 ) -> Review:
     """Read `stacks/Pulumi.<stack>.yaml` once (or take `stack_file`, that stack's file already read), then
-    synthesize, price and check it, and (`simulate`) run the reality checks with charts from `chart_cache`
-    (default: the configured chart cache).
+    synthesize, price and check it at `now`, and (`simulate`) run the reality checks with charts from
+    `chart_cache` (default: the configured chart cache). `window`: a what-if burst window in place of the stack
+    file's (`gpufleet preview --burst-window`).
 
     Bad input (the stack file, its estate or window, an unknown rule id in its enforcement overrides, its usage
     profile) raises SpecError before anything is synthesized.
     """
     project_dir = Path(project_dir).resolve()
     stack_file = read_stack(project_dir, stack) if stack_file is None else stack_file
-    spec, window, _ = judged(stack_file)
+    spec, stack_window, ledger = judged(stack_file)
+    what_if = window is not None
+    window = window if what_if else stack_window
     check = policy_check()
     usage = read_usage(usage_path(stack_path(project_dir, stack), stack), spec)
-    plan = synth_stack(project_dir, stack, stack_file)
-    cost = estate_cost(spec, window, now or dt.datetime.now(dt.UTC), usage)
+    now = now or dt.datetime.now(dt.UTC)
+    state = BurstState(window, tuple(ledger), now).outputs() if what_if else None
+    plan = synth_stack(project_dir, stack, stack_file, burst_state=state, now=now)
+    cost = estate_cost(spec, window, now, usage)
     first_up, journeys = _reality(plan, spec, window, chart_cache) if simulate else (None, None)
     return Review(
         spec=spec,

@@ -50,6 +50,17 @@ class BurstPolicy(Model):
             "work is admitted) before it is evicted back to the queue and the burst pools shrink to zero."
         ),
     )
+    node_boot_minutes: int = Field(
+        default=15,
+        ge=1,
+        le=120,
+        description=(
+            "How long a cold burst node may take from launch until its pods can start. The cloud worker's Kueue "
+            "waits this long on top of its usual waitForPodsReady timeout before it evicts a gang. Default: "
+            "cluster-autoscaler's --max-node-provision-time (15 minutes), after which the autoscaler gives up "
+            "on the node; no sourced boot time per instance type exists."
+        ),
+    )
     budget_usd: float = Field(gt=0, le=MAX_USD, description="Spend allowed on burst windows per calendar month.")
     max_window_hours: int = Field(default=72, ge=1, le=24 * 14, description="Longest window allowed.")
     allowed_instance_types: list[str] = Field(min_length=1, description="Instance types a window may use.")

@@ -25,7 +25,7 @@ def plans(proj: Path) -> dict[str, Plan]:
         if hours_since_start is None:
             return synth_stack(proj, STACK, sf, burst_state={})
         w = parse_window(window(AS_OF - dt.timedelta(hours=hours_since_start), 8, nodes=2), "test")
-        return synth_stack(proj, STACK, sf, burst_state=BurstState(w, (), AS_OF).outputs())
+        return synth_stack(proj, STACK, sf, burst_state=BurstState(w, (), AS_OF).outputs(), now=AS_OF)
 
     return {"idle": at(None), "open": at(1), "draining": at(8.2), "past grace": at(9)}
 
@@ -35,9 +35,8 @@ def test_targets_are_exactly_the_resources_whose_inputs_a_window_changes(tmp_pat
     by_phase = plans(proj)
     idle = {r.key: r for r in by_phase["idle"].resources}
     changed: set[str] = set()
-    for phase, plan in by_phase.items():
-        assert {r.key for r in plan.resources} == set(idle), phase  # a window never adds or removes resources
-        changed |= {r.key for r in plan.resources if r.inputs != idle[r.key].inputs}
+    for plan in by_phase.values():
+        changed |= {r.key for r in plan.resources if r.key in idle and r.inputs != idle[r.key].inputs}
     project = read_stack(proj, STACK).project
     targets = burst_targets(proj, STACK)
     assert targets == sorted(f"urn:pulumi:{STACK}::{project}::{key}" for key in changed)
@@ -48,3 +47,28 @@ def test_targets_are_exactly_the_resources_whose_inputs_a_window_changes(tmp_pat
         "kubernetes:kueue.x-k8s.io/v1beta2:Cohort",
     ]
     assert any(t.endswith("::cloud-burst-h100-ng") for t in targets)
+
+
+BACKSTOPS = ("gpufleet:aws:NodeGroupBackstop", "gpufleet:hybrid:BurstStop")
+
+
+def test_what_a_window_adds_is_its_backstop_and_the_targeted_up_reaches_it(tmp_path: Path) -> None:
+    """A window adds only its backstop (components.aws.backstop, components.hybrid.burst_stop). Each backstop
+    component depends on a target, so `target_dependents` takes it, and its children, into the burst `up`."""
+    proj = write_project(tmp_path, hybrid_config(), STACK)
+    by_phase = plans(proj)
+    idle = {r.key for r in by_phase["idle"].resources}
+    assert {r.key for r in by_phase["past grace"].resources} == idle
+    targets = {t.split("::", 2)[2] for t in burst_targets(proj, STACK)}
+    for phase in ("open", "draining"):
+        plan = by_phase[phase]
+        added = {r.key for r in plan.resources} - idle
+        roots = [plan.get(k) for k in added if plan.get(k).type in BACKSTOPS]
+        assert sorted(r.type for r in roots) == sorted(BACKSTOPS), phase
+        for root in roots:
+            assert set(root.dependencies) & targets, root.key
+        for key in added:
+            r = plan.get(key)
+            while r.type not in BACKSTOPS:
+                assert r.parent is not None, key
+                r = plan.get(r.parent)

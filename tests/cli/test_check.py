@@ -21,7 +21,7 @@ runner = CliRunner()
 
 
 def test_check_passes_the_example_stack(monkeypatch: pytest.MonkeyPatch, example_plans: dict[str, Plan]) -> None:
-    monkeypatch.setattr(review, "synth_stack", lambda project, stack, stack_file: example_plans[stack])
+    monkeypatch.setattr(review, "synth_stack", lambda project, stack, stack_file, **_: example_plans[stack])
     result = runner.invoke(app, ["check", "--stack", "aws-train", "--project", str(ROOT)])
     assert result.exit_code == 0, result.output
     assert "0 mandatory" in result.output or "no violations" in result.output
@@ -30,7 +30,7 @@ def test_check_passes_the_example_stack(monkeypatch: pytest.MonkeyPatch, example
 def test_check_exits_1_with_json_naming_the_broken_rules(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, broken: tuple[Plan, EstateSpec]
 ) -> None:
-    monkeypatch.setattr(review, "synth_stack", lambda project, stack, stack_file: broken[0])
+    monkeypatch.setattr(review, "synth_stack", lambda project, stack, stack_file, **_: broken[0])
     project = write_project(tmp_path, broken_config())
     result = runner.invoke(app, ["check", "--stack", "test", "--project", str(project), "--format", "json"])
     assert result.exit_code == 1

@@ -116,7 +116,7 @@ def test_a_width_too_small_is_bad_input() -> None:
 def hybrid_review(example_plans: dict[str, Plan]) -> Iterator[Review]:
     """The hybrid example's review (its plan synthesized once per session), without the first-up simulation."""
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(review_module, "synth_stack", lambda project, stack, stack_file: example_plans["hybrid"])
+        m.setattr(review_module, "synth_stack", lambda project, stack, stack_file, **_: example_plans["hybrid"])
         yield build(ROOT, "hybrid", simulate=False)
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from gpufleet.cli.app import app
@@ -84,3 +86,56 @@ def test_preview_markdown_cli_uses_the_same_renderer() -> None:
     result = runner.invoke(app, ["preview", "-s", "aws-train", "-C", str(ROOT), "-f", "markdown"])
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("<!-- gpufleet:plan:gpufleet/aws-train -->")
+
+
+def test_preview_of_a_burst_window_shows_its_backstop_and_writes_nothing() -> None:
+    """`--burst-window GPUS:HOURS`: the estate as if `burst open` opened that window now, offline, with the time the
+    capacity stops by itself (text) and the backstop's resources (json)."""
+    stack_file = ROOT / "stacks" / "Pulumi.hybrid.yaml"
+    before = stack_file.read_bytes()
+    text = runner.invoke(app, ["preview", "-s", "hybrid", "--burst-window", "16:8", "--summary", "-C", str(ROOT)])
+    assert text.exit_code == 0, text.output
+    (line,) = [x for x in text.stdout.splitlines() if x.startswith("Backstop:")]
+    assert "burst-h100" in line and "queues hold at" in line and "scales the node group to zero" in line
+    result = runner.invoke(app, ["preview", "-s", "hybrid", "--burst-window", "16:8", "-f", "json", "-C", str(ROOT)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    stop = dt.datetime.fromisoformat(doc["backstop"]["stop_at"])
+    assert stop - dt.datetime.fromisoformat(doc["backstop"]["hold_at"]) == dt.timedelta(minutes=30)  # the grace
+    (schedule,) = [r for r in doc["resources"] if r["type"] == "aws:scheduler/schedule:Schedule"]
+    assert schedule["inputs"]["scheduleExpression"] == f"at({stop:%Y-%m-%dT%H:%M:%S})"
+    (ng,) = [r for r in doc["resources"] if r["type"] == "aws:eks/nodeGroup:NodeGroup" and "burst" in r["name"]]
+    assert ng["inputs"]["scalingConfig"]["maxSize"] == 2  # 16 GPUs = 2 x p5.48xlarge
+    assert stack_file.read_bytes() == before
+
+
+def test_preview_without_a_window_has_no_backstop() -> None:
+    result = runner.invoke(app, ["preview", "-s", "hybrid", "-f", "json", "-C", str(ROOT)])
+    doc = json.loads(result.stdout)
+    assert doc["backstop"] is None and not [r for r in doc["resources"] if "scheduler" in r["type"]]
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("16", "is not GPUS:HOURS"),
+        ("0:8", "is not GPUS:HOURS"),
+        ("16:-1", "is not GPUS:HOURS"),
+        ("sixteen:8", "is not GPUS:HOURS"),
+        ("16:nan", "is not GPUS:HOURS"),
+        (
+            "16:1000",
+            "--burst-window 16:1000: --hours must be more than 0 and at most the burst policy's max_window_hours",
+        ),
+        ("4000:2", "more than pool burst-h100's max of 4 nodes"),
+    ],
+)
+def test_a_bad_burst_window_exits_2_without_a_traceback(value: str, says: str) -> None:
+    result = runner.invoke(app, ["preview", "-s", "hybrid", "--burst-window", value, "-C", str(ROOT)])
+    assert result.exit_code == 2, result.output
+    assert says in result.stderr and "Traceback" not in result.output
+
+
+def test_a_burst_window_on_an_estate_without_burst_exits_2() -> None:
+    result = runner.invoke(app, ["preview", "-s", "aws-train", "--burst-window", "8:2", "-C", str(ROOT)])
+    assert result.exit_code == 2 and "has no burst policy" in result.stderr

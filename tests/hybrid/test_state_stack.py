@@ -1,8 +1,8 @@
 """The estate program reads the burst window from the state stack `<stack>-burst` through a StackReference
 (https://www.pulumi.com/docs/iac/concepts/stacks/#stackreferences; pulumi/stack_reference.py: a read of type
 `pulumi:pulumi:StackReference` by the name `<organization>/<project>/<stack>`, whose state carries `outputs`), and
-judges it at the state's `as_of` (AWS's time of the burst command that recorded it), never by the clock of the
-machine running `up`."""
+judges it at the later of the state's `as_of` (AWS's time of the burst command that recorded it) and the time the
+program runs (the engine's `now` offline)."""
 
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ from tests.hybrid.test_capacity import burst_group, cloud_queue, cohort_gpus
 LONG_AGO = dt.datetime(2024, 3, 1, 8, 0, tzinfo=dt.UTC)  # the machine's clock is years past this
 
 
-def synth_state(tmp: Path, state: dict[str, Any]) -> Plan:
+def synth_state(tmp: Path, state: dict[str, Any], now: dt.datetime = LONG_AGO) -> Plan:
     proj = write_project(tmp, hybrid_config(), STACK)
-    return synth_stack(proj, STACK, read_stack(proj, STACK), burst_state=state)
+    return synth_stack(proj, STACK, read_stack(proj, STACK), burst_state=state, now=now)
 
 
 def state_at(as_of: dt.datetime, hours_after_start: float = 1) -> dict[str, Any]:
@@ -34,9 +34,7 @@ def state_at(as_of: dt.datetime, hours_after_start: float = 1) -> dict[str, Any]
     return BurstState(w, (), as_of).outputs()
 
 
-def test_the_program_sizes_the_pool_from_the_state_stack_judged_at_its_as_of(tmp_path: Path) -> None:
-    """A window that closed years ago by this machine's clock is open at the state's as_of: the program obeys
-    the recorded time, so a laptop and CI whose clocks differ build the same plan from the same state."""
+def test_the_program_sizes_the_pool_from_the_state_stack(tmp_path: Path) -> None:
     plan = synth_state(tmp_path, state_at(LONG_AGO))
     assert burst_group(plan).inputs["scalingConfig"]["maxSize"] == 2
     assert cloud_queue(plan)["stopPolicy"] == "None" and cohort_gpus(plan) == 16
@@ -45,6 +43,27 @@ def test_the_program_sizes_the_pool_from_the_state_stack_judged_at_its_as_of(tmp
 def test_a_recorded_draining_phase_holds_admission(tmp_path: Path) -> None:
     plan = synth_state(tmp_path, state_at(LONG_AGO, hours_after_start=8 + 10 / 60))  # 10 min into the grace
     assert cloud_queue(plan)["stopPolicy"] == "Hold" and burst_group(plan).inputs["scalingConfig"]["maxSize"] == 2
+
+
+def test_a_plain_up_after_expiry_closes_admission_with_no_burst_command_run(tmp_path: Path) -> None:
+    """The state still says open (recorded an hour into the window, never reconciled); the `up` runs a day later:
+    the window is judged now, so the queues hold and drain, the caps are zero and no backstop is left."""
+    plan = synth_state(tmp_path, state_at(LONG_AGO), now=LONG_AGO + dt.timedelta(days=1))
+    assert cloud_queue(plan)["stopPolicy"] == "HoldAndDrain" and cohort_gpus(plan) == 0
+    assert burst_group(plan).inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 1}
+    assert not plan.find("aws:scheduler/schedule:Schedule") and not plan.find("kubernetes:batch/v1:CronJob")
+
+
+def test_an_up_after_expiry_but_within_the_grace_holds_admission(tmp_path: Path) -> None:
+    plan = synth_state(tmp_path, state_at(LONG_AGO), now=LONG_AGO + dt.timedelta(hours=7, minutes=10))
+    assert cloud_queue(plan)["stopPolicy"] == "Hold" and burst_group(plan).inputs["scalingConfig"]["maxSize"] == 2
+
+
+def test_a_machine_whose_clock_is_behind_cannot_reopen_what_a_command_closed(tmp_path: Path) -> None:
+    """Recorded 10 minutes into the grace; the machine running `up` thinks it is an hour before: `as_of` wins."""
+    state = state_at(LONG_AGO, hours_after_start=8 + 10 / 60)
+    plan = synth_state(tmp_path, state, now=LONG_AGO - dt.timedelta(hours=1))
+    assert cloud_queue(plan)["stopPolicy"] == "Hold"
 
 
 def test_an_empty_state_stack_means_no_window(tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ def test_unknown_rule_id_is_refused_before_anything_is_synthesized(
 def test_document_round_trips_the_plan_and_carries_cost_and_findings(
     monkeypatch: pytest.MonkeyPatch, example_plans: dict[str, Plan]
 ) -> None:
-    monkeypatch.setattr(review, "synth_stack", lambda project, stack, stack_file: example_plans[stack])
+    monkeypatch.setattr(review, "synth_stack", lambda project, stack, stack_file, **_: example_plans[stack])
     r = review.build(ROOT, "aws-train")
     doc = r.document()
     assert Plan.from_dict(doc["plan"]).to_dict() == r.plan.to_dict()
@@ -61,6 +61,6 @@ def test_a_tree_without_policy_packs_reviews_without_findings(
     monkeypatch: pytest.MonkeyPatch, example_plans: dict[str, Plan]
 ) -> None:
     monkeypatch.setattr(review, "policy_check", lambda: None)
-    monkeypatch.setattr(review, "synth_stack", lambda project, stack, stack_file: example_plans[stack])
+    monkeypatch.setattr(review, "synth_stack", lambda project, stack, stack_file, **_: example_plans[stack])
     r = review.build(ROOT, "onprem")
     assert r.findings is None and r.document()["findings"] is None

@@ -360,7 +360,7 @@ def test_an_unpriced_estate_with_a_budget_fails_check_naming_what_is_unpriced(
     from gpufleet.cli.app import app
     from gpufleet.review import review
 
-    monkeypatch.setattr(review, "synth_stack", lambda project, stack, stack_file: example_plans["onprem"])
+    monkeypatch.setattr(review, "synth_stack", lambda project, stack, stack_file, **_: example_plans["onprem"])
     config = example_config("onprem")
     config[ESTATE_KEY] = _unpriced_onprem()
     project = stack_project(tmp_path, config)

@@ -38,7 +38,7 @@ def clean_plan() -> Plan:
 def invoke(monkeypatch: pytest.MonkeyPatch, plan: Plan, *args: str) -> tuple[int, str]:
     """Run a command on `plan` with the onprem spec; the policy packs and journeys see nothing wrong (they have
     their own tests), so the exit code is the first-up verdict's."""
-    monkeypatch.setattr(review, "synth_stack", lambda project, stack, stack_file: plan)
+    monkeypatch.setattr(review, "synth_stack", lambda project, stack, stack_file, **_: plan)
     monkeypatch.setattr(check, "evaluate", lambda plan, spec, max_usd_per_hour=None: Findings())
     # A hand-built plan holds no tenant's queues: the canonical journeys are tested on real plans (tests/review/
     # reality/journeys/test_promised.py).

@@ -1,0 +1,156 @@
+"""The burst backstop: while a window holds capacity, it stops by itself where the capacity lives, with no runner.
+
+- AWS: an EventBridge Scheduler one-time schedule (`at(...)`, Scheduler user guide schedule-types.html#one-time)
+  calls `eks:UpdateNodegroupConfig` through the universal target (managing-targets-universal.html) at expiry +
+  grace, setting the node group's idle bounds (EKS API reference, UpdateNodegroupConfig / NodegroupScalingConfig).
+- Cloud worker: CronJobs patch the burst ClusterQueues' `spec.stopPolicy` to Hold at expiry and HoldAndDrain at
+  expiry + grace (Kueue apis/kueue/v1beta2/clusterqueue_types.go at versions.KUEUE).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.aws.backstop import at_expression, update_request
+from components.hybrid.burst_stop import cron_schedule, role_rules
+from gpufleet.engine.plan import Plan, PlanResource
+from gpufleet.engine.synth import synth_stack
+from model import versions
+from model.burst import BurstState, minute_at_or_after
+from model.load import parse_window, read_stack
+from tests.burst.helpers import STACK, hybrid_config, window
+from tests.conftest import write_project
+from tests.hybrid.plan_helpers import cluster, kueue_objects
+from tests.hybrid.test_capacity import burst_group
+
+START = dt.datetime(2026, 11, 20, 9, 0, 30, tzinfo=dt.UTC)  # 8 h window, 30 min grace (hybrid_config)
+EXPIRES = START + dt.timedelta(hours=8)
+SCHEDULE = "aws:scheduler/schedule:Schedule"
+CRONJOB = "kubernetes:batch/v1:CronJob"
+
+
+def synth_at(tmp: Path, now: dt.datetime) -> Plan:
+    proj = write_project(tmp, hybrid_config(), STACK)
+    w = parse_window(window(START, 8, nodes=2), "test")
+    state = BurstState(w, (), START).outputs()
+    return synth_stack(proj, STACK, read_stack(proj, STACK), burst_state=state, now=now)
+
+
+def only(plan: Plan, type_: str) -> PlanResource:
+    (r,) = plan.find(type_)
+    return r
+
+
+def cron_jobs(plan: Plan) -> dict[str, dict[str, Any]]:
+    return {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in plan.find(CRONJOB)}
+
+
+@pytest.fixture(scope="module")
+def open_plan(tmp_path_factory: pytest.TempPathFactory) -> Plan:
+    return synth_at(tmp_path_factory.mktemp("open"), START + dt.timedelta(hours=1))
+
+
+def test_the_node_group_goes_to_zero_at_expiry_plus_grace_by_an_aws_schedule(open_plan: Plan) -> None:
+    schedule = only(open_plan, SCHEDULE).inputs
+    assert schedule["scheduleExpression"] == "at(2026-11-20T17:31:00)"  # 17:00:30 + 30 min, on the next minute
+    assert schedule["scheduleExpressionTimezone"] == "UTC" and schedule["flexibleTimeWindow"] == {"mode": "OFF"}
+    target = schedule["target"]
+    assert target["arn"] == "arn:aws:scheduler:::aws-sdk:eks:updateNodegroupConfig"
+    request = json.loads(target["input"])
+    assert request["clusterName"] == burst_group(open_plan).inputs["clusterName"]
+    assert request["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 1}  # the idle group's bounds
+    assert target["retryPolicy"] == {"maximumRetryAttempts": 185, "maximumEventAgeInSeconds": 86400}
+
+
+def test_the_schedule_role_may_only_scale_that_one_node_group(open_plan: Plan) -> None:
+    (role,) = [r for r in open_plan.find("aws:iam/role:Role") if r.name.endswith("-backstop-role")]
+    (statement,) = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
+    assert statement["Principal"] == {"Service": "scheduler.amazonaws.com"}
+    assert "aws:SourceAccount" in statement["Condition"]["StringEquals"]
+    (policy,) = [r for r in open_plan.find("aws:iam/rolePolicy:RolePolicy") if r.name.endswith("-backstop-policy")]
+    (allowed,) = json.loads(policy.inputs["policy"])["Statement"]
+    assert allowed["Action"] == "eks:UpdateNodegroupConfig" and "*" not in allowed["Resource"]
+
+
+def test_the_backstop_is_tagged_where_aws_takes_tags(open_plan: Plan) -> None:
+    """Schedules take no tags (pulumi-aws aws.scheduler.Schedule has no `tags` input); their group and role do."""
+    group = only(open_plan, "aws:scheduler/scheduleGroup:ScheduleGroup")
+    assert group.inputs["tags"] == burst_group(open_plan).inputs["tags"]
+    assert "tags" not in only(open_plan, SCHEDULE).inputs
+
+
+def test_the_cloud_worker_holds_at_expiry_and_drains_at_the_end_by_itself(open_plan: Plan) -> None:
+    jobs = cron_jobs(open_plan)
+    assert {n: j["schedule"] for n, j in jobs.items()} == {"burst-hold": "1 17 20 11 *", "burst-drain": "31 17 20 11 *"}
+    assert all(j["timeZone"] == "Etc/UTC" for j in jobs.values())
+    for name, policy in (("burst-hold", "Hold"), ("burst-drain", "HoldAndDrain")):
+        pod = jobs[name]["jobTemplate"]["spec"]["template"]["spec"]
+        (container,) = pod["containers"]
+        assert container["image"] == versions.KUBECTL.reference
+        body = json.dumps({"spec": {"stopPolicy": policy}}, separators=(",", ":"))
+        assert container["command"] == [
+            "kubectl", "patch", "clusterqueues.kueue.x-k8s.io", "research", "--type=merge", f"--patch={body}"
+        ]  # fmt: skip
+    assert {cluster(r) for r in open_plan.find(CRONJOB)} == {"cloud"}
+
+
+def test_the_stop_jobs_run_restricted_with_only_get_and_patch_on_the_burst_queues(open_plan: Plan) -> None:
+    (ns,) = [r for r in open_plan.find("kubernetes:core/v1:Namespace") if r.name.endswith("-stop-ns")]
+    assert ns.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    (role,) = [
+        r
+        for r in open_plan.find("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
+        if r.name.endswith("-stop-role")
+    ]
+    assert role.inputs["rules"] == [
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"], "resourceNames": ["research"],
+         "verbs": ["get", "patch"]}
+    ]  # fmt: skip
+    pod = cron_jobs(open_plan)["burst-hold"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert (
+        pod["securityContext"]["runAsNonRoot"] and pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+    )
+    c = pod["containers"][0]["securityContext"]
+    assert c == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}}
+
+
+def test_the_next_up_takes_the_stop_policy_back_from_the_jobs_patch(open_plan: Plan) -> None:
+    (cq,) = [r for r in kueue_objects(open_plan, "ClusterQueue", "cloud") if r.inputs["metadata"]["name"] == "research"]
+    assert cq.inputs["metadata"]["annotations"] == {"pulumi.com/patchForce": "true"}
+
+
+def test_while_draining_only_the_stops_still_ahead_are_left(tmp_path: Path) -> None:
+    plan = synth_at(tmp_path, EXPIRES + dt.timedelta(minutes=10))
+    assert set(cron_jobs(plan)) == {"burst-drain"}  # a CronJob never runs a time before its creation
+    assert only(plan, SCHEDULE).inputs["scheduleExpression"] == "at(2026-11-20T17:31:00)"
+
+
+def test_after_the_grace_the_backstop_is_gone_and_the_queues_carry_no_force(tmp_path: Path) -> None:
+    plan = synth_at(tmp_path, EXPIRES + dt.timedelta(hours=1))
+    assert not plan.find(SCHEDULE) and not plan.find(CRONJOB)
+    assert not [r for r in plan.resources if "backstop" in r.key or r.name.endswith("-stop")]
+    (cq,) = [r for r in kueue_objects(plan, "ClusterQueue", "cloud") if r.inputs["metadata"]["name"] == "research"]
+    assert "annotations" not in cq.inputs["metadata"]
+
+
+def test_backstop_times_are_whole_minutes_never_before_the_moment() -> None:
+    assert minute_at_or_after(dt.datetime(2026, 1, 1, 10, 0, tzinfo=dt.UTC)) == dt.datetime(
+        2026, 1, 1, 10, 0, tzinfo=dt.UTC
+    )
+    assert minute_at_or_after(dt.datetime(2026, 12, 31, 23, 59, 1, tzinfo=dt.UTC)) == dt.datetime(
+        2027, 1, 1, tzinfo=dt.UTC
+    )
+    local = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+    assert at_expression(local) == "at(2026-06-01T10:00:00)" and cron_schedule(local) == "0 10 1 6 *"
+
+
+def test_the_update_request_names_the_group_and_its_bounds() -> None:
+    assert json.loads(update_request("c", "ng", (0, 0, 1))) == {
+        "clusterName": "c", "nodegroupName": "ng", "scalingConfig": {"minSize": 0, "desiredSize": 0, "maxSize": 1}
+    }  # fmt: skip
+    assert role_rules(["a", "b"])[0]["resourceNames"] == ["a", "b"]
