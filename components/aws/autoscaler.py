@@ -1,11 +1,13 @@
-"""ClusterAutoscaler: cluster-autoscaler on an AWS site with burst pools, so capacity follows demand in a window.
+"""ClusterAutoscaler: cluster-autoscaler on every AWS site with an autoscaled pool, so node counts follow demand.
 
-- A burst window raises a cap; it starts no node. Kueue admits work up to the window's quota and asks for nodes
-  with a ProvisioningRequest. The autoscaler then grows the burst node group up to the window's nodes.
-- Nodes without work are removed after SCALE_DOWN_UNNEEDED.
-- It finds node groups by their Auto Scaling group tags. Only burst pools carry BURST_TAG, so it touches nothing
-  else.
-- It gets AWS permissions through EKS Pod Identity, and may scale only this cluster's tagged groups.
+- It scales every pool whose min is below its max (AwsNodePool.autoscaled). Kueue admits up to the quota, sized
+  at max, and the pending pods make it add nodes.
+- On a burst pool, Kueue asks for nodes with a ProvisioningRequest and the autoscaler grows the group up to the
+  window's nodes.
+- Nodes without work are removed after SCALE_DOWN_UNNEEDED, never below the pool's min.
+- It finds groups by their Auto Scaling group tags. Only autoscaled pools carry AUTOSCALED_TAG, so it leaves
+  the system nodes and fixed-size pools alone.
+- It gets AWS permissions through EKS Pod Identity, and may scale only this cluster's autoscaled groups.
 
 The flags, RBAC, CRD and IAM policy follow the cluster-autoscaler FAQ and cloudprovider/aws/README.md at the
 pinned tag (versions.CLUSTER_AUTOSCALER_APP); each is cited where it is set.
@@ -24,16 +26,16 @@ import pulumi_kubernetes as k8s
 from components.aws import iam
 from components.kubernetes import helm
 from model import versions
-from model.kinds.aws import CA_TAG_PREFIX, discovery_keys
+from model.kinds.aws import AUTOSCALED_TAG, CA_TAG_PREFIX, discovery_keys
 from model.nodes import ROLE_LABEL
-from model.spec import AwsNodePool, AwsSite, EstateSpec
+from model.spec import AwsSite, EstateSpec
 from model.tags import Tags
 
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"
 # The AWS provider knows GPU nodes by this label (cloudprovider/aws/aws_cloud_provider.go, GPULabel). While a new
-# node's GPUs are not yet advertised, it waits for the device plugin instead of launching more nodes. Burst pools
-# carry it.
+# node's GPUs are not yet advertised, it waits for the device plugin instead of launching more nodes. Autoscaled
+# pools carry it.
 GPU_LABEL = "k8s.amazonaws.com/accelerator"
 SCALE_DOWN_UNNEEDED = "10m"
 # Atomic where the cloud provider implements AtomicIncreaseSize. AWS does not ("AtomicIncreaseSize is not
@@ -46,10 +48,12 @@ PROVISIONING_REQUEST_API_GROUP = "autoscaling.x-k8s.io"
 
 def iam_policy(cluster: str) -> str:
     """What the autoscaler may do in AWS: read Auto Scaling, EC2 and EKS facts; change only this cluster's
-    tagged groups.
+    autoscaled groups.
 
     It is the "full features" policy of cloudprovider/aws/README.md, with SetDesiredCapacity and
-    TerminateInstanceInAutoScalingGroup limited to Auto Scaling groups tagged as this cluster's.
+    TerminateInstanceInAutoScalingGroup limited by tag conditions, as that README advises for auto-discovery: the
+    group is this cluster's and carries AUTOSCALED_TAG. EKS tags every managed group of the cluster as its own,
+    the system nodes' too, so the cluster tag alone would allow more than the autoscaler discovers.
     """
     return json.dumps(
         {
@@ -76,7 +80,10 @@ def iam_policy(cluster: str) -> str:
                     "Effect": "Allow",
                     "Action": ["autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"],
                     "Resource": "*",
-                    "Condition": {"StringEquals": {f"aws:ResourceTag/{CA_TAG_PREFIX}/{cluster}": "owned"}},
+                    "Condition": {
+                        "StringEquals": {f"aws:ResourceTag/{CA_TAG_PREFIX}/{cluster}": "owned"},
+                        "Null": {f"aws:ResourceTag/{AUTOSCALED_TAG}": "false"},
+                    },
                 },
             ],
         }
@@ -148,10 +155,6 @@ def provisioning_config_spec(gpu_resources: list[str]) -> dict[str, Any]:
         "retryStrategy": {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800},
         "podSetMergePolicy": "IdenticalWorkloadSchedulingRequirements",
     }
-
-
-def burst_pools(site: AwsSite) -> list[AwsNodePool]:
-    return [p for p in site.node_pools if p.burst]
 
 
 @dataclass(frozen=True)

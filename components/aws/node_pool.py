@@ -1,10 +1,11 @@
 """GpuNodePool: one EKS managed node group and its launch template per pool (never a resource per node).
 
-A burst pool's group is sized by the cluster autoscaler inside the bounds the burst window sets (0 to the window's
-nodes, model.burst): its desired size is the autoscaler's after creation (never reset by an `up`),
-and its Auto Scaling group carries the tags the autoscaler discovers it and scales it from zero by
-(components.aws.autoscaler). While a window holds capacity, a backstop scales the group to zero at the window's
-expiry + grace with no runner (components.aws.backstop)."""
+An autoscaled pool's group (AwsNodePool.autoscaled: min below max, or a burst pool) is sized by the cluster
+autoscaler inside its bounds; a burst pool's bounds are the burst window's (0 to the window's nodes, model.burst).
+Its desired size is the autoscaler's after creation (never reset by an `up`), and its Auto Scaling group carries
+the tags the autoscaler discovers it and scales it from zero by (components.aws.autoscaler). While a window
+holds capacity, a backstop scales a burst group to zero at the window's expiry + grace with no runner
+(components.aws.backstop)."""
 
 from __future__ import annotations
 
@@ -67,22 +68,27 @@ def mng_scaling(
 
 
 def ignored_changes(spec: EstateSpec, pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime) -> list[str]:
-    """Node groups whose desired size is not the stack's after creation: a burst group's belongs to the cluster
-    autoscaler, a capacity-block group's to EKS, which scales it to 0 forty minutes before the block ends ("Amazon
-    EKS Node Group Capacity Scaledown Before Reservation End"; EKS user guide, capacity-blocks-mng), so a later
-    `up` must not raise it again into a finished block. The schema keeps such pools at min 0, so the scale-down
-    stays within the group's bounds. A burst group's is sent when it must be (idle, or nodes still draining:
-    model.burst.burst_group_size)."""
+    """Node groups whose desired size is not the stack's after creation: an autoscaled group's belongs to the
+    cluster autoscaler (EKS API reference, NodegroupScalingConfig: with the Cluster Autoscaler "you shouldn't
+    change the desiredSize value directly"), a capacity-block group's to EKS, which scales it to 0 forty minutes
+    before the block ends ("Amazon EKS Node Group Capacity Scaledown Before Reservation End"; EKS user guide,
+    capacity-blocks-mng), so a later `up` must not raise it again into a finished block. A burst group's is sent
+    when it must be (idle, or nodes still draining: model.burst.burst_group_size).
+
+    Pulumi then uses the desired size its state holds, never the stack's: when min or max changes the whole
+    scaling config is sent with that state value, the size at the last refresh
+    (https://www.pulumi.com/docs/iac/concepts/options/ignorechanges/, "How ignoreChanges works"). So
+    `pulumi up --refresh` keeps the autoscaler's count."""
     if pool.capacity.type == "capacity-block":
         return ["scalingConfig.desiredSize"]
-    if not pool.burst:
-        return []
-    return [] if burst_group_size(spec, pool, window, now)[2] else ["scalingConfig.desiredSize"]
+    if pool.burst:
+        return [] if burst_group_size(spec, pool, window, now)[2] else ["scalingConfig.desiredSize"]
+    return ["scalingConfig.desiredSize"] if pool.autoscaled else []
 
 
 def burst_node_labels(pool: AwsNodePool) -> dict[str, str]:
-    """Labels burst nodes carry for the autoscaler: its AWS GPU label (autoscaler.GPU_LABEL)."""
-    return {autoscaler.GPU_LABEL: pool.gpu_model.id.lower()} if pool.burst else {}
+    """Labels autoscaled nodes carry for the autoscaler: its AWS GPU label (autoscaler.GPU_LABEL)."""
+    return {autoscaler.GPU_LABEL: pool.gpu_model.id.lower()} if pool.autoscaled else {}
 
 
 def tag_slug(key: str) -> str:
@@ -98,15 +104,13 @@ def _asg_name(groups: Sequence[aws.eks.outputs.NodeGroupResource] | None) -> str
 
 
 def asg_tags(spec: EstateSpec, site: AwsSite, pool: AwsNodePool, cluster: str) -> dict[str, str]:
-    """Tags on a burst pool's Auto Scaling group: discovery by the autoscaler and its node template (labels, taints,
-    shared-GPU resources) for scaling from zero."""
+    """Tags on an autoscaled pool's Auto Scaling group: discovery by the autoscaler and its node template (labels,
+    taints, GPU and EFA resources) for scaling from zero."""
     labels = {**mng_labels(spec, pool), **burst_node_labels(pool)}
     units = pool.gpus_per_node * spec.pool_gpu_units(pool.name) // max(1, spec.pool_gpu_capacity(pool.name))
     on_efa = any(isinstance(f, EfaFabric) and f.name == pool.fabric for f in site.fabrics)
     devices = {EFA_RESOURCE: sum(1 for s in efa_interfaces(pool.instance_type) if s.is_efa)} if on_efa else {}
-    template = aws_kind.node_template_tags(
-        labels, pool_taints(pool), gpu_resource_name(site, pool), units, pool.sharing.mode != "whole", devices
-    )
+    template = aws_kind.node_template_tags(labels, pool_taints(pool), gpu_resource_name(site, pool), units, devices)
     return {**aws_kind.discovery_tags(cluster, pool.name), **template}
 
 
@@ -149,7 +153,7 @@ class GpuNodePool(pulumi.ComponentResource):
         self._tags = args.tags.aws(tenant=pool.dedicated_to or SHARED, **{POOL_TAG: pool.name})
         self.launch_template = self._launch_template()
         self.node_group = self._node_group()
-        if pool.burst:
+        if pool.autoscaled:
             self._autoscaler_tags()
             self._backstop()
         self.register_outputs({})

@@ -9,7 +9,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.aws.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs, burst_pools
+from components.aws.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.aws.cluster import EksClusterArgs, EksClusterStack
 from components.aws.fabric import EfaFabricArgs, EfaFabricStack, pool_placement_group
 from components.aws.interconnect import SiteInterconnect, SiteInterconnectArgs
@@ -19,6 +19,7 @@ from components.aws.storage import SiteStorage, SiteStorageArgs
 from components.aws.tenant_identity import TenantS3Identity, TenantS3IdentityArgs
 from model.cni import k8s_provider_name
 from model.conventions import AWS_SITE_TYPE
+from model.kinds.aws import autoscaled_pools
 from model.spec import AwsNodePool, AwsSite, BurstWindow, EfaFabric, EstateSpec, ScratchTier
 from model.tags import Tags
 from model.tenant_s3 import tenant_s3_access
@@ -39,12 +40,13 @@ class AwsSiteStack(pulumi.ComponentResource):
     """Creates the site's AWS provider, network (VPC or adopted subnets) and its interconnect to on-prem, EKS
     cluster, EFA fabrics, one node group per GPU pool, storage tiers, the Kubernetes provider every in-cluster
     component uses (after the system nodes its releases schedule on), each tenant's S3 identity for the buckets it
-    is granted, and where the site has burst pools the cluster autoscaler that grows them."""
+    is granted, and where the site has autoscaled pools (min below max, or burst) the cluster autoscaler that sizes
+    them."""
 
     k8s_provider: k8s.Provider
     kubeconfig: pulumi.Output[str]  # secret; also what a MultiKueue manager needs to reach this cluster
     cluster_name: str
-    autoscaler: ClusterAutoscaler | None  # burst sites only
+    autoscaler: ClusterAutoscaler | None  # sites with autoscaled pools only
 
     def __init__(self, name: str, args: AwsSiteArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(AWS_SITE_TYPE, name, None, opts)
@@ -113,7 +115,7 @@ class AwsSiteStack(pulumi.ComponentResource):
         )
         self._tenant_s3_identities()
         self.autoscaler = None
-        if burst_pools(args.site):
+        if autoscaled_pools(args.site):
             self.autoscaler = ClusterAutoscaler(
                 f"{name}-autoscaler",
                 ClusterAutoscalerArgs(args.spec, args.site, args.tags, self.cluster_name, self.k8s_provider,

@@ -1,5 +1,5 @@
 """Pure facts of an AWS site: `AwsKind` answers `SiteKindFacts` for it; its EKS cluster's name and kubeconfig, and
-the tags its burst groups are found by.
+the tags its autoscaled groups are found by.
 """
 
 from __future__ import annotations
@@ -67,11 +67,12 @@ class AwsKind:
         return self._pool(pool).gpus_per_node
 
     def pool_gpu_capacity(self, spec: EstateSpec, pool: str) -> int:
+        """GPUs at the most nodes the pool can have (its max only where the autoscaler reaches it)."""
         p = self._pool(pool)
-        return p.scaling.max * p.gpus_per_node
+        return p.reachable_nodes * p.gpus_per_node
 
     def pool_max_nodes(self, spec: EstateSpec, pool: str) -> int:
-        return self._pool(pool).scaling.max
+        return self._pool(pool).reachable_nodes
 
     def pool_floor_gpus(self, spec: EstateSpec, pool: str) -> int:
         """Its min nodes: the autoscaler removes idle nodes above it."""
@@ -276,14 +277,27 @@ def vpc_range(site: AwsSite) -> str | None:
     return None
 
 
-BURST_TAG = "gpufleet.io/burst-pool"
+# gpufleet's own discovery tag: EKS tags every managed node group's Auto Scaling group with the two
+# cluster-autoscaler keys itself ("Nodes launched as part of a managed node group are automatically tagged for
+# auto-discovery by the Kubernetes Cluster Autoscaler": https://docs.aws.amazon.com/eks/latest/userguide/
+# managed-node-groups.html), the system node group's included. This third key, set only on autoscaled pools, is what
+# keeps the autoscaler and its IAM policy to those.
+AUTOSCALED_TAG = "gpufleet.io/autoscaled-pool"
 CA_TAG_PREFIX = "k8s.io/cluster-autoscaler"
 NODE_TEMPLATE = f"{CA_TAG_PREFIX}/node-template"
 
 
+def autoscaled_pools(site: AwsSite) -> list[AwsNodePool]:
+    """The site's pools cluster-autoscaler sizes (AwsNodePool.autoscaled); the site runs one where any exists."""
+    return [p for p in site.node_pools if p.autoscaled]
+
+
 def discovery_tags(cluster: str, pool: str) -> dict[str, str]:
-    """The Auto Scaling group tags the autoscaler discovers a burst pool by (all of them must be present)."""
-    return {f"{CA_TAG_PREFIX}/enabled": "true", f"{CA_TAG_PREFIX}/{cluster}": "owned", BURST_TAG: pool}
+    """The Auto Scaling group tags the autoscaler discovers an autoscaled pool by: an Auto Scaling group is
+    discovered only when it has all of them (cluster-autoscaler cloudprovider/aws/README.md, "Auto-Discovery
+    Setup", at tag cluster-autoscaler-<versions.CLUSTER_AUTOSCALER_APP>). gpufleet sets the two EKS sets too, so the
+    set does not rest on EKS alone."""
+    return {f"{CA_TAG_PREFIX}/enabled": "true", f"{CA_TAG_PREFIX}/{cluster}": "owned", AUTOSCALED_TAG: pool}
 
 
 def discovery_keys(cluster: str) -> list[str]:
@@ -296,13 +310,15 @@ def node_template_tags(
     taints: list[Taint],
     gpu_resource: str,
     gpu_units_per_node: int,
-    shared: bool,
     devices: dict[str, int] | None = None,
 ) -> dict[str, str]:
-    """Node-template tags of a burst pool's Auto Scaling group: its node labels and taints, its GPU resource when
-    GPUs are shared (the autoscaler counts whole GPUs of the instance type as nvidia.com/gpu by itself), and the
-    node's other devices (`devices`, e.g. its EFA interfaces): a pending pod asking for a resource no template
-    offers never scales a group up from zero (`node-template/resources/<name>`, the same README).
+    """Node-template tags of an autoscaled pool's Auto Scaling group: its node labels and taints, its GPU resource
+    and the node's other devices (`devices`, e.g. its EFA interfaces): a pending pod asking for a resource no
+    template offers never scales a group up from zero (`node-template/resources/<name>`, the same README).
+
+    The GPU resource is tagged for whole GPUs too, so the template states what the device plugin advertises;
+    otherwise the autoscaler counts the instance type's GPUs (cloudprovider/aws/aws_manager.go,
+    buildNodeFromTemplate, where resource tags override the instance type's figures).
 
     The autoscaler learns a group's labels and taints from EKS DescribeNodegroup only while the group has never had
     nodes; after that only from these tags (cluster-autoscaler cloudprovider/aws/README.md, "Auto-discovery setup"
@@ -311,8 +327,7 @@ def node_template_tags(
     """
     tags = {f"{NODE_TEMPLATE}/label/{k}": v for k, v in sorted(labels.items())}
     tags |= {f"{NODE_TEMPLATE}/taint/{t.key}": f"{t.value}:{t.effect}" for t in taints}
-    if shared:
-        tags[f"{NODE_TEMPLATE}/resources/{gpu_resource}"] = str(gpu_units_per_node)
+    tags[f"{NODE_TEMPLATE}/resources/{gpu_resource}"] = str(gpu_units_per_node)
     tags |= {f"{NODE_TEMPLATE}/resources/{name}": str(n) for name, n in sorted((devices or {}).items())}
     return tags
 

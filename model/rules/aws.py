@@ -17,6 +17,7 @@ from model.spec.aws import AwsNodePool, EfaFabric, FsxLustreTier, ServicePriceOv
 from model.spec.baremetal import InfinibandFabric, RoceFabric
 from model.spec.base import Problem
 from model.spec.sites import AWS_STORAGE, AwsSite
+from model.versions import CLUSTER_AUTOSCALER_APP, kubernetes_minor
 
 
 def site_problems(path: str, s: AwsSite) -> Iterator[Problem]:
@@ -47,6 +48,21 @@ def site_problems(path: str, s: AwsSite) -> Iterator[Problem]:
     for j, az in enumerate(s.availability_zones):
         if not az.startswith(s.region):
             yield Problem(f"{path}.availability_zones[{j}]", f"{az} is not in region {s.region}")
+    yield from _autoscaler_version(path, s)
+
+
+def _autoscaler_version(path: str, s: AwsSite) -> Iterator[Problem]:
+    """A site with a pool whose min is below its max runs cluster-autoscaler, whose minor must match the control
+    plane's (cluster-autoscaler README, "Releases"). A burst site is judged by model.rules.burst."""
+    scaled = [p.name for p in s.node_pools if p.autoscaled]
+    minor = kubernetes_minor(CLUSTER_AUTOSCALER_APP)
+    if scaled and not any(p.burst for p in s.node_pools) and s.cluster.version != minor:
+        yield Problem(
+            f"{path}.cluster.version",
+            f"pools {', '.join(scaled)} of site {s.name} scale between min and max through cluster-autoscaler, which "
+            f"gpufleet pins for Kubernetes {minor} (its minor must match the control plane's: cluster-autoscaler "
+            f"README, Releases); set version {minor}, or min equal to max on those pools",
+        )
 
 
 def _site_prices(path: str, s: AwsSite) -> Iterator[Problem]:

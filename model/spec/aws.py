@@ -59,6 +59,18 @@ class AwsNodePool(PoolBase):
     def max_nodes(self) -> int:
         return self.scaling.max
 
+    @property
+    def autoscaled(self) -> bool:
+        """cluster-autoscaler sizes the pool's node group between its bounds: a burst pool (within its window's cap,
+        model.burst) and every pool whose min is below its max. A pool with min == max has nothing to scale, so
+        nothing scales it: it keeps its size and its quota stays at that size."""
+        return self.burst or self.scaling.min < self.scaling.max
+
+    @property
+    def reachable_nodes(self) -> int:
+        """The most nodes the pool can have: its max when autoscaled, else the size it is given."""
+        return self.scaling.max if self.autoscaled else self.scaling.desired_nodes
+
 
 class EfaFabric(Model):
     """AWS EFA: one AZ and subnet, a self-only security group, an optional cluster placement group."""

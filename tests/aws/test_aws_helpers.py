@@ -13,9 +13,9 @@ from components.aws.launch import nodeadm_user_data
 from components.aws.node_pool import ignored_changes, imds_hop_limit, mng_labels, mng_scaling
 from components.aws.storage import tenant_uid, throughput_warning
 from model.conventions import TENANT_NODE_LABEL
-from model.load import parse_estate
+from model.load import SpecError, parse_estate
 from model.nodes import pool_labels
-from model.spec import AwsNodePool, AwsSite, BurstWindow, EfaFabric, FsxLustreTier
+from model.spec import AwsNodePool, AwsSite, BurstWindow, EfaFabric, FsxLustreTier, Scaling
 from model.subnets import plan_subnets
 from tests.conftest import example_estate
 
@@ -95,8 +95,7 @@ def test_burst_node_group_starts_at_zero_under_the_window_cap_and_leaves_desired
     assert mng_scaling(spec, pool, open_window, NOW) == (0, 0, 3)
     assert ignored_changes(spec, pool, open_window, NOW) == ["scalingConfig.desiredSize"]  # the autoscaler's
     assert ignored_changes(spec, pool, None, NOW) == []  # idle: 0 is sent, so the group empties
-    on_demand = _efa_pool({"type": "on-demand"})
-    assert ignored_changes(spec, on_demand, None, NOW) == []
+    assert ignored_changes(spec, _fixed(_efa_pool({"type": "on-demand"})), None, NOW) == []
 
 
 def test_reopening_over_draining_nodes_never_sends_a_smaller_desired_size_or_max() -> None:
@@ -116,6 +115,22 @@ def test_reopening_over_draining_nodes_never_sends_a_smaller_desired_size_or_max
     assert ignored_changes(spec, pool, reopened, later) == ["scalingConfig.desiredSize"]
     bigger = reopened.model_copy(update={"nodes": 6})
     assert mng_scaling(spec, pool, bigger, NOW) == (0, 4, 6)
+
+
+def _fixed(pool: AwsNodePool) -> AwsNodePool:
+    """The pool at a fixed size: min == max, nothing to scale."""
+    return pool.model_copy(update={"scaling": Scaling(min=2, desired=2, max=2)})
+
+
+def test_a_pool_that_can_grow_leaves_its_desired_size_to_the_autoscaler_and_a_fixed_pool_keeps_its_own() -> None:
+    site_spec = parse_estate(example_estate("aws-train"), "aws-train")
+    h100 = site_spec.pool("h100")  # min 0, desired 2, max 4
+    assert isinstance(h100, AwsNodePool)
+    assert h100.autoscaled and not h100.burst
+    assert ignored_changes(site_spec, h100, None, NOW) == ["scalingConfig.desiredSize"]
+    fixed = _fixed(h100)
+    assert not fixed.autoscaled
+    assert ignored_changes(site_spec, fixed, None, NOW) == []
 
 
 def test_imds_hop_limit_is_two_only_where_pods_need_imds() -> None:
@@ -193,3 +208,13 @@ def test_every_node_of_a_site_with_a_lustre_tier_installs_the_lustre_client(exam
 
 def test_no_user_data_where_a_node_needs_none() -> None:
     assert nodeadm_user_data(None, local_storage=False, lustre_client=False) is None
+
+
+def test_a_site_whose_pools_can_grow_runs_the_autoscaler_at_its_kubernetes_minor() -> None:
+    estate = example_estate("aws-train")
+    estate["sites"][0]["cluster"]["version"] = "1.33"
+    with pytest.raises(SpecError, match=r"sites\[0\]\.cluster\.version: pools h100, l40s, agents-l40s of site use1"):
+        parse_estate(estate, "aws-train")
+    for p in estate["sites"][0]["node_pools"]:  # every pool at a fixed size: no autoscaler, any minor
+        p["scaling"] = {"min": p["scaling"]["max"], "max": p["scaling"]["max"]}
+    parse_estate(estate, "aws-train")

@@ -17,6 +17,7 @@ from tests.conftest import example_config, write_project
 
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
 NG = "aws:eks/nodeGroup:NodeGroup"
+ASG_TAG = "aws:autoscaling/tag:Tag"
 REQUIRED_TAGS = ("owner", "cost-center", "env", "cluster", "tenant")
 STATEFUL = ("aws:fsx/lustreFileSystem:LustreFileSystem", "aws:efs/fileSystem:FileSystem", "aws:s3/bucket:Bucket")
 RESERVATION = "cr-0123456789abcdef0"
@@ -76,7 +77,7 @@ def test_a_pool_is_one_launch_template_and_one_node_group(example_plans: dict[st
     assert len(_gpu_pools(plan)) == 3  # h100, l40s, agents-l40s
     for lt, ng in _gpu_pools(plan):
         pool_component = plan.get(ng.parent or "")
-        assert {r.type for r in plan.children(pool_component.key)} == {LT, NG}
+        assert {r.type for r in plan.children(pool_component.key)} - {ASG_TAG} == {LT, NG}
         assert lt.parent == ng.parent
 
 
@@ -227,6 +228,99 @@ def test_capacity_block_pool_uses_the_block_market_and_capacity_type(variant_pla
     assert ng.inputs["capacityType"] == "CAPACITY_BLOCK"
     assert "placement" not in lt.inputs
     assert len([n for n in lt.inputs["networkInterfaces"] if n["interfaceType"] == "efa-only"]) == 16
+
+
+# -- autoscaling ------------------------------------------------------------------------------------------
+
+
+def _asg_tags(plan: Plan, site: str, pool: str) -> dict[str, str]:
+    """The tags gpufleet sets on a pool's Auto Scaling group."""
+    ng = _pool_ng(plan, site, pool)
+    return {t.inputs["tag"]["key"]: t.inputs["tag"]["value"] for t in plan.find(ASG_TAG) if t.parent == ng.parent}
+
+
+def _autoscaler_values(plan: Plan, site: str) -> dict[str, Any]:
+    release = plan.one("kubernetes:helm.sh/v3:Release", f"{site}-autoscaler-release")
+    return dict(release.inputs["values"])
+
+
+def _discovered(plan: Plan, site: str) -> set[str]:
+    """Pools whose Auto Scaling group carries every tag the site's autoscaler discovers groups by."""
+    keys = _autoscaler_values(plan, site)["autoDiscovery"]["tags"]
+    out = set()
+    for ng in plan.find(NG):
+        tags = {t.inputs["tag"]["key"] for t in plan.find(ASG_TAG) if t.parent == ng.parent}
+        if ng.parent and set(keys) <= tags:
+            out.add(ng.inputs["labels"]["gpufleet.io/pool"])
+    return out
+
+
+def test_aws_train_autoscaler_discovers_every_pool_that_can_grow(example_plans: dict[str, Plan]) -> None:
+    plan = example_plans["aws-train"]
+    # h100 0-4, l40s 1-6, agents-l40s 0-4: every pool whose min is below its max, and not the system nodes.
+    assert _discovered(plan, "use1") == {"h100", "l40s", "agents-l40s"}
+    values = _autoscaler_values(plan, "use1")
+    assert values["autoDiscovery"]["clusterName"] == "train-prod-use1"
+    assert values["extraArgs"]["expander"] == "least-waste"
+
+
+def test_a_fixed_size_pool_is_neither_discovered_nor_left_to_the_autoscaler(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    config = example_config("aws-train")
+    pools = config["gpufleet:estate"]["sites"][0]["node_pools"]
+    pools[1]["scaling"] = {"min": 6, "desired": 6, "max": 6}  # l40s at a fixed size (its quota is 24 GPUs)
+    plan = synth(write_project(tmp_path_factory.mktemp("one"), config), "test")
+    assert _discovered(plan, "use1") == {"h100", "agents-l40s"}
+    assert _asg_tags(plan, "use1", "l40s") == {}
+    assert "scalingConfig.desiredSize" not in _pool_ng(plan, "use1", "l40s").ignore_changes
+    assert "scalingConfig.desiredSize" in _pool_ng(plan, "use1", "h100").ignore_changes
+    # With every pool at a fixed size nothing is scaled, so no autoscaler is deployed.
+    for p in pools:
+        p["scaling"] = {"min": p["scaling"]["max"], "max": p["scaling"]["max"]}
+    fixed = synth(write_project(tmp_path_factory.mktemp("all"), config), "test")
+    assert not fixed.find("kubernetes:helm.sh/v3:Release", "use1-autoscaler-release")
+    assert not fixed.find(ASG_TAG)
+
+
+def test_h100_scales_from_zero_with_8_gpus_and_32_efa_interfaces(example_plans: dict[str, Plan]) -> None:
+    tags = _asg_tags(example_plans["aws-train"], "use1", "h100")
+    template = "k8s.io/cluster-autoscaler/node-template"
+    assert tags[f"{template}/resources/nvidia.com/gpu"] == "8"
+    assert tags[f"{template}/resources/vpc.amazonaws.com/efa"] == "32"
+    assert tags[f"{template}/label/gpufleet.io/pool"] == "h100"
+    assert tags[f"{template}/taint/nvidia.com/gpu"] == "present:NoSchedule"
+    assert tags["gpufleet.io/autoscaled-pool"] == "h100"
+
+
+def test_the_autoscaler_may_scale_only_this_clusters_autoscaled_groups(example_plans: dict[str, Plan]) -> None:
+    plan = example_plans["aws-train"]
+    policy = json.loads(plan.one("aws:iam/rolePolicy:RolePolicy", "use1-autoscaler-policy").inputs["policy"])
+    scale = next(s for s in policy["Statement"] if "autoscaling:SetDesiredCapacity" in s["Action"])
+    assert scale["Condition"] == {
+        "StringEquals": {"aws:ResourceTag/k8s.io/cluster-autoscaler/train-prod-use1": "owned"},
+        "Null": {"aws:ResourceTag/gpufleet.io/autoscaled-pool": "false"},
+    }
+    # The system node group, which EKS tags as the cluster's too, carries no gpufleet tag.
+    system = [ng for ng in plan.find(NG) if ng.inputs.get("amiType") != "AL2023_x86_64_NVIDIA"]
+    assert system and not [t for t in plan.find(ASG_TAG) for ng in system if t.parent == ng.parent]
+
+
+def test_kueue_quota_on_each_pool_is_capacity_the_plan_can_reach(example_plans: dict[str, Plan]) -> None:
+    """Every tenant's nominal GPU quota on a pool fits the nodes the pool can have: its max where the autoscaler
+    discovers it, else the size it is given."""
+    plan = example_plans["aws-train"]
+    discovered = _discovered(plan, "use1")
+    nominal: dict[str, int] = {}
+    for cq in plan.find("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"):
+        for f in cq.inputs["spec"]["resourceGroups"][0]["flavors"]:
+            gpus = next(r for r in f["resources"] if r["name"] == "nvidia.com/gpu")
+            nominal[f["name"]] = nominal.get(f["name"], 0) + int(gpus["nominalQuota"])
+    per_node = {"h100": 8, "l40s": 4, "agents-l40s": 1}
+    for pool, quota in nominal.items():
+        scaling = _pool_ng(plan, "use1", pool).inputs["scalingConfig"]
+        nodes = scaling["maxSize"] if pool in discovered else scaling["desiredSize"]
+        assert quota <= nodes * per_node[pool], pool
 
 
 # -- burst ------------------------------------------------------------------------------------------------

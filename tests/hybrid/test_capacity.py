@@ -21,7 +21,7 @@ import yaml
 from gpufleet.engine.plan import Plan, PlanResource
 from model import versions
 from model.conventions import NODE_GROUP
-from model.kinds.aws import CA_TAG_PREFIX, NODE_TEMPLATE
+from model.kinds.aws import AUTOSCALED_TAG, CA_TAG_PREFIX, NODE_TEMPLATE
 from model.load import WINDOW_KEY
 from model.nodes import POOL_LABEL
 from tests.burst.helpers import hybrid_config, window
@@ -112,7 +112,10 @@ def test_cluster_autoscaler_runs_on_the_burst_site_with_provisioning_requests(ex
     )
     (policy,) = plan.find("aws:iam/rolePolicy:RolePolicy", "cloud-autoscaler-policy")
     scale = json.loads(policy.inputs["policy"])["Statement"][1]
-    assert scale["Condition"] == {"StringEquals": {f"aws:ResourceTag/{CA_TAG_PREFIX}/hyb-prod-cloud": "owned"}}
+    assert scale["Condition"] == {
+        "StringEquals": {f"aws:ResourceTag/{CA_TAG_PREFIX}/hyb-prod-cloud": "owned"},
+        "Null": {f"aws:ResourceTag/{AUTOSCALED_TAG}": "false"},
+    }
     assert releases(plan, "cluster-autoscaler").keys() == {"cloud"}
 
 
@@ -143,9 +146,9 @@ def test_burst_group_carries_what_the_autoscaler_needs_to_scale_it_from_zero(exa
         assert tags[f"{NODE_TEMPLATE}/taint/{t['key']}"] == f"{t['value']}:{t['effect']}"
     labels = burst_group(plan).inputs["labels"]
     assert labels["k8s.amazonaws.com/accelerator"] and labels[POOL_LABEL] == "burst-h100"
-    # only burst groups are discovered: nothing else in the estate carries the burst tag
+    # only autoscaled groups are discovered: the cloud site's one pool is its burst pool
     assert [r.inputs["tag"]["value"] for r in plan.find("aws:autoscaling/tag:Tag")
-            if r.inputs["tag"]["key"] == "gpufleet.io/burst-pool"] == ["burst-h100"]  # fmt: skip
+            if r.inputs["tag"]["key"] == AUTOSCALED_TAG] == ["burst-h100"]  # fmt: skip
 
 
 def test_autoscaler_values_are_settings_of_the_pinned_chart(example_plans: dict[str, Plan]) -> None:

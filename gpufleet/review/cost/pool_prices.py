@@ -48,7 +48,7 @@ def aws_pool_price(
     price = PriceRef(found.usd_per_hour, "node-hour", found.date, f"{found.source}; {found.region}")
     if own:
         notes.append(f"priced by the stack (sites.{site.name}.prices), not the catalog's on-demand rate")
-    if not pool.burst and nodes["min"] != nodes["max"]:
+    if not pool.burst and pool.autoscaled:
         notes.append(_autoscaled_note(nodes, price.usd))
     return PoolPrice(price, Figures(*(nodes[lv] * price.usd for lv in LEVELS)), notes=notes)
 

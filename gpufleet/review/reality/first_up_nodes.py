@@ -66,7 +66,10 @@ def stated_nodes(spec: EstateSpec, site_name: str, cluster_name: str) -> StatedN
 
 
 def plan_node(r: PlanResource) -> Node | None:
-    """The node a plan resource starts or shapes: a node group with nodes, a GPU server's NodePatch; else None."""
+    """The node a plan resource starts or shapes: a node group with nodes, a GPU server's NodePatch; else None.
+
+    An autoscaled group (AwsNodePool.autoscaled) at desired size 0 counts for nothing: its first node starts only
+    once the autoscaler runs and sees a pending pod, which nothing orders before a release's wait."""
     if r.type == NODE_GROUP and int((r.inputs.get("scalingConfig") or {}).get("desiredSize") or 0) > 0:
         return node_group_node(r)
     if r.type == NODE_PATCH:
