@@ -155,6 +155,7 @@ class GpuNodePool(pulumi.ComponentResource):
         self.node_group = self._node_group()
         if pool.autoscaled:
             self._autoscaler_tags()
+        if pool.burst:
             self._backstop()
         self.register_outputs({})
 
