@@ -13,6 +13,7 @@ from model.spec.sites import Fabric
 EFA_RESOURCE = "vpc.amazonaws.com/efa"  # the AWS EFA device plugin's resource: pods request one per EFA interface
 RDMA_RESOURCE_PREFIX = "rdma"  # the RDMA shared device plugin's resource prefix: pods request rdma/<name>
 SRIOV_RESOURCE_PREFIX = "nvidia.com"  # the Network Operator's sriovNetworkOperator.resourcePrefix
+EPHEMERAL_STORAGE = "ephemeral-storage"  # a pod's node-local scratch (emptyDir, logs, writable layers)
 HUGEPAGES_PREFIX = "hugepages-"  # hugepages-2Mi, hugepages-1Gi (DPDK and RoCE jobs)
 
 
@@ -52,8 +53,8 @@ def uses_sriov(fabric: Fabric) -> TypeGuard[InfinibandFabric | RoceFabric]:
 
 
 def node_device_prefixes(spec: EstateSpec) -> list[str]:
-    """Resource-name prefixes of the node devices a job asks for beside its GPUs: EFA interfaces, RDMA devices,
-    SR-IOV virtual functions of the estate's fabrics, hugepages.
+    """Resource-name prefixes of the per-node resources a job asks for beside its GPUs: EFA interfaces, RDMA
+    devices, SR-IOV virtual functions of the estate's fabrics, hugepages, ephemeral storage.
 
     Kueue's quota check blocks a workload that requests a resource its ClusterQueue does not cover
     (pkg/scheduler/flavorassigner/flavorassigner.go at the pinned tag: "resource %s unavailable in ClusterQueue"),
@@ -65,7 +66,9 @@ def node_device_prefixes(spec: EstateSpec) -> list[str]:
     sriov = {
         f"{SRIOV_RESOURCE_PREFIX}/{sriov_resource_name(f)}" for s in spec.sites for f in s.fabrics if uses_sriov(f)
     }
-    return [EFA_RESOURCE, f"{RDMA_RESOURCE_PREFIX}/", HUGEPAGES_PREFIX, *sorted(sriov)]
+    # Node-local ephemeral storage is per-node too: the scheduler and the kubelet enforce it, and a ClusterQueue
+    # that does not cover it would block every pod that requests it.
+    return [EFA_RESOURCE, f"{RDMA_RESOURCE_PREFIX}/", HUGEPAGES_PREFIX, EPHEMERAL_STORAGE, *sorted(sriov)]
 
 
 def fabric_requests(spec: EstateSpec, site: Site, pool: NodePool) -> dict[str, str]:

@@ -76,8 +76,17 @@ def _defaulted(container: dict[str, Any], limit_ranges: list[dict[str, Any]]) ->
 
 
 def _limit_range_refusals(ps: PodSet, limit_ranges: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """(LimitRange ref, what) for each min/max a container or the pod breaks."""
+    """(LimitRange ref, what) for each min/max a container or the pod breaks, and each request above the
+    container's limit once the LimitRange's `default` filled it (the API server refuses such a pod:
+    https://kubernetes.io/docs/concepts/policy/limit-range/, "LimitRange and admission checks for Pods")."""
     out = []
+    for c in ps.containers():
+        requests, limits = container_amounts(c, "requests"), container_amounts(c, "limits")
+        for r, v in requests.items():
+            if r in limits and v > limits[r]:
+                out.append((ref(limit_ranges[0]) if limit_ranges else "Pod",
+                            f"container {c.get('name')} requests {show(r, v)} {r}, above its limit "
+                            f"{show(r, limits[r])} (set resources.limits.{r})"))  # fmt: skip
     for lr in limit_ranges:
         for item in (lr.get("spec") or {}).get("limits") or []:
             kind = item.get("type", "Container")

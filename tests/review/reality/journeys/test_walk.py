@@ -360,3 +360,24 @@ def test_an_untrusted_tenants_bare_pod_is_refused_on_eks_but_its_jobs_pods_are_n
     assert "created by a controller" in stop.detail
     (owned,) = estate("aws-train").walk(job("agents", "agents", 1, {"nvidia.com/gpu": 1}))
     assert owned.verdict == "runs", owned.to_dict()
+
+
+def test_a_request_above_the_limit_range_default_limit_is_refused_at_admission(
+    estate: Callable[[str], Estate],
+) -> None:
+    """A container asking for 32 CPUs without a limit gets the namespace's default limit (4), and the API server
+    refuses a request above its limit (https://kubernetes.io/docs/concepts/policy/limit-range/)."""
+    doc = job("research", "research", 1, {"nvidia.com/gpu": 1})
+    doc["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "32", "memory": "64Gi"}
+    (j,) = estate("aws-train").walk(doc)
+    stop = j.blocked_at
+    assert stop is not None and stop.name == "admission", j.to_dict()
+    assert "above its limit" in stop.detail and "resources.limits.cpu" in stop.detail
+
+
+def test_a_job_asking_for_ephemeral_storage_is_admitted_by_kueue(estate: Callable[[str], Estate]) -> None:
+    """Kueue's default quota check blocks a resource the ClusterQueue does not cover unless the Configuration
+    excludes it (pkg/scheduler/flavorassigner/flavorassigner.go at versions.KUEUE); scratch space is per node."""
+    (j,) = estate("aws-train").walk(job("research", "research", 1, {"nvidia.com/gpu": 1, "ephemeral-storage": "50Gi"}))
+    queueing = next(s for s in j.stages if s.name == "queueing")
+    assert queueing.ok, j.to_dict()
