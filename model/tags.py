@@ -54,5 +54,5 @@ class Tags:
 
 def _label_value(value: str) -> str:
     """A Kubernetes label value: at most 63 of [A-Za-z0-9._-], starting and ending alphanumeric."""
-    cleaned = "".join(c if c.isalnum() or c in "._-" else "-" for c in value)[:63]
+    cleaned = "".join(c if (c.isascii() and c.isalnum()) or c in "._-" else "-" for c in value)[:63]
     return cleaned.strip("._-") or "unknown"

@@ -127,15 +127,22 @@ class DiagResult:
 
     @property
     def passed(self) -> bool:
-        return bool(self.tests) and not self.failed and not any(f.xid_or_ecc for f in self.findings)
+        """At least one test passed, none failed or warned: a diagnostic that skipped or ran nothing proves
+        nothing."""
+        ran = any(s == "pass" for s in self.tests.values())
+        return ran and not self.failed and not any(f.xid_or_ecc for f in self.findings)
 
 
 _RANK = {"pass": 0, "skip": 1, "not run": 2, "warn": 3, "fail": 4}
 
 
 def _status(raw: Any) -> str:
+    """A DCGM test status in one spelling; one that is none of DCGM's is unreadable, never a pass."""
     s = str(raw).strip().lower()
-    return {"passed": "pass", "skipped": "skip", "failed": "fail", "warning": "warn", "notrun": "not run"}.get(s, s)
+    s = {"passed": "pass", "skipped": "skip", "failed": "fail", "warning": "warn", "notrun": "not run"}.get(s, s)
+    if s not in _RANK:
+        raise ParseError(f"dcgmi diag: unknown test status {str(raw)[:40]!r}")
+    return s
 
 
 def _json_document(text: str) -> Any:

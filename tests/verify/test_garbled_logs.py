@@ -131,3 +131,18 @@ def test_a_bad_egress_probe_is_exit_2_before_anything_runs(probe: str, says: str
 
 def test_an_ipv6_egress_probe_is_accepted() -> None:
     assert suites.egress_target("[2606:4700::1111]:443")[1] == 443
+
+
+def test_a_dcgm_status_the_parser_does_not_know_is_an_error_and_a_diagnostic_that_ran_nothing_fails() -> None:
+    from gpufleet.verify.parsers import ParseError, parse_dcgm_diag
+
+    def doc(*statuses: str) -> str:
+        results = [{"status": s, "entity_id": i} for i, s in enumerate(statuses)]
+        return '{"DCGM Diagnostic": {"test_categories": [{"tests": [{"name": "memory", "results": %s}]}]}}' % (
+            str(results).replace("'", '"')
+        )
+
+    with pytest.raises(ParseError):
+        parse_dcgm_diag(doc("garbled"))
+    assert not parse_dcgm_diag(doc("Skip", "Not Run")).passed
+    assert parse_dcgm_diag(doc("Pass", "Pass")).passed
