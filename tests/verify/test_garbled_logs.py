@@ -138,8 +138,8 @@ def test_a_dcgm_status_the_parser_does_not_know_is_an_error_and_a_diagnostic_tha
 
     def doc(*statuses: str) -> str:
         results = [{"status": s, "entity_id": i} for i, s in enumerate(statuses)]
-        return '{"DCGM Diagnostic": {"test_categories": [{"tests": [{"name": "memory", "results": %s}]}]}}' % (
-            str(results).replace("'", '"')
+        return json.dumps(
+            {"DCGM Diagnostic": {"test_categories": [{"tests": [{"name": "memory", "results": results}]}]}}
         )
 
     with pytest.raises(ParseError):
