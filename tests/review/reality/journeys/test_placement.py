@@ -58,15 +58,15 @@ def test_a_gang_beyond_the_pools_max_is_blocked_with_the_nodes_it_needs(estates:
     assert not stage.ok
     assert stage.blocker == "NodeGroup/use1-h100-ng"
     assert f"needs {most + 1} nodes of pool {P5}" in stage.detail
-    assert stage.unblock == f"raise max and desired size of pool {P5} to {most + 1}"
+    assert stage.unblock == f"raise max of pool {P5} to {most + 1}"  # the autoscaler grows it up to max
 
 
-def test_a_gang_at_the_pools_max_is_blocked_while_nothing_scales_the_pool(estates: dict[str, Estate]) -> None:
-    # Issue 28, 4.5: Kueue's quota is sized to max, but no autoscaler grows a non-burst pool past its desired size.
+def test_a_gang_at_the_pools_max_places_on_nodes_the_autoscaler_adds(estates: dict[str, Estate]) -> None:
+    # Issue 28, 4.5: Kueue's quota counts the pool at max, and cluster-autoscaler grows it there (min < max).
     most = estates["aws-train"].spec.pool(P5).scaling.max  # type: ignore[union-attr]
     stage = placement.check(_efa_gang(estates, most))
-    assert not stage.ok
-    assert "nothing scales it" in stage.detail and "scale it with an autoscaler" in stage.unblock
+    assert stage.ok, stage
+    assert "the cluster-autoscaler must add them" in stage.detail
 
 
 def test_a_pod_asking_for_efa_off_the_fabric_is_blocked(estates: dict[str, Estate]) -> None:
@@ -215,7 +215,7 @@ def test_the_canonical_rdma_gang_places_on_every_server_of_the_ib_pool(estates: 
     assert w.placement is not None and w.placement.nodes == w.workload.pods
 
 
-def test_the_canonical_p5_gang_is_blocked_while_nothing_grows_the_pool_to_its_max(estates: dict[str, Estate]) -> None:
-    # Issue 28, 4.5: Kueue quota counts the pool at max, but only its desired nodes run and nothing scales it.
+def test_the_canonical_p5_gang_places_across_the_pool_at_max(estates: dict[str, Estate]) -> None:
+    # Issue 28, 4.5: the pool can grow to its max (cluster-autoscaler), so the canonical gang places.
     stage = placement.check(_canonical_gang(estates["aws-train"], "use1", P5))
-    assert not stage.ok and "nothing scales it" in stage.detail
+    assert stage.ok, stage

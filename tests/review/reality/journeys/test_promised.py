@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
 from typing import Any
 
 import pytest
@@ -52,5 +53,5 @@ def test_check_fails_when_a_canonical_journey_is_blocked(monkeypatch: pytest.Mon
     })  # fmt: skip
     result = runner.invoke(app, ["check", "--stack", "onprem", "--project", str(ROOT)])
     assert result.exit_code == 1, result.output
-    assert "Journeys: 1 of 3 do not answer as promised" in result.output
+    assert re.search(r"Journeys: 1 of \d+ do not answer as promised", result.output)
     assert "rdma/shared_ib unavailable in ClusterQueue research" in result.output
