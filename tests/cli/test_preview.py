@@ -125,7 +125,7 @@ def test_preview_without_a_window_has_no_backstop() -> None:
         ("16:nan", "is not GPUS:HOURS"),
         (
             "16:1000",
-            "--burst-window 16:1000: --hours must be more than 0 and at most the burst policy's max_window_hours",
+            "--burst-window 16:1000: --hours must be at least a minute",
         ),
         ("4000:2", "more than pool burst-h100's max of 4 nodes"),
     ],

@@ -145,7 +145,7 @@ def test_a_budget_lowered_mid_window_closes_admission_in_a_plain_up(tmp_path: Pa
     def plan_at(hours_in: float) -> Plan:
         as_of = LONG_AGO + dt.timedelta(hours=hours_in)
         w = parse_window(window(LONG_AGO, 8, nodes=2, usd_per_hour=55.04), "test")
-        return synth_stack(proj, STACK, config, burst_state=BurstState(w, (), as_of).outputs())
+        return synth_stack(proj, STACK, config, burst_state=BurstState(w, (), as_of).outputs(), now=as_of)
 
     assert cloud_queue(plan_at(3))["stopPolicy"] == "None"
     lowered = plan_at(4 + 10 / 60)
