@@ -226,6 +226,22 @@ def policy_refusal(walk: Walk, cluster: ClusterView, pod_sets: list[PodSet], gat
     return None
 
 
+def _missing_service_account(cluster: ClusterView, namespace: str, pod_sets: list[PodSet]) -> Stage | None:
+    """A pod naming a ServiceAccount the namespace lacks is refused: the ServiceAccount admission plugin "ensures
+    the ServiceAccount referenced by the pod exists" (https://kubernetes.io/docs/reference/access-authn-authz/
+    admission-controllers/#serviceaccount). `default` exists in every namespace (the namespace controller)."""
+    for ps in pod_sets:
+        name = str(ps.spec.get("serviceAccountName") or ps.spec.get("serviceAccount") or "default")
+        if name != "default" and cluster.get("ServiceAccount", name, namespace) is None:
+            return _stage(False, f"pod set {ps.name}: ServiceAccount {name} does not exist in namespace {namespace}",
+                          f"ServiceAccount/{namespace}/{name}", "use the namespace's ServiceAccount `default`, or "
+                          "create that one", Cite("ServiceAccount admission", SA_URL))  # fmt: skip
+    return None
+
+
+SA_URL = "https://kubernetes.io/docs/reference/access-authn-authz/admission-controllers/#serviceaccount"
+
+
 def pods(walk: Walk, cluster: ClusterView, pod_sets: list[PodSet]) -> Stage:
     """Pod admission on `cluster` (LimitRange rewrites `pod_sets` in place), policies included unless Kueue
     creates the pods after its own admission."""
@@ -237,6 +253,8 @@ def pods(walk: Walk, cluster: ClusterView, pod_sets: list[PodSet]) -> Stage:
     labels = namespace_labels(ns, w.namespace)
     if refusal := object_refusal(walk, cluster):
         return refusal
+    if missing := _missing_service_account(cluster, w.namespace, pod_sets):
+        return missing
     limit_ranges = cluster.in_namespace("LimitRange", w.namespace)
     for ps in pod_sets:
         for c in ps.containers():

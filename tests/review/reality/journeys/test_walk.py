@@ -381,3 +381,11 @@ def test_a_job_asking_for_ephemeral_storage_is_admitted_by_kueue(estate: Callabl
     (j,) = estate("aws-train").walk(job("research", "research", 1, {"nvidia.com/gpu": 1, "ephemeral-storage": "50Gi"}))
     queueing = next(s for s in j.stages if s.name == "queueing")
     assert queueing.ok, j.to_dict()
+
+
+def test_a_pod_naming_a_service_account_the_namespace_lacks_is_refused(estate: Callable[[str], Estate]) -> None:
+    doc = job("research", "research", 1, {"nvidia.com/gpu": 1})
+    doc["spec"]["template"]["spec"]["serviceAccountName"] = "trainer"
+    (j,) = estate("aws-train").walk(doc)
+    stop = j.blocked_at
+    assert stop is not None and stop.name == "admission" and stop.blocker == "ServiceAccount/research/trainer"
