@@ -112,9 +112,10 @@ def catalog_s3_ranges(source: FromOpt = None) -> None:
     where = str(source) if source is not None else URL
     try:
         doc = read_ip_ranges(source) if source is not None else download()
-        written = refresh_s3_ranges(doc)
-    except OSError as e:  # the download; a local copy's problems are SpecErrors naming it
-        raise CommandError(f"{where}: cannot read ip-ranges.json: {e}", exit_code=1) from None
+    except OSError as e:  # the download (an environment problem); a local copy's problems are SpecErrors naming it
+        raise CommandError(f"{where}: cannot read ip-ranges.json: {e}") from None
+    try:
+        written = refresh_s3_ranges(doc)  # a write that fails is an OSError naming the catalog file (exit 2)
     except IpRangesError as e:
         raise CommandError(f"{where}: {e}") from None
     out.print(f"s3 ranges: {len(written['regions'])} regions, published {written['createDate']}")

@@ -150,3 +150,18 @@ def test_a_bad_local_copy_is_exit_2_naming_it_and_the_catalog_is_untouched(
     assert target.read_text() == "as shipped" and sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [target.name, source.name]
     )
+
+
+def test_a_download_that_fails_is_an_environment_problem_exit_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No network is the user's environment, not a bug and not a verdict: exit 2, naming the URL, nothing written."""
+    from gpufleet.catalog import s3_ranges
+
+    def offline() -> Any:
+        raise OSError("Network is unreachable")
+
+    monkeypatch.setattr(s3_ranges, "download", offline)
+    before = S3_RANGES_FILE.read_bytes()
+    result = CliRunner().invoke(app, ["catalog", "s3-ranges"])
+    assert result.exit_code == 2, result.output
+    assert "cannot read ip-ranges.json: Network is unreachable" in result.output
+    assert S3_RANGES_FILE.read_bytes() == before
