@@ -109,6 +109,9 @@ def check_host(value: str) -> str:
     name = value.removesuffix(".")
     if not name or len(name) > MAX_HOSTNAME or not all(_LABEL.fullmatch(part) for part in name.split(".")):
         raise ValueError(f"{value!r} is neither an IP address nor a host name")
+    if name.lower() == "localhost" or name.lower().endswith(".localhost"):
+        # RFC 6761 section 6.3: `localhost` and names under it resolve to the loopback address, like 127.0.0.1.
+        raise ValueError(f"{value!r} is the loopback host (RFC 6761 section 6.3); a server needs a unicast address")
     if not _TOP_LABEL.fullmatch(name.rsplit(".", 1)[-1]):
         raise ValueError(
             f"{value!r} is not a host name: its last label must start with a letter (RFC 1123 section 2.1), "

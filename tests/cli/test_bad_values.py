@@ -115,6 +115,8 @@ def test_the_example_values_of_every_script_field_are_accepted(tmp_path: Path) -
         ("k8s-api.dc1.example.com:+80", "1..65535"),
         ("[fd00::1]", "[IPv6 address]:port"),
         ("127.0.0.1:6443", "loopback"),
+        ("localhost:6443", "loopback host (RFC 6761"),
+        ("api.localhost:6443", "loopback host (RFC 6761"),
     ],
 )
 def test_an_api_server_without_exactly_one_port_in_range_is_refused(tmp_path: Path, api_server: str, rule: str) -> None:
