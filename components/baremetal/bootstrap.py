@@ -36,8 +36,10 @@ LOCAL_VOLUME_ROOT = "/mnt/gpufleet"  # the local volume provisioner's discovery 
 # The kubelet's kubeconfig once a server has joined (kubeadm: kubeadm join writes it; EKS Hybrid Nodes: nodeadm
 # init writes it). The join, leave and preflight scripts all decide "already a node" by it and an active kubelet.
 KUBELET_KUBECONFIG = {"kubeadm": "/etc/kubernetes/kubelet.conf", "eks-hybrid": "/var/lib/kubelet/kubeconfig"}
-READY_TIMEOUT = "15m"
-JOIN_TOKEN_TTL_MINUTES = 60  # a minted token only has to outlive one server's join
+READY_TIMEOUT_SECONDS = 15 * 60  # from the join's end: the Node registers, then turns Ready
+# A minted token lives for a day, so a failed join can be retried by the next `up` that day with the same token;
+# the node-ready step deletes it as soon as the node is Ready, so a joined server leaves no credential behind.
+JOIN_TOKEN_TTL_MINUTES = 24 * 60
 DRAIN_TIMEOUT = "30m"
 
 
@@ -228,7 +230,7 @@ def render_server(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool
             node_config="" if kubeadm else nodeadm_config(site.join, flags),
         ),
         leave=render("leave-kubeadm.sh.j2" if kubeadm else "leave-eks-hybrid.sh.j2", **common),
-        node_ready=render("node-ready.sh.j2", ready_timeout=READY_TIMEOUT),
+        node_ready=render("node-ready.sh.j2", ready_timeout_seconds=READY_TIMEOUT_SECONDS),
         node_drain=render("node-drain.sh.j2", drain_timeout=DRAIN_TIMEOUT),
         node_delete=render("node-delete.sh.j2"),
     )
@@ -289,9 +291,30 @@ def join_stdin(
     site, every server's join step then reading the same secret Output."""
     join = site.join
     second = join.ca_hash_config if join.method == "kubeadm" else join.activation_id_config
-    first = minted.apply(lambda out: (out or "").strip()) if minted is not None else secret(join.token_config)
-    both = pulumi.Output.all(first, secret(second))
-    return pulumi.Output.secret(both.apply(lambda values: f"{values[0]}\n{values[1]}\n"))
+    if minted is None:
+        both = pulumi.Output.all(secret(join.token_config), secret(second))
+        return pulumi.Output.secret(both.apply(lambda values: f"{values[0]}\n{values[1]}\n"))
+    minted_lines = minted.apply(lambda out: minted_token(out or ""))
+    every = pulumi.Output.all(minted_lines, secret(second))
+    return pulumi.Output.secret(every.apply(lambda v: f"{v[0].token}\n{v[1]}\n{v[0].expires}\n"))
+
+
+@dataclass(frozen=True)
+class MintedToken:
+    """What the join-token step prints: the token (`<id>.<secret>`) and its expiry (RFC 3339, UTC)."""
+
+    token: str
+    expires: str
+
+    @property
+    def token_id(self) -> str:
+        """The token's public half, the name of its Secret (`bootstrap-token-<id>`)."""
+        return self.token.split(".", 1)[0]
+
+
+def minted_token(stdout: str) -> MintedToken:
+    lines = [line.strip() for line in stdout.splitlines() if line.strip()] + ["", ""]
+    return MintedToken(lines[0], lines[1])
 
 
 class ServerBootstrap(pulumi.ComponentResource):
@@ -300,9 +323,9 @@ class ServerBootstrap(pulumi.ComponentResource):
         node-delete (local; delete: kubectl delete node)
           -> preflight (remote; refuses a server that does not match the inventory; judges a joined server as joined)
           -> scratch (remote; only with a scratch tier and NVMe devices)
-          -> join-token (local; kubeadm with join.token minted: a bootstrap token valid for an hour)
+          -> join-token (local; kubeadm with join.token minted: a bootstrap token valid for a day)
           -> join (remote; kubeadm join / nodeadm init; delete: kubeadm reset / nodeadm uninstall)
-          -> node-ready (local; waits for Ready; delete: kubectl drain)
+          -> node-ready (local; waits for Ready, deletes a minted token; delete: kubectl drain)
           -> NodePatch (labels and taints; see node_patch.py)
 
     Destroy runs it backwards, which is the kubeadm "remove a node" order: drain through the API, reset on the
@@ -328,9 +351,11 @@ class ServerBootstrap(pulumi.ComponentResource):
         if args.scripts.scratch is not None:
             before_join = [self._ssh_step("scratch", args.scripts.scratch, [preflight])]
         stdin = args.join_stdin
+        token_id: pulumi.Output[str] | None = None
         if args.scripts.join_token is not None:
             token = self._join_token(args.scripts.join_token, hostname, before_join)
             stdin, before_join = join_stdin(args.site, args.secret, token.stdout), [token]
+            token_id = token.stdout.apply(lambda out: minted_token(out or "").token_id)
         assert stdin is not None  # the site passes its join secrets unless the stack mints the token
         join = self._join(before_join, stdin)
         if args.site.join.method == "kubeadm":
@@ -338,7 +363,12 @@ class ServerBootstrap(pulumi.ComponentResource):
         else:
             self.node_name = join.stdout.apply(parse_node_name)
         self.ready = self._api_step(
-            "node-ready", self.node_name, create=args.scripts.node_ready, delete=args.scripts.node_drain, after=[join]
+            "node-ready",
+            self.node_name,
+            create=args.scripts.node_ready,
+            delete=args.scripts.node_drain,
+            after=[join],
+            token_id=token_id,
         )
         self.register_outputs({"nodeName": self.node_name})
 
@@ -393,18 +423,23 @@ class ServerBootstrap(pulumi.ComponentResource):
         create: Script | None,
         delete: Script | None,
         after: list[pulumi.Resource] | None = None,
+        token_id: pulumi.Output[str] | None = None,
     ) -> command.local.Command:
         """A step against the Kubernetes API, run where `pulumi up` runs (kubectl), with the site's kubeconfig.
 
-        The environment (node name, kubeconfig) is kept in state, so the delete step still has it on destroy.
+        The environment (node name, kubeconfig, the minted token's id to delete) is kept in state, so the delete
+        step still has it on destroy.
         """
         text = create.text if create else None
+        environment: dict[str, pulumi.Input[str]] = {"GPUFLEET_NODE": node, "GPUFLEET_KUBECONFIG": self._kubeconfig}
+        if token_id is not None:
+            environment["GPUFLEET_TOKEN_ID"] = token_id
         return command.local.Command(
             f"{self._prefix}-{step}",
             create=text,
             update=text,
             delete=delete.text if delete else None,
             interpreter=["/bin/bash", "-c"],
-            environment={"GPUFLEET_NODE": node, "GPUFLEET_KUBECONFIG": self._kubeconfig},
+            environment=environment,
             opts=pulumi.ResourceOptions(parent=self, depends_on=after or []),
         )

@@ -75,11 +75,65 @@ def test_node_delete_tolerates_a_missing_node(tmp_path: Path) -> None:
 def test_kubeconfig_lives_in_a_temp_file_removed_after_the_step(tmp_path: Path) -> None:
     result, calls = run_step(tmp_path, scripts_for(onprem_spec()).node_ready.text, node_exists=True)
     assert result.returncode == 0
-    [call] = calls
+    get, call = calls
+    assert _without_kubeconfig_path(get) == "get node gpu-r1-01"
     kubeconfig_file = call.split(" ")[1]
     assert kubeconfig_file.startswith(str(tmp_path)) and not Path(kubeconfig_file).exists()
     assert KUBECONFIG.strip() not in call  # never on a command line
-    assert _without_kubeconfig_path(call) == "wait --for=condition=Ready node/gpu-r1-01 --timeout=15m"
+    assert re.fullmatch(r"wait --for=condition=Ready node/gpu-r1-01 --timeout=\d+s", _without_kubeconfig_path(call))
+    assert 890 <= int(call.rsplit("=", 1)[1].removesuffix("s")) <= 900  # the 15 minutes, less the registration
+
+
+def _unregistered_for(tmp_path: Path, misses: int) -> Path:
+    """A fake kubectl whose `get node` answers NotFound `misses` times, then finds the node (as after a join,
+    before the kubelet registers), and a `sleep` that returns at once."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(parents=True)
+    count, log = tmp_path / "gets", tmp_path / "calls"
+    (bin_dir / "kubectl").write_text(
+        "#!/bin/bash\n"
+        f'printf "%s\\n" "$*" >> "{log}"\n'
+        'if [ "$3" = get ]; then\n'
+        f'  n=$(cat "{count}" 2>/dev/null || echo 0); echo $((n + 1)) > "{count}"\n'
+        f'  [ "$n" -ge {misses} ] || {{ echo "Error from server (NotFound)" >&2; exit 1; }}\n'
+        "fi\n"
+        'if [ "$3" = wait ]; then n=$(cat "' + str(count) + '"); [ "$n" -gt ' + str(misses) + " ] || exit 1; fi\n"
+        "exit 0\n"
+    )
+    (bin_dir / "sleep").write_text("#!/bin/bash\nexit 0\n")
+    for tool in ("kubectl", "sleep"):
+        (bin_dir / tool).chmod(0o755)
+    return bin_dir
+
+
+def _run_ready(tmp_path: Path, bin_dir: Path, **env: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    script = tmp_path / "step.sh"
+    script.write_text(scripts_for(onprem_spec()).node_ready.text)
+    base = {"PATH": f"{bin_dir}:/usr/bin:/bin", "GPUFLEET_NODE": "gpu-r1-01", "GPUFLEET_KUBECONFIG": KUBECONFIG}
+    result = subprocess.run(
+        ["bash", str(script)], capture_output=True, text=True, env={**base, "TMPDIR": str(tmp_path), **env}, timeout=30
+    )
+    log = tmp_path / "calls"
+    return result, [_without_kubeconfig_path(c) for c in (log.read_text().splitlines() if log.exists() else [])]
+
+
+def test_node_ready_waits_for_a_node_not_yet_registered(tmp_path: Path) -> None:
+    """`kubectl wait --for=condition=Ready node/X` fails at once with NotFound when the Node object does not exist
+    yet (kubernetes/kubectl#1516); right after a join the kubelet has not registered it, so the step waits for the
+    object first, then for Ready."""
+    result, calls = _run_ready(tmp_path, _unregistered_for(tmp_path, misses=3))
+    assert result.returncode == 0, result.stderr
+    assert calls[:4] == ["get node gpu-r1-01"] * 4
+    assert calls[4].startswith("wait --for=condition=Ready node/gpu-r1-01 --timeout=")
+    assert len(calls) == 5  # no token to delete: the token came from config, or EKS Hybrid Nodes
+
+
+def test_node_ready_deletes_the_minted_token_once_ready(tmp_path: Path) -> None:
+    """A joined server leaves no join credential behind: the minted bootstrap token's Secret is deleted
+    (bootstrap tokens: kubernetes.io/docs/reference/access-authn-authz/bootstrap-tokens/)."""
+    result, calls = _run_ready(tmp_path, _unregistered_for(tmp_path, misses=0), GPUFLEET_TOKEN_ID="abcdef")
+    assert result.returncode == 0, result.stderr
+    assert calls[-1] == "--namespace kube-system delete secret bootstrap-token-abcdef --ignore-not-found"
 
 
 # -- join-token: a bootstrap token minted just before a server joins ------------------------------------------
@@ -87,7 +141,7 @@ def test_kubeconfig_lives_in_a_temp_file_removed_after_the_step(tmp_path: Path) 
 TOKEN = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")  # kubeadm's bootstrap token format
 
 
-def test_join_token_step_mints_a_short_lived_kubeadm_bootstrap_token(tmp_path: Path) -> None:
+def test_join_token_step_mints_a_day_long_kubeadm_bootstrap_token(tmp_path: Path) -> None:
     """A bootstrap token is a Secret `bootstrap-token-<token-id>` of type bootstrap.kubernetes.io/token in
     kube-system with token-id, token-secret, expiration (RFC 3339), the usage flags and auth-extra-groups
     (kubernetes.io/docs/reference/access-authn-authz/bootstrap-tokens/); system:bootstrappers:kubeadm:default-node-token
@@ -97,8 +151,9 @@ def test_join_token_step_mints_a_short_lived_kubeadm_bootstrap_token(tmp_path: P
     before = dt.datetime.now(dt.UTC)
     result, calls = run_step(tmp_path, script.text, node_exists=False)
     assert result.returncode == 0, result.stderr
-    match = TOKEN.match(result.stdout.strip())
-    assert match and result.stdout.count("\n") == 1, result.stdout
+    token_line, expiry_line = result.stdout.splitlines()
+    match = TOKEN.match(token_line)
+    assert match and result.stdout.count("\n") == 2, result.stdout
     token_id, token_secret = match.groups()
     (call,) = [_without_kubeconfig_path(c) for c in calls]
     args = call.split(" ")
@@ -119,7 +174,9 @@ def test_join_token_step_mints_a_short_lived_kubeadm_bootstrap_token(tmp_path: P
     assert literals["usage-bootstrap-authentication"] == "true" and literals["usage-bootstrap-signing"] == "true"
     assert literals["auth-extra-groups"] == "system:bootstrappers:kubeadm:default-node-token"
     expires = dt.datetime.strptime(literals["expiration"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
-    assert dt.timedelta(minutes=55) < expires - before <= dt.timedelta(minutes=61)
+    assert expiry_line == literals["expiration"]
+    # A day: a failed join is retried by the next `up` that day with the same token (node-ready deletes it later).
+    assert dt.timedelta(hours=23, minutes=55) < expires - before <= dt.timedelta(hours=24, minutes=1)
     assert token_secret not in result.stderr  # the log line names the token id only
 
 

@@ -56,7 +56,8 @@ def test_onprem_bootstraps_every_pool_server_in_order(example_plans: dict[str, P
         assert [short(d) for d in remote[f"{p}-scratch"].dependencies] == [f"{p}-preflight"]
         assert [short(d) for d in local[f"{p}-join-token"].dependencies] == [f"{p}-scratch"]
         assert [short(d) for d in remote[f"{p}-join"].dependencies] == [f"{p}-join-token"]
-        assert [short(d) for d in local[f"{p}-node-ready"].dependencies] == [f"{p}-join"]
+        # node-ready also takes the minted token's id, to delete the token once the node is Ready
+        assert sorted(short(d) for d in local[f"{p}-node-ready"].dependencies) == [f"{p}-join", f"{p}-join-token"]
         patch = by_name(plan, NODE_PATCH)[f"{p}-node"]
         assert [short(d) for d in patch.dependencies] == [f"{p}-node-ready"]
 
@@ -438,6 +439,9 @@ def test_each_kubeadm_server_joins_with_a_token_minted_just_before(example_plans
             and "bootstrap.kubernetes.io/token" in token.inputs["create"]
         )
         assert join.inputs["stdin"] == SECRET
+        # node-ready deletes the minted token once the node is Ready (templates/node-ready.sh.j2)
+        ready = by_name(plan, LOCAL)[f"{prefix}-node-ready"]
+        assert token.key in ready.dependencies, stack  # its environment (a secret here) takes the token's id
     config = example_config("onprem")["gpufleet:estate"]
     assert "token_config" not in config["sites"][0]["join"]
     assert "gpufleet:joinToken" not in example_config("onprem") and "gpufleet:joinToken" not in example_config("hybrid")

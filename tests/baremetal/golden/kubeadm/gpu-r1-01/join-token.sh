@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # gpufleet join-token for node $GPUFLEET_NODE: mint a kubeadm bootstrap token, valid for `ttl_minutes`,
-# just before the node joins, and print it (`<id>.<secret>`, the join step's stdin) as the only line on stdout.
+# just before the node joins, and print it (`<id>.<secret>`, for the join step's stdin) and its expiry (RFC 3339,
+# UTC), one line each, as all of stdout. The node-ready step deletes it once the node is Ready.
 # A bootstrap token is a Secret `bootstrap-token-<id>` of type bootstrap.kubernetes.io/token in kube-system
 # (kubernetes.io/docs/reference/access-authn-authz/bootstrap-tokens/), what `kubeadm token create` writes; its
 # extra group is the one kubeadm binds node bootstrap and CSR auto-approval to. The controller manager's token
@@ -8,7 +9,7 @@
 # Runs where `pulumi up` runs; needs kubectl. Rendered from components/baremetal/templates/join-token.sh.j2.
 set -euo pipefail
 : "${GPUFLEET_NODE:?node name}" "${GPUFLEET_KUBECONFIG:?kubeconfig}"
-ttl_minutes=60
+ttl_minutes=1440
 umask 077
 kubeconfig="$(mktemp)"
 trap 'rm -f "$kubeconfig"' EXIT
@@ -31,4 +32,4 @@ kubectl --kubeconfig "$kubeconfig" --namespace kube-system create secret generic
   --from-literal=auth-extra-groups=system:bootstrappers:kubeadm:default-node-token \
   --from-literal=description="gpufleet join of $GPUFLEET_NODE" >/dev/null
 printf 'join-token %s: minted bootstrap token %s, expires %s\n' "$GPUFLEET_NODE" "$id" "$expiration" >&2
-printf '%s.%s\n' "$id" "$secret"
+printf '%s.%s\n%s\n' "$id" "$secret" "$expiration"

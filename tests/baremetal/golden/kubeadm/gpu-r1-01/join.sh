@@ -26,10 +26,17 @@ fi
 
 token=""
 ca_hash=""
+expires=""
 IFS= read -r token || true
 IFS= read -r ca_hash || true
+IFS= read -r expires || true  # a token minted for this join: its expiry (RFC 3339, UTC)
 if [ -z "$token" ] || [ -z "$ca_hash" ]; then
   printf 'join %s: expected the join token and the CA cert hash on stdin, one line each\n' "$node" >&2
+  exit 2
+fi
+if [ -n "$expires" ] && [ "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \> "$expires" ]; then
+  printf 'join %s: the bootstrap token minted for this server expired at %s (a failed join retried a day later). ' "$node" "$expires" >&2
+  printf 'Mint a fresh one: pulumi up --replace <URN of the join-token step of %s> (pulumi stack --show-urns lists it)\n' "$node" >&2
   exit 2
 fi
 

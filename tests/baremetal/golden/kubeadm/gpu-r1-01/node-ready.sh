@@ -1,12 +1,32 @@
 #!/usr/bin/env bash
-# gpufleet node-ready: wait (through the Kubernetes API) until node $GPUFLEET_NODE is Ready, so the NodePatch
-# that follows finds it registered. Runs where `pulumi up` runs; needs kubectl.
+# gpufleet node-ready: wait (through the Kubernetes API) until node $GPUFLEET_NODE is registered and Ready, so the
+# NodePatch that follows finds it. Runs where `pulumi up` runs; needs kubectl.
 # The kubeconfig arrives in $GPUFLEET_KUBECONFIG (a secret) and lives in a 0600 temp file for the run.
+# With $GPUFLEET_TOKEN_ID set (a bootstrap token minted for this join), the token is deleted once the node is
+# Ready: no join credential outlives the join (kubeadm's `kubeadm token delete` does the same).
 # Rendered from components/baremetal/templates/node-ready.sh.j2.
 set -euo pipefail
 : "${GPUFLEET_NODE:?node name}" "${GPUFLEET_KUBECONFIG:?kubeconfig}"
+timeout_seconds=900
 umask 077
 kubeconfig="$(mktemp)"
 trap 'rm -f "$kubeconfig"' EXIT
 printf '%s\n' "$GPUFLEET_KUBECONFIG" > "$kubeconfig"
-kubectl --kubeconfig "$kubeconfig" wait --for=condition=Ready "node/$GPUFLEET_NODE" --timeout=15m
+deadline=$(( $(date +%s) + timeout_seconds ))
+# `kubectl wait` fails at once with NotFound while the Node object does not exist yet (kubernetes/kubectl#1516),
+# and the kubelet registers it only some seconds after the join returns: wait for the object first.
+until kubectl --kubeconfig "$kubeconfig" get node "$GPUFLEET_NODE" >/dev/null 2>&1; do
+  if [ "$(date +%s)" -ge "$deadline" ]; then
+    printf 'node-ready %s: the node did not register within %ss of the join\n' "$GPUFLEET_NODE" "$timeout_seconds" >&2
+    exit 1
+  fi
+  sleep 5
+done
+left=$(( deadline - $(date +%s) ))
+if [ "$left" -lt 1 ]; then left=1; fi
+kubectl --kubeconfig "$kubeconfig" wait --for=condition=Ready "node/$GPUFLEET_NODE" --timeout="${left}s"
+if [ -n "${GPUFLEET_TOKEN_ID:-}" ]; then
+  kubectl --kubeconfig "$kubeconfig" --namespace kube-system delete secret "bootstrap-token-$GPUFLEET_TOKEN_ID" \
+    --ignore-not-found >/dev/null
+  printf 'node-ready %s: deleted bootstrap token %s\n' "$GPUFLEET_NODE" "$GPUFLEET_TOKEN_ID" >&2
+fi
