@@ -24,6 +24,7 @@ from gpufleet.charts.render import RenderedObject, RenderedRelease
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.review.reality import validate
 from gpufleet.review.reality.first_up_nodes import StatedNodes, plan_node, stated_nodes
+from gpufleet.review.reality.first_up_phases import vpn_phases
 from gpufleet.review.reality.scheduling import Node, describe, fits, pod_spec
 from model import kinds
 from model.reach import api_clients, api_reachable_from
@@ -239,6 +240,7 @@ class _Simulation:
 
     # -- checks -------------------------------------------------------------------------------------------------
     def run(self) -> FirstUp:
+        self.result.notes += [phase.note() for phase in vpn_phases(self.spec, self.plan)]
         self.check_reach()
         for r in self.plan.helm_releases():
             self.check_release(r)
