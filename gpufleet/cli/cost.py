@@ -34,7 +34,7 @@ def cost(
     refuse_json_summary(summary, format, "envelope")
     from gpufleet.render.cost import cost_json, cost_markdown, cost_text
     from gpufleet.review.cost.envelope import estate_cost
-    from gpufleet.review.cost.usage import read_usage, usage_path
+    from gpufleet.review.cost.usage_file import read_usage, usage_path
     from gpufleet.review.stack_file import judged
     from model.load import read_stack, stack_path
 

@@ -15,7 +15,7 @@ from typing import Any, cast
 from gpufleet.engine.plan import Plan
 from gpufleet.engine.synth import synth_stack
 from gpufleet.review.cost.envelope import EstateCost, estate_cost
-from gpufleet.review.cost.usage import read_usage, usage_path
+from gpufleet.review.cost.usage_file import read_usage, usage_path
 from gpufleet.review.findings import Findings
 from gpufleet.review.reality.first_up import FirstUp
 from gpufleet.review.reality.journeys.core import Journey

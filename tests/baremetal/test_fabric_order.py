@@ -2,20 +2,29 @@
 after its namespace (pulumi-kubernetes fails "no matches for kind" otherwise: pulumi/pulumi-kubernetes#1446,
 #1735). The CRD owners are read from the Network Operator chart at the pinned tag (Mellanox/network-operator
 v26.4.1, deployment/network-operator/crds and charts/sriov-network-operator/crds) and from the CRDs the operator
-applies itself when it reconciles spec.nvIpam (manifests/state-nv-ipam-cni at the same tag)."""
+applies itself when it reconciles spec.nvIpam (manifests/state-nv-ipam-cni at the same tag). The order is judged
+by the first-up simulation (gpufleet.review.reality.first_up), and a plan that drops one wait is caught."""
 
 from __future__ import annotations
 
+import dataclasses
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from components.kubernetes.network_operator import NV_IPAM_READY, NV_IPAM_STATE
+from gpufleet.charts.cache import ENV_VAR, ChartCache
+from gpufleet.charts.render import render_plan
 from gpufleet.engine.plan import Plan, PlanResource
+from gpufleet.review.reality.first_up import Problem, simulate
 from model import versions
+from model.load import read_stack
+from model.spec import EstateSpec
 from tests.baremetal.test_site import _variant
 from tests.charts import chart_dir, crd, crd_kinds, operator_crd_kinds
-from tests.conftest import write_project
+from tests.conftest import ROOT, write_project
 
 FABRIC = "gpufleet:baremetal:Fabric"
 NIC_POLICY = "kubernetes:mellanox.com/v1alpha1:NicClusterPolicy"
@@ -34,48 +43,44 @@ def _network_operator_release(plan: Plan, site: str) -> PlanResource:
     return plan.one("kubernetes:helm.sh/v3:Release", f"{site}-k8s-gpu-network-operator-release")
 
 
-def _after(plan: Plan, r: PlanResource) -> set[str]:
-    """Everything `r` waits for: its dependencies, theirs, and so on."""
-    seen: set[str] = set()
-    todo = list(r.dependencies)
-    while todo:
-        key = todo.pop()
-        if key not in seen:
-            seen.add(key)
-            todo.extend(plan.get(key).dependencies)
-    return seen
+def _simulated(plan: Plan, spec: EstateSpec) -> list[Problem]:
+    """The first-up simulation's crd and namespace problems (gpufleet.review.reality.first_up), on the objects
+    the fabrics create."""
+    result = simulate(plan, spec, render_plan(plan, ChartCache(Path(os.environ[ENV_VAR]))))
+    fabric = {r.key for r in _fabric_objects(plan)}
+    return [p for p in result.problems if p.check in ("crd", "namespace") and p.resource in fabric]
 
 
-def _check(plan: Plan, site: str) -> None:
-    chart_kinds = crd_kinds(chart_dir(versions.NETWORK_OPERATOR))
-    runtime_kinds = operator_crd_kinds()
-    release = _network_operator_release(plan, site)
-    policy = plan.one(NIC_POLICY, f"{site}-k8s-gpu-network-operator-nic-cluster-policy")
-    namespaces = {r.inputs["metadata"]["name"]: r for r in plan.find(NAMESPACE) if r.provider == release.provider}
-    objects = _fabric_objects(plan)
-    assert objects
-    for r in objects:
-        kind, after = _group_kind(r), _after(plan, r)
-        if kind in runtime_kinds:
-            assert policy.key in after, f"{kind} created before the operator applied its CRD: {r.key}"
-        elif kind[0] == "":  # a built-in kind (the UFM Secret): it needs only its namespace, which the release needs
-            assert release.key in after, f"{kind} created before the operator's namespace: {r.key}"
-        else:
-            assert kind in chart_kinds, f"{kind} has no CRD in the network-operator chart: {r.key}"
-            assert release.key in after, f"{kind} created before the chart's CRDs: {r.key}"
-        meta = r.inputs["metadata"]
-        tenant_ns = meta.get("namespace") or r.inputs.get("spec", {}).get("networkNamespace")
-        if tenant_ns in namespaces:
-            assert namespaces[tenant_ns].key in after, f"{r.key} before namespace {tenant_ns}"
-        elif meta.get("namespace"):
-            assert meta["namespace"] in ("network-operator", "default"), f"{r.key}: no namespace {meta['namespace']}"
+def _without_dependency_on(plan: Plan, key: str, dropped: str) -> Plan:
+    """`plan` with `key` no longer waiting for `dropped`: what a component that forgot its depends_on registers."""
+    changed = [
+        dataclasses.replace(r, dependencies=[d for d in r.dependencies if d != dropped]) if r.key == key else r
+        for r in plan.resources
+    ]
+    return Plan(plan.project, plan.stack, changed, plan.outputs, plan.warnings)
 
 
 @pytest.mark.parametrize(("stack", "site"), [("onprem", "dc1"), ("hybrid", "onprem")])
 def test_fabric_objects_wait_for_their_crds_and_namespaces(
     example_plans: dict[str, Plan], stack: str, site: str
 ) -> None:
-    _check(example_plans[stack], site)
+    plan = example_plans[stack]
+    assert _fabric_objects(plan)
+    assert _simulated(plan, read_stack(ROOT, stack).estate()) == []
+
+
+def test_a_fabric_object_created_before_the_chart_that_brings_its_crd_is_caught(
+    example_plans: dict[str, Plan],
+) -> None:
+    """The order is judged by the simulation against the chart's own CRDs, so an object that stops waiting for the
+    Network Operator release is reported (pulumi-kubernetes fails "no matches for kind" otherwise)."""
+    plan = example_plans["onprem"]
+    release = _network_operator_release(plan, "dc1")
+    chart_kinds = crd_kinds(chart_dir(versions.NETWORK_OPERATOR))
+    victim = next(r for r in _fabric_objects(plan) if _group_kind(r) in chart_kinds and release.key in r.dependencies)
+    broken = _without_dependency_on(plan, victim.key, release.key)
+    problems = _simulated(broken, read_stack(ROOT, "onprem").estate())
+    assert [(p.resource, p.check) for p in problems] == [(victim.key, "crd")], problems
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +92,8 @@ def variant_plan(tmp_path_factory: pytest.TempPathFactory) -> Plan:
 
 
 def test_sriov_and_partitioned_fabrics_wait_for_their_crds_and_namespaces(variant_plan: Plan) -> None:
-    _check(variant_plan, "dc1")
+    assert _fabric_objects(variant_plan)
+    assert _simulated(variant_plan, EstateSpec.model_validate(_variant()["gpufleet:estate"])) == []
 
 
 def test_nic_cluster_policy_completes_only_once_nv_ipam_crds_are_applied(example_plans: dict[str, Plan]) -> None:

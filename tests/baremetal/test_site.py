@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from components.baremetal.bootstrap import remote_command, ssh_connection
+from components.baremetal.bootstrap import ssh_connection
 from gpufleet.engine.plan import SECRET, Plan, PlanResource
 from gpufleet.engine.synth import SECRET_PLACEHOLDER
 from model import versions
@@ -26,6 +27,7 @@ from model.conventions import (
 )
 from model.spec import BaremetalSite
 from tests.baremetal.helpers import onprem_spec, scripts_for
+from tests.baremetal.test_hostile_values import Sandbox, needs_sandbox
 from tests.conftest import example_config
 
 REMOTE = "command:remote:Command"
@@ -62,14 +64,35 @@ def test_onprem_bootstraps_every_pool_server_in_order(example_plans: dict[str, P
         assert [short(d) for d in patch.dependencies] == [f"{p}-node-ready"]
 
 
-def test_join_command_carries_the_rendered_script(example_plans: dict[str, Plan]) -> None:
+@needs_sandbox
+def test_the_planned_join_and_leave_commands_join_and_reset_the_server(
+    example_plans: dict[str, Plan], tmp_path: Path
+) -> None:
+    """What the plan's join step runs over SSH does what a join must: as root through non-interactive sudo (the
+    site's SSH user is not root), kubeadm join the site's API server with the token and CA hash read from stdin and
+    the server's hostname as node name; its delete resets the server. Run in the sandbox with stub tools."""
     join = by_name(example_plans["onprem"], REMOTE)["dc1-gpu-r1-01-join"]
-    scripts = scripts_for(onprem_spec())
-    assert join.inputs["create"] == remote_command(scripts.join, "gpufleet")
+    assert join.inputs["stdin"] == SECRET and join.inputs["connection"] == SECRET  # join secrets, SSH key
     assert join.inputs["update"] == join.inputs["create"]  # a changed script updates in place, never resets
-    assert join.inputs["delete"] == remote_command(scripts.leave, "gpufleet")
-    assert join.inputs["stdin"] == SECRET
-    assert join.inputs["connection"] == SECRET  # carries the SSH private key
+    sandbox = Sandbox(tmp_path / "sandbox")
+    sudo = sandbox.bin / "sudo"
+    sudo.write_text(
+        f'#!/bin/bash\nprintf "%s\\0" sudo "$@" > "{sandbox.log}/call.0.sudo"\n[ "$1" = -n ] && shift\nexec "$@"\n'
+    )
+    sudo.chmod(0o755)
+    token, ca_hash = "abcdef.0123456789abcdef", "sha256:" + "0" * 64
+    joined = sandbox.run(["/bin/sh", "-c", join.inputs["create"]], stdin=f"{token}\n{ca_hash}\n")
+    assert joined.returncode == 0, joined.stderr
+    calls = sandbox.calls()
+    assert calls[0][:2] == ["sudo", "-n"]
+    [kubeadm] = [c for c in calls if c[0] == "kubeadm"]
+    assert kubeadm[1:] == [
+        "join", "k8s-api.dc1.example.com:6443", "--token", token,
+        "--discovery-token-ca-cert-hash", ca_hash, "--node-name", "gpu-r1-01",
+    ]  # fmt: skip
+    left = sandbox.run(["/bin/sh", "-c", join.inputs["delete"]])
+    assert left.returncode == 0, left.stderr
+    assert ["kubeadm", "reset", "--force"] in sandbox.calls()
 
 
 def test_no_bootstrap_step_is_replaced_when_its_script_changes(example_plans: dict[str, Plan]) -> None:

@@ -3,9 +3,9 @@
 A copy of the tree (components/, gpufleet/, model/, policies/) gets a `gcp` site model in the `Site` union
 (model/spec/sites.py) and `gcp` in `SiteKind` (model/conventions.py); mypy must then fail with an assert_never
 error at each `match` on a site or site kind, and with nothing else. The kinds seam (model/kinds/) holds the one
-match that picks a site's facts; components/estate.py holds the other, which picks the component folder that
-builds the site. The Pulumi SDKs are not followed (their types become Any):
-that keeps the run to seconds, and no site-kind dispatch is typed through them.
+match that picks a site's facts; components/estate.py picks the component folder that builds the site, and
+gpufleet/review/cost/kinds.py what the cost review prices there: one module per layer. The Pulumi SDKs are not
+followed (their types become Any): that keeps the run to seconds, and no site-kind dispatch is typed through them.
 """
 
 from __future__ import annotations
@@ -42,11 +42,7 @@ SITE_KIND = 'SiteKind = Literal["aws", "baremetal"]'
 DISPATCH = {
     "model/kinds/__init__.py",  # the kinds seam: a site's facts, and the one fact a policy asks of a kind
     "components/estate.py",  # which component folder builds the site
-    # The review's prices per kind build the review's own results (PoolCost, StorageCost, BillLine) from the site's
-    # own fields; they are not yet behind the seam.
-    "gpufleet/review/cost/pools.py",  # a site's node pools and the rest of its bill
-    "gpufleet/review/cost/storage.py",  # a site's storage tiers
-    "gpufleet/review/cost/usage.py",  # what a usage profile may price on a site
+    "gpufleet/review/cost/kinds.py",  # what the cost review prices on a site (it builds the review's own results)
 }
 # Lines that test a site's class without dispatching on its kind, each with why (none today). Outside DISPATCH,
 # code asks model.kinds.

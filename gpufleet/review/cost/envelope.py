@@ -17,9 +17,10 @@ from typing import Any
 
 from gpufleet.review.cost.bill import BillLine
 from gpufleet.review.cost.burst import BurstCeiling, burst_ceiling
-from gpufleet.review.cost.pools import PoolCost, site_costs
+from gpufleet.review.cost.kinds import site_costs, storage_cost
+from gpufleet.review.cost.pools import PoolCost
 from gpufleet.review.cost.prices import HOURS, LEVELS, Figures, PriceRef, price_dict, rounded
-from gpufleet.review.cost.storage import StorageCost, storage_cost
+from gpufleet.review.cost.storage import StorageCost
 from gpufleet.review.cost.usage import UsageProfile
 from model import kinds
 from model.spec import (

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any, assert_never
+from typing import Any
 
-from gpufleet.review.cost.bill import BillLine, aws_site_bill
 from gpufleet.review.cost.pool_prices import aws_pool_price
 from gpufleet.review.cost.prices import HOURS, LEVELS, Figures, PriceRef, price_dict, rounded
-from gpufleet.review.cost.usage import UsageProfile
 from model import catalog
 from model.burst import effective_scaling, window_note, window_phase
 from model.capacity import gpu_units
@@ -26,7 +24,6 @@ from model.spec import (
     BurstWindow,
     EstateSpec,
     OnPremCost,
-    Site,
 )
 
 
@@ -82,21 +79,7 @@ class PoolCost:
         }
 
 
-def site_costs(
-    spec: EstateSpec, site: Site, window: BurstWindow | None, now: dt.datetime, usage: UsageProfile
-) -> tuple[list[PoolCost], list[BillLine]]:
-    """The site's node pools, and the rest of its bill (what it runs besides pools and tiers)."""
-    match site:
-        case AwsSite():
-            pools = [_aws_pool(spec, site, pool, window, now) for pool in site.node_pools]
-            return pools, aws_site_bill(site, {p.pool: p.nodes for p in pools}, usage.site(site.name))
-        case BaremetalSite():
-            return [_baremetal_pool(spec, site, pool) for pool in site.node_pools], []  # owned: no other bill
-        case _:
-            assert_never(site)
-
-
-def _aws_pool(
+def aws_pool(
     spec: EstateSpec, site: AwsSite, pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime
 ) -> PoolCost:
     scaling = effective_scaling(spec, pool, window, now)
@@ -137,7 +120,7 @@ def _aws_pool(
     )
 
 
-def _baremetal_pool(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool) -> PoolCost:
+def baremetal_pool(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool) -> PoolCost:
     # The amortised price comes from model.pricing (OnPremCost per server-hour: the pool's, else
     # the site's); servers of a pool may differ in GPU count, so the pool is priced by servers.
     servers = spec.pool_servers(site, pool)

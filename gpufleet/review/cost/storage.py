@@ -16,7 +16,6 @@ from model import catalog
 from model.pricing import site_service_price, storage_price_key
 from model.spec import (
     AwsSite,
-    BaremetalSite,
     EfsTier,
     FsxLustreTier,
     NfsTier,
@@ -62,24 +61,28 @@ def _ref(found: catalog.ListPrice) -> PriceRef:
     return PriceRef(usd=found.usd, unit="GB-month", date=found.date, source=found.source, verified=found.verified)
 
 
-def storage_cost(site: Site, tier: StorageTier, usage: SiteUsage | None = None) -> StorageCost:
-    if isinstance(tier, ScratchTier):
-        return StorageCost(
-            site.name, tier.name, tier.kind, "included", None, None, "-", "node-local NVMe: in the node's price"
-        )
-    match site:
-        case AwsSite():
-            return _aws_storage_cost(site, tier, usage or SiteUsage())
-        case BaremetalSite():
-            return StorageCost(
-                site.name, tier.name, tier.kind, "external", None, None, "-",
-                "existing on-prem system: not bought by this stack",
-            )  # fmt: skip
-        case _:
-            assert_never(site)
+def included(site: Site, tier: ScratchTier) -> StorageCost:
+    """Node-local scratch: in the node's price, on every kind."""
+    return StorageCost(
+        site.name, tier.name, tier.kind, "included", None, None, "-", "node-local NVMe: in the node's price"
+    )
 
 
-def _aws_storage_cost(site: AwsSite, tier: StorageTier, usage: SiteUsage) -> StorageCost:
+def external(site: Site, tier: StorageTier) -> StorageCost:
+    """A tier the site already has and the stack does not buy (on-prem systems)."""
+    return StorageCost(
+        site.name,
+        tier.name,
+        tier.kind,
+        "external",
+        None,
+        None,
+        "-",
+        "existing on-prem system: not bought by this stack",
+    )
+
+
+def aws_storage_cost(site: AwsSite, tier: StorageTier, usage: SiteUsage) -> StorageCost:
     name, kind = tier.name, tier.kind
     key = storage_price_key(tier)
     found = site_service_price(site, key) if key is not None else None

@@ -5,7 +5,7 @@
   with their unit price, and left out of the totals.
 - Every figure is per month: the catalog's 730-hour month.
 - A profile is judged like a stack file, every problem at once. A figure the estate cannot use is an error too,
-  because a figure that prices nothing would hide a typo (`_unusable`).
+  because a figure that prices nothing would hide a typo (gpufleet.review.cost.usage_file).
 
 docs/usage-profiles.md is the user's reference: the format, an example, and what each key prices.
 """
@@ -13,13 +13,10 @@ docs/usage-profiles.md is the user's reference: the format, an example, and what
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
-from typing import assert_never
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from model.load import SpecError, problem_line, read_yaml, validation_problems
-from model.spec import AwsSite, BaremetalSite, EfsTier, EstateSpec, S3Tier
+from model.spec import AwsSite, EfsTier, S3Tier
 
 USAGE_DOC = "docs/usage-profiles.md"
 # Where a profile is, for messages that ask for one (the stack's name is not known where they are written).
@@ -55,46 +52,7 @@ class UsageProfile(BaseModel):
         return self.sites.get(name, SiteUsage())
 
 
-def usage_path(stack_file: Path, stack: str) -> Path:
-    """Where a stack's usage profile lives: next to its stack file (not `Pulumi.*.yaml`, which names stacks)."""
-    return stack_file.with_name(f"usage.{stack}.yaml")
-
-
-def read_usage(path: Path, spec: EstateSpec) -> UsageProfile | None:
-    """The usage profile at `path` for `spec`, None when there is no such file; a SpecError names every problem
-    at once (file: YAML path: message)."""
-    if not path.exists():
-        return None
-    doc = read_yaml(path, "usage profile not found") or {}  # the one bounded loader
-    try:
-        profile = UsageProfile.model_validate(doc)
-    except ValidationError as e:
-        raise SpecError(validation_problems(e, str(path), "", hint=f"{USAGE_DOC} lists the keys")) from None
-    problems = [problem_line(str(path), "", where, message) for where, message in _unusable(profile, spec)]
-    if problems:
-        raise SpecError(problems)
-    return profile
-
-
-def _unusable(profile: UsageProfile, spec: EstateSpec) -> Iterator[tuple[str, str]]:
-    """(YAML path, message) for every figure of `profile` that prices nothing in `spec`: a site or tier it does not
-    have, a bare-metal site, a tier not billed on GB stored, NAT data on a site whose VPC gpufleet does not
-    create."""
-    sites = {s.name: s for s in spec.sites}
-    for name, usage in profile.sites.items():
-        site = sites.get(name)
-        match site:
-            case None:
-                yield f"sites.{name}", f"{name} is not a site of the estate (its sites: {', '.join(sites)})"
-            case BaremetalSite():
-                yield f"sites.{name}", f"site {name} is bare metal; a usage profile prices AWS usage only"
-            case AwsSite():
-                yield from _unusable_at(site, usage)
-            case _:
-                assert_never(site)
-
-
-def _unusable_at(site: AwsSite, usage: SiteUsage) -> Iterator[tuple[str, str]]:
+def aws_unusable(site: AwsSite, usage: SiteUsage) -> Iterator[tuple[str, str]]:
     where = f"sites.{site.name}"
     if usage.nat_gb_processed is not None and site.vpc.vpc_id is not None:
         yield (

@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 
 from gpufleet.cli.app import app
 from gpufleet.review.cost.envelope import estate_cost
-from gpufleet.review.cost.usage import PROFILE_HINT, USAGE_DOC, SiteUsage, TierUsage, read_usage
+from gpufleet.review.cost.usage import PROFILE_HINT, USAGE_DOC, SiteUsage, TierUsage
+from gpufleet.review.cost.usage_file import read_usage
 from model.kinds.aws import UNPRICED as AWS_UNPRICED
 from model.load import SpecError, parse_estate
 from tests.conftest import ROOT, example_estate
