@@ -250,7 +250,6 @@ def _render(kind: Kind, stack: str, region: str, gpu: str, prices: tuple[str, ..
             + "  gpufleet:estate:\n"
             + _metadata("train")
             + "\n    deployer:\n      cidrs: [203.0.113.0/24]       # CHANGE: the fixed egress of the runner doing `up`\n"
-            + "    aws_account:\n      autoscaling_service_role: create   # `existing` if the account already has it\n"
             + "    sites:\n"
             + _aws_site("cloud", region, gpu, burst=False, prices=prices)
             + "\n"
@@ -286,7 +285,6 @@ def _render(kind: Kind, stack: str, region: str, gpu: str, prices: tuple[str, ..
         + _metadata("hyb")
         + "\n    deployer:\n      network: onprem               # a self-hosted runner in the data centre\n"
         + "      cidrs: [10.30.9.0/28]         # CHANGE: that runner's addresses (inside onprem_cidrs)\n"
-        + "    aws_account:\n      autoscaling_service_role: create   # `existing` if the account already has it\n"
         + "    sites:\n"
         + _baremetal_site(gpu)
         + "\n"
