@@ -4,25 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import email.utils
-import re
 import time
 from collections.abc import Callable
 from typing import Any
 
 from gpufleet.burst.errors import BurstError
-from model import catalog
+from model import catalog, quotas
 
-# EC2 vCPU quotas (service-quotas, service code ec2) per instance family and purchase option.
-QUOTA_CODES: dict[str, dict[str, tuple[str, str]]] = {
-    "P": {
-        "on-demand": ("L-417A185B", "Running On-Demand P instances"),
-        "spot": ("L-7212CCBC", "All P Spot Instance Requests"),
-    },
-    "G": {
-        "on-demand": ("L-DB2E81BA", "Running On-Demand G and VT instances"),
-        "spot": ("L-3819A6DF", "All G and VT Spot Instance Requests"),
-    },
-}
 THROTTLE_CODES = frozenset(
     {"Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequestsException", "RequestThrottled"}
 )
@@ -41,15 +29,11 @@ class ServiceAbsent(BurstError):
 
 
 def quota_family(instance_type: str) -> str:
-    """The quota family of an instance type: P (p4d, p5, p6-b200, ...) or G (g5, g6, g6e, vt1)."""
-    family = instance_type.split(".")[0]
-    letters = re.match(r"[a-z]*", family)
-    prefix = letters.group(0) if letters else ""
-    if prefix in ("g", "vt"):
-        return "G"
-    if prefix == "p":
-        return "P"
-    raise BurstError(f"no EC2 GPU vCPU quota is known for instance family {family}", 2)
+    """The quota family of an instance type (model.quotas); BurstError (exit 2) for one with no GPU quota."""
+    family = quotas.quota_family(instance_type)
+    if family is None:
+        raise BurstError(f"no EC2 GPU vCPU quota is known for instance family {instance_type.split('.')[0]}", 2)
+    return family
 
 
 class Aws:
@@ -160,7 +144,7 @@ class Aws:
                 for i in r.get("Instances", []):
                     is_spot = i.get("InstanceLifecycle") == "spot"
                     t = i["InstanceType"]
-                    if is_spot == spot and _family_or_none(t) == family:
+                    if is_spot == spot and quotas.quota_family(t) == family:
                         types.append(t)
             token = resp.get("NextToken")
             if not token:
@@ -235,10 +219,3 @@ class Aws:
 
 
 IN_SERVICE = "GroupInServiceInstances"
-
-
-def _family_or_none(instance_type: str) -> str | None:
-    try:
-        return quota_family(instance_type)
-    except BurstError:
-        return None

@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from gpufleet.burst.aws import QUOTA_CODES, Aws, quota_family
+from gpufleet.burst.aws import Aws, quota_family
 from gpufleet.burst.errors import BurstError
 from model import catalog
 from model.burst import (
@@ -31,6 +31,7 @@ from model.burst import (
     window_price,
     worst_case,
 )
+from model.quotas import QUOTA_CODES
 from model.spec import AwsNodePool, BurstLedgerEntry, BurstWindow, EstateSpec
 
 
