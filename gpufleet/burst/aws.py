@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpufleet.burst.errors import BurstError
-from model import catalog, quotas
+from model import aws_account, catalog
 
 THROTTLE_CODES = frozenset(
     {"Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequestsException", "RequestThrottled"}
@@ -29,8 +29,8 @@ class ServiceAbsent(BurstError):
 
 
 def quota_family(instance_type: str) -> str:
-    """The quota family of an instance type (model.quotas); BurstError (exit 2) for one with no GPU quota."""
-    family = quotas.quota_family(instance_type)
+    """The quota family of an instance type (model.aws_account); BurstError (exit 2) for one with no GPU quota."""
+    family = aws_account.quota_family(instance_type)
     if family is None:
         raise BurstError(f"no EC2 GPU vCPU quota is known for instance family {instance_type.split('.')[0]}", 2)
     return family
@@ -144,7 +144,7 @@ class Aws:
                 for i in r.get("Instances", []):
                     is_spot = i.get("InstanceLifecycle") == "spot"
                     t = i["InstanceType"]
-                    if is_spot == spot and quotas.quota_family(t) == family:
+                    if is_spot == spot and aws_account.quota_family(t) == family:
                         types.append(t)
             token = resp.get("NextToken")
             if not token:

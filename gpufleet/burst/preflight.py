@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from gpufleet.burst.aws import Aws, quota_family
 from gpufleet.burst.errors import BurstError
 from model import catalog
+from model.aws_account import QUOTA_CODES
 from model.burst import (
     MIN_WINDOW_HOURS,
     RECONCILE_LAG,
@@ -31,7 +32,6 @@ from model.burst import (
     window_price,
     worst_case,
 )
-from model.quotas import QUOTA_CODES
 from model.spec import AwsNodePool, BurstLedgerEntry, BurstWindow, EstateSpec
 
 

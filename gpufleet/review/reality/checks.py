@@ -12,7 +12,7 @@ from gpufleet.review.reality.first_up import FirstUp, Problem, simulate
 from gpufleet.review.reality.journeys.canonical import promised
 from gpufleet.review.reality.journeys.core import Journey
 from gpufleet.review.reality.journeys.estate import clusters
-from model.quotas import quota_notes
+from model.aws_account import quota_notes
 from model.spec import BurstWindow, EstateSpec
 
 

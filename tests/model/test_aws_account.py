@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 
-from model.quotas import pool_quotas, quota_family, quota_notes, quota_totals
+from model.aws_account import pool_quotas, quota_family, quota_notes, quota_totals
 from model.spec import EstateSpec
 from tests.conftest import example_estate
 
