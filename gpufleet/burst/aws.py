@@ -110,6 +110,22 @@ class Aws:
         )
         return sorted(o["Location"] for o in resp.get("InstanceTypeOfferings", []))
 
+    def offered_zone_ids(self, instance_type: str) -> list[str]:
+        """AZ IDs of the region offering `instance_type`: the same AZ in every account, unlike AZ names."""
+        resp = self._call(
+            f"DescribeInstanceTypeOfferings for {instance_type}",
+            self.ec2.describe_instance_type_offerings,
+            LocationType="availability-zone-id",
+            Filters=[{"Name": "instance-type", "Values": [instance_type]}],
+        )
+        return sorted(o["Location"] for o in resp.get("InstanceTypeOfferings", []))
+
+    def zone_ids(self) -> dict[str, str]:
+        """This account's AZ names of the region -> their AZ IDs (DescribeAvailabilityZones: names map to AZs per
+        account, https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html)."""
+        resp = self._call("DescribeAvailabilityZones", self.ec2.describe_availability_zones)
+        return {z["ZoneName"]: z["ZoneId"] for z in resp.get("AvailabilityZones", [])}
+
     def server_time(self) -> dt.datetime:
         """Now by AWS's clock: the `Date` header of an EC2 response (RFC 7231 section 7.1.1.2), not the runner's."""
         resp = self._call("DescribeAvailabilityZones", self.ec2.describe_availability_zones)
