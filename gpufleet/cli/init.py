@@ -77,11 +77,9 @@ def _zones(instance: str, region: str) -> tuple[list[str], str]:
     offered = catalog.offered_zone_ids(instance, region)
     if offered == []:
         raise CommandError(f"--gpu: {instance} is offered in no AZ of {region} (the catalog's EC2 offerings)")
-    where = "" if offered is None else f" ({instance}: {len(offered)} AZ IDs of {region} offer it)"
-    return [
-        f"{region}a",
-        f"{region}b",
-    ], f"CHANGE: AZ names differ per account; `gpufleet check --aws` checks them{where}"
+    where = "" if offered is None else f" ({len(offered)} AZ IDs of {region} offer {instance})"
+    note = f"AZ names differ per account: `gpufleet check --aws` checks these{where}"
+    return [f"{region}a", f"{region}b"], note
 
 
 def _metadata(name: str) -> str:
