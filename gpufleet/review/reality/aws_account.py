@@ -37,6 +37,8 @@ def check_account(spec: EstateSpec, connect: Callable[[str], Aws]) -> AccountChe
     result = AccountCheck()
     sites = [a for s in spec.sites if (a := kinds.of(s).aws_site) is not None]
     needs = pool_quotas(spec)
+    if not sites:
+        result.checks.append("the estate has no AWS site: nothing to read")
     for region in sorted({s.region for s in sites}):
         aws = connect(region)
         zone_ids = aws.zone_ids()

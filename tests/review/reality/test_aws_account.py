@@ -117,3 +117,11 @@ def test_offerings_are_judged_by_this_accounts_az_ids_not_another_accounts_names
     # g6e is not offered in use1-az3 either: the L40S pools spread over the site's AZs meet it in us-east-1a too.
     assert all(" in us-east-1a (use1-az3 in this account)" in p for p in result.problems)
     assert len(result.problems) == 3
+
+
+def test_an_estate_without_aws_sites_reads_nothing() -> None:
+    def refuse(region: str) -> Aws:
+        raise AssertionError(f"asked AWS in {region}")
+
+    result = check_account(EstateSpec.model_validate(example_estate("onprem")), refuse)
+    assert result.problems == [] and result.checks == ["the estate has no AWS site: nothing to read"]
