@@ -38,7 +38,6 @@ class Estate(pulumi.ComponentResource):
         self.sites: dict[str, AwsSiteStack | BaremetalSiteStack] = {}
         self.clusters: dict[str, ClusterStack] = {}
         kubeconfigs: dict[str, pulumi.Input[str]] = {}  # each site's, for the MultiKueue manager
-        autoscaling_role: pulumi.Resource | None = None  # one per account: the first AWS site makes or reads it
         for site in spec.sites:
             site_opts = pulumi.ResourceOptions(parent=self)
             # The one dispatch on the kind here: which component folder builds the site. Everything else the
@@ -48,9 +47,8 @@ class Estate(pulumi.ComponentResource):
             after_cluster: Callable[[ClusterStack], None] | None = None
             match site:
                 case AwsSite():
-                    site_args = AwsSiteArgs(spec, site, tags, args.window, args.now, autoscaling_role)
+                    site_args = AwsSiteArgs(spec, site, tags, args.window, args.now)
                     aws = AwsSiteStack(site.name, site_args, site_opts)
-                    autoscaling_role = autoscaling_role or aws.cluster.autoscaling_role
                     built, crd = aws, aws.autoscaler.crd if aws.autoscaler else None
                     kubeconfigs[site.name] = aws.kubeconfig
                 case BaremetalSite():

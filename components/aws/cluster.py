@@ -37,8 +37,6 @@ class EksClusterArgs:
     tags: Tags
     vpc_id: pulumi.Input[str]
     subnet_ids: list[pulumi.Output[str]]
-    # The account's Auto Scaling service-linked role when an earlier AWS site already created or read it.
-    autoscaling_role: pulumi.Resource | None = None
 
 
 class EksClusterStack(pulumi.ComponentResource):
@@ -55,7 +53,6 @@ class EksClusterStack(pulumi.ComponentResource):
     cluster_security_group_id: pulumi.Output[str]
     node_role_arn: pulumi.Output[str]
     key_arn: pulumi.Output[str]
-    autoscaling_role: pulumi.Resource
     system_nodes: aws.eks.NodeGroup | None  # what in-cluster releases schedule on (None: an adopted cluster)
 
     def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -66,7 +63,6 @@ class EksClusterStack(pulumi.ComponentResource):
         self.name = cluster_name(args.tags, site)
         node_role = self._node_role()
         self.node_role_arn = node_role.arn
-        self.autoscaling_role = args.autoscaling_role or self._autoscaling_role()
         self.key = self._key(node_role)
         self.key_arn = self.key.arn
         cluster = self._adopted() if site.cluster.adopt_name else self._created()
@@ -111,22 +107,6 @@ class EksClusterStack(pulumi.ComponentResource):
             )
         return role
 
-    def _autoscaling_role(self) -> pulumi.Resource:
-        """AWSServiceRoleForAutoScaling, which the key policy names: created, or read where it exists (the
-        account's first Auto Scaling group creates it, so a fresh account has none; terraform-aws-eks #3013).
-        Kept on destroy: other Auto Scaling groups of the account launch under it."""
-        a = self._args
-        if a.spec.aws_account.autoscaling_service_role == "create":
-            return aws.iam.ServiceLinkedRole(
-                f"{self._n}-autoscaling-role",
-                aws_service_name=iam.AUTOSCALING_SERVICE,
-                description="EC2 Auto Scaling (EKS node groups) launches encrypted node volumes under it",
-                tags=a.tags.aws(),
-                opts=self._opts(retain_on_delete=True),
-            )
-        # A read by role name (the IAM role's id): fails at preview, naming the role, where it does not exist.
-        return aws.iam.Role.get(f"{self._n}-autoscaling-role", id=iam.AUTOSCALING_ROLE_NAME, opts=self._opts())
-
     def _key(self, node_role: aws.iam.Role) -> aws.kms.Key:
         region, name = self._args.site.region, self.name
         return aws.kms.Key(
@@ -137,7 +117,7 @@ class EksClusterStack(pulumi.ComponentResource):
             policy=node_role.arn.apply(lambda arn: iam.site_key_policy(region, iam.account_of(arn), name)),
             tags=self._args.tags.aws(),
             # Protected: deleting it makes the cluster's secrets and every node volume unreadable.
-            opts=self._opts(depends_on=[self.autoscaling_role], protect=True),
+            opts=self._opts(protect=True),
         )
 
     # -- the cluster -----------------------------------------------------------------------------------

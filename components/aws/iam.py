@@ -49,6 +49,40 @@ def autoscaling_role_arn(region: str, account: str) -> str:
     return f"arn:{partition(region)}:iam::{account}:role/aws-service-role/{AUTOSCALING_SERVICE}/{AUTOSCALING_ROLE_NAME}"
 
 
+def autoscaling_key_statements(region: str, account: str) -> list[dict[str, Any]]:
+    """The two key-policy statements the Auto Scaling service-linked role needs for encrypted node volumes: use of
+    the key, and grants for AWS resources (the EBS volumes it attaches).
+
+    The role is AWSServiceRoleForAutoScaling, one per account. Auto Scaling creates it with the account's first
+    Auto Scaling group (https://docs.aws.amazon.com/autoscaling/ec2/userguide/autoscaling-service-linked-role.html,
+    "Create the service-linked role (automatic)"); for a managed node group EKS creates that group under its own
+    service-linked role, whose policy allows iam:CreateServiceLinkedRole
+    (https://docs.aws.amazon.com/aws-managed-policy/latest/reference/AWSServiceRoleForAmazonEKSNodegroup.html).
+    So the stack neither creates nor reads the role: creating it fails where it exists ("has been taken in this
+    account"), reading it fails where it does not. The statements match it by ARN (`aws:PrincipalArn`, which is the
+    role's ARN for a session of the role), in this account only, which holds whether it exists yet or not.
+    """
+    who = {"StringEquals": {"aws:PrincipalArn": autoscaling_role_arn(region, account), "kms:CallerAccount": account}}
+    return [
+        {
+            "Sid": "AutoScalingUsesKeyForNodeVolumes",
+            "Effect": "Allow",
+            "Principal": {"AWS": "*"},
+            "Action": ["kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:DescribeKey"],
+            "Resource": "*",
+            "Condition": who,
+        },
+        {
+            "Sid": "AutoScalingGrantsForAttachedVolumes",
+            "Effect": "Allow",
+            "Principal": {"AWS": "*"},
+            "Action": "kms:CreateGrant",
+            "Resource": "*",
+            "Condition": {**who, "Bool": {"kms:GrantIsForAWSResource": "true"}},
+        },
+    ]
+
+
 def control_plane_log_group(cluster: str) -> str:
     """The log group EKS writes control-plane logs to (EKS user guide, control-plane-logs)."""
     return f"/aws/eks/{cluster}/cluster"
@@ -68,34 +102,22 @@ def account_administers_key(region: str, account: str) -> dict[str, Any]:
 def site_key_policy(region: str, account: str, cluster: str) -> str:
     """Key policy of the site key (EKS secrets, node root volumes, control-plane logs).
 
-    The account's IAM policies govern use of the key (no wildcard principal). EC2 Auto Scaling launches the
-    node groups' instances under its service-linked role, which needs the key for the encrypted root volumes
-    (EC2 Auto Scaling user guide, "Required AWS KMS key policy for use with encrypted volumes"); KMS refuses a
-    policy naming that role before it exists, so the key depends on the role (created or read by the cluster).
-    CloudWatch Logs encrypts the control-plane log group with the key, for that log group only (CloudWatch Logs
-    user guide, "Encrypt log data in CloudWatch Logs using AWS Key Management Service", step 2).
+    The account's IAM policies govern use of the key. EC2 Auto Scaling launches the node groups' instances under
+    its service-linked role, which needs the key for the encrypted root volumes (EC2 Auto Scaling user guide,
+    "Required AWS KMS key policy for use with encrypted volumes":
+    https://docs.aws.amazon.com/autoscaling/ec2/userguide/key-policy-requirements-EBS-encryption.html). The role is
+    matched by `aws:PrincipalArn` in a condition, not named as the principal: KMS refuses a principal that does not
+    exist yet ("invalid principals"), and a fresh account has no such role until its first Auto Scaling group.
+    The stack never creates the role (see `autoscaling_key_statements`). CloudWatch Logs encrypts the control-plane
+    log group with the key, for that log group only (CloudWatch Logs user guide, "Encrypt log data in CloudWatch
+    Logs using AWS Key Management Service", step 2).
     """
     p = partition(region)
-    asg_role = autoscaling_role_arn(region, account)
     suffix = ".amazonaws.com.cn" if p == "aws-cn" else ".amazonaws.com"
     log_group = f"arn:{p}:logs:{region}:{account}:log-group:{control_plane_log_group(cluster)}"
     statements: list[dict[str, Any]] = [
         account_administers_key(region, account),
-        {
-            "Sid": "AutoScalingUsesKeyForNodeVolumes",
-            "Effect": "Allow",
-            "Principal": {"AWS": asg_role},
-            "Action": ["kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:DescribeKey"],
-            "Resource": "*",
-        },
-        {
-            "Sid": "AutoScalingGrantsForAttachedVolumes",
-            "Effect": "Allow",
-            "Principal": {"AWS": asg_role},
-            "Action": "kms:CreateGrant",
-            "Resource": "*",
-            "Condition": {"Bool": {"kms:GrantIsForAWSResource": "true"}},
-        },
+        *autoscaling_key_statements(region, account),
         {
             "Sid": "CloudWatchLogsEncryptsControlPlaneLogs",
             "Effect": "Allow",

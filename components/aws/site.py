@@ -32,8 +32,6 @@ class AwsSiteArgs:
     tags: Tags
     window: BurstWindow | None
     now: dt.datetime
-    # The account's Auto Scaling service-linked role when an earlier AWS site of the estate made or read it.
-    autoscaling_role: pulumi.Resource | None = None
 
 
 class AwsSiteStack(pulumi.ComponentResource):
@@ -79,7 +77,6 @@ class AwsSiteStack(pulumi.ComponentResource):
                 tags=args.tags,
                 vpc_id=self.network.vpc_id,
                 subnet_ids=self.network.private_subnet_ids,
-                autoscaling_role=args.autoscaling_role,
             ),
             self._child(),
         )

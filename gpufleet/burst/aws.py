@@ -4,25 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import email.utils
-import re
 import time
 from collections.abc import Callable
 from typing import Any
 
 from gpufleet.burst.errors import BurstError
-from model import catalog
+from model import aws_account, catalog
 
-# EC2 vCPU quotas (service-quotas, service code ec2) per instance family and purchase option.
-QUOTA_CODES: dict[str, dict[str, tuple[str, str]]] = {
-    "P": {
-        "on-demand": ("L-417A185B", "Running On-Demand P instances"),
-        "spot": ("L-7212CCBC", "All P Spot Instance Requests"),
-    },
-    "G": {
-        "on-demand": ("L-DB2E81BA", "Running On-Demand G and VT instances"),
-        "spot": ("L-3819A6DF", "All G and VT Spot Instance Requests"),
-    },
-}
 THROTTLE_CODES = frozenset(
     {"Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequestsException", "RequestThrottled"}
 )
@@ -41,15 +29,11 @@ class ServiceAbsent(BurstError):
 
 
 def quota_family(instance_type: str) -> str:
-    """The quota family of an instance type: P (p4d, p5, p6-b200, ...) or G (g5, g6, g6e, vt1)."""
-    family = instance_type.split(".")[0]
-    letters = re.match(r"[a-z]*", family)
-    prefix = letters.group(0) if letters else ""
-    if prefix in ("g", "vt"):
-        return "G"
-    if prefix == "p":
-        return "P"
-    raise BurstError(f"no EC2 GPU vCPU quota is known for instance family {family}", 2)
+    """The quota family of an instance type (model.aws_account); BurstError (exit 2) for one with no GPU quota."""
+    family = aws_account.quota_family(instance_type)
+    if family is None:
+        raise BurstError(f"no EC2 GPU vCPU quota is known for instance family {instance_type.split('.')[0]}", 2)
+    return family
 
 
 class Aws:
@@ -126,6 +110,22 @@ class Aws:
         )
         return sorted(o["Location"] for o in resp.get("InstanceTypeOfferings", []))
 
+    def offered_zone_ids(self, instance_type: str) -> list[str]:
+        """AZ IDs of the region offering `instance_type`: the same AZ in every account, unlike AZ names."""
+        resp = self._call(
+            f"DescribeInstanceTypeOfferings for {instance_type}",
+            self.ec2.describe_instance_type_offerings,
+            LocationType="availability-zone-id",
+            Filters=[{"Name": "instance-type", "Values": [instance_type]}],
+        )
+        return sorted(o["Location"] for o in resp.get("InstanceTypeOfferings", []))
+
+    def zone_ids(self) -> dict[str, str]:
+        """This account's AZ names of the region -> their AZ IDs (DescribeAvailabilityZones: names map to AZs per
+        account, https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html)."""
+        resp = self._call("DescribeAvailabilityZones", self.ec2.describe_availability_zones)
+        return {z["ZoneName"]: z["ZoneId"] for z in resp.get("AvailabilityZones", [])}
+
     def server_time(self) -> dt.datetime:
         """Now by AWS's clock: the `Date` header of an EC2 response (RFC 7231 section 7.1.1.2), not the runner's."""
         resp = self._call("DescribeAvailabilityZones", self.ec2.describe_availability_zones)
@@ -160,7 +160,7 @@ class Aws:
                 for i in r.get("Instances", []):
                     is_spot = i.get("InstanceLifecycle") == "spot"
                     t = i["InstanceType"]
-                    if is_spot == spot and _family_or_none(t) == family:
+                    if is_spot == spot and aws_account.quota_family(t) == family:
                         types.append(t)
             token = resp.get("NextToken")
             if not token:
@@ -235,10 +235,3 @@ class Aws:
 
 
 IN_SERVICE = "GroupInServiceInstances"
-
-
-def _family_or_none(instance_type: str) -> str | None:
-    try:
-        return quota_family(instance_type)
-    except BurstError:
-        return None

@@ -11,9 +11,10 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from gpufleet.burst.aws import QUOTA_CODES, Aws, quota_family
+from gpufleet.burst.aws import Aws, quota_family
 from gpufleet.burst.errors import BurstError
 from model import catalog
+from model.aws_account import QUOTA_CODES
 from model.burst import (
     MIN_WINDOW_HOURS,
     RECONCILE_LAG,

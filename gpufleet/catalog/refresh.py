@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from model.catalog import INSTANCES_FILE, SHIPPED_INSTANCE_TYPES
+from model.catalog import INSTANCES_FILE, OFFERINGS_KEY, SHIPPED_INSTANCE_TYPES
 
 
 def _facts(it: dict[str, Any]) -> dict[str, Any]:
@@ -49,11 +49,15 @@ def describe(ec2: Any, instance_types: list[str]) -> dict[str, dict[str, Any]]:
 
 
 def offerings(ec2: Any, instance_types: list[str]) -> dict[str, list[str]]:
-    """Availability zones offering each instance type (`DescribeInstanceTypeOfferings`)."""
+    """AZ IDs offering each instance type (`DescribeInstanceTypeOfferings`, location type `availability-zone-id`).
+
+    AZ IDs, never AZ names: a name such as us-east-1a maps to a different AZ in each account, while an AZ ID
+    (use1-az1) is the same AZ in every account (https://docs.aws.amazon.com/ram/latest/userguide/
+    working-with-az-ids.html). So offerings recorded from the maintainer's account hold for every account."""
     zones: dict[str, set[str]] = {t: set() for t in instance_types}
     paginator = ec2.get_paginator("describe_instance_type_offerings")
     for page in paginator.paginate(
-        LocationType="availability-zone",
+        LocationType="availability-zone-id",
         Filters=[{"Name": "instance-type", "Values": instance_types}],
     ):
         for off in page["InstanceTypeOfferings"]:
@@ -69,7 +73,7 @@ def refresh(
     instance_types: list[str] | None = None,
     today: dt.date | None = None,
 ) -> dict[str, Any]:
-    """Rewrite the catalog's instance facts and `region`'s AZ offerings; returns the new document.
+    """Rewrite the catalog's instance facts and `region`'s offerings by AZ ID; returns the new document.
 
     EC2 answers DescribeInstanceTypes only for types that exist in the client's region and fails the whole
     call otherwise ("InvalidInstanceType: The following supplied instance types do not exist"), and no region
@@ -90,7 +94,8 @@ def refresh(
     doc["source"] = "ec2:DescribeInstanceTypes and ec2:DescribeInstanceTypeOfferings (gpufleet catalog refresh)"
     doc["generated"] = (today or dt.date.today()).isoformat()
     doc["instances"] = dict(sorted(facts.items()))
-    doc.setdefault("offerings", {})[region] = zones
-    doc["offerings"] = dict(sorted(doc["offerings"].items()))
+    doc.pop("offerings", None)  # the by-name offerings of earlier catalogs: true of their account only
+    doc.setdefault(OFFERINGS_KEY, {})[region] = zones
+    doc[OFFERINGS_KEY] = dict(sorted(doc[OFFERINGS_KEY].items()))
     path.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
     return doc

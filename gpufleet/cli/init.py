@@ -68,17 +68,18 @@ def _gpus_per_node(gpu: str) -> int:
 
 
 def _zones(instance: str, region: str) -> tuple[list[str], str]:
-    """Two AZs for the site and a comment saying where they came from."""
+    """Two AZs for the site and a comment saying how to check them.
+
+    The catalog knows which AZ IDs offer the type, but not which AZ names those are in the user's account
+    (https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html), so the names are a first guess."""
     from model import catalog
 
-    offered = catalog.offered_zones(instance, region)
-    if offered is None:
-        note = f"check: aws ec2 describe-instance-type-offerings --location-type availability-zone --region {region}"
-        return [f"{region}a", f"{region}b"], note
-    if not offered:
-        raise CommandError(f"--gpu: {instance} is not offered in {region} (the catalog's EC2 offerings)")
-    zones = sorted(offered)[:2]
-    return zones, f"AZs offering {instance} (gpufleet's catalog of EC2 offerings)"
+    offered = catalog.offered_zone_ids(instance, region)
+    if offered == []:
+        raise CommandError(f"--gpu: {instance} is offered in no AZ of {region} (the catalog's EC2 offerings)")
+    where = "" if offered is None else f" ({len(offered)} AZ IDs of {region} offer {instance})"
+    note = f"AZ names differ per account: `gpufleet check --aws` checks these{where}"
+    return [f"{region}a", f"{region}b"], note
 
 
 def _metadata(name: str) -> str:
@@ -250,7 +251,6 @@ def _render(kind: Kind, stack: str, region: str, gpu: str, prices: tuple[str, ..
             + "  gpufleet:estate:\n"
             + _metadata("train")
             + "\n    deployer:\n      cidrs: [203.0.113.0/24]       # CHANGE: the fixed egress of the runner doing `up`\n"
-            + "    aws_account:\n      autoscaling_service_role: create   # `existing` if the account already has it\n"
             + "    sites:\n"
             + _aws_site("cloud", region, gpu, burst=False, prices=prices)
             + "\n"
@@ -286,7 +286,6 @@ def _render(kind: Kind, stack: str, region: str, gpu: str, prices: tuple[str, ..
         + _metadata("hyb")
         + "\n    deployer:\n      network: onprem               # a self-hosted runner in the data centre\n"
         + "      cidrs: [10.30.9.0/28]         # CHANGE: that runner's addresses (inside onprem_cidrs)\n"
-        + "    aws_account:\n      autoscaling_service_role: create   # `existing` if the account already has it\n"
         + "    sites:\n"
         + _baremetal_site(gpu)
         + "\n"

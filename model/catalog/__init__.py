@@ -20,8 +20,10 @@ from typing import Any
 from model.yaml_text import safe_load
 
 HERE = Path(__file__).parent
-# Written by `gpufleet catalog refresh` (EC2 DescribeInstanceTypes), never by hand.
+# Written by `gpufleet catalog refresh` (EC2 DescribeInstanceTypes), never by hand; with each region's offerings
+# by AZ ID under OFFERINGS_KEY.
 INSTANCES_FILE = HERE / "aws_instances.json"
+OFFERINGS_KEY = "offerings_by_az_id"
 # On-demand Linux prices per region, each region with its date and source (`sources`); and storage / service list
 # prices per region, each figure dated and sourced.
 PRICES_FILE = HERE / "aws_prices.json"
@@ -241,9 +243,13 @@ def instance_type(name: str) -> InstanceType:
         ) from None
 
 
-def offered_zones(name: str, region: str) -> list[str] | None:
-    """AZs of `region` offering `name`, or None when the catalog holds no offerings for that region."""
-    region_offers = _instances_doc().get("offerings", {}).get(region)
+def offered_zone_ids(name: str, region: str) -> list[str] | None:
+    """AZ IDs of `region` offering `name` (use1-az1, ...), or None when the catalog holds no offerings there.
+
+    IDs, not names: AZ names map to AZs per account, so no account's names say where a type is offered in
+    another (https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html). `gpufleet check --aws`
+    maps the stack's AZ names to IDs in the deployer's account."""
+    region_offers = _instances_doc().get(OFFERINGS_KEY, {}).get(region)
     if region_offers is None:
         return None
     return list(region_offers.get(name, []))

@@ -203,7 +203,8 @@ def _aws_pool(
 def _aws_pool_zone(
     path: str, s: AwsSite, p: AwsNodePool, fabric: EfaFabric | InfinibandFabric | RoceFabric | None
 ) -> Iterator[Problem]:
-    """The pool's one AZ: the EFA fabric's (the pool must not name another), else its own; offered there."""
+    """The pool's one AZ: the EFA fabric's (the pool must not name another), else its own; and its type offered
+    somewhere in the region."""
     if isinstance(fabric, EfaFabric):
         if not p.instance.efa_supported:
             yield Problem(
@@ -222,13 +223,16 @@ def _aws_pool_zone(
         az = p.availability_zone
         if az is not None and az not in s.availability_zones:
             yield Problem(f"{path}.availability_zone", f"{az} is not one of the site's AZs")
-    # A zone outside the site's AZs or region is reported where it is set (site, fabric or pool), not again here.
-    if az is not None and az in s.availability_zones and az.startswith(s.region):
-        zones = catalog.offered_zones(p.instance_type, s.region)
-        if zones is not None and az not in zones:
-            yield Problem(
-                f"{path}.instance_type", f"{p.instance_type} is not offered in {az} (offered: {', '.join(zones)})"
-            )
+    # The catalog records offerings by AZ ID, and AZ names map to AZ IDs per account
+    # (https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html): offline, only a type offered in
+    # no AZ of the region is known to fail. Which AZ name offers it is for `gpufleet check --aws` to answer.
+    zone_ids = catalog.offered_zone_ids(p.instance_type, s.region)
+    if zone_ids == []:
+        yield Problem(
+            f"{path}.instance_type",
+            f"{p.instance_type} is offered in no AZ of {s.region} (the catalog's EC2 offerings by AZ ID); pick "
+            "another instance type or region",
+        )
 
 
 def interconnect_problems(path: str, s: AwsSite, onprem: list[str]) -> Iterator[Problem]:

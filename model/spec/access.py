@@ -117,12 +117,11 @@ PrivateInterconnect = VpnInterconnect | TransitGatewayInterconnect | ExistingInt
 class AwsAccount(Model):
     """Facts of the AWS account the estate's AWS sites deploy into (one account: the deployer's credentials)."""
 
-    autoscaling_service_role: Literal["create", "existing"] = Field(
-        default="create",
+    autoscaling_service_role: Literal["create", "existing"] | None = Field(
+        default=None,
         description=(
-            "AWSServiceRoleForAutoScaling, which the site key policy names (node groups launch encrypted volumes "
-            "under it): `create` it (a fresh account has none until its first Auto Scaling group, and KMS refuses "
-            "a key policy naming a missing principal), or read the `existing` one (creating it again fails with "
-            "'has been taken in this account')."
+            "Ignored, kept so that older stack files still load: gpufleet no longer creates or reads "
+            "AWSServiceRoleForAutoScaling. EC2 Auto Scaling creates it with the account's first Auto Scaling group "
+            "(an EKS node group's), and the site key admits it by ARN whether it exists yet or not. Remove the key."
         ),
     )

@@ -129,36 +129,66 @@ def test_transit_gateway_interconnect_attaches_private_subnets_and_routes_onprem
     assert cidrs == ["10.30.0.0/16", "10.31.0.0/16"]
 
 
-# -- item 4: a fresh account has no AWSServiceRoleForAutoScaling; the key policy names it ---------------------
+# -- item 4 / issue 31: AWSServiceRoleForAutoScaling is neither created nor read; the key admits it by ARN ------
 
 
-def test_key_waits_for_the_autoscaling_role_it_names(example_plans: dict[str, Plan]) -> None:
-    # KMS refuses a key policy naming a principal that does not exist ("Policy contains a statement with one or
-    # more invalid principals"; terraform-aws-modules/terraform-aws-eks#3013). The role appears with the account's
-    # first Auto Scaling group, so the stack creates it and the key depends on it.
+def _asg_statements(plan: Plan, site: str) -> list[dict[str, Any]]:
+    statements = json.loads(plan.one(KEY, f"{site}-cluster-key").inputs["policy"])["Statement"]
+    return [s for s in statements if s["Sid"].startswith("AutoScaling")]
+
+
+@pytest.mark.parametrize("stack", ["aws-train", "aws-train-west", "hybrid"])
+def test_no_stack_creates_or_reads_the_autoscaling_role(example_plans: dict[str, Plan], stack: str) -> None:
+    # IAM CreateServiceLinkedRole fails with InvalidInput "... has been taken in this account" where the role
+    # exists (every account with an Auto Scaling group, and the second of two stacks in one account); a read
+    # fails where it does not. EC2 Auto Scaling creates it with the first Auto Scaling group
+    # (https://docs.aws.amazon.com/autoscaling/ec2/userguide/autoscaling-service-linked-role.html), and EKS
+    # creates a node group's under AWSServiceRoleForAmazonEKSNodegroup, whose policy allows
+    # iam:CreateServiceLinkedRole (https://docs.aws.amazon.com/aws-managed-policy/latest/reference/
+    # AWSServiceRoleForAmazonEKSNodegroup.html).
+    plan = example_plans[stack]
+    assert not plan.find(SLR)
+    assert not [r for r in plan.resources if "autoscaling-role" in r.name]
+
+
+def test_key_policy_admits_the_autoscaling_role_by_arn_without_naming_it_as_principal(
+    example_plans: dict[str, Plan],
+) -> None:
+    # KMS refuses a key policy whose Principal does not exist ("Policy contains a statement with one or more
+    # invalid principals"; terraform-aws-modules/terraform-aws-eks#3013), so the role is matched by aws:PrincipalArn
+    # (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-keys.html#condition-keys-principalarn).
     plan = example_plans["aws-train"]
-    role = plan.one(SLR, "use1-cluster-autoscaling-role")
-    assert role.inputs["awsServiceName"] == "autoscaling.amazonaws.com"
-    assert role.retain_on_delete  # other Auto Scaling groups of the account launch under it
-    key = plan.one(KEY, "use1-cluster-key")
-    assert role.key in key.dependencies
-    principals = {json.dumps(s["Principal"]) for s in json.loads(key.inputs["policy"])["Statement"]}
     asg = iam.autoscaling_role_arn("us-east-1", "ACCOUNT_ID_KNOWN_AT_APPLY")
-    assert json.dumps({"AWS": asg}) in principals
     assert asg.endswith(":role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling")
+    use, grant = _asg_statements(plan, "use1")
+    for stmt in (use, grant):
+        assert stmt["Principal"] == {"AWS": "*"}
+        assert stmt["Condition"]["StringEquals"] == {
+            "aws:PrincipalArn": asg,
+            "kms:CallerAccount": "ACCOUNT_ID_KNOWN_AT_APPLY",
+        }
+    # EC2 Auto Scaling user guide, key-policy-requirements-EBS-encryption: use of the key, and grants for AWS
+    # resources only.
+    assert "kms:GenerateDataKey*" in use["Action"] and "kms:Decrypt" in use["Action"]
+    assert grant["Action"] == "kms:CreateGrant"
+    assert grant["Condition"]["Bool"] == {"kms:GrantIsForAWSResource": "true"}
+    principals = [json.dumps(s["Principal"]) for s in json.loads(plan.one(KEY, "use1-cluster-key").inputs["policy"])
+                  ["Statement"]]  # fmt: skip
+    assert not [p for p in principals if "AWSServiceRoleForAutoScaling" in p]
 
 
-def test_two_aws_sites_of_one_account_share_one_autoscaling_role(tgw_plan: Plan) -> None:
-    # IAM holds one AWSServiceRoleForAutoScaling per account; a second create would fail.
-    (role,) = tgw_plan.find(SLR)
+def test_two_aws_sites_of_one_account_each_admit_the_one_autoscaling_role(tgw_plan: Plan) -> None:
+    # IAM holds one AWSServiceRoleForAutoScaling per account: each site's key admits it, none creates it.
+    assert not tgw_plan.find(SLR)
     for site in ("cloud", "cloud2"):
-        assert role.key in tgw_plan.one(KEY, f"{site}-cluster-key").dependencies
+        assert len(_asg_statements(tgw_plan, site)) == 2
     assert not tgw_plan.find(INGRESS, "cloud2-cluster-api-198.51.100.0-29")  # public path: no private rule
 
 
-def test_an_existing_autoscaling_role_is_read_not_created(adopted_plan: Plan) -> None:
-    # Creating it again fails with "has been taken in this account"; a read by ARN fails early if it is missing.
+def test_a_stack_file_still_setting_autoscaling_service_role_loads_and_changes_nothing(adopted_plan: Plan) -> None:
+    # Older stack files set aws_account.autoscaling_service_role (create or existing); the key is ignored.
     assert not adopted_plan.find(SLR)
+    assert not [r for r in adopted_plan.resources if "autoscaling-role" in r.name]
 
 
 # -- item 15: the site key protected, control-plane logs encrypted with it -----------------------------------

@@ -18,6 +18,7 @@ from gpufleet.burst.errors import BurstError
 from gpufleet.burst.preflight import BurstRequest, preflight
 from model.burst import booking, latest_expiry, spend_in_month
 from model.spec import BurstLedgerEntry, EstateSpec
+from tests.aws_stubs import Quotas
 from tests.burst.helpers import NOW
 from tests.conftest import example_estate
 
@@ -32,24 +33,6 @@ def estate(**changes: Any) -> EstateSpec:
         target = {"pool": pool, "cloud": cloud, "burst": raw["burst"]}[key.split("__")[0]]
         target[key.split("__")[1]] = value
     return EstateSpec.model_validate(raw)
-
-
-class Quotas:
-    """Service Quotas answers for one Aws instance (botocore Stubber: request shapes checked against the model)."""
-
-    def __init__(self, aws: Aws) -> None:
-        self.stub = Stubber(aws.quotas)
-        self.stub.activate()
-
-    def value(self, code: str, vcpus: float) -> None:
-        self.stub.add_response(
-            "get_service_quota",
-            {"Quota": {"ServiceCode": "ec2", "QuotaCode": code, "QuotaName": "x", "Value": vcpus}},
-            {"ServiceCode": "ec2", "QuotaCode": code},
-        )
-
-    def error(self, code: str) -> None:
-        self.stub.add_client_error("get_service_quota", service_error_code=code, http_status_code=400)
 
 
 @pytest.fixture

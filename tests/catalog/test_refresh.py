@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 import gpufleet.catalog.refresh as catalog_refresh
 from gpufleet.catalog.refresh import refresh
-from model.catalog import INSTANCES_FILE, SHIPPED_INSTANCE_TYPES
+from model.catalog import INSTANCES_FILE, OFFERINGS_KEY, SHIPPED_INSTANCE_TYPES
 
 COMMITTED: dict[str, Any] = json.loads(INSTANCES_FILE.read_text())
 TODAY = dt.date(2026, 11, 29)
@@ -67,9 +67,21 @@ def test_refresh_reproduces_the_committed_catalog(aws: None, tmp_path: Path) -> 
     doc = refresh(_strict(boto3.client("ec2", region_name="us-east-1")), "us-east-1", path=out, today=TODAY)
     assert doc == json.loads(out.read_text())
     assert doc["instances"] == COMMITTED["instances"]
-    assert doc["offerings"]["us-east-1"] == COMMITTED["offerings"]["us-east-1"]
+    assert doc[OFFERINGS_KEY]["us-east-1"] == COMMITTED[OFFERINGS_KEY]["us-east-1"]
     assert doc["generated"] == TODAY.isoformat()
     assert sorted(doc["instances"]) == sorted(SHIPPED_INSTANCE_TYPES)
+
+
+def test_offerings_are_recorded_by_az_id_and_by_name_ones_are_dropped(aws: None, tmp_path: Path) -> None:
+    # AZ names map to AZs per account; AZ IDs are the same AZ in every account
+    # (https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html). Offerings by name from the
+    # maintainer's account would be wrong in the user's, so the catalog holds IDs and forgets earlier names.
+    out = tmp_path / "aws_instances.json"
+    out.write_text(json.dumps({**COMMITTED, "offerings": {"us-east-1": {"p5.48xlarge": ["us-east-1a"]}}}))
+    doc = refresh(boto3.client("ec2", region_name="us-east-1"), "us-east-1", path=out, today=TODAY)
+    assert "offerings" not in doc
+    zones = [z for ids in doc[OFFERINGS_KEY]["us-east-1"].values() for z in ids]
+    assert zones and all(z.startswith("use1-az") for z in zones)
 
 
 def test_refresh_in_a_region_without_some_types_keeps_their_facts_and_records_no_zones(
@@ -82,9 +94,9 @@ def test_refresh_in_a_region_without_some_types_keeps_their_facts_and_records_no
         ec2.describe_instance_types(InstanceTypes=["p5.48xlarge"])
     doc = refresh(ec2, "ap-south-2", path=out, today=TODAY)
     assert doc["instances"] == COMMITTED["instances"]  # types missing there keep their earlier facts
-    assert doc["offerings"]["ap-south-2"]["p5.48xlarge"] == []
-    assert doc["offerings"]["ap-south-2"]["p6-b300.48xlarge"]  # offered there
-    assert doc["offerings"]["us-east-1"] == COMMITTED["offerings"]["us-east-1"]  # other regions untouched
+    assert doc[OFFERINGS_KEY]["ap-south-2"]["p5.48xlarge"] == []
+    assert doc[OFFERINGS_KEY]["ap-south-2"]["p6-b300.48xlarge"]  # offered there
+    assert doc[OFFERINGS_KEY]["us-east-1"] == COMMITTED[OFFERINGS_KEY]["us-east-1"]  # other regions untouched
 
 
 def test_catalog_refresh_command_writes_the_catalog(aws: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -98,5 +110,5 @@ def test_catalog_refresh_command_writes_the_catalog(aws: None, tmp_path: Path, m
     assert f"{len(SHIPPED_INSTANCE_TYPES)} instance types, offerings for us-east-1" in result.output
     doc = json.loads(out.read_text())
     assert doc["instances"] == COMMITTED["instances"]
-    assert doc["offerings"]["us-east-1"] == COMMITTED["offerings"]["us-east-1"]
+    assert doc[OFFERINGS_KEY]["us-east-1"] == COMMITTED[OFFERINGS_KEY]["us-east-1"]
     assert json.loads(INSTANCES_FILE.read_text()) == COMMITTED

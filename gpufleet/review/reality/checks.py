@@ -12,6 +12,7 @@ from gpufleet.review.reality.first_up import FirstUp, Problem, simulate
 from gpufleet.review.reality.journeys.canonical import promised
 from gpufleet.review.reality.journeys.core import Journey
 from gpufleet.review.reality.journeys.estate import clusters
+from model.aws_account import quota_notes
 from model.spec import BurstWindow, EstateSpec
 
 
@@ -44,8 +45,12 @@ def run(
 
 
 def _simulate(plan: Plan, spec: EstateSpec, releases: dict[str, RenderedRelease]) -> FirstUp:
+    """The simulation, noting the EC2 vCPU quota each GPU pool launches under (model.quotas): a quota is decided
+    at run time, so offline it is what to request, never a problem."""
     try:
-        return simulate(plan, spec, releases)
+        result = simulate(plan, spec, releases)
     except ImportError as e:
         missing = f"the reality checks need the render extra ({INSTALL_HINT}): {e}"
-        return FirstUp(problems=[Problem("", "reality checks", "chart", "the render extra", missing)])
+        result = FirstUp(problems=[Problem("", "reality checks", "chart", "the render extra", missing)])
+    result.notes += quota_notes(spec)
+    return result

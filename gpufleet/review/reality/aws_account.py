@@ -1,0 +1,99 @@
+"""`gpufleet check --aws`: the deployer's AWS account read before the first `up`, read-only.
+
+- Per region of the estate's AWS sites: the EC2 vCPU quotas the GPU pools launch under (Service Quotas), against
+  what the pools need at desired size and at most (model.aws_account), with the family's running instances.
+- Per pool: every AZ name it may run in, mapped to this account's AZ ID (DescribeAvailabilityZones), offers its
+  instance type (DescribeInstanceTypeOfferings by AZ ID). AZ names map to AZs per account, so this is the only
+  place a stack's AZ names are judged (https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html).
+
+Nothing is changed. A problem says what to request or change; AWS errors raise BurstError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gpufleet.burst.aws import Aws
+from model import kinds
+from model.aws_account import QUOTA_CODES, PoolQuota, pool_quotas, quota_totals
+from model.burst import pool_zone
+from model.spec import AwsSite, EstateSpec
+
+
+@dataclass
+class AccountCheck:
+    """What the account answered: `checks` passed or could not be asked, `problems` fail the first `up`."""
+
+    checks: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, list[str]]:
+        return {"checks": list(self.checks), "problems": list(self.problems)}
+
+
+def check_account(spec: EstateSpec, connect: Callable[[str], Aws]) -> AccountCheck:
+    """Read each region's quotas and offerings through `connect(region)` and judge the estate's pools by them."""
+    result = AccountCheck()
+    sites = [a for s in spec.sites if (a := kinds.of(s).aws_site) is not None]
+    needs = pool_quotas(spec)
+    if not sites:
+        result.checks.append("the estate has no AWS site: nothing to read")
+    for region in sorted({s.region for s in sites}):
+        aws = connect(region)
+        zone_ids = aws.zone_ids()
+        offered: dict[str, list[str]] = {}
+        for site in (s for s in sites if s.region == region):
+            _offerings(site, zone_ids, offered, aws, result)
+        _quotas([n for n in needs if n.region == region], aws, result)
+    return result
+
+
+def _offerings(site: AwsSite, zone_ids: dict[str, str], offered: dict[str, list[str]], aws: Aws,
+               result: AccountCheck) -> None:  # fmt: skip
+    names = {v: k for k, v in zone_ids.items()}
+    for pool in site.node_pools:
+        itype = pool.instance_type
+        if itype not in offered:
+            offered[itype] = aws.offered_zone_ids(itype)
+        zone = pool_zone(site, pool)
+        for name in [zone] if zone else site.availability_zones:
+            zid = zone_ids.get(name)
+            where = f"pool {pool.name} of site {site.name}"
+            if zid is None:
+                result.problems.append(
+                    f"{where}: {name} is not an AZ of {site.region} in this account (its AZs: "
+                    f"{', '.join(sorted(zone_ids)) or 'none'})"
+                )
+            elif zid not in offered[itype]:
+                here = [f"{names[z]} ({z})" for z in offered[itype] if z in names]
+                result.problems.append(
+                    f"{where}: EC2 does not offer {itype} in {name} ({zid} in this account); it is offered in "
+                    f"{', '.join(here) or 'no AZ of ' + site.region}: move the pool (or its fabric) there"
+                )
+            else:
+                result.checks.append(f"{where}: {itype} offered in {name} ({zid} in this account)")
+
+
+def _quotas(needs: list[PoolQuota], aws: Aws, result: AccountCheck) -> None:
+    for (region, code), (title, desired, most) in quota_totals(needs).items():
+        family, market = next((f, m) for f, by in QUOTA_CODES.items() for m, (c, _) in by.items() if c == code)
+        limit = aws.quota_vcpus(code)
+        in_use = aws.vcpus_running(family, spot=market == "spot")
+        what = f"EC2 quota {code} ({title}) in {region}"
+        if limit is None:
+            result.checks.append(f"{what} not checked: Service Quotas is not available in {region}")
+            continue
+        have = f"is {limit:g} vCPUs with {in_use} in use (running {family} instances, this estate's included)"
+        if in_use + desired > limit:
+            result.problems.append(
+                f"{what} {have}; the pools need {desired} at desired size, so the first `up` fails with "
+                f"VcpuLimitExceeded. Request at least {in_use + most:g} vCPUs ({most} at most plus what runs)"
+            )
+        elif in_use + most > limit:
+            result.problems.append(
+                f"{what} {have}; the pools need {most} at most, so they cannot grow to their max. Request at least "
+                f"{in_use + most:g} vCPUs"
+            )
+        else:
+            result.checks.append(f"{what} {have}: room for the pools' {most} vCPUs at most")
