@@ -272,9 +272,12 @@ def _check_minor_steps(repo: Path, base: str, sf: StackFile) -> None:
     if shown.returncode != 0:  # no stack file at the base: nothing to upgrade from
         return
     try:
-        base_config = (load_yaml(shown.stdout, f"{base}:{sf.path.name}") or {}).get("config", {})
-    except (yaml.YAMLError, AttributeError):
+        base_doc = load_yaml(shown.stdout, f"{base}:{sf.path.name}")
+    except yaml.YAMLError:
         return  # the base side's own review reports a broken base file
+    base_config = base_doc.get("config") if isinstance(base_doc, dict) else None
+    if not isinstance(base_config, dict):
+        return  # likewise
     problems = minor_step_problems(base_config.get(ESTATE_KEY), sf.config.get(ESTATE_KEY), str(sf.path))
     if problems:
         raise DiffError("\n".join(problems))

@@ -13,8 +13,9 @@ from gpufleet.review.reality.first_up import FirstUp, Problem, simulate
 from gpufleet.review.reality.journeys.canonical import promised
 from gpufleet.review.reality.journeys.core import Journey
 from gpufleet.review.reality.journeys.estate import clusters
+from model import kinds
 from model.cni import k8s_provider_name
-from model.spec import AwsSite, BurstWindow, EstateSpec
+from model.spec import BurstWindow, EstateSpec
 
 
 def render(plan: Plan, cache: ChartCache) -> dict[str, RenderedRelease]:
@@ -49,9 +50,10 @@ def run(
 
 
 def kube_version_problems(plan: Plan, spec: EstateSpec, cache: ChartCache) -> list[Problem]:
-    """A Release on an EKS cluster whose chart's `kubeVersion` excludes the cluster's minor: Helm refuses to
+    """A Release on a cluster with a minor the stack sets (an EKS cluster) whose chart's `kubeVersion` excludes the cluster's minor: Helm refuses to
     install it (gpufleet.charts.kube_version). Charts that state no range, or are not cached, are judged elsewhere."""
-    minors = {k8s_provider_name(s.name): s.cluster.version for s in spec.sites if isinstance(s, AwsSite)}
+    known = ((k8s_provider_name(s.name), kinds.of(s).kubernetes_version) for s in spec.sites)
+    minors = {provider: minor for provider, minor in known if minor is not None}
     out = []
     for r in plan.helm_releases():
         provider = (r.provider or "").rsplit("::", 1)[-1]
