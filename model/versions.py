@@ -59,9 +59,10 @@ LOCAL_STATIC_PROVISIONER = Chart(
 # Amazon VPC CNI, managed by gpufleet with NetworkPolicy enforcement on (needs v1.14 or later: EKS user guide,
 # cni-network-policy-configure). Not v1.21.1-eksbuild.7, the build the EKS user guide's table lists for 1.29 to 1.35
 # (managing-vpc-cni, 2026): on a fresh 1.34 cluster its network policy agent (v1.3.2-eksbuild.2) blocks all pod
-# traffic in standard mode with no policy at all (https://github.com/aws/aws-network-policy-agent/issues/553,
-# closed). v1.23.1 (aws/amazon-vpc-cni-k8s PR #3837, 2026-08-20) ships after that fix with the agent it pairs with;
-# v1.23.1-eksbuild.1 is the add-on build public EKS stacks run on 1.32 to 1.36 in 2026-09.
+# traffic in standard mode with no policy at all (https://github.com/aws/aws-network-policy-agent/issues/553, filed
+# 2026-04-20, closed). v1.23.1 (aws/amazon-vpc-cni-k8s PR #3837, 2026-08-20) is a later release, paired with a new
+# network policy agent; which release first carried the #553 fix was not confirmed. v1.23.1-eksbuild.1 is the
+# add-on build public EKS stacks run on 1.32 to 1.36 in 2026-09.
 VPC_CNI_ADDON = "v1.23.1-eksbuild.1"
 
 # -- EKS Kubernetes minors ---------------------------------------------------------------------------------------

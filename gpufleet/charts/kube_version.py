@@ -21,7 +21,7 @@ def _triple(major: str, minor: str | None, patch: str | None) -> tuple[int, int,
 
 
 def supports(constraint: str, version: str) -> bool | None:
-    """Whether Kubernetes `version` (`1.34` or `1.34.2`) meets `constraint`; None when it cannot be judged here."""
+    """Whether Kubernetes `version` (a minor or a patch release) meets `constraint`; None when it cannot be judged."""
     found = _COMPARISON.match(version.strip())
     if found is None:
         return None
