@@ -161,7 +161,7 @@ def support_warning(cluster: str, minor: str, support_type: str, today: dt.date)
     days = (pinned.end_of_standard_support - today).days
     if days > SUPPORT_WARNING_DAYS:
         return None
-    when = f"ended {-days} days ago" if days < 0 else f"ends in {days} days"
+    when = f"ended {-days} days ago" if days < 0 else f"ends in {days} days" if days else "ends today"
     then = (
         "EKS upgrades its control plane alone to the next minor (support_type STANDARD), leaving node groups and "
         "add-ons behind"
