@@ -6,6 +6,7 @@ repositories' release tags named next to each pin (state of 2026-08).
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 
 
@@ -56,10 +57,122 @@ LOCAL_STATIC_PROVISIONER = Chart(
 
 # -- EKS managed add-ons ---------------------------------------------------------------------------------
 # Amazon VPC CNI, managed by gpufleet with NetworkPolicy enforcement on (needs v1.14 or later: EKS user guide,
-# cni-network-policy-configure). An EKS add-on version (`aws eks describe-addon-versions --addon-name vpc-cni
-# --kubernetes-version 1.34` lists those a cluster version accepts); this build is in use on 1.34
-# clusters in public EKS stacks of 2026. The other node add-ons follow EKS's default for the cluster version.
-VPC_CNI_ADDON = "v1.21.1-eksbuild.7"
+# cni-network-policy-configure). Not v1.21.1-eksbuild.7, the build the EKS user guide's table lists for 1.29 to 1.35
+# (managing-vpc-cni, 2026): on a fresh 1.34 cluster its network policy agent (v1.3.2-eksbuild.2) blocks all pod
+# traffic in standard mode with no policy at all (https://github.com/aws/aws-network-policy-agent/issues/553, filed
+# 2026-04-20, closed). v1.23.1 (aws/amazon-vpc-cni-k8s PR #3837, 2026-08-20) is a later release, paired with a new
+# network policy agent; which release first carried the #553 fix was not confirmed. v1.23.1-eksbuild.1 is the
+# add-on build public EKS stacks run on 1.32 to 1.36 in 2026-09.
+VPC_CNI_ADDON = "v1.23.1-eksbuild.1"
+
+# -- EKS Kubernetes minors ---------------------------------------------------------------------------------------
+EKS_VERSIONS_URL = "https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html"
+
+
+@dataclass(frozen=True)
+class EksMinor:
+    """What gpufleet pins for one EKS Kubernetes minor: its support dates, the managed add-ons at builds for it,
+    the EKS-optimized AL2023 AMI release its node groups run (the NVIDIA AMI holds the GPU driver), and the
+    cluster-autoscaler whose minor matches it (None: none is pinned, so autoscaled pools cannot run on it)."""
+
+    minor: str
+    eks_release: dt.date
+    end_of_standard_support: dt.date
+    end_of_extended_support: dt.date
+    support_source: str
+    addons: tuple[tuple[str, str], ...]  # (EKS add-on name, addon version) in the order an upgrade moves them
+    ami_release: str  # managed node group releaseVersion, `<kubernetes patch>-<YYYYMMDD>`
+    ami_gpu_driver: str  # kmod-nvidia-latest-dkms in that AL2023 NVIDIA AMI release
+    cluster_autoscaler: Chart | None
+    cluster_autoscaler_app: str | None
+
+    def addon_version(self, name: str) -> str | None:
+        return dict(self.addons).get(name)
+
+
+# AL2023 AMI release v20260714 (awslabs/amazon-eks-ami CHANGELOG.md, "AMI Release v20260714"): release versions
+# 1.34.9-20260714 and 1.35.6-20260714 for every AL2023 AMI type; the x86_64 NVIDIA AMIs carry
+# kmod-nvidia-latest-dkms 580.159.03. CoreDNS and kube-proxy: the EKS user guide's tables of the latest add-on build
+# per minor (managing-coredns and managing-kube-proxy, 2026). eks-pod-identity-agent and eks-node-monitoring-agent
+# are not pinned per minor: no per-minor table was found, so EKS installs its default build for the minor.
+AL2023_RELEASE = "v20260714"
+AL2023_NVIDIA_DRIVER = "580.159.03"
+# cluster-autoscaler chart 9.53.0 = cluster-autoscaler 1.34.2 (kubernetes/autoscaler tag
+# cluster-autoscaler-chart-9.53.0, cluster-autoscaler/charts/cluster-autoscaler/Chart.yaml appVersion), the newest
+# chart for Kubernetes 1.34: the autoscaler's minor must match the control plane's (cluster-autoscaler README,
+# "Releases"). No chart for 1.35 is pinned (none was found at a confirmed tag, and none is in the chart cache).
+CLUSTER_AUTOSCALER = Chart("cluster-autoscaler", "9.53.0", "https://kubernetes.github.io/autoscaler")
+CLUSTER_AUTOSCALER_APP = "1.34.2"
+EKS_MINORS: dict[str, EksMinor] = {
+    m.minor: m
+    for m in (
+        EksMinor(
+            "1.34",
+            dt.date(2025, 10, 2),
+            dt.date(2026, 12, 2),
+            dt.date(2027, 12, 2),
+            "awsdocs/amazon-eks-user-guide latest/ug/versioning/kubernetes-versions.adoc (release calendar)",
+            (
+                ("vpc-cni", VPC_CNI_ADDON),
+                ("kube-proxy", "v1.34.6-eksbuild.2"),
+                ("coredns", "v1.13.2-eksbuild.7"),
+            ),
+            f"1.34.9-{AL2023_RELEASE[1:]}",
+            AL2023_NVIDIA_DRIVER,
+            CLUSTER_AUTOSCALER,
+            CLUSTER_AUTOSCALER_APP,
+        ),
+        EksMinor(
+            "1.35",
+            dt.date(2026, 1, 28),
+            dt.date(2027, 3, 27),
+            dt.date(2028, 3, 27),
+            "endoflife.date/amazon-eks (EKS release calendar dates; the stored EKS user guide table ends at 1.34)",
+            (
+                ("vpc-cni", VPC_CNI_ADDON),
+                ("kube-proxy", "v1.35.3-eksbuild.2"),
+                ("coredns", "v1.14.2-eksbuild.4"),
+            ),
+            f"1.35.6-{AL2023_RELEASE[1:]}",
+            AL2023_NVIDIA_DRIVER,
+            None,
+            None,
+        ),
+    )
+}
+
+
+def eks_minor(version: str) -> EksMinor | None:
+    """The pins of an EKS Kubernetes minor (`1.34`), None when gpufleet pins nothing for it."""
+    return EKS_MINORS.get(version)
+
+
+# How early preview warns of the end of standard support: EKS announces that date at least 60 days ahead
+# (kubernetes-versions, "Amazon EKS version FAQs").
+SUPPORT_WARNING_DAYS = 60
+
+
+def support_warning(cluster: str, minor: str, support_type: str, today: dt.date) -> str | None:
+    """A warning when `minor` is past, or within SUPPORT_WARNING_DAYS of, its end of standard support on `today`;
+    what happens then follows the cluster's upgrade policy (view-upgrade-policy)."""
+    pinned = eks_minor(minor)
+    if pinned is None:
+        return None
+    days = (pinned.end_of_standard_support - today).days
+    if days > SUPPORT_WARNING_DAYS:
+        return None
+    when = f"ended {-days} days ago" if days < 0 else f"ends in {days} days" if days else "ends today"
+    then = (
+        "EKS upgrades its control plane alone to the next minor (support_type STANDARD), leaving node groups and "
+        "add-ons behind"
+        if support_type == "STANDARD"
+        else f"it stays on {minor} at the extended-support rate until {pinned.end_of_extended_support}"
+    )
+    return (
+        f"cluster {cluster}: standard support for Kubernetes {minor} {when} ({pinned.end_of_standard_support}, "
+        f"{EKS_VERSIONS_URL}); then {then}. Bump `cluster.version` one minor (docs/upgrades.md)"
+    )
+
 
 # -- Scheduling -----------------------------------------------------------------------------------------
 KUEUE = Chart("kueue", "0.19.2", "oci://registry.k8s.io/kueue/charts")
@@ -69,12 +182,6 @@ KUEUE = Chart("kueue", "0.19.2", "oci://registry.k8s.io/kueue/charts")
 JOBSET = Chart("jobset", "0.12.0", "oci://registry.k8s.io/jobset/charts")
 
 # -- Autoscaling (burst pools) --------------------------------------------------------------------------
-# cluster-autoscaler chart 9.53.0 = cluster-autoscaler 1.34.2 (kubernetes/autoscaler tag
-# cluster-autoscaler-chart-9.53.0, cluster-autoscaler/charts/cluster-autoscaler/Chart.yaml appVersion), the newest
-# chart for Kubernetes 1.34: the autoscaler's minor must match the control plane's (cluster-autoscaler README,
-# "Releases"), so a burst site runs this Kubernetes minor.
-CLUSTER_AUTOSCALER = Chart("cluster-autoscaler", "9.53.0", "https://kubernetes.github.io/autoscaler")
-CLUSTER_AUTOSCALER_APP = "1.34.2"
 # The ProvisioningRequest CRD, which the chart does not ship: the autoscaler repository at the release tag.
 PROVISIONING_REQUEST_CRD_URL = (
     f"https://raw.githubusercontent.com/kubernetes/autoscaler/cluster-autoscaler-{CLUSTER_AUTOSCALER_APP}/"

@@ -164,7 +164,8 @@ class ClusterAutoscalerArgs:
     tags: Tags
     cluster_name: str
     k8s_provider: k8s.Provider
-    depends_on: list[pulumi.Resource]  # the cluster and its system nodes (the autoscaler runs there)
+    # The cluster and every node group: an `up` moves the autoscaler (its minor matches the control plane's) last.
+    depends_on: list[pulumi.Resource]
 
 
 class ClusterAutoscaler(pulumi.ComponentResource):
@@ -202,9 +203,12 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         self.crd = k8s.yaml.v2.ConfigFile(
             f"{name}-provisioning-request-crd", file=versions.PROVISIONING_REQUEST_CRD_URL, opts=on_cluster
         )
+        pinned = versions.eks_minor(a.site.cluster.version)
+        chart = pinned.cluster_autoscaler if pinned else None
+        assert chart is not None, "model.rules refuses autoscaled pools on a minor without a pinned autoscaler"
         self.release = helm.release(
             f"{name}-release",
-            versions.CLUSTER_AUTOSCALER,
+            chart,
             name="cluster-autoscaler",
             namespace=NAMESPACE,
             values=chart_values(a.cluster_name, a.site.region),

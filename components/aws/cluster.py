@@ -10,7 +10,14 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws import iam
-from components.aws.launch import launch_template_args, mounts_lustre, nodeadm_user_data, template_version
+from components.aws.launch import (
+    launch_template_args,
+    mounts_lustre,
+    nodeadm_user_data,
+    template_version,
+    update_config,
+)
+from model import clock
 from model.cni import VPC_CNI_NETWORK_POLICY
 from model.conventions import ROLE_LABEL
 from model.kinds.aws import cluster_name, kubeconfig
@@ -18,16 +25,20 @@ from model.nodes import SYSTEM_POOL_DESIRED, SYSTEM_POOL_MAX, SYSTEM_POOL_MIN, S
 from model.reach import private_api_sources
 from model.spec import AwsSite, EstateSpec
 from model.tags import Tags
-from model.versions import VPC_CNI_ADDON
+from model.versions import EksMinor, eks_minor, support_warning
 
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 LOG_RETENTION_DAYS = 90
-# EKS managed add-ons installed beside the default networking add-ons. Versions are left to EKS (the default
-# version for the cluster's Kubernetes version), so an upgrade of the control plane brings matching add-ons.
+# EKS managed add-ons installed beside the pinned ones (versions.EKS_MINORS). No build is pinned for these per minor,
+# so EKS installs its default build for the cluster's minor; EKS does not update an add-on when the cluster's minor
+# changes (EKS user guide, updating-an-add-on).
 NODE_ADDONS = (
     "eks-pod-identity-agent",  # IAM for the CSI controllers and tenants' S3 access (EKS Pod Identity)
     "eks-node-monitoring-agent",  # GPU/XID health conditions that node auto repair acts on
 )
+# Add-ons that need running nodes to become ACTIVE (a Deployment): created after the system node group. The rest
+# (DaemonSets and the CNI) come before every node group, so nodes join with them.
+AFTER_NODES = frozenset({"coredns"})
 
 
 @dataclass(frozen=True)
@@ -44,8 +55,9 @@ class EksClusterStack(pulumi.ComponentResource):
     spec's CIDRs) behind an API security group admitting 443 from the on-prem ranges and an in-VPC deployer,
     secrets encrypted with the site KMS key (rotating, protected), all five control-plane log types into a log
     group encrypted with that key, IAM roles for the control plane and the nodes, API-mode access entries with
-    cluster-admin for the spec's admin roles, the vpc-cni add-on (pinned, NetworkPolicy enforced), node add-ons and
-    a CPU system node group. The site key also encrypts node root volumes. An adopted cluster gets none of the
+    cluster-admin for the spec's admin roles, the add-ons (vpc-cni with NetworkPolicy enforced, kube-proxy and
+    CoreDNS at the builds pinned for the minor, the node add-ons) and a CPU system node group at the minor's AMI
+    release. The site key also encrypts node root volumes. An adopted cluster gets none of the
     add-ons, security group rules or system nodes: it is someone else's."""
 
     name: str
@@ -66,6 +78,10 @@ class EksClusterStack(pulumi.ComponentResource):
         self.key = self._key(node_role)
         self.key_arn = self.key.arn
         cluster = self._adopted() if site.cluster.adopt_name else self._created()
+        if not site.cluster.adopt_name:
+            warning = support_warning(self.name, site.cluster.version, site.cluster.support_type, clock.now().date())
+            if warning:
+                pulumi.log.warn(warning, resource=self)
         self.cluster_security_group_id = cluster.vpc_config.apply(
             lambda c: c.cluster_security_group_id if c is not None else None  # type: ignore[arg-type,return-value]
         )
@@ -76,8 +92,9 @@ class EksClusterStack(pulumi.ComponentResource):
         )
         self.system_nodes = None
         if not site.cluster.adopt_name:
-            vpc_cni = self._addons(cluster)
-            self.system_nodes = self._system_node_group(cluster, vpc_cni)
+            before = self._addons_before_nodes(cluster)
+            self.system_nodes = self._system_node_group(cluster, before)
+            self._addons_after_nodes(cluster, self.system_nodes)
         self.register_outputs({"name": self.name, "kubeconfig": self.kubeconfig})
 
     def _opts(self, **kw: object) -> pulumi.ResourceOptions:
@@ -172,7 +189,7 @@ class EksClusterStack(pulumi.ComponentResource):
                 # The deployer keeps admin so that the Kubernetes provider (its `aws eks get-token`) can apply.
                 bootstrap_cluster_creator_admin_permissions=True,
             ),
-            upgrade_policy=aws.eks.ClusterUpgradePolicyArgs(support_type="STANDARD"),
+            upgrade_policy=aws.eks.ClusterUpgradePolicyArgs(support_type=site.cluster.support_type),
             tags=tags.aws(),
             opts=self._opts(depends_on=[attachment, logs]),
         )
@@ -224,35 +241,46 @@ class EksClusterStack(pulumi.ComponentResource):
             )
         return sg
 
-    def _addons(self, cluster: aws.eks.Cluster) -> aws.eks.Addon:
-        """vpc-cni as a managed add-on at the pinned version with NetworkPolicy enforcement on (without it EKS
-        accepts NetworkPolicies and enforces none: EKS user guide, cni-network-policy-configure), taking over the
-        self-managed copy EKS bootstraps; then the node add-ons. Returns vpc-cni, which nodes start after."""
-        tags = self._args.tags.aws()
-        vpc_cni = aws.eks.Addon(
-            f"{self._n}-vpc-cni",
-            cluster_name=self.name,
-            addon_name="vpc-cni",
-            addon_version=VPC_CNI_ADDON,
-            configuration_values=json.dumps(VPC_CNI_NETWORK_POLICY),
-            resolve_conflicts_on_create="OVERWRITE",
-            resolve_conflicts_on_update="OVERWRITE",
-            tags=tags,
-            opts=self._opts(depends_on=[cluster]),
-        )
-        for addon in NODE_ADDONS:
-            aws.eks.Addon(
-                f"{self._n}-{addon}",
-                cluster_name=self.name,
-                addon_name=addon,
-                resolve_conflicts_on_create="OVERWRITE",
-                resolve_conflicts_on_update="PRESERVE",
-                tags=tags,
-                opts=self._opts(depends_on=[cluster]),
-            )
-        return vpc_cni
+    @property
+    def pins(self) -> EksMinor:
+        pinned = eks_minor(self._args.site.cluster.version)
+        assert pinned is not None, "the schema refuses a minor gpufleet pins nothing for"
+        return pinned
 
-    def _system_node_group(self, cluster: aws.eks.Cluster, vpc_cni: aws.eks.Addon) -> aws.eks.NodeGroup:
+    def _addon(
+        self, cluster: aws.eks.Cluster, addon: str, version: str | None, after: list[pulumi.Resource]
+    ) -> aws.eks.Addon:
+        vpc_cni = addon == "vpc-cni"
+        return aws.eks.Addon(
+            f"{self._n}-{addon}",
+            cluster_name=self.name,
+            addon_name=addon,
+            addon_version=version,
+            configuration_values=json.dumps(VPC_CNI_NETWORK_POLICY) if vpc_cni else None,
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="OVERWRITE" if vpc_cni else "PRESERVE",
+            tags=self._args.tags.aws(),
+            opts=self._opts(depends_on=[cluster, *after]),
+        )
+
+    def _addons_before_nodes(self, cluster: aws.eks.Cluster) -> list[aws.eks.Addon]:
+        """The add-ons nodes join with, after the control plane: vpc-cni with NetworkPolicy enforcement on (without
+        it EKS accepts NetworkPolicies and enforces none: EKS user guide, cni-network-policy-configure), kube-proxy,
+        then the node add-ons. Each takes over the self-managed copy EKS bootstraps. vpc-cni and kube-proxy at the
+        builds pinned for the minor, so a minor bump moves them right after the control plane (EKS user guide,
+        update-cluster: update the add-ons after the control plane)."""
+        pinned = [(a, v) for a, v in self.pins.addons if a not in AFTER_NODES]
+        return [self._addon(cluster, a, v, []) for a, v in pinned] + [
+            self._addon(cluster, a, None, []) for a in NODE_ADDONS
+        ]
+
+    def _addons_after_nodes(self, cluster: aws.eks.Cluster, system_nodes: aws.eks.NodeGroup) -> None:
+        """CoreDNS as an EKS add-on at the build pinned for the minor, once the system nodes exist to run it."""
+        for addon, version in self.pins.addons:
+            if addon in AFTER_NODES:
+                self._addon(cluster, addon, version, [system_nodes])
+
+    def _system_node_group(self, cluster: aws.eks.Cluster, addons: list[aws.eks.Addon]) -> aws.eks.NodeGroup:
         site, tags = self._args.site, self._args.tags
         lt = aws.ec2.LaunchTemplate(
             f"{self._n}-system",
@@ -274,6 +302,8 @@ class EksClusterStack(pulumi.ComponentResource):
             node_role_arn=self.node_role_arn,
             subnet_ids=self._args.subnet_ids,
             ami_type=SYSTEM_AMI_TYPE,
+            version=site.cluster.version,
+            release_version=self.pins.ami_release,
             capacity_type="ON_DEMAND",
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 min_size=SYSTEM_POOL_MIN, desired_size=SYSTEM_POOL_DESIRED, max_size=SYSTEM_POOL_MAX
@@ -282,8 +312,8 @@ class EksClusterStack(pulumi.ComponentResource):
                 id=lt.id, version=lt.latest_version.apply(template_version)
             ),
             labels={**tags.labels(), ROLE_LABEL: "system"},
-            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            update_config=update_config(),
             node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True),
             tags=tags.aws(),
-            opts=self._opts(depends_on=[cluster, vpc_cni]),
+            opts=self._opts(depends_on=[cluster, *addons]),
         )

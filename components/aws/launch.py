@@ -116,3 +116,14 @@ def template_version(version: int) -> str:
     Offline synth never learns the number (mocks know only inputs); the version is then left out of the plan.
     """
     return None if version is None else str(int(version))
+
+
+# A node group update replaces nodes rolling: EKS launches new nodes, cordons and drains old ones honouring
+# PodDisruptionBudgets (evicting by force after 15 minutes), at most this many unavailable at a time
+# (https://docs.aws.amazon.com/eks/latest/userguide/managed-node-update-behavior.html).
+MAX_UNAVAILABLE = 1
+
+
+def update_config() -> aws.eks.NodeGroupUpdateConfigArgs:
+    """Rolling replacement for every node group gpufleet creates (MAX_UNAVAILABLE)."""
+    return aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=MAX_UNAVAILABLE)

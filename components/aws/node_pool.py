@@ -18,7 +18,13 @@ import pulumi_aws as aws
 
 from components.aws import autoscaler
 from components.aws.backstop import NodeGroupBackstop, NodeGroupBackstopArgs
-from components.aws.launch import launch_template_args, mounts_lustre, nodeadm_user_data, template_version
+from components.aws.launch import (
+    launch_template_args,
+    mounts_lustre,
+    nodeadm_user_data,
+    template_version,
+    update_config,
+)
 from model.burst import backstop, burst_group_size, effective_scaling
 from model.conventions import POOL_TAG, SHARED, Taint, eks_rejects_label
 from model.efa import efa_interfaces
@@ -28,6 +34,7 @@ from model.queues import gpu_resource_name
 from model.rdma import EFA_RESOURCE
 from model.spec import AwsNodePool, AwsSite, BurstWindow, EfaFabric, EstateSpec
 from model.tags import Tags
+from model.versions import eks_minor
 
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 CAPACITY_TYPES = {
@@ -37,6 +44,13 @@ CAPACITY_TYPES = {
     "capacity-block": "CAPACITY_BLOCK",  # EKS user guide, capacity-blocks-mng
 }
 MNG_TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+
+
+def ami_release(site: AwsSite, pool: AwsNodePool) -> str:
+    """The pool's AL2023 NVIDIA AMI release: its own, else the one pinned for the cluster's minor."""
+    pinned = eks_minor(site.cluster.version)
+    assert pinned is not None, "the schema refuses a minor gpufleet pins nothing for"
+    return pool.ami_release or pinned.ami_release
 
 
 def imds_hop_limit(pool: AwsNodePool) -> int:
@@ -240,6 +254,10 @@ class GpuNodePool(pulumi.ComponentResource):
             node_role_arn=a.node_role_arn,
             subnet_ids=subnets,
             ami_type=GPU_AMI_TYPE,
+            # The kubelet's minor and the AMI release (which holds the GPU driver) are pinned, so an `up` launches
+            # what the last one did; a minor bump moves both, after the add-ons (the pool depends on the cluster).
+            version=a.site.cluster.version,
+            release_version=ami_release(a.site, pool),
             capacity_type=CAPACITY_TYPES[pool.capacity.type],
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=lo, desired_size=desired, max_size=hi),
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
@@ -251,7 +269,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 **burst_node_labels(pool),
             },
             taints=[mng_taint(t) for t in pool_taints(pool)],
-            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            update_config=update_config(),
             node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True),
             tags=self._tags,
             opts=pulumi.ResourceOptions(

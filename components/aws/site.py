@@ -116,7 +116,7 @@ class AwsSiteStack(pulumi.ComponentResource):
             self.autoscaler = ClusterAutoscaler(
                 f"{name}-autoscaler",
                 ClusterAutoscalerArgs(args.spec, args.site, args.tags, self.cluster_name, self.k8s_provider,
-                                      depends_on=[self.cluster]),
+                                      depends_on=[self.cluster, *(p.node_group for p in self.pools)]),
                 self._child(),
             )  # fmt: skip
         self.register_outputs({"cluster_name": self.cluster_name})

@@ -9,7 +9,7 @@ import ipaddress
 from collections.abc import Iterator
 
 # The spec imports the kinds, which import this module: project modules by module, so any may be imported first.
-from model import catalog, pricing, subnets
+from model import catalog, pricing, subnets, versions
 from model.conventions import EKS_RESERVED_LABEL_PREFIXES, eks_rejects_label
 from model.rules import storage
 from model.spec.access import PrivateInterconnect
@@ -17,7 +17,6 @@ from model.spec.aws import AwsNodePool, EfaFabric, FsxLustreTier, ServicePriceOv
 from model.spec.baremetal import InfinibandFabric, RoceFabric
 from model.spec.base import Problem
 from model.spec.sites import AWS_STORAGE, AwsSite
-from model.versions import CLUSTER_AUTOSCALER_APP, kubernetes_minor
 
 
 def site_problems(path: str, s: AwsSite) -> Iterator[Problem]:
@@ -49,20 +48,40 @@ def site_problems(path: str, s: AwsSite) -> Iterator[Problem]:
         if not az.startswith(s.region):
             yield Problem(f"{path}.availability_zones[{j}]", f"{az} is not in region {s.region}")
     yield from _autoscaler_version(path, s)
+    yield from _ami_releases(path, s)
 
 
 def _autoscaler_version(path: str, s: AwsSite) -> Iterator[Problem]:
     """A site with a pool whose min is below its max runs cluster-autoscaler, whose minor must match the control
-    plane's (cluster-autoscaler README, "Releases"). A burst site is judged by model.rules.burst."""
+    plane's (cluster-autoscaler README, "Releases"): one is pinned per minor (versions.EKS_MINORS), and a minor
+    without one cannot run autoscaled pools. A burst site is judged by model.rules.burst."""
     scaled = [p.name for p in s.node_pools if p.autoscaled]
-    minor = kubernetes_minor(CLUSTER_AUTOSCALER_APP)
-    if scaled and not any(p.burst for p in s.node_pools) and s.cluster.version != minor:
+    pinned = versions.eks_minor(s.cluster.version)
+    if scaled and not any(p.burst for p in s.node_pools) and pinned and pinned.cluster_autoscaler is None:
         yield Problem(
             f"{path}.cluster.version",
-            f"pools {', '.join(scaled)} of site {s.name} scale between min and max through cluster-autoscaler, which "
-            f"gpufleet pins for Kubernetes {minor} (its minor must match the control plane's: cluster-autoscaler "
-            f"README, Releases); set version {minor}, or min equal to max on those pools",
+            f"pools {', '.join(scaled)} of site {s.name} scale between min and max through cluster-autoscaler, whose "
+            f"minor must match the control plane's (cluster-autoscaler README, Releases), and gpufleet pins none for "
+            f"Kubernetes {s.cluster.version} (pinned for: {', '.join(autoscaled_minors())}); keep a pinned minor, or "
+            "min equal to max on those pools",
         )
+
+
+def autoscaled_minors() -> list[str]:
+    """The Kubernetes minors with a pinned cluster-autoscaler."""
+    return [m.minor for m in versions.EKS_MINORS.values() if m.cluster_autoscaler is not None]
+
+
+def _ami_releases(path: str, s: AwsSite) -> Iterator[Problem]:
+    """A pool's own AMI release serves the cluster's minor: a managed node group's releaseVersion names the
+    Kubernetes version its kubelet runs (EKS API reference, CreateNodegroup releaseVersion)."""
+    for j, pool in enumerate(s.node_pools):
+        if pool.ami_release and versions.kubernetes_minor(pool.ami_release) != s.cluster.version:
+            yield Problem(
+                f"{path}.node_pools[{j}].ami_release",
+                f"{pool.ami_release} is an AMI release for Kubernetes {versions.kubernetes_minor(pool.ami_release)}, "
+                f"not the cluster's {s.cluster.version}; name a release for {s.cluster.version} or leave it unset",
+            )
 
 
 def _site_prices(path: str, s: AwsSite) -> Iterator[Problem]:

@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from model import kinds
+from model import kinds, versions
 from model.dispatch import workers
 from model.spec.aws import AwsNodePool
 from model.spec.base import Problem
 from model.spec.sites import AwsSite
-from model.versions import CLUSTER_AUTOSCALER_APP, kubernetes_minor
 
 if TYPE_CHECKING:
     from model.spec.estate import EstateSpec
@@ -65,13 +64,14 @@ def _burst_manager(spec: EstateSpec) -> Iterator[Problem]:
 
 def _burst_site(spec: EstateSpec, cloud: AwsSite) -> Iterator[Problem]:
     i = next(i for i, s in enumerate(spec.sites) if s.name == cloud.name)
-    minor = kubernetes_minor(CLUSTER_AUTOSCALER_APP)
-    if cloud.cluster.version != minor:
+    pinned = versions.eks_minor(cloud.cluster.version)
+    if pinned is not None and pinned.cluster_autoscaler is None:
+        minors = [m.minor for m in versions.EKS_MINORS.values() if m.cluster_autoscaler is not None]
         yield Problem(
             f"sites[{i}].cluster.version",
-            f"site {cloud.name} bursts through cluster-autoscaler, which gpufleet pins for Kubernetes {minor} (its "
-            f"minor must match the control plane's: cluster-autoscaler README, Releases); set version {minor} or pin "
-            f"the autoscaler for {cloud.cluster.version}",
+            f"site {cloud.name} bursts through cluster-autoscaler, whose minor must match the control plane's "
+            f"(cluster-autoscaler README, Releases), and gpufleet pins none for Kubernetes {cloud.cluster.version} "
+            f"(pinned for: {', '.join(minors)}); keep a pinned minor",
         )
     steady_pools = {p.name for p in cloud.node_pools if not p.burst}
     for j, t in enumerate(spec.tenants):

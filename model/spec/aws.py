@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
-from model import catalog
+from model import catalog, versions
 from model.spec.base import Model, Name
 from model.spec.net import CidrRange
 from model.spec.pools import Capacity, PoolBase, Scaling
@@ -35,6 +35,15 @@ class AwsNodePool(PoolBase):
     burst: bool = Field(
         default=False,
         description="A burst pool: idles at zero and grows only inside a burst window (hybrid).",
+    )
+    ami_release: str | None = Field(
+        default=None,
+        pattern=r"^1\.\d{2}\.\d{1,3}-\d{8}$",
+        description=(
+            "EKS-optimized AL2023 NVIDIA AMI release for this pool's node group (`<kubernetes patch>-<YYYYMMDD>`, "
+            "e.g. `1.34.9-20260714`), for the cluster's minor. Unset: the release gpufleet pins for the minor. The "
+            "GPU driver comes with the AMI, so a new release is a driver bump: nodes are replaced rolling."
+        ),
     )
 
     @field_validator("instance_type")
@@ -233,12 +242,40 @@ class Vpc(Model):
 class EksCluster(Model):
     """The EKS cluster of an AWS site."""
 
-    version: str = Field(default="1.34", pattern=r"^1\.\d{2}$", description="Kubernetes minor version.")
+    version: str = Field(
+        default="1.34",
+        pattern=r"^1\.\d{2}$",
+        description=(
+            "Kubernetes minor version, one of the minors gpufleet pins add-ons, AMI releases and the autoscaler for "
+            "(model.versions.EKS_MINORS). An upgrade moves one minor at a time: EKS refuses a skip "
+            "(UpdateClusterVersion), and `gpufleet diff` refuses it before any `up`."
+        ),
+    )
+    support_type: Literal["STANDARD", "EXTENDED"] = Field(
+        default="EXTENDED",
+        description=(
+            "EKS upgrade policy (https://docs.aws.amazon.com/eks/latest/userguide/view-upgrade-policy.html). "
+            "EXTENDED, the default: past the end of standard support the cluster stays on its minor, billed at the "
+            "extended-support rate, so the stack's `version` stays true until you bump it. STANDARD: at the end of "
+            "standard support EKS upgrades the control plane alone to the next minor, behind the stack, leaving "
+            "node groups and add-ons on the old one. `preview` warns 60 days before the end of standard support."
+        ),
+    )
     adopt_name: str | None = Field(default=None, description="Adopt an existing cluster by name instead.")
     endpoint_public_cidrs: list[Annotated[str, CidrRange(0, 128)]] = Field(
         default_factory=list, description="CIDRs allowed to the public endpoint; empty means private only."
     )
     admin_role_arns: list[str] = Field(default_factory=list, description="IAM roles given cluster-admin access.")
+
+    @field_validator("version")
+    @classmethod
+    def _pinned_minor(cls, v: str) -> str:
+        if versions.eks_minor(v) is None:
+            raise ValueError(
+                f"gpufleet pins no add-ons, AMI release or autoscaler for Kubernetes {v}; supported minors: "
+                f"{', '.join(versions.EKS_MINORS)}"
+            )
+        return v
 
     @field_validator("endpoint_public_cidrs")
     @classmethod

@@ -212,9 +212,9 @@ def test_no_user_data_where_a_node_needs_none() -> None:
 
 def test_a_site_whose_pools_can_grow_runs_the_autoscaler_at_its_kubernetes_minor() -> None:
     estate = example_estate("aws-train")
-    estate["sites"][0]["cluster"]["version"] = "1.33"
+    estate["sites"][0]["cluster"]["version"] = "1.35"  # pinned, but with no cluster-autoscaler pinned for it
     with pytest.raises(SpecError, match=r"sites\[0\]\.cluster\.version: pools h100, l40s, agents-l40s of site use1"):
         parse_estate(estate, "aws-train")
-    for p in estate["sites"][0]["node_pools"]:  # every pool at a fixed size: no autoscaler, any minor
+    for p in estate["sites"][0]["node_pools"]:  # every pool at a fixed size: no autoscaler, any pinned minor
         p["scaling"] = {"min": p["scaling"]["max"], "max": p["scaling"]["max"]}
     parse_estate(estate, "aws-train")

@@ -337,6 +337,34 @@ def _cost_lines(base: _SideCost | None, head: _SideCost | None) -> tuple[CostLin
     return total, [c for c in lines if c.base != c.head]
 
 
+def dependency_order(plan: Plan) -> dict[str, int]:
+    """Each resource's place in the order the engine applies the plan: after every resource it depends on, ties
+    broken by key. So a Kubernetes bump reads control plane, add-ons, node groups, autoscaler, as an `up` moves
+    them."""
+    keys = {r.key for r in plan.resources}
+    deps = {r.key: {d for d in r.dependencies if d in keys and d != r.key} for r in plan.resources}
+    order: dict[str, int] = {}
+    ready = sorted(k for k, d in deps.items() if not d)
+    waiting = {k: set(d) for k, d in deps.items() if d}
+    dependents: dict[str, list[str]] = {}
+    for k, d in waiting.items():
+        for dep in d:
+            dependents.setdefault(dep, []).append(k)
+    while ready:
+        key = ready.pop(0)
+        order[key] = len(order)
+        freed = []
+        for k in dependents.get(key, []):
+            waiting[k].discard(key)
+            if not waiting[k]:
+                del waiting[k]
+                freed.append(k)
+        ready = sorted([*ready, *freed])
+    for key in sorted(waiting):  # a cycle the engine would refuse: kept, after the rest
+        order[key] = len(order)
+    return order
+
+
 def diff_plans(
     base: Plan | None,
     head: Plan,
@@ -364,6 +392,8 @@ def diff_plans(
             changed.append(ResourceChange(head_res[k], tuple(pcs)))
     for old, new in moved:
         changed.append(ResourceChange(new, tuple(property_changes(old, new)), renamed_from=old.key))
+    rank = dependency_order(head)
+    changed.sort(key=lambda c: rank.get(c.resource.key, len(rank)))
     base_side, head_side = _side_cost(base_cost, base_label), _side_cost(head_cost, head_label)
     total, pools = _cost_lines(base_side, head_side)
     unpriced = sorted({u for side in (base_side, head_side) if side for u in side.unpriced})

@@ -27,11 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from gpufleet.engine.plan import Plan
 from gpufleet.review.diff.plans import DiffError, PlanDiff, diff_plans, too_old
 from gpufleet.review.findings import Finding
 from model import kinds
-from model.load import read_stack, stack_path
+from model.load import ESTATE_KEY, StackFile, load_yaml, read_stack, stack_path
+from model.rules.upgrade import minor_step_problems
 from model.spec import EstateSpec
 
 # How a revision's own code prints the review of its stack (`python -m`); a revision without it is too old to review.
@@ -257,12 +260,36 @@ def _checkout(repo: Path, project_dir: Path, stack: str, base: str) -> tuple[_Si
     return side, head
 
 
+def _check_minor_steps(repo: Path, base: str, sf: StackFile) -> None:
+    """Refuse a head whose EKS clusters skip a Kubernetes minor from `base` (model.rules.upgrade): before either side
+    is reviewed, so the rule is named even where the head's minor is one gpufleet pins nothing for."""
+    head_file = sf.path.resolve()
+    if not head_file.is_relative_to(repo):
+        return
+    shown = subprocess.run(
+        ["git", "show", f"{base}:{head_file.relative_to(repo).as_posix()}"], cwd=repo, capture_output=True, text=True
+    )
+    if shown.returncode != 0:  # no stack file at the base: nothing to upgrade from
+        return
+    try:
+        base_doc = load_yaml(shown.stdout, f"{base}:{sf.path.name}")
+    except yaml.YAMLError:
+        return  # the base side's own review reports a broken base file
+    base_config = base_doc.get("config") if isinstance(base_doc, dict) else None
+    if not isinstance(base_config, dict):
+        return  # likewise
+    problems = minor_step_problems(base_config.get(ESTATE_KEY), sf.config.get(ESTATE_KEY), str(sf.path))
+    if problems:
+        raise DiffError("\n".join(problems))
+
+
 def diff_revision(project_dir: Path | str, stack: str, base: str) -> PlanDiff:
     """Diff `stack` between git revision `base` and the working tree of `project_dir`."""
     project_dir = Path(project_dir).resolve()
     repo = Path(_git(project_dir, "rev-parse", "--show-toplevel"))
     short = _git(repo, "rev-parse", "--short", f"{base}^{{commit}}")
     sf = read_stack(project_dir, stack)  # bad input in the working tree fails first, before any checkout
+    _check_minor_steps(repo, base, sf)
     spec = sf.estate()
     sf.window()
     sides = _same_code(repo, project_dir, stack, base, spec) or _checkout(repo, project_dir, stack, base)

@@ -1,0 +1,63 @@
+"""The Kubernetes upgrade rule between two versions of one stack: each EKS cluster moves one minor at a time.
+
+A schema rule sees one stack file, not the state it replaces, so `gpufleet diff` runs this one: it sees the base
+and the head. It reads the raw estates, before either is validated, so a skip is named even to a minor the head's
+schema refuses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# EKS updates a control plane one minor at a time and never downgrades one (EKS API reference,
+# UpdateClusterVersion; https://docs.aws.amazon.com/eks/latest/userguide/update-cluster.html).
+RULE = "one-minor-at-a-time"
+
+
+def _minor(value: object) -> tuple[int, int] | None:
+    parts = str(value).split(".")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        return None
+    return int(parts[0]), int(parts[1])
+
+
+def cluster_versions(estate: Any) -> dict[str, tuple[int, str]]:
+    """AWS site name -> (index in `sites`, `cluster.version`) of every cluster the estate creates (an adopted cluster
+    is someone else's to upgrade)."""
+    sites = estate.get("sites") if isinstance(estate, dict) else None
+    out: dict[str, tuple[int, str]] = {}
+    for i, site in enumerate(sites if isinstance(sites, list) else []):
+        if not isinstance(site, dict) or site.get("kind") != "aws":
+            continue
+        cluster = site.get("cluster")
+        cluster = cluster if isinstance(cluster, dict) else {}
+        if cluster.get("adopt_name"):
+            continue
+        out[str(site.get("name"))] = (i, str(cluster.get("version", "1.34")))
+    return out
+
+
+def minor_step_problems(base: Any, head: Any, source: str) -> list[str]:
+    """One message per AWS site whose cluster would skip a minor or go back one, from `base` to `head`."""
+    before = cluster_versions(base)
+    problems = []
+    for name, (i, version) in cluster_versions(head).items():
+        if name not in before:
+            continue
+        old, new = _minor(before[name][1]), _minor(version)
+        if old is None or new is None or old == new:
+            continue
+        where = f"{source}: config.gpufleet:estate.sites[{i}].cluster.version"
+        if new < old:
+            problems.append(
+                f"{where}: {before[name][1]} -> {version} goes back a minor ({RULE}): EKS never downgrades a "
+                "control plane (UpdateClusterVersion); keep "
+                f"{before[name][1]}"
+            )
+        elif new[0] != old[0] or new[1] - old[1] > 1:
+            step = f"{old[0]}.{old[1] + 1}"
+            problems.append(
+                f"{where}: {before[name][1]} -> {version} skips a Kubernetes minor ({RULE}): EKS upgrades a control "
+                f"plane one minor at a time (UpdateClusterVersion); bump to {step}, `up`, then on from there"
+            )
+    return problems

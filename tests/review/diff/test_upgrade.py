@@ -1,0 +1,57 @@
+"""`gpufleet diff` of a Kubernetes bump on an example stack: the changes in the order an `up` applies them, and a
+skipped minor refused before either side is reviewed (model.rules.upgrade)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpufleet.review.diff.plans import DiffError
+from gpufleet.review.diff.revision import diff_revision
+from tests.conftest import example_config
+from tests.review.repos import commit, init_repo, write_stack
+
+
+def _fixed_size(config: dict[str, Any]) -> dict[str, Any]:
+    # No cluster-autoscaler is pinned for 1.35 (model.versions): pools at a fixed size need none.
+    for p in config["gpufleet:estate"]["sites"][0]["node_pools"]:
+        p["scaling"] = {"min": p["scaling"]["max"], "max": p["scaling"]["max"]}
+    return config
+
+
+def _bump(tmp_path: Path, config: dict[str, Any], version: str) -> Path:
+    repo = init_repo(tmp_path, None)
+    write_stack(repo, "aws-train", config)
+    commit(repo, "base")
+    config["gpufleet:estate"]["sites"][0]["cluster"]["version"] = version
+    write_stack(repo, "aws-train", config)
+    return repo
+
+
+def test_a_one_minor_bump_lists_control_plane_add_ons_and_node_groups_in_the_order_up_moves_them(
+    tmp_path: Path,
+) -> None:
+    repo = _bump(tmp_path, _fixed_size(example_config("aws-train")), "1.35")
+    d = diff_revision(repo, "aws-train", "main")
+    assert not (d.added or d.removed or d.replaced)
+    changed = [(c.resource.name, {p.path for p in c.changes}) for c in d.changed]
+    names = [n for n, _ in changed]
+    assert names[0] == "use1-cluster-eks" and dict(changed)["use1-cluster-eks"] == {"version"}
+    # vpc-cni's pinned build serves both minors, so it does not move; kube-proxy does, before any node
+    assert "use1-cluster-vpc-cni" not in names
+    assert names.index("use1-cluster-eks") < names.index("use1-cluster-kube-proxy") < names.index("use1-cluster-system")
+    assert dict(changed)["use1-cluster-kube-proxy"] == {"addonVersion"}
+    assert names.index("use1-cluster-system") < names.index("use1-cluster-coredns") < names.index("use1-h100-ng")
+    for group in ("use1-cluster-system", "use1-h100-ng", "use1-l40s-ng", "use1-agents-l40s-ng"):
+        assert {"version", "releaseVersion"} <= dict(changed)[group]
+
+
+def test_a_bump_that_skips_a_minor_is_refused_naming_the_rule(tmp_path: Path) -> None:
+    repo = _bump(tmp_path, example_config("aws-train"), "1.36")
+    with pytest.raises(
+        DiffError,
+        match=r"sites\[0\]\.cluster\.version: 1\.34 -> 1\.36 skips a Kubernetes minor \(one-minor-at-a-time\)",
+    ):
+        diff_revision(repo, "aws-train", "main")
