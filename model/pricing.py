@@ -10,10 +10,11 @@ price `gpufleet cost` and `gpufleet size` both quote.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from model import catalog
+from model import catalog, clock, versions
 from model.spec.aws import AwsNodePool, EfsTier, FsxLustreTier, S3Tier
 from model.spec.baremetal import BaremetalNodePool, OnPremCost
 from model.spec.sites import AwsSite, BaremetalSite
@@ -104,6 +105,17 @@ class PriceNeed:
     pool: str | None = None
 
 
+def eks_cluster_key(site: AwsSite, today: dt.date) -> str:
+    """The control plane's price key on `today`: `eks-cluster-extended` once the cluster's minor is past its end
+    of standard support under support_type EXTENDED (EKS bills that day on at the extended rate:
+    docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html), else `eks-cluster`. Under STANDARD, EKS
+    upgrades the control plane instead, so the standard rate holds."""
+    pinned = versions.eks_minor(site.cluster.version)
+    if site.cluster.support_type == "EXTENDED" and pinned is not None and today >= pinned.end_of_standard_support:
+        return "eks-cluster-extended"
+    return "eks-cluster"
+
+
 def price_needs(site: AwsSite) -> list[PriceNeed]:
     """Every list price `site`'s cost envelope uses (gpufleet/review/cost/bill.py, storage.py and envelope.py bill
     exactly these): its GPU pools, and what a created cluster (EKS, the system pool) and a created VPC (NAT
@@ -118,7 +130,9 @@ def price_needs(site: AwsSite) -> list[PriceNeed]:
         if p.capacity.type == "capacity-block"
     ]
     if site.cluster.adopt_name is None:
-        needs.append(PriceNeed("cluster", "eks-cluster", "service", "the EKS control plane"))
+        needs.append(
+            PriceNeed("cluster", eks_cluster_key(site, clock.now().date()), "service", "the EKS control plane")
+        )
         needs.append(
             PriceNeed("system_instance_type", site.system_instance_type, "cpu-instance", "the system node pool")
         )

@@ -307,6 +307,7 @@ def fsx_lustre_key(throughput_per_tib: int) -> str:
 
 SERVICES: tuple[Service, ...] = (
     Service("eks-cluster", "EKS control plane", "cluster-hour", "AmazonEKS"),
+    Service("eks-cluster-extended", "EKS control plane in extended support", "cluster-hour", None),
     Service("nat-gateway", "NAT gateways", "gateway-hour", "AmazonEC2"),
     Service("nat-gateway-data", "NAT data processing", "GB", "AmazonEC2"),
     Service("public-ipv4", "public IPv4 addresses", "address-hour", None),

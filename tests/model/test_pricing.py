@@ -156,3 +156,31 @@ def test_a_pool_cost_without_a_server_price_needs_a_site_cost() -> None:
     with pytest.raises(SpecError) as err:
         _site(no_site_cost)
     assert "node_pools[1].cost.server_price_usd: unset, and the site has no `cost`" in str(err.value)
+
+
+# -- the EKS control plane in extended support --------------------------------------------------------------------
+
+
+def _control_plane(support_type: str, day: str) -> tuple[str, float | None]:
+    import datetime as dt
+
+    from model import clock
+
+    spec = example_spec("aws-train")
+    cluster = spec.sites[0].cluster.model_copy(update={"support_type": support_type})
+    site = spec.sites[0].model_copy(update={"cluster": cluster})
+    spec = spec.model_copy(update={"sites": [site]})
+    at = dt.datetime.fromisoformat(day).replace(tzinfo=dt.UTC)
+    with clock.frozen(at):
+        [line] = [b for b in estate_cost(spec, now=at).bill if b.item == "EKS control plane"]
+    return line.key, line.hourly.at("max")
+
+
+def test_a_cluster_past_standard_support_under_extended_is_billed_the_extended_rate() -> None:
+    """EKS: "clusters running on a Kubernetes version in the extended support window will be charged a total of
+    $0.60 per cluster per hour" (aws.amazon.com/blogs/containers/amazon-eks-extended-support-for-kubernetes-versions-
+    pricing); 1.34's standard support ends 2026-12-02 (model.versions.EKS_MINORS)."""
+    assert _control_plane("EXTENDED", "2026-12-01") == ("eks-cluster", 0.1)
+    assert _control_plane("EXTENDED", "2026-12-02") == ("eks-cluster-extended", 0.6)
+    # Under STANDARD, EKS upgrades the control plane instead: the standard rate holds.
+    assert _control_plane("STANDARD", "2026-12-03") == ("eks-cluster", 0.1)

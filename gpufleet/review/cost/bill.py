@@ -13,6 +13,7 @@ envelope names it among what the totals leave out, never as $0.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -20,7 +21,7 @@ from gpufleet.review.cost.prices import HOURS, LEVELS, Figures, PriceRef, price_
 from gpufleet.review.cost.usage import SiteUsage
 from model import catalog
 from model.nodes import SYSTEM_POOL_DESIRED, SYSTEM_POOL_MAX, SYSTEM_POOL_MIN, SYSTEM_ROOT_VOLUME_GIB
-from model.pricing import VPC_SERVICES, site_cpu_price, site_service_price
+from model.pricing import VPC_SERVICES, eks_cluster_key, site_cpu_price, site_service_price
 from model.spec import AwsSite
 
 Status = Literal["priced", "usage-based", "unpriced"]
@@ -83,13 +84,17 @@ def _usage_line(site: AwsSite, item: str, key: str, gb: float | None, usage_key:
     return BillLine(site.name, item, f"{gb:g} GB/month (usage profile)", "priced", ref, hourly, key=key)
 
 
-def aws_site_bill(site: AwsSite, pool_nodes: dict[str, dict[str, int]], usage: SiteUsage) -> list[BillLine]:
-    """The site's bill besides GPU pools and storage tiers. `pool_nodes`: each GPU pool's nodes at each size."""
+def aws_site_bill(
+    site: AwsSite, pool_nodes: dict[str, dict[str, int]], usage: SiteUsage, today: dt.date
+) -> list[BillLine]:
+    """The site's bill besides GPU pools and storage tiers on `today`. `pool_nodes`: each GPU pool's nodes at each
+    size."""
     lines: list[BillLine] = []
     created_cluster = site.cluster.adopt_name is None
     created_vpc = site.vpc.vpc_id is None
     if created_cluster:
-        lines.append(_hourly_line(site, "EKS control plane", "eks-cluster", dict.fromkeys(LEVELS, 1), "cluster"))
+        control_plane = eks_cluster_key(site, today)
+        lines.append(_hourly_line(site, "EKS control plane", control_plane, dict.fromkeys(LEVELS, 1), "cluster"))
     if created_vpc:  # the VPC's NAT gateways: one per AZ (components.aws.network)
         azs = dict.fromkeys(LEVELS, len(site.availability_zones))
         gateways, addresses, processed = VPC_SERVICES

@@ -26,7 +26,7 @@ def site_costs(
     match site:
         case AwsSite():
             pools = [aws_pool(spec, site, pool, window, now) for pool in site.node_pools]
-            return pools, aws_site_bill(site, {p.pool: p.nodes for p in pools}, usage.site(site.name))
+            return pools, aws_site_bill(site, {p.pool: p.nodes for p in pools}, usage.site(site.name), now.date())
         case BaremetalSite():
             return [baremetal_pool(spec, site, pool) for pool in site.node_pools], []  # owned: no other bill
         case _:
