@@ -20,7 +20,7 @@ from components.aws import autoscaler
 from components.aws.backstop import NodeGroupBackstop, NodeGroupBackstopArgs
 from components.aws.launch import launch_template_args, mounts_lustre, nodeadm_user_data, template_version
 from model.burst import backstop, burst_group_size, effective_scaling
-from model.conventions import POOL_TAG, SHARED, Taint, eks_rejects_label
+from model.conventions import BURST_TAG, POOL_TAG, SHARED, Taint, eks_rejects_label
 from model.efa import efa_interfaces
 from model.kinds import aws as aws_kind
 from model.nodes import pool_labels, pool_taints
@@ -150,7 +150,8 @@ class GpuNodePool(pulumi.ComponentResource):
         self._n = name
         self._args = args
         pool = args.pool
-        self._tags = args.tags.aws(tenant=pool.dedicated_to or SHARED, **{POOL_TAG: pool.name})
+        burst = {BURST_TAG: args.cluster_name} if pool.burst else {}
+        self._tags = args.tags.aws(tenant=pool.dedicated_to or SHARED, **{POOL_TAG: pool.name}, **burst)
         self.launch_template = self._launch_template()
         self.node_group = self._node_group()
         if pool.autoscaled:

@@ -89,7 +89,8 @@ def site_costs(
     match site:
         case AwsSite():
             pools = [_aws_pool(spec, site, pool, window, now) for pool in site.node_pools]
-            return pools, aws_site_bill(site, {p.pool: p.nodes for p in pools}, usage.site(site.name))
+            burst = spec.burst is not None and spec.burst.cloud_site == site.name
+            return pools, aws_site_bill(site, {p.pool: p.nodes for p in pools}, usage.site(site.name), burst)
         case BaremetalSite():
             return [_baremetal_pool(spec, site, pool) for pool in site.node_pools], []  # owned: no other bill
         case _:
