@@ -48,6 +48,9 @@ TENANT_S3_SERVICE_ACCOUNT = "s3-access"
 TENANT_SERVICE_ACCOUNT = "default"
 POOL_TAG = "pool"  # launch templates: the pool they launch
 FABRIC_TAG = "fabric"  # an EFA fabric's subnet and security group
+# A burst pool's launch template, node group and the instances and volumes it launches: the burst site's EKS
+# cluster name. The cost-allocation tag the burst AWS Budgets alert filters on (components/aws/burst_budget.py).
+BURST_TAG = "gpufleet-burst"
 
 # Tag keys every taggable AWS resource carries (metadata.required_tags defaults to these).
 REQUIRED_TAGS = ("owner", "cost-center", "env", "cluster", TENANT_LABEL)

@@ -253,9 +253,13 @@ ACCEPTANCE_IMAGES = (NCCL_TESTS_EFA, NCCL_TESTS_IB, DCGM, FIO, BUSYBOX)
 
 # -- Cluster jobs --------------------------------------------------------------------------------------------
 # kubectl for the burst backstop's CronJobs on the cloud worker (components/hybrid/burst_stop.py): the Kubernetes
-# project's own image, at the release of CLUSTER_AUTOSCALER_APP, the cluster's minor (kubectl supports one minor of
-# skew either way: kubernetes.io/releases/version-skew-policy). No published
-# digest was found: pinned by tag only.
+# project's own image, at a release of the cluster's minor, CLUSTER_AUTOSCALER_APP's (kubectl supports one minor
+# of skew either way: kubernetes.io/releases/version-skew-policy). Pinned by digest, so a pod start needs no pull
+# policy of Always: no digest of the autoscaler's own patch was found; this one is the index digest of v1.34.1 as
+# several public repositories pin it (e.g. FROM registry.k8s.io/kubectl:v1.34.1@sha256:59bafa07... in Dockerfiles).
 KUBECTL = Image(
-    "registry.k8s.io/kubectl", f"v{CLUSTER_AUTOSCALER_APP}", None, "registry.k8s.io/kubectl (Kubernetes releases)"
+    "registry.k8s.io/kubectl",
+    "v1.34.1",
+    "sha256:59bafa07ff3a6d4b417e7633ddb9d79a9606ca98bf64bac080b3e65748669250",
+    "registry.k8s.io/kubectl (Kubernetes releases; index digest)",
 )

@@ -9,8 +9,7 @@ Why not an Auto Scaling scheduled action on the group's ASG:
   below the running nodes terminates the extra ones (EKS API reference, NodegroupScalingConfig).
 - A scheduled action would change the ASG behind EKS, and the two would disagree.
 
-The role may call that one action on that one node group. Schedules take no tags, so the schedule sits in a tagged
-schedule group.
+The role may call that one action on that one node group. The schedule fires once (ACTION_AFTER_COMPLETION).
 """
 
 from __future__ import annotations
@@ -30,6 +29,11 @@ from components.aws import iam
 UNIVERSAL_TARGET = "arn:aws:scheduler:::aws-sdk:eks:updateNodegroupConfig"
 # A failed call (throttled, the group mid-update) is retried as long and as often as Scheduler allows (Scheduler API
 # reference, RetryPolicy: MaximumEventAgeInSeconds at most 86400, MaximumRetryAttempts at most 185).
+# An `at(...)` expression names the year, so the schedule fires once. Schedules take no tags, so it sits in a
+# tagged schedule group. Scheduler API reference, CreateSchedule: "ActionAfterCompletion ... Valid Values: NONE |
+# DELETE". NONE: DELETE would remove a schedule Pulumi's state still holds, and the next window's update of it would
+# fail. The next full `up` deletes it.
+ACTION_AFTER_COMPLETION = "NONE"
 RETRY = aws.scheduler.ScheduleTargetRetryPolicyArgs(maximum_event_age_in_seconds=86_400, maximum_retry_attempts=185)
 
 
@@ -89,6 +93,7 @@ class NodeGroupBackstop(pulumi.ComponentResource):
             schedule_expression=at_expression(args.stop_at),
             schedule_expression_timezone="UTC",
             flexible_time_window=aws.scheduler.ScheduleFlexibleTimeWindowArgs(mode="OFF"),
+            action_after_completion=ACTION_AFTER_COMPLETION,
             target=aws.scheduler.ScheduleTargetArgs(
                 arn=UNIVERSAL_TARGET, role_arn=role.arn, input=request, retry_policy=RETRY
             ),

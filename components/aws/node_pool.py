@@ -26,7 +26,7 @@ from components.aws.launch import (
     update_config,
 )
 from model.burst import backstop, burst_group_size, effective_scaling
-from model.conventions import POOL_TAG, SHARED, Taint, eks_rejects_label
+from model.conventions import BURST_TAG, POOL_TAG, SHARED, Taint, eks_rejects_label
 from model.efa import efa_interfaces
 from model.kinds import aws as aws_kind
 from model.nodes import pool_labels, pool_taints
@@ -164,7 +164,8 @@ class GpuNodePool(pulumi.ComponentResource):
         self._n = name
         self._args = args
         pool = args.pool
-        self._tags = args.tags.aws(tenant=pool.dedicated_to or SHARED, **{POOL_TAG: pool.name})
+        burst = {BURST_TAG: args.cluster_name} if pool.burst else {}
+        self._tags = args.tags.aws(tenant=pool.dedicated_to or SHARED, **{POOL_TAG: pool.name}, **burst)
         self.launch_template = self._launch_template()
         self.node_group = self._node_group()
         if pool.autoscaled:

@@ -10,6 +10,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.aws.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
+from components.aws.burst_budget import BurstBudget, BurstBudgetArgs
 from components.aws.cluster import EksClusterArgs, EksClusterStack
 from components.aws.fabric import EfaFabricArgs, EfaFabricStack, pool_placement_group
 from components.aws.interconnect import SiteInterconnect, SiteInterconnectArgs
@@ -39,7 +40,7 @@ class AwsSiteStack(pulumi.ComponentResource):
     cluster, EFA fabrics, one node group per GPU pool, storage tiers, the Kubernetes provider every in-cluster
     component uses (after the system nodes its releases schedule on), each tenant's S3 identity for the buckets it
     is granted, and where the site has autoscaled pools (min below max, or burst) the cluster autoscaler that sizes
-    them."""
+    them; the burst site also gets the burst budget alert."""
 
     k8s_provider: k8s.Provider
     kubeconfig: pulumi.Output[str]  # secret; also what a MultiKueue manager needs to reach this cluster
@@ -117,6 +118,13 @@ class AwsSiteStack(pulumi.ComponentResource):
                 f"{name}-autoscaler",
                 ClusterAutoscalerArgs(args.spec, args.site, args.tags, self.cluster_name, self.k8s_provider,
                                       depends_on=[self.cluster, *(p.node_group for p in self.pools)]),
+                self._child(),
+            )  # fmt: skip
+        if args.spec.burst is not None and args.spec.burst.cloud_site == args.site.name:
+            BurstBudget(
+                f"{name}-burst-budget",
+                BurstBudgetArgs(self.cluster_name, args.spec.burst.budget_usd, args.spec.burst.alert_emails,
+                                args.tags.aws()),
                 self._child(),
             )  # fmt: skip
         self.register_outputs({"cluster_name": self.cluster_name})

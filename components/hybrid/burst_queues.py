@@ -24,7 +24,7 @@ from typing import Any
 import pulumi
 
 from components.aws.autoscaler import provisioning_check_spec, provisioning_config_spec
-from components.hybrid.burst_stop import BurstStop, BurstStopArgs, Stop
+from components.hybrid.burst_stop import PATCH_FORCE, BurstStop, BurstStopArgs, Stop
 from components.kubernetes import kueue
 from components.kubernetes.admission import TenantTolerations, TenantVolumes
 from components.kubernetes.cluster import ClusterStack
@@ -40,10 +40,6 @@ BURST_SUFFIX = "-burst"
 # admitted work runs on to finish or checkpoint. Idle: admitted work is evicted; the manager takes it back and
 # dispatches it again, on-prem first.
 STOP_POLICY: dict[WindowPhase, str] = {"open": "None", "draining": "Hold", "idle": "HoldAndDrain"}
-# On the burst ClusterQueues while CronJobs may patch them: the next `up` takes `stopPolicy` back from those patches
-# instead of failing on the server-side apply conflict (pulumi-kubernetes docs, managing-resources-with-server-side-
-# apply, "Upsert a Resource": the annotation forces an override of conflicts).
-PATCH_FORCE = {"pulumi.com/patchForce": "true"}
 
 
 def stops(spec: EstateSpec, window: BurstWindow | None, now: dt.datetime) -> list[Stop]:

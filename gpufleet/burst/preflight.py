@@ -169,18 +169,26 @@ def preflight(
             checks.append(f"quota {code} ({title}): {in_use} + {vcpus} of {limit:g} vCPUs")
 
     usd_per_hour, hours, price, spent = _budget(spec, ledger, pool, nodes, request, now, checks)
+    window = window_of(pool, nodes, az, now, hours, request.gpus, usd_per_hour)
+    return Preflight(window, site.region, price, spent, policy.budget_usd, checks)
+
+
+def window_of(
+    pool: AwsNodePool, nodes: int, zone: str, now: dt.datetime, hours: float, gpus: int, usd_per_hour: float
+) -> BurstWindow:
+    """The window `open` records: `nodes` of `pool` in `zone` from `now` (to the second) for `hours`, at the price
+    the budget was judged at."""
     start = now.astimezone(dt.UTC).replace(microsecond=0)
-    window = BurstWindow(
+    return BurstWindow(
         pool=pool.name,
         nodes=nodes,
-        instance_type=itype,
-        availability_zone=az,
+        instance_type=pool.instance_type,
+        availability_zone=zone,
         start=start,
         expires=start + dt.timedelta(hours=hours),
-        gpus=request.gpus,
+        gpus=gpus,
         usd_per_hour=usd_per_hour,
     )
-    return Preflight(window, site.region, price, spent, policy.budget_usd, checks)
 
 
 def _budget(
@@ -246,7 +254,8 @@ def offline_check(
     spec: EstateSpec, ledger: Iterable[BurstLedgerEntry], request: BurstRequest, now: dt.datetime
 ) -> Preflight:
     """The budget arithmetic of `preflight` without AWS: the request, then price x nodes x hours against what is
-    left of the budget; the checks name what could not be checked."""
+    left of the budget; the checks name what could not be checked. `open --dry-run --offline` and `preview
+    --burst-window` both show this window."""
     pool, nodes = check_request(spec, request)
     policy = spec.burst
     assert policy is not None
@@ -254,17 +263,8 @@ def offline_check(
     usd_per_hour, hours, price, spent = _budget(spec, ledger, pool, nodes, request, now, checks)
     checks.append(NOT_CHECKED_OFFLINE.format(itype=pool.instance_type, vcpus=nodes * pool.instance.vcpus))
     site = cloud_site(spec)
-    start = now.astimezone(dt.UTC).replace(microsecond=0)
-    window = BurstWindow(
-        pool=pool.name,
-        nodes=nodes,
-        instance_type=pool.instance_type,
-        availability_zone=pool_zone(site, pool) or site.availability_zones[0],
-        start=start,
-        expires=start + dt.timedelta(hours=hours),
-        gpus=request.gpus,
-        usd_per_hour=usd_per_hour,
-    )
+    zone = pool_zone(site, pool) or site.availability_zones[0]  # EC2's offerings are not known offline
+    window = window_of(pool, nodes, zone, now, hours, request.gpus, usd_per_hour)
     return Preflight(window, site.region, price, spent, policy.budget_usd, checks)
 
 

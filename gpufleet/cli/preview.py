@@ -48,30 +48,19 @@ def parse_burst_window(value: str) -> tuple[int, float]:
 
 
 def what_if_window(project: Path, stack: str, value: str, now: dt.datetime) -> BurstWindow:
-    """The window `gpufleet burst open --gpus GPUS --hours HOURS` would record now, from the burst policy and pools
-    only (no AWS: the pool's own zone, else the site's first)."""
+    """The window `gpufleet burst open --gpus GPUS --hours HOURS` would record now, offline: the budget arithmetic
+    against the stack file's ledger (shortened as `open` shortens it), the pool's own zone, else the site's first."""
     from gpufleet.burst.errors import BurstError
-    from gpufleet.burst.preflight import BurstRequest, check_request
-    from model.burst import cloud_site, pool_zone
+    from gpufleet.burst.preflight import BurstRequest, offline_check
     from model.load import read_stack
 
     gpus, hours = parse_burst_window(value)
-    spec = read_stack(project, stack).estate(priced=False)
+    stack_file = read_stack(project, stack)
+    spec = stack_file.estate(priced=False)
     try:
-        pool, nodes = check_request(spec, BurstRequest(gpus=gpus, hours=hours))
+        return offline_check(spec, stack_file.ledger(), BurstRequest(gpus=gpus, hours=hours), now).window
     except BurstError as err:
         raise CommandError(f"--burst-window {value}: {err}", err.exit_code) from None
-    site = cloud_site(spec)
-    start = now.astimezone(dt.UTC).replace(microsecond=0)
-    return BurstWindow(
-        pool=pool.name,
-        nodes=nodes,
-        instance_type=pool.instance_type,
-        availability_zone=pool_zone(site, pool) or site.availability_zones[0],
-        start=start,
-        expires=start + dt.timedelta(hours=hours),
-        gpus=gpus,
-    )
 
 
 def preview(

@@ -63,8 +63,9 @@ def preview_summary_text(review: Review, console: Console) -> None:
     )
     verdicts_text(review.findings, review, console)
     cost_headline_text(review.cost, console)
-    if (line := backstop_line(review)) is not None:
-        console.print(line, markup=False)
+    for line in (backstop_line(review), budget_alert_line(review)):
+        if line is not None:
+            console.print(line, markup=False)
     for w in plan.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
 
@@ -92,6 +93,27 @@ def backstop_line(review: Review) -> str | None:
         f"Backstop: burst pool {b.pool} stops by itself: the cloud queues hold at {b.hold_at:%Y-%m-%d %H:%M} UTC "
         f"(CronJob on the cloud worker); at {b.stop_at:%Y-%m-%d %H:%M} UTC they drain and AWS scales the node "
         "group to zero (EventBridge Scheduler)"
+    )
+
+
+BUDGET_TYPE = "aws:budgets/budget:Budget"
+
+
+def budget_alert_line(review: Review) -> str | None:
+    """What the burst budget alert in the plan watches and tells, and what it needs (None: no such budget)."""
+    budget = next(iter(review.plan.find(BUDGET_TYPE)), None)
+    if budget is None:
+        return None
+    inputs = budget.inputs
+    tag = ", ".join(v for f in inputs.get("costFilters") or [] for v in f.get("values") or [])
+    emails = sorted({e for n in inputs.get("notifications") or [] for e in n.get("subscriberEmailAddresses") or []})
+    tells = f"emails {', '.join(emails)} at 80% and 100% (actual) and 100% (forecast)" if emails else (
+        "tells nobody (set burst.alert_emails)"
+    )  # fmt: skip
+    return (
+        f"Burst budget alert: AWS Budgets watches ${float(inputs.get('limitAmount', 0)):,.2f} a month of costs tagged "
+        f"{tag.removeprefix('user:').replace('$', '=')} and {tells}. It sees them only once that tag is activated "
+        "as a cost-allocation tag in the payer account (Billing console, Cost allocation tags)"
     )
 
 
@@ -155,8 +177,9 @@ def preview_markdown(review: Review, max_chars: int = MAX_COMMENT, summary_only:
         "",
         *cost_summary(review.cost),
     ]
-    if (line := backstop_line(review)) is not None:
-        head += ["", inline(line)]
+    for line in (backstop_line(review), budget_alert_line(review)):
+        if line is not None:
+            head += ["", inline(line)]
     if plan.warnings:
         head += ["", *(f"> warning: {inline(w)}" for w in plan.warnings)]
     sections: list[Section] = []

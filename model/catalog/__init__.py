@@ -319,6 +319,7 @@ SERVICES: tuple[Service, ...] = (
         Service(fsx_lustre_key(t), f"FSx for Lustre PERSISTENT_2 at {t} MB/s/TiB", "GB-month", None)
         for t in FSX_LUSTRE_TIERS
     ),
+    Service("aws-budget", "AWS Budgets cost budget without actions", "budget-day", None),
 )
 SERVICE_KEYS: tuple[str, ...] = tuple(s.key for s in SERVICES)
 # A region-independent list price (one figure for every region) is stored once, under this name.

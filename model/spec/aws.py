@@ -175,7 +175,7 @@ class PriceOverride(Model):
 ServiceKey = Literal[
     "eks-cluster", "eks-cluster-extended", "nat-gateway", "nat-gateway-data", "public-ipv4", "ebs-gp3", "data-transfer-out", "efs-standard",
     "s3-standard", "fsx-lustre-persistent-2-125", "fsx-lustre-persistent-2-250", "fsx-lustre-persistent-2-500",
-    "fsx-lustre-persistent-2-1000",
+    "fsx-lustre-persistent-2-1000", "aws-budget",
 ]  # fmt: skip
 
 
@@ -189,7 +189,8 @@ class ServicePriceOverride(Model):
             "The line it prices, in its unit: eks-cluster and eks-cluster-extended (cluster-hour: a minor in "
             "standard or extended support), nat-gateway (gateway-hour), "
             "nat-gateway-data (GB), public-ipv4 (address-hour), ebs-gp3 (GB-month), data-transfer-out (GB), "
-            "efs-standard and s3-standard (GB-month), fsx-lustre-persistent-2-<125|250|500|1000> (GB-month)."
+            "efs-standard and s3-standard (GB-month), fsx-lustre-persistent-2-<125|250|500|1000> (GB-month), "
+            "aws-budget (budget-day)."
         )
     )
     usd: float = Field(gt=0, le=10_000, description="USD per the service's unit.")

@@ -66,6 +66,24 @@ class BurstPolicy(Model):
     allowed_instance_types: list[str] = Field(min_length=1, description="Instance types a window may use.")
     allow_spot: bool = Field(default=False, description="Windows may use spot capacity.")
     allow_capacity_blocks: bool = Field(default=False, description="Windows may use capacity blocks.")
+    alert_emails: list[str] = Field(
+        default_factory=list,
+        max_length=10,  # AWS Budgets: at most 10 email subscribers per notification (Budgets quotas)
+        description=(
+            "Who AWS Budgets emails when burst spend reaches 80% or 100% of budget_usd, actual or forecast (the "
+            "burst tag's budget). Without any, the budget is created and shows in the console, and nobody is "
+            "told."
+        ),
+    )
+
+    @field_validator("alert_emails")
+    @classmethod
+    def _emails(cls, v: list[str]) -> list[str]:
+        for address in v:
+            local, at, domain = address.partition("@")
+            if not (local and at and "." in domain) or any(c.isspace() for c in address):
+                raise ValueError(f"{address!r} is not an email address (name@example.com)")
+        return v
 
     @field_validator("allowed_instance_types")
     @classmethod

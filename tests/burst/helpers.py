@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from botocore.stub import Stubber
 
 from gpufleet.burst.driver import DriverError, OutputSink, StackLocked, StateMoved, generation
 from model.burst import BurstState, state_stack_name
@@ -17,6 +18,17 @@ from tests.conftest import example_config, write_project
 
 NOW = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.UTC)
 STACK = "test"
+P_ON_DEMAND = "L-417A185B"  # Service Quotas: EC2 Running On-Demand P instances (vCPUs)
+
+
+def allow(stub: Stubber, vcpus: float, times: int = 1) -> None:
+    """Service Quotas answers the P on-demand quota `times` times (one per `open`) with `vcpus`."""
+    for _ in range(times):
+        stub.add_response(
+            "get_service_quota",
+            {"Quota": {"ServiceCode": "ec2", "QuotaCode": P_ON_DEMAND, "Value": vcpus}},
+            {"ServiceCode": "ec2", "QuotaCode": P_ON_DEMAND},
+        )
 
 
 def window(start: dt.datetime, hours: float, nodes: int = 2, **over: Any) -> dict[str, Any]:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,30 +11,13 @@ import pytest
 from botocore.stub import Stubber
 from typer.testing import CliRunner
 
-from gpufleet.burst.aws import Aws
 from gpufleet.burst.errors import BurstError
 from gpufleet.cli import burst as burst_cli
 from gpufleet.cli.app import app
 from model.burst import spend_in_month
-from tests.burst.helpers import NOW, STACK, FakeDriver, burst_state, hybrid_config, project, window
+from tests.burst.helpers import NOW, STACK, FakeDriver, allow, burst_state, hybrid_config, project, window
 
 runner = CliRunner()
-P_ON_DEMAND = "L-417A185B"
-
-
-@pytest.fixture
-def aws(moto_aws: Aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
-    stub = Stubber(moto_aws.quotas)
-    stub.activate()
-    stub.add_response(
-        "get_service_quota",
-        {"Quota": {"ServiceCode": "ec2", "QuotaCode": P_ON_DEMAND, "Value": 768.0}},
-        {"ServiceCode": "ec2", "QuotaCode": P_ON_DEMAND},
-    )
-    monkeypatch.setattr(burst_cli, "make_aws", lambda region: moto_aws)
-    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
-    yield stub
-    stub.deactivate()
 
 
 def invoke(proj: Path, *args: str) -> Any:
@@ -48,11 +30,12 @@ def invoke(proj: Path, *args: str) -> Any:
     ids=lambda c: c[0],
 )
 def test_every_path_books_a_long_expired_window_at_the_same_figure(
-    tmp_path: Path, aws: Stubber, monkeypatch: pytest.MonkeyPatch, command: tuple[str, ...]
+    tmp_path: Path, quota: Stubber, monkeypatch: pytest.MonkeyPatch, command: tuple[str, ...]
 ) -> None:
     """1 x p5.48xlarge opened 30 h ago for 8 h and never reconciled: nothing measured it here, so every command
     books it at the cap until the backstop time, expiry + 30 min grace: $55.04 x 8.5 h = $467.84 (not until
     expiry, $440.32, nor until whenever the command runs, $1,651.20)."""
+    allow(quota, 768)
     expired = window(NOW - dt.timedelta(hours=30), 8, nodes=1, usd_per_hour=55.04)
     proj = project(tmp_path, hybrid_config(expired, ledger=[]))
     monkeypatch.setattr(burst_cli, "make_driver", lambda p: FakeDriver(p))
@@ -69,11 +52,12 @@ def test_every_path_books_a_long_expired_window_at_the_same_figure(
 
 
 def test_open_over_a_window_still_draining_keeps_room_for_its_nodes(
-    tmp_path: Path, aws: Stubber, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, quota: Stubber, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """close at 12:00 (2 nodes drain until 12:30), open 1 node at 12:10: the new window records the 2 nodes and
     their stop time, so the program keeps them (model.burst.burst_group_size); the old window is booked at its cap
     to its backstop, since its nodes cannot be measured before they stop."""
+    allow(quota, 768)
     closed = window(NOW - dt.timedelta(hours=3, minutes=10), 3, nodes=2, usd_per_hour=55.04)
     proj = project(tmp_path, hybrid_config(closed, ledger=[]))
     monkeypatch.setattr(burst_cli, "make_driver", lambda p: FakeDriver(p))
@@ -106,11 +90,12 @@ def test_status_works_offline_and_says_what_it_could_not_read(tmp_path: Path, mo
 
 
 def test_with_440_32_left_the_month_ends_within_the_budget_even_at_the_cap(
-    tmp_path: Path, aws: Stubber, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, quota: Stubber, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The issue's case end to end: $440.32 left, 1 x p5.48xlarge asked for 8 h ($440.32 exactly). It opens for
     7.5 h; booked at its worst (every node until expiry + grace, nothing measured), the month ends at $20,000.00,
     not $20,027.52 (nor the $20,108.25 of a window that also ran until the next reconcile)."""
+    allow(quota, 768)
     spent = {"pool": "burst-h100", "instance_type": "p5.48xlarge", "nodes": 4, "start": "2026-11-02T00:00:00Z",
              "end": "2026-11-03T00:00:00Z", "usd": 19559.68}  # fmt: skip
     proj = project(tmp_path, hybrid_config(ledger=[spent]))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 import stat
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,6 @@ import pytest
 from botocore.stub import Stubber
 from typer.testing import CliRunner
 
-from gpufleet.burst.aws import Aws
 from gpufleet.burst.driver import AutomationDriver, DriverError, StackDriver, StackLocked
 from gpufleet.burst.targets import burst_targets
 from gpufleet.cli import burst as burst_cli
@@ -25,6 +23,7 @@ from tests.burst.helpers import (
     NOW,
     STACK,
     FakeDriver,
+    allow,
     burst_state,
     hybrid_config,
     project,
@@ -35,26 +34,6 @@ from tests.burst.helpers import (
 
 runner = CliRunner()
 AT_CAP = " (booked at the cap: no Auto Scaling group carries the burst pool's tags)"
-P_ON_DEMAND = "L-417A185B"
-
-
-@pytest.fixture
-def quota(moto_aws: Aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
-    """The CLI's AWS is moto with stubbed Service Quotas; its clock is NOW."""
-    stub = Stubber(moto_aws.quotas)
-    stub.activate()
-    monkeypatch.setattr(burst_cli, "make_aws", lambda region: moto_aws)
-    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
-    yield stub
-    stub.deactivate()
-
-
-def allow(stub: Stubber, vcpus: float) -> None:
-    stub.add_response(
-        "get_service_quota",
-        {"Quota": {"ServiceCode": "ec2", "QuotaCode": P_ON_DEMAND, "Value": vcpus}},
-        {"ServiceCode": "ec2", "QuotaCode": P_ON_DEMAND},
-    )
 
 
 def use_driver(monkeypatch: pytest.MonkeyPatch, driver: StackDriver | None) -> None:

@@ -5,7 +5,7 @@ and changes nothing, and no ledger entry is lost or rewritten (gpufleet/burst/st
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -16,31 +16,13 @@ from botocore.stub import Stubber
 from pulumi.automation import OutputValue
 from typer.testing import CliRunner
 
-from gpufleet.burst.aws import Aws
 from gpufleet.burst.driver import AutomationDriver, StateMoved
 from gpufleet.cli import burst as burst_cli
 from gpufleet.cli.app import app
-from tests.burst.helpers import NOW, STACK, FakeDriver, burst_state, hybrid_config, project, recorded, window
+from tests.burst.helpers import NOW, STACK, FakeDriver, allow, burst_state, hybrid_config, project, recorded, window
 
 runner = CliRunner()
-P_ON_DEMAND = "L-417A185B"
 MOVED = "the burst state changed while this command ran"
-
-
-@pytest.fixture
-def quota(moto_aws: Aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
-    stub = Stubber(moto_aws.quotas)
-    stub.activate()
-    for _ in range(2):  # one quota answer for each `open`
-        stub.add_response(
-            "get_service_quota",
-            {"Quota": {"ServiceCode": "ec2", "QuotaCode": P_ON_DEMAND, "Value": 768.0}},
-            {"ServiceCode": "ec2", "QuotaCode": P_ON_DEMAND},
-        )
-    monkeypatch.setattr(burst_cli, "make_aws", lambda region: moto_aws)
-    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
-    yield stub
-    stub.deactivate()
 
 
 def invoke(proj: Path, *args: str) -> Any:
@@ -64,6 +46,7 @@ def test_two_concurrent_opens_one_wins_and_the_other_changes_nothing(
 ) -> None:
     """B opens (8 GPUs) between A's read and A's write: A (16 GPUs) read generation 0, the state holds 2, so A's
     write is refused and B's window stays, never replaced by A's."""
+    allow(quota, 768, 2)
     proj = project(tmp_path, hybrid_config())
     hook, other = meanwhile(proj, "open", "--gpus", "8", "--hours", "4")
     first = FakeDriver(proj, after_read=hook)
@@ -84,6 +67,7 @@ def test_a_stale_open_cannot_rewrite_the_booking_a_reconcile_made(
 ) -> None:
     """A window 2 x p5.48xlarge expired hours ago. Reconcile books and removes it while an `open` that read it is
     checking AWS: the open is refused, so the reconcile's one ledger entry is neither lost nor booked twice."""
+    allow(quota, 768, 2)
     expired = window(NOW - dt.timedelta(hours=12), 8, nodes=2, usd_per_hour=55.04)
     proj = project(tmp_path, hybrid_config(expired, ledger=[]))
     hook, other = meanwhile(proj, "reconcile")
@@ -101,6 +85,7 @@ def test_a_stale_open_cannot_rewrite_the_booking_a_reconcile_made(
 def test_a_reconcile_that_read_before_an_open_wrote_is_refused(
     tmp_path: Path, quota: Stubber, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    allow(quota, 768, 2)
     expired = window(NOW - dt.timedelta(hours=12), 8, nodes=2, usd_per_hour=55.04)
     proj = project(tmp_path, hybrid_config(expired, ledger=[]))
     hook, other = meanwhile(proj, "open", "--gpus", "8", "--hours", "4")
@@ -119,6 +104,7 @@ def test_a_write_while_another_holds_the_lock_fails_as_locked_and_changes_nothin
     tmp_path: Path, quota: Stubber, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An `extend` whose write comes while `close` holds the state stack's update lock: the backend refuses it."""
+    allow(quota, 768, 2)
     proj = project(tmp_path, hybrid_config(window(NOW - dt.timedelta(hours=1), 4, nodes=1, usd_per_hour=55.04)))
     hook, other = meanwhile(proj, "extend", "--hours", "1")
     drivers(monkeypatch, FakeDriver(proj, while_locked=hook), FakeDriver(proj))

@@ -109,6 +109,32 @@ def test_preview_of_a_burst_window_shows_its_backstop_and_writes_nothing() -> No
     assert stack_file.read_bytes() == before
 
 
+def test_the_what_if_window_is_the_one_open_would_record_offline_shortened_by_the_budget(tmp_path: Path) -> None:
+    """`preview --burst-window` and `burst open --dry-run --offline` build one window (gpufleet/burst/preflight.py
+    offline_check): with $500 of the month's $20,000 left, 16 GPUs (2 x p5.48xlarge at $55.04/h) for 8 h are cut
+    to the minutes whose worst case (cap x (hours + 30 min grace)) fits, as `open` would cut them."""
+    from gpufleet.burst.preflight import BurstRequest, offline_check
+    from model.burst import month_start
+    from model.load import read_stack
+
+    now = dt.datetime.now(dt.UTC)
+    start = month_start(now)
+    config = example_config("hybrid")
+    config["gpufleet:burstLedger"] = [
+        {"pool": "burst-h100", "instance_type": "p5.48xlarge", "nodes": 1, "start": start.isoformat(),
+         "end": (start + dt.timedelta(seconds=1)).isoformat(), "usd": 19_500.0}
+    ]  # fmt: skip
+    project = write_project(tmp_path, config)
+    result = runner.invoke(app, ["preview", "-s", "test", "--burst-window", "16:8", "-f", "json", "-C", str(project)])
+    assert result.exit_code == 0, result.output
+    stop = dt.datetime.fromisoformat(json.loads(result.stdout)["backstop"]["stop_at"])
+    sf = read_stack(project, "test")
+    check = offline_check(sf.estate(), sf.ledger(), BurstRequest(gpus=16, hours=8), now)
+    assert check.checks[1].startswith("window shortened to 4 h")
+    assert stop - check.window.expires <= dt.timedelta(minutes=31)  # the grace, on the next whole minute
+    assert stop - now < dt.timedelta(hours=5)  # not the 8.5 h asked for
+
+
 def test_preview_without_a_window_has_no_backstop() -> None:
     result = runner.invoke(app, ["preview", "-s", "hybrid", "-f", "json", "-C", str(ROOT)])
     doc = json.loads(result.stdout)

@@ -90,7 +90,7 @@ def test_the_cloud_worker_holds_at_expiry_and_drains_at_the_end_by_itself(open_p
     assert all(j["timeZone"] == "Etc/UTC" for j in jobs.values())
     for name, policy in (("burst-hold", "Hold"), ("burst-drain", "HoldAndDrain")):
         pod = jobs[name]["jobTemplate"]["spec"]["template"]["spec"]
-        (container,) = pod["containers"]
+        container, _suspend = pod["containers"]
         assert container["image"] == versions.KUBECTL.reference
         body = json.dumps({"spec": {"stopPolicy": policy}}, separators=(",", ":"))
         assert container["command"] == [
@@ -115,8 +115,63 @@ def test_the_stop_jobs_run_restricted_with_only_get_and_patch_on_the_burst_queue
     assert (
         pod["securityContext"]["runAsNonRoot"] and pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
     )
-    c = pod["containers"][0]["securityContext"]
-    assert c == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}}
+    for c in pod["containers"]:
+        assert c["securityContext"] == {
+            "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}
+        }  # fmt: skip
+
+
+def test_a_stop_runs_once_it_suspends_its_own_cron_job_which_recurs_yearly_otherwise(open_plan: Plan) -> None:
+    """Cron has no year field, so `1 17 20 11 *` fires again on 20 November next year. Each job also patches its
+    own CronJob to `suspend: true`: "all subsequent executions are suspended. This setting does not apply to
+    already started executions" (https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/
+    #schedule-suspension), so the running patches still finish and retry. The `up` that creates it sets
+    `suspend: false` and forces it back from that patch (a later window reuses the names)."""
+    jobs = {r.inputs["metadata"]["name"]: r for r in open_plan.find(CRONJOB)}
+    for name, job in jobs.items():
+        spec = job.inputs["spec"]
+        assert spec["suspend"] is False
+        assert job.inputs["metadata"]["annotations"] == {"pulumi.com/patchForce": "true"}
+        containers = spec["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+        (suspend,) = [c for c in containers if c["name"] == "suspend"]
+        assert suspend["command"] == [
+            "kubectl", "patch", "cronjobs.batch", name, "--namespace=gpufleet-burst-stop", "--type=merge",
+            '--patch={"spec":{"suspend":true}}',
+        ]  # fmt: skip
+    (own,) = [r for r in open_plan.find("kubernetes:rbac.authorization.k8s.io/v1:Role") if r.name.endswith("-own-role")]
+    assert own.inputs["metadata"]["namespace"] == "gpufleet-burst-stop"
+    assert own.inputs["rules"] == [
+        {"apiGroups": ["batch"], "resources": ["cronjobs"], "resourceNames": ["burst-hold", "burst-drain"],
+         "verbs": ["get", "patch"]}
+    ]  # fmt: skip
+    (bound,) = [
+        r
+        for r in open_plan.find("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding")
+        if r.name.endswith("-own-binding")
+    ]
+    assert bound.inputs["roleRef"]["kind"] == "Role" and bound.inputs["subjects"][0]["name"] == "burst-stop"
+
+
+def test_the_stop_image_is_pinned_by_digest_at_the_clusters_minor(open_plan: Plan) -> None:
+    """A digest pins the bytes, so IfNotPresent is safe (Checkov CKV_K8S_15 and CKV_K8S_43 pass on a digest); the
+    kubectl minor is the cluster's (https://kubernetes.io/releases/version-skew-policy/#kubectl)."""
+    assert versions.KUBECTL.digest is not None and versions.KUBECTL.digest.startswith("sha256:")
+    minor = lambda v: v.lstrip("v").split(".")[:2]  # noqa: E731
+    assert minor(versions.KUBECTL.tag) == minor(versions.CLUSTER_AUTOSCALER_APP)
+    for job in open_plan.find(CRONJOB):
+        for c in job.inputs["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]:
+            assert c["image"].endswith(f"@{versions.KUBECTL.digest}") and c["imagePullPolicy"] == "IfNotPresent"
+
+
+def test_the_aws_schedule_fires_once_and_is_kept_for_the_stack_to_remove(open_plan: Plan) -> None:
+    """`at(yyyy-mm-ddThh:mm:ss)` names the year: a one-time schedule invokes its target once
+    (https://docs.aws.amazon.com/scheduler/latest/UserGuide/schedule-types.html#one-time). ActionAfterCompletion
+    stays NONE, set explicitly (https://docs.aws.amazon.com/scheduler/latest/APIReference/API_CreateSchedule.html):
+    DELETE would remove a schedule Pulumi's state still holds, and the next window's update of it would fail on a
+    schedule that no longer exists. The next full `up` deletes it."""
+    schedule = only(open_plan, SCHEDULE).inputs
+    assert schedule["scheduleExpression"].startswith("at(2026-")
+    assert schedule["actionAfterCompletion"] == "NONE"
 
 
 def test_the_next_up_takes_the_stop_policy_back_from_the_jobs_patch(open_plan: Plan) -> None:

@@ -6,6 +6,7 @@ Per AWS site, from the catalog's prices for its region:
 - The system node pool of a created cluster: min/desired/max nodes × its on-demand price.
 - EBS gp3 root volumes of every node (`_root_volumes`).
 - Data transfer out to the internet: per GB.
+- The burst site's AWS Budgets alert: per budget-day, $0 without actions.
 
 Per-GB items need a usage profile. A line without a price or usage figure has no figures (`hourly` None): the
 envelope names it among what the totals leave out, never as $0.
@@ -85,10 +86,11 @@ def _usage_line(site: AwsSite, item: str, key: str, gb: float | None, usage_key:
 
 
 def aws_site_bill(
-    site: AwsSite, pool_nodes: dict[str, dict[str, int]], usage: SiteUsage, today: dt.date
+    site: AwsSite, pool_nodes: dict[str, dict[str, int]], usage: SiteUsage, today: dt.date, burst: bool = False
 ) -> list[BillLine]:
     """The site's bill besides GPU pools and storage tiers on `today`. `pool_nodes`: each GPU pool's nodes at each
-    size."""
+    size; `burst`: the site a hybrid estate bursts to, which has the burst budget alert
+    (components/aws/burst_budget.py)."""
     lines: list[BillLine] = []
     created_cluster = site.cluster.adopt_name is None
     created_vpc = site.vpc.vpc_id is None
@@ -112,7 +114,22 @@ def aws_site_bill(
     lines.append(
         _usage_line(site, "data transfer out", "data-transfer-out", usage.data_transfer_out_gb, "data_transfer_out_gb")
     )
+    if burst:
+        lines.append(_budget_line(site))
     return lines
+
+
+def _budget_line(site: AwsSite) -> BillLine:
+    """The burst budget alert: one AWS Budgets cost budget, priced per budget-day (24 h)."""
+    item, key = "AWS Budgets (burst alert)", "aws-budget"
+    found = site_service_price(site, key)
+    if found is None:
+        return BillLine(site.name, item, "1 budget", "unpriced", None, None, f"no catalog price for {key}", key)
+    note = (
+        "a cost budget on the burst tag, notifications only; it sees the tag's costs once the tag is activated "
+        "as a cost-allocation tag in the payer account"
+    )
+    return BillLine(site.name, item, "1 budget", "priced", _ref(found), _flat(found.usd / 24), note, key)
 
 
 def _root_volumes(site: AwsSite, pool_nodes: dict[str, dict[str, int]], system: dict[str, int]) -> BillLine:

@@ -26,7 +26,9 @@ def site_costs(
     match site:
         case AwsSite():
             pools = [aws_pool(spec, site, pool, window, now) for pool in site.node_pools]
-            return pools, aws_site_bill(site, {p.pool: p.nodes for p in pools}, usage.site(site.name), now.date())
+            burst = spec.burst is not None and spec.burst.cloud_site == site.name
+            nodes = {p.pool: p.nodes for p in pools}
+            return pools, aws_site_bill(site, nodes, usage.site(site.name), now.date(), burst)
         case BaremetalSite():
             return [baremetal_pool(spec, site, pool) for pool in site.node_pools], []  # owned: no other bill
         case _:

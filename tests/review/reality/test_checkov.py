@@ -1,5 +1,6 @@
 """Checkov over `gpufleet export --render` of the examples, and of variants that enable the charts the examples
-leave off (JobSet, the SR-IOV network operator): every failure is registered, with why.
+leave off (JobSet, the SR-IOV network operator) or hold objects only a burst window brings (the backstop's CronJobs,
+as `gpufleet preview --burst-window` builds the plan): every failure is registered, with why.
 
 Checkov conflicts with this project's pins (it pins older boto3/botocore and packaging), so .ci/run installs it in
 its own virtualenv, `.venv-checkov`, and the test calls it as a program (`GPUFLEET_CHECKOV` overrides the path).
@@ -7,6 +8,7 @@ its own virtualenv, `.venv-checkov`, and the test calls it as a program (`GPUFLE
 
 from __future__ import annotations
 
+import datetime as dt
 import fnmatch
 import json
 import os
@@ -20,8 +22,11 @@ import yaml
 
 from gpufleet.charts.cache import ChartCache
 from gpufleet.charts.render import render_plan
+from gpufleet.cli.preview import what_if_window
+from gpufleet.engine.plan import Plan
 from gpufleet.engine.synth import synth
 from gpufleet.render.export import export, export_rendered
+from gpufleet.review.review import build
 from tests.conftest import EXAMPLES, ROOT, example_config, write_project
 from tests.review.reality.conftest import Checked
 
@@ -70,6 +75,14 @@ def _with_sriov() -> dict[str, Any]:
 
 
 VARIANTS = {"hybrid-jobset": _with_jobset, "onprem-sriov": _with_sriov}
+WINDOW = "16:8"  # GPUS:HOURS of the what-if window
+
+
+def window_plan() -> Plan:
+    """The hybrid example as `gpufleet preview -s hybrid --burst-window 16:8` builds it: a window open now, so the
+    plan holds the backstop (the CronJobs, the EventBridge schedule). Its charts are the example's own."""
+    now = dt.datetime.now(dt.UTC)
+    return build(ROOT, "hybrid", now, window=what_if_window(ROOT, "hybrid", WINDOW, now), simulate=False).plan
 
 
 @pytest.fixture(scope="session")
@@ -85,6 +98,7 @@ def checkov_failures(
         plan = synth(write_project(tmp_path_factory.mktemp(name), config()), "test")
         export(plan, root / name)
         export_rendered(plan, render_plan(plan, chart_cache), root / name)
+    export(window_plan(), root / "hybrid-window")
     run = subprocess.run(
         [
             str(checkov()),
@@ -145,6 +159,16 @@ def test_no_exemption_is_stale(checkov_failures: list[Failure]) -> None:
         stale += [f"{c} in {e['charts']}" for c in e["checks"] if c not in {f.check for f in covered}]
         stale += [f"{ch} under {e['checks']}" for ch in e["charts"] if ch not in {f.chart for f in covered}]
     assert stale == []
+
+
+def test_the_backstop_cron_jobs_of_an_open_window_are_scanned(checkov_failures: list[Failure]) -> None:
+    """Without a window the plan holds no CronJob, so only the window variant brings them to Checkov; the one
+    failure left on them is registered (CKV_K8S_38: the job calls the API with its token)."""
+    on_stops = {(f.check, f.object) for f in checkov_failures if f.object.startswith("CronJob.gpufleet-burst-stop.")}
+    assert on_stops == {
+        ("CKV_K8S_38", "CronJob.gpufleet-burst-stop.burst-hold"),
+        ("CKV_K8S_38", "CronJob.gpufleet-burst-stop.burst-drain"),
+    }
 
 
 def test_gpufleet_objects_are_exempt_only_by_exact_name() -> None:

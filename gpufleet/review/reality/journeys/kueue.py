@@ -56,6 +56,7 @@ class Config:
     exclude_prefixes: tuple[str, ...]
     transformations: tuple[dict[str, Any], ...]
     multikueue: bool
+    pods_ready_timeout: str | None = None  # waitForPodsReady.timeout: how long a gang's pods may take to run
 
     def excluded(self, resource: str) -> bool:
         """Kueue ignores a resource matching `resources.excludeResourcePrefixes` (configuration_types.go)."""
@@ -104,6 +105,7 @@ def config(cluster: ClusterView) -> Config | None:
         exclude_prefixes=tuple(resources.get("excludeResourcePrefixes") or ()),
         transformations=tuple(resources.get("transformations") or ()),
         multikueue="multiKueue" in raw,
+        pods_ready_timeout=(raw.get("waitForPodsReady") or {}).get("timeout"),
     )
 
 

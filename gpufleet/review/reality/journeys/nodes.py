@@ -19,6 +19,7 @@ import yaml
 
 from gpufleet.engine.plan import PlanResource
 from gpufleet.review.reality.first_up_nodes import node_group_node, stated_nodes
+from gpufleet.review.reality.journeys import kueue
 from gpufleet.review.reality.journeys.core import ClusterView
 from gpufleet.review.reality.scheduling import Node, fits
 from model import catalog, efa, kinds
@@ -97,6 +98,7 @@ class NodeShape:
     instance: str = ""  # what one node is, for messages: "p5.48xlarge", "server gpu-r1-01"
     max_size: int = 0  # the group's max size, which only an autoscaler reaches (0: as `most`)
     per_pod: dict[str, int] = field(default_factory=dict)  # the most of a resource one container may get
+    burst: bool = False  # a burst pool: its max is the open burst window's cap
 
     def offers(self, resource: str) -> Fraction | None:
         """What one node offers of `resource`; None when it is not counted. Hugepages never are: the node image or
@@ -347,8 +349,9 @@ def _group_shape(spec: EstateSpec, view: ClusterView, devices: Devices, r: PlanR
         **devices.efa(node, instance.name, pool.fabric),
     }
     notes = []
-    if pool.burst:
-        notes.append("a burst pool: its nodes exist only while a burst window is open, up to the window's nodes")
+    if pool.burst:  # the group keeps a max of 1 when idle (EKS's least); the window's cap is the Cohort's quota
+        most = min(most, window_nodes(view, pool.name, instance.vcpus))
+        notes.append(burst_note(spec, view, desired, most if scaler else 0))
     block = pool.capacity.block if pool.capacity.type == "capacity-block" else None
     if pool.capacity.type == "capacity-block":
         end = block.end() if block else None
@@ -356,5 +359,44 @@ def _group_shape(spec: EstateSpec, view: ClusterView, devices: Devices, r: PlanR
         notes.append(f"a capacity-block pool: its nodes run only within the block{when}")
     return NodeShape(
         ref, pool.name, node, allocatable, desired, most if scaler else desired, scaler,
-        notes=tuple(notes), instance=instance.name, max_size=most, per_pod=devices.gpu_per_pod(node),
+        notes=tuple(notes), instance=instance.name, max_size=most, per_pod=devices.gpu_per_pod(node), burst=pool.burst,
     )  # fmt: skip
+
+
+def window_nodes(view: ClusterView, pool: str, vcpus: int) -> int:
+    """The open burst window's cap on `pool` in nodes: the burst Cohort's CPU quota for the pool's flavor over one
+    node's vCPUs (components.hybrid.burst_queues: the window's nodes x the instance's; zero outside windows)."""
+    for cohort in view.of("Cohort"):
+        for group in (cohort.get("spec") or {}).get("resourceGroups") or []:
+            for flavor in group.get("flavors") or []:
+                if flavor.get("name") != pool:
+                    continue
+                for r in flavor.get("resources") or []:
+                    if r.get("name") == "cpu":
+                        return int(quantity(r.get("nominalQuota") or 0)) // vcpus
+    return 0
+
+
+def burst_note(spec: EstateSpec, view: ClusterView, exist: int, cap: int) -> str:
+    """What a burst pool's nodes are: none without a window; with one, what AWS provisioning guarantees a gang.
+
+    The cluster-autoscaler raises the Auto Scaling group by the nodes pending pods need; on AWS that is a plain
+    increase, not all or none (AtomicIncreaseSize "is not implemented", cloudprovider/aws/aws_cloud_provider.go at
+    cluster-autoscaler-1.34.2), so EC2 starts the nodes one by one and may start only some. Kueue's
+    waitForPodsReady evicts and requeues a gang whose pods do not all run in time; on the burst site that timeout
+    holds the nodes' boot time (`burst.node_boot_minutes`, model.queues.pods_ready_timeout)."""
+    if cap == 0:
+        return "a burst pool: its nodes exist only while a burst window is open, up to the window's nodes"
+    cfg = kueue.config(view)
+    timeout = cfg.pods_ready_timeout if cfg is not None else None
+    boot = spec.burst.node_boot_minutes if spec.burst is not None else None
+    waits = (
+        f"Kueue waits {timeout} for all of a gang's pods to run (waitForPodsReady, {boot} min of it for the nodes' "
+        "boot: burst.node_boot_minutes), then evicts and requeues the gang"
+        if timeout
+        else "no waitForPodsReady timeout evicts a gang whose nodes do not all start"
+    )
+    return (
+        f"a burst pool at {exist} nodes: the open burst window lets the cluster-autoscaler add up to {cap} for "
+        f"pending pods; on AWS it adds them one by one, not all or none, and {waits}"
+    )

@@ -6,6 +6,7 @@
   first-fit decreasing onto the nodes that exist; where an autoscaler or a burst window grows a group, onto its
   max.
 - A blocked placement names the node group or servers that refuse and what would let the pods through.
+- A burst pool grows only inside a window, to its cap, and on AWS not all or none (nodes.burst_note).
 """
 
 from __future__ import annotations
@@ -32,6 +33,17 @@ CITES = (
     Cite(
         "a pod fits a node when the sum of its requests fits the node's allocatable, extended resources included",
         "https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/",
+    ),
+)
+
+BURST_CITES = (
+    Cite(
+        "cluster-autoscaler on AWS has no atomic scale-up: AtomicIncreaseSize is not implemented",
+        "kubernetes/autoscaler@cluster-autoscaler-1.34.2 cluster-autoscaler/cloudprovider/aws/aws_cloud_provider.go",
+    ),
+    Cite(
+        "waitForPodsReady evicts and requeues a workload whose pods are not all ready within the timeout",
+        "https://kueue.sigs.k8s.io/docs/tasks/manage/setup_wait_for_pods_ready/",
     ),
 )
 
@@ -208,7 +220,11 @@ def _gang_too_large(pods: list[tuple[str, dict[str, Fraction], list[NodeShape]]]
     group = _group(shapes)
     if shapes and shapes[0].ref.startswith("NodeGroup/"):
         shape = shapes[0]
-        if shape.grows:
+        if shape.burst:
+            have = f"at most {most} (the open burst window's cap)"
+            first = "" if walk.spec.pool(pool).scaling.max >= count else f", after raising its max to {count}"
+            unblock = f"open a burst window of {count} nodes on pool {pool}{first}"
+        elif shape.grows:
             have = f"at most {most} (its max, which {shape.grows} grows it to)"
             unblock = f"raise max of pool {pool} to {count}"
         else:
@@ -220,7 +236,7 @@ def _gang_too_large(pods: list[tuple[str, dict[str, Fraction], list[NodeShape]]]
         notes = [n for s in shapes for n in s.notes]
         if notes:
             detail += "; " + notes[0]
-        return _blocked(detail, group, unblock)
+        return Stage("placement", False, detail, group, unblock, CITES + BURST_CITES if shape.burst else CITES)
     detail = (
         f"the gang of {walk.workload.pods} pods needs {count} nodes of pool {pool}; it has {exist} "
         f"({group}); all of its pods must run at once"
@@ -270,7 +286,8 @@ def check(walk: Walk) -> Stage:
     detail = f"{walk.workload.pods} pods on {len(nodes)} nodes of pool {pool}{grown}; {each}"
     if notes:
         detail += "; " + "; ".join(notes)
-    return Stage("placement", True, detail, cites=CITES)
+    burst = any(n.shape.burst for n in nodes)
+    return Stage("placement", True, detail, cites=CITES + BURST_CITES if burst else CITES)
 
 
 def _no_capacity(walk: Walk, pod_set: PodSet, shapes: list[NodeShape]) -> Stage:

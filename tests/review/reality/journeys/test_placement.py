@@ -4,21 +4,27 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import datetime as dt
 from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 from gpufleet.charts.cache import ChartCache
 from gpufleet.charts.render import render_plan
 from gpufleet.engine.plan import Plan
+from gpufleet.engine.synth import synth_stack
 from gpufleet.review.reality.journeys import placement
 from gpufleet.review.reality.journeys.canonical import canonical
 from gpufleet.review.reality.journeys.core import Walk
 from gpufleet.review.reality.journeys.estate import clusters
 from gpufleet.review.reality.scheduling import pod_spec
 from model import catalog, kinds
-from model.load import ESTATE_KEY, parse_estate
+from model.burst import BurstState
+from model.load import ESTATE_KEY, parse_estate, parse_window, read_stack
 from model.rdma import EFA_RESOURCE, RDMA_RESOURCE_PREFIX, fabric_requests
-from tests.conftest import example_config
+from tests.burst.helpers import window as burst_window
+from tests.conftest import example_config, write_project
 from tests.review.reality.journeys.walks import Estate, container, walk
 
 P5 = "h100"  # aws-train's training pool (p5.48xlarge on the train-efa fabric)
@@ -114,12 +120,54 @@ def test_a_gpu_pod_that_bypasses_kueue_is_kept_off_the_gpu_nodes_by_their_taint(
     assert "nvidia.com/gpu=present:NoSchedule" in stage.detail and "LocalQueue" in stage.unblock
 
 
-def test_a_burst_pool_places_only_by_growing_through_the_autoscaler(estates: dict[str, Estate]) -> None:
+def test_a_burst_pool_outside_a_window_has_no_nodes_for_a_gang(estates: dict[str, Estate]) -> None:
+    """Idle, the burst group keeps EKS's least max of 1, but the burst Cohort holds no quota: no node may start."""
     estate = estates["hybrid"]
     w = walk(estate, "cloud", "research", 1, {"containers": [container({"nvidia.com/gpu": 8})]}, "burst-h100")
     stage = placement.check(w)
+    assert not stage.ok and "has no nodes" in stage.detail
+    assert stage.unblock == "open a burst window for pool burst-h100"
+
+
+@pytest.fixture(scope="module")
+def windowed(chart_cache: ChartCache, tmp_path_factory: pytest.TempPathFactory) -> Estate:
+    """The hybrid example with a window of 2 x p5.48xlarge open (as `preview --burst-window 16:8` has it)."""
+    config = example_config("hybrid")
+    project = write_project(tmp_path_factory.mktemp("windowed"), config)
+    now = dt.datetime(2026, 11, 20, 10, 0, tzinfo=dt.UTC)
+    w = parse_window(burst_window(now - dt.timedelta(hours=1), 8, nodes=2), "test")
+    state = BurstState(w, (), now).outputs()
+    plan = synth_stack(project, "test", read_stack(project, "test"), burst_state=state, now=now)
+    return Estate(parse_estate(config[ESTATE_KEY], "test"), clusters(plan, render_plan(plan, chart_cache)))
+
+
+def _burst_gang(estate: Estate, pods: int) -> Walk:
+    return walk(estate, "cloud", "research", pods, {"containers": [container({"nvidia.com/gpu": 8})]}, "burst-h100")
+
+
+def test_a_gang_on_a_cold_burst_pool_is_placed_by_nodes_the_autoscaler_adds_one_by_one(windowed: Estate) -> None:
+    """At 0 nodes, the window lets cluster-autoscaler add the gang's nodes. On AWS that is no atomic scale-up
+    (cluster-autoscaler-1.34.2 cloudprovider/aws/aws_cloud_provider.go: AtomicIncreaseSize is not implemented), so
+    the journey says the nodes come one by one and that Kueue's waitForPodsReady timeout on the cloud worker (10m +
+    burst.node_boot_minutes 15 = 25m, read from its Kueue Configuration) covers their boot."""
+    stage = placement.check(_burst_gang(windowed, 2))
     assert stage.ok, stage.detail
-    assert "the cluster-autoscaler must add them" in stage.detail and "burst window" in stage.detail
+    assert "2 pods on 2 nodes of pool burst-h100" in stage.detail
+    assert "a burst pool at 0 nodes: the open burst window lets the cluster-autoscaler add up to 2" in stage.detail
+    assert "one by one, not all or none" in stage.detail and "Kueue waits 25m" in stage.detail
+    assert "15 min of it for the nodes' boot" in stage.detail
+    assert any("AtomicIncreaseSize" in c.what for c in stage.cites)
+
+
+def test_a_gang_larger_than_the_windows_cap_is_blocked_with_the_window_it_needs(windowed: Estate) -> None:
+    stage = placement.check(_burst_gang(windowed, 3))
+    assert not stage.ok
+    assert (
+        "needs 3 nodes of pool burst-h100" in stage.detail and "at most 2 (the open burst window's cap)" in stage.detail
+    )
+    assert stage.unblock == "open a burst window of 3 nodes on pool burst-h100"
+    stage = placement.check(_burst_gang(windowed, 5))  # the pool's own max is 4
+    assert stage.unblock == "open a burst window of 5 nodes on pool burst-h100, after raising its max to 5"
 
 
 def test_the_standalone_device_plugin_advertises_gpus_and_the_mig_slices_hosts_carry(

@@ -1,0 +1,90 @@
+"""Checkov's Terraform checks over the AWS side of an open window's backstop and the burst budget, as the Terraform
+resources they amount to (aws_iam_role, aws_iam_role_policy, aws_scheduler_schedule, aws_budgets_budget): the plan
+as `gpufleet preview --burst-window` builds it, since only an open window brings the schedule.
+
+Checkov 3.3.30 (.venv-checkov), framework terraform_json; its checks are in checkov/terraform/checks/resource/aws/ at
+that tag (e.g. SchedulerScheduleUsesCMK.py and the IAM policy checks).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from gpufleet.engine.plan import Plan, PlanResource
+from tests.review.reality.test_checkov import checkov, window_plan
+
+# Registered, with why: the schedule keeps EventBridge Scheduler's default AWS owned key. Its payload is a cluster
+# name, a node group name and three sizes, nothing secret; Scheduler encrypts it at rest with an AWS owned key by
+# default (https://docs.aws.amazon.com/scheduler/latest/UserGuide/encryption-rest.html). A customer managed key
+# would add a key policy that the backstop depends on at the moment it must fire.
+ACCEPTED = {"CKV_AWS_297"}
+
+
+def _backstop_resources(plan: Plan) -> list[PlanResource]:
+    return [r for r in plan.resources if r.custom and ("-backstop-" in r.name or r.type.startswith("aws:budgets/"))]
+
+
+def terraform(resources: list[PlanResource]) -> dict[str, Any]:
+    """The Terraform JSON of the fields Checkov reads, from each resource's Pulumi inputs."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in resources:
+        i = r.inputs
+        match r.type:
+            case "aws:iam/role:Role":
+                out.setdefault("aws_iam_role", {})[r.name] = {"assume_role_policy": i["assumeRolePolicy"]}
+            case "aws:iam/rolePolicy:RolePolicy":
+                out.setdefault("aws_iam_role_policy", {})[r.name] = {"role": "backstop", "policy": i["policy"]}
+            case "aws:scheduler/schedule:Schedule":
+                target = i["target"]
+                body = {
+                    "schedule_expression": i["scheduleExpression"],
+                    "flexible_time_window": {"mode": i["flexibleTimeWindow"]["mode"]},
+                    "target": {"arn": target["arn"], "role_arn": "backstop", "input": target["input"]},
+                    **({"kms_key_arn": i["kmsKeyArn"]} if "kmsKeyArn" in i else {}),
+                }
+                out.setdefault("aws_scheduler_schedule", {})[r.name] = body
+            case "aws:scheduler/scheduleGroup:ScheduleGroup":
+                out.setdefault("aws_scheduler_schedule_group", {})[r.name] = {"tags": i.get("tags", {})}
+            case "aws:budgets/budget:Budget":
+                out.setdefault("aws_budgets_budget", {})[r.name] = {
+                    "budget_type": i["budgetType"], "limit_amount": i["limitAmount"], "limit_unit": i["limitUnit"],
+                    "time_unit": i["timeUnit"],
+                }  # fmt: skip
+    return {"resource": out}
+
+
+def _scan(doc: dict[str, Any], tmp: Path) -> tuple[set[tuple[str, str]], int]:
+    (tmp / "main.tf.json").write_text(json.dumps(doc))
+    run = subprocess.run(
+        [str(checkov()), "-d", str(tmp), "--framework", "terraform_json", "-o", "json", "--quiet", "--compact",
+         "--skip-download"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert run.returncode in (0, 1), run.stderr[-2000:]
+    report: Any = json.loads(run.stdout)
+    report = report[0] if isinstance(report, list) else report
+    failed = {(f["check_id"], f["resource"]) for f in report.get("results", {}).get("failed_checks", [])}
+    return failed, report["summary"]["passed"]
+
+
+def test_the_backstop_schedule_and_its_role_pass_checkov_but_the_registered_key_check(tmp_path: Path) -> None:
+    resources = _backstop_resources(window_plan())
+    types = {r.type for r in resources}
+    assert {"aws:scheduler/schedule:Schedule", "aws:iam/rolePolicy:RolePolicy", "aws:budgets/budget:Budget"} <= types
+    (tmp_path / "ours").mkdir()
+    failed, passed = _scan(terraform(resources), tmp_path / "ours")
+    assert passed > 0
+    assert {check for check, _ in failed} == ACCEPTED
+
+
+def test_the_same_scan_fails_a_backstop_role_allowed_everything(tmp_path: Path) -> None:
+    """So the scan can fail: the backstop role's policy widened to every action on every resource."""
+    doc = terraform(_backstop_resources(window_plan()))
+    wildcard = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+    for policy in doc["resource"]["aws_iam_role_policy"].values():
+        policy["policy"] = json.dumps(wildcard)
+    failed, _ = _scan(doc, tmp_path)
+    assert {check for check, _ in failed} - ACCEPTED
