@@ -36,6 +36,14 @@ class AwsNodePool(PoolBase):
         default=False,
         description="A burst pool: idles at zero and grows only inside a burst window (hybrid).",
     )
+    renamed_from: Name | None = Field(
+        default=None,
+        description=(
+            "The pool's name before a rename. Its node group, launch template and Auto Scaling group tags are then "
+            "the same resources under the new name (Pulumi aliases), not replaced: no second node group. Keep it "
+            "until every stack with the pool has run `up` once after the rename."
+        ),
+    )
 
     @field_validator("instance_type")
     @classmethod
