@@ -393,14 +393,13 @@ def _alias_keys(
         own.append(_child_key(under, spec.type or reg.type, spec.name or reg.name))
     out = list(own)
     parent_name = parent.rsplit("::", 1)[-1] if parent else ""
+    identities = [(reg.type, reg.name), *((k.split("::")[0].rsplit("$", 1)[-1], k.rsplit("::", 1)[-1]) for k in own)]
     for alias in parent_aliases:
         alias_name = alias.rsplit("::", 1)[-1]
-        for type_, name in [
-            (reg.type, reg.name),
-            *((k.split("::")[0].rsplit("$", 1)[-1], k.rsplit("::", 1)[-1]) for k in own),
-        ]:
-            renamed = alias_name + name[len(parent_name) :] if parent_name and name.startswith(parent_name) else name
-            out.append(_child_key(alias, type_, renamed))
+        for type_, name in identities:
+            if parent_name and name.startswith(parent_name):
+                name = alias_name + name[len(parent_name) :]
+            out.append(_child_key(alias, type_, name))
     return list(dict.fromkeys(out))
 
 

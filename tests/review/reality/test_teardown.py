@@ -4,6 +4,7 @@ and every example estate torn down keeping its data with nothing failing."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
@@ -143,3 +144,18 @@ def test_the_simulation_fails_a_plan_whose_retained_file_system_loses_its_group(
 ) -> None:
     t = simulate(unprotect_fsx_and_delete_its_group(example_plans["aws-train"]))
     assert [f.needed_by.rsplit("::", 1)[-1] for f in t.failures] == ["use1-storage-lustre"]
+
+
+def test_preview_shows_the_teardown_verdict_and_carries_it_in_json() -> None:
+    from gpufleet.render.preview import preview_json, preview_markdown
+    from model.load import parse_estate
+    from tests.review.estates import changed, review_of
+
+    r = review_of(parse_estate(changed(), "head"))
+    plan, k = lustre(False, {"protect": False, "retain": True})
+    r = dataclasses.replace(r, plan=plan, teardown=simulate(plan))
+    md = preview_markdown(r)
+    assert "❌ destroy (pulumi destroy --exclude-protected, simulated): 3 deleted" in md
+    doc = json.loads(preview_json(r))["destroy"]
+    assert doc["command"] == "pulumi destroy --exclude-protected" and doc["retained"] == [k["fs"]]
+    assert {f["resource"] for f in doc["failures"]} == {k["sg"], k["subnet"]}
