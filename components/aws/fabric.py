@@ -8,7 +8,7 @@ import pulumi
 import pulumi_aws as aws
 
 from model.conventions import FABRIC_TAG
-from model.spec import AwsNodePool, AwsSite, EfaFabric
+from model.spec import AwsNodePool, AwsSite, EfaFabric, FsxLustreTier
 from model.tags import Tags
 
 RESERVED_CAPACITY = ("capacity-reservation", "capacity-block")
@@ -29,6 +29,13 @@ def pool_placement_group(pool: AwsNodePool, fabric: EfaFabric, created_name: str
     return created_name
 
 
+def lustre_fabrics(site: AwsSite) -> frozenset[str]:
+    """The fabrics an FSx for Lustre tier lives on. The file system keeps network interfaces in the fabric's
+    subnet, so that subnet and the VPC stay with the data when the stack is torn down (retained on delete: a
+    subnet with interfaces in it cannot be deleted, nor a VPC with subnets)."""
+    return frozenset(t.fabric for t in site.storage if isinstance(t, FsxLustreTier))
+
+
 def fabric_needs_placement_group(fabric: EfaFabric, pools: list[AwsNodePool]) -> bool:
     """Create a group only when asked, no existing group is named, and some pool on the fabric would use it."""
     if not fabric.placement_group or fabric.placement_group_name:
@@ -46,8 +53,9 @@ class EfaFabricArgs:
 
 
 class EfaFabricStack(pulumi.ComponentResource):
-    """Creates the fabric's private subnet in its one AZ (or adopts `subnet_id`), the EFA security group (all
-    traffic to and from itself, nothing wider) and, when a pool will use it, a cluster placement group."""
+    """Creates the fabric's private subnet in its one AZ (or adopts `subnet_id`; retained on delete when an FSx
+    for Lustre tier lives in it), the EFA security group (all traffic to and from itself, nothing wider) and,
+    when a pool will use it, a cluster placement group."""
 
     subnet_id: pulumi.Output[str]
     security_group_id: pulumi.Output[str]
@@ -78,7 +86,7 @@ class EfaFabricStack(pulumi.ComponentResource):
             availability_zone=f.availability_zone,
             map_public_ip_on_launch=False,
             tags=self._args.tags.aws(Name=f"{self._name}-subnet", **{FABRIC_TAG: f.name}),
-            opts=self._opts(),
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=f.name in lustre_fabrics(self._args.site)),
         )
         if self._args.private_route_table_id is not None:
             aws.ec2.RouteTableAssociation(

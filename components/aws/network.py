@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from components.aws.fabric import lustre_fabrics
 from model.spec import AwsSite, EfaFabric
 from model.subnets import plan_subnets
 from model.tags import Tags
@@ -24,8 +25,9 @@ class SiteNetwork(pulumi.ComponentResource):
     an internet gateway and route tables; an S3 gateway endpoint on the private route tables (S3 traffic - image
     layers from ECR, datasets, checkpoints - stays off the NAT gateways, which bill per GB processed; gateway
     endpoints cost nothing: VPC user guide, gateway endpoints) and the interface endpoints `vpc.interface_endpoints`
-    lists. For an adopted VPC (`vpc.vpc_id`) it creates nothing and hands out the given private subnet ids. VPC flow
-    logs are left to the account's baseline."""
+    lists. A VPC an FSx for Lustre tier lives in is retained on delete with it. For an adopted VPC (`vpc.vpc_id`)
+    it creates nothing and hands out the given private subnet ids. VPC flow logs are left to the account's
+    baseline."""
 
     vpc_id: pulumi.Output[str]
     private_subnet_ids: list[pulumi.Output[str]]
@@ -59,7 +61,8 @@ class SiteNetwork(pulumi.ComponentResource):
             enable_dns_hostnames=True,
             enable_dns_support=True,
             tags=self._tags.aws(Name=f"{n}-vpc"),
-            opts=self._opts(),
+            # Retained with an FSx for Lustre tier: a VPC with subnets in it cannot be deleted (components.aws.fabric).
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=bool(lustre_fabrics(site))),
         )
         self.vpc_id = vpc.id
         igw = aws.ec2.InternetGateway(

@@ -73,12 +73,28 @@ def mng_scaling(
     """(min, desired, max) for the node group. A burst pool: 0, the nodes still draining (model.burst.
     burst_group_size) and the window's cap. EKS requires maxSize >= 1, so an idle burst pool keeps max 1: the
     autoscaler could start one node there only for a pod outside Kueue (the cloud queues hold outside windows)
-    that tolerates the GPU taint and selects the pool. An idle pool is sent desired 0, so the group empties."""
+    that tolerates the GPU taint and selects the pool. An idle pool is sent desired 0, so the group empties. A
+    capacity-block pool starts at desired 0 until its block starts (block_not_started)."""
     if pool.burst:
         desired, most, _ = burst_group_size(spec, pool, window, now)
         return 0, desired, most
     s = effective_scaling(spec, pool, window, now)
-    return s.min, s.desired_nodes, max(1, s.max)
+    return s.min, 0 if block_not_started(pool, now) else s.desired_nodes, max(1, s.max)
+
+
+def block_not_started(pool: AwsNodePool, now: dt.datetime) -> bool:
+    """A capacity-block pool whose block has not started, or whose start the stack does not give.
+
+    Its node group is created at desired 0: before the reservation is active the Auto Scaling group cannot
+    launch into it, and its scaling activities fail (EKS user guide, capacity-blocks-mng: "if the create request
+    is made before the capacity reservation is active, then the ASG won't be able to launch Amazon EC2
+    instances until it becomes active"). The cluster autoscaler grows the group once the block is active and
+    work waits (a block pool's min is 0, below its max). The desired size is the group's after creation
+    (ignored_changes), so this is what the group starts at."""
+    if pool.capacity.type != "capacity-block":
+        return False
+    block = pool.capacity.block
+    return block is None or block.start is None or now < block.start
 
 
 def ignored_changes(spec: EstateSpec, pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime) -> list[str]:

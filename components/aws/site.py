@@ -185,6 +185,9 @@ class AwsSiteStack(pulumi.ComponentResource):
         if pool.availability_zone and pool.availability_zone in self.network.private_subnets_by_az:
             subnets = [self.network.private_subnets_by_az[pool.availability_zone]]
         scratch = next((t for t in site.storage if isinstance(t, ScratchTier)), None)
+        # A renamed pool's component takes its old name as an alias; the engine aliases each child named after it
+        # (`<component>-ng`, `-lt`, ...) the same way, so the node group is not replaced (docs/stack-file.md).
+        renamed = [pulumi.Alias(name=f"{self._n}-{pool.renamed_from}")] if pool.renamed_from else None
         return GpuNodePool(
             f"{self._n}-{pool.name}",
             GpuNodePoolArgs(
@@ -203,5 +206,5 @@ class AwsSiteStack(pulumi.ComponentResource):
                 scratch_mount_path=scratch.mount_path if scratch else None,
                 depends_on=[self.cluster],
             ),
-            self._child(),
+            pulumi.ResourceOptions.merge(self._child(), pulumi.ResourceOptions(aliases=renamed)),
         )

@@ -58,10 +58,11 @@ def check(
     chart_cache: ChartCacheOpt = None,
     summary: SummaryOpt = False,
 ) -> None:
-    """Evaluate the policy packs, simulate the first `up` and walk the canonical journeys offline; exit 1 on a
-    mandatory violation, a first-up problem or a journey that does not answer as promised. The verdicts come
-    first with what fails them; --summary leaves out the advisory findings and first-up notes. --aws also reads
-    the account's quotas and offerings and exits 1 on what the first `up` would fail on."""
+    """Evaluate the policy packs, simulate the first `up` and the teardown, and walk the canonical journeys
+    offline; exit 1 on a mandatory violation, a first-up problem, a teardown deletion that fails on a dependency
+    or a journey that does not answer as promised. The verdicts come first with what fails them; --summary
+    leaves out the advisory findings, first-up notes and what the teardown keeps. --aws also reads the account's
+    quotas and offerings and exits 1 on what the first `up` would fail on."""
     if summary and format is CheckFormat.json:
         raise CommandError("--summary: only for text (json carries every finding; select with jq)")
     from gpufleet.review import check as checker
@@ -94,6 +95,7 @@ def check(
         or (review.first_up and review.first_up.problems)
         or review.journeys_failed()
         or (account is not None and account.problems)
+        or (review.teardown and review.teardown.failures)
     ):
         raise typer.Exit(1)
 

@@ -31,7 +31,7 @@ class PlanResource:
     retain_on_delete: bool = False
     dependencies: list[str] = field(default_factory=list)
     provider: str | None = None  # logical key of the explicit provider, if any
-    aliases: list[str] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)  # logical keys of earlier identities (engine-completed)
     ignore_changes: list[str] = field(default_factory=list)
 
     @property

@@ -63,7 +63,7 @@ class _Registration:
     retain_on_delete: bool
     dependencies: list[str]
     provider: str
-    aliases: list[str]
+    aliases: list[Any]  # alias_pb2.Alias: a URN, or a spec the engine completes from the resource
     ignore_changes: list[str]
 
 
@@ -144,7 +144,7 @@ class _RecordingMonitor(mocks.MockMonitor):
             retain_on_delete=bool(request.retainOnDelete),
             dependencies=list(request.dependencies),
             provider=request.provider,
-            aliases=[str(a) for a in request.aliases],
+            aliases=list(request.aliases),
             ignore_changes=list(request.ignoreChanges),
         )
         return response
@@ -366,24 +366,64 @@ def _abandon(loop: asyncio.AbstractEventLoop) -> None:
         loop.run_until_complete(asyncio.wait(pending, timeout=ABANDON_SECONDS))
 
 
+def _child_key(parent: str | None, type_: str, name: str) -> str:
+    """The logical key of a resource of `type_` named `name` under the resource whose key is `parent`."""
+    return f"{parent.split('::', 1)[0]}${type_}::{name}" if parent else f"{type_}::{name}"
+
+
+def _alias_keys(
+    reg: _Registration, parent: str | None, parent_aliases: list[str], urn_to_key: dict[str, str]
+) -> list[str]:
+    """The logical keys the engine would match this resource to in the stack's state, as it computes them from
+    alias specs (pulumi/pulumi pkg/resource/deploy/step_generator.go, `generateAliases`, `collapseAliasToUrn`,
+    `inheritedChildAlias`): each alias, completed with the resource's own type, name and parent; then, for each
+    alias of its parent, the resource under that alias, its name's prefix renamed when it starts with the parent's
+    name (`<parent>-ng` under an alias `old` of `<parent>` is `old-ng`)."""
+    own: list[str] = []
+    for alias in reg.aliases:
+        if alias.HasField("urn"):
+            own.append(_key(alias.urn))
+            continue
+        spec = alias.spec
+        under = (
+            None
+            if spec.noParent
+            else (urn_to_key.get(spec.parentUrn, _key(spec.parentUrn)) if spec.parentUrn else parent)
+        )
+        own.append(_child_key(under, spec.type or reg.type, spec.name or reg.name))
+    out = list(own)
+    parent_name = parent.rsplit("::", 1)[-1] if parent else ""
+    identities = [(reg.type, reg.name), *((k.split("::")[0].rsplit("$", 1)[-1], k.rsplit("::", 1)[-1]) for k in own)]
+    for alias in parent_aliases:
+        alias_name = alias.rsplit("::", 1)[-1]
+        for type_, name in identities:
+            if parent_name and name.startswith(parent_name):
+                name = alias_name + name[len(parent_name) :]
+            out.append(_child_key(alias, type_, name))
+    return list(dict.fromkeys(out))
+
+
 def _plan(project: str, stack: str, monitor: _RecordingMonitor, warnings: list[str]) -> Plan:
     urn_to_key = {urn: _key(urn) for urn in monitor.registrations}
+    aliases: dict[str, list[str]] = {}  # key -> alias keys, parents before children (registration order)
     resources = []
     for urn, reg in monitor.registrations.items():
         provider_urn = reg.provider.rsplit("::", 1)[0] if reg.provider else ""
+        parent = urn_to_key.get(reg.parent_urn)
+        aliases[urn_to_key[urn]] = _alias_keys(reg, parent, aliases.get(parent or "", []), urn_to_key)
         resources.append(
             PlanResource(
                 key=urn_to_key[urn],
                 type=reg.type,
                 name=reg.name,
-                parent=urn_to_key.get(reg.parent_urn),
+                parent=parent,
                 custom=reg.custom,
                 inputs=normalise(reg.inputs, urn_to_key),
                 protect=reg.protect,
                 retain_on_delete=reg.retain_on_delete,
                 dependencies=sorted(urn_to_key.get(d, d) for d in reg.dependencies),
                 provider=urn_to_key.get(provider_urn),
-                aliases=reg.aliases,
+                aliases=aliases[urn_to_key[urn]],
                 ignore_changes=reg.ignore_changes,
             )
         )

@@ -29,6 +29,7 @@ from gpufleet.render.findings import finding_lines, findings_summary, findings_t
 from gpufleet.render.mermaid import mermaid_block
 from gpufleet.review.cost.prices import LEVELS
 from gpufleet.review.diff.plans import MISSING, CostLine, PlanDiff, PropertyChange
+from model.conventions import NODE_GROUP
 
 VALUE_CHARS = 120  # a property value longer than this is cut with an ellipsis
 
@@ -147,7 +148,22 @@ def _replacement_summary(diff: PlanDiff) -> list[str]:
         "> If the rename is not meant to replace them, keep the old name in the stack file; a deliberate move needs "
         "an alias in the component (or `pulumi state mv`) before this merges."
     )
+    if (groups := node_groups_replaced(diff)) is not None:
+        out += [">", f"> {groups}"]
     return out
+
+
+def node_groups_replaced(diff: PlanDiff) -> str | None:
+    """The warning for node groups replaced by a rename (None: none is)."""
+    names = [r.removed.name for r in diff.replaced if r.removed.type == NODE_GROUP]
+    if not names:
+        return None
+    return (
+        f"Node group{'s' if len(names) > 1 else ''} {', '.join(names)}: the new group is created before the old "
+        "one is deleted, so the pool has up to twice its nodes for a while, and in a placement group or on a "
+        "reservation or block the new group may not launch. To rename a pool, give it `renamed_from: <old name>` "
+        "(docs/stack-file.md, Renaming a pool)."
+    )
 
 
 def _replacements_table(diff: PlanDiff) -> str:
@@ -227,6 +243,8 @@ def diff_text(diff: PlanDiff, console: Console, summary_only: bool = False) -> N
             "[magenta]REPLACE[/magenta] "
             + escape(f"{r.removed.type} {r.removed.name} → {r.added.name}: rename without alias{prot}")
         )
+    if (groups := node_groups_replaced(diff)) is not None:
+        console.print(f"[yellow]warning:[/yellow] {escape(groups)}")
     if diff.cost_total is not None:
         c = diff.cost_total
         base_ok, head_ok = diff.cost_complete

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.tree import Tree
 
 from gpufleet.engine.plan import Plan, PlanResource
-from gpufleet.render import first_up, journey
+from gpufleet.render import first_up, journey, teardown
 from gpufleet.render.common import MAX_COMMENT, Section, assemble, details, inline, marker
 from gpufleet.render.cost import cost_details_text, cost_headline_text, cost_summary, cost_tables
 from gpufleet.render.findings import (
@@ -130,6 +130,8 @@ def verdicts_text(findings: Findings | None, review: Review, console: Console) -
         console.print(first_up.problems_text(review.first_up), markup=False, end="")
     if review.journeys is not None:
         console.print(journey.promised_text(review.journeys), markup=False, end="")
+    if review.teardown is not None:
+        console.print(teardown.problems_text(review.teardown, review.plan), markup=False, end="")
 
 
 def advisory_and_notes_text(findings: Findings | None, review: Review, console: Console) -> bool:
@@ -145,7 +147,11 @@ def advisory_and_notes_text(findings: Findings | None, review: Review, console: 
     if notes:
         console.print("[bold]First up: unchecked and notes[/bold]")
         console.print(notes, markup=False, end="")
-    return bool(advisory or notes)
+    kept = teardown.kept_text(review.teardown, review.plan) if review.teardown is not None else ""
+    if kept:
+        console.print("[bold]Destroy: what the data keeps[/bold]")
+        console.print(kept, markup=False, end="")
+    return bool(advisory or notes or kept)
 
 
 def check_text(review: Review, console: Console, summary_only: bool = False) -> None:
@@ -174,6 +180,7 @@ def preview_markdown(review: Review, max_chars: int = MAX_COMMENT, summary_only:
         *findings_summary(findings),
         *([f"{first_up.verdict(review.first_up)}"] if review.first_up is not None else []),
         *([f"**{journey.promised_verdict(review.journeys)}**"] if review.journeys is not None else []),
+        *([teardown.verdict(review.teardown, plan)] if review.teardown is not None else []),
         "",
         *cost_summary(review.cost),
     ]
@@ -215,6 +222,7 @@ def preview_json(review: Review) -> str:
     doc["findings"] = None if review.findings is None else findings_json(review.findings)
     doc["first_up"] = None if review.first_up is None else review.first_up.to_dict()
     doc["journeys"] = _journeys(review)
+    doc["destroy"] = None if review.teardown is None else review.teardown.to_dict()
     b = review.backstop
     doc["backstop"] = (
         None if b is None else {"pool": b.pool, "hold_at": b.hold_at.isoformat(), "stop_at": b.stop_at.isoformat()}
@@ -226,6 +234,7 @@ def check_json(review: Review) -> str:
     doc = findings_json(review.findings or Findings())
     doc["first_up"] = None if review.first_up is None else review.first_up.to_dict()
     doc["journeys"] = _journeys(review)
+    doc["destroy"] = None if review.teardown is None else review.teardown.to_dict()
     return json.dumps(doc, indent=1)
 
 

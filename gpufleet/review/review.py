@@ -19,6 +19,8 @@ from gpufleet.review.cost.usage_file import read_usage, usage_path
 from gpufleet.review.findings import Findings
 from gpufleet.review.reality.first_up import FirstUp
 from gpufleet.review.reality.journeys.core import Journey
+from gpufleet.review.reality.teardown import Teardown
+from gpufleet.review.reality.teardown import simulate as simulate_teardown
 from gpufleet.review.stack_file import judged, policy_check
 from model.burst import Backstop, BurstState, backstop
 from model.load import StackFile, read_stack, stack_path
@@ -40,6 +42,8 @@ class Review:
     first_up: FirstUp | None = None
     # The estate's canonical journeys walked through its objects (None with first_up).
     journeys: list[Journey] | None = None
+    # The documented teardown (`pulumi destroy --exclude-protected`) simulated over the plan (None with first_up).
+    teardown: Teardown | None = None
 
     def journeys_failed(self) -> list[Journey]:
         """Canonical journeys whose verdict is not what the estate promises."""
@@ -99,6 +103,7 @@ def build(
         scope="" if check is None else check.scope(),
         first_up=first_up,
         journeys=journeys,
+        teardown=simulate_teardown(plan) if simulate else None,
     )
 
 

@@ -211,6 +211,12 @@ def _aws_pool(
             "block ends (EKS user guide, capacity-blocks-mng); set min 0 so no later `up` raises it into a finished "
             "block",
         )
+    if p.renamed_from is not None and p.renamed_from in {q.name for q in s.node_pools}:
+        yield Problem(
+            f"{path}.renamed_from",
+            f"{p.renamed_from} is a pool of site {s.name} now; renamed_from names the pool's old name, which no "
+            "pool of the site may still have (both would claim one node group)",
+        )
     if placement and p.capacity.type in ("capacity-reservation", "capacity-block") and az is None:
         yield Problem(
             f"{path}.availability_zone",

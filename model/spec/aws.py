@@ -45,6 +45,14 @@ class AwsNodePool(PoolBase):
             "GPU driver comes with the AMI, so a new release is a driver bump: nodes are replaced rolling."
         ),
     )
+    renamed_from: Name | None = Field(
+        default=None,
+        description=(
+            "The pool's name before a rename. Its node group, launch template and Auto Scaling group tags are then "
+            "the same resources under the new name (Pulumi aliases), not replaced: no second node group. Keep it "
+            "until every stack with the pool has run `up` once after the rename."
+        ),
+    )
 
     @field_validator("instance_type")
     @classmethod

@@ -218,3 +218,21 @@ def test_a_site_whose_pools_can_grow_runs_the_autoscaler_at_its_kubernetes_minor
     for p in estate["sites"][0]["node_pools"]:  # every pool at a fixed size: no autoscaler, any pinned minor
         p["scaling"] = {"min": p["scaling"]["max"], "max": p["scaling"]["max"]}
     parse_estate(estate, "aws-train")
+
+
+def _block_pool(start: dt.datetime | None) -> AwsNodePool:
+    block = {"days": 7, **({"start": start.isoformat()} if start else {})}
+    capacity = {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0", "block": block}
+    return _efa_pool(capacity).model_copy(update={"scaling": Scaling(min=0, desired=2, max=2)})
+
+
+def test_a_capacity_block_node_group_starts_at_desired_zero_until_its_block_starts() -> None:
+    """EKS user guide, capacity-blocks-mng: a group created before the reservation is active cannot launch into
+    it. So the group is created at 0 and the autoscaler grows it inside the block."""
+    spec = _train()[1]["spec"]
+    later = _block_pool(NOW + dt.timedelta(days=2))
+    assert mng_scaling(spec, later, None, NOW) == (0, 0, 2)
+    assert mng_scaling(spec, _block_pool(None), None, NOW) == (0, 0, 2)  # no start given: not known to be active
+    started = _block_pool(NOW - dt.timedelta(hours=1))
+    assert mng_scaling(spec, started, None, NOW) == (0, 2, 2)
+    assert ignored_changes(spec, later, None, NOW) == ["scalingConfig.desiredSize"]  # never sent again

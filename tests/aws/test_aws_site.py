@@ -367,9 +367,15 @@ def test_fsx_is_persistent_2_in_the_fabric_subnet_with_its_own_key(example_plans
     dra = plan.one("aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation", "use1-storage-lustre-s3")
     assert dra.inputs["dataRepositoryPath"] == "s3://train-prod-datasets"
     sg = plan.one("aws:ec2/securityGroup:SecurityGroup", "use1-storage-lustre-sg")
-    ports = {(r["fromPort"], r["toPort"]) for r in sg.inputs["ingress"]}
-    assert ports == {(988, 988), (1018, 1023)} and all(r["description"] for r in sg.inputs["ingress"])
-    assert all("cidrBlocks" not in r for r in [*sg.inputs["ingress"], *sg.inputs["egress"]])
+    ingress = [
+        r.inputs
+        for r in plan.find("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+        if r.inputs.get("securityGroupId") == "use1-storage-lustre-sg-id"
+    ]
+    ports = {(r["fromPort"], r["toPort"]) for r in ingress}
+    assert ports == {(988, 988), (1018, 1023)} and all(r["description"] for r in ingress)
+    assert len(ingress) == 4  # from the group itself and from the nodes, each port range
+    assert not sg.inputs.get("ingress") and all("cidrIpv4" not in r for r in ingress)
 
 
 def test_efs_is_elastic_encrypted_with_tenant_access_points(example_plans: dict[str, Plan]) -> None:

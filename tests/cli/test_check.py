@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -76,3 +77,23 @@ def test_write_config_gives_each_pack_its_policies_with_explicit_levels(tmp_path
     # maxUsdPerHour: aws-train's cost envelope at max (tests/review/cost/test_bill.py works it: $311.69/h), so the
     # rule under `pulumi preview` judges the figure `gpufleet cost` shows
     assert costs["budget-cap"] == {"budgetUsdPerHour": 400.0, "maxUsdPerHour": 311.693, "enforcementLevel": "mandatory"}
+
+
+def test_check_exits_1_naming_a_teardown_deletion_that_would_fail(
+    monkeypatch: pytest.MonkeyPatch, example_plans: dict[str, Plan]
+) -> None:
+    """EFS mount targets retained on delete keep their subnets and security group in use: `pulumi destroy
+    --exclude-protected` would fail on them, and check says so."""
+    plan = example_plans["aws-train"]
+    retained = [
+        dataclasses.replace(r, retain_on_delete=True) if r.type == "aws:efs/mountTarget:MountTarget" else r
+        for r in plan.resources
+    ]
+    broken = Plan(plan.project, plan.stack, retained, plan.outputs, plan.warnings)
+    monkeypatch.setattr(review, "synth_stack", lambda project, stack, stack_file, **_: broken)
+    result = runner.invoke(app, ["check", "--stack", "aws-train", "--project", str(ROOT), "--summary"])
+    assert result.exit_code == 1, result.output
+    assert "destroy (pulumi destroy --exclude-protected, simulated)" in result.output
+    failures = [line for line in result.output.splitlines() if line.startswith("  [destroy]")]
+    assert any("Subnet use1-net-private-us-east-1a" in line and "API_DeleteSubnet" in line for line in failures)
+    assert any("SecurityGroup use1-storage-home-sg" in line for line in failures)

@@ -50,6 +50,7 @@ def test_preview_and_check_agree_on_the_verdict_line_and_the_json() -> None:
     check_doc = json.loads(check_json(r))
     assert check_doc.pop("first_up") is None  # check's json adds the first-up result beside the findings
     assert check_doc.pop("journeys") is None  # and the canonical journeys (none without the reality checks)
+    assert check_doc.pop("destroy") is None  # and the teardown simulation (likewise)
     assert json.loads(preview_json(r))["findings"] == check_doc == findings_json(Findings(ALL))
     doc = json.loads(check_json(r))
     assert (doc["passed"], doc["mandatory"], doc["advisory"]) == (False, 2, 2)

@@ -96,7 +96,7 @@ def fsx_tier(
     if warning:
         pulumi.log.warn(warning, resource=ctx.parent)
     key = ctx.tier_key(tier.name, "FSx for Lustre data")
-    sg = _lustre_security_group(ctx, tier)
+    sg, servers, nodes = _lustre_security_group(ctx, tier)
     fs = aws.fsx.LustreFileSystem(
         f"{ctx.n}-{tier.name}",
         deployment_type="PERSISTENT_2",
@@ -113,15 +113,16 @@ def fsx_tier(
         copy_tags_to_backups=True,
         log_configuration=aws.fsx.LustreFileSystemLogConfigurationArgs(level="WARN_ERROR"),
         tags=a.tags.aws(Name=f"{a.cluster_name}-{tier.name}", tier=tier.name),
-        # Explicit: offline plans never learn ARNs, and should still show which key encrypts the tier.
-        opts=ctx.stateful(depends_on=[key]),
+        # The key explicitly: offline plans never learn ARNs, and should still show which key encrypts the tier.
+        # The rules between servers: FSx refuses a group that does not admit itself on port 988.
+        opts=ctx.stateful(depends_on=[key, *servers]),
     )
     association, link = _data_repository(ctx, tier, fs, buckets) if tier.s3_import_path else (None, None)
     storage_class(ctx, tier.name, NO_PROVISIONER, driver)  # claims bind to the volumes below, never provision
     tenants = [t.name for t in ctx.tenants_mounting(tier.name)]
     if not tenants:
         return link
-    dirs = _tenant_dirs(ctx, tier, fs, driver, tenants)
+    dirs = _tenant_dirs(ctx, tier, fs, driver, tenants, nodes)
 
     def volume(
         name: str, tenant: str, claim: str, directory: str, after: pulumi.Resource, read_only: bool = False
@@ -186,12 +187,13 @@ def _data_repository(
 
 def _tenant_dirs(
     ctx: StorageContext, tier: FsxLustreTier, fs: aws.fsx.LustreFileSystem, driver: k8s.helm.v3.Release,
-    tenants: list[str],
+    tenants: list[str], node_rules: list[pulumi.Resource],
 ) -> k8s.batch.v1.Job:  # fmt: skip
     """The Job that creates the tenants' directories, and the root volume (claimable in kube-system only) it
     mounts. pulumi-kubernetes waits for a Job to complete and fails the update if it fails.
 
-    A fileset mount needs its directory to exist, so tenant volumes wait for this Job. It runs busybox as root
+    A fileset mount needs its directory to exist, so tenant volumes wait for this Job; the Job waits for the
+    rules that let nodes reach the file system (`node_rules`). It runs busybox as root
     with only CHOWN, FOWNER and FSETID, and makes each directory mode 2770, owned by the tenant's uid/gid
     (csi.tenant_uid).
     """
@@ -261,61 +263,70 @@ def _tenant_dirs(
         metadata=k8s.meta.v1.ObjectMetaArgs(name=name, namespace=CSI_NAMESPACE, labels=labels),
         spec=spec,
         # The pod template is immutable: a changed tenant list replaces the Job, which keeps its name.
-        opts=ctx.k8s(depends_on=[claim, *ctx.a.depends_on], delete_before_replace=True),
+        opts=ctx.k8s(depends_on=[claim, *node_rules, *ctx.a.depends_on], delete_before_replace=True),
     )
 
 
-def _lustre_security_group(ctx: StorageContext, tier: FsxLustreTier) -> aws.ec2.SecurityGroup:
+def _lustre_security_group(
+    ctx: StorageContext, tier: FsxLustreTier
+) -> tuple[aws.ec2.SecurityGroup, list[pulumi.Resource], list[pulumi.Resource]]:
+    """The tier's security group, its rules between the file system's servers, and its rules with the nodes.
+
+    - The group and the rules between servers are retained on delete with the file system: its network
+      interfaces keep the group in use (components.aws.fabric.lustre_fabrics).
+    - Every rule is its own resource, none inline. A group left behind must not name the cluster security group,
+      which EKS deletes with the cluster: a group another group references cannot be deleted (EC2 API reference,
+      DeleteSecurityGroup). So the rules with the nodes go with the cluster.
+    - The file system waits only for the rules between its servers. FSx checks them when it creates it (FSx for
+      Lustre user guide, "Amazon VPC security groups": port 988 from the group itself).
+    """
     a = ctx.a
-    rules_in = []
-    rules_out = []
-    for lo, hi in LUSTRE_PORTS:
-        ports = f"{lo}" if lo == hi else f"{lo}-{hi}"
-        rules_in += [
-            aws.ec2.SecurityGroupIngressArgs(
-                protocol="tcp", from_port=lo, to_port=hi, self=True, description=f"Lustre {ports} between servers"
-            ),
-            aws.ec2.SecurityGroupIngressArgs(
-                protocol="tcp",
-                from_port=lo,
-                to_port=hi,
-                security_groups=[a.cluster_security_group_id],
-                description=f"Lustre {ports} from cluster nodes",
-            ),
-        ]
-        rules_out += [
-            aws.ec2.SecurityGroupEgressArgs(
-                protocol="tcp", from_port=lo, to_port=hi, self=True, description=f"Lustre {ports} between servers"
-            ),
-            aws.ec2.SecurityGroupEgressArgs(
-                protocol="tcp",
-                from_port=lo,
-                to_port=hi,
-                security_groups=[a.cluster_security_group_id],
-                description=f"Lustre {ports} to cluster nodes",
-            ),
-        ]
     sg = aws.ec2.SecurityGroup(
         f"{ctx.n}-{tier.name}-sg",
         vpc_id=a.vpc_id,
         description=f"FSx for Lustre {tier.name}: Lustre ports from cluster nodes only",
-        ingress=rules_in,
-        egress=rules_out,
         tags=a.tags.aws(Name=f"{a.cluster_name}-{tier.name}", tier=tier.name),
-        opts=ctx.opts(),
+        opts=ctx.opts(retain_on_delete=True),
     )
-    # The nodes' (cluster) security group only admits itself; Lustre servers also open connections to
-    # clients on the same ports.
-    for lo, hi in LUSTRE_PORTS:
-        aws.vpc.SecurityGroupIngressRule(
-            f"{ctx.n}-{tier.name}-to-nodes-{lo}",
-            security_group_id=a.cluster_security_group_id,
-            referenced_security_group_id=sg.id,
+    tags = a.tags.aws(tier=tier.name)
+
+    def rule(
+        kind: type[aws.vpc.SecurityGroupIngressRule] | type[aws.vpc.SecurityGroupEgressRule],
+        name: str,
+        group: pulumi.Input[str],
+        other: pulumi.Input[str],
+        ports: tuple[int, int],
+        description: str,
+        retain: bool = False,
+    ) -> pulumi.Resource:
+        return kind(
+            f"{ctx.n}-{tier.name}-{name}-{ports[0]}",
+            security_group_id=group,
+            referenced_security_group_id=other,
             ip_protocol="tcp",
-            from_port=lo,
-            to_port=hi,
-            description=f"Lustre {lo}-{hi} from FSx tier {tier.name}",
-            tags=a.tags.aws(tier=tier.name),
-            opts=ctx.opts(),
+            from_port=ports[0],
+            to_port=ports[1],
+            description=description,
+            tags=tags,
+            opts=ctx.opts(retain_on_delete=retain),
         )
-    return sg
+
+    ingress, egress = aws.vpc.SecurityGroupIngressRule, aws.vpc.SecurityGroupEgressRule
+    nodes_sg = a.cluster_security_group_id
+    servers: list[pulumi.Resource] = []
+    nodes: list[pulumi.Resource] = []
+    for lo, hi in LUSTRE_PORTS:
+        ports = f"{lo}" if lo == hi else f"{lo}-{hi}"
+        between = f"Lustre {ports} between servers"
+        servers += [
+            rule(ingress, "from-servers", sg.id, sg.id, (lo, hi), between, retain=True),
+            rule(egress, "to-servers", sg.id, sg.id, (lo, hi), between, retain=True),
+        ]
+        # The nodes' (cluster) security group only admits itself; Lustre servers also open connections to
+        # clients on the same ports.
+        nodes += [
+            rule(ingress, "from-nodes", sg.id, nodes_sg, (lo, hi), f"Lustre {ports} from cluster nodes"),
+            rule(egress, "to-clients", sg.id, nodes_sg, (lo, hi), f"Lustre {ports} to cluster nodes"),
+            rule(ingress, "to-nodes", nodes_sg, sg.id, (lo, hi), f"Lustre {lo}-{hi} from FSx tier {tier.name}"),
+        ]
+    return sg, servers, nodes
