@@ -59,6 +59,8 @@ def test_a_file_over_the_limit_is_refused_naming_it(tmp_path: Path) -> None:
         ("[" * 200_000, "nested deeper than 64"),
         ("0." + "1" * 500, "more than 400 characters"),
         ('{"a": 1', "not valid JSON"),
+        ('{"a": 1, "a": 2}', "the key 'a' appears twice in one object"),
+        ('[{"b": {"c": 1, "c": 1}}]', "the key 'c' appears twice"),
     ],
 )
 def test_json_beyond_the_limits_is_a_value_error_saying_which(text: str, says: str) -> None:
