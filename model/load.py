@@ -20,6 +20,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from model.burst import READABLE_FORMATS, STATE_FORMAT, BurstState, window_problems
 from model.catalog import CatalogError
 from model.inputs import MAX_DEPTH, MAX_INT_DIGITS, SpecError, read_text
+from model.placeholders import placeholder_problems
 from model.rules.estate import estate_problems, unpriced_lines
 from model.schema_changes import Kind, change_at
 from model.secrets import check_secrets
@@ -187,10 +188,13 @@ class StackFile:
         return parse_ledger(self.config.get(LEDGER_KEY), str(self.path))
 
     def contents(self) -> tuple[EstateSpec, BurstWindow | None, list[BurstLedgerEntry]]:
-        """Estate, window (checked against the estate), ledger and the secrets the program reads: what every
-        command validates alike (gpufleet.review.stack_file.judged adds the policy overrides), so one stack file
-        is valid or invalid for validate, preview, check, cost, size, verify and burst the same way."""
+        """Estate (no `gpufleet init` placeholder left in it), window (checked against the estate), ledger and the
+        secrets the program reads: what every command validates alike (gpufleet.review.stack_file.judged adds the
+        policy overrides), so one stack file is valid or invalid for validate, preview, check, cost, size, verify
+        and burst the same way."""
         spec, window = self.estate(), self.window()
+        if placeholders := placeholder_problems(self.config[ESTATE_KEY]):
+            raise SpecError([problem_line(str(self.path), f"config.{ESTATE_KEY}", p, m) for p, m in placeholders])
         check_window(spec, window, str(self.path))
         ledger = self.ledger()
         check_secrets(spec, self.config, str(self.path), self.project, self.stack)
