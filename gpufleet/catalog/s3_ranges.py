@@ -1,17 +1,14 @@
 """Regenerate the S3 address ranges of the catalog from AWS's published ip-ranges.json (`gpufleet catalog s3-ranges`).
 
-Tenant `allow-s3` NetworkPolicies open 443 to the S3 ranges of the site's region
-(`model.tenant_s3`, through `model.catalog.s3_ranges`). AWS publishes its address ranges at
-https://ip-ranges.amazonaws.com/ip-ranges.json; the format is documented in the VPC user guide, "AWS IP address
-ranges" (https://docs.aws.amazon.com/vpc/latest/userguide/aws-ip-ranges.html): top-level `syncToken` and
-`createDate` (`YY-MM-DD-hh-mm-ss`, the publication time), and `prefixes`, each with `ip_prefix`, `region`,
-`service` and `network_border_group`. S3's entries have `service` "S3". AWS changes the ranges several times a
-month, so the shipped file carries its `createDate`, and this command rewrites it from a newer copy.
+Tenant `allow-s3` NetworkPolicies open 443 to the S3 ranges of the site's region (`model.tenant_s3`, through
+`model.catalog.s3_ranges`). AWS publishes its ranges at https://ip-ranges.amazonaws.com/ip-ranges.json, in the
+format of the VPC user guide's "AWS IP address ranges" (docs.aws.amazon.com/vpc/latest/userguide/aws-ip-ranges.html):
+`syncToken`, `createDate` (the publication time) and `prefixes`, each with `ip_prefix`, `region` and `service`.
+The ranges change several times a month, so the shipped file carries its `createDate`.
 
-A refresh never leaves the catalog worse. A document is refused whole when it lacks a region the catalog has, is
-older than the catalog's copy, or holds an S3 range wider than any AWS publishes. Regions are not merged: a
-document without a region the whole file always has is a filtered or cut copy, and keeping that region's old
-ranges beside newer ones would mix two publications under one date.
+A refresh never leaves the catalog worse. A document is refused whole when it is older than the catalog's copy,
+lacks a region the catalog has, or holds an S3 range wider than any AWS publishes. Regions are not merged: a
+document without a region is a filtered or cut copy, and mixing two publications under one date hides that.
 """
 
 from __future__ import annotations
