@@ -26,7 +26,8 @@ from model.schema_changes import Kind, change_at
 from model.secrets import check_secrets
 from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec, SpecFieldError, SpecProblems
 from model.spec.net import Timestamp
-from model.yaml_text import check_unique_keys
+from model.spec.tenancy import MAX_MEMBERS
+from model.yaml_text import check_unique_keys, over_limit
 
 ESTATE_KEY = "gpufleet:estate"
 WINDOW_KEY = "gpufleet:burstWindow"
@@ -209,21 +210,31 @@ class StackFile:
 # Limits of every YAML file gpufleet reads (stack, workload, Pulumi.yaml, kubeconfig), besides model.inputs' size,
 # depth and number limits.
 MAX_NODES = 200_000  # values after aliases (*name, <<: *name) are expanded: an alias bomb stops here
+# Lists whose schema bound is checked while reading, since parsing a list far beyond it takes seconds.
+LIST_LIMITS = {("config", ESTATE_KEY, "tenants", "*", "members"): MAX_MEMBERS}
 
 
 class _LimitedLoader(yaml.SafeLoader):
     """PyYAML's safe loader, bounded: nesting depth, integer length and dates that exist (see the limits above)."""
 
+    source = ""
+    _path: list[Any]
+
     def compose_node(self, parent: Node | None, index: int) -> Node | None:
         self._depth = getattr(self, "_depth", 0) + 1
+        path = self.__dict__.setdefault("_path", [])
+        path.append(index.value if isinstance(index, ScalarNode) else index)  # None: a mapping's key
         try:
             if self._depth > MAX_DEPTH:
                 raise yaml.composer.ComposerError(
                     None, None, f"nested deeper than {MAX_DEPTH} levels", self.peek_event().start_mark
                 )
+            if (over := over_limit(path[1:], LIST_LIMITS)) is not None:  # path[0] is the document: no key
+                raise SpecError([problem_line(self.source, over[0], "", f"List should have at most {over[1]} items")])
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+            path.pop()
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
         check_unique_keys(self, node)
@@ -286,6 +297,7 @@ def load_yaml(text: str, source: Path | str) -> Any:
         raise _forbidden_character(text, bad.start())
     _check_flow_depth(text)
     loader = _LimitedLoader(text)
+    loader.source = str(source)
     try:
         node = loader.get_single_node()
         if node is None:
