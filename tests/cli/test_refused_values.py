@@ -90,3 +90,10 @@ def test_an_egress_probe_whose_port_cannot_be_told_from_its_address_is_refused(p
     r = CliRunner().invoke(app, ["verify", "-C", str(ROOT), "-s", "aws-train", "--plan", "--egress-probe", probe])
     assert r.exit_code == 2, r.output
     assert f"--egress-probe {probe}: " in r.stderr and says in r.stderr, r.stderr
+
+
+def test_the_stack_file_reference_lists_every_tag_key_gpufleet_sets() -> None:
+    text = (ROOT / "docs" / "stack-file.md").read_text()
+    for key in GPUFLEET_TAG_KEYS:
+        shown = "`kubernetes.io/role/*`" if key.startswith("kubernetes.io/role/") else f"`{key}`"
+        assert shown in text, key
