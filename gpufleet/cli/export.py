@@ -28,12 +28,16 @@ def export(
 
     A release Helm cannot render is the answer no (exit 1), as `check` counts it a first-up problem: the other
     files are still written, for scanners, and the message names each failed release's ERROR.txt."""
-    from gpufleet.engine.synth import synth
+    from gpufleet.engine.synth import synth_stack
     from gpufleet.render.export import ERROR_FILE, export_rendered
     from gpufleet.render.export import export as write
+    from gpufleet.review.stack_file import judged
+    from model.load import read_stack
 
     output_directory(out_dir, "--out")
-    plan = synth(project, stack)  # synthesize first: bad input writes nothing
+    stack_file = read_stack(project, stack)
+    judged(stack_file)  # the stack file judged as every command judges it, then synthesized: bad input writes nothing
+    plan = synth_stack(project.resolve(), stack, stack_file)
     written = write(plan, out_dir)
     if render:
         from gpufleet.charts.cache import ChartCache

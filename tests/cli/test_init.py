@@ -47,6 +47,9 @@ def test_init_placeholders_that_would_fail_up_are_refused_by_every_command_until
         assert "S3 bucket names derive from it" in refused.stderr
         assert ".cluster.admin_role_arns[0]: 'arn:aws:iam::123456789012:role/change-me'" in refused.stderr
         assert "aws iam get-role" in refused.stderr
+    out = project / "out"  # export judges the file as every command does (before: it wrote the plan)
+    refused = runner.invoke(app, ["export", "-s", kind, "-C", str(project), "-o", str(out)])
+    assert refused.exit_code == 2 and "'change-me' is a placeholder" in refused.stderr and not out.exists()
     fill_in(project, kind)
     assert runner.invoke(app, ["validate", "-s", kind, "-C", str(project)]).exit_code == 0
 
