@@ -5,7 +5,8 @@ command that reads a stack file - preview and check included, which synthesize t
 leaves the stack valid - with each command's peak Python memory traced (tracemalloc). Prints the exit codes
 seen, the slowest answer and the largest peak; exits 1 on the first case that breaks the property.
 With --surfaces it mutates the other inputs instead (tests/cli/fuzz_surfaces.py): usage profiles, ip-ranges
-documents, state-stack outputs and Pulumi.yaml.
+documents (each accepted one must leave the S3 catalog no worse), state-stack outputs and Pulumi.yaml;
+`--only ip-ranges` runs one surface.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from hypothesis.errors import FlakyFailure
 
 from tests.cli.badinput import READERS
 from tests.cli.fuzz import Case, Outcome, cases, check_outcome, run_case
-from tests.cli.fuzz_surfaces import run_surface, surfaces
+from tests.cli.fuzz_surfaces import SURFACES, run_surface, surfaces
 
 SECONDS = 30.0  # preview of a valid mutated stack synthesizes it (seconds on a shared 2-core machine)
 PEAK_MB = 300.0
@@ -33,9 +34,10 @@ def main() -> int:
     ap.add_argument("--examples", type=int, default=300)
     ap.add_argument("--seed", type=int, default=random.randrange(2**32))
     ap.add_argument("--surfaces", action="store_true", help="usage, ip-ranges, state outputs, Pulumi.yaml")
+    ap.add_argument("--only", choices=SURFACES, help="with --surfaces: mutate this one surface only")
     args = ap.parse_args()
     if args.surfaces:
-        return _surfaces(args.examples, args.seed)
+        return _surfaces(args.examples, args.seed, args.only)
     codes: collections.Counter[tuple[str, int]] = collections.Counter()
     worst: list[Outcome] = []
 
@@ -65,14 +67,14 @@ def main() -> int:
     return 0
 
 
-def _surfaces(examples: int, at: int) -> int:
+def _surfaces(examples: int, at: int, only: str | None) -> int:
     import pytest
 
     seen: collections.Counter[str] = collections.Counter()
 
     @seed(at)
     @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-    @given(surfaces())
+    @given(surfaces(only))
     def run(case: tuple[str, object]) -> None:
         seen[case[0]] += 1
         with pytest.MonkeyPatch.context() as mp:

@@ -54,6 +54,15 @@ BURST_TAG = "gpufleet-burst"
 
 # Tag keys every taggable AWS resource carries (metadata.required_tags defaults to these).
 REQUIRED_TAGS = ("owner", "cost-center", "env", "cluster", TENANT_LABEL)
+# Every tag key gpufleet sets itself: model.tags.Tags and the keys components add per resource (AWS's own
+# `kubernetes.io/role/*` subnet keys for load balancers among them). A user tag under one of these keys would be
+# overwritten by gpufleet's value or overwrite it, so `metadata.tags` may not use one.
+GPUFLEET_TAG_KEYS = frozenset(
+    {
+        *REQUIRED_TAGS, "managed-by", "Name", POOL_TAG, FABRIC_TAG, "tier", "purpose",
+        "kubernetes.io/role/elb", "kubernetes.io/role/internal-elb",
+    }
+)  # fmt: skip
 
 # ---------------------------------------------------------------------------------- NVIDIA and AWS keys
 

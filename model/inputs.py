@@ -5,6 +5,8 @@
 - A file is read up to a size limit, then decoded as UTF-8.
 - JSON is parsed with limits on nesting and on numbers: no integer longer than MAX_INT_DIGITS digits, no float
   that overflows to infinity, no NaN or Infinity (RFC 8259 §6 has none).
+- A JSON object naming a key twice is refused. RFC 8259 §4 leaves which value counts to each parser, so the
+  file could mean one thing to a reviewer and another to gpufleet.
 - Every problem is a SpecError naming the file. YAML has its own limits (model.load.load_yaml).
 """
 
@@ -87,7 +89,9 @@ class JsonLimitError(ValueError):
 def load_json(text: str) -> Any:
     """Parse JSON text within the limits; raises JsonLimitError (a ValueError) on anything else."""
     try:
-        doc = json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant)
+        doc = json.loads(
+            text, parse_int=_int, parse_float=_float, parse_constant=_constant, object_pairs_hook=_unique_keys
+        )
     except json.JSONDecodeError as err:
         raise JsonLimitError(f"not valid JSON: {err}") from None
     except RecursionError:  # the parser's own guard, far deeper than MAX_DEPTH
@@ -103,6 +107,17 @@ def _check_depth(doc: Any) -> None:
         if not level:
             return
     raise JsonLimitError(f"nested deeper than {MAX_DEPTH} levels")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise JsonLimitError(
+                f"the key {key[:40]!r} appears twice in one object (RFC 8259 §4: names should be unique)"
+            )
+        obj[key] = value
+    return obj
 
 
 def _int(digits: str) -> int:

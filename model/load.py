@@ -20,12 +20,14 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from model.burst import READABLE_FORMATS, STATE_FORMAT, BurstState, window_problems
 from model.catalog import CatalogError
 from model.inputs import MAX_DEPTH, MAX_INT_DIGITS, SpecError, read_text
+from model.placeholders import placeholder_problems
 from model.rules.estate import estate_problems, unpriced_lines
 from model.schema_changes import Kind, change_at
 from model.secrets import check_secrets
 from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec, SpecFieldError, SpecProblems
 from model.spec.net import Timestamp
-from model.yaml_text import check_unique_keys
+from model.spec.tenancy import MAX_MEMBERS
+from model.yaml_text import check_unique_keys, over_limit
 
 ESTATE_KEY = "gpufleet:estate"
 WINDOW_KEY = "gpufleet:burstWindow"
@@ -187,10 +189,13 @@ class StackFile:
         return parse_ledger(self.config.get(LEDGER_KEY), str(self.path))
 
     def contents(self) -> tuple[EstateSpec, BurstWindow | None, list[BurstLedgerEntry]]:
-        """Estate, window (checked against the estate), ledger and the secrets the program reads: what every
-        command validates alike (gpufleet.review.stack_file.judged adds the policy overrides), so one stack file
-        is valid or invalid for validate, preview, check, cost, size, verify and burst the same way."""
+        """Estate (no `gpufleet init` placeholder left in it), window (checked against the estate), ledger and the
+        secrets the program reads: what every command validates alike (gpufleet.review.stack_file.judged adds the
+        policy overrides), so one stack file is valid or invalid for validate, preview, check, cost, size, verify
+        and burst the same way."""
         spec, window = self.estate(), self.window()
+        if placeholders := placeholder_problems(self.config[ESTATE_KEY]):
+            raise SpecError([problem_line(str(self.path), f"config.{ESTATE_KEY}", p, m) for p, m in placeholders])
         check_window(spec, window, str(self.path))
         ledger = self.ledger()
         check_secrets(spec, self.config, str(self.path), self.project, self.stack)
@@ -205,21 +210,31 @@ class StackFile:
 # Limits of every YAML file gpufleet reads (stack, workload, Pulumi.yaml, kubeconfig), besides model.inputs' size,
 # depth and number limits.
 MAX_NODES = 200_000  # values after aliases (*name, <<: *name) are expanded: an alias bomb stops here
+# Lists whose schema bound is checked while reading, since parsing a list far beyond it takes seconds.
+LIST_LIMITS = {("config", ESTATE_KEY, "tenants", "*", "members"): MAX_MEMBERS}
 
 
 class _LimitedLoader(yaml.SafeLoader):
     """PyYAML's safe loader, bounded: nesting depth, integer length and dates that exist (see the limits above)."""
 
+    source = ""
+    _path: list[Any]
+
     def compose_node(self, parent: Node | None, index: int) -> Node | None:
         self._depth = getattr(self, "_depth", 0) + 1
+        path = self.__dict__.setdefault("_path", [])
+        path.append(index.value if isinstance(index, ScalarNode) else index)  # None: a mapping's key
         try:
             if self._depth > MAX_DEPTH:
                 raise yaml.composer.ComposerError(
                     None, None, f"nested deeper than {MAX_DEPTH} levels", self.peek_event().start_mark
                 )
+            if (over := over_limit(path[1:], LIST_LIMITS)) is not None:  # path[0] is the document: no key
+                raise SpecError([problem_line(self.source, over[0], "", f"List should have at most {over[1]} items")])
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+            path.pop()
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
         check_unique_keys(self, node)
@@ -282,6 +297,7 @@ def load_yaml(text: str, source: Path | str) -> Any:
         raise _forbidden_character(text, bad.start())
     _check_flow_depth(text)
     loader = _LimitedLoader(text)
+    loader.source = str(source)
     try:
         node = loader.get_single_node()
         if node is None:

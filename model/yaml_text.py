@@ -11,7 +11,7 @@ Files a user writes (stack, workload, usage, Pulumi.yaml, kubeconfigs handed to 
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -43,3 +43,18 @@ def check_unique_keys(constructor: BaseConstructor, node: MappingNode) -> None:
             problem = f"duplicate key {key!r} (first on line {lines[key] + 1}); each key may appear once"
             raise ConstructorError("while constructing a mapping", node.start_mark, problem, key_node.start_mark)
         lines[key] = key_node.start_mark.line
+
+
+def over_limit(path: Sequence[Any], limits: Mapping[tuple[Any, ...], int]) -> tuple[str, int] | None:
+    """When `path` (keys and list positions from the root) reaches item `limit` of a list that `limits` bounds:
+    that list's YAML path and its limit. A bound's key has `*` for any list position.
+
+    A reader checks this while it composes a document, so a list far over its bound stops at the bound, before
+    the rest of the file is parsed."""
+    if not path or not isinstance(path[-1], int):
+        return None
+    *where, position = path
+    limit = limits.get(tuple("*" if isinstance(p, int) else p for p in where))
+    if limit is None or position < limit:
+        return None
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in where).lstrip("."), limit

@@ -1,12 +1,14 @@
 """Regenerate the S3 address ranges of the catalog from AWS's published ip-ranges.json (`gpufleet catalog s3-ranges`).
 
-Tenant `allow-s3` NetworkPolicies open 443 to the S3 ranges of the site's region
-(`model.tenant_s3`, through `model.catalog.s3_ranges`). AWS publishes its address ranges at
-https://ip-ranges.amazonaws.com/ip-ranges.json; the format is documented in the VPC user guide, "AWS IP address
-ranges" (https://docs.aws.amazon.com/vpc/latest/userguide/aws-ip-ranges.html): top-level `syncToken` and
-`createDate` (`YY-MM-DD-hh-mm-ss`, the publication time), and `prefixes`, each with `ip_prefix`, `region`,
-`service` and `network_border_group`. S3's entries have `service` "S3". AWS changes the ranges several times a
-month, so the shipped file carries its `createDate`, and this command rewrites it from a newer copy.
+Tenant `allow-s3` NetworkPolicies open 443 to the S3 ranges of the site's region (`model.tenant_s3`, through
+`model.catalog.s3_ranges`). AWS publishes its ranges at https://ip-ranges.amazonaws.com/ip-ranges.json, in the
+format of the VPC user guide's "AWS IP address ranges" (docs.aws.amazon.com/vpc/latest/userguide/aws-ip-ranges.html):
+`syncToken`, `createDate` (the publication time) and `prefixes`, each with `ip_prefix`, `region` and `service`.
+The ranges change several times a month, so the shipped file carries its `createDate`.
+
+A refresh never leaves the catalog worse. A document is refused whole when it is older than the catalog's copy,
+lacks a region the catalog has, or holds an S3 range wider than any AWS publishes. Regions are not merged: a
+document without a region is a filtered or cut copy, and mixing two publications under one date hides that.
 """
 
 from __future__ import annotations
@@ -46,6 +48,10 @@ NOT_PUBLIC = tuple(
         "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
     )
 )  # fmt: skip
+# The widest S3 prefix in ip-ranges.json is a /15 (52.216.0.0/15, us-east-1, in the copy of createDate
+# 2026-08-22-15-17-05 the catalog ships). A wider one is a forged or broken document, whose range the tenants'
+# `allow-s3` policies would open; should AWS ever publish one, the refresh says so and this bound is raised by hand.
+WIDEST_S3_PREFIX = 15
 _CREATE_DATE = re.compile(r"\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}")  # aws-ip-syntax.html: createDate
 _REGION = re.compile(r"[a-z]+(-[a-z]+)+-\d{1,2}|GLOBAL")  # aws-ip-syntax.html: region, "an AWS Region or GLOBAL"
 
@@ -78,6 +84,11 @@ def s3_prefixes(doc: dict[str, Any]) -> dict[str, list[str]]:
             raise IpRangesError(f"prefixes[{k}].region: {str(region)[:40]!r} is not an AWS region or GLOBAL")
         if any(net.overlaps(block) for block in NOT_PUBLIC):
             raise IpRangesError(f"prefixes[{k}]: {net} is not a public IPv4 range (RFC 6890 special-purpose space)")
+        if p["service"] == "S3" and net.prefixlen < WIDEST_S3_PREFIX:
+            raise IpRangesError(
+                f"prefixes[{k}].ip_prefix: {net} is wider than any S3 range AWS publishes (/{WIDEST_S3_PREFIX} at "
+                "most); this is not AWS's file"
+            )
         (amazon.add(net) if p["service"] == "AMAZON" else by_region.setdefault(region, set()).add(net))
     if not by_region:
         raise IpRangesError("the document holds no S3 prefix")
@@ -91,9 +102,34 @@ def s3_prefixes(doc: dict[str, Any]) -> dict[str, list[str]]:
     return {r: [str(n) for n in sorted(nets)] for r, nets in sorted(by_region.items())}
 
 
+def no_worse(current: Any, new: dict[str, Any]) -> None:
+    """Refuse `new` S3 ranges that would leave the `current` catalog worse: older, or without one of its regions.
+    A current file that is not a catalog (missing, damaged) has nothing to keep."""
+    if not isinstance(current, dict) or not isinstance(current.get("regions"), dict):
+        return
+    had = current.get("createDate")
+    if isinstance(had, str) and _CREATE_DATE.fullmatch(had) and new["createDate"] < had:
+        raise IpRangesError(
+            f"createDate: {new['createDate']} is older than the catalog's copy ({had}); download the current file"
+        )
+    if dropped := sorted(set(current["regions"]) - set(new["regions"])):
+        raise IpRangesError(
+            f"prefixes: no S3 prefix for {len(dropped)} region(s) the catalog has ({', '.join(dropped[:10])}); a "
+            "filtered or cut copy would drop their tenants' S3 egress: give the whole ip-ranges.json"
+        )
+
+
+def _current(target: Path) -> Any:
+    try:
+        return json.loads(target.read_text())
+    except (FileNotFoundError, UnicodeDecodeError, ValueError):  # none yet, or damaged: nothing to keep
+        return None
+
+
 def refresh_s3_ranges(doc: dict[str, Any], path: Path | None = None) -> dict[str, Any]:
     """Rewrite the catalog's S3 ranges from an ip-ranges.json document; returns what was written. The whole
-    document is judged first, and the file is replaced in one step: a refused document leaves it as it was."""
+    document is judged first, against itself and against the catalog (`no_worse`), and the file is replaced in
+    one step: a refused document leaves it as it was."""
     out = {
         "source": SOURCE,
         "syncToken": doc.get("syncToken"),
@@ -101,6 +137,7 @@ def refresh_s3_ranges(doc: dict[str, Any], path: Path | None = None) -> dict[str
         "regions": s3_prefixes(doc),
     }
     target = path or S3_RANGES_FILE
+    no_worse(_current(target), out)
     text = json.dumps(out, indent=1) + "\n"
     partial = target.with_name(f".{target.name}.new")
     partial.write_text(text)

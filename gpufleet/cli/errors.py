@@ -6,7 +6,9 @@
   message (`report`).
 - Messages are printed as plain text, never as Rich markup, because they quote user input.
 - Nothing prints a traceback. An internal error says it is a bug and names the command to report with.
-- Ctrl-C is one line, `interrupted`, and exit 130, wherever it lands (`user_errors`).
+- Ctrl-C is one line, `interrupted`, and exit 130, wherever it lands (`user_errors`). Library code can swallow
+  the interrupt and then wait for ever, so a second Ctrl-C, or WATCHDOG_SECONDS after the first, ends the
+  process at once with 130.
 """
 
 from __future__ import annotations
@@ -36,6 +38,14 @@ from model.inputs import shown
 from model.load import SpecError
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# After Ctrl-C a command has this long to end by itself: enough to print what it has and unwind, short enough
+# that a user never waits on an interrupt that library code swallowed.
+WATCHDOG_SECONDS = 5.0
+# Commands that clean up after Ctrl-C get no watchdog, since cleanup can take longer (burst records what it kept,
+# verify deletes its namespace). A second Ctrl-C still ends them at once.
+CLEANS_UP = ("gpufleet.cli.burst", "gpufleet.cli.verify")
+_said = threading.Event()  # `interrupted` has been printed
 
 
 class CommandError(Exception):
@@ -138,10 +148,24 @@ def internal_error(e: BaseException) -> typer.Exit:
     return typer.Exit(EXIT_INTERNAL)
 
 
+def end_interrupted() -> None:
+    """End the process now, as Ctrl-C does: flush what was printed, say `interrupted` once, exit 130."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe or stream: nothing more can be said there
+            stream.flush()
+    if not _said.is_set():
+        with contextlib.suppress(OSError):
+            os.write(2, b"interrupted\n")
+    os._exit(EXIT_INTERRUPTED)
+
+
 @contextlib.contextmanager
-def sigint_recorded() -> Iterator[threading.Event]:
+def sigint_recorded(watchdog: float | None = WATCHDOG_SECONDS) -> Iterator[threading.Event]:
     """While the block runs, SIGINT (Ctrl-C) is recorded in the event it yields, then raises KeyboardInterrupt as
     Python's own handler does. Outside the main thread (where no signal handler can be set) nothing is recorded.
+
+    A second SIGINT ends the process at once (`end_interrupted`), and so does the first after `watchdog` seconds
+    (None: never) if the block is still running then.
 
     From the interrupt on, asyncio's logger is off until the block ends: what it would report then (a callback
     that failed, a task destroyed pending, with tracebacks) is the interrupt cutting the offline engine's event
@@ -153,16 +177,25 @@ def sigint_recorded() -> Iterator[threading.Event]:
         return
     asyncio_log = logging.getLogger("asyncio")
     was_disabled = asyncio_log.disabled
+    timers: list[threading.Timer] = []
 
     def on_sigint(signum: int, frame: FrameType | None) -> None:
+        if seen.is_set():
+            end_interrupted()
         seen.set()
         asyncio_log.disabled = True
+        if watchdog is not None:
+            timers.append(threading.Timer(watchdog, end_interrupted))
+            timers[0].daemon = True
+            timers[0].start()
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGINT, on_sigint)
     try:
         yield seen
     finally:
+        for timer in timers:
+            timer.cancel()
         signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
         asyncio_log.disabled = was_disabled
 
@@ -170,6 +203,7 @@ def sigint_recorded() -> Iterator[threading.Event]:
 def interrupted() -> typer.Exit:
     """The one report of Ctrl-C: a line, exit 130."""
     err.print(Text("interrupted"))
+    _said.set()
     return typer.Exit(EXIT_INTERRUPTED)
 
 
@@ -185,9 +219,11 @@ def user_errors(fn: F) -> F:
     kept or cleaned up.
     """
 
+    watchdog = None if fn.__module__ in CLEANS_UP else WATCHDOG_SECONDS
+
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with sigint_recorded() as sigint:
+        with sigint_recorded(watchdog) as sigint:
             try:
                 result = fn(*args, **kwargs)
             except (typer.Exit, typer.Abort):

@@ -1,9 +1,13 @@
-"""`gpufleet init`: a first stack file (aws, baremetal or hybrid), commented, that previews cleanly as written
-wherever the catalog prices the cloud site's region (elsewhere the prices to fill in are written, commented out).
+"""`gpufleet init`: a first stack file (aws, baremetal or hybrid), commented, that previews cleanly once the
+values only the user knows are filled in.
 
-Every value a real estate must change is a placeholder from the documentation ranges (RFC 5737 addresses, the
-example.com domain, AWS's example account 123456789012) and says so in a comment; secrets are `secure:`
-placeholders that preview offline and are replaced with `pulumi config set --secret` before a real `up`.
+- Every value a real estate must change says so in a comment (CHANGE).
+- Most are from the documentation ranges: RFC 5737 addresses, the example.com domain, AWS's example account.
+- Two would fail a real `up`, so they are `change-me` and every command refuses them until replaced
+  (model.placeholders): the estate's name, which the global S3 bucket names derive from, and the admin role ARN.
+- The catalog may hold no price for the cloud site's region. Then the prices to fill in are written, commented out.
+- Secrets are `secure:` placeholders. They preview offline, and `pulumi config set --secret` replaces them before
+  a real `up`.
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ import typer
 
 from gpufleet.cli.errors import CommandError
 from gpufleet.cli.options import HERE, ProjectOpt, out
+from model.placeholders import PLACEHOLDER
 
 SECRET = "    secure: v1:REPLACEWITHPULUMICONFIGSETSECRET"
+ADMIN_ROLE = f"arn:aws:iam::123456789012:role/{PLACEHOLDER}"  # AWS's example account (IAM user guide)
 
 
 class Kind(StrEnum):
@@ -83,8 +89,11 @@ def _zones(instance: str, region: str) -> tuple[list[str], str]:
 
 
 def _metadata(name: str) -> str:
+    why = "short: prefixes every resource name"
+    if name == PLACEHOLDER:
+        why = "CHANGE: short, prefixes every resource and S3 bucket name (global)"
     return f"""    metadata:
-      name: {name}                   # short: prefixes every resource name
+      name: {name}                   # {why}
       environment: dev
       owner: ml-platform             # CHANGE: the owning team
       cost_center: cc-0000           # CHANGE: your cost centre"""
@@ -102,13 +111,12 @@ def _aws_site(
         f"  region: {region}",
         f"  availability_zones: [{', '.join(zones)}]   # {note}",
         "  vpc: {cidr: 10.60.0.0/16}         # CHANGE if it overlaps a network you route to",
-        '  cluster: {version: "1.34"}' if burst else "  cluster:",
+        "  cluster:",
+        '    version: "1.34"',
+        f"    admin_role_arns: [{ADMIN_ROLE}]   # CHANGE: your platform admins' IAM role",
     ]
     if not burst:
-        lines += [
-            '    version: "1.34"',
-            "    endpoint_public_cidrs: [203.0.113.0/24]   # the deployer's egress; other traffic uses the VPC",
-        ]
+        lines += ["    endpoint_public_cidrs: [203.0.113.0/24]   # the deployer's egress; other traffic uses the VPC"]
     if burst:
         lines += [
             "  # CHANGE: your VPN device's public address and the on-prem networks the VPN routes",
@@ -249,7 +257,7 @@ def _render(kind: Kind, stack: str, region: str, gpu: str, prices: tuple[str, ..
             + "config:\n"
             + f"  aws:region: {region}\n"
             + "  gpufleet:estate:\n"
-            + _metadata("train")
+            + _metadata(PLACEHOLDER)
             + "\n    deployer:\n      cidrs: [203.0.113.0/24]       # CHANGE: the fixed egress of the runner doing `up`\n"
             + "    sites:\n"
             + _aws_site("cloud", region, gpu, burst=False, prices=prices)
@@ -283,7 +291,7 @@ def _render(kind: Kind, stack: str, region: str, gpu: str, prices: tuple[str, ..
         + f"  aws:region: {region}\n"
         + _secrets([*secrets, "managerKubeconfig"])
         + "\n  gpufleet:estate:\n"
-        + _metadata("hyb")
+        + _metadata(PLACEHOLDER)
         + "\n    deployer:\n      network: onprem               # a self-hosted runner in the data centre\n"
         + "      cidrs: [10.30.9.0/28]         # CHANGE: that runner's addresses (inside onprem_cidrs)\n"
         + "    sites:\n"
@@ -306,7 +314,8 @@ def _render(kind: Kind, stack: str, region: str, gpu: str, prices: tuple[str, ..
 
 
 def init(kind: KindArg, gpu: GpuOpt, stack: NameOpt = None, region: RegionOpt = "", project: ProjectOpt = HERE) -> None:
-    """Write a commented starter stack file (stacks/Pulumi.<stack>.yaml) that previews cleanly as written.
+    """Write a commented starter stack file (stacks/Pulumi.<stack>.yaml) that previews cleanly once each
+    `change-me` is replaced.
 
     Refuses to overwrite an existing stack file.
     """
@@ -319,6 +328,7 @@ def init(kind: KindArg, gpu: GpuOpt, stack: NameOpt = None, region: RegionOpt = 
     text = render(kind, name, region, gpu)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-    out.print(f"wrote {path}; next: gpufleet preview --stack {name}", markup=False)
+    first = f"replace each `{PLACEHOLDER}` (CHANGE), then " if PLACEHOLDER in text else ""
+    out.print(f"wrote {path}; next: {first}gpufleet preview --stack {name}", markup=False)
     if "  # prices:" in text:
         out.print(f"{path}: fill in the commented `prices` entries (CHANGE) before it validates", markup=False)

@@ -96,9 +96,12 @@ def export(plan: Plan, out: Path) -> list[Path]:
     return written
 
 
+ERROR_FILE = "ERROR.txt"
+
+
 def export_rendered(plan: Plan, releases: dict[str, RenderedRelease], out: Path) -> list[Path]:
     """Write what each Helm release renders to (CRDs and templates, as Helm would apply them), one object a file
-    under `out/<cluster>/rendered/<release>/`; a release that could not be rendered gets an `ERROR.txt` saying why."""
+    under `out/<cluster>/rendered/<release>/`; a release that could not be rendered gets an ERROR_FILE saying why."""
     written: list[Path] = []
     cluster_scoped = cluster_scoped_kinds(releases.values(), [c.crd for c in operator_crds()])
     for r in plan.helm_releases():
@@ -106,8 +109,8 @@ def export_rendered(plan: Plan, releases: dict[str, RenderedRelease], out: Path)
         folder = out / cluster_of(plan, r) / "rendered" / _slug(str(r.inputs.get("name", r.name)))
         folder.mkdir(parents=True, exist_ok=True)
         if rel is None or not rel.rendered:
-            (folder / "ERROR.txt").write_text((rel.error if rel else "not rendered") + "\n")
-            written.append(folder / "ERROR.txt")
+            (folder / ERROR_FILE).write_text((rel.error if rel else "not rendered") + "\n")
+            written.append(folder / ERROR_FILE)
             continue
         for i, obj in enumerate(rel.all_objects()):
             manifest = as_applied(obj, rel.namespace, cluster_scoped)

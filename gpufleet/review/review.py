@@ -22,9 +22,11 @@ from gpufleet.review.reality.journeys.core import Journey
 from gpufleet.review.reality.teardown import Teardown
 from gpufleet.review.reality.teardown import simulate as simulate_teardown
 from gpufleet.review.stack_file import judged, policy_check
+from model import catalog
 from model.burst import Backstop, BurstState, backstop
 from model.load import StackFile, read_stack, stack_path
 from model.spec import BurstWindow, EstateSpec
+from model.tenant_s3 import tenant_s3_access
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,8 @@ def build(
     plan = synth_stack(project_dir, stack, stack_file, burst_state=state, now=now)
     cost = estate_cost(spec, window, now, usage)
     first_up, journeys = _reality(plan, spec, window, chart_cache) if simulate else (None, None)
+    if first_up is not None and (stale := stale_s3_ranges(spec, now)) is not None:
+        first_up.notes.append(stale)
     return Review(
         spec=spec,
         window=window,
@@ -104,6 +108,20 @@ def build(
         first_up=first_up,
         journeys=journeys,
         teardown=simulate_teardown(plan) if simulate else None,
+    )
+
+
+def stale_s3_ranges(spec: EstateSpec, now: dt.datetime) -> str | None:
+    """A note when tenants' S3 egress is built from a copy of AWS's S3 ranges older than S3_RANGES_STALE_DAYS."""
+    age = catalog.s3_ranges_age_days(now)
+    if age <= catalog.S3_RANGES_STALE_DAYS or not any(
+        tenant_s3_access(spec, s, t) for s in spec.sites for t in spec.tenants
+    ):
+        return None
+    return (
+        f"s3-ranges: the S3 ranges tenants' allow-s3 NetworkPolicies open were published {age} days ago "
+        f"({catalog.s3_ranges_dated()}), more than {catalog.S3_RANGES_STALE_DAYS}; S3 traffic to a newer range would be "
+        "blocked. Run `gpufleet catalog s3-ranges` and commit model/catalog/aws_s3_ranges.json"
     )
 
 

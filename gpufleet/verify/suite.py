@@ -8,6 +8,7 @@ claim) is decided by the runner, which reports a check it cannot run as skipped 
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -94,14 +95,29 @@ class Check:
 
 
 def egress_target(probe: str) -> tuple[IPv4Address | IPv6Address, int]:
-    """`--egress-probe IP:PORT` as an address and a TCP port (1-65535); ValueError saying what is wrong."""
-    host, _, port = probe.rpartition(":")
+    """`--egress-probe IP:PORT` as an address and a TCP port (1-65535); ValueError saying what is wrong.
+
+    An IPv6 address goes in brackets, `[addr]:port` (RFC 3986 section 3.2.2): unbracketed, `::1:443` is both the
+    address ::1:443 and ::1 with port 443."""
+    if probe.startswith("["):
+        host, sep, port = probe[1:].partition("]:")
+        if not sep:
+            raise ValueError(f"{probe!r}: expected [IPv6 address]:PORT")
+    else:
+        host, _, port = probe.rpartition(":")
+        if ":" in host:
+            raise ValueError(
+                f"{probe!r}: an IPv6 address goes in brackets, [addr]:PORT (RFC 3986 section 3.2.2); unbracketed, "
+                "the last group could be the port or part of the address"
+            )
     try:
-        address = ipaddress.ip_address(host.removeprefix("[").removesuffix("]"))
+        address = ipaddress.ip_address(host)
     except ValueError:
         raise ValueError(f"{host!r} is not an IP address (IP:PORT, e.g. 1.1.1.1:443)") from None
-    if not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
-        raise ValueError(f"{port!r} is not a TCP port (1-65535)")
+    if probe.startswith("[") and address.version == 4:
+        raise ValueError(f"{probe!r}: brackets hold an IPv6 address; write an IPv4 one as {host}:PORT")
+    if not (re.fullmatch(r"[1-9][0-9]{0,4}", port) and int(port) <= 65535):
+        raise ValueError(f"{port!r} is not a TCP port (1-65535, no leading zero)")
     return address, int(port)
 
 

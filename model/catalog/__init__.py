@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import difflib
 import json
 import re
@@ -413,3 +414,15 @@ def s3_ranges(region: str) -> list[str]:
 def s3_ranges_dated() -> str:
     """When the S3 ranges were published (ip-ranges.json createDate)."""
     return str(_s3_ranges_doc()["createDate"])
+
+
+# AWS changes its ranges several times a month and asks users to check ip-ranges.json regularly
+# (docs.aws.amazon.com/vpc/latest/userguide/subscribe-notifications.html). A copy older than a month likely lacks
+# a range S3 now answers from, so preview and check say so: the deploy workflow refreshes it before every `up`.
+S3_RANGES_STALE_DAYS = 30
+
+
+def s3_ranges_age_days(now: dt.datetime) -> int:
+    """Whole days from the S3 ranges' publication (createDate, UTC) to `now`."""
+    published = dt.datetime.strptime(s3_ranges_dated(), "%Y-%m-%d-%H-%M-%S").replace(tzinfo=dt.UTC)
+    return (now - published).days

@@ -21,6 +21,7 @@ from model.spec.host import (
     HcaPort,
     InterfaceName,
     LabelValue,
+    NfsExportPath,
     NvmeDevice,
     UnixUser,
 )
@@ -211,7 +212,7 @@ class NfsTier(Model):
     kind: Literal["nfs"]
     name: Name
     server: HostAddress = Field(description="NFS server address (IP address or host name).")
-    path: str = Field(description="Exported path.")
+    path: NfsExportPath = Field(description="Exported path on the server, absolute and normalized.")
     cidr: Annotated[str, POLICY_PEER] | None = Field(
         default=None,
         description="Network range of the server, for tenant NetworkPolicies (needed when server is a host name).",

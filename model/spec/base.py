@@ -6,7 +6,7 @@ from typing import Annotated, Literal, NamedTuple
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from model.conventions import REQUIRED_TAGS
+from model.conventions import GPUFLEET_TAG_KEYS, REQUIRED_TAGS
 
 MAX_TEXT = 4096  # characters in any one string of the estate
 DNS1123 = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -71,6 +71,11 @@ def _aws_tag_key(key: str) -> str:
         raise ValueError(f"tag key {key[:40]!r}: an AWS tag key has 1..{AWS_TAG_KEY_MAX} characters")
     if key.lower().startswith("aws:"):
         raise ValueError(f"tag key {key!r}: the `aws:` prefix is reserved for AWS's own tags")
+    if key in GPUFLEET_TAG_KEYS:
+        raise ValueError(
+            f"tag key {key!r}: gpufleet sets this tag itself, so a value here would be overwritten or clash; "
+            f"rename it (gpufleet's own keys: {', '.join(sorted(GPUFLEET_TAG_KEYS))})"
+        )
     return key
 
 

@@ -8,6 +8,7 @@ out of the review in the first place.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from typing import Annotated
 
@@ -56,6 +57,27 @@ MountPath = Annotated[
         description="An absolute path of letters, digits, `.`, `_`, `-` and `/`, e.g. `/scratch`.",
     ),
     AfterValidator(_absolute_path),
+]
+
+
+def _export_path(value: str) -> str:
+    if not value.startswith("/"):
+        raise ValueError(f"{value[:80]!r}: an NFS export path is absolute (it starts with `/`), e.g. `/export/home`")
+    if any(not c.isprintable() for c in value):
+        raise ValueError(f"{value[:80]!r}: an NFS export path holds no control characters")
+    if posixpath.normpath(value) != value or "//" in value:
+        raise ValueError(
+            f"{value[:80]!r}: write the export path normalized ({posixpath.normpath(value).replace('//', '/')!r}): "
+            "no `..`, `.`, doubled or trailing `/`, since the server matches the path as the client sends it"
+        )
+    return value
+
+
+# An NFS server's export, as exportfs lists it and the NFS CSI driver's `share` parameter takes it.
+NfsExportPath = Annotated[
+    str,
+    Field(max_length=1024, description="The exported directory on the server, absolute, e.g. `/export/home`."),
+    AfterValidator(_export_path),
 ]
 
 # Kubernetes labels (kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set):

@@ -48,6 +48,10 @@ class CidrRange:
             # ipaddress also reads `/255.255.0.0` (a netmask) and `/0.0.255.255` (a host mask); a CIDR's prefix is
             # a bit count (RFC 4632 section 3.1), and providers and NetworkPolicy ipBlocks take only that form.
             raise ValueError(f"{value!r}: the prefix after `/` must be a length such as /16, not a netmask")
+        if slash and prefix != "0" and prefix.startswith("0"):
+            # ipaddress reads `/016` as /16. Others do not: Go's netip.ParsePrefix refuses a leading zero
+            # (golang/go#63850, citing RFC 4632 section 3.1), and C-style parsers read it as octal.
+            raise ValueError(f"{value!r}: write the prefix length without a leading zero (/{int(prefix)})")
         try:
             net = ipaddress.ip_network(value, strict=self.strict)
         except ValueError as err:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -165,3 +166,68 @@ def test_a_download_that_fails_is_an_environment_problem_exit_2(monkeypatch: pyt
     assert result.exit_code == 2, result.output
     assert "cannot read ip-ranges.json: Network is unreachable" in result.output
     assert S3_RANGES_FILE.read_bytes() == before
+
+
+def _older(doc: dict[str, Any]) -> str:
+    return json.dumps({**doc, "createDate": "2026-08-01-00-00-00"})
+
+
+def _without_a_region(doc: dict[str, Any]) -> str:
+    return json.dumps({**doc, "prefixes": [p for p in doc["prefixes"] if p["region"] != "eu-west-1"]})
+
+
+def _wide(width: int) -> Callable[[dict[str, Any]], str]:
+    def wide(doc: dict[str, Any]) -> str:
+        net = {"ip_prefix": f"3.0.0.0/{width}", "region": "us-east-1", "network_border_group": "us-east-1"}
+        return json.dumps(
+            {**doc, "prefixes": [*doc["prefixes"], {**net, "service": "AMAZON"}, {**net, "service": "S3"}]}
+        )
+
+    return wide
+
+
+def _duplicate_key(doc: dict[str, Any]) -> str:
+    # A reviewer reads the first createDate; json.loads keeps the last.
+    return json.dumps(doc)[:-1] + ', "createDate": "2027-01-01-00-00-00"}'
+
+
+WORSE: dict[str, tuple[Callable[[dict[str, Any]], str], str]] = {
+    "older than the catalog": (_older, "createDate: 2026-08-01-00-00-00 is older than the catalog's copy"),
+    "a region dropped": (_without_a_region, r"prefixes: no S3 prefix for 1 region\(s\) the catalog has \(eu-west-1\)"),
+    "an S3 /8": (_wide(8), r"prefixes\[\d+\]\.ip_prefix: 3\.0\.0\.0/8 is wider than any S3 range AWS publishes"),
+    "an S3 /14": (_wide(14), r"3\.0\.0\.0/14 is wider than any S3 range AWS publishes \(/15 at most\)"),
+    "a key twice": (_duplicate_key, "the key 'createDate' appears twice in one object"),
+}
+
+
+@pytest.mark.parametrize("what", sorted(WORSE))
+def test_a_document_that_would_leave_the_catalog_worse_is_refused_and_nothing_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, what: str
+) -> None:
+    import re
+
+    target = tmp_path / "aws_s3_ranges.json"
+    target.write_bytes(S3_RANGES_FILE.read_bytes())
+    monkeypatch.setattr("gpufleet.catalog.s3_ranges.S3_RANGES_FILE", target)
+    make, says = WORSE[what]
+    source = tmp_path / "ip-ranges.json"
+    source.write_text(make(ip_ranges(SHIPPED)))
+    result = CliRunner().invoke(app, ["catalog", "s3-ranges", "--from", str(source)])
+    assert result.exit_code == 2, result.output
+    assert re.search(says, result.output) and str(source) in result.output, result.output
+    assert target.read_bytes() == S3_RANGES_FILE.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([target.name, source.name])
+
+
+def test_a_newer_document_with_every_region_replaces_the_catalog(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "aws_s3_ranges.json"
+    target.write_bytes(S3_RANGES_FILE.read_bytes())
+    monkeypatch.setattr("gpufleet.catalog.s3_ranges.S3_RANGES_FILE", target)
+    source = tmp_path / "ip-ranges.json"
+    newer = {**ip_ranges(SHIPPED), "createDate": "2026-11-30-00-00-00", "syncToken": "1796000000"}
+    source.write_text(json.dumps(newer))
+    result = CliRunner().invoke(app, ["catalog", "s3-ranges", "--from", str(source)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(target.read_text())["createDate"] == "2026-11-30-00-00-00"

@@ -35,3 +35,23 @@ def test_export_writes_nothing_on_bad_input(tmp_path: Path) -> None:
     result = runner.invoke(app, ["export", "-s", "test", "--out", str(out), "-C", str(tmp_path)])
     assert result.exit_code == 2
     assert not out.exists()
+
+
+def test_a_release_that_cannot_be_rendered_is_exit_1_naming_it(tmp_path: Path) -> None:
+    # Before: exit 0 and "wrote N files", with the failure only inside <cluster>/rendered/<release>/ERROR.txt.
+    out, empty = tmp_path / "out", tmp_path / "no-charts"
+    empty.mkdir()
+    args = ["export", "-s", "onprem", "--out", str(out), "--render", "--chart-cache", str(empty), "-C", str(ROOT)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1, result.output
+    assert "Helm release(s) could not be rendered: dc1/rendered/" in result.stderr
+    assert "gpu-operator" in result.stderr and "is not in the chart cache" in result.stderr
+    assert (out / "dc1" / "rendered" / "gpu-operator" / "ERROR.txt").is_file()
+    assert "Traceback" not in result.output
+
+
+def test_export_render_with_every_chart_is_exit_0(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["export", "-s", "onprem", "--out", str(out), "--render", "-C", str(ROOT)])
+    assert result.exit_code == 0, result.output
+    assert not list(out.rglob("ERROR.txt")) and list((out / "dc1" / "rendered").rglob("*.yaml"))

@@ -24,6 +24,36 @@ def empty_project(tmp: Path) -> Path:
     return tmp
 
 
+def fill_in(project: Path, kind: str) -> None:
+    """What a user does next: replace each `change-me` init wrote with their own value."""
+    path = project / "stacks" / f"Pulumi.{kind}.yaml"
+    text = path.read_text().replace("role/change-me", "role/platform-admin")
+    path.write_text(text.replace("name: change-me", "name: acme-ml"))
+
+
+@pytest.mark.parametrize("kind", ["aws", "hybrid"])
+def test_init_placeholders_that_would_fail_up_are_refused_by_every_command_until_replaced(
+    tmp_path: Path, kind: str
+) -> None:
+    # Before: the stack file validated and previewed as written, and `up` failed on a bucket name another
+    # account holds (train-dev-datasets) or an admin role that is not the user's.
+    project = empty_project(tmp_path)
+    result = runner.invoke(app, ["init", kind, "--gpu", "H100-80GB", "-C", str(project)])
+    assert result.exit_code == 0 and "replace each `change-me`" in result.output, result.output
+    for command in ("validate", "preview", "cost"):
+        refused = runner.invoke(app, [command, "-s", kind, "-C", str(project)])
+        assert refused.exit_code == 2, refused.output
+        assert "estate.metadata.name: 'change-me' is a placeholder" in refused.stderr
+        assert "S3 bucket names derive from it" in refused.stderr
+        assert ".cluster.admin_role_arns[0]: 'arn:aws:iam::123456789012:role/change-me'" in refused.stderr
+        assert "aws iam get-role" in refused.stderr
+    out = project / "out"  # export judges the file as every command does (before: it wrote the plan)
+    refused = runner.invoke(app, ["export", "-s", kind, "-C", str(project), "-o", str(out)])
+    assert refused.exit_code == 2 and "'change-me' is a placeholder" in refused.stderr and not out.exists()
+    fill_in(project, kind)
+    assert runner.invoke(app, ["validate", "-s", kind, "-C", str(project)]).exit_code == 0
+
+
 @pytest.mark.parametrize(("kind", "region"), [("aws", "us-west-2"), ("baremetal", None), ("hybrid", "us-west-2")])
 def test_init_writes_a_commented_stack_file_that_previews_with_no_findings(
     tmp_path: Path, kind: str, region: str | None
@@ -41,6 +71,7 @@ def test_init_writes_a_commented_stack_file_that_previews_with_no_findings(
     if kind != "aws":
         assert "pulumi config set --secret" in text and "secure: v1:" in text
 
+    fill_in(project, kind)
     preview = runner.invoke(app, ["preview", "-s", kind, "-C", str(project), "-f", "json"])
     assert preview.exit_code == 0, preview.output
     findings = json.loads(preview.stdout)["findings"]
@@ -69,6 +100,7 @@ def test_init_puts_a_training_pool_on_an_efa_type_on_a_fabric(tmp_path: Path, ki
     (fabric,) = cloud["fabrics"]
     assert pool["fabric"] == fabric["name"] and fabric["kind"] == "efa"
     assert fabric["availability_zone"] in cloud["availability_zones"]
+    fill_in(project, kind)
     preview = runner.invoke(app, ["preview", "-s", kind, "-C", str(project), "-f", "json"])
     assert preview.exit_code == 0, preview.output
     findings = json.loads(preview.stdout)["findings"]
@@ -133,6 +165,7 @@ def test_every_local_queue_an_init_hybrid_comment_names_exists_in_its_plan(tmp_p
     # `research-burst` queue that nothing created).
     project = empty_project(tmp_path)
     assert runner.invoke(app, ["init", "hybrid", "--gpu", "H100-80GB", "-C", str(project)]).exit_code == 0
+    fill_in(project, "hybrid")
     text = (project / "stacks" / "Pulumi.hybrid.yaml").read_text()
     named = {m for line in text.splitlines() if "#" in line for m in re.findall(r"LocalQueue ([\w.-]+)", line)}
     assert named, "the hybrid starter explains where a tenant's jobs go"
@@ -150,6 +183,7 @@ def test_init_in_a_region_the_catalog_cannot_price_writes_the_prices_to_fill_in(
     result = runner.invoke(app, ["init", kind, "--gpu", "H100-80GB", "--region", region, "-C", str(project)])
     assert result.exit_code == 0, result.output
     assert "fill in the commented `prices` entries" in result.output
+    fill_in(project, kind)
     path = project / "stacks" / f"Pulumi.{kind}.yaml"
     text = path.read_text()
     entries = [ln.split("#   - ", 1)[1] for ln in text.splitlines() if "#   - {" in ln]

@@ -20,6 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpufleet.cli import app as app_module
+from gpufleet.cli.errors import WATCHDOG_SECONDS
 from tests.conftest import ROOT
 
 # A fresh interpreter runs the app as the console script does (`app()`); the group callback (set_width) runs
@@ -144,8 +145,77 @@ def test_ctrl_c_at_any_moment_of_the_process_is_one_line_and_exit_130(delay: flo
     finished = proc.poll() is not None
     if not finished:
         proc.send_signal(signal.SIGINT)
+    sent = time.monotonic()
     _, stderr = proc.communicate(timeout=60)
     if finished:
         assert proc.returncode == 0, stderr
     else:
         assert (proc.returncode, stderr) == (130, "interrupted\n")
+        assert time.monotonic() - sent < WATCHDOG_SECONDS + 10  # the watchdog's bound, with room for a busy machine
+
+
+# A command in which library code swallows every Ctrl-C and waits for ever, as the one interrupt in about eight
+# that hung did. `module` is the command's module: burst and verify clean up after Ctrl-C, so no watchdog.
+_SWALLOWED = """
+import os, sys, threading
+import typer
+from gpufleet.cli import main
+from gpufleet.cli.errors import user_errors
+def command() -> None:
+    try:
+        os.write(1, b"running\\n")
+        threading.Event().wait(30)
+    except KeyboardInterrupt:
+        os.write(1, b"swallowed\\n")
+    while True:  # what it waits for will never come, and every later interrupt is swallowed too
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
+command.__module__ = sys.argv[1]
+app = typer.Typer()
+app.command()(user_errors(command))
+import gpufleet.cli.app
+gpufleet.cli.app.app = app  # what main() runs
+sys.argv = ["gpufleet"]
+main.main()
+"""
+
+
+def _swallowing(module: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SWALLOWED, module],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "running\n"
+    proc.send_signal(signal.SIGINT)
+    assert proc.stdout.readline() == "swallowed\n"
+    return proc
+
+
+def test_a_swallowed_ctrl_c_ends_the_process_after_the_watchdog_with_130_and_one_line() -> None:
+    # Before: the process waited for ever after `swallowed` (the test's timeout ended it).
+    start = time.monotonic()
+    proc = _swallowing("gpufleet.cli.preview")
+    _, stderr = proc.communicate(timeout=WATCHDOG_SECONDS + 20)
+    assert (proc.returncode, stderr) == (130, "interrupted\n")
+    assert WATCHDOG_SECONDS <= time.monotonic() - start < WATCHDOG_SECONDS + 15
+
+
+@pytest.mark.parametrize("module", ["gpufleet.cli.preview", "gpufleet.cli.verify"])
+def test_a_second_ctrl_c_ends_the_process_at_once_with_130_and_one_line(module: str) -> None:
+    # verify cleans up after Ctrl-C, so it gets no watchdog: only a second Ctrl-C ends a swallowed interrupt.
+    proc = _swallowing(module)
+    if module == "gpufleet.cli.verify":
+        time.sleep(WATCHDOG_SECONDS + 1)
+        assert proc.poll() is None, "a cleaning-up command was cut short by the watchdog"
+    start = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert (proc.returncode, stderr) == (130, "interrupted\n")
+    assert time.monotonic() - start < 10

@@ -246,3 +246,13 @@ def test_a_workflow_path_filter_covers_every_package_the_program_runs(name: str)
         paths = (load(name)["on"].get(trigger) or {}).get("paths")
         if paths and "components/**" in paths:
             assert {"components/**", "model/**", "policies/**"} <= set(paths), (name, trigger, paths)
+
+
+def test_deploy_refreshes_the_s3_ranges_before_the_check_and_up() -> None:
+    # Before: `up` deployed the catalog's copy of AWS's S3 ranges however old it was (2026-08-22 as shipped).
+    doc = load("deploy.yml")
+    runs = [s.get("run", "") for s in steps(doc, "up")]
+    refresh = next(i for i, r in enumerate(runs) if r.startswith(".venv/bin/gpufleet catalog s3-ranges"))
+    check = next(i for i, r in enumerate(runs) if r.startswith(".venv/bin/gpufleet check --stack"))
+    assert refresh < check < steps(doc, "up").index(uses(doc, "up", "pulumi/actions"))
+    assert "continue-on-error" not in steps(doc, "up")[refresh]  # a refused document stops the deployment
