@@ -7,6 +7,7 @@ pod mounts a volume type Pod Security restricted forbids (check T16). Used by `c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -58,7 +59,7 @@ def untrusted_validations(
 
     `owned_pods_only`: the site's CNI leaves standalone pods outside every NetworkPolicy (model.cni
     SKIPS_STANDALONE_PODS, the EKS VPC CNI). There a pod must name a controller owner, else it would escape the
-    tenant's default-deny. The rule holds on UPDATE too, so orphaning a Job's pods cannot make one standalone.
+    tenant's default-deny. Orphaning an owned pod is an UPDATE that breaks the rule, so it is refused too.
     Other CNIs police standalone pods like any other, so they stay allowed there.
     The tenant loses Kueue's plain pods and pod groups, which Kueue itself ranks below the Job API and JobSet
     (kubernetes-sigs/kueue site/content/en/docs/tasks/run/plain_pods.md at versions.KUEUE: "We recommend using
@@ -233,19 +234,41 @@ def toleration_validations(shared: Mapping[str, Sequence[str]]) -> list[dict[str
     ]
 
 
-def pod_admission_policy(
-    resource_names: tuple[str, str],
-    policy_name: str,
-    labels: dict[str, str],
-    validations: list[dict[str, str]],
-    namespace_selector: dict[str, Any],
-    parent: pulumi.Resource,
-    variables: list[dict[str, str]] | None = None,
+def _on_old_object(expression: str, variables: Sequence[Mapping[str, str]]) -> str:
+    """`expression` judged on `oldObject`: `object` renamed, each `variables.<name>` spelled out on `oldObject`."""
+    for v in variables:
+        expression = re.sub(rf"\bvariables\.{v['name']}\b", f"({v['expression']})", expression)
+    return re.sub(r"\bobject\b", "oldObject", expression)
+
+
+def grandfathered(
+    validations: Sequence[Mapping[str, str]], variables: Sequence[Mapping[str, str]] = ()
+) -> list[dict[str, str]]:
+    """`validations` that refuse on UPDATE only what the update introduces.
+
+    A rule matching UPDATE would trap an object admitted before the rule existed: a controller's label or
+    finalizer change, or Kueue ungating a pod, would be refused. So an update passes a rule its old object broke
+    already, and is refused when it breaks a rule the old object kept. `oldObject` is null on CREATE, where the
+    rule holds as written (https://kubernetes.io/docs/reference/access-authn-authz/validating-admission-policy/,
+    "Validation expression"). The old side spells the variables out, as variables see `object` only.
+    """
+    return [
+        {
+            **rule,
+            "expression": f"({rule['expression']}) || "
+            f"(request.operation == 'UPDATE' && !({_on_old_object(rule['expression'], variables)}))",
+        }
+        for rule in validations
+    ]
+
+
+def policy_spec(
+    validations: Sequence[Mapping[str, str]],
+    variables: Sequence[Mapping[str, str]] = (),
     resources: tuple[str, ...] = POD_RESOURCES,
-) -> None:
-    """A ValidatingAdmissionPolicy on `resources` (pods and, for container checks, their ephemeral containers;
-    create and update) and its Deny binding to `namespace_selector`."""
-    spec: Any = {
+) -> dict[str, Any]:
+    """A ValidatingAdmissionPolicy's spec on `resources`, create and update; updates are grandfathered."""
+    return {
         "failurePolicy": "Fail",
         "matchConstraints": {
             "resourceRules": [
@@ -257,9 +280,24 @@ def pod_admission_policy(
                 }
             ]
         },
-        **({"variables": variables} if variables else {}),
-        "validations": validations,
+        **({"variables": [dict(v) for v in variables]} if variables else {}),
+        "validations": grandfathered(validations, variables),
     }
+
+
+def pod_admission_policy(
+    resource_names: tuple[str, str],
+    policy_name: str,
+    labels: dict[str, str],
+    validations: list[dict[str, str]],
+    namespace_selector: dict[str, Any],
+    parent: pulumi.Resource,
+    variables: list[dict[str, str]] | None = None,
+    resources: tuple[str, ...] = POD_RESOURCES,
+) -> None:
+    """A ValidatingAdmissionPolicy on `resources` (pods and, for container checks, their ephemeral containers;
+    create and update, see `grandfathered`) and its Deny binding to `namespace_selector`."""
+    spec: Any = policy_spec(validations, variables or (), resources)
     policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
         resource_names[0],
         metadata=k8s.meta.v1.ObjectMetaArgs(name=policy_name, labels=labels),

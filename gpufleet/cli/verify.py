@@ -59,11 +59,16 @@ def verify(
     kubeconfig: Annotated[
         list[str] | None,
         typer.Option(
-            "--kubeconfig", help="SITE=PATH per site, or SITE=PATH#CONTEXT (a bare PATH for a one-site estate)."
+            "--kubeconfig",
+            help="SITE=PATH per site, or SITE=PATH#CONTEXT (a bare PATH for a one-site estate); on a hybrid estate "
+            "also MANAGER=PATH for the MultiKueue manager (burst.manager.name).",
         ),
     ] = None,
     pulumi_secrets: Annotated[
-        bool, typer.Option("--pulumi-secrets", help="Read bare-metal kubeconfigs with `pulumi config get`.")
+        bool,
+        typer.Option(
+            "--pulumi-secrets", help="Read bare-metal and MultiKueue manager kubeconfigs with `pulumi config get`."
+        ),
     ] = False,
     dcgm_level: Annotated[int, typer.Option("--dcgm-level", min=1, max=4, help="dcgmi diag -r level.")] = 2,
     egress_probe: Annotated[
@@ -109,7 +114,13 @@ def verify(
         _print_plan(suite, format)
         return
     from gpufleet.render import verify as render
-    from gpufleet.verify.access import AccessError, cluster_api, kubeconfig_for, parse_kubeconfig_options
+    from gpufleet.verify.access import (
+        AccessError,
+        cluster_api,
+        kubeconfig_for,
+        manager_kubeconfig,
+        parse_kubeconfig_options,
+    )
 
     sites = [s for s in spec.sites if suite.for_site(s.name)]
     try:
@@ -120,9 +131,13 @@ def verify(
                 spec, stack, site, given, project=project, pulumi_secrets=pulumi_secrets, eks_client=_eks_client
             )
             apis[site.name] = cluster_api(doc, context)
+        manager = None
+        if any(c.manager for c in suite.checks):
+            doc, context = manager_kubeconfig(spec, stack, given, project=project, pulumi_secrets=pulumi_secrets)
+            manager = cluster_api(doc, context)[0]
     except AccessError as e:
         raise CommandError(str(e)) from None
-    result = run(suite, apis)
+    result = run(suite, apis, manager)
     _print_report(result, format)
     if report_file is not None:
         report_file.write_text(render.markdown(result))
@@ -130,8 +145,9 @@ def verify(
         raise typer.Exit(1)
 
 
-def run(suite: suites.Suite, apis: dict[str, tuple[ClusterApi, str]]) -> Report:
-    """Run every site's checks with a progress display; Ctrl-C cleans up and exits 130."""
+def run(suite: suites.Suite, apis: dict[str, tuple[ClusterApi, str]], manager: ClusterApi | None = None) -> Report:
+    """Run every site's checks with a progress display (tenants' probes of a hybrid estate through `manager`, its
+    MultiKueue manager); Ctrl-C cleans up and exits 130."""
     from rich.markup import escape
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -147,7 +163,7 @@ def run(suite: suites.Suite, apis: dict[str, tuple[ClusterApi, str]]) -> Report:
                 continue
             api, version = apis[site.name]
             report.cluster_versions[site.name] = version
-            ctx = Context(suite, site, api, new_run())
+            ctx = Context(suite, site, api, new_run(), manager=manager)
             ctx.progress = lambda check, msg: bar.update(task, description=escape(f"{check}: {msg}"))
             try:
                 results, problems = run_site(ctx)

@@ -64,7 +64,7 @@ def promised_text(journeys: list[Journey]) -> str:
     lines = [promised_verdict(journeys)]
     for j in journeys:
         mark = "ok " if j.as_expected else "NO "
-        lines.append(f"  {mark} {j.verdict:<7} (promised {j.expected}) {j.title}")
+        lines.append(f"  {mark} {j.verdict:<7} (promised {j.promise}) {j.title}")
         lines.append(f"              {_outcome(j)}")
     return "\n".join(lines) + "\n"
 
@@ -77,5 +77,5 @@ def promised_markdown(journeys: list[Journey]) -> str:
     rows = ["| | journey | promised | verdict | where it lands or stops |", "|---|---|---|---|---|"]
     for j in journeys:
         mark = "✅" if j.as_expected else "❌"
-        rows.append(f"| {mark} | {_cell(j.title)} | {j.expected} | {j.verdict} | {_cell(_outcome(j))} |")
+        rows.append(f"| {mark} | {_cell(j.title)} | {j.promise} | {j.verdict} | {_cell(_outcome(j))} |")
     return "\n".join(rows)

@@ -34,7 +34,10 @@ def where(c: Check) -> str:
     """Where a probe is submitted: a tenant's namespace and LocalQueue, or the run's own namespace."""
     if c.namespace is None:
         return "the run's own namespace (gpufleet-verify-<id>), no queue"
-    return f"namespace {c.namespace}, LocalQueue {c.queue or '-'}"
+    here = f"namespace {c.namespace}, LocalQueue {c.queue or '-'}"
+    if c.manager:
+        return f"{here} on the MultiKueue manager {c.manager}, dispatched to worker {c.site}"
+    return here
 
 
 def plan_text(suite: Suite) -> str:

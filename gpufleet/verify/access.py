@@ -34,8 +34,9 @@ class AccessError(Exception):
 
 
 def parse_kubeconfig_options(values: Sequence[str], spec: EstateSpec) -> dict[str, str]:
-    """`SITE=PATH[#CONTEXT]` per site, or one bare `PATH[#CONTEXT]` for a one-site estate."""
-    sites = [s.name for s in spec.sites]
+    """`SITE=PATH[#CONTEXT]` per site (and the MultiKueue manager by its name), or one bare `PATH[#CONTEXT]` for a
+    one-site estate."""
+    sites = [s.name for s in spec.sites] + ([spec.burst.manager.name] if spec.burst else [])
     out: dict[str, str] = {}
     for v in values:
         site, sep, path = v.partition("=")
@@ -112,6 +113,31 @@ def kubeconfig_for(
             )
         case _:
             assert_never(access)
+
+
+def manager_kubeconfig(
+    spec: EstateSpec,
+    stack: str,
+    given: dict[str, str],
+    *,
+    project: Path,
+    pulumi_secrets: bool,
+    read_secret: Callable[[str, str, str, Path], str] = pulumi_secret_kubeconfig,
+) -> tuple[dict[str, Any], str | None]:
+    """The kubeconfig document and context of a hybrid estate's MultiKueue manager (`burst.manager`): given as
+    `--kubeconfig <manager>=PATH`, or its Pulumi secret (`kubeconfig_config`) with --pulumi-secrets."""
+    assert spec.burst is not None
+    name, key = spec.burst.manager.name, spec.burst.manager.kubeconfig_config
+    if name in given:
+        path, _, context = given[name].partition("#")
+        text = read_text(Path(path).expanduser(), f"not found (--kubeconfig {name}={path})")
+        return load_kubeconfig(text, path), context or None
+    if pulumi_secrets:
+        return load_kubeconfig(read_secret(name, key, stack, project), f"Pulumi secret {key}"), None
+    raise AccessError(
+        f"MultiKueue manager {name}: no kubeconfig; tenants' probes are submitted there. Pass --kubeconfig "
+        f"{name}=PATH, or --pulumi-secrets to read the Pulumi secret `{key}` (pulumi config get {key} --stack {stack})"
+    )
 
 
 def cluster_api(config: dict[str, Any], context: str | None) -> tuple[ClusterApi, str]:

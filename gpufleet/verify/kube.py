@@ -61,6 +61,8 @@ class Context:
     poll_seconds: float = 5.0
     timeout_scale: float = 1.0
     tenant_jobs: list[tuple[str, str]] = field(default_factory=list)  # (namespace, job) outside the run namespace
+    manager: ClusterApi | None = None  # a hybrid estate's MultiKueue manager, where probes are submitted
+    manager_jobs: list[tuple[str, str]] = field(default_factory=list)  # (namespace, job) made on the manager
     tenant_objects: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, namespace, name), not Jobs
     cordoned: list[str] = field(default_factory=list)
     cleanup_problems: list[str] = field(default_factory=list)
@@ -133,6 +135,96 @@ def wait_job(ctx: Context, check: Check, namespace: str, name: str, timeout: flo
 
 
 ADMISSION_TIMEOUT = 600.0  # seconds a probe waits for Kueue to admit it before it is reported as not admitted
+
+
+def submit_to_manager(ctx: Context, check: Check, job: Manifest, timeout: float = ADMISSION_TIMEOUT) -> str:
+    """Create a tenant's queued Job on the MultiKueue manager and wait until it is dispatched to this worker:
+    "" once the manager's Workload names the site's MultiKueueCluster in `status.clusterName`, else why not.
+
+    The manager's Kueue suspends the Job and reserves quota; MultiKueue copies the Workload to the workers and,
+    once one admits it, the Job to that worker, under the same name and namespace (kubernetes-sigs/kueue at
+    versions.KUEUE, site/content/en/docs/concepts/multikueue.md, "Workload Dispatching": `status.clusterName`).
+    MultiKueueClusters are named after their sites (components/hybrid/manager.py)."""
+    meta = job["metadata"]
+    namespace, name, queue = meta["namespace"], meta["name"], meta["labels"][QUEUE_LABEL]
+    if ctx.manager is None:
+        return f"the MultiKueue manager {check.manager} was not reached: give its kubeconfig"
+    created = api_call(ctx.manager.batch.create_namespaced_job, namespace, job)
+    ctx.manager_jobs.append((namespace, name))
+    if not (created.spec and created.spec.suspend):
+        return (
+            f"Kueue on manager {check.manager} did not hold Job {namespace}/{name}: it ran outside LocalQueue {queue}"
+        )
+    deadline = ctx.clock() + timeout * ctx.timeout_scale
+    while True:
+        workload = manager_workload(ctx.manager, namespace, name)
+        cluster = ((workload or {}).get("status") or {}).get("clusterName")
+        if cluster == check.site:
+            return ""
+        if cluster:
+            return f"MultiKueue dispatched Job {namespace}/{name} to worker {cluster}, not to {check.site}"
+        if ctx.clock() >= deadline:
+            return f"not dispatched by MultiKueue within {timeout:.0f}s: {_pending(workload, namespace, name)}"
+        ctx.progress(check.id, f"{name}: waiting for the manager to dispatch it")
+        ctx.sleep(ctx.poll_seconds)
+
+
+def manager_workload(api: ClusterApi, namespace: str, job: str) -> dict[str, Any] | None:
+    """The Workload that Kueue made for Job `namespace/job` (owned by it), or None."""
+    group, version = queues.KUEUE_API.split("/")
+    listed = api_call(api.custom.list_namespaced_custom_object, group, version, namespace, "workloads")
+    for wl in listed.get("items", []):
+        owners = wl.get("metadata", {}).get("ownerReferences") or []
+        if any(o.get("kind") == "Job" and o.get("name") == job for o in owners):
+            return dict(wl)
+    return None
+
+
+def _pending(workload: dict[str, Any] | None, namespace: str, job: str) -> str:
+    if workload is None:
+        return f"no Workload for Job {namespace}/{job} (is the namespace managed by Kueue?)"
+    name = workload["metadata"]["name"]
+    for c in (workload.get("status") or {}).get("conditions") or []:
+        if c.get("type") in ("QuotaReserved", "Admitted") and c.get("status") != "True":
+            return f"Workload {namespace}/{name} {c['type']}={c.get('status')}: {c.get('message') or c.get('reason')}"
+    return f"Workload {namespace}/{name} has no worker yet"
+
+
+def wait_dispatched(ctx: Context, check: Check, namespace: str, name: str, timeout: float,
+                    index: int | None = None) -> tuple[JobOutcome, str]:  # fmt: skip
+    """Poll a dispatched Job until its Workload on the manager is Finished, and read the logs of its pod on the
+    worker as soon as that pod ends: MultiKueue deletes the worker's copy once the Workload finishes
+    (multikueue.md, step 4). `Finished` and its reasons `Succeeded` / `Failed`: kueue apis/kueue/v1beta2/
+    workload_types.go at versions.KUEUE."""
+    assert ctx.manager is not None
+    deadline, logs = ctx.clock() + timeout * ctx.timeout_scale, ""
+    while True:
+        logs = logs or _ended_pod_logs(ctx, namespace, name, index)
+        workload = manager_workload(ctx.manager, namespace, name) or {}
+        conditions = (workload.get("status") or {}).get("conditions") or []
+        done = next((c for c in conditions if c.get("type") == "Finished" and c.get("status") == "True"), None)
+        if done is not None:
+            logs = logs or _ended_pod_logs(ctx, namespace, name, index)
+            if done.get("reason") == "Succeeded":
+                return JobOutcome(True), logs
+            why = f"{done.get('reason') or ''} {done.get('message') or ''}".strip()
+            return JobOutcome(False, f"Workload of Job {namespace}/{name} finished: {why}"), logs
+        ctx.progress(check.id, f"{name}: running on worker {check.site}")
+        if ctx.clock() >= deadline:
+            return JobOutcome(False, f"Job {namespace}/{name} did not finish within {timeout:.0f}s"), logs
+        ctx.sleep(ctx.poll_seconds)
+
+
+def _ended_pod_logs(ctx: Context, namespace: str, name: str, index: int | None) -> str:
+    """The logs of the worker's pod of Job `name` (completion `index`) once it has ended, else ""."""
+    selector = f"job-name={name}"
+    if index is not None:
+        selector += f",batch.kubernetes.io/job-completion-index={index}"
+    pods = api_call(ctx.api.core.list_namespaced_pod, namespace, label_selector=selector).items
+    ended = [p for p in pods if p.status is not None and p.status.phase in ("Succeeded", "Failed")]
+    if not ended:
+        return ""
+    return str(api_call(ctx.api.core.read_namespaced_pod_log, ended[0].metadata.name, namespace) or "")
 
 
 def submit_queued(ctx: Context, check: Check, job: Manifest, timeout: float = ADMISSION_TIMEOUT) -> str:

@@ -42,6 +42,7 @@ class Result:
             "title": c.title,
             "namespace": c.namespace,  # None: the run's own namespace
             "queue": c.queue,
+            "manager": c.manager,  # None: submitted to the site's own cluster
             "journey": c.journey or None,
             "mandatory": c.mandatory,
             "status": str(self.status),

@@ -1,8 +1,8 @@
 """Running the suite against a site's cluster with the official Kubernetes client, and cleaning up after it.
 
 Everything a run creates carries its run label and lives in its own namespace, except the probes it runs as a
-tenant, inside the tenant's namespace: those objects are recorded and deleted one by one, Jobs first, so Kueue
-drops their Workloads and no quota stays reserved. Cleanup always runs: after the last check, after an
+tenant, inside the tenant's namespace (on a hybrid estate, the Jobs on the MultiKueue manager): those objects are
+recorded and deleted one by one, Jobs first, so Kueue drops their Workloads and no quota stays reserved. Cleanup always runs: after the last check, after an
 error and after Ctrl-C (KeyboardInterrupt), which it re-raises once the namespace is gone so the CLI can exit 130.
 Nodes the degraded check cordons are uncordoned in the same `finally`.
 """
@@ -28,6 +28,12 @@ def cleanup(ctx: Context) -> list[str]:
     steps: list[tuple[str, Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = [
         (f"uncordon node {n}", core.patch_node, (n, {"spec": {"unschedulable": False}}), {}) for n in ctx.cordoned
     ]
+    if ctx.manager is not None:  # deleting the manager's Job makes MultiKueue delete the worker's copy
+        steps += [
+            (f"delete Job {ns}/{job} on the MultiKueue manager", ctx.manager.batch.delete_namespaced_job, (job, ns),
+             {"propagation_policy": "Background"})
+            for ns, job in ctx.manager_jobs
+        ]  # fmt: skip
     steps += [
         (f"delete Job {ns}/{job}", batch.delete_namespaced_job, (job, ns), {"propagation_policy": "Background"})
         for ns, job in ctx.tenant_jobs

@@ -10,14 +10,14 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from ipaddress import IPv4Address, IPv6Address
 
 from gpufleet.review.reality.journeys import canonical
 from gpufleet.verify import thresholds
 from gpufleet.verify.thresholds import Threshold
-from model import kinds, queues
+from model import dispatch, kinds, queues
 from model.rdma import sriov_network, uses_sriov
 from model.spec import (
     AwsNodePool,
@@ -84,6 +84,7 @@ class Check:
     namespace: str | None = None  # the tenant namespace the probe runs in (None: the run's own namespace)
     queue: str | None = None  # the LocalQueue Kueue admits it through (named after the tenant: model.queues)
     journey: str = ""  # the canonical journey the probe walks, in its own words
+    manager: str | None = None  # a hybrid estate's MultiKueue manager the probe is submitted to, for this worker
 
     @property
     def mandatory(self) -> bool:
@@ -229,6 +230,15 @@ def fabric_checks(spec: EstateSpec, site: Site, pool: Pool) -> list[Check]:
             journey=journey if single is tenant else "",
         ),
     ]
+
+
+def via_manager(spec: EstateSpec, site: Site, checks: list[Check]) -> list[Check]:
+    """On a hybrid estate, `checks` of a worker site submitted as the tenant submits: to its namespace and
+    LocalQueue on the MultiKueue manager, which dispatches the Workload to a worker (model.dispatch)."""
+    if spec.burst is None or site.name not in {w.name for w in dispatch.workers(spec)}:
+        return checks
+    name = spec.burst.manager.name
+    return [replace(c, manager=name) if c.queue and c.namespace else c for c in checks]
 
 
 def _max_nodes(spec: EstateSpec, pool: Pool) -> int:
@@ -418,7 +428,7 @@ def derive(spec: EstateSpec, stack: str, options: Options) -> Suite:
         pools = [p for p in site.node_pools if not options.pools or p.name in options.pools]
         if Category.fabric in wanted:
             for p in pools:
-                checks += fabric_checks(spec, site, p)
+                checks += via_manager(spec, site, fabric_checks(spec, site, p))
         if Category.gpus in wanted:
             for p in pools:
                 checks += gpu_checks(site, p, options.dcgm_level)

@@ -6,12 +6,15 @@ from gpufleet.verify import manifests, parsers
 from gpufleet.verify.kube import (
     ApiError,
     Context,
+    JobOutcome,
     api_call,
     create,
     job_logs,
     ready_nodes,
     submit_queued,
+    submit_to_manager,
     tail,
+    wait_dispatched,
     wait_job,
 )
 from gpufleet.verify.results import Result, Status, judged, skipped
@@ -47,6 +50,27 @@ def _nccl_result(check: Check, logs: str, nodes: list[str]) -> Result:
     return judged(check, parsed.busbw, "GB/s", f"busbw at {size:g} GiB, out of place", **evidence)
 
 
+def _run_queued(ctx: Context, check: Check, job: manifests.Manifest, timeout: float,
+                index: int | None = None) -> tuple[JobOutcome, str]:  # fmt: skip
+    """Submit a tenant's Job through its LocalQueue, on the MultiKueue manager when the check says so, and wait for
+    it: its outcome and the logs of its pod (of completion `index`)."""
+    ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
+    if check.manager:
+        refused = submit_to_manager(ctx, check, job)
+        if refused:
+            return JobOutcome(False, refused), ""
+        return wait_dispatched(ctx, check, ns, name, timeout, index)
+    refused = submit_queued(ctx, check, job)
+    if refused:
+        return JobOutcome(False, refused), ""
+    outcome = wait_job(ctx, check, ns, name, timeout=timeout)
+    return outcome, job_logs(ctx, ns, name, index=index)
+
+
+def _failed(outcome: JobOutcome, logs: str) -> str:
+    return f"{outcome.reason}; log: {tail(logs)}" if logs else outcome.reason
+
+
 def nccl_multi_node(ctx: Context, check: Check) -> Result:
     """Two pods of a tenant's gang, admitted by Kueue through the tenant's LocalQueue, then all_reduce_perf."""
     assert check.pool is not None and check.namespace is not None
@@ -59,13 +83,9 @@ def nccl_multi_node(ctx: Context, check: Check) -> Result:
     create(ctx, manifests.ssh_secret(ctx.run, name, private, public, ns))
     create(ctx, manifests.headless_service(ctx.run, name, ns))
     job = manifests.nccl_multi_node_job(ctx.run, name, check.id, ctx.spec, ctx.site, pool, 2, ns)
-    refused = submit_queued(ctx, check, job)
-    if refused:
-        return Result(check, Status.error, detail=refused)
-    outcome = wait_job(ctx, check, ns, name, timeout=2400)
-    logs = job_logs(ctx, ns, name, index=0)
+    outcome, logs = _run_queued(ctx, check, job, 2400, index=0)
     if not outcome.succeeded:
-        return Result(check, Status.error, detail=f"{outcome.reason}; log: {tail(logs)}")
+        return Result(check, Status.error, detail=_failed(outcome, logs))
     return _nccl_result(check, logs, found[:2])
 
 
@@ -76,14 +96,10 @@ def nccl_single_node(ctx: Context, check: Check) -> Result:
     if not found:
         return skipped(check, f"pool {pool.name} has no ready node now")
     name, ns = ctx.name("nvlink"), check.namespace
-    refused = submit_queued(ctx, check, manifests.nccl_single_node_job(ctx.run, name, check.id, ctx.spec, ctx.site,
-                                                                       pool, ns))  # fmt: skip
-    if refused:
-        return Result(check, Status.error, detail=refused)
-    outcome = wait_job(ctx, check, ns, name, timeout=1200)
-    logs = job_logs(ctx, ns, name)
+    job = manifests.nccl_single_node_job(ctx.run, name, check.id, ctx.spec, ctx.site, pool, ns)
+    outcome, logs = _run_queued(ctx, check, job, 1200)
     if not outcome.succeeded:
-        return Result(check, Status.error, detail=f"{outcome.reason}; log: {tail(logs)}")
+        return Result(check, Status.error, detail=_failed(outcome, logs))
     return _nccl_result(check, logs, found[:1])
 
 

@@ -495,6 +495,7 @@ def test_fsx_is_shared_through_one_pre_bound_volume_per_tenant_never_provisioned
     assert {pv.inputs["spec"]["claimRef"]["namespace"] for pv in pvs} == {"research", "product"}  # not `agents`
     for pv in pvs:
         spec = pv.inputs["spec"]
-        assert spec["csi"]["driver"] == "fsx.csi.aws.com" and spec["csi"]["volumeHandle"] == "use1-storage-lustre-id"
+        assert spec["csi"]["driver"] == "fsx.csi.aws.com"
+        assert spec["csi"]["volumeHandle"].startswith("use1-storage-lustre-id::")  # the file system, then the volume
         assert spec["persistentVolumeReclaimPolicy"] == "Retain" and spec["storageClassName"] == "lustre"
         assert pv.provider and pv.provider.endswith("pulumi:providers:kubernetes::use1-k8s")

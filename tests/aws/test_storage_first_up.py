@@ -240,8 +240,8 @@ def test_untrusted_tenant_gets_no_shared_file_system_unless_it_declares_one(
         next(t for t in estate["tenants"] if t["name"] == "agents")["file_systems"] = ["lustre"]
 
     declared = _synth(tmp_path, declare)
-    agents = {pv.inputs["metadata"]["name"] for pv in declared.find(PV)} & {"lustre-agents", "home-agents"}
-    assert agents == {"lustre-agents"}
+    agents = {pv.inputs["metadata"]["name"] for pv in declared.find(PV)} & {"agents.lustre", "home-agents"}
+    assert agents == {"agents.lustre"}
     assert hard(declared, "agents")[claims.format("home")] == "0" and claims.format("lustre") not in hard(
         declared, "agents"
     )
@@ -273,3 +273,44 @@ def test_tenant_dirs_script_takes_each_path_as_one_shell_word(tmp_path: Path) ->
     subprocess.run(["sh", "-c", tenant_dirs_script(names, root=str(root))], check=True, env=env, cwd=tmp_path)
     assert not (tmp_path / "pwned").exists()
     assert sorted(p.name for p in (root / "tenants").iterdir()) == sorted(names)
+
+
+# -- issue 28, 4.2: one CSI volume handle per PersistentVolume, and the day-2 replacement ---------------------
+
+
+def test_no_two_persistent_volumes_share_a_csi_volume_handle(example_plans: dict[str, Plan]) -> None:
+    """The kubelet names a CSI volume by driver and handle, so a pod with two volumes of one handle never starts
+    (kubernetes/kubernetes#91556, kubernetes-sigs/aws-fsx-csi-driver#328): datasets from `lustre-s3` and
+    checkpoints to `lustre` in one pod need two handles."""
+    for stack, plan in example_plans.items():
+        handles = [
+            (pv.inputs["spec"]["csi"]["driver"], pv.inputs["spec"]["csi"]["volumeHandle"]) for pv in plan.find(PV)
+        ]
+        handles = [h for h in handles if h[0] is not None and h[1] is not None]
+        assert len(handles) == len(set(handles)), stack
+    research = {v["spec"]["claimRef"]["name"]: v for v in _tenant_volumes(example_plans["aws-train"], "fsx.csi.aws.com")
+                if v["spec"]["claimRef"]["namespace"] == "research"}  # fmt: skip
+    assert research["lustre"]["spec"]["csi"]["volumeHandle"] == "use1-storage-lustre-id::research.lustre"
+    assert research["lustre-s3"]["spec"]["csi"]["volumeHandle"] == "use1-storage-lustre-id::research.lustre-s3"
+
+
+def test_a_tenant_lustre_volume_is_replaced_beside_the_old_one_which_stays_for_its_claim(
+    example_plans: dict[str, Plan],
+) -> None:
+    """volumeHandle is immutable, and pulumi-kubernetes replaces a PersistentVolume whose `.spec.csi` changes
+    (pulumi/pulumi-kubernetes@94977969d provider/pkg/provider/diff.go, `forceNew`). A replacement under the old name deletes first, and a bound
+    volume's `kubernetes.io/pv-protection` finalizer holds that delete while the claim exists (provider.go,
+    `deleteBeforeReplace` when the name stays). So each volume takes a new name under its old resource name:
+    Pulumi creates the new one first and, with retain_on_delete, leaves the old one bound for running pods.
+    Protect would refuse the replacement; Retain keeps the file system's data when the old volume goes."""
+    plan = example_plans["aws-train"]
+    for tenant in ("research", "product"):
+        for resource, claim in ((f"lustre-{tenant}", "lustre"), (f"lustre-s3.{tenant}", "lustre-s3")):
+            pv = plan.one(PV, f"use1-storage-{resource}")
+            assert pv.inputs["metadata"]["name"] == f"{tenant}.{claim}" != resource  # a new name: create first
+            assert pv.inputs["spec"]["claimRef"] == {"namespace": tenant, "name": claim}  # tenants keep claim names
+            assert pv.retain_on_delete and not pv.protect
+            assert pv.inputs["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    root = plan.one(PV, "use1-storage-lustre.root")  # its handle was always unique: it stays as it was
+    assert root.inputs["metadata"]["name"] == "lustre.root"
+    assert root.inputs["spec"]["csi"]["volumeHandle"] == "use1-storage-lustre-id"

@@ -91,6 +91,9 @@ class FakeCluster:
     deleted: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, namespace, name) besides Jobs
     unschedulable: dict[str, bool] = field(default_factory=dict)
     tenant_nodes: dict[str, str] = field(default_factory=dict)  # namespace -> node Kueue would place its pods on
+    # A MultiKueue manager: the worker (its MultiKueueCluster name, its fake) an admitted Workload goes to.
+    dispatch_to: tuple[str, FakeCluster] | None = None
+    pods_end: bool = False  # a finished Job's pods report Succeeded (else Running, as a probe's pods are read)
 
     def probe_logs(self, job: str, namespace: str) -> str:
         """A default-deny network: pods reach pods of their own namespace; only the run's namespace (no
@@ -244,11 +247,14 @@ class FakeCore:
             client.V1Pod(
                 metadata=_meta(f"{job}-{i}", namespace),
                 spec=client.V1PodSpec(containers=[], node_name=self.c.node_of(job, i)),
-                status=client.V1PodStatus(phase="Running", pod_ip=f"10.0.0.{i + 10}"),
+                status=client.V1PodStatus(phase=self._phase(job), pod_ip=f"10.0.0.{i + 10}"),
             )
             for i in range(count)
         ]
         return client.V1PodList(items=items)
+
+    def _phase(self, job: str) -> str:
+        return "Succeeded" if self.c.pods_end and self.c.job_outcome(job) == "Complete" else "Running"
 
     def read_namespaced_pod_log(self, name: str, namespace: str, **kw: Any) -> str:
         self.c.record("read_namespaced_pod_log", name, namespace)
@@ -311,10 +317,20 @@ class FakeCustom:
             admitted = self.c.admits(job)
             condition = {"type": "QuotaReserved", "status": "True" if admitted else "False", "reason": "Pending",
                          "message": "" if admitted else self.c.pending_message}  # fmt: skip
+            status: dict[str, Any] = {"conditions": [condition]}
+            if admitted and self.c.dispatch_to is not None:  # MultiKueue copies the Job to the worker that admits
+                worker, cluster = self.c.dispatch_to
+                status["clusterName"] = worker
+                cluster.jobs[(ns, job)] = self.c.jobs[(ns, job)]
+                outcome = self.c.job_outcome(job)
+                if outcome in ("Complete", "Failed"):
+                    reason = "Succeeded" if outcome == "Complete" else "Failed"
+                    status["conditions"].append({"type": "Finished", "status": "True", "reason": reason,
+                                                 "message": f"Job {reason.lower()}"})  # fmt: skip
             items.append({
                 "metadata": {"name": f"job-{job}-1a2b3", "namespace": ns,
                              "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": job}]},
-                "status": {"conditions": [condition]},
+                "status": status,
             })  # fmt: skip
         return {"items": items}
 

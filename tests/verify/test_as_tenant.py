@@ -187,11 +187,13 @@ def test_nccl_probe_jobs_pass_the_tenant_namespaces_admission_and_run(stack: str
             job = manifests.nccl_multi_node_job(run, "nccl-1", c.id, spec, site, pool, 2, c.namespace)
         else:
             job = manifests.nccl_single_node_job(run, "nvlink-1", c.id, spec, site, pool, c.namespace)
-        # verify submits to the site's own cluster (on a hybrid estate a MultiKueue worker, not the manager)
-        journey = walk(workload(job, c.id), {site.name: estates(stack)[site.name]}, spec, site.name)
+        # verify submits to the site's own cluster, or on a hybrid estate to the MultiKueue manager
+        views = estates(stack) if c.manager else {site.name: estates(stack)[site.name]}
+        journey = walk(workload(job, c.id), views, spec, site.name)
         admission = next(s for s in journey.stages if s.name == "admission")
         assert admission.ok, (c.id, admission.detail, admission.blocker)
         if queues.is_burst(pool):  # a burst pool's ClusterQueue is stopped until a window opens
             assert journey.blocked_at is not None and "stopped" in journey.blocked_at.detail, c.id
         else:
             assert journey.verdict == "runs", (c.id, journey.blocked_at)
+            assert journey.placement is not None and journey.placement.site == site.name, c.id  # the worker

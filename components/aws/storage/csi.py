@@ -111,11 +111,18 @@ def static_volume(
     depends_on: list[pulumi.Resource],
     tenant: str | None = None,
     read_only: bool = False,
+    resource_name: str | None = None,
+    retain_on_delete: bool = False,
 ) -> k8s.core.v1.PersistentVolume:
-    """A PersistentVolume named `name`, pre-bound to claim (namespace, name), never deleted with its claim."""
+    """A PersistentVolume named `name`, pre-bound to claim (namespace, name), never deleted with its claim.
+
+    `resource_name` (default `name`) names the Pulumi resource, so a volume can change names and be replaced.
+    With `retain_on_delete`, a replaced or removed volume stays in the cluster: Pulumi never waits on a bound
+    volume's `kubernetes.io/pv-protection` finalizer.
+    """
     source: Any = {**csi, "readOnly": True} if read_only else csi  # a plain dict: the provider takes camelCase
     return k8s.core.v1.PersistentVolume(
-        f"{ctx.n}-{name}",
+        f"{ctx.n}-{resource_name or name}",
         metadata=k8s.meta.v1.ObjectMetaArgs(name=name, labels=ctx.a.tags.labels(tenant=tenant or SHARED)),
         spec=k8s.core.v1.PersistentVolumeSpecArgs(
             capacity={"storage": capacity},
@@ -126,5 +133,5 @@ def static_volume(
             csi=source,
             claim_ref=k8s.core.v1.ObjectReferenceArgs(namespace=claim[0], name=claim[1]),
         ),
-        opts=ctx.k8s(depends_on=depends_on),
+        opts=ctx.k8s(depends_on=depends_on, retain_on_delete=retain_on_delete),
     )

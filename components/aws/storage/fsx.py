@@ -7,6 +7,7 @@ security group for the Lustre ports, an optional S3 data repository association,
   apply fsGroup to shared volumes.
 - With a data repository, each tenant also gets a read-only volume of the linked directory (`/s3`), claimed as
   `<tier>-s3`.
+- Every tenant volume is named `<namespace>.<claim>`, after its claim, with its own `volumeHandle`.
 """
 
 from __future__ import annotations
@@ -125,8 +126,9 @@ def fsx_tier(
     dirs = _tenant_dirs(ctx, tier, fs, driver, tenants, nodes)
 
     def volume(
-        name: str, tenant: str, claim: str, directory: str, after: pulumi.Resource, read_only: bool = False
+        resource: str, tenant: str, claim: str, directory: str, after: pulumi.Resource, read_only: bool = False
     ) -> None:
+        name = tenant_volume_name(tenant, claim)
         attributes = {
             "dnsname": fs.dns_name,
             "mountname": fs.mount_name.apply(lambda m: lustre_mountname(m, directory)),
@@ -137,20 +139,40 @@ def fsx_tier(
             (tenant, claim),
             storage_class_name=tier.name,
             capacity=f"{tier.capacity_gib}Gi",
-            csi={"driver": FSX_CSI, "volumeHandle": fs.id, "volumeAttributes": attributes},
+            csi={"driver": FSX_CSI, "volumeHandle": volume_handle(fs.id, name), "volumeAttributes": attributes},
             mount_options=MOUNT_OPTIONS,
             depends_on=[driver, after],
             tenant=tenant,
             read_only=read_only,
+            resource_name=resource,
+            # A replaced volume stays in the cluster, bound, until its claim lets go (docs/deploy.md, "Upgrades").
+            retain_on_delete=True,
         )
 
-    # Volume names: `<tier>-<tenant>`; the others have a dot, which no tenant name has, so none can collide.
+    # Resource names stay those of the volumes' first names, so an existing estate replaces each volume.
     for tenant in tenants:
         volume(f"{tier.name}-{tenant}", tenant, tier.name, tenant_dir(tenant), dirs)
         if association is not None:  # the linked bucket's objects, read-only for every tenant that mounts
             claim = f"{tier.name}-s3"
             volume(f"{claim}.{tenant}", tenant, claim, DATA_REPOSITORY_PATH, association, read_only=True)
     return link
+
+
+def tenant_volume_name(namespace: str, claim: str) -> str:
+    """The PersistentVolume pre-bound to claim `namespace/claim`: unique, as a namespace name has no dot."""
+    return f"{namespace}.{claim}"
+
+
+def volume_handle(file_system_id: pulumi.Input[str], volume: str) -> pulumi.Output[str]:
+    """A tenant volume's CSI handle: the file system id, then the volume's name, so no two volumes share one.
+
+    The kubelet names a CSI volume by driver and handle, so one pod never mounts two volumes of one handle
+    (kubernetes/kubernetes#91556, kubernetes-sigs/aws-fsx-csi-driver#328). The FSx driver takes the handle as
+    an identity only: NodePublishVolume mounts `<dnsname>@tcp:/<mountname>` from the volume attributes, and the
+    CSIDriver needs no attach (aws-fsx-csi-driver v1.9.0, the pinned chart's app version: pkg/driver/node.go,
+    charts/aws-fsx-csi-driver/templates/csidriver.yaml).
+    """
+    return pulumi.Output.concat(file_system_id, "::", volume)
 
 
 def _data_repository(
@@ -199,6 +221,7 @@ def _tenant_dirs(
     """
     root = f"{tier.name}-root"
     labels = ctx.a.tags.labels()
+    # The root volume's handle is the file system id alone: unlike every tenant volume's (volume_handle).
     pv = static_volume(
         ctx,
         f"{tier.name}.root",

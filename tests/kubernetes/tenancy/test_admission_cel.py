@@ -12,6 +12,7 @@ from celpy import celtypes, json_to_cel
 from components.kubernetes.admission import (
     TOLERATION_VALIDATIONS,
     VOLUME_VALIDATIONS,
+    policy_spec,
     rdma_pod_policy,
     untrusted_validations,
 )
@@ -26,9 +27,16 @@ def refused(
     pod: dict[str, Any],
     variables: list[dict[str, str]] | None = None,
     namespace: dict[str, Any] | None = None,
+    old: dict[str, Any] | None = None,
 ) -> list[str]:
-    """Messages of the validations `pod` fails, evaluated the way the API server does (variables first)."""
-    activation: dict[str, Any] = {"object": json_to_cel(pod), "namespaceObject": json_to_cel(namespace or {})}
+    """Messages of the validations `pod` fails, evaluated the way the API server does (variables first): a CREATE,
+    or with `old` an UPDATE of that object."""
+    activation: dict[str, Any] = {
+        "object": json_to_cel(pod),
+        "oldObject": json_to_cel(old),
+        "namespaceObject": json_to_cel(namespace or {}),
+        "request": json_to_cel({"operation": "UPDATE" if old is not None else "CREATE"}),
+    }
     values = celtypes.MapType({})
     for v in variables or []:
         result = ENV.program(ENV.compile(v["expression"])).evaluate({**activation, "variables": values})
@@ -198,3 +206,72 @@ def test_untrusted_pods_may_not_mount_inline_csi_volumes() -> None:
     found = untrusted({"spec": {**PINNED, "volumes": [claim, inline]}})
     assert len(found) == 1 and "inline CSI" in found[0], found
     assert untrusted({"spec": {**PINNED, "volumes": [claim]}}) == []
+
+
+# -- day 2: a rule that matches UPDATE refuses only what the update introduces --------------------------------
+
+
+def as_synthesized(
+    validations: list[dict[str, str]], variables: list[dict[str, str]] | None = None
+) -> tuple[list[dict[str, str]], list[dict[str, str]] | None]:
+    """The validations and variables as pod_admission_policy writes them into the policy."""
+    spec = policy_spec(validations, variables or ())
+    return spec["validations"], spec.get("variables")
+
+
+def updated(pod: dict[str, Any], **metadata: Any) -> dict[str, Any]:
+    """`pod` after a controller's metadata-only update (a label, a finalizer, ownerReferences)."""
+    new = copy.deepcopy(pod)
+    new.setdefault("metadata", {}).update(metadata)
+    return new
+
+
+def test_a_bare_pod_admitted_before_the_owner_rule_survives_a_label_change_but_a_new_one_is_refused() -> None:
+    """An EKS estate gains the owner rule on `up`; a bare pod already running keeps taking controller updates."""
+    rules, _ = as_synthesized(untrusted_validations(Tenant(name="agents", trust="untrusted"), None, True))
+    bare = {"metadata": {"name": "shell"}, "spec": PINNED}
+    relabelled = updated(bare, labels={"team": "x"}, finalizers=["example.com/audit"])
+    assert refused(rules, relabelled, old=bare) == []
+    found = refused(rules, bare)
+    assert len(found) == 1 and "created by a controller" in found[0], found
+
+
+def test_orphaning_an_owned_pod_is_still_refused() -> None:
+    # The update is what makes the pod standalone: the old object kept the rule.
+    rules, _ = as_synthesized(untrusted_validations(Tenant(name="agents", trust="untrusted"), None, True))
+    owned = {"metadata": {"name": "train-0", "ownerReferences": [JOB_OWNER]}, "spec": PINNED}
+    found = refused(rules, updated(owned, ownerReferences=[]), old=owned)
+    assert len(found) == 1 and "created by a controller" in found[0], found
+
+
+def test_kueue_ungating_a_pod_without_its_node_selector_is_refused_and_with_it_admitted() -> None:
+    rules, _ = as_synthesized(untrusted_validations(Tenant(name="agents", trust="untrusted"), None))
+    gated = {"spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}], "containers": [{"name": "a"}]}}
+    assert refused(rules, {"spec": PINNED}, old=gated) == []
+    assert len(refused(rules, {"spec": {"containers": [{"name": "a"}]}}, old=gated)) == 1
+
+
+def test_an_rdma_pod_from_before_the_policy_keeps_its_updates_but_a_privileged_debug_container_is_refused() -> None:
+    """The old side spells the container variables out on oldObject: an ephemeral container (an UPDATE of
+    pods/ephemeralcontainers) that breaks baseline is new, so it is refused."""
+    variables, validations = rdma_pod_policy()
+    rules, synthesized_variables = as_synthesized(validations, variables)
+    legacy = changed(["spec", "containers", 0, "securityContext", "capabilities", "add"], ["IPC_LOCK", "SYS_ADMIN"])
+    assert refused(rules, updated(legacy, labels={"done": "true"}), synthesized_variables, old=legacy) == []
+    assert len(refused(rules, legacy, synthesized_variables)) == 1  # the same pod, created today
+    debug = copy.deepcopy(RDMA_POD)
+    debug["spec"]["ephemeralContainers"] = [
+        {"name": "dbg", "image": "busybox", "securityContext": {"privileged": True}}
+    ]
+    found = refused(rules, debug, synthesized_variables, old=RDMA_POD)
+    assert len(found) == 1 and "privileged" in found[0], found
+
+
+def test_a_toleration_added_by_an_update_is_judged_and_an_old_one_is_not() -> None:
+    rules, _ = as_synthesized(TOLERATION_VALIDATIONS)
+    namespace = {"metadata": {"name": "research", "labels": {"tenant": "research"}}}
+    wildcard = {"spec": {"containers": [{"name": "a"}], "tolerations": [{"operator": "Exists"}]}}
+    assert refused(rules, updated(wildcard, finalizers=["x"]), namespace=namespace, old=wildcard) == []
+    compliant = {"spec": {"containers": [{"name": "a"}]}}
+    assert len(refused(rules, wildcard, namespace=namespace, old=compliant)) == 1
+    assert len(refused(rules, wildcard, namespace=namespace)) == 1

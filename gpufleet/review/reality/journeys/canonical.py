@@ -5,7 +5,8 @@
 - Each inference pool: a one-GPU Deployment per tenant allowed on it.
 - Each MIG, time-sliced or interactive pool: a notebook (a one-replica StatefulSet, as Kubeflow Notebooks run)
   per tenant.
-- Each untrusted tenant: what it must be refused (time-sliced GPUs, another tenant's pool, the whole file system).
+- Each untrusted tenant: what it must be refused (time-sliced GPUs, another tenant's pool, the whole file system,
+  open egress).
 
 Manifests carry only what a user writes: the queue label, resource requests and the security context Pod
 Security asks for. A refusal may name a pool, since asking for what is not yours is the point.
@@ -32,6 +33,7 @@ class Canonical:
     title: str
     expected: Verdict
     manifest: dict[str, Any]
+    stage: str | None = None  # where a refusal must happen, when one stage alone may refuse it
 
 
 def _security(*, ipc_lock: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -221,6 +223,26 @@ def whole_file_system(site: Site, tenant: Tenant) -> Canonical | None:
     return Canonical(f"{tenant.name} (untrusted): mounting the whole NFS export is refused", "blocked", pod)
 
 
+# An address on the internet no estate allows: example.com is reserved for documentation (RFC 2606, section 3).
+INTERNET_URL = "https://example.com/"
+
+
+def open_egress(spec: EstateSpec, site: Site, tenant: Tenant) -> Canonical | None:
+    """A one-GPU Job on a pool the tenant may use that fetches an internet address: the tenant has no open
+    egress, so its NetworkPolicies must refuse it. The journey reads the destination from the command, as the
+    network stage reads every URL a workload names (docs/journeys.md). None when the tenant has no pool here."""
+    pool = next(
+        (p for p in site.node_pools if not queues.is_burst(p) and tenant in allowed_tenants(spec, site, p)), None
+    )
+    if pool is None:
+        return None
+    job = one_gpu_job(site, pool, tenant, "blocked").manifest
+    job["metadata"]["name"] = "open-egress"
+    job["spec"]["template"]["spec"]["containers"][0]["command"] = ["wget", "-q", "-O-", INTERNET_URL]
+    title = f"{tenant.name} (untrusted): egress to an internet address ({INTERNET_URL}) is refused"
+    return Canonical(title, "blocked", job, stage="network")
+
+
 @dataclass(frozen=True)
 class OnSite:
     """A canonical journey and the site whose pool it is about (where it is submitted off a hybrid estate)."""
@@ -267,7 +289,9 @@ def promised(spec: EstateSpec, window: BurstWindow | None, views: dict[str, Clus
     out = []
     for c in canonical_by_site(spec, window):
         journey = walk(workload(c.canonical.manifest, "canonical journey"), views, spec, c.site)
-        out.append(replace(journey, expected=c.canonical.expected, title=c.canonical.title))
+        out.append(
+            replace(journey, expected=c.canonical.expected, title=c.canonical.title, expected_stage=c.canonical.stage)
+        )
     return out
 
 
@@ -286,4 +310,7 @@ def _refusals(spec: EstateSpec, site: Site, tenant: Tenant) -> list[Canonical]:
     whole = whole_file_system(site, tenant)
     if whole is not None:
         out.append(whole)
+    egress = open_egress(spec, site, tenant)
+    if egress is not None:
+        out.append(egress)
     return out

@@ -212,6 +212,7 @@ class Journey:
     placement: Placement | None = None
     expected: Verdict | None = None
     title: str = ""  # what a canonical journey proves, in a few words
+    expected_stage: str | None = None  # where a promised refusal must happen; None: anywhere
 
     @property
     def verdict(self) -> Verdict:
@@ -224,7 +225,16 @@ class Journey:
 
     @property
     def as_expected(self) -> bool:
-        return self.expected is None or self.expected == self.verdict
+        if self.expected is None:
+            return True
+        stop = self.blocked_at
+        at = self.expected_stage is None or (stop is not None and stop.name == self.expected_stage)
+        return self.expected == self.verdict and at
+
+    @property
+    def promise(self) -> str:
+        """What a canonical journey promises, in words: `runs`, `blocked`, or `blocked at <stage>`."""
+        return f"{self.expected} at {self.expected_stage}" if self.expected_stage else str(self.expected)
 
     def to_dict(self) -> dict[str, Any]:
         stop = self.blocked_at
@@ -242,4 +252,6 @@ class Journey:
         if self.expected is not None:
             out["expected"] = self.expected
             out["title"] = self.title
+            if self.expected_stage is not None:
+                out["expected_stage"] = self.expected_stage
         return out

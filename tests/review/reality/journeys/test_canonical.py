@@ -42,3 +42,14 @@ def test_a_burst_gang_is_expected_to_wait_without_a_window_and_every_other_to_ru
     burst = [c for c in journeys if "burst-h100" in c.title]
     assert burst and all(c.expected == "blocked" for c in burst)
     assert all(c.expected == "runs" for c in journeys if c not in burst)
+
+
+def test_an_untrusted_tenant_is_promised_an_open_egress_refusal_on_its_own_pool() -> None:
+    (egress,) = [c for c in _canonical("aws-train") if c.manifest["metadata"]["name"] == "open-egress"]
+    assert egress.expected == "blocked" and egress.stage == "network"
+    spec = egress.manifest["spec"]["template"]["spec"]
+    assert egress.manifest["metadata"]["namespace"] == "agents"
+    assert spec["nodeSelector"] == {"gpufleet.io/pool": "agents-l40s"}  # its own pool: only the network refuses
+    assert spec["containers"][0]["command"] == ["wget", "-q", "-O-", "https://example.com/"]
+    refused_at_network = {c.manifest["metadata"]["namespace"] for c in _canonical("aws-train") if c.stage == "network"}
+    assert refused_at_network == {"agents"}

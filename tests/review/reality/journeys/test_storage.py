@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from gpufleet.review.reality.journeys import placement, storage
 from gpufleet.review.reality.journeys.core import ClusterView
+from tests.review.reality.journeys.conftest import Estate as WholeEstate
 from tests.review.reality.journeys.walks import Estate, container, walk
 
 GPU = {"nvidia.com/gpu": 8}
@@ -53,20 +55,17 @@ def test_two_lustre_claims_with_their_own_handles_mount(estates: dict[str, Estat
     estate = _with(estates["aws-train"], "use1", _lustre_view(estates["aws-train"], same_handle=False))
     stage = _mount(estate, _claims("lustre-s3", "lustre"), pods=2)
     assert stage.ok, stage.detail
-    assert "pre-bound, binds when the claim is created to PersistentVolume/lustre-research" in stage.detail
+    assert "pre-bound, binds when the claim is created to PersistentVolume/research.lustre" in stage.detail
 
 
-def test_the_example_estate_mounts_both_lustre_claims_only_if_their_handles_differ(
-    estates: dict[str, Estate],
-) -> None:
-    view = estates["aws-train"].clusters["use1"]
-    handles = {
-        (o["spec"].get("claimRef") or {}).get("name"): o["spec"]["csi"]["volumeHandle"]
-        for o in view.of("PersistentVolume")
-        if (o["spec"].get("claimRef") or {}).get("namespace") == "research" and "csi" in o["spec"]
-    }
-    stage = _mount(estates["aws-train"], _claims("lustre-s3", "lustre"))
-    assert stage.ok == (handles["lustre"] != handles["lustre-s3"])  # issue 28, 4.2: one handle per PV
+def test_the_example_estate_mounts_both_lustre_claims_in_one_pod(estates: dict[str, Estate]) -> None:
+    # Issue 28, 4.2: datasets from `lustre-s3` and checkpoints to `lustre`, each volume with its own handle.
+    stage = _mount(estates["aws-train"], _claims("lustre-s3", "lustre"), pods=2)
+    assert stage.ok, stage.detail
+    assert (
+        "to PersistentVolume/research.lustre-s3" in stage.detail
+        and "to PersistentVolume/research.lustre" in stage.detail
+    )
 
 
 def test_a_claim_that_does_not_exist_blocks(estates: dict[str, Estate]) -> None:
@@ -138,3 +137,11 @@ def test_a_statefulsets_claim_templates_need_a_storage_class_of_the_cluster(esta
     assert stage("nvme").ok  # the node-local class binds each replica's claim where it is scheduled
     missing = stage("fast-ssd")
     assert not missing.ok and missing.blocker == "StorageClass/fast-ssd"
+
+
+def test_a_job_reading_datasets_and_writing_checkpoints_on_lustre_runs(estate: Callable[[str], WholeEstate]) -> None:
+    # Issue 28, 4.2: blocked at storage while both volumes shared the file system's id as their handle.
+    (j,) = estate("aws-train").walk("lustre-two-claims.yaml")
+    assert j.verdict == "runs", j.blocked_at
+    storage_stage = next(s for s in j.stages if s.name == "storage")
+    assert "datasets: pre-bound" in storage_stage.detail and "checkpoints: pre-bound" in storage_stage.detail

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from gpufleet.review.reality.journeys.core import ClusterView, Stage
+from gpufleet.review.reality.journeys.core import STAGES, ClusterView, Journey, Stage
 from gpufleet.review.reality.journeys.walk import walk
 from gpufleet.review.reality.journeys.workloads import read
 from model.rdma import fabric_requests
@@ -389,3 +389,13 @@ def test_a_pod_naming_a_service_account_the_namespace_lacks_is_refused(estate: C
     (j,) = estate("aws-train").walk(doc)
     stop = j.blocked_at
     assert stop is not None and stop.name == "admission" and stop.blocker == "ServiceAccount/research/trainer"
+
+
+def test_a_refusal_promised_at_one_stage_does_not_answer_as_promised_at_another() -> None:
+    stages = tuple(Stage(name, name != "queueing", "") for name in STAGES)
+    (w,) = read([MANIFESTS / "efa-gang.yaml"])
+    blocked = Journey(w, stages, expected="blocked", expected_stage="network")
+    assert blocked.verdict == "blocked" and not blocked.as_expected
+    assert dataclasses.replace(blocked, expected_stage="queueing").as_expected
+    assert dataclasses.replace(blocked, expected_stage=None).as_expected
+    assert blocked.promise == "blocked at network" and blocked.to_dict()["expected_stage"] == "network"
