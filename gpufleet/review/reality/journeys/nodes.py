@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -19,6 +18,7 @@ import yaml
 
 from gpufleet.engine.plan import PlanResource
 from gpufleet.review.reality.first_up_nodes import node_group_node, stated_nodes
+from gpufleet.review.reality.journeys import resources
 from gpufleet.review.reality.journeys.core import ClusterView
 from gpufleet.review.reality.scheduling import Node, fits
 from model import catalog, efa, kinds
@@ -40,42 +40,11 @@ UNBOUNDED = 10_000  # nodes of a group the stack states without a count
 # Resources every node has and the kubelet always accounts (the rest are extended resources a plugin advertises).
 NODE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
 
-_SUFFIX: dict[str, int | Fraction] = {
-    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
-    "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": 1,
-    "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
-}  # fmt: skip
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+)(?:[eE]([+-]?[0-9]+))?([a-zA-Z]*)$")
-
-
-def quantity(value: object) -> Fraction:
-    """A Kubernetes resource quantity ("500m", "4Gi", "1e3", 8) as an exact number (apimachinery
-    pkg/api/resource/quantity.go: decimal SI, binary SI and exponent suffixes)."""
-    m = _QUANTITY.match(str(value).strip())
-    if m is None or m.group(3) not in _SUFFIX:
-        raise ValueError(f"not a resource quantity: {value!r}")
-    number = Fraction(m.group(1)) * (Fraction(10) ** int(m.group(2) or 0))
-    return number * _SUFFIX[m.group(3)]
-
 
 def pod_requests(spec: dict[str, Any]) -> dict[str, Fraction]:
-    """What one pod asks the scheduler for: the sum of its containers' requests, or the largest init container's
-    where that is more (a request defaults to the limit where only the limit is set). Kubernetes docs,
-    https://kubernetes.io/docs/concepts/workloads/pods/init-containers/#resource-sharing-within-containers."""
-
-    def one(container: dict[str, Any]) -> dict[str, Fraction]:
-        res = container.get("resources") or {}
-        merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}
-        return {str(k): quantity(v) for k, v in merged.items()}
-
-    total: dict[str, Fraction] = {}
-    for c in spec.get("containers") or []:
-        for k, v in one(c).items():
-            total[k] = total.get(k, Fraction(0)) + v
-    for c in spec.get("initContainers") or []:
-        for k, v in one(c).items():
-            total[k] = max(total.get(k, Fraction(0)), v)
-    return {k: v for k, v in total.items() if v > 0}
+    """What one pod asks the scheduler for (resources.pod_requests: sidecars summed, init containers at their
+    peak, a request defaulting to its limit), as exact numbers; zero requests left out."""
+    return {k: Fraction(v) for k, v in resources.pod_requests(spec).items() if v > 0}
 
 
 @dataclass(frozen=True)
