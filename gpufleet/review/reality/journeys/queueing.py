@@ -18,7 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from gpufleet.review.reality.journeys import admission, kueue
-from gpufleet.review.reality.journeys.core import QUEUE_LABEL, Cite, ClusterView, PodSet, Stage, Walk
+from gpufleet.review.reality.journeys.core import QUEUE_LABEL, Cite, ClusterView, PodSet, Stage, Walk, Workload
 from gpufleet.review.reality.journeys.resources import Amounts, matches, namespace_labels, pod_requests, quantity, show
 from model import nodes
 
@@ -225,6 +225,30 @@ def _assign(cluster: ClusterView, cq: dict[str, Any], pod_sets: list[PodSet], cf
     return Admitted(cq, chosen, detail, checks)
 
 
+def _missing_priority(cluster: ClusterView, w: Workload, pod_sets: list[PodSet]) -> Stage | None:
+    """Kueue builds the Workload with a priority (kueue.PRIORITY_CITE): from the WorkloadPriorityClass the label
+    names, else, for a job, from its pods' PriorityClass. A class that does not exist makes the Get fail, so no
+    Workload is created and the job stays suspended. (A pod-based workload's pods meet the Priority admission
+    plugin first: admission.priority_refusal.)"""
+    wpc = kueue.workload_priority_class(w)
+    if wpc:
+        known = sorted(str(o["metadata"]["name"]) for o in cluster.of("WorkloadPriorityClass"))
+        if wpc not in known:
+            return _blocked(f"no WorkloadPriorityClass {wpc} on {cluster.name} (label {kueue.PRIORITY_CLASS_LABEL}): "
+                            "Kueue cannot create the Workload, so the job stays suspended",
+                            f"WorkloadPriorityClass/{wpc}",
+                            f"name one of {', '.join(known) or 'none'}, or drop the label", kueue.PRIORITY_CITE)  # fmt: skip
+        return None
+    if kueue.framework(w) in kueue.POD_BASED:
+        return None
+    if (found := admission.unknown_priority_class(cluster, pod_sets)) is None:
+        return None
+    ps, name = found
+    return _blocked(f"pod set {ps.name} names PriorityClass {name}, which {cluster.name} lacks: Kueue cannot create the "
+                    "Workload, so the job stays suspended", f"PriorityClass/{name}", admission.priority_unblock(cluster),
+                    kueue.PRIORITY_CITE)  # fmt: skip
+
+
 def judge(walk: Walk, cluster: ClusterView, pod_sets: list[PodSet]) -> Admitted | Stage:
     """Kueue on `cluster`: an admission, or a Stage (a refusal, or a pass when Kueue does not manage it)."""
     w = walk.workload
@@ -235,6 +259,8 @@ def judge(walk: Walk, cluster: ClusterView, pod_sets: list[PodSet]) -> Admitted 
     is_managed, why = kueue.managed(w, cfg, namespace_labels(ns, w.namespace))
     if not is_managed:
         return Stage("queueing", True, f"not queued: {why}; it bypasses quota", cites=(kueue.MANAGED_CITE,))
+    if missing := _missing_priority(cluster, w, pod_sets):
+        return missing
     queue = w.queue_name or "default"
     lq = cluster.get("LocalQueue", queue, w.namespace)
     if lq is None and not w.queue_name:
@@ -294,7 +320,7 @@ def _settle(walk: Walk, cluster: ClusterView, pod_sets: list[PodSet], admitted: 
     inject(pod_sets, admitted)
     labels = namespace_labels(admission.namespace_of(cluster, walk.workload.namespace), walk.workload.namespace)
     if admission.gated_by_kueue(walk, cluster, labels) is False:
-        refusal = admission.policy_refusal(walk, cluster, pod_sets)
+        refusal = admission.priority_refusal(cluster, pod_sets) or admission.policy_refusal(walk, cluster, pod_sets)
         if refusal is not None:
             return _blocked(f"{admitted.detail}, but the API server refuses the pods Kueue then creates: {refusal.detail}",
                             refusal.blocker, refusal.unblock, *refusal.cites)  # fmt: skip
