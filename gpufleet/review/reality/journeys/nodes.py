@@ -6,6 +6,7 @@
   GPUs (MIG and time-slicing from the device-plugin and mig-parted configs), EFA interfaces, RDMA and SR-IOV
   devices. A device plugin advertises only on nodes its DaemonSet runs on.
 - CPU and memory are counted where the catalog knows them, after the kubelet's reservations.
+- Huge pages only where the estate pre-allocates them (EFA nodes, model.efa); elsewhere a node offers none.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from model.conventions import (
     POOL_LABEL,
     Taint,
 )
-from model.rdma import EFA_RESOURCE, HUGEPAGES_PREFIX, RDMA_RESOURCE_PREFIX
+from model.rdma import EFA_RESOURCE, RDMA_RESOURCE_PREFIX
 from model.spec import EstateSpec
 
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"  # set by the kubelet on every node (well-known labels)
@@ -68,9 +69,9 @@ class NodeShape:
     per_pod: dict[str, int] = field(default_factory=dict)  # the most of a resource one container may get
 
     def offers(self, resource: str) -> Fraction | None:
-        """What one node offers of `resource`; None when it is not counted. Hugepages never are: the node image or
-        the host reserves them at boot, which the plan does not say."""
-        if resource in self.uncounted or resource.startswith(HUGEPAGES_PREFIX):
+        """What one node offers of `resource`; None when it is not counted. Huge pages are counted where the estate
+        pre-allocates them (EFA nodes) and are 0 elsewhere: nothing else reserves them."""
+        if resource in self.uncounted:
             return None
         return self.allocatable.get(resource, Fraction(0))
 
@@ -315,6 +316,10 @@ def _group_shape(spec: EstateSpec, view: ClusterView, devices: Devices, r: PlanR
         **devices.gpus(node, instance.gpu_count, _host_slices(spec, pool.name)),
         **devices.efa(node, instance.name, pool.fabric),
     }
+    if pool.fabric:  # an EFA node: its launch template pre-allocates huge pages, which leave allocatable memory
+        for name, size in efa.efa_node_hugepages().items():
+            allocatable[name] = Fraction(size)
+            allocatable["memory"] -= size
     notes = []
     if pool.burst:
         notes.append("a burst pool: its nodes exist only while a burst window is open, up to the window's nodes")
