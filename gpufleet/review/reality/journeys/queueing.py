@@ -4,8 +4,8 @@
   `default` of its namespace (pkg/controller/jobframework/defaults.go).
 - LocalQueue -> ClusterQueue: it exists, is not stopped, and its namespaceSelector matches (null matches nothing).
 - Every requested resource is covered, after Kueue drops excluded prefixes and applies transformations.
-- Flavors in order: nodeLabels against the pod's nodeSelector, nodeTaints against its tolerations, then the
-  whole workload against nominal quota plus what the cohort may lend (the estate idle).
+- Flavors in order: nodeTaints against the pod's tolerations, nodeLabels against its nodeSelector and required
+  node affinity, then the whole workload against nominal quota plus what the cohort may lend (the estate idle).
 - A topology request needs a flavor whose Topology has the level.
 - Admitted: the flavor's nodeLabels and tolerations go into `walk.pod_sets`.
 - MultiKueue: the MultiKueueConfig's clusters in order; the first worker that admits it runs it.
@@ -20,6 +20,7 @@ from typing import Any
 from gpufleet.review.reality.journeys import admission, kueue
 from gpufleet.review.reality.journeys.core import QUEUE_LABEL, Cite, ClusterView, PodSet, Stage, Walk, Workload
 from gpufleet.review.reality.journeys.resources import Amounts, matches, namespace_labels, pod_requests, quantity, show
+from gpufleet.review.reality.scheduling import Node, fits
 from model import nodes
 
 TAG = kueue.TAG
@@ -143,7 +144,8 @@ def _tas_mismatch(ps: PodSet, rf: dict[str, Any], cluster: ClusterView, tas_only
 
 def _flavor_mismatch(ps: PodSet, rf: dict[str, Any], cluster: ClusterView, tas_only: bool) -> str:
     """Why a flavor cannot take the pod set apart from quota; empty when it can (flavorassigner.go,
-    checkFlavorForPodSets: TAS, then taints against the pod's and the flavor's tolerations, then node labels)."""
+    checkFlavorForPodSets: TAS, then taints against the pod's and the flavor's tolerations, then node selector and
+    required node affinity against the flavor's nodeLabels)."""
     name = rf["metadata"]["name"]
     spec = rf.get("spec") or {}
     if why := _tas_mismatch(ps, rf, cluster, tas_only):
@@ -152,10 +154,33 @@ def _flavor_mismatch(ps: PodSet, rf: dict[str, Any], cluster: ClusterView, tas_o
     for taint in spec.get("nodeTaints") or []:
         if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(tolerations, taint):
             return f"untolerated taint {taint.get('key')}={taint.get('value', '')} in flavor {name}"
-    labels, selector = spec.get("nodeLabels") or {}, ps.spec.get("nodeSelector") or {}
-    if any(k in selector and selector[k] != v for k, v in labels.items()):
-        return f"flavor {name} doesn't match node affinity (nodeSelector)"
+    labels = {str(k): str(v) for k, v in (spec.get("nodeLabels") or {}).items()}
+    if not fits(_flavor_selector(ps.spec, set(labels)), Node("flavor", name, labels)):
+        return f"flavor {name} doesn't match node affinity"
     return ""
+
+
+def _flavor_selector(pod: dict[str, Any], keys: set[str]) -> dict[str, Any]:
+    """The pod's nodeSelector and required node affinity cut down to the flavor's label keys, as Kueue matches
+    them against the flavor's nodeLabels (flavorassigner.go, flavorSelector): a term left with no expression
+    matches any flavor (terms are ORed), so it drops the whole affinity. Taints are judged apart."""
+    selector = {k: v for k, v in (pod.get("nodeSelector") or {}).items() if k in keys}
+    required = ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms: list[dict[str, Any]] = []
+    for term in required.get("nodeSelectorTerms") or []:
+        kept = [e for e in term.get("matchExpressions") or [] if e.get("key") in keys]
+        if not kept:
+            terms = []
+            break
+        terms.append({"matchExpressions": kept})
+    out: dict[str, Any] = {"nodeSelector": selector, "tolerations": [{"operator": "Exists"}]}
+    if terms:
+        out["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
+        }
+    return out
 
 
 def _requests(ps: PodSet, cfg: kueue.Config) -> Amounts:
