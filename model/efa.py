@@ -52,3 +52,18 @@ def efa_interfaces(instance_type: str) -> list[NetworkInterfaceSlot]:
     for card in range(first_card, first_card + it.max_efa_interfaces):
         slots.append(NetworkInterfaceSlot(card, 1 if card == 0 else 0, EFA_ONLY))
     return slots
+
+
+HUGEPAGES_2MI = "hugepages-2Mi"  # the kubelet's resource for 2 MiB huge pages (Kubernetes "Manage HugePages")
+EFA_HUGEPAGES = 5128
+"""2 MiB huge pages every EFA node pre-allocates. libfabric's EFA provider uses them for its bounce buffers, and
+published EFA jobs request them (`hugepages-2Mi: 5120Mi`, aws-samples/awsome-distributed-training
+micro-benchmarks/nccl-tests). The EKS user guide (node-efa): "Amazon EC2 instances with the EFA driver installed
+pre-allocate 5128 2MiB Huge Pages"; the EFA installer's efa_test.sh warns below 5128. gpufleet sets the count in
+the launch template (components/aws/launch.py) rather than trusting the AMI, so the plan states it."""
+
+
+def efa_node_hugepages() -> dict[str, int]:
+    """What an EFA node's kubelet reports as hugepages, in bytes. The kubelet takes the same bytes out of its
+    allocatable memory (kubernetes pkg/kubelet/nodestatus/setters.go, MachineInfo)."""
+    return {HUGEPAGES_2MI: EFA_HUGEPAGES * 2 * 2**20}

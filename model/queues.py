@@ -95,12 +95,37 @@ def topology_fabrics(site: Site) -> list[str]:
     return sorted({p.fabric for p in scheduled_pools(site) if p.fabric})
 
 
+HOSTS_TOPOLOGY = "gpufleet-hosts"
+"""The Topology of the flavors of pools off a fabric on a site that schedules by topology: hostname only."""
+
+
+def flavor_topology(site: Site, pool: Pool) -> str | None:
+    """The Topology of a pool's flavor: its fabric's; on a site with any fabric Topology, `HOSTS_TOPOLOGY` for a pool
+    off the fabric; else none.
+
+    So every flavor of a ClusterQueue is topology-aware once one is, and Kueue implies a topology request for a pod
+    set that makes none. A ClusterQueue mixing TAS and other flavors refuses such a pod set on the TAS ones
+    ("supports only TopologyAwareScheduling"); a TAS-only one takes it as unconstrained at the lowest level
+    (kubernetes-sigs/kueue at versions.KUEUE, pkg/scheduler/flavorassigner/tas_flavorassigner.go isTASImplied and
+    checkPodSetAndFlavorMatchForTAS; pkg/cache/scheduler/clusterqueue.go isTASOnly;
+    pkg/cache/scheduler/tas_flavor_snapshot.go levelKeyWithImpliedFallback). Users then need no annotation."""
+    if not topology_fabrics(site):
+        return None
+    return pool.fabric or HOSTS_TOPOLOGY
+
+
+def site_topologies(site: Site) -> dict[str, dict[str, Any]]:
+    """Topology name -> spec of every Topology the site's flavors name."""
+    names = {n for p in scheduled_pools(site) if (n := flavor_topology(site, p))}
+    return {n: hosts_topology_spec() if n == HOSTS_TOPOLOGY else topology_spec() for n in sorted(names)}
+
+
 def resource_flavor_spec(site: Site, pool: Pool) -> dict[str, Any]:
     """Flavor of one pool: its pool label (and tenant label when dedicated) and tolerations for its taints.
 
     Kueue injects nodeLabels as a nodeSelector and adds the tolerations to every pod it admits on this flavor,
     which is what pins a dedicated tenant's pods to its tainted nodes. Kueue's fields: `nodeLabels`,
-    `nodeTaints`, `tolerations` (at most 8), `topologyName` (needs a nodeLabel).
+    `nodeTaints`, `tolerations` (at most 8), `topologyName` (`flavor_topology`; needs a nodeLabel).
     """
     labels = {conventions.POOL_LABEL: pool.name}
     if pool.dedicated_to:
@@ -109,26 +134,31 @@ def resource_flavor_spec(site: Site, pool: Pool) -> dict[str, Any]:
         "nodeLabels": labels,
         "tolerations": [t.toleration() for t in nodes.pool_taints(pool)],
     }
-    if kinds.of(site).has_topology_labels and pool.fabric:
-        spec["topologyName"] = pool.fabric
+    if topology := flavor_topology(site, pool):
+        spec["topologyName"] = topology
     return spec
 
 
-PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"  # apis/kueue/v1beta2/topology_types.go
+# What the API server refuses to change on a ResourceFlavor once it has a topologyName (the CRD's
+# x-kubernetes-validations, apis/kueue/v1beta2/resourceflavor_types.go at versions.KUEUE: "topologyName is
+# immutable when topologyName is set", and likewise nodeLabels and tolerations). The component replaces the
+# flavor instead when one of them changes; topologyName always, since turning a flavor TAS or not is such a change.
+FLAVOR_IMMUTABLE_WITH_TOPOLOGY = ("spec.topologyName", "spec.nodeLabels", "spec.tolerations")
 
 
-def topology_request(site: Site, pool: Pool, level: str = conventions.LEAF_LABEL) -> dict[str, str]:
-    """The pod-template annotations a job on `pool` needs: on a pool whose flavor has a Topology, a request for
-    topology-aware placement, preferably inside one `level` domain. Kueue refuses a pod set without one on a TAS
-    flavor of a ClusterQueue that also has other flavors (kubernetes-sigs/kueue at versions.KUEUE,
-    pkg/scheduler/flavorassigner/tas_flavorassigner.go, checkPodSetAndFlavorMatchForTAS: "supports only
-    TopologyAwareScheduling"; site/content/en/docs/concepts/topology_aware_scheduling.md)."""
-    return {PREFERRED_TOPOLOGY: level} if resource_flavor_spec(site, pool).get("topologyName") else {}
+def flavor_replaced_on(spec: dict[str, Any]) -> list[str]:
+    """The input paths whose change replaces a flavor of `spec` (resource_flavor_spec)."""
+    return list(FLAVOR_IMMUTABLE_WITH_TOPOLOGY) if spec.get("topologyName") else ["spec.topologyName"]
 
 
 def topology_spec() -> dict[str, Any]:
     """Topology `levels[].nodeLabel`, widest first; Kueue allows `kubernetes.io/hostname` only as the last level."""
     return {"levels": [{"nodeLabel": label} for label in conventions.TOPOLOGY_LEVELS]}
+
+
+def hosts_topology_spec() -> dict[str, Any]:
+    """A Topology of single nodes (`kubernetes.io/hostname` alone), for pools whose nodes carry no rack or leaf."""
+    return {"levels": [{"nodeLabel": conventions.HOSTNAME_LABEL}]}
 
 
 @dataclass(frozen=True)

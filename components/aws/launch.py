@@ -1,6 +1,6 @@
 """Launch-template settings every gpufleet node shares: IMDSv2, encrypted gp3 root volume, tags that reach
 instances, volumes and network interfaces, and AL2023 user data that turns instance-store NVMe into scratch space
-and installs the Lustre client where nodes mount FSx."""
+installs the Lustre client where nodes mount FSx, and pre-allocates huge pages on EFA nodes."""
 
 from __future__ import annotations
 
@@ -32,13 +32,28 @@ exit 1
 """
 
 
-def nodeadm_user_data(scratch_mount_path: str | None, local_storage: bool, lustre_client: bool) -> str | None:
+def hugepages_script(pages: int) -> str:
+    """A shell part that pre-allocates `pages` 2 MiB huge pages now and at every boot. It runs before the kubelet
+    starts: nodeadm-run.service, which starts it, is ordered After=cloud-final.service (awslabs/amazon-eks-ami
+    templates/al2023/runtime/rootfs/etc/systemd/system/nodeadm-run.service), and the kubelet reports huge pages
+    only as it starts (Kubernetes "Manage HugePages")."""
+    return "\n".join([
+        "#!/bin/bash",
+        f'echo "vm.nr_hugepages = {pages}" > /etc/sysctl.d/90-gpufleet-hugepages.conf',
+        f"sysctl -w vm.nr_hugepages={pages}",
+    ])  # fmt: skip
+
+
+def nodeadm_user_data(
+    scratch_mount_path: str | None, local_storage: bool, lustre_client: bool, hugepages: int = 0
+) -> str | None:
     """MIME multi-part user data for an AL2023 node (EKS merges its own cluster part), or None when it needs none.
 
     - `local_storage`: a nodeadm NodeConfig whose `spec.instance.localStorage.strategy: RAID0` stripes the
       instance-store NVMe disks into one array and mounts it (default `/mnt/k8s-disks`, or `mountPath`)
       (awslabs/amazon-eks-ami nodeadm API `LocalStorageOptions`).
     - `lustre_client`: a shell script part that installs the Lustre client (LUSTRE_CLIENT_SCRIPT).
+    - `hugepages`: 2 MiB huge pages to pre-allocate (`hugepages_script`; model.efa.EFA_HUGEPAGES on EFA nodes).
     Managed node groups need MIME multi-part user data (EKS user guide, launch templates, "Amazon EC2 user data").
     """
     parts: list[tuple[str, str]] = []
@@ -52,6 +67,8 @@ def nodeadm_user_data(scratch_mount_path: str | None, local_storage: bool, lustr
         parts.append(("application/node.eks.aws", node_config))
     if lustre_client:
         parts.append(('text/x-shellscript; charset="us-ascii"', LUSTRE_CLIENT_SCRIPT.rstrip("\n")))
+    if hugepages:
+        parts.append(('text/x-shellscript; charset="us-ascii"', hugepages_script(hugepages)))
     if not parts:
         return None
     lines = ["MIME-Version: 1.0", f'Content-Type: multipart/mixed; boundary="{MIME_BOUNDARY}"', ""]

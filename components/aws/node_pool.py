@@ -27,7 +27,7 @@ from components.aws.launch import (
 )
 from model.burst import backstop, burst_group_size, effective_scaling
 from model.conventions import BURST_TAG, POOL_TAG, SHARED, Taint, eks_rejects_label
-from model.efa import efa_interfaces
+from model.efa import EFA_HUGEPAGES, efa_interfaces, efa_node_hugepages
 from model.kinds import aws as aws_kind
 from model.nodes import pool_labels, pool_taints
 from model.queues import gpu_resource_name
@@ -135,11 +135,13 @@ def _asg_name(groups: Sequence[aws.eks.outputs.NodeGroupResource] | None) -> str
 
 def asg_tags(spec: EstateSpec, site: AwsSite, pool: AwsNodePool, cluster: str) -> dict[str, str]:
     """Tags on an autoscaled pool's Auto Scaling group: discovery by the autoscaler and its node template (labels,
-    taints, GPU and EFA resources) for scaling from zero."""
+    taints, GPU resources, EFA interfaces and huge pages) for scaling from zero."""
     labels = {**mng_labels(spec, pool), **burst_node_labels(pool)}
     units = pool.gpus_per_node * spec.pool_gpu_units(pool.name) // max(1, spec.pool_gpu_capacity(pool.name))
     on_efa = any(isinstance(f, EfaFabric) and f.name == pool.fabric for f in site.fabrics)
-    devices = {EFA_RESOURCE: sum(1 for s in efa_interfaces(pool.instance_type) if s.is_efa)} if on_efa else {}
+    devices: dict[str, int] = {}
+    if on_efa:
+        devices = {EFA_RESOURCE: sum(1 for s in efa_interfaces(pool.instance_type) if s.is_efa), **efa_node_hugepages()}
     template = aws_kind.node_template_tags(labels, pool_taints(pool), gpu_resource_name(site, pool), units, devices)
     return {**aws_kind.discovery_tags(cluster, pool.name), **template}
 
@@ -222,6 +224,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 a.scratch_mount_path,
                 local_storage=bool(pool.instance.local_nvme_disks),
                 lustre_client=mounts_lustre(a.site),
+                hugepages=EFA_HUGEPAGES if a.efa is not None else 0,
             ),
         )
         if a.efa is not None:

@@ -1,5 +1,5 @@
 """Kueue on one site's cluster: the pinned chart with gpufleet's controller configuration, a ResourceFlavor per
-node pool, a Topology per bare-metal fabric, and per tenant with GPU quota on the site a ClusterQueue (in one
+node pool, the Topologies its flavors name (one per bare-metal fabric, one of single hosts), and per tenant with GPU quota on the site a ClusterQueue (in one
 cohort per estate) and a LocalQueue in the tenant's namespace.
 
 - What to create is data from model.queues: flavors, topologies, ClusterQueue specs and the Configuration. That
@@ -27,14 +27,14 @@ from model.queues import (
     KUEUE_API,
     Pool,
     controller_config,
+    flavor_replaced_on,
     pods_ready_timeout,
     resource_flavor_spec,
     scheduled_pools,
+    site_topologies,
     tenant_cluster_queue_spec,
     tenant_flavors,
     tenants_on_site,
-    topology_fabrics,
-    topology_spec,
 )
 from model.rdma import node_device_prefixes
 from model.spec import (
@@ -85,7 +85,7 @@ class KueueArgs:
 
 class Kueue(pulumi.ComponentResource):
     """Kueue on one cluster: its namespace (Pod Security restricted), the Helm release, a ResourceFlavor per
-    scheduled pool, a Topology per bare-metal fabric, and per tenant with quota here a ClusterQueue and two
+    scheduled pool, the Topologies they name, and per tenant with quota here a ClusterQueue and two
     LocalQueues in the tenant's namespace: `<tenant>` (the naming contract) and `default` (unlabelled jobs)."""
 
     release: k8s.helm.v3.Release
@@ -101,7 +101,7 @@ class Kueue(pulumi.ComponentResource):
         self.service_monitor: pulumi.CustomResource | None = None
         if args.site.kubernetes.monitoring.service_monitors:
             self.service_monitor = self._service_monitor(args.site.kubernetes.monitoring.service_monitor_labels, crds)
-        self.topologies = {f: self._topology(f, crds) for f in topology_fabrics(args.site)}
+        self.topologies = {n: self._topology(n, spec, crds) for n, spec in site_topologies(args.site).items()}
         self.flavors = {
             p.name: self._flavor(args.site, p, pulumi.ResourceOptions.merge(crds, self._after(self.topologies)))
             for p in scheduled_pools(args.site)
@@ -161,30 +161,37 @@ class Kueue(pulumi.ComponentResource):
     def _tenant_labels(self, tenant: Tenant) -> dict[str, str]:
         return self._tags.labels(tenant=tenant.name, cost_center=tenant.cost_center)
 
-    def _topology(self, fabric: str, opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
-        return self._object(
-            f"{self._name}-topology-{fabric}", "Topology", {"name": fabric}, {"spec": topology_spec()}, opts
-        )
+    def _topology(self, name: str, spec: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
+        return self._object(f"{self._name}-topology-{name}", "Topology", {"name": name}, {"spec": spec}, opts)
 
     def _flavor(self, site: Site, pool: Pool, opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
+        """A pool's ResourceFlavor. A change the API server refuses on a topology flavor replaces it, deleted first
+        since its name is fixed (model.queues.flavor_replaced_on); its ClusterQueues go with it (`_cluster_queue`)."""
+        spec = resource_flavor_spec(site, pool)
+        replace = pulumi.ResourceOptions(replace_on_changes=flavor_replaced_on(spec), delete_before_replace=True)
         return self._object(
             f"{self._name}-flavor-{pool.name}",
             "ResourceFlavor",
             {"name": pool.name},
-            {"spec": resource_flavor_spec(site, pool)},
-            opts,
+            {"spec": spec},
+            pulumi.ResourceOptions.merge(opts, replace),
         )
 
     def _cluster_queue(
         self, spec: EstateSpec, site: Site, tenant: Tenant, opts: pulumi.ResourceOptions
     ) -> pulumi.CustomResource:
-        flavors = [self.flavors[p.name] for p in tenant_flavors(site, tenant)]
+        # Replaced with any flavor it lists, and deleted first: Kueue keeps a flavor (its resource-in-use finalizer)
+        # while a ClusterQueue names it (pkg/controller/core/resourceflavor_controller.go at versions.KUEUE), and
+        # Pulumi deletes a replace_with dependent before a delete-before-replace target (pulumi/pulumi#20693).
+        flavors: list[pulumi.Resource] = [self.flavors[p.name] for p in tenant_flavors(site, tenant)]
         return self._object(
             f"{self._name}-cq-{tenant.name}",
             "ClusterQueue",
             {"name": tenant.name, "labels": self._tenant_labels(tenant)},
             {"spec": tenant_cluster_queue_spec(spec, site, tenant)},
-            pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=flavors)),
+            pulumi.ResourceOptions.merge(
+                opts, pulumi.ResourceOptions(depends_on=flavors, replace_with=flavors, delete_before_replace=True)
+            ),
         )
 
     def _local_queue(self, tenant: Tenant, name: str, namespace: pulumi.Resource | None) -> pulumi.CustomResource:

@@ -33,6 +33,9 @@ class PlanResource:
     provider: str | None = None  # logical key of the explicit provider, if any
     aliases: list[str] = field(default_factory=list)  # logical keys of earlier identities (engine-completed)
     ignore_changes: list[str] = field(default_factory=list)
+    replace_on_changes: list[str] = field(default_factory=list)  # input paths whose change replaces it
+    delete_before_replace: bool = False
+    replace_with: list[str] = field(default_factory=list)  # logical keys whose replacement replaces it too
 
     @property
     def is_kubernetes_object(self) -> bool:

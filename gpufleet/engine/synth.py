@@ -65,6 +65,9 @@ class _Registration:
     provider: str
     aliases: list[Any]  # alias_pb2.Alias: a URN, or a spec the engine completes from the resource
     ignore_changes: list[str]
+    replace_on_changes: list[str]
+    delete_before_replace: bool
+    replace_with: list[str]
 
 
 STACK_REFERENCE = "pulumi:pulumi:StackReference"
@@ -146,6 +149,9 @@ class _RecordingMonitor(mocks.MockMonitor):
             provider=request.provider,
             aliases=list(request.aliases),
             ignore_changes=list(request.ignoreChanges),
+            replace_on_changes=list(request.replaceOnChanges),
+            delete_before_replace=bool(request.deleteBeforeReplace),
+            replace_with=list(request.replace_with),
         )
         return response
 
@@ -425,6 +431,9 @@ def _plan(project: str, stack: str, monitor: _RecordingMonitor, warnings: list[s
                 provider=urn_to_key.get(provider_urn),
                 aliases=aliases[urn_to_key[urn]],
                 ignore_changes=reg.ignore_changes,
+                replace_on_changes=reg.replace_on_changes,
+                delete_before_replace=reg.delete_before_replace,
+                replace_with=sorted(urn_to_key.get(u, u) for u in reg.replace_with),
             )
         )
     resources.sort(key=lambda r: r.key)

@@ -106,16 +106,6 @@ def queued(job: Manifest, queue: str) -> Manifest:
     return job
 
 
-def on_pool(job: Manifest, site: Site, pool: Pool, level: str = conventions.LEAF_LABEL) -> Manifest:
-    """The Job with the topology request its pool's flavor needs, preferably inside one `level` domain
-    (queues.topology_request)."""
-    request = queues.topology_request(site, pool, level)
-    if request:
-        template = job["spec"]["template"]["metadata"]
-        template["annotations"] = {**template.get("annotations", {}), **request}
-    return job
-
-
 def job_manifest(run: Run, name: str, check: str, pod: dict[str, Any], *, count: int = 1, deadline: int = 1800,
          namespace: str | None = None, indexed: bool = False, labels: dict[str, str] | None = None) -> Manifest:  # fmt: skip
     spec: dict[str, Any] = {
@@ -248,7 +238,7 @@ def nccl_multi_node_job(run: Run, name: str, check: str, spec: EstateSpec, site:
     job = job_manifest(run, name, check, pod, count=node_count, indexed=True, deadline=2400, namespace=tenant)
     if network:
         job["spec"]["template"]["metadata"]["annotations"] = {NETWORKS_ANNOTATION: network}
-    return queued(on_pool(job, site, pool), tenant)
+    return queued(job, tenant)
 
 
 def nccl_single_node_job(run: Run, name: str, check: str, spec: EstateSpec, site: Site, pool: Pool,
@@ -273,7 +263,7 @@ def nccl_single_node_job(run: Run, name: str, check: str, spec: EstateSpec, site
         "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory"}}],
     }
     job = job_manifest(run, name, check, pod, deadline=1200, namespace=tenant)
-    return queued(on_pool(job, site, pool, conventions.HOSTNAME_LABEL), tenant)
+    return queued(job, tenant)
 
 
 # -- GPUs: DCGM diagnostics -------------------------------------------------------------------------------------

@@ -200,10 +200,30 @@ def test_every_node_of_a_site_with_a_lustre_tier_installs_the_lustre_client(exam
         message = email.message_from_string(base64.b64decode(raw).decode())
         assert message.is_multipart(), lt.name
         scripts = [p.get_payload() for p in message.get_payload() if p.get_content_type() == "text/x-shellscript"]
-        assert len(scripts) == 1 and "dnf install -y lustre-client" in scripts[0], lt.name
+        assert sum("dnf install -y lustre-client" in s for s in scripts) == 1, lt.name
     # A site without one adds nothing: the hybrid cloud site has no Lustre tier.
     for lt in example_plans["hybrid"].find("aws:ec2/launchTemplate:LaunchTemplate"):
         assert "lustre-client" not in base64.b64decode(lt.inputs.get("userData") or "").decode(), lt.name
+
+
+def test_efa_pools_pre_allocate_the_huge_pages_efa_jobs_request(example_plans: dict) -> None:
+    # EKS user guide (node-efa): EFA nodes "pre-allocate 5128 2MiB Huge Pages", which the public nccl-tests jobs
+    # request (hugepages-2Mi: 5120Mi); gpufleet sets vm.nr_hugepages itself on every EFA pool's nodes, and the
+    # Auto Scaling group's node template says so for scaling from zero (cluster-autoscaler AWS README).
+    import base64
+
+    plan = example_plans["aws-train"]
+    pools = example_estate("aws-train")["sites"][0]["node_pools"]
+    for lt in plan.find("aws:ec2/launchTemplate:LaunchTemplate"):
+        pool = next((p for p in pools if lt.name.endswith(f"-{p['name']}-lt")), {})
+        text = base64.b64decode(lt.inputs.get("userData") or "").decode()
+        assert ("sysctl -w vm.nr_hugepages=5128" in text) == bool(pool.get("fabric")), lt.name
+    tags = {
+        t.inputs["tag"]["key"]: t.inputs["tag"]["value"]
+        for t in plan.find("aws:autoscaling/tag:Tag")
+        if "h100" in t.key
+    }
+    assert tags.get("k8s.io/cluster-autoscaler/node-template/resources/hugepages-2Mi") == str(5128 * 2 * 2**20)
 
 
 def test_no_user_data_where_a_node_needs_none() -> None:

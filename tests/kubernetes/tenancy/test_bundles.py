@@ -226,7 +226,7 @@ def test_kueue_namespace_is_pod_security_restricted_and_not_managed_by_kueue(pla
     assert "tenant" not in labels  # outside managedJobsNamespaceSelector
 
 
-def test_flavor_per_scheduled_pool_and_topology_per_baremetal_fabric(plan_of: PlanOf) -> None:
+def test_flavor_per_scheduled_pool_and_the_topologies_they_name(plan_of: PlanOf) -> None:
     def names(plan: Plan, kind: str) -> list[str]:  # objects of the cluster's Kueue component only
         return sorted(
             r.inputs["metadata"]["name"] for r in k8s_objects(plan, kind) if "gpufleet:kubernetes:Kueue$" in r.key
@@ -234,9 +234,30 @@ def test_flavor_per_scheduled_pool_and_topology_per_baremetal_fabric(plan_of: Pl
 
     assert names(plan_of("aws-train"), "ResourceFlavor") == ["agents-l40s", "h100", "l40s"]
     assert names(plan_of("onprem"), "ResourceFlavor") == ["dev", "train"]
-    assert names(plan_of("onprem"), "Topology") == ["ib"]
+    assert names(plan_of("onprem"), "Topology") == ["gpufleet-hosts", "ib"]  # pools off the fabric: single hosts
     assert names(plan_of("aws-train"), "Topology") == []
     assert "burst-h100" not in names(plan_of("hybrid"), "ResourceFlavor")  # the MultiKueue wiring's concern
+
+
+def test_a_topology_flavor_is_replaced_with_its_cluster_queues_where_the_api_server_refuses_a_change(
+    plan_of: PlanOf,
+) -> None:
+    """A TAS ResourceFlavor's topologyName, nodeLabels and tolerations are immutable (the CRD's
+    x-kubernetes-validations, kueue apis/kueue/v1beta2/resourceflavor_types.go at versions.KUEUE): Pulumi must
+    replace the flavor, deleting it first (fixed name), and the ClusterQueues naming it with it, since Kueue keeps a
+    flavor a ClusterQueue names (its resource-in-use finalizer)."""
+    plan = plan_of("onprem")
+    flavors = {r.inputs["metadata"]["name"]: r for r in k8s_objects(plan, "ResourceFlavor")}
+    for flavor in flavors.values():
+        assert flavor.inputs["spec"]["topologyName"]
+        assert flavor.replace_on_changes == ["spec.topologyName", "spec.nodeLabels", "spec.tolerations"]
+        assert flavor.delete_before_replace
+    for cq in k8s_objects(plan, "ClusterQueue"):
+        listed = {f["name"] for f in cq.inputs["spec"]["resourceGroups"][0]["flavors"]}
+        assert set(cq.replace_with) == {flavors[n].key for n in listed} and cq.delete_before_replace
+    # Off a topology site a flavor's labels and tolerations stay mutable: only turning it topology-aware replaces it.
+    for flavor in k8s_objects(plan_of("aws-train"), "ResourceFlavor"):
+        assert flavor.replace_on_changes == ["spec.topologyName"], flavor.key
 
 
 def test_gpu_quota_per_flavor_never_exceeds_the_pool(plan_of: PlanOf) -> None:

@@ -43,9 +43,21 @@ def test_baremetal_fabric_pool_flavor_uses_the_fabric_topology() -> None:
     site = spec.sites[0]
     assert queues.topology_fabrics(site) == ["ib"]
     assert queues.resource_flavor_spec(site, spec.pool("train"))["topologyName"] == "ib"
-    assert "topologyName" not in queues.resource_flavor_spec(site, spec.pool("dev"))  # not on a fabric
     levels = [lv["nodeLabel"] for lv in queues.topology_spec()["levels"]]
     assert levels == list(conventions.TOPOLOGY_LEVELS) and levels[-1] == conventions.HOSTNAME_LABEL
+
+
+def test_every_flavor_of_a_site_with_a_fabric_topology_is_topology_aware() -> None:
+    # A ClusterQueue with TAS and non-TAS flavors refuses a pod set without a topology request on its TAS flavor;
+    # a TAS-only one implies an unconstrained request (kueue tas_flavorassigner.go isTASImplied at versions.KUEUE).
+    spec = estate("onprem")
+    site = spec.sites[0]
+    dev = queues.resource_flavor_spec(site, spec.pool("dev"))  # not on a fabric
+    assert dev["topologyName"] == queues.HOSTS_TOPOLOGY
+    assert queues.site_topologies(site) == {"ib": queues.topology_spec(), queues.HOSTS_TOPOLOGY: {
+        "levels": [{"nodeLabel": conventions.HOSTNAME_LABEL}]}}  # fmt: skip
+    for p in queues.scheduled_pools(site):
+        assert queues.resource_flavor_spec(site, p).get("topologyName")
 
 
 def test_aws_site_gets_no_topology() -> None:

@@ -240,6 +240,40 @@ def _missing_service_account(cluster: ClusterView, namespace: str, pod_sets: lis
 
 
 SA_URL = "https://kubernetes.io/docs/reference/access-authn-authz/admission-controllers/#serviceaccount"
+PRIORITY_URL = "https://kubernetes.io/docs/concepts/scheduling-eviction/pod-priority-preemption/"
+# The PriorityClasses every cluster has ("Kubernetes already ships with two PriorityClasses", PRIORITY_URL).
+BUILTIN_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
+
+
+def priority_classes(cluster: ClusterView) -> set[str]:
+    """The PriorityClasses a pod may name on `cluster`: the ones the estate creates and Kubernetes' own."""
+    return {str(o["metadata"]["name"]) for o in cluster.of("PriorityClass")} | BUILTIN_PRIORITY_CLASSES
+
+
+def unknown_priority_class(cluster: ClusterView, pod_sets: list[PodSet]) -> tuple[PodSet, str] | None:
+    """The first pod set naming a `priorityClassName` the cluster lacks, and that name."""
+    known = priority_classes(cluster)
+    for ps in pod_sets:
+        name = str(ps.spec.get("priorityClassName") or "")
+        if name and name not in known:
+            return ps, name
+    return None
+
+
+def priority_unblock(cluster: ClusterView) -> str:
+    return f"name one of the cluster's PriorityClasses ({', '.join(sorted(priority_classes(cluster)))}) or leave "\
+        "priorityClassName out"  # fmt: skip
+
+
+def priority_refusal(cluster: ClusterView, pod_sets: list[PodSet]) -> Stage | None:
+    """A pod naming a PriorityClass the cluster lacks is refused: the Priority admission plugin resolves
+    `priorityClassName` and rejects the pod when no such class exists (PRIORITY_URL, "Pod priority")."""
+    if (found := unknown_priority_class(cluster, pod_sets)) is None:
+        return None
+    ps, name = found
+    return _stage(False, f"pod set {ps.name}: no PriorityClass {name} on cluster {cluster.name}: the Priority "
+                  "admission plugin refuses the pods", f"PriorityClass/{name}", priority_unblock(cluster),
+                  Cite("Priority admission", PRIORITY_URL))  # fmt: skip
 
 
 def pods(walk: Walk, cluster: ClusterView, pod_sets: list[PodSet]) -> Stage:
@@ -255,6 +289,9 @@ def pods(walk: Walk, cluster: ClusterView, pod_sets: list[PodSet]) -> Stage:
         return refusal
     if missing := _missing_service_account(cluster, w.namespace, pod_sets):
         return missing
+    gated = gated_by_kueue(walk, cluster, labels)
+    if gated is not False and (unknown := priority_refusal(cluster, pod_sets)):
+        return unknown  # pods reach the API server now; a Kueue-managed job's pods only once Kueue admits it
     limit_ranges = cluster.in_namespace("LimitRange", w.namespace)
     for ps in pod_sets:
         for c in ps.containers():
@@ -273,7 +310,6 @@ def pods(walk: Walk, cluster: ClusterView, pod_sets: list[PodSet]) -> Stage:
     quota_cite = Cite("ResourceQuota: the namespace's total must fit hard", QUOTA_URL)
     if bad := _quota_refusals(walk, cluster.in_namespace("ResourceQuota", w.namespace), pod_sets):
         return _stage(False, bad[0][1], bad[0][0], "ask for less at once, or raise the tenant's quota", quota_cite)
-    gated = gated_by_kueue(walk, cluster, labels)
     vap_cite = Cite("ValidatingAdmissionPolicy, Deny bindings", VAP_URL)
     if gated is not False and (refusal := policy_refusal(walk, cluster, pod_sets, gate=bool(gated))):
         return refusal

@@ -82,12 +82,6 @@ def allowed_tenants(spec: EstateSpec, site: Site, pool: NodePool) -> list[Tenant
     ]
 
 
-def _topology(site: Site, pool: NodePool) -> dict[str, str]:
-    """A single pod's topology request on a pool whose flavor has a Topology (any node will do): users of such a
-    pool must ask for one (queues.topology_request; docs/journeys.md)."""
-    return queues.topology_request(site, pool, conventions.HOSTNAME_LABEL)
-
-
 def _select(pool: NodePool) -> dict[str, str]:
     """How a user picks a pool: its pool label, which Kueue matches against the flavors' node labels
     (docs/journeys.md): a job that needs a fabric or a pool's GPUs names the pool."""
@@ -109,7 +103,6 @@ def fabric_gang(spec: EstateSpec, site: Site, pool: NodePool, tenant: Tenant, ex
             "parallelism": nodes,
             "completions": nodes,
             "template": {
-                "metadata": {"annotations": queues.topology_request(site, pool)},
                 "spec": {
                     "restartPolicy": "Never",
                     "nodeSelector": _select(pool),
@@ -131,7 +124,6 @@ def one_gpu_job(site: Site, pool: NodePool, tenant: Tenant, expected: Verdict) -
         "metadata": _meta(f"job-{pool.name}", tenant),
         "spec": {
             "template": {
-                "metadata": {"annotations": _topology(site, pool)},
                 "spec": {
                     "restartPolicy": "Never",
                     "nodeSelector": _select(pool),
@@ -158,10 +150,7 @@ def inference(site: Site, pool: NodePool, tenant: Tenant) -> Canonical:
             "replicas": 1,
             "selector": {"matchLabels": {"app": f"serve-{pool.name}"}},
             "template": {
-                "metadata": {
-                    "labels": {"app": f"serve-{pool.name}", QUEUE_LABEL: tenant.name},
-                    "annotations": _topology(site, pool),
-                },
+                "metadata": {"labels": {"app": f"serve-{pool.name}", QUEUE_LABEL: tenant.name}},
                 "spec": {
                     "nodeSelector": _select(pool),
                     "securityContext": pod_sc,
@@ -190,7 +179,7 @@ def notebook(site: Site, pool: NodePool, tenant: Tenant, expected: Verdict, why:
             "serviceName": name,
             "selector": {"matchLabels": {"app": name}},
             "template": {
-                "metadata": {"labels": {"app": name, QUEUE_LABEL: tenant.name}, "annotations": _topology(site, pool)},
+                "metadata": {"labels": {"app": name, QUEUE_LABEL: tenant.name}},
                 "spec": template_spec,
             },
         },

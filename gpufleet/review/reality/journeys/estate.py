@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpufleet.charts.render import RenderedRelease
+from gpufleet.charts.render import RenderedRelease, as_applied, cluster_scoped_kinds
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.review.reality.journeys.core import ClusterView, NodeGroup
 from model.conventions import HELM_RELEASE, NODE_GROUP
@@ -34,8 +34,13 @@ def _chart(release: PlanResource) -> str:
 
 
 def clusters(plan: Plan, releases: dict[str, RenderedRelease]) -> dict[str, ClusterView]:
-    """Every cluster the plan reaches, with its objects (`releases`: rendered Helm releases by logical key)."""
+    """Every cluster the plan reaches, with its objects (`releases`: rendered Helm releases by logical key).
+
+    A rendered object without a namespace lands in its release's namespace unless its kind is cluster-scoped:
+    a built-in one, or a CRD of `scope: Cluster` among the cluster's own CRDs (charts.render.cluster_scoped_kinds),
+    as Helm applies it (https://helm.sh/docs/chart_best_practices/templates/, "namespace")."""
     objects: dict[str, list[dict[str, Any]]] = {}
+    rendered: dict[str, list[tuple[RenderedRelease, str]]] = {}
     values: dict[str, dict[str, dict[str, Any]]] = {}
     sites: dict[str, str | None] = {}
     for r in plan.resources:
@@ -43,19 +48,18 @@ def clusters(plan: Plan, releases: dict[str, RenderedRelease]) -> dict[str, Clus
             continue
         name, site = _cluster_of(plan, r.provider)
         sites[name] = site
-        bucket = objects.setdefault(name, [])
+        objects.setdefault(name, [])
         if r.type == HELM_RELEASE:
             values.setdefault(name, {})[_chart(r)] = dict(r.inputs.get("values") or {})
-            rendered = releases.get(r.key)
-            if rendered is not None and rendered.rendered:
-                namespace = str(r.inputs.get("namespace") or "default")
-                for o in rendered.all_objects():
-                    manifest = dict(o.manifest)
-                    if _namespaced(o.kind):
-                        manifest["metadata"] = {"namespace": namespace, **(manifest.get("metadata") or {})}
-                    bucket.append(manifest)
+            release = releases.get(r.key)
+            if release is not None and release.rendered:
+                rendered.setdefault(name, []).append((release, str(r.inputs.get("namespace") or "default")))
         elif isinstance(r.inputs.get("kind"), str):
-            bucket.append(r.inputs)
+            objects[name].append(r.inputs)
+    for name, own in rendered.items():
+        crds = [o for o in objects[name] if o.get("kind") == "CustomResourceDefinition"]
+        scoped = cluster_scoped_kinds([rel for rel, _ in own], crds)
+        objects[name] += [as_applied(o, namespace, scoped) for rel, namespace in own for o in rel.all_objects()]
     groups = _node_groups(plan)
     return {
         name: ClusterView(name, sites[name], tuple(objs), values.get(name, {}), tuple(groups.get(name, ())))
@@ -80,39 +84,3 @@ def _node_groups(plan: Plan) -> dict[str, list[NodeGroup]]:
         if site is not None:
             out.setdefault(site, []).append(NodeGroup(r, r.parent in tagged))
     return out
-
-
-# Cluster-scoped kinds a chart renders (everything else a chart renders lands in the release's namespace, as Helm
-# applies it: https://helm.sh/docs/chart_best_practices/templates/ "namespace").
-_CLUSTER_SCOPED = {
-    "Namespace",
-    "ClusterRole",
-    "ClusterRoleBinding",
-    "CustomResourceDefinition",
-    "StorageClass",
-    "CSIDriver",
-    "PriorityClass",
-    "ValidatingWebhookConfiguration",
-    "MutatingWebhookConfiguration",
-    "ValidatingAdmissionPolicy",
-    "ValidatingAdmissionPolicyBinding",
-    "APIService",
-    "RuntimeClass",
-    "PersistentVolume",
-    "ResourceFlavor",
-    "ClusterQueue",
-    "Cohort",
-    "Topology",
-    "WorkloadPriorityClass",
-    "AdmissionCheck",
-    "MultiKueueCluster",
-    "MultiKueueConfig",
-    "NodeFeatureRule",
-    "NicClusterPolicy",
-    "ClusterPolicy",
-    "DeviceClass",
-}
-
-
-def _namespaced(kind: str) -> bool:
-    return kind not in _CLUSTER_SCOPED

@@ -24,6 +24,7 @@ from model.versions import KUEUE
 TAG = f"kubernetes-sigs/kueue@v{KUEUE.version}"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"  # pkg/controller/admissionchecks/multikueue
 POD_ADMISSION_GATE = "kueue.x-k8s.io/admission"  # pkg/controller/jobs/pod/constants: the gate Kueue adds to pods
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"  # pkg/constants: names a WorkloadPriorityClass
 
 # Kind (API group, kind) -> Kueue integration name (pkg/controller/jobs/*, `integrations.frameworks`).
 # A CronJob creates Jobs, which Kueue manages as batch/job.
@@ -133,3 +134,19 @@ def managed(workload: Workload, cfg: Config, ns_labels: dict[str, str]) -> tuple
         f"no queue name and Kueue does not manage namespace {workload.namespace} "
         "(manageJobsWithoutQueueName off, or managedJobsNamespaceSelector does not match)"
     )
+
+
+PRIORITY_CITE = Cite(
+    "the Workload's priority: its WorkloadPriorityClass label, else the pods' PriorityClass; an unknown class "
+    "fails the Workload's creation",
+    f"{TAG} pkg/controller/jobframework/reconciler.go (ExtractPriority) and pkg/util/priority/priority.go",
+)
+
+
+def workload_priority_class(workload: Workload) -> str:
+    """The WorkloadPriorityClass a workload names: the label on the object Kueue builds the Workload from (the
+    job, or the pods of a pod-based workload)."""
+    name = framework(workload)
+    if name in POD_BASED and workload.kind != "Pod":
+        return next((p.labels[PRIORITY_CLASS_LABEL] for p in workload.pod_sets if PRIORITY_CLASS_LABEL in p.labels), "")
+    return workload.labels.get(PRIORITY_CLASS_LABEL, "")

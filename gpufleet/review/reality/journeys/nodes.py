@@ -6,11 +6,11 @@
   GPUs (MIG and time-slicing from the device-plugin and mig-parted configs), EFA interfaces, RDMA and SR-IOV
   devices. A device plugin advertises only on nodes its DaemonSet runs on.
 - CPU and memory are counted where the catalog knows them, after the kubelet's reservations.
+- Huge pages only where the estate pre-allocates them (EFA nodes, model.efa); elsewhere a node offers none.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -19,7 +19,7 @@ import yaml
 
 from gpufleet.engine.plan import PlanResource
 from gpufleet.review.reality.first_up_nodes import node_group_node, stated_nodes
-from gpufleet.review.reality.journeys import kueue
+from gpufleet.review.reality.journeys import kueue, resources
 from gpufleet.review.reality.journeys.core import ClusterView
 from gpufleet.review.reality.scheduling import Node, fits
 from model import catalog, efa, kinds
@@ -33,7 +33,7 @@ from model.conventions import (
     POOL_LABEL,
     Taint,
 )
-from model.rdma import EFA_RESOURCE, HUGEPAGES_PREFIX, RDMA_RESOURCE_PREFIX
+from model.rdma import EFA_RESOURCE, RDMA_RESOURCE_PREFIX
 from model.spec import EstateSpec
 
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"  # set by the kubelet on every node (well-known labels)
@@ -41,42 +41,11 @@ UNBOUNDED = 10_000  # nodes of a group the stack states without a count
 # Resources every node has and the kubelet always accounts (the rest are extended resources a plugin advertises).
 NODE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
 
-_SUFFIX: dict[str, int | Fraction] = {
-    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
-    "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": 1,
-    "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
-}  # fmt: skip
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+)(?:[eE]([+-]?[0-9]+))?([a-zA-Z]*)$")
-
-
-def quantity(value: object) -> Fraction:
-    """A Kubernetes resource quantity ("500m", "4Gi", "1e3", 8) as an exact number (apimachinery
-    pkg/api/resource/quantity.go: decimal SI, binary SI and exponent suffixes)."""
-    m = _QUANTITY.match(str(value).strip())
-    if m is None or m.group(3) not in _SUFFIX:
-        raise ValueError(f"not a resource quantity: {value!r}")
-    number = Fraction(m.group(1)) * (Fraction(10) ** int(m.group(2) or 0))
-    return number * _SUFFIX[m.group(3)]
-
 
 def pod_requests(spec: dict[str, Any]) -> dict[str, Fraction]:
-    """What one pod asks the scheduler for: the sum of its containers' requests, or the largest init container's
-    where that is more (a request defaults to the limit where only the limit is set). Kubernetes docs,
-    https://kubernetes.io/docs/concepts/workloads/pods/init-containers/#resource-sharing-within-containers."""
-
-    def one(container: dict[str, Any]) -> dict[str, Fraction]:
-        res = container.get("resources") or {}
-        merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}
-        return {str(k): quantity(v) for k, v in merged.items()}
-
-    total: dict[str, Fraction] = {}
-    for c in spec.get("containers") or []:
-        for k, v in one(c).items():
-            total[k] = total.get(k, Fraction(0)) + v
-    for c in spec.get("initContainers") or []:
-        for k, v in one(c).items():
-            total[k] = max(total.get(k, Fraction(0)), v)
-    return {k: v for k, v in total.items() if v > 0}
+    """What one pod asks the scheduler for (resources.pod_requests: sidecars summed, init containers at their
+    peak, a request defaulting to its limit), as exact numbers; zero requests left out."""
+    return {k: Fraction(v) for k, v in resources.pod_requests(spec).items() if v > 0}
 
 
 @dataclass(frozen=True)
@@ -101,9 +70,9 @@ class NodeShape:
     burst: bool = False  # a burst pool: its max is the open burst window's cap
 
     def offers(self, resource: str) -> Fraction | None:
-        """What one node offers of `resource`; None when it is not counted. Hugepages never are: the node image or
-        the host reserves them at boot, which the plan does not say."""
-        if resource in self.uncounted or resource.startswith(HUGEPAGES_PREFIX):
+        """What one node offers of `resource`; None when it is not counted. Huge pages are counted where the estate
+        pre-allocates them (EFA nodes) and are 0 elsewhere: nothing else reserves them."""
+        if resource in self.uncounted:
             return None
         return self.allocatable.get(resource, Fraction(0))
 
@@ -348,6 +317,10 @@ def _group_shape(spec: EstateSpec, view: ClusterView, devices: Devices, r: PlanR
         **devices.gpus(node, instance.gpu_count, _host_slices(spec, pool.name)),
         **devices.efa(node, instance.name, pool.fabric),
     }
+    if pool.fabric:  # an EFA node: its launch template pre-allocates huge pages, which leave allocatable memory
+        for name, size in efa.efa_node_hugepages().items():
+            allocatable[name] = Fraction(size)
+            allocatable["memory"] -= size
     notes = []
     if pool.burst:  # the group keeps a max of 1 when idle (EKS's least); the window's cap is the Cohort's quota
         most = min(most, window_nodes(view, pool.name, instance.vcpus))
@@ -373,7 +346,7 @@ def window_nodes(view: ClusterView, pool: str, vcpus: int) -> int:
                     continue
                 for r in flavor.get("resources") or []:
                     if r.get("name") == "cpu":
-                        return int(quantity(r.get("nominalQuota") or 0)) // vcpus
+                        return int(resources.quantity(r.get("nominalQuota") or 0)) // vcpus
     return 0
 
 

@@ -173,6 +173,9 @@ def _too_big(pod_set: PodSet, request: dict[str, Fraction], shapes: list[NodeSha
         unblock = f"request at most {have} {resource} per pod: {shape.instance} has {have}"
         if most == 0:
             unblock = f"select a pool whose nodes offer {resource}; {shape.ref} offers none"
+        if most == 0 and resource.startswith(HUGEPAGES_PREFIX):
+            unblock = (f"pre-allocate {resource} on the nodes of pool {shape.pool} (vm.nr_hugepages, or the kernel's "
+                       "hugepages= boot parameter; gpufleet does it only on EFA pools), or drop the request")  # fmt: skip
         return _blocked(detail, shape.ref, unblock)
     return _blocked(f"pod set {pod_set.name}: no node has room for one pod", _group(shapes), "request less")
 
@@ -194,7 +197,7 @@ def _over_cap(pod_set: PodSet, shapes: list[NodeShape]) -> Stage | None:
 
 
 def _amount(resource: str, n: Fraction) -> str:
-    if resource == "memory":
+    if resource == "memory" or resource.startswith(HUGEPAGES_PREFIX):
         return f"{float(n) / 2**30:.1f}Gi"
     return str(int(n)) if n.denominator == 1 else f"{float(n):.2f}"
 
@@ -279,8 +282,6 @@ def check(walk: Walk) -> Stage:
     flavor = ", ".join(sorted(set(walk.flavors.values())))
     walk.placement = Placement(walk.cluster.name, pool, len(nodes), flavor)
     notes = sorted({note for n in nodes for note in n.shape.notes})
-    if any(r.startswith(HUGEPAGES_PREFIX) for _, request, _ in pods for r in request):
-        notes.append("hugepages not counted: the node image or host reserves them, which the plan does not say")
     offers = {n.shape.ref: n.shape for n in nodes}.values()
     each = "; ".join(f"{s.ref} offers {_offers(s)} per node" for s in offers)
     detail = f"{walk.workload.pods} pods on {len(nodes)} nodes of pool {pool}{grown}; {each}"

@@ -4,8 +4,8 @@
   `default` of its namespace (pkg/controller/jobframework/defaults.go).
 - LocalQueue -> ClusterQueue: it exists, is not stopped, and its namespaceSelector matches (null matches nothing).
 - Every requested resource is covered, after Kueue drops excluded prefixes and applies transformations.
-- Flavors in order: nodeLabels against the pod's nodeSelector, nodeTaints against its tolerations, then the
-  whole workload against nominal quota plus what the cohort may lend (the estate idle).
+- Flavors in order: nodeTaints against the pod's tolerations, nodeLabels against its nodeSelector and required
+  node affinity, then the whole workload against nominal quota plus what the cohort may lend (the estate idle).
 - A topology request needs a flavor whose Topology has the level.
 - Admitted: the flavor's nodeLabels and tolerations go into `walk.pod_sets`.
 - MultiKueue: the MultiKueueConfig's clusters in order; the first worker that admits it runs it.
@@ -18,8 +18,9 @@ from decimal import Decimal
 from typing import Any
 
 from gpufleet.review.reality.journeys import admission, kueue
-from gpufleet.review.reality.journeys.core import QUEUE_LABEL, Cite, ClusterView, PodSet, Stage, Walk
+from gpufleet.review.reality.journeys.core import QUEUE_LABEL, Cite, ClusterView, PodSet, Stage, Walk, Workload
 from gpufleet.review.reality.journeys.resources import Amounts, matches, namespace_labels, pod_requests, quantity, show
+from gpufleet.review.reality.scheduling import Node, fits
 from model import nodes
 
 TAG = kueue.TAG
@@ -143,7 +144,8 @@ def _tas_mismatch(ps: PodSet, rf: dict[str, Any], cluster: ClusterView, tas_only
 
 def _flavor_mismatch(ps: PodSet, rf: dict[str, Any], cluster: ClusterView, tas_only: bool) -> str:
     """Why a flavor cannot take the pod set apart from quota; empty when it can (flavorassigner.go,
-    checkFlavorForPodSets: TAS, then taints against the pod's and the flavor's tolerations, then node labels)."""
+    checkFlavorForPodSets: TAS, then taints against the pod's and the flavor's tolerations, then node selector and
+    required node affinity against the flavor's nodeLabels)."""
     name = rf["metadata"]["name"]
     spec = rf.get("spec") or {}
     if why := _tas_mismatch(ps, rf, cluster, tas_only):
@@ -152,10 +154,33 @@ def _flavor_mismatch(ps: PodSet, rf: dict[str, Any], cluster: ClusterView, tas_o
     for taint in spec.get("nodeTaints") or []:
         if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(tolerations, taint):
             return f"untolerated taint {taint.get('key')}={taint.get('value', '')} in flavor {name}"
-    labels, selector = spec.get("nodeLabels") or {}, ps.spec.get("nodeSelector") or {}
-    if any(k in selector and selector[k] != v for k, v in labels.items()):
-        return f"flavor {name} doesn't match node affinity (nodeSelector)"
+    labels = {str(k): str(v) for k, v in (spec.get("nodeLabels") or {}).items()}
+    if not fits(_flavor_selector(ps.spec, set(labels)), Node("flavor", name, labels)):
+        return f"flavor {name} doesn't match node affinity"
     return ""
+
+
+def _flavor_selector(pod: dict[str, Any], keys: set[str]) -> dict[str, Any]:
+    """The pod's nodeSelector and required node affinity cut down to the flavor's label keys, as Kueue matches
+    them against the flavor's nodeLabels (flavorassigner.go, flavorSelector): a term left with no expression
+    matches any flavor (terms are ORed), so it drops the whole affinity. Taints are judged apart."""
+    selector = {k: v for k, v in (pod.get("nodeSelector") or {}).items() if k in keys}
+    required = ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms: list[dict[str, Any]] = []
+    for term in required.get("nodeSelectorTerms") or []:
+        kept = [e for e in term.get("matchExpressions") or [] if e.get("key") in keys]
+        if not kept:
+            terms = []
+            break
+        terms.append({"matchExpressions": kept})
+    out: dict[str, Any] = {"nodeSelector": selector, "tolerations": [{"operator": "Exists"}]}
+    if terms:
+        out["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
+        }
+    return out
 
 
 def _requests(ps: PodSet, cfg: kueue.Config) -> Amounts:
@@ -225,6 +250,30 @@ def _assign(cluster: ClusterView, cq: dict[str, Any], pod_sets: list[PodSet], cf
     return Admitted(cq, chosen, detail, checks)
 
 
+def _missing_priority(cluster: ClusterView, w: Workload, pod_sets: list[PodSet]) -> Stage | None:
+    """Kueue builds the Workload with a priority (kueue.PRIORITY_CITE): from the WorkloadPriorityClass the label
+    names, else, for a job, from its pods' PriorityClass. A class that does not exist makes the Get fail, so no
+    Workload is created and the job stays suspended. (A pod-based workload's pods meet the Priority admission
+    plugin first: admission.priority_refusal.)"""
+    wpc = kueue.workload_priority_class(w)
+    if wpc:
+        known = sorted(str(o["metadata"]["name"]) for o in cluster.of("WorkloadPriorityClass"))
+        if wpc not in known:
+            return _blocked(f"no WorkloadPriorityClass {wpc} on {cluster.name} (label {kueue.PRIORITY_CLASS_LABEL}): "
+                            "Kueue cannot create the Workload, so the job stays suspended",
+                            f"WorkloadPriorityClass/{wpc}",
+                            f"name one of {', '.join(known) or 'none'}, or drop the label", kueue.PRIORITY_CITE)  # fmt: skip
+        return None
+    if kueue.framework(w) in kueue.POD_BASED:
+        return None
+    if (found := admission.unknown_priority_class(cluster, pod_sets)) is None:
+        return None
+    ps, name = found
+    return _blocked(f"pod set {ps.name} names PriorityClass {name}, which {cluster.name} lacks: Kueue cannot create the "
+                    "Workload, so the job stays suspended", f"PriorityClass/{name}", admission.priority_unblock(cluster),
+                    kueue.PRIORITY_CITE)  # fmt: skip
+
+
 def judge(walk: Walk, cluster: ClusterView, pod_sets: list[PodSet]) -> Admitted | Stage:
     """Kueue on `cluster`: an admission, or a Stage (a refusal, or a pass when Kueue does not manage it)."""
     w = walk.workload
@@ -235,6 +284,8 @@ def judge(walk: Walk, cluster: ClusterView, pod_sets: list[PodSet]) -> Admitted 
     is_managed, why = kueue.managed(w, cfg, namespace_labels(ns, w.namespace))
     if not is_managed:
         return Stage("queueing", True, f"not queued: {why}; it bypasses quota", cites=(kueue.MANAGED_CITE,))
+    if missing := _missing_priority(cluster, w, pod_sets):
+        return missing
     queue = w.queue_name or "default"
     lq = cluster.get("LocalQueue", queue, w.namespace)
     if lq is None and not w.queue_name:
@@ -294,7 +345,7 @@ def _settle(walk: Walk, cluster: ClusterView, pod_sets: list[PodSet], admitted: 
     inject(pod_sets, admitted)
     labels = namespace_labels(admission.namespace_of(cluster, walk.workload.namespace), walk.workload.namespace)
     if admission.gated_by_kueue(walk, cluster, labels) is False:
-        refusal = admission.policy_refusal(walk, cluster, pod_sets)
+        refusal = admission.priority_refusal(cluster, pod_sets) or admission.policy_refusal(walk, cluster, pod_sets)
         if refusal is not None:
             return _blocked(f"{admitted.detail}, but the API server refuses the pods Kueue then creates: {refusal.detail}",
                             refusal.blocker, refusal.unblock, *refusal.cites)  # fmt: skip

@@ -1,9 +1,12 @@
 """What a pod asks for, the way Kubernetes sums it: quantities, a pod's effective requests and limits, label
 selectors.
 
-A pod's effective request of a resource is the larger of the sum over its regular containers and the largest
-init container (https://kubernetes.io/docs/concepts/workloads/pods/init-containers/#resource-sharing-within-containers).
-Admission (ResourceQuota, LimitRange) and Kueue (pkg/resources at versions.KUEUE) both count a pod this way.
+A pod's effective request of a resource: its regular containers and its sidecars (init containers with
+`restartPolicy: Always`) summed, or a plain init container plus the sidecars started before it, whichever is more
+(https://kubernetes.io/docs/concepts/workloads/pods/sidecar-containers/#resource-sharing-within-containers and
+https://kubernetes.io/docs/concepts/workloads/pods/init-containers/#resource-sharing-within-containers).
+The scheduler, admission (ResourceQuota, LimitRange) and Kueue count a pod this way: Kueue's pkg/resources at
+versions.KUEUE calls component-helpers' PodRequests.
 """
 
 from __future__ import annotations
@@ -39,23 +42,38 @@ def container_amounts(container: dict[str, Any], kind: str) -> Amounts:
 def pod_requests(spec: dict[str, Any]) -> Amounts:
     """A pod's effective requests, a container's limit standing in for a request it leaves out (as the API server
     defaults a pod, and Kueue a workload: pkg/workload/resources.go, UseLimitsAsMissingRequestsInPod)."""
-    filled = {
-        key: [{"resources": {"requests": {**c.get("resources", {}).get("limits", {}), **c.get("resources", {}).get("requests", {})}}}
-              for c in spec.get(key) or []]
-        for key in ("containers", "initContainers")
-    }  # fmt: skip
-    return pod_amounts(filled, "requests")
+
+    def filled(c: dict[str, Any]) -> dict[str, Any]:
+        res = c.get("resources") or {}
+        return {**c, "resources": {"requests": {**(res.get("limits") or {}), **(res.get("requests") or {})}}}
+
+    return pod_amounts({key: [filled(c) for c in spec.get(key) or []] for key in ("containers", "initContainers")},
+                       "requests")  # fmt: skip
+
+
+def is_sidecar(container: dict[str, Any]) -> bool:
+    """An init container that keeps running beside the main containers (`restartPolicy: Always`)."""
+    return container.get("restartPolicy") == "Always"
 
 
 def pod_amounts(spec: dict[str, Any], kind: str) -> Amounts:
-    """A pod's effective `requests` or `limits`: max(sum of containers, largest init container) per resource."""
+    """A pod's effective `requests` or `limits` per resource: max(containers + sidecars, each plain init container
+    + the sidecars before it), as the module docstring says."""
     total: Amounts = {}
     for c in spec.get("containers") or []:
-        for r, v in container_amounts(c, kind).items():
-            total[r] = total.get(r, Decimal(0)) + v
+        add(total, container_amounts(c, kind))
+    sidecars: Amounts = {}
+    peak: Amounts = {}
     for c in spec.get("initContainers") or []:
-        for r, v in container_amounts(c, kind).items():
-            total[r] = max(total.get(r, Decimal(0)), v)
+        amounts = container_amounts(c, kind)
+        if is_sidecar(c):
+            add(sidecars, amounts)
+            continue
+        for r, v in amounts.items():
+            peak[r] = max(peak.get(r, Decimal(0)), v + sidecars.get(r, Decimal(0)))
+    add(total, sidecars)
+    for r, v in peak.items():
+        total[r] = max(total.get(r, Decimal(0)), v)
     return total
 
 

@@ -228,7 +228,8 @@ def workload(doc: Any, source: str, namespace: str | None = None, version: str |
 
 
 def read(paths: Iterable[Path], namespace: str | None = None, version: str | None = None) -> list[Workload]:
-    """Every workload in `paths` (multi-document YAML; empty documents skipped), in file and document order."""
+    """Every workload in `paths` (multi-document YAML, a `kind: List`'s items; empty documents skipped), in file and
+    document order."""
     out = []
     for path in paths:
         if not path.is_file():
@@ -244,5 +245,17 @@ def read(paths: Iterable[Path], namespace: str | None = None, version: str | Non
         for i, doc in enumerate(docs, start=1):
             if doc is None:
                 continue
-            out.append(workload(doc, f"{path}, document {i}", namespace, version))
+            for source, item in _items(doc, f"{path}, document {i}"):
+                out.append(workload(item, source, namespace, version))
     return out
+
+
+def _items(doc: Any, source: str) -> list[tuple[str, Any]]:
+    """The objects of one document: itself, or the `items` of a `kind: List` (what `kubectl get -o yaml` writes;
+    kubectl applies each item: https://kubernetes.io/docs/reference/using-api/api-concepts/#collections)."""
+    if not (isinstance(doc, dict) and doc.get("kind") == "List" and doc.get("apiVersion") == "v1"):
+        return [(source, doc)]
+    items = doc.get("items")
+    if not isinstance(items, list):
+        raise ManifestError(f"{source}: a List needs `items`, a list of Kubernetes objects")
+    return [(f"{source}, item {j}", item) for j, item in enumerate(items, start=1)]

@@ -210,7 +210,17 @@ def test_the_public_efa_nccl_tests_worker_places_on_the_p5_pool(estates: dict[st
     stage = placement.check(w)
     assert stage.ok, stage.detail
     assert w.placement is not None and w.placement.nodes == 2
-    assert "hugepages not counted" in stage.detail
+    # the launch template pre-allocates 5128 2 MiB pages (model.efa), which leave allocatable memory
+    assert "10.0Gi hugepages-2Mi" in stage.detail
+
+
+def test_hugepages_on_nodes_that_pre_allocate_none_are_blocked_naming_the_fix(estates: dict[str, Estate]) -> None:
+    # Nothing reserves huge pages on a non-EFA node or a bare-metal server: the scheduler leaves the pod Pending.
+    asks = {"containers": [container({"nvidia.com/gpu": 1, "hugepages-2Mi": "1Gi", "memory": "4Gi"})]}
+    for estate, cluster, pool in ((estates["aws-train"], "use1", "l40s"), (estates["onprem"], "dc1", "train")):
+        stage = placement.check(walk(estate, cluster, "research", 1, asks, flavor=pool))
+        assert not stage.ok, stage.detail
+        assert "hugepages-2Mi" in stage.detail and stage.unblock.startswith("pre-allocate hugepages-2Mi"), stage
 
 
 def test_a_gang_beyond_the_inventory_asks_for_more_servers(estates: dict[str, Estate]) -> None:

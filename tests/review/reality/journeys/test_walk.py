@@ -399,3 +399,30 @@ def test_a_refusal_promised_at_one_stage_does_not_answer_as_promised_at_another(
     assert dataclasses.replace(blocked, expected_stage="queueing").as_expected
     assert dataclasses.replace(blocked, expected_stage=None).as_expected
     assert blocked.promise == "blocked at network" and blocked.to_dict()["expected_stage"] == "network"
+
+
+def _affinity(*terms: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": t} for t in terms]}}}  # fmt: skip
+
+
+def test_kueue_matches_required_node_affinity_against_the_flavors(estate: Callable[[str], Estate]) -> None:
+    """Kueue's flavor assigner matches nodeSelector and required node affinity against each flavor's nodeLabels
+    (pkg/scheduler/flavorassigner/flavorassigner.go at versions.KUEUE, flavorSelector): a one-GPU job that may only
+    run off the H100s is admitted on the next flavor, l40s, not on h100 where its pods would never schedule."""
+    pool = "gpufleet.io/pool"
+    cases = [
+        ([{"key": pool, "operator": "NotIn", "values": ["h100"]}],),  # NotIn: skip h100
+        ([{"key": pool, "operator": "In", "values": ["l40s"]}],),  # In
+        ([{"key": pool, "operator": "DoesNotExist"}], [{"key": pool, "operator": "In", "values": ["l40s"]}]),  # OR
+    ]
+    for terms in cases:
+        doc = job("research", "research", 1, {"nvidia.com/gpu": 1})
+        doc["spec"]["template"]["spec"]["affinity"] = _affinity(*terms)
+        (j,) = estate("aws-train").walk(doc)
+        assert j.verdict == "runs", j.to_dict()
+        assert "flavor l40s" in j.stages[2].detail and j.placement is not None and j.placement.pool == "l40s"
+    doc["spec"]["template"]["spec"]["affinity"] = _affinity([{"key": pool, "operator": "In", "values": ["a100"]}])
+    (none,) = estate("aws-train").walk(doc)
+    stop = none.blocked_at
+    assert stop is not None and stop.name == "queueing" and "doesn't match node affinity" in stop.detail

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from gpufleet.review.reality.journeys.workloads import ManifestError, read, workload
 
@@ -74,3 +75,20 @@ def test_a_manifest_the_api_server_would_refuse_is_bad_input() -> None:
            "spec": {"mpiReplicaSpecs": {"Worker": {"template": {"spec": {"containers": [{"name": "w", "imag": "x"}]}}}}}}  # fmt: skip
     with pytest.raises(ManifestError, match=r"pod set worker: spec\.containers\[0\]: unknown field: 'imag'"):
         workload(mpi, "t")
+
+
+def test_a_kubectl_list_is_read_item_by_item_and_a_bad_one_is_named(tmp_path: Path) -> None:
+    # `kubectl get jobs -o yaml` writes one `kind: List` whose items are the objects
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "namespace": "research"}, "spec": CONTAINERS}
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "b"}, "spec": job_spec(parallelism=2)}
+    path = tmp_path / "got.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": [pod, job]}))
+    a, b = read([path])
+    assert (a.id, b.id, b.pods) == ("Pod/research/a", "Job/default/b", 2)
+    assert b.source == f"{path}, document 1, item 2"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [pod, {"kind": "Job"}]}))
+    with pytest.raises(ManifestError, match=r"got.yaml, document 1, item 2: apiVersion and kind are required"):
+        read([path])
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": "nope"}))
+    with pytest.raises(ManifestError, match=r"document 1: a List needs `items`"):
+        read([path])
