@@ -142,13 +142,15 @@ def resource_flavor_spec(site: Site, pool: Pool) -> dict[str, Any]:
 # What the API server refuses to change on a ResourceFlavor once it has a topologyName (the CRD's
 # x-kubernetes-validations, apis/kueue/v1beta2/resourceflavor_types.go at versions.KUEUE: "topologyName is
 # immutable when topologyName is set", and likewise nodeLabels and tolerations). The component replaces the
-# flavor instead when one of them changes; topologyName always, since turning a flavor TAS or not is such a change.
+# flavor instead when one of them changes. Each rule starts `!has(oldSelf.topologyName) ||`, so a flavor without
+# a topologyName may gain one, and change anything, in place: such a flavor is never replaced.
 FLAVOR_IMMUTABLE_WITH_TOPOLOGY = ("spec.topologyName", "spec.nodeLabels", "spec.tolerations")
 
 
 def flavor_replaced_on(spec: dict[str, Any]) -> list[str]:
-    """The input paths whose change replaces a flavor of `spec` (resource_flavor_spec)."""
-    return list(FLAVOR_IMMUTABLE_WITH_TOPOLOGY) if spec.get("topologyName") else ["spec.topologyName"]
+    """The input paths whose change replaces a flavor of `spec` (resource_flavor_spec): none while it has no
+    topologyName."""
+    return list(FLAVOR_IMMUTABLE_WITH_TOPOLOGY) if spec.get("topologyName") else []
 
 
 def topology_spec() -> dict[str, Any]:

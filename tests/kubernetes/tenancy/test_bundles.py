@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +14,7 @@ from gpufleet.engine.plan import Plan
 from model import conventions, versions
 from model.cni import skips_standalone_pods
 from model.load import read_stack
+from tests.charts import chart_dir
 from tests.conftest import ROOT, example_config
 from tests.kubernetes.tenancy.conftest import in_namespace, k8s_object, k8s_objects
 
@@ -255,9 +257,14 @@ def test_a_topology_flavor_is_replaced_with_its_cluster_queues_where_the_api_ser
     for cq in k8s_objects(plan, "ClusterQueue"):
         listed = {f["name"] for f in cq.inputs["spec"]["resourceGroups"][0]["flavors"]}
         assert set(cq.replace_with) == {flavors[n].key for n in listed} and cq.delete_before_replace
-    # Off a topology site a flavor's labels and tolerations stay mutable: only turning it topology-aware replaces it.
+    # Off a topology site a flavor stays mutable, and gaining a topologyName is an update: every rule starts
+    # `!has(oldSelf.topologyName) ||` (the CRD in the pinned chart). So an estate upgraded to topology-only queues
+    # (gpufleet-hosts) updates its off-fabric flavors in place, and its ClusterQueues are not replaced.
     for flavor in k8s_objects(plan_of("aws-train"), "ResourceFlavor"):
-        assert flavor.replace_on_changes == ["spec.topologyName"], flavor.key
+        assert flavor.replace_on_changes == [], flavor.key
+    text = (chart_dir(versions.KUEUE) / "templates/crd/kueue.x-k8s.io_resourceflavors.yaml").read_text()
+    rules = re.findall(r"message: \w+ (?:are|is) immutable when topologyName is set\n\s+rule: '([^']+)", text)
+    assert len(rules) == 6 and all(r.startswith("!has(oldSelf.topologyName) ||") for r in rules)  # 2 versions
 
 
 def test_gpu_quota_per_flavor_never_exceeds_the_pool(plan_of: PlanOf) -> None:
