@@ -131,6 +131,13 @@ class Backstop:
     stop_at: dt.datetime
 
 
+# How far ahead the AWS-side stop must be for the program to create its schedule. A one-time schedule whose time has
+# passed is refused at create (third-party: https://github.com/DefangLabs/pulumi-defang/pull/425; no AWS page says
+# so, unverified offline), and the program judges the time when it starts, before the `up` reaches the schedule.
+# Nearer than this, the in-cluster drain and the next `up` stop the capacity.
+SCHEDULE_LEAD = dt.timedelta(minutes=5)
+
+
 def backstop(spec: EstateSpec, window: BurstWindow | None, now: dt.datetime) -> Backstop | None:
     """The backstop of the window while it holds capacity at `now` (open or draining); None when idle."""
     if window is None or window_phase(spec, window, now) == "idle":
