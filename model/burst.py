@@ -98,22 +98,19 @@ def burst_group_size(
 ) -> tuple[int, int, bool]:
     """A burst pool's node group: (desired size, max size, whether the program sends that desired size).
 
-    The desired size belongs to the cluster autoscaler, so the stack ignores it, and on a later change of the
-    bounds Pulumi sends the value its state holds, not the live one
-    (https://www.pulumi.com/docs/iac/concepts/options/ignorechanges/). Sent as 0 over nodes still draining, it
-    would stop them. So:
+    The desired size belongs to the cluster autoscaler, so inside a window the stack ignores it. On a later change
+    of the bounds Pulumi then sends the value its state holds (https://www.pulumi.com/docs/iac/concepts/options/
+    ignorechanges/), and the burst commands' `up` refreshes the group first, so that value is the live count
+    (gpufleet/burst/driver.py). Any figure the program sent instead would be wrong: 0 stops nodes still draining,
+    a replaced window's cap starts idle ones. So:
     - idle: 0 is sent; nothing may run.
-    - a window that replaced one still draining on this pool (`draining_nodes`): the max keeps room for those
-      nodes for the window's life, so the bounds never shrink under them, and until they stop
-      (`draining_until`) their count is sent as the desired size.
-    - otherwise the desired size is left to the autoscaler.
+    - inside a window: the desired size is never sent. The max keeps room for the nodes of a window it replaced
+      (`draining_nodes`), so the bounds never shrink under them.
     """
     cap = burst_cap(spec, pool, window, now)
     if window is None or cap == 0:
         return 0, 1, True  # EKS requires a max of at least 1
-    room = window.draining_nodes or 0
-    draining = room > 0 and window.draining_until is not None and now < window.draining_until
-    return (room if draining else 0), max(1, cap, room), draining
+    return 0, max(1, cap, window.draining_nodes or 0), False
 
 
 @dataclass(frozen=True)

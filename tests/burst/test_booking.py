@@ -71,17 +71,18 @@ def test_every_path_books_a_long_expired_window_at_the_same_figure(
 def test_open_over_a_window_still_draining_keeps_room_for_its_nodes(
     tmp_path: Path, aws: Stubber, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """close at 12:00 (2 nodes drain until 12:30), open 1 node at 12:10: the new window records the 2 nodes and
+    """close at 12:00 (2 nodes drain until 12:30), open 2 nodes at 12:10: the new window records the 2 nodes and
     their stop time, so the program keeps them (model.burst.burst_group_size); the old window is booked at its cap
-    to its backstop, since its nodes cannot be measured before they stop."""
+    to its backstop, since its nodes cannot be measured before they stop. A smaller window is refused
+    (tests/burst/test_day2.py)."""
     closed = window(NOW - dt.timedelta(hours=3, minutes=10), 3, nodes=2, usd_per_hour=55.04)
     proj = project(tmp_path, hybrid_config(closed, ledger=[]))
     monkeypatch.setattr(burst_cli, "make_driver", lambda p: FakeDriver(p))
-    result = invoke(proj, "open", "--gpus", "8", "--hours", "4")
+    result = invoke(proj, "open", "--gpus", "16", "--hours", "4")
     assert result.exit_code == 0, result.output
     state = burst_state(proj)
     assert state is not None and state.window is not None
-    assert (state.window.nodes, state.window.draining_nodes) == (1, 2)
+    assert (state.window.nodes, state.window.draining_nodes) == (2, 2)
     assert state.window.draining_until == NOW + dt.timedelta(minutes=20)
     (entry,) = state.ledger
     assert entry.usd == round(2 * 55.04 * 3.5, 2) and "cannot be measured yet" in entry.closed_by

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from gpufleet.burst.targets import burst_targets
 from gpufleet.cli import burst as burst_cli
 from gpufleet.cli.app import app
 from tests.burst.helpers import NOW, STACK, FakeDriver, burst_state, hybrid_config, project, recorded, window
@@ -90,7 +91,7 @@ def test_offline_is_only_a_dry_run(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "only goes with --dry-run" in result.output
 
 
-def test_extend_moves_an_open_windows_expiry_within_policy_and_budget_recording_only_the_state(
+def test_extend_moves_an_open_windows_expiry_and_its_backstop_within_policy_and_budget(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     proj = project(tmp_path, hybrid_config(window(NOW - dt.timedelta(hours=1), 4, nodes=1, usd_per_hour=55.04)))
@@ -100,9 +101,12 @@ def test_extend_moves_an_open_windows_expiry_within_policy_and_budget_recording_
     result = invoke(proj, "extend", "--hours", "2")
     assert result.exit_code == 0, result.output
     assert "extended to 2026-11-20 17:00 UTC (about $110.08 more)" in result.output
-    assert driver.names() == ["read_state", "write_state"]  # the phase is unchanged: no `up`
+    # The backstop (schedule, CronJobs) stops at the expiry: the targeted `up` moves it to the new one.
+    assert driver.names() == ["read_state", "select", "write_state", "up", "write_state"]
+    assert [c[1] for c in driver.calls if c[0] == "up"] == [burst_targets(proj, STACK)]
     state = burst_state(proj)
     assert state is not None and state.window is not None and state.window.expires == NOW + dt.timedelta(hours=5)
+    assert state.settled
 
     result = invoke(proj, "extend", "--hours", "44")  # 49 h from its start: over max_window_hours (48)
     assert result.exit_code == 1 and "more than the burst policy's max_window_hours (48)" in result.output
