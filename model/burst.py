@@ -302,10 +302,12 @@ def spend_in_month(ledger: Iterable[BurstLedgerEntry], now: dt.datetime) -> floa
     return round(sum(e.usd * _overlap_share(e.start, e.end, lo, hi) for e in ledger), 2)
 
 
-# The longest the capacity may outlive expiry + grace. The backstop stops the burst pools at expiry + grace by
-# itself (an AWS-side schedule and in-cluster stops), with no reconcile needed, so the lag is zero. It stays a
-# parameter so the worst-case arithmetic names it, should a backstop ever allow one.
-RECONCILE_LAG = dt.timedelta(0)
+# The longest the capacity may outlive the backstop's minute (expiry + grace), so worst cases and bookings count it:
+# - EventBridge Scheduler fires a one-time schedule within its minute (user guide, schedule-types.html#one-time);
+# - EKS drains each node before Auto Scaling terminates it: "after 5 minutes" when a node group is deleted (EKS user
+#   guide, delete-managed-node-group.html), 15 minutes for an update (managed-node-update-behavior.html). No page
+#   gives the figure for a lowered desired size (unverified offline), so the longer one is taken.
+RECONCILE_LAG = dt.timedelta(minutes=16)
 
 
 def backstop_time(spec: EstateSpec, window: BurstWindow, lag: dt.timedelta = RECONCILE_LAG) -> dt.datetime:
@@ -351,8 +353,11 @@ def latest_expiry(
 
 
 def hours_text(hours: float) -> str:
-    """Hours as messages show them: `7.5 h`, or `1 h 19 min` when not a round figure."""
-    return f"{hours:g} h" if round(hours, 2) == hours else f"{int(hours)} h {round(hours % 1 * 60)} min"
+    """Hours as messages show them: `7.5 h`, or `1 h 19 min` (`16 min` under an hour) when not a round figure."""
+    if round(hours, 2) == hours:
+        return f"{hours:g} h"
+    minutes = f"{round(hours % 1 * 60)} min"
+    return minutes if hours < 1 else f"{int(hours)} h {minutes}"
 
 
 def worst_case(
@@ -363,7 +368,7 @@ def worst_case(
     usd = window_price(usd_per_hour, nodes, hours + g + lag_h)
     return (
         f"${usd:,.2f} at worst ({nodes} x ${usd_per_hour:,.2f}/h x ({hours_text(hours)} + {hours_text(g)} grace + "
-        f"{hours_text(lag_h)} reconcile lag))"
+        f"{hours_text(lag_h)} stop lag))"
     )
 
 

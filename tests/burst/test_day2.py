@@ -75,7 +75,7 @@ def test_a_burst_up_refreshes_its_targets_so_the_last_backstop_cannot_hold_the_n
 def test_a_smaller_window_cannot_open_over_a_bigger_one_still_draining(
     tmp_path: Path, aws: Stubber, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """4 nodes closed at 11:50 drain until 12:20; a 1-node window at 12:00 would keep them running (Kueue evicts
+    """4 nodes closed at 11:50 drain until 12:20 (stopped by 12:36); a 1-node window at 12:00 would keep them running (Kueue evicts
     admitted work only by stopPolicy, apis/kueue/v1beta2/clusterqueue_types.go at versions.KUEUE), its own stops
     replacing theirs, priced and stopped as 1 node. Refused, nothing written; 4 nodes (the pool's max) may open."""
     closed = window(NOW - dt.timedelta(hours=3, minutes=10), 3, nodes=4, usd_per_hour=55.04)
@@ -86,6 +86,6 @@ def test_a_smaller_window_cannot_open_over_a_bigger_one_still_draining(
     result = invoke(proj, "open", "--gpus", "8", "--hours", "4")
     assert result.exit_code == 1, result.output
     text = " ".join(result.output.split())
-    assert "is draining until 2026-11-20 12:20 UTC with up to 4 nodes, and a window of 1 cannot hold them" in text
+    assert "is draining until 2026-11-20 12:36 UTC with up to 4 nodes, and a window of 1 cannot hold them" in text
     assert "at least 4 nodes" in text
     assert recorded(proj) == before and "write_state" not in driver.names()

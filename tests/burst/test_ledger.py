@@ -70,7 +70,7 @@ def test_reconcile_books_the_node_hours_aws_measured_not_the_cap(
     assert (
         entry.usd == round(55.04 * 1.5, 2) and entry.closed_by == "gpufleet burst reconcile (1.5 node-hours measured)"
     )
-    assert entry.nodes == 2 and entry.end == start + dt.timedelta(hours=3, minutes=30)  # the cap, to the backstop
+    assert entry.nodes == 2 and entry.end == start + dt.timedelta(hours=3, minutes=46)  # the cap, to the backstop
 
 
 def test_open_turns_on_the_groups_in_service_metric(

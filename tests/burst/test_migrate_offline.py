@@ -60,17 +60,19 @@ def test_offline_dry_run_prices_the_window_against_the_ledger_without_aws(
     result = invoke(proj, "open", "--gpus", "8", "--hours", "2", "--dry-run", "--offline")
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
-    assert (  # 1 x $55.04/h x (2 h + the grace); 19,800 booked
-        "worst case $137.60 at worst (1 x $55.04/h x (2 h + 0.5 h grace + 0 h reconcile lag)) within $200.00 left"
+    assert (  # 1 x $55.04/h x (2 h + the grace + the stop lag); 19,800 booked
+        "worst case $152.28 at worst (1 x $55.04/h x (2 h + 0.5 h grace + 16 min stop lag)) within $200.00 left"
     ) in text
     assert "not checked offline" in text and "quota (192 vCPUs more)" in text and "capacity" in text
     assert "spend so far from the ledger of stack test-burst" in text
     assert driver.names() == ["read_state"]
 
     result = invoke(proj, "open", "--gpus", "8", "--hours", "4", "--dry-run", "--offline")
-    assert result.exit_code == 0, result.output  # $200 holds 3 h 38 min of one node: 3 h 8 min and the grace
+    assert result.exit_code == 0, (
+        result.output
+    )  # $200 holds 3 h 38 min of one node: 2 h 52 min, the grace and the stop lag
     text = " ".join(result.output.split())
-    assert "window shortened to 3 h 8 min: 1 x p5.48xlarge for 4 h cost $247.68 at worst" in text
+    assert "window shortened to 2 h 52 min: 1 x p5.48xlarge for 4 h cost $262.36 at worst" in text
     assert "but only $200.00 left in" in text
 
 
@@ -122,10 +124,10 @@ def test_extend_refused_over_the_budget_and_without_an_open_window(
     monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
     result = invoke(proj, "extend", "--hours", "4")
     assert result.exit_code == 1
-    assert (  # $300 holds 5 h 27 min of one node: 4 h 57 min from its start and the grace
-        "extended, the window (1 x p5.48xlarge for 6 h from its start) costs $357.76 at worst (1 x $55.04/h x (6 h + "
-        "0.5 h grace + 0 h reconcile lag)), but only $300.00 left in November 2026 ($19,700.00 spent) of the "
-        "$20,000.00 monthly burst budget; it fits until 2026-11-20 15:57 UTC"
+    assert (  # $300 holds 5 h 27 min of one node: 4 h 41 min from its start, the grace and the stop lag
+        "extended, the window (1 x p5.48xlarge for 6 h from its start) costs $372.44 at worst (1 x $55.04/h x (6 h + "
+        "0.5 h grace + 16 min stop lag)), but only $300.00 left in November 2026 ($19,700.00 spent) of the "
+        "$20,000.00 monthly burst budget; it fits until 2026-11-20 15:41 UTC"
     ) in " ".join(result.output.split())
     assert driver.names() == ["read_state"]
 
@@ -133,5 +135,5 @@ def test_extend_refused_over_the_budget_and_without_an_open_window(
     result = invoke(proj, "extend", "--hours", "1")
     assert result.exit_code == 1
     assert (
-        "expired at 2026-11-20 13:00 UTC, so it cannot be extended; `gpufleet burst reconcile` books it at $137.60"
+        "expired at 2026-11-20 13:00 UTC, so it cannot be extended; `gpufleet burst reconcile` books it at $152.28"
     ) in " ".join(result.output.split())
