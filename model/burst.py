@@ -98,22 +98,19 @@ def burst_group_size(
 ) -> tuple[int, int, bool]:
     """A burst pool's node group: (desired size, max size, whether the program sends that desired size).
 
-    The desired size belongs to the cluster autoscaler, so the stack ignores it, and on a later change of the
-    bounds Pulumi sends the value its state holds, not the live one
-    (https://www.pulumi.com/docs/iac/concepts/options/ignorechanges/). Sent as 0 over nodes still draining, it
-    would stop them. So:
+    The desired size belongs to the cluster autoscaler, so inside a window the stack ignores it. On a later change
+    of the bounds Pulumi then sends the value its state holds (https://www.pulumi.com/docs/iac/concepts/options/
+    ignorechanges/), and the burst commands' `up` refreshes the group first, so that value is the live count
+    (gpufleet/burst/driver.py). Any figure the program sent instead would be wrong: 0 stops nodes still draining,
+    a replaced window's cap starts idle ones. So:
     - idle: 0 is sent; nothing may run.
-    - a window that replaced one still draining on this pool (`draining_nodes`): the max keeps room for those
-      nodes for the window's life, so the bounds never shrink under them, and until they stop
-      (`draining_until`) their count is sent as the desired size.
-    - otherwise the desired size is left to the autoscaler.
+    - inside a window: the desired size is never sent. The max keeps room for the nodes of a window it replaced
+      (`draining_nodes`), so the bounds never shrink under them.
     """
     cap = burst_cap(spec, pool, window, now)
     if window is None or cap == 0:
         return 0, 1, True  # EKS requires a max of at least 1
-    room = window.draining_nodes or 0
-    draining = room > 0 and window.draining_until is not None and now < window.draining_until
-    return (room if draining else 0), max(1, cap, room), draining
+    return 0, max(1, cap, window.draining_nodes or 0), False
 
 
 @dataclass(frozen=True)
@@ -129,6 +126,13 @@ class Backstop:
     pool: str
     hold_at: dt.datetime
     stop_at: dt.datetime
+
+
+# How far ahead the AWS-side stop must be for the program to create its schedule. A one-time schedule whose time has
+# passed is refused at create (third-party: https://github.com/DefangLabs/pulumi-defang/pull/425; no AWS page says
+# so, unverified offline), and the program judges the time when it starts, before the `up` reaches the schedule.
+# Nearer than this, the in-cluster drain and the next `up` stop the capacity.
+SCHEDULE_LEAD = dt.timedelta(minutes=5)
 
 
 def backstop(spec: EstateSpec, window: BurstWindow | None, now: dt.datetime) -> Backstop | None:
@@ -298,10 +302,12 @@ def spend_in_month(ledger: Iterable[BurstLedgerEntry], now: dt.datetime) -> floa
     return round(sum(e.usd * _overlap_share(e.start, e.end, lo, hi) for e in ledger), 2)
 
 
-# The longest the capacity may outlive expiry + grace. The backstop stops the burst pools at expiry + grace by
-# itself (an AWS-side schedule and in-cluster stops), with no reconcile needed, so the lag is zero. It stays a
-# parameter so the worst-case arithmetic names it, should a backstop ever allow one.
-RECONCILE_LAG = dt.timedelta(0)
+# The longest the capacity may outlive the backstop's minute (expiry + grace), so worst cases and bookings count it:
+# - EventBridge Scheduler fires a one-time schedule within its minute (user guide, schedule-types.html#one-time);
+# - EKS drains each node before Auto Scaling terminates it: "after 5 minutes" when a node group is deleted (EKS user
+#   guide, delete-managed-node-group.html), 15 minutes for an update (managed-node-update-behavior.html). No page
+#   gives the figure for a lowered desired size (unverified offline), so the longer one is taken.
+RECONCILE_LAG = dt.timedelta(minutes=16)
 
 
 def backstop_time(spec: EstateSpec, window: BurstWindow, lag: dt.timedelta = RECONCILE_LAG) -> dt.datetime:
@@ -347,8 +353,11 @@ def latest_expiry(
 
 
 def hours_text(hours: float) -> str:
-    """Hours as messages show them: `7.5 h`, or `1 h 19 min` when not a round figure."""
-    return f"{hours:g} h" if round(hours, 2) == hours else f"{int(hours)} h {round(hours % 1 * 60)} min"
+    """Hours as messages show them: `7.5 h`, or `1 h 19 min` (`16 min` under an hour) when not a round figure."""
+    if round(hours, 2) == hours:
+        return f"{hours:g} h"
+    minutes = f"{round(hours % 1 * 60)} min"
+    return minutes if hours < 1 else f"{int(hours)} h {minutes}"
 
 
 def worst_case(
@@ -359,7 +368,7 @@ def worst_case(
     usd = window_price(usd_per_hour, nodes, hours + g + lag_h)
     return (
         f"${usd:,.2f} at worst ({nodes} x ${usd_per_hour:,.2f}/h x ({hours_text(hours)} + {hours_text(g)} grace + "
-        f"{hours_text(lag_h)} reconcile lag))"
+        f"{hours_text(lag_h)} stop lag))"
     )
 
 

@@ -3,13 +3,15 @@
 An EventBridge Scheduler one-time schedule calls `eks:UpdateNodegroupConfig` through its universal target and sets
 the group's idle bounds: min 0, desired 0, max 1. It needs no runner and no reachable cluster API.
 
-Why not an Auto Scaling scheduled action on the group's ASG:
-- EKS owns a managed node group's ASG. Its documented control is the node group's scaling config: "the Cluster
-  Autoscaler doesn't scale a managed node group lower than minSize or higher than maxSize", and a desired size
-  below the running nodes terminates the extra ones (EKS API reference, NodegroupScalingConfig).
-- A scheduled action would change the ASG behind EKS, and the two would disagree.
+Not an Auto Scaling scheduled action: EKS owns a managed node group's ASG and controls it through the group's
+scaling config (EKS API reference, NodegroupScalingConfig).
 
 The role may call that one action on that one node group. The schedule fires once (ACTION_AFTER_COMPLETION).
+Schedules take no tags, so the schedule sits in a tagged schedule group.
+
+It is built before the capacity, which depends on it (components.aws.node_pool). So an `up` that cannot create it
+fails before the group is raised. It waits for nothing of the group: the group's name is fixed
+(model.kinds.aws.burst_node_group_name) and the account comes from the site's node role.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws import iam
+from model.kinds.aws import backstop_name
 
-# `arn:aws:scheduler:::aws-sdk:<service>:<apiAction>`, the input being the API's request body (Scheduler user guide,
+# `arn:aws:scheduler:::aws-sdk:<service>:<apiAction>`, the input being "the request parameters that EventBridge
+# Scheduler sends to the target API", their shape "determined by the service API" (Scheduler user guide,
 # managing-targets-universal.html).
 UNIVERSAL_TARGET = "arn:aws:scheduler:::aws-sdk:eks:updateNodegroupConfig"
 # A failed call (throttled, the group mid-update) is retried as long and as often as Scheduler allows (Scheduler API
@@ -43,22 +47,36 @@ def at_expression(when: dt.datetime) -> str:
     return f"at({when.astimezone(dt.UTC):%Y-%m-%dT%H:%M:%S})"
 
 
-def update_request(cluster: str, node_group: str | None, scaling: tuple[int, int, int]) -> str:
-    """The UpdateNodegroupConfig request body (EKS API reference): the node group's idle (min, desired, max)."""
+def update_request(cluster: str, node_group: str, scaling: tuple[int, int, int]) -> str:
+    """The UpdateNodegroupConfig request parameters: the node group's idle (min, desired, max).
+
+    The keys are the API's member names, camelCase as the EKS API model spells them (botocore
+    data/eks/2017-11-01/service-2.json, UpdateNodegroupConfigRequest and NodegroupScalingConfig; a test reads it).
+    `clusterName` and `nodegroupName` travel in the request path of the REST API; that Scheduler takes them from
+    the input by those names is what its guide implies, but no AWS example for EKS shows it: unverified offline."""
     lo, desired, hi = scaling
     body: dict[str, Any] = {
         "clusterName": cluster,
-        "nodegroupName": node_group or "NODE_GROUP_NAME_KNOWN_AT_APPLY",  # offline synth never learns it
+        "nodegroupName": node_group,
         "scalingConfig": {"minSize": lo, "desiredSize": desired, "maxSize": hi},
     }
     return json.dumps(body)
 
 
+def node_group_arn(region: str, account: str, cluster: str, node_group: str) -> str:
+    """Every node group of that name in that cluster: EKS ends a node group's ARN with an id it assigns at
+    creation (`arn:${Partition}:eks:${Region}:${Account}:nodegroup/${ClusterName}/${NodegroupName}/${UUID}`,
+    Service Authorization Reference, Amazon EKS resource types)."""
+    return f"arn:{iam.partition(region)}:eks:{region}:{account}:nodegroup/{cluster}/{node_group}/*"
+
+
 @dataclass(frozen=True)
 class NodeGroupBackstopArgs:
     pool: str
+    region: str
     cluster_name: str
-    node_group: aws.eks.NodeGroup
+    node_group_name: str  # fixed before the group exists (model.kinds.aws.burst_node_group_name)
+    node_role_arn: pulumi.Input[str]  # any ARN of the site's account: the account the schedule acts in
     stop_at: dt.datetime
     scaling: tuple[int, int, int]  # the node group's idle bounds (min, desired, max)
     tags: dict[str, str]
@@ -72,22 +90,25 @@ class NodeGroupBackstop(pulumi.ComponentResource):
     def __init__(self, name: str, args: NodeGroupBackstopArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:aws:NodeGroupBackstop", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        ng = args.node_group
-        account = ng.arn.apply(iam.account_of)
+        aws_name = backstop_name(args.cluster_name, args.region, args.pool)
+        account = pulumi.Output.from_input(args.node_role_arn).apply(iam.account_of)
+        group_arn = account.apply(lambda a: node_group_arn(args.region, a, args.cluster_name, args.node_group_name))
         role = aws.iam.Role(
             f"{name}-role",
+            name=aws_name,
             assume_role_policy=account.apply(iam.scheduler_trust_policy),
             description=f"EventBridge Scheduler: stops burst pool {args.pool} at its window's end",
             tags=args.tags,
             opts=child,
         )
         policy = aws.iam.RolePolicy(
-            f"{name}-policy", role=role.id, policy=ng.arn.apply(iam.node_group_scaling_policy), opts=child
+            f"{name}-policy", role=role.id, policy=group_arn.apply(iam.node_group_scaling_policy), opts=child
         )
-        group = aws.scheduler.ScheduleGroup(f"{name}-group", tags=args.tags, opts=child)
-        request = ng.node_group_name.apply(lambda n: update_request(args.cluster_name, n, args.scaling))
+        group = aws.scheduler.ScheduleGroup(f"{name}-group", name=aws_name, tags=args.tags, opts=child)
+        request = update_request(args.cluster_name, args.node_group_name, args.scaling)
         self.schedule = aws.scheduler.Schedule(
             f"{name}-schedule",
+            name=aws_name,
             group_name=group.name,
             description=f"burst pool {args.pool}: to zero at {args.stop_at.astimezone(dt.UTC):%Y-%m-%d %H:%M} UTC",
             schedule_expression=at_expression(args.stop_at),

@@ -370,7 +370,7 @@ def scheduler_trust_policy(account: str) -> str:
 
 def node_group_scaling_policy(node_group_arn: str | None) -> str:
     """Only `eks:UpdateNodegroupConfig`, only on one node group (the action takes a nodegroup ARN as its resource:
-    Service Authorization Reference, Amazon EKS)."""
+    Service Authorization Reference, Amazon EKS; the ARN's last part, the id EKS assigns, may be a `*`)."""
     arn = node_group_arn or "NODE_GROUP_ARN_KNOWN_AT_APPLY"  # offline synth never learns a real ARN
     return json.dumps(
         {

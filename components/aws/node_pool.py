@@ -5,7 +5,7 @@ autoscaler inside its bounds; a burst pool's bounds are the burst window's (0 to
 Its desired size is the autoscaler's after creation (never reset by an `up`), and its Auto Scaling group carries
 the tags the autoscaler discovers it and scales it from zero by (components.aws.autoscaler). While a window
 holds capacity, a backstop scales a burst group to zero at the window's expiry + grace with no runner
-(components.aws.backstop)."""
+(components.aws.backstop). It is built first and the group depends on it, so the capacity never exists without it."""
 
 from __future__ import annotations
 
@@ -25,10 +25,11 @@ from components.aws.launch import (
     template_version,
     update_config,
 )
-from model.burst import backstop, burst_group_size, effective_scaling
+from model.burst import SCHEDULE_LEAD, backstop, burst_group_size, effective_scaling
 from model.conventions import BURST_TAG, POOL_TAG, SHARED, Taint, eks_rejects_label
 from model.efa import EFA_HUGEPAGES, efa_interfaces, efa_node_hugepages
 from model.kinds import aws as aws_kind
+from model.kinds.aws import burst_node_group_name
 from model.nodes import pool_labels, pool_taints
 from model.queues import gpu_resource_name
 from model.rdma import EFA_RESOURCE
@@ -70,7 +71,7 @@ def mng_taint(t: Taint) -> aws.eks.NodeGroupTaintArgs:
 def mng_scaling(
     spec: EstateSpec, pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime
 ) -> tuple[int, int, int]:
-    """(min, desired, max) for the node group. A burst pool: 0, the nodes still draining (model.burst.
+    """(min, desired, max) for the node group. A burst pool: 0, 0 (sent only when idle: model.burst.
     burst_group_size) and the window's cap. EKS requires maxSize >= 1, so an idle burst pool keeps max 1: the
     autoscaler could start one node there only for a pod outside Kueue (the cloud queues hold outside windows)
     that tolerates the GPU taint and selects the pool. An idle pool is sent desired 0, so the group empties. A
@@ -103,7 +104,7 @@ def ignored_changes(spec: EstateSpec, pool: AwsNodePool, window: BurstWindow | N
     change the desiredSize value directly"), a capacity-block group's to EKS, which scales it to 0 forty minutes
     before the block ends ("Amazon EKS Node Group Capacity Scaledown Before Reservation End"; EKS user guide,
     capacity-blocks-mng), so a later `up` must not raise it again into a finished block. A burst group's is sent
-    when it must be (idle, or nodes still draining: model.burst.burst_group_size).
+    only when idle (model.burst.burst_group_size).
 
     Pulumi then uses the desired size its state holds, never the stack's: when min or max changes the whole
     scaling config is sent with that state value, the size at the last refresh
@@ -185,30 +186,32 @@ class GpuNodePool(pulumi.ComponentResource):
         burst = {BURST_TAG: args.cluster_name} if pool.burst else {}
         self._tags = args.tags.aws(tenant=pool.dedicated_to or SHARED, **{POOL_TAG: pool.name}, **burst)
         self.launch_template = self._launch_template()
-        self.node_group = self._node_group()
+        backstop = self._backstop() if pool.burst else None
+        self.node_group = self._node_group([backstop] if backstop is not None else [])
         if pool.autoscaled:
             self._autoscaler_tags()
-        if pool.burst:
-            self._backstop()
         self.register_outputs({})
 
-    def _backstop(self) -> None:
+    def _backstop(self) -> NodeGroupBackstop | None:
+        """The window's AWS-side stop, left out when its minute is less than SCHEDULE_LEAD away: a one-time
+        schedule for a passed time fails at create, and the in-cluster drain and the next `up` cover that tail."""
         a = self._args
         stop = backstop(a.spec, a.window, a.now)
-        if stop is None or stop.pool != a.pool.name:
-            return
-        NodeGroupBackstop(
+        if stop is None or stop.pool != a.pool.name or stop.stop_at - a.now < SCHEDULE_LEAD:
+            return None
+        return NodeGroupBackstop(
             f"{self._n}-backstop",
             NodeGroupBackstopArgs(
                 pool=a.pool.name,
+                region=a.site.region,
                 cluster_name=a.cluster_name,
-                node_group=self.node_group,
+                node_group_name=burst_node_group_name(a.pool),
+                node_role_arn=a.node_role_arn,
                 stop_at=stop.stop_at,
                 scaling=mng_scaling(a.spec, a.pool, a.window, stop.stop_at),  # idle at the stop: 0, 0, 1
                 tags=self._tags,
             ),
-            # A dependent of the node group, so the burst commands' targeted `up` (target_dependents) creates it.
-            pulumi.ResourceOptions(parent=self, depends_on=[self.node_group]),
+            pulumi.ResourceOptions(parent=self, depends_on=a.depends_on),
         )
 
     def _launch_template(self) -> aws.ec2.LaunchTemplate:
@@ -263,13 +266,16 @@ class GpuNodePool(pulumi.ComponentResource):
             )
         return out
 
-    def _node_group(self) -> aws.eks.NodeGroup:
+    def _node_group(self, backstop: list[pulumi.Resource]) -> aws.eks.NodeGroup:
+        """The node group; a burst one after its backstop, named so the backstop can name it (replaced by delete
+        first, as a fixed name cannot exist twice)."""
         a, pool = self._args, self._args.pool
         lo, desired, hi = mng_scaling(a.spec, pool, a.window, a.now)
         subnets = [a.efa.subnet_id] if a.efa is not None else a.subnet_ids
         lt = self.launch_template
         return aws.eks.NodeGroup(
             f"{self._n}-ng",
+            node_group_name=burst_node_group_name(pool) if pool.burst else None,
             cluster_name=a.cluster_name,
             node_role_arn=a.node_role_arn,
             subnet_ids=subnets,
@@ -293,7 +299,10 @@ class GpuNodePool(pulumi.ComponentResource):
             node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True),
             tags=self._tags,
             opts=pulumi.ResourceOptions(
-                parent=self, depends_on=a.depends_on, ignore_changes=ignored_changes(a.spec, pool, a.window, a.now)
+                parent=self,
+                depends_on=[*a.depends_on, *backstop],
+                ignore_changes=ignored_changes(a.spec, pool, a.window, a.now),
+                delete_before_replace=pool.burst,
             ),
         )
 

@@ -43,11 +43,15 @@ STOP_POLICY: dict[WindowPhase, str] = {"open": "None", "draining": "Hold", "idle
 
 
 def stops(spec: EstateSpec, window: BurstWindow | None, now: dt.datetime) -> list[Stop]:
-    """The in-cluster stops still ahead at `now`: Hold at the expiry, HoldAndDrain at the end of the grace."""
+    """The in-cluster stops still ahead at `now`: Hold at the expiry, HoldAndDrain at the end of the grace.
+
+    With no grace both fall in the same minute, and the two CronJobs would race: a Hold landing last would undo the
+    drain. HoldAndDrain alone also stops admission, so then it is the only stop."""
     b = backstop(spec, window, now)
     if b is None:
         return []
-    ahead = [Stop("hold", b.hold_at, STOP_POLICY["draining"]), Stop("drain", b.stop_at, STOP_POLICY["idle"])]
+    ahead = [Stop("hold", b.hold_at, STOP_POLICY["draining"])] if b.hold_at < b.stop_at else []
+    ahead.append(Stop("drain", b.stop_at, STOP_POLICY["idle"]))
     return [s for s in ahead if s.at > now]
 
 
@@ -145,7 +149,14 @@ class BurstQueues(pulumi.ComponentResource):
             )
             TenantVolumes(f"{name}-tenant-volumes", args.tags, pulumi.ResourceOptions(parent=self))
         ahead = stops(spec, args.window, args.now)
-        queues_made: list[pulumi.Resource] = []
+        # The stops come first and the queues depend on them: an `up` that fails creating them fails before a
+        # queue opens. The stops name the queues, so they need nothing of them.
+        stop = (
+            [BurstStop(f"{name}-stop", BurstStopArgs(args.tags, [t.name for t in tenants], ahead, []),
+                       pulumi.ResourceOptions(parent=self, depends_on=[self._release]))]
+            if ahead and tenants
+            else []
+        )  # fmt: skip
         for t in tenants:
             bundle = args.stack.tenants.get(t.name) or TenantBundle(
                 f"{name}-tenant-{t.name}",
@@ -156,22 +167,14 @@ class BurstQueues(pulumi.ComponentResource):
             meta: dict[str, Any] = {"name": t.name, "labels": labels, **({"annotations": PATCH_FORCE} if ahead else {})}
             cq = self._object(
                 f"cq-{t.name}", "ClusterQueue", meta, burst_cluster_queue_spec(spec, site, t, quotas, phase),
-                [cohort, check],
+                [cohort, check, *stop],
             )  # fmt: skip
-            queues_made.append(cq)
             for queue in (t.name, queues.DEFAULT_LOCAL_QUEUE):
                 suffix = "" if queue == t.name else f"-{queue}"
                 self._object(
                     f"lq-{t.name}{suffix}", "LocalQueue", {"name": queue, "namespace": t.name, "labels": labels},
                     {"clusterQueue": t.name}, [cq, bundle.namespace],
                 )  # fmt: skip
-        if ahead and tenants:
-            BurstStop(
-                f"{name}-stop",
-                BurstStopArgs(args.tags, [t.name for t in tenants], ahead, queues_made),
-                # A dependent of the queues, so the burst commands' targeted `up` (target_dependents) creates it.
-                pulumi.ResourceOptions(parent=self, depends_on=queues_made),
-            )
         self.register_outputs({})
 
     def _object(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import email.utils
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -198,29 +199,34 @@ class Aws:
         return names[0] if names else None
 
     def enable_group_metrics(self, group: str) -> None:
-        """Collect the group's `GroupInServiceInstances` metric, at one-minute granularity (free for group
-        metrics: https://docs.aws.amazon.com/autoscaling/ec2/userguide/ec2-auto-scaling-metrics.html)."""
+        """Collect the group's `GroupTotalInstances` metric, at one-minute granularity (free for group metrics:
+        https://docs.aws.amazon.com/autoscaling/ec2/userguide/ec2-auto-scaling-metrics.html)."""
         self._call(
             f"EnableMetricsCollection for {group}",
             self.autoscaling.enable_metrics_collection,
             AutoScalingGroupName=group,
-            Metrics=[IN_SERVICE],
+            Metrics=[TOTAL_INSTANCES],
             Granularity="1Minute",
         )
 
-    def node_hours(self, group: str, start: dt.datetime, end: dt.datetime) -> float | None:
-        """Instance-hours the group had in service in [start, end): the sum over one-minute periods of the
-        `AWS/AutoScaling` `GroupInServiceInstances` average; None when CloudWatch holds no datapoint (metrics
-        collection was off). Asked one day at a time (at most 1,440 datapoints per request)."""
-        total, seen = 0.0, False
+    def node_hours(self, group: str, start: dt.datetime, end: dt.datetime, gap_nodes: int) -> float | None:
+        """Instance-hours the group held in [start, end): per one-minute period the `AWS/AutoScaling`
+        `GroupTotalInstances` average, and `gap_nodes` for a minute with no datapoint; None when CloudWatch holds
+        no datapoint at all (metrics collection was off). Asked one day at a time (at most 1,440 datapoints).
+
+        `GroupTotalInstances` counts instances "in service, pending, and terminating", all of them billed;
+        `GroupInServiceInstances` leaves out the booting and the draining ones. Group metrics are sent "on a
+        best-effort basis" and gaps are not backfilled (ec2-auto-scaling-metrics.html), so a missing minute is
+        booked at the cap, not as zero."""
+        total, seen = 0.0, set()
         lo = start
         while lo < end:
             hi = min(end, lo + dt.timedelta(days=1))
             resp = self._call(
-                f"GetMetricStatistics {IN_SERVICE} of {group}",
+                f"GetMetricStatistics {TOTAL_INSTANCES} of {group}",
                 self.cloudwatch.get_metric_statistics,
                 Namespace="AWS/AutoScaling",
-                MetricName=IN_SERVICE,
+                MetricName=TOTAL_INSTANCES,
                 Dimensions=[{"Name": "AutoScalingGroupName", "Value": group}],
                 StartTime=lo,
                 EndTime=hi,
@@ -228,10 +234,13 @@ class Aws:
                 Statistics=["Average"],
             )
             for point in resp.get("Datapoints", []):
-                seen = True
+                seen.add(point["Timestamp"].replace(second=0, microsecond=0))
                 total += float(point["Average"]) / 60
             lo = hi
-        return round(total, 4) if seen else None
+        if not seen:
+            return None
+        minutes = math.ceil((end - start).total_seconds() / 60)
+        return round(total + max(0, minutes - len(seen)) * gap_nodes / 60, 4)
 
 
-IN_SERVICE = "GroupInServiceInstances"
+TOTAL_INSTANCES = "GroupTotalInstances"

@@ -1,8 +1,8 @@
 """The stack driver behind `gpufleet burst`: a small protocol over the Pulumi Automation API.
 
 - `AutomationDriver` selects an existing stack of the project (work_dir = the project directory, so the CLI
-  honours `stackConfigDir: stacks`). It runs `pulumi up` targeted at the resources a window changes
-  (`Stack.up(target=[urns], target_dependents=True)`, pulumi/automation/_stack.py).
+  honours `stackConfigDir: stacks`). It runs `pulumi up` targeted at the resources a window changes, refreshed
+  first (`Stack.up(refresh=True, target=[urns], target_dependents=True)`, pulumi/automation/_stack.py).
 - The burst state is the outputs of the state stack `<stack>-burst` (model/burst.py). `read_state` reads them;
   `write_state` runs `up` of an inline program that exports only them, in the same project and backend. Such an
   `up` records all of its outputs or, failing, leaves the previous ones.
@@ -163,8 +163,17 @@ class AutomationDriver:
         return {str(k): int(v) for k, v in (result.change_summary or {}).items()}
 
     def up(self, on_output: OutputSink, targets: list[str] | None = None) -> dict[str, int]:
-        """Run `pulumi up`, of only `targets` and what depends on them when given."""
-        kwargs: dict[str, Any] = {"target": targets, "target_dependents": True} if targets is not None else {}
+        """Run `pulumi up`, of only `targets` and what depends on them when given, refreshing them first.
+
+        Pulumi diffs against its state, not the live objects. A backstop that fired since the last `up` left the
+        queues on HoldAndDrain and the node group at zero; the next window synthesizes the same inputs as the
+        last, so without a refresh nothing would be sent and the window would admit nothing. The refresh also
+        makes the node group's ignored desired size the live count (components/aws/node_pool.py). With targets,
+        the refresh covers only them (https://github.com/pulumi/pulumi/issues/4174, fixed; pulumi/pulumi
+        pkg/resource/deploy/step_generator.go, `isIncludedInOperation`)."""
+        kwargs: dict[str, Any] = {"refresh": True}
+        if targets is not None:
+            kwargs.update(target=targets, target_dependents=True)
         return self._up(self._stack, "pulumi up", on_output, **kwargs)
 
     def _up(self, stack: Any, doing: str, on_output: OutputSink, **kwargs: Any) -> dict[str, int]:

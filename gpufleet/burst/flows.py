@@ -107,20 +107,24 @@ def plan_open(
 ) -> OpenPlan:
     """Run every check for a new window; change nothing. An expired window still recorded is booked first."""
     state = load_state(project_dir, stack, driver)
-    pool, _ = check_request(state.spec, request)  # bad input fails before any AWS call, the clock's included
+    pool, nodes = check_request(state.spec, request)  # bad input fails before any AWS call, the clock's included
     now = clock()
     refuse_if_open(state.window, stack, now)
-    ledger, room = _replaced(state, pool.name, now, book)
+    ledger, room = _replaced(state, pool.name, nodes, now, book)
     check = preflight(state.spec, ledger, request, now, aws_factory(cloud_site(state.spec).region))
     check.window = check.window.model_copy(update=room)
     return OpenPlan(check, state.state, BurstState(check.window, ledger, now))
 
 
 def _replaced(
-    s: StackState, pool: str, now: dt.datetime, book: Booker
+    s: StackState, pool: str, nodes: int, now: dt.datetime, book: Booker
 ) -> tuple[tuple[BurstLedgerEntry, ...], dict[str, object]]:
     """The ledger once the expired window a new one replaces is booked, and what the new window must keep for
-    that window's nodes when they are still in their grace: room in the node group until they stop."""
+    that window's nodes when they are still in their grace: room in the node group until they stop.
+
+    A new window of `nodes` smaller than those is refused. Kueue does not evict admitted work when quota drops
+    (only `stopPolicy` does: apis/kueue/v1beta2/clusterqueue_types.go at versions.KUEUE), and the new window's
+    stops replace the old window's, so the old nodes would run on under the new window, outside its budget."""
     w = s.window
     if w is None:
         return s.state.ledger, {}
@@ -133,10 +137,17 @@ def _replaced(
             f"the burst window on pool {w.pool} is draining until {stops:%Y-%m-%d %H:%M} UTC (burst.grace_minutes); "
             f"a window on pool {pool} can open after that, or one on pool {w.pool} now"
         )
-    nodes, until = w.nodes, stops
+    held, until = w.nodes, stops
     if w.draining_until is not None and now < w.draining_until:  # it kept room for an older window's nodes
-        nodes, until = max(nodes, w.draining_nodes or 0), max(until, w.draining_until)
-    return ledger, {"draining_nodes": nodes, "draining_until": until}
+        held, until = max(held, w.draining_nodes or 0), max(until, w.draining_until)
+    if nodes < held:
+        raise BurstError(
+            f"the burst window on pool {w.pool} is draining until {until:%Y-%m-%d %H:%M} UTC with up to {held} "
+            f"nodes, and a window of {nodes} cannot hold them: Kueue keeps admitted work running when quota drops, "
+            f"so they would run outside the new window's budget. Open a window of at least {held} nodes now, or "
+            "any window after that"
+        )
+    return ledger, {"draining_nodes": held, "draining_until": until}
 
 
 def apply_open(
@@ -316,7 +327,8 @@ def extend(
 ) -> Outcome:
     """Move an open window's expiry `hours` later, within the policy's max_window_hours from its start and the
     month's budget: the window's worst case to the new expiry (cap x (hours + grace + lag)) on top of the ledger.
-    The window's phase does not change, so only the state is recorded: no `up`."""
+    The targeted `up` moves the backstop with it: its schedule and CronJobs would otherwise stop the capacity at
+    the old expiry, while the ledger books the new one."""
     s = load_state(project_dir, stack, driver)
     policy = s.spec.burst
     assert policy is not None
@@ -350,7 +362,9 @@ def extend(
             f"{worst_case(s.spec, w.nodes, price, total)}, but only {budget_line(s.spec, s.ledger, w.start, end)}; "
             f"{most}"
         )
-    after = BurstState(w.model_copy(update={"expires": expires}), s.state.ledger, now, s.state.settled)
-    record_state(driver, stack, after, on_output, read=s.state.generation)
+    after = BurstState(w.model_copy(update={"expires": expires}), s.state.ledger, now)
+    summary = _up(project_dir, stack, driver, s, after, on_output)
     extra = window_price(price, w.nodes, hours)
-    return Outcome(f"burst window on pool {w.pool} extended to {expires:%Y-%m-%d %H:%M} UTC (about ${extra:,.2f} more)")
+    return Outcome(
+        f"burst window on pool {w.pool} extended to {expires:%Y-%m-%d %H:%M} UTC (about ${extra:,.2f} more)", summary
+    )

@@ -2,8 +2,9 @@
 AWS, not the cap.
 
 The burst node group's Auto Scaling group is found by the tags the cluster autoscaler discovers it by
-(components/aws/autoscaler.py, `discovery_tags`); its in-service instances over the window come from CloudWatch's
-`AWS/AutoScaling` `GroupInServiceInstances` (collected once `gpufleet burst open` enabled group metrics). Where AWS
+(components/aws/autoscaler.py, `discovery_tags`); its instances over the window, booting and draining ones
+included, come from CloudWatch's `AWS/AutoScaling` `GroupTotalInstances` (collected once `gpufleet burst open`
+enabled group metrics; a minute without a datapoint counts at the cap). Where AWS
 cannot say (no group, no datapoints, an API refusing), or cannot say yet (the capacity may still run: before the
 backstop time), the window is booked at its cap until the backstop time, the most it can have cost, and the
 ledger entry says so. Either way by the one rule, `model.burst.booking`.
@@ -14,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 
-from gpufleet.burst.aws import Aws
+from gpufleet.burst.aws import TOTAL_INSTANCES, Aws
 from gpufleet.burst.errors import BurstError
 from gpufleet.burst.flows import Booker
 from gpufleet.burst.stack import StackState
@@ -34,11 +35,11 @@ def measured(aws: Aws, spec: EstateSpec, w: BurstWindow, end: dt.datetime) -> tu
         group = aws.group_by_tags(burst_group_tags(spec, w.pool))
         if group is None:
             return None, "no Auto Scaling group carries the burst pool's tags"
-        hours = aws.node_hours(group, w.start, end)
+        hours = aws.node_hours(group, w.start, end, gap_nodes=w.nodes)
     except BurstError as err:
         return None, str(err)
     if hours is None:
-        return None, f"CloudWatch has no GroupInServiceInstances datapoints for {group}"
+        return None, f"CloudWatch has no {TOTAL_INSTANCES} datapoints for {group}"
     return hours, ""
 
 

@@ -201,7 +201,7 @@ def _budget(
     checks: list[str],
 ) -> tuple[float, float, float, float]:
     """Fit the window's worst case into what is left of each month's budget it touches (`model.burst.
-    latest_expiry`): cap x (hours + grace + reconcile lag). Returns (price per node-hour, hours admitted, price of
+    latest_expiry`): cap x (hours + grace + stop lag). Returns (price per node-hour, hours admitted, price of
     those hours, spend so far this month); the hours are fewer than asked when only a shorter window fits, and
     BurstError shows the arithmetic when none does."""
     policy = spec.burst

@@ -1,14 +1,14 @@
 """What a burst command's `up` targets: only the resources a window changes.
 
-A window changes three things (model/burst.py): the burst node groups' scaling bounds, and on the
-cloud worker the burst Cohort's quota and the burst ClusterQueues' stopPolicy. The URNs are taken from the
-program itself, synthesized offline (gpufleet/engine/synth.py) with no window: the same resources exist in every
-phase, so their URNs are those of any `up`. A URN is `urn:pulumi:<stack>::<project>::<qualified type>::<name>`
-(https://www.pulumi.com/docs/iac/concepts/resources/names/#urns), the qualified type being the plan key's.
-`up(target=..., target_dependents=True)` then updates these and whatever depends on them, nothing else. The
-StackReference the program reads the window through is read in a targeted `up` too: the engine's step generator
-filters registrations by target, not reads (pulumi/pulumi, pkg/resource/deploy/step_generator.go,
-`GenerateReadSteps`), so the targeted resources get the window just recorded.
+- A window changes the burst node groups' bounds, the burst Cohort's quota and the burst ClusterQueues'
+  stopPolicy (model/burst.py). Their URNs come from the program, synthesized offline with no window: they exist in
+  every phase. A URN is `urn:pulumi:<stack>::<project>::<qualified type>::<name>`
+  (https://www.pulumi.com/docs/iac/concepts/resources/names/#urns).
+- A window adds its backstop, which those resources depend on. It exists only inside windows, so it is targeted
+  by a glob of its component type. The engine checks only literal targets for existence
+  (pulumi/pulumi pkg/resource/deploy/deployment.go `NewUrnTargets`, deployment_executor.go `checkTargets`).
+- The StackReference is read in a targeted `up` too: the step generator filters registrations by target, not
+  reads (pkg/resource/deploy/step_generator.go, `GenerateReadSteps`).
 """
 
 from __future__ import annotations
@@ -23,11 +23,17 @@ from model.load import read_stack
 from model.spec import EstateSpec
 
 BURST_QUEUES = "gpufleet:hybrid:BurstQueues"
+BACKSTOPS = ("gpufleet:aws:NodeGroupBackstop", "gpufleet:hybrid:BurstStop")
 KUEUE_KINDS = ("kubernetes:kueue.x-k8s.io/v1beta2:Cohort", "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")
 
 
 def urn(stack: str, project: str, key: str) -> str:
     return f"urn:pulumi:{stack}::{project}::{key}"
+
+
+def backstop_globs(stack: str, project: str) -> list[str]:
+    """Every backstop component of the stack and its children, present or not (`**` matches any characters)."""
+    return [urn(stack, project, f"**${kind}**") for kind in BACKSTOPS]
 
 
 def _site_of(plan: Plan, r: PlanResource) -> str | None:
@@ -69,5 +75,6 @@ def burst_targets(project_dir: Path, stack: str) -> list[str]:
         spec = sf.estate()
         plan = synth_stack(project_dir, stack, sf, burst_state={})
         cached = [urn(stack, sf.project, r.key) for r in window_resources(plan, spec)]
+        cached += backstop_globs(stack, sf.project)
         _CACHE[(sf.project, stack, digest)] = cached
     return list(cached)

@@ -28,7 +28,7 @@ def status_table(stack: str, s: Status, now: dt.datetime) -> Table:
             table.add_row("note", "expired: `gpufleet burst reconcile` stops admission, empties the pool, books it")
     table.add_row("spent this month", f"${s.spend_usd:,.2f}")
     if s.committed_usd:
-        table.add_row("committed (worst case, to expiry + grace)", f"${s.committed_usd:,.2f}")
+        table.add_row("committed (worst case, to expiry + grace + stop lag)", f"${s.committed_usd:,.2f}")
     table.add_row("budget", f"${s.budget_usd:,.2f}")
     table.add_row("budget left", f"${s.budget_left_usd:,.2f}")
     return table

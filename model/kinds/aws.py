@@ -4,6 +4,7 @@ the tags its autoscaled groups are found by.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -335,6 +336,32 @@ def node_template_tags(
 def cluster_name(tags: Tags, site: AwsSite) -> str:
     """EKS cluster names are unique per account and region: estate, environment and site."""
     return site.cluster.adopt_name or f"{tags.base['cluster']}-{tags.base['env']}-{site.name}"
+
+
+# EventBridge Scheduler schedule and schedule group names, and IAM role names: at most 64 characters
+# (Scheduler API reference, CreateSchedule / CreateScheduleGroup `Name`; IAM API reference, CreateRole `RoleName`).
+AWS_NAME_MAX = 64
+
+
+def bounded_name(base: str, limit: int, *salt: str) -> str:
+    """A name of at most `limit` characters: the head of `base`, `-` and 8 hex digits of a hash of `base` and
+    `salt`. So two names that share a long head, or the same base in two regions, still differ."""
+    digest = hashlib.sha256("|".join((base, *salt)).encode()).hexdigest()[:8]
+    return f"{base[: limit - 9].rstrip('-_')}-{digest}"
+
+
+def burst_node_group_name(pool: AwsNodePool) -> str:
+    """A burst pool's node group name, fixed so its backstop can name it before the group is created or raised."""
+    # A DNS-1123 label of at most 40 characters, unique in the cluster: a valid EKS node group name (at most 63
+    # characters, a letter or digit first, then hyphens and underscores too: pulumi-aws aws.eks.NodeGroup
+    # `nodeGroupName`, after the EKS API).
+    return pool.name
+
+
+def backstop_name(cluster: str, region: str, pool: str) -> str:
+    """The name of a burst pool's backstop schedule, schedule group and role (IAM role names are unique per
+    account, across regions: the region salts the hash)."""
+    return bounded_name(f"{cluster}-{pool}-stop", AWS_NAME_MAX, region)
 
 
 def kubeconfig(name: str, endpoint: str | None, ca_data: str | None, region: str) -> str:

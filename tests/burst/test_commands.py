@@ -145,7 +145,7 @@ def test_budget_refusal_exits_1_with_the_numbers(
     result = invoke(proj, "open", "--gpus", "8", "--hours", "4")
     assert result.exit_code == 1
     assert (  # $20 left cannot hold even the grace of one node ($27.52)
-        "1 x p5.48xlarge for 4 h cost $247.68 at worst (1 x $55.04/h x (4 h + 0.5 h grace + 0 h reconcile lag)), "
+        "1 x p5.48xlarge for 4 h cost $262.36 at worst (1 x $55.04/h x (4 h + 0.5 h grace + 16 min stop lag)), "
         "but only $20.00 left in November 2026 ($19,980.00 spent) of the $20,000.00 monthly burst budget; no window "
         "fits"
     ) in " ".join(result.output.split())
@@ -234,17 +234,17 @@ def test_close_stops_admission_now_and_keeps_the_nodes_for_the_grace(
     assert result.exit_code == 0, result.output
     assert "admission stopped" in result.output and again.names() == ["read_state"]
 
-    # After the grace, reconcile books the window until its backstop time (expiry + grace) and removes it.
-    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW + dt.timedelta(minutes=40))
+    # After the grace and the stop lag, reconcile books the window until its backstop time and removes it.
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW + dt.timedelta(minutes=50))
     use_driver(monkeypatch, FakeDriver(proj))
     result = invoke(proj, "reconcile")
     assert result.exit_code == 0, result.output
     after = config_of(proj)
     (entry,) = after["ledger"]
     assert after["window"] is None
-    assert (entry.nodes, entry.end) == (2, NOW + dt.timedelta(minutes=30))
+    assert (entry.nodes, entry.end) == (2, NOW + dt.timedelta(minutes=46))  # expiry + grace + stop lag
     assert entry.closed_by == "gpufleet burst reconcile" + AT_CAP  # nothing to measure in this account
-    assert entry.usd == round(55.04 * 2 * 3.5, 2)
+    assert entry.usd == round(55.04 * 2 * (3.5 + 16 / 60), 2)
 
 
 def test_close_of_a_window_past_its_grace_books_and_removes_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -256,7 +256,7 @@ def test_close_of_a_window_past_its_grace_books_and_removes_it(tmp_path: Path, m
     assert result.exit_code == 0, result.output
     after = config_of(proj)
     (entry,) = after["ledger"]
-    backstop = NOW - dt.timedelta(hours=2) + dt.timedelta(minutes=30)  # expiry + grace, not when close ran
+    backstop = NOW - dt.timedelta(hours=2) + dt.timedelta(minutes=46)  # expiry + grace + lag, not when close ran
     assert after["window"] is None and (entry.end, entry.closed_by) == (backstop, "gpufleet burst close" + AT_CAP)
 
 
@@ -278,11 +278,12 @@ def test_reconcile_closes_only_an_expired_window(tmp_path: Path, monkeypatch: py
     assert result.exit_code == 0, result.output
     pending, settled = driver.written()
     assert pending["ledger"] == settled["ledger"]  # one booking, never rewritten
-    assert pending["ledger"][0]["end"] == "2026-11-20T10:30:00Z"  # until the backstop: expiry + grace
+    assert pending["ledger"][0]["end"] == "2026-11-20T10:46:00Z"  # until the backstop: expiry + grace + lag
     (entry,) = config_of(proj)["ledger"]
-    # Booked from the start until the backstop stopped the capacity (expiry + grace), however late reconcile runs.
-    assert entry.end == NOW - dt.timedelta(hours=1, minutes=30)
-    assert (entry.usd, entry.closed_by) == (round(55.04 * 8.5, 2), "gpufleet burst reconcile" + AT_CAP)
+    # Booked from the start until the backstop stopped the capacity (expiry + grace + stop lag), however late
+    # reconcile runs.
+    assert entry.end == NOW - dt.timedelta(hours=1, minutes=14)
+    assert (entry.usd, entry.closed_by) == (round(55.04 * (8.5 + 16 / 60), 2), "gpufleet burst reconcile" + AT_CAP)
 
 
 def test_reconcile_keeps_an_expired_window_through_its_grace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -300,7 +301,7 @@ def test_reconcile_keeps_an_expired_window_through_its_grace(tmp_path: Path, mon
     assert "up" in driver.names() and recorded(proj)["as_of"] == "2026-11-20T12:00:00Z"
     assert config_of(proj)["window"] is not None and config_of(proj)["ledger"] == []
 
-    later = NOW + dt.timedelta(minutes=25)  # 35 min after expiry: the grace is over
+    later = NOW + dt.timedelta(minutes=40)  # 50 min after expiry: the grace and the stop lag are over
     monkeypatch.setattr(burst_cli, "clock", lambda region: later)
     result = invoke(proj, "reconcile")
     assert result.exit_code == 0, result.output
@@ -341,8 +342,9 @@ def test_status_shows_time_left_spend_and_budget(tmp_path: Path, monkeypatch: py
     text = " ".join(result.output.split())
     assert "time left │ 6.0 h" in text
     assert "spent this month │ $660.48" in text  # 550.40 booked + 2 h of the open window
-    assert "committed (worst case, to expiry + grace) │ $357.76" in text  # 6 h + the grace of 1 x $55.04/h
-    assert "budget left │ $18,981.76" in text
+    # 6 h + the grace + the stop lag of 1 x $55.04/h
+    assert "committed (worst case, to expiry + grace + stop lag) │ $372.44" in text
+    assert "budget left │ $18,967.08" in text
 
 
 def non_hybrid_config() -> dict[str, Any]:

@@ -79,7 +79,7 @@ def test_a_stale_open_cannot_rewrite_the_booking_a_reconcile_made(
     state = burst_state(proj)
     assert state is not None and state.window is None
     (entry,) = state.ledger
-    assert entry.usd == round(2 * 55.04 * 8.5, 2) and entry.closed_by.startswith("gpufleet burst reconcile")
+    assert entry.usd == round(2 * 55.04 * (8.5 + 16 / 60), 2) and entry.closed_by.startswith("gpufleet burst reconcile")
 
 
 def test_a_reconcile_that_read_before_an_open_wrote_is_refused(
@@ -97,7 +97,7 @@ def test_a_reconcile_that_read_before_an_open_wrote_is_refused(
     state = burst_state(proj)
     assert state is not None and state.window is not None and state.window.start == NOW  # the open's window
     (entry,) = state.ledger  # the expired window, booked once, by the open
-    assert entry.usd == round(2 * 55.04 * 8.5, 2) and entry.closed_by.startswith("gpufleet burst open")
+    assert entry.usd == round(2 * 55.04 * (8.5 + 16 / 60), 2) and entry.closed_by.startswith("gpufleet burst open")
 
 
 def test_a_write_while_another_holds_the_lock_fails_as_locked_and_changes_nothing(

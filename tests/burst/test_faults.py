@@ -279,8 +279,8 @@ def test_windows_are_judged_by_aws_clock_not_a_fast_runner_clock(
 def test_close_books_until_the_backstop_time_and_never_rewrites_the_entry(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A window that expired an hour ago (past its 30-minute grace) is booked until expiry + grace, when the
-    backstop stopped its capacity; the entry recorded before the `up` is the one kept after it."""
+    """A window that expired an hour ago (past its 30-minute grace) is booked until expiry + grace + the stop lag,
+    when the backstop has stopped its capacity; the entry recorded before the `up` is the one kept after it."""
     proj = project(tmp_path, hybrid_config(window(NOW - dt.timedelta(hours=9), 8, nodes=2, usd_per_hour=55.04)))
     driver = FakeDriver(proj)
     use_driver(monkeypatch, driver)
@@ -289,7 +289,7 @@ def test_close_books_until_the_backstop_time_and_never_rewrites_the_entry(
     result = invoke(proj, "close")
     assert result.exit_code == 0, result.output
     (entry,) = state(proj)["ledger"]
-    assert entry.end == NOW - dt.timedelta(minutes=30) and entry.usd == round(55.04 * 2 * 8.5, 2)
+    assert entry.end == NOW - dt.timedelta(minutes=14) and entry.usd == round(55.04 * 2 * (8.5 + 16 / 60), 2)
     pending, settled = driver.written()
     assert "window" not in pending and pending["ledger"] == settled["ledger"]
 

@@ -1,6 +1,6 @@
-"""A closed window is booked at the node-hours its burst node group had in service, as AWS measured them (the
-`AWS/AutoScaling` metric `GroupInServiceInstances`, https://docs.aws.amazon.com/autoscaling/ec2/userguide/
-ec2-auto-scaling-metrics.html), found by the autoscaler's discovery tags; at the cap only when AWS cannot say.
+"""A closed window is booked at the node-hours its burst node group held, as AWS measured them (the
+`AWS/AutoScaling` metric `GroupTotalInstances`, https://docs.aws.amazon.com/autoscaling/ec2/userguide/
+ec2-auto-scaling-metrics.html), found by the autoscaler's discovery tags; at the cap where AWS cannot say.
 Under moto: an Auto Scaling group with the burst pool's tags, and the metric's one-minute datapoints."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from gpufleet.burst.aws import IN_SERVICE, Aws
+from gpufleet.burst.aws import TOTAL_INSTANCES, Aws
 from gpufleet.burst.ledger import burst_group_tags
 from gpufleet.cli import burst as burst_cli
 from gpufleet.cli.app import app
@@ -45,7 +45,7 @@ def burst_group(moto_aws: Aws) -> Iterator[str]:
 def in_service(aws: Aws, start: dt.datetime, minutes: int, nodes: float) -> None:
     """One datapoint a minute: `nodes` instances in service from `start` for `minutes`."""
     points: list[dict[str, Any]] = [
-        {"MetricName": IN_SERVICE, "Dimensions": [{"Name": "AutoScalingGroupName", "Value": GROUP}],
+        {"MetricName": TOTAL_INSTANCES, "Dimensions": [{"Name": "AutoScalingGroupName", "Value": GROUP}],
          "Timestamp": start + dt.timedelta(minutes=i), "Value": nodes}
         for i in range(minutes)
     ]  # fmt: skip
@@ -58,7 +58,10 @@ def test_reconcile_books_the_node_hours_aws_measured_not_the_cap(
 ) -> None:
     start = NOW - dt.timedelta(hours=4)
     proj = project(tmp_path, hybrid_config(window(start, 3, nodes=2, usd_per_hour=55.04)))
-    in_service(moto_aws, start + dt.timedelta(minutes=30), 90, 1.0)  # one node for 90 of the cap's 2 x 180 min
+    # one node for 90 of the cap's 2 x 226 min (expiry + grace + stop lag); every other minute reports none
+    in_service(moto_aws, start, 30, 0.0)
+    in_service(moto_aws, start + dt.timedelta(minutes=30), 90, 1.0)
+    in_service(moto_aws, start + dt.timedelta(minutes=120), 106, 0.0)
     monkeypatch.setattr(burst_cli, "make_aws", lambda region: moto_aws)
     monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)  # past expiry and grace
     monkeypatch.setattr(burst_cli, "make_driver", lambda p: FakeDriver(p))
@@ -70,7 +73,7 @@ def test_reconcile_books_the_node_hours_aws_measured_not_the_cap(
     assert (
         entry.usd == round(55.04 * 1.5, 2) and entry.closed_by == "gpufleet burst reconcile (1.5 node-hours measured)"
     )
-    assert entry.nodes == 2 and entry.end == start + dt.timedelta(hours=3, minutes=30)  # the cap, to the backstop
+    assert entry.nodes == 2 and entry.end == start + dt.timedelta(hours=3, minutes=46)  # the cap, to the backstop
 
 
 def test_open_turns_on_the_groups_in_service_metric(
@@ -92,4 +95,14 @@ def test_open_turns_on_the_groups_in_service_metric(
                                      "--hours", "2"])  # fmt: skip
     assert result.exit_code == 0, result.output
     (group,) = moto_aws.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[GROUP])["AutoScalingGroups"]
-    assert {m["Metric"] for m in group.get("EnabledMetrics", [])} == {IN_SERVICE}
+    assert {m["Metric"] for m in group.get("EnabledMetrics", [])} == {TOTAL_INSTANCES}
+
+
+def test_a_minute_the_metric_missed_is_booked_at_the_cap_not_as_zero(moto_aws: Aws, burst_group: str) -> None:
+    """Group metrics are sent on a best-effort basis and gaps are not backfilled (ec2-auto-scaling-metrics.html):
+    a missing minute may have held every node of the cap, so it counts so. 60 minutes, 30 of them reported at one
+    node, 30 missing at a cap of 2: 0.5 + 1.0 node-hours."""
+    start = NOW - dt.timedelta(days=3)
+    in_service(moto_aws, start, 30, 1.0)
+    assert moto_aws.node_hours(burst_group, start, start + dt.timedelta(hours=1), gap_nodes=2) == 1.5
+    assert moto_aws.node_hours(burst_group, start - dt.timedelta(days=2), start, gap_nodes=2) is None  # none at all

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from gpufleet.burst.targets import burst_targets
 from gpufleet.cli import burst as burst_cli
 from gpufleet.cli.app import app
 from tests.burst.helpers import NOW, STACK, FakeDriver, burst_state, hybrid_config, project, recorded, window
@@ -59,17 +60,19 @@ def test_offline_dry_run_prices_the_window_against_the_ledger_without_aws(
     result = invoke(proj, "open", "--gpus", "8", "--hours", "2", "--dry-run", "--offline")
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
-    assert (  # 1 x $55.04/h x (2 h + the grace); 19,800 booked
-        "worst case $137.60 at worst (1 x $55.04/h x (2 h + 0.5 h grace + 0 h reconcile lag)) within $200.00 left"
+    assert (  # 1 x $55.04/h x (2 h + the grace + the stop lag); 19,800 booked
+        "worst case $152.28 at worst (1 x $55.04/h x (2 h + 0.5 h grace + 16 min stop lag)) within $200.00 left"
     ) in text
     assert "not checked offline" in text and "quota (192 vCPUs more)" in text and "capacity" in text
     assert "spend so far from the ledger of stack test-burst" in text
     assert driver.names() == ["read_state"]
 
     result = invoke(proj, "open", "--gpus", "8", "--hours", "4", "--dry-run", "--offline")
-    assert result.exit_code == 0, result.output  # $200 holds 3 h 38 min of one node: 3 h 8 min and the grace
+    assert result.exit_code == 0, (
+        result.output
+    )  # $200 holds 3 h 38 min of one node: 2 h 52 min, the grace and the stop lag
     text = " ".join(result.output.split())
-    assert "window shortened to 3 h 8 min: 1 x p5.48xlarge for 4 h cost $247.68 at worst" in text
+    assert "window shortened to 2 h 52 min: 1 x p5.48xlarge for 4 h cost $262.36 at worst" in text
     assert "but only $200.00 left in" in text
 
 
@@ -90,7 +93,7 @@ def test_offline_is_only_a_dry_run(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "only goes with --dry-run" in result.output
 
 
-def test_extend_moves_an_open_windows_expiry_within_policy_and_budget_recording_only_the_state(
+def test_extend_moves_an_open_windows_expiry_and_its_backstop_within_policy_and_budget(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     proj = project(tmp_path, hybrid_config(window(NOW - dt.timedelta(hours=1), 4, nodes=1, usd_per_hour=55.04)))
@@ -100,9 +103,12 @@ def test_extend_moves_an_open_windows_expiry_within_policy_and_budget_recording_
     result = invoke(proj, "extend", "--hours", "2")
     assert result.exit_code == 0, result.output
     assert "extended to 2026-11-20 17:00 UTC (about $110.08 more)" in result.output
-    assert driver.names() == ["read_state", "write_state"]  # the phase is unchanged: no `up`
+    # The backstop (schedule, CronJobs) stops at the expiry: the targeted `up` moves it to the new one.
+    assert driver.names() == ["read_state", "select", "write_state", "up", "write_state"]
+    assert [c[1] for c in driver.calls if c[0] == "up"] == [burst_targets(proj, STACK)]
     state = burst_state(proj)
     assert state is not None and state.window is not None and state.window.expires == NOW + dt.timedelta(hours=5)
+    assert state.settled
 
     result = invoke(proj, "extend", "--hours", "44")  # 49 h from its start: over max_window_hours (48)
     assert result.exit_code == 1 and "more than the burst policy's max_window_hours (48)" in result.output
@@ -118,10 +124,10 @@ def test_extend_refused_over_the_budget_and_without_an_open_window(
     monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
     result = invoke(proj, "extend", "--hours", "4")
     assert result.exit_code == 1
-    assert (  # $300 holds 5 h 27 min of one node: 4 h 57 min from its start and the grace
-        "extended, the window (1 x p5.48xlarge for 6 h from its start) costs $357.76 at worst (1 x $55.04/h x (6 h + "
-        "0.5 h grace + 0 h reconcile lag)), but only $300.00 left in November 2026 ($19,700.00 spent) of the "
-        "$20,000.00 monthly burst budget; it fits until 2026-11-20 15:57 UTC"
+    assert (  # $300 holds 5 h 27 min of one node: 4 h 41 min from its start, the grace and the stop lag
+        "extended, the window (1 x p5.48xlarge for 6 h from its start) costs $372.44 at worst (1 x $55.04/h x (6 h + "
+        "0.5 h grace + 16 min stop lag)), but only $300.00 left in November 2026 ($19,700.00 spent) of the "
+        "$20,000.00 monthly burst budget; it fits until 2026-11-20 15:41 UTC"
     ) in " ".join(result.output.split())
     assert driver.names() == ["read_state"]
 
@@ -129,5 +135,5 @@ def test_extend_refused_over_the_budget_and_without_an_open_window(
     result = invoke(proj, "extend", "--hours", "1")
     assert result.exit_code == 1
     assert (
-        "expired at 2026-11-20 13:00 UTC, so it cannot be extended; `gpufleet burst reconcile` books it at $137.60"
+        "expired at 2026-11-20 13:00 UTC, so it cannot be extended; `gpufleet burst reconcile` books it at $152.28"
     ) in " ".join(result.output.split())

@@ -16,7 +16,7 @@ from botocore.stub import Stubber
 from gpufleet.burst.aws import Aws
 from gpufleet.burst.errors import BurstError
 from gpufleet.burst.preflight import BurstRequest, preflight
-from model.burst import booking, latest_expiry, spend_in_month
+from model.burst import RECONCILE_LAG, booking, latest_expiry, spend_in_month
 from model.spec import BurstLedgerEntry, EstateSpec
 from tests.aws_stubs import Quotas
 from tests.burst.helpers import NOW
@@ -100,7 +100,7 @@ def test_budget_refusal_gives_the_worst_case_arithmetic(aws_env: dict[str, Any])
     with pytest.raises(BurstError) as err:
         preflight(estate(), [spent], BurstRequest(gpus=16, hours=8), NOW, aws_env["aws"])
     assert str(err.value) == (
-        "2 x p5.48xlarge for 8 h cost $935.68 at worst (2 x $55.04/h x (8 h + 0.5 h grace + 0 h reconcile lag)), "
+        "2 x p5.48xlarge for 8 h cost $965.03 at worst (2 x $55.04/h x (8 h + 0.5 h grace + 16 min stop lag)), "
         "but only $50.00 left in November 2026 ($19,950.00 spent) of the $20,000.00 monthly burst budget; no "
         "window fits"
     )
@@ -108,17 +108,18 @@ def test_budget_refusal_gives_the_worst_case_arithmetic(aws_env: dict[str, Any])
 
 def test_a_window_costing_exactly_what_is_left_is_shortened_by_its_grace(aws_env: dict[str, Any]) -> None:
     """$440.32 left and 1 x p5.48xlarge for 8 h at $55.04/h is exactly $440.32, but its nodes may serve through
-    the 30-minute grace too: admitted as asked, the month would end $27.52 over. It opens for 7.5 h."""
+    the 30-minute grace and the 16 minutes until the stop has taken hold (model.burst.RECONCILE_LAG) too: admitted
+    as asked, the month would end $42.20 over. It opens for 7 h 14 min."""
     aws_env["quotas"].value(P_ON_DEMAND, 768)
     check = preflight(estate(), [spent_in_november(20_000 - 440.32)], BurstRequest(gpus=8, hours=8), NOW,
                       aws_env["aws"])  # fmt: skip
-    assert check.window.expires - check.window.start == dt.timedelta(hours=7, minutes=30)
-    assert check.price_usd == 412.8
+    assert check.window.expires - check.window.start == dt.timedelta(hours=7, minutes=14)
+    assert check.price_usd == 398.12
     assert (
-        "window shortened to 7.5 h: 1 x p5.48xlarge for 8 h cost $467.84 at worst (1 x $55.04/h x (8 h + 0.5 h "
-        "grace + 0 h reconcile lag)), but only $440.32 left in November 2026 ($19,559.68 spent) of the $20,000.00 "
-        "monthly burst budget; 7.5 h cost $440.32 at worst (1 x $55.04/h x (7.5 h + 0.5 h grace + 0 h reconcile "
-        "lag))"
+        "window shortened to 7 h 14 min: 1 x p5.48xlarge for 8 h cost $482.52 at worst (1 x $55.04/h x (8 h + "
+        "0.5 h grace + 16 min stop lag)), but only $440.32 left in November 2026 ($19,559.68 spent) of the "
+        "$20,000.00 monthly burst budget; 7 h 14 min cost $440.32 at worst (1 x $55.04/h x (7 h 14 min + 0.5 h "
+        "grace + 16 min stop lag))"
     ) in check.checks
 
 
@@ -136,18 +137,21 @@ def test_the_month_cannot_end_over_budget_even_if_every_node_serves_through_the_
         check = preflight(spec, ledger, BurstRequest(gpus=16, hours=hours), NOW, aws_env["aws"])
     except BurstError as err:
         assert "no window fits" in str(err)
-        assert left < 2 * 55.04 * (0.5 + 1 / 60)  # refused only when not one minute fits beside the grace
+        tail = 0.5 + RECONCILE_LAG.total_seconds() / 3600  # the grace and the stop lag
+        assert left < 2 * 55.04 * (tail + 1 / 60)  # refused only when not one minute fits beside them
         return
     worst = booking(spec, check.window, "the backstop at worst")
     assert spend_in_month([*ledger, worst], NOW) <= spec.burst.budget_usd
 
 
-def test_the_worst_case_counts_the_reconcile_lag_the_backstop_allows() -> None:
+def test_the_worst_case_counts_the_lag_until_the_stop_has_taken_hold() -> None:
+    """16 minutes after the backstop's minute: Scheduler fires within the minute, EKS drains a node up to 15 minutes
+    before termination (model.burst.RECONCILE_LAG). A longer lag, as passed, shortens the window further."""
     spec = estate()
     start = NOW
     asked = start + dt.timedelta(hours=8)
     ledger = [spent_in_november(20_000 - 440.32)]
-    assert latest_expiry(spec, ledger, 1, 55.04, start, asked) == start + dt.timedelta(hours=7, minutes=30)
+    assert latest_expiry(spec, ledger, 1, 55.04, start, asked) == start + dt.timedelta(hours=7, minutes=14)
     lagging = latest_expiry(spec, ledger, 1, 55.04, start, asked, lag=dt.timedelta(hours=1))
     assert lagging == start + dt.timedelta(hours=6, minutes=30)
 
@@ -280,15 +284,15 @@ def test_window_across_a_month_boundary_is_checked_against_each_months_budget(aw
     check = preflight(estate(), [spent_in_november(19_800)], BurstRequest(gpus=8, hours=4), MONTH_END, aws_env["aws"])
     assert check.window.expires == MONTH_END + dt.timedelta(hours=4)
     assert (
-        "worst case $247.68 at worst (1 x $55.04/h x (4 h + 0.5 h grace + 0 h reconcile lag)) within $200.00 left "
+        "worst case $262.36 at worst (1 x $55.04/h x (4 h + 0.5 h grace + 16 min stop lag)) within $200.00 left "
         "in November 2026 ($19,800.00 spent) and $20,000.00 left in December 2026 ($0.00 spent) of the $20,000.00 "
         "monthly burst budget"
     ) in check.checks
 
     aws_env["quotas"].value(P_ON_DEMAND, 768)
-    # From 23:00 on November 30th, December holds 3 h + the grace ($192.64 at worst) of a $100 budget: the window is
-    # shortened until December holds 1 h 49 min ($99.99) of it.
+    # From 23:00 on November 30th, December holds 3 h + the grace + the stop lag ($207.32 at worst) of a $100 budget:
+    # the window is shortened until December holds 1 h 49 min ($99.99) of it: 1 h 3 min of window, then 46 min.
     small = estate(burst__budget_usd=100)
     check = preflight(small, [], BurstRequest(gpus=8, hours=4), MONTH_END + dt.timedelta(hours=1), aws_env["aws"])
-    assert check.window.expires - check.window.start == dt.timedelta(hours=2, minutes=19)
-    assert any(c.startswith("window shortened to 2 h 19 min") for c in check.checks)
+    assert check.window.expires - check.window.start == dt.timedelta(hours=2, minutes=3)
+    assert any(c.startswith("window shortened to 2.05 h") for c in check.checks)

@@ -5,6 +5,7 @@ pulumi/automation/_stack.py; URN format https://www.pulumi.com/docs/iac/concepts
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 
 from gpufleet.burst.targets import burst_targets
@@ -38,7 +39,7 @@ def test_targets_are_exactly_the_resources_whose_inputs_a_window_changes(tmp_pat
     for plan in by_phase.values():
         changed |= {r.key for r in plan.resources if r.key in idle and r.inputs != idle[r.key].inputs}
     project = read_stack(proj, STACK).project
-    targets = burst_targets(proj, STACK)
+    targets = [t for t in burst_targets(proj, STACK) if "*" not in t]
     assert targets == sorted(f"urn:pulumi:{STACK}::{project}::{key}" for key in changed)
     kinds = sorted(t.rsplit("::", 2)[1].rsplit("$", 1)[-1] for t in targets)
     assert kinds == [
@@ -52,23 +53,35 @@ def test_targets_are_exactly_the_resources_whose_inputs_a_window_changes(tmp_pat
 BACKSTOPS = ("gpufleet:aws:NodeGroupBackstop", "gpufleet:hybrid:BurstStop")
 
 
-def test_what_a_window_adds_is_its_backstop_and_the_targeted_up_reaches_it(tmp_path: Path) -> None:
-    """A window adds only its backstop (components.aws.backstop, components.hybrid.burst_stop). Each backstop
-    component depends on a target, so `target_dependents` takes it, and its children, into the burst `up`."""
+def glob_matches(glob: str, target: str) -> bool:
+    """Pulumi's target glob: `**` any characters, `*` any but `:` (pulumi/pulumi pkg/resource/deploy/deployment.go,
+    `UrnTargets.getMatcher`)."""
+    pattern = ".*".join("[^:]*".join(re.escape(p) for p in seg.split("*")) for seg in glob.split("**"))
+    return re.fullmatch(pattern, target) is not None
+
+
+def test_what_a_window_adds_is_its_backstop_targeted_by_glob_and_built_before_the_capacity(tmp_path: Path) -> None:
+    """A window adds only its backstop (components.aws.backstop, components.hybrid.burst_stop). The targets reach
+    every part of it by glob (a literal URN of a backstop not there would fail the `up`), and the node group and
+    ClusterQueues depend on it, so an `up` that cannot create it never raises the capacity."""
     proj = write_project(tmp_path, hybrid_config(), STACK)
     by_phase = plans(proj)
     idle = {r.key for r in by_phase["idle"].resources}
     assert {r.key for r in by_phase["past grace"].resources} == idle
-    targets = {t.split("::", 2)[2] for t in burst_targets(proj, STACK)}
+    project = read_stack(proj, STACK).project
+    globs = [t for t in burst_targets(proj, STACK) if "*" in t]
     for phase in ("open", "draining"):
         plan = by_phase[phase]
         added = {r.key for r in plan.resources} - idle
-        roots = [plan.get(k) for k in added if plan.get(k).type in BACKSTOPS]
-        assert sorted(r.type for r in roots) == sorted(BACKSTOPS), phase
-        for root in roots:
-            assert set(root.dependencies) & targets, root.key
+        assert added, phase
         for key in added:
-            r = plan.get(key)
-            while r.type not in BACKSTOPS:
-                assert r.parent is not None, key
-                r = plan.get(r.parent)
+            assert any(glob_matches(g, f"urn:pulumi:{STACK}::{project}::{key}") for g in globs), key
+        roots = {plan.get(k).type: k for k in added if plan.get(k).type in BACKSTOPS}
+        assert sorted(roots) == sorted(BACKSTOPS), phase
+        (ng,) = [r for r in plan.find("aws:eks/nodeGroup:NodeGroup") if r.name == "cloud-burst-h100-ng"]
+        (cq,) = plan.find("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue", "hyb-multikueue-cloud-burst-cq-research")
+        for capacity, root in ((ng, "gpufleet:aws:NodeGroupBackstop"), (cq, "gpufleet:hybrid:BurstStop")):
+            # a dependency on a component is one on each of its resources (Pulumi expands it)
+            parts = {k for k in added if plan.get(k).parent == roots[root]}
+            assert parts and parts <= set(capacity.dependencies), (phase, root)
+    assert not any(glob_matches(g, f"urn:pulumi:{STACK}::{project}::{k}") for g in globs for k in idle)

@@ -153,13 +153,13 @@ def test_a_budget_lowered_mid_window_closes_admission_in_a_plain_up(tmp_path: Pa
     assert burst_group(lowered).inputs["scalingConfig"]["maxSize"] == 2  # the cap stays: never shrunk under nodes
 
 
-def test_a_window_reopened_over_draining_nodes_sends_their_count_not_zero(tmp_path: Path) -> None:
-    """close-then-open at another size: the new 1-node window keeps room for the 2 nodes still in their grace,
-    and the node group is sent desired 2 with the desired size not ignored, so EKS keeps them."""
+def test_a_window_reopened_over_draining_nodes_leaves_their_desired_size_to_the_live_count(tmp_path: Path) -> None:
+    """close-then-open: the new window keeps room for the 2 nodes still in their grace, and the desired size stays
+    ignored, so Pulumi sends the refreshed live count (gpufleet/burst/driver.py), never 0 or a stale cap."""
     w = parse_window(window(LONG_AGO, 8, nodes=1), "test")
     assert w is not None
     reopened = w.model_copy(update={"draining_nodes": 2, "draining_until": LONG_AGO + dt.timedelta(minutes=30)})
     plan = synth_state(tmp_path, BurstState(reopened, (), LONG_AGO + dt.timedelta(minutes=5)).outputs())
     group = burst_group(plan)
-    assert group.inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 2, "maxSize": 2}
-    assert "scalingConfig.desiredSize" not in group.ignore_changes
+    assert group.inputs["scalingConfig"]["maxSize"] == 2
+    assert "scalingConfig.desiredSize" in group.ignore_changes
