@@ -3,8 +3,7 @@
 An EventBridge Scheduler one-time schedule calls `eks:UpdateNodegroupConfig` through its universal target and sets
 the group's idle bounds: min 0, desired 0, max 1. It needs no runner and no reachable cluster API.
 
-Not an Auto Scaling scheduled action: EKS owns a managed node group's ASG and controls it through the group's
-scaling config (EKS API reference, NodegroupScalingConfig).
+Not an Auto Scaling scheduled action: EKS owns a managed node group's ASG (EKS API, NodegroupScalingConfig).
 
 The role may call that one action on that one node group. The schedule fires once (ACTION_AFTER_COMPLETION).
 Schedules take no tags, so the schedule sits in a tagged schedule group.

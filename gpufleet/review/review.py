@@ -22,7 +22,7 @@ from gpufleet.review.reality.journeys.core import Journey
 from gpufleet.review.reality.teardown import Teardown
 from gpufleet.review.reality.teardown import simulate as simulate_teardown
 from gpufleet.review.stack_file import judged, policy_check
-from model import catalog
+from model import catalog, clock
 from model.burst import Backstop, BurstState, backstop
 from model.load import StackFile, read_stack, stack_path
 from model.spec import BurstWindow, EstateSpec
@@ -90,7 +90,7 @@ def build(
     window = window if what_if else stack_window
     check = policy_check()
     usage = read_usage(usage_path(stack_path(project_dir, stack), stack), spec)
-    now = now or dt.datetime.now(dt.UTC)
+    now = now or clock.now()
     state = BurstState(window, tuple(ledger), now).outputs() if what_if else None
     plan = synth_stack(project_dir, stack, stack_file, burst_state=state, now=now)
     cost = estate_cost(spec, window, now, usage)

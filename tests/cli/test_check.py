@@ -76,7 +76,7 @@ def test_write_config_gives_each_pack_its_policies_with_explicit_levels(tmp_path
     costs = json.loads((out / "cost_tags.json").read_text())
     # maxUsdPerHour: aws-train's cost envelope at max (tests/review/cost/test_bill.py works it: $311.69/h), so the
     # rule under `pulumi preview` judges the figure `gpufleet cost` shows
-    assert costs["budget-cap"] == {"budgetUsdPerHour": 400.0, "maxUsdPerHour": 311.693, "enforcementLevel": "mandatory"}
+    assert costs["budget-cap"] == {"budgetUsdPerHour": 400.0, "maxUsdPerHour": 312.193, "enforcementLevel": "mandatory"}
 
 
 def test_check_exits_1_naming_a_teardown_deletion_that_would_fail(

@@ -130,7 +130,7 @@ def test_the_what_if_window_is_the_one_open_would_record_offline_shortened_by_th
     stop = dt.datetime.fromisoformat(json.loads(result.stdout)["backstop"]["stop_at"])
     sf = read_stack(project, "test")
     check = offline_check(sf.estate(), sf.ledger(), BurstRequest(gpus=16, hours=8), now)
-    assert check.checks[1].startswith("window shortened to 4 h")
+    assert check.checks[1].startswith("window shortened to 3 h 46 min")
     assert stop - check.window.expires <= dt.timedelta(minutes=31)  # the grace, on the next whole minute
     assert stop - now < dt.timedelta(hours=5)  # not the 8.5 h asked for
 

@@ -22,7 +22,7 @@ from gpufleet.review.cost.pools import PoolCost
 from gpufleet.review.cost.prices import HOURS, LEVELS, Figures, PriceRef, price_dict, rounded
 from gpufleet.review.cost.storage import StorageCost
 from gpufleet.review.cost.usage import UsageProfile
-from model import kinds
+from model import clock, kinds
 from model.spec import (
     BurstWindow,
     EstateSpec,
@@ -215,7 +215,7 @@ def estate_cost(
 ) -> EstateCost:
     """The cost envelope of `spec`, with burst pools sized by `window` as it stands at `now`; usage-billed items
     are priced from `usage` where it gives a figure."""
-    now = now or dt.datetime.now(dt.UTC)
+    now = now or clock.now()
     usage = usage or UsageProfile()
     pools: list[PoolCost] = []
     bill: list[BillLine] = []

@@ -7,8 +7,8 @@ phases, because that path carries nothing until the on-prem device is configured
 - Phase 1 is `pulumi up --exclude <URN> --exclude-dependents` with the site's Kubernetes provider: every object
   inside the cluster uses that provider, so it is a dependent; the VPC, VPN, cluster and node groups are not
   (Pulumi docs, "Targeted updates": `--exclude`, `--exclude-dependents`).
-- Phase 2, once the device is configured and the tunnels are up, is a plain `pulumi up`.
-- The first-up simulation judges the in-cluster objects as phase 2 would create them: with the VPN carrying.
+- Phase 2, once the device is configured and the tunnels are up, is a plain `pulumi up`. The first-up simulation
+  judges the in-cluster objects as phase 2 creates them.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpufleet.engine.plan import Plan
+from model import kinds
 from model.cni import k8s_provider_name
-from model.spec import AwsSite, EstateSpec, VpnInterconnect
+from model.spec import EstateSpec, VpnInterconnect
 
 KUBE_PROVIDER = "pulumi:providers:kubernetes"
 TUNNEL_DOCS = "https://docs.aws.amazon.com/vpn/latest/s2svpn/SetUpVPNConnections.html"
@@ -44,9 +45,10 @@ def vpn_phases(spec: EstateSpec, plan: Plan) -> list[VpnPhase]:
     """Each AWS site the stack connects by a VPN it creates, and that the deployer reaches only through it."""
     out = []
     for site in spec.sites:
-        if not isinstance(site, AwsSite) or site.vpc.vpc_id is not None:
+        aws = kinds.of(site).aws_site
+        if aws is None or aws.vpc.vpc_id is not None:
             continue  # an adopted VPC gets no VPN from the stack (components.aws.site)
-        ic = site.interconnect
+        ic = aws.interconnect
         if not isinstance(ic, VpnInterconnect) or spec.deployer.network != ic.site:
             continue
         provider = next(iter(plan.find(KUBE_PROVIDER, k8s_provider_name(site.name))), None)

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from gpufleet.cli.app import app
 from gpufleet.review.cost.envelope import estate_cost
 from gpufleet.review.cost.usage import UsageProfile
+from model import clock
 from model.load import parse_estate
 from tests.conftest import ROOT, example_estate, write_project
 from tests.review.estates import NOW, small
@@ -30,7 +31,8 @@ def test_aws_train_json_prices_control_plane_nat_system_pool_and_root_volumes_wi
     assert result.exit_code == 0, result.output
     bill = {ln["item"]: ln for ln in json.loads(result.stdout)["bill"]}
     # aws-train: 3 AZs; pools h100 0/2/4, l40s 1/2/6, agents-l40s 0/1/4 with 200 GB roots; system 2/2/4 × 100 GB.
-    assert bill["EKS control plane"]["hourly"]["max"] == pytest.approx(0.10)
+    # 1.34 is past standard support from 2026-12-02, and support_type defaults to EXTENDED: $0.60 a cluster-hour
+    assert bill["EKS control plane"]["hourly"]["max"] == pytest.approx(0.60)
     assert bill["NAT gateways"]["hourly"]["max"] == pytest.approx(3 * 0.045)  # 0.135
     assert bill["NAT public IPv4 addresses"]["hourly"]["max"] == pytest.approx(3 * 0.005)
     assert bill["system node pool"]["hourly"]["min"] == pytest.approx(2 * 0.2016)  # 0.4032
@@ -40,7 +42,8 @@ def test_aws_train_json_prices_control_plane_nat_system_pool_and_root_volumes_wi
     assert bill["EBS root volumes"]["hourly"]["max"] == pytest.approx(0.3507, abs=1e-4)
     for item in ("EKS control plane", "NAT gateways", "system node pool", "EBS root volumes"):
         price = bill[item]["price"]
-        assert price["date"] == "2026-11-30" and price["source"] and price["verified"] is True
+        extended = item == "EKS control plane"  # eks-cluster-extended, checked 2026-12-02
+        assert price["date"] == ("2026-12-02" if extended else "2026-11-30") and price["source"] and price["verified"]
 
 
 def test_usage_billed_items_are_named_not_zero_without_a_usage_profile() -> None:
@@ -113,7 +116,7 @@ def test_an_adopted_cluster_and_vpc_bill_no_control_plane_nat_or_system_pool() -
 
 def test_the_budget_line_and_the_budget_cap_finding_state_one_max_hourly_cost(tmp_path: Path) -> None:
     """aws-train with a $300/h cap: the envelope at max is pools 290.56 + FSx 24,000 GB × $0.60 / 730 = 19.726
-    + the rest of the bill 1.407 = $311.69/h. The rule used to sum GPU node groups only ($290.56/h: within) while
+    + the rest of the bill 1.907 = $312.19/h (its 1.34 control plane at the extended rate from 2026-12-02). The rule used to sum GPU node groups only ($290.56/h: within) while
     the budget line said $311.69/h: OVER. Now the finding judges the envelope's figure."""
     from gpufleet.render.cost import budget_line
     from gpufleet.review.review import build
@@ -126,11 +129,11 @@ def test_the_budget_line_and_the_budget_cap_finding_state_one_max_hourly_cost(tm
     }
     review = build(write_project(tmp_path, config, stack="aws-train"), "aws-train")
     at_max = review.cost.total().hourly.at("max")
-    assert at_max == pytest.approx(311.69, abs=0.01)
+    assert at_max == pytest.approx(312.19, abs=0.01)
     assert review.findings is not None
     (finding,) = [f for f in review.findings if f.rule == "budget-cap"]
-    assert f"${at_max:,.2f}" in finding.message and "$311.69" in finding.message
-    assert any("$311.69/h" in line for line in budget_line(300, at_max))
+    assert f"${at_max:,.2f}" in finding.message and "$312.19" in finding.message
+    assert any("$312.19/h" in line for line in budget_line(300, at_max))
 
 
 @pytest.mark.parametrize("adopt", [(), ("cluster",), ("vpc",), ("cluster", "vpc")])
@@ -152,4 +155,5 @@ def test_the_bill_takes_exactly_the_prices_the_refusal_checks(adopt: tuple[str, 
     (aws,) = [s for s in spec.sites if isinstance(s, AwsSite)]
     billed = {ln.key for ln in cost.bill} | {p.instance_type for p in cost.pools if p.instance_type}
     billed |= {k for t in aws.storage if (k := storage_price_key(t)) is not None}
-    assert billed == {n.key for n in price_needs(aws)}
+    with clock.frozen(NOW):  # the control plane's key follows the day (standard or extended support)
+        assert billed == {n.key for n in price_needs(aws)}

@@ -19,6 +19,7 @@ from gpufleet.render.cost import cost_markdown, cost_text
 from gpufleet.render.diff import delta_text, diff_json
 from gpufleet.review.cost.envelope import EstateCost, estate_cost
 from gpufleet.review.diff.plans import DiffError, PlanDiff, diff_plans
+from model import clock
 from model.load import parse_estate
 from model.spec import BurstWindow, EstateSpec
 from tests.conftest import example_estate
@@ -181,6 +182,11 @@ def test_the_hourly_budget_judges_burst_pools_at_their_max_size_even_while_idle(
     raw = example_estate("hybrid")
     raw["policies"]["budget_usd_per_hour"] = 100
     spec = parse_estate(raw, "hybrid")
+    with clock.frozen(NOW):  # the pack's config prices the estate at the clock's day, as the envelope does at NOW
+        return _hourly_budget_at_max(spec)
+
+
+def _hourly_budget_at_max(spec: EstateSpec) -> None:
     cost = estate_cost(spec, None, NOW)
     idle_max = cost.total().hourly.at("max")
     assert idle_max is not None and idle_max < 100

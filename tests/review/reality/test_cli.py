@@ -93,7 +93,7 @@ def test_preview_text_and_markdown_show_the_first_up(monkeypatch: pytest.MonkeyP
 def test_export_render_writes_what_each_release_renders(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     b = PlanBuilder("dc1")
     b.release(versions.NFS_CSI_DRIVER, "kube-system", {})
-    monkeypatch.setattr(synth, "synth", lambda project, stack: b.plan())
+    monkeypatch.setattr(synth, "synth_stack", lambda project, stack, stack_file: b.plan())
     result = runner.invoke(
         app, ["export", "--stack", "onprem", "--project", str(ROOT), "--out", str(tmp_path), "--render"]
     )

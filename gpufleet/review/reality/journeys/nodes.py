@@ -355,7 +355,7 @@ def burst_note(spec: EstateSpec, view: ClusterView, exist: int, cap: int) -> str
 
     The cluster-autoscaler raises the Auto Scaling group by the nodes pending pods need; on AWS that is a plain
     increase, not all or none (AtomicIncreaseSize "is not implemented", cloudprovider/aws/aws_cloud_provider.go at
-    cluster-autoscaler-1.34.2), so EC2 starts the nodes one by one and may start only some. Kueue's
+    cluster-autoscaler at the pinned tag), so EC2 starts the nodes one by one and may start only some. Kueue's
     waitForPodsReady evicts and requeues a gang whose pods do not all run in time; on the burst site that timeout
     holds the nodes' boot time (`burst.node_boot_minutes`, model.queues.pods_ready_timeout)."""
     if cap == 0:

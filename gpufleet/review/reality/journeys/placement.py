@@ -17,6 +17,7 @@ from fractions import Fraction
 from gpufleet.review.reality.journeys.core import Cite, Placement, PodSet, Stage, Walk
 from gpufleet.review.reality.journeys.nodes import NodeShape, cluster_nodes, pod_requests
 from gpufleet.review.reality.scheduling import Node, describe, fits
+from model import versions
 from model.conventions import POOL_LABEL, Taint
 from model.nodes import pool_taints
 from model.rdma import HUGEPAGES_PREFIX
@@ -39,7 +40,8 @@ CITES = (
 BURST_CITES = (
     Cite(
         "cluster-autoscaler on AWS has no atomic scale-up: AtomicIncreaseSize is not implemented",
-        "kubernetes/autoscaler@cluster-autoscaler-1.34.2 cluster-autoscaler/cloudprovider/aws/aws_cloud_provider.go",
+        f"kubernetes/autoscaler@cluster-autoscaler-{versions.CLUSTER_AUTOSCALER_APP} "
+        "cluster-autoscaler/cloudprovider/aws/aws_cloud_provider.go",
     ),
     Cite(
         "waitForPodsReady evicts and requeues a workload whose pods are not all ready within the timeout",
