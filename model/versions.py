@@ -81,7 +81,7 @@ class EksMinor:
     end_of_extended_support: dt.date
     support_source: str
     addons: tuple[tuple[str, str], ...]  # (EKS add-on name, addon version) in the order an upgrade moves them
-    ami_release: str  # managed node group releaseVersion, `<kubernetes patch>-<YYYYMMDD>`
+    ami_release: str  # the newest AL2023 release checked for the minor (`<patch>-<YYYYMMDD>`), for a pool to pin
     ami_gpu_driver: str  # kmod-nvidia-latest-dkms in that AL2023 NVIDIA AMI release
     cluster_autoscaler: Chart | None
     cluster_autoscaler_app: str | None

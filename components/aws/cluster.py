@@ -303,7 +303,6 @@ class EksClusterStack(pulumi.ComponentResource):
             subnet_ids=self._args.subnet_ids,
             ami_type=SYSTEM_AMI_TYPE,
             version=site.cluster.version,
-            release_version=self.pins.ami_release,
             capacity_type="ON_DEMAND",
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 min_size=SYSTEM_POOL_MIN, desired_size=SYSTEM_POOL_DESIRED, max_size=SYSTEM_POOL_MAX

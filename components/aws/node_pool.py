@@ -35,7 +35,6 @@ from model.queues import gpu_resource_name
 from model.rdma import EFA_RESOURCE
 from model.spec import AwsNodePool, AwsSite, BurstWindow, EfaFabric, EstateSpec
 from model.tags import Tags
-from model.versions import eks_minor
 
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 CAPACITY_TYPES = {
@@ -47,11 +46,12 @@ CAPACITY_TYPES = {
 MNG_TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
 
 
-def ami_release(site: AwsSite, pool: AwsNodePool) -> str:
-    """The pool's AL2023 NVIDIA AMI release: its own, else the one pinned for the cluster's minor."""
-    pinned = eks_minor(site.cluster.version)
-    assert pinned is not None, "the schema refuses a minor gpufleet pins nothing for"
-    return pool.ami_release or pinned.ami_release
+def ami_release(pool: AwsNodePool) -> str | None:
+    """The pool's AL2023 NVIDIA AMI release when it pins one; None: EKS takes the newest release for the group's
+    `version` when it creates or upgrades the group. No default pin: EKS refuses to move a group to an older AMI
+    release ("You cannot roll back a node group to an earlier Kubernetes version or AMI version",
+    API_UpdateNodegroupVersion), so a pin older than what a group already runs would fail the `up`."""
+    return pool.ami_release
 
 
 def imds_hop_limit(pool: AwsNodePool) -> int:
@@ -283,7 +283,7 @@ class GpuNodePool(pulumi.ComponentResource):
             # The kubelet's minor and the AMI release (which holds the GPU driver) are pinned, so an `up` launches
             # what the last one did; a minor bump moves both, after the add-ons (the pool depends on the cluster).
             version=a.site.cluster.version,
-            release_version=ami_release(a.site, pool),
+            release_version=ami_release(pool),
             capacity_type=CAPACITY_TYPES[pool.capacity.type],
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=lo, desired_size=desired, max_size=hi),
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(

@@ -47,11 +47,16 @@ def test_coredns_and_kube_proxy_are_eks_add_ons_at_the_builds_pinned_for_the_min
         assert addons[name].inputs["addonVersion"] == version
 
 
-def test_every_node_group_runs_the_clusters_minor_at_its_pinned_ami_release(example_plans: dict[str, Plan]) -> None:
+def test_every_node_group_runs_the_clusters_minor_and_pins_no_ami_release_it_does_not_ask_for(
+    example_plans: dict[str, Plan],
+) -> None:
+    """No default AMI pin: EKS refuses to move a group to an older AMI release (API_UpdateNodegroupVersion: "You
+    cannot roll back a node group to an earlier Kubernetes version or AMI version"), so a default pin older than
+    what a group runs would fail the `up`; unpinned, EKS takes the newest release for the group's version."""
     groups = example_plans["aws-train"].find(NODE_GROUP)
     assert groups
     for g in groups:
-        assert (g.inputs["version"], g.inputs["releaseVersion"]) == ("1.34", versions.EKS_MINORS["1.34"].ami_release)
+        assert g.inputs["version"] == "1.34" and "releaseVersion" not in g.inputs
         # rolling replacement: one node at a time, drained honouring PodDisruptionBudgets (managed-node-update-behavior)
         assert g.inputs["updateConfig"] == {"maxUnavailable": 1}
 
@@ -76,9 +81,9 @@ def test_a_pool_may_pin_its_own_ami_release_for_the_minor(tmp_path: Path) -> Non
     config = example_config("aws-train")
     config["gpufleet:estate"]["sites"][0]["node_pools"][0]["ami_release"] = "1.34.8-20260630"
     plan = _synth(tmp_path, config)
-    releases = {g.name: g.inputs["releaseVersion"] for g in plan.find(NODE_GROUP)}
+    releases = {g.name: g.inputs.get("releaseVersion") for g in plan.find(NODE_GROUP)}
     assert releases["use1-h100-ng"] == "1.34.8-20260630"
-    assert releases["use1-l40s-ng"] == versions.EKS_MINORS["1.34"].ami_release
+    assert releases["use1-l40s-ng"] is None
 
 
 def test_the_upgrade_policy_is_the_stacks_support_type(tmp_path: Path, example_plans: dict[str, Plan]) -> None:
@@ -109,4 +114,4 @@ def test_a_1_35_cluster_pins_the_1_35_builds(tmp_path: Path) -> None:
     assert {n: r.inputs.get("addonVersion") for n, r in _addons(plan).items() if n in dict(pins.addons)} == dict(
         pins.addons
     )
-    assert {g.inputs["releaseVersion"] for g in plan.find(NODE_GROUP)} == {pins.ami_release}
+    assert {g.inputs["version"] for g in plan.find(NODE_GROUP)} == {"1.35"}
