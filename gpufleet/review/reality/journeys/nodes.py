@@ -63,12 +63,12 @@ class NodeShape:
     most: int
     grows: str = ""
     uncounted: frozenset[str] = frozenset()
-    uncounted_prefixes: tuple[str, ...] = ()  # resources by prefix not checked: hugepages- on inventory servers
     notes: tuple[str, ...] = ()
     instance: str = ""  # what one node is, for messages: "p5.48xlarge", "server gpu-r1-01"
     max_size: int = 0  # the group's max size, which only an autoscaler reaches (0: as `most`)
     per_pod: dict[str, int] = field(default_factory=dict)  # the most of a resource one container may get
     burst: bool = False  # a burst pool: its max is the open burst window's cap
+    uncounted_prefixes: tuple[str, ...] = ()  # resources by prefix not checked: hugepages- on inventory servers
 
     def offers(self, resource: str) -> Fraction | None:
         """What one node offers of `resource`; None when it is not counted. Huge pages are counted where the estate
