@@ -100,8 +100,12 @@ HOSTS_TOPOLOGY = "gpufleet-hosts"
 
 
 def flavor_topology(site: Site, pool: Pool) -> str | None:
-    """The Topology of a pool's flavor: its fabric's; on a site with any fabric Topology, `HOSTS_TOPOLOGY` for a pool
-    off the fabric; else none.
+    """The Topology of a pool's flavor: on a site whose nodes carry topology labels (bare metal), its fabric's, else
+    `HOSTS_TOPOLOGY`, fabric or none anywhere on the site; elsewhere none.
+
+    A flavor's topologyName is never dropped once set: the CRD refuses that update (`!has(oldSelf.topologyName) ||
+    (has(self.topologyName) && ...)`, apis/kueue/v1beta2/resourceflavor_types.go at versions.KUEUE), so the last
+    fabric pool of a site leaving its fabric must not turn the site's flavors non-TAS.
 
     So every flavor of a ClusterQueue is topology-aware once one is, and Kueue implies a topology request for a pod
     set that makes none. A ClusterQueue mixing TAS and other flavors refuses such a pod set on the TAS ones
@@ -109,7 +113,7 @@ def flavor_topology(site: Site, pool: Pool) -> str | None:
     (kubernetes-sigs/kueue at versions.KUEUE, pkg/scheduler/flavorassigner/tas_flavorassigner.go isTASImplied and
     checkPodSetAndFlavorMatchForTAS; pkg/cache/scheduler/clusterqueue.go isTASOnly;
     pkg/cache/scheduler/tas_flavor_snapshot.go levelKeyWithImpliedFallback). Users then need no annotation."""
-    if not topology_fabrics(site):
+    if not kinds.of(site).has_topology_labels:
         return None
     return pool.fabric or HOSTS_TOPOLOGY
 

@@ -144,7 +144,7 @@ class KueueManagerStack(pulumi.ComponentResource):
         pkg/scheduler/flavorassigner/tas_flavorassigner.go: checkPodSetAndFlavorMatchForTAS, then "Delay TAS when
         MultiKueue is used"). A TAS flavor needs a Topology and a node label (apis/kueue/v1beta2/
         resourceflavor_types.go); the manager runs no job, so the label selects nothing and no user selects it."""
-        if not any(queues.topology_fabrics(site) for site in dispatch.workers(spec)):
+        if not any(queues.site_topologies(site) for site in dispatch.workers(spec)):
             return self._object("flavor", "ResourceFlavor", {"name": DISPATCH_FLAVOR}, {}, [self.release])
         topology = self._object("topology", "Topology", {"name": DISPATCH_FLAVOR}, queues.topology_spec(), [])
         flavor_spec = {"nodeLabels": {DISPATCH_NODE_LABEL: "true"}, "topologyName": DISPATCH_FLAVOR}

@@ -31,7 +31,8 @@ def journey(
     """Walk each workload through the estate: api, admission, queueing, placement, storage, network.
 
     Needs no credentials: the stack is synthesized and its charts rendered offline. Exits 1 when a workload is
-    blocked, 2 on a manifest that cannot be read (the message names the file and document).
+    blocked, 2 on a manifest that cannot be read (the message names the file and document) or a chart that cannot
+    be rendered (not in the chart cache: run `gpufleet charts pull`).
     """
     from gpufleet.charts.cache import ChartCache
     from gpufleet.engine.synth import synth_stack
@@ -62,7 +63,13 @@ def journey(
         raise CommandError(f"no workload in {', '.join(map(str, files))}")
     with progress(f"journey {stack}: synthesizing offline and walking {len(workloads)} workloads"):
         plan = synth_stack(project, stack, stack_file)
-        views = clusters(plan, render(plan, ChartCache(chart_cache)))
+        releases = render(plan, ChartCache(chart_cache))
+        # a release not rendered leaves its objects (the device plugin, Kueue's queues) out of every walk, so
+        # each GPU job would read as blocked: refuse instead, with the renderer's reason (run `charts pull`)
+        missing = sorted({rel.error for rel in releases.values() if not rel.rendered and rel.error})
+        if missing:
+            raise CommandError("cannot walk the journeys offline: " + "; ".join(missing))
+        views = clusters(plan, releases)
         try:
             journeys = [walk(w, views, spec, site) for w in workloads]
         except TargetError as e:

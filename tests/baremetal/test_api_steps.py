@@ -186,3 +186,25 @@ def test_two_mints_give_two_tokens(tmp_path: Path) -> None:
     first, _ = run_step(tmp_path / "a", script.text, node_exists=False)
     second, _ = run_step(tmp_path / "b", script.text, node_exists=False)
     assert first.stdout != second.stdout
+
+
+def test_node_ready_timing_out_prints_the_last_kubectl_error(tmp_path: Path) -> None:
+    """An unreachable API server or a refused credential fails every `get node` as NotFound would: the timeout
+    message carries the last error, not only "did not register"."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(parents=True)
+    clock = tmp_path / "clock"
+    (bin_dir / "kubectl").write_text(
+        "#!/bin/bash\necho 'Unable to connect to the server: dial tcp 10.0.0.1:6443: i/o timeout' >&2\nexit 1\n"
+    )
+    # each `date +%s` is 600s after the last: the 900s deadline passes on the second try
+    (bin_dir / "date").write_text(
+        f'#!/bin/bash\nn=$(cat "{clock}" 2>/dev/null || echo 0); echo $((n + 600)) > "{clock}"; echo $((n + 600))\n'
+    )
+    (bin_dir / "sleep").write_text("#!/bin/bash\nexit 0\n")
+    for tool in ("kubectl", "date", "sleep"):
+        (bin_dir / tool).chmod(0o755)
+    result, _ = _run_ready(tmp_path, bin_dir)
+    assert result.returncode == 1
+    assert "did not register within 900s" in result.stderr
+    assert "last error: Unable to connect to the server: dial tcp 10.0.0.1:6443: i/o timeout" in result.stderr

@@ -64,3 +64,10 @@ def test_journey_text_exits_0_when_every_workload_runs() -> None:
     answer = invoke(["journey", "-s", "aws-train", str(MANIFESTS / "efa-gang.yaml")], ROOT)
     assert answer.code == 0, answer.stderr[-600:]
     assert answer.stdout.startswith("runs     Job/research/nccl-allreduce")
+
+
+def test_without_the_charts_journey_exits_2_saying_to_pull_them(tmp_path: Path) -> None:
+    """An empty chart cache renders no release, so no node offers a GPU: say so instead of blocking every job."""
+    answer = invoke(["journey", "-s", "aws-train", str(MANIFESTS / "efa-gang.yaml"), "--chart-cache", str(tmp_path)])
+    assert_bad_input(answer, "gpufleet charts pull", "GPUFLEET_CHART_CACHE", str(tmp_path))
+    assert "allocatable" not in answer.stdout + answer.stderr

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import yaml
 
 from components.kubernetes.priorities import PRIORITY_LEVELS
+from gpufleet.engine.plan import Plan
 from model import conventions, nodes, queues
-from tests.kubernetes.tenancy.conftest import estate
+from model.load import ESTATE_KEY
+from tests.conftest import example_config
+from tests.kubernetes.tenancy.conftest import estate, k8s_objects
 
 
 def _flavor(cq: dict[str, Any], name: str) -> dict[str, dict[str, Any]]:
@@ -58,6 +62,45 @@ def test_every_flavor_of_a_site_with_a_fabric_topology_is_topology_aware() -> No
         "levels": [{"nodeLabel": conventions.HOSTNAME_LABEL}]}}  # fmt: skip
     for p in queues.scheduled_pools(site):
         assert queues.resource_flavor_spec(site, p).get("topologyName")
+
+
+def _off_every_fabric(raw: dict[str, Any]) -> None:
+    for site in raw["sites"]:
+        for pool in site["node_pools"]:
+            pool.pop("fabric", None)
+
+
+def test_a_bare_metal_site_off_every_fabric_keeps_topology_aware_flavors(
+    synth_config: Callable[[dict[str, Any]], Plan],
+) -> None:
+    # The CRD refuses dropping a flavor's topologyName in place ("!has(oldSelf.topologyName) ||
+    # (has(self.topologyName) && ...)", kubernetes-sigs/kueue v0.19.2 apis/kueue/v1beta2/resourceflavor_types.go),
+    # so a site's flavors stay topology-aware when its last fabric pool leaves the fabric.
+    spec = estate("onprem", _off_every_fabric)
+    site = spec.sites[0]
+    assert queues.topology_fabrics(site) == []
+    for p in queues.scheduled_pools(site):
+        assert queues.resource_flavor_spec(site, p)["topologyName"] == queues.HOSTS_TOPOLOGY
+    assert queues.site_topologies(site) == {queues.HOSTS_TOPOLOGY: queues.hosts_topology_spec()}
+    # and the component creates that Topology beside the flavors that name it
+    config = example_config("onprem")
+    _off_every_fabric(config[ESTATE_KEY])
+    plan = synth_config(config)
+    named = {r.inputs["spec"]["topologyName"] for r in k8s_objects(plan, "ResourceFlavor")}
+    assert named == {queues.HOSTS_TOPOLOGY}
+    assert {r.inputs["metadata"]["name"] for r in k8s_objects(plan, "Topology")} == named
+
+
+def test_the_hybrid_managers_flavor_stays_topology_aware_when_the_workers_leave_their_fabric(
+    synth_config: Callable[[dict[str, Any]], Plan],
+) -> None:
+    config = example_config("hybrid")
+    _off_every_fabric(config[ESTATE_KEY])
+    plan = synth_config(config)
+    (flavor,) = [
+        r for r in k8s_objects(plan, "ResourceFlavor", anywhere=True) if r.inputs["metadata"]["name"] == "dispatch"
+    ]
+    assert flavor.inputs["spec"]["topologyName"] == "dispatch"
 
 
 def test_aws_site_gets_no_topology() -> None:

@@ -33,7 +33,7 @@ from model.conventions import (
     POOL_LABEL,
     Taint,
 )
-from model.rdma import EFA_RESOURCE, RDMA_RESOURCE_PREFIX
+from model.rdma import EFA_RESOURCE, HUGEPAGES_PREFIX, RDMA_RESOURCE_PREFIX
 from model.spec import EstateSpec
 
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"  # set by the kubelet on every node (well-known labels)
@@ -68,11 +68,13 @@ class NodeShape:
     max_size: int = 0  # the group's max size, which only an autoscaler reaches (0: as `most`)
     per_pod: dict[str, int] = field(default_factory=dict)  # the most of a resource one container may get
     burst: bool = False  # a burst pool: its max is the open burst window's cap
+    uncounted_prefixes: tuple[str, ...] = ()  # resources by prefix not checked: hugepages- on inventory servers
 
     def offers(self, resource: str) -> Fraction | None:
         """What one node offers of `resource`; None when it is not counted. Huge pages are counted where the estate
-        pre-allocates them (EFA nodes) and are 0 elsewhere: nothing else reserves them."""
-        if resource in self.uncounted:
+        pre-allocates them (EFA nodes) and are 0 on other node groups: nothing else reserves them. A bare-metal
+        server's are not counted: its kernel is the operator's, not gpufleet's."""
+        if resource in self.uncounted or resource.startswith(self.uncounted_prefixes):
             return None
         return self.allocatable.get(resource, Fraction(0))
 
@@ -280,8 +282,10 @@ def cluster_nodes(spec: EstateSpec, view: ClusterView) -> list[NodeShape]:
         shapes.append(
             NodeShape(
                 f"Node/{node.name}", pool, node, allocatable, 1, 1,
-                uncounted=frozenset(("cpu", "memory")), per_pod=devices.gpu_per_pod(node),
-                notes=("the inventory does not state CPUs or memory: not counted",),
+                uncounted=frozenset(("cpu", "memory")), uncounted_prefixes=(HUGEPAGES_PREFIX,),
+                per_pod=devices.gpu_per_pod(node),
+                notes=("the inventory does not state CPUs, memory or huge pages (gpufleet does not configure a "
+                       "bare-metal host's kernel): not counted",),
                 instance=f"server {node.name} ({gpus} x {model.id if model else 'GPU'})",
             )
         )  # fmt: skip

@@ -251,11 +251,23 @@ def read(paths: Iterable[Path], namespace: str | None = None, version: str | Non
 
 
 def _items(doc: Any, source: str) -> list[tuple[str, Any]]:
-    """The objects of one document: itself, or the `items` of a `kind: List` (what `kubectl get -o yaml` writes;
-    kubectl applies each item: https://kubernetes.io/docs/reference/using-api/api-concepts/#collections)."""
-    if not (isinstance(doc, dict) and doc.get("kind") == "List" and doc.get("apiVersion") == "v1"):
+    """The objects of one document: itself, or the `items` of a `kind: List` (what `kubectl get -o yaml` writes)
+    or of a typed list (`JobList`, `PodList`, any `*List`): kubectl applies each item
+    (https://kubernetes.io/docs/reference/using-api/api-concepts/#collections; k8s.io/apimachinery
+    pkg/apis/meta/v1/unstructured/helpers.go decodes a document with `items` as a list)."""
+    kind = doc.get("kind") if isinstance(doc, dict) else None
+    if not (isinstance(kind, str) and kind.endswith("List")):
         return [(source, doc)]
     items = doc.get("items")
     if not isinstance(items, list):
-        raise ManifestError(f"{source}: a List needs `items`, a list of Kubernetes objects")
-    return [(f"{source}, item {j}", item) for j, item in enumerate(items, start=1)]
+        raise ManifestError(f"{source}: a {kind} needs `items`, a list of Kubernetes objects")
+    # an item naming neither takes the list's apiVersion and kind less `List` (decodeToList, same file)
+    item_type = {"apiVersion": doc.get("apiVersion"), "kind": kind.removesuffix("List")}
+    return [
+        (f"{source}, item {j}", {**item_type, **item} if _untyped(item) and kind != "List" else item)
+        for j, item in enumerate(items, start=1)
+    ]
+
+
+def _untyped(item: Any) -> bool:
+    return isinstance(item, dict) and "kind" not in item and "apiVersion" not in item

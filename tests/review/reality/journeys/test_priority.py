@@ -58,3 +58,29 @@ def test_hybrid_the_manager_judges_the_workload_priority_class(estate: Callable[
     (j,) = estate("hybrid").walk(doc)
     stop = j.blocked_at
     assert stop is not None and stop.name == "queueing" and stop.blocker == "WorkloadPriorityClass/urgent"
+
+
+def _pod_based(kind: str, priority_class: str) -> dict[str, Any]:
+    spec = copy.deepcopy(RESTRICTED_POD_SPEC)
+    spec["restartPolicy"] = "Always"
+    labels = {"kueue.x-k8s.io/queue-name": "research", "kueue.x-k8s.io/priority-class": priority_class}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": {"name": "serve", "namespace": "research", "labels": labels},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "serve"}},
+                 "template": {"metadata": {"labels": {"app": "serve"}}, "spec": spec}},
+    }  # fmt: skip
+
+
+def test_a_pod_based_workloads_own_priority_class_label_reaches_its_pods(estate: Callable[[str], Estate]) -> None:
+    """Kueue copies a Deployment's (StatefulSet's) own kueue.x-k8s.io/priority-class label onto its pods
+    (kubernetes-sigs/kueue v0.19.2 pkg/controller/jobs/deployment/deployment_webhook.go Default, and
+    pkg/controller/jobs/statefulset/statefulset_pod_reconciler.go), so an unknown class there blocks them."""
+    for kind in ("Deployment", "StatefulSet"):
+        (j,) = estate("aws-train").walk(_pod_based(kind, "urgent"))
+        stop = j.blocked_at
+        assert stop is not None and stop.name == "queueing", (kind, j.to_dict())
+        assert stop.blocker == "WorkloadPriorityClass/urgent"
+        (ok,) = estate("aws-train").walk(_pod_based(kind, "training"))
+        assert ok.verdict == "runs", (kind, ok.to_dict())

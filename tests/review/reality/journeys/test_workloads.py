@@ -92,3 +92,21 @@ def test_a_kubectl_list_is_read_item_by_item_and_a_bad_one_is_named(tmp_path: Pa
     path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": "nope"}))
     with pytest.raises(ManifestError, match=r"document 1: a List needs `items`"):
         read([path])
+
+
+@pytest.mark.parametrize(("api", "kind"), [("batch/v1", "JobList"), ("v1", "PodList")])
+def test_a_typed_list_is_read_item_by_item(tmp_path: Path, api: str, kind: str) -> None:
+    # kubectl applies any *List item by item; the API's own lists leave apiVersion and kind off their items
+    # (k8s.io/apimachinery pkg/apis/meta/v1/unstructured/helpers.go decodeToList fills them from the list)
+    spec = CONTAINERS if kind == "PodList" else job_spec(parallelism=2)
+    typed = {"apiVersion": api, "kind": kind.removesuffix("List"), "metadata": {"name": "a"}, "spec": spec}
+    bare = {"metadata": {"name": "b", "namespace": "research"}, "spec": spec}
+    path = tmp_path / "got.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": api, "kind": kind, "metadata": {}, "items": [typed, bare]}))
+    a, b = read([path])
+    item = kind.removesuffix("List")
+    assert (a.id, b.id) == (f"{item}/default/a", f"{item}/research/b")
+    assert b.source == f"{path}, document 1, item 2"
+    path.write_text(yaml.safe_dump({"apiVersion": api, "kind": kind, "items": "nope"}))
+    with pytest.raises(ManifestError, match=rf"document 1: a {kind} needs `items`"):
+        read([path])

@@ -15,9 +15,13 @@ printf '%s\n' "$GPUFLEET_KUBECONFIG" > "$kubeconfig"
 deadline=$(( $(date +%s) + timeout_seconds ))
 # `kubectl wait` fails at once with NotFound while the Node object does not exist yet (kubernetes/kubectl#1516),
 # and the kubelet registers it only some seconds after the join returns: wait for the object first.
-until kubectl --kubeconfig "$kubeconfig" get node "$GPUFLEET_NODE" >/dev/null 2>&1; do
+# Each failure's stderr is kept (NotFound, or an unreachable API server, a refused credential) and the last one
+# printed on timeout.
+last_error=""
+until last_error="$(kubectl --kubeconfig "$kubeconfig" get node "$GPUFLEET_NODE" 2>&1 >/dev/null)"; do
   if [ "$(date +%s)" -ge "$deadline" ]; then
-    printf 'node-ready %s: the node did not register within %ss of the join\n' "$GPUFLEET_NODE" "$timeout_seconds" >&2
+    printf 'node-ready %s: the node did not register within %ss of the join; last error: %s\n' \
+      "$GPUFLEET_NODE" "$timeout_seconds" "${last_error:-none}" >&2
     exit 1
   fi
   sleep 5
