@@ -192,9 +192,9 @@ class StackFile:
         secrets the program reads: what every command validates alike (gpufleet.review.stack_file.judged adds the
         policy overrides), so one stack file is valid or invalid for validate, preview, check, cost, size, verify
         and burst the same way."""
-        spec, window = self.estate(), self.window()
-        if placeholders := placeholder_problems(self.config[ESTATE_KEY]):
+        if placeholders := placeholder_problems(self.config.get(ESTATE_KEY)):
             raise SpecError([problem_line(str(self.path), f"config.{ESTATE_KEY}", p, m) for p, m in placeholders])
+        spec, window = self.estate(), self.window()
         check_window(spec, window, str(self.path))
         ledger = self.ledger()
         check_secrets(spec, self.config, str(self.path), self.project, self.stack)
