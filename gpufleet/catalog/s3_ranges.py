@@ -7,7 +7,8 @@ format of the VPC user guide's "AWS IP address ranges" (docs.aws.amazon.com/vpc/
 The ranges change several times a month, so the shipped file carries its `createDate`.
 
 A refresh never leaves the catalog worse. A document is refused whole when it is older than the catalog's copy,
-lacks a region the catalog has, or holds an S3 range wider than any AWS publishes. Regions are not merged: a
+dated later than tomorrow, lacks a region the catalog has, names one it does not know, or holds an S3 range wider
+than any AWS publishes. Regions are not merged: a
 document without a region is a filtered or cut copy, and mixing two publications under one date hides that.
 """
 
