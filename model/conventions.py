@@ -59,7 +59,7 @@ REQUIRED_TAGS = ("owner", "cost-center", "env", "cluster", TENANT_LABEL)
 # overwritten by gpufleet's value or overwrite it, so `metadata.tags` may not use one.
 GPUFLEET_TAG_KEYS = frozenset(
     {
-        *REQUIRED_TAGS, "managed-by", "Name", POOL_TAG, FABRIC_TAG, "tier", "purpose",
+        *REQUIRED_TAGS, "managed-by", "Name", POOL_TAG, FABRIC_TAG, BURST_TAG, "tier", "purpose",
         "kubernetes.io/role/elb", "kubernetes.io/role/internal-elb",
     }
 )  # fmt: skip

@@ -6,7 +6,6 @@ Used by the Pulumi program (config from the engine) and by the CLI (stack files 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from model.burst import READABLE_FORMATS, STATE_FORMAT, BurstState, window_problems
 from model.catalog import CatalogError
-from model.inputs import MAX_DEPTH, MAX_INT_DIGITS, SpecError, read_text
+from model.inputs import MAX_DEPTH, MAX_INT_DIGITS, JsonLimitError, SpecError, load_json, read_text
 from model.placeholders import placeholder_problems
 from model.rules.estate import estate_problems, unpriced_lines
 from model.schema_changes import Kind, change_at
@@ -124,10 +123,10 @@ def _json_text(raw: Any, source: str, base: str) -> Any:
     """`pulumi config set KEY '<json>'` stores structured values as JSON text; the engine parses it back."""
     if not isinstance(raw, str):
         return raw
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as err:
-        raise SpecError([f"{source}: {base}: not valid JSON: {err}"]) from None
+    try:  # bounded like every JSON gpufleet reads: a key twice, a 5,000-digit number, deep nesting are refused
+        return load_json(raw)
+    except JsonLimitError as err:
+        raise SpecError([f"{source}: {base}: {err}"]) from None
 
 
 def parse_window(raw: Any, source: str) -> BurstWindow | None:
@@ -193,9 +192,9 @@ class StackFile:
         secrets the program reads: what every command validates alike (gpufleet.review.stack_file.judged adds the
         policy overrides), so one stack file is valid or invalid for validate, preview, check, cost, size, verify
         and burst the same way."""
-        spec, window = self.estate(), self.window()
-        if placeholders := placeholder_problems(self.config[ESTATE_KEY]):
+        if placeholders := placeholder_problems(self.config.get(ESTATE_KEY)):
             raise SpecError([problem_line(str(self.path), f"config.{ESTATE_KEY}", p, m) for p, m in placeholders])
+        spec, window = self.estate(), self.window()
         check_window(spec, window, str(self.path))
         ledger = self.ledger()
         check_secrets(spec, self.config, str(self.path), self.project, self.stack)
@@ -207,11 +206,18 @@ class StackFile:
         return self.path.name.removeprefix("Pulumi.").removesuffix(".yaml")
 
 
-# Limits of every YAML file gpufleet reads (stack, workload, Pulumi.yaml, kubeconfig), besides model.inputs' size,
-# depth and number limits.
+# Limits of every YAML file gpufleet reads (stack, workload, Pulumi.yaml, kubeconfig), besides model.inputs' own.
 MAX_NODES = 200_000  # values after aliases (*name, <<: *name) are expanded: an alias bomb stops here
 # Lists whose schema bound is checked while reading, since parsing a list far beyond it takes seconds.
 LIST_LIMITS = {("config", ESTATE_KEY, "tenants", "*", "members"): MAX_MEMBERS}
+
+
+def _namespaced(path: list[Any]) -> list[Any]:
+    """`path` with its config key namespaced as read_stack and Pulumi read it (`estate:` is `gpufleet:estate`,
+    https://www.pulumi.com/docs/iac/concepts/config/): the un-namespaced key is bounded too."""
+    if len(path) > 1 and path[0] == "config" and isinstance(path[1], str) and ":" not in path[1]:
+        return ["config", f"{ESTATE_KEY.partition(':')[0]}:{path[1]}", *path[2:]]
+    return path
 
 
 class _LimitedLoader(yaml.SafeLoader):
@@ -229,7 +235,7 @@ class _LimitedLoader(yaml.SafeLoader):
                 raise yaml.composer.ComposerError(
                     None, None, f"nested deeper than {MAX_DEPTH} levels", self.peek_event().start_mark
                 )
-            if (over := over_limit(path[1:], LIST_LIMITS)) is not None:  # path[0] is the document: no key
+            if (over := over_limit(_namespaced(path[1:]), LIST_LIMITS)) is not None:  # path[0]: the document
                 raise SpecError([problem_line(self.source, over[0], "", f"List should have at most {over[1]} items")])
             return super().compose_node(parent, index)
         finally:

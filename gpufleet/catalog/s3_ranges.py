@@ -7,12 +7,14 @@ format of the VPC user guide's "AWS IP address ranges" (docs.aws.amazon.com/vpc/
 The ranges change several times a month, so the shipped file carries its `createDate`.
 
 A refresh never leaves the catalog worse. A document is refused whole when it is older than the catalog's copy,
-lacks a region the catalog has, or holds an S3 range wider than any AWS publishes. Regions are not merged: a
+dated later than tomorrow, lacks a region the catalog has, names one it does not know, or holds an S3 range wider
+than any AWS publishes. Regions are not merged: a
 document without a region is a filtered or cut copy, and mixing two publications under one date hides that.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import ipaddress
 import json
 import os
@@ -52,8 +54,35 @@ NOT_PUBLIC = tuple(
 # 2026-08-22-15-17-05 the catalog ships). A wider one is a forged or broken document, whose range the tenants'
 # `allow-s3` policies would open; should AWS ever publish one, the refresh says so and this bound is raised by hand.
 WIDEST_S3_PREFIX = 15
-_CREATE_DATE = re.compile(r"\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}")  # aws-ip-syntax.html: createDate
-_REGION = re.compile(r"[a-z]+(-[a-z]+)+-\d{1,2}|GLOBAL")  # aws-ip-syntax.html: region, "an AWS Region or GLOBAL"
+# ASCII digits only: `\d` also matches other scripts' digits, which strptime and the catalog's readers refuse.
+_CREATE_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}-[0-9]{2}-[0-9]{2}-[0-9]{2}")  # aws-ip-syntax.html: createDate
+_REGION = re.compile(r"[a-z]+(-[a-z]+)+-[0-9]{1,2}|GLOBAL")  # aws-ip-syntax.html: region, "an AWS Region or GLOBAL"
+# A date more than a day ahead of this clock is no publication: accepted, it would outdate every real one (no_worse).
+FUTURE_SLACK = dt.timedelta(days=1)
+
+
+def _create_date_error(value: Any, now: dt.datetime | None = None) -> str | None:
+    """Why `value` is not a createDate, "YYYY-MM-DD-hh-mm-ss" (aws-ip-syntax.html, UTC), no later than now + 1 day;
+    None when it is one. model.catalog.s3_ranges_age_days parses it with the same format."""
+    if not isinstance(value, str) or not _CREATE_DATE.fullmatch(value):
+        return "not a publication date (YYYY-MM-DD-hh-mm-ss)"
+    try:
+        published = dt.datetime.strptime(value, "%Y-%m-%d-%H-%M-%S").replace(tzinfo=dt.UTC)
+    except ValueError:
+        return f"{value} is not a date (YYYY-MM-DD-hh-mm-ss)"
+    if published > (now or dt.datetime.now(dt.UTC)) + FUTURE_SLACK:
+        return f"{value} is later than now; not a publication date"
+    return None
+
+
+def _known_regions() -> frozenset[str]:
+    """The regions an S3 prefix may name: the catalog's AWS regions (aws_regions.json) and those the shipped S3
+    ranges already hold (AWS's other partitions, and regions AWS published before botocore listed them)."""
+    from model import catalog
+
+    held = _current(catalog.S3_RANGES_FILE)
+    regions = held.get("regions") if isinstance(held, dict) else None
+    return frozenset(catalog.aws_regions()) | frozenset(regions if isinstance(regions, dict) else ())
 
 
 def s3_prefixes(doc: dict[str, Any]) -> dict[str, list[str]]:
@@ -66,12 +95,13 @@ def s3_prefixes(doc: dict[str, Any]) -> dict[str, list[str]]:
         raise IpRangesError("not AWS's ip-ranges.json: it needs syncToken, createDate and prefixes")
     if not isinstance(doc["syncToken"], str) or not doc["syncToken"].isdigit() or len(doc["syncToken"]) > 12:
         raise IpRangesError("syncToken: not a publication time (Unix seconds as a string)")
-    if not isinstance(doc["createDate"], str) or not _CREATE_DATE.fullmatch(doc["createDate"]):
-        raise IpRangesError("createDate: not a publication date (YYYY-MM-DD-hh-mm-ss)")
+    if (why := _create_date_error(doc["createDate"])) is not None:
+        raise IpRangesError(f"createDate: {why}")
     if not isinstance(doc["prefixes"], list):
         raise IpRangesError("prefixes: must be a list")
     by_region: dict[str, set[ipaddress.IPv4Network]] = {}
     amazon: set[ipaddress.IPv4Network] = set()
+    known = _known_regions()
     for k, p in enumerate(doc["prefixes"]):
         try:
             if p["service"] not in ("S3", "AMAZON"):
@@ -82,6 +112,12 @@ def s3_prefixes(doc: dict[str, Any]) -> dict[str, list[str]]:
             raise IpRangesError(f"prefixes[{k}]: not an ip-ranges entry ({e})") from None
         if not isinstance(region, str) or not _REGION.fullmatch(region):
             raise IpRangesError(f"prefixes[{k}].region: {str(region)[:40]!r} is not an AWS region or GLOBAL")
+        if p["service"] == "S3" and region not in known:
+            # Kept, a made-up region would be one every later document must carry (no_worse) and none does.
+            raise IpRangesError(
+                f"prefixes[{k}].region: {region} is neither in the catalog's aws_regions.json nor in its S3 ranges; "
+                "if AWS has opened it, refresh aws_regions.json (`gpufleet catalog refresh --prices`) first"
+            )
         if any(net.overlaps(block) for block in NOT_PUBLIC):
             raise IpRangesError(f"prefixes[{k}]: {net} is not a public IPv4 range (RFC 6890 special-purpose space)")
         if p["service"] == "S3" and net.prefixlen < WIDEST_S3_PREFIX:
@@ -108,7 +144,7 @@ def no_worse(current: Any, new: dict[str, Any]) -> None:
     if not isinstance(current, dict) or not isinstance(current.get("regions"), dict):
         return
     had = current.get("createDate")
-    if isinstance(had, str) and _CREATE_DATE.fullmatch(had) and new["createDate"] < had:
+    if _create_date_error(had) is None and new["createDate"] < had:
         raise IpRangesError(
             f"createDate: {new['createDate']} is older than the catalog's copy ({had}); download the current file"
         )
@@ -130,12 +166,8 @@ def refresh_s3_ranges(doc: dict[str, Any], path: Path | None = None) -> dict[str
     """Rewrite the catalog's S3 ranges from an ip-ranges.json document; returns what was written. The whole
     document is judged first, against itself and against the catalog (`no_worse`), and the file is replaced in
     one step: a refused document leaves it as it was."""
-    out = {
-        "source": SOURCE,
-        "syncToken": doc.get("syncToken"),
-        "createDate": doc.get("createDate"),
-        "regions": s3_prefixes(doc),
-    }
+    regions = s3_prefixes(doc)  # first: it refuses a document that is not an object (`[]`) before `doc[...]`
+    out = {"source": SOURCE, "syncToken": doc["syncToken"], "createDate": doc["createDate"], "regions": regions}
     target = path or S3_RANGES_FILE
     no_worse(_current(target), out)
     text = json.dumps(out, indent=1) + "\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -112,8 +113,10 @@ def catalog_s3_ranges(source: FromOpt = None) -> None:
     where = str(source) if source is not None else URL
     try:
         doc = read_ip_ranges(source) if source is not None else download()
-    except OSError as e:  # the download (an environment problem); a local copy's problems are SpecErrors naming it
+    except (OSError, http.client.HTTPException) as e:  # the download (the environment: no network, a cut answer)
         raise CommandError(f"{where}: cannot read ip-ranges.json: {e}") from None
+    except IpRangesError as e:  # the download answered with what is not ip-ranges.json (oversized, not JSON)
+        raise CommandError(f"{where}: {e}") from None
     try:
         written = refresh_s3_ranges(doc)  # a write that fails is an OSError naming the catalog file (exit 2)
     except IpRangesError as e:

@@ -2,9 +2,10 @@
 values only the user knows are filled in.
 
 - Every value a real estate must change says so in a comment (CHANGE).
-- Most are from the documentation ranges: RFC 5737 addresses, the example.com domain, AWS's example account.
-- Two would fail a real `up`, so they are `change-me` and every command refuses them until replaced
-  (model.placeholders): the estate's name, which the global S3 bucket names derive from, and the admin role ARN.
+- Most are from the documentation ranges: RFC 5737 addresses, the example.com domain.
+- Those that would fail a real `up` are `change-me` and every command refuses them until replaced
+  (model.placeholders): the estate's name, which the global S3 bucket names derive from, the admin role ARN's
+  account and role, and the deployer's egress CIDRs (the aws estate's `deployer.cidrs`, `endpoint_public_cidrs`).
 - The catalog may hold no price for the cloud site's region. Then the prices to fill in are written, commented out.
 - Secrets are `secure:` placeholders. They preview offline, and `pulumi config set --secret` replaces them before
   a real `up`.
@@ -25,7 +26,12 @@ from gpufleet.cli.options import HERE, ProjectOpt, out
 from model.placeholders import PLACEHOLDER
 
 SECRET = "    secure: v1:REPLACEWITHPULUMICONFIGSETSECRET"
-ADMIN_ROLE = f"arn:aws:iam::123456789012:role/{PLACEHOLDER}"  # AWS's example account (IAM user guide)
+# Not AWS's example account 123456789012 (IAM user guide): kept with only the role name replaced, it names no
+# role of the user's, so the account is a placeholder too.
+ADMIN_ROLE = f"arn:aws:iam::{PLACEHOLDER}:role/{PLACEHOLDER}"
+# Where `up` runs from and who reaches the public endpoint: an RFC 5737 range (203.0.113.0/24) is on no network,
+# so a kept one locks the deployer out of its own cluster (model.placeholders.FIXES).
+DEPLOYER_CIDR = PLACEHOLDER
 
 
 class Kind(StrEnum):
@@ -116,7 +122,7 @@ def _aws_site(
         f"    admin_role_arns: [{ADMIN_ROLE}]   # CHANGE: your platform admins' IAM role",
     ]
     if not burst:
-        lines += ["    endpoint_public_cidrs: [203.0.113.0/24]   # the deployer's egress; other traffic uses the VPC"]
+        lines += [f"    endpoint_public_cidrs: [{DEPLOYER_CIDR}]   # CHANGE: the deployer's egress; else the VPC"]
     if burst:
         lines += [
             "  # CHANGE: your VPN device's public address and the on-prem networks the VPN routes",
@@ -214,6 +220,8 @@ def _unpriced_entries(text: str) -> tuple[str, ...]:
     from model.load import ESTATE_KEY, parse_estate
     from model.pricing import prices_entry, unpriced_needs
 
+    # The CIDRs left to the user do not change what is priced: a documentation range (RFC 5737) stands in.
+    text = text.replace(f"cidrs: [{DEPLOYER_CIDR}]", "cidrs: [192.0.2.0/24]")
     spec = parse_estate(yaml.safe_load(text)["config"][ESTATE_KEY], "init", priced=False)
     clouds = [cloud for s in spec.sites if (cloud := kinds.of(s).aws_site) is not None]
     return tuple(prices_entry(n) for cloud in clouds for n in unpriced_needs(cloud))
@@ -258,7 +266,7 @@ def _render(kind: Kind, stack: str, region: str, gpu: str, prices: tuple[str, ..
             + f"  aws:region: {region}\n"
             + "  gpufleet:estate:\n"
             + _metadata(PLACEHOLDER)
-            + "\n    deployer:\n      cidrs: [203.0.113.0/24]       # CHANGE: the fixed egress of the runner doing `up`\n"
+            + f"\n    deployer:\n      cidrs: [{DEPLOYER_CIDR}]       # CHANGE: the fixed egress of the runner doing `up`\n"
             + "    sites:\n"
             + _aws_site("cloud", region, gpu, burst=False, prices=prices)
             + "\n"

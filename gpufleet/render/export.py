@@ -103,11 +103,17 @@ def export_rendered(plan: Plan, releases: dict[str, RenderedRelease], out: Path)
     """Write what each Helm release renders to (CRDs and templates, as Helm would apply them), one object a file
     under `out/<cluster>/rendered/<release>/`; a release that could not be rendered gets an ERROR_FILE saying why."""
     written: list[Path] = []
+    cleared: set[Path] = set()
     cluster_scoped = cluster_scoped_kinds(releases.values(), [c.crd for c in operator_crds()])
     for r in plan.helm_releases():
         rel = releases.get(r.key)
         folder = out / cluster_of(plan, r) / "rendered" / _slug(str(r.inputs.get("name", r.name)))
         folder.mkdir(parents=True, exist_ok=True)
+        if folder not in cleared:  # a reused -o: an earlier export's ERROR_FILE or objects are not this one's
+            cleared.add(folder)
+            for stale in folder.iterdir():
+                if stale.is_file() or stale.is_symlink():
+                    stale.unlink()
         if rel is None or not rel.rendered:
             (folder / ERROR_FILE).write_text((rel.error if rel else "not rendered") + "\n")
             written.append(folder / ERROR_FILE)

@@ -95,6 +95,14 @@ class Check:
         return self.threshold is not None or bool(self.criterion)
 
 
+# Addresses a tenant's egress is never judged by (ipaddress's RFC 6890 properties): the pod itself, no host, a
+# group, or a link the packet never leaves.
+_NOT_A_TARGET = (
+    ("a loopback", "is_loopback"), ("an unspecified", "is_unspecified"), ("a multicast", "is_multicast"),
+    ("a link-local", "is_link_local"),
+)  # fmt: skip
+
+
 def egress_target(probe: str) -> tuple[IPv4Address | IPv6Address, int]:
     """`--egress-probe IP:PORT` as an address and a TCP port (1-65535); ValueError saying what is wrong.
 
@@ -117,6 +125,13 @@ def egress_target(probe: str) -> tuple[IPv4Address | IPv6Address, int]:
         raise ValueError(f"{host!r} is not an IP address (IP:PORT, e.g. 1.1.1.1:443)") from None
     if probe.startswith("[") and address.version == 4:
         raise ValueError(f"{probe!r}: brackets hold an IPv6 address; write an IPv4 one as {host}:PORT")
+    if isinstance(address, IPv6Address) and address.scope_id is not None:  # fe80::1%eth0 (RFC 4007 section 11)
+        raise ValueError(f"{probe!r}: a zone (%{address.scope_id[:20]}) names an interface of one host, not a target")
+    if isinstance(address, IPv6Address) and address.ipv4_mapped is not None:  # ::ffff:a.b.c.d (RFC 4291 2.5.5.2)
+        raise ValueError(f"{probe!r}: an IPv4-mapped address; write it as {address.ipv4_mapped}:PORT")
+    kind = next((k for k, is_ in _NOT_A_TARGET if getattr(address, is_)), None)
+    if kind is not None:
+        raise ValueError(f"{probe!r}: {kind} address reaches no egress; give an address outside the cluster")
     if not (re.fullmatch(r"[1-9][0-9]{0,4}", port) and int(port) <= 65535):
         raise ValueError(f"{port!r} is not a TCP port (1-65535, no leading zero)")
     return address, int(port)

@@ -10,6 +10,7 @@ webhooks) and persists nothing.
 from __future__ import annotations
 
 import ipaddress
+import shlex
 import uuid
 from typing import Any
 
@@ -49,7 +50,8 @@ def probe_job(run: Run, name: str, check: str, namespace: str, command: str, run
 
 
 def connect_command(host: str, port: int) -> str:
-    return f"if nc -w 5 {host} {port} </dev/null; then echo {REACHED}; else echo {BLOCKED}; fi"
+    """The probe's `sh -c` text: the host quoted, so no address text (an IPv6 zone, say) reaches the shell as code."""
+    return f"if nc -w 5 {shlex.quote(host)} {port:d} </dev/null; then echo {REACHED}; else echo {BLOCKED}; fi"
 
 
 def _runtime_class(ctx: Context, tenant: Tenant) -> str | None:

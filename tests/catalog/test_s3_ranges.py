@@ -231,3 +231,70 @@ def test_a_newer_document_with_every_region_replaces_the_catalog(
     result = CliRunner().invoke(app, ["catalog", "s3-ranges", "--from", str(source)])
     assert result.exit_code == 0, result.output
     assert json.loads(target.read_text())["createDate"] == "2026-11-30-00-00-00"
+
+
+# Issue 29. createDate is "YYYY-MM-DD-hh-mm-ss" (https://docs.aws.amazon.com/vpc/latest/userguide/aws-ip-syntax.html):
+# a real date in ASCII digits, no later than now; a region is one the catalog knows (model/catalog/aws_regions.json).
+@pytest.mark.parametrize(
+    ("date", "says"),
+    [
+        ("9999-99-99-99-99-99", "9999-99-99-99-99-99 is not a date"),
+        ("2026-02-30-00-00-00", "is not a date"),
+        ("٢٠٢٦-١١-٣٠-00-00-00", "not a publication date"),  # Arabic-Indic digits match `\d`
+        ("9000-01-01-00-00-00", "later than now"),
+    ],
+)
+def test_a_create_date_that_is_no_date_or_in_the_future_is_refused(date: str, says: str) -> None:
+    with pytest.raises(IpRangesError, match=f"createDate: .*{says}"):
+        s3_prefixes({**s3_doc("52.216.0.0/15", "52.216.0.0/15"), "createDate": date})
+
+
+@pytest.mark.parametrize("region", ["zz-made-up-9", "us-east-١"])
+def test_an_s3_region_the_catalog_does_not_know_is_refused(region: str) -> None:
+    with pytest.raises(IpRangesError, match="region: "):
+        s3_prefixes(s3_doc("52.216.0.0/15", "52.216.0.0/15", region=region))
+
+
+def test_a_catalog_dated_in_the_future_does_not_block_every_real_refresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "aws_s3_ranges.json"
+    target.write_text(json.dumps({**SHIPPED, "createDate": "9999-99-99-99-99-99"}))
+    monkeypatch.setattr("gpufleet.catalog.s3_ranges.S3_RANGES_FILE", target)
+    source = tmp_path / "ip-ranges.json"
+    source.write_text(json.dumps(ip_ranges(SHIPPED)))
+    result = CliRunner().invoke(app, ["catalog", "s3-ranges", "--from", str(source)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(target.read_text())["createDate"] == SHIPPED["createDate"]
+
+
+def test_a_local_copy_that_is_a_list_is_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "aws_s3_ranges.json"
+    monkeypatch.setattr("gpufleet.catalog.s3_ranges.S3_RANGES_FILE", target)
+    source = tmp_path / "ip-ranges.json"
+    source.write_text("[]")
+    result = CliRunner().invoke(app, ["catalog", "s3-ranges", "--from", str(source)])
+    assert result.exit_code == 2, result.output
+    assert "not AWS's ip-ranges.json" in result.output and not target.exists()
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        IpRangesError("not JSON: not valid JSON: Expecting value"),
+        IpRangesError("larger than 32 MB; not AWS's ip-ranges.json"),
+        __import__("http.client").client.IncompleteRead(b"{"),
+    ],
+)
+def test_a_download_that_answers_badly_is_exit_2(monkeypatch: pytest.MonkeyPatch, failure: Exception) -> None:
+    from gpufleet.catalog import s3_ranges
+
+    def answer() -> Any:
+        raise failure
+
+    monkeypatch.setattr(s3_ranges, "download", answer)
+    before = S3_RANGES_FILE.read_bytes()
+    result = CliRunner().invoke(app, ["catalog", "s3-ranges"])
+    assert result.exit_code == 2, result.output
+    assert s3_ranges.URL in result.output and "internal error" not in result.output
+    assert S3_RANGES_FILE.read_bytes() == before

@@ -55,3 +55,16 @@ def test_export_render_with_every_chart_is_exit_0(tmp_path: Path) -> None:
     result = runner.invoke(app, ["export", "-s", "onprem", "--out", str(out), "--render", "-C", str(ROOT)])
     assert result.exit_code == 0, result.output
     assert not list(out.rglob("ERROR.txt")) and list((out / "dc1" / "rendered").rglob("*.yaml"))
+
+
+def test_export_render_into_a_reused_out_leaves_no_stale_file(tmp_path: Path) -> None:
+    """Issue 29: an earlier run's ERROR.txt (or rendered objects) stayed beside this run's rendered YAML."""
+    out = tmp_path / "out"
+    stale = out / "dc1" / "rendered" / "gpu-operator"
+    stale.mkdir(parents=True)
+    (stale / "ERROR.txt").write_text("gpu-operator is not in the chart cache\n")
+    (stale / "999-old-object.yaml").write_text("kind: Old\n")
+    result = runner.invoke(app, ["export", "-s", "onprem", "--out", str(out), "--render", "-C", str(ROOT)])
+    assert result.exit_code == 0, result.output
+    assert not list(out.rglob("ERROR.txt")) and not (stale / "999-old-object.yaml").exists()
+    assert list(stale.glob("*.yaml"))

@@ -27,7 +27,8 @@ def empty_project(tmp: Path) -> Path:
 def fill_in(project: Path, kind: str) -> None:
     """What a user does next: replace each `change-me` init wrote with their own value."""
     path = project / "stacks" / f"Pulumi.{kind}.yaml"
-    text = path.read_text().replace("role/change-me", "role/platform-admin")
+    text = path.read_text().replace("iam::change-me:role/change-me", "iam::210987654321:role/platform-admin")
+    text = text.replace("cidrs: [change-me]", "cidrs: [198.18.0.0/24]")
     path.write_text(text.replace("name: change-me", "name: acme-ml"))
 
 
@@ -45,13 +46,29 @@ def test_init_placeholders_that_would_fail_up_are_refused_by_every_command_until
         assert refused.exit_code == 2, refused.output
         assert "estate.metadata.name: 'change-me' is a placeholder" in refused.stderr
         assert "S3 bucket names derive from it" in refused.stderr
-        assert ".cluster.admin_role_arns[0]: 'arn:aws:iam::123456789012:role/change-me'" in refused.stderr
+        assert ".cluster.admin_role_arns[0]: 'arn:aws:iam::change-me:role/change-me'" in refused.stderr
         assert "aws iam get-role" in refused.stderr
     out = project / "out"  # export judges the file as every command does (before: it wrote the plan)
     refused = runner.invoke(app, ["export", "-s", kind, "-C", str(project), "-o", str(out)])
     assert refused.exit_code == 2 and "'change-me' is a placeholder" in refused.stderr and not out.exists()
     fill_in(project, kind)
     assert runner.invoke(app, ["validate", "-s", kind, "-C", str(project)]).exit_code == 0
+
+
+def test_init_writes_no_documentation_account_or_range_a_real_up_would_keep(tmp_path: Path) -> None:
+    """Issue 29: init wrote AWS's documentation account 123456789012 in the admin ARN and the RFC 5737 range
+    203.0.113.0/24 as the deployer's egress and the public endpoint's CIDRs, and none was refused."""
+    project = empty_project(tmp_path)
+    assert runner.invoke(app, ["init", "aws", "--gpu", "H100-80GB", "-C", str(project)]).exit_code == 0
+    path = project / "stacks" / "Pulumi.aws.yaml"
+    text = path.read_text()
+    assert "123456789012" not in text and "203.0.113." not in text
+    path.write_text(text.replace("role/change-me", "role/platform-admin").replace("name: change-me", "name: acme"))
+    refused = runner.invoke(app, ["validate", "-s", "aws", "-C", str(project)])
+    assert refused.exit_code == 2, refused.output
+    for where in ("deployer.cidrs[0]", "cluster.endpoint_public_cidrs[0]", "cluster.admin_role_arns[0]"):
+        assert f"{where}: " in refused.stderr and "is a placeholder" in refused.stderr, refused.stderr
+    assert "fixed public egress of the runner" in refused.stderr
 
 
 @pytest.mark.parametrize(("kind", "region"), [("aws", "us-west-2"), ("baremetal", None), ("hybrid", "us-west-2")])
@@ -198,3 +215,22 @@ def test_init_in_a_region_the_catalog_cannot_price_writes_the_prices_to_fill_in(
     path.write_text(text.replace(f"{site_indent}# prices:\n", block))
     again = runner.invoke(app, ["validate", "-s", kind, "-C", str(project)])
     assert again.exit_code == 0, again.output
+
+
+@pytest.mark.parametrize(
+    ("value", "placeholder"),
+    [
+        ("exchange-metrics-team", False),
+        ("change-mediator", False),
+        ("xchange-me", False),
+        ("change-me", True),
+        ("CHANGE-ME", True),
+        ("arn:aws:iam::change-me:role/ops", True),
+        ("team-change-me-2", True),
+    ],
+)
+def test_a_placeholder_is_the_token_not_a_part_of_a_longer_word(value: str, placeholder: bool) -> None:
+    """Issue 29: `owner: exchange-metrics-team` was refused as a placeholder (a substring test)."""
+    from model.placeholders import placeholder_problems
+
+    assert bool(placeholder_problems({"metadata": {"owner": value}})) is placeholder

@@ -119,6 +119,19 @@ def test_window_and_ledger_read_back_from_json_text_as_pulumi_config_set_stores_
     assert ledger[0].start.tzinfo is not None  # naive times are read as UTC
 
 
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('{"pool": "a", "pool": "burst-h100"}', "the key 'pool' appears twice"),
+        ('{"nodes": ' + "9" * 5000 + "}", "digits"),
+    ],
+)
+def test_a_json_text_window_is_read_within_the_json_limits(text: str, says: str) -> None:
+    """Issue 29: the JSON text `pulumi config set` stores is read like every JSON gpufleet reads (model.inputs)."""
+    with pytest.raises(SpecError, match=f"^f: config.gpufleet:burstWindow: .*{says}"):
+        parse_window(text, "f")
+
+
 def test_bad_ledger_entry_names_its_index_and_field() -> None:
     with pytest.raises(SpecError) as err:
         parse_ledger([{"pool": "burst-h100", "instance_type": "p5.48xlarge", "nodes": 0,

@@ -145,6 +145,18 @@ def test_a_tenant_far_over_its_member_limit_is_refused_before_the_file_is_parsed
     assert_bad_input(answer, "Pulumi.test.yaml", "tenants[0].members", f"at most {MAX_MEMBERS} items")
 
 
+def test_the_un_namespaced_estate_key_is_bounded_too(tmp_path: Path) -> None:
+    """Issue 29: `estate:` is `gpufleet:estate` to Pulumi and read_stack, so its members list has the same bound."""
+    from model.load import read_stack
+    from model.spec.tenancy import MAX_MEMBERS
+
+    project = _members_file(tmp_path, MAX_MEMBERS + 1)
+    stack = project / "stacks" / "Pulumi.test.yaml"
+    stack.write_text(stack.read_text().replace("\n  gpufleet:estate:", "\n  estate:", 1))
+    with pytest.raises(SpecError, match=f"tenants\\[0\\].members: List should have at most {MAX_MEMBERS} items"):
+        read_stack(project, "test")
+
+
 def test_a_tenant_at_its_member_limit_is_read() -> None:
     import tempfile
 

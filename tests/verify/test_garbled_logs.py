@@ -129,6 +129,27 @@ def test_a_bad_egress_probe_is_exit_2_before_anything_runs(probe: str, says: str
     assert f"--egress-probe {probe}: " in r.stderr and says in r.stderr
 
 
+@pytest.mark.parametrize(("probe", "says"), [("[fe80::1%x;id]:443", "a zone"),
+                                             ("[2606:4700::1111%eth0]:443", "a zone"),
+                                             ("127.0.0.1:443", "a loopback address"),
+                                             ("[::1]:443", "a loopback address"),
+                                             ("0.0.0.0:443", "an unspecified address"),
+                                             ("224.0.0.1:443", "a multicast address"),
+                                             ("169.254.169.254:80", "a link-local address"),
+                                             ("[fe80::1]:443", "a link-local address"),
+                                             ("[::ffff:1.1.1.1]:443", "write it as 1.1.1.1:PORT")])  # fmt: skip
+def test_an_egress_probe_that_is_no_target_outside_the_pod_is_refused(probe: str, says: str) -> None:
+    """Issue 29: `[fe80::1%x;id]:443` parsed (a scope id, RFC 4007) and its zone reached the probe pod's shell."""
+    with pytest.raises(ValueError, match=says):
+        suites.egress_target(probe)
+
+
+def test_the_probe_command_quotes_its_host() -> None:
+    from gpufleet.verify.tenancy_probes import connect_command
+
+    assert connect_command("fe80::1%x;id", 443).startswith("if nc -w 5 'fe80::1%x;id' 443 </dev/null; then")
+
+
 def test_an_ipv6_egress_probe_is_accepted() -> None:
     assert suites.egress_target("[2606:4700::1111]:443")[1] == 443
 
