@@ -41,6 +41,7 @@ from model.burst import (
     grace,
     hours_between,
     latest_expiry,
+    lead_problem,
     spend_in_month,
     window_phase,
     window_price,
@@ -362,6 +363,8 @@ def extend(
             f"{worst_case(s.spec, w.nodes, price, total)}, but only {budget_line(s.spec, s.ledger, w.start, end)}; "
             f"{most}"
         )
+    if (too_soon := lead_problem(s.spec, w.model_copy(update={"expires": expires}), now)) is not None:
+        raise BurstError(f"the window cannot be extended so: {too_soon}")
     after = BurstState(w.model_copy(update={"expires": expires}), s.state.ledger, now)
     summary = _up(project_dir, stack, driver, s, after, on_output)
     extra = window_price(price, w.nodes, hours)
