@@ -401,10 +401,10 @@ def within_budget(
 
 
 def booking(spec: EstateSpec, window: BurstWindow, closed_by: str, node_hours: float | None = None) -> BurstLedgerEntry:
-    """The one booking rule, whichever command books a window: the node-hours measured in service until the
-    backstop time where AWS knows them, else every node of the cap until the backstop time (expiry + grace + lag),
-    the most it can have cost. So a window is booked at the same figure by `open`, `close`, `reconcile` and any
-    later command, however late it runs."""
+    """The one booking rule, whichever command books a window: the node-hours measured in service (until the
+    backstop time, plus any AWS saw after it: gpufleet/burst/ledger.py) where AWS knows them, else every node of the
+    cap until the backstop time (expiry + grace + lag), the most it can have cost. So a window is booked at the same
+    figure by `open`, `close`, `reconcile` and any later command, however late it runs."""
     end = max(window.start, backstop_time(spec, window))
     price = window_usd_per_hour(spec, window)
     usd = (

@@ -198,6 +198,14 @@ class Aws:
         names = sorted(g["AutoScalingGroupName"] for g in resp.get("AutoScalingGroups", []))
         return names[0] if names else None
 
+    def group_instances(self, group: str) -> int:
+        """Instances the Auto Scaling group holds now, in any lifecycle state (DescribeAutoScalingGroups
+        `Instances`)."""
+        resp = self._call(
+            "DescribeAutoScalingGroups", self.autoscaling.describe_auto_scaling_groups, AutoScalingGroupNames=[group]
+        )
+        return sum(len(g.get("Instances", [])) for g in resp.get("AutoScalingGroups", []))
+
     def enable_group_metrics(self, group: str) -> None:
         """Collect the group's `GroupTotalInstances` metric, at one-minute granularity (free for group metrics:
         https://docs.aws.amazon.com/autoscaling/ec2/userguide/ec2-auto-scaling-metrics.html)."""
