@@ -7,7 +7,7 @@ phases, because that path carries nothing until the on-prem device is configured
 - Phase 1 is `pulumi up --exclude <URN> --exclude-dependents` with the site's Kubernetes provider: every object
   inside the cluster uses that provider, so it is a dependent; the VPC, VPN, cluster and node groups are not
   (Pulumi docs, "Targeted updates": `--exclude`, `--exclude-dependents`).
-- Phase 2, once the device is configured and the tunnels are up, is a plain `pulumi up`.
+- Phase 2, once the device is configured and the tunnels up: a plain `pulumi up`.
 - The first-up simulation judges the in-cluster objects as phase 2 would create them: with the VPN carrying.
 """
 
