@@ -128,11 +128,21 @@ class Backstop:
     stop_at: dt.datetime
 
 
-# How far ahead the AWS-side stop must be for the program to create its schedule. A one-time schedule whose time has
-# passed is refused at create (third-party: https://github.com/DefangLabs/pulumi-defang/pull/425; no AWS page says
-# so, unverified offline), and the program judges the time when it starts, before the `up` reaches the schedule.
-# Nearer than this, the in-cluster drain and the next `up` stop the capacity.
+# How far after a window's recording (open, extend) its AWS-side stop must be. A one-time schedule whose time has
+# passed is refused at create (third-party: https://github.com/DefangLabs/pulumi-defang/pull/425; unverified offline).
 SCHEDULE_LEAD = dt.timedelta(minutes=5)
+
+
+def lead_problem(spec: EstateSpec, window: BurstWindow, at: dt.datetime) -> str | None:
+    """Why `open`/`extend` refuse a window recorded at `at`: its stop is within SCHEDULE_LEAD of `at`."""
+    stop = backstop_time(spec, window, dt.timedelta(0))
+    why = f"its capacity would stop at {stop:%Y-%m-%d %H:%M} UTC (expiry + burst.grace_minutes), within 5 minutes"
+    return None if stop - at >= SCHEDULE_LEAD else f"{why}: too soon for its AWS-side stop; ask for more hours"
+
+
+def schedule_kept(window: BurstWindow, stop_at: dt.datetime) -> bool:
+    """Judged against the window's start, not now: an `up` just before the stop keeps the schedule, not deletes it."""
+    return stop_at - window.start >= SCHEDULE_LEAD
 
 
 def backstop(spec: EstateSpec, window: BurstWindow | None, now: dt.datetime) -> Backstop | None:
@@ -391,10 +401,10 @@ def within_budget(
 
 
 def booking(spec: EstateSpec, window: BurstWindow, closed_by: str, node_hours: float | None = None) -> BurstLedgerEntry:
-    """The one booking rule, whichever command books a window: the node-hours measured in service until the
-    backstop time where AWS knows them, else every node of the cap until the backstop time (expiry + grace + lag),
-    the most it can have cost. So a window is booked at the same figure by `open`, `close`, `reconcile` and any
-    later command, however late it runs."""
+    """The one booking rule, whichever command books a window: the node-hours measured in service (until the
+    backstop time, plus any AWS saw after it: gpufleet/burst/ledger.py) where AWS knows them, else every node of the
+    cap until the backstop time (expiry + grace + lag), the most it can have cost. So a window is booked at the same
+    figure by `open`, `close`, `reconcile` and any later command, however late it runs."""
     end = max(window.start, backstop_time(spec, window))
     price = window_usd_per_hour(spec, window)
     usd = (

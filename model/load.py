@@ -16,14 +16,14 @@ from pydantic import TypeAdapter, ValidationError
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from model.burst import READABLE_FORMATS, STATE_FORMAT, BurstState, window_problems
+from model.burst import READABLE_FORMATS, STATE_FORMAT, BurstState, lead_problem, window_problems
 from model.catalog import CatalogError
 from model.inputs import MAX_DEPTH, MAX_INT_DIGITS, JsonLimitError, SpecError, load_json, read_text
 from model.placeholders import placeholder_problems
 from model.rules.estate import estate_problems, unpriced_lines
 from model.schema_changes import Kind, change_at
 from model.secrets import check_secrets
-from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec, SpecFieldError, SpecProblems
+from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec, Problem, SpecFieldError, SpecProblems
 from model.spec.net import Timestamp
 from model.spec.tenancy import MAX_MEMBERS
 from model.yaml_text import check_unique_keys, over_limit
@@ -75,9 +75,7 @@ def validation_problems(
     err: ValidationError, source: str, base: str, hint: str = SCHEMA_HINT, estate: bool = False
 ) -> list[str]:
     """One `file: yaml.path: message` line per pydantic error; `base` prefixes every path ("" for the top level).
-
-    For the estate (`estate`), a key missing or unknown because the schema changed says what changed and what to
-    write (model.schema_changes), not only that it is missing or unknown."""
+    An estate key missing or unknown because the schema changed says what to write (model.schema_changes)."""
     out = []
     for e in err.errors():
         ctx_err = (e.get("ctx") or {}).get("error")
@@ -146,6 +144,8 @@ def check_window(spec: EstateSpec, window: BurstWindow | None, source: str) -> N
         return
     base = f"config.{WINDOW_KEY}"
     problems = window_problems(spec, window)
+    if spec.burst is not None and (too_soon := lead_problem(spec, window, window.start)) is not None:
+        problems.append(Problem("expires", too_soon))  # as `open` refuses it (model.burst.SCHEDULE_LEAD)
     if problems:
         raise SpecError([problem_line(source, base, p.path, p.message) for p in problems])
 
@@ -434,8 +434,7 @@ def read_stack(project_dir: Path, stack: str, path: Path | None = None) -> Stack
 
 
 def parse_state(outputs: dict[str, object] | None, source: str) -> BurstState | None:
-    """A state stack's outputs as a BurstState (None: no state recorded). Problems raise SpecError naming
-    `source` (the state stack) and the output."""
+    """A state stack's outputs as a BurstState (None: none recorded); a problem raises SpecError naming both."""
     if not outputs:
         return None
     fmt = outputs.get("format")

@@ -1,7 +1,7 @@
 """NodeGroupBackstop: at a burst window's expiry + grace, AWS scales the burst node group to zero by itself.
 
 An EventBridge Scheduler one-time schedule calls `eks:UpdateNodegroupConfig` through its universal target and sets
-the group's idle bounds: min 0, desired 0, max 1. It needs no runner and no reachable cluster API.
+the group's idle bounds: min 0, desired 0, max 1. It needs no runner and no reachable API.
 
 Not an Auto Scaling scheduled action: EKS owns a managed node group's ASG (EKS API, NodegroupScalingConfig).
 

@@ -25,7 +25,7 @@ from components.aws.launch import (
     template_version,
     update_config,
 )
-from model.burst import SCHEDULE_LEAD, backstop, burst_group_size, effective_scaling
+from model.burst import backstop, burst_group_size, effective_scaling, schedule_kept
 from model.conventions import BURST_TAG, POOL_TAG, SHARED, Taint, eks_rejects_label
 from model.efa import EFA_HUGEPAGES, efa_interfaces, efa_node_hugepages
 from model.kinds import aws as aws_kind
@@ -193,11 +193,13 @@ class GpuNodePool(pulumi.ComponentResource):
         self.register_outputs({})
 
     def _backstop(self) -> NodeGroupBackstop | None:
-        """The window's AWS-side stop, left out when its minute is less than SCHEDULE_LEAD away: a one-time
-        schedule for a passed time fails at create, and the in-cluster drain and the next `up` cover that tail."""
+        """The window's AWS-side stop while it holds capacity. Whether to make it is judged against the window's
+        start, not `now` (model.burst.schedule_kept): an `up` minutes before the stop keeps the schedule as is."""
         a = self._args
         stop = backstop(a.spec, a.window, a.now)
-        if stop is None or stop.pool != a.pool.name or stop.stop_at - a.now < SCHEDULE_LEAD:
+        if stop is None or a.window is None or stop.pool != a.pool.name:
+            return None
+        if not schedule_kept(a.window, stop.stop_at):
             return None
         return NodeGroupBackstop(
             f"{self._n}-backstop",

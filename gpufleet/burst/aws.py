@@ -6,7 +6,7 @@ import datetime as dt
 import email.utils
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gpufleet.burst.errors import BurstError
@@ -145,8 +145,9 @@ class Aws:
             return None
         return float(resp["Quota"]["Value"])
 
-    def vcpus_running(self, family: str, spot: bool) -> int:
-        """vCPUs of pending or running instances counting against the family's on-demand (or spot) quota."""
+    def vcpus_running(self, family: str, spot: bool, skip: Sequence[Mapping[str, str]] = ()) -> int:
+        """vCPUs of pending or running instances counting against the family's on-demand (or spot) quota, less
+        those carrying every tag of any mapping in `skip` (the estate's own nodes, for `gpufleet check --aws`)."""
         types: list[str] = []
         token: str | None = None
         while True:
@@ -161,6 +162,9 @@ class Aws:
                 for i in r.get("Instances", []):
                     is_spot = i.get("InstanceLifecycle") == "spot"
                     t = i["InstanceType"]
+                    tags = {x["Key"]: x["Value"] for x in i.get("Tags", [])}
+                    if any(all(tags.get(k) == v for k, v in m.items()) for m in skip):
+                        continue
                     if is_spot == spot and aws_account.quota_family(t) == family:
                         types.append(t)
             token = resp.get("NextToken")
@@ -197,6 +201,14 @@ class Aws:
         resp = self._call("DescribeAutoScalingGroups", self.autoscaling.describe_auto_scaling_groups, Filters=filters)
         names = sorted(g["AutoScalingGroupName"] for g in resp.get("AutoScalingGroups", []))
         return names[0] if names else None
+
+    def group_instances(self, group: str) -> int:
+        """Instances the Auto Scaling group holds now, in any lifecycle state (DescribeAutoScalingGroups
+        `Instances`)."""
+        resp = self._call(
+            "DescribeAutoScalingGroups", self.autoscaling.describe_auto_scaling_groups, AutoScalingGroupNames=[group]
+        )
+        return sum(len(g.get("Instances", [])) for g in resp.get("AutoScalingGroups", []))
 
     def enable_group_metrics(self, group: str) -> None:
         """Collect the group's `GroupTotalInstances` metric, at one-minute granularity (free for group metrics:

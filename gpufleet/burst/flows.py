@@ -41,6 +41,7 @@ from model.burst import (
     grace,
     hours_between,
     latest_expiry,
+    lead_problem,
     spend_in_month,
     window_phase,
     window_price,
@@ -56,6 +57,9 @@ from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec
 Clock = Callable[[], dt.datetime]
 # Books a window at AWS's `now` (gpufleet/burst/ledger.py measures node-hours once the capacity has stopped).
 Booker = Callable[[StackState, BurstWindow, str, dt.datetime], BurstLedgerEntry]
+# In `closed_by` of a window whose node group still held instances past its backstop time when it was booked (the
+# AWS-side stop failed): `reconcile` runs its `up` (which idles the group) and then fails, saying so.
+STILL_RUNNING = "still running after the backstop time"
 
 
 def book_cap(s: StackState, w: BurstWindow, closed_by: str, now: dt.datetime) -> BurstLedgerEntry:
@@ -266,6 +270,13 @@ def _reconcile_expired(
         )
     entry = book(s, w, closed_by, now)
     summary = _up(project_dir, stack, d, s, BurstState(None, (*s.state.ledger, entry), now), on_output)
+    if STILL_RUNNING in entry.closed_by:
+        raise BurstError(
+            f"{_closed(w, entry, summary).message}. The burst node group still had instances after its backstop "
+            f"time {backstop_time(s.spec, w):%Y-%m-%d %H:%M} UTC: the AWS-side stop did not empty it. The `up` set "
+            "its idle bounds; check the node group and its backstop schedule in AWS: its nodes' time after now is "
+            "not booked"
+        )
     return _closed(w, entry, summary)
 
 
@@ -362,6 +373,8 @@ def extend(
             f"{worst_case(s.spec, w.nodes, price, total)}, but only {budget_line(s.spec, s.ledger, w.start, end)}; "
             f"{most}"
         )
+    if (too_soon := lead_problem(s.spec, w.model_copy(update={"expires": expires}), now)) is not None:
+        raise BurstError(f"the window cannot be extended so: {too_soon}")
     after = BurstState(w.model_copy(update={"expires": expires}), s.state.ledger, now)
     summary = _up(project_dir, stack, driver, s, after, on_output)
     extra = window_price(price, w.nodes, hours)

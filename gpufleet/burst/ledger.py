@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from gpufleet.burst.aws import TOTAL_INSTANCES, Aws
 from gpufleet.burst.errors import BurstError
-from gpufleet.burst.flows import Booker
+from gpufleet.burst.flows import STILL_RUNNING, Booker
 from gpufleet.burst.stack import StackState
 from model.burst import backstop_time, booking, cloud_site
 from model.kinds.aws import cluster_name, discovery_tags
@@ -29,32 +29,46 @@ def burst_group_tags(spec: EstateSpec, pool: str) -> dict[str, str]:
     return discovery_tags(cluster_name(Tags.from_spec(spec), cloud_site(spec)), pool)
 
 
-def measured(aws: Aws, spec: EstateSpec, w: BurstWindow, end: dt.datetime) -> tuple[float | None, str]:
-    """(node-hours in service from the window's start to `end`, or None; why not, when None)."""
+# Past the backstop time only what CloudWatch saw counts (a minute without a datapoint there is the idle group's, not
+# the cap's), so the same history is booked at the same figure however late. One-minute datapoints are kept 15 days
+# (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch_concepts.html#metrics-retention).
+RETAINED = dt.timedelta(days=15)
+
+
+def measured(
+    aws: Aws, spec: EstateSpec, w: BurstWindow, stops: dt.datetime, now: dt.datetime
+) -> tuple[float | None, float, int, str]:
+    """(node-hours in service from the window's start to `stops`, or None; node-hours seen from `stops` to `now`;
+    instances the group holds now; why None)."""
     try:
         group = aws.group_by_tags(burst_group_tags(spec, w.pool))
         if group is None:
-            return None, "no Auto Scaling group carries the burst pool's tags"
-        hours = aws.node_hours(group, w.start, end, gap_nodes=w.nodes)
+            return None, 0.0, 0, "no Auto Scaling group carries the burst pool's tags"
+        hours = aws.node_hours(group, w.start, stops, gap_nodes=w.nodes)
+        if hours is None:
+            return None, 0.0, 0, f"CloudWatch has no {TOTAL_INSTANCES} datapoints for {group}"
+        after = aws.node_hours(group, stops, min(now, stops + RETAINED), gap_nodes=0) or 0.0
+        return hours, after, aws.group_instances(group), ""
     except BurstError as err:
-        return None, str(err)
-    if hours is None:
-        return None, f"CloudWatch has no {TOTAL_INSTANCES} datapoints for {group}"
-    return hours, ""
+        return None, 0.0, 0, str(err)
 
 
 def measured_booker(aws_factory: Callable[[str], Aws]) -> Booker:
-    """Book a window at the node-hours measured by AWS until its backstop time; at the cap, saying why, when they
-    cannot be measured (yet)."""
+    """Book a window at the node-hours measured by AWS until its backstop time, and any it measured after it until
+    now (a backstop that failed); at the cap, saying why, when they cannot be measured (yet)."""
 
     def book(s: StackState, w: BurstWindow, closed_by: str, now: dt.datetime) -> BurstLedgerEntry:
         stops = backstop_time(s.spec, w)
         if now < stops:
             why = f"its nodes may run until {stops:%Y-%m-%d %H:%M} UTC, so they cannot be measured yet"
             return booking(s.spec, w, f"{closed_by} (booked at the cap: {why})")
-        hours, why = measured(aws_factory(cloud_site(s.spec).region), s.spec, w, stops)
+        hours, after, running, why = measured(aws_factory(cloud_site(s.spec).region), s.spec, w, stops, now)
         if hours is None:
             return booking(s.spec, w, f"{closed_by} (booked at the cap: {why})")
-        return booking(s.spec, w, f"{closed_by} ({hours:g} node-hours measured)", node_hours=hours)
+        note = f", {after:g} of them after the backstop time" if after else ""
+        if running:
+            note += f"; {running} instances {STILL_RUNNING} {stops:%Y-%m-%d %H:%M} UTC"
+        entry = booking(s.spec, w, f"{closed_by} ({hours + after:g} node-hours measured{note})", hours + after)
+        return entry.model_copy(update={"end": now}) if after or running else entry
 
     return book

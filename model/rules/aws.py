@@ -217,6 +217,16 @@ def _aws_pool(
             f"{p.renamed_from} is a pool of site {s.name} now; renamed_from names the pool's old name, which no "
             "pool of the site may still have (both would claim one node group)",
         )
+    if p.renamed_from is not None and p.burst:
+        # A burst node group is named after its pool (model/kinds/aws.py burst_node_group_name) and an EKS node
+        # group's name cannot change (EKS API reference: UpdateNodegroupConfig and UpdateNodegroupVersion take
+        # none), so the alias would not keep it: `up` would replace the group under the new name.
+        yield Problem(
+            f"{path}.renamed_from",
+            f"pool {p.name} is a burst pool, whose node group is named after the pool and cannot be renamed in "
+            "place: a rename replaces it. Rename it while no window is open and drop renamed_from (the old group "
+            "is deleted, an idle one is created under the new name)",
+        )
     if placement and p.capacity.type in ("capacity-reservation", "capacity-block") and az is None:
         yield Problem(
             f"{path}.availability_zone",

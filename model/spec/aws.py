@@ -50,7 +50,8 @@ class AwsNodePool(PoolBase):
         description=(
             "The pool's name before a rename. Its node group, launch template and Auto Scaling group tags are then "
             "the same resources under the new name (Pulumi aliases), not replaced: no second node group. Keep it "
-            "until every stack with the pool has run `up` once after the rename."
+            "until every stack with the pool has run `up` once after the rename. Not for burst pools: their node "
+            "group is named after the pool, and EKS cannot rename a node group, so a rename replaces it."
         ),
     )
 

@@ -99,3 +99,14 @@ def test_the_diff_warns_that_a_node_group_renamed_without_an_alias_doubles_the_p
     assert "Node group use1-h100-ng: the new group is created before the old one is deleted" in md
     assert "renamed_from: <old name>" in md
     assert "Node group" not in diff_markdown(diff_plans(plans["before"], plans["aliased"]))
+
+
+def test_renamed_from_is_refused_on_a_burst_pool() -> None:
+    """A burst pool's node group is named after the pool (model/kinds/aws.py burst_node_group_name) and EKS node
+    group names cannot change, so an alias would not keep it: the rename replaces the group."""
+    estate = example_config("hybrid")[ESTATE_KEY]
+    site, pool = next((s, p) for s in estate["sites"] for p in s.get("node_pools", []) if p.get("burst"))
+    i, j = estate["sites"].index(site), site["node_pools"].index(pool)
+    pool["renamed_from"], pool["name"] = pool["name"], pool["name"] + "-x"
+    with pytest.raises(SpecError, match=rf"sites\[{i}\]\.node_pools\[{j}\]\.renamed_from: pool .* is a burst pool"):
+        parse_estate(estate, "hybrid")

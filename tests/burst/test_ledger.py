@@ -106,3 +106,39 @@ def test_a_minute_the_metric_missed_is_booked_at_the_cap_not_as_zero(moto_aws: A
     in_service(moto_aws, start, 30, 1.0)
     assert moto_aws.node_hours(burst_group, start, start + dt.timedelta(hours=1), gap_nodes=2) == 1.5
     assert moto_aws.node_hours(burst_group, start - dt.timedelta(days=2), start, gap_nodes=2) is None  # none at all
+
+
+def test_capacity_outliving_the_backstop_is_booked_and_reconcile_fails_loudly(
+    tmp_path: Path, moto_aws: Aws, burst_group: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed AWS-side stop: the group holds a node past the backstop time. Measured up to now, not the backstop
+    time, and reconcile exits 1 saying so (after its `up`, which idles the group)."""
+    start = NOW - dt.timedelta(days=7)  # apart from the other tests' datapoints (moto keeps them)
+    now = start + dt.timedelta(hours=5)
+    proj = project(tmp_path, hybrid_config(window(start, 3, nodes=2, usd_per_hour=55.04)))
+    in_service(moto_aws, start, 300, 1.0)  # one node all along: 226 min to the backstop time, 74 after it
+    moto_aws.autoscaling.set_desired_capacity(AutoScalingGroupName=GROUP, DesiredCapacity=1)  # still one now
+    monkeypatch.setattr(burst_cli, "make_aws", lambda region: moto_aws)
+    monkeypatch.setattr(burst_cli, "clock", lambda region: now)
+    monkeypatch.setattr(burst_cli, "make_driver", lambda p: FakeDriver(p))
+    result = runner.invoke(app, ["burst", "reconcile", "--stack", STACK, "--project", str(proj)])
+    assert result.exit_code == 1, result.output
+    assert "still had instances after its backstop time" in " ".join(result.output.split())
+    state = burst_state(proj)
+    assert state is not None and state.window is None  # the `up` ran and idled the group
+    (entry,) = state.ledger
+    assert entry.usd == round(55.04 * 5, 2) and entry.end == now
+    assert "5 node-hours measured, 1.2333 of them after the backstop time; 1 instances still running" in (
+        entry.closed_by
+    )
+
+    # The same history, the group empty since: the same figure, whenever it is booked
+    moto_aws.autoscaling.set_desired_capacity(AutoScalingGroupName=GROUP, DesiredCapacity=0)
+    in_service(moto_aws, now, 60, 0.0)
+    (tmp_path / "again").mkdir()
+    again = project(tmp_path / "again", hybrid_config(window(start, 3, nodes=2, usd_per_hour=55.04)))
+    monkeypatch.setattr(burst_cli, "clock", lambda region: now + dt.timedelta(hours=1))
+    result = runner.invoke(app, ["burst", "reconcile", "--stack", STACK, "--project", str(again)])
+    assert result.exit_code == 0, result.output
+    state = burst_state(again)
+    assert state is not None and state.ledger[0].usd == entry.usd

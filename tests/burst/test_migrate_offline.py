@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from gpufleet.burst.targets import burst_targets
 from gpufleet.cli import burst as burst_cli
 from gpufleet.cli.app import app
+from model.load import ESTATE_KEY
 from tests.burst.helpers import NOW, STACK, FakeDriver, burst_state, hybrid_config, project, recorded, window
 
 runner = CliRunner()
@@ -137,3 +138,28 @@ def test_extend_refused_over_the_budget_and_without_an_open_window(
     assert (
         "expired at 2026-11-20 13:00 UTC, so it cannot be extended; `gpufleet burst reconcile` books it at $152.28"
     ) in " ".join(result.output.split())
+
+
+def test_open_and_extend_refuse_a_window_whose_stop_is_within_the_schedule_lead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The program keeps the AWS-side stop's schedule by the window's start (model.burst.schedule_kept), so a
+    window whose stop (expiry + grace) is within SCHEDULE_LEAD (5 min) of its recording is refused."""
+    config = hybrid_config(window(NOW - dt.timedelta(hours=1), 1 + 1 / 60, nodes=1, usd_per_hour=55.04))
+    config[ESTATE_KEY]["burst"]["grace_minutes"] = 0
+    proj = project(tmp_path, config)
+    driver = FakeDriver(proj)
+    monkeypatch.setattr(burst_cli, "make_driver", lambda p: driver)
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
+    result = invoke(proj, "extend", "--hours", "0.05")  # expires in 1 min, then 3 more: stops 4 min from now
+    assert result.exit_code == 1 and "too soon for its AWS-side stop" in result.output, result.output
+    assert driver.names() == ["read_state"]
+    assert invoke(proj, "extend", "--hours", "0.1").exit_code == 0  # 7 min from now
+
+    fresh = hybrid_config()
+    fresh[ESTATE_KEY]["burst"]["grace_minutes"] = 0
+    (tmp_path / "open").mkdir()
+    proj = project(tmp_path / "open", fresh)
+    monkeypatch.setattr(burst_cli, "make_aws", lambda region: pytest.fail("--offline must not call AWS"))
+    result = invoke(proj, "open", "--gpus", "8", "--hours", "0.05", "--dry-run", "--offline")
+    assert result.exit_code == 1 and "the window cannot open: its capacity would stop" in result.output

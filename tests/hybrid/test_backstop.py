@@ -23,9 +23,9 @@ from components.hybrid.burst_stop import cron_schedule, role_rules
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.engine.synth import synth_stack
 from model import versions
-from model.burst import SCHEDULE_LEAD, BurstState, minute_at_or_after
+from model.burst import SCHEDULE_LEAD, BurstState, lead_problem, minute_at_or_after
 from model.kinds.aws import backstop_name
-from model.load import ESTATE_KEY, parse_window, read_stack
+from model.load import ESTATE_KEY, SpecError, check_window, parse_window, read_stack
 from tests.burst.helpers import STACK, hybrid_config, window
 from tests.conftest import write_project
 from tests.hybrid.plan_helpers import cluster, kueue_objects
@@ -263,13 +263,26 @@ def test_no_grace_leaves_only_the_drain_so_no_hold_can_land_after_it(tmp_path: P
     assert [(s.name, s.stop_policy) for s in stops(spec, w, START)] == [("drain", "HoldAndDrain")]
 
 
-def test_a_stop_minutes_away_gets_no_aws_schedule_but_keeps_its_in_cluster_drain(tmp_path: Path) -> None:
-    """A one-time schedule for a passed time is refused at create (third-party report: DefangLabs/pulumi-defang
-    #425; unverified offline), and the program judges the time before the `up` reaches it. Within SCHEDULE_LEAD of
-    the stop, the schedule is left out; the drain CronJob still runs, and the next `up` idles the group."""
+def test_an_up_minutes_before_the_stop_keeps_the_aws_schedule(tmp_path: Path) -> None:
+    """The lead is judged against the window's start (when `open` recorded it), not the program's now: an `up` 4
+    minutes before the stop (deploy.yml, a draining reconcile) keeps the schedule it made earlier, unchanged,
+    rather than deleting it while the node group keeps max = cap."""
     stop = minute_at_or_after(EXPIRES + dt.timedelta(minutes=30))
-    plan = synth_at(tmp_path, stop - SCHEDULE_LEAD + dt.timedelta(seconds=30))
-    assert not plan.find(SCHEDULE) and not plan.find("gpufleet:aws:NodeGroupBackstop")
-    assert set(cron_jobs(plan)) == {"burst-drain"}
-    early = synth_at(tmp_path, stop - SCHEDULE_LEAD - dt.timedelta(seconds=30))
-    assert only(early, SCHEDULE).inputs["scheduleExpression"] == at_expression(stop)
+    late = synth_at(tmp_path, stop - dt.timedelta(minutes=4))
+    early = synth_at(tmp_path, START + dt.timedelta(hours=1))
+    assert only(late, SCHEDULE).inputs == only(early, SCHEDULE).inputs
+    assert only(late, SCHEDULE).inputs["scheduleExpression"] == at_expression(stop)
+    assert set(cron_jobs(late)) == {"burst-drain"}
+    assert stop - dt.timedelta(minutes=4) > stop - SCHEDULE_LEAD  # inside the lead
+
+
+def test_a_window_whose_stop_is_within_the_lead_of_its_opening_is_refused_offline(tmp_path: Path) -> None:
+    """`open` and `extend` refuse such a window (gpufleet/burst/preflight.py, flows.py); so does the offline
+    check of a window in stack config."""
+    config = hybrid_config()
+    config[ESTATE_KEY]["burst"]["grace_minutes"] = 0
+    spec = read_stack(write_project(tmp_path, config, STACK), STACK).estate()
+    w = parse_window(window(START, 4 / 60, nodes=2), "test")
+    with pytest.raises(SpecError, match="too soon for its AWS-side stop"):
+        check_window(spec, w, "test")
+    assert lead_problem(spec, w, START - dt.timedelta(minutes=2)) is None

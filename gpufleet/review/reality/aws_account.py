@@ -1,7 +1,8 @@
 """`gpufleet check --aws`: the deployer's AWS account read before the first `up`, read-only.
 
 - Per region of the estate's AWS sites: the EC2 vCPU quotas the GPU pools launch under (Service Quotas), against
-  what the pools need at desired size and at most (model.aws_account), with the family's running instances.
+  what the pools need at desired size and at most (model.aws_account), with the family's running instances
+  (the estate's own nodes left out: the pools' sizes count them).
 - Per pool: every AZ name it may run in, mapped to this account's AZ ID (DescribeAvailabilityZones), offers its
   instance type (DescribeInstanceTypeOfferings by AZ ID). AZ names map to AZs per account, so this is the only
   place a stack's AZ names are judged (https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html).
@@ -18,7 +19,9 @@ from gpufleet.burst.aws import Aws
 from model import kinds
 from model.aws_account import QUOTA_CODES, PoolQuota, pool_quotas, quota_totals
 from model.burst import pool_zone
+from model.kinds.aws import cluster_name
 from model.spec import AwsSite, EstateSpec
+from model.tags import Tags
 
 
 @dataclass
@@ -45,8 +48,20 @@ def check_account(spec: EstateSpec, connect: Callable[[str], Aws]) -> AccountChe
         offered: dict[str, list[str]] = {}
         for site in (s for s in sites if s.region == region):
             _offerings(site, zone_ids, offered, aws, result)
-        _quotas([n for n in needs if n.region == region], aws, result)
+        _quotas([n for n in needs if n.region == region], aws, result, own_nodes(spec))
     return result
+
+
+def own_nodes(spec: EstateSpec) -> list[dict[str, str]]:
+    """Tags that mark the estate's own nodes, left out of `in_use`: the pools' max already counts them. The
+    pools' launch templates tag instances with gpufleet's tags (components/aws/launch.py TAGGED_AT_LAUNCH,
+    model/tags.py); `eks:cluster-name`, which EKS puts on a managed node group's nodes, is taken too (not
+    verified offline)."""
+    tags = Tags.from_spec(spec)
+    clusters = [cluster_name(tags, a) for s in spec.sites if (a := kinds.of(s).aws_site) is not None]
+    return [{"eks:cluster-name": c} for c in clusters] + [
+        {"managed-by": tags.base["managed-by"], "cluster": tags.base["cluster"], "env": tags.base["env"]}
+    ]
 
 
 def _offerings(site: AwsSite, zone_ids: dict[str, str], offered: dict[str, list[str]], aws: Aws,
@@ -75,16 +90,16 @@ def _offerings(site: AwsSite, zone_ids: dict[str, str], offered: dict[str, list[
                 result.checks.append(f"{where}: {itype} offered in {name} ({zid} in this account)")
 
 
-def _quotas(needs: list[PoolQuota], aws: Aws, result: AccountCheck) -> None:
+def _quotas(needs: list[PoolQuota], aws: Aws, result: AccountCheck, own: list[dict[str, str]]) -> None:
     for (region, code), (title, desired, most) in quota_totals(needs).items():
         family, market = next((f, m) for f, by in QUOTA_CODES.items() for m, (c, _) in by.items() if c == code)
         limit = aws.quota_vcpus(code)
-        in_use = aws.vcpus_running(family, spot=market == "spot")
+        in_use = aws.vcpus_running(family, spot=market == "spot", skip=own)
         what = f"EC2 quota {code} ({title}) in {region}"
         if limit is None:
             result.checks.append(f"{what} not checked: Service Quotas is not available in {region}")
             continue
-        have = f"is {limit:g} vCPUs with {in_use} in use (running {family} instances, this estate's included)"
+        have = f"is {limit:g} vCPUs with {in_use} in use (running {family} instances, this estate's own left out)"
         if in_use + desired > limit:
             result.problems.append(
                 f"{what} {have}; the pools need {desired} at desired size, so the first `up` fails with "

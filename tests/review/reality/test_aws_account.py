@@ -57,7 +57,7 @@ def test_a_quota_below_the_desired_size_fails_the_first_up_and_says_what_to_requ
     result = _check(aws, _spec(), p=0, g=1000)
     assert result.problems == [
         "EC2 quota L-417A185B (Running On-Demand P instances) in us-east-1 is 0 vCPUs with 0 in use (running P "
-        "instances, this estate's included); the pools need 384 at desired size, so the first `up` fails with "
+        "instances, this estate's own left out); the pools need 384 at desired size, so the first `up` fails with "
         "VcpuLimitExceeded. Request at least 768 vCPUs (768 at most plus what runs)"
     ]
     assert any(c.startswith("EC2 quota L-DB2E81BA (Running On-Demand G and VT instances) in us-east-1 is 1000")
@@ -125,3 +125,22 @@ def test_an_estate_without_aws_sites_reads_nothing() -> None:
 
     result = check_account(EstateSpec.model_validate(example_estate("onprem")), refuse)
     assert result.problems == [] and result.checks == ["the estate has no AWS site: nothing to read"]
+
+
+def test_the_estates_own_running_nodes_are_not_counted_twice(aws: Aws) -> None:
+    """A deployed, correctly sized estate passes: its 2 running p5 nodes (tagged by EKS with the estate's cluster)
+    are within the pools' max of 4 x 192 vCPUs, which the 768-vCPU quota holds. Anyone else's p5 still counts."""
+    tags = [{"ResourceType": "instance", "Tags": [{"Key": "eks:cluster-name", "Value": "train-prod-use1"}]}]
+    run = aws.ec2.run_instances(
+        ImageId="ami-12c6146b", InstanceType="p5.48xlarge", MinCount=2, MaxCount=2, TagSpecifications=tags
+    )
+    ids = [i["InstanceId"] for i in run["Instances"]]
+    try:
+        result = _check(aws, _spec(), p=768, g=304)
+        other = aws.ec2.run_instances(ImageId="ami-12c6146b", InstanceType="p5.48xlarge", MinCount=1, MaxCount=1)
+        ids += [i["InstanceId"] for i in other["Instances"]]
+        crowded = _check(aws, _spec(), p=768, g=304)
+    finally:
+        aws.ec2.terminate_instances(InstanceIds=ids)
+    assert result.problems == [], result.problems
+    assert len(crowded.problems) == 1 and "with 192 in use" in crowded.problems[0]
