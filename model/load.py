@@ -16,6 +16,7 @@ from pydantic import TypeAdapter, ValidationError
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from model import clock
 from model.burst import READABLE_FORMATS, STATE_FORMAT, BurstState, lead_problem, window_problems
 from model.catalog import CatalogError
 from model.inputs import MAX_DEPTH, MAX_INT_DIGITS, JsonLimitError, SpecError, load_json, read_text
@@ -144,7 +145,8 @@ def check_window(spec: EstateSpec, window: BurstWindow | None, source: str) -> N
         return
     base = f"config.{WINDOW_KEY}"
     problems = window_problems(spec, window)
-    if spec.burst is not None and (too_soon := lead_problem(spec, window, window.start)) is not None:
+    live = spec.burst is not None and window.expires > clock.now()  # a past window is only booked, never judged
+    if live and (too_soon := lead_problem(spec, window, window.start)) is not None:
         problems.append(Problem("expires", too_soon))  # as `open` refuses it (model.burst.SCHEDULE_LEAD)
     if problems:
         raise SpecError([problem_line(source, base, p.path, p.message) for p in problems])
@@ -385,9 +387,7 @@ def check_stack_name(stack: str) -> None:
     """A stack name Pulumi accepts: letters, digits, `-`, `_`, `.`; at most 100 characters."""
     if not STACK_NAME.fullmatch(stack):
         shown = stack if len(stack) <= 60 else stack[:60] + "..."
-        raise SpecError(
-            [f"--stack {shown!r}: not a stack name (letters, digits, '-', '_' and '.'; at most 100 characters)"]
-        )
+        raise SpecError([f"--stack {shown!r}: not a stack name (letters, digits, '-', '_', '.'; 100 at most)"])
 
 
 def read_project(project_dir: Path) -> dict[str, Any]:

@@ -153,8 +153,15 @@ FLAVOR_IMMUTABLE_WITH_TOPOLOGY = ("spec.topologyName", "spec.nodeLabels", "spec.
 
 def flavor_replaced_on(spec: dict[str, Any]) -> list[str]:
     """The input paths whose change replaces a flavor of `spec` (resource_flavor_spec): none while it has no
-    topologyName."""
-    return list(FLAVOR_IMMUTABLE_WITH_TOPOLOGY) if spec.get("topologyName") else []
+    topologyName. A flavor on the hosts Topology leaves topologyName out: Pulumi replaces on any diff of a listed
+    path, an added key included, and a flavor deployed without a topology gains `gpufleet-hosts` in place (the
+    CRD's rules). A pool that later joins a fabric changes it, which the API server refuses: docs/deploy.md says
+    how to replace that flavor by hand."""
+    topology = spec.get("topologyName")
+    if not topology:
+        return []
+    paths = list(FLAVOR_IMMUTABLE_WITH_TOPOLOGY)
+    return [p for p in paths if p != "spec.topologyName"] if topology == HOSTS_TOPOLOGY else paths
 
 
 def topology_spec() -> dict[str, Any]:
