@@ -46,7 +46,6 @@ _NOT_REPLAYED = (
     "customTimeouts",
     "importId",
     "deletedWith",
-    "replace_with",
     "replacement_trigger",
     "transforms",
     "hooks",
@@ -81,6 +80,7 @@ class Registration:
     options: dict[str, Any]  # ResourceOptions fields that are plain values
     parent: str
     depends_on: list[str]
+    replace_with: list[str]  # URNs of the resources whose replacement replaces this one
     provider: str | None
     providers: dict[str, str]  # package -> provider URN, as the request's providers map
     aliases: list[str | dict[str, Any]]
@@ -171,6 +171,7 @@ def _decode(request: Any, urn: str) -> Registration:
         options={k: v for k, v in options.items() if v is not None},
         parent=request.parent,
         depends_on=[u for u in request.dependencies if u not in implicit],
+        replace_with=list(request.replace_with),
         provider=_urn(request.provider) if request.provider and (request.custom or request.remote) else None,
         providers={pkg: _urn(r) for pkg, r in request.providers.items()},
         aliases=[_alias(a) for a in request.aliases],
@@ -283,6 +284,7 @@ def _register(reg: Registration, ref: ClassRef | None, run: _Replay) -> pulumi.R
     opts = pulumi.ResourceOptions(
         parent=made.get(reg.parent),
         depends_on=[made[u] for u in reg.depends_on] or None,
+        replace_with=[made[u] for u in reg.replace_with] or None,
         provider=made[reg.provider] if reg.provider else None,  # type: ignore[arg-type]
         # The SDK folds `provider` into a component's providers map itself; passing it twice only warns.
         providers=[made[u] for u in reg.providers.values() if u != reg.provider] or None,  # type: ignore[misc]
@@ -345,7 +347,7 @@ def _same_form(call: Registration | Outputs | Invoke) -> str:
     if isinstance(call, Registration):
         deps = {k: sorted(v) for k, v in call.property_deps.items()}
         form: list[Any] = [call.urn, call.type, call.name, call.custom, call.remote, call.values, deps, sorted(call.depends_on),
-                           call.options, call.parent, call.provider, call.providers, call.aliases]  # fmt: skip
+                           sorted(call.replace_with), call.options, call.parent, call.provider, call.providers, call.aliases]  # fmt: skip
     elif isinstance(call, Outputs):
         form = ["outputs", call.urn, call.values]
     else:

@@ -146,8 +146,8 @@ PRIORITY_CITE = Cite(
 def workload_priority_class(workload: Workload) -> str:
     """The WorkloadPriorityClass a workload names: the label on the object Kueue builds the Workload from (the
     job, or the pods of a pod-based workload). A Deployment's or StatefulSet's own label wins: Kueue copies it
-    onto the pods (kubernetes-sigs/kueue v0.19.2 pkg/controller/jobs/deployment/deployment_webhook.go Default, and
-    pkg/controller/jobs/statefulset/statefulset_pod_reconciler.go)."""
+    onto the pods (kubernetes-sigs/kueue at versions.KUEUE: pkg/controller/jobs/deployment/deployment_webhook.go
+    Default, and pkg/controller/jobs/statefulset/statefulset_pod_reconciler.go)."""
     name = framework(workload)
     if name in POD_BASED and workload.kind != "Pod":
         if PRIORITY_CLASS_LABEL in workload.labels:
