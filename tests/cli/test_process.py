@@ -127,12 +127,10 @@ main.main()
 _DELAYS = sorted([0.0, 0.02, *(round(random.Random(29).uniform(0.05, 4.0), 2) for _ in range(6))])
 
 
-@pytest.mark.parametrize("delay", _DELAYS)
-def test_ctrl_c_at_any_moment_of_the_process_is_one_line_and_exit_130(delay: float) -> None:
-    # Before: a traceback while importing (the console script imported every command before any handler), an
-    # asyncio traceback at shutdown, or exit 70 from a module the interrupt left half-imported.
+def _started(args: list[str], line: str) -> subprocess.Popen[str]:
+    """`python -c ARGS` from the repository, once it has printed `line` (its handlers are in place)."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", _ENTRY],
+        [sys.executable, "-c", *args],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdin=subprocess.DEVNULL,
@@ -140,7 +138,15 @@ def test_ctrl_c_at_any_moment_of_the_process_is_one_line_and_exit_130(delay: flo
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    assert proc.stdout is not None and proc.stdout.readline() == f"{line}\n"
+    return proc
+
+
+@pytest.mark.parametrize("delay", _DELAYS)
+def test_ctrl_c_at_any_moment_of_the_process_is_one_line_and_exit_130(delay: float) -> None:
+    # Before: a traceback while importing (the console script imported every command before any handler), an
+    # asyncio traceback at shutdown, or exit 70 from a module the interrupt left half-imported.
+    proc = _started([_ENTRY], "ready")
     time.sleep(delay)
     finished = proc.poll() is not None
     if not finished:
@@ -183,16 +189,7 @@ main.main()
 
 
 def _swallowing(module: str) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _SWALLOWED, module],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None and proc.stdout.readline() == "running\n"
+    proc = _started([_SWALLOWED, module], "running")
     proc.send_signal(signal.SIGINT)
     assert proc.stdout.readline() == "swallowed\n"
     return proc

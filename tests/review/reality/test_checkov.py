@@ -52,6 +52,19 @@ def checkov() -> Path:
     return path
 
 
+def scan(folder: Path, framework: str) -> dict[str, Any]:
+    """Checkov's JSON report on `folder` for one framework (exit 1 is "checks failed", not an error)."""
+    run = subprocess.run(
+        [str(checkov()), "-d", str(folder), "--framework", framework, "-o", "json", "--quiet", "--compact",
+         "--skip-download"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert run.returncode in (0, 1), run.stderr[-2000:]
+    doc: Any = json.loads(run.stdout)
+    report: dict[str, Any] = doc[0] if isinstance(doc, list) else doc
+    return report
+
+
 def _chart(file: Path) -> str:
     first = file.read_text().split("\n", 1)[0]
     return first.removeprefix("# Source: ").split("/")[0] if first.startswith("# Source: ") else OWN
@@ -99,27 +112,7 @@ def checkov_failures(
         export(plan, root / name)
         export_rendered(plan, render_plan(plan, chart_cache), root / name)
     export(window_plan(), root / "hybrid-window")
-    run = subprocess.run(
-        [
-            str(checkov()),
-            "-d",
-            str(root),
-            "--framework",
-            "kubernetes",
-            "-o",
-            "json",
-            "--quiet",
-            "--compact",
-            "--skip-download",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert run.returncode in (0, 1), run.stderr[-2000:]
-    doc: Any = json.loads(run.stdout)
-    report = doc[0] if isinstance(doc, list) else doc
+    report = scan(root, "kubernetes")
     assert report["summary"]["passed"] > 0 and report["summary"]["parsing_errors"] == 0, report["summary"]
     results = report["results"]
     return [

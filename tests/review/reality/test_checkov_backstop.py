@@ -9,12 +9,11 @@ that tag (e.g. SchedulerScheduleUsesCMK.py and the IAM policy checks).
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from gpufleet.engine.plan import Plan, PlanResource
-from tests.review.reality.test_checkov import checkov, window_plan
+from tests.review.reality.test_checkov import scan, window_plan
 
 # Registered, with why: the schedule keeps EventBridge Scheduler's default AWS owned key. Its payload is a cluster
 # name, a node group name and three sizes, nothing secret; Scheduler encrypts it at rest with an AWS owned key by
@@ -58,14 +57,7 @@ def terraform(resources: list[PlanResource]) -> dict[str, Any]:
 
 def _scan(doc: dict[str, Any], tmp: Path) -> tuple[set[tuple[str, str]], int]:
     (tmp / "main.tf.json").write_text(json.dumps(doc))
-    run = subprocess.run(
-        [str(checkov()), "-d", str(tmp), "--framework", "terraform_json", "-o", "json", "--quiet", "--compact",
-         "--skip-download"],
-        capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    assert run.returncode in (0, 1), run.stderr[-2000:]
-    report: Any = json.loads(run.stdout)
-    report = report[0] if isinstance(report, list) else report
+    report = scan(tmp, "terraform_json")
     failed = {(f["check_id"], f["resource"]) for f in report.get("results", {}).get("failed_checks", [])}
     return failed, report["summary"]["passed"]
 

@@ -9,13 +9,12 @@ aws/ at that tag (e.g. IAMDataExfiltration.py, IAMWriteAccess.py, IAMStarResourc
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from gpufleet.engine.plan import Plan
 from model.conventions import SHARED, TENANT_LABEL
-from tests.review.reality.test_checkov import checkov
+from tests.review.reality.test_checkov import scan
 
 ROLE = "aws:iam/role:Role"
 ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
@@ -48,14 +47,7 @@ def _failures(templates: dict[str, dict[str, Any]], tmp: Path) -> tuple[list[tup
         (tmp / f"{name}.json").write_text(
             json.dumps({"AWSTemplateFormatVersion": "2010-09-09", "Resources": resources})
         )
-    run = subprocess.run(
-        [str(checkov()), "-d", str(tmp), "--framework", "cloudformation", "-o", "json", "--quiet", "--compact",
-         "--skip-download"],
-        capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    assert run.returncode in (0, 1), run.stderr[-2000:]
-    doc: Any = json.loads(run.stdout)
-    report = doc[0] if isinstance(doc, list) else doc
+    report = scan(tmp, "cloudformation")
     failed = [(f["check_id"], f["file_path"]) for f in report["results"]["failed_checks"]]
     return failed, report["summary"]["passed"]
 
