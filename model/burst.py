@@ -412,6 +412,10 @@ def booking(spec: EstateSpec, window: BurstWindow, closed_by: str, node_hours: f
         if node_hours is None
         else round(price * node_hours, 2)
     )
+    return _entry(window, end, usd, closed_by)
+
+
+def _entry(window: BurstWindow, end: dt.datetime, usd: float, closed_by: str) -> BurstLedgerEntry:
     return BurstLedgerEntry(
         pool=window.pool,
         instance_type=window.instance_type,
@@ -429,16 +433,8 @@ def close_entry(
     """The ledger entry for `window` closed at `end` (never before its start; never later than its expiry unless
     `through_expiry`: nodes run past the expiry until the `up` that removes them has finished)."""
     end = max(window.start, end if through_expiry else min(end, window.expires))
-    price = window.usd_per_hour if window.usd_per_hour is not None else node_hour_price(spec, window.instance_type)
-    return BurstLedgerEntry(
-        pool=window.pool,
-        instance_type=window.instance_type,
-        nodes=window.nodes,
-        start=window.start,
-        end=end,
-        usd=window_price(price, window.nodes, hours_between(window.start, end)),
-        closed_by=closed_by,
-    )
+    price = window_usd_per_hour(spec, window)
+    return _entry(window, end, window_price(price, window.nodes, hours_between(window.start, end)), closed_by)
 
 
 # ------------------------------------------------------------------------------- window state (state stack)

@@ -33,6 +33,7 @@ ENFORCING: dict[str, str] = {
 }
 # The configuration value of the EKS vpc-cni add-on that turns NetworkPolicy enforcement on (same page).
 VPC_CNI_NETWORK_POLICY = {"enableNetworkPolicy": "true"}
+K8S_PROVIDER_TYPE = "pulumi:providers:kubernetes"  # the type token of every site's Kubernetes provider
 K8S_PROVIDER_SUFFIX = "-k8s"
 
 # CNIs that leave standalone pods (no ownerReferences) outside every NetworkPolicy. The EKS user guide,

@@ -14,6 +14,7 @@ from typing import Any
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, StackValidationArgs
 
 from model.cni import ENFORCING as ENFORCING_CNIS
+from model.cni import K8S_PROVIDER_TYPE
 from model.conventions import FABRIC_TAG, POOL_LABEL, POOL_TAG
 from policies.common import (
     EKS_CLUSTER,
@@ -105,7 +106,6 @@ def tenant_default_deny(args: StackValidationArgs, report: ReportViolation) -> N
 
 
 EKS_ADDON = "aws:eks/addon:Addon"
-K8S_PROVIDER = "pulumi:providers:kubernetes"
 
 
 def _enables_network_policy(addon: PolicyResource) -> bool:
@@ -141,7 +141,7 @@ def tenant_networkpolicy_enforced(args: StackValidationArgs, report: ReportViola
         if not _enables_network_policy(addon):
             report(f'the vpc-cni add-on of EKS cluster {cluster} does not set enableNetworkPolicy "true"', addon.urn)
     declared = as_dict(config(args, "networkPolicyCni", {}))
-    providers = {r.urn: r for r in args.resources if r.resource_type == K8S_PROVIDER}
+    providers = {r.urn: r for r in args.resources if r.resource_type == K8S_PROVIDER_TYPE}
     for urn, (name, namespaces) in sorted(by_provider.items()):
         where = f"tenant namespaces {', '.join(sorted(namespaces))} (Kubernetes provider {name})"
         provider = providers.get(urn)

@@ -27,13 +27,13 @@ from gpufleet.review.reality.first_up_nodes import StatedNodes, plan_node, state
 from gpufleet.review.reality.first_up_phases import vpn_phases
 from gpufleet.review.reality.scheduling import Node, describe, fits, pod_spec
 from model import kinds
+from model.cni import K8S_PROVIDER_TYPE
 from model.reach import api_clients, api_reachable_from
 from model.spec import EksCluster, EstateSpec
 
 Check = Literal["chart", "crd", "namespace", "node", "schema", "reach"]
 CHECKS: tuple[Check, ...] = ("chart", "reach", "crd", "namespace", "node", "schema")
 BUILTIN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
-KUBE_PROVIDER = "pulumi:providers:kubernetes"
 INSTALL_HOOKS = frozenset({"", "pre-install", "post-install"})
 WORKLOADS = frozenset({"Deployment", "StatefulSet", "Job"})
 # A bare-metal site's Kubernetes version is not in its stack file; its objects are checked against the version an
@@ -256,7 +256,7 @@ class _Simulation:
     def check_reach(self) -> None:
         """Everyone who must reach a site's API reaches it (model.reach): the deployer every site it
         creates Kubernetes resources in (through that site's provider), a MultiKueue manager its cloud worker."""
-        providers = {self.site_of(p.key): p for p in self.plan.find(KUBE_PROVIDER) if self.site_of(p.key)}
+        providers = {self.site_of(p.key): p for p in self.plan.find(K8S_PROVIDER_TYPE) if self.site_of(p.key)}
         workers = [r for r in self.plan.kubernetes_objects() if r.inputs.get("kind") == "MultiKueueCluster"]
         for site in self.spec.sites:
             for client in api_clients(self.spec, site):

@@ -17,10 +17,9 @@ from dataclasses import dataclass
 
 from gpufleet.engine.plan import Plan
 from model import kinds
-from model.cni import k8s_provider_name
+from model.cni import K8S_PROVIDER_TYPE, k8s_provider_name
 from model.spec import EstateSpec, VpnInterconnect
 
-KUBE_PROVIDER = "pulumi:providers:kubernetes"
 TUNNEL_DOCS = "https://docs.aws.amazon.com/vpn/latest/s2svpn/SetUpVPNConnections.html"
 
 
@@ -51,7 +50,7 @@ def vpn_phases(spec: EstateSpec, plan: Plan) -> list[VpnPhase]:
         ic = aws.interconnect
         if not isinstance(ic, VpnInterconnect) or spec.deployer.network != ic.site:
             continue
-        provider = next(iter(plan.find(KUBE_PROVIDER, k8s_provider_name(site.name))), None)
+        provider = next(iter(plan.find(K8S_PROVIDER_TYPE, k8s_provider_name(site.name))), None)
         if provider is None:
             continue
         urn = f"urn:pulumi:{plan.stack}::{plan.project}::{provider.key}"

@@ -5,8 +5,8 @@ on-prem device is configured from the tunnels' details: AWS Site-to-Site VPN use
 from __future__ import annotations
 
 from gpufleet.engine.plan import Plan
-from gpufleet.review.reality.first_up_phases import KUBE_PROVIDER, dependents, vpn_phases
-from model.cni import k8s_provider_name
+from gpufleet.review.reality.first_up_phases import dependents, vpn_phases
+from model.cni import K8S_PROVIDER_TYPE, k8s_provider_name
 from model.spec import EstateSpec
 from tests.conftest import example_estate
 from tests.review.reality.conftest import Checked
@@ -15,7 +15,7 @@ from tests.review.reality.conftest import Checked
 def test_the_hybrid_first_up_is_two_phases_with_the_exact_exclusion(checked_examples: dict[str, Checked]) -> None:
     hybrid = checked_examples["hybrid"]
     [phase] = vpn_phases(hybrid.spec, hybrid.plan)
-    provider = hybrid.plan.one(KUBE_PROVIDER, k8s_provider_name("cloud"))
+    provider = hybrid.plan.one(K8S_PROVIDER_TYPE, k8s_provider_name("cloud"))
     assert phase.site == "cloud" and phase.vpn_from == "onprem"
     assert phase.provider_urn == f"urn:pulumi:hybrid::{hybrid.plan.project}::{provider.key}"
     [note] = [n for n in hybrid.first_up.notes if "--exclude" in n]
@@ -30,7 +30,7 @@ def test_phase_one_builds_the_network_vpn_cluster_and_nodes_and_nothing_inside_t
     cloud site's Kubernetes provider; none of the AWS resources phase 1 must create for the device to be set up."""
     hybrid = checked_examples["hybrid"]
     [phase] = vpn_phases(hybrid.spec, hybrid.plan)
-    provider = hybrid.plan.one(KUBE_PROVIDER, k8s_provider_name("cloud"))
+    provider = hybrid.plan.one(K8S_PROVIDER_TYPE, k8s_provider_name("cloud"))
     through_cloud = {r.key for r in hybrid.plan.resources if r.provider == provider.key}
     assert through_cloud and through_cloud <= phase.deferred
     deferred_types = {hybrid.plan.get(k).type for k in phase.deferred}
@@ -42,7 +42,7 @@ def test_phase_one_builds_the_network_vpn_cluster_and_nodes_and_nothing_inside_t
 
 def test_dependents_follow_dependencies_providers_and_children(example_plans: dict[str, Plan]) -> None:
     plan = example_plans["hybrid"]
-    provider = plan.one(KUBE_PROVIDER, k8s_provider_name("cloud"))
+    provider = plan.one(K8S_PROVIDER_TYPE, k8s_provider_name("cloud"))
     out = dependents(plan, provider.key)
     # a resource that depends on a deferred one is deferred too
     for r in plan.resources:

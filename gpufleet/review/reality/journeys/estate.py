@@ -12,11 +12,11 @@ from typing import Any
 from gpufleet.charts.render import RenderedRelease, as_applied, cluster_scoped_kinds
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.review.reality.journeys.core import ClusterView, NodeGroup
+from model.cni import K8S_PROVIDER_TYPE
 from model.conventions import HELM_RELEASE, NODE_GROUP
 from model.kinds.aws import CA_TAG_PREFIX
 
 MANAGER = "manager"
-K8S_PROVIDER = "pulumi:providers:kubernetes"
 ASG_TAG = "aws:autoscaling/tag:Tag"
 SITE_SUFFIX = ":Site"  # gpufleet:aws:Site, gpufleet:baremetal:Site, ...
 
@@ -44,7 +44,7 @@ def clusters(plan: Plan, releases: dict[str, RenderedRelease]) -> dict[str, Clus
     values: dict[str, dict[str, dict[str, Any]]] = {}
     sites: dict[str, str | None] = {}
     for r in plan.resources:
-        if not r.provider or not r.type.startswith("kubernetes:") or plan.get(r.provider).type != K8S_PROVIDER:
+        if not r.provider or not r.type.startswith("kubernetes:") or plan.get(r.provider).type != K8S_PROVIDER_TYPE:
             continue
         name, site = _cluster_of(plan, r.provider)
         sites[name] = site
