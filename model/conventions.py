@@ -34,6 +34,9 @@ DEDICATED_TENANT_LABEL = f"{LABEL_PREFIX}tenant"
 # (https://kubernetes.io/docs/reference/access-authn-authz/admission-controllers/#noderestriction).
 TENANT_NODE_LABEL = "node-restriction.kubernetes.io/tenant"
 
+# The one remediator that may reboot or replace the node (model.spec.health); policy `one-remediator` reads it.
+REMEDIATOR_LABEL = f"{LABEL_PREFIX}remediator"
+
 RACK_LABEL = "topology.gpufleet.io/rack"
 LEAF_LABEL = "topology.gpufleet.io/leaf"
 RAIL_LABEL = "topology.gpufleet.io/rail"

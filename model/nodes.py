@@ -17,6 +17,7 @@ from model.conventions import (
     POOL_LABEL,
     RACK_LABEL,
     RAIL_LABEL,
+    REMEDIATOR_LABEL,
     ROLE_LABEL,
     TENANT_NODE_LABEL,
     Taint,
@@ -39,6 +40,7 @@ def pool_labels(spec: EstateSpec, pool: NodePool) -> dict[str, str]:
         ROLE_LABEL: pool.role,
         GPU_PRESENT_LABEL: "true",
         GPU_PRODUCT_LABEL: spec.pool_gpu_model(pool.name).id,
+        REMEDIATOR_LABEL: pool.health.remediator,
     }
     if pool.fabric:
         labels[FABRIC_LABEL] = pool.fabric

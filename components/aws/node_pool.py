@@ -28,6 +28,7 @@ from components.aws.launch import (
 from model.burst import backstop, burst_group_size, effective_scaling, schedule_kept
 from model.conventions import BURST_TAG, POOL_TAG, SHARED, Taint, eks_rejects_label
 from model.efa import EFA_HUGEPAGES, efa_interfaces, efa_node_hugepages
+from model.health import eks_node_repair
 from model.kinds import aws as aws_kind
 from model.kinds.aws import burst_node_group_name
 from model.nodes import pool_labels, pool_taints
@@ -56,6 +57,17 @@ def ami_release(pool: AwsNodePool) -> str | None:
 
 def imds_hop_limit(pool: AwsNodePool) -> int:
     return 2 if pool.pods_need_imds else 1
+
+
+def node_repair_config(pool: AwsNodePool) -> aws.eks.NodeGroupNodeRepairConfigArgs:
+    """EKS node repair as the pool's health says (model.health.eks_node_repair): off when another remediator owns
+    the nodes, else with explicit limits and per-condition overrides."""
+    cfg = eks_node_repair(pool.health)
+    overrides = [
+        aws.eks.NodeGroupNodeRepairConfigNodeRepairConfigOverrideArgs(**o)
+        for o in cfg.pop("node_repair_config_overrides", [])
+    ]
+    return aws.eks.NodeGroupNodeRepairConfigArgs(**cfg, node_repair_config_overrides=overrides or None)
 
 
 def mng_labels(spec: EstateSpec, pool: AwsNodePool) -> dict[str, str]:
@@ -176,7 +188,7 @@ class GpuNodePool(pulumi.ComponentResource):
     """Creates a launch template (IMDSv2, encrypted gp3 root with the site key, NVMe scratch via nodeadm, EFA
     interfaces from the catalog and the fabric's placement group, reserved or block capacity, tags that reach
     instances, volumes and interfaces) and an EKS managed node group (AL2023 NVIDIA AMI, pool labels and
-    taints, scaling from the burst window, node auto repair)."""
+    taints, scaling from the burst window, node auto repair as the pool's health sets it)."""
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:aws:GpuNodePool", name, None, opts)
@@ -298,7 +310,7 @@ class GpuNodePool(pulumi.ComponentResource):
             },
             taints=[mng_taint(t) for t in pool_taints(pool)],
             update_config=update_config(),
-            node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True),
+            node_repair_config=node_repair_config(pool),
             tags=self._tags,
             opts=pulumi.ResourceOptions(
                 parent=self,

@@ -20,6 +20,7 @@ from gpufleet.render.findings import (
     findings_table,
     verdict_line,
 )
+from gpufleet.render.health import health_json, health_lines, health_markdown
 from gpufleet.render.mermaid import mermaid_block
 from gpufleet.review.findings import Findings
 from gpufleet.review.review import Review
@@ -71,12 +72,19 @@ def preview_summary_text(review: Review, console: Console) -> None:
 
 
 def preview_details_text(review: Review, console: Console) -> None:
-    """Everything after the summary: advisory findings, first-up notes, cost envelope, tree, resources by type."""
+    """Everything after the summary: advisory findings, first-up notes, cost envelope, node health, tree, resources
+    by type."""
     plan = review.plan
     if advisory_and_notes_text(review.findings, review, console):
         console.print()
     cost_details_text(review.cost, console)
     console.print()
+    health = health_lines(review.spec)
+    if health:
+        console.print("[bold]Node health[/bold] (per pool: detectors; remediator)")
+        for line in health:
+            console.print(line, markup=False)
+        console.print()
     console.print(component_tree(plan))
     counts = plan.type_counts()
     console.print(f"\n[bold]Resources by type[/bold] ({sum(counts.values())})")
@@ -203,6 +211,8 @@ def preview_markdown(review: Review, max_chars: int = MAX_COMMENT, summary_only:
             Section("policy findings", details(f"Policy findings ({len(findings)})", findings_table(findings)))
         )
     sections.append(Section("cost envelope", details("Cost envelope", cost_tables(review.cost))))
+    if review.spec.pools():
+        sections.append(Section("node health", details("Node health", health_markdown(review.spec))))
     sections.append(Section("estate diagram", details("Estate diagram", mermaid_block(review.spec, plan), open_=True)))
     sections.append(Section("resources by type", details("Resources by type", _type_table(counts))))
     return assemble("\n".join(head), sections, max_chars)
@@ -223,6 +233,7 @@ def preview_json(review: Review) -> str:
     doc["first_up"] = None if review.first_up is None else review.first_up.to_dict()
     doc["journeys"] = _journeys(review)
     doc["destroy"] = None if review.teardown is None else review.teardown.to_dict()
+    doc["health"] = health_json(review.spec)
     b = review.backstop
     doc["backstop"] = (
         None if b is None else {"pool": b.pool, "hold_at": b.hold_at.isoformat(), "stop_at": b.stop_at.isoformat()}

@@ -247,6 +247,21 @@ def gpudirect_rdma_declared(spec: EstateSpec) -> Iterator[Problem]:
             )
 
 
+def dcgm_detector_has_dcgm(spec: EstateSpec) -> Iterator[Problem]:
+    """DCGM comes with the GPU Operator (its DCGM exporter); the standalone device plugin brings none."""
+    for i, s in enumerate(spec.sites):
+        if s.kubernetes.gpu_stack == "gpu-operator":
+            continue
+        for j, base in enumerate(s.node_pools):
+            detectors = spec.pool(base.name).health.detectors
+            if detectors is not None and "dcgm" in detectors:
+                yield Problem(
+                    f"sites[{i}].node_pools[{j}].health.detectors",
+                    "dcgm runs with the GPU Operator's DCGM exporter, and this site's gpu_stack is device-plugin; "
+                    "drop dcgm or set kubernetes.gpu_stack: gpu-operator",
+                )
+
+
 RULES: tuple[Rule, ...] = (
     sites_consistent,
     apis_reachable,
@@ -261,4 +276,5 @@ RULES: tuple[Rule, ...] = (
     site_inventories,
     gpudirect_rdma_declared,
     enforcement_overrides_effective,
+    dcgm_detector_has_dcgm,
 )

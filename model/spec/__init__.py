@@ -49,6 +49,15 @@ from model.spec.base import (
 )
 from model.spec.burst import BurstLedgerEntry, BurstPolicy, BurstWindow, KueueManager
 from model.spec.estate import EstateSpec, PolicySettings, json_schema
+from model.spec.health import (
+    EKS_NODE_REPAIR,
+    NO_REMEDIATOR,
+    AwsHealth,
+    BaremetalHealth,
+    Detector,
+    EksNodeRepair,
+    RepairOverride,
+)
 from model.spec.pools import Capacity, PoolBase, Scaling, Sharing
 from model.spec.sites import (
     AWS_STORAGE,
@@ -72,10 +81,14 @@ __all__ = [
     "AWS_STORAGE",
     "BAREMETAL_STORAGE",
     "DNS1123",
+    "EKS_NODE_REPAIR",
+    "NO_REMEDIATOR",
     "SHARED_FILE_SYSTEM_KINDS",
     "AwsAccount",
+    "AwsHealth",
     "AwsNodePool",
     "AwsSite",
+    "BaremetalHealth",
     "BaremetalNodePool",
     "BaremetalSite",
     "BurstLedgerEntry",
@@ -84,9 +97,11 @@ __all__ = [
     "Capacity",
     "CapacityType",
     "Deployer",
+    "Detector",
     "EfaFabric",
     "EfsTier",
     "EksCluster",
+    "EksNodeRepair",
     "EstateSpec",
     "ExistingInterconnect",
     "Fabric",
@@ -113,6 +128,7 @@ __all__ = [
     "PrivateInterconnect",
     "Problem",
     "PublicInterconnect",
+    "RepairOverride",
     "RoceFabric",
     "Role",
     "S3Grant",

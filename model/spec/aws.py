@@ -10,6 +10,7 @@ from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from model import catalog, versions
 from model.spec.base import Model, Name
+from model.spec.health import AwsHealth
 from model.spec.net import CidrRange
 from model.spec.pools import Capacity, PoolBase, Scaling
 
@@ -44,6 +45,9 @@ class AwsNodePool(PoolBase):
             "e.g. `1.34.9-20260714`), for the cluster's minor. Unset: the release gpufleet pins for the minor. The "
             "GPU driver comes with the AMI, so a new release is a driver bump: nodes are replaced rolling."
         ),
+    )
+    health: AwsHealth = Field(
+        default_factory=AwsHealth, description="What watches the nodes and the one remediator that repairs them."
     )
     renamed_from: Name | None = Field(
         default=None,

@@ -13,6 +13,7 @@ from pydantic import Field, field_validator, model_validator
 
 from model import catalog
 from model.spec.base import Model, Name
+from model.spec.health import BaremetalHealth
 from model.spec.host import (
     AwsRegionCode,
     Bastion,
@@ -72,6 +73,9 @@ class BaremetalNodePool(PoolBase):
 
     selector: dict[str, str] = Field(
         min_length=1, description="Inventory labels a server must carry to belong to this pool."
+    )
+    health: BaremetalHealth = Field(
+        default_factory=BaremetalHealth, description="What watches the nodes and the one remediator that repairs them."
     )
     cost: OnPremCostOverride | None = Field(
         default=None,

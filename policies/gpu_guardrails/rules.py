@@ -1,7 +1,8 @@
 """GPU guardrails: the GPU taint on every GPU pool, EFA pools in one subnet with a placement group or a
 reservation and no more EFA interfaces than the instance has, training pools on EFA types on a fabric, FSx next to the GPUs, time-slicing only on
 single-tenant pools, GPU Operator driver settings that match the site, pinned chart versions and protected
-stateful storage. Check-list items T10, T12, A11, A14, H1, H2, H7 of docs/checklist.md.
+stateful storage, one remediator per node. Check-list items T10, T12, A11, A14, H1, H2, H7, H8 of
+docs/checklist.md.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from model.conventions import (
     FABRIC_LABEL,
     GPU_TAINT,
     POOL_LABEL,
+    REMEDIATOR_LABEL,
     ROLE_LABEL,
     site_kind_of_urn,
 )
+from model.spec import EKS_NODE_REPAIR, NO_REMEDIATOR
 from policies.common import (
     ADVISORY,
     FSX_LUSTRE,
@@ -63,6 +66,20 @@ def gpu_taint(args: ResourceValidationArgs, report: ReportViolation) -> None:
     view = node_view(args.resource_type, args.props)
     if view is not None and is_gpu_node(view) and not view.has_gpu_taint():
         report(f"GPU pool {view.pool or args.name} lacks taint {GPU_TAINT.key}={GPU_TAINT.value}:NoSchedule", None)
+
+
+# -- H8 -----------------------------------------------------------------------------------------------------
+
+
+def one_remediator(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """A node group with EKS node repair on must not carry nodes another remediator owns (their
+    gpufleet.io/remediator label): both would reboot or replace the same node."""
+    if args.resource_type != NODE_GROUP or not as_dict(args.props.get("nodeRepairConfig")).get("enabled"):
+        return
+    owner = str(as_dict(args.props.get("labels")).get(REMEDIATOR_LABEL, EKS_NODE_REPAIR))
+    if owner != EKS_NODE_REPAIR:
+        also = "no remediator" if owner == NO_REMEDIATOR else f"remediator {owner}"
+        report(f"node group {args.name} has EKS node repair on, but its nodes are labelled for {also}", None)
 
 
 # -- A14 ----------------------------------------------------------------------------------------------------
@@ -271,6 +288,14 @@ ALL = [
         kinds=("Node",),
         enforcement=MANDATORY,
         remediation="GPU pools get the taint from gpufleet; do not override node taints in the stack's labels.",
+    ),
+    resource_policy(
+        one_remediator,
+        name="one-remediator",
+        description="H8: one remediator per node: EKS node repair stays off on node groups whose nodes another remediator owns (aicr #2650).",
+        types=(NODE_GROUP,),
+        enforcement=MANDATORY,
+        remediation="Set node_pools[].health.remediator to the one remediator of the pool; gpufleet turns EKS node repair off for any other.",
     ),
     resource_policy(
         efa_placement,

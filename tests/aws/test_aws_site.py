@@ -158,12 +158,45 @@ def test_every_gpu_node_group_is_tainted_labelled_repaired_and_tagged(
     for lt, ng in _gpu_pools(plan):
         assert {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"} in ng.inputs["taints"]
         assert ng.inputs["labels"]["nvidia.com/gpu.present"] == "true"
-        assert ng.inputs["nodeRepairConfig"] == {"enabled": True}
+        repair = ng.inputs["nodeRepairConfig"]
+        assert repair["enabled"] is True and repair["maxParallelNodesRepairedCount"] == 1, repair
+        assert ng.inputs["labels"]["gpufleet.io/remediator"] == "eks-node-repair"
         for tags in [ng.tags, lt.tags, *(spec["tags"] for spec in lt.inputs["tagSpecifications"])]:
             assert all(k in tags for k in REQUIRED_TAGS), tags
         assert sorted(s["resourceType"] for s in lt.inputs["tagSpecifications"]) == [
             "instance", "network-interface", "volume"
         ]  # fmt: skip
+
+
+def test_node_repair_carries_the_pools_limits_and_overrides(example_plans: dict[str, Plan]) -> None:
+    repairs = {ng.name: ng.inputs["nodeRepairConfig"] for _, ng in _gpu_pools(example_plans["aws-train"])}
+    assert repairs["use1-h100-ng"] == {
+        "enabled": True,
+        "maxUnhealthyNodeThresholdCount": 1,
+        "maxParallelNodesRepairedCount": 1,
+        "nodeRepairConfigOverrides": [
+            {
+                "nodeMonitoringCondition": "AcceleratedHardwareReady",
+                "nodeUnhealthyReason": "NvidiaXID79Error",
+                "repairAction": "Replace",
+                "minRepairWaitTimeMins": 5,
+            }
+        ],
+    }
+    assert repairs["use1-l40s-ng"] == {
+        "enabled": True,
+        "maxUnhealthyNodeThresholdPercentage": 20,
+        "maxParallelNodesRepairedCount": 1,
+    }
+
+
+def test_another_remediator_turns_eks_node_repair_off(tmp_path: Path) -> None:
+    config: dict[str, Any] = example_config("aws-train")
+    config["gpufleet:estate"]["sites"][0]["node_pools"][1]["health"] = {"remediator": "nvsentinel-janitor"}
+    plan = synth(write_project(tmp_path, config), "test")
+    ng = next(ng for _, ng in _gpu_pools(plan) if ng.name == "use1-l40s-ng")
+    assert ng.inputs["nodeRepairConfig"] == {"enabled": False}
+    assert ng.inputs["labels"]["gpufleet.io/remediator"] == "nvsentinel-janitor"
 
 
 def test_dedicated_pool_is_tagged_and_tainted_for_its_tenant(example_plans: dict[str, Plan]) -> None:

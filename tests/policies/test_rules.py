@@ -12,7 +12,7 @@ from components.kubernetes.admission import OWNED_POD, VOLUME_VALIDATIONS
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.review import check
 from gpufleet.review.findings import Finding
-from model.conventions import GPU_PRESENT_LABEL, POOL_LABEL, ROLE_LABEL, TENANT_NODE_LABEL
+from model.conventions import GPU_PRESENT_LABEL, POOL_LABEL, REMEDIATOR_LABEL, ROLE_LABEL, TENANT_NODE_LABEL
 from tests.policies import fixtures as fx
 
 
@@ -49,6 +49,7 @@ LT_RESERVED = fx.with_(
 LT_EFA_32 = fx.launch_template(efa=32)
 LT_G6E = fx.launch_template("small", instance_type="g6e.xlarge")  # no EFA on this type: no fabric to ask for
 TRAINING = {POOL_LABEL: "h100", GPU_PRESENT_LABEL: "true", ROLE_LABEL: "training"}
+JANITOR = {POOL_LABEL: "h100", GPU_PRESENT_LABEL: "true", REMEDIATOR_LABEL: "nvsentinel-janitor"}
 R_AGENTS = fx.tenant_role("agents")
 UNTRUSTED_NS = fx.namespace("agents", labels={"tenant": "agents", "gpufleet.io/trust": "untrusted"})
 S3_LIST = {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::b", "Condition": {"StringLike": {"s3:prefix": ["agents/in/*"]}}}  # fmt: skip
@@ -261,6 +262,7 @@ CASES = [
     # -- gpu-guardrails
     Case("gpu-taint", [fx.node_group(), fx.node_patch()], [fx.node_group(taints=[])]),
     Case("gpu-taint", [fx.node_patch()], [fx.node_patch(taints=[])], id="node"),
+    Case("one-remediator", [fx.with_(fx.node_group(), nodeRepairConfig={"enabled": True}), fx.with_(fx.node_group(labels=JANITOR), nodeRepairConfig={"enabled": False})], [fx.with_(fx.node_group(labels=JANITOR), nodeRepairConfig={"enabled": True})]),
     Case("efa-placement", [fx.launch_template(efa=4), LT_RESERVED], [fx.with_(fx.launch_template(efa=4), placement=None)]),
     Case("efa-single-subnet", [fx.efa_node_group()], [fx.efa_node_group(subnets=["subnet-a-id", "subnet-b-id"])]),
     Case("efa-interface-count", [fx.launch_template(efa=32)], [fx.launch_template(efa=33)]),
