@@ -106,6 +106,13 @@ class Taint:
 
 
 GPU_TAINT = Taint(GPU_RESOURCE, "present", "NoSchedule")  # on every GPU node
+# A node taken out of service by `gpufleet verify` (gpufleet/verify/quarantine.py); the value says why: `verify`
+# (a failed probe), `health` (a detector's node condition) or `drill` (the degraded drill, removed after it).
+QUARANTINE_KEY = f"{LABEL_PREFIX}quarantine"
+
+
+def quarantine_taint(reason: str) -> Taint:
+    return Taint(QUARANTINE_KEY, reason, "NoSchedule")
 
 
 def tenant_taint(tenant: str) -> Taint:

@@ -22,6 +22,7 @@ from model.load import read_stack
 if TYPE_CHECKING:  # the cluster access, runner and renderers are imported when `verify` runs, not by every command
     from gpufleet.verify.kube import ClusterApi
     from gpufleet.verify.results import Report
+    from model.spec import EstateSpec, Site
 
 CATEGORIES = ",".join(c.value for c in suites.Category if c is not suites.Category.degraded)
 
@@ -54,8 +55,26 @@ def verify(
         bool, typer.Option("--plan", help="Print the checks, pass marks and sources; touch no cluster.")
     ] = False,
     degraded: Annotated[
-        bool, typer.Option("--degraded", help="Also cordon and drain one node per site while a gang job runs.")
+        bool,
+        typer.Option(
+            "--degraded", help="Also quarantine and drain one node per pool while a gang job runs, then return it."
+        ),
     ] = False,
+    no_quarantine: Annotated[
+        bool,
+        typer.Option(
+            "--no-quarantine",
+            help="Leave nodes a probe failed on or a detector reports unhealthy untainted (by default they get "
+            "gpufleet.io/quarantine:NoSchedule).",
+        ),
+    ] = False,
+    return_node: Annotated[
+        str | None,
+        typer.Option("--return", help="Remove the quarantine taint from this node (after its repair); run no check."),
+    ] = None,
+    site_name: Annotated[
+        str | None, typer.Option("--site", help="With --return: the node's site (needed on a multi-site estate).")
+    ] = None,
     kubeconfig: Annotated[
         list[str] | None,
         typer.Option(
@@ -98,6 +117,7 @@ def verify(
             categories=categories,
             pools=pools,
             degraded=degraded,
+            quarantine=not no_quarantine,
             dcgm_level=dcgm_level,
             egress_probe=egress_probe,
         )
@@ -123,6 +143,10 @@ def verify(
     )
 
     sites = [s for s in spec.sites if suite.for_site(s.name)]
+    if return_node is not None:
+        sites = [_return_site(spec, site_name)]
+    elif site_name is not None:
+        raise CommandError("--site is only for --return")
     try:
         given = parse_kubeconfig_options(kubeconfig or [], spec)
         apis: dict[str, tuple[ClusterApi, str]] = {}
@@ -132,11 +156,14 @@ def verify(
             )
             apis[site.name] = cluster_api(doc, context)
         manager = None
-        if any(c.manager for c in suite.checks):
+        if return_node is None and any(c.manager for c in suite.checks):
             doc, context = manager_kubeconfig(spec, stack, given, project=project, pulumi_secrets=pulumi_secrets)
             manager = cluster_api(doc, context)[0]
     except AccessError as e:
         raise CommandError(str(e)) from None
+    if return_node is not None:
+        _return(apis[sites[0].name][0], sites[0].name, return_node)
+        return
     result = run(suite, apis, manager)
     _print_report(result, format)
     if report_file is not None:
@@ -177,8 +204,34 @@ def run(suite: suites.Suite, apis: dict[str, tuple[ClusterApi, str]], manager: C
                 raise typer.Exit(130) from None
             report.results += results
             report.cleanup_problems += [f"site {site.name}: {p}" for p in problems]
+            report.quarantined += [f"site {site.name}: {q}" for q in ctx.quarantined]
     report.finished = dt.datetime.now(dt.UTC)
     return report
+
+
+def _return_site(spec: EstateSpec, name: str | None) -> Site:
+    if name is None:
+        if len(spec.sites) > 1:
+            raise CommandError(f"--return: say which site with --site ({', '.join(s.name for s in spec.sites)})")
+        return spec.sites[0]
+    found = next((s for s in spec.sites if s.name == name), None)
+    if found is None:
+        raise CommandError(f"--site {name}: not a site of this stack ({', '.join(s.name for s in spec.sites)})")
+    return found
+
+
+def _return(api: ClusterApi, site: str, node: str) -> None:
+    """Take `node` back into service: remove gpufleet's quarantine taint (the other taints stay)."""
+    from gpufleet.verify import quarantine
+    from gpufleet.verify.kube import ApiError
+
+    try:
+        why = quarantine.release(api, node)
+    except quarantine.NotQuarantined as e:
+        raise CommandError(f"--return {node}: {e}") from None
+    except ApiError as e:
+        raise CommandError(f"--return {node} on site {site}: {e}") from None
+    print(f"returned node {node} on site {site} (it was quarantined: {why}); new pods may be placed on it again")
 
 
 def _print_plan(suite: suites.Suite, format: Format) -> None:

@@ -71,9 +71,14 @@ def results_text(report: Report) -> str:
             lines.append(f"      mark from: {c.threshold.source}")
     lines.append("")
     lines.append("ACCEPTED" if report.accepted else "NOT ACCEPTED: a mandatory check failed or did not finish")
+    for q in report.quarantined:
+        lines.append(f"quarantined: {q}; {RETURN_HINT}")
     for p in report.cleanup_problems:
         lines.append(f"cleanup: {p}")
     return "\n".join(lines) + "\n"
+
+
+RETURN_HINT = "return a repaired node with `gpufleet verify --stack STACK --return NODE` (docs/verify.md)"
 
 
 def _md_cell(text: str) -> str:
@@ -111,6 +116,8 @@ def markdown(report: Report) -> str:
         out.append(f"| {MARK[r.status]} | {_md_cell(name)} | {_md_cell(measured)} | {_md_cell(_threshold(c))} | "
                    f"{_md_cell(_source(c))} |")  # fmt: skip
     out += ["", "## Not tested", ""] + [f"- {_md_cell(x)}" for x in report.not_tested]
+    if report.quarantined:
+        out += ["", "## Quarantined", "", RETURN_HINT, ""] + [f"- {_md_cell(q)}" for q in report.quarantined]
     if report.cleanup_problems:
         out += ["", "## Left behind by cleanup", ""] + [f"- {p}" for p in report.cleanup_problems]
     return "\n".join(out) + "\n"
@@ -132,5 +139,6 @@ def to_json(report: Report) -> str:
         "results": [r.to_dict() for r in report.results],
         "not_tested": report.not_tested,
         "cleanup_problems": report.cleanup_problems,
+        "quarantined": report.quarantined,
     }
     return json.dumps(doc, indent=1, default=str)

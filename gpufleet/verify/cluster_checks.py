@@ -1,11 +1,13 @@
-"""Cluster-level checks: GPU telemetry (DCGM exporter) and the opt-in degraded drill (cordon, evict, recover)."""
+"""Cluster-level checks: GPU telemetry (DCGM exporter) and the opt-in degraded drill (quarantine, evict, recover,
+return)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from gpufleet.verify import manifests, parsers
+from gpufleet.verify import manifests, parsers, quarantine
 from gpufleet.verify.kube import ApiError, Context, api_call, create, tail
+from gpufleet.verify.quarantine import DRILL
 from gpufleet.verify.results import Result, Status, skipped
 from gpufleet.verify.suite import Check
 from model import conventions, nodes, versions
@@ -107,10 +109,23 @@ def _wait_running(ctx: Context, check: Check, name: str, avoid: str | None, time
     return None
 
 
+def _schedulable(ctx: Context, pool: str) -> list[str]:
+    """Ready nodes of `pool` neither cordoned nor quarantined."""
+    listed = api_call(ctx.api.core.list_node, label_selector=f"{conventions.POOL_LABEL}={pool}").items
+    return sorted(
+        n.metadata.name
+        for n in listed
+        if _ready(n)
+        and not n.spec.unschedulable
+        and not any(t.key == conventions.QUARANTINE_KEY for t in n.spec.taints or [])
+    )
+
+
 def drain(ctx: Context, check: Check) -> Result:
+    """The drain drill: quarantine the node of one of a running gang's pods, evict that pod, see the gang run again
+    elsewhere, then return the node the documented way and see it schedulable again."""
     assert check.pool is not None
-    listed = api_call(ctx.api.core.list_node, label_selector=f"{conventions.POOL_LABEL}={check.pool}").items
-    ready = sorted(n.metadata.name for n in listed if _ready(n) and not n.spec.unschedulable)
+    ready = _schedulable(ctx, check.pool)
     if len(ready) < 2:
         return skipped(check, f"pool {check.pool} has {len(ready)} ready node(s); draining one needs a second")
     name = ctx.name("gang")
@@ -119,17 +134,20 @@ def drain(ctx: Context, check: Check) -> Result:
     if pods is None:
         return Result(check, Status.error, detail="the gang job never had both pods running")
     node = pods[0].spec.node_name
-    api_call(ctx.api.core.patch_node, node, {"spec": {"unschedulable": True}})
-    ctx.cordoned.append(node)
+    quarantine.quarantine(ctx.api, node, DRILL)
+    ctx.drilled.append(node)
     for p in pods:
         if p.spec.node_name == node:
             body = {"apiVersion": "policy/v1", "kind": "Eviction",
                     "metadata": {"name": p.metadata.name, "namespace": ctx.run.namespace}}  # fmt: skip
             api_call(ctx.api.core.create_namespaced_pod_eviction, p.metadata.name, ctx.run.namespace, body)
     back = _wait_running(ctx, check, name, node, timeout=600)
-    api_call(ctx.api.core.patch_node, node, {"spec": {"unschedulable": False}})
-    ctx.cordoned.remove(node)
+    quarantine.release(ctx.api, node)  # the documented return path, as `gpufleet verify --return NODE` runs it
+    ctx.drilled.remove(node)
     if back is None:
-        return Result(check, Status.failed, "not recovered", f"after draining {node} the gang did not run again")
-    where = sorted({p.spec.node_name for p in back})
-    return Result(check, Status.passed, "recovered", f"drained {node}; pods running on {', '.join(where)}; uncordoned")
+        return Result(check, Status.failed, "not recovered", f"after quarantining {node} the gang did not run again")
+    if node in _schedulable(ctx, check.pool):
+        where = sorted({p.spec.node_name for p in back})
+        detail = f"quarantined and drained {node}; pods running on {', '.join(where)}; {node} returned"
+        return Result(check, Status.passed, "recovered", detail)
+    return Result(check, Status.failed, "not returned", f"{node} still carries a NoSchedule taint after its return")

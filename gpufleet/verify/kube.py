@@ -64,7 +64,8 @@ class Context:
     manager: ClusterApi | None = None  # a hybrid estate's MultiKueue manager, where probes are submitted
     manager_jobs: list[tuple[str, str]] = field(default_factory=list)  # (namespace, job) made on the manager
     tenant_objects: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, namespace, name), not Jobs
-    cordoned: list[str] = field(default_factory=list)
+    drilled: list[str] = field(default_factory=list)  # nodes the drain drill quarantined, returned by cleanup
+    quarantined: list[str] = field(default_factory=list)  # nodes this run quarantined, as `node (why)`
     cleanup_problems: list[str] = field(default_factory=list)
     _names: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 

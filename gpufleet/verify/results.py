@@ -80,6 +80,7 @@ class Report:
     results: list[Result] = field(default_factory=list)
     cluster_versions: dict[str, str] = field(default_factory=dict)  # site -> Kubernetes server version
     cleanup_problems: list[str] = field(default_factory=list)
+    quarantined: list[str] = field(default_factory=list)  # `site: node (why)` this run took out of service
     started: dt.datetime | None = None
     finished: dt.datetime | None = None
 

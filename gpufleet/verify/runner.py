@@ -4,7 +4,8 @@ Everything a run creates carries its run label and lives in its own namespace, e
 tenant, inside the tenant's namespace (on a hybrid estate, the Jobs on the MultiKueue manager): those objects are
 recorded and deleted one by one, Jobs first, so Kueue drops their Workloads and no quota stays reserved. Cleanup always runs: after the last check, after an
 error and after Ctrl-C (KeyboardInterrupt), which it re-raises once the namespace is gone so the CLI can exit 130.
-Nodes the degraded check cordons are uncordoned in the same `finally`.
+Nodes the drain drill quarantines are returned in the same `finally`. After the checks, nodes a probe failed on
+or a detector reports unhealthy are quarantined (gpufleet/verify/quarantine.py); those stay out of service.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gpufleet.verify import cluster_checks, manifests, tenancy_probes, workloads
+from gpufleet.verify import cluster_checks, manifests, quarantine, tenancy_probes, workloads
 from gpufleet.verify.kube import ApiError, Context, api_call, create
 from gpufleet.verify.results import Result, Status, skipped
 from gpufleet.verify.suite import Check, Kind
@@ -20,13 +21,13 @@ from gpufleet.verify.suite import Check, Kind
 
 # -- cleanup -------------------------------------------------------------------------------------------------------
 def cleanup(ctx: Context) -> list[str]:
-    """Uncordon, delete tenant-namespace Jobs (their pods and Kueue Workloads go with them), the other objects
+    """Return the drill's node, delete tenant-namespace Jobs (their pods and Kueue Workloads go with them), the other objects
     made there, and the run namespace. Every step is tried even if one fails (or a
     second Ctrl-C arrives); the problems are returned so the caller can say what is left behind."""
     problems: list[str] = []
     core, batch = ctx.api.core, ctx.api.batch
     steps: list[tuple[str, Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = [
-        (f"uncordon node {n}", core.patch_node, (n, {"spec": {"unschedulable": False}}), {}) for n in ctx.cordoned
+        (f"return node {n} from the drill's quarantine", quarantine.release, (ctx.api, n), {}) for n in ctx.drilled
     ]
     if ctx.manager is not None:  # deleting the manager's Job makes MultiKueue delete the worker's copy
         steps += [
@@ -51,6 +52,8 @@ def cleanup(ctx: Context) -> list[str]:
         except ApiError as e:
             if e.status != 404:
                 problems.append(f"{what}: {e}")
+        except quarantine.NotQuarantined:
+            pass
         except KeyboardInterrupt:
             problems.append(f"{what}: interrupted again; run cleanup by hand")
     return problems
@@ -97,6 +100,10 @@ def run_site(ctx: Context) -> tuple[list[Result], list[str]]:
             except ApiError as e:
                 results.append(Result(check, Status.error, detail=f"Kubernetes API: {e}"))
             ctx.progress(check.id, str(results[-1].status))
+        if ctx.suite.options.quarantine:
+            pools = [p.name for p in ctx.site.node_pools]
+            ctx.quarantined, problems = quarantine.quarantine_site(ctx.api, results, pools)
+            ctx.cleanup_problems += problems
     finally:
-        ctx.cleanup_problems = cleanup(ctx)
+        ctx.cleanup_problems += cleanup(ctx)
     return results, ctx.cleanup_problems

@@ -142,6 +142,7 @@ class Options:
     categories: Sequence[Category] = DEFAULT_CATEGORIES
     pools: Sequence[str] = ()
     degraded: bool = False
+    quarantine: bool = True  # taint nodes a probe failed on or a detector reports unhealthy
     dcgm_level: int = 2
     egress_probe: str = "1.1.1.1:443"
 
@@ -425,10 +426,11 @@ def degraded_checks(site: Site, pools: Iterable[Pool]) -> list[Check]:
                 Category.degraded,
                 Kind.drain,
                 site.name,
-                f"cordon and drain one node of pool {pool.name} while a 2-pod gang job runs; its pods come back "
-                "on other nodes; the node is uncordoned after",
+                f"quarantine and drain one node of pool {pool.name} while a 2-pod gang job runs; its pods come "
+                "back on other nodes; the node is returned after",
                 pool=pool.name,
-                criterion="both pods run again, none on the drained node, within the timeout",
+                criterion="both pods run again, none on the quarantined node, within the timeout; the node is "
+                "schedulable again after its return",
             )
         )
         break  # one pool per site is enough to show the behaviour

@@ -90,6 +90,8 @@ class FakeCluster:
     deleted_jobs: list[tuple[str, str]] = field(default_factory=list)
     deleted: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, namespace, name) besides Jobs
     unschedulable: dict[str, bool] = field(default_factory=dict)
+    taints: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # node -> its spec.taints
+    conditions: dict[str, dict[str, str]] = field(default_factory=dict)  # node -> condition type -> status
     tenant_nodes: dict[str, str] = field(default_factory=dict)  # namespace -> node Kueue would place its pods on
     # A MultiKueue manager: the worker (its MultiKueueCluster name, its fake) an admitted Workload goes to.
     dispatch_to: tuple[str, FakeCluster] | None = None
@@ -120,6 +122,14 @@ class FakeCluster:
         if self.interrupt_on == name:
             raise KeyboardInterrupt
 
+    def untolerated(self, node: str, tolerations: list[dict[str, str]]) -> bool:
+        """The kube-scheduler's taint filter: a NoSchedule taint no toleration of the pod matches."""
+        tolerated = {(t.get("key"), t.get("value"), t.get("effect")) for t in tolerations}
+        return any(
+            t["effect"] == "NoSchedule" and (t["key"], t.get("value"), t["effect"]) not in tolerated
+            for t in self.taints.get(node, [])
+        )
+
     def node_of(self, job: str, index: int = 0) -> str:
         spec = self.jobs.get(next((k for k in self.jobs if k[1] == job), ("", "")), {})
         pod = spec.get("spec", {}).get("template", {}).get("spec", {})
@@ -129,7 +139,7 @@ class FakeCluster:
         candidates = [
             n
             for n in self.pool_nodes.get(selector.get(conventions.POOL_LABEL, ""), [])
-            if not self.unschedulable.get(n)
+            if not self.unschedulable.get(n) and not self.untolerated(n, pod.get("tolerations", []))
         ]
         if candidates:
             return candidates[index % len(candidates)]
@@ -181,19 +191,32 @@ class FakeCore:
             items.append(
                 client.V1Node(
                     metadata=_meta(n, labels={conventions.POOL_LABEL: p, **self.c.node_labels.get(n, {})}),
-                    spec=client.V1NodeSpec(unschedulable=self.c.unschedulable.get(n, False)),
-                    status=client.V1NodeStatus(conditions=[client.V1NodeCondition(type="Ready", status="True")]),
+                    spec=self._spec(n),
+                    status=client.V1NodeStatus(conditions=self._conditions(n)),
                 )
             )
         return client.V1NodeList(items=items)
 
+    def _spec(self, n: str) -> client.V1NodeSpec:
+        taints = [
+            client.V1Taint(key=t["key"], value=t.get("value"), effect=t["effect"]) for t in self.c.taints.get(n, [])
+        ]
+        return client.V1NodeSpec(unschedulable=self.c.unschedulable.get(n, False), taints=taints or None)
+
+    def _conditions(self, n: str) -> list[client.V1NodeCondition]:
+        extra = [client.V1NodeCondition(type=k, status=v) for k, v in self.c.conditions.get(n, {}).items()]
+        return [client.V1NodeCondition(type="Ready", status="True"), *extra]
+
     def read_node(self, name: str, **kw: Any) -> client.V1Node:
         self.c.record("read_node", name)
-        return client.V1Node(metadata=_meta(name, labels=self.c.node_labels.get(name, {})))
+        return client.V1Node(metadata=_meta(name, labels=self.c.node_labels.get(name, {})), spec=self._spec(name))
 
     def patch_node(self, name: str, body: dict[str, Any], **kw: Any) -> client.V1Node:
         self.c.record("patch_node", name, body)
-        self.c.unschedulable[name] = bool(body["spec"]["unschedulable"])
+        if "unschedulable" in body["spec"]:
+            self.c.unschedulable[name] = bool(body["spec"]["unschedulable"])
+        if "taints" in body["spec"]:
+            self.c.taints[name] = [dict(t) for t in body["spec"]["taints"]]
         return client.V1Node(metadata=_meta(name))
 
     def create_namespaced_secret(self, namespace: str, body: dict[str, Any], **kw: Any) -> client.V1Secret:

@@ -103,3 +103,31 @@ def test_ctrl_c_cleans_up_and_exits_130(monkeypatch: pytest.MonkeyPatch) -> None
     assert r.exit_code == 130
     assert "interrupted" in r.output and "deleted namespace gpufleet-verify-" in r.output
     assert len(cluster.deleted_namespaces) == 1
+
+
+def test_a_failed_node_is_quarantined_and_return_takes_it_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.verify.fake_kube import dcgm_document
+
+    cluster = FakeCluster(pool_nodes={"h100": ["n1", "n2"]})
+    cluster.logs = lambda job, ns: dcgm_document("Fail", "XID 79 on GPU 3") if job == "dcgm-2" else dcgm_document()
+    fake_access(monkeypatch, cluster)
+    r = invoke("-s", "aws-train", "--only", "gpus", "--pool", "h100")
+    assert r.exit_code == 1, r.output
+    assert "quarantined: site use1: n2 (verify); return a repaired node with `gpufleet verify" in r.output
+    assert [t["key"] for t in cluster.taints["n2"]] == ["gpufleet.io/quarantine"]
+    r = invoke("-s", "aws-train", "--return", "n2")
+    assert r.exit_code == 0, r.output
+    assert "returned node n2 on site use1 (it was quarantined: verify)" in r.output
+    assert cluster.taints["n2"] == []
+
+
+def test_return_refuses_a_node_gpufleet_did_not_quarantine(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_access(monkeypatch, FakeCluster(pool_nodes={"h100": ["n1"]}))
+    r = invoke("-s", "aws-train", "--return", "n1")
+    assert r.exit_code == 2 and "carries no gpufleet.io/quarantine taint" in r.output, r.output
+
+
+def test_return_on_a_hybrid_estate_needs_the_site(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_access(monkeypatch, FakeCluster(pool_nodes={"h100": ["n1"]}))
+    r = invoke("-s", "hybrid", "--return", "n1")
+    assert r.exit_code == 2 and "say which site with --site" in r.output, r.output

@@ -160,16 +160,43 @@ def test_exporter_counts_gpus_per_node() -> None:
     assert r.status is Status.failed and "series for 1 of 8 GPUs" in r.detail
 
 
-def test_drain_cordons_evicts_and_always_uncordons() -> None:
+def test_drain_drill_quarantines_evicts_and_returns_the_node() -> None:
     cluster = FakeCluster(pool_nodes={"train": ["g1", "g2", "g3"]})
     ctx, results = run("onprem", cluster, categories=[], degraded=True)
-    assert result(results, "degraded/dc1/train").status is Status.passed
-    patches = [c[1] for c in cluster.calls if c[0] == "patch_node"]
-    assert patches == [("g1", {"spec": {"unschedulable": True}}), ("g1", {"spec": {"unschedulable": False}})]
-    assert ctx.cordoned == []
+    r = result(results, "degraded/dc1/train")
+    assert r.status is Status.passed and "g1 returned" in r.detail, r.detail
+    taints = [c[1][1]["spec"]["taints"] for c in cluster.calls if c[0] == "patch_node" and c[1][0] == "g1"]
+    assert taints == [[{"key": "gpufleet.io/quarantine", "value": "drill", "effect": "NoSchedule"}], []]
+    # while quarantined the gang's pods were placed elsewhere: the fake's scheduler honours the taint
+    assert cluster.taints == {"g1": []} and ctx.drilled == []
 
 
-def test_ctrl_c_deletes_the_namespace_uncordons_and_reraises() -> None:
+def test_a_node_that_failed_dcgm_is_quarantined_and_kept_out_of_placement() -> None:
+    cluster = FakeCluster(pool_nodes={"h100": ["n1", "n2"]})
+    cluster.logs = lambda job, ns: dcgm_document("Fail", "XID 79 on GPU 3") if job == "dcgm-2" else dcgm_document()
+    ctx, _ = run("aws-train", cluster, categories=[suites.Category.gpus], pools=["h100"])
+    assert ctx.quarantined == ["n2 (verify)"]
+    assert cluster.taints["n2"] == [{"key": "gpufleet.io/quarantine", "value": "verify", "effect": "NoSchedule"}]
+    assert "n1" not in cluster.taints
+    cluster.jobs[("research", "next")] = {
+        "spec": {"template": {"spec": {"nodeSelector": {"gpufleet.io/pool": "h100"}}}}
+    }
+    assert {cluster.node_of("next", i) for i in range(4)} == {"n1"}
+
+
+def test_a_node_with_a_failed_health_condition_is_quarantined() -> None:
+    cluster = FakeCluster(pool_nodes={"h100": ["n1", "n2"]}, conditions={"n1": {"AcceleratedHardwareReady": "False"}})
+    ctx, _ = run("aws-train", cluster, categories=[])
+    assert ctx.quarantined == ["n1 (health)"]
+
+
+def test_no_quarantine_leaves_every_node_alone() -> None:
+    cluster = FakeCluster(pool_nodes={"h100": ["n1"]}, conditions={"n1": {"AcceleratedHardwareReady": "False"}})
+    ctx, _ = run("aws-train", cluster, categories=[], quarantine=False)
+    assert ctx.quarantined == [] and cluster.taints == {}
+
+
+def test_ctrl_c_deletes_the_namespace_returns_the_drilled_node_and_reraises() -> None:
     cluster = FakeCluster(pool_nodes={"train": ["g1", "g2"]}, interrupt_on="create_namespaced_pod_eviction")
     spec = read_stack(ROOT, "onprem").estate()
     s = suites.derive(spec, "onprem", suites.Options(categories=[], degraded=True))
@@ -179,7 +206,7 @@ def test_ctrl_c_deletes_the_namespace_uncordons_and_reraises() -> None:
     with pytest.raises(KeyboardInterrupt):
         run_site(ctx)
     assert cluster.deleted_namespaces == ["gpufleet-verify-r2"]
-    assert cluster.unschedulable == {"g1": False}  # cordoned before the interrupt, uncordoned in cleanup
+    assert cluster.taints == {"g1": []}  # quarantined before the interrupt, returned in cleanup
     assert ctx.cleanup_problems == []
 
 

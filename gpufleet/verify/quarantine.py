@@ -1,0 +1,104 @@
+"""Quarantine and return: a node that failed a probe or reports a health condition is tainted
+`gpufleet.io/quarantine=<why>:NoSchedule`, and `gpufleet verify --return NODE` removes that taint.
+
+- Why a taint and not a cordon: it says who took the node out and why, and nothing else removes it. A person's
+  cordon or a remediator's drain stays theirs.
+- The kube-scheduler places no new pod there, as no tenant pod tolerates the key. Kueue's topology-aware
+  scheduling leaves such nodes out of its fit as well (FindMatchingUntoleratedTaint over scheduling taints,
+  kubernetes-sigs/kueue pkg/cache/scheduler/scheduling_simulator_default.go at v0.19.2).
+- Without topology-aware scheduling, Kueue admits by flavor quota only. A workload then admitted for a
+  quarantined node's capacity waits Pending until the node returns or the pool grows.
+- NoSchedule evicts nothing: running pods finish, and the drain drill evicts its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any, get_args
+
+from gpufleet.verify.kube import ApiError, ClusterApi, api_call
+from gpufleet.verify.results import Result, Status
+from gpufleet.verify.suite import Kind
+from model.conventions import POOL_LABEL, QUARANTINE_KEY, quarantine_taint
+from model.spec.health import NodeCondition
+
+HEALTH_CONDITIONS = frozenset(get_args(NodeCondition))  # the EKS node monitoring agent's conditions
+FAILED_PROBE = "verify"
+HEALTH = "health"
+DRILL = "drill"
+
+
+class NotQuarantined(Exception):
+    """`--return NODE` on a node gpufleet did not quarantine."""
+
+
+def _taints(node: Any) -> list[dict[str, str]]:
+    out = []
+    for t in (node.spec.taints if node.spec is not None else None) or []:
+        entry = {"key": t.key, "effect": t.effect}
+        if t.value:
+            entry["value"] = t.value
+        out.append(entry)
+    return out
+
+
+def quarantine(api: ClusterApi, node: str, why: str) -> bool:
+    """Taint `node` for `why`; False when it already carries the quarantine taint (the first reason stays)."""
+    taints = _taints(api_call(api.core.read_node, node))
+    if any(t["key"] == QUARANTINE_KEY for t in taints):
+        return False
+    patch = {"spec": {"taints": [*taints, quarantine_taint(why).as_k8s()]}}
+    api_call(api.core.patch_node, node, patch)
+    return True
+
+
+def release(api: ClusterApi, node: str) -> str:
+    """Remove the quarantine taint from `node` and return why it was there; NotQuarantined when it has none.
+    Other taints (the GPU taint, a tenant's) stay as they are."""
+    taints = _taints(api_call(api.core.read_node, node))
+    ours = [t for t in taints if t["key"] == QUARANTINE_KEY]
+    if not ours:
+        raise NotQuarantined(f"node {node} carries no {QUARANTINE_KEY} taint; nothing to return")
+    api_call(api.core.patch_node, node, {"spec": {"taints": [t for t in taints if t["key"] != QUARANTINE_KEY]}})
+    return ours[0].get("value", "")
+
+
+def failed_nodes(results: list[Result]) -> list[str]:
+    """Nodes a per-node probe (DCGM diagnostics) failed on: failed tests, XID / ECC findings, or no result."""
+    out: list[str] = []
+    for r in results:
+        if r.check.kind is not Kind.dcgm_diag or r.status is not Status.failed:
+            continue
+        for node, seen in r.evidence.get("nodes", {}).items():
+            if seen.get("error") or seen.get("failed_tests") or seen.get("findings"):
+                out.append(node)
+    return out
+
+
+def unhealthy_nodes(api: ClusterApi, pools: list[str]) -> list[str]:
+    """GPU nodes of `pools` on which a detector's condition (the node monitoring agent's) is not True."""
+    out = []
+    for pool in pools:
+        for node in api_call(api.core.list_node, label_selector=f"{POOL_LABEL}={pool}").items:
+            conditions = (node.status.conditions if node.status is not None else None) or []
+            if any(c.type in HEALTH_CONDITIONS and c.status != "True" for c in conditions):
+                out.append(node.metadata.name)
+    return out
+
+
+def quarantine_site(api: ClusterApi, results: list[Result], pools: list[str]) -> tuple[list[str], list[str]]:
+    """Quarantine every node a probe failed on or a detector reports unhealthy. Returns the nodes newly tainted,
+    each as `node (why)`, and the problems met."""
+    done, problems = [], []
+    wanted = {n: FAILED_PROBE for n in failed_nodes(results)}
+    try:
+        for n in unhealthy_nodes(api, pools):
+            wanted.setdefault(n, HEALTH)
+    except ApiError as e:
+        problems.append(f"could not read node conditions: {e}")
+    for node, why in wanted.items():
+        try:
+            if quarantine(api, node, why):
+                done.append(f"{node} ({why})")
+        except ApiError as e:
+            problems.append(f"could not quarantine node {node}: {e}")
+    return done, problems
