@@ -80,6 +80,7 @@ BREAKS = [
     Break("stateful-storage-protected", "aws-train", _type("lustreFileSystem:LustreFileSystem"), _unprotect, "fsx-unprotected"),
     Break("gpu-taint", "aws-train", _type("nodeGroup:NodeGroup", "h100"), _set(("taints",), []), "nodegroup"),
     Break("gpu-taint", "onprem", _type("NodePatch", "gpu-r1-01"), _set(("spec", "taints"), []), "node-patch"),
+    Break("one-remediator", "aws-train", _type("nodeGroup:NodeGroup", "use1-l40s"), _set(("labels", "gpufleet.io/remediator"), "nvsentinel-janitor"), "second-remediator"),
     Break("efa-placement", "aws-train", _type("launchTemplate:LaunchTemplate", "h100"), _drop_key("placement"), "no-placement-group"),
     Break("efa-single-subnet", "aws-train", _type("nodeGroup:NodeGroup", "h100"), _set(("subnetIds",), ["a-id", "b-id"]), "two-subnets"),
     Break("efa-interface-count", "aws-train", _type("launchTemplate:LaunchTemplate", "h100"), lambda r: r.inputs["networkInterfaces"].extend(r.inputs["networkInterfaces"][1:]), "too-many-efa"),

@@ -20,7 +20,7 @@ spec:
     region: "us-east-1"
   kubelet:
     flags:
-      - "--node-labels=gpufleet.io/fabric=ib,gpufleet.io/gpu-model=H100-80GB,gpufleet.io/pool=train,gpufleet.io/role=training,nvidia.com/gpu.present=true,nvidia.com/mig.config=all-disabled,topology.gpufleet.io/leaf=leaf-1,topology.gpufleet.io/rack=r1,topology.gpufleet.io/rail=0"
+      - "--node-labels=gpufleet.io/fabric=ib,gpufleet.io/gpu-model=H100-80GB,gpufleet.io/pool=train,gpufleet.io/remediator=none,gpufleet.io/role=training,nvidia.com/gpu.present=true,nvidia.com/mig.config=all-disabled,topology.gpufleet.io/leaf=leaf-1,topology.gpufleet.io/rack=r1,topology.gpufleet.io/rail=0"
       - "--register-with-taints=nvidia.com/gpu=present:NoSchedule"
   hybrid:
     ssm:'

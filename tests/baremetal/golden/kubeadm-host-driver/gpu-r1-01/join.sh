@@ -12,7 +12,7 @@ kubelet_kubeconfig=/etc/kubernetes/kubelet.conf
 
 # Labels and taints the kubelet registers the node with (the NodePatch keeps them afterwards). Labels under
 # kubernetes.io / k8s.io are left to the NodePatch: the NodeRestriction admission plugin refuses them from kubelets.
-extra_args='--node-labels=gpufleet.io/fabric=ib,gpufleet.io/gpu-model=H100-80GB,gpufleet.io/pool=train,gpufleet.io/role=training,nvidia.com/gpu.present=true,nvidia.com/mig.config=all-disabled,topology.gpufleet.io/leaf=leaf-1,topology.gpufleet.io/rack=r1,topology.gpufleet.io/rail=0 --register-with-taints=nvidia.com/gpu=present:NoSchedule'
+extra_args='--node-labels=gpufleet.io/fabric=ib,gpufleet.io/gpu-model=H100-80GB,gpufleet.io/pool=train,gpufleet.io/remediator=none,gpufleet.io/role=training,nvidia.com/gpu.present=true,nvidia.com/mig.config=all-disabled,topology.gpufleet.io/leaf=leaf-1,topology.gpufleet.io/rack=r1,topology.gpufleet.io/rail=0 --register-with-taints=nvidia.com/gpu=present:NoSchedule'
 extra_args_file=/etc/default/kubelet
 if [ -d /etc/sysconfig ]; then extra_args_file=/etc/sysconfig/kubelet; fi
 if [ "$(cat "$extra_args_file" 2>/dev/null || true)" != "KUBELET_EXTRA_ARGS=$extra_args" ]; then
