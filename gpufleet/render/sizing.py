@@ -11,7 +11,7 @@ from gpufleet.render.blocks import Block, Code, Heading, Para, Table, blocks_mar
 from gpufleet.render.common import usd
 from gpufleet.render.sizing_record import decision_record, num
 from gpufleet.sizing.arithmetic import class_utilisation
-from gpufleet.sizing.interconnect import GRADIENT_BYTES_PER_PARAMETER, why_slower
+from gpufleet.sizing.interconnect import GRADIENT_BYTES_PER_PARAMETER, steps_per_run, why_slower
 from gpufleet.sizing.placement import Choice, ClassSizing
 from gpufleet.sizing.pools import Demand, PoolRecommendation, StackComparison
 from gpufleet.sizing.report import SizingReport
@@ -148,9 +148,9 @@ def _class(cs: ClassSizing, region: str) -> list[Block]:
         blocks.append(Para("No catalog placement fits this class within its GPUs per run."))
         return blocks
     ok = [ch for ch in cs.choices if ch.status == "ok"]
-    weak = [ch for ch in cs.choices if ch.status == "weaker interconnect"]
     late = [ch for ch in cs.choices if ch.status == "misses deadline"]
-    shown = ok[:SHOWN_CHOICES] + weak[:3] + late[:3]
+    shown = ok[:SHOWN_CHOICES] + late[:3]
+    slower = [ch for ch in shown if ch.penalty_hours]
     blocks.append(
         Table(
             [
@@ -166,23 +166,22 @@ def _class(cs: ClassSizing, region: str) -> list[Block]:
                 "status",
             ],
             [_choice_row(i + 1, ch) for i, ch in enumerate(ok[:SHOWN_CHOICES])]
-            + [_choice_row(0, ch) for ch in weak[:3] + late[:3]],
+            + [_choice_row(0, ch) for ch in late[:3]],
         )
     )
     chosen = cs.chosen
-    verdict = (
-        f"Chosen: {chosen.placement.name} ({chosen.placement.gpu.id}) at {usd(chosen.cost_per_run)} per run."
-        if chosen
-        else "Chosen: none; no priced placement fits and meets the objective."
-    )
+    verdict = _chosen_words(chosen)
+    if cs.refused:
+        verdict += f" Not ranked: {cs.refused}."
     if chosen is not None and chosen.ring is not None:
         verdict += f" {_ring_basis(cs, chosen)}"
-    if weak:
+    if slower:
+        steps, basis = steps_per_run(cs.cls)
         verdict += (
-            " Not ranked, a slower gradient ring than the same GPU elsewhere (the file's hours are taken to hold on "
-            f"the fastest; the slowdown is not guessed): {'; '.join(why_slower(ch) for ch in weak[:3])}."
+            " A slower gradient ring than the same GPU's fastest (where the file's hours hold) adds its extra "
+            f"all-reduce time to each of {num(steps)} steps ({basis}): {'; '.join(why_slower(ch) for ch in slower[:3])}."
         )
-    hidden = len(ok) + len(weak) + len(late) - len(shown)
+    hidden = len(ok) + len(late) - len(shown)
     if hidden:
         verdict += f" {hidden} more placements that fit cost more (--format json lists every one)."
     untimed = sorted({ch.placement.gpu.id for ch in cs.choices if ch.status == "no timing"})
@@ -195,22 +194,31 @@ def _class(cs: ClassSizing, region: str) -> list[Block]:
     return blocks
 
 
+def _chosen_words(chosen: Choice | None) -> str:
+    """What is used or bought for the class, and why: owned servers with room first, else the cheapest."""
+    if chosen is None:
+        return "Chosen: none; no priced placement fits and meets the objective."
+    p = chosen.placement
+    at = f"{p.name} ({p.gpu.id}) at {usd(chosen.cost_per_run)} per run"
+    if chosen.owned:
+        return (
+            f"Uses owned servers: {at} ({p.price_basis}), a cost paid whether the servers run or idle, so it buys "
+            "nothing new."
+        )
+    return f"Buys {at}: the cheapest placement that fits and meets the objective."
+
+
 def _ring_basis(cs: ClassSizing, chosen: Choice) -> str:
     """Which assumption decided the pick for a run that all-reduces gradients: the ring it gets and the hours' basis."""
     r = chosen.ring
     assert r is not None
     grads = num(cs.cls.parameters_billion * GRADIENT_BYTES_PER_PARAMETER)
     ring = (
-        f"Its gradient ring: {num(r.gb_per_s)} GB/s per GPU over {r.link}, {num(r.allreduce_s, 3)} s per all-reduce "
-        f"of {grads} GB (2(n-1)/n × bytes ÷ slowest link, nccl-tests PERFORMANCE.md)."
+        f"Its gradient ring: {num(r.gb_per_s)} GB/s bus bandwidth over {r.link}, {num(r.allreduce_s, 3)} s per "
+        f"all-reduce of {grads} GB (2(n-1)/n × bytes ÷ slowest link's busbw, nccl-tests PERFORMANCE.md)."
         if r.gb_per_s is not None and r.allreduce_s is not None
         else f"Its gradient ring cannot be judged: {r.link}."
     )
-    if cs.cls.measured_on is None:
-        ring += (
-            " Other GPU models were compared at the same hours (no measured_on): give hours_on to let their rings "
-            "and speeds count."
-        )
     return ring
 
 

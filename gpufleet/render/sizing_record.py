@@ -50,7 +50,9 @@ def decision_record(r: SizingReport) -> list[Block]:
             "memory per run [GB]       = (params × B/param + KV cache) × (1 + margin %)\n"
             "GPUs for memory           = ceil(memory per run ÷ GB per GPU)\n"
             "cost per run [USD]        = billed GPUs × USD per GPU-hour × hours per run on that GPU\n"
-            "all-reduce [s]            = 2(n-1)/n × params × 2 B ÷ slowest link GB/s per GPU, one direction\n"
+            "all-reduce [s]            = 2(n-1)/n × params × 2 B ÷ busbw of the slowest link (NVLink / PCIe one\n"
+            "                            direction; across nodes the published busbw, else the line rate)\n"
+            "slower ring [h/run]       = steps × (all-reduce − fastest all-reduce of that GPU) ÷ 3600\n"
             "nodes                     = ceil(GPUs ÷ GPUs per node)",
         ),
         Heading(3, "Units"),

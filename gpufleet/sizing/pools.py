@@ -20,7 +20,7 @@ from gpufleet.sizing.arithmetic import (
     nodes_for,
     q,
 )
-from gpufleet.sizing.interconnect import judge, why_slower
+from gpufleet.sizing.interconnect import penalise, why_slower
 from gpufleet.sizing.placement import Choice, ClassSizing, Placement, evaluate, rank, stack_placements
 from gpufleet.sizing.workloads import Planning, WorkloadFile
 from model.pricing import HOURS_PER_MONTH
@@ -128,7 +128,7 @@ class StackComparison:
     pools: list[PoolVerdict]
     unplaced: list[tuple[str, list[str]]]  # class, why no pool of the stack takes it
     skipped: list[tuple[str, str]]
-    # class, why a cheaper pool of the stack was passed over: its gradient ring is slower (weaker interconnect)
+    # class, the hours a slower gradient ring added on a pool of the stack the class was not placed on
     passed_over: list[tuple[str, str]] = field(default_factory=list)
 
     @property
@@ -170,7 +170,7 @@ def _pool_verdict(p: Placement, d: Demand, mismatch: tuple[str, ...]) -> PoolVer
 
 
 def _slower(ch: Choice) -> str:
-    return f" ({why_slower(ch)})" if ch.status == "weaker interconnect" else ""
+    return f" ({why_slower(ch)})" if ch.penalty_hours else ""
 
 
 def compare_stack(stack: str, spec: EstateSpec, workloads: WorkloadFile) -> StackComparison:
@@ -183,7 +183,7 @@ def compare_stack(stack: str, spec: EstateSpec, workloads: WorkloadFile) -> Stac
     for c in workloads.classes:
         need = memory_need(c)
         results = [(p, evaluate(c, need, p)) for p in pools]
-        choices = judge([r for _, r in results if isinstance(r, Choice)])
+        choices = penalise(c, [r for _, r in results if isinstance(r, Choice)])
         same_role = rank(ch for ch in choices if ch.placement.role == c.role)
         ranked = same_role if any(ch.status == "ok" for ch in same_role) else rank(choices)
         best = next((ch for ch in ranked if ch.status == "ok"), None)
@@ -192,8 +192,7 @@ def compare_stack(stack: str, spec: EstateSpec, workloads: WorkloadFile) -> Stac
             why += [f"{ch.placement.name}: {ch.status}" + _slower(ch) for ch in choices]
             unplaced.append((c.name, why or ["the stack has no whole-GPU pool to compare"]))
             continue
-        cheaper = [ch for ch in ranked if ch.status == "weaker interconnect" and _cheaper(ch, best)]
-        passed_over += [(c.name, why_slower(ch)) for ch in cheaper]
+        passed_over += [(c.name, why_slower(ch)) for ch in ranked if ch.penalty_hours and ch is not best]
         cs = ClassSizing(cls=c, gpu_hours=c.gpu_hours(), need=need, fits=[], choices=[best])
         placed[best.placement.name].append((cs, best))
         if best.placement.role != c.role:
@@ -202,7 +201,3 @@ def compare_stack(stack: str, spec: EstateSpec, workloads: WorkloadFile) -> Stac
         _pool_verdict(p, demand_on(p, placed[p.name], workloads.planning), tuple(mismatch[p.name])) for p in pools
     ]
     return StackComparison(stack=stack, pools=verdicts, unplaced=unplaced, skipped=skipped, passed_over=passed_over)
-
-
-def _cheaper(ch: Choice, than: Choice) -> bool:
-    return ch.cost_per_run is not None and than.cost_per_run is not None and ch.cost_per_run < than.cost_per_run

@@ -154,6 +154,18 @@ class WorkloadClass(Model):
     hours_on: dict[str, Annotated[float, Field(le=MAX_HOURS)]] = Field(
         default_factory=dict, description="Hours per run on other catalog GPU models (benchmarks or estimates)."
     )
+    speed_vs_measured: dict[str, Annotated[float, Field(gt=0, le=1000)]] = Field(
+        default_factory=dict,
+        description="Speed of other catalog GPU models relative to measured_on (2: twice as fast, so half the "
+        "hours); a declared ratio where no hours_on was measured. Needs measured_on.",
+    )
+    steps_per_run: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000_000,
+        description="Optimizer steps of one training run: each all-reduces the gradients once, so a slower ring "
+        "adds steps × the extra all-reduce time. Default: one step per 10 s of hours_per_run.",
+    )
     deadline_hours: float | None = Field(
         default=None, gt=0, le=MAX_HOURS, description="A run must finish within this many hours (training, batch)."
     )
@@ -198,6 +210,11 @@ class WorkloadClass(Model):
         return self.kind in TRAINING_KINDS
 
     @property
+    def work_bound(self) -> bool:
+        """A run is a fixed amount of work, so its hours depend on the GPU (not serving or a notebook session)."""
+        return self.kind in TRAINING_KINDS or self.kind == "batch-inference"
+
+    @property
     def gang_gpus(self) -> int:
         """GPUs that must be free at once for this class (0 when its runs need not start together)."""
         return self.gpus_per_run * self.runs_started_together if self.gang else 0
@@ -210,6 +227,8 @@ class WorkloadClass(Model):
         """Hours one run takes on a GPU model, or None when the file holds no timing for it."""
         if gpu_id in self.hours_on:
             return q(self.hours_on[gpu_id])
+        if gpu_id in self.speed_vs_measured:
+            return q(self.hours_per_run) / q(self.speed_vs_measured[gpu_id])
         if self.measured_on is None or self.measured_on == gpu_id:
             return q(self.hours_per_run)
         return None
@@ -274,6 +293,21 @@ def _known_gpus(c: WorkloadClass) -> Iterator[Problem]:
             yield Problem(f"hours_on.{gid}", f"hours on {gid} must be greater than 0")
 
 
+def _ratios_need_measured_on(c: WorkloadClass) -> Iterator[Problem]:
+    if c.speed_vs_measured and c.measured_on is None:
+        yield Problem("speed_vs_measured", "a speed ratio is relative to measured_on: set measured_on")
+    for gid in c.speed_vs_measured:
+        if why := _unknown_gpu(gid):
+            yield Problem(f"speed_vs_measured.{gid}", why)
+        elif gid in c.hours_on or gid == c.measured_on:
+            yield Problem(f"speed_vs_measured.{gid}", f"{gid} already has its hours; give hours or a ratio, not both")
+
+
+def _steps_only_in_training(c: WorkloadClass) -> Iterator[Problem]:
+    if c.steps_per_run is not None and c.kind not in TRAINING_KINDS:
+        yield Problem("steps_per_run", f"a {c.kind} class all-reduces no gradients; steps_per_run is for training")
+
+
 def _one_objective(c: WorkloadClass) -> Iterator[Problem]:
     if (c.deadline_hours is None) == (c.latency_p95_ms is None):
         yield Problem("", f"class {c.name} needs exactly one objective: deadline_hours or latency_p95_ms")
@@ -303,6 +337,8 @@ CLASS_RULES: tuple[Rule, ...] = (
     _together_is_gang,
     _no_kv_cache_in_training,
     _measured_once,
+    _ratios_need_measured_on,
+    _steps_only_in_training,
 )
 
 

@@ -102,10 +102,12 @@ def test_onprem_inventory_is_a_candidate_priced_at_the_amortised_server_hour() -
     c = r.comparison
     assert c is not None
     assert [name for name, _ in c.skipped] == ["dev"]  # MIG slices are not whole GPUs
-    # an existing on-prem pool stays one pool whatever roles it hosts, sized in whole servers
+    # an existing on-prem pool stays one pool whatever roles it hosts, sized in whole servers; owned servers with
+    # room come first, so the one-GPU batch and notebooks (cheaper per run on a g6 in the cloud) use them too
     (onprem,) = [rec for rec in r.pools if rec.demand.placement.instance_type is None]
     assert onprem.name == "train" and onprem.role == "training"
-    assert onprem.demand.classes == ("pretrain-7b", "finetune-13b", "chat-70b")
+    assert onprem.demand.classes == ("pretrain-7b", "finetune-13b", "chat-70b", "embed-batch", "notebooks")
+    assert [rec for rec in r.pools if rec.demand.placement.instance_type] == []  # nothing bought
     assert onprem.demand.max_nodes * 8 >= onprem.demand.max_gpus
 
 
