@@ -233,22 +233,46 @@ def _pools(r: SizingReport) -> list[Block]:
     rows = []
     for rec in r.pools:
         d = rec.demand
-        unit = "nodes" if d.placement.instance_type else "servers"
+        cloud = d.placement.instance_type is not None
         rows.append(
             [
                 rec.name,
                 rec.role,
-                d.placement.name if d.placement.instance_type else f"{d.placement.name} (on-prem, {d.placement.site})",
+                d.placement.name if cloud else f"{d.placement.name} (on-prem, {d.placement.site})",
                 ", ".join(d.classes),
                 *_demand_cells(d),
-                f"{d.min_nodes}-{d.max_nodes} {unit}",
+                f"{d.scale_min_nodes} / {d.scale_desired_nodes} / {d.scale_max_nodes}" if cloud else "-",
+                str(d.spare_nodes or "-") if cloud else "-",
+                f"{d.max_nodes} servers" if not cloud else "cluster-autoscaler",
+                _work_cost(d),
             ]
         )
+    p = r.workloads.planning
     blocks += [
-        Table(["pool", "role", "placement", "classes", "GPU-hours", "GPUs (min-max)", "gang", "size"], rows),
+        Table(
+            [
+                "pool",
+                "role",
+                "placement",
+                "classes",
+                "GPU-hours",
+                "GPUs (min-max)",
+                "gang",
+                "nodes min / desired / max",
+                "spares",
+                "scaled by",
+                f"work $/{p.period}",
+            ],
+            rows,
+        ),
         Para(
-            "min: the highest-utilisation scenario with reserves; max: the lowest-utilisation scenario with "
-            "reserves; both at least the gang minimum and rounded up to whole nodes."
+            "GPUs: the highest- to the lowest-utilisation scenario with reserves, at least the gang minimum and "
+            "largest run. A cloud pool scales with demand: min is the always-on serving floor (0 when nothing is "
+            "always on), desired the steady demand (highest-utilisation scenario), max the peak in whole nodes plus "
+            f"{p.spare_nodes} spare node{'s' if p.spare_nodes != 1 else ''} on pools of more than "
+            f"{p.spares_above_nodes} nodes (planning.spare_nodes, spares_above_nodes); cluster-autoscaler adds nodes "
+            "only for pending pods. Work $: the GPU-hours at the placement's price, what the pool costs when it "
+            "scales to its work."
         ),
     ]
     for rec in r.pools:
@@ -266,6 +290,11 @@ def _pools(r: SizingReport) -> list[Block]:
     if r.unplaced:
         blocks.append(Para(f"Not placed (no priced placement meets the objective): {', '.join(r.unplaced)}."))
     return blocks
+
+
+def _work_cost(d: Demand) -> str:
+    price = d.placement.usd_per_gpu_hour
+    return "-" if price is None else usd(d.gpu_hours * price)
 
 
 def _comparison(c: StackComparison) -> list[Block]:
@@ -355,10 +384,13 @@ def node_pool_snippet(pools: list[PoolRecommendation]) -> str:
             "name": r.name,
             "role": r.role,
             "instance_type": d.placement.instance_type,
-            "scaling": {"min": d.min_nodes, "max": d.max_nodes},
+            "scaling": {"min": d.scale_min_nodes, "desired": d.scale_desired_nodes, "max": d.scale_max_nodes},
             "capacity": {"type": "on-demand"},
         }
-        lines.append(f"  # {', '.join(d.classes)}: {d.min_gpus}-{d.max_gpus} GPUs")
+        spares = f", + {d.spare_nodes} spare node{'s' if d.spare_nodes > 1 else ''}" if d.spare_nodes else ""
+        lines.append(f"  # {', '.join(d.classes)}: {d.min_gpus}-{d.max_gpus} GPUs{spares}")
+        floor = "the always-on serving floor" if d.scale_min_nodes else "zero"
+        lines.append(f"  # cluster-autoscaler scales it from {floor} to max for pending pods")
         if d.multi_node_gang:  # any run that spans nodes, gang or not
             lines.append("  # runs span nodes (all their GPUs at once): set `fabric:` to an EFA fabric of the site")
         body = yaml.safe_dump([entry], sort_keys=False, default_flow_style=None).rstrip()

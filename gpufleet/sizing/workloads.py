@@ -92,6 +92,19 @@ class Planning(Model):
     growth_pct: float = Field(
         default=0, ge=0, le=500, description="Demand growth over the planning horizon, as % of the equivalent."
     )
+    spare_nodes: int = Field(
+        default=1,
+        ge=0,
+        le=1000,
+        description="Whole spare nodes a recommended pool gets on top of its peak (gangs included), so a failed "
+        "node does not stall a gang; only for pools of more than spares_above_nodes nodes at peak.",
+    )
+    spares_above_nodes: int = Field(
+        default=4,
+        ge=0,
+        le=100_000,
+        description="A pool gets spare_nodes only when its peak is more than this many nodes (default 4).",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Planning:
