@@ -247,7 +247,7 @@ def _pools(r: SizingReport) -> list[Block]:
                 _work_cost(d),
             ]
         )
-    p = r.workloads.planning
+    plan = r.workloads.planning
     blocks += [
         Table(
             [
@@ -261,7 +261,7 @@ def _pools(r: SizingReport) -> list[Block]:
                 "nodes min / desired / max",
                 "spares",
                 "scaled by",
-                f"work $/{p.period}",
+                f"work $/{plan.period}",
             ],
             rows,
         ),
@@ -269,8 +269,8 @@ def _pools(r: SizingReport) -> list[Block]:
             "GPUs: the highest- to the lowest-utilisation scenario with reserves, at least the gang minimum and "
             "largest run. A cloud pool scales with demand: min is the always-on serving floor (0 when nothing is "
             "always on), desired the steady demand (highest-utilisation scenario), max the peak in whole nodes plus "
-            f"{p.spare_nodes} spare node{'s' if p.spare_nodes != 1 else ''} on pools of more than "
-            f"{p.spares_above_nodes} nodes (planning.spare_nodes, spares_above_nodes); cluster-autoscaler adds nodes "
+            f"{plan.spare_nodes} spare node{'s' if plan.spare_nodes != 1 else ''} on pools of more than "
+            f"{plan.spares_above_nodes} nodes (planning.spare_nodes, spares_above_nodes); cluster-autoscaler adds nodes "
             "only for pending pods. Work $: the GPU-hours at the placement's price, what the pool costs when it "
             "scales to its work."
         ),
