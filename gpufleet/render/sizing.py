@@ -351,6 +351,27 @@ def _comparison(c: StackComparison) -> list[Block]:
     return blocks
 
 
+def headline(r: SizingReport) -> str:
+    """What the recommendation uses, what it buys and why, in one line."""
+    owned = [rec for rec in r.pools if rec.demand.placement.instance_type is None]
+    bought = [rec for rec in r.pools if rec.demand.placement.instance_type is not None]
+    used = "; ".join(f"{rec.name} for {', '.join(rec.demand.classes)}" for rec in owned)
+    buys = "; ".join(
+        f"{rec.name} ({rec.demand.scale_min_nodes}-{rec.demand.scale_max_nodes} × {rec.demand.placement.instance_type}, "
+        f"{_work_cost(rec.demand)} of work a {r.workloads.planning.period}) for {', '.join(rec.demand.classes)}"
+        for rec in bought
+    )
+    parts = [f"Uses owned servers (already paid for): {used}." if owned else "Uses no owned servers."]
+    parts.append(
+        f"Buys: {buys}, where no owned server has room or fits."
+        if bought
+        else "Buys nothing: owned servers take it all."
+    )
+    if r.unplaced:
+        parts.append(f"Not placed: {', '.join(r.unplaced)}.")
+    return " ".join(parts)
+
+
 def blocks(r: SizingReport) -> list[Block]:
     head = f"gpufleet size: {r.source}"
     out: list[Block] = [Heading(1, head)]
@@ -359,6 +380,7 @@ def blocks(r: SizingReport) -> list[Block]:
     if r.review_overdue:
         out.append(Para(f"The figures were due for review on {r.workloads.assumptions.review_date.isoformat()}."))
     out += [Para(n) for n in r.notes]
+    out.append(Para(headline(r)))
     out += _portfolio(r)
     out.append(Heading(2, f"Classes (prices: {r.region})"))
     for cs in r.classes:
