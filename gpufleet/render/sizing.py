@@ -118,6 +118,12 @@ def _class(cs: ClassSizing, region: str) -> list[Block]:
         objective += " (not checkable offline: benchmark the chosen GPU)"
     gang = f"gang of {c.gang_gpus} GPUs" if c.gang else "no gang"
     kv = f" + KV cache {num(n.kv_cache_gb)} GB" if n.kv_cache_gb else ""
+    if c.throughput is not None:
+        t = c.throughput
+        gang += (
+            f"; replicas from throughput: {num(t.requests_per_second)} requests/s × {num(t.tokens_per_request)} "
+            f"tokens ÷ {num(t.tokens_per_second_per_replica)} tokens/s per replica = {t.replicas} ({t.source})"
+        )
     blocks: list[Block] = [
         Heading(3, f"{c.name} ({c.kind})"),
         Para(

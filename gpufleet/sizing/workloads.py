@@ -7,6 +7,7 @@ and one entry per workload class. Every problem is reported as `file: YAML path:
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Callable, Iterable, Iterator
 from fractions import Fraction
@@ -16,7 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import ErrorDetails, InitErrorDetails
 
-from gpufleet.sizing.arithmetic import q
+from gpufleet.sizing.arithmetic import ceil, q
 from model import catalog
 from model.load import SpecError, problem_line, read_yaml, validation_problems, yaml_path
 from model.pricing import HOURS_PER_MONTH
@@ -114,8 +115,33 @@ class Planning(Model):
         return self
 
 
+class Throughput(Model):
+    """An online service's load and one replica's measured throughput: its replicas follow from them."""
+
+    requests_per_second: float = Field(gt=0, le=10_000_000, description="Peak requests per second to serve.")
+    tokens_per_request: float = Field(gt=0, le=10_000_000, description="Tokens generated per request.")
+    tokens_per_second_per_replica: float = Field(
+        gt=0, le=1e9, description="Tokens per second one replica sustains within the latency objective."
+    )
+    source: str = Field(min_length=1, description="Where the replica's throughput comes from (a benchmark run).")
+
+    @property
+    def replicas(self) -> int:
+        """ceil(requests/s × tokens per request ÷ tokens/s per replica)."""
+        return ceil(q(self.requests_per_second) * q(self.tokens_per_request) / q(self.tokens_per_second_per_replica))
+
+
 class WorkloadClass(Model):
     """One class of work: what runs, how often, on how many GPUs, for how long, against what objective."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _replicas_from_throughput(cls, data: Any) -> Any:
+        """An online service with `throughput` and no runs_per_period gets its replicas as runs."""
+        if isinstance(data, dict) and "runs_per_period" not in data and isinstance(data.get("throughput"), dict):
+            with contextlib.suppress(ValidationError):  # the throughput's own errors are reported by its field
+                return {**data, "runs_per_period": Throughput.model_validate(data["throughput"]).replicas}
+        return data
 
     name: str = Field(pattern=DNS1123, max_length=40, description="Class name (DNS-1123 label).")
     kind: Kind = Field(
@@ -205,6 +231,11 @@ class WorkloadClass(Model):
         "last the whole planning period: it is sized at its replicas), else the planning scenarios.",
     )
     source: str | None = Field(default=None, description="Where this class's figures come from, if not the file's.")
+    throughput: Throughput | None = Field(
+        default=None,
+        description="Online inference: requests per second, tokens per request and one replica's tokens per "
+        "second (with its source); runs_per_period (the replicas) is derived from them when not given.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> WorkloadClass:
@@ -321,6 +352,16 @@ def _steps_only_in_training(c: WorkloadClass) -> Iterator[Problem]:
         yield Problem("steps_per_run", f"a {c.kind} class all-reduces no gradients; steps_per_run is for training")
 
 
+def _throughput_sizes_serving(c: WorkloadClass) -> Iterator[Problem]:
+    if c.throughput is None:
+        return
+    if c.kind != "online-inference":
+        yield Problem("throughput", f"throughput sizes online-inference replicas; a {c.kind} class gives its runs")
+    elif q(c.runs_per_period) != c.throughput.replicas:
+        why = f"{c.runs_per_period:g} replicas disagree with throughput's {c.throughput.replicas}; give one of them"
+        yield Problem("runs_per_period", why)
+
+
 def _one_objective(c: WorkloadClass) -> Iterator[Problem]:
     if (c.deadline_hours is None) == (c.latency_p95_ms is None):
         yield Problem("", f"class {c.name} needs exactly one objective: deadline_hours or latency_p95_ms")
@@ -352,6 +393,7 @@ CLASS_RULES: tuple[Rule, ...] = (
     _measured_once,
     _ratios_need_measured_on,
     _steps_only_in_training,
+    _throughput_sizes_serving,
 )
 
 
