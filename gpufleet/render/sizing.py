@@ -11,7 +11,7 @@ from gpufleet.render.blocks import Block, Code, Heading, Para, Table, blocks_mar
 from gpufleet.render.common import usd
 from gpufleet.render.sizing_record import decision_record, num
 from gpufleet.sizing.arithmetic import class_utilisation
-from gpufleet.sizing.interconnect import GRADIENT_BYTES_PER_PARAMETER, why_slower
+from gpufleet.sizing.interconnect import GRADIENT_BYTES_PER_PARAMETER, steps_per_run, why_slower
 from gpufleet.sizing.placement import Choice, ClassSizing
 from gpufleet.sizing.pools import Demand, PoolRecommendation, StackComparison
 from gpufleet.sizing.report import SizingReport
@@ -118,6 +118,12 @@ def _class(cs: ClassSizing, region: str) -> list[Block]:
         objective += " (not checkable offline: benchmark the chosen GPU)"
     gang = f"gang of {c.gang_gpus} GPUs" if c.gang else "no gang"
     kv = f" + KV cache {num(n.kv_cache_gb)} GB" if n.kv_cache_gb else ""
+    if c.throughput is not None:
+        t = c.throughput
+        gang += (
+            f"; replicas from throughput: {num(t.requests_per_second)} requests/s × {num(t.tokens_per_request)} "
+            f"tokens ÷ {num(t.tokens_per_second_per_replica)} tokens/s per replica = {t.replicas} ({t.source})"
+        )
     blocks: list[Block] = [
         Heading(3, f"{c.name} ({c.kind})"),
         Para(
@@ -148,9 +154,9 @@ def _class(cs: ClassSizing, region: str) -> list[Block]:
         blocks.append(Para("No catalog placement fits this class within its GPUs per run."))
         return blocks
     ok = [ch for ch in cs.choices if ch.status == "ok"]
-    weak = [ch for ch in cs.choices if ch.status == "weaker interconnect"]
     late = [ch for ch in cs.choices if ch.status == "misses deadline"]
-    shown = ok[:SHOWN_CHOICES] + weak[:3] + late[:3]
+    shown = ok[:SHOWN_CHOICES] + late[:3]
+    slower = [ch for ch in shown if ch.penalty_hours]
     blocks.append(
         Table(
             [
@@ -166,23 +172,22 @@ def _class(cs: ClassSizing, region: str) -> list[Block]:
                 "status",
             ],
             [_choice_row(i + 1, ch) for i, ch in enumerate(ok[:SHOWN_CHOICES])]
-            + [_choice_row(0, ch) for ch in weak[:3] + late[:3]],
+            + [_choice_row(0, ch) for ch in late[:3]],
         )
     )
     chosen = cs.chosen
-    verdict = (
-        f"Chosen: {chosen.placement.name} ({chosen.placement.gpu.id}) at {usd(chosen.cost_per_run)} per run."
-        if chosen
-        else "Chosen: none; no priced placement fits and meets the objective."
-    )
+    verdict = _chosen_words(chosen)
+    if cs.refused:
+        verdict += f" Not ranked: {cs.refused}."
     if chosen is not None and chosen.ring is not None:
         verdict += f" {_ring_basis(cs, chosen)}"
-    if weak:
+    if slower:
+        steps, basis = steps_per_run(cs.cls)
         verdict += (
-            " Not ranked, a slower gradient ring than the same GPU elsewhere (the file's hours are taken to hold on "
-            f"the fastest; the slowdown is not guessed): {'; '.join(why_slower(ch) for ch in weak[:3])}."
+            " A slower gradient ring than the same GPU's fastest (where the file's hours hold) adds its extra "
+            f"all-reduce time to each of {num(steps)} steps ({basis}): {'; '.join(why_slower(ch) for ch in slower[:3])}."
         )
-    hidden = len(ok) + len(weak) + len(late) - len(shown)
+    hidden = len(ok) + len(late) - len(shown)
     if hidden:
         verdict += f" {hidden} more placements that fit cost more (--format json lists every one)."
     untimed = sorted({ch.placement.gpu.id for ch in cs.choices if ch.status == "no timing"})
@@ -195,22 +200,31 @@ def _class(cs: ClassSizing, region: str) -> list[Block]:
     return blocks
 
 
+def _chosen_words(chosen: Choice | None) -> str:
+    """What is used or bought for the class, and why: owned servers with room first, else the cheapest."""
+    if chosen is None:
+        return "Chosen: none; no priced placement fits and meets the objective."
+    p = chosen.placement
+    at = f"{p.name} ({p.gpu.id}) at {usd(chosen.cost_per_run)} per run"
+    if chosen.owned:
+        return (
+            f"Uses owned servers: {at} ({p.price_basis}), a cost paid whether the servers run or idle, so it buys "
+            "nothing new."
+        )
+    return f"Buys {at}: the cheapest placement that fits and meets the objective."
+
+
 def _ring_basis(cs: ClassSizing, chosen: Choice) -> str:
     """Which assumption decided the pick for a run that all-reduces gradients: the ring it gets and the hours' basis."""
     r = chosen.ring
     assert r is not None
     grads = num(cs.cls.parameters_billion * GRADIENT_BYTES_PER_PARAMETER)
     ring = (
-        f"Its gradient ring: {num(r.gb_per_s)} GB/s per GPU over {r.link}, {num(r.allreduce_s, 3)} s per all-reduce "
-        f"of {grads} GB (2(n-1)/n × bytes ÷ slowest link, nccl-tests PERFORMANCE.md)."
+        f"Its gradient ring: {num(r.gb_per_s)} GB/s bus bandwidth over {r.link}, {num(r.allreduce_s, 3)} s per "
+        f"all-reduce of {grads} GB (2(n-1)/n × bytes ÷ slowest link's busbw, nccl-tests PERFORMANCE.md)."
         if r.gb_per_s is not None and r.allreduce_s is not None
         else f"Its gradient ring cannot be judged: {r.link}."
     )
-    if cs.cls.measured_on is None:
-        ring += (
-            " Other GPU models were compared at the same hours (no measured_on): give hours_on to let their rings "
-            "and speeds count."
-        )
     return ring
 
 
@@ -225,22 +239,46 @@ def _pools(r: SizingReport) -> list[Block]:
     rows = []
     for rec in r.pools:
         d = rec.demand
-        unit = "nodes" if d.placement.instance_type else "servers"
+        cloud = d.placement.instance_type is not None
         rows.append(
             [
                 rec.name,
                 rec.role,
-                d.placement.name if d.placement.instance_type else f"{d.placement.name} (on-prem, {d.placement.site})",
+                d.placement.name if cloud else f"{d.placement.name} (on-prem, {d.placement.site})",
                 ", ".join(d.classes),
                 *_demand_cells(d),
-                f"{d.min_nodes}-{d.max_nodes} {unit}",
+                f"{d.scale_min_nodes} / {d.scale_desired_nodes} / {d.scale_max_nodes}" if cloud else "-",
+                str(d.spare_nodes or "-") if cloud else "-",
+                f"{d.max_nodes} servers" if not cloud else "cluster-autoscaler",
+                _work_cost(d),
             ]
         )
+    plan = r.workloads.planning
     blocks += [
-        Table(["pool", "role", "placement", "classes", "GPU-hours", "GPUs (min-max)", "gang", "size"], rows),
+        Table(
+            [
+                "pool",
+                "role",
+                "placement",
+                "classes",
+                "GPU-hours",
+                "GPUs (min-max)",
+                "gang",
+                "nodes min / desired / max",
+                "spares",
+                "scaled by",
+                f"work $/{plan.period}",
+            ],
+            rows,
+        ),
         Para(
-            "min: the highest-utilisation scenario with reserves; max: the lowest-utilisation scenario with "
-            "reserves; both at least the gang minimum and rounded up to whole nodes."
+            "GPUs: the highest- to the lowest-utilisation scenario with reserves, at least the gang minimum and "
+            "largest run. A cloud pool scales with demand: min is the always-on serving floor (0 when nothing is "
+            "always on), desired the steady demand (highest-utilisation scenario), max the peak in whole nodes plus "
+            f"{plan.spare_nodes} spare node{'s' if plan.spare_nodes != 1 else ''} on pools of more than "
+            f"{plan.spares_above_nodes} nodes (planning.spare_nodes, spares_above_nodes); cluster-autoscaler adds nodes "
+            "only for pending pods. Work $: the GPU-hours at the placement's price, what the pool costs when it "
+            "scales to its work."
         ),
     ]
     for rec in r.pools:
@@ -258,6 +296,11 @@ def _pools(r: SizingReport) -> list[Block]:
     if r.unplaced:
         blocks.append(Para(f"Not placed (no priced placement meets the objective): {', '.join(r.unplaced)}."))
     return blocks
+
+
+def _work_cost(d: Demand) -> str:
+    price = d.placement.usd_per_gpu_hour
+    return "-" if price is None else usd(d.gpu_hours * price)
 
 
 def _comparison(c: StackComparison) -> list[Block]:
@@ -314,6 +357,27 @@ def _comparison(c: StackComparison) -> list[Block]:
     return blocks
 
 
+def headline(r: SizingReport) -> str:
+    """What the recommendation uses, what it buys and why, in one line."""
+    owned = [rec for rec in r.pools if rec.demand.placement.instance_type is None]
+    bought = [rec for rec in r.pools if rec.demand.placement.instance_type is not None]
+    used = "; ".join(f"{rec.name} for {', '.join(rec.demand.classes)}" for rec in owned)
+    buys = "; ".join(
+        f"{rec.name} ({rec.demand.scale_min_nodes}-{rec.demand.scale_max_nodes} × {rec.demand.placement.instance_type}, "
+        f"{_work_cost(rec.demand)} of work a {r.workloads.planning.period}) for {', '.join(rec.demand.classes)}"
+        for rec in bought
+    )
+    parts = [f"Uses owned servers (already paid for): {used}." if owned else "Uses no owned servers."]
+    parts.append(
+        f"Buys: {buys}, where no owned server has room or fits."
+        if bought
+        else "Buys nothing: owned servers take it all."
+    )
+    if r.unplaced:
+        parts.append(f"Not placed: {', '.join(r.unplaced)}.")
+    return " ".join(parts)
+
+
 def blocks(r: SizingReport) -> list[Block]:
     head = f"gpufleet size: {r.source}"
     out: list[Block] = [Heading(1, head)]
@@ -322,6 +386,7 @@ def blocks(r: SizingReport) -> list[Block]:
     if r.review_overdue:
         out.append(Para(f"The figures were due for review on {r.workloads.assumptions.review_date.isoformat()}."))
     out += [Para(n) for n in r.notes]
+    out.append(Para(headline(r)))
     out += _portfolio(r)
     out.append(Heading(2, f"Classes (prices: {r.region})"))
     for cs in r.classes:
@@ -347,10 +412,13 @@ def node_pool_snippet(pools: list[PoolRecommendation]) -> str:
             "name": r.name,
             "role": r.role,
             "instance_type": d.placement.instance_type,
-            "scaling": {"min": d.min_nodes, "max": d.max_nodes},
+            "scaling": {"min": d.scale_min_nodes, "desired": d.scale_desired_nodes, "max": d.scale_max_nodes},
             "capacity": {"type": "on-demand"},
         }
-        lines.append(f"  # {', '.join(d.classes)}: {d.min_gpus}-{d.max_gpus} GPUs")
+        spares = f", + {d.spare_nodes} spare node{'s' if d.spare_nodes > 1 else ''}" if d.spare_nodes else ""
+        lines.append(f"  # {', '.join(d.classes)}: {d.min_gpus}-{d.max_gpus} GPUs{spares}")
+        floor = "the always-on serving floor" if d.scale_min_nodes else "zero"
+        lines.append(f"  # cluster-autoscaler scales it from {floor} to max for pending pods")
         if d.multi_node_gang:  # any run that spans nodes, gang or not
             lines.append("  # runs span nodes (all their GPUs at once): set `fabric:` to an EFA fabric of the site")
         body = yaml.safe_dump([entry], sort_keys=False, default_flow_style=None).rstrip()

@@ -27,6 +27,8 @@ def _demand_json(d: Demand) -> dict[str, Any]:
         "gang_gpus": d.gang_gpus,
         "min_nodes": d.min_nodes,
         "max_nodes": d.max_nodes,
+        "scaling": {"min": d.scale_min_nodes, "desired": d.scale_desired_nodes, "max": d.scale_max_nodes},
+        "spare_nodes": d.spare_nodes,
     }
 
 

@@ -6,6 +6,7 @@ from fractions import Fraction
 
 from gpufleet.render.blocks import Block, Code, Heading, Para, Table
 from gpufleet.sizing.arithmetic import class_utilisation
+from gpufleet.sizing.interconnect import DEFAULT_STEP_SECONDS
 from gpufleet.sizing.report import SizingReport
 
 
@@ -50,7 +51,9 @@ def decision_record(r: SizingReport) -> list[Block]:
             "memory per run [GB]       = (params × B/param + KV cache) × (1 + margin %)\n"
             "GPUs for memory           = ceil(memory per run ÷ GB per GPU)\n"
             "cost per run [USD]        = billed GPUs × USD per GPU-hour × hours per run on that GPU\n"
-            "all-reduce [s]            = 2(n-1)/n × params × 2 B ÷ slowest link GB/s per GPU, one direction\n"
+            "all-reduce [s]            = 2(n-1)/n × params × 2 B ÷ busbw of the slowest link (NVLink / PCIe one\n"
+            "                            direction; across nodes the published busbw, else the line rate)\n"
+            "slower ring [h/run]       = steps × (all-reduce − fastest all-reduce of that GPU) ÷ 3600\n"
             "nodes                     = ceil(GPUs ÷ GPUs per node)",
         ),
         Heading(3, "Units"),
@@ -99,15 +102,19 @@ def decision_record(r: SizingReport) -> list[Block]:
             "(Accelerate's model-size estimator docs).\n"
             "- A run's memory is sharded evenly over its GPUs (ZeRO-3/FSDP, tensor parallel); inference and "
             "interactive runs stay within one node; runs spanning nodes need EFA or a fabric.\n"
-            "- Hours per run on a GPU model come from the file (measured_on, hours_on); without measured_on they "
-            "are assumed equal on every GPU. The catalog holds no throughput figures.\n"
+            "- Hours per run on a GPU model come from the file (measured_on, hours_on, speed_vs_measured). Without "
+            "measured_on, training and batch classes are not ranked across GPU models; serving and notebooks last "
+            "as long as they are open on any GPU. The catalog holds no throughput figures.\n"
             "- Latency objectives are recorded, not checked: no offline model predicts latency.\n"
             "- A run smaller than a node pays for its own GPUs (runs share nodes); a larger run pays whole nodes.\n"
             "- Training runs on more than one GPU all-reduce bf16 gradients (2 B/param) every step over a ring whose "
-            "slowest link sets the pace: NVLink or PCIe inside a node (catalog gpus.yaml), the node's network ÷ its "
-            "GPUs across nodes (catalog network_performance; inventory InfiniBand / RoCE ports). The file's hours on a "
-            "GPU model hold on that model's fastest ring; a placement of it with a slower ring is not ranked (weaker "
-            "interconnect), since the number of all-reduces per run is not known.\n"
+            "slowest link sets the pace: NVLink or PCIe inside a node or NVLink domain (catalog gpus.yaml); across "
+            "nodes the nccl-tests busbw AWS publishes for the type (catalog nccl_busbw.yaml), else the line rate "
+            "(catalog network_performance; inventory InfiniBand / RoCE ports). The file's hours on a GPU model hold "
+            "on that model's fastest ring; a slower ring adds steps × the extra all-reduce time (steps_per_run, "
+            f"else one step per {DEFAULT_STEP_SECONDS} s of the run), assuming no overlap with compute.\n"
+            "- Owned servers with room for a run are used first: their amortised cost is paid whether they run or "
+            "idle. Room is judged per class, not for all classes together: the pool verdict shows the sum.\n"
             "- Reserves are percentages of the installed equivalent, added, not compounded, and not folded "
             "into utilisation.\n"
             f"- Prices: {'; '.join(prices) or 'none'} (source: model/catalog/aws_prices.json)."

@@ -1,13 +1,13 @@
-"""Interconnect in the ranking: the ring a training run's gradients travel every step, and its slowest link.
+"""Interconnect in the ranking: the ring a training run's gradients travel every step, and the time it costs.
 
 - Data-parallel training (and ZeRO / FSDP sharding) all-reduces the gradients across all of a run's GPUs every
-  step. `ring` gives the time of one all-reduce.
-- The ring's slowest link: inside a node NVLink, else PCIe; across nodes the node's network, shared by its GPUs.
-- The rule is not a guessed efficiency factor. The file's hours on a GPU model are taken to hold on the fastest
-  ring the candidates offer for that model: the setup a benchmark is run on.
-- A placement of the same GPU with a slower ring would take longer by a number of all-reduces the file does not
-  give, so it is not ranked ("weaker interconnect", `judge`). The report shows both rings.
-- Different GPU models are compared on the file's hours for each.
+  step. `ring` gives the time of one all-reduce over the ring's slowest link.
+- Inside an NVLink domain the link is NVLink (else PCIe inside a node). Across domains it is the all-reduce bus
+  bandwidth of the node's network (`catalog.node_busbw`): AWS's published nccl-tests figure, else the line rate.
+  `gpufleet verify` derives its pass mark from it.
+- The file's hours on a GPU model hold on the fastest ring the candidates offer for that model. A slower ring of
+  the same GPU is not excluded: it takes longer by the extra all-reduce time of every step (`penalise`).
+- Steps per run: the class's `steps_per_run`, else one per DEFAULT_STEP_SECONDS of the run.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from gpufleet.sizing.arithmetic import ceil, q
+from gpufleet.sizing.arithmetic import billed_gpus, ceil, q
 from model import catalog
 
 if TYPE_CHECKING:
@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from gpufleet.sizing.workloads import WorkloadClass
 
 GRADIENT_BYTES_PER_PARAMETER = 2  # bf16 gradients (ZeRO, arXiv 1910.02054: 2Ψ)
+# gpufleet's default when a class gives no steps_per_run: one optimizer step per 10 s of the measured run. No
+# published figure covers every model; the report prints the steps it used.
+DEFAULT_STEP_SECONDS = 10
 
 
 def instance_network_gbit_per_s(instance_type: str) -> Fraction | None:
@@ -40,30 +43,34 @@ def intra_node_gb_per_s(gpu: catalog.GpuModel) -> tuple[Fraction | None, str]:
     return None, "unknown"
 
 
+def local_gpus(p: Placement) -> int:
+    """GPUs a run reaches without the node's network: the node, or the NVLink domain when it spans nodes (NVL72)."""
+    domain = p.gpu.nvlink_domain_gpus if p.gpus_per_node > 1 else 1
+    return max(p.gpus_per_node, domain)
+
+
 @dataclass(frozen=True)
 class Ring:
     """The all-reduce ring of one run on one placement: its slowest link and the time of one gradient all-reduce."""
 
     gpus: int
     nodes: int
-    gb_per_s: Fraction | None  # one direction, per GPU, of the slowest link; None when a link's rate is unknown
+    gb_per_s: Fraction | None  # bus bandwidth of the slowest link; None when a link's rate is unknown
     link: str  # what that link is, in words
     allreduce_s: Fraction | None  # one all-reduce of the run's gradients
+
+
+def allreduce_seconds(gpus: int, size_gb: Fraction, busbw_gb_per_s: Fraction) -> Fraction:
+    """NCCL's ring all-reduce time: busbw = algbw × 2(n-1)/n, so t = 2(n-1)/n × S ÷ busbw (NVIDIA/nccl-tests
+    doc/PERFORMANCE.md, "AllReduce", https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md)."""
+    return Fraction(2 * (gpus - 1), gpus) * size_gb / busbw_gb_per_s
 
 
 def ring(c: WorkloadClass, p: Placement) -> Ring | None:
     """The ring of a run that all-reduces gradients (training or fine-tuning on more than one GPU), else None.
 
-    NCCL's ring all-reduce moves 2(n-1)/n times the buffer through every GPU's link, so one takes
-
-        t = 2(n-1)/n × S ÷ B        (NVIDIA/nccl-tests doc/PERFORMANCE.md, "AllReduce": busbw = algbw × 2(n-1)/n,
-                                     https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md)
-
-    S is the gradient bytes (GRADIENT_BYTES_PER_PARAMETER per parameter). B is the one-direction bandwidth per
-    GPU of the ring's slowest link: nccl-tests' bus bandwidth "should reflect the speed of the hardware
-    bottleneck", measured one direction. Across nodes that is the node's network (EC2 `network_performance` from
-    the catalog, or the inventory's InfiniBand / RoCE ports on bare metal), in GB/s one way per GPU: Gbit/s ÷ 8 ÷
-    GPUs per node.
+    S is the gradient bytes (GRADIENT_BYTES_PER_PARAMETER per parameter). The bus bandwidth inside a node is one
+    direction of NVLink (or PCIe) per GPU; across NVLink domains it is the node network's busbw.
     """
     n = c.gpus_per_run
     if not c.training or n < 2 or p.gpus_per_node == 0:
@@ -72,64 +79,89 @@ def ring(c: WorkloadClass, p: Placement) -> Ring | None:
     links: list[tuple[Fraction | None, str]] = []
     if min(n, p.gpus_per_node) > 1:
         links.append(intra_node_gb_per_s(p.gpu))
-    if nodes > 1:
+    if n > local_gpus(p):
         if p.network_gbit_per_s is None:
             links.append((None, "node network rate unknown"))
         else:
-            per_gpu = p.network_gbit_per_s / 8 / p.gpus_per_node
-            gpus = f"{p.gpus_per_node} GPU{'s' if p.gpus_per_node > 1 else ''}"
-            links.append((per_gpu, f"the node's {_num(p.network_gbit_per_s)} Gbit/s network for {gpus}"))
+            net = catalog.node_busbw(p.instance_type, p.network_gbit_per_s)
+            words = f"the node's {_num(p.network_gbit_per_s)} Gbit/s network"
+            if net.measured:  # a run across these very nodes, NVLink included: the ring's own figure
+                links = [(net.gb_per_s, f"{words} (published busbw)")]
+            else:
+                links.append((net.gb_per_s, f"{words} (line rate)"))
     unknown = next((link for bw, link in links if bw is None), None)
     if unknown is not None:
         return Ring(gpus=n, nodes=nodes, gb_per_s=None, link=unknown, allreduce_s=None)
     bw, link = min(((bw, link) for bw, link in links if bw is not None), key=lambda x: x[0])
     size_gb = q(c.parameters_billion) * GRADIENT_BYTES_PER_PARAMETER
-    return Ring(gpus=n, nodes=nodes, gb_per_s=bw, link=link, allreduce_s=Fraction(2 * (n - 1), n) * size_gb / bw)
+    return Ring(gpus=n, nodes=nodes, gb_per_s=bw, link=link, allreduce_s=allreduce_seconds(n, size_gb, bw))
 
 
-def judge(choices: list[Choice]) -> list[Choice]:
-    """Mark placements whose ring is slower than the fastest ring of the same GPU model as weaker interconnect.
+def steps_per_run(c: WorkloadClass) -> tuple[Fraction, str]:
+    """Optimizer steps of one run, and where the figure comes from."""
+    if c.steps_per_run is not None:
+        return Fraction(c.steps_per_run), "steps_per_run in the workload file"
+    return q(
+        c.hours_per_run
+    ) * 3600 / DEFAULT_STEP_SECONDS, f"default: one step per {DEFAULT_STEP_SECONDS} s of the run"
 
-    The fastest ring is the setup a benchmark is run on: the run's GPUs in as few, as well-connected nodes as
-    possible.
 
-    Only placements that would otherwise be ranked ("ok") lose their rank; the reference is the fastest known ring
-    among the timed choices of that GPU model (whatever their price or deadline: the hours are the same).
+def penalise(c: WorkloadClass, choices: list[Choice]) -> list[Choice]:
+    """A placement whose ring is slower than the fastest ring of the same GPU model runs longer.
+
+    The fastest ring is the setup the file's hours hold on (a benchmark runs the GPUs in as few, as well-connected
+    nodes as possible). Each step of a slower ring spends the difference of the two all-reduce times more, so its
+    run takes steps × Δt longer, priced at its own rate and judged against the deadline again.
     """
     best: dict[str, Choice] = {}
     for ch in choices:
-        if ch.ring is None or ch.ring.gb_per_s is None or ch.hours_per_run is None:
+        if ch.ring is None or ch.ring.allreduce_s is None or ch.hours_per_run is None:
             continue
-        key = ch.placement.gpu.id
-        held = best.get(key)
-        if held is None or (held.ring is not None and (held.ring.gb_per_s or 0) < ch.ring.gb_per_s):
-            best[key] = ch
+        held = best.get(ch.placement.gpu.id)
+        if held is None or (held.ring is not None and ch.ring.allreduce_s < (held.ring.allreduce_s or 0)):
+            best[ch.placement.gpu.id] = ch
+    steps, _ = steps_per_run(c)
     out = []
     for ch in choices:
         ref = best.get(ch.placement.gpu.id)
-        slower = (
-            ch.status == "ok"
-            and ref is not None
-            and ref.ring is not None
-            and ch.ring is not None
-            and ch.ring.gb_per_s is not None
-            and ch.ring.gb_per_s < (ref.ring.gb_per_s or 0)
+        if ref is None or ch.ring is None or ch.ring.allreduce_s is None or ch.hours_per_run is None:
+            out.append(ch)
+            continue
+        assert ref.ring is not None and ref.ring.allreduce_s is not None
+        extra = steps * (ch.ring.allreduce_s - ref.ring.allreduce_s) / 3600
+        if extra <= 0:
+            out.append(ch)
+            continue
+        hours = ch.hours_per_run + extra
+        p = ch.placement
+        cost = (
+            None
+            if p.usd_per_gpu_hour is None
+            else billed_gpus(c.gpus_per_run, p.gpus_per_node) * p.usd_per_gpu_hour * hours
         )
-        out.append(replace(ch, status="weaker interconnect", slower_than=ref) if slower else ch)
+        status = ch.status
+        if status == "ok" and c.deadline_hours is not None and hours > q(c.deadline_hours):
+            status = "misses deadline"
+        out.append(
+            replace(ch, hours_per_run=hours, cost_per_run=cost, status=status, penalty_hours=extra, slower_than=ref)
+        )
     return out
 
 
 def why_slower(ch: Choice) -> str:
-    """Why a weaker-interconnect placement lost its rank, with both rings' figures."""
+    """Why a placement's run takes longer than the file's hours: both rings' figures and the hours added."""
     ref = ch.slower_than
     if ref is None or ch.ring is None or ref.ring is None:
         return ""
-    return f"{ch.placement.name} ({_ring_words(ch.ring)}) against {ref.placement.name} ({_ring_words(ref.ring)})"
+    return (
+        f"{ch.placement.name} ({_ring_words(ch.ring)}) against {ref.placement.name} ({_ring_words(ref.ring)}): "
+        f"+{_num(ch.penalty_hours)} h per run"
+    )
 
 
 def _ring_words(r: Ring) -> str:
     t = f"{_num(r.allreduce_s or 0, 3)} s" if r.allreduce_s is not None else "unknown"
-    return f"{_num(r.gb_per_s or 0)} GB/s per GPU over {r.link}, {t} per gradient all-reduce"
+    return f"{_num(r.gb_per_s or 0)} GB/s over {r.link}, {t} per gradient all-reduce"
 
 
 def _num(x: Fraction | float | int, places: int = 2) -> str:

@@ -1,20 +1,21 @@
 """Where a workload class can run and what it costs there: catalog instance types and a stack's pools.
 
 A placement is priced per GPU-hour: on demand from the catalog (the stack's region, else us-east-1) or, on prem,
-at the amortised price of the pool's servers (model.pricing, the price `gpufleet cost` uses). The
+at the amortised price of the pool's servers (model.pricing, the price `gpufleet cost` uses). Owned servers with
+room for a run come first: their cost is paid whether they run or idle, so using them buys nothing. Then the
 cheapest placement a class fits on (memory, one node for inference, a fabric across nodes) and meets its deadline
-on wins.
+on, a slower gradient ring counted as the hours it adds (interconnect.penalise).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Literal
 
 from gpufleet.sizing.arithmetic import GpuFit, MemoryNeed, billed_gpus, ceil, memory_fit, memory_need, q
-from gpufleet.sizing.interconnect import Ring, instance_network_gbit_per_s, judge, ring
+from gpufleet.sizing.interconnect import Ring, instance_network_gbit_per_s, penalise, ring
 from gpufleet.sizing.workloads import WorkloadClass
 from model import catalog, kinds
 from model.pricing import GpuHourQuote, instance_gpu_hour
@@ -121,7 +122,7 @@ def stack_region(spec: EstateSpec | None) -> str:
     return regions[0] if regions else DEFAULT_REGION
 
 
-Status = Literal["ok", "weaker interconnect", "misses deadline", "no timing", "unpriced"]
+Status = Literal["ok", "misses deadline", "no timing", "unpriced"]
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,16 @@ class Choice:
     cost_per_run: Fraction | None
     status: Status
     ring: Ring | None = None  # the gradient all-reduce ring of a training run on more than one GPU
-    slower_than: Choice | None = None  # weaker interconnect: the placement whose faster ring the hours hold on
+    slower_than: Choice | None = None  # a slower ring: the placement whose faster ring the file's hours hold on
+    penalty_hours: Fraction = Fraction(0)  # hours per run the slower ring adds (included in hours_per_run)
+    gpus_per_run: int = 0  # the class's GPUs per run
+
+    @property
+    def owned(self) -> bool:
+        """On servers the estate owns (a bare-metal pool) with room for a run at the pool's size."""
+        p = self.placement
+        room = p.capacity_gpus is not None and p.capacity_gpus >= billed_gpus(self.gpus_per_run, p.gpus_per_node)
+        return p.instance_type is None and p.pool is not None and room
 
 
 def evaluate(c: WorkloadClass, need: MemoryNeed, p: Placement) -> Choice | str:
@@ -169,16 +179,19 @@ def evaluate(c: WorkloadClass, need: MemoryNeed, p: Placement) -> Choice | str:
         cost_per_run=cost,
         status=status,
         ring=ring(c, p),
+        gpus_per_run=c.gpus_per_run,
     )
 
 
 def rank(choices: Iterable[Choice]) -> list[Choice]:
-    """Priced choices that meet the objective first, cheapest per run; then the rest, by why they lost."""
-    order = {"ok": 0, "weaker interconnect": 1, "misses deadline": 2, "no timing": 3, "unpriced": 4}
+    """Choices that meet the objective first: owned servers with room, then the cheapest per run; then the rest, by
+    why they lost."""
+    order = {"ok": 0, "misses deadline": 1, "no timing": 2, "unpriced": 3}
     return sorted(
         choices,
         key=lambda ch: (
             order[ch.status],
+            not ch.owned,
             ch.cost_per_run if ch.cost_per_run is not None else 0,
             ch.nodes_per_run,
             ch.placement.name,
@@ -193,6 +206,7 @@ class ClassSizing:
     need: MemoryNeed
     fits: list[GpuFit]
     choices: list[Choice]  # ranked; the first with status ok is chosen
+    refused: str = ""  # why the placements were not ranked across GPU models (untimed_across_models)
 
     @property
     def chosen(self) -> Choice | None:
@@ -213,4 +227,24 @@ def size_class(c: WorkloadClass, placements: list[Placement]) -> ClassSizing:
         (memory_fit(need, g) for g in catalog.gpu_models().values()), key=lambda f: (-f.gpu_memory_gb, f.gpu.id)
     )
     choices = [ch for p in placements if isinstance(ch := evaluate(c, need, p), Choice)]
-    return ClassSizing(cls=c, gpu_hours=c.gpu_hours(), need=need, fits=fits, choices=rank(judge(choices)))
+    refused = untimed_across_models(c, choices)
+    if refused:
+        choices = [replace(ch, hours_per_run=None, cost_per_run=None, status="no timing") for ch in choices]
+    return ClassSizing(
+        cls=c, gpu_hours=c.gpu_hours(), need=need, fits=fits, choices=rank(penalise(c, choices)), refused=refused
+    )
+
+
+def untimed_across_models(c: WorkloadClass, choices: list[Choice]) -> str:
+    """Why a class's placements cannot be ranked, or "": work measured on no GPU model (no measured_on, no
+    hours_on) compared across GPU models would take equal hours on an L4 and a B200.
+
+    Serving and notebooks last as long as they are open whatever the GPU, so only work-bound classes are refused."""
+    models = sorted({ch.placement.gpu.id for ch in choices})
+    if not c.work_bound or c.measured_on is not None or c.hours_on or len(models) < 2:
+        return ""
+    return (
+        f"{c.name} fits {', '.join(models)} but gives no measured_on: its {c.hours_per_run:g} h cannot be compared "
+        "across GPU models. Set measured_on (the GPU model hours_per_run was measured on) and hours_on per other "
+        "model, or speed_vs_measured ratios"
+    )

@@ -7,22 +7,23 @@ places every class on the cheapest pool of a stack and judges each pool's capaci
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Literal
 
 from gpufleet.sizing.arithmetic import (
     Scenario,
     billed_gpus,
+    ceil,
     demand_scenarios,
     gang_minimum,
     memory_need,
     nodes_for,
     q,
 )
-from gpufleet.sizing.interconnect import judge, why_slower
+from gpufleet.sizing.interconnect import penalise, why_slower
 from gpufleet.sizing.placement import Choice, ClassSizing, Placement, evaluate, rank, stack_placements
-from gpufleet.sizing.workloads import Planning, WorkloadFile
+from gpufleet.sizing.workloads import Planning, WorkloadClass, WorkloadFile
 from model.pricing import HOURS_PER_MONTH
 from model.spec import EstateSpec, Role
 
@@ -38,6 +39,8 @@ class Demand:
     gang_gpus: int
     multi_node_gang: bool  # a run spans nodes (gang or not): the pool needs a fabric
     largest_run_gpus: int = 0  # every GPU of one run is needed at once, gang or not
+    always_on_gpus: int = 0  # always-on serving's replicas × GPUs: the floor a pool never scales below
+    spare_nodes: int = 0  # whole nodes on top of the peak (Planning.spare_nodes above spares_above_nodes)
 
     @property
     def floor_gpus(self) -> int:
@@ -62,12 +65,29 @@ class Demand:
     def max_nodes(self) -> int:
         return nodes_for(self.max_gpus, self.placement.gpus_per_node)
 
+    # The shape of an autoscaled pool: min at the always-on floor (0 when nothing is always on), desired at steady
+    # demand (the highest-utilisation scenario, no gang), max at the peak with its spares.
+    @property
+    def scale_min_nodes(self) -> int:
+        return nodes_for(self.always_on_gpus, self.placement.gpus_per_node)
+
+    @property
+    def scale_desired_nodes(self) -> int:
+        return max(self.scale_min_nodes, nodes_for(self.scenarios[-1].rounded, self.placement.gpus_per_node))
+
+    @property
+    def scale_max_nodes(self) -> int:
+        return self.max_nodes + self.spare_nodes
+
 
 def demand_on(p: Placement, placed: list[tuple[ClassSizing, Choice]], planning: Planning) -> Demand:
     parts = [(cs.cls, q(cs.cls.runs_per_period) * cs.cls.gpus_per_run * (ch.hours_per_run or 0)) for cs, ch in placed]
     hours = sum((h for _, h in parts), Fraction(0))
     gang, _ = gang_minimum(cs.cls for cs, _ in placed)
-    return Demand(
+    always_on = sum(
+        cs.cls.runs_per_period * cs.cls.gpus_per_run for cs, _ in placed if always_on_serving(cs.cls, planning)
+    )
+    d = Demand(
         placement=p,
         classes=tuple(cs.cls.name for cs, _ in placed),
         gpu_hours=hours,
@@ -75,7 +95,15 @@ def demand_on(p: Placement, placed: list[tuple[ClassSizing, Choice]], planning: 
         gang_gpus=gang,
         multi_node_gang=any(ch.nodes_per_run > 1 for _, ch in placed),
         largest_run_gpus=max((cs.cls.gpus_per_run for cs, _ in placed), default=0),
+        always_on_gpus=ceil(q(always_on)),
     )
+    spares = planning.spare_nodes if d.max_nodes > planning.spares_above_nodes else 0
+    return replace(d, spare_nodes=spares)
+
+
+def always_on_serving(c: WorkloadClass, planning: Planning) -> bool:
+    """Serving whose replicas run as long as a device works in the period: a pool's floor."""
+    return c.kind == "online-inference" and q(c.hours_per_run) >= q(planning.hours_per_device)
 
 
 @dataclass(frozen=True)
@@ -128,7 +156,7 @@ class StackComparison:
     pools: list[PoolVerdict]
     unplaced: list[tuple[str, list[str]]]  # class, why no pool of the stack takes it
     skipped: list[tuple[str, str]]
-    # class, why a cheaper pool of the stack was passed over: its gradient ring is slower (weaker interconnect)
+    # class, the hours a slower gradient ring added on a pool of the stack the class was not placed on
     passed_over: list[tuple[str, str]] = field(default_factory=list)
 
     @property
@@ -170,7 +198,7 @@ def _pool_verdict(p: Placement, d: Demand, mismatch: tuple[str, ...]) -> PoolVer
 
 
 def _slower(ch: Choice) -> str:
-    return f" ({why_slower(ch)})" if ch.status == "weaker interconnect" else ""
+    return f" ({why_slower(ch)})" if ch.penalty_hours else ""
 
 
 def compare_stack(stack: str, spec: EstateSpec, workloads: WorkloadFile) -> StackComparison:
@@ -183,7 +211,7 @@ def compare_stack(stack: str, spec: EstateSpec, workloads: WorkloadFile) -> Stac
     for c in workloads.classes:
         need = memory_need(c)
         results = [(p, evaluate(c, need, p)) for p in pools]
-        choices = judge([r for _, r in results if isinstance(r, Choice)])
+        choices = penalise(c, [r for _, r in results if isinstance(r, Choice)])
         same_role = rank(ch for ch in choices if ch.placement.role == c.role)
         ranked = same_role if any(ch.status == "ok" for ch in same_role) else rank(choices)
         best = next((ch for ch in ranked if ch.status == "ok"), None)
@@ -192,8 +220,7 @@ def compare_stack(stack: str, spec: EstateSpec, workloads: WorkloadFile) -> Stac
             why += [f"{ch.placement.name}: {ch.status}" + _slower(ch) for ch in choices]
             unplaced.append((c.name, why or ["the stack has no whole-GPU pool to compare"]))
             continue
-        cheaper = [ch for ch in ranked if ch.status == "weaker interconnect" and _cheaper(ch, best)]
-        passed_over += [(c.name, why_slower(ch)) for ch in cheaper]
+        passed_over += [(c.name, why_slower(ch)) for ch in ranked if ch.penalty_hours and ch is not best]
         cs = ClassSizing(cls=c, gpu_hours=c.gpu_hours(), need=need, fits=[], choices=[best])
         placed[best.placement.name].append((cs, best))
         if best.placement.role != c.role:
@@ -202,7 +229,3 @@ def compare_stack(stack: str, spec: EstateSpec, workloads: WorkloadFile) -> Stac
         _pool_verdict(p, demand_on(p, placed[p.name], workloads.planning), tuple(mismatch[p.name])) for p in pools
     ]
     return StackComparison(stack=stack, pools=verdicts, unplaced=unplaced, skipped=skipped, passed_over=passed_over)
-
-
-def _cheaper(ch: Choice, than: Choice) -> bool:
-    return ch.cost_per_run is not None and than.cost_per_run is not None and ch.cost_per_run < than.cost_per_run

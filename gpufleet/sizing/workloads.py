@@ -7,6 +7,7 @@ and one entry per workload class. Every problem is reported as `file: YAML path:
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Callable, Iterable, Iterator
 from fractions import Fraction
@@ -16,7 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import ErrorDetails, InitErrorDetails
 
-from gpufleet.sizing.arithmetic import q
+from gpufleet.sizing.arithmetic import ceil, q
 from model import catalog
 from model.load import SpecError, problem_line, read_yaml, validation_problems, yaml_path
 from model.pricing import HOURS_PER_MONTH
@@ -92,6 +93,19 @@ class Planning(Model):
     growth_pct: float = Field(
         default=0, ge=0, le=500, description="Demand growth over the planning horizon, as % of the equivalent."
     )
+    spare_nodes: int = Field(
+        default=1,
+        ge=0,
+        le=1000,
+        description="Whole spare nodes a recommended pool gets on top of its peak (gangs included), so a failed "
+        "node does not stall a gang; only for pools of more than spares_above_nodes nodes at peak.",
+    )
+    spares_above_nodes: int = Field(
+        default=4,
+        ge=0,
+        le=100_000,
+        description="A pool gets spare_nodes only when its peak is more than this many nodes (default 4).",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Planning:
@@ -101,8 +115,33 @@ class Planning(Model):
         return self
 
 
+class Throughput(Model):
+    """An online service's load and one replica's measured throughput: its replicas follow from them."""
+
+    requests_per_second: float = Field(gt=0, le=10_000_000, description="Peak requests per second to serve.")
+    tokens_per_request: float = Field(gt=0, le=10_000_000, description="Tokens generated per request.")
+    tokens_per_second_per_replica: float = Field(
+        gt=0, le=1e9, description="Tokens per second one replica sustains within the latency objective."
+    )
+    source: str = Field(min_length=1, description="Where the replica's throughput comes from (a benchmark run).")
+
+    @property
+    def replicas(self) -> int:
+        """ceil(requests/s × tokens per request ÷ tokens/s per replica)."""
+        return ceil(q(self.requests_per_second) * q(self.tokens_per_request) / q(self.tokens_per_second_per_replica))
+
+
 class WorkloadClass(Model):
     """One class of work: what runs, how often, on how many GPUs, for how long, against what objective."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _replicas_from_throughput(cls, data: Any) -> Any:
+        """An online service with `throughput` and no runs_per_period gets its replicas as runs."""
+        if isinstance(data, dict) and "runs_per_period" not in data and isinstance(data.get("throughput"), dict):
+            with contextlib.suppress(ValidationError):  # the throughput's own errors are reported by its field
+                return {**data, "runs_per_period": Throughput.model_validate(data["throughput"]).replicas}
+        return data
 
     name: str = Field(pattern=DNS1123, max_length=40, description="Class name (DNS-1123 label).")
     kind: Kind = Field(
@@ -154,6 +193,18 @@ class WorkloadClass(Model):
     hours_on: dict[str, Annotated[float, Field(le=MAX_HOURS)]] = Field(
         default_factory=dict, description="Hours per run on other catalog GPU models (benchmarks or estimates)."
     )
+    speed_vs_measured: dict[str, Annotated[float, Field(gt=0, le=1000)]] = Field(
+        default_factory=dict,
+        description="Speed of other catalog GPU models relative to measured_on (2: twice as fast, so half the "
+        "hours); a declared ratio where no hours_on was measured. Needs measured_on.",
+    )
+    steps_per_run: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000_000,
+        description="Optimizer steps of one training run: each all-reduces the gradients once, so a slower ring "
+        "adds steps × the extra all-reduce time. Default: one step per 10 s of hours_per_run.",
+    )
     deadline_hours: float | None = Field(
         default=None, gt=0, le=MAX_HOURS, description="A run must finish within this many hours (training, batch)."
     )
@@ -180,6 +231,11 @@ class WorkloadClass(Model):
         "last the whole planning period: it is sized at its replicas), else the planning scenarios.",
     )
     source: str | None = Field(default=None, description="Where this class's figures come from, if not the file's.")
+    throughput: Throughput | None = Field(
+        default=None,
+        description="Online inference: requests per second, tokens per request and one replica's tokens per "
+        "second (with its source); runs_per_period (the replicas) is derived from them when not given.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> WorkloadClass:
@@ -198,6 +254,11 @@ class WorkloadClass(Model):
         return self.kind in TRAINING_KINDS
 
     @property
+    def work_bound(self) -> bool:
+        """A run is a fixed amount of work, so its hours depend on the GPU (not serving or a notebook session)."""
+        return self.kind in TRAINING_KINDS or self.kind == "batch-inference"
+
+    @property
     def gang_gpus(self) -> int:
         """GPUs that must be free at once for this class (0 when its runs need not start together)."""
         return self.gpus_per_run * self.runs_started_together if self.gang else 0
@@ -210,6 +271,8 @@ class WorkloadClass(Model):
         """Hours one run takes on a GPU model, or None when the file holds no timing for it."""
         if gpu_id in self.hours_on:
             return q(self.hours_on[gpu_id])
+        if gpu_id in self.speed_vs_measured:
+            return q(self.hours_per_run) / q(self.speed_vs_measured[gpu_id])
         if self.measured_on is None or self.measured_on == gpu_id:
             return q(self.hours_per_run)
         return None
@@ -274,6 +337,31 @@ def _known_gpus(c: WorkloadClass) -> Iterator[Problem]:
             yield Problem(f"hours_on.{gid}", f"hours on {gid} must be greater than 0")
 
 
+def _ratios_need_measured_on(c: WorkloadClass) -> Iterator[Problem]:
+    if c.speed_vs_measured and c.measured_on is None:
+        yield Problem("speed_vs_measured", "a speed ratio is relative to measured_on: set measured_on")
+    for gid in c.speed_vs_measured:
+        if why := _unknown_gpu(gid):
+            yield Problem(f"speed_vs_measured.{gid}", why)
+        elif gid in c.hours_on or gid == c.measured_on:
+            yield Problem(f"speed_vs_measured.{gid}", f"{gid} already has its hours; give hours or a ratio, not both")
+
+
+def _steps_only_in_training(c: WorkloadClass) -> Iterator[Problem]:
+    if c.steps_per_run is not None and c.kind not in TRAINING_KINDS:
+        yield Problem("steps_per_run", f"a {c.kind} class all-reduces no gradients; steps_per_run is for training")
+
+
+def _throughput_sizes_serving(c: WorkloadClass) -> Iterator[Problem]:
+    if c.throughput is None:
+        return
+    if c.kind != "online-inference":
+        yield Problem("throughput", f"throughput sizes online-inference replicas; a {c.kind} class gives its runs")
+    elif q(c.runs_per_period) != c.throughput.replicas:
+        why = f"{c.runs_per_period:g} replicas disagree with throughput's {c.throughput.replicas}; give one of them"
+        yield Problem("runs_per_period", why)
+
+
 def _one_objective(c: WorkloadClass) -> Iterator[Problem]:
     if (c.deadline_hours is None) == (c.latency_p95_ms is None):
         yield Problem("", f"class {c.name} needs exactly one objective: deadline_hours or latency_p95_ms")
@@ -303,6 +391,9 @@ CLASS_RULES: tuple[Rule, ...] = (
     _together_is_gang,
     _no_kv_cache_in_training,
     _measured_once,
+    _ratios_need_measured_on,
+    _steps_only_in_training,
+    _throughput_sizes_serving,
 )
 
 

@@ -1,10 +1,10 @@
 """Pass marks of the acceptance suite, each derived from the estate and the catalog that built it.
 
-- Fabric: NCCL `all_reduce_perf` bus bandwidth across nodes. nccl-tests defines busbw so that it "should reflect
-  the speed of the hardware bottleneck" (NVIDIA/nccl-tests doc/PERFORMANCE.md); across nodes the bottleneck is a
-  node's network, so the mark is the node's network bandwidth in GB/s times NCCL_EFFICIENCY. The node bandwidth
-  comes from the catalog (`network_performance`, EC2 DescribeInstanceTypes) on AWS, and from the inventory on bare
-  metal (`ib_rate_gbps` x `ib_ports` of the pool's slowest server).
+- Fabric: NCCL `all_reduce_perf` bus bandwidth across nodes. The mark is NCCL_EFFICIENCY of the busbw a healthy
+  fabric reaches (`catalog.node_busbw`, the figure `gpufleet size` times all-reduces with): AWS's published run
+  for the instance type, else the node's line rate. The line rate comes from the catalog (`network_performance`,
+  EC2 DescribeInstanceTypes) on AWS, and from the inventory on bare metal (`ib_rate_gbps` x `ib_ports` of the
+  pool's slowest server).
 - Storage: each training node must read and write a shared-hot tier at the GB/s the estate's throughput warning
   assumes (`FsxLustreTier.min_gbps_per_training_node`, components/aws/storage.py `throughput_warning`).
 """
@@ -21,17 +21,11 @@ from model.spec import (
     ParallelFsTier,
 )
 
-# The healthy reference runs AWS publishes for 2 nodes (aws-samples/awsome-distributed-training
-# micro-benchmarks/nccl-tests/README.md, "Results") reach 487 GB/s busbw on p5.48xlarge (catalog: 3200 Gbit/s =
-# 400 GB/s, ratio 1.22) and 78.3 GB/s on p4de.24xlarge (400 Gbit/s = 50 GB/s, ratio 1.57). A healthy fabric
-# therefore clears the node's line rate; 0.8 of it leaves room for run-to-run spread while failing a fabric that
-# fell back to TCP sockets or lost a fifth of its links.
+# 0.8 of the healthy figure leaves room for run-to-run spread while failing a fabric that fell back to TCP sockets
+# or lost a fifth of its links. AWS's published runs clear the line rate (model/catalog/nccl_busbw.yaml), so a
+# type without one is judged against its line rate, the lower bound.
 NCCL_EFFICIENCY = 0.8
-NCCL_EFFICIENCY_SOURCE = (
-    "busbw vs the node's network bandwidth (NVIDIA/nccl-tests doc/PERFORMANCE.md); efficiency 0.8, below the "
-    "ratios of AWS's published 2-node runs (aws-samples/awsome-distributed-training "
-    "micro-benchmarks/nccl-tests/README.md: p5.48xlarge 487 GB/s of 400, p4de.24xlarge 78.3 GB/s of 50)"
-)
+NCCL_EFFICIENCY_SOURCE = "busbw, the speed of the hardware bottleneck (NVIDIA/nccl-tests doc/PERFORMANCE.md)"
 GIB = 1024**3
 NCCL_MIN_BYTES = GIB
 NCCL_MAX_BYTES_CAP = 16 * GIB  # the largest size AWS's reference run uses
@@ -49,19 +43,18 @@ class Threshold:
         return measured >= self.value
 
 
-def node_network_gbps(spec: EstateSpec, pool: NodePool) -> tuple[float | None, str]:
-    """A pool node's network bandwidth in Gbit/s and where it comes from (None with the reason when unknown)."""
-    rate, where = kinds.of(spec.site_of_pool(pool.name)).node_network_gbit(spec, pool.name)
-    return (None if rate is None else float(rate)), where
-
-
 def nccl_busbw_threshold(spec: EstateSpec, pool: NodePool) -> tuple[Threshold | None, str]:
     """The multi-node all-reduce mark of a pool (GB/s), or None with the reason it cannot be derived."""
-    gbps, where = node_network_gbps(spec, pool)
-    if gbps is None:
+    kind = kinds.of(spec.site_of_pool(pool.name))
+    rate, where = kind.node_network_gbit(spec, pool.name)
+    if rate is None:
         return None, where
-    value = round(gbps / 8 * NCCL_EFFICIENCY, 1)
-    return Threshold(value, "GB/s", f"{gbps:g} Gbit/s / 8 x {NCCL_EFFICIENCY} ({where}; {NCCL_EFFICIENCY_SOURCE})"), ""
+    bw = catalog.node_busbw(kind.pool_instance_type(pool.name), rate)
+    value = round(float(bw.gb_per_s) * NCCL_EFFICIENCY, 1)
+    basis = bw.source if bw.measured else f"{bw.source}; {where}"
+    return Threshold(
+        value, "GB/s", f"{float(bw.gb_per_s):g} GB/s x {NCCL_EFFICIENCY} ({basis}; {NCCL_EFFICIENCY_SOURCE})"
+    ), ""
 
 
 def nccl_max_bytes(gpu: catalog.GpuModel) -> int:

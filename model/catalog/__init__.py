@@ -40,6 +40,9 @@ INSTANCE_TYPE_NAMES_FILE = HERE / "aws_instance_type_names.json"
 # The effective hourly rate of EC2 Capacity Blocks per region, dated and sourced. AWS reprices blocks by supply and
 # demand, so it is the published rate on its date, not a quote.
 CAPACITY_BLOCK_PRICES_FILE = HERE / "aws_capacity_block_prices.json"
+# Published NCCL all-reduce bus bandwidth across nodes per instance type (AWS's reference runs), dated and sourced;
+# read by sizing's all-reduce time and verify's fabric pass mark alike.
+NCCL_BUSBW_FILE = HERE / "nccl_busbw.yaml"
 
 # The NVIDIA x86 GPU instance types gpufleet ships facts for; `catalog refresh` describes exactly these.
 SHIPPED_INSTANCE_TYPES: tuple[str, ...] = (
@@ -76,6 +79,7 @@ class GpuModel:
     # without it; and the GPU's PCIe x16 link. Sources in gpus.yaml.
     nvlink_gb_per_s: int | None = None
     pcie_gb_per_s: int | None = None
+    nvlink_domain_gpus: int = 1  # GPUs one NVLink domain joins (8 on an HGX board, 72 on NVL72; 1 without NVLink)
 
     def mig_profile(self, name: str) -> MigProfile | None:
         return next((p for p in self.mig_profiles if p.name == name), None)
@@ -194,6 +198,7 @@ def gpu_models() -> dict[str, GpuModel]:
             time_slicing=bool(g.get("time_slicing", False)),
             nvlink_gb_per_s=g.get("nvlink_gb_per_s"),
             pcie_gb_per_s=g.get("pcie_gb_per_s"),
+            nvlink_domain_gpus=int(g.get("nvlink_domain_gpus", 1)),
         )
         for gid, g in doc["models"].items()
     }
@@ -258,6 +263,32 @@ def offered_zone_ids(name: str, region: str) -> list[str] | None:
 
 def instances_generated() -> str:
     return str(_instances_doc()["generated"])
+
+
+@dataclass(frozen=True)
+class BusBandwidth:
+    """NCCL all-reduce bus bandwidth across nodes (GB/s, nccl-tests' busbw) a healthy fabric reaches, and its basis:
+    a published measurement of the instance type, else the node's line rate (Gbit/s ÷ 8)."""
+
+    gb_per_s: Fraction
+    measured: bool
+    source: str
+
+
+@cache
+def _nccl_doc() -> dict[str, Any]:
+    return dict(safe_load(NCCL_BUSBW_FILE.read_text()))
+
+
+def node_busbw(instance_type: str | None, line_rate_gbit: Fraction) -> BusBandwidth:
+    """The all-reduce bus bandwidth across nodes of `instance_type` (None: a bare-metal server) whose network runs at
+    `line_rate_gbit`: AWS's published 2-node figure when nccl_busbw.yaml holds one, else the line rate in GB/s."""
+    doc = _nccl_doc()
+    ref = doc["instances"].get(instance_type) if instance_type else None
+    if ref is not None:
+        where = f"{ref['nodes']} x {instance_type} all_reduce_perf at {ref['bytes']} B, {doc['source']} ({doc['date']})"
+        return BusBandwidth(Fraction(str(ref["busbw_gb_per_s"])), True, f"published busbw: {where}")
+    return BusBandwidth(line_rate_gbit / 8, False, f"line rate {line_rate_gbit} Gbit/s ÷ 8 (no published busbw)")
 
 
 def price(name: str, region: str) -> Price | None:

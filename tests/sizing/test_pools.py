@@ -16,6 +16,7 @@ from model.load import parse_estate
 from model.pricing import server_hour_usd
 from model.spec import AwsNodePool, BaremetalSite
 from tests.conftest import example_estate
+from tests.sizing.helpers import wfile
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = ROOT / "examples" / "workloads.yaml"
@@ -35,7 +36,12 @@ def test_node_pool_snippet_entries_are_valid_aws_node_pools() -> None:
     pools = [AwsNodePool.model_validate(entry) for entry in doc["node_pools"]]
     assert [p.instance_type for p in pools] == [rec.demand.placement.instance_type for rec in r.pools]
     for p, rec in zip(pools, r.pools, strict=True):
-        assert p.scaling.min == rec.demand.min_nodes and p.scaling.max == rec.demand.max_nodes
+        d = rec.demand
+        assert (p.scaling.min, p.scaling.desired, p.scaling.max) == (
+            d.scale_min_nodes,
+            d.scale_desired_nodes,
+            d.scale_max_nodes,
+        )
         # whole nodes: the pool at max holds the pessimistic GPU figure and every gang
         assert p.scaling.max * p.gpus_per_node >= rec.demand.max_gpus >= rec.demand.gang_gpus
 
@@ -102,10 +108,12 @@ def test_onprem_inventory_is_a_candidate_priced_at_the_amortised_server_hour() -
     c = r.comparison
     assert c is not None
     assert [name for name, _ in c.skipped] == ["dev"]  # MIG slices are not whole GPUs
-    # an existing on-prem pool stays one pool whatever roles it hosts, sized in whole servers
+    # an existing on-prem pool stays one pool whatever roles it hosts, sized in whole servers; owned servers with
+    # room come first, so the one-GPU batch and notebooks (cheaper per run on a g6 in the cloud) use them too
     (onprem,) = [rec for rec in r.pools if rec.demand.placement.instance_type is None]
     assert onprem.name == "train" and onprem.role == "training"
-    assert onprem.demand.classes == ("pretrain-7b", "finetune-13b", "chat-70b")
+    assert onprem.demand.classes == ("pretrain-7b", "finetune-13b", "chat-70b", "embed-batch", "notebooks")
+    assert [rec for rec in r.pools if rec.demand.placement.instance_type] == []  # nothing bought
     assert onprem.demand.max_nodes * 8 >= onprem.demand.max_gpus
 
 
@@ -183,3 +191,36 @@ def test_an_autoscaled_pools_excess_is_expected_only_for_the_nodes_its_min_keeps
     l40s = next(v for v in c.pools if v.placement.name == "l40s")
     assert float(l40s.excess_expected_usd_per_month or 0) == pytest.approx(node_hour * 730)
     assert float(l40s.excess_usd_per_month or 0) == pytest.approx(4 * node_hour * 730)
+
+
+def test_recommended_cloud_pools_scale_to_zero_except_the_always_on_serving_floor() -> None:
+    # The example at 50-70 %: training 13-18 GPUs (p5.48xlarge: 2-3 nodes), chat-70b 2 always-on replicas × 4 GPUs
+    # = 8 GPUs = one p4de.24xlarge (with reserves 10 GPUs: 2 nodes at peak), the batch and notebooks on g6.xlarge.
+    # Before, every pool's min was its optimistic need (2, 2, 2, 3 nodes), running all month.
+    r = sized()
+    shape = {rec.name: (rec.demand.scale_min_nodes, rec.demand.scale_desired_nodes, rec.demand.scale_max_nodes)
+             for rec in r.pools}  # fmt: skip
+    assert shape == {
+        "training-p5-48xlarge": (0, 2, 3),
+        "inference-p4de-24xlarge": (1, 2, 2),
+        "batch-g6-xlarge": (0, 2, 2),
+        "interactive-g6-xlarge": (0, 3, 3),
+    }
+    snippet = node_pool_snippet(r.pools)
+    assert "cluster-autoscaler scales it from zero to max for pending pods" in snippet
+    assert "cluster-autoscaler scales it from the always-on serving floor to max" in snippet
+
+
+def test_a_64_gpu_gang_gets_a_whole_spare_node_on_top_of_its_gang() -> None:
+    # 64 H100s at once (8 × p5.48xlarge) is more than 4 nodes: one spare node on top (9 at max); the issue's
+    # case had the reserve swallowed by the gang floor. spare_nodes and spares_above_nodes set it.
+    gang = {"name": "ft70b-64", "kind": "fine-tuning", "parameters_billion": 70, "runs_per_period": 1,
+            "gpus_per_run": 64, "hours_per_run": 20, "measured_on": "H100-80GB", "deadline_hours": 48, "gang": True}  # fmt: skip
+    (rec,) = size(wfile(gang), "w.yaml", today=TODAY).pools
+    d = rec.demand
+    assert d.placement.name == "p5.48xlarge" and d.max_nodes == 8 and d.spare_nodes == 1 and d.scale_max_nodes == 9
+    assert d.scale_min_nodes == 0
+    (none,) = size(wfile(gang, spare_nodes=0), "w.yaml", today=TODAY).pools
+    assert none.demand.scale_max_nodes == 8
+    (small,) = size(wfile(gang, spares_above_nodes=8), "w.yaml", today=TODAY).pools
+    assert small.demand.spare_nodes == 0

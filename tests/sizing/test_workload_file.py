@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 import yaml
 
+from gpufleet.render.sizing import sizing_text
+from gpufleet.sizing.report import size
 from gpufleet.sizing.workloads import load_workloads, parse_workloads
 from model.load import SpecError
-from tests.sizing.helpers import raw_file
+from tests.sizing.helpers import raw_file, wfile
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -142,3 +144,18 @@ def test_every_problem_of_a_file_is_reported_in_one_run(tmp_path: Path) -> None:
             "classes[1].name: class names must be unique; train-7b appears twice",
         ]
     )
+
+
+def test_online_inference_replicas_follow_from_requests_per_second_and_tokens() -> None:
+    # 20 requests/s × 500 tokens = 10,000 tokens/s ÷ 2,400 tokens/s per replica = 4.17 -> 5 replicas
+    serve = {"name": "chat", "kind": "online-inference", "parameters_billion": 70, "gpus_per_run": 4,
+             "hours_per_run": 120, "latency_p95_ms": 800,
+             "throughput": {"requests_per_second": 20, "tokens_per_request": 500,
+                            "tokens_per_second_per_replica": 2400, "source": "vLLM benchmark on H100, 2026-11"}}  # fmt: skip
+    (c,) = wfile(serve).classes
+    assert c.runs_per_period == 5 and c.throughput is not None and c.throughput.replicas == 5
+    text = sizing_text(size(wfile(serve), "w.yaml"))
+    assert "replicas from throughput: 20 requests/s × 500 tokens ÷ 2,400 tokens/s per replica = 5" in text
+    with pytest.raises(SpecError) as err:
+        parse_workloads(raw_file(dict(serve, runs_per_period=3)), "w.yaml")
+    assert "classes[0].runs_per_period: 3 replicas disagree with throughput's 5" in str(err.value)

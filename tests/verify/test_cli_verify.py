@@ -26,7 +26,7 @@ def invoke(*args: str) -> Any:
 def test_plan_prints_checks_marks_and_sources_without_a_cluster() -> None:
     r = invoke("-s", "aws-train", "--plan")
     assert r.exit_code == 0, r.output
-    assert "fabric/use1/h100/multi-node" in r.output and ">= 320 GB/s" in r.output
+    assert "fabric/use1/h100/multi-node" in r.output and ">= 389.7 GB/s" in r.output
     assert "nccl-tests doc/PERFORMANCE.md" in r.output and "throughput_warning" in r.output
     assert "tag only (no published digest found)" in r.output
 

@@ -20,11 +20,14 @@ def by_id(s: suites.Suite) -> dict[str, suites.Check]:
     return {c.id: c for c in s.checks}
 
 
-def test_aws_train_fabric_mark_is_p5_line_rate_times_efficiency() -> None:
+def test_aws_train_fabric_mark_is_the_published_p5_busbw_times_efficiency() -> None:
     checks = by_id(derive(example_estate("aws-train")))
     multi = checks["fabric/use1/h100/multi-node"]
-    assert multi.threshold is not None and multi.threshold.value == 320.0  # 3200 Gbit/s / 8 x 0.8
-    assert "3200 Gigabit" in multi.threshold.source and "PERFORMANCE.md" in multi.threshold.source
+    # model/catalog/nccl_busbw.yaml: AWS's 2 x p5.48xlarge run, 487.09 GB/s x 0.8 = 389.67 -> 389.7 (was 320, the
+    # 3,200 Gbit/s line rate / 8 x 0.8, below what a healthy fabric reaches)
+    assert multi.threshold is not None and multi.threshold.value == 389.7
+    assert "published busbw" in multi.threshold.source and "awsome-distributed-training" in multi.threshold.source
+    assert "PERFORMANCE.md" in multi.threshold.source
     assert checks["fabric/use1/h100/single-node"].threshold is None  # NVLink: shown, not judged
     assert not any(c.startswith("fabric/use1/l40s") for c in checks)  # a pool without a fabric has no NCCL test
 
@@ -90,3 +93,23 @@ def test_largest_all_reduce_fits_a_quarter_of_gpu_memory() -> None:
 
     assert thresholds.nccl_max_bytes(catalog.gpu_model("H100-80GB")) == 16 * 1024**3
     assert thresholds.nccl_max_bytes(catalog.instance_type("g6e.12xlarge").gpu) == 8 * 1024**3
+
+
+def test_verify_marks_and_sizing_all_reduce_read_the_same_catalog_busbw() -> None:
+    # The pass mark is NCCL_EFFICIENCY of the busbw `gpufleet size` times the pool's all-reduce with, for a pool
+    # with a published figure (p5, aws-train `h100`) and for one at its line rate (bare metal `train`, 4 x 400 Gbit/s).
+    from fractions import Fraction
+
+    from gpufleet.sizing.interconnect import ring
+    from gpufleet.sizing.placement import stack_placements
+    from gpufleet.verify import thresholds
+    from tests.sizing.helpers import wclass
+
+    run = wclass(kind="fine-tuning", parameters_billion=13, gpus_per_run=16, gang=True)
+    for stack, pool, bw in (("aws-train", "h100", Fraction("487.09")), ("onprem", "train", Fraction(200))):
+        spec = parse_estate(example_estate(stack), stack)
+        placement = next(p for p in stack_placements(spec)[0] if p.name == pool)
+        r = ring(run, placement)
+        assert r is not None and r.gb_per_s == bw
+        mark, _ = thresholds.nccl_busbw_threshold(spec, spec.pool(pool))
+        assert mark is not None and mark.value == round(float(r.gb_per_s) * thresholds.NCCL_EFFICIENCY, 1)
