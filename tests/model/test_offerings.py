@@ -59,5 +59,8 @@ def test_an_eu_west_1_p5_and_g6e_estate_is_refused_by_validate_naming_file_and_f
     assert result.exit_code == 2, result.output
     out = " ".join(result.output.split())
     for j, itype in enumerate(("p5.48xlarge", "g6e.12xlarge", "g6e.xlarge")):
-        assert "Pulumi.test.yaml" in out and f"node_pools[{j}].instance_type: {itype} is offered in no AZ of eu-west-1" in out
+        assert (
+            "Pulumi.test.yaml" in out
+            and f"node_pools[{j}].instance_type: {itype} is offered in no AZ of eu-west-1" in out
+        )
     assert "refresh" not in out and "unpriced" not in out and "Traceback" not in out

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from gpufleet.engine.plan import Plan
+from gpufleet.render.diff import delta_text
 from gpufleet.review.cost.envelope import estate_cost
 from gpufleet.review.diff.plans import diff_plans
-from gpufleet.render.diff import delta_text
 from model.load import SpecError, parse_estate
 from tests.conftest import example_estate
 
@@ -108,4 +108,6 @@ def test_a_commitment_names_what_its_payment_option_needs() -> None:
     assert any("payment all-upfront has no hourly rate" in line for line in err.value.problems)
     with pytest.raises(SpecError) as err:
         parse_estate(_estate("l40s", {"type": "spot", "commitment": {**plan, "usd_per_hour": 0}}), "test")
-    assert any("commitment is only allowed with type on-demand or capacity-reservation" in p for p in err.value.problems)
+    assert any(
+        "commitment is only allowed with type on-demand or capacity-reservation" in p for p in err.value.problems
+    )
