@@ -174,7 +174,8 @@ def eks_cluster_key(site: AwsSite, today: dt.date) -> str:
 def price_needs(site: AwsSite) -> list[PriceNeed]:
     """Every list price `site`'s cost envelope uses (gpufleet/review/cost/bill.py, storage.py and envelope.py bill
     exactly these): its GPU pools, and what a created cluster (EKS, the system pool) and a created VPC (NAT
-    gateways, their public IPv4 addresses and data processing) add, root volumes, data transfer out and storage."""
+    gateways, their public IPv4 addresses and data processing) add, root volumes, data transfer out, storage, the
+    KMS keys and a VPN interconnect's connection."""
     needs = [
         PriceNeed(f"node_pools[{j}].instance_type", p.instance_type, "gpu-instance", f"pool {p.name}")
         for j, p in enumerate(site.node_pools)
@@ -206,7 +207,17 @@ def price_needs(site: AwsSite) -> list[PriceNeed]:
         key = storage_price_key(tier)
         if key is not None:
             needs.append(PriceNeed(f"storage[{j}]", key, "service", f"tier {tier.name}", key in USAGE_SERVICES))
+    needs.append(PriceNeed("region", "kms-key", "service", catalog.service("kms-key").what))
+    if site.interconnect is not None and site.interconnect.kind == "vpn":
+        needs.append(PriceNeed("interconnect", "vpn-connection", "service", catalog.service("vpn-connection").what))
     return needs
+
+
+def kms_keys(site: AwsSite) -> int:
+    """The customer managed KMS keys the stack creates on `site`: the site key (components/aws/cluster.py
+    `_key`, created for an adopted cluster too) and one per EFS, FSx and S3 tier (components/aws/storage/
+    context.py `tier_key`)."""
+    return 1 + sum(isinstance(t, EfsTier | FsxLustreTier | S3Tier) for t in site.storage)
 
 
 # What a created VPC bills: one NAT gateway per AZ, each with a public IPv4 address, and their data processing.

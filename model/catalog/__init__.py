@@ -347,6 +347,8 @@ SERVICES: tuple[Service, ...] = (
         for t in FSX_LUSTRE_TIERS
     ),
     Service("aws-budget", "AWS Budgets cost budget without actions", "budget-day", None),
+    Service("kms-key", "KMS customer managed keys", "key-month", None),
+    Service("vpn-connection", "Site-to-Site VPN connection", "connection-hour", None),
 )
 SERVICE_KEYS: tuple[str, ...] = tuple(s.key for s in SERVICES)
 # A region-independent list price (one figure for every region) is stored once, under this name.
