@@ -65,7 +65,8 @@ def pool_rate(site: AwsSite, pool: AwsNodePool, instance_type: str) -> PoolRate 
         return None
     od, cap = found.usd_per_hour, pool.capacity
     if site.price_override(instance_type) is not None:
-        return PoolRate(od, found.date, found.source, "the stack's own rate", od)
+        listed = catalog.price(instance_type, site.region)  # the on-demand rate the stack's own is set against
+        return PoolRate(od, found.date, found.source, "the stack's own rate", listed.usd_per_hour if listed else od)
     if cap.type == "spot":
         where = f"sites.{site.name}.node_pools.{pool.name}.capacity.spot_discount"
         if cap.spot_discount is not None:

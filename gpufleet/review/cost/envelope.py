@@ -18,6 +18,7 @@ from typing import Any
 from gpufleet.review.cost.bill import BillLine
 from gpufleet.review.cost.burst import BurstCeiling, burst_ceiling
 from gpufleet.review.cost.kinds import burst_root_usd_per_hour, site_costs, storage_cost
+from gpufleet.review.cost.options import steady_pools
 from gpufleet.review.cost.pools import PoolCost
 from gpufleet.review.cost.prices import HOURS, LEVELS, Figures, PriceRef, price_dict, rounded
 from gpufleet.review.cost.storage import StorageCost
@@ -196,6 +197,7 @@ class EstateCost:
             ],
             "total": {**total.to_dict(), "monthly": {lv: rounded(v) for lv, v in self.monthly().items()}},
             "burst": None if self.burst is None else self.burst.to_dict(),
+            "purchase_options": [c.to_dict() for c in steady_pools(self.pools)],
             "budget_usd_per_hour": self.budget_usd_per_hour,
             "budget_hour_usd": rounded(self.budget_hour()),
             "excluded": list(self.excluded),

@@ -25,6 +25,8 @@ class PoolPrice:
     hourly: Figures
     month_hours: float = HOURS  # hours of a month the pool is billed
     notes: list[str] = field(default_factory=list)
+    on_demand: float | None = None  # a node's on-demand rate (None: a capacity block, or unpriced)
+    basis: str = "on demand"
 
 
 def aws_pool_price(
@@ -64,7 +66,7 @@ def aws_pool_price(
         )
     else:
         hourly = Figures(*(nodes[lv] * price.usd for lv in LEVELS))
-    return PoolPrice(price, hourly, notes=notes)
+    return PoolPrice(price, hourly, notes=notes, on_demand=rate.on_demand, basis=rate.basis)
 
 
 def _purchase_note(pool: AwsNodePool, rate: PoolRate) -> str:
