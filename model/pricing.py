@@ -387,6 +387,16 @@ def instance_gpu_hour(instance_type: str, region: str, site: AwsSite | None = No
     return GpuHourQuote(p.usd_per_hour, gpus, f"{basis}, {p.date}")
 
 
+def aws_pool_gpu_hour(site: AwsSite, pool: AwsNodePool) -> GpuHourQuote:
+    """A node of a stack pool as it is bought (pool_rate: spot, a commitment's rate), else as instance_gpu_hour
+    quotes it; a capacity block keeps the instance's quote."""
+    rate = None if pool.capacity.type == "capacity-block" else pool_rate(site, pool, pool.instance_type)
+    if rate is None or rate.basis in ("on demand", "the stack's own rate"):
+        return instance_gpu_hour(pool.instance_type, site.region, site)
+    gpus = catalog.instance_type(pool.instance_type).gpu_count
+    return GpuHourQuote(rate.usd, gpus, f"{rate.basis}, {rate.date}")
+
+
 def onprem_gpu_hour(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool) -> GpuHourQuote:
     """One GPU-hour of the pool's servers, amortised (the figure `gpufleet cost` prices the pool at)."""
     price = pool_gpu_hour_price(spec, site, pool)

@@ -82,7 +82,7 @@ class AwsKind:
         return self._pool(pool).instance_type
 
     def pool_gpu_hour(self, spec: EstateSpec, pool: str) -> pricing.GpuHourQuote:
-        return pricing.instance_gpu_hour(self._pool(pool).instance_type, self.site.region, self.site)
+        return pricing.aws_pool_gpu_hour(self.site, self._pool(pool))
 
     def selected_servers(self, pool: str) -> list[Server]:
         return []

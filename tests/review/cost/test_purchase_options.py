@@ -22,6 +22,7 @@ from gpufleet.render.diff import delta_text
 from gpufleet.review.cost.envelope import estate_cost
 from gpufleet.review.cost.options import comparison_line, steady_pools
 from gpufleet.review.diff.plans import diff_plans
+from model import kinds
 from model.load import SpecError, parse_estate
 from tests.conftest import example_estate
 
@@ -128,3 +129,10 @@ def test_cost_compares_each_steady_pool_on_demand_with_how_it_is_bought() -> Non
         "l40s: 1 always-on node, $7,659.63/month on demand, $4,745.00 as bought "
         "(1y savings-plan (partial-upfront) on 1 node): 38.1% less"
     )
+
+
+def test_size_quotes_a_stack_spot_pool_at_its_spot_rate_not_on_demand() -> None:
+    spec = parse_estate(_estate("h100", {"type": "spot", "checkpointing": True}), "test")
+    quote = kinds.of(spec.sites[0]).pool_gpu_hour(spec, "h100")
+    assert quote.usd == pytest.approx(193.8685 / 6) and quote.gpus == 8  # $32.3114/node-hour, $4.0389/GPU-hour
+    assert quote.basis.startswith("spot, the mean of 6 AZ IDs")
