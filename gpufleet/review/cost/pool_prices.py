@@ -2,8 +2,8 @@
 
 - A pool on demand, on spot or on a capacity reservation is priced per node-hour, for the nodes it runs at each
   size, every hour of a month.
-- The stack's own rate (`prices`) comes before the catalog's on-demand rate in the site's region
-  (`model.pricing.site_price`).
+- It is priced as bought (`model.pricing.pool_rate`): the stack's own rate (`prices`) first, spot at its spot
+  rate, a commitment's rate for the nodes it covers (paid whether they run or not), else on demand.
 - A pool on an EC2 Capacity Block is priced apart (`_capacity_block`).
 - A pool nothing prices is unpriced (`price` None), never $0. gpufleet's commands refuse such a stack first.
 """
@@ -58,6 +58,10 @@ def aws_pool_price(
         notes.append(f"priced by the stack (sites.{site.name}.prices), not the catalog's on-demand rate")
     elif rate.basis != "on demand":
         notes.append(_purchase_note(pool, rate))
+    elif pool.capacity.type == "capacity-reservation":
+        notes.append(
+            "capacity reservation: billed at the on-demand rate (capacity.commitment prices a Savings Plan on it)"
+        )
     if not pool.burst and pool.autoscaled and not rate.committed:
         notes.append(_autoscaled_note(nodes, price.usd))
     if rate.committed:
