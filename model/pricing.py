@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 from model import catalog, clock, versions
 from model.spec.aws import AwsNodePool, EfsTier, FsxLustreTier, S3Tier
 from model.spec.baremetal import BaremetalNodePool, OnPremCost
+from model.spec.pools import TERM_YEARS, Commitment
 from model.spec.sites import AwsSite, BaremetalSite
 
 if TYPE_CHECKING:
@@ -33,6 +34,61 @@ def server_hour_usd(cost: OnPremCost) -> float:
     """Depreciation (straight line over the lifetime) + power + operations for one server-hour."""
     depreciation = cost.server_price_usd / (cost.lifetime_years * HOURS_PER_YEAR)
     return depreciation + cost.power_kw * cost.usd_per_kwh + cost.ops_usd_per_server_month / HOURS_PER_MONTH
+
+
+def commitment_hour_usd(c: Commitment) -> float:
+    """One node-hour a commitment covers: its hourly rate plus its upfront fee spread over the term's hours."""
+    return c.usd_per_hour + c.upfront_usd / (TERM_YEARS[c.term] * HOURS_PER_YEAR)
+
+
+@dataclass(frozen=True)
+class PoolRate:
+    """What a node-hour of an AWS pool costs as it is bought: `usd` the rate of its nodes, `basis` how it was
+    bought in words. A commitment covers `committed` nodes at `usd`, paid whether they run or not; nodes above
+    it pay `on_demand`."""
+
+    usd: float
+    date: str
+    source: str
+    basis: str
+    on_demand: float
+    committed: int = 0
+
+
+def pool_rate(site: AwsSite, pool: AwsNodePool, instance_type: str) -> PoolRate | None:
+    """A node-hour of `pool` (of `instance_type`, a window's when one changes it) on `site`: the stack's own price
+    first; else spot at the stack's `spot_discount` or the catalog's dated spot figure, never the on-demand rate;
+    else a commitment's rate for its nodes; else on demand. None when nothing prices it. Capacity blocks are
+    priced apart (site_capacity_block_price)."""
+    found = site_price(site, instance_type)
+    if found is None:
+        return None
+    od, cap = found.usd_per_hour, pool.capacity
+    if site.price_override(instance_type) is not None:
+        listed = catalog.price(instance_type, site.region)  # the on-demand rate the stack's own is set against
+        return PoolRate(od, found.date, found.source, "the stack's own rate", listed.usd_per_hour if listed else od)
+    if cap.type == "spot":
+        where = f"sites.{site.name}.node_pools.{pool.name}.capacity.spot_discount"
+        if cap.spot_discount is not None:
+            usd = od * (1 - cap.spot_discount)
+            return PoolRate(
+                usd,
+                found.date,
+                f"stack: {where} off {found.source}",
+                f"spot at {cap.spot_discount:.0%} off on-demand",
+                od,
+            )
+        spot = catalog.spot_price(instance_type, site.region)
+        if spot is None:
+            return None
+        basis = f"spot, the mean of {spot.zones} AZ IDs (${spot.low:,.2f} to ${spot.high:,.2f}/h on {spot.date})"
+        return PoolRate(spot.usd_per_hour, spot.date, f"{spot.source}; {site.region}", basis, od)
+    if cap.commitment is not None:
+        c = cap.commitment
+        where = f"stack: sites.{site.name}.node_pools.{pool.name}.capacity.commitment ({c.source})"
+        basis = f"{c.term} {c.kind} ({c.payment}) on {c.nodes} node{'' if c.nodes == 1 else 's'}"
+        return PoolRate(commitment_hour_usd(c), c.date.isoformat(), where, basis, od, c.nodes)
+    return PoolRate(od, found.date, found.source, "on demand", od)
 
 
 def override_source(site: AwsSite, instance_type: str) -> str:
@@ -89,7 +145,7 @@ def site_capacity_block_price(site: AwsSite, pool: AwsNodePool) -> catalog.ListP
     return catalog.ListPrice(pool.instance_type, rate, "node-hour", site.region, date, where, True)
 
 
-PriceKind = Literal["gpu-instance", "cpu-instance", "service", "capacity-block"]
+PriceKind = Literal["gpu-instance", "cpu-instance", "service", "capacity-block", "spot"]
 
 
 @dataclass(frozen=True)
@@ -119,7 +175,8 @@ def eks_cluster_key(site: AwsSite, today: dt.date) -> str:
 def price_needs(site: AwsSite) -> list[PriceNeed]:
     """Every list price `site`'s cost envelope uses (gpufleet/review/cost/bill.py, storage.py and envelope.py bill
     exactly these): its GPU pools, and what a created cluster (EKS, the system pool) and a created VPC (NAT
-    gateways, their public IPv4 addresses and data processing) add, root volumes, data transfer out and storage."""
+    gateways, their public IPv4 addresses and data processing) add, root volumes, data transfer out, storage, the
+    KMS keys and a VPN interconnect's connection."""
     needs = [
         PriceNeed(f"node_pools[{j}].instance_type", p.instance_type, "gpu-instance", f"pool {p.name}")
         for j, p in enumerate(site.node_pools)
@@ -128,6 +185,11 @@ def price_needs(site: AwsSite) -> list[PriceNeed]:
         PriceNeed(f"node_pools[{j}].capacity.block", p.instance_type, "capacity-block", f"pool {p.name}", pool=p.name)
         for j, p in enumerate(site.node_pools)
         if p.capacity.type == "capacity-block"
+    ]
+    needs += [
+        PriceNeed(f"node_pools[{j}].capacity", p.instance_type, "spot", f"spot pool {p.name}", pool=p.name)
+        for j, p in enumerate(site.node_pools)
+        if p.capacity.type == "spot"
     ]
     if site.cluster.adopt_name is None:
         needs.append(
@@ -146,7 +208,17 @@ def price_needs(site: AwsSite) -> list[PriceNeed]:
         key = storage_price_key(tier)
         if key is not None:
             needs.append(PriceNeed(f"storage[{j}]", key, "service", f"tier {tier.name}", key in USAGE_SERVICES))
+    needs.append(PriceNeed("region", "kms-key", "service", catalog.service("kms-key").what))
+    if site.interconnect is not None and site.interconnect.kind == "vpn":
+        needs.append(PriceNeed("interconnect", "vpn-connection", "service", catalog.service("vpn-connection").what))
     return needs
+
+
+def kms_keys(site: AwsSite) -> int:
+    """The customer managed KMS keys the stack creates on `site`: the site key (components/aws/cluster.py
+    `_key`, created for an adopted cluster too) and one per EFS, FSx and S3 tier (components/aws/storage/
+    context.py `tier_key`)."""
+    return 1 + sum(isinstance(t, EfsTier | FsxLustreTier | S3Tier) for t in site.storage)
 
 
 # What a created VPC bills: one NAT gateway per AZ, each with a public IPv4 address, and their data processing.
@@ -181,6 +253,9 @@ def need_priced(site: AwsSite, need: PriceNeed) -> bool:
         case "capacity-block":
             pool = next(p for p in site.node_pools if p.name == need.pool)
             return site_capacity_block_price(site, pool) is not None
+        case "spot":
+            pool = next(p for p in site.node_pools if p.name == need.pool)
+            return site_price(site, need.key) is None or pool_rate(site, pool, need.key) is not None
 
 
 def prices_entry(need: PriceNeed) -> str:
@@ -210,6 +285,15 @@ def capacity_block_unpriced(s: AwsSite, need: PriceNeed) -> str:
     return (
         f"{on}, and the catalog holds no {s.region} capacity-block rate for {need.key}; set block.upfront_usd to "
         "what AWS charged for the block (its offering's upfrontFee)"
+    )
+
+
+def spot_unpriced(s: AwsSite, need: PriceNeed) -> str:
+    """Why a spot pool has no price: the catalog holds no dated spot figure for its type in the region."""
+    return (
+        f"{need.what} runs on spot, and the catalog holds no {s.region} spot figure for {need.key}; set "
+        "capacity.spot_discount (the share off on-demand you expect, e.g. 0.6), since spot is never priced at the "
+        "on-demand rate"
     )
 
 
@@ -301,6 +385,16 @@ def instance_gpu_hour(instance_type: str, region: str, site: AwsSite | None = No
         return GpuHourQuote(None, gpus, f"unpriced: no on-demand price for {region} in the catalog")
     basis = p.source if p.source.startswith("stack:") else f"catalog on-demand {region}"
     return GpuHourQuote(p.usd_per_hour, gpus, f"{basis}, {p.date}")
+
+
+def aws_pool_gpu_hour(site: AwsSite, pool: AwsNodePool) -> GpuHourQuote:
+    """A node of a stack pool as it is bought (pool_rate: spot, a commitment's rate), else as instance_gpu_hour
+    quotes it; a capacity block keeps the instance's quote."""
+    rate = None if pool.capacity.type == "capacity-block" else pool_rate(site, pool, pool.instance_type)
+    if rate is None or rate.basis in ("on demand", "the stack's own rate"):
+        return instance_gpu_hour(pool.instance_type, site.region, site)
+    gpus = catalog.instance_type(pool.instance_type).gpu_count
+    return GpuHourQuote(rate.usd, gpus, f"{rate.basis}, {rate.date}")
 
 
 def onprem_gpu_hour(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool) -> GpuHourQuote:

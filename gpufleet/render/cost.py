@@ -12,6 +12,7 @@ from rich.table import Table
 
 from gpufleet.render.common import cell, inline, month, usd, usd_total
 from gpufleet.review.cost.envelope import EstateCost, PoolCost, Total
+from gpufleet.review.cost.options import comparison_line, steady_pools
 from gpufleet.review.cost.prices import HOURS, LEVELS
 from gpufleet.review.cost.usage import PROFILE_HINT
 
@@ -120,6 +121,10 @@ def cost_details_text(cost: EstateCost, console: Console) -> None:
     console.print("[bold]Per tenant[/bold] (quota share of each pool)")
     for tenant, share in cost.tenants().items():
         console.print(f"  {tenant}: {_total_text(share)}", markup=False)
+    if steady := steady_pools(cost.pools):
+        console.print("[bold]Purchase options[/bold] (steady pools: their min nodes run every hour)")
+        for c in steady:
+            console.print(f"  {comparison_line(c)}", markup=False)
     if lines := burst_lines(cost):
         console.print("[bold]Burst[/bold] (what the burst policy lets windows cost)")
         for line in lines:
@@ -293,6 +298,9 @@ def cost_tables(cost: EstateCost) -> str:
                 f"| {tenant} | {' | '.join(usd_total(f.at(lv), ok) for lv in LEVELS)} "
                 f"| {usd_total(f.monthly('desired'), ok, 0)} |"
             )
+    if steady := steady_pools(cost.pools):
+        out += ["", "Purchase options (steady pools: their min nodes run every hour):", ""]
+        out += [f"- {inline(comparison_line(c))}" for c in steady]
     out += ["", "Prices used:", ""]
     for ref in cost.prices():
         flag = " *(not confirmed from a stored copy)*" if not ref.verified else ""

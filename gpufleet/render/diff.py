@@ -117,13 +117,28 @@ def _cost_delta_table(diff: PlanDiff) -> list[str]:
     c = diff.cost_total
     assert c is not None
     base_ok, head_ok = diff.cost_complete
-    return [
+    rows = [
         "| cost | at desired size | at max size |",
         "|---|---:|---:|",
         f"| base | {_side(c.base.get('desired'), base_ok)}/h | {_side(c.base.get('max'), base_ok)}/h |",
         f"| this change | {_side(c.head.get('desired'), head_ok)}/h | {_side(c.head.get('max'), head_ok)}/h |",
         f"| **delta** | **{delta_text(diff, 'desired')}** | **{delta_text(diff, 'max')}** |",
     ]
+    if (burst := burst_delta_text(diff)) is not None:
+        rows.append(f"| **delta, burst windows open at max** | | **{burst}** |")
+    return rows
+
+
+def burst_delta_text(diff: PlanDiff) -> str | None:
+    """The change in the hour the budget judges (every burst pool at its max), when it differs from the change at
+    max size: an idle burst pool is $0/h at max, so a doubled burst max shows only here. None: no such change."""
+    b, h, c = diff.base_budget_hour, diff.budget_hour, diff.cost_total
+    if b is None or h is None or c is None or diff.cost_no_price:
+        return None
+    change, at_max = h - b, c.delta("max")
+    if at_max is not None and abs(change - at_max) < 0.005:
+        return None
+    return f"{signed(change)}/h"
 
 
 def _replacement_summary(diff: PlanDiff) -> list[str]:
@@ -254,6 +269,8 @@ def diff_text(diff: PlanDiff, console: Console, summary_only: bool = False) -> N
                 f"({delta_text(diff, lv)})",
                 markup=False,
             )
+        if (burst := burst_delta_text(diff)) is not None:
+            console.print(f"cost at max with burst windows open: {burst}", markup=False)
     if diff.findings is None:
         console.print("policy: not evaluated")
     else:
@@ -326,6 +343,7 @@ def diff_json(diff: PlanDiff) -> str:
             "pools": [cost_line(c) for c in diff.cost_pools],
             "unpriced": diff.cost_unpriced,
             "no_price": diff.cost_no_price,
+            "budget_hour": {"base": diff.base_budget_hour, "head": diff.budget_hour},
         },
         "findings": None if diff.findings is None else [f.to_dict() for f in diff.findings],
         "findings_new": [f.to_dict() for f in diff.findings_new],

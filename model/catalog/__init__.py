@@ -302,6 +302,32 @@ def price(name: str, region: str) -> Price | None:
 
 
 @dataclass(frozen=True)
+class SpotPrice:
+    """A spot $/h of an instance type in a region: the mean over the AZ IDs a dated snapshot recorded, and the
+    range, since the AZ a pool lands in is the account's."""
+
+    usd_per_hour: float
+    low: float
+    high: float
+    zones: int
+    region: str
+    date: str
+    source: str
+
+
+def spot_price(name: str, region: str) -> SpotPrice | None:
+    """Spot $/h of `name` in `region` from the catalog's `spot` section, or None when it holds no figure there."""
+    spot = _prices_doc().get("spot", {})
+    by_zone = spot.get("regions", {}).get(region, {}).get(name)
+    if not by_zone:
+        return None
+    figures = [float(v) for v in by_zone.values()]
+    return SpotPrice(
+        sum(figures) / len(figures), min(figures), max(figures), len(figures), region, spot["date"], spot["source"]
+    )
+
+
+@dataclass(frozen=True)
 class ListPrice:
     """A list price other than a GPU instance's: value per unit, with its date, source and whether it was confirmed."""
 
@@ -352,6 +378,8 @@ SERVICES: tuple[Service, ...] = (
         for t in FSX_LUSTRE_TIERS
     ),
     Service("aws-budget", "AWS Budgets cost budget without actions", "budget-day", None),
+    Service("kms-key", "KMS customer managed keys", "key-month", None),
+    Service("vpn-connection", "Site-to-Site VPN connection", "connection-hour", None),
 )
 SERVICE_KEYS: tuple[str, ...] = tuple(s.key for s in SERVICES)
 # A region-independent list price (one figure for every region) is stored once, under this name.

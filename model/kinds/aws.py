@@ -40,11 +40,9 @@ IMAGE_SHIPS_DRIVER = True  # EKS NVIDIA AMIs ship the NVIDIA driver and containe
 
 # What no catalog entry or usage figure prices yet: named in every envelope of an AWS site, never $0.
 UNPRICED = (
-    "FSx backups",
-    "CloudWatch logs (EKS control-plane logs, VPC flow logs)",
+    "CloudWatch logs (EKS control-plane logs)",
     "load balancers",
     "cross-AZ data transfer",
-    "S3 requests and EFS throughput",
 )
 
 
@@ -84,7 +82,7 @@ class AwsKind:
         return self._pool(pool).instance_type
 
     def pool_gpu_hour(self, spec: EstateSpec, pool: str) -> pricing.GpuHourQuote:
-        return pricing.instance_gpu_hour(self._pool(pool).instance_type, self.site.region, self.site)
+        return pricing.aws_pool_gpu_hour(self.site, self._pool(pool))
 
     def selected_servers(self, pool: str) -> list[Server]:
         return []
@@ -185,9 +183,18 @@ class AwsKind:
     @property
     def bill_excludes(self) -> tuple[str, ...]:
         extra = []
+        kinds = {t.kind for t in self.site.storage}
+        # Named only where the stack makes them: FSx backups (7-day automatic backups) and its CloudWatch logs
+        # (components/aws/storage/fsx.py), AWS Backup of EFS (components/aws/storage/efs.py), S3 requests.
+        if "fsx-lustre" in kinds:
+            extra += ["FSx backups (per GB-month)", "FSx logs in CloudWatch (per GB)"]
+        if "efs" in kinds:
+            extra += ["EFS backups (AWS Backup, per GB-month)", "EFS throughput"]
+        if "s3" in kinds:
+            extra.append("S3 requests")
         ic = self.site.interconnect
-        if ic is not None and ic.kind in ("vpn", "transit-gateway"):
-            extra.append("the site-to-site VPN connection or transit gateway attachment (hourly and per GB)")
+        if ic is not None and ic.kind == "transit-gateway":
+            extra.append("the transit gateway attachment (hourly and per GB)")
         if self.site.vpc.interface_endpoints:
             extra.append("interface VPC endpoints (hourly per AZ and per GB)")
         return (*UNPRICED, *extra)

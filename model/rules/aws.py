@@ -90,7 +90,9 @@ def _site_prices(path: str, s: AwsSite) -> Iterator[Problem]:
     A line neither the stack nor the catalog prices in the site's region is refused where the stack asks for it,
     naming how to price it: an unpriced line would leave the estate's cost and budget unknowable.
     """
-    used = {n.key: n.kind for n in pricing.price_needs(s)}
+    used: dict[str, str] = {}
+    for n in pricing.price_needs(s):
+        used.setdefault(n.key, n.kind)  # a pool's type is a gpu-instance need before its spot or block need
     seen: set[str] = set()
     for j, price in enumerate(s.prices):
         field, key = (
@@ -129,6 +131,8 @@ def _unpriced(s: AwsSite, need: pricing.PriceNeed) -> str:
     region = s.region
     if need.kind == "capacity-block":
         return pricing.capacity_block_unpriced(s, need)
+    if need.kind == "spot":
+        return pricing.spot_unpriced(s, need)
     entry = pricing.prices_entry(need)
     offer = catalog.service(need.key).offer if need.kind == "service" else "AmazonEC2"
     fix = f"add {entry} to this site's `prices`"

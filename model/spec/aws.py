@@ -188,7 +188,7 @@ class PriceOverride(Model):
 ServiceKey = Literal[
     "eks-cluster", "eks-cluster-extended", "nat-gateway", "nat-gateway-data", "public-ipv4", "ebs-gp3", "data-transfer-out", "efs-standard",
     "s3-standard", "fsx-lustre-persistent-2-125", "fsx-lustre-persistent-2-250", "fsx-lustre-persistent-2-500",
-    "fsx-lustre-persistent-2-1000", "aws-budget",
+    "fsx-lustre-persistent-2-1000", "aws-budget", "kms-key", "vpn-connection",
 ]  # fmt: skip
 
 
@@ -203,7 +203,7 @@ class ServicePriceOverride(Model):
             "standard or extended support), nat-gateway (gateway-hour), "
             "nat-gateway-data (GB), public-ipv4 (address-hour), ebs-gp3 (GB-month), data-transfer-out (GB), "
             "efs-standard and s3-standard (GB-month), fsx-lustre-persistent-2-<125|250|500|1000> (GB-month), "
-            "aws-budget (budget-day)."
+            "aws-budget (budget-day), kms-key (key-month), vpn-connection (connection-hour)."
         )
     )
     usd: float = Field(gt=0, le=10_000, description="USD per the service's unit.")

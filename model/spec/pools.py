@@ -153,6 +153,40 @@ class CapacityBlock(Model):
         return None if self.start is None else self.start + dt.timedelta(hours=self.hours)
 
 
+CommitmentTerm = Literal["1y", "3y"]
+CommitmentPayment = Literal["no-upfront", "partial-upfront", "all-upfront"]
+TERM_YEARS: dict[str, int] = {"1y": 1, "3y": 3}
+
+
+class Commitment(Model):
+    """A Savings Plan or Reserved Instances covering some of a pool's nodes, as bought. It is paid every hour of
+    its term whether or not the nodes run; nodes above it pay the on-demand rate
+    (https://docs.aws.amazon.com/savingsplans/latest/userguide/what-is-savings-plans.html)."""
+
+    kind: Literal["savings-plan", "reserved"] = Field(description="A Savings Plan or Reserved Instances.")
+    term: CommitmentTerm = Field(description="1y or 3y.")
+    payment: CommitmentPayment = Field(description="no-upfront, partial-upfront or all-upfront.")
+    nodes: int = Field(ge=1, le=MAX_NODES, description="Nodes of the pool the commitment covers.")
+    usd_per_hour: Usd = Field(
+        description="The commitment's hourly rate for one node of the pool's type (0 when all upfront)."
+    )
+    upfront_usd: Usd = Field(default=0.0, description="What was paid up front for one node, spread over the term.")
+    date: dt.date = Field(description="When it was bought or quoted (YYYY-MM-DD).")
+    source: str = Field(min_length=3, max_length=200, description="Where the rate comes from, e.g. a quote.")
+
+    @model_validator(mode="after")
+    def _payment_matches(self) -> Commitment:
+        if self.payment == "no-upfront" and self.upfront_usd:
+            raise ValueError("payment no-upfront has no upfront_usd")
+        if self.payment != "no-upfront" and not self.upfront_usd:
+            raise ValueError(f"payment {self.payment} needs upfront_usd (what one node's commitment cost up front)")
+        if self.payment == "all-upfront" and self.usd_per_hour:
+            raise ValueError("payment all-upfront has no hourly rate: set usd_per_hour: 0")
+        if self.payment != "all-upfront" and not self.usd_per_hour:
+            raise ValueError(f"payment {self.payment} needs usd_per_hour (the commitment's hourly rate)")
+        return self
+
+
 class Capacity(Model):
     """How cloud capacity is bought."""
 
@@ -174,6 +208,19 @@ class Capacity(Model):
             "(a block is neither billed monthly nor at the on-demand rate)."
         ),
     )
+    spot_discount: float | None = Field(
+        default=None,
+        gt=0,
+        lt=1,
+        description=(
+            "Type spot: the share off the on-demand rate the stack expects (0.6 = 60 % off). Cost uses it before "
+            "the catalog's dated spot figure; a spot pool neither prices is refused, never priced at on-demand."
+        ),
+    )
+    commitment: Commitment | None = Field(
+        default=None,
+        description="Types on-demand and capacity-reservation: a Savings Plan or Reserved Instances on the pool.",
+    )
 
     @model_validator(mode="after")
     def _reservation(self) -> Capacity:
@@ -184,6 +231,10 @@ class Capacity(Model):
             raise ValueError("reservation_id is only allowed with type capacity-reservation or capacity-block")
         if self.block is not None and self.type != "capacity-block":
             raise ValueError("block is only allowed with type capacity-block")
+        if self.spot_discount is not None and self.type != "spot":
+            raise ValueError("spot_discount is only allowed with type spot")
+        if self.commitment is not None and self.type not in ("on-demand", "capacity-reservation"):
+            raise ValueError("commitment is only allowed with type on-demand or capacity-reservation")
         return self
 
 

@@ -74,9 +74,13 @@ def test_write_config_gives_each_pack_its_policies_with_explicit_levels(tmp_path
     seg = json.loads((out / "segmentation.json").read_text())
     assert seg["imds-v2-hop-limit"]["imdsHopLimitExceptions"] == ["l40s"]
     costs = json.loads((out / "cost_tags.json").read_text())
-    # maxUsdPerHour: aws-train's cost envelope at max (tests/review/cost/test_bill.py works it: $311.69/h), so the
+    # maxUsdPerHour: aws-train's cost envelope at max (tests/review/cost/test_bill.py works it: $312.1984/h), so the
     # rule under `pulumi preview` judges the figure `gpufleet cost` shows
-    assert costs["budget-cap"] == {"budgetUsdPerHour": 400.0, "maxUsdPerHour": 312.193, "enforcementLevel": "mandatory"}
+    assert costs["budget-cap"] == {
+        "budgetUsdPerHour": 400.0,
+        "maxUsdPerHour": 312.1984,
+        "enforcementLevel": "mandatory",
+    }
 
 
 def test_check_exits_1_naming_a_teardown_deletion_that_would_fail(

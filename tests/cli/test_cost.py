@@ -19,9 +19,9 @@ def test_cost_cli_json_carries_totals_and_dated_prices(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["cost", "-s", "small", "-C", str(project), "-f", "json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    # pools + FSx + the rest of use1's bill (tests/review/cost/test_cost.py works it: 185.89407), with the control
-    # plane of 1.34 at the extended rate from 2026-12-02 (+$0.50)
-    assert doc["total"]["hourly"]["max"] == pytest.approx(186.3941, abs=1e-3)
+    # pools + FSx + the rest of use1's bill (tests/review/cost/test_cost.py works it: 185.89955, its 4 KMS keys
+    # included), with the control plane of 1.34 at the extended rate from 2026-12-02 (+$0.50)
+    assert doc["total"]["hourly"]["max"] == pytest.approx(186.39955, abs=1e-3)
     assert {p["date"] for p in doc["prices"]} == {"2026-07-20", "stack file", "2026-11-29", "2026-11-30", "2026-12-02"}
     assert doc["budget_usd_per_hour"] == 200
 

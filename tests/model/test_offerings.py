@@ -6,13 +6,16 @@ the region offers is refused; which of the stack's AZ names offer a type is `gpu
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from gpufleet.cli.app import app
 from model import catalog
-from model.load import SpecError, parse_estate
-from tests.conftest import example_estate
+from model.load import ESTATE_KEY, SpecError, parse_estate
+from tests.conftest import example_config, example_estate, write_project
 
 
 def _with_pool(**pool: Any) -> dict[str, Any]:
@@ -23,7 +26,8 @@ def _with_pool(**pool: Any) -> dict[str, Any]:
 
 def test_the_catalog_holds_offerings_by_az_id_only() -> None:
     assert catalog.offered_zone_ids("p5en.48xlarge", "us-east-1") == ["use1-az2", "use1-az6"]
-    assert catalog.offered_zone_ids("p5.48xlarge", "eu-north-1") is None  # no offerings recorded there
+    assert catalog.offered_zone_ids("p5.48xlarge", "eu-west-1") == []  # recorded: offered in no AZ there
+    assert catalog.offered_zone_ids("p5.48xlarge", "mx-central-1") is None  # no offerings recorded there
 
 
 def test_a_pool_in_an_az_name_is_not_refused_by_another_accounts_names() -> None:
@@ -40,3 +44,23 @@ def test_a_type_offered_in_no_az_of_the_region_is_refused_wherever_the_pool_runs
         "node_pools[1].instance_type: p5e.48xlarge is offered in no AZ of us-east-1" in line
         for line in err.value.problems
     ), err.value.problems
+
+
+def test_an_eu_west_1_p5_and_g6e_estate_is_refused_by_validate_naming_file_and_field(tmp_path: Path) -> None:
+    # moto 5.2.5's DescribeInstanceTypeOfferings data (availability-zone-id/eu-west-1.json.gz), which `gpufleet
+    # catalog refresh` records, offers no p5 or g6e in eu-west-1; skypilot-org/skypilot-catalog
+    # catalogs/v8/aws/vms.csv at 00148f2af3672e2229b4f7bf8157d5a3f36e3c35 lists no eu-west-1 p5.48xlarge row either.
+    config = example_config("aws-train")
+    config["aws:region"] = "eu-west-1"
+    site = config[ESTATE_KEY]["sites"][0]
+    site.update(region="eu-west-1", availability_zones=["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+    site["fabrics"][0]["availability_zone"] = "eu-west-1a"
+    result = CliRunner().invoke(app, ["validate", "-s", "test", "-C", str(write_project(tmp_path, config))])
+    assert result.exit_code == 2, result.output
+    out = " ".join(result.output.split())
+    for j, itype in enumerate(("p5.48xlarge", "g6e.12xlarge", "g6e.xlarge")):
+        assert (
+            "Pulumi.test.yaml" in out
+            and f"node_pools[{j}].instance_type: {itype} is offered in no AZ of eu-west-1" in out
+        )
+    assert "refresh" not in out and "unpriced" not in out and "Traceback" not in out

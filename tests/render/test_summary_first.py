@@ -52,7 +52,7 @@ def test_preview_text_puts_verdicts_cost_headline_and_warnings_before_the_resour
         "mandatory cost-tags/budget-at-max-size",
         "first up: 1 problems",
         "[namespace] ConfigMap ghost/settings: no ns",
-        "Estate: min ≥ $82.09",
+        "Estate: min ≥ $82.10",
         "Budget: over the budget of $200.00/h",
         f"warning: {WARNING}",
     )
@@ -67,13 +67,13 @@ def test_preview_text_puts_verdicts_cost_headline_and_warnings_before_the_resour
     )
     assert summary == sorted(summary) and details == sorted(details)
     assert max(summary) < min(details)
-    assert out.count("Estate: min ≥ $82.09") == 1  # the headline is not repeated in the details
+    assert out.count("Estate: min ≥ $82.10") == 1  # the headline is not repeated in the details
 
 
 def test_preview_text_summary_only_stops_before_the_details() -> None:
     full, short = text(preview_text, review()), text(preview_text, review(), summary_only=True)
     assert full.startswith(short)
-    assert "Estate: min ≥ $82.09" in short and WARNING in short and "budget-at-max-size" in short
+    assert "Estate: min ≥ $82.10" in short and WARNING in short and "budget-at-max-size" in short
     for detail in ("Advisory findings", "Cost envelope", "Resources by type", "└── "):
         assert detail in full and detail not in short
 
@@ -88,7 +88,7 @@ def test_check_text_gives_both_verdicts_before_the_advisory_findings() -> None:
 
 def test_cost_text_leads_with_the_estate_headline() -> None:
     out = text(cost_text, review().cost)
-    assert out.startswith("Estate: min ≥ $82.09")
+    assert out.startswith("Estate: min ≥ $82.10")
     where = position(out, "Budget: over the budget of $200.00/h", "Cost envelope: ", "Per tenant", "Prices used")
     assert where == sorted(where)
 
@@ -146,7 +146,7 @@ def test_check_and_cost_summary_only_leave_out_the_details() -> None:
     assert "failed — 1 mandatory" in check_short and "[namespace] ConfigMap ghost/settings" in check_short
     assert "required-tags" not in check_short and "a note" not in check_short
     cost_short = text(cost_text, r.cost, summary_only=True)
-    assert cost_short.startswith("Estate: min ≥ $82.09") and "Budget: over the budget of $200.00/h" in cost_short
+    assert cost_short.startswith("Estate: min ≥ $82.10") and "Budget: over the budget of $200.00/h" in cost_short
     assert "Cost envelope" not in cost_short and "Prices used" not in cost_short
     md = cost_markdown(r.cost, summary_only=True)
     assert "| $/hour |" in md and "over its budget" in md and "Prices used" not in md

@@ -16,7 +16,7 @@ def test_text_renderer_takes_cost_and_findings_for_preview() -> None:
     text = console.export_text()
     for pool in ("h100", "agents-g6e", "l40s", "owned"):
         assert f"/{pool}" in text
-    assert "mandatory cost-tags/budget-at-max-size" in text and "Estate: min ≥ $82.09" in text
+    assert "mandatory cost-tags/budget-at-max-size" in text and "Estate: min ≥ $82.10" in text
 
 
 def test_preview_shows_each_pools_detectors_and_remediator() -> None:

@@ -1,15 +1,16 @@
 """The rest of an AWS site's bill: what it runs besides its GPU pools and storage tiers, from dated list prices.
 
 Per AWS site, from the catalog's prices for its region:
-- EKS control plane: one cluster-hour per hour for a created cluster. An adopted cluster is billed to its owner.
-- NAT gateways: one per AZ of a created VPC, each with a public IPv4 address. Their data processing is per GB.
-- The system node pool of a created cluster: min/desired/max nodes × its on-demand price.
+- EKS control plane of a created cluster. An adopted cluster is billed to its owner.
+- NAT gateways: one per AZ of a created VPC, each with a public IPv4 address, and their data processing.
+- The system node pool of a created cluster.
 - EBS gp3 root volumes of every node (`_root_volumes`).
-- Data transfer out to the internet: per GB.
-- The burst site's AWS Budgets alert: per budget-day, $0 without actions.
+- Data transfer out to the internet.
+- The KMS keys the stack creates, and a VPN interconnect's connection.
+- The burst site's AWS Budgets alert: $0 without actions.
 
-Per-GB items need a usage profile. A line without a price or usage figure has no figures (`hourly` None): the
-envelope names it among what the totals leave out, never as $0.
+Per-GB items need a usage profile. A line without a figure (`hourly` None) is named among what the totals leave
+out, never $0.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from gpufleet.review.cost.pools import PoolCost
 from gpufleet.review.cost.prices import HOURS, LEVELS, Figures, PriceRef, price_dict
 from gpufleet.review.cost.usage import SiteUsage
 from model import catalog
 from model.nodes import SYSTEM_POOL_DESIRED, SYSTEM_POOL_MAX, SYSTEM_POOL_MIN, SYSTEM_ROOT_VOLUME_GIB
-from model.pricing import VPC_SERVICES, eks_cluster_key, site_cpu_price, site_service_price
+from model.pricing import VPC_SERVICES, eks_cluster_key, kms_keys, site_cpu_price, site_service_price
 from model.spec import AwsSite
 
 Status = Literal["priced", "usage-based", "unpriced"]
@@ -114,9 +116,27 @@ def aws_site_bill(
     lines.append(
         _usage_line(site, "data transfer out", "data-transfer-out", usage.data_transfer_out_gb, "data_transfer_out_gb")
     )
+    lines.append(_kms_line(site))
+    if (
+        site.interconnect is not None and site.interconnect.kind == "vpn"
+    ):  # one connection (components/aws/interconnect.py)
+        lines.append(
+            _hourly_line(site, "Site-to-Site VPN connection", "vpn-connection", dict.fromkeys(LEVELS, 1), "connection")
+        )
     if burst:
         lines.append(_budget_line(site))
     return lines
+
+
+def _kms_line(site: AwsSite) -> BillLine:
+    """The site's customer managed KMS keys (model.pricing.kms_keys), per key-month ÷ 730 h."""
+    item, key, keys = "KMS keys", "kms-key", kms_keys(site)
+    found = site_service_price(site, key)
+    quantity = f"{keys} key{'' if keys == 1 else 's'}"
+    if found is None:
+        return BillLine(site.name, item, quantity, "unpriced", None, None, f"no catalog price for {key}", key)
+    note = "the site key and one per EFS, FSx and S3 tier; each yearly rotation adds $1/key-month from the second year"
+    return BillLine(site.name, item, quantity, "priced", _ref(found), _flat(keys * found.usd / HOURS), note, key)
 
 
 def _budget_line(site: AwsSite) -> BillLine:
@@ -156,4 +176,18 @@ def _root_volumes(site: AwsSite, pool_nodes: dict[str, dict[str, int]], system: 
         Figures(*(gb[lv] * ref.usd / HOURS for lv in LEVELS)),
         note,
         "ebs-gp3",
+    )
+
+
+def aws_burst_roots(site: AwsSite, pools: list[PoolCost]) -> float:
+    """$/h of the gp3 root volumes of the nodes a burst window at max adds to `pools` beyond their
+    envelope's max: the budget hour runs them, the root-volume line counts only the envelope's nodes."""
+    found = site_service_price(site, "ebs-gp3")
+    if found is None:
+        return 0.0
+    spec_pools = {p.name: p for p in site.node_pools}
+    return sum(
+        (spec_pools[p.pool].scaling.max - p.nodes["max"]) * spec_pools[p.pool].root_volume_gib * found.usd / HOURS
+        for p in pools
+        if p.burst and p.pool in spec_pools
     )

@@ -17,16 +17,14 @@ from typing import Any
 
 from gpufleet.review.cost.bill import BillLine
 from gpufleet.review.cost.burst import BurstCeiling, burst_ceiling
-from gpufleet.review.cost.kinds import site_costs, storage_cost
+from gpufleet.review.cost.kinds import burst_root_usd_per_hour, site_costs, storage_cost
+from gpufleet.review.cost.options import steady_pools
 from gpufleet.review.cost.pools import PoolCost
 from gpufleet.review.cost.prices import HOURS, LEVELS, Figures, PriceRef, price_dict, rounded
 from gpufleet.review.cost.storage import StorageCost
 from gpufleet.review.cost.usage import UsageProfile
 from model import clock, kinds
-from model.spec import (
-    BurstWindow,
-    EstateSpec,
-)
+from model.spec import BurstWindow, EstateSpec
 
 UNASSIGNED = "(unassigned)"
 
@@ -80,6 +78,8 @@ class EstateCost:
     excluded: tuple[str, ...]
     bill: list[BillLine] = field(default_factory=list)  # the rest of each AWS site's bill
     burst: BurstCeiling | None = None  # hybrid estates: what bursting can cost in an hour, a window, a month
+    # $/h of the gp3 root volumes burst nodes add at their pools' max, beyond those the root-volume line counts
+    burst_root_usd_per_hour: float = 0.0
 
     # -- totals ---------------------------------------------------------------------------------------
     def pool_total(self, pools: list[PoolCost]) -> Total:
@@ -135,8 +135,8 @@ class EstateCost:
         return out
 
     def budget_hour(self) -> float | None:
-        """$ per hour at max size with every burst pool at its own max size (a window opened at max; an idle burst
-        pool is $0/h in the envelope): the one figure the hourly budget judges in `cost`, comments and budget-cap."""
+        """$ per hour at max size with every burst pool at its own max size, their nodes' root volumes included (a
+        window opened at max; an idle burst pool is $0/h in the envelope): the one figure the hourly budget judges in `cost`, comments and budget-cap."""
         at_max = self.total().hourly.at("max")
         if at_max is None or self.burst is None:
             return at_max
@@ -144,7 +144,7 @@ class EstateCost:
         for p in self.pools:
             if p.burst and p.priced:
                 at_max += (ceilings.get(p.pool) or 0.0) - (p.hourly.at("max") or 0.0)
-        return at_max
+        return at_max + self.burst_root_usd_per_hour
 
     def pool_month_ceiling(self, p: PoolCost) -> float | None:
         """A pool's $ per month at max: 730 h, or for a burst pool its own month ceiling (min(budget, 730 h at
@@ -197,6 +197,7 @@ class EstateCost:
             ],
             "total": {**total.to_dict(), "monthly": {lv: rounded(v) for lv, v in self.monthly().items()}},
             "burst": None if self.burst is None else self.burst.to_dict(),
+            "purchase_options": [c.to_dict() for c in steady_pools(self.pools)],
             "budget_usd_per_hour": self.budget_usd_per_hour,
             "budget_hour_usd": rounded(self.budget_hour()),
             "excluded": list(self.excluded),
@@ -236,13 +237,26 @@ def estate_cost(
         excluded=_excluded(spec),
         bill=bill,
         burst=burst_ceiling(spec, priced, window, now),
+        burst_root_usd_per_hour=_burst_root_volumes(spec, pools),
     )
 
 
+def _burst_root_volumes(spec: EstateSpec, pools: list[PoolCost]) -> float:
+    """$/h of the gp3 root volumes burst nodes add at their pools' max (the budget hour's nodes), site by site."""
+    return sum(burst_root_usd_per_hour(site, [p for p in pools if p.site == site.name]) for site in spec.sites)
+
+
 def _tenant_shares(spec: EstateSpec, pools: list[PoolCost]) -> list[TenantShare]:
-    """A tenant's share of a pool = its gpu_quota on the pool ÷ the pool's GPU units; the rest is unassigned."""
+    """A tenant's share of a pool = its gpu_quota on the pool ÷ the pool's GPU units; the rest is unassigned. A
+    burst pool no tenant has quota on runs the work of the tenants that may burst (`burst: true`, model.dispatch),
+    so its spend is theirs, in equal shares."""
     out: list[TenantShare] = []
+    bursting = [t.name for t in spec.tenants if t.burst]
     for p in pools:
+        if p.burst and bursting and not any(t.gpu_quota.get(p.pool) for t in spec.tenants):
+            share = 1 / len(bursting)
+            out += [TenantShare(t, p.pool, 0, share, p.hourly.scaled(share)) for t in bursting]
+            continue
         assigned = 0.0
         if p.gpu_units > 0:
             for t in spec.tenants:

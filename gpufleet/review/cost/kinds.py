@@ -12,7 +12,7 @@ import datetime as dt
 from collections.abc import Iterator
 from typing import assert_never
 
-from gpufleet.review.cost.bill import BillLine, aws_site_bill
+from gpufleet.review.cost.bill import BillLine, aws_burst_roots, aws_site_bill
 from gpufleet.review.cost.pools import PoolCost, aws_pool, baremetal_pool
 from gpufleet.review.cost.storage import StorageCost, aws_storage_cost, external, included
 from gpufleet.review.cost.usage import SiteUsage, UsageProfile, aws_unusable
@@ -54,5 +54,16 @@ def unusable_usage(site: Site, usage: SiteUsage) -> Iterator[tuple[str, str]]:
             yield f"sites.{site.name}", f"site {site.name} is bare metal; a usage profile prices AWS usage only"
         case AwsSite():
             yield from aws_unusable(site, usage)
+        case _:
+            assert_never(site)
+
+
+def burst_root_usd_per_hour(site: Site, pools: list[PoolCost]) -> float:
+    """$/h of the root volumes the site's burst pools add between the envelope's max and their own max."""
+    match site:
+        case AwsSite():
+            return aws_burst_roots(site, pools)
+        case BaremetalSite():
+            return 0.0
         case _:
             assert_never(site)

@@ -2,8 +2,8 @@
 
 - A pool on demand, on spot or on a capacity reservation is priced per node-hour, for the nodes it runs at each
   size, every hour of a month.
-- The stack's own rate (`prices`) comes before the catalog's on-demand rate in the site's region
-  (`model.pricing.site_price`).
+- It is priced as bought (`model.pricing.pool_rate`): the stack's own rate (`prices`) first, spot at its spot
+  rate, a commitment's rate for the nodes it covers (paid whether they run or not), else on demand.
 - A pool on an EC2 Capacity Block is priced apart (`_capacity_block`).
 - A pool nothing prices is unpriced (`price` None), never $0. gpufleet's commands refuse such a stack first.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from gpufleet.review.cost.prices import HOURS, LEVELS, Figures, PriceRef
 from model import catalog
-from model.pricing import site_capacity_block_price
+from model.pricing import PoolRate, pool_rate, site_capacity_block_price
 from model.spec import AwsNodePool, AwsSite
 
 
@@ -25,6 +25,8 @@ class PoolPrice:
     hourly: Figures
     month_hours: float = HOURS  # hours of a month the pool is billed
     notes: list[str] = field(default_factory=list)
+    on_demand: float | None = None  # a node's on-demand rate (None: a capacity block, or unpriced)
+    basis: str = "on demand"
 
 
 def aws_pool_price(
@@ -35,22 +37,51 @@ def aws_pool_price(
     found: catalog.Price | None,
     now: dt.datetime,
 ) -> PoolPrice:
-    """The pool's price and $/h at each size of `nodes`; `found` is its node-hour price (site_price)."""
+    """The pool's price and $/h at each size of `nodes`, as the pool is bought (model.pricing.pool_rate); `found`
+    is its on-demand node-hour price (site_price)."""
     if pool.capacity.type == "capacity-block":
         return _capacity_block(site, pool, instance_type, nodes["max"], now)
+    rate = pool_rate(site, pool, instance_type)
+    if rate is None:
+        why = "no spot figure (set capacity.spot_discount)" if found is not None else "no catalog price"
+        return PoolPrice(
+            None, Figures(None, None, None), notes=[f"{why} for {instance_type} in {site.region}: unpriced"]
+        )
+    price = PriceRef(
+        rate.usd,
+        "node-hour",
+        rate.date,
+        rate.source if rate.source.startswith("stack:") else f"{rate.source}; {site.region}",
+    )
     notes = []
-    own = site.price_override(instance_type) is not None
-    if pool.capacity.type != "on-demand" and not own:
-        notes.append(f"{pool.capacity.type} capacity priced at the on-demand rate (the catalog holds no other rate)")
-    if found is None:
-        notes.append(f"no catalog price for {instance_type} in {site.region}: unpriced")
-        return PoolPrice(None, Figures(None, None, None), notes=notes)
-    price = PriceRef(found.usd_per_hour, "node-hour", found.date, f"{found.source}; {found.region}")
-    if own:
+    if site.price_override(instance_type) is not None:
         notes.append(f"priced by the stack (sites.{site.name}.prices), not the catalog's on-demand rate")
-    if not pool.burst and pool.autoscaled:
+    elif rate.basis != "on demand":
+        notes.append(_purchase_note(pool, rate))
+    elif pool.capacity.type == "capacity-reservation":
+        notes.append(
+            "capacity reservation: billed at the on-demand rate (capacity.commitment prices a Savings Plan on it)"
+        )
+    if not pool.burst and pool.autoscaled and not rate.committed:
         notes.append(_autoscaled_note(nodes, price.usd))
-    return PoolPrice(price, Figures(*(nodes[lv] * price.usd for lv in LEVELS)), notes=notes)
+    if rate.committed:
+        hourly = Figures(
+            *(rate.committed * rate.usd + max(nodes[lv] - rate.committed, 0) * rate.on_demand for lv in LEVELS)
+        )
+    else:
+        hourly = Figures(*(nodes[lv] * price.usd for lv in LEVELS))
+    return PoolPrice(price, hourly, notes=notes, on_demand=rate.on_demand, basis=rate.basis)
+
+
+def _purchase_note(pool: AwsNodePool, rate: PoolRate) -> str:
+    """How the pool is bought and what that saves against on demand, per node-hour."""
+    saving = 1 - rate.usd / rate.on_demand
+    note = f"{rate.basis}: ${rate.usd:,.4f}/node-hour against ${rate.on_demand:,.4f} on demand ({saving:.1%} less)"
+    if pool.capacity.type == "spot":
+        note += "; AWS can interrupt spot capacity with a two-minute notice"
+    if rate.committed:
+        note += f"; the {rate.committed} committed nodes are paid whether they run or not, nodes above pay on demand"
+    return note
 
 
 def _capacity_block(

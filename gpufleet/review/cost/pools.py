@@ -45,6 +45,8 @@ class PoolCost:
     month_hours: float = HOURS  # hours of a month the pool is billed: a capacity block's, when it is shorter
     # One GPU-hour: a node's price ÷ its GPUs (cloud); the pool's hour ÷ its GPUs (owned servers). None: unpriced.
     usd_per_gpu_hour: float | None = None
+    on_demand_usd_per_hour: float | None = None  # an AWS node's on-demand rate, to set a purchase against
+    purchase: str = "on demand"  # how the nodes are bought (model.pricing.PoolRate.basis)
 
     def monthly(self, level: str) -> float | None:
         """$ for a month at `level`: the hourly figure over the hours the pool is billed in a month."""
@@ -117,6 +119,8 @@ def aws_pool(
         notes=(*notes, *priced.notes),
         month_hours=priced.month_hours,
         usd_per_gpu_hour=None if priced.price is None else priced.price.usd / instance.gpu_count,
+        on_demand_usd_per_hour=priced.on_demand,
+        purchase=priced.basis,
     )
 
 

@@ -78,8 +78,7 @@ class CostLine:
     base: dict[str, float | None]  # $/h by level
     head: dict[str, float | None]
     unpriced: bool = False  # a side holds the pool without a price: its change is unknown, not the other side's
-    # $/month by level as each side's own cost reports it (burst pools count their month ceiling, not 730 h). The
-    # total line carries them; a pool line has none, and its month is 730 h of its hourly change.
+    # $/month by level as each side's own cost reports it (burst pools count their month ceiling, not 730 h).
     base_month: dict[str, float | None] | None = None
     head_month: dict[str, float | None] | None = None
 
@@ -121,6 +120,7 @@ class PlanDiff:
     cost_no_price: list[str] = field(default_factory=list)  # items with no price at all on either side
     cost_complete: tuple[bool, bool] = (True, True)  # base, head: whether each total leaves nothing out
     budget_hour: float | None = None  # the head's hour the hourly budget judges (burst pools at their max)
+    base_budget_hour: float | None = None  # the same hour on the base side
     findings: Findings | None = None  # head findings (None: no policy evaluation available)
     findings_new: Findings = field(default_factory=Findings)
     findings_fixed: Findings = field(default_factory=Findings)
@@ -282,6 +282,7 @@ class _SideCost:
     hourly: dict[str, float | None]  # the total's $/h by level
     monthly: dict[str, float | None]  # the total's $/month by level
     pools: dict[str, dict[str, float | None]]  # $/h by level of each pool name, the first pool of a name
+    pool_months: dict[str, dict[str, float | None]]  # $/month by level of the same pools, as the side priced them
     unpriced_pools: frozenset[str]
     unpriced: tuple[str, ...]
     no_price: tuple[str, ...]
@@ -297,12 +298,15 @@ def _side_cost(doc: dict[str, Any] | None, label: str) -> _SideCost | None:
     try:
         total = doc["total"]
         pools: dict[str, dict[str, float | None]] = {}
+        months: dict[str, dict[str, float | None]] = {}
         for p in doc["pools"]:
             pools.setdefault(p["pool"], dict(p["hourly"]))
+            months.setdefault(p["pool"], dict(p["monthly"]))
         return _SideCost(
             hourly=dict(total["hourly"]),
             monthly=dict(total["monthly"]),
             pools=pools,
+            pool_months=months,
             unpriced_pools=frozenset(p["pool"] for p in doc["pools"] if not p["priced"]),
             unpriced=tuple(total["unpriced"]),
             no_price=tuple(total["no_price"]),
@@ -333,7 +337,17 @@ def _cost_lines(base: _SideCost | None, head: _SideCost | None) -> tuple[CostLin
     def unpriced(side: _SideCost | None, pool: str) -> bool:
         return side is not None and pool in side.unpriced_pools
 
-    lines = [CostLine(n, hourly(base, n), hourly(head, n), unpriced(base, n) or unpriced(head, n)) for n in names]
+    def month(side: _SideCost | None, pool: str) -> dict[str, float | None]:
+        """A pool's own months: its hourly figures are rounded to 4 decimals, and 730 h of their difference can be
+        cents off the difference of the months."""
+        return dict(side.pool_months[pool]) if side is not None and pool in side.pool_months else dict.fromkeys(LEVELS)
+
+    lines = [
+        CostLine(
+            n, hourly(base, n), hourly(head, n), unpriced(base, n) or unpriced(head, n), month(base, n), month(head, n)
+        )
+        for n in names
+    ]
     return total, [c for c in lines if c.base != c.head]
 
 
@@ -414,6 +428,7 @@ def diff_plans(
         cost_no_price=no_price,
         cost_complete=(base_side.complete if base_side else True, head_side.complete if head_side else True),
         budget_hour=head_side.budget_hour if head_side else None,
+        base_budget_hour=base_side.budget_hour if base_side else None,
         spec=spec,
         plan=head,
     )

@@ -116,7 +116,8 @@ def test_an_adopted_cluster_and_vpc_bill_no_control_plane_nat_or_system_pool() -
 
 def test_the_budget_line_and_the_budget_cap_finding_state_one_max_hourly_cost(tmp_path: Path) -> None:
     """aws-train with a $300/h cap: the envelope at max is pools 290.56 + FSx 24,000 GB × $0.60 / 730 = 19.726
-    + the rest of the bill 1.907 = $312.19/h (its 1.34 control plane at the extended rate from 2026-12-02). The rule used to sum GPU node groups only ($290.56/h: within) while
+    + the rest of the bill 1.912 = $312.20/h (its 1.34 control plane at the extended rate from 2026-12-02; its 4 KMS
+    keys 4 × $1 / 730 h = $0.0055/h: 312.1930 + 0.0055 = 312.1984). The rule used to sum GPU node groups only ($290.56/h: within) while
     the budget line said $311.69/h: OVER. Now the finding judges the envelope's figure."""
     from gpufleet.render.cost import budget_line
     from gpufleet.review.review import build
@@ -129,11 +130,11 @@ def test_the_budget_line_and_the_budget_cap_finding_state_one_max_hourly_cost(tm
     }
     review = build(write_project(tmp_path, config, stack="aws-train"), "aws-train")
     at_max = review.cost.total().hourly.at("max")
-    assert at_max == pytest.approx(312.19, abs=0.01)
+    assert at_max == pytest.approx(312.1984, abs=0.0001)
     assert review.findings is not None
     (finding,) = [f for f in review.findings if f.rule == "budget-cap"]
-    assert f"${at_max:,.2f}" in finding.message and "$312.19" in finding.message
-    assert any("$312.19/h" in line for line in budget_line(300, at_max))
+    assert f"${at_max:,.2f}" in finding.message and "$312.20" in finding.message
+    assert any("$312.20/h" in line for line in budget_line(300, at_max))
 
 
 @pytest.mark.parametrize("adopt", [(), ("cluster",), ("vpc",), ("cluster", "vpc")])

@@ -22,11 +22,12 @@ FSX_HOUR = FSX_MONTH / 730  # = $0.47671/h
 # The rest of use1's bill (2 AZs, created VPC and cluster; catalog `services` and `cpu_instances`, us-east-1):
 # EKS $0.10 + 2 NAT × $0.045 + 2 IPv4 × $0.005 = $0.20/h flat; system pool 2/2/4 × m7i.xlarge $0.2016;
 # gp3 roots at $0.08/GB-month: (h100 1/2/3 + agents 0/1/2) × 200 GB + system 2/2/4 × 100 GB = 400/800/1400 GB.
-FIXED = 0.10 + 2 * 0.045 + 2 * 0.005  # = 0.20
+# KMS: the site key and one per FSx, EFS and S3 tier, 4 × $1/key-month ÷ 730 h = $0.0054795/h.
+FIXED = 0.10 + 2 * 0.045 + 2 * 0.005 + 4 * 1.0 / 730  # = 0.2054795
 BILL = {
-    "min": FIXED + 2 * 0.2016 + 400 * 0.08 / 730,  # 0.20 + 0.4032 + 0.043836 = 0.647036
-    "desired": FIXED + 2 * 0.2016 + 800 * 0.08 / 730,  # 0.20 + 0.4032 + 0.087671 = 0.690871
-    "max": FIXED + 4 * 0.2016 + 1400 * 0.08 / 730,  # 0.20 + 0.8064 + 0.153425 = 1.159825
+    "min": FIXED + 2 * 0.2016 + 400 * 0.08 / 730,  # 0.2054795 + 0.4032 + 0.043836 = 0.652516
+    "desired": FIXED + 2 * 0.2016 + 800 * 0.08 / 730,  # 0.2054795 + 0.4032 + 0.087671 = 0.696351
+    "max": FIXED + 4 * 0.2016 + 1400 * 0.08 / 730,  # 0.2054795 + 0.8064 + 0.153425 = 1.165305
 }
 
 
@@ -60,14 +61,14 @@ def test_bare_metal_pool_costs_its_servers_at_the_amortised_rate_at_every_size()
 
 def test_estate_total_adds_pools_fsx_storage_and_the_rest_of_the_bill() -> None:
     total = small_cost().total()
-    # min:     55.04 + 0     + 15.41553 + 0.47671 + 0.64704 =  71.57928
-    # desired: 110.08 + 1.861 + 15.41553 + 0.47671 + 0.69087 = 128.52411
-    # max:     165.12 + 3.722 + 15.41553 + 0.47671 + 1.15983 = 185.89407
+    # min:     55.04 + 0     + 15.41553 + 0.47671 + 0.65252 =  71.58476
+    # desired: 110.08 + 1.861 + 15.41553 + 0.47671 + 0.69635 = 128.52959
+    # max:     165.12 + 3.722 + 15.41553 + 0.47671 + 1.16531 = 185.89955
     assert total.hourly.at("min") == pytest.approx(P5 + 2 * SERVER_HOUR + FSX_HOUR + BILL["min"])
     assert total.hourly.at("desired") == pytest.approx(2 * P5 + G6E_XL + 2 * SERVER_HOUR + FSX_HOUR + BILL["desired"])
     assert total.hourly.at("max") == pytest.approx(3 * P5 + 2 * G6E_XL + 2 * SERVER_HOUR + FSX_HOUR + BILL["max"])
-    assert total.hourly.at("max") == pytest.approx(185.89407, abs=1e-4)
-    assert total.hourly.monthly("desired") == pytest.approx(128.52411 * 730, abs=0.1)
+    assert total.hourly.at("max") == pytest.approx(185.89955, abs=1e-4)
+    assert total.hourly.monthly("desired") == pytest.approx(128.52959 * 730, abs=0.1)
     # Without a usage profile the usage-billed items are named, never $0.
     assert total.unpriced == ("NAT data processing (use1, usage-based)", "data transfer out (use1, usage-based)")
 

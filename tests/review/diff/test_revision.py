@@ -48,8 +48,10 @@ def test_diff_between_two_revisions_reports_added_changed_and_replaced(two_revis
     # The rest of use1's bill (tests/review/cost/test_cost.py BILL): +0.69087 at desired on both sides; the new l40s
     # pool adds 1 root volume at desired (200 GB × $0.08 / 730 = +0.02192) and h100 +1, l40s +2 at max
     # (600 GB = +0.06575): desired base 118.94411 (1.34's control plane in extended support), delta +20.59456; delta max +91.21103
+    # Both sides' 4 KMS keys (the site's, FSx, EFS and S3 tiers) add 4 × $1 / 730 = +0.00548 to the base and
+    # nothing to the deltas: base 118.94411 + 0.00548 = 118.94959.
     assert d.cost_total is not None
-    assert d.cost_total.base["desired"] == pytest.approx(118.94411, abs=1e-3)
+    assert d.cost_total.base["desired"] == pytest.approx(118.94959, abs=1e-3)
     assert d.cost_total.delta("desired") == pytest.approx(20.59456, abs=1e-3)
     assert d.cost_total.delta("max") == pytest.approx(91.21103, abs=1e-3)
     assert {c.name for c in d.cost_pools} == {"h100", "l40s"}
@@ -71,8 +73,9 @@ def test_stack_missing_at_base_means_everything_is_added(tmp_path: Path) -> None
     assert d.base_missing
     assert keys(d.added) == [(NODE_GROUP, "use1-agents-g6e"), (NODE_GROUP, "use1-h100"), (FSX, "use1-lustre")]
     assert d.removed == [] and d.changed == [] and d.replaced == []
-    # pools + FSx 184.73424 + the rest of use1's bill at max 1.15983 (tests/review/cost/test_cost.py)
-    assert d.cost_total is not None and d.cost_total.delta("max") == pytest.approx(186.39407, abs=1e-3)
+    # pools + FSx 184.73424 + the rest of use1's bill at max 1.16531 (tests/review/cost/test_cost.py; its 4 KMS keys
+    # add 4 × $1 / 730 = 0.00548 to the 186.39407 of before): 186.39955
+    assert d.cost_total is not None and d.cost_total.delta("max") == pytest.approx(186.39955, abs=1e-3)
 
 
 def test_real_program_diff_on_an_example_stack_names_the_new_pool(tmp_path: Path) -> None:
