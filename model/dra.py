@@ -12,16 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from model import catalog, conventions, versions
+from model import conventions, versions
 from model.spec.aws import AwsNodePool
 from model.spec.sites import NodePool, Site
 
-# The driver's DeviceClasses (templates/deviceclass-*.yaml of nvidia-dra-driver-gpu at tag v25.12.0): IMEX channel 0
-# of a ComputeDomain, the IMEX daemon the driver runs per node, and whole GPUs (off here).
+# The driver's DeviceClasses (templates/deviceclass-*.yaml of nvidia-dra-driver-gpu at the pinned tag,
+# versions.NVIDIA_DRA_DRIVER): IMEX channel 0 of a ComputeDomain, the IMEX daemon the driver runs per node, and
+# whole GPUs (off here).
 CHANNEL_DEVICE_CLASS = "compute-domain-default-channel.nvidia.com"
 DAEMON_DEVICE_CLASS = "compute-domain-daemon.nvidia.com"
 GPU_DEVICE_CLASS = "gpu.nvidia.com"
-# ComputeDomain CRD group and version (crds/resource.nvidia.com_computedomains.yaml at v25.12.0).
+# ComputeDomain CRD group and version (crds/resource.nvidia.com_computedomains.yaml at the pinned tag).
 COMPUTE_DOMAIN_API = "resource.nvidia.com/v1beta1"
 # The API the driver's DeviceClasses and a pod's claim templates use; GA (and served by default) from 1.34
 # (https://kubernetes.io/docs/concepts/scheduling-eviction/dynamic-resource-allocation/, "resource.k8s.io/v1").
@@ -45,18 +46,12 @@ def kubernetes_too_old(version: str) -> bool:
     return (major, minor) < MIN_KUBERNETES
 
 
-def nodes_per_domain(pool: AwsNodePool) -> int:
-    """Nodes of the pool one NVLink domain joins (an u-p6e-gb200x72: 18)."""
-    it: catalog.InstanceType = pool.instance
-    return it.nvlink_domain_gpus // it.gpu_count
-
-
 def device_class_mappings() -> list[dict[str, Any]]:
-    """Kueue `resources.deviceClassMappings` (config.kueue.x-k8s.io/v1beta2 DeviceClassMapping at v0.19.2,
-    apis/config/v1beta2/configuration_types.go). Kueue refuses a workload whose claim names an unmapped class
-    ("DeviceClass ... is not mapped in DRA configuration", pkg/dra/claims.go), and its DRA integration is on by
-    default (feature gate KueueDRAIntegration, beta since 0.18; the older DynamicResourceAllocation gate is gone
-    in 0.19). DRA-allocated GPUs count as nvidia.com/gpu, so quotas count GPUs whichever way they are claimed."""
+    """Kueue `resources.deviceClassMappings` (config.kueue.x-k8s.io/v1beta2 DeviceClassMapping,
+    apis/config/v1beta2/configuration_types.go at the pinned tag, versions.KUEUE). Kueue refuses a workload whose
+    claim names an unmapped class ("DeviceClass ... is not mapped in DRA configuration", pkg/dra/claims.go), and
+    its DRA integration is on by default (feature gate KueueDRAIntegration, beta; the older
+    DynamicResourceAllocation gate is gone at that tag, CHANGELOG-0.19.md). DRA-allocated GPUs count as nvidia.com/gpu, so quotas count GPUs whichever way they are claimed."""
     return [
         {"name": IMEX_CHANNEL_RESOURCE, "deviceClassNames": [CHANNEL_DEVICE_CLASS]},
         {"name": conventions.GPU_RESOURCE, "deviceClassNames": [GPU_DEVICE_CLASS]},
