@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
+from gpufleet.charts.cache import ChartCache
+from gpufleet.charts.render import render_release
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.engine.synth import synth
 from gpufleet.review import review
@@ -198,3 +200,31 @@ def test_a_rack_scale_pool_on_kubernetes_before_1_34_is_refused_naming_the_versi
     message = _problems(gb200_config())
     assert "sites[0].cluster.version: pool gb200 is rack-scale (72-GPU NVLink domain)" in message
     assert "resource.k8s.io/v1" in message
+
+
+def _unknown_keys(ours: dict[str, Any], defaults: dict[str, Any], path: str = "") -> list[str]:
+    """Keys of `ours` the chart's values.yaml lacks (Helm ignores an unknown key without a word). An `affinity` is
+    a Kubernetes Affinity the chart passes through whole (templates/controller.yaml, kubeletplugin.yaml)."""
+    out = []
+    for key, value in ours.items():
+        if key not in defaults:
+            out.append(f"{path}{key}")
+        elif key != "affinity" and isinstance(value, dict) and isinstance(defaults[key], dict) and defaults[key]:
+            out += _unknown_keys(value, defaults[key], f"{path}{key}.")
+    return out
+
+
+def test_the_dra_driver_values_are_chart_keys_and_render_channels_but_no_gpu_class(plan: Plan) -> None:
+    cache = ChartCache(Path(os.environ["GPUFLEET_CHART_CACHE"]))
+    r = _release(plan, versions.NVIDIA_DRA_DRIVER.name)
+    defaults = yaml.safe_load((cache.locate(versions.NVIDIA_DRA_DRIVER).path / "values.yaml").read_text())
+    assert _unknown_keys(r.inputs["values"], defaults) == []
+    rendered = render_release(r, cache)
+    assert rendered.rendered, rendered.error
+    classes = {o.name for o in rendered.objects if o.kind == "DeviceClass"}
+    assert {dra.CHANNEL_DEVICE_CLASS, dra.DAEMON_DEVICE_CLASS} <= classes
+    assert dra.GPU_DEVICE_CLASS not in classes  # GPU allocation off: GPUs stay with the device plugin
+    (plugin,) = [o for o in rendered.objects if o.kind == "DaemonSet"]
+    affinity = plugin.manifest["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+    terms = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": [{"key": "gpufleet.io/pool", "operator": "In", "values": ["gb200"]}]}]
