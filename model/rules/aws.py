@@ -258,8 +258,7 @@ def _ultraserver(path: str, s: AwsSite, p: AwsNodePool) -> Iterator[Problem]:
         yield Problem(
             f"{path}.scaling.max",
             f"pool {p.name}'s {p.instance_type} nodes come in whole UltraServers of "
-            f"{' or '.join(map(str, ULTRASERVER_SIZES))} instances; {p.scaling.max} is neither a multiple of 9 nor "
-            "of 18",
+            f"{' or '.join(map(str, ULTRASERVER_SIZES))} instances; {p.scaling.max} is not a sum of whole UltraServers",
         )
     if dra.kubernetes_too_old(s.cluster.version):
         yield Problem(
