@@ -158,6 +158,7 @@ def pod_security_labels(level: PodSecurityLevel, modes: tuple[str, ...] = POD_SE
 
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
 NETWORK_OPERATOR_NAMESPACE = "network-operator"
+DRA_DRIVER_NAMESPACE = "nvidia-dra-driver-gpu"  # NVIDIA's DRA driver; its chart refuses `default`
 KUBE_SYSTEM = "kube-system"
 
 # The only namespaces whose Pod Security level may be `privileged` (checks T6, P5): the system namespaces gpufleet
@@ -167,6 +168,7 @@ PRIVILEGED_NAMESPACES: frozenset[str] = frozenset(
         GPU_OPERATOR_NAMESPACE,  # GPU Operator operands: privileged, hostPID (driver, toolkit, MIG manager)
         NETWORK_OPERATOR_NAMESPACE,  # DOCA driver, RDMA / SR-IOV device plugins, multus, CNI installers
         KUBE_SYSTEM,  # standalone NVIDIA device plugin, AWS EFA device plugin, the cluster's own CNI/proxy
+        DRA_DRIVER_NAMESPACE,  # NVIDIA DRA driver kubelet plugin and IMEX daemons: privileged, host paths
     }
 )
 

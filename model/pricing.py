@@ -180,6 +180,7 @@ def price_needs(site: AwsSite) -> list[PriceNeed]:
     needs = [
         PriceNeed(f"node_pools[{j}].instance_type", p.instance_type, "gpu-instance", f"pool {p.name}")
         for j, p in enumerate(site.node_pools)
+        if not p.instance.capacity_block_only  # no on-demand price exists: the block's is the pool's price
     ]
     needs += [
         PriceNeed(f"node_pools[{j}].capacity.block", p.instance_type, "capacity-block", f"pool {p.name}", pool=p.name)

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from model import conventions, kinds, nodes
+from model import conventions, dra, kinds, nodes
 from model.frameworks import DEFAULT_FRAMEWORKS
 from model.frameworks import enabled as enabled_frameworks
 from model.spec import AwsNodePool, EstateSpec, NodePool, Site, Tenant
@@ -274,24 +274,26 @@ def tenant_cluster_queue_spec(spec: EstateSpec, site: Site, tenant: Tenant) -> d
     quota = site_gpu_quota(site, tenant)
     pools = tenant_flavors(site, tenant)
     resources = [gpu_resource_name(site, p) for p in pools]
+    channels = bool(dra.rack_scale_pools(site))
     flavors = []
     for p in pools:
         nominal = quota.get(p.name, 0)
         lending = None if tenant.lending_limit is None else min(tenant.lending_limit, nominal)
-        flavors.append(
-            FlavorQuotas(
-                p.name,
-                {
-                    "cpu": Quota(tenant.cpu_quota, 0, 0),
-                    "memory": Quota(f"{tenant.memory_quota_gib}Gi", 0, 0),
-                    gpu_resource_name(site, p): Quota(nominal, tenant.borrowing_limit, lending),
-                },
-            )
-        )
+        gpus = Quota(nominal, tenant.borrowing_limit, lending)
+        per_flavor = {
+            "cpu": Quota(tenant.cpu_quota, 0, 0),
+            "memory": Quota(f"{tenant.memory_quota_gib}Gi", 0, 0),
+            gpu_resource_name(site, p): gpus,
+        }
+        if channels:
+            # Every pod holding an IMEX channel holds a GPU of the pool, so channels follow the GPU quota.
+            per_flavor[dra.IMEX_CHANNEL_RESOURCE] = gpus if dra.rack_scale(p) else Quota(0)
+        flavors.append(FlavorQuotas(p.name, per_flavor))
+    covered = covered_resources(resources)
     return cluster_queue_spec(
         namespace=tenant.name,
         cohort=spec.metadata.name,
-        covered=covered_resources(resources),
+        covered=[*covered, dra.IMEX_CHANNEL_RESOURCE] if channels else covered,
         flavors=flavors,
     )
 
@@ -318,12 +320,23 @@ def pods_ready_timeout(spec: EstateSpec, site: Site) -> str:
     return f"{int(WAIT_FOR_PODS_READY_TIMEOUT.removesuffix('m')) + spec.burst.node_boot_minutes}m"
 
 
+def _resources(excluded: Sequence[str], device_classes: bool) -> dict[str, Any]:
+    """The Configuration's `resources` section, when it has anything to say."""
+    resources: dict[str, Any] = {}
+    if excluded:
+        resources["excludeResourcePrefixes"] = list(excluded)
+    if device_classes:
+        resources["deviceClassMappings"] = dra.device_class_mappings()
+    return {"resources": resources} if resources else {}
+
+
 def controller_config(
     cluster_queue_metrics: bool = False,
     frameworks: Sequence[str] = enabled_frameworks(DEFAULT_FRAMEWORKS),
     multikueue: bool = False,
     excluded_resources: Sequence[str] = (),
     ready_timeout: str = WAIT_FOR_PODS_READY_TIMEOUT,
+    device_classes: bool = False,
 ) -> dict[str, Any]:
     """The Kueue Configuration (config.kueue.x-k8s.io/v1beta2) the chart mounts; replaces the chart default.
 
@@ -341,6 +354,8 @@ def controller_config(
     - fairSharing: preemption-based fair sharing of borrowed quota inside the cohort; the key's presence enables
       it (cmd/kueue/main.go).
     - integrations: the site's `job_frameworks` (model.frameworks), nothing a cluster cannot serve.
+    - resources.deviceClassMappings (`device_classes`: a cluster with rack-scale pools): DRA claims counted as
+      quota (model.dra.device_class_mappings).
     - multiKueue (a MultiKueue manager only): `multikueue_config`; a manager runs no pods, so waitForPodsReady is
       left to its workers (the manager must not evict a dispatched job whose nodes are still starting).
     """
@@ -369,7 +384,7 @@ def controller_config(
         "integrations": {"frameworks": list(frameworks)},
         # Node devices beside GPUs (model.rdma.node_device_prefixes): left to the scheduler, so a gang asking for
         # its fabric is admissible (Kueue blocks a resource no ClusterQueue covers).
-        **({"resources": {"excludeResourcePrefixes": list(excluded_resources)}} if excluded_resources else {}),
+        **_resources(excluded_resources, device_classes),
         "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
     }
     if multikueue:

@@ -20,6 +20,9 @@ class Chart:
 # -- NVIDIA GPU stack ---------------------------------------------------------------------------------
 GPU_OPERATOR = Chart("gpu-operator", "v26.7.0", "https://helm.ngc.nvidia.com/nvidia")
 NVIDIA_DEVICE_PLUGIN = Chart("nvidia-device-plugin", "0.20.0", "https://nvidia.github.io/k8s-device-plugin")
+# NVIDIA's DRA driver for GPUs (ComputeDomains: IMEX channels across an NVLink domain): tag v25.12.0 of
+# NVIDIA/k8s-dra-driver-gpu (now kubernetes-sigs/dra-driver-nvidia-gpu), deployments/helm/nvidia-dra-driver-gpu.
+NVIDIA_DRA_DRIVER = Chart("nvidia-dra-driver-gpu", "25.12.0", "https://helm.ngc.nvidia.com/nvidia")
 # The driver the GPU Operator installs on bare metal unless a site pins its own (kubernetes.driver_version):
 # `driver.version` in deployments/gpu-operator/values.yaml at tag v26.7.0. DCGM exporter, GFD, MIG manager,
 # toolkit and the NFD subchart (0.19.0) are left at the images the pinned operator chart ships with.

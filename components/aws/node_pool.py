@@ -37,7 +37,10 @@ from model.rdma import EFA_RESOURCE
 from model.spec import AwsNodePool, AwsSite, BurstWindow, EfaFabric, EstateSpec
 from model.tags import Tags
 
-GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
+# EKS-optimized AL2023 NVIDIA AMI types by the instance's architecture (EKS API AMITypes, e.g. CloudFormation
+# AWS::EKS::Nodegroup AmiType; pulumi-aws eks.NodeGroup amiType). Grace-based types (p6e-gb200) are arm64, and the
+# EKS user guide (ml-eks-nvidia-ultraserver) prescribes the AL2023 ARM NVIDIA AMI for them.
+GPU_AMI_TYPES = {"x86_64": "AL2023_x86_64_NVIDIA", "arm64": "AL2023_ARM_64_NVIDIA"}
 CAPACITY_TYPES = {
     "on-demand": "ON_DEMAND",
     "spot": "SPOT",
@@ -53,6 +56,11 @@ def ami_release(pool: AwsNodePool) -> str | None:
     release ("You cannot roll back a node group to an earlier Kubernetes version or AMI version",
     API_UpdateNodegroupVersion), so a pin older than what a group already runs would fail the `up`."""
     return pool.ami_release
+
+
+def gpu_ami_type(pool: AwsNodePool) -> str:
+    """The node group's AMI type, from the catalog's architecture of the pool's instance type."""
+    return GPU_AMI_TYPES[pool.instance.architecture]
 
 
 def imds_hop_limit(pool: AwsNodePool) -> int:
@@ -293,7 +301,7 @@ class GpuNodePool(pulumi.ComponentResource):
             cluster_name=a.cluster_name,
             node_role_arn=a.node_role_arn,
             subnet_ids=subnets,
-            ami_type=GPU_AMI_TYPE,
+            ami_type=gpu_ami_type(pool),
             # The kubelet's minor and the AMI release (which holds the GPU driver) are pinned, so an `up` launches
             # what the last one did; a minor bump moves both, after the add-ons (the pool depends on the cluster).
             version=a.site.cluster.version,

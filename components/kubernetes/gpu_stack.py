@@ -4,6 +4,7 @@
   NvidiaDevicePlugin (device_plugin.py).
 - Every EFA fabric (AWS) -> one EfaDevicePlugin (efa.py).
 - Any InfiniBand / RoCE fabric (bare metal) -> NetworkOperator with its NicClusterPolicy (network_operator.py).
+- Any rack-scale pool (an NVLink domain across nodes, model.dra) -> NVIDIA's DRA driver (dra_driver.py).
 - The privileged system namespaces those need (namespaces.py), and nothing else.
 
 Node Feature Discovery runs once per cluster: from the GPU Operator when it is installed, else from the
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 import pulumi
 
 from components.kubernetes.device_plugin import DevicePluginArgs, NvidiaDevicePlugin
+from components.kubernetes.dra_driver import DraDriver, DraDriverArgs
 from components.kubernetes.efa import EfaDevicePlugin, EfaDevicePluginArgs, efa_fabrics
 from components.kubernetes.gpu_driver import rdma_fabrics
 from components.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
@@ -27,7 +29,8 @@ from components.kubernetes.namespaces import (
     SystemNamespacesArgs,
 )
 from components.kubernetes.network_operator import NetworkOperator, NetworkOperatorArgs
-from model.conventions import GPU_OPERATOR_NAMESPACE, NETWORK_OPERATOR_NAMESPACE
+from model import dra
+from model.conventions import DRA_DRIVER_NAMESPACE, GPU_OPERATOR_NAMESPACE, NETWORK_OPERATOR_NAMESPACE
 from model.spec import EfaFabric, EstateSpec, InfinibandFabric, RoceFabric, Site
 from model.tags import Tags
 
@@ -58,8 +61,10 @@ class GpuStack(pulumi.ComponentResource):
         self.device_plugin: NvidiaDevicePlugin | None = None
         self.efa_plugins: dict[str, EfaDevicePlugin] = {}
         self.network_operator: NetworkOperator | None = None
+        self.dra_driver: DraDriver | None = None
         self._gpu_plugin()
         self._fabric_plugins()
+        self._dra_driver()
         self.register_outputs({})
 
     def _child(self) -> pulumi.ResourceOptions:
@@ -71,6 +76,8 @@ class GpuStack(pulumi.ComponentResource):
             names.append(EFA_PLUGIN_NAMESPACE)
         if self.rdma:
             names.append(NETWORK_OPERATOR_NAMESPACE)
+        if dra.rack_scale_pools(self._args.site):
+            names.append(DRA_DRIVER_NAMESPACE)
         return tuple(dict.fromkeys(names))
 
     def _gpu_plugin(self) -> None:
@@ -114,5 +121,14 @@ class GpuStack(pulumi.ComponentResource):
                 nfd_elsewhere=self.uses_operator,
                 nfd_release=self.gpu_operator.release if self.gpu_operator else None,
             ),
+            self._child(),
+        )
+
+    def _dra_driver(self) -> None:
+        if not dra.rack_scale_pools(self._args.site):
+            return
+        self.dra_driver = DraDriver(
+            f"{self._name}-dra-driver",
+            DraDriverArgs(self._args.site, self.namespaces.resources[DRA_DRIVER_NAMESPACE]),
             self._child(),
         )

@@ -21,6 +21,7 @@ from components.kubernetes import monitoring
 from components.kubernetes.kueue_release import KUEUE_NAMESPACE as KUEUE_NAMESPACE
 from components.kubernetes.kueue_release import namespace as namespace
 from components.kubernetes.kueue_release import release as release
+from model import dra
 from model.frameworks import enabled as enabled_frameworks
 from model.queues import (
     DEFAULT_LOCAL_QUEUE,
@@ -129,6 +130,7 @@ class Kueue(pulumi.ComponentResource):
             frameworks,
             excluded_resources=node_device_prefixes(spec),
             ready_timeout=pods_ready_timeout(spec, site),
+            device_classes=bool(dra.rack_scale_pools(site)),
         )
         return release(
             f"{self._name}-release",

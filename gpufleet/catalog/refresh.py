@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from model.catalog import INSTANCES_FILE, OFFERINGS_KEY, SHIPPED_INSTANCE_TYPES
+from model.catalog import INSTANCES_FILE, OFFERINGS_KEY, PUBLISHED_KEY, SHIPPED_INSTANCE_TYPES
 
 
 def _facts(it: dict[str, Any]) -> dict[str, Any]:
@@ -79,7 +79,9 @@ def refresh(
     call otherwise ("InvalidInstanceType: The following supplied instance types do not exist"), and no region
     has every shipped type (p6-b300 is in few). So only the types offered in `region` are described; the
     others keep the facts an earlier refresh in another region recorded (instance facts are the same in every
-    region), and their offerings in `region` are recorded as empty.
+    region), and their offerings in `region` are recorded as empty. A type under PUBLISHED_KEY (facts typed from
+    AWS's pages, for types sold only as UltraServers) keeps its published offerings too until EC2 describes it;
+    then the described facts replace it and its note goes.
     """
     path = INSTANCES_FILE if path is None else path
     types = sorted(instance_types or SHIPPED_INSTANCE_TYPES)
@@ -91,8 +93,15 @@ def refresh(
     for t in types:
         if t not in facts and t in previous:
             facts[t] = previous[t]
+    published = {t: note for t, note in (doc.get(PUBLISHED_KEY) or {}).items() if t not in offered}
+    for t, note in published.items():
+        zones[t] = zones[t] or list(note.get(OFFERINGS_KEY, {}).get(region, []))
     doc["source"] = "ec2:DescribeInstanceTypes and ec2:DescribeInstanceTypeOfferings (gpufleet catalog refresh)"
     doc["generated"] = (today or dt.date.today()).isoformat()
+    if published:
+        doc[PUBLISHED_KEY] = published
+    else:
+        doc.pop(PUBLISHED_KEY, None)
     doc["instances"] = dict(sorted(facts.items()))
     doc.pop("offerings", None)  # the by-name offerings of earlier catalogs: true of their account only
     doc.setdefault(OFFERINGS_KEY, {})[region] = zones

@@ -44,9 +44,9 @@ CAPACITY_BLOCK_PRICES_FILE = HERE / "aws_capacity_block_prices.json"
 # read by sizing's all-reduce time and verify's fabric pass mark alike.
 NCCL_BUSBW_FILE = HERE / "nccl_busbw.yaml"
 
-# The NVIDIA x86 GPU instance types gpufleet ships facts for; `catalog refresh` describes exactly these.
+# The NVIDIA GPU instance types gpufleet ships facts for; `catalog refresh` describes exactly these.
 SHIPPED_INSTANCE_TYPES: tuple[str, ...] = (
-    "p6-b300.48xlarge", "p6-b200.48xlarge",
+    "p6e-gb200.36xlarge", "p6-b300.48xlarge", "p6-b200.48xlarge",
     "p5.48xlarge", "p5.4xlarge", "p5e.48xlarge", "p5en.48xlarge",
     "p4d.24xlarge", "p4de.24xlarge", "p3dn.24xlarge",
     "g6e.xlarge", "g6e.2xlarge", "g6e.4xlarge", "g6e.8xlarge", "g6e.12xlarge", "g6e.16xlarge",
@@ -56,6 +56,18 @@ SHIPPED_INSTANCE_TYPES: tuple[str, ...] = (
     "g5.xlarge", "g5.2xlarge", "g5.4xlarge", "g5.8xlarge", "g5.12xlarge", "g5.16xlarge",
     "g5.24xlarge", "g5.48xlarge",
 )  # fmt: skip
+
+
+# Instance facts typed from AWS's published pages, with their source, for types no refresh account could describe
+# (sold only as UltraServers through Capacity Blocks); `catalog refresh` keeps them until EC2 describes the type.
+PUBLISHED_KEY = "published"
+
+# GPUs one NVLink domain joins, where it is wider than one instance: an UltraServer's GPUs share one NVLink domain
+# (NVL72) across its instances. EKS user guide ml-eks-nvidia-ultraserver (awsdocs/amazon-eks-user-guide at
+# e0464053): p6e-gb200.36xlarge comes only as u-p6e-gb200x36 (9 instances) and u-p6e-gb200x72 (18 instances), and
+# nodes of one domain share the `nvidia.com/gpu.clique` label. The domain is the x72's, 18 x 4 GPUs; an x36 is half
+# of it. Every other type's domain is its own GPUs when they have NVLink, else one GPU.
+ULTRASERVER_NVLINK_DOMAIN_GPUS: dict[str, int] = {"p6e-gb200.36xlarge": 72}
 
 
 class CatalogError(LookupError, ValueError):
@@ -108,6 +120,7 @@ class InstanceType:
     gpu_count: int
     vcpus: int
     memory_mib: int
+    architecture: str  # EC2's SupportedArchitectures[0]: "x86_64" or "arm64" (Grace)
     network_performance: str
     network_cards: int
     efa_supported: bool
@@ -124,6 +137,24 @@ class InstanceType:
     @property
     def network_gbit_per_s(self) -> Fraction | None:
         return network_gbit_per_s(self.network_performance)
+
+    @property
+    def nvlink_domain_gpus(self) -> int:
+        """GPUs in one NVLink domain of this type: an UltraServer's (ULTRASERVER_NVLINK_DOMAIN_GPUS), else the
+        instance's GPUs when they have NVLink, else 1."""
+        if self.name in ULTRASERVER_NVLINK_DOMAIN_GPUS:
+            return ULTRASERVER_NVLINK_DOMAIN_GPUS[self.name]
+        return self.gpu_count if self.gpu.nvlink_gb_per_s else 1
+
+    @property
+    def rack_scale(self) -> bool:
+        """One NVLink domain spans instances (an UltraServer): its pods need IMEX channels from ComputeDomains."""
+        return self.nvlink_domain_gpus > self.gpu_count
+
+    @property
+    def capacity_block_only(self) -> bool:
+        """EC2 sells the type only through Capacity Blocks (its usage classes)."""
+        return self.usage_classes == ("capacity-block",)
 
 
 _RATE = re.compile(r"\s*(?:(\d+)\s*x\s+)?(\d+(?:\.\d+)?)\s+Gigabit\s*")
@@ -228,6 +259,7 @@ def instance_types() -> dict[str, InstanceType]:
             gpu_count=f["gpu_count"],
             vcpus=f["vcpus"],
             memory_mib=f["memory_mib"],
+            architecture=f["architecture"],
             network_performance=f["network_performance"],
             network_cards=f["network_cards"],
             efa_supported=f["efa_supported"],

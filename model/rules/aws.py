@@ -9,7 +9,7 @@ import ipaddress
 from collections.abc import Iterator
 
 # The spec imports the kinds, which import this module: project modules by module, so any may be imported first.
-from model import catalog, pricing, subnets, versions
+from model import catalog, dra, pricing, subnets, versions
 from model.conventions import EKS_RESERVED_LABEL_PREFIXES, eks_rejects_label
 from model.rules import storage
 from model.spec.access import PrivateInterconnect
@@ -201,6 +201,7 @@ def _aws_pool(
         )
     if p.capacity.type in ("spot", "capacity-block") and p.capacity.type not in p.instance.usage_classes:
         yield Problem(f"{path}.capacity.type", f"{p.instance_type} is not sold as {p.capacity.type}")
+    yield from _ultraserver(path, s, p)
     for key in p.labels:
         if eks_rejects_label(key):
             yield Problem(
@@ -236,6 +237,39 @@ def _aws_pool(
             f"{path}.availability_zone",
             f"pool {p.name} runs on {p.capacity.type} {p.capacity.reservation_id}, which lives in one AZ; set "
             "availability_zone to the reservation's AZ or put the pool on a fabric in that AZ",
+        )
+
+
+# EKS user guide ml-eks-nvidia-ultraserver (awsdocs/amazon-eks-user-guide latest/ug/ml/ml-eks-nvidia-ultraserver.adoc
+# at e0464053baeb13f4f102ceb426ff3df137afb7b0): p6e-gb200 comes only as UltraServers of 9 or 18 instances, only
+# through Capacity Blocks, and needs DRA (ComputeDomains), which Karpenter and EKS Auto Mode do not support; gpufleet
+# provisions managed node groups only, so those two never arise.
+ULTRASERVER_SIZES = (9, 18)
+
+
+def _ultraserver(path: str, s: AwsSite, p: AwsNodePool) -> Iterator[Problem]:
+    """A Capacity-Block-only type runs on a block; a rack-scale pool grows by whole UltraServers and its cluster
+    serves resource.k8s.io/v1, which NVIDIA's DRA driver needs for ComputeDomains."""
+    if p.instance.capacity_block_only and p.capacity.type != "capacity-block":
+        yield Problem(
+            f"{path}.capacity.type",
+            f"{p.instance_type} is sold only through EC2 Capacity Blocks (as UltraServers; EKS user guide, "
+            "ml-eks-nvidia-ultraserver); set capacity.type: capacity-block with the block's reservation_id",
+        )
+    if not dra.rack_scale(p):
+        return
+    if all(p.scaling.max % n for n in ULTRASERVER_SIZES):
+        yield Problem(
+            f"{path}.scaling.max",
+            f"pool {p.name}'s {p.instance_type} nodes come in whole UltraServers of "
+            f"{' or '.join(map(str, ULTRASERVER_SIZES))} instances; {p.scaling.max} is not a sum of whole UltraServers",
+        )
+    if dra.kubernetes_too_old(s.cluster.version):
+        yield Problem(
+            f"{path.rsplit('.node_pools', 1)[0]}.cluster.version",
+            f"pool {p.name} is rack-scale ({p.instance.nvlink_domain_gpus}-GPU NVLink domain): its pods get IMEX "
+            f"channels from NVIDIA's DRA driver, whose objects are {dra.RESOURCE_API}, served from Kubernetes "
+            f"{'.'.join(map(str, dra.MIN_KUBERNETES))}; set version {'.'.join(map(str, dra.MIN_KUBERNETES))} or later",
         )
 
 

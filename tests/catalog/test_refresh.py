@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 import gpufleet.catalog.refresh as catalog_refresh
 from gpufleet.catalog.refresh import refresh
-from model.catalog import INSTANCES_FILE, OFFERINGS_KEY, SHIPPED_INSTANCE_TYPES
+from model.catalog import INSTANCES_FILE, OFFERINGS_KEY, PUBLISHED_KEY, SHIPPED_INSTANCE_TYPES
 
 COMMITTED: dict[str, Any] = json.loads(INSTANCES_FILE.read_text())
 TODAY = dt.date(2026, 11, 29)
@@ -61,6 +61,12 @@ def _strict(ec2: Any) -> Any:
 
 def test_refresh_reproduces_the_committed_catalog(aws: None, tmp_path: Path) -> None:
     out = tmp_path / "aws_instances.json"
+    # The published entries (p6e-gb200, sold only as UltraServers, which moto does not know) are typed from AWS's
+    # pages and survive a refresh that cannot describe them; every other fact comes from EC2.
+    published = COMMITTED[PUBLISHED_KEY]
+    out.write_text(
+        json.dumps({PUBLISHED_KEY: published, "instances": {t: COMMITTED["instances"][t] for t in published}})
+    )
     # p5e.48xlarge is not offered in us-east-1 (EC2 would refuse to describe it there): its facts come from a
     # region that offers it, as a maintainer would refresh them; then us-east-1 as committed.
     refresh(_strict(boto3.client("ec2", region_name="us-east-2")), "us-east-2", path=out, today=TODAY)
@@ -81,7 +87,7 @@ def test_offerings_are_recorded_by_az_id_and_by_name_ones_are_dropped(aws: None,
     doc = refresh(boto3.client("ec2", region_name="us-east-1"), "us-east-1", path=out, today=TODAY)
     assert "offerings" not in doc
     zones = [z for ids in doc[OFFERINGS_KEY]["us-east-1"].values() for z in ids]
-    assert zones and all(z.startswith("use1-az") for z in zones)
+    assert zones and all(z.startswith("use1-") and "-az" in z for z in zones)  # Local Zone IDs: use1-dfw2-az1
 
 
 def test_refresh_in_a_region_without_some_types_keeps_their_facts_and_records_no_zones(
@@ -112,3 +118,29 @@ def test_catalog_refresh_command_writes_the_catalog(aws: None, tmp_path: Path, m
     assert doc["instances"] == COMMITTED["instances"]
     assert doc[OFFERINGS_KEY]["us-east-1"] == COMMITTED[OFFERINGS_KEY]["us-east-1"]
     assert json.loads(INSTANCES_FILE.read_text()) == COMMITTED
+
+
+def test_a_published_entry_keeps_its_facts_and_offerings_until_ec2_describes_it(aws: None, tmp_path: Path) -> None:
+    out = tmp_path / "aws_instances.json"
+    shutil.copy(INSTANCES_FILE, out)
+    doc = refresh(_strict(boto3.client("ec2", region_name="us-east-1")), "us-east-1", path=out, today=TODAY)
+    assert doc["instances"]["p6e-gb200.36xlarge"] == COMMITTED["instances"]["p6e-gb200.36xlarge"]
+    assert doc[OFFERINGS_KEY]["us-east-1"]["p6e-gb200.36xlarge"] == ["use1-dfw2-az1"]  # the Dallas Local Zone
+    # Once EC2 describes the type, its facts are EC2's and the hand-typed note goes.
+    described = {**COMMITTED["instances"]["p6-b200.48xlarge"]}
+    monkey = {"p6e-gb200.36xlarge": described}
+    real_describe, real_offerings = catalog_refresh.describe, catalog_refresh.offerings
+    try:
+        catalog_refresh.describe = lambda ec2, types: {
+            **real_describe(ec2, [t for t in types if t not in monkey]),
+            **monkey,
+        }  # type: ignore[assignment]
+        catalog_refresh.offerings = lambda ec2, types: {
+            **real_offerings(ec2, types),
+            "p6e-gb200.36xlarge": ["use1-az9"],
+        }  # type: ignore[assignment]
+        doc = refresh(boto3.client("ec2", region_name="us-east-1"), "us-east-1", path=out, today=TODAY)
+    finally:
+        catalog_refresh.describe, catalog_refresh.offerings = real_describe, real_offerings
+    assert doc["instances"]["p6e-gb200.36xlarge"] == described
+    assert PUBLISHED_KEY not in doc

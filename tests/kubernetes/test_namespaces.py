@@ -24,7 +24,7 @@ def _namespaces(plan: Plan) -> dict[str, dict[str, str]]:
 
 
 def test_register_is_exactly_the_gpu_stacks_system_namespaces() -> None:
-    assert {"gpu-operator", "network-operator", "kube-system"} == PRIVILEGED_NAMESPACES
+    assert {"gpu-operator", "network-operator", "kube-system", "nvidia-dra-driver-gpu"} == PRIVILEGED_NAMESPACES
 
 
 @pytest.mark.parametrize("stack", ["aws-train", "onprem", "hybrid"])

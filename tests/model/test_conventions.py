@@ -4,13 +4,16 @@ model, and what the components write under those keys is what the policies read.
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 from gpufleet.engine.plan import Plan
+from gpufleet.engine.synth import synth
 from gpufleet.review import check
 from model import conventions
 from model.spec import EstateSpec
 from model.tags import Tags
-from tests.conftest import ROOT, example_estate
+from tests.aws.ultraserver import gb200_config
+from tests.conftest import ROOT, example_estate, write_project
 from tests.policies import fixtures as fx
 
 
@@ -56,13 +59,16 @@ def test_aws_tags_carry_every_required_tag_key() -> None:
 
 
 def test_every_privileged_namespace_of_the_examples_is_registered_and_the_tenancy_pack_accepts_it(
-    example_plans: dict[str, Plan],
+    example_plans: dict[str, Plan], tmp_path: Path
 ) -> None:
-    for plan in example_plans.values():
+    # The examples and aws-train with a GB200 UltraServer pool (NVIDIA's DRA driver namespace) between them use
+    # every registered namespace.
+    plans = [*example_plans.values(), synth(write_project(tmp_path, gb200_config()), "test")]
+    for plan in plans:
         assert check.run(plan, None, only={"namespace-pod-security"}) == []
     privileged = {
         r.inputs["metadata"]["name"]
-        for plan in example_plans.values()
+        for plan in plans
         for r in plan.resources
         if r.type.startswith("kubernetes:core/v1:Namespace")
         and (r.inputs["metadata"].get("labels") or {}).get("pod-security.kubernetes.io/audit") == "privileged"

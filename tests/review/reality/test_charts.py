@@ -24,7 +24,10 @@ def test_every_pinned_chart_is_cached_and_renders_with_its_defaults(
 ) -> None:
     # Kueue as the other tests install it, so the (slow) render is shared through the process memo.
     namespace = "kueue-system" if chart == versions.KUEUE else chart.name
-    rendered = render_chart(chart_cache.locate(chart), {}, name=chart.name, namespace=namespace)
+    # The DRA driver's defaults refuse to render: GPU allocation is on, and its templates/validation.yaml fails
+    # unless the device plugin is known to be off (gpuResourcesEnabledOverride). gpufleet turns GPUs off.
+    values = {"resources": {"gpus": {"enabled": False}}} if chart == versions.NVIDIA_DRA_DRIVER else {}
+    rendered = render_chart(chart_cache.locate(chart), values, name=chart.name, namespace=namespace)
     assert rendered.objects, f"{chart.name} {chart.version} rendered nothing"
     assert all(o.kind and o.api_version for o in rendered.all_objects())
 

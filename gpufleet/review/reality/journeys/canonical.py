@@ -1,7 +1,7 @@
 """The journeys every estate promises, derived from its own pools and tenants, as manifests a user would write.
 
 - Each training pool with a fabric: a gang of one pod per node, each asking for all the node's GPUs and the
-  fabric's devices, through each tenant allowed on the pool.
+  fabric's devices, through each tenant allowed on the pool; on a rack-scale pool, an IMEX channel too.
 - Each inference pool: a one-GPU Deployment per tenant allowed on it.
 - Each MIG, time-sliced or interactive pool: a notebook (a one-replica StatefulSet, as Kubeflow Notebooks run)
   per tenant.
@@ -20,7 +20,7 @@ from typing import Any
 from gpufleet.review.reality.journeys.core import QUEUE_LABEL, ClusterView, Journey, Verdict
 from gpufleet.review.reality.journeys.walk import walk
 from gpufleet.review.reality.journeys.workloads import workload
-from model import conventions, queues, rdma, versions
+from model import conventions, dra, queues, rdma, versions
 from model.spec import EstateSpec, NodePool, Site, Tenant
 from model.spec.baremetal import NfsTier
 from model.spec.burst import BurstWindow
@@ -113,7 +113,19 @@ def fabric_gang(spec: EstateSpec, site: Site, pool: NodePool, tenant: Tenant, ex
         },
     }
     title = f"{tenant.name}: a {nodes}-node gang on {pool.name} with its fabric ({pool.fabric})"
+    if dra.rack_scale(pool):
+        _claim_channel(job, f"gang-{pool.name}")
+        title += " in one ComputeDomain"
     return Canonical(title, expected, job)
+
+
+def _claim_channel(job: dict[str, Any], domain: str) -> None:
+    """Each pod of `job` claims an IMEX channel from the claim template of ComputeDomain `domain`
+    (model.dra.compute_domain names it `<domain>-channel`), and its container uses the claim."""
+    pod = job["spec"]["template"]["spec"]
+    pod["resourceClaims"] = [{"name": "imex", "resourceClaimTemplateName": f"{domain}-channel"}]
+    for container in pod["containers"]:
+        container["resources"]["claims"] = [{"name": "imex"}]
 
 
 def one_gpu_job(site: Site, pool: NodePool, tenant: Tenant, expected: Verdict) -> Canonical:
