@@ -141,10 +141,10 @@ class InstanceType:
     @property
     def nvlink_domain_gpus(self) -> int:
         """GPUs in one NVLink domain of this type: an UltraServer's (ULTRASERVER_NVLINK_DOMAIN_GPUS), else the
-        instance's GPUs when they have NVLink, else 1."""
+        GPU model's domain (gpus.yaml) as far as the instance's own GPUs fill it."""
         if self.name in ULTRASERVER_NVLINK_DOMAIN_GPUS:
             return ULTRASERVER_NVLINK_DOMAIN_GPUS[self.name]
-        return self.gpu_count if self.gpu.nvlink_gb_per_s else 1
+        return min(self.gpu.nvlink_domain_gpus, self.gpu_count)
 
     @property
     def rack_scale(self) -> bool:
