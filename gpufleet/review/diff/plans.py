@@ -78,8 +78,8 @@ class CostLine:
     base: dict[str, float | None]  # $/h by level
     head: dict[str, float | None]
     unpriced: bool = False  # a side holds the pool without a price: its change is unknown, not the other side's
-    # $/month by level as each side's own cost reports it (burst pools count their month ceiling, not 730 h). The
-    # total line carries them; a pool line has none, and its month is 730 h of its hourly change.
+    # $/month by level as each side's own cost reports it (burst pools count their month ceiling, capacity blocks
+    # their own hours, not 730 h). None: the month is 730 h of the hourly change.
     base_month: dict[str, float | None] | None = None
     head_month: dict[str, float | None] | None = None
 
@@ -282,6 +282,7 @@ class _SideCost:
     hourly: dict[str, float | None]  # the total's $/h by level
     monthly: dict[str, float | None]  # the total's $/month by level
     pools: dict[str, dict[str, float | None]]  # $/h by level of each pool name, the first pool of a name
+    pool_months: dict[str, dict[str, float | None]]  # $/month by level of the same pools (a block's own hours)
     unpriced_pools: frozenset[str]
     unpriced: tuple[str, ...]
     no_price: tuple[str, ...]
@@ -297,12 +298,15 @@ def _side_cost(doc: dict[str, Any] | None, label: str) -> _SideCost | None:
     try:
         total = doc["total"]
         pools: dict[str, dict[str, float | None]] = {}
+        months: dict[str, dict[str, float | None]] = {}
         for p in doc["pools"]:
             pools.setdefault(p["pool"], dict(p["hourly"]))
+            months.setdefault(p["pool"], dict(p["monthly"]))
         return _SideCost(
             hourly=dict(total["hourly"]),
             monthly=dict(total["monthly"]),
             pools=pools,
+            pool_months=months,
             unpriced_pools=frozenset(p["pool"] for p in doc["pools"] if not p["priced"]),
             unpriced=tuple(total["unpriced"]),
             no_price=tuple(total["no_price"]),
@@ -324,7 +328,9 @@ def _cost_lines(base: _SideCost | None, head: _SideCost | None) -> tuple[CostLin
             return dict(side.hourly)
         return dict(side.pools[pool]) if pool in side.pools else dict.fromkeys(LEVELS)
 
-    def monthly(side: _SideCost | None) -> dict[str, float | None]:
+    def monthly(side: _SideCost | None, pool: str | None = None) -> dict[str, float | None]:
+        if pool is not None:  # a pool absent on a side costs nothing there
+            return dict.fromkeys(LEVELS, 0.0) if side is None else dict(side.pool_months.get(pool, {}))
         return dict.fromkeys(LEVELS, 0.0) if side is None else dict(side.monthly)
 
     total = CostLine("total", hourly(base, None), hourly(head, None), False, monthly(base), monthly(head))
@@ -333,7 +339,11 @@ def _cost_lines(base: _SideCost | None, head: _SideCost | None) -> tuple[CostLin
     def unpriced(side: _SideCost | None, pool: str) -> bool:
         return side is not None and pool in side.unpriced_pools
 
-    lines = [CostLine(n, hourly(base, n), hourly(head, n), unpriced(base, n) or unpriced(head, n)) for n in names]
+    lines = [
+        CostLine(n, hourly(base, n), hourly(head, n), unpriced(base, n) or unpriced(head, n), monthly(base, n),
+                 monthly(head, n))
+        for n in names
+    ]  # fmt: skip
     return total, [c for c in lines if c.base != c.head]
 
 

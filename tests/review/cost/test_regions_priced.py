@@ -393,7 +393,7 @@ def test_a_pool_that_loses_its_price_has_an_unknown_change_not_minus_its_old_cos
     def doc(priced: bool, at_max: float = 220.16) -> dict[str, Any]:
         hourly = {"min": 0.0, "desired": 110.08, "max": at_max} if priced else dict.fromkeys(("min", "desired", "max"))
         total = {"hourly": hourly, "monthly": hourly, "unpriced": [], "no_price": [], "complete": True}
-        pools = [{"pool": "h100", "priced": priced, "hourly": hourly}]
+        pools = [{"pool": "h100", "priced": priced, "hourly": hourly, "monthly": hourly}]
         return {"total": total, "pools": pools, "budget_hour_usd": at_max}
 
     plan = Plan("p", "s", [])
