@@ -149,13 +149,14 @@ def test_the_catalog_block_rates_are_for_shipped_types_sold_as_blocks_in_known_r
 
 def test_the_documented_example_is_valid_and_costs_what_the_reference_says() -> None:
     text = (ROOT / "docs" / "capacity-blocks.md").read_text()
-    (block,) = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
-    (pool,) = yaml.safe_load(block)["node_pools"]
-    estate = example_estate("aws-train")
-    estate["sites"][0]["node_pools"].append(pool)
-    cost = estate_cost(parse_estate(estate, "test"), None, NOW)
-    (costed,) = [p for p in cost.pools if p.pool == pool["name"]]
-    assert costed.monthly("max") == pytest.approx(18453.12) and "$18,453.12" in text
+    adopted, bought = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
+    for block in (adopted, bought):  # the same block, adopted by id and bought from its offering
+        (pool,) = yaml.safe_load(block)["node_pools"]
+        estate = example_estate("aws-train")
+        estate["sites"][0]["node_pools"].append(pool)
+        cost = estate_cost(parse_estate(estate, "test"), None, NOW)
+        (costed,) = [p for p in cost.pools if p.pool == pool["name"]]
+        assert costed.monthly("max") == pytest.approx(18453.12) and "$18,453.12" in text
 
 
 def test_site_and_tenant_months_count_the_block_hours_and_add_up_to_the_estate_month() -> None:
