@@ -277,7 +277,7 @@ def unpriced_needs(site: AwsSite) -> list[PriceNeed]:
 def capacity_block_unpriced(s: AwsSite, need: PriceNeed) -> str:
     """Why a pool's capacity block has no price: its length is not stated, or nothing prices it in the region."""
     pool = next(p for p in s.node_pools if p.name == need.pool)
-    on = f"{need.what} runs on capacity block {pool.capacity.reservation_id}"
+    on = f"{need.what} runs on capacity block {pool.capacity.reservation}"
     if pool.capacity.block is None:
         return (
             f"{on}, which AWS charges up front for its length: set block: {{days: <1 to 14, or 21 to 182 in steps "

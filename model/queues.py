@@ -261,7 +261,9 @@ def cluster_queue_spec(
     return spec
 
 
-def tenant_cluster_queue_spec(spec: EstateSpec, site: Site, tenant: Tenant) -> dict[str, Any]:
+def tenant_cluster_queue_spec(
+    spec: EstateSpec, site: Site, tenant: Tenant, closed: frozenset[str] = frozenset()
+) -> dict[str, Any]:
     """The tenant's ClusterQueue on a site, its GPU quota per flavor from `tenant.gpu_quota`.
 
     GPUs: nominal = the tenant's quota on the pool (0 on shared pools it may only borrow on), borrowingLimit =
@@ -269,17 +271,19 @@ def tenant_cluster_queue_spec(spec: EstateSpec, site: Site, tenant: Tenant) -> d
     more), all per flavor and counted in the pool's own units (MIG slices, time-sliced replicas).
     CPU and memory are covered so that Kueue admits pods requesting them: each flavor allows up to the
     tenant's totals without borrowing or lending; the namespace ResourceQuota enforces the totals across
-    flavors.
+    flavors. A `closed` flavor (a capacity block past its admission stop, model.blocks) gets no GPU quota at all,
+    so Kueue admits nothing more to it while what runs drains.
     """
-    quota = site_gpu_quota(site, tenant)
+    quota = {k: v for k, v in site_gpu_quota(site, tenant).items() if k not in closed}
     pools = tenant_flavors(site, tenant)
     resources = [gpu_resource_name(site, p) for p in pools]
     channels = bool(dra.rack_scale_pools(site))
     flavors = []
     for p in pools:
         nominal = quota.get(p.name, 0)
+        borrowing = 0 if p.name in closed else tenant.borrowing_limit
         lending = None if tenant.lending_limit is None else min(tenant.lending_limit, nominal)
-        gpus = Quota(nominal, tenant.borrowing_limit, lending)
+        gpus = Quota(nominal, borrowing, lending)
         per_flavor = {
             "cpu": Quota(tenant.cpu_quota, 0, 0),
             "memory": Quota(f"{tenant.memory_quota_gib}Gi", 0, 0),

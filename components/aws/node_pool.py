@@ -25,6 +25,8 @@ from components.aws.launch import (
     template_version,
     update_config,
 )
+from model import clock
+from model.blocks import block_phase, block_warning
 from model.burst import backstop, burst_group_size, effective_scaling, schedule_kept
 from model.conventions import BURST_TAG, POOL_TAG, SHARED, Taint, eks_rejects_label
 from model.efa import EFA_HUGEPAGES, efa_interfaces, efa_node_hugepages
@@ -47,6 +49,9 @@ CAPACITY_TYPES = {
     "capacity-reservation": "ON_DEMAND",  # an ODCR is on-demand capacity targeted by the launch template
     "capacity-block": "CAPACITY_BLOCK",  # EKS user guide, capacity-blocks-mng
 }
+# The EKS AL2023 NVIDIA AMIs are Linux; a block's platform must match its instances' AMI (EC2 user guide,
+# capacity-blocks-launch: an instance "can't launch using an AMI with a different platform").
+BLOCK_PLATFORM = "Linux/UNIX"
 MNG_TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
 
 
@@ -95,12 +100,16 @@ def mng_scaling(
     burst_group_size) and the window's cap. EKS requires maxSize >= 1, so an idle burst pool keeps max 1: the
     autoscaler could start one node there only for a pod outside Kueue (the cloud queues hold outside windows)
     that tolerates the GPU taint and selects the pool. An idle pool is sent desired 0, so the group empties. A
-    capacity-block pool starts at desired 0 until its block starts (block_not_started)."""
+    capacity-block pool starts at desired 0 until its block starts (block_not_started), and holds no node once its
+    block has ended (EKS requires a max of at least 1; the expired reservation launches nothing). A block is
+    judged by the program's clock (model.clock), not by `now`, which is the moment the burst window is judged at."""
     if pool.burst:
         desired, most, _ = burst_group_size(spec, pool, window, now)
         return 0, desired, most
+    if block_phase(pool, clock.now()) == "ended":
+        return 0, 0, 1
     s = effective_scaling(spec, pool, window, now)
-    return s.min, 0 if block_not_started(pool, now) else s.desired_nodes, max(1, s.max)
+    return s.min, 0 if block_not_started(pool, clock.now()) else s.desired_nodes, max(1, s.max)
 
 
 def block_not_started(pool: AwsNodePool, now: dt.datetime) -> bool:
@@ -131,7 +140,8 @@ def ignored_changes(spec: EstateSpec, pool: AwsNodePool, window: BurstWindow | N
     (https://www.pulumi.com/docs/iac/concepts/options/ignorechanges/, "How ignoreChanges works"). So
     `pulumi up --refresh` keeps the autoscaler's count."""
     if pool.capacity.type == "capacity-block":
-        return ["scalingConfig.desiredSize"]
+        # Once the block has ended, desired 0 is sent: no later `up` may leave a size the group cannot hold.
+        return [] if block_phase(pool, clock.now()) == "ended" else ["scalingConfig.desiredSize"]
     if pool.burst:
         return [] if burst_group_size(spec, pool, window, now)[2] else ["scalingConfig.desiredSize"]
     return ["scalingConfig.desiredSize"] if pool.autoscaled else []
@@ -205,6 +215,12 @@ class GpuNodePool(pulumi.ComponentResource):
         pool = args.pool
         burst = {BURST_TAG: args.cluster_name} if pool.burst else {}
         self._tags = args.tags.aws(tenant=pool.dedicated_to or SHARED, **{POOL_TAG: pool.name}, **burst)
+        self.reservation_id: pulumi.Input[str] | None = pool.capacity.reservation_id
+        if pool.capacity.offering_id is not None:
+            self.reservation_id = self._bought_block(pool.capacity.offering_id).id
+        warning = block_warning(pool, clock.now())
+        if warning:
+            pulumi.log.warn(warning, resource=self)
         self.launch_template = self._launch_template()
         backstop = self._backstop() if pool.burst else None
         self.node_group = self._node_group([backstop] if backstop is not None else [])
@@ -236,6 +252,21 @@ class GpuNodePool(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self, depends_on=a.depends_on),
         )
 
+    def _bought_block(self, offering_id: str) -> aws.ec2.CapacityBlockReservation:
+        """The Capacity Block bought from the stack's offering. AWS charges it up front and never cancels it:
+        "Once created, a reservation is valid for the duration of the provided capacityBlockOfferingId and cannot
+        be deleted. Performing a destroy will only remove the resource from state"
+        (https://www.pulumi.com/registry/packages/aws/api-docs/ec2/capacityblockreservation/). So it is protected
+        (a `destroy` stops before it) and retained on delete (removing it never pretends to cancel it), and an
+        offering change is a second purchase only after `pulumi state unprotect`."""
+        return aws.ec2.CapacityBlockReservation(
+            f"{self._n}-block",
+            capacity_block_offering_id=offering_id,
+            instance_platform=BLOCK_PLATFORM,
+            tags=self._tags,
+            opts=pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True),
+        )
+
     def _launch_template(self) -> aws.ec2.LaunchTemplate:
         a, pool = self._args, self._args.pool
         kw = launch_template_args(
@@ -259,7 +290,7 @@ class GpuNodePool(pulumi.ComponentResource):
         if pool.capacity.type in ("capacity-reservation", "capacity-block"):
             kw["capacity_reservation_specification"] = aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
                 capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
-                    capacity_reservation_id=pool.capacity.reservation_id
+                    capacity_reservation_id=self.reservation_id
                 )
             )
         if pool.capacity.type == "capacity-block":

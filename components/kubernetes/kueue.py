@@ -22,6 +22,8 @@ from components.kubernetes.kueue_release import KUEUE_NAMESPACE as KUEUE_NAMESPA
 from components.kubernetes.kueue_release import namespace as namespace
 from components.kubernetes.kueue_release import release as release
 from model import dra
+from model import clock
+from model.blocks import closed_flavors
 from model.frameworks import enabled as enabled_frameworks
 from model.queues import (
     DEFAULT_LOCAL_QUEUE,
@@ -190,7 +192,7 @@ class Kueue(pulumi.ComponentResource):
             f"{self._name}-cq-{tenant.name}",
             "ClusterQueue",
             {"name": tenant.name, "labels": self._tenant_labels(tenant)},
-            {"spec": tenant_cluster_queue_spec(spec, site, tenant)},
+            {"spec": tenant_cluster_queue_spec(spec, site, tenant, closed_flavors(site, clock.now()))},
             pulumi.ResourceOptions.merge(
                 opts, pulumi.ResourceOptions(depends_on=flavors, replace_with=flavors, delete_before_replace=True)
             ),

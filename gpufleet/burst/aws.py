@@ -194,6 +194,33 @@ class Aws:
             raise BurstError(f"capacity reservation {reservation_id} was not found in {self.region}")
         return dict(found[0])
 
+    def capacity_block_offerings(
+        self, instance_type: str, instances: int, hours: int, start: dt.datetime | None
+    ) -> list[dict[str, Any]]:
+        """The Capacity Block offerings EC2 sells now for `instances` x `instance_type` over `hours`, starting from
+        `start` (or any time), every page. Each is a CapacityBlockOffering: CapacityBlockOfferingId, InstanceType,
+        AvailabilityZone, InstanceCount, StartDate, EndDate, CapacityBlockDurationHours, UpfrontFee (a string),
+        CurrencyCode (EC2 API reference, DescribeCapacityBlockOfferings and CapacityBlockOffering)."""
+        out: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {
+            "InstanceType": instance_type,
+            "InstanceCount": instances,
+            "CapacityDurationHours": hours,
+        }
+        if start is not None:
+            kwargs["StartDateRange"] = start
+        while True:
+            resp = self._call(
+                f"DescribeCapacityBlockOfferings {instances} x {instance_type} for {hours} h",
+                self.ec2.describe_capacity_block_offerings,
+                **kwargs,
+            )
+            out += resp.get("CapacityBlockOfferings", [])
+            token = resp.get("NextToken")
+            if not token:
+                return out
+            kwargs["NextToken"] = token
+
     def group_by_tags(self, tags: dict[str, str]) -> str | None:
         """The Auto Scaling group carrying every tag of `tags` (the burst node group's, by its autoscaler
         discovery tags); None when there is none."""

@@ -176,6 +176,7 @@ def pool_problems(path: str, s: AwsSite) -> Iterator[Problem]:
         fabric = fabrics.get(p.fabric) if p.fabric else None
         resolves = p.fabric is None or fabric is not None
         yield from _aws_pool(f"{path}.node_pools[{j}]", s, p, fabric, placement=resolves)
+        yield from _reservation_fit(f"{path}.node_pools[{j}]", s, p, fabric)
     for j, t in enumerate(s.storage):
         if isinstance(t, FsxLustreTier) and not isinstance(fabrics.get(t.fabric), EfaFabric):
             yield Problem(f"{path}.storage[{j}].fabric", f"{t.fabric} is not an efa fabric of site {s.name}")
@@ -235,7 +236,7 @@ def _aws_pool(
     if placement and p.capacity.type in ("capacity-reservation", "capacity-block") and az is None:
         yield Problem(
             f"{path}.availability_zone",
-            f"pool {p.name} runs on {p.capacity.type} {p.capacity.reservation_id}, which lives in one AZ; set "
+            f"pool {p.name} runs on {p.capacity.type} {p.capacity.reservation}, which lives in one AZ; set "
             "availability_zone to the reservation's AZ or put the pool on a fabric in that AZ",
         )
 
@@ -270,6 +271,41 @@ def _ultraserver(path: str, s: AwsSite, p: AwsNodePool) -> Iterator[Problem]:
             f"pool {p.name} is rack-scale ({p.instance.nvlink_domain_gpus}-GPU NVLink domain): its pods get IMEX "
             f"channels from NVIDIA's DRA driver, whose objects are {dra.RESOURCE_API}, served from Kubernetes "
             f"{'.'.join(map(str, dra.MIN_KUBERNETES))}; set version {'.'.join(map(str, dra.MIN_KUBERNETES))} or later",
+        )
+
+
+def _reservation_fit(
+    path: str, s: AwsSite, p: AwsNodePool, fabric: EfaFabric | InfinibandFabric | RoceFabric | None
+) -> Iterator[Problem]:
+    """A pool fits the reservation it runs in: no more nodes than the reservation holds (with every other pool of
+    the site on it), and the reservation's AZ. Instances beyond the count or from a subnet in another AZ do not
+    launch into it (EC2 user guide, capacity-blocks-launch: an instance "can't launch in a subnet in a different
+    Availability Zone from the Availability Zone where your Capacity Block is located")."""
+    c = p.capacity
+    if c.instances is not None:
+        sharing = (
+            [q for q in s.node_pools if q.capacity.reservation_id == c.reservation_id] if c.reservation_id else [p]
+        )
+        nodes = sum(q.reachable_nodes for q in sharing)
+        if nodes > c.instances:
+            also = f" (with {', '.join(q.name for q in sharing if q is not p)})" if len(sharing) > 1 else ""
+            yield Problem(
+                f"{path}.scaling.max",
+                f"pool {p.name} may reach {nodes} nodes{also}, more than the {c.instances} instances {c.type} "
+                f"{c.reservation} holds; lower scaling.max to {c.instances} or less, or reserve more",
+            )
+    az = fabric.availability_zone if isinstance(fabric, EfaFabric) else p.availability_zone
+    if c.availability_zone is not None and az is not None and az != c.availability_zone:
+        where = f"fabric {fabric.name}" if isinstance(fabric, EfaFabric) else "availability_zone"
+        yield Problem(
+            f"{path}.availability_zone" if where == "availability_zone" else f"{path}.fabric",
+            f"pool {p.name} runs in {az} ({where}), but {c.type} {c.reservation} is in {c.availability_zone}: "
+            "instances launch into a reservation only from a subnet in its AZ; move the pool there",
+        )
+    if c.availability_zone is not None and c.availability_zone not in s.availability_zones:
+        yield Problem(
+            f"{path}.capacity.availability_zone",
+            f"{c.availability_zone} is not one of site {s.name}'s AZs ({', '.join(s.availability_zones)})",
         )
 
 

@@ -113,6 +113,8 @@ class Scaling(Model):
 # EC2 user guide, capacity-blocks-purchase (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-purchase.html):
 # "reservation durations in 1-day increments up to 14 days, and in 7-day increments up to 182 days".
 BLOCK_DAYS = (*range(1, 15), *range(21, 183, 7))
+# EC2 API reference, DescribeCapacityBlockOfferings: "instance count 1, 2, 4, 8, 16, 32, or 64 instances".
+BLOCK_INSTANCES = (1, 2, 4, 8, 16, 32, 64)
 
 
 class CapacityBlock(Model):
@@ -133,6 +135,16 @@ class CapacityBlock(Model):
         description=(
             "What AWS charged for the whole block, up front (its offering's upfrontFee). Cost uses it before the "
             "catalog's capacity-block rate, which is the published rate on its date, not a quote."
+        ),
+    )
+    offering_id: str | None = Field(
+        default=None,
+        pattern=r"^cb-[0-9a-z]{8,17}$",
+        description=(
+            "Buy the block: the CapacityBlockOfferingId that `aws ec2 describe-capacity-block-offerings` (or "
+            "`gpufleet check --aws`) shows. `up` purchases it (aws.ec2.CapacityBlockReservation), which AWS never "
+            "refunds; then reservation_id is not given, and start, upfront_usd, capacity.instances and "
+            "capacity.availability_zone are the offering's."
         ),
     )
 
@@ -196,7 +208,26 @@ class Capacity(Model):
     reservation_id: str | None = Field(
         default=None,
         pattern=r"^cr-[0-9a-f]{8,17}$",
-        description="EC2 capacity reservation id (types capacity-reservation and capacity-block).",
+        description=(
+            "EC2 capacity reservation id to adopt (types capacity-reservation and capacity-block; a block bought "
+            "with block.offering_id has none yet)."
+        ),
+    )
+    instances: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_NODES,
+        description=(
+            "The reservation's instance count (its TotalInstanceCount, or the offering's InstanceCount). The "
+            "pools on the reservation may not reach more nodes than it holds."
+        ),
+    )
+    availability_zone: str | None = Field(
+        default=None,
+        description=(
+            "The reservation's AZ. Instances launch into it only from a subnet in that AZ (EC2 user guide, "
+            "capacity-blocks-launch), so the pool's AZ must be this one."
+        ),
     )
     checkpointing: bool = Field(
         default=False, description="The pool's jobs checkpoint; required for spot training pools."
@@ -225,17 +256,54 @@ class Capacity(Model):
     @model_validator(mode="after")
     def _reservation(self) -> Capacity:
         reserved = self.type in ("capacity-reservation", "capacity-block")
-        if reserved and not self.reservation_id:
-            raise ValueError(f"type {self.type} needs reservation_id (cr-...)")
-        if not reserved and self.reservation_id:
-            raise ValueError("reservation_id is only allowed with type capacity-reservation or capacity-block")
+        buying = self.offering_id is not None
+        if buying and self.reservation_id:
+            raise ValueError("a block bought with block.offering_id has no reservation_id yet; give one or the other")
+        if reserved and not self.reservation_id and not buying:
+            raise ValueError(
+                f"type {self.type} needs reservation_id (cr-...)"
+                + (" or block.offering_id (cb-...) to buy one" if self.type == "capacity-block" else "")
+            )
+        if not reserved and (self.reservation_id or self.instances or self.availability_zone):
+            raise ValueError(
+                "reservation_id, instances and availability_zone are only allowed with type capacity-reservation "
+                "or capacity-block"
+            )
         if self.block is not None and self.type != "capacity-block":
             raise ValueError("block is only allowed with type capacity-block")
         if self.spot_discount is not None and self.type != "spot":
             raise ValueError("spot_discount is only allowed with type spot")
         if self.commitment is not None and self.type not in ("on-demand", "capacity-reservation"):
             raise ValueError("commitment is only allowed with type on-demand or capacity-reservation")
+        if self.block is not None and self.instances is not None and self.instances not in BLOCK_INSTANCES:
+            raise ValueError(f"instances {self.instances}: a capacity block holds 1, 2, 4, 8, 16, 32 or 64 instances")
+        if buying:
+            missing = [f for f, v in self._offering_fields().items() if v is None]
+            if missing:
+                raise ValueError(
+                    f"buying offering {self.offering_id} needs {', '.join(missing)}: the offering's StartDate, "
+                    "UpfrontFee, InstanceCount and AvailabilityZone (`gpufleet check --aws` prints them)"
+                )
         return self
+
+    def _offering_fields(self) -> dict[str, object]:
+        block = self.block
+        return {
+            "block.start": block.start if block else None,
+            "block.upfront_usd": block.upfront_usd if block else None,
+            "instances": self.instances,
+            "availability_zone": self.availability_zone,
+        }
+
+    @property
+    def offering_id(self) -> str | None:
+        """The Capacity Block offering the stack buys, or None (on-demand, spot, or an adopted reservation)."""
+        return self.block.offering_id if self.block is not None else None
+
+    @property
+    def reservation(self) -> str:
+        """How notes name the reservation: its id, or the offering it is bought from."""
+        return self.reservation_id or f"(bought from offering {self.offering_id})"
 
 
 class PoolBase(Model):

@@ -12,6 +12,7 @@ from components.aws.fabric import fabric_needs_placement_group, pool_placement_g
 from components.aws.launch import nodeadm_user_data
 from components.aws.node_pool import ignored_changes, imds_hop_limit, mng_labels, mng_scaling
 from components.aws.storage import tenant_uid, throughput_warning
+from model import clock
 from model.conventions import TENANT_NODE_LABEL
 from model.load import SpecError, parse_estate
 from model.nodes import pool_labels
@@ -246,11 +247,13 @@ def _block_pool(start: dt.datetime | None) -> AwsNodePool:
 
 def test_a_capacity_block_node_group_starts_at_desired_zero_until_its_block_starts() -> None:
     """EKS user guide, capacity-blocks-mng: a group created before the reservation is active cannot launch into
-    it. So the group is created at 0 and the autoscaler grows it inside the block."""
+    it. So the group is created at 0 and the autoscaler grows it inside the block. A block is judged by the
+    program's clock, not the burst window's moment."""
     spec = _train()[1]["spec"]
     later = _block_pool(NOW + dt.timedelta(days=2))
-    assert mng_scaling(spec, later, None, NOW) == (0, 0, 2)
-    assert mng_scaling(spec, _block_pool(None), None, NOW) == (0, 0, 2)  # no start given: not known to be active
-    started = _block_pool(NOW - dt.timedelta(hours=1))
-    assert mng_scaling(spec, started, None, NOW) == (0, 2, 2)
-    assert ignored_changes(spec, later, None, NOW) == ["scalingConfig.desiredSize"]  # never sent again
+    with clock.frozen(NOW):
+        assert mng_scaling(spec, later, None, NOW) == (0, 0, 2)
+        assert mng_scaling(spec, _block_pool(None), None, NOW) == (0, 0, 2)  # no start: not known to be active
+        started = _block_pool(NOW - dt.timedelta(hours=1))
+        assert mng_scaling(spec, started, None, NOW) == (0, 2, 2)
+        assert ignored_changes(spec, later, None, NOW) == ["scalingConfig.desiredSize"]  # never sent again

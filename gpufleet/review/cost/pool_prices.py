@@ -91,7 +91,7 @@ def _capacity_block(
     run, so the pool costs its instances (the pool's max) at every size. The rate is the block's own
     (`model.pricing.site_capacity_block_price`), never the on-demand one. A month counts the block's hours when
     they are fewer than 730. After the block ends the pool has no capacity and costs nothing more."""
-    block, cr = pool.capacity.block, pool.capacity.reservation_id
+    block, cr = pool.capacity.block, pool.capacity.reservation
     found = site_capacity_block_price(site, pool)
     if block is None or found is None:
         why = "its length is not stated (capacity.block.days)" if block is None else "no capacity-block rate"

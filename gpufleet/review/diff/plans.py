@@ -78,7 +78,8 @@ class CostLine:
     base: dict[str, float | None]  # $/h by level
     head: dict[str, float | None]
     unpriced: bool = False  # a side holds the pool without a price: its change is unknown, not the other side's
-    # $/month by level as each side's own cost reports it (burst pools count their month ceiling, not 730 h).
+    # $/month by level as each side's own cost reports it (burst pools count their month ceiling, capacity blocks
+    # their own hours, not 730 h). None: the month is 730 h of the hourly change.
     base_month: dict[str, float | None] | None = None
     head_month: dict[str, float | None] | None = None
 

@@ -3,6 +3,8 @@
 - Per region of the estate's AWS sites: the EC2 vCPU quotas the GPU pools launch under (Service Quotas), against
   what the pools need at desired size and at most (model.aws_account), with the family's running instances
   (the estate's own nodes left out: the pools' sizes count them).
+- Reserved pools: their reservation as EC2 holds it; a block to buy: the offerings on sale, and its own
+  (`reservation_checks`).
 - Per pool: every AZ name it may run in, mapped to this account's AZ ID (DescribeAvailabilityZones), offers its
   instance type (DescribeInstanceTypeOfferings by AZ ID). AZ names map to AZs per account, so this is the only
   place a stack's AZ names are judged (https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html).
@@ -12,6 +14,7 @@ Nothing is changed. A problem says what to request or change; AWS errors raise B
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -20,7 +23,7 @@ from model import kinds
 from model.aws_account import QUOTA_CODES, PoolQuota, pool_quotas, quota_totals
 from model.burst import pool_zone
 from model.kinds.aws import cluster_name
-from model.spec import AwsSite, EstateSpec
+from model.spec import AwsNodePool, AwsSite, EstateSpec
 from model.tags import Tags
 
 
@@ -48,6 +51,7 @@ def check_account(spec: EstateSpec, connect: Callable[[str], Aws]) -> AccountChe
         offered: dict[str, list[str]] = {}
         for site in (s for s in sites if s.region == region):
             _offerings(site, zone_ids, offered, aws, result)
+            reservation_checks(site, aws, result)
         _quotas([n for n in needs if n.region == region], aws, result, own_nodes(spec))
     return result
 
@@ -112,3 +116,77 @@ def _quotas(needs: list[PoolQuota], aws: Aws, result: AccountCheck, own: list[di
             )
         else:
             result.checks.append(f"{what} {have}: room for the pools' {most} vCPUs at most")
+
+
+def reservation_checks(site: AwsSite, aws: Aws, result: AccountCheck) -> None:
+    """Each reserved pool of `site` against its reservation as EC2 holds it (DescribeCapacityReservations: type,
+    AZ, count, state); each block to buy: the offerings EC2 sells now (DescribeCapacityBlockOfferings), printed,
+    and the stack's own offering's fee, AZ and start against the stack."""
+    for pool in site.node_pools:
+        where = f"pool {pool.name} of site {site.name}"
+        if pool.capacity.offering_id is not None:
+            _block_offerings(where, pool, aws, result)
+        elif pool.capacity.reservation_id is not None:
+            _reservation(where, site, pool, aws, result)
+
+
+def _reservation(where: str, site: AwsSite, pool: AwsNodePool, aws: Aws, result: AccountCheck) -> None:
+    rid = pool.capacity.reservation_id or ""
+    cr = aws.capacity_reservation(rid)
+    kind, count, zone = cr.get("InstanceType"), int(cr.get("TotalInstanceCount", 0)), cr.get("AvailabilityZone")
+    state = cr.get("State")
+    problems = []
+    if kind != pool.instance_type:
+        problems.append(f"it holds {kind}, not {pool.instance_type}")
+    if pool.reachable_nodes > count:
+        problems.append(f"it holds {count} instances, fewer than the pool's {pool.reachable_nodes} at most")
+    az = pool_zone(site, pool)
+    if az is not None and zone != az:
+        problems.append(f"it is in {zone}, not the pool's {az}")
+    if state in ("expired", "cancelled", "failed", "payment-failed"):
+        problems.append(f"its state is {state}")
+    what = f"{where}: reservation {rid} ({count} x {kind} in {zone}, {state})"
+    if problems:
+        result.problems.append(f"{what}: {'; '.join(problems)}")
+    else:
+        result.checks.append(f"{what} fits the pool")
+
+
+def _block_offerings(where: str, pool: AwsNodePool, aws: Aws, result: AccountCheck) -> None:
+    block, c = pool.capacity.block, pool.capacity
+    if block is None or c.instances is None:
+        return
+    offerings = aws.capacity_block_offerings(pool.instance_type, c.instances, block.hours, block.start)
+    for o in offerings:
+        result.checks.append(
+            f"{where}: EC2 offers {o.get('CapacityBlockOfferingId')}: {o.get('InstanceCount')} x "
+            f"{o.get('InstanceType')} in {o.get('AvailabilityZone')} from {_when(o.get('StartDate'))} to "
+            f"{_when(o.get('EndDate'))}, upfront {o.get('UpfrontFee')} {o.get('CurrencyCode')}"
+        )
+    mine = next((o for o in offerings if o.get("CapacityBlockOfferingId") == block.offering_id), None)
+    if mine is None:
+        result.checks.append(
+            f"{where}: offering {block.offering_id} is not among them: already bought by this stack, or sold; "
+            "pick one of those above before the first `up`"
+        )
+        return
+    problems = []
+    fee = float(mine.get("UpfrontFee", "nan"))
+    if block.upfront_usd is not None and round(fee, 2) != round(block.upfront_usd, 2):
+        problems.append(f"its UpfrontFee is {fee:,.2f}, not block.upfront_usd {block.upfront_usd:,.2f}")
+    if mine.get("CurrencyCode", "USD") != "USD":
+        problems.append(f"it is priced in {mine.get('CurrencyCode')}, not USD")
+    if mine.get("AvailabilityZone") != c.availability_zone:
+        problems.append(
+            f"it is in {mine.get('AvailabilityZone')}, not capacity.availability_zone {c.availability_zone}"
+        )
+    if block.start is not None and mine.get("StartDate") != block.start:
+        problems.append(f"it starts {_when(mine.get('StartDate'))}, not block.start {_when(block.start)}")
+    if problems:
+        result.problems.append(f"{where}: offering {block.offering_id}: {'; '.join(problems)}")
+    else:
+        result.checks.append(f"{where}: offering {block.offering_id} matches the stack (fee, AZ, start)")
+
+
+def _when(at: object) -> str:
+    return f"{at:%Y-%m-%d %H:%M} UTC" if isinstance(at, dt.datetime) else str(at)

@@ -19,8 +19,11 @@ from typing import Any
 import pytest
 import yaml
 
+from gpufleet.engine.plan import Plan
+from gpufleet.render.diff import diff_json
 from gpufleet.review.cost.envelope import EstateCost, PoolCost, estate_cost
 from gpufleet.review.cost.prices import HOURS
+from gpufleet.review.diff.plans import diff_plans
 from model import catalog
 from model.load import SpecError, parse_estate
 from tests.conftest import ROOT, example_estate
@@ -146,13 +149,14 @@ def test_the_catalog_block_rates_are_for_shipped_types_sold_as_blocks_in_known_r
 
 def test_the_documented_example_is_valid_and_costs_what_the_reference_says() -> None:
     text = (ROOT / "docs" / "capacity-blocks.md").read_text()
-    (block,) = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
-    (pool,) = yaml.safe_load(block)["node_pools"]
-    estate = example_estate("aws-train")
-    estate["sites"][0]["node_pools"].append(pool)
-    cost = estate_cost(parse_estate(estate, "test"), None, NOW)
-    (costed,) = [p for p in cost.pools if p.pool == pool["name"]]
-    assert costed.monthly("max") == pytest.approx(18453.12) and "$18,453.12" in text
+    adopted, bought = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
+    for block in (adopted, bought):  # the same block, adopted by id and bought from its offering
+        (pool,) = yaml.safe_load(block)["node_pools"]
+        estate = example_estate("aws-train")
+        estate["sites"][0]["node_pools"].append(pool)
+        cost = estate_cost(parse_estate(estate, "test"), None, NOW)
+        (costed,) = [p for p in cost.pools if p.pool == pool["name"]]
+        assert costed.monthly("max") == pytest.approx(18453.12) and "$18,453.12" in text
 
 
 def test_site_and_tenant_months_count_the_block_hours_and_add_up_to_the_estate_month() -> None:
@@ -171,3 +175,41 @@ def test_an_unverified_block_rate_says_so_in_the_pool_note() -> None:
     _, pool = _cost({"days": 7})
     assert pool.price is not None and not pool.price.verified
     assert any("(unverified, of 2026-07-22)" in n for n in pool.notes)
+
+
+def test_moving_a_pool_from_on_demand_to_a_bought_block_diffs_by_the_blocks_upfront_fee() -> None:
+    # aws-train's h100 pool (p5.48xlarge, 0/2/4 nodes, on demand at $55.04/h in us-east-1) moves to a block of
+    # its 4 instances for 7 days, bought from an offering whose UpfrontFee is $20,000.00:
+    #   the block's node-hour: 20,000 / (4 × 168 h) = $29.761905; the pool: 4 × 29.761905 = $119.047619/h at
+    #   every size (paid whether nodes run or not), and its month is the block's 168 h: 168 × 119.047619 =
+    #   $20,000.00.
+    #   on demand at desired (2 nodes): 2 × 55.04 = $110.08/h, × 730 h = $80,358.40 a month; at max (4):
+    #   $220.16/h, $160,716.80 a month; at min (0): $0.
+    #   Δ desired: +$8.967619/h, 20,000.00 − 80,358.40 = −$60,358.40 a month; Δ max: −$101.112381/h,
+    #   −$140,716.80 a month; Δ min: +$119.047619/h, +$20,000.00 a month.
+    base = parse_estate(example_estate("aws-train"), "test")
+    raw = example_estate("aws-train")
+    h100 = raw["sites"][0]["node_pools"][0]
+    h100["capacity"] = {
+        "type": "capacity-block", "instances": 4, "availability_zone": "us-east-1a",
+        "block": {"offering_id": "cb-0123456789abcdefg", "days": 7, "start": "2026-12-03T11:30:00Z",
+                  "upfront_usd": 20_000.00},
+    }  # fmt: skip
+    head = parse_estate(raw, "test")
+    plan = Plan(project="gpufleet", stack="aws-train", resources=[])
+    d = diff_plans(
+        plan,
+        plan,
+        base_cost=json.loads(json.dumps(estate_cost(base, None, NOW).to_dict())),
+        head_cost=json.loads(json.dumps(estate_cost(head, None, NOW).to_dict())),
+    )
+    line = next(c for c in d.cost_pools if c.name == "h100")
+    # The cost documents carry $/h to 4 decimals ($119.0476), so the hourly deltas are to 4 decimals too.
+    assert round(line.delta("desired"), 4) == 8.9676  # type: ignore[arg-type]
+    assert round(line.delta("max"), 4) == -101.1124  # type: ignore[arg-type]
+    assert round(line.month_delta("desired"), 2) == -60_358.40  # type: ignore[arg-type]
+    assert round(line.month_delta("max"), 2) == -140_716.80  # type: ignore[arg-type]
+    assert round(line.month_delta("min"), 2) == 20_000.00  # type: ignore[arg-type]
+    doc = json.loads(diff_json(d))
+    (pool,) = [p for p in doc["cost"]["pools"] if p["name"] == "h100"]
+    assert pool["delta_month"] == {"min": 20_000.0, "desired": -60_358.4, "max": -140_716.8}
