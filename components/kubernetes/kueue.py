@@ -21,8 +21,7 @@ from components.kubernetes import monitoring
 from components.kubernetes.kueue_release import KUEUE_NAMESPACE as KUEUE_NAMESPACE
 from components.kubernetes.kueue_release import namespace as namespace
 from components.kubernetes.kueue_release import release as release
-from model import dra
-from model import clock
+from model import clock, dra
 from model.blocks import closed_flavors
 from model.frameworks import enabled as enabled_frameworks
 from model.queues import (
