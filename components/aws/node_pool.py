@@ -25,7 +25,7 @@ from components.aws.launch import (
     template_version,
     update_config,
 )
-from model.burst import backstop, burst_group_size, effective_scaling, schedule_kept
+from model.burst import backstop, burst_group_size, effective_scaling
 from model.conventions import BURST_TAG, POOL_TAG, SHARED, Taint, eks_rejects_label
 from model.efa import EFA_HUGEPAGES, efa_interfaces, efa_node_hugepages
 from model.kinds import aws as aws_kind
@@ -170,6 +170,7 @@ class GpuNodePoolArgs:
     efa: EfaAttachment | None
     scratch_mount_path: str | None
     depends_on: list[pulumi.Resource]
+    alert_topic_arn: pulumi.Input[str] | None = None  # the burst alert topic, for the backstop's alarm
 
 
 class GpuNodePool(pulumi.ComponentResource):
@@ -193,13 +194,11 @@ class GpuNodePool(pulumi.ComponentResource):
         self.register_outputs({})
 
     def _backstop(self) -> NodeGroupBackstop | None:
-        """The window's AWS-side stop while it holds capacity. Whether to make it is judged against the window's
-        start, not `now` (model.burst.schedule_kept): an `up` minutes before the stop keeps the schedule as is."""
+        """The window's AWS-side stop while it holds capacity. Its time comes from the window, not `now`
+        (model.burst.aws_stop): an `up` minutes before the stop keeps the schedule as is."""
         a = self._args
         stop = backstop(a.spec, a.window, a.now)
         if stop is None or a.window is None or stop.pool != a.pool.name:
-            return None
-        if not schedule_kept(a.window, stop.stop_at):
             return None
         return NodeGroupBackstop(
             f"{self._n}-backstop",
@@ -209,9 +208,10 @@ class GpuNodePool(pulumi.ComponentResource):
                 cluster_name=a.cluster_name,
                 node_group_name=burst_node_group_name(a.pool),
                 node_role_arn=a.node_role_arn,
-                stop_at=stop.stop_at,
-                scaling=mng_scaling(a.spec, a.pool, a.window, stop.stop_at),  # idle at the stop: 0, 0, 1
+                stop_at=stop.aws_stop_at,
+                scaling=mng_scaling(a.spec, a.pool, a.window, stop.aws_stop_at),  # idle at the stop: 0, 0, 1
                 tags=self._tags,
+                alert_topic_arn=a.alert_topic_arn,
             ),
             pulumi.ResourceOptions(parent=self, depends_on=a.depends_on),
         )
