@@ -66,6 +66,7 @@ class EksClusterStack(pulumi.ComponentResource):
     node_role_arn: pulumi.Output[str]
     key_arn: pulumi.Output[str]
     system_nodes: aws.eks.NodeGroup | None  # what in-cluster releases schedule on (None: an adopted cluster)
+    version: pulumi.Output[str]  # the control plane's minor as the cluster resource reports it
 
     def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:aws:EksCluster", name, None, opts)
@@ -78,6 +79,7 @@ class EksClusterStack(pulumi.ComponentResource):
         self.key = self._key(node_role)
         self.key_arn = self.key.arn
         cluster = self._adopted() if site.cluster.adopt_name else self._created()
+        self.version = pulumi.Output.from_input(cluster.version)
         if not site.cluster.adopt_name:
             warning = support_warning(self.name, site.cluster.version, site.cluster.support_type, clock.now().date())
             if warning:

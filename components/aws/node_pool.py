@@ -35,6 +35,7 @@ from model.queues import gpu_resource_name
 from model.rdma import EFA_RESOURCE
 from model.spec import AwsNodePool, AwsSite, BurstWindow, EfaFabric, EstateSpec
 from model.tags import Tags
+from model.versions import kubernetes_minor
 
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 CAPACITY_TYPES = {
@@ -171,6 +172,7 @@ class GpuNodePoolArgs:
     scratch_mount_path: str | None
     depends_on: list[pulumi.Resource]
     alert_topic_arn: pulumi.Input[str] | None = None  # the burst alert topic, for the backstop's alarm
+    cluster_version: pulumi.Input[str] | None = None  # the control plane's minor as its resource reports it
 
 
 class GpuNodePool(pulumi.ComponentResource):
@@ -268,6 +270,25 @@ class GpuNodePool(pulumi.ComponentResource):
             )
         return out
 
+    def _group_version(self) -> pulumi.Input[str]:
+        """The group's minor: the cluster's pin, and for a burst pool the control plane's own. A burst command's
+        `up` targets the burst groups, not the cluster (gpufleet/burst/targets.py), so the cluster resource then
+        reports the minor it runs, and a bumped `cluster.version` cannot move the group past the control plane
+        ("kubelet must not be newer than kube-apiserver": kubernetes.io/releases/version-skew-policy)."""
+        a = self._args
+        if a.pool.burst and a.cluster_version is not None:
+            return a.cluster_version
+        return a.site.cluster.version
+
+    def _group_release(self) -> pulumi.Input[str] | None:
+        """The pinned AMI release; for a burst pool only while it is of the group's minor (else EKS's newest)."""
+        release = ami_release(self._args.pool)
+        version = self._group_version()
+        if release is None or isinstance(version, str):
+            return release
+        live: pulumi.Output[str] = pulumi.Output.from_input(version)
+        return live.apply(lambda v: release if kubernetes_minor(release) == v else None)  # type: ignore[arg-type,return-value]
+
     def _node_group(self, backstop: list[pulumi.Resource]) -> aws.eks.NodeGroup:
         """The node group; a burst one after its backstop, named so the backstop can name it (replaced by delete
         first, as a fixed name cannot exist twice)."""
@@ -284,8 +305,8 @@ class GpuNodePool(pulumi.ComponentResource):
             ami_type=GPU_AMI_TYPE,
             # The kubelet's minor and the AMI release (which holds the GPU driver) are pinned, so an `up` launches
             # what the last one did; a minor bump moves both, after the add-ons (the pool depends on the cluster).
-            version=a.site.cluster.version,
-            release_version=ami_release(pool),
+            version=self._group_version(),
+            release_version=self._group_release(),
             capacity_type=CAPACITY_TYPES[pool.capacity.type],
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=lo, desired_size=desired, max_size=hi),
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(

@@ -209,6 +209,7 @@ class AwsSiteStack(pulumi.ComponentResource):
                 scratch_mount_path=scratch.mount_path if scratch else None,
                 depends_on=[self.cluster],
                 alert_topic_arn=topic.arn if topic is not None else None,
+                cluster_version=self.cluster.version,
             ),
             pulumi.ResourceOptions.merge(self._child(), pulumi.ResourceOptions(aliases=renamed)),
         )
