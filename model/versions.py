@@ -101,6 +101,12 @@ AL2023_NVIDIA_DRIVER = "580.159.03"
 # cluster-autoscaler-chart-9.53.0, cluster-autoscaler/charts/cluster-autoscaler/Chart.yaml appVersion), the newest
 # chart for Kubernetes 1.34: the autoscaler's minor must match the control plane's (cluster-autoscaler README,
 # "Releases"). No chart for 1.35 is pinned (none was found at a confirmed tag, and none is in the chart cache).
+# Not chart 9.53.0 with image tag v1.35.x for 1.35: cluster-autoscaler 1.35 always handles DRA objects
+# (cluster-autoscaler/config/flags/flags.go at cluster-autoscaler-1.35.0: --enable-dynamic-resource-allocation
+# "locked to true"), and only chart 9.54.0 (appVersion 1.35.0) grants get/list/watch on resource.k8s.io
+# resourceslices, deviceclasses and resourceclaims (compare cluster-autoscaler-chart-9.53.0...9.54.0,
+# templates/clusterrole.yaml, the chart's one change besides Chart.yaml).
+AUTOSCALER_CHART_NEEDED = {"1.35": "cluster-autoscaler chart 9.54.0 or later (appVersion 1.35.0)"}
 CLUSTER_AUTOSCALER = Chart("cluster-autoscaler", "9.53.0", "https://kubernetes.github.io/autoscaler")
 CLUSTER_AUTOSCALER_APP = "1.34.2"
 EKS_MINORS: dict[str, EksMinor] = {
@@ -140,6 +146,12 @@ EKS_MINORS: dict[str, EksMinor] = {
         ),
     )
 }
+
+
+def autoscaler_needed(minor: str) -> str:
+    """What pinning the cluster-autoscaler step of `minor` takes, where gpufleet knows it ("" otherwise)."""
+    needed = AUTOSCALER_CHART_NEEDED.get(minor)
+    return f"; its cluster-autoscaler step needs {needed} in the chart cache, then pinned" if needed else ""
 
 
 def eks_minor(version: str) -> EksMinor | None:

@@ -78,3 +78,13 @@ def test_the_diff_reads_each_clusters_pinned_add_on_versions_from_the_plan(tmp_p
     plan = synth_stack(repo, "aws-train", read_stack(repo, "aws-train"))
     pinned = {addon: v for (_, addon), v in addon_versions(plan).items()}
     assert pinned["vpc-cni"] == versions.VPC_CNI_ADDON
+
+
+def test_the_1_35_bump_of_aws_train_is_refused_naming_the_autoscaler_step_and_the_chart_it_needs(
+    tmp_path: Path,
+) -> None:
+    """cluster-autoscaler 1.35 handles DRA objects always (flags.go at cluster-autoscaler-1.35.0), which chart 9.53.0's
+    ClusterRole does not grant (compare cluster-autoscaler-chart-9.53.0...9.54.0): no image-tag-only pin on it."""
+    repo = _bump(tmp_path, example_config("aws-train"), "1.35")
+    with pytest.raises(Exception, match=r"cluster-autoscaler step needs cluster-autoscaler chart 9\.54\.0 or later"):
+        diff_revision(repo, "aws-train", "main")
