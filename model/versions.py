@@ -64,6 +64,10 @@ LOCAL_STATIC_PROVISIONER = Chart(
 # network policy agent; which release first carried the #553 fix was not confirmed. v1.23.1-eksbuild.1 is the
 # add-on build public EKS stacks run on 1.32 to 1.36 in 2026-09.
 VPC_CNI_ADDON = "v1.23.1-eksbuild.1"
+# EKS Pod Identity Agent, one build for 1.34 and 1.35 (and 1.36): public stacks pin v1.3.10-eksbuild.3 beside
+# kube-proxy v1.34.6, v1.35.3 and v1.36.0 builds (2026). Third-party, not read from `aws eks describe-addon-versions`
+# (no account offline); the EKS user guide (add-ons-pod-id) gives no per-minor table.
+POD_IDENTITY_AGENT_ADDON = "v1.3.10-eksbuild.3"
 
 # -- EKS Kubernetes minors ---------------------------------------------------------------------------------------
 EKS_VERSIONS_URL = "https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html"
@@ -93,8 +97,8 @@ class EksMinor:
 # AL2023 AMI release v20260714 (awslabs/amazon-eks-ami CHANGELOG.md, "AMI Release v20260714"): release versions
 # 1.34.9-20260714 and 1.35.6-20260714 for every AL2023 AMI type; the x86_64 NVIDIA AMIs carry
 # kmod-nvidia-latest-dkms 580.159.03. CoreDNS and kube-proxy: the EKS user guide's tables of the latest add-on build
-# per minor (managing-coredns and managing-kube-proxy, 2026). eks-pod-identity-agent and eks-node-monitoring-agent
-# are not pinned per minor: no per-minor table was found, so EKS installs its default build for the minor.
+# per minor (managing-coredns and managing-kube-proxy, 2026). eks-node-monitoring-agent is not pinned per minor: no
+# per-minor build was found, so EKS installs its default build for the minor.
 AL2023_RELEASE = "v20260714"
 AL2023_NVIDIA_DRIVER = "580.159.03"
 # cluster-autoscaler chart 9.53.0 = cluster-autoscaler 1.34.2 (kubernetes/autoscaler tag
@@ -121,6 +125,7 @@ EKS_MINORS: dict[str, EksMinor] = {
             (
                 ("vpc-cni", VPC_CNI_ADDON),
                 ("kube-proxy", "v1.34.6-eksbuild.2"),
+                ("eks-pod-identity-agent", POD_IDENTITY_AGENT_ADDON),
                 ("coredns", "v1.13.2-eksbuild.7"),
             ),
             f"1.34.9-{AL2023_RELEASE[1:]}",
@@ -137,6 +142,7 @@ EKS_MINORS: dict[str, EksMinor] = {
             (
                 ("vpc-cni", VPC_CNI_ADDON),
                 ("kube-proxy", "v1.35.3-eksbuild.2"),
+                ("eks-pod-identity-agent", POD_IDENTITY_AGENT_ADDON),
                 ("coredns", "v1.14.2-eksbuild.4"),
             ),
             f"1.35.6-{AL2023_RELEASE[1:]}",

@@ -32,10 +32,7 @@ LOG_RETENTION_DAYS = 90
 # EKS managed add-ons installed beside the pinned ones (versions.EKS_MINORS). No build is pinned for these per minor,
 # so EKS installs its default build for the cluster's minor; EKS does not update an add-on when the cluster's minor
 # changes (EKS user guide, updating-an-add-on).
-NODE_ADDONS = (
-    "eks-pod-identity-agent",  # IAM for the CSI controllers and tenants' S3 access (EKS Pod Identity)
-    "eks-node-monitoring-agent",  # GPU/XID health conditions that node auto repair acts on
-)
+NODE_ADDONS = ("eks-node-monitoring-agent",)  # GPU/XID health conditions that node auto repair acts on
 # Add-ons that need running nodes to become ACTIVE (a Deployment): created after the system node group. The rest
 # (DaemonSets and the CNI) come before every node group, so nodes join with them.
 AFTER_NODES = frozenset({"coredns"})

@@ -143,3 +143,17 @@ def test_a_burst_node_group_never_runs_ahead_of_the_control_plane_it_joins(
     pinned = read_stack(proj, "hybrid").estate()
     cloud = next(s for s in pinned.sites if s.name == "cloud")
     assert cloud.cluster.version == "1.34"  # the stack file's pin, which a full `up` applies first
+
+
+def test_the_pod_identity_agent_is_pinned_per_minor_like_vpc_cni_coredns_and_kube_proxy(
+    example_plans: dict[str, Plan],
+) -> None:
+    """So a minor bump moves it in the ordered upgrade (before the node groups), not EKS's default of the day."""
+    addons = _addons(example_plans["aws-train"])
+    for minor in ("1.34", "1.35"):
+        pinned = versions.eks_minor(minor)
+        assert (
+            pinned is not None and pinned.addon_version("eks-pod-identity-agent") == versions.POD_IDENTITY_AGENT_ADDON
+        )
+    assert addons["eks-pod-identity-agent"].inputs["addonVersion"] == versions.POD_IDENTITY_AGENT_ADDON
+    assert "addonVersion" not in addons["eks-node-monitoring-agent"].inputs  # no per-minor build found (model.versions)
