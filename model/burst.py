@@ -120,36 +120,40 @@ class Backstop:
     - `hold_at` (the expiry): the cloud worker's burst ClusterQueues hold, so nothing new is admitted.
     - `stop_at` (expiry + grace): the queues hold and drain, and AWS scales the burst node group to zero.
 
-    Both are whole minutes (UTC), rounded up: cron and EventBridge Scheduler fire on the minute, never before.
+    - `aws_stop_at`: when the AWS schedule fires, `stop_at` or later (`aws_stop`).
+    All are whole minutes (UTC), rounded up: cron and EventBridge Scheduler fire on the minute, never before.
     """
 
     pool: str
     hold_at: dt.datetime
     stop_at: dt.datetime
+    aws_stop_at: dt.datetime
 
 
-# How far after a window's recording (open, extend) its AWS-side stop must be. A one-time schedule whose time has
-# passed is refused at create (third-party: https://github.com/DefangLabs/pulumi-defang/pull/425; unverified offline).
-SCHEDULE_LEAD = dt.timedelta(minutes=5)
+# The AWS stop's least distance from the expiry. A one-time schedule fires in the minute it names (Scheduler user
+# guide, schedule-types.html#one-time); one whose time has passed is refused at create (third-party:
+# https://github.com/DefangLabs/pulumi-defang/pull/425; unverified offline). `close` records the expiry as now, then its `up` refreshes the estate before
+# it sends the schedule (gpufleet/burst/driver.py): minutes on a large estate. Judged from the expiry, not the
+# program's clock, so bookings know the same time and a later `up` leaves the schedule be.
+AWS_STOP_LEAD = dt.timedelta(minutes=10)
 
 
-def lead_problem(spec: EstateSpec, window: BurstWindow, at: dt.datetime) -> str | None:
-    """Why `open`/`extend` refuse a window recorded at `at`: its stop is within SCHEDULE_LEAD of `at`."""
-    stop = backstop_time(spec, window, dt.timedelta(0))
-    why = f"its capacity would stop at {stop:%Y-%m-%d %H:%M} UTC (expiry + burst.grace_minutes), within 5 minutes"
-    return None if stop - at >= SCHEDULE_LEAD else f"{why}: too soon for its AWS-side stop; ask for more hours"
+def stop_after_expiry(spec: EstateSpec) -> dt.timedelta:
+    """How long after its expiry a window's node group is stopped by AWS: the grace, at least AWS_STOP_LEAD."""
+    return max(grace(spec), AWS_STOP_LEAD)
 
 
-def schedule_kept(window: BurstWindow, stop_at: dt.datetime) -> bool:
-    """Judged against the window's start, not now: an `up` just before the stop keeps the schedule, not deletes it."""
-    return stop_at - window.start >= SCHEDULE_LEAD
+def aws_stop(spec: EstateSpec, window: BurstWindow) -> dt.datetime:
+    """When the AWS schedule stops the node group: expiry + grace, at least AWS_STOP_LEAD after the expiry."""
+    return minute_at_or_after(window.expires + stop_after_expiry(spec))
 
 
 def backstop(spec: EstateSpec, window: BurstWindow | None, now: dt.datetime) -> Backstop | None:
     """The backstop of the window while it holds capacity at `now` (open or draining); None when idle."""
     if window is None or window_phase(spec, window, now) == "idle":
         return None
-    return Backstop(window.pool, minute_at_or_after(window.expires), backstop_time(spec, window, dt.timedelta(0)))
+    drain = minute_at_or_after(drain_ends(spec, window))
+    return Backstop(window.pool, minute_at_or_after(window.expires), drain, aws_stop(spec, window))
 
 
 def minute_at_or_after(t: dt.datetime) -> dt.datetime:
@@ -321,9 +325,8 @@ RECONCILE_LAG = dt.timedelta(minutes=16)
 
 
 def backstop_time(spec: EstateSpec, window: BurstWindow, lag: dt.timedelta = RECONCILE_LAG) -> dt.datetime:
-    """When the window's capacity has stopped at the latest: the backstop's stop (expiry + grace, on the minute)
-    plus the lag."""
-    return minute_at_or_after(drain_ends(spec, window)) + lag
+    """When the window's capacity has stopped at the latest: the AWS schedule's time (`aws_stop`) plus the lag."""
+    return aws_stop(spec, window) + lag
 
 
 def window_usd_per_hour(spec: EstateSpec, window: BurstWindow) -> float:
@@ -347,7 +350,7 @@ def latest_expiry(
     it touches must hold its part on top of what the ledger books there (`spend_in_month`)."""
     assert spec.burst is not None
     rate = usd_per_hour * nodes
-    tail = grace(spec) + lag
+    tail = stop_after_expiry(spec) + lag
     limit = expires + tail
     lo = month_start(start)
     while lo < limit and rate > 0:
@@ -374,10 +377,11 @@ def worst_case(
     spec: EstateSpec, nodes: int, usd_per_hour: float, hours: float, lag: dt.timedelta = RECONCILE_LAG
 ) -> str:
     """The worst-case arithmetic of a window, as messages show it."""
-    g, lag_h = grace(spec).total_seconds() / 3600, lag.total_seconds() / 3600
+    g, lag_h = stop_after_expiry(spec).total_seconds() / 3600, lag.total_seconds() / 3600
+    until = "grace" if grace(spec) >= AWS_STOP_LEAD else "to the AWS stop"
     usd = window_price(usd_per_hour, nodes, hours + g + lag_h)
     return (
-        f"${usd:,.2f} at worst ({nodes} x ${usd_per_hour:,.2f}/h x ({hours_text(hours)} + {hours_text(g)} grace + "
+        f"${usd:,.2f} at worst ({nodes} x ${usd_per_hour:,.2f}/h x ({hours_text(hours)} + {hours_text(g)} {until} + "
         f"{hours_text(lag_h)} stop lag))"
     )
 

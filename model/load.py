@@ -16,15 +16,14 @@ from pydantic import TypeAdapter, ValidationError
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from model import clock
-from model.burst import READABLE_FORMATS, STATE_FORMAT, BurstState, lead_problem, window_problems
+from model.burst import READABLE_FORMATS, STATE_FORMAT, BurstState, window_problems
 from model.catalog import CatalogError
 from model.inputs import MAX_DEPTH, MAX_INT_DIGITS, JsonLimitError, SpecError, load_json, read_text
 from model.placeholders import placeholder_problems
 from model.rules.estate import estate_problems, unpriced_lines
 from model.schema_changes import Kind, change_at
 from model.secrets import check_secrets
-from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec, Problem, SpecFieldError, SpecProblems
+from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec, SpecFieldError, SpecProblems
 from model.spec.net import Timestamp
 from model.spec.tenancy import MAX_MEMBERS
 from model.yaml_text import check_unique_keys, over_limit
@@ -145,9 +144,6 @@ def check_window(spec: EstateSpec, window: BurstWindow | None, source: str) -> N
         return
     base = f"config.{WINDOW_KEY}"
     problems = window_problems(spec, window)
-    live = spec.burst is not None and window.expires > clock.now()  # a past window is only booked, never judged
-    if live and (too_soon := lead_problem(spec, window, window.start)) is not None:
-        problems.append(Problem("expires", too_soon))  # as `open` refuses it (model.burst.SCHEDULE_LEAD)
     if problems:
         raise SpecError([problem_line(source, base, p.path, p.message) for p in problems])
 

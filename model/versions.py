@@ -67,6 +67,10 @@ LOCAL_STATIC_PROVISIONER = Chart(
 # network policy agent; which release first carried the #553 fix was not confirmed. v1.23.1-eksbuild.1 is the
 # add-on build public EKS stacks run on 1.32 to 1.36 in 2026-09.
 VPC_CNI_ADDON = "v1.23.1-eksbuild.1"
+# EKS Pod Identity Agent, one build for 1.34 and 1.35 (and 1.36): public stacks pin v1.3.10-eksbuild.3 beside
+# kube-proxy v1.34.6, v1.35.3 and v1.36.0 builds (2026). Third-party, not read from `aws eks describe-addon-versions`
+# (no account offline); the EKS user guide (add-ons-pod-id) gives no per-minor table.
+POD_IDENTITY_AGENT_ADDON = "v1.3.10-eksbuild.3"
 
 # -- EKS Kubernetes minors ---------------------------------------------------------------------------------------
 EKS_VERSIONS_URL = "https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html"
@@ -96,14 +100,20 @@ class EksMinor:
 # AL2023 AMI release v20260714 (awslabs/amazon-eks-ami CHANGELOG.md, "AMI Release v20260714"): release versions
 # 1.34.9-20260714 and 1.35.6-20260714 for every AL2023 AMI type; the x86_64 NVIDIA AMIs carry
 # kmod-nvidia-latest-dkms 580.159.03. CoreDNS and kube-proxy: the EKS user guide's tables of the latest add-on build
-# per minor (managing-coredns and managing-kube-proxy, 2026). eks-pod-identity-agent and eks-node-monitoring-agent
-# are not pinned per minor: no per-minor table was found, so EKS installs its default build for the minor.
+# per minor (managing-coredns and managing-kube-proxy, 2026). eks-node-monitoring-agent is not pinned per minor: no
+# per-minor build was found, so EKS installs its default build for the minor.
 AL2023_RELEASE = "v20260714"
 AL2023_NVIDIA_DRIVER = "580.159.03"
 # cluster-autoscaler chart 9.53.0 = cluster-autoscaler 1.34.2 (kubernetes/autoscaler tag
 # cluster-autoscaler-chart-9.53.0, cluster-autoscaler/charts/cluster-autoscaler/Chart.yaml appVersion), the newest
 # chart for Kubernetes 1.34: the autoscaler's minor must match the control plane's (cluster-autoscaler README,
 # "Releases"). No chart for 1.35 is pinned (none was found at a confirmed tag, and none is in the chart cache).
+# Not chart 9.53.0 with image tag v1.35.x for 1.35: cluster-autoscaler 1.35 always handles DRA objects
+# (cluster-autoscaler/config/flags/flags.go at cluster-autoscaler-1.35.0: --enable-dynamic-resource-allocation
+# "locked to true"), and only chart 9.54.0 (appVersion 1.35.0) grants get/list/watch on resource.k8s.io
+# resourceslices, deviceclasses and resourceclaims (compare cluster-autoscaler-chart-9.53.0...9.54.0,
+# templates/clusterrole.yaml, the chart's one change besides Chart.yaml).
+AUTOSCALER_CHART_NEEDED = {"1.35": "cluster-autoscaler chart 9.54.0 or later (appVersion 1.35.0)"}
 CLUSTER_AUTOSCALER = Chart("cluster-autoscaler", "9.53.0", "https://kubernetes.github.io/autoscaler")
 CLUSTER_AUTOSCALER_APP = "1.34.2"
 EKS_MINORS: dict[str, EksMinor] = {
@@ -118,6 +128,7 @@ EKS_MINORS: dict[str, EksMinor] = {
             (
                 ("vpc-cni", VPC_CNI_ADDON),
                 ("kube-proxy", "v1.34.6-eksbuild.2"),
+                ("eks-pod-identity-agent", POD_IDENTITY_AGENT_ADDON),
                 ("coredns", "v1.13.2-eksbuild.7"),
             ),
             f"1.34.9-{AL2023_RELEASE[1:]}",
@@ -134,6 +145,7 @@ EKS_MINORS: dict[str, EksMinor] = {
             (
                 ("vpc-cni", VPC_CNI_ADDON),
                 ("kube-proxy", "v1.35.3-eksbuild.2"),
+                ("eks-pod-identity-agent", POD_IDENTITY_AGENT_ADDON),
                 ("coredns", "v1.14.2-eksbuild.4"),
             ),
             f"1.35.6-{AL2023_RELEASE[1:]}",
@@ -143,6 +155,12 @@ EKS_MINORS: dict[str, EksMinor] = {
         ),
     )
 }
+
+
+def autoscaler_needed(minor: str) -> str:
+    """What pinning the cluster-autoscaler step of `minor` takes, where gpufleet knows it ("" otherwise)."""
+    needed = AUTOSCALER_CHART_NEEDED.get(minor)
+    return f"; its cluster-autoscaler step needs {needed} in the chart cache, then pinned" if needed else ""
 
 
 def eks_minor(version: str) -> EksMinor | None:

@@ -3,14 +3,16 @@
 An EventBridge Scheduler one-time schedule calls `eks:UpdateNodegroupConfig` through its universal target and sets
 the group's idle bounds: min 0, desired 0, max 1. It needs no runner and no reachable API.
 
-Not an Auto Scaling scheduled action: EKS owns a managed node group's ASG (EKS API, NodegroupScalingConfig).
+Not an Auto Scaling scheduled action: EKS owns a managed node group's ASG.
 
-The role may call that one action on that one node group. The schedule fires once (ACTION_AFTER_COMPLETION).
+The role may call that one action on that one group. The schedule fires once (ACTION_AFTER_COMPLETION).
 Schedules take no tags, so the schedule sits in a tagged schedule group.
 
-It is built before the capacity, which depends on it (components.aws.node_pool). So an `up` that cannot create it
-fails before the group is raised. It waits for nothing of the group: the group's name is fixed
-(model.kinds.aws.burst_node_group_name) and the account comes from the site's node role.
+A failed stop is never silent: an alarm tells the burst alert emails, and an encrypted dead-letter queue
+keeps AWS's answer.
+
+It is built before the capacity, which depends on it, so an `up` that cannot create it fails before the group is
+raised. The group's name is fixed (model.kinds.aws.burst_node_group_name), so it waits for nothing of the group.
 """
 
 from __future__ import annotations
@@ -38,6 +40,20 @@ UNIVERSAL_TARGET = "arn:aws:scheduler:::aws-sdk:eks:updateNodegroupConfig"
 # fail. The next full `up` deletes it.
 ACTION_AFTER_COMPLETION = "NONE"
 RETRY = aws.scheduler.ScheduleTargetRetryPolicyArgs(maximum_event_age_in_seconds=86_400, maximum_retry_attempts=185)
+# The schedule group's metrics in AWS/Scheduler, dimension ScheduleGroup (Scheduler user guide,
+# monitoring-cloudwatch.html, "List of metrics"). TargetErrorCount counts the first failed call, a day before retries
+# run out; the other three count calls given up (dropped, sent to the dead-letter queue, or not even that).
+SCHEDULER_NAMESPACE = "AWS/Scheduler"
+FAILURE_METRICS = (
+    "TargetErrorCount",
+    "InvocationDroppedCount",
+    "InvocationsSentToDeadLetterCount",
+    "InvocationsFailedToBeSentToDeadLetterCount",
+)
+ALARM_PERIOD_SECONDS = 60
+# A dead-letter event is kept as long as SQS allows, 14 days (SQS API reference, SetQueueAttributes,
+# MessageRetentionPeriod: 60 to 1,209,600 seconds): long enough to read after a weekend.
+DEAD_LETTER_RETENTION_SECONDS = 1_209_600
 
 
 def at_expression(when: dt.datetime) -> str:
@@ -79,12 +95,35 @@ class NodeGroupBackstopArgs:
     stop_at: dt.datetime
     scaling: tuple[int, int, int]  # the node group's idle bounds (min, desired, max)
     tags: dict[str, str]
+    alert_topic_arn: pulumi.Input[str] | None = None  # the burst alert topic (components.aws.burst_budget)
+
+
+def failure_queries(schedule_group: pulumi.Input[str]) -> list[aws.cloudwatch.MetricAlarmMetricQueryArgs]:
+    """The alarm's metric math: the sum of FAILURE_METRICS for one schedule group, a metric with no data as 0."""
+    metrics = [
+        aws.cloudwatch.MetricAlarmMetricQueryArgs(
+            id=f"m{i}",
+            return_data=False,
+            metric=aws.cloudwatch.MetricAlarmMetricQueryMetricArgs(
+                namespace=SCHEDULER_NAMESPACE,
+                metric_name=metric,
+                dimensions={"ScheduleGroup": schedule_group},
+                period=ALARM_PERIOD_SECONDS,
+                stat="Sum",
+            ),
+        )
+        for i, metric in enumerate(FAILURE_METRICS)
+    ]
+    total = " + ".join(f"FILL(m{i}, 0)" for i in range(len(FAILURE_METRICS)))
+    return [*metrics, aws.cloudwatch.MetricAlarmMetricQueryArgs(id="failures", expression=total, return_data=True)]
 
 
 class NodeGroupBackstop(pulumi.ComponentResource):
-    """Creates the schedule group (tagged), the execution role and its one-action policy, and the schedule."""
+    """Creates the schedule group (tagged), the execution role and its policy, the dead-letter queue, the schedule
+    and the alarm on its failures."""
 
     schedule: aws.scheduler.Schedule
+    alarm: aws.cloudwatch.MetricAlarm
 
     def __init__(self, name: str, args: NodeGroupBackstopArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:aws:NodeGroupBackstop", name, None, opts)
@@ -100,8 +139,21 @@ class NodeGroupBackstop(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
+        # SSE-SQS, SQS's own keys: Scheduler sends as the execution role, which then needs no KMS grant (SQS
+        # developer guide, sqs-server-side-encryption.html).
+        queue = aws.sqs.Queue(
+            f"{name}-dlq",
+            name=f"{aws_name}-dlq",
+            sqs_managed_sse_enabled=True,
+            message_retention_seconds=DEAD_LETTER_RETENTION_SECONDS,
+            tags=args.tags,
+            opts=child,
+        )
         policy = aws.iam.RolePolicy(
-            f"{name}-policy", role=role.id, policy=group_arn.apply(iam.node_group_scaling_policy), opts=child
+            f"{name}-policy",
+            role=role.id,
+            policy=pulumi.Output.all(group_arn, queue.arn).apply(lambda a: iam.node_group_scaling_policy(a[0], a[1])),
+            opts=child,
         )
         group = aws.scheduler.ScheduleGroup(f"{name}-group", name=aws_name, tags=args.tags, opts=child)
         request = update_request(args.cluster_name, args.node_group_name, args.scaling)
@@ -115,8 +167,28 @@ class NodeGroupBackstop(pulumi.ComponentResource):
             flexible_time_window=aws.scheduler.ScheduleFlexibleTimeWindowArgs(mode="OFF"),
             action_after_completion=ACTION_AFTER_COMPLETION,
             target=aws.scheduler.ScheduleTargetArgs(
-                arn=UNIVERSAL_TARGET, role_arn=role.arn, input=request, retry_policy=RETRY
+                arn=UNIVERSAL_TARGET,
+                role_arn=role.arn,
+                input=request,
+                retry_policy=RETRY,
+                dead_letter_config=aws.scheduler.ScheduleTargetDeadLetterConfigArgs(arn=queue.arn),
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
+        )
+        # notBreaching: Scheduler publishes nothing before the schedule fires, and nothing is not a failure.
+        actions = [args.alert_topic_arn] if args.alert_topic_arn is not None else []
+        self.alarm = aws.cloudwatch.MetricAlarm(
+            f"{name}-alarm",
+            name=f"{aws_name}-failed",
+            alarm_description=f"burst pool {args.pool}: the backstop could not stop the node group; stop it by hand "
+            f"(dead-letter queue {aws_name}-dlq holds AWS's answer)",
+            comparison_operator="GreaterThanThreshold",
+            threshold=0,
+            evaluation_periods=1,
+            metric_queries=failure_queries(group.name),
+            treat_missing_data="notBreaching",
+            alarm_actions=actions,
+            tags=args.tags,
+            opts=child,
         )
         self.register_outputs({})

@@ -2,7 +2,7 @@
 
 The burst pools' launch templates tag what they launch `gpufleet-burst=<cluster>` (model.conventions.BURST_TAG). A
 monthly budget of `burst.budget_usd` filters the bill on that tag and emails `burst.alert_emails` at 80% and 100%
-of actual spend and at 100% of forecast spend.
+of actual spend and at 100% of forecast spend. They also get the alert topic of a failed backstop's alarm.
 
 - It only alerts: `gpufleet burst` and the backstop keep the spend within the budget; this tells people when AWS's
   own bill says otherwise (a node outside any window, a price the catalog got wrong).
@@ -25,6 +25,9 @@ from model.conventions import BURST_TAG
 ACTIVATE_TAGS = "https://docs.aws.amazon.com/awsaccountbilling/latest/aboutv2/activating-tags.html"
 # (notification type, % of the budget): actual spend near and at the budget, and a forecast over it.
 THRESHOLDS = (("ACTUAL", 80.0), ("ACTUAL", 100.0), ("FORECASTED", 100.0))
+# The alert topic keeps SNS's default: no encryption at rest. A CloudWatch alarm cannot publish to a topic under the
+# AWS managed key alias/aws/sns, whose key policy cannot grant it kms:GenerateDataKey
+# (https://repost.aws/knowledge-center/cloudwatch-configure-alarm-sns). Its messages name an alarm, nothing secret.
 
 
 def tag_filter(cluster: str) -> str:
@@ -42,12 +45,25 @@ class BurstBudgetArgs:
 
 
 class BurstBudget(pulumi.ComponentResource):
-    """Creates the monthly cost budget, with its notifications when anyone is to be told."""
+    """Creates the monthly cost budget, and when anyone is to be told its notifications and the alert topic with
+    one email subscription each (each address confirms it once)."""
 
     budget: aws.budgets.Budget
+    topic: aws.sns.Topic | None  # the burst alert topic, when anyone is to be told
 
     def __init__(self, name: str, args: BurstBudgetArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:aws:BurstBudget", name, None, opts)
+        self.topic = None
+        if args.emails:
+            self.topic = aws.sns.Topic(
+                f"{name}-alerts", name=f"{args.cluster_name}-burst-alerts", tags=args.tags,
+                opts=pulumi.ResourceOptions(parent=self),
+            )  # fmt: skip
+            for i, email in enumerate(args.emails):
+                aws.sns.TopicSubscription(
+                    f"{name}-alerts-{i}", topic=self.topic.arn, protocol="email", endpoint=email,
+                    opts=pulumi.ResourceOptions(parent=self),
+                )  # fmt: skip
         notifications = [
             aws.budgets.BudgetNotificationArgs(
                 comparison_operator="GREATER_THAN",

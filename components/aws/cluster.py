@@ -32,10 +32,7 @@ LOG_RETENTION_DAYS = 90
 # EKS managed add-ons installed beside the pinned ones (versions.EKS_MINORS). No build is pinned for these per minor,
 # so EKS installs its default build for the cluster's minor; EKS does not update an add-on when the cluster's minor
 # changes (EKS user guide, updating-an-add-on).
-NODE_ADDONS = (
-    "eks-pod-identity-agent",  # IAM for the CSI controllers and tenants' S3 access (EKS Pod Identity)
-    "eks-node-monitoring-agent",  # GPU/XID health conditions that node auto repair acts on
-)
+NODE_ADDONS = ("eks-node-monitoring-agent",)  # GPU/XID health conditions that node auto repair acts on
 # Add-ons that need running nodes to become ACTIVE (a Deployment): created after the system node group. The rest
 # (DaemonSets and the CNI) come before every node group, so nodes join with them.
 AFTER_NODES = frozenset({"coredns"})
@@ -66,6 +63,7 @@ class EksClusterStack(pulumi.ComponentResource):
     node_role_arn: pulumi.Output[str]
     key_arn: pulumi.Output[str]
     system_nodes: aws.eks.NodeGroup | None  # what in-cluster releases schedule on (None: an adopted cluster)
+    version: pulumi.Output[str]  # the control plane's minor as the cluster resource reports it
 
     def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:aws:EksCluster", name, None, opts)
@@ -78,6 +76,7 @@ class EksClusterStack(pulumi.ComponentResource):
         self.key = self._key(node_role)
         self.key_arn = self.key.arn
         cluster = self._adopted() if site.cluster.adopt_name else self._created()
+        self.version = pulumi.Output.from_input(cluster.version)
         if not site.cluster.adopt_name:
             warning = support_warning(self.name, site.cluster.version, site.cluster.support_type, clock.now().date())
             if warning:

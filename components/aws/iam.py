@@ -368,13 +368,15 @@ def scheduler_trust_policy(account: str) -> str:
     )
 
 
-def node_group_scaling_policy(node_group_arn: str | None) -> str:
+def node_group_scaling_policy(node_group_arn: str | None, dead_letter_queue_arn: str | None) -> str:
     """Only `eks:UpdateNodegroupConfig`, only on one node group (the action takes a nodegroup ARN as its resource:
-    Service Authorization Reference, Amazon EKS; the ARN's last part, the id EKS assigns, may be a `*`)."""
+    Service Authorization Reference, Amazon EKS; the ARN's last part, the id EKS assigns, may be a `*`), and
+    `sqs:SendMessage` on the schedule's dead-letter queue: Scheduler delivers dead-letter events as the schedule's
+    execution role (Scheduler user guide, configuring-schedule-dlq.html, "Set up execution role permissions")."""
     arn = node_group_arn or "NODE_GROUP_ARN_KNOWN_AT_APPLY"  # offline synth never learns a real ARN
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [{"Effect": "Allow", "Action": "eks:UpdateNodegroupConfig", "Resource": arn}],
-        }
-    )
+    queue = dead_letter_queue_arn or "QUEUE_ARN_KNOWN_AT_APPLY"
+    statements = [
+        {"Effect": "Allow", "Action": "eks:UpdateNodegroupConfig", "Resource": arn},
+        {"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": queue},
+    ]
+    return json.dumps({"Version": "2012-10-17", "Statement": statements})

@@ -27,7 +27,7 @@ from components.aws.launch import (
 )
 from model import clock
 from model.blocks import block_phase, block_warning
-from model.burst import backstop, burst_group_size, effective_scaling, schedule_kept
+from model.burst import backstop, burst_group_size, effective_scaling
 from model.conventions import BURST_TAG, POOL_TAG, SHARED, Taint, eks_rejects_label
 from model.efa import EFA_HUGEPAGES, efa_interfaces, efa_node_hugepages
 from model.health import eks_node_repair
@@ -38,6 +38,7 @@ from model.queues import gpu_resource_name
 from model.rdma import EFA_RESOURCE
 from model.spec import AwsNodePool, AwsSite, BurstWindow, EfaFabric, EstateSpec
 from model.tags import Tags
+from model.versions import kubernetes_minor
 
 # EKS-optimized AL2023 NVIDIA AMI types by the instance's architecture (EKS API AMITypes, e.g. CloudFormation
 # AWS::EKS::Nodegroup AmiType; pulumi-aws eks.NodeGroup amiType). Grace-based types (p6e-gb200) are arm64, and the
@@ -200,6 +201,8 @@ class GpuNodePoolArgs:
     efa: EfaAttachment | None
     scratch_mount_path: str | None
     depends_on: list[pulumi.Resource]
+    alert_topic_arn: pulumi.Input[str] | None = None  # the burst alert topic, for the backstop's alarm
+    cluster_version: pulumi.Input[str] | None = None  # the control plane's minor as its resource reports it
 
 
 class GpuNodePool(pulumi.ComponentResource):
@@ -229,13 +232,11 @@ class GpuNodePool(pulumi.ComponentResource):
         self.register_outputs({})
 
     def _backstop(self) -> NodeGroupBackstop | None:
-        """The window's AWS-side stop while it holds capacity. Whether to make it is judged against the window's
-        start, not `now` (model.burst.schedule_kept): an `up` minutes before the stop keeps the schedule as is."""
+        """The window's AWS-side stop while it holds capacity. Its time comes from the window, not `now`
+        (model.burst.aws_stop): an `up` minutes before the stop keeps the schedule as is."""
         a = self._args
         stop = backstop(a.spec, a.window, a.now)
         if stop is None or a.window is None or stop.pool != a.pool.name:
-            return None
-        if not schedule_kept(a.window, stop.stop_at):
             return None
         return NodeGroupBackstop(
             f"{self._n}-backstop",
@@ -245,9 +246,10 @@ class GpuNodePool(pulumi.ComponentResource):
                 cluster_name=a.cluster_name,
                 node_group_name=burst_node_group_name(a.pool),
                 node_role_arn=a.node_role_arn,
-                stop_at=stop.stop_at,
-                scaling=mng_scaling(a.spec, a.pool, a.window, stop.stop_at),  # idle at the stop: 0, 0, 1
+                stop_at=stop.aws_stop_at,
+                scaling=mng_scaling(a.spec, a.pool, a.window, stop.aws_stop_at),  # idle at the stop: 0, 0, 1
                 tags=self._tags,
+                alert_topic_arn=a.alert_topic_arn,
             ),
             pulumi.ResourceOptions(parent=self, depends_on=a.depends_on),
         )
@@ -319,6 +321,25 @@ class GpuNodePool(pulumi.ComponentResource):
             )
         return out
 
+    def _group_version(self) -> pulumi.Input[str]:
+        """The group's minor: the cluster's pin, and for a burst pool the control plane's own. A burst command's
+        `up` targets the burst groups, not the cluster (gpufleet/burst/targets.py), so the cluster resource then
+        reports the minor it runs, and a bumped `cluster.version` cannot move the group past the control plane
+        ("kubelet must not be newer than kube-apiserver": kubernetes.io/releases/version-skew-policy)."""
+        a = self._args
+        if a.pool.burst and a.cluster_version is not None:
+            return a.cluster_version
+        return a.site.cluster.version
+
+    def _group_release(self) -> pulumi.Input[str] | None:
+        """The pinned AMI release; for a burst pool only while it is of the group's minor (else EKS's newest)."""
+        release = ami_release(self._args.pool)
+        version = self._group_version()
+        if release is None or isinstance(version, str):
+            return release
+        live: pulumi.Output[str] = pulumi.Output.from_input(version)
+        return live.apply(lambda v: release if kubernetes_minor(release) == v else None)  # type: ignore[arg-type,return-value]
+
     def _node_group(self, backstop: list[pulumi.Resource]) -> aws.eks.NodeGroup:
         """The node group; a burst one after its backstop, named so the backstop can name it (replaced by delete
         first, as a fixed name cannot exist twice)."""
@@ -335,8 +356,8 @@ class GpuNodePool(pulumi.ComponentResource):
             ami_type=gpu_ami_type(pool),
             # The kubelet's minor and the AMI release (which holds the GPU driver) are pinned, so an `up` launches
             # what the last one did; a minor bump moves both, after the add-ons (the pool depends on the cluster).
-            version=a.site.cluster.version,
-            release_version=ami_release(pool),
+            version=self._group_version(),
+            release_version=self._group_release(),
             capacity_type=CAPACITY_TYPES[pool.capacity.type],
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=lo, desired_size=desired, max_size=hi),
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(

@@ -46,6 +46,7 @@ class AwsSiteStack(pulumi.ComponentResource):
     kubeconfig: pulumi.Output[str]  # secret; also what a MultiKueue manager needs to reach this cluster
     cluster_name: str
     autoscaler: ClusterAutoscaler | None  # sites with autoscaled pools only
+    burst_budget: BurstBudget | None  # the burst site only
 
     def __init__(self, name: str, args: AwsSiteArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(AWS_SITE_TYPE, name, None, opts)
@@ -93,6 +94,14 @@ class AwsSiteStack(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=system),
         )
         self.fabrics = self._fabrics()
+        self.burst_budget = None
+        if args.spec.burst is not None and args.spec.burst.cloud_site == args.site.name:
+            self.burst_budget = BurstBudget(
+                f"{name}-burst-budget",
+                BurstBudgetArgs(self.cluster_name, args.spec.burst.budget_usd, args.spec.burst.alert_emails,
+                                args.tags.aws()),
+                self._child(),
+            )  # fmt: skip
         self.pools = [self._pool(p) for p in args.site.node_pools]
         self.storage = SiteStorage(
             f"{name}-storage",
@@ -118,13 +127,6 @@ class AwsSiteStack(pulumi.ComponentResource):
                 f"{name}-autoscaler",
                 ClusterAutoscalerArgs(args.spec, args.site, args.tags, self.cluster_name, self.k8s_provider,
                                       depends_on=[self.cluster, *(p.node_group for p in self.pools)]),
-                self._child(),
-            )  # fmt: skip
-        if args.spec.burst is not None and args.spec.burst.cloud_site == args.site.name:
-            BurstBudget(
-                f"{name}-burst-budget",
-                BurstBudgetArgs(self.cluster_name, args.spec.burst.budget_usd, args.spec.burst.alert_emails,
-                                args.tags.aws()),
                 self._child(),
             )  # fmt: skip
         self.register_outputs({"cluster_name": self.cluster_name})
@@ -188,6 +190,7 @@ class AwsSiteStack(pulumi.ComponentResource):
         # A renamed pool's component takes its old name as an alias; the engine aliases each child named after it
         # (`<component>-ng`, `-lt`, ...) the same way, so the node group is not replaced (docs/stack-file.md).
         renamed = [pulumi.Alias(name=f"{self._n}-{pool.renamed_from}")] if pool.renamed_from else None
+        topic = self.burst_budget.topic if self.burst_budget is not None else None
         return GpuNodePool(
             f"{self._n}-{pool.name}",
             GpuNodePoolArgs(
@@ -205,6 +208,8 @@ class AwsSiteStack(pulumi.ComponentResource):
                 efa=efa,
                 scratch_mount_path=scratch.mount_path if scratch else None,
                 depends_on=[self.cluster],
+                alert_topic_arn=topic.arn if topic is not None else None,
+                cluster_version=self.cluster.version,
             ),
             pulumi.ResourceOptions.merge(self._child(), pulumi.ResourceOptions(aliases=renamed)),
         )

@@ -38,11 +38,10 @@ from model.burst import (
     close_entry,
     cloud_site,
     drain_ends,
-    grace,
     hours_between,
     latest_expiry,
-    lead_problem,
     spend_in_month,
+    stop_after_expiry,
     window_phase,
     window_price,
     window_usd_per_hour,
@@ -367,14 +366,12 @@ def extend(
         most = (
             "no later expiry fits" if fits is None or fits <= w.expires else f"it fits until {fits:%Y-%m-%d %H:%M} UTC"
         )
-        end = expires + grace(s.spec) + RECONCILE_LAG
+        end = expires + stop_after_expiry(s.spec) + RECONCILE_LAG
         raise BurstError(
             f"extended, the window ({w.nodes} x {w.instance_type} for {total:g} h from its start) costs "
             f"{worst_case(s.spec, w.nodes, price, total)}, but only {budget_line(s.spec, s.ledger, w.start, end)}; "
             f"{most}"
         )
-    if (too_soon := lead_problem(s.spec, w.model_copy(update={"expires": expires}), now)) is not None:
-        raise BurstError(f"the window cannot be extended so: {too_soon}")
     after = BurstState(w.model_copy(update={"expires": expires}), s.state.ledger, now)
     summary = _up(project_dir, stack, driver, s, after, on_output)
     extra = window_price(price, w.nodes, hours)

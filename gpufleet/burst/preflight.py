@@ -24,7 +24,6 @@ from model.burst import (
     hours_between,
     hours_text,
     latest_expiry,
-    lead_problem,
     month_start,
     next_month,
     node_hour_price,
@@ -170,15 +169,8 @@ def preflight(
             checks.append(f"quota {code} ({title}): {in_use} + {vcpus} of {limit:g} vCPUs")
 
     usd_per_hour, hours, price, spent = _budget(spec, ledger, pool, nodes, request, now, checks)
-    window = led(spec, window_of(pool, nodes, az, now, hours, request.gpus, usd_per_hour), now)
+    window = window_of(pool, nodes, az, now, hours, request.gpus, usd_per_hour)
     return Preflight(window, site.region, price, spent, policy.budget_usd, checks)
-
-
-def led(spec: EstateSpec, window: BurstWindow, now: dt.datetime) -> BurstWindow:
-    """`window`, refused when its stop is within SCHEDULE_LEAD of its opening (model.burst.lead_problem)."""
-    if (too_soon := lead_problem(spec, window, now)) is not None:
-        raise BurstError(f"the window cannot open: {too_soon}")
-    return window
 
 
 def window_of(
@@ -272,7 +264,7 @@ def offline_check(
     checks.append(NOT_CHECKED_OFFLINE.format(itype=pool.instance_type, vcpus=nodes * pool.instance.vcpus))
     site = cloud_site(spec)
     zone = pool_zone(site, pool) or site.availability_zones[0]  # EC2's offerings are not known offline
-    window = led(spec, window_of(pool, nodes, zone, now, hours, request.gpus, usd_per_hour), now)
+    window = window_of(pool, nodes, zone, now, hours, request.gpus, usd_per_hour)
     return Preflight(window, site.region, price, spent, policy.budget_usd, checks)
 
 

@@ -99,8 +99,9 @@ def backstop_line(review: Review) -> str | None:
         return None
     return (
         f"Backstop: burst pool {b.pool} stops by itself: the cloud queues hold at {b.hold_at:%Y-%m-%d %H:%M} UTC "
-        f"(CronJob on the cloud worker); at {b.stop_at:%Y-%m-%d %H:%M} UTC they drain and AWS scales the node "
-        "group to zero (EventBridge Scheduler)"
+        f"(CronJob on the cloud worker); at {b.stop_at:%Y-%m-%d %H:%M} UTC they drain"
+        + (" and" if b.aws_stop_at == b.stop_at else f"; at {b.aws_stop_at:%Y-%m-%d %H:%M} UTC")
+        + " AWS scales the node group to zero (EventBridge Scheduler)"
     )
 
 
@@ -236,7 +237,14 @@ def preview_json(review: Review) -> str:
     doc["health"] = health_json(review.spec)
     b = review.backstop
     doc["backstop"] = (
-        None if b is None else {"pool": b.pool, "hold_at": b.hold_at.isoformat(), "stop_at": b.stop_at.isoformat()}
+        None
+        if b is None
+        else {
+            "pool": b.pool,
+            "hold_at": b.hold_at.isoformat(),
+            "stop_at": b.stop_at.isoformat(),
+            "aws_stop_at": b.aws_stop_at.isoformat(),
+        }
     )
     return json.dumps(doc, indent=1, sort_keys=True)
 

@@ -62,8 +62,8 @@ def _autoscaler_version(path: str, s: AwsSite) -> Iterator[Problem]:
             f"{path}.cluster.version",
             f"pools {', '.join(scaled)} of site {s.name} scale between min and max through cluster-autoscaler, whose "
             f"minor must match the control plane's (cluster-autoscaler README, Releases), and gpufleet pins none for "
-            f"Kubernetes {s.cluster.version} (pinned for: {', '.join(autoscaled_minors())}); keep a pinned minor, or "
-            "min equal to max on those pools",
+            f"Kubernetes {s.cluster.version} (pinned for: {', '.join(autoscaled_minors())}){versions.autoscaler_needed(s.cluster.version)}; "
+            "keep a pinned minor, or min equal to max on those pools",
         )
 
 

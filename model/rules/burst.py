@@ -71,7 +71,7 @@ def _burst_site(spec: EstateSpec, cloud: AwsSite) -> Iterator[Problem]:
             f"sites[{i}].cluster.version",
             f"site {cloud.name} bursts through cluster-autoscaler, whose minor must match the control plane's "
             f"(cluster-autoscaler README, Releases), and gpufleet pins none for Kubernetes {cloud.cluster.version} "
-            f"(pinned for: {', '.join(minors)}); keep a pinned minor",
+            f"(pinned for: {', '.join(minors)}){versions.autoscaler_needed(cloud.cluster.version)}; keep a pinned minor",
         )
     steady_pools = {p.name for p in cloud.node_pools if not p.burst}
     for j, t in enumerate(spec.tenants):

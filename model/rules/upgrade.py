@@ -61,3 +61,30 @@ def minor_step_problems(base: Any, head: Any, source: str) -> list[str]:
                 f"plane one minor at a time (UpdateClusterVersion); bump to {step}, `up`, then on from there"
             )
     return problems
+
+
+# "We recommend that you update one minor version at a time" for the Amazon VPC CNI add-on: from 1.8 to 1.10 through
+# the latest patch of 1.9 (EKS user guide, managing-vpc-cni.html and vpc-add-on-update.html).
+ONE_MINOR_ADDONS = ("vpc-cni",)
+
+
+def addon_step_problems(base: dict[tuple[str, str], str], head: dict[tuple[str, str], str]) -> list[str]:
+    """One message per (cluster, add-on) of ONE_MINOR_ADDONS whose version skips a minor from `base` to `head`
+    (`v1.21.1-eksbuild.7` -> `v1.23.1-eksbuild.1`)."""
+    problems = []
+    for (cluster, addon), new in sorted(head.items()):
+        old = base.get((cluster, addon))
+        if addon not in ONE_MINOR_ADDONS or old is None:
+            continue
+        a, b = (
+            _minor(".".join(old.removeprefix("v").split(".")[:2])),
+            _minor(".".join(new.removeprefix("v").split(".")[:2])),
+        )
+        if a is None or b is None or a[0] != b[0] or b[1] - a[1] <= 1:
+            continue
+        problems.append(
+            f"cluster {cluster}: add-on {addon} {old} -> {new} skips a minor ({RULE}): EKS recommends updating it one "
+            f"minor version at a time (EKS user guide, vpc-add-on-update.html); update it to the latest "
+            f"v{a[0]}.{a[1] + 1} build for the cluster's Kubernetes minor first (`aws eks update-addon`), then `up`"
+        )
+    return problems

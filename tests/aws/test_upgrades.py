@@ -115,3 +115,45 @@ def test_a_1_35_cluster_pins_the_1_35_builds(tmp_path: Path) -> None:
         pins.addons
     )
     assert {g.inputs["version"] for g in plan.find(NODE_GROUP)} == {"1.35"}
+
+
+def test_a_burst_node_group_never_runs_ahead_of_the_control_plane_it_joins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A burst command's `up` targets the burst node groups, not the cluster (gpufleet/burst/targets.py): after a
+    `cluster.version` bump not yet applied, the cluster resource still reports the old minor. The burst group takes
+    that minor, never the stack file's newer one (kubelet never newer than kube-apiserver:
+    kubernetes.io/releases/version-skew-policy); other groups move with the full `up` that upgrades the cluster."""
+    from gpufleet.engine import synth
+
+    real = synth._RecordingMocks.new_resource
+
+    def live_cluster(self: Any, args: Any) -> Any:
+        rid, outputs = real(self, args)
+        if args.typ == "aws:eks/cluster:Cluster":
+            outputs = {**outputs, "version": "1.33"}  # the control plane as the targeted `up` reads it
+        return rid, outputs
+
+    monkeypatch.setattr(synth._RecordingMocks, "new_resource", live_cluster)
+    proj = write_project(tmp_path, example_config("hybrid"), "hybrid")
+    plan = synth_stack(proj, "hybrid", read_stack(proj, "hybrid"))
+    groups = {r.name: r.inputs for r in plan.find("aws:eks/nodeGroup:NodeGroup")}
+    (burst,) = [g for n, g in groups.items() if "burst-h100" in n]
+    assert burst["version"] == "1.33"
+    pinned = read_stack(proj, "hybrid").estate()
+    cloud = next(s for s in pinned.sites if s.name == "cloud")
+    assert cloud.cluster.version == "1.34"  # the stack file's pin, which a full `up` applies first
+
+
+def test_the_pod_identity_agent_is_pinned_per_minor_like_vpc_cni_coredns_and_kube_proxy(
+    example_plans: dict[str, Plan],
+) -> None:
+    """So a minor bump moves it in the ordered upgrade (before the node groups), not EKS's default of the day."""
+    addons = _addons(example_plans["aws-train"])
+    for minor in ("1.34", "1.35"):
+        pinned = versions.eks_minor(minor)
+        assert (
+            pinned is not None and pinned.addon_version("eks-pod-identity-agent") == versions.POD_IDENTITY_AGENT_ADDON
+        )
+    assert addons["eks-pod-identity-agent"].inputs["addonVersion"] == versions.POD_IDENTITY_AGENT_ADDON
+    assert "addonVersion" not in addons["eks-node-monitoring-agent"].inputs  # no per-minor build found (model.versions)

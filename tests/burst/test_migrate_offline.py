@@ -140,21 +140,19 @@ def test_extend_refused_over_the_budget_and_without_an_open_window(
     ) in " ".join(result.output.split())
 
 
-def test_open_and_extend_refuse_a_window_whose_stop_is_within_the_schedule_lead(
+def test_open_and_extend_accept_a_short_window_its_aws_stop_being_kept_far_enough_ahead(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The program keeps the AWS-side stop's schedule by the window's start (model.burst.schedule_kept), so a
-    window whose stop (expiry + grace) is within SCHEDULE_LEAD (5 min) of its recording is refused."""
+    """A window whose expiry + grace falls within minutes of its recording is no longer refused: its AWS stop is
+    model.burst.AWS_STOP_LEAD after the expiry, so the schedule is never sent a time about to pass."""
     config = hybrid_config(window(NOW - dt.timedelta(hours=1), 1 + 1 / 60, nodes=1, usd_per_hour=55.04))
     config[ESTATE_KEY]["burst"]["grace_minutes"] = 0
     proj = project(tmp_path, config)
     driver = FakeDriver(proj)
     monkeypatch.setattr(burst_cli, "make_driver", lambda p: driver)
     monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
-    result = invoke(proj, "extend", "--hours", "0.05")  # expires in 1 min, then 3 more: stops 4 min from now
-    assert result.exit_code == 1 and "too soon for its AWS-side stop" in result.output, result.output
-    assert driver.names() == ["read_state"]
-    assert invoke(proj, "extend", "--hours", "0.1").exit_code == 0  # 7 min from now
+    result = invoke(proj, "extend", "--hours", "0.05")  # expires in 1 min, then 3 more
+    assert result.exit_code == 0, result.output
 
     fresh = hybrid_config()
     fresh[ESTATE_KEY]["burst"]["grace_minutes"] = 0
@@ -162,4 +160,4 @@ def test_open_and_extend_refuse_a_window_whose_stop_is_within_the_schedule_lead(
     proj = project(tmp_path / "open", fresh)
     monkeypatch.setattr(burst_cli, "make_aws", lambda region: pytest.fail("--offline must not call AWS"))
     result = invoke(proj, "open", "--gpus", "8", "--hours", "0.05", "--dry-run", "--offline")
-    assert result.exit_code == 1 and "the window cannot open: its capacity would stop" in result.output
+    assert result.exit_code == 0, result.output

@@ -23,9 +23,16 @@ from components.hybrid.burst_stop import cron_schedule, role_rules
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.engine.synth import synth_stack
 from model import clock, versions
-from model.burst import SCHEDULE_LEAD, BurstState, lead_problem, minute_at_or_after
+from model.burst import (
+    AWS_STOP_LEAD,
+    RECONCILE_LAG,
+    BurstState,
+    backstop,
+    booking,
+    minute_at_or_after,
+)
 from model.kinds.aws import backstop_name
-from model.load import ESTATE_KEY, SpecError, check_window, parse_window, read_stack
+from model.load import ESTATE_KEY, check_window, parse_window, read_stack
 from tests.burst.helpers import STACK, hybrid_config, window
 from tests.conftest import write_project
 from tests.hybrid.plan_helpers import cluster, kueue_objects
@@ -76,7 +83,7 @@ def test_the_schedule_role_may_only_scale_that_one_node_group(open_plan: Plan) -
     assert statement["Principal"] == {"Service": "scheduler.amazonaws.com"}
     assert "aws:SourceAccount" in statement["Condition"]["StringEquals"]
     (policy,) = [r for r in open_plan.find("aws:iam/rolePolicy:RolePolicy") if r.name.endswith("-backstop-policy")]
-    (allowed,) = json.loads(policy.inputs["policy"])["Statement"]
+    allowed, _queue = json.loads(policy.inputs["policy"])["Statement"]
     assert allowed["Action"] == "eks:UpdateNodegroupConfig"
     # The one node group's ARN, its EKS-assigned id left open (Service Authorization Reference, Amazon EKS)
     cluster = burst_group(open_plan).inputs["clusterName"]
@@ -264,27 +271,78 @@ def test_no_grace_leaves_only_the_drain_so_no_hold_can_land_after_it(tmp_path: P
 
 
 def test_an_up_minutes_before_the_stop_keeps_the_aws_schedule(tmp_path: Path) -> None:
-    """The lead is judged against the window's start (when `open` recorded it), not the program's now: an `up` 4
-    minutes before the stop (deploy.yml, a draining reconcile) keeps the schedule it made earlier, unchanged,
-    rather than deleting it while the node group keeps max = cap."""
+    """The stop is judged from the window, not the program's now: an `up` 4 minutes before the stop (deploy.yml, a
+    draining reconcile) keeps the schedule it made earlier, unchanged, rather than deleting or moving it."""
     stop = minute_at_or_after(EXPIRES + dt.timedelta(minutes=30))
     late = synth_at(tmp_path, stop - dt.timedelta(minutes=4))
     early = synth_at(tmp_path, START + dt.timedelta(hours=1))
     assert only(late, SCHEDULE).inputs == only(early, SCHEDULE).inputs
     assert only(late, SCHEDULE).inputs["scheduleExpression"] == at_expression(stop)
     assert set(cron_jobs(late)) == {"burst-drain"}
-    assert stop - dt.timedelta(minutes=4) > stop - SCHEDULE_LEAD  # inside the lead
 
 
-def test_a_window_whose_stop_is_within_the_lead_of_its_opening_is_refused_offline(tmp_path: Path) -> None:
-    """`open` and `extend` refuse such a window (gpufleet/burst/preflight.py, flows.py); so does the offline
-    check of a window in stack config."""
+def test_a_window_whose_stop_would_be_within_the_lead_of_its_opening_gets_a_later_aws_stop(tmp_path: Path) -> None:
+    """Rather than refused, a 4-minute window with no grace stops on AWS AWS_STOP_LEAD after its expiry, far enough
+    ahead for the schedule; its worst case and booking count to that time."""
     config = hybrid_config()
     config[ESTATE_KEY]["burst"]["grace_minutes"] = 0
     spec = read_stack(write_project(tmp_path, config, STACK), STACK).estate()
     w = parse_window(window(START, 4 / 60, nodes=2), "test")
-    with clock.frozen(START), pytest.raises(SpecError, match="too soon for its AWS-side stop"):
+    assert w is not None
+    with clock.frozen(START):
         check_window(spec, w, "test")
-    assert lead_problem(spec, w, START - dt.timedelta(minutes=2)) is None
-    with clock.frozen(START + dt.timedelta(hours=1)):
-        check_window(spec, w, "test")  # a past window is only booked: burst migrate must still read it
+    b = backstop(spec, w, START)
+    assert b is not None and b.aws_stop_at == minute_at_or_after(w.expires + AWS_STOP_LEAD)
+    assert b.aws_stop_at - START > AWS_STOP_LEAD
+
+
+def test_a_failed_stop_lands_in_an_encrypted_dead_letter_queue_the_role_may_send_to(open_plan: Plan) -> None:
+    """Scheduler delivers what its retries could not as the execution role (Scheduler user guide,
+    configuring-schedule-dlq.html): the queue is standard (no FIFO), SSE-SQS encrypted, and the role may send."""
+    queue = only(open_plan, "aws:sqs/queue:Queue")
+    assert queue.inputs["sqsManagedSseEnabled"] is True and not queue.inputs.get("fifoQueue")
+    assert queue.inputs["messageRetentionSeconds"] == 1_209_600
+    target = only(open_plan, SCHEDULE).inputs["target"]
+    assert "deadLetterConfig" in target and "retryPolicy" in target
+    (policy,) = [r for r in open_plan.find("aws:iam/rolePolicy:RolePolicy") if r.name.endswith("-backstop-policy")]
+    actions = {s["Action"] for s in json.loads(policy.inputs["policy"])["Statement"]}
+    assert actions == {"eks:UpdateNodegroupConfig", "sqs:SendMessage"}
+
+
+def test_a_failed_stop_raises_an_alarm_to_the_burst_alert_emails(open_plan: Plan) -> None:
+    """The alarm sums the schedule group's failure metrics (AWS/Scheduler, dimension ScheduleGroup: Scheduler user
+    guide, monitoring-cloudwatch.html); the first target error is enough, a day before the retries run out."""
+    alarm = only(open_plan, "aws:cloudwatch/metricAlarm:MetricAlarm").inputs
+    metrics = [q["metric"] for q in alarm["metricQueries"] if "metric" in q]
+    assert {m["metricName"] for m in metrics} >= {"TargetErrorCount", "InvocationsSentToDeadLetterCount"}
+    group = only(open_plan, "aws:scheduler/scheduleGroup:ScheduleGroup").inputs["name"]
+    assert all(m["namespace"] == "AWS/Scheduler" and m["dimensions"] == {"ScheduleGroup": group} for m in metrics)
+    assert alarm["threshold"] == 0 and alarm["treatMissingData"] == "notBreaching"
+    (topic,) = open_plan.find("aws:sns/topic:Topic")
+    assert len(alarm["alarmActions"]) == 1  # the burst alert topic's ARN, known at apply
+    (sub,) = open_plan.find("aws:sns/topicSubscription:TopicSubscription")
+    assert sub.inputs["protocol"] == "email" and sub.inputs["endpoint"] == "ml-platform-oncall@example.com"
+    assert topic.inputs["name"].endswith("-burst-alerts")
+
+
+def test_a_close_with_a_short_grace_sends_a_stop_far_enough_ahead_and_books_to_it(tmp_path: Path) -> None:
+    """`close` records the expiry as now; with a 3-minute grace the schedule would name a minute that can pass
+    before its `up` sends it. It goes AWS_STOP_LEAD after the expiry instead, and the money is booked to that time
+    (one rule: model.burst.backstop_time); the cloud queues still drain at expiry + grace."""
+    config = hybrid_config()
+    config[ESTATE_KEY]["burst"]["grace_minutes"] = 3
+    proj = write_project(tmp_path, config, STACK)
+    spec = read_stack(proj, STACK).estate()
+    closed_at = START + dt.timedelta(hours=1)
+    w = parse_window(window(START, 8, nodes=2), "test")
+    assert w is not None
+    closed = w.model_copy(update={"expires": closed_at})
+    plan = synth_stack(proj, STACK, read_stack(proj, STACK), burst_state=BurstState(closed, (), closed_at).outputs(),
+                       now=closed_at)  # fmt: skip
+    aws_stop = minute_at_or_after(closed_at + AWS_STOP_LEAD)
+    assert only(plan, SCHEDULE).inputs["scheduleExpression"] == at_expression(aws_stop)
+    assert aws_stop - closed_at >= AWS_STOP_LEAD
+    assert cron_jobs(plan)["burst-drain"]["schedule"] == cron_schedule(
+        minute_at_or_after(closed_at + dt.timedelta(minutes=3))
+    )
+    assert booking(spec, closed, "test").end == aws_stop + RECONCILE_LAG

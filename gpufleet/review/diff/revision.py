@@ -34,7 +34,7 @@ from gpufleet.review.diff.plans import DiffError, PlanDiff, diff_plans, too_old
 from gpufleet.review.findings import Finding
 from model import kinds
 from model.load import ESTATE_KEY, StackFile, load_yaml, read_stack, stack_path
-from model.rules.upgrade import minor_step_problems
+from model.rules.upgrade import addon_step_problems, minor_step_problems
 from model.spec import EstateSpec
 
 # How a revision's own code prints the review of its stack (`python -m`); a revision without it is too old to review.
@@ -283,6 +283,15 @@ def _check_minor_steps(repo: Path, base: str, sf: StackFile) -> None:
         raise DiffError("\n".join(problems))
 
 
+def addon_versions(plan: Plan) -> dict[tuple[str, str], str]:
+    """(cluster, add-on) -> the EKS add-on version the plan pins."""
+    return {
+        (str(r.inputs.get("clusterName")), str(r.inputs["addonName"])): str(r.inputs["addonVersion"])
+        for r in plan.find("aws:eks/addon:Addon")
+        if r.inputs.get("addonVersion")
+    }
+
+
 def diff_revision(project_dir: Path | str, stack: str, base: str) -> PlanDiff:
     """Diff `stack` between git revision `base` and the working tree of `project_dir`."""
     project_dir = Path(project_dir).resolve()
@@ -295,6 +304,8 @@ def diff_revision(project_dir: Path | str, stack: str, base: str) -> PlanDiff:
     sides = _same_code(repo, project_dir, stack, base, spec) or _checkout(repo, project_dir, stack, base)
     side, head = sides
     assert head.plan is not None
+    if side.plan is not None and (steps := addon_step_problems(addon_versions(side.plan), addon_versions(head.plan))):
+        raise DiffError("\n".join(steps))
     out = diff_plans(
         side.plan,
         head.plan,

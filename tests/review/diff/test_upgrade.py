@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from gpufleet.review.diff.plans import DiffError
-from gpufleet.review.diff.revision import diff_revision
+from gpufleet.review.diff.revision import addon_versions, diff_revision
+from model import versions
+from model.rules.upgrade import addon_step_problems
 from tests.conftest import example_config
 from tests.review.repos import commit, init_repo, write_stack
 
@@ -54,4 +56,35 @@ def test_a_bump_that_skips_a_minor_is_refused_naming_the_rule(tmp_path: Path) ->
         DiffError,
         match=r"sites\[0\]\.cluster\.version: 1\.34 -> 1\.36 skips a Kubernetes minor \(one-minor-at-a-time\)",
     ):
+        diff_revision(repo, "aws-train", "main")
+
+
+def test_vpc_cni_moving_two_minors_in_one_step_is_refused_with_the_step_to_take_first() -> None:
+    """The EKS user guide recommends updating the VPC CNI add-on one minor version at a time (vpc-add-on-update):
+    gpufleet's earlier pin v1.21.1-eksbuild.7 straight to v1.23.1 is refused, naming v1.22; one minor passes."""
+    base = {("c", "vpc-cni"): "v1.21.1-eksbuild.7", ("c", "coredns"): "v1.11.4-eksbuild.2"}
+    head = {("c", "vpc-cni"): versions.VPC_CNI_ADDON, ("c", "coredns"): "v1.13.2-eksbuild.7"}
+    (problem,) = addon_step_problems(base, head)
+    assert "add-on vpc-cni v1.21.1-eksbuild.7 -> v1.23.1-eksbuild.1 skips a minor (one-minor-at-a-time)" in problem
+    assert "latest v1.22 build" in problem
+    assert addon_step_problems({("c", "vpc-cni"): "v1.22.3-eksbuild.1"}, head) == []
+
+
+def test_the_diff_reads_each_clusters_pinned_add_on_versions_from_the_plan(tmp_path: Path) -> None:
+    from gpufleet.engine.synth import synth_stack
+    from model.load import read_stack
+
+    repo = _bump(tmp_path, _fixed_size(example_config("aws-train")), "1.34")
+    plan = synth_stack(repo, "aws-train", read_stack(repo, "aws-train"))
+    pinned = {addon: v for (_, addon), v in addon_versions(plan).items()}
+    assert pinned["vpc-cni"] == versions.VPC_CNI_ADDON
+
+
+def test_the_1_35_bump_of_aws_train_is_refused_naming_the_autoscaler_step_and_the_chart_it_needs(
+    tmp_path: Path,
+) -> None:
+    """cluster-autoscaler 1.35 handles DRA objects always (flags.go at cluster-autoscaler-1.35.0), which chart 9.53.0's
+    ClusterRole does not grant (compare cluster-autoscaler-chart-9.53.0...9.54.0): no image-tag-only pin on it."""
+    repo = _bump(tmp_path, example_config("aws-train"), "1.35")
+    with pytest.raises(Exception, match=r"cluster-autoscaler step needs cluster-autoscaler chart 9\.54\.0 or later"):
         diff_revision(repo, "aws-train", "main")
