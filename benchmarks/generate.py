@@ -140,9 +140,21 @@ def estate(scale: Scale) -> dict[str, Any]:
 FLEET_POOL_SERVERS = 32  # bare-metal servers per training pool
 FLEET_POOL_NODES = 16  # max nodes per AWS pool
 GPUS_PER_TENANT = 40
+MIN_SHARED_UNITS = 16  # GPU units: a shared pool has two nodes at least
 SECRETS = ("kubeconfig", "sshPrivateKey", "joinToken", "caCertHash", "managerKubeconfig")
 ONPREM = "10.20.0.0/16"  # the data centre's network: servers, the deployer, routed to every AWS site's VPC
 MIG = {"mode": "mig", "mig_profile": "1g.10gb"}  # one MIG layout on the site (H100 and A100 80GB fit 7 per GPU)
+
+
+FABRIC_ADDRESSES = 1 << 18  # a fleet fabric's range: a /14
+
+
+def _blocks(fabric: dict[str, Any], servers: int) -> dict[str, Any]:
+    """A fabric whose /14 holds a block of addresses per server: the default 256 (addresses_per_node) up to 1,023
+    servers, then the largest power of two that fits (a larger fleet's fabric)."""
+    if servers < FABRIC_ADDRESSES // 256:
+        return fabric
+    return {**fabric, "addresses_per_node": 1 << ((FABRIC_ADDRESSES // (servers + 1)).bit_length() - 1)}
 
 
 def _chunks(total: int, size: int) -> list[int]:
@@ -266,11 +278,10 @@ def fleet(gpus: int) -> dict[str, Any]:
     train, serve = round(cloud * 0.35), round(cloud * 0.25)
     sites = [
         _datacentre([
-            # each fabric's range holds a block of 256 addresses per server (addresses_per_node) for 1023 servers
-            ({"kind": "infiniband", "name": "ib", "ipoib_cidr": "172.16.0.0/14", "ipoib_interface": "ibp24s0"}, "H100-80GB",
-             _group("h100-train", h100, special)),
-            ({"kind": "roce", "name": "roce", "interfaces": ["ens1f0np0"], "cidr": "172.20.0.0/14"}, "A100-80GB",
-             _group("a100-train", a100, [])),
+            (_blocks({"kind": "infiniband", "name": "ib", "ipoib_cidr": "172.16.0.0/14", "ipoib_interface": "ibp24s0"},
+                     h100), "H100-80GB", _group("h100-train", h100, special)),
+            (_blocks({"kind": "roce", "name": "roce", "interfaces": ["ens1f0np0"], "cidr": "172.20.0.0/14"}, a100),
+             "A100-80GB", _group("a100-train", a100, [])),
         ]),
         _aws_site("train", 50, ["us-east-1a", "us-east-1b"], _aws_pools(
             "p5-train", train, role="training", instance_type="p5.48xlarge", fabric="train-efa",
@@ -284,7 +295,8 @@ def fleet(gpus: int) -> dict[str, Any]:
     ]  # fmt: skip
     units = _units(sites)
     dedicated = {p["dedicated_to"]: p["name"] for s in sites for p in s["node_pools"] if "dedicated_to" in p}
-    shared = [p for p in units if p not in dedicated.values()]
+    # A one-node remainder pool is no tenant's: on a large fleet a dozen tenants' quotas of 1 GPU would not fit it.
+    shared = [p for p in units if p not in dedicated.values() and units[p] >= MIN_SHARED_UNITS]
     mine = {
         t: [dedicated[t]] if t in untrusted else [shared[(2 * i + k) % len(shared)] for k in range(2)]
         for i, t in enumerate(tenants)

@@ -10,8 +10,10 @@ for estates under STEADY_RESOURCES resources, where a run takes well under a sec
 - old floor: the same custom resources registered flat (no parents, options or components); `ratio` = synth / it;
 - `gpufleet preview` and `gpufleet diff` (base: the stack committed in a scratch git repository, working tree:
   one tenant's quota changed) wall seconds, as a user runs them; `diff_vs_preview` = their ratio. The stack file is
-  all that differs, so diff takes its same-code path (gpufleet/review/diff/revision.py): no checkout. A change to code
-  (components, catalog, policies) takes the checkout path, which this does not time.
+  all that differs, so diff takes its same-code path (gpufleet/review/diff/revision.py): no checkout. Then a line
+  added to CODE_CHANGE as well: diff takes the checkout path (`code_diff_vs_preview`);
+- ours: `gpufleet preview` wall less the fair floor, judged per doubling of the resources (`ours_per_doubling`),
+  and the preview's own peak RSS. `--fleets 20000,50000` holds the largest fleets to the preview targets.
 Then, per example stack, `gpufleet preview` wall against a bare interpreter importing the provider modules
 that stack's plan uses (`benchmarks.preview_imports`). The load average is recorded before and after each
 size; timings taken while other work ran on the machine are flagged. Writes JSON (default
@@ -49,6 +51,7 @@ CODE = (
     "model",
     "policies",
 )  # what a project clone needs to synth
+CODE_CHANGE = "components/__init__.py"  # the file the code-change diff edits
 BUSY_LOAD = 1.5  # 1-minute load average above which another process competed for the 2 cores
 
 
@@ -69,17 +72,27 @@ def _measure(*args: str) -> dict[str, Any]:
     return result
 
 
-def _gpufleet(repo: Path, *args: str) -> float:
-    """Wall seconds of one `gpufleet` command run in `repo` with that repository's code."""
+def _gpufleet(repo: Path, *args: str) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB, the command's own process) of one `gpufleet` command run in `repo` with that
+    repository's code."""
     start = time.perf_counter()
-    subprocess.run(
+    proc = subprocess.Popen(
         [str(Path(sys.executable).parent / "gpufleet"), *args],
         cwd=repo,
         env={**os.environ, "PYTHONPATH": str(repo)},
-        check=True,
-        capture_output=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
-    return time.perf_counter() - start
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode not in (0, 1):  # 1: a policy finding, still a full preview
+        raise subprocess.CalledProcessError(proc.returncode, ["gpufleet", *args])
+    return time.perf_counter() - start, usage.ru_maxrss / 1024
+
+
+def _fastest(repo: Path, repeats: int, *args: str) -> tuple[float, float]:
+    runs = [_gpufleet(repo, *args) for _ in range(repeats)]
+    return min(w for w, _ in runs), max(m for _, m in runs)
 
 
 def _changed(config: dict[str, Any]) -> dict[str, Any]:
@@ -109,9 +122,14 @@ def _preview_and_diff(config: dict[str, Any], tmp: Path, repeats: int) -> dict[s
     subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
     subprocess.run([*git, "commit", "-qm", "base"], cwd=repo, check=True)
     stack.write_text(yaml.safe_dump({"config": _changed(config)}, sort_keys=False))
-    preview = min(_gpufleet(repo, "preview", "--stack", "bench") for _ in range(repeats))
-    diff = min(_gpufleet(repo, "diff", "--stack", "bench", "--base", "HEAD") for _ in range(repeats))
-    return {"preview_seconds": preview, "diff_seconds": diff}
+    preview, preview_mb = _fastest(repo, repeats, "preview", "--stack", "bench")
+    diff, _ = _fastest(repo, repeats, "diff", "--stack", "bench", "--base", "HEAD")
+    # A change to code as well: diff checks the base out and reviews each side with its own code.
+    with (repo / CODE_CHANGE).open("a") as f:
+        f.write("# a code change for the benchmark's diff\n")
+    code_diff, _ = _fastest(repo, repeats, "diff", "--stack", "bench", "--base", "HEAD")
+    return {"preview_seconds": preview, "preview_peak_rss_mb": preview_mb, "diff_seconds": diff,
+            "code_diff_seconds": code_diff}  # fmt: skip
 
 
 # A small estate synthesizes in well under a second, where one scheduler hiccup moves a ratio by a fifth (two runs
@@ -163,6 +181,11 @@ def _row(label: str, kind: str, size: int, config: dict[str, Any], tmp: Path, re
         "preview_seconds": round(cli["preview_seconds"], r),
         "diff_seconds": round(cli["diff_seconds"], r),
         "diff_vs_preview": round(cli["diff_seconds"] / cli["preview_seconds"], r),
+        "code_diff_seconds": round(cli["code_diff_seconds"], r),
+        "code_diff_vs_preview": round(cli["code_diff_seconds"] / cli["preview_seconds"], r),
+        "preview_peak_rss_mb": round(cli["preview_peak_rss_mb"], 1),
+        # Ours: what `gpufleet preview` spends above the SDK's own registrations (the fair floor).
+        "ours_seconds": round(cli["preview_seconds"] - fair["seconds"], r),
         "load_average": [round(load_before, 2), round(load_after, 2)],
         "machine_busy": max(load_before, load_after) > BUSY_LOAD,
     }
@@ -175,10 +198,18 @@ def _commit() -> str:
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
+def per_doubling(time_growth: float, size_growth: float) -> float:
+    """A time growth over a size growth, as the growth per doubling of the size (2.0: linear)."""
+    return float(time_growth ** (math.log(2) / math.log(size_growth)))
+
+
 def _growth(rows: list[dict[str, Any]]) -> None:
     for a, b in itertools.pairwise(rows):
         b["time_growth_vs_previous"] = round(b["synth_seconds"] / a["synth_seconds"], 3)
         b["size_growth_vs_previous"] = round(b["resources"] / a["resources"], 3)
+        if a["ours_seconds"] > 0 and b["ours_seconds"] > 0 and b["resources"] > a["resources"]:
+            growth = b["ours_seconds"] / a["ours_seconds"]
+            b["ours_per_doubling"] = round(per_doubling(growth, b["resources"] / a["resources"]), 3)
 
 
 def run(sizes: list[int], fleets: list[int], repeats: int, examples: bool) -> dict[str, Any]:
@@ -234,7 +265,12 @@ TARGETS = {  # the fleet-scale issue's targets, each over every size of one run
     "policy_share": 0.05,  # all policy packs / synthesis
     "memory_ratio": 1.5,  # synthesis peak RSS / fair floor peak RSS
     "diff_vs_preview": 1.3,  # `gpufleet diff` / `gpufleet preview`, 2 cores
+    "code_diff_vs_preview": 2.2,  # `gpufleet diff` after a code change (checkout path) / `gpufleet preview`
     "preview_vs_imports": 1.3,  # `gpufleet preview -s aws-train` / its provider imports
+    "onprem_preview_vs_imports": 1.3,  # `gpufleet preview -s onprem` / its provider imports
+    "ours_per_doubling": 2.1,  # preview - fair floor, per doubling of the fleet's resources
+    "preview_50000_gpus_seconds": 300.0,  # `gpufleet preview` of the 50,000-GPU fleet
+    "preview_50000_gpus_peak_mb": 4096.0,  # its peak RSS
 }
 
 
@@ -246,12 +282,23 @@ def verdicts(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
         "policy_share": max(r["policy_share"] for r in rows),
         "memory_ratio": max(r["memory_ratio"] for r in rows),
         "diff_vs_preview": max(r["diff_vs_preview"] for r in rows),
+        "code_diff_vs_preview": max(r["code_diff_vs_preview"] for r in rows),
     }
     doubled = [r["time_growth_vs_previous"] for r in rows if 1.8 <= r.get("size_growth_vs_previous", 0) <= 2.2]
     if doubled:
         worst["doubling_time_growth"] = max(doubled)
-    if "aws-train" in result.get("examples", {}):
-        worst["preview_vs_imports"] = result["examples"]["aws-train"]["ratio"]
+    ours = [r["ours_per_doubling"] for r in rows if "gpus" in r and "ours_per_doubling" in r]
+    if ours:
+        worst["ours_per_doubling"] = max(ours)
+    for r in rows:
+        if r.get("gpus") == 50000:
+            worst["preview_50000_gpus_seconds"] = r["preview_seconds"]
+            worst["preview_50000_gpus_peak_mb"] = r["preview_peak_rss_mb"]
+    examples = result.get("examples", {})
+    if "aws-train" in examples:
+        worst["preview_vs_imports"] = examples["aws-train"]["ratio"]
+    if "onprem" in examples:
+        worst["onprem_preview_vs_imports"] = examples["onprem"]["ratio"]
     return {k: {"worst": v, "target": TARGETS[k], "met": v <= TARGETS[k]} for k, v in worst.items()}
 
 
@@ -259,8 +306,8 @@ def table(result: dict[str, Any]) -> str:
     """The markdown table of a result, as benchmarks/README.md shows it."""
     lines = [
         "| estate | resources | synth s | fair floor s | fair ratio | old ratio | policy share | peak MB (fair) "
-        "| preview s | diff s |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| preview s | diff s | code diff s | ours s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["sizes"]:
         name = f"{r['gpus']:,} GPUs" if "gpus" in r else f"~{r['target_resources']:,} resources"
@@ -268,7 +315,7 @@ def table(result: dict[str, Any]) -> str:
             f"| {name} | {r['resources']:,} | {r['synth_seconds']:.2f} | {r['fair_floor_seconds']:.2f} "
             f"| {r['fair_ratio']:.2f} | {r['ratio']:.2f} | {r['policy_share']:.1%} "
             f"| {r['synth_peak_rss_mb']:.0f} ({r['fair_floor_peak_rss_mb']:.0f}) | {r['preview_seconds']:.2f} "
-            f"| {r['diff_seconds']:.2f} |"
+            f"| {r['diff_seconds']:.2f} | {r['code_diff_seconds']:.2f} | {r['ours_seconds']:.2f} |"
         )
     return "\n".join(lines)
 

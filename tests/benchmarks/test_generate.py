@@ -46,3 +46,9 @@ def test_fleet_size_must_be_whole_eight_gpu_nodes() -> None:
 def test_resource_scaled_estate_is_valid() -> None:
     spec = _spec(scaled_estate(BASE.times(2)))
     assert len(spec.tenants) == BASE.times(2).tenants
+
+
+@pytest.mark.parametrize("gpus", [50_000])
+def test_the_largest_fleets_are_valid_their_fabrics_holding_every_server(gpus: int) -> None:
+    spec = _spec(fleet(gpus))
+    assert sum(spec.pool_gpu_capacity(p.name) for _, p in spec.pools()) == gpus

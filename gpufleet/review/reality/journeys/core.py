@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 from gpufleet.engine.plan import PlanResource
@@ -149,17 +150,23 @@ class ClusterView:
     objects: tuple[dict[str, Any], ...]
     releases: dict[str, dict[str, Any]] = field(default_factory=dict)  # chart name -> the values the plan sets
     node_groups: tuple[NodeGroup, ...] = ()  # the cloud node groups the plan creates (none on an existing cluster)
+    # What the stages derive from the view and read again on every walk (journeys.nodes.cluster_nodes), kept once.
+    derived: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
+
+    @cached_property
+    def _by_kind(self) -> dict[Any, list[dict[str, Any]]]:
+        """The objects by kind, in the view's order: every stage asks by kind, on every walk."""
+        out: dict[Any, list[dict[str, Any]]] = {}
+        for o in self.objects:
+            out.setdefault(o.get("kind"), []).append(o)
+        return out
 
     def of(self, kind: str, api_group: str | None = None) -> list[dict[str, Any]]:
         """Objects of `kind` (and API group, when given: "" is the core group)."""
-        out = []
-        for o in self.objects:
-            if o.get("kind") != kind:
-                continue
-            if api_group is not None and str(o.get("apiVersion", "")).rpartition("/")[0] != api_group:
-                continue
-            out.append(o)
-        return out
+        objects = self._by_kind.get(kind, [])
+        if api_group is None:
+            return list(objects)
+        return [o for o in objects if str(o.get("apiVersion", "")).rpartition("/")[0] == api_group]
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         for o in self.of(kind):

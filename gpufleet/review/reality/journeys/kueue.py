@@ -91,7 +91,15 @@ DEFAULT_FRAMEWORKS = ("batch/job",)
 
 
 def config(cluster: ClusterView) -> Config | None:
-    """Kueue's Configuration on `cluster`; None when no kueue release runs there."""
+    """Kueue's Configuration on `cluster`; None when no kueue release runs there. Read once per cluster: every
+    walk asks."""
+    if "kueue" not in cluster.derived:
+        cluster.derived["kueue"] = _config(cluster)
+    kept: Config | None = cluster.derived["kueue"]
+    return kept
+
+
+def _config(cluster: ClusterView) -> Config | None:
     values = cluster.releases.get("kueue")
     if values is None:
         return None

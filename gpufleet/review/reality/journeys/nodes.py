@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cache
 from typing import Any
 
 import yaml
@@ -84,14 +85,17 @@ class Devices:
     """What the cluster's device plugins advertise on a node, read from the cluster's own objects."""
 
     view: ClusterView
+    _documents_of: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict, init=False, repr=False)
 
     def _documents(self, key: str) -> dict[str, dict[str, Any]]:
         """ConfigMap entries (by data key) whose YAML document has top-level `key`: `flags` for device-plugin
-        configs, `mig-configs` for mig-parted layouts."""
-        out: dict[str, dict[str, Any]] = {}
+        configs, `mig-configs` for mig-parted layouts. Read once per key: every node asks."""
+        if key in self._documents_of:
+            return self._documents_of[key]
+        out = self._documents_of[key] = {}
         for cm in self.view.of("ConfigMap"):
             for name, text in (cm.get("data") or {}).items():
-                doc = _yaml(text)
+                doc = _yaml(str(text))
                 if isinstance(doc, dict) and key in doc:
                     out[str(name)] = doc
         return out
@@ -182,7 +186,7 @@ class Devices:
             }
             if not plugin or not fits(placement, node):
                 continue
-            doc = _yaml(plugin.get("config") or "{}") or {}
+            doc = _yaml(str(plugin.get("config") or "{}")) or {}
             prefix = str(doc.get("resourcePrefix") or RDMA_RESOURCE_PREFIX)
             for r in doc.get("configList") or []:
                 out[f"{prefix}/{r.get('resourceName')}"] = Fraction(int(r.get("rdmaHcaMax") or 0))
@@ -211,9 +215,11 @@ class Devices:
         return False
 
 
-def _yaml(text: object) -> Any:
+@cache
+def _yaml(text: str) -> Any:
+    """The YAML document in `text` (None when it is not YAML), parsed once per text: callers only read it."""
     try:
-        return yaml.safe_load(str(text))
+        return yaml.safe_load(text)
     except yaml.YAMLError:
         return None
 
@@ -264,7 +270,16 @@ def _host_slices(spec: EstateSpec, pool: str | None) -> dict[str, int]:
 
 
 def cluster_nodes(spec: EstateSpec, view: ClusterView) -> list[NodeShape]:
-    """Every kind of node of the cluster `view`: GPU node groups and servers, then the other nodes."""
+    """Every kind of node of the cluster `view`: GPU node groups and servers, then the other nodes.
+
+    Derived once per view and estate: every walk places its pods on the same nodes."""
+    kept = view.derived.get("nodes")
+    if kept is None or kept[0] is not spec:
+        kept = view.derived["nodes"] = (spec, _cluster_nodes(spec, view))
+    return list(kept[1])
+
+
+def _cluster_nodes(spec: EstateSpec, view: ClusterView) -> list[NodeShape]:
     devices = Devices(view)
     shapes = [_group_shape(spec, view, devices, g.resource, g.autoscaled) for g in view.node_groups]
     servers = {s.hostname: s for site in spec.sites for s in kinds.of(site).servers}

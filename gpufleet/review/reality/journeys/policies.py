@@ -9,6 +9,7 @@ expression cel-python cannot evaluate is reported, never taken as a pass or a re
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,10 +53,16 @@ def _matches(match: dict[str, Any] | None, obj: dict[str, Any], resource: str, n
 
 
 def _cel(expression: str, activation: dict[str, Any]) -> Any:
+    return _program(expression).evaluate(activation)
+
+
+@functools.cache
+def _program(expression: str) -> Any:
+    """`expression` compiled once: every walk evaluates the same policies' expressions."""
     import celpy
 
     env = celpy.Environment()
-    return env.program(env.compile(expression)).evaluate(activation)
+    return env.program(env.compile(expression))
 
 
 def evaluate(

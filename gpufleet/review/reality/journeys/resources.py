@@ -12,17 +12,35 @@ versions.KUEUE calls component-helpers' PodRequests.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from kubernetes.utils.quantity import parse_quantity
-
 Amounts = dict[str, Decimal]
+
+# A quantity's suffixes: binary (Ki .. Ei) and decimal SI (n .. E), as apimachinery's pkg/api/resource/quantity.go
+# defines them (`<quantity> ::= <signedNumber><suffix>`). Parsed here, not with the kubernetes client's
+# parse_quantity: importing that loads the whole client (hundreds of modules) into every preview.
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "k": Decimal(10**3),
+            "K": Decimal(10**3),  # not canonical; read as k, as the kubernetes client reads it
+            "M": Decimal(10**6), "G": Decimal(10**9), "T": Decimal(10**12), "P": Decimal(10**15),
+            "E": Decimal(10**18)}  # fmt: skip
 
 
 def quantity(value: Any) -> Decimal:
     """A Kubernetes quantity ("500m", "16Gi", 8) as a number; ValueError when it is not one."""
-    return Decimal(parse_quantity(value))
+    if isinstance(value, int | float | Decimal):
+        return Decimal(value)
+    text = str(value)
+    number, factor = text, Decimal(1)
+    if text[-2:] in _BINARY:
+        number, factor = text[:-2], Decimal(_BINARY[text[-2:]])
+    elif text[-1:] in _DECIMAL:
+        number, factor = text[:-1], _DECIMAL[text[-1:]]
+    try:
+        return Decimal(number) * factor
+    except InvalidOperation:
+        raise ValueError(f"{text!r} is not a Kubernetes quantity") from None
 
 
 def show(resource: str, amount: Decimal) -> str:

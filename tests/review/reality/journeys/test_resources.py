@@ -5,10 +5,14 @@ beside the main containers and are added to them; a plain init container counts 
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
+
+import pytest
 
 from gpufleet.review.reality.journeys import nodes, resources
 from tests.review.reality.journeys.conftest import Estate
@@ -52,3 +56,18 @@ def test_a_sidecar_counts_against_the_namespace_quota(estate: Callable[[str], Es
     stop = j.blocked_at
     assert stop is not None and stop.name == "admission" and "ResourceQuota" in stop.blocker, j.to_dict()
     assert "cpu 280" in stop.detail
+
+
+def test_quantities_read_as_the_api_server_reads_them_without_loading_the_kubernetes_client() -> None:
+    # apimachinery pkg/api/resource/quantity.go: binary (Ki..Ei) and decimal SI (n..E) suffixes, exponents.
+    cases = {"500m": "0.5", "16Gi": str(16 * 2**30), "2k": "2000", "1e3": "1000", "3n": "3e-9", "1.5": "1.5"}
+    for text, number in cases.items():
+        assert resources.quantity(text) == Decimal(number), text
+    assert resources.quantity(8) == 8
+    for bad in ("", "Gi", "1x", "1.2.3"):
+        with pytest.raises(ValueError):
+            resources.quantity(bad)
+    # A preview of an estate imports this module; the kubernetes client would add hundreds of modules to it.
+    probe = "import sys, gpufleet.review.reality.journeys.resources; print('kubernetes' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
