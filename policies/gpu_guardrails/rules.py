@@ -16,6 +16,7 @@ from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArg
 
 from model import catalog, kinds
 from model.conventions import (
+    BURST_TAG,
     DEVICE_PLUGIN_CONFIG_LABEL,
     EFA_LABEL,
     FABRIC_LABEL,
@@ -158,11 +159,12 @@ def training_pool_topology(args: StackValidationArgs, report: ReportViolation) -
     """A multi-node training pool on a fabric, where gangs run, has a Kueue flavor whose Topology has a level above
     single nodes: Kueue then packs a gang's pods close together on the fabric (kubernetes-sigs/kueue at
     versions.KUEUE, site/content/en/docs/concepts/topology_aware_scheduling.md). Pools Kueue does not schedule
-    here (no flavor names the pool) are left to the queues that dispatch to them."""
+    here (no flavor names the pool) and burst pools, whose MultiKueue flavors have no Topology yet, are left out."""
     pools: dict[str, list[PolicyResource]] = {}
     for r in args.resources:
         view = node_view(r.resource_type, r.props)
-        if view and view.labels.get(ROLE_LABEL) == "training" and view.labels.get(FABRIC_LABEL):
+        burst = BURST_TAG in as_dict(r.props.get("tags"))  # MultiKueue burst pools: no Topology yet
+        if view and view.labels.get(ROLE_LABEL) == "training" and view.labels.get(FABRIC_LABEL) and not burst:
             pools.setdefault(view.labels.get(POOL_LABEL) or r.name, []).append(r)
     flavors = {
         str(as_dict(get(f.props, "spec.nodeLabels")).get(POOL_LABEL)): f
