@@ -43,6 +43,13 @@ RAIL_LABEL = "topology.gpufleet.io/rail"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set by the API server on every namespace
 TOPOLOGY_LEVELS = (RACK_LABEL, LEAF_LABEL, HOSTNAME_LABEL)  # Kueue Topology levels, widest first
+# EKS labels each node of an instance type EC2 describes the topology of with the network nodes above it, layer 1
+# widest (https://docs.aws.amazon.com/eks/latest/userguide/ml-workload-topology.html; layer 4 only on types whose
+# topology has four layers). The types and their layer counts: model/catalog/topology.py.
+EKS_NETWORK_LAYER_LABELS = tuple(f"topology.k8s.aws/network-node-layer-{n}" for n in (1, 2, 3, 4))
+# The NVLink clique of a node on a multi-node NVLink system (`<ClusterUUID>.<CliqueID>`), set by NVIDIA's GPU
+# stack on the node (https://docs.nvidia.com/topograph/v0.5.0/providers/dra): nodes sharing it share NVLink.
+GPU_CLIQUE_LABEL = "nvidia.com/gpu.clique"
 
 # AWS tag keys components set besides the required ones, which policies read back.
 # The service account in a tenant namespace that EKS Pod Identity binds to the tenant's S3 role (tenant `s3`).

@@ -88,20 +88,58 @@ def tenant_flavors(site: Site, tenant: Tenant) -> list[Pool]:
     ]
 
 
+def _fabric_pools(site: Site, fabric: str) -> list[Pool]:
+    return [p for p in scheduled_pools(site) if p.fabric == fabric]
+
+
+def fabric_levels(site: Site, fabric: str) -> tuple[str, ...]:
+    """The levels every node of the fabric's scheduled pools carries, widest first (the longest common prefix of
+    their kinds' `pool_topology_levels`): its Topology's levels above the hostname."""
+    facts = kinds.of(site)
+    shared: list[str] = []
+    for level in zip(*(facts.pool_topology_levels(p.name) for p in _fabric_pools(site, fabric)), strict=False):
+        if len(set(level)) > 1:
+            break
+        shared.append(level[0])
+    return tuple(shared)
+
+
+def pool_topology(site: Site, pool: Pool) -> tuple[str, tuple[str, ...]] | None:
+    """The Topology a fabric pool's flavor names and its levels above the hostname; None off a fabric or where
+    the pool's nodes carry no network labels.
+
+    Naming contract: the fabric's Topology (named after it) has the levels all its pools share; a pool with more
+    (an NVLink clique, a rail the others lack) gets its own, `<fabric>-<pool>`."""
+    if not pool.fabric:
+        return None
+    levels = kinds.of(site).pool_topology_levels(pool.name)
+    if not levels:
+        return None
+    shared = fabric_levels(site, pool.fabric)
+    return (pool.fabric, shared) if levels == shared else (f"{pool.fabric}-{pool.name}", levels)
+
+
 def topology_fabrics(site: Site) -> list[str]:
-    """Fabrics with scheduled pools on a site whose nodes carry topology labels: Kueue gets a Topology each."""
-    if not kinds.of(site).has_topology_labels:
-        return []
-    return sorted({p.fabric for p in scheduled_pools(site) if p.fabric})
+    """Fabrics with scheduled pools on a site whose nodes carry network labels: Kueue gets a Topology each."""
+    return sorted({p.fabric for p in scheduled_pools(site) if p.fabric and pool_topology(site, p)})
 
 
+def schedules_by_topology(site: Site) -> bool:
+    """Every flavor of the site is topology-aware: the inventory labels every node (bare metal), or a fabric pool's
+    nodes carry network labels (EKS's layers)."""
+    return kinds.of(site).has_topology_labels or any(pool_topology(site, p) for p in scheduled_pools(site))
+
+
+# A pod template's ask to run within one domain of a level when it fits (Kueue, apis/kueue/v1beta2/
+# topology_types.go at versions.KUEUE): the canonical gang sets it on fabric pools.
+PREFERRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"
 HOSTS_TOPOLOGY = "gpufleet-hosts"
 """The Topology of the flavors of pools off a fabric on a site that schedules by topology: hostname only."""
 
 
 def flavor_topology(site: Site, pool: Pool) -> str | None:
-    """The Topology of a pool's flavor: on a site whose nodes carry topology labels (bare metal), its fabric's, else
-    `HOSTS_TOPOLOGY`, fabric or none anywhere on the site; elsewhere none.
+    """The Topology of a pool's flavor on a site that schedules by topology: its fabric's (`pool_topology`), else
+    `HOSTS_TOPOLOGY`; elsewhere none.
 
     A flavor's topologyName is never dropped once set: the CRD refuses that update (`!has(oldSelf.topologyName) ||
     (has(self.topologyName) && ...)`, apis/kueue/v1beta2/resourceflavor_types.go at versions.KUEUE), so the last
@@ -113,15 +151,21 @@ def flavor_topology(site: Site, pool: Pool) -> str | None:
     (kubernetes-sigs/kueue at versions.KUEUE, pkg/scheduler/flavorassigner/tas_flavorassigner.go isTASImplied and
     checkPodSetAndFlavorMatchForTAS; pkg/cache/scheduler/clusterqueue.go isTASOnly;
     pkg/cache/scheduler/tas_flavor_snapshot.go levelKeyWithImpliedFallback). Users then need no annotation."""
-    if not kinds.of(site).has_topology_labels:
+    if not schedules_by_topology(site):
         return None
-    return pool.fabric or HOSTS_TOPOLOGY
+    found = pool_topology(site, pool)
+    return found[0] if found else HOSTS_TOPOLOGY
 
 
 def site_topologies(site: Site) -> dict[str, dict[str, Any]]:
     """Topology name -> spec of every Topology the site's flavors name."""
-    names = {n for p in scheduled_pools(site) if (n := flavor_topology(site, p))}
-    return {n: hosts_topology_spec() if n == HOSTS_TOPOLOGY else topology_spec() for n in sorted(names)}
+    out: dict[str, dict[str, Any]] = {}
+    for p in scheduled_pools(site):
+        if (name := flavor_topology(site, p)) is None:
+            continue
+        found = pool_topology(site, p)
+        out[name] = topology_spec(found[1]) if found else hosts_topology_spec()
+    return dict(sorted(out.items()))
 
 
 def resource_flavor_spec(site: Site, pool: Pool) -> dict[str, Any]:
@@ -151,22 +195,26 @@ def resource_flavor_spec(site: Site, pool: Pool) -> dict[str, Any]:
 FLAVOR_IMMUTABLE_WITH_TOPOLOGY = ("spec.topologyName", "spec.nodeLabels", "spec.tolerations")
 
 
-def flavor_replaced_on(spec: dict[str, Any]) -> list[str]:
+def flavor_replaced_on(site: Site, spec: dict[str, Any]) -> list[str]:
     """The input paths whose change replaces a flavor of `spec` (resource_flavor_spec): none while it has no
-    topologyName. A flavor on the hosts Topology leaves topologyName out: Pulumi replaces on any diff of a listed
-    path, an added key included, and a flavor deployed without a topology gains `gpufleet-hosts` in place (the
-    CRD's rules). A pool that later joins a fabric changes it, which the API server refuses: docs/deploy.md says
-    how to replace that flavor by hand."""
+    topologyName. Pulumi replaces on any diff of a listed path, an added key included, and a flavor deployed
+    without a topology gains one in place (the CRD's rules). So topologyName is listed only for a fabric Topology
+    of a site whose every flavor always had one (bare metal): an off-fabric flavor gains `gpufleet-hosts`, and an
+    EKS fabric flavor its Topology of EKS's layers, in place on upgrade. A flavor moving from one Topology to another
+    there is refused by the API server: docs/deploy.md says how to replace it by hand."""
     topology = spec.get("topologyName")
     if not topology:
         return []
     paths = list(FLAVOR_IMMUTABLE_WITH_TOPOLOGY)
-    return [p for p in paths if p != "spec.topologyName"] if topology == HOSTS_TOPOLOGY else paths
+    if topology == HOSTS_TOPOLOGY or not kinds.of(site).has_topology_labels:
+        return [p for p in paths if p != "spec.topologyName"]
+    return paths
 
 
-def topology_spec() -> dict[str, Any]:
-    """Topology `levels[].nodeLabel`, widest first; Kueue allows `kubernetes.io/hostname` only as the last level."""
-    return {"levels": [{"nodeLabel": label} for label in conventions.TOPOLOGY_LEVELS]}
+def topology_spec(levels: Sequence[str] = conventions.TOPOLOGY_LEVELS[:-1]) -> dict[str, Any]:
+    """Topology `levels[].nodeLabel`, widest first, then `kubernetes.io/hostname`: Kueue allows it only as the last
+    level, and a lowest level of single nodes lets Kueue assign each pod its node."""
+    return {"levels": [{"nodeLabel": label} for label in (*levels, conventions.HOSTNAME_LABEL)]}
 
 
 def hosts_topology_spec() -> dict[str, Any]:

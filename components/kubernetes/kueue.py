@@ -1,6 +1,7 @@
 """Kueue on one site's cluster: the pinned chart with gpufleet's controller configuration, a ResourceFlavor per
-node pool, the Topologies its flavors name (one per bare-metal fabric, one of single hosts), and per tenant with GPU quota on the site a ClusterQueue (in one
-cohort per estate) and a LocalQueue in the tenant's namespace.
+node pool, the Topologies its flavors name (one per fabric whose nodes carry network labels, one of single
+hosts), and per tenant with GPU quota on the site a ClusterQueue (in one cohort per estate) and a LocalQueue in
+the tenant's namespace.
 
 - What to create is data from model.queues: flavors, topologies, ClusterQueue specs and the Configuration. That
   module holds the naming contract and the Kueue API facts behind them, each with its upstream source.
@@ -104,10 +105,7 @@ class Kueue(pulumi.ComponentResource):
         if args.site.kubernetes.monitoring.service_monitors:
             self.service_monitor = self._service_monitor(args.site.kubernetes.monitoring.service_monitor_labels, crds)
         self.topologies = {n: self._topology(n, spec, crds) for n, spec in site_topologies(args.site).items()}
-        self.flavors = {
-            p.name: self._flavor(args.site, p, pulumi.ResourceOptions.merge(crds, self._after(self.topologies)))
-            for p in scheduled_pools(args.site)
-        }
+        self.flavors = {p.name: self._flavor(args.site, p, crds) for p in scheduled_pools(args.site)}
         self.cluster_queues: dict[str, pulumi.CustomResource] = {}
         self.local_queues: dict[str, pulumi.CustomResource] = {}
         self.default_local_queues: dict[str, pulumi.CustomResource] = {}
@@ -117,10 +115,6 @@ class Kueue(pulumi.ComponentResource):
             self.local_queues[tenant.name] = self._local_queue(tenant, tenant.name, tenant_ns)
             self.default_local_queues[tenant.name] = self._local_queue(tenant, DEFAULT_LOCAL_QUEUE, tenant_ns)
         self.register_outputs({})
-
-    @staticmethod
-    def _after(deps: Mapping[str, pulumi.Resource]) -> pulumi.ResourceOptions:
-        return pulumi.ResourceOptions(depends_on=list(deps.values()))
 
     def _release(
         self, spec: EstateSpec, site: Site, crds: Sequence[pulumi.Resource], provisioning_crd: bool
@@ -165,13 +159,30 @@ class Kueue(pulumi.ComponentResource):
         return self._tags.labels(tenant=tenant.name, cost_center=tenant.cost_center)
 
     def _topology(self, name: str, spec: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
-        return self._object(f"{self._name}-topology-{name}", "Topology", {"name": name}, {"spec": spec}, opts)
+        """A Topology; its levels are immutable (the CRD's `self == oldSelf`, apis/kueue/v1beta2/topology_types.go at
+        versions.KUEUE), so new levels replace it, deleted first (fixed name). Kueue keeps a Topology a flavor
+        names (its resource-in-use finalizer, pkg/controller/tas/topology_controller.go): its flavors go with it."""
+        replace = pulumi.ResourceOptions(replace_on_changes=["spec.levels"], delete_before_replace=True)
+        return self._object(
+            f"{self._name}-topology-{name}",
+            "Topology",
+            {"name": name},
+            {"spec": spec},
+            pulumi.ResourceOptions.merge(opts, replace),
+        )
 
     def _flavor(self, site: Site, pool: Pool, opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
-        """A pool's ResourceFlavor. A change the API server refuses on a topology flavor replaces it, deleted first
-        since its name is fixed (model.queues.flavor_replaced_on); its ClusterQueues go with it (`_cluster_queue`)."""
+        """A pool's ResourceFlavor, after its Topology and replaced with it. A change the API server refuses on a
+        topology flavor replaces it, deleted first since its name is fixed (model.queues.flavor_replaced_on); its
+        ClusterQueues go with it (`_cluster_queue`)."""
         spec = resource_flavor_spec(site, pool)
-        replace = pulumi.ResourceOptions(replace_on_changes=flavor_replaced_on(spec), delete_before_replace=True)
+        topology: list[pulumi.Resource] = [self.topologies[spec["topologyName"]]] if "topologyName" in spec else []
+        replace = pulumi.ResourceOptions(
+            replace_on_changes=flavor_replaced_on(site, spec),
+            delete_before_replace=True,
+            depends_on=topology,
+            replace_with=topology,
+        )
         return self._object(
             f"{self._name}-flavor-{pool.name}",
             "ResourceFlavor",

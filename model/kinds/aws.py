@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 # The spec imports this module: project modules by module, so any may be imported first.
-from model import catalog, pricing, subnets, tags
+from model import catalog, conventions, pricing, subnets, tags
+from model.catalog import topology
 from model.kinds.facts import (
     LUSTRE_PORTS,
     NFS_PORTS,
@@ -161,6 +162,11 @@ class AwsKind:
     @property
     def has_topology_labels(self) -> bool:
         return False  # EKS nodes have no rack / leaf facts
+
+    def pool_topology_levels(self, pool: str) -> tuple[str, ...]:
+        """EKS's network-node layers of the pool's instance type (model.catalog.topology), widest first."""
+        layers = topology.network_layers(self._pool(pool).instance_type)
+        return conventions.EKS_NETWORK_LAYER_LABELS[:layers]
 
     def storage_egress(self) -> list[StorageEgress]:
         """FSx for Lustre and EFS mount targets live in the VPC: the VPC CIDR of a VPC the stack creates (an adopted

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 # The spec imports this module: project modules by module, so any may be imported first.
-from model import catalog, pricing
+from model import catalog, conventions, pricing
 from model.kinds.facts import (
     NFS_PORTS,
     ApiClient,
@@ -176,6 +176,14 @@ class BaremetalKind:
     @property
     def has_topology_labels(self) -> bool:
         return True  # rack / leaf of every server, from the inventory
+
+    def pool_topology_levels(self, pool: str) -> tuple[str, ...]:
+        """Rack, then the NVLink clique where the pool's NVLink domains span servers, then leaf: the labels the
+        bootstrap sets from the inventory (model.nodes.server_topology_labels) and, for the clique, NVIDIA's GPU
+        stack. A server's rail is no level: a Topology's levels are immutable, and the MultiKueue manager's must
+        hold every worker's, so adding one replaces Topologies, flavors and queues on every site."""
+        clique = (conventions.GPU_CLIQUE_LABEL,) if self._pool(pool).nvlink_domain_nodes > 1 else ()
+        return (conventions.RACK_LABEL, *clique, conventions.LEAF_LABEL)
 
     def storage_egress(self) -> list[StorageEgress]:
         """An NFS server or S3 endpoint at the tier's `cidr`, or a /32 when given as an IP address; a host name

@@ -200,7 +200,12 @@ class SiteKindFacts(Protocol):
 
     @property
     def has_topology_labels(self) -> bool:
-        """Nodes carry rack / leaf labels that Kueue's topology-aware scheduling can use."""
+        """Every node carries rack / leaf labels from the inventory: every flavor of the site is topology-aware."""
+        ...
+
+    def pool_topology_levels(self, pool: str) -> tuple[str, ...]:
+        """Node labels that place each node of the pool in the network, widest first, without the hostname: the
+        levels of a Kueue Topology for it. Empty when its nodes carry none."""
         ...
 
     def storage_egress(self) -> list[StorageEgress]:

@@ -81,6 +81,14 @@ class BaremetalNodePool(PoolBase):
         default=None,
         description="Amortisation inputs of this pool; each unset field is the site's `cost` value (else the default).",
     )
+    nvlink_domain_nodes: int = Field(
+        default=1,
+        ge=1,
+        description=(
+            "Servers per NVLink domain (a GB200 NVL72 rack: 18). Above 1, the pool's Kueue Topology gets the NVLink "
+            "clique level (nvidia.com/gpu.clique) under the rack."
+        ),
+    )
 
 
 class Ufm(Model):

@@ -1,8 +1,8 @@
 """GPU guardrails: the GPU taint on every GPU pool, EFA pools in one subnet with a placement group or a
-reservation and no more EFA interfaces than the instance has, training pools on EFA types on a fabric, FSx next to the GPUs, time-slicing only on
-single-tenant pools, GPU Operator driver settings that match the site, pinned chart versions and protected
-stateful storage, one remediator per node. Check-list items T10, T12, A11, A14, H1, H2, H7, H8 of
-docs/checklist.md.
+reservation and no more EFA interfaces than the instance has, training pools on EFA types on a fabric, a Kueue
+Topology for multi-node training pools on a fabric, FSx next to the GPUs, time-slicing only on single-tenant
+pools, GPU Operator driver settings that match the site, pinned chart versions and protected stateful storage, one
+remediator per node. Check-list items T10, T12, T18, A11, A14, H1, H2, H7, H8 of docs/checklist.md.
 """
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArg
 
 from model import catalog, kinds
 from model.conventions import (
+    BURST_TAG,
     DEVICE_PLUGIN_CONFIG_LABEL,
     EFA_LABEL,
     FABRIC_LABEL,
     GPU_TAINT,
+    HOSTNAME_LABEL,
     POOL_LABEL,
     REMEDIATOR_LABEL,
     ROLE_LABEL,
@@ -42,6 +44,7 @@ from policies.common import (
     get,
     is_false,
     is_gpu_node,
+    k8s_name,
     launch_template_of,
     node_group_instance_type,
     node_view,
@@ -158,6 +161,44 @@ def efa_training_pool_fabric(args: StackValidationArgs, report: ReportViolation)
                 f"training pool {pool} runs on {itype}, which has EFA, but has no fabric: its nodes get no EFA "
                 "interfaces, so multi-node jobs fall back to TCP",
                 ng.urn,
+            )
+
+
+def _pool_max_nodes(nodes: list[PolicyResource]) -> int:
+    """An EKS node group's maxSize, or the count of a bare-metal pool's Node patches."""
+    return sum(
+        int(get(n.props, "scalingConfig.maxSize", 1) or 1) if n.resource_type == NODE_GROUP else 1 for n in nodes
+    )
+
+
+def training_pool_topology(args: StackValidationArgs, report: ReportViolation) -> None:
+    """A multi-node training pool on a fabric, where gangs run, has a Kueue flavor whose Topology has a level above
+    single nodes: Kueue then packs a gang's pods close together on the fabric (kubernetes-sigs/kueue at
+    versions.KUEUE, site/content/en/docs/concepts/topology_aware_scheduling.md). Pools Kueue does not schedule
+    here (no flavor names the pool) and burst pools, whose MultiKueue flavors have no Topology yet, are left out."""
+    pools: dict[str, list[PolicyResource]] = {}
+    for r in args.resources:
+        view = node_view(r.resource_type, r.props)
+        burst = BURST_TAG in as_dict(r.props.get("tags"))  # MultiKueue burst pools: no Topology yet
+        if view and view.labels.get(ROLE_LABEL) == "training" and view.labels.get(FABRIC_LABEL) and not burst:
+            pools.setdefault(view.labels.get(POOL_LABEL) or r.name, []).append(r)
+    flavors = {
+        str(as_dict(get(f.props, "spec.nodeLabels")).get(POOL_LABEL)): f
+        for f in objects(args.resources, "ResourceFlavor")
+    }
+    topologies = {k8s_name(t.props): t for t in objects(args.resources, "Topology")}
+    for pool, nodes in sorted(pools.items()):
+        flavor = flavors.get(pool)
+        if flavor is None or _pool_max_nodes(nodes) <= 1:
+            continue
+        name = str(get(flavor.props, "spec.topologyName") or "")
+        topology = topologies.get(name)
+        levels = [get(lv, "nodeLabel") for lv in as_list(get(topology.props, "spec.levels"))] if topology else []
+        if not [lv for lv in levels if lv != HOSTNAME_LABEL]:
+            where = f"Topology {name} has no level above single nodes" if topology else "it names no Topology"
+            report(
+                f"training pool {pool} is on a fabric but Kueue cannot place its gangs by topology: {where}",
+                flavor.urn,
             )
 
 
@@ -326,6 +367,13 @@ ALL = [
         description="A14: a training pool on an EFA-capable instance type (catalog, EC2 EfaInfo) sits on an EFA fabric, so its nodes get their EFA interfaces (EKS device-management-efa).",
         enforcement=ADVISORY,
         remediation="Add an efa fabric to the site (fabrics[]: kind efa, one availability_zone, a subnet_cidr) and set the pool's node_pools[].fabric to it.",
+    ),
+    stack_policy(
+        training_pool_topology,
+        name="training-pool-topology",
+        description="T18: a multi-node training pool on a fabric has a Kueue flavor whose Topology has a level above single nodes (EKS network-node layers, inventory rack / leaf, NVLink clique), so Kueue places gangs close together (Kueue topology_aware_scheduling.md).",
+        enforcement=MANDATORY,
+        remediation="On AWS use an instance type EC2 describes the topology of (EKS labels its nodes topology.k8s.aws/network-node-layer-1..3); on bare metal give every server its rack and leaf.",
     ),
     stack_policy(
         fsx_colocated,

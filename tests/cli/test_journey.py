@@ -55,7 +55,15 @@ def test_journey_json_and_exit_1_when_one_workload_is_blocked() -> None:
     doc = json.loads(answer.stdout)
     runs, mpi = doc["journeys"]
     assert runs["workload"] == "Job/research/nccl-allreduce" and runs["verdict"] == "runs" and runs["stage"] is None
-    assert [s["stage"] for s in runs["stages"]] == ["api", "admission", "queueing", "placement", "storage", "network"]
+    assert [s["stage"] for s in runs["stages"]] == [
+        "api",
+        "admission",
+        "queueing",
+        "topology",
+        "placement",
+        "storage",
+        "network",
+    ]
     assert mpi["verdict"] == "blocked" and mpi["stage"] == "api" and "MPI Operator" in mpi["unblock"]
     assert set(runs) >= {"workload", "verdict", "stage", "reason", "placement", "stages"}
 

@@ -287,6 +287,21 @@ def node_patch(
                type_="kubernetes:core/v1:NodePatch", site=BM_SITE)  # fmt: skip
 
 
+def kueue_flavor(pool: str, topology: str | None, levels: list[str]) -> list[PlanResource]:
+    """A pool's ResourceFlavor, naming `topology`, and that Topology with `levels` then the hostname."""
+    api = "kueue.x-k8s.io/v1beta2"
+    spec: dict[str, Any] = {"nodeLabels": {POOL_LABEL: pool}}
+    if topology:
+        spec["topologyName"] = topology
+    out = [k8s("ResourceFlavor", pool, apiVersion=api, type_=f"kubernetes:{api}:ResourceFlavor", spec=spec)]
+    if topology:
+        steps = [{"nodeLabel": lv} for lv in [*levels, "kubernetes.io/hostname"]]
+        out.append(
+            k8s("Topology", topology, apiVersion=api, type_=f"kubernetes:{api}:Topology", spec={"levels": steps})
+        )
+    return out
+
+
 def time_sliced_nodes(dedicated: bool) -> list[PlanResource]:
     labels = {POOL_LABEL: "ts", GPU_PRESENT_LABEL: "true", DEVICE_PLUGIN_CONFIG_LABEL: "ts", **COST_LABELS}
     taints = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]

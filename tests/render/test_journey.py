@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from gpufleet.render.journey import journey_json, journey_text
-from gpufleet.review.reality.journeys.core import Journey, Placement, Stage
+from gpufleet.review.reality.journeys.core import STAGES, Journey, Placement, Stage
 from gpufleet.review.reality.journeys.workloads import workload
 
 JOB = workload(
@@ -13,7 +13,7 @@ JOB = workload(
      "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}], "restartPolicy": "Never"}}}},
     "job.yaml, document 1",
 )  # fmt: skip
-OK = [Stage(n, True, f"{n} fine") for n in ("api", "admission", "queueing", "placement", "storage", "network")]
+OK = [Stage(n, True, f"{n} fine") for n in STAGES]
 
 
 def test_a_blocked_workload_names_stage_blocker_and_unblock_once() -> None:

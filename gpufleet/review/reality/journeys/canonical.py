@@ -88,6 +88,16 @@ def _select(pool: NodePool) -> dict[str, str]:
     return {conventions.POOL_LABEL: pool.name}
 
 
+def _topology_request(site: Site, pool: NodePool) -> dict[str, Any]:
+    """A gang's ask to run close together, as users write it: preferred at the fabric Topology's narrowest level
+    above single nodes, so Kueue packs it there and goes a level up when it does not fit (Kueue
+    site/content/en/docs/concepts/topology_aware_scheduling.md at versions.KUEUE); nothing off a fabric Topology."""
+    found = queues.pool_topology(site, pool)
+    if found is None or queues.is_burst(pool):
+        return {}
+    return {"metadata": {"annotations": {queues.PREFERRED_TOPOLOGY_ANNOTATION: found[1][-1]}}}
+
+
 def fabric_gang(spec: EstateSpec, site: Site, pool: NodePool, tenant: Tenant, expected: Verdict) -> Canonical:
     nodes = _gang_nodes(spec, pool, tenant)
     limits = rdma.fabric_requests(spec, site, pool)
@@ -103,6 +113,7 @@ def fabric_gang(spec: EstateSpec, site: Site, pool: NodePool, tenant: Tenant, ex
             "parallelism": nodes,
             "completions": nodes,
             "template": {
+                **_topology_request(site, pool),
                 "spec": {
                     "restartPolicy": "Never",
                     "nodeSelector": _select(pool),
@@ -136,6 +147,7 @@ def one_gpu_job(site: Site, pool: NodePool, tenant: Tenant, expected: Verdict) -
         "metadata": _meta(f"job-{pool.name}", tenant),
         "spec": {
             "template": {
+                **_topology_request(site, pool),
                 "spec": {
                     "restartPolicy": "Never",
                     "nodeSelector": _select(pool),

@@ -1,8 +1,8 @@
 """A workload's journey through an estate: the types every stage shares.
 
 A journey walks one workload, as its user wrote it, through the estate's own objects in the order real systems
-judge it: `api` (the kind is served), `admission`, `queueing` (Kueue), `placement` (the scheduler places every
-pod at once), `storage` (volumes bind and mount) and `network`. The first stage that refuses blocks it; later
+judge it: `api` (the kind is served), `admission`, `queueing` (Kueue), `topology` (Kueue's topology request),
+`placement` (the scheduler places every pod at once), `storage` (volumes bind and mount) and `network`. The first stage that refuses blocks it; later
 stages are not walked, as on a real cluster.
 
 Each stage is a function `(Walk) -> Stage` in its own module. It reads the cluster's objects (`ClusterView`),
@@ -20,8 +20,8 @@ from typing import Any, Literal
 
 from gpufleet.engine.plan import PlanResource
 
-StageName = Literal["api", "admission", "queueing", "placement", "storage", "network"]
-STAGES: tuple[StageName, ...] = ("api", "admission", "queueing", "placement", "storage", "network")
+StageName = Literal["api", "admission", "queueing", "topology", "placement", "storage", "network"]
+STAGES: tuple[StageName, ...] = ("api", "admission", "queueing", "topology", "placement", "storage", "network")
 Verdict = Literal["runs", "blocked"]
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"  # Kueue's LocalQueue label (pkg/constants at versions.KUEUE)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpufleet.review.reality.journeys import admission, api, network, placement, queueing, storage
+from gpufleet.review.reality.journeys import admission, api, network, placement, queueing, storage, topology
 from gpufleet.review.reality.journeys.core import ClusterView, Journey, Stage, Walk, Workload
 from gpufleet.review.reality.journeys.estate import MANAGER
 
-STAGES = (api, admission, queueing, placement, storage, network)
+STAGES = (api, admission, queueing, topology, placement, storage, network)
 
 
 class TargetError(Exception):

@@ -32,7 +32,8 @@ def test_preview_json_carries_each_canonical_journey_with_its_promise_and_verdic
     gang = next(j for j in journeys if j["workload"] == "Job/research/gang-train")
     assert gang["expected"] == "runs" and gang["verdict"] == "runs"
     assert gang["placement"] == {"site": "dc1", "pool": "train", "nodes": 6, "flavor": "train"}
-    assert [s["stage"] for s in gang["stages"]] == ["api", "admission", "queueing", "placement", "storage", "network"]
+    stages = ["api", "admission", "queueing", "topology", "placement", "storage", "network"]
+    assert [s["stage"] for s in gang["stages"]] == stages
     assert all(j["expected"] == j["verdict"] for j in journeys)
 
 
@@ -69,7 +70,7 @@ def test_the_untrusted_tenants_open_egress_is_promised_refused_at_the_network_st
     assert journey["verdict"] == "blocked" and journey["stage"] == "network"
     assert journey["blocker"] == "NetworkPolicy/agents/default-deny"
     assert "the internet (example.com, TCP 443)" in journey["reason"]
-    assert [s["ok"] for s in journey["stages"]] == [True, True, True, True, True, False]
+    assert [s["ok"] for s in journey["stages"]] == [True, True, True, True, True, True, False]
 
 
 def _egress_opened(view: ClusterView) -> ClusterView:

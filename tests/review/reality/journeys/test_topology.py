@@ -6,7 +6,12 @@ levelKeyWithImpliedFallback: unconstrained at the lowest level)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
+from gpufleet.review.reality.journeys import topology
+from gpufleet.review.reality.journeys.canonical import canonical
+from gpufleet.review.reality.journeys.core import Journey, Stage
+from gpufleet.review.reality.journeys.workloads import workload
 from model.rdma import fabric_requests
 from tests.review.reality.journeys.conftest import Estate
 from tests.review.reality.journeys.test_walk import job
@@ -31,10 +36,97 @@ def test_a_job_off_the_fabric_runs_on_the_hosts_topology_flavor(estate: Callable
     assert flavor is not None and flavor["spec"]["topologyName"] == "gpufleet-hosts"
 
 
-def test_canonical_journeys_ask_for_no_topology(estate: Callable[[str], Estate]) -> None:
-    from gpufleet.review.reality.journeys.canonical import canonical
+LAYER_3 = "topology.k8s.aws/network-node-layer-3"
+PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 
-    for c in canonical(estate("onprem").spec):
-        template = c.manifest["spec"].get("template") or {}
-        assert not any(k.startswith("kueue.x-k8s.io/podset-") for k in (template.get("metadata") or {}).get(
-            "annotations", {})), c.title  # fmt: skip
+
+def _stage(j: Journey, name: str) -> Stage:
+    return next(s for s in j.stages if s.name == name)
+
+
+def test_the_aws_train_canonical_gang_asks_for_ekss_lowest_layer_and_shows_it(
+    estate: Callable[[str], Estate],
+) -> None:
+    e = estate("aws-train")
+    (gang,) = [c for c in canonical(e.spec) if "gang on h100" in c.title]
+    annotations = gang.manifest["spec"]["template"]["metadata"]["annotations"]
+    assert annotations == {PREFERRED: LAYER_3}
+    (j,) = e.walk(gang.manifest)
+    assert j.verdict == "runs", j.to_dict()
+    topology = _stage(j, "topology")
+    assert "on Topology train-efa" in topology.detail and f"request preferred at {LAYER_3}" in topology.detail
+    assert any("topology_aware_scheduling.md" in c.where for c in topology.cites)
+
+
+def test_the_onprem_canonical_gang_asks_for_its_leaf(estate: Callable[[str], Estate]) -> None:
+    (gang,) = [c for c in canonical(estate("onprem").spec) if "gang on train" in c.title]
+    assert gang.manifest["spec"]["template"]["metadata"]["annotations"] == {PREFERRED: "topology.gpufleet.io/leaf"}
+
+
+def test_a_gang_without_an_annotation_gets_the_implied_request_on_a_tas_only_queue(
+    estate: Callable[[str], Estate],
+) -> None:
+    (j,) = estate("aws-train").walk("efa-gang.yaml")
+    assert j.verdict == "runs", j.to_dict()
+    topology = _stage(j, "topology")
+    assert "request none, so Kueue implies unconstrained at kubernetes.io/hostname" in topology.detail
+    assert any("tas_flavor_snapshot.go" in c.where for c in topology.cites)
+
+
+def _job(pods: int, annotations: dict[str, str]) -> dict[str, Any]:
+    doc = job("research", "research", pods, {"nvidia.com/gpu": 8})
+    doc["spec"]["template"]["spec"]["nodeSelector"] = {"gpufleet.io/pool": "train"}
+    doc["spec"]["template"]["metadata"] = {"annotations": annotations}
+    return doc
+
+
+def test_a_jobset_and_a_pytorchjob_carry_their_topology_request_per_pod_set() -> None:
+    """The annotation sits on each replicated job's (JobSet) or replica's (PyTorchJob) pod template."""
+    pod = job("research", "research", 2, {"nvidia.com/gpu": 8})["spec"]["template"]
+    pod["metadata"] = {"annotations": {REQUIRED: LAYER_3}}
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "gang", "namespace": "research"},
+        "spec": {"replicatedJobs": [{"name": "workers", "replicas": 1, "template": {
+            "spec": {"parallelism": 2, "completions": 2, "template": pod}}}]},
+    }  # fmt: skip
+    pytorch = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "ddp", "namespace": "research"},
+        "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 2, "template": pod}}},
+    }
+    levels = [*(f"topology.k8s.aws/network-node-layer-{n}" for n in (1, 2, 3)), "kubernetes.io/hostname"]
+    for doc in (jobset, pytorch):
+        (ps,) = workload(doc, "test").pod_sets
+        assert topology.request(ps, levels) == ("required", LAYER_3), doc["kind"]
+    del pod["metadata"]
+    (ps,) = workload(jobset, "test").pod_sets
+    assert topology.request(ps, levels) == ("implied", "kubernetes.io/hostname")
+
+
+def test_a_required_rack_the_inventory_cannot_hold_is_refused_at_the_topology_stage(
+    estate: Callable[[str], Estate],
+) -> None:
+    # onprem's pool train: 4 servers in rack r1, 2 in r2; one 8-GPU pod per server.
+    onprem = estate("onprem")
+    (fits,) = onprem.walk(_job(4, {REQUIRED: "topology.gpufleet.io/rack"}))
+    assert fits.verdict == "runs", fits.to_dict()
+    assert "the largest topology.gpufleet.io/rack domain has 4 nodes" in _stage(fits, "topology").detail
+    (too_big,) = onprem.walk(_job(6, {REQUIRED: "topology.gpufleet.io/rack"}))
+    assert too_big.verdict == "blocked" and too_big.blocked_at is not None
+    assert too_big.blocked_at.name == "topology" and "it never fits" in too_big.blocked_at.detail
+    assert PREFERRED in too_big.blocked_at.unblock
+    (preferred,) = onprem.walk(_job(6, {PREFERRED: "topology.gpufleet.io/rack"}))
+    assert preferred.verdict == "runs", preferred.to_dict()
+
+
+def test_a_required_eks_layer_is_judged_once_the_nodes_run(estate: Callable[[str], Estate]) -> None:
+    doc = job("research", "research", 2, {"nvidia.com/gpu": 8})
+    doc["spec"]["template"]["metadata"] = {"annotations": {REQUIRED: LAYER_3}}
+    (j,) = estate("aws-train").walk(doc)
+    assert j.verdict == "runs", j.to_dict()
+    stage = _stage(j, "topology")
+    assert f"request required at {LAYER_3}" in stage.detail and "known once the nodes run" in stage.detail
