@@ -90,6 +90,9 @@ def stack_placements(spec: EstateSpec) -> tuple[list[Placement], list[tuple[str,
                 skipped.append((pool.name, why))
                 continue
             price, basis = _per_gpu(kind.pool_gpu_hour(spec, pool.name))
+            owned = kind.pool_instance_type(pool.name) is None
+            if owned and price is None:  # bought already, no amortisation declared: zero marginal cost
+                price, basis = Fraction(0), f"owned, no amortisation declared ({basis}): $0 marginal"
             out.append(
                 Placement(
                     name=pool.name,
@@ -156,6 +159,9 @@ def evaluate(c: WorkloadClass, need: MemoryNeed, p: Placement) -> Choice | str:
     if p.gpus_per_node == 0:
         return "no GPUs per node"
     nodes = ceil(Fraction(c.gpus_per_run, p.gpus_per_node))
+    billed = billed_gpus(c.gpus_per_run, p.gpus_per_node)
+    if p.instance_type is None and p.capacity_gpus is not None and billed > p.capacity_gpus:
+        return f"needs {billed} GPUs at once; pool {p.name} holds {p.capacity_gpus}"
     if nodes > 1 and not c.training:
         return f"a {c.kind} run of {c.gpus_per_run} GPUs must fit one node ({p.gpus_per_node} GPUs)"
     if nodes > 1 and not p.multi_node:
@@ -168,7 +174,7 @@ def evaluate(c: WorkloadClass, need: MemoryNeed, p: Placement) -> Choice | str:
     elif c.deadline_hours is not None and hours > q(c.deadline_hours):
         status = "misses deadline"
     if hours is not None and p.usd_per_gpu_hour is not None:
-        cost = billed_gpus(c.gpus_per_run, p.gpus_per_node) * p.usd_per_gpu_hour * hours
+        cost = billed * p.usd_per_gpu_hour * hours
     elif status == "ok":
         status = "unpriced"
     return Choice(
