@@ -242,12 +242,12 @@ def size_class(c: WorkloadClass, placements: list[Placement]) -> ClassSizing:
 
 
 def untimed_across_models(c: WorkloadClass, choices: list[Choice]) -> str:
-    """Why a class's placements cannot be ranked, or "": work measured on no GPU model (no measured_on, no
-    hours_on) compared across GPU models would take equal hours on an L4 and a B200.
+    """Why a class's placements cannot be ranked, or "": work measured on no GPU model (no measured_on) compared
+    across GPU models would take hours_per_run on every model hours_on does not name, an L4 as fast as a B200.
 
     Serving and notebooks last as long as they are open whatever the GPU, so only work-bound classes are refused."""
     models = sorted({ch.placement.gpu.id for ch in choices})
-    if not c.work_bound or c.measured_on is not None or c.hours_on or len(models) < 2:
+    if not c.work_bound or c.measured_on is not None or len(models) < 2:
         return ""
     return (
         f"{c.name} fits {', '.join(models)} but gives no measured_on: its {c.hours_per_run:g} h cannot be compared "

@@ -92,3 +92,14 @@ def test_a_405b_pre_train_measured_on_no_gpu_is_not_ranked_onto_l4s() -> None:
     timed = on(None, dict(pretrain, measured_on="H100-80GB"), period="quarter", hours_per_device=2190)
     (t,) = timed.classes
     assert t.chosen is not None and t.chosen.placement.gpu.id == "H100-80GB"
+
+
+def test_hours_on_without_measured_on_still_refuses_ranking_across_gpu_models() -> None:
+    # Review item 4: hours_on {B200: 400} and no measured_on ranked 128 x g6.48xlarge (L4) at $1,230,372.86 "ok",
+    # the 720 h taken to hold on an L4 as on the GPU hours_per_run was (not) measured on.
+    pretrain = {"name": "pretrain-405b", "kind": "training", "parameters_billion": 405, "runs_per_period": 1,
+                "gpus_per_run": 1024, "hours_per_run": 720, "hours_on": {"B200-180GB": 400},
+                "deadline_hours": 1000, "gang": True}  # fmt: skip
+    r = on(None, pretrain, period="quarter", hours_per_device=2190)
+    (cs,) = r.classes
+    assert cs.chosen is None and r.pools == [] and "gives no measured_on" in cs.refused
