@@ -179,6 +179,8 @@ def _class(cs: ClassSizing, region: str) -> list[Block]:
     verdict = _chosen_words(chosen)
     if cs.refused:
         verdict += f" Not ranked: {cs.refused}."
+    if cs.overflow:
+        verdict += f" Overflows to the next-ranked placement: {cs.overflow}."
     if chosen is not None and chosen.ring is not None:
         verdict += f" {_ring_basis(cs, chosen)}"
     if slower:
@@ -373,6 +375,9 @@ def headline(r: SizingReport) -> str:
         if bought
         else "Buys nothing: owned servers take it all."
     )
+    over = [f"{cs.cls.name} ({cs.overflow})" for cs in r.classes if cs.overflow]
+    if over:
+        parts.append(f"Overflow beyond the owned servers: {'; '.join(over)}.")
     if r.unplaced:
         parts.append(f"Not placed: {', '.join(r.unplaced)}.")
     return " ".join(parts)

@@ -125,7 +125,7 @@ def stack_region(spec: EstateSpec | None) -> str:
     return regions[0] if regions else DEFAULT_REGION
 
 
-Status = Literal["ok", "misses deadline", "no timing", "unpriced"]
+Status = Literal["ok", "misses deadline", "no timing", "unpriced", "owned pool full"]
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,7 @@ def evaluate(c: WorkloadClass, need: MemoryNeed, p: Placement) -> Choice | str:
 def rank(choices: Iterable[Choice]) -> list[Choice]:
     """Choices that meet the objective first: owned servers with room, then the cheapest per run; then the rest, by
     why they lost."""
-    order = {"ok": 0, "misses deadline": 1, "no timing": 2, "unpriced": 3}
+    order = {"ok": 0, "misses deadline": 1, "no timing": 2, "unpriced": 3, "owned pool full": 4}
     return sorted(
         choices,
         key=lambda ch: (
@@ -213,6 +213,7 @@ class ClassSizing:
     fits: list[GpuFit]
     choices: list[Choice]  # ranked; the first with status ok is chosen
     refused: str = ""  # why the placements were not ranked across GPU models (untimed_across_models)
+    overflow: str = ""  # why owned pools ranked first could not hold the class (pools.fill_owned)
 
     @property
     def chosen(self) -> Choice | None:

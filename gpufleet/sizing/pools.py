@@ -106,6 +106,28 @@ def always_on_serving(c: WorkloadClass, planning: Planning) -> bool:
     return c.kind == "online-inference" and q(c.hours_per_run) >= q(planning.hours_per_device)
 
 
+def fill_owned(sized: list[ClassSizing], planning: Planning) -> list[ClassSizing]:
+    """Owned pools take the classes ranked onto them, in file order, while they hold them: at the pessimistic end
+    (lowest utilisation with reserves, gang and largest run included) within the pool's GPUs. A class the pool
+    cannot hold goes, whole, to its next-ranked placement (the pool marked "owned pool full"); it is not split."""
+    taken: dict[str, list[tuple[ClassSizing, Choice]]] = {}
+    out = []
+    for cs in sized:
+        why = []
+        while (ch := cs.chosen) is not None and ch.owned and ch.placement.capacity_gpus is not None:
+            p, cap = ch.placement, ch.placement.capacity_gpus
+            trial = [*taken.get(p.name, []), (cs, ch)]
+            need = demand_on(p, trial, planning).max_gpus
+            if need <= cap:
+                taken[p.name] = trial
+                break
+            why.append(f"owned pool {p.name} holds {cap} GPUs; with {cs.cls.name} it needs up to {need}")
+            full = [replace(x, status="owned pool full") if x.placement == p else x for x in cs.choices]
+            cs = replace(cs, choices=full)
+        out.append(replace(cs, overflow="; ".join(why)) if why else cs)
+    return out
+
+
 @dataclass(frozen=True)
 class PoolRecommendation:
     name: str

@@ -40,3 +40,21 @@ def test_owned_servers_with_no_declared_cost_are_used_at_zero_marginal_cost() ->
     assert cs.chosen.cost_per_run == 0
     assert "owned, no amortisation declared" in cs.chosen.placement.price_basis
     assert "Uses owned servers (already paid for): train for ft70b." in headline(r)
+
+
+def test_demand_beyond_the_owned_pool_overflows_to_the_next_ranked_bought_placement() -> None:
+    # Review item 2: two 40-GPU gangs, 7 runs a week each, "Buys nothing" on a 48-GPU pool. Now a small gang (one
+    # 16-GPU run of 24 h) stays on `train`; the big one (7 × 40 GPUs × 24 h = 6,720 GPU-hours, 80 GPUs at 50 %
+    # before reserves) does not fit its 48 GPUs and goes, whole, to p5.48xlarge.
+    small = dict(FT70B, name="fta", runs_per_period=1, gpus_per_run=16, hours_per_run=24, hours_on={},
+                 deadline_hours=30)  # fmt: skip
+    big = dict(small, name="ftb", runs_per_period=7, gpus_per_run=40)
+    r = on("onprem", small, big)
+    a, b = r.classes
+    assert a.chosen is not None and a.chosen.placement.name == "train" and not a.overflow
+    assert b.chosen is not None and b.chosen.placement.name == "p5.48xlarge"
+    assert b.overflow.startswith("owned pool train holds 48 GPUs; with ftb it needs up to ")
+    assert [ch.status for ch in b.choices if ch.placement.name == "train"] == ["owned pool full"]
+    h = headline(r)
+    assert "Uses owned servers (already paid for): train for fta." in h
+    assert "for ftb, where no owned server has room or fits" in h and "Overflow beyond the owned servers: ftb" in h
