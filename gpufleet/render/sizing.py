@@ -276,11 +276,12 @@ def _pools(r: SizingReport) -> list[Block]:
         Para(
             "GPUs: the highest- to the lowest-utilisation scenario with reserves, at least the gang minimum and "
             "largest run. A cloud pool scales with demand: min is the always-on serving floor (0 when nothing is "
-            "always on), desired the steady demand (highest-utilisation scenario), max the peak in whole nodes plus "
+            "always on), desired the same floor (the node group starts there; no node idles before work arrives), max the peak in whole nodes plus "
             f"{plan.spare_nodes} spare node{'s' if plan.spare_nodes != 1 else ''} on pools of more than "
             f"{plan.spares_above_nodes} nodes (planning.spare_nodes, spares_above_nodes); cluster-autoscaler adds nodes "
-            "only for pending pods. Work $: the GPU-hours at the placement's price, what the pool costs when it "
-            "scales to its work."
+            "only for pending pods. Work $: each class's runs × its cost per run (whole "
+            "nodes billed for a run across nodes), and an always-on serving floor's whole nodes for the hours they "
+            "run: what the pool costs when it scales to its work."
         ),
     ]
     for rec in r.pools:
@@ -301,8 +302,7 @@ def _pools(r: SizingReport) -> list[Block]:
 
 
 def _work_cost(d: Demand) -> str:
-    price = d.placement.usd_per_gpu_hour
-    return "-" if price is None else usd(d.gpu_hours * price)
+    return "-" if d.work_usd is None else usd(d.work_usd)
 
 
 def _comparison(c: StackComparison) -> list[Block]:

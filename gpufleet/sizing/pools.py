@@ -41,6 +41,9 @@ class Demand:
     largest_run_gpus: int = 0  # every GPU of one run is needed at once, gang or not
     always_on_gpus: int = 0  # always-on serving's replicas × GPUs: the floor a pool never scales below
     spare_nodes: int = 0  # whole nodes on top of the peak (Planning.spare_nodes above spares_above_nodes)
+    # What the work costs a period: runs × cost per run (whole nodes billed for a run across nodes) and the always-on
+    # floor's whole nodes for the hours they run; None when the placement is unpriced.
+    work_usd: Fraction | None = None
 
     @property
     def floor_gpus(self) -> int:
@@ -65,15 +68,16 @@ class Demand:
     def max_nodes(self) -> int:
         return nodes_for(self.max_gpus, self.placement.gpus_per_node)
 
-    # The shape of an autoscaled pool: min at the always-on floor (0 when nothing is always on), desired at steady
-    # demand (the highest-utilisation scenario, no gang), max at the peak with its spares.
+    # The shape of an autoscaled pool: min at the always-on floor (0 when nothing is always on), desired at that floor
+    # too (a node group starts at desired: more would idle until a gang arrives; cluster-autoscaler raises it for
+    # pending pods), max at the peak with its spares.
     @property
     def scale_min_nodes(self) -> int:
         return nodes_for(self.always_on_gpus, self.placement.gpus_per_node)
 
     @property
     def scale_desired_nodes(self) -> int:
-        return max(self.scale_min_nodes, nodes_for(self.scenarios[-1].rounded, self.placement.gpus_per_node))
+        return self.scale_min_nodes
 
     @property
     def scale_max_nodes(self) -> int:
@@ -96,9 +100,24 @@ def demand_on(p: Placement, placed: list[tuple[ClassSizing, Choice]], planning: 
         multi_node_gang=any(ch.nodes_per_run > 1 for _, ch in placed),
         largest_run_gpus=max((cs.cls.gpus_per_run for cs, _ in placed), default=0),
         always_on_gpus=ceil(q(always_on)),
+        work_usd=_work_usd(p, placed, planning),
     )
     spares = planning.spare_nodes if d.max_nodes > planning.spares_above_nodes else 0
     return replace(d, spare_nodes=spares)
+
+
+def _work_usd(p: Placement, placed: list[tuple[ClassSizing, Choice]], planning: Planning) -> Fraction | None:
+    if p.usd_per_gpu_hour is None:
+        return None
+    on = [(cs, ch) for cs, ch in placed if always_on_serving(cs.cls, planning)]
+    runs = sum(
+        (q(cs.cls.runs_per_period) * (ch.cost_per_run or 0) for cs, ch in placed if (cs, ch) not in on), Fraction(0)
+    )
+    if not on:
+        return runs
+    gpus = ceil(sum((q(cs.cls.runs_per_period) * cs.cls.gpus_per_run for cs, _ in on), Fraction(0)))
+    hours = max(ch.hours_per_run or 0 for _, ch in on)
+    return runs + nodes_for(gpus, p.gpus_per_node) * p.gpus_per_node * p.usd_per_gpu_hour * hours
 
 
 def always_on_serving(c: WorkloadClass, planning: Planning) -> bool:

@@ -201,10 +201,10 @@ def test_recommended_cloud_pools_scale_to_zero_except_the_always_on_serving_floo
     shape = {rec.name: (rec.demand.scale_min_nodes, rec.demand.scale_desired_nodes, rec.demand.scale_max_nodes)
              for rec in r.pools}  # fmt: skip
     assert shape == {
-        "training-p5-48xlarge": (0, 2, 3),
-        "inference-p4de-24xlarge": (1, 2, 2),
-        "batch-g6-xlarge": (0, 2, 2),
-        "interactive-g6-xlarge": (0, 3, 3),
+        "training-p5-48xlarge": (0, 0, 3),  # desired at the floor: no idle node at first up (review item 7)
+        "inference-p4de-24xlarge": (1, 1, 2),
+        "batch-g6-xlarge": (0, 0, 2),
+        "interactive-g6-xlarge": (0, 0, 3),
     }
     snippet = node_pool_snippet(r.pools)
     assert "cluster-autoscaler scales it from zero to max for pending pods" in snippet
