@@ -166,6 +166,8 @@ def evaluate(c: WorkloadClass, need: MemoryNeed, p: Placement) -> Choice | str:
         return f"a {c.kind} run of {c.gpus_per_run} GPUs must fit one node ({p.gpus_per_node} GPUs)"
     if nodes > 1 and not p.multi_node:
         return f"a run spans {nodes} nodes but {p.name} has no fabric (EFA / InfiniBand / RoCE)"
+    if c.throughput is not None and p.gpu.id != c.measured_on:
+        return f"its replicas come from tokens/s measured on {c.measured_on}; none measured on {p.gpu.id}"
     hours = c.hours_on_gpu(p.gpu.id)
     status: Status = "ok"
     cost = None

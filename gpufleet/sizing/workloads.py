@@ -357,6 +357,8 @@ def _throughput_sizes_serving(c: WorkloadClass) -> Iterator[Problem]:
         return
     if c.kind != "online-inference":
         yield Problem("throughput", f"throughput sizes online-inference replicas; a {c.kind} class gives its runs")
+    elif c.measured_on is None:
+        yield Problem("measured_on", "throughput's tokens/s per replica hold on one GPU model: set measured_on")
     elif q(c.runs_per_period) != c.throughput.replicas:
         why = f"{c.runs_per_period:g} replicas disagree with throughput's {c.throughput.replicas}; give one of them"
         yield Problem("runs_per_period", why)
