@@ -375,6 +375,12 @@ def headline(r: SizingReport) -> str:
         if bought
         else "Buys nothing: owned servers take it all."
     )
+    late = [f"{ch.placement.name} for {cs.cls.name} misses its deadline after +{num(ch.penalty_hours)} h ring penalty"
+            for cs in r.classes for ch in cs.choices
+            if ch.owned and ch.status == "misses deadline" and ch.penalty_hours and cs.chosen is not None
+            and not cs.chosen.owned]  # fmt: skip
+    if late:
+        parts.append(f"Owned servers passed over: {'; '.join(late)}.")
     over = [f"{cs.cls.name} ({cs.overflow})" for cs in r.classes if cs.overflow]
     if over:
         parts.append(f"Overflow beyond the owned servers: {'; '.join(over)}.")

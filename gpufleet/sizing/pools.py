@@ -22,7 +22,16 @@ from gpufleet.sizing.arithmetic import (
     q,
 )
 from gpufleet.sizing.interconnect import penalise, why_slower
-from gpufleet.sizing.placement import Choice, ClassSizing, Placement, evaluate, rank, stack_placements
+from gpufleet.sizing.placement import (
+    Choice,
+    ClassSizing,
+    Placement,
+    catalog_placements,
+    evaluate,
+    rank,
+    stack_placements,
+    stack_region,
+)
 from gpufleet.sizing.workloads import Planning, WorkloadClass, WorkloadFile
 from model.pricing import HOURS_PER_MONTH
 from model.spec import EstateSpec, Role
@@ -249,10 +258,15 @@ def compare_stack(stack: str, spec: EstateSpec, workloads: WorkloadFile) -> Stac
     mismatch: dict[str, list[str]] = {p.name: [] for p in pools}
     unplaced: list[tuple[str, list[str]]] = []
     passed_over: list[tuple[str, str]] = []
+    refs = catalog_placements(stack_region(spec))
     for c in workloads.classes:
         need = memory_need(c)
         results = [(p, evaluate(c, need, p)) for p in pools]
-        choices = penalise(c, [r for _, r in results if isinstance(r, Choice)])
+        # The same reference rings `size` ranks against (the catalog's and the stack's), so a pool's penalty is
+        # the same in both sections of one report.
+        others = [ch for p in refs if isinstance(ch := evaluate(c, need, p), Choice)]
+        own = [r for _, r in results if isinstance(r, Choice)]
+        choices = penalise(c, own + others)[: len(own)]
         same_role = rank(ch for ch in choices if ch.placement.role == c.role)
         ranked = same_role if any(ch.status == "ok" for ch in same_role) else rank(choices)
         best = next((ch for ch in ranked if ch.status == "ok"), None)

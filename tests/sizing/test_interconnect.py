@@ -12,7 +12,7 @@ import datetime as dt
 from dataclasses import replace
 from fractions import Fraction
 
-from gpufleet.render.sizing import sizing_text
+from gpufleet.render.sizing import headline, sizing_text
 from gpufleet.sizing.interconnect import allreduce_seconds, intra_node_gb_per_s, ring
 from gpufleet.sizing.placement import catalog_placements, size_class
 from gpufleet.sizing.report import size
@@ -21,6 +21,7 @@ from model.catalog import network_gbit_per_s
 from model.load import parse_estate
 from tests.conftest import example_estate
 from tests.sizing.helpers import wclass, wfile
+from tests.sizing.test_cases import FT70B, on
 
 FINE_TUNE_13B = {"name": "ft-13b", "kind": "fine-tuning", "parameters_billion": 13, "runs_per_period": 1,
                  "hours_per_run": 4, "deadline_hours": 8}  # fmt: skip
@@ -149,3 +150,16 @@ def test_a_stacks_one_gpu_efa_pool_does_not_take_a_12_gpu_gang_from_its_nvlink_p
     ((name, why),) = c.passed_over
     assert name == "ft-13b" and why.startswith("h100-small (12.5 GB/s over the node's 100 Gbit/s network (line rate)")
     assert why.endswith("+1.49 h per run")
+
+
+def test_the_class_section_and_the_stack_section_penalise_against_the_same_rings() -> None:
+    # Review item 6: a 23 h run with a 24 h deadline on the owned `train` pool (200 GB/s line rate). The class
+    # section adds +1.84 h against p5.48xlarge's published 487.09 GB/s and buys p5; the stack section penalised
+    # against the stack's pools only and placed ft70b on train. Now both say train misses the deadline:
+    # 8,280 steps × (2 × 31/32 × 140 GB ÷ 200 - ÷ 487.09) = 8,280 × 0.79937 s = 1.8386 h.
+    r = on("onprem", dict(FT70B, hours_per_run=23, hours_on={}))
+    (cs,) = r.classes
+    train = next(ch for ch in cs.choices if ch.placement.name == "train")
+    assert train.status == "misses deadline" and f"{float(train.penalty_hours):.2f}" == "1.84"
+    assert r.comparison is not None and r.comparison.unplaced and r.comparison.unplaced[0][0] == "ft70b"
+    assert "train for ft70b misses its deadline after +1.84 h ring penalty" in headline(r)
