@@ -141,6 +141,7 @@ class WorkloadClass(Model):
         if isinstance(data, dict) and "runs_per_period" not in data and isinstance(data.get("throughput"), dict):
             with contextlib.suppress(ValidationError):  # the throughput's own errors are reported by its field
                 return {**data, "runs_per_period": Throughput.model_validate(data["throughput"]).replicas}
+            return {**data, "runs_per_period": 1}  # a placeholder: the bad throughput is the one error reported
         return data
 
     name: str = Field(pattern=DNS1123, max_length=40, description="Class name (DNS-1123 label).")
