@@ -12,7 +12,7 @@ from gpufleet.render.common import usd
 from gpufleet.render.sizing_record import decision_record, num
 from gpufleet.sizing.arithmetic import class_utilisation
 from gpufleet.sizing.interconnect import GRADIENT_BYTES_PER_PARAMETER, steps_per_run, why_slower
-from gpufleet.sizing.placement import Choice, ClassSizing
+from gpufleet.sizing.placement import Choice, ClassSizing, Placement
 from gpufleet.sizing.pools import Demand, PoolRecommendation, StackComparison
 from gpufleet.sizing.report import SizingReport
 from gpufleet.sizing.workloads import PERIOD_HOURS
@@ -82,12 +82,17 @@ def _portfolio(r: SizingReport) -> list[Block]:
     ]
 
 
+def gpu_words(p: Placement) -> str:
+    """The GPU model, or its MIG slice (a MIG pool's GPUs, per node and capacity count slices)."""
+    return f"{p.gpu.id} MIG {p.mig_profile} slice" if p.mig_profile else p.gpu.id
+
+
 def _choice_row(i: int, ch: Choice) -> list[str]:
     p = ch.placement
     return [
         str(i) if ch.status == "ok" else "-",
         p.name,
-        p.gpu.id,
+        gpu_words(p),
         str(p.gpus_per_node),
         str(ch.gpus_needed),
         str(ch.nodes_per_run),
@@ -207,7 +212,7 @@ def _chosen_words(chosen: Choice | None) -> str:
     if chosen is None:
         return "Chosen: none; no priced placement fits and meets the objective."
     p = chosen.placement
-    at = f"{p.name} ({p.gpu.id}) at {usd(chosen.cost_per_run)} per run"
+    at = f"{p.name} ({gpu_words(p)}) at {usd(chosen.cost_per_run)} per run"
     if chosen.owned:
         return (
             f"Uses owned servers: {at} ({p.price_basis}), a cost paid whether the servers run or idle, so it buys "
@@ -312,7 +317,7 @@ def _comparison(c: StackComparison) -> list[Block]:
         rows.append(
             [
                 p.name,
-                p.gpu.id,
+                gpu_words(p),
                 str(p.capacity_gpus),
                 ", ".join(d.classes) or "-",
                 *_demand_cells(d),

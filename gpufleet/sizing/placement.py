@@ -9,6 +9,7 @@ on, a slower gradient ring counted as the hours it adds (interconnect.penalise).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -41,6 +42,7 @@ class Placement:
     capacity_gpus: int | None = None  # stack pools: GPUs at max size
     floor_gpus: int | None = None  # stack pools: GPUs kept at the pool's min size (all of them on bare metal)
     network_gbit_per_s: Fraction | None = None  # one node's network (EFA / InfiniBand / RoCE), when fixed and known
+    mig_profile: str | None = None  # a MIG pool: `gpu` is one slice, gpus_per_node and capacity_gpus count slices
 
 
 def _per_gpu(quote: GpuHourQuote) -> tuple[Fraction | None, str]:
@@ -69,8 +71,10 @@ def catalog_placements(region: str) -> list[Placement]:
 
 def _skipped(pool: AwsNodePool | BaremetalNodePool, burst: bool) -> str | None:
     """Why a pool is not compared, or None."""
-    if pool.sharing.mode != "whole":
-        return f"shares GPUs ({pool.sharing.mode}); this sizing counts whole GPUs"
+    if pool.sharing.mode == "time-slicing":
+        return "shares GPUs (time-slicing): no memory isolation to size a slice by"
+    if pool.sharing.mode == "mig" and pool.sharing.mig_profile is None:
+        return "MIG with no mig_profile"
     if pool.dedicated_to is not None:
         return f"dedicated to tenant {pool.dedicated_to}; workload classes name no tenant"
     if burst:
@@ -93,24 +97,45 @@ def stack_placements(spec: EstateSpec) -> tuple[list[Placement], list[tuple[str,
             owned = kind.pool_instance_type(pool.name) is None
             if owned and price is None:  # bought already, no amortisation declared: zero marginal cost
                 price, basis = Fraction(0), f"owned, no amortisation declared ({basis}): $0 marginal"
-            out.append(
-                Placement(
-                    name=pool.name,
-                    gpu=spec.pool_gpu_model(pool.name),
-                    gpus_per_node=spec.pool_gpus_per_node(pool.name),
-                    multi_node=pool.fabric is not None,
-                    usd_per_gpu_hour=price,
-                    price_basis=basis,
-                    instance_type=kind.pool_instance_type(pool.name),
-                    pool=pool.name,
-                    site=site.name,
-                    role=pool.role,
-                    capacity_gpus=spec.pool_gpu_capacity(pool.name),
-                    floor_gpus=kind.pool_floor_gpus(spec, pool.name),
-                    network_gbit_per_s=kind.node_network_gbit(spec, pool.name)[0],
-                )
+            p = Placement(
+                name=pool.name,
+                gpu=spec.pool_gpu_model(pool.name),
+                gpus_per_node=spec.pool_gpus_per_node(pool.name),
+                multi_node=pool.fabric is not None,
+                usd_per_gpu_hour=price,
+                price_basis=basis,
+                instance_type=kind.pool_instance_type(pool.name),
+                pool=pool.name,
+                site=site.name,
+                role=pool.role,
+                capacity_gpus=spec.pool_gpu_capacity(pool.name),
+                floor_gpus=kind.pool_floor_gpus(spec, pool.name),
+                network_gbit_per_s=kind.node_network_gbit(spec, pool.name)[0],
             )
+            out.append(mig_slices(p, pool.sharing.mig_profile) if pool.sharing.mode == "mig" else p)
     return out, skipped
+
+
+def mig_slices(p: Placement, profile: str | None) -> Placement:
+    """A MIG pool as a placement of slices: each slice a GPU of the profile's memory (the GB in its name, e.g.
+    1g.10gb: 10 GB; NVIDIA MIG User Guide, Supported MIG Profiles, via catalog gpus.yaml), priced at the GPU-hour ÷
+    the slices per GPU, with slices per node and in the pool."""
+    mig = p.gpu.mig_profile(profile or "")
+    if mig is None or (m := re.search(r"\.(\d+)gb$", mig.name)) is None:
+        return p
+    n = mig.per_gpu
+    gpu = replace(p.gpu, memory_mib=int(m.group(1)) * 10**9 // 2**20, mig_profiles=())
+    return replace(
+        p,
+        gpu=gpu,
+        gpus_per_node=p.gpus_per_node * n,
+        multi_node=False,
+        usd_per_gpu_hour=None if p.usd_per_gpu_hour is None else p.usd_per_gpu_hour / n,
+        price_basis=f"{p.price_basis} ÷ {n} MIG {mig.name} slices per GPU",
+        capacity_gpus=None if p.capacity_gpus is None else p.capacity_gpus * n,
+        floor_gpus=None if p.floor_gpus is None else p.floor_gpus * n,
+        mig_profile=mig.name,
+    )
 
 
 def onprem_placements(spec: EstateSpec) -> list[Placement]:
@@ -158,6 +183,8 @@ def evaluate(c: WorkloadClass, need: MemoryNeed, p: Placement) -> Choice | str:
         return f"needs {fit.gpus_needed} × {p.gpu.id} for memory, more than its {c.gpus_per_run} GPUs per run"
     if p.gpus_per_node == 0:
         return "no GPUs per node"
+    if p.mig_profile is not None and (c.work_bound or c.throughput is not None or c.gpus_per_run > 1):
+        return f"MIG {p.mig_profile} slices take one-slice notebooks and serving timed by session, not {c.kind} work"
     nodes = ceil(Fraction(c.gpus_per_run, p.gpus_per_node))
     billed = billed_gpus(c.gpus_per_run, p.gpus_per_node)
     if p.instance_type is None and p.capacity_gpus is not None and billed > p.capacity_gpus:
