@@ -130,6 +130,8 @@ def _class(cs: ClassSizing, region: str) -> list[Block]:
             f"; replicas from throughput: {num(t.requests_per_second)} requests/s × {num(t.tokens_per_request)} "
             f"tokens ÷ {num(t.tokens_per_second_per_replica)} tokens/s per replica = {t.replicas} ({t.source})"
         )
+        if t.steady_requests_per_second is not None:
+            gang += f"; {t.steady_replicas} always on at the steady {num(t.steady_requests_per_second)} requests/s"
     blocks: list[Block] = [
         Heading(3, f"{c.name} ({c.kind})"),
         Para(

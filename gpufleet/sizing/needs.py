@@ -32,11 +32,25 @@ class Throughput(Model):
         gt=0, le=1e9, description="Tokens per second one replica sustains within the latency objective."
     )
     source: str = Field(min_length=1, description="Where the replica's throughput comes from (a benchmark run).")
+    steady_requests_per_second: float | None = Field(
+        default=None,
+        gt=0,
+        le=10_000_000,
+        description="Requests per second outside the peak: the always-on floor's replicas (default: the peak's).",
+    )
+
+    def _replicas(self, rps: float) -> int:
+        return ceil(q(rps) * q(self.tokens_per_request) / q(self.tokens_per_second_per_replica))
 
     @property
     def replicas(self) -> int:
-        """ceil(requests/s × tokens per request ÷ tokens/s per replica)."""
-        return ceil(q(self.requests_per_second) * q(self.tokens_per_request) / q(self.tokens_per_second_per_replica))
+        """ceil(requests/s × tokens per request ÷ tokens/s per replica), at the peak."""
+        return self._replicas(self.requests_per_second)
+
+    @property
+    def steady_replicas(self) -> int:
+        """The same at steady load (the peak's when no steady_requests_per_second is given), never above it."""
+        return min(self.replicas, self._replicas(self.steady_requests_per_second or self.requests_per_second))
 
 
 class StorageNeed(Model):

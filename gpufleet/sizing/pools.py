@@ -98,7 +98,7 @@ def demand_on(p: Placement, placed: list[tuple[ClassSizing, Choice]], planning: 
     hours = sum((h for _, h in parts), Fraction(0))
     gang, _ = gang_minimum(cs.cls for cs, _ in placed)
     always_on = sum(
-        cs.cls.runs_per_period * cs.cls.gpus_per_run for cs, _ in placed if always_on_serving(cs.cls, planning)
+        _floor_replicas(cs.cls) * cs.cls.gpus_per_run for cs, _ in placed if always_on_serving(cs.cls, planning)
     )
     d = Demand(
         placement=p,
@@ -127,6 +127,11 @@ def _work_usd(p: Placement, placed: list[tuple[ClassSizing, Choice]], planning: 
     gpus = ceil(sum((q(cs.cls.runs_per_period) * cs.cls.gpus_per_run for cs, _ in on), Fraction(0)))
     hours = max(ch.hours_per_run or 0 for _, ch in on)
     return runs + nodes_for(gpus, p.gpus_per_node) * p.gpus_per_node * p.usd_per_gpu_hour * hours
+
+
+def _floor_replicas(c: WorkloadClass) -> float:
+    """Replicas always on: the steady load's (throughput.steady_requests_per_second), else every replica."""
+    return c.throughput.steady_replicas if c.throughput is not None else c.runs_per_period
 
 
 def always_on_serving(c: WorkloadClass, planning: Planning) -> bool:

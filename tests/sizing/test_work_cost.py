@@ -46,3 +46,14 @@ def test_desired_is_the_floor_so_no_idle_node_launches_before_a_gang_arrives() -
     assert "scaling: {min: 0, desired: 0, max: 9}" in node_pool_snippet(r.pools)
     serving = on(None, CHAT, **WEEK).pools[0].demand
     assert serving.scale_desired_nodes == serving.scale_min_nodes == 3
+
+
+def test_serving_scales_between_its_steady_and_peak_replicas() -> None:
+    # Review item 8: min = max = peak replicas, so serving never scaled. At 10 requests/s steady: 10 × 500 ÷ 2,400
+    # = 2.08 -> 3 replicas × 4 GPUs = 12 GPUs = 2 p5.48xlarge always on; the peak's 5 replicas (20 GPUs) = 3 nodes.
+    steady = dict(CHAT, throughput={**CHAT["throughput"], "steady_requests_per_second": 10})  # type: ignore[dict-item]
+    (rec,) = on(None, steady, **WEEK).pools
+    d = rec.demand
+    assert (d.scale_min_nodes, d.scale_desired_nodes, d.max_nodes) == (2, 2, 3)
+    (peak,) = on(None, CHAT, **WEEK).pools
+    assert (peak.demand.scale_min_nodes, peak.demand.max_nodes) == (3, 3)
