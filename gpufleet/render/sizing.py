@@ -402,7 +402,10 @@ def _comparison(c: StackComparison) -> list[Block]:
 def headline(r: SizingReport) -> str:
     """What the recommendation uses, what it buys and why, in one line."""
     owned = [rec for rec in r.pools if rec.demand.placement.instance_type is None]
-    bought = [rec for rec in r.pools if rec.demand.placement.instance_type is not None]
+    bought = [
+        rec for rec in r.pools if rec.demand.placement.instance_type is not None and not rec.demand.placement.pool
+    ]
+    burst = [rec for rec in r.pools if rec.demand.placement.instance_type is not None and rec.demand.placement.pool]
     used = "; ".join(f"{rec.name} for {', '.join(rec.demand.classes)}" for rec in owned)
     buys = "; ".join(
         f"{rec.name} ({rec.demand.scale_min_nodes}-{rec.demand.scale_max_nodes} × {rec.demand.placement.instance_type}, "
@@ -413,6 +416,8 @@ def headline(r: SizingReport) -> str:
     parts.append(
         f"Buys: {buys}, where no owned server has room or fits."
         if bought
+        else "Buys no new pool."
+        if burst
         else "Buys nothing: owned servers take it all."
     )
     late = [f"{ch.placement.name} for {cs.cls.name} misses its deadline after +{num(ch.penalty_hours)} h ring penalty"
@@ -421,6 +426,14 @@ def headline(r: SizingReport) -> str:
             and not cs.chosen.owned]  # fmt: skip
     if late:
         parts.append(f"Owned servers passed over: {'; '.join(late)}.")
+    if burst:
+        parts.append(
+            "Bursts to the stack's pools: "
+            + "; ".join(
+                f"{rec.name} ({_work_cost(rec.demand)} of work) for {', '.join(rec.demand.classes)}" for rec in burst
+            )
+            + "."
+        )
     over = [f"{cs.cls.name} ({cs.overflow})" for cs in r.classes if cs.overflow]
     if over:
         parts.append(f"Overflow beyond the owned servers: {'; '.join(over)}.")
@@ -458,7 +471,7 @@ def node_pool_snippet(pools: list[PoolRecommendation]) -> str:
     lines = ["node_pools:"]
     for r in pools:
         d = r.demand
-        if d.placement.instance_type is None:
+        if d.placement.instance_type is None or d.placement.pool is not None:  # owned, or a pool the stack has
             continue
         entry = {
             "name": r.name,

@@ -82,15 +82,16 @@ def _skipped(pool: AwsNodePool | BaremetalNodePool, burst: bool) -> str | None:
     return None
 
 
-def stack_placements(spec: EstateSpec) -> tuple[list[Placement], list[tuple[str, str]]]:
-    """The stack's node pools as placements, and the pools left out with the reason."""
+def stack_placements(spec: EstateSpec, burst: bool = False) -> tuple[list[Placement], list[tuple[str, str]]]:
+    """The stack's node pools as placements, and the pools left out with the reason; with `burst`, its burst
+    pools too (cloud capacity the estate can burst to, at the pool's price)."""
     out: list[Placement] = []
     skipped: list[tuple[str, str]] = []
 
     for site in spec.sites:
         kind = kinds.of(site)
         for pool in site.node_pools:
-            if (why := _skipped(pool, isinstance(pool, AwsNodePool) and pool.burst)) is not None:
+            if (why := _skipped(pool, isinstance(pool, AwsNodePool) and pool.burst and not burst)) is not None:
                 skipped.append((pool.name, why))
                 continue
             price, basis = _per_gpu(kind.pool_gpu_hour(spec, pool.name))
@@ -139,9 +140,11 @@ def mig_slices(p: Placement, profile: str | None) -> Placement:
 
 
 def onprem_placements(spec: EstateSpec) -> list[Placement]:
-    """Bare-metal pools of a stack as candidates next to the catalog (the inventory is already bought)."""
-    pools, _ = stack_placements(spec)
-    return [p for p in pools if p.instance_type is None]
+    """A stack's candidates next to the catalog: its bare-metal pools (the inventory is already bought) and its
+    burst pools (named, so a class that bursts says to which pool)."""
+    pools, _ = stack_placements(spec, burst=True)
+    bursts = {p.name for s in spec.sites for p in s.node_pools if isinstance(p, AwsNodePool) and p.burst}
+    return [p for p in pools if p.instance_type is None or p.name in bursts]
 
 
 def stack_region(spec: EstateSpec | None) -> str:
@@ -229,6 +232,7 @@ def rank(choices: Iterable[Choice]) -> list[Choice]:
             not ch.owned,
             ch.cost_per_run if ch.cost_per_run is not None else 0,
             ch.nodes_per_run,
+            ch.placement.pool is None,  # at the same price, a pool the stack has before a new one
             ch.placement.name,
         ),
     )

@@ -174,12 +174,12 @@ def recommend_pools(sized: list[ClassSizing], planning: Planning) -> list[PoolRe
     for cs in sized:
         ch = cs.chosen
         if ch is not None:
-            key: str = cs.cls.role if ch.placement.instance_type else ""
+            key: str = cs.cls.role if ch.placement.instance_type and ch.placement.pool is None else ""
             groups.setdefault((ch.placement.name, key), []).append((cs, ch))
     out = []
     for (pname, role_key), placed in groups.items():
         p = placed[0][1].placement
-        if p.instance_type:
+        if p.instance_type and p.pool is None:
             name, pool_role = f"{role_key}-{pname.replace('.', '-')}"[:40].rstrip("-"), placed[0][0].cls.role
         else:
             name, pool_role = pname, p.role or placed[0][0].cls.role

@@ -76,7 +76,9 @@ def size(
         onprem = onprem_placements(spec)
         placements += onprem
         if onprem:
-            notes.append(f"on-prem pools of stack {stack} are candidates too: {', '.join(p.name for p in onprem)}")
+            notes.append(
+                f"pools of stack {stack} (owned, burst) are candidates too: {', '.join(p.name for p in onprem)}"
+            )
     sized = fill_owned([size_class(c, placements) for c in workloads.classes], workloads.planning)
     # Demand on the GPUs the classes are placed on (a class's hours there, not its reference hours), so that the
     # portfolio adds up to the pools it recommends; a class no placement takes stays at its reference hours.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 
-from gpufleet.render.sizing import headline, sizing_text
+from gpufleet.render.sizing import headline, node_pool_snippet, sizing_text
 from gpufleet.sizing.arithmetic import memory_need
 from gpufleet.sizing.placement import evaluate, onprem_placements
 from gpufleet.sizing.report import size
@@ -58,3 +58,19 @@ def test_demand_beyond_the_owned_pool_overflows_to_the_next_ranked_bought_placem
     h = headline(r)
     assert "Uses owned servers (already paid for): train for fta." in h
     assert "for ftb, where no owned server has room or fits" in h and "Overflow beyond the owned servers: ftb" in h
+
+
+def test_a_class_beyond_the_owned_servers_bursts_to_the_stack_s_burst_pool_not_a_new_one() -> None:
+    # Review item 9: burst pools were never ranked. The hybrid stack bursts to `burst-h100` (p5.48xlarge); a
+    # 40-GPU gang the owned `base` pool cannot hold goes there at the same on-demand price as a new p5 pool, and
+    # the snippet creates nothing: 7 runs × 5 nodes × $55.04 × 24 h = $46,233.60 a week.
+    big = dict(FT70B, name="ftb", runs_per_period=7, gpus_per_run=40, hours_per_run=24, hours_on={},
+               deadline_hours=30)  # fmt: skip
+    r = on("hybrid", big)
+    (cs,) = r.classes
+    assert cs.chosen is not None and cs.chosen.placement.name == "burst-h100"
+    (rec,) = r.pools
+    assert rec.name == "burst-h100" and f"{float(rec.demand.work_usd or 0):,.2f}" == "46,233.60"
+    h = headline(r)
+    assert "Buys no new pool. Bursts to the stack's pools: burst-h100 ($46,233.60 of work) for ftb." in h
+    assert node_pool_snippet(r.pools) == ""
