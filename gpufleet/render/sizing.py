@@ -12,9 +12,10 @@ from gpufleet.render.common import usd
 from gpufleet.render.sizing_record import decision_record, num
 from gpufleet.sizing.arithmetic import class_utilisation
 from gpufleet.sizing.interconnect import GRADIENT_BYTES_PER_PARAMETER, steps_per_run, why_slower
-from gpufleet.sizing.placement import Choice, ClassSizing
+from gpufleet.sizing.placement import Choice, ClassSizing, Placement
 from gpufleet.sizing.pools import Demand, PoolRecommendation, StackComparison
 from gpufleet.sizing.report import SizingReport
+from gpufleet.sizing.storage import class_storage, guidance_gbps, pool_storage
 from gpufleet.sizing.workloads import PERIOD_HOURS
 
 SHOWN_CHOICES = 6
@@ -82,12 +83,17 @@ def _portfolio(r: SizingReport) -> list[Block]:
     ]
 
 
+def gpu_words(p: Placement) -> str:
+    """The GPU model, or its MIG slice (a MIG pool's GPUs, per node and capacity count slices)."""
+    return f"{p.gpu.id} MIG {p.mig_profile} slice" if p.mig_profile else p.gpu.id
+
+
 def _choice_row(i: int, ch: Choice) -> list[str]:
     p = ch.placement
     return [
         str(i) if ch.status == "ok" else "-",
         p.name,
-        p.gpu.id,
+        gpu_words(p),
         str(p.gpus_per_node),
         str(ch.gpus_needed),
         str(ch.nodes_per_run),
@@ -124,6 +130,8 @@ def _class(cs: ClassSizing, region: str) -> list[Block]:
             f"; replicas from throughput: {num(t.requests_per_second)} requests/s × {num(t.tokens_per_request)} "
             f"tokens ÷ {num(t.tokens_per_second_per_replica)} tokens/s per replica = {t.replicas} ({t.source})"
         )
+        if t.steady_requests_per_second is not None:
+            gang += f"; {t.steady_replicas} always on at the steady {num(t.steady_requests_per_second)} requests/s"
     blocks: list[Block] = [
         Heading(3, f"{c.name} ({c.kind})"),
         Para(
@@ -179,6 +187,8 @@ def _class(cs: ClassSizing, region: str) -> list[Block]:
     verdict = _chosen_words(chosen)
     if cs.refused:
         verdict += f" Not ranked: {cs.refused}."
+    if cs.overflow:
+        verdict += f" Overflows to the next-ranked placement: {cs.overflow}."
     if chosen is not None and chosen.ring is not None:
         verdict += f" {_ring_basis(cs, chosen)}"
     if slower:
@@ -205,7 +215,7 @@ def _chosen_words(chosen: Choice | None) -> str:
     if chosen is None:
         return "Chosen: none; no priced placement fits and meets the objective."
     p = chosen.placement
-    at = f"{p.name} ({p.gpu.id}) at {usd(chosen.cost_per_run)} per run"
+    at = f"{p.name} ({gpu_words(p)}) at {usd(chosen.cost_per_run)} per run"
     if chosen.owned:
         return (
             f"Uses owned servers: {at} ({p.price_basis}), a cost paid whether the servers run or idle, so it buys "
@@ -274,11 +284,12 @@ def _pools(r: SizingReport) -> list[Block]:
         Para(
             "GPUs: the highest- to the lowest-utilisation scenario with reserves, at least the gang minimum and "
             "largest run. A cloud pool scales with demand: min is the always-on serving floor (0 when nothing is "
-            "always on), desired the steady demand (highest-utilisation scenario), max the peak in whole nodes plus "
+            "always on), desired the same floor (the node group starts there; no node idles before work arrives), max the peak in whole nodes plus "
             f"{plan.spare_nodes} spare node{'s' if plan.spare_nodes != 1 else ''} on pools of more than "
             f"{plan.spares_above_nodes} nodes (planning.spare_nodes, spares_above_nodes); cluster-autoscaler adds nodes "
-            "only for pending pods. Work $: the GPU-hours at the placement's price, what the pool costs when it "
-            "scales to its work."
+            "only for pending pods. Work $: each class's runs × its cost per run (whole "
+            "nodes billed for a run across nodes), and an always-on serving floor's whole nodes for the hours they "
+            "run: what the pool costs when it scales to its work."
         ),
     ]
     for rec in r.pools:
@@ -298,9 +309,40 @@ def _pools(r: SizingReport) -> list[Block]:
     return blocks
 
 
+def _storage(r: SizingReport) -> list[Block]:
+    """Per training class with `storage:`, the GB/s a node needs; per pool, the FSx for Lustre that feeds its peak."""
+    classes = [c for cs in r.classes if (c := class_storage(cs)) is not None]
+    pools = [p for rec in r.pools if (p := pool_storage(rec, classes)) is not None]
+    if not pools:
+        return []
+    rows = [[c.name, num(c.average_gbps_per_node, 3), num(c.planned_gbps_per_node, 3), num(c.gb_stored)]
+            for c in classes]  # fmt: skip
+    tiers = sorted(pools[0].capacity_gib)
+    return [
+        Heading(2, "Shared storage"),
+        Table(["class", "average GB/s per node", "planned GB/s per node", "GB stored"], rows),
+        Para(
+            "Average: dataset × passes + checkpoint × checkpoints per run, over the run's hours and nodes. Planned: "
+            f"at least {num(guidance_gbps())} GB/s per training node (the estate's FsxLustreTier "
+            "min_gbps_per_training_node, the figure the FSx throughput warning and gpufleet verify use)."
+        ),
+        Table(
+            ["pool", "nodes at peak", "GB/s", "GB stored", *[f"FSx GiB at {t} MB/s/TiB" for t in tiers]],
+            [
+                [p.pool, str(p.nodes), num(p.gbps), num(p.gb_stored), *[f"{p.capacity_gib[t]:,}" for t in tiers]]
+                for p in pools
+            ],
+        ),
+        Para(
+            "FSx for Lustre PERSISTENT_2 delivers its tier in MB/s per TiB stored (FSx for Lustre User Guide, "
+            "https://docs.aws.amazon.com/fsx/latest/LustreGuide/ssd-storage.html): capacity is the larger of "
+            "GB/s × 1,000 ÷ tier and the data, in 1,200 GiB or 2,400 GiB steps (a storage tier's capacity_gib)."
+        ),
+    ]
+
+
 def _work_cost(d: Demand) -> str:
-    price = d.placement.usd_per_gpu_hour
-    return "-" if price is None else usd(d.gpu_hours * price)
+    return "-" if d.work_usd is None else usd(d.work_usd)
 
 
 def _comparison(c: StackComparison) -> list[Block]:
@@ -310,7 +352,7 @@ def _comparison(c: StackComparison) -> list[Block]:
         rows.append(
             [
                 p.name,
-                p.gpu.id,
+                gpu_words(p),
                 str(p.capacity_gpus),
                 ", ".join(d.classes) or "-",
                 *_demand_cells(d),
@@ -360,7 +402,10 @@ def _comparison(c: StackComparison) -> list[Block]:
 def headline(r: SizingReport) -> str:
     """What the recommendation uses, what it buys and why, in one line."""
     owned = [rec for rec in r.pools if rec.demand.placement.instance_type is None]
-    bought = [rec for rec in r.pools if rec.demand.placement.instance_type is not None]
+    bought = [
+        rec for rec in r.pools if rec.demand.placement.instance_type is not None and not rec.demand.placement.pool
+    ]
+    burst = [rec for rec in r.pools if rec.demand.placement.instance_type is not None and rec.demand.placement.pool]
     used = "; ".join(f"{rec.name} for {', '.join(rec.demand.classes)}" for rec in owned)
     buys = "; ".join(
         f"{rec.name} ({rec.demand.scale_min_nodes}-{rec.demand.scale_max_nodes} × {rec.demand.placement.instance_type}, "
@@ -371,8 +416,27 @@ def headline(r: SizingReport) -> str:
     parts.append(
         f"Buys: {buys}, where no owned server has room or fits."
         if bought
+        else "Buys no new pool."
+        if burst
         else "Buys nothing: owned servers take it all."
     )
+    late = [f"{ch.placement.name} for {cs.cls.name} misses its deadline after +{num(ch.penalty_hours)} h ring penalty"
+            for cs in r.classes for ch in cs.choices
+            if ch.owned and ch.status == "misses deadline" and ch.penalty_hours and cs.chosen is not None
+            and not cs.chosen.owned]  # fmt: skip
+    if late:
+        parts.append(f"Owned servers passed over: {'; '.join(late)}.")
+    if burst:
+        parts.append(
+            "Bursts to the stack's pools: "
+            + "; ".join(
+                f"{rec.name} ({_work_cost(rec.demand)} of work) for {', '.join(rec.demand.classes)}" for rec in burst
+            )
+            + "."
+        )
+    over = [f"{cs.cls.name} ({cs.overflow})" for cs in r.classes if cs.overflow]
+    if over:
+        parts.append(f"Overflow beyond the owned servers: {'; '.join(over)}.")
     if r.unplaced:
         parts.append(f"Not placed: {', '.join(r.unplaced)}.")
     return " ".join(parts)
@@ -392,6 +456,7 @@ def blocks(r: SizingReport) -> list[Block]:
     for cs in r.classes:
         out += _class(cs, r.region)
     out += _pools(r)
+    out += _storage(r)
     if r.comparison is not None:
         out += _comparison(r.comparison)
     out += decision_record(r)
@@ -406,7 +471,7 @@ def node_pool_snippet(pools: list[PoolRecommendation]) -> str:
     lines = ["node_pools:"]
     for r in pools:
         d = r.demand
-        if d.placement.instance_type is None:
+        if d.placement.instance_type is None or d.placement.pool is not None:  # owned, or a pool the stack has
             continue
         entry = {
             "name": r.name,

@@ -6,7 +6,7 @@ import json
 from fractions import Fraction
 from typing import Any
 
-from gpufleet.render.sizing import node_pool_snippet
+from gpufleet.render.sizing import headline, node_pool_snippet
 from gpufleet.sizing.placement import Choice
 from gpufleet.sizing.pools import Demand, PoolRecommendation
 from gpufleet.sizing.report import SizingReport
@@ -29,6 +29,7 @@ def _demand_json(d: Demand) -> dict[str, Any]:
         "max_nodes": d.max_nodes,
         "scaling": {"min": d.scale_min_nodes, "desired": d.scale_desired_nodes, "max": d.scale_max_nodes},
         "spare_nodes": d.spare_nodes,
+        "work_usd": _f(d.work_usd),
     }
 
 
@@ -42,11 +43,13 @@ def _choice_json(ch: Choice) -> dict[str, Any]:
         "hours_per_run": _f(ch.hours_per_run),
         "cost_per_run_usd": _f(ch.cost_per_run),
         "status": ch.status,
+        "owned": ch.owned,
+        "penalty_hours": _f(ch.penalty_hours),
         "price_basis": ch.placement.price_basis,
         "ring": None
         if ch.ring is None
         else {
-            "gb_per_s_per_gpu": _f(ch.ring.gb_per_s),
+            "busbw_gb_per_s": _f(ch.ring.gb_per_s),  # nccl-tests bus bandwidth of the slowest link
             "slowest_link": ch.ring.link,
             "allreduce_s": _f(ch.ring.allreduce_s),
         },
@@ -63,6 +66,7 @@ def sizing_document(r: SizingReport) -> dict[str, Any]:
     out: dict[str, Any] = {
         "source": r.source,
         "region": r.region,
+        "headline": headline(r),
         "assumptions": {**w.assumptions.model_dump(mode="json"), "review_overdue": r.review_overdue},
         "planning": w.planning.model_dump(mode="json"),
         "demand_gpu_hours": _f(r.total_gpu_hours),
@@ -107,6 +111,8 @@ def sizing_document(r: SizingReport) -> dict[str, Any]:
                 ],
                 "choices": [_choice_json(ch) for ch in cs.choices],
                 "chosen": cs.chosen.placement.name if cs.chosen else None,
+                "refused": cs.refused or None,
+                "overflow": cs.overflow or None,
             }
             for cs in r.classes
         ],

@@ -1,10 +1,10 @@
 """Interconnect in the ranking: the ring a training run's gradients travel every step, and the time it costs.
 
-- Data-parallel training (and ZeRO / FSDP sharding) all-reduces the gradients across all of a run's GPUs every
-  step. `ring` gives the time of one all-reduce over the ring's slowest link.
-- Inside an NVLink domain the link is NVLink (else PCIe inside a node). Across domains it is the all-reduce bus
-  bandwidth of the node's network (`catalog.node_busbw`): AWS's published nccl-tests figure, else the line rate.
-  `gpufleet verify` derives its pass mark from it.
+- Data-parallel training (and ZeRO / FSDP) all-reduces a run's gradients every step; `ring` times one
+  all-reduce over the ring's slowest link.
+- Inside an NVLink domain the link is NVLink (else PCIe). Across domains it is the node network's bus bandwidth
+  (`catalog.node_busbw`, which `gpufleet verify` marks too): AWS's published nccl-tests figure, else the line
+  rate (scaled as its GPU generation's published run, for an NVLink node).
 - The file's hours on a GPU model hold on the fastest ring the candidates offer for that model. A slower ring of
   the same GPU is not excluded: it takes longer by the extra all-reduce time of every step (`penalise`).
 - Steps per run: the class's `steps_per_run`, else one per DEFAULT_STEP_SECONDS of the run.
@@ -83,12 +83,13 @@ def ring(c: WorkloadClass, p: Placement) -> Ring | None:
         if p.network_gbit_per_s is None:
             links.append((None, "node network rate unknown"))
         else:
-            net = catalog.node_busbw(p.instance_type, p.network_gbit_per_s)
+            net = catalog.node_busbw(p.instance_type, p.network_gbit_per_s, p.gpu, p.gpus_per_node)
             words = f"the node's {_num(p.network_gbit_per_s)} Gbit/s network"
             if net.measured:  # a run across these very nodes, NVLink included: the ring's own figure
                 links = [(net.gb_per_s, f"{words} (published busbw)")]
             else:
-                links.append((net.gb_per_s, f"{words} (line rate)"))
+                basis = "scaled line rate" if "×" in net.source else "line rate"
+                links.append((net.gb_per_s, f"{words} ({basis})"))
     unknown = next((link for bw, link in links if bw is None), None)
     if unknown is not None:
         return Ring(gpus=n, nodes=nodes, gb_per_s=None, link=unknown, allreduce_s=None)

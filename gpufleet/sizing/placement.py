@@ -9,6 +9,7 @@ on, a slower gradient ring counted as the hours it adds (interconnect.penalise).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -41,6 +42,7 @@ class Placement:
     capacity_gpus: int | None = None  # stack pools: GPUs at max size
     floor_gpus: int | None = None  # stack pools: GPUs kept at the pool's min size (all of them on bare metal)
     network_gbit_per_s: Fraction | None = None  # one node's network (EFA / InfiniBand / RoCE), when fixed and known
+    mig_profile: str | None = None  # a MIG pool: `gpu` is one slice, gpus_per_node and capacity_gpus count slices
 
 
 def _per_gpu(quote: GpuHourQuote) -> tuple[Fraction | None, str]:
@@ -69,8 +71,10 @@ def catalog_placements(region: str) -> list[Placement]:
 
 def _skipped(pool: AwsNodePool | BaremetalNodePool, burst: bool) -> str | None:
     """Why a pool is not compared, or None."""
-    if pool.sharing.mode != "whole":
-        return f"shares GPUs ({pool.sharing.mode}); this sizing counts whole GPUs"
+    if pool.sharing.mode == "time-slicing":
+        return "shares GPUs (time-slicing): no memory isolation to size a slice by"
+    if pool.sharing.mode == "mig" and pool.sharing.mig_profile is None:
+        return "MIG with no mig_profile"
     if pool.dedicated_to is not None:
         return f"dedicated to tenant {pool.dedicated_to}; workload classes name no tenant"
     if burst:
@@ -78,42 +82,69 @@ def _skipped(pool: AwsNodePool | BaremetalNodePool, burst: bool) -> str | None:
     return None
 
 
-def stack_placements(spec: EstateSpec) -> tuple[list[Placement], list[tuple[str, str]]]:
-    """The stack's node pools as placements, and the pools left out with the reason."""
+def stack_placements(spec: EstateSpec, burst: bool = False) -> tuple[list[Placement], list[tuple[str, str]]]:
+    """The stack's node pools as placements, and the pools left out with the reason; with `burst`, its burst
+    pools too (cloud capacity the estate can burst to, at the pool's price)."""
     out: list[Placement] = []
     skipped: list[tuple[str, str]] = []
 
     for site in spec.sites:
         kind = kinds.of(site)
         for pool in site.node_pools:
-            if (why := _skipped(pool, isinstance(pool, AwsNodePool) and pool.burst)) is not None:
+            if (why := _skipped(pool, isinstance(pool, AwsNodePool) and pool.burst and not burst)) is not None:
                 skipped.append((pool.name, why))
                 continue
             price, basis = _per_gpu(kind.pool_gpu_hour(spec, pool.name))
-            out.append(
-                Placement(
-                    name=pool.name,
-                    gpu=spec.pool_gpu_model(pool.name),
-                    gpus_per_node=spec.pool_gpus_per_node(pool.name),
-                    multi_node=pool.fabric is not None,
-                    usd_per_gpu_hour=price,
-                    price_basis=basis,
-                    instance_type=kind.pool_instance_type(pool.name),
-                    pool=pool.name,
-                    site=site.name,
-                    role=pool.role,
-                    capacity_gpus=spec.pool_gpu_capacity(pool.name),
-                    floor_gpus=kind.pool_floor_gpus(spec, pool.name),
-                    network_gbit_per_s=kind.node_network_gbit(spec, pool.name)[0],
-                )
+            owned = kind.pool_instance_type(pool.name) is None
+            if owned and price is None:  # bought already, no amortisation declared: zero marginal cost
+                price, basis = Fraction(0), f"owned, no amortisation declared ({basis}): $0 marginal"
+            p = Placement(
+                name=pool.name,
+                gpu=spec.pool_gpu_model(pool.name),
+                gpus_per_node=spec.pool_gpus_per_node(pool.name),
+                multi_node=pool.fabric is not None,
+                usd_per_gpu_hour=price,
+                price_basis=basis,
+                instance_type=kind.pool_instance_type(pool.name),
+                pool=pool.name,
+                site=site.name,
+                role=pool.role,
+                capacity_gpus=spec.pool_gpu_capacity(pool.name),
+                floor_gpus=kind.pool_floor_gpus(spec, pool.name),
+                network_gbit_per_s=kind.node_network_gbit(spec, pool.name)[0],
             )
+            out.append(mig_slices(p, pool.sharing.mig_profile) if pool.sharing.mode == "mig" else p)
     return out, skipped
 
 
+def mig_slices(p: Placement, profile: str | None) -> Placement:
+    """A MIG pool as a placement of slices: each slice a GPU of the profile's memory (the GB in its name, e.g.
+    1g.10gb: 10 GB; NVIDIA MIG User Guide, Supported MIG Profiles, via catalog gpus.yaml), priced at the GPU-hour ÷
+    the slices per GPU, with slices per node and in the pool."""
+    mig = p.gpu.mig_profile(profile or "")
+    if mig is None or (m := re.search(r"\.(\d+)gb$", mig.name)) is None:
+        return p
+    n = mig.per_gpu
+    gpu = replace(p.gpu, memory_mib=int(m.group(1)) * 10**9 // 2**20, mig_profiles=())
+    return replace(
+        p,
+        gpu=gpu,
+        gpus_per_node=p.gpus_per_node * n,
+        multi_node=False,
+        usd_per_gpu_hour=None if p.usd_per_gpu_hour is None else p.usd_per_gpu_hour / n,
+        price_basis=f"{p.price_basis} ÷ {n} MIG {mig.name} slices per GPU",
+        capacity_gpus=None if p.capacity_gpus is None else p.capacity_gpus * n,
+        floor_gpus=None if p.floor_gpus is None else p.floor_gpus * n,
+        mig_profile=mig.name,
+    )
+
+
 def onprem_placements(spec: EstateSpec) -> list[Placement]:
-    """Bare-metal pools of a stack as candidates next to the catalog (the inventory is already bought)."""
-    pools, _ = stack_placements(spec)
-    return [p for p in pools if p.instance_type is None]
+    """A stack's candidates next to the catalog: its bare-metal pools (the inventory is already bought) and its
+    burst pools (named, so a class that bursts says to which pool)."""
+    pools, _ = stack_placements(spec, burst=True)
+    bursts = {p.name for s in spec.sites for p in s.node_pools if isinstance(p, AwsNodePool) and p.burst}
+    return [p for p in pools if p.instance_type is None or p.name in bursts]
 
 
 def stack_region(spec: EstateSpec | None) -> str:
@@ -122,7 +153,7 @@ def stack_region(spec: EstateSpec | None) -> str:
     return regions[0] if regions else DEFAULT_REGION
 
 
-Status = Literal["ok", "misses deadline", "no timing", "unpriced"]
+Status = Literal["ok", "misses deadline", "no timing", "unpriced", "owned pool full"]
 
 
 @dataclass(frozen=True)
@@ -155,11 +186,18 @@ def evaluate(c: WorkloadClass, need: MemoryNeed, p: Placement) -> Choice | str:
         return f"needs {fit.gpus_needed} × {p.gpu.id} for memory, more than its {c.gpus_per_run} GPUs per run"
     if p.gpus_per_node == 0:
         return "no GPUs per node"
+    if p.mig_profile is not None and (c.work_bound or c.throughput is not None or c.gpus_per_run > 1):
+        return f"MIG {p.mig_profile} slices take one-slice notebooks and serving timed by session, not {c.kind} work"
     nodes = ceil(Fraction(c.gpus_per_run, p.gpus_per_node))
+    billed = billed_gpus(c.gpus_per_run, p.gpus_per_node)
+    if p.instance_type is None and p.capacity_gpus is not None and billed > p.capacity_gpus:
+        return f"needs {billed} GPUs at once; pool {p.name} holds {p.capacity_gpus}"
     if nodes > 1 and not c.training:
         return f"a {c.kind} run of {c.gpus_per_run} GPUs must fit one node ({p.gpus_per_node} GPUs)"
     if nodes > 1 and not p.multi_node:
         return f"a run spans {nodes} nodes but {p.name} has no fabric (EFA / InfiniBand / RoCE)"
+    if c.throughput is not None and p.gpu.id != c.measured_on:
+        return f"its replicas come from tokens/s measured on {c.measured_on}; none measured on {p.gpu.id}"
     hours = c.hours_on_gpu(p.gpu.id)
     status: Status = "ok"
     cost = None
@@ -168,7 +206,7 @@ def evaluate(c: WorkloadClass, need: MemoryNeed, p: Placement) -> Choice | str:
     elif c.deadline_hours is not None and hours > q(c.deadline_hours):
         status = "misses deadline"
     if hours is not None and p.usd_per_gpu_hour is not None:
-        cost = billed_gpus(c.gpus_per_run, p.gpus_per_node) * p.usd_per_gpu_hour * hours
+        cost = billed * p.usd_per_gpu_hour * hours
     elif status == "ok":
         status = "unpriced"
     return Choice(
@@ -186,7 +224,7 @@ def evaluate(c: WorkloadClass, need: MemoryNeed, p: Placement) -> Choice | str:
 def rank(choices: Iterable[Choice]) -> list[Choice]:
     """Choices that meet the objective first: owned servers with room, then the cheapest per run; then the rest, by
     why they lost."""
-    order = {"ok": 0, "misses deadline": 1, "no timing": 2, "unpriced": 3}
+    order = {"ok": 0, "misses deadline": 1, "no timing": 2, "unpriced": 3, "owned pool full": 4}
     return sorted(
         choices,
         key=lambda ch: (
@@ -194,6 +232,7 @@ def rank(choices: Iterable[Choice]) -> list[Choice]:
             not ch.owned,
             ch.cost_per_run if ch.cost_per_run is not None else 0,
             ch.nodes_per_run,
+            ch.placement.pool is None,  # at the same price, a pool the stack has before a new one
             ch.placement.name,
         ),
     )
@@ -207,6 +246,7 @@ class ClassSizing:
     fits: list[GpuFit]
     choices: list[Choice]  # ranked; the first with status ok is chosen
     refused: str = ""  # why the placements were not ranked across GPU models (untimed_across_models)
+    overflow: str = ""  # why owned pools ranked first could not hold the class (pools.fill_owned)
 
     @property
     def chosen(self) -> Choice | None:
@@ -236,12 +276,12 @@ def size_class(c: WorkloadClass, placements: list[Placement]) -> ClassSizing:
 
 
 def untimed_across_models(c: WorkloadClass, choices: list[Choice]) -> str:
-    """Why a class's placements cannot be ranked, or "": work measured on no GPU model (no measured_on, no
-    hours_on) compared across GPU models would take equal hours on an L4 and a B200.
+    """Why a class's placements cannot be ranked, or "": work measured on no GPU model (no measured_on) compared
+    across GPU models would take hours_per_run on every model hours_on does not name, an L4 as fast as a B200.
 
     Serving and notebooks last as long as they are open whatever the GPU, so only work-bound classes are refused."""
     models = sorted({ch.placement.gpu.id for ch in choices})
-    if not c.work_bound or c.measured_on is not None or c.hours_on or len(models) < 2:
+    if not c.work_bound or c.measured_on is not None or len(models) < 2:
         return ""
     return (
         f"{c.name} fits {', '.join(models)} but gives no measured_on: its {c.hours_per_run:g} h cannot be compared "

@@ -22,7 +22,16 @@ from gpufleet.sizing.arithmetic import (
     q,
 )
 from gpufleet.sizing.interconnect import penalise, why_slower
-from gpufleet.sizing.placement import Choice, ClassSizing, Placement, evaluate, rank, stack_placements
+from gpufleet.sizing.placement import (
+    Choice,
+    ClassSizing,
+    Placement,
+    catalog_placements,
+    evaluate,
+    rank,
+    stack_placements,
+    stack_region,
+)
 from gpufleet.sizing.workloads import Planning, WorkloadClass, WorkloadFile
 from model.pricing import HOURS_PER_MONTH
 from model.spec import EstateSpec, Role
@@ -41,6 +50,9 @@ class Demand:
     largest_run_gpus: int = 0  # every GPU of one run is needed at once, gang or not
     always_on_gpus: int = 0  # always-on serving's replicas × GPUs: the floor a pool never scales below
     spare_nodes: int = 0  # whole nodes on top of the peak (Planning.spare_nodes above spares_above_nodes)
+    # What the work costs a period: runs × cost per run (whole nodes billed for a run across nodes) and the always-on
+    # floor's whole nodes for the hours they run; None when the placement is unpriced.
+    work_usd: Fraction | None = None
 
     @property
     def floor_gpus(self) -> int:
@@ -65,15 +77,16 @@ class Demand:
     def max_nodes(self) -> int:
         return nodes_for(self.max_gpus, self.placement.gpus_per_node)
 
-    # The shape of an autoscaled pool: min at the always-on floor (0 when nothing is always on), desired at steady
-    # demand (the highest-utilisation scenario, no gang), max at the peak with its spares.
+    # The shape of an autoscaled pool: min at the always-on floor (0 when nothing is always on), desired at that floor
+    # too (a node group starts at desired: more would idle until a gang arrives; cluster-autoscaler raises it for
+    # pending pods), max at the peak with its spares.
     @property
     def scale_min_nodes(self) -> int:
         return nodes_for(self.always_on_gpus, self.placement.gpus_per_node)
 
     @property
     def scale_desired_nodes(self) -> int:
-        return max(self.scale_min_nodes, nodes_for(self.scenarios[-1].rounded, self.placement.gpus_per_node))
+        return self.scale_min_nodes
 
     @property
     def scale_max_nodes(self) -> int:
@@ -85,7 +98,7 @@ def demand_on(p: Placement, placed: list[tuple[ClassSizing, Choice]], planning: 
     hours = sum((h for _, h in parts), Fraction(0))
     gang, _ = gang_minimum(cs.cls for cs, _ in placed)
     always_on = sum(
-        cs.cls.runs_per_period * cs.cls.gpus_per_run for cs, _ in placed if always_on_serving(cs.cls, planning)
+        _floor_replicas(cs.cls) * cs.cls.gpus_per_run for cs, _ in placed if always_on_serving(cs.cls, planning)
     )
     d = Demand(
         placement=p,
@@ -96,14 +109,56 @@ def demand_on(p: Placement, placed: list[tuple[ClassSizing, Choice]], planning: 
         multi_node_gang=any(ch.nodes_per_run > 1 for _, ch in placed),
         largest_run_gpus=max((cs.cls.gpus_per_run for cs, _ in placed), default=0),
         always_on_gpus=ceil(q(always_on)),
+        work_usd=_work_usd(p, placed, planning),
     )
     spares = planning.spare_nodes if d.max_nodes > planning.spares_above_nodes else 0
     return replace(d, spare_nodes=spares)
 
 
+def _work_usd(p: Placement, placed: list[tuple[ClassSizing, Choice]], planning: Planning) -> Fraction | None:
+    if p.usd_per_gpu_hour is None:
+        return None
+    on = [(cs, ch) for cs, ch in placed if always_on_serving(cs.cls, planning)]
+    runs = sum(
+        (q(cs.cls.runs_per_period) * (ch.cost_per_run or 0) for cs, ch in placed if (cs, ch) not in on), Fraction(0)
+    )
+    if not on:
+        return runs
+    gpus = ceil(sum((q(cs.cls.runs_per_period) * cs.cls.gpus_per_run for cs, _ in on), Fraction(0)))
+    hours = max(ch.hours_per_run or 0 for _, ch in on)
+    return runs + nodes_for(gpus, p.gpus_per_node) * p.gpus_per_node * p.usd_per_gpu_hour * hours
+
+
+def _floor_replicas(c: WorkloadClass) -> float:
+    """Replicas always on: the steady load's (throughput.steady_requests_per_second), else every replica."""
+    return c.throughput.steady_replicas if c.throughput is not None else c.runs_per_period
+
+
 def always_on_serving(c: WorkloadClass, planning: Planning) -> bool:
     """Serving whose replicas run as long as a device works in the period: a pool's floor."""
     return c.kind == "online-inference" and q(c.hours_per_run) >= q(planning.hours_per_device)
+
+
+def fill_owned(sized: list[ClassSizing], planning: Planning) -> list[ClassSizing]:
+    """Owned pools take the classes ranked onto them, in file order, while they hold them: at the pessimistic end
+    (lowest utilisation with reserves, gang and largest run included) within the pool's GPUs. A class the pool
+    cannot hold goes, whole, to its next-ranked placement (the pool marked "owned pool full"); it is not split."""
+    taken: dict[str, list[tuple[ClassSizing, Choice]]] = {}
+    out = []
+    for cs in sized:
+        why = []
+        while (ch := cs.chosen) is not None and ch.owned and ch.placement.capacity_gpus is not None:
+            p, cap = ch.placement, ch.placement.capacity_gpus
+            trial = [*taken.get(p.name, []), (cs, ch)]
+            need = demand_on(p, trial, planning).max_gpus
+            if need <= cap:
+                taken[p.name] = trial
+                break
+            why.append(f"owned pool {p.name} holds {cap} GPUs; with {cs.cls.name} it needs up to {need}")
+            full = [replace(x, status="owned pool full") if x.placement == p else x for x in cs.choices]
+            cs = replace(cs, choices=full)
+        out.append(replace(cs, overflow="; ".join(why)) if why else cs)
+    return out
 
 
 @dataclass(frozen=True)
@@ -119,12 +174,12 @@ def recommend_pools(sized: list[ClassSizing], planning: Planning) -> list[PoolRe
     for cs in sized:
         ch = cs.chosen
         if ch is not None:
-            key: str = cs.cls.role if ch.placement.instance_type else ""
+            key: str = cs.cls.role if ch.placement.instance_type and ch.placement.pool is None else ""
             groups.setdefault((ch.placement.name, key), []).append((cs, ch))
     out = []
     for (pname, role_key), placed in groups.items():
         p = placed[0][1].placement
-        if p.instance_type:
+        if p.instance_type and p.pool is None:
             name, pool_role = f"{role_key}-{pname.replace('.', '-')}"[:40].rstrip("-"), placed[0][0].cls.role
         else:
             name, pool_role = pname, p.role or placed[0][0].cls.role
@@ -208,10 +263,15 @@ def compare_stack(stack: str, spec: EstateSpec, workloads: WorkloadFile) -> Stac
     mismatch: dict[str, list[str]] = {p.name: [] for p in pools}
     unplaced: list[tuple[str, list[str]]] = []
     passed_over: list[tuple[str, str]] = []
+    refs = catalog_placements(stack_region(spec))
     for c in workloads.classes:
         need = memory_need(c)
         results = [(p, evaluate(c, need, p)) for p in pools]
-        choices = penalise(c, [r for _, r in results if isinstance(r, Choice)])
+        # The same reference rings `size` ranks against (the catalog's and the stack's), so a pool's penalty is
+        # the same in both sections of one report.
+        others = [ch for p in refs if isinstance(ch := evaluate(c, need, p), Choice)]
+        own = [r for _, r in results if isinstance(r, Choice)]
+        choices = penalise(c, own + others)[: len(own)]
         same_role = rank(ch for ch in choices if ch.placement.role == c.role)
         ranked = same_role if any(ch.status == "ok" for ch in same_role) else rank(choices)
         best = next((ch for ch in ranked if ch.status == "ok"), None)

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 from gpufleet.sizing.arithmetic import Scenario, demand_scenarios, gang_minimum
 from gpufleet.sizing.placement import ClassSizing, catalog_placements, onprem_placements, size_class, stack_region
-from gpufleet.sizing.pools import PoolRecommendation, StackComparison, compare_stack, recommend_pools
+from gpufleet.sizing.pools import PoolRecommendation, StackComparison, compare_stack, fill_owned, recommend_pools
 from gpufleet.sizing.workloads import WorkloadFile
 from model.spec import EstateSpec
 
@@ -76,8 +76,10 @@ def size(
         onprem = onprem_placements(spec)
         placements += onprem
         if onprem:
-            notes.append(f"on-prem pools of stack {stack} are candidates too: {', '.join(p.name for p in onprem)}")
-    sized = [size_class(c, placements) for c in workloads.classes]
+            notes.append(
+                f"pools of stack {stack} (owned, burst) are candidates too: {', '.join(p.name for p in onprem)}"
+            )
+    sized = fill_owned([size_class(c, placements) for c in workloads.classes], workloads.planning)
     # Demand on the GPUs the classes are placed on (a class's hours there, not its reference hours), so that the
     # portfolio adds up to the pools it recommends; a class no placement takes stays at its reference hours.
     parts = [(cs.cls, cs.placed_gpu_hours) for cs in sized]

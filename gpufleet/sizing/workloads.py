@@ -14,15 +14,15 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 from pydantic_core import ErrorDetails, InitErrorDetails
 
-from gpufleet.sizing.arithmetic import ceil, q
+from gpufleet.sizing.arithmetic import q
+from gpufleet.sizing.needs import Model, StorageNeed, Throughput
 from model import catalog
 from model.load import SpecError, problem_line, read_yaml, validation_problems, yaml_path
 from model.pricing import HOURS_PER_MONTH
 from model.spec import DNS1123, Problem, Role, SpecProblems
-from model.spec.base import MAX_TEXT
 
 Kind = Literal["training", "fine-tuning", "batch-inference", "online-inference", "interactive"]
 Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
@@ -51,11 +51,6 @@ MAX_HOURS = 100_000.0  # hours of one run or of a device in a period: over eleve
 # positive float closer to 0 (5e-324) overflows the quotient.
 MIN_PCT = 0.01
 MIN_DEVICE_HOURS = 0.01
-
-
-class Model(BaseModel):
-    # Numbers finite and strings bounded, as in the estate schema (model.spec.base.Model).
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, str_max_length=MAX_TEXT)
 
 
 class Assumptions(Model):
@@ -115,22 +110,6 @@ class Planning(Model):
         return self
 
 
-class Throughput(Model):
-    """An online service's load and one replica's measured throughput: its replicas follow from them."""
-
-    requests_per_second: float = Field(gt=0, le=10_000_000, description="Peak requests per second to serve.")
-    tokens_per_request: float = Field(gt=0, le=10_000_000, description="Tokens generated per request.")
-    tokens_per_second_per_replica: float = Field(
-        gt=0, le=1e9, description="Tokens per second one replica sustains within the latency objective."
-    )
-    source: str = Field(min_length=1, description="Where the replica's throughput comes from (a benchmark run).")
-
-    @property
-    def replicas(self) -> int:
-        """ceil(requests/s × tokens per request ÷ tokens/s per replica)."""
-        return ceil(q(self.requests_per_second) * q(self.tokens_per_request) / q(self.tokens_per_second_per_replica))
-
-
 class WorkloadClass(Model):
     """One class of work: what runs, how often, on how many GPUs, for how long, against what objective."""
 
@@ -141,6 +120,7 @@ class WorkloadClass(Model):
         if isinstance(data, dict) and "runs_per_period" not in data and isinstance(data.get("throughput"), dict):
             with contextlib.suppress(ValidationError):  # the throughput's own errors are reported by its field
                 return {**data, "runs_per_period": Throughput.model_validate(data["throughput"]).replicas}
+            return {**data, "runs_per_period": 1}  # a placeholder: the bad throughput is the one error reported
         return data
 
     name: str = Field(pattern=DNS1123, max_length=40, description="Class name (DNS-1123 label).")
@@ -236,6 +216,8 @@ class WorkloadClass(Model):
         description="Online inference: requests per second, tokens per request and one replica's tokens per "
         "second (with its source); runs_per_period (the replicas) is derived from them when not given.",
     )
+
+    storage: StorageNeed | None = Field(default=None, description="Training: dataset and checkpoint sizes.")
 
     @model_validator(mode="after")
     def _consistent(self) -> WorkloadClass:
@@ -357,6 +339,8 @@ def _throughput_sizes_serving(c: WorkloadClass) -> Iterator[Problem]:
         return
     if c.kind != "online-inference":
         yield Problem("throughput", f"throughput sizes online-inference replicas; a {c.kind} class gives its runs")
+    elif c.measured_on is None:
+        yield Problem("measured_on", "throughput's tokens/s per replica hold on one GPU model: set measured_on")
     elif q(c.runs_per_period) != c.throughput.replicas:
         why = f"{c.runs_per_period:g} replicas disagree with throughput's {c.throughput.replicas}; give one of them"
         yield Problem("runs_per_period", why)

@@ -22,8 +22,8 @@ from model.spec import (
 )
 
 # 0.8 of the healthy figure leaves room for run-to-run spread while failing a fabric that fell back to TCP sockets
-# or lost a fifth of its links. AWS's published runs clear the line rate (model/catalog/nccl_busbw.yaml), so a
-# type without one is judged against its line rate, the lower bound.
+# or lost a fifth of its links. AWS's published runs clear the line rate (model/catalog/nccl_busbw.yaml); a node
+# without one is judged against its line rate, scaled by the published ratio of its GPU generation when it has one.
 NCCL_EFFICIENCY = 0.8
 NCCL_EFFICIENCY_SOURCE = "busbw, the speed of the hardware bottleneck (NVIDIA/nccl-tests doc/PERFORMANCE.md)"
 GIB = 1024**3
@@ -49,7 +49,8 @@ def nccl_busbw_threshold(spec: EstateSpec, pool: NodePool) -> tuple[Threshold | 
     rate, where = kind.node_network_gbit(spec, pool.name)
     if rate is None:
         return None, where
-    bw = catalog.node_busbw(kind.pool_instance_type(pool.name), rate)
+    gpu, per_node = spec.pool_gpu_model(pool.name), spec.pool_gpus_per_node(pool.name)
+    bw = catalog.node_busbw(kind.pool_instance_type(pool.name), rate, gpu, per_node)
     value = round(float(bw.gb_per_s) * NCCL_EFFICIENCY, 1)
     basis = bw.source if bw.measured else f"{bw.source}; {where}"
     return Threshold(

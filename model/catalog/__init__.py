@@ -312,15 +312,36 @@ def _nccl_doc() -> dict[str, Any]:
     return dict(safe_load(NCCL_BUSBW_FILE.read_text()))
 
 
-def node_busbw(instance_type: str | None, line_rate_gbit: Fraction) -> BusBandwidth:
+def node_busbw(
+    instance_type: str | None, line_rate_gbit: Fraction, gpu: GpuModel | None = None, gpus_per_node: int = 0
+) -> BusBandwidth:
     """The all-reduce bus bandwidth across nodes of `instance_type` (None: a bare-metal server) whose network runs at
-    `line_rate_gbit`: AWS's published 2-node figure when nccl_busbw.yaml holds one, else the line rate in GB/s."""
+    `line_rate_gbit`: AWS's published 2-node figure when nccl_busbw.yaml holds one. Else, for a multi-GPU NVLink node
+    of a GPU generation (aws_name) a published type shares, the line rate in GB/s times that type's published busbw
+    over its own line rate (the same NVLink reduction inside the node clears the network's rate alike, so owned
+    and rented fabrics are judged alike: gpufleet's assumption); else the line rate in GB/s."""
     doc = _nccl_doc()
     ref = doc["instances"].get(instance_type) if instance_type else None
     if ref is not None:
         where = f"{ref['nodes']} x {instance_type} all_reduce_perf at {ref['bytes']} B, {doc['source']} ({doc['date']})"
         return BusBandwidth(Fraction(str(ref["busbw_gb_per_s"])), True, f"published busbw: {where}")
-    return BusBandwidth(line_rate_gbit / 8, False, f"line rate {line_rate_gbit} Gbit/s ÷ 8 (no published busbw)")
+    line = line_rate_gbit / 8
+    if gpu is not None and gpus_per_node > 1 and gpu.nvlink_gb_per_s:
+        for name, e in sorted(doc["instances"].items()):
+            it = instance_type_or_none(name)
+            if it is None or it.gpu.aws_name != gpu.aws_name or it.gpu_count < 2 or not it.network_gbit_per_s:
+                continue
+            ratio = Fraction(str(e["busbw_gb_per_s"])) / (it.network_gbit_per_s / 8)
+            why = (
+                f"line rate {line_rate_gbit} Gbit/s ÷ 8 × {float(ratio):.4f}, {name}'s published busbw "
+                f"{e['busbw_gb_per_s']} GB/s over its line rate (same {gpu.aws_name} NVLink node; gpufleet's assumption)"
+            )
+            return BusBandwidth(line * ratio, False, why)
+    return BusBandwidth(line, False, f"line rate {line_rate_gbit} Gbit/s ÷ 8 (no published busbw)")
+
+
+def instance_type_or_none(name: str) -> InstanceType | None:
+    return instance_types().get(name)
 
 
 def price(name: str, region: str) -> Price | None:

@@ -57,3 +57,34 @@ def test_bad_workload_file_exits_2_naming_file_and_path(tmp_path: Path) -> None:
     assert f"{f}: classes[1]: class finetune-13b needs exactly one objective" in res.output
     assert f"{f}: planning.hours_per_device: 200 hours per device is more than a week has" in res.output
     assert "Traceback" not in res.output
+
+
+def test_json_carries_the_headline_and_each_choice_s_busbw_penalty_and_ownership() -> None:
+    # Review item 10: the ring's figure is nccl-tests bus bandwidth (key busbw_gb_per_s, was gb_per_s_per_gpu).
+    res = runner.invoke(app, ["size", WORKLOADS, "-s", "onprem", "-f", "json", "--project", str(ROOT)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["headline"].startswith("Uses owned servers")
+    chs = [ch for cs in doc["classes"] for ch in cs["choices"]]
+    assert all({"owned", "penalty_hours"} <= ch.keys() for ch in chs)
+    assert any(ch["owned"] for ch in chs)
+    rings = [ch["ring"] for ch in chs if ch["ring"]]
+    assert rings and all("busbw_gb_per_s" in g and "gb_per_s_per_gpu" not in g for g in rings)
+    assert all({"refused", "overflow"} <= cs.keys() for cs in doc["classes"])
+    assert all("work_usd" in p for p in doc["node_pools"])
+
+
+def test_a_bad_throughput_block_is_the_one_error_reported(tmp_path: Path) -> None:
+    # Review item 10: tokens_per_request 0 also printed "runs_per_period: required key is missing".
+    raw = yaml.safe_load(Path(WORKLOADS).read_text())
+    raw["classes"] = [{"name": "chat-70b", "kind": "online-inference", "parameters_billion": 70, "gpus_per_run": 4,
+                       "hours_per_run": 168, "measured_on": "H100-80GB", "latency_p95_ms": 800,
+                       "throughput": {"requests_per_second": 20, "tokens_per_request": 0,
+                                      "tokens_per_second_per_replica": 2400, "source": "vllm on 4 x H100"}}]  # fmt: skip
+    raw["planning"]["hours_per_device"] = 168
+    f = tmp_path / "w.yaml"
+    f.write_text(yaml.safe_dump(raw))
+    res = runner.invoke(app, ["size", str(f), "--project", str(ROOT)])
+    assert res.exit_code == 2
+    assert "classes[0].throughput.tokens_per_request: Input should be greater than 0" in res.output
+    assert "runs_per_period" not in res.output

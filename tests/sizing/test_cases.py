@@ -32,9 +32,11 @@ def on(stack: str | None, *classes: dict[str, Any], **planning: Any) -> SizingRe
 
 def test_ft70b_on_onprem_uses_the_owned_h100_servers_not_p5en() -> None:
     # Before: p5en at $2,278.66 a run (4 × $63.296 × 9 h) over the owned servers, "weaker interconnect".
-    # Owned `train`: 4 servers' ring on 4 × 400 Gbit/s InfiniBand (line rate 200 GB/s): 2 × 31/32 × 140 GB ÷ 200 =
-    # 1.35625 s; the fastest H100 ring (2+ × p5.48xlarge, published 487.09 GB/s): 0.55688 s. 12 h × 360 default
-    # steps = 4,320 × 0.79937 s = 0.95925 h more: 12.95925 h × 32 GPUs × $11.5753 / 8 = $600.03 a run.
+    # Owned `train`: 4 servers' ring on 4 × 400 Gbit/s InfiniBand, line rate 200 GB/s scaled as p5.48xlarge's
+    # published busbw clears its own line rate (487.09 ÷ 400, the same H100 NVLink node; review item 6: before, the
+    # owned fabric alone was taken at line rate): 243.545 GB/s, 2 × 31/32 × 140 GB ÷ 243.545 = 1.11376 s; the
+    # fastest H100 ring (2+ × p5.48xlarge, published 487.09 GB/s): 0.55688 s. 12 h × 360 default steps = 4,320 ×
+    # 0.55688 s = 0.66825 h more: 12.66825 h × 32 GPUs × $11.5753 / 8 = $586.56 a run.
     r = on("onprem", FT70B)
     (cs,) = r.classes
     chosen = cs.chosen
@@ -42,13 +44,14 @@ def test_ft70b_on_onprem_uses_the_owned_h100_servers_not_p5en() -> None:
     site = parse_estate(example_estate("onprem"), "onprem").sites[0]
     assert isinstance(site, BaremetalSite) and site.cost is not None
     extra = 4320 * (
-        allreduce_seconds(32, Fraction(140), Fraction(200)) - allreduce_seconds(32, Fraction(140), Fraction("487.09"))
+        allreduce_seconds(32, Fraction(140), Fraction(200) * Fraction("487.09") / 400)
+        - allreduce_seconds(32, Fraction(140), Fraction("487.09"))
     )
     assert chosen.penalty_hours == extra / 3600
     expected = 32 * Fraction(str(server_hour_usd(site.cost))) / 8 * (12 + extra / 3600)
-    assert f"{float(chosen.cost_per_run or 0):,.2f}" == f"{float(expected):,.2f}" == "600.03"
+    assert f"{float(chosen.cost_per_run or 0):,.2f}" == f"{float(expected):,.2f}" == "586.56"
     text = sizing_text(r)
-    assert "Uses owned servers: train (H100-80GB) at $600.03 per run" in text
+    assert "Uses owned servers: train (H100-80GB) at $586.56 per run" in text
     assert "Uses owned servers (already paid for): train for ft70b. Buys nothing" in text
     p5en = next(ch for ch in cs.choices if ch.placement.name == "p5en.48xlarge")
     assert f"{float(p5en.cost_per_run or 0):,.2f}" == "2,278.66"  # still listed, ranked after the owned servers
@@ -92,3 +95,14 @@ def test_a_405b_pre_train_measured_on_no_gpu_is_not_ranked_onto_l4s() -> None:
     timed = on(None, dict(pretrain, measured_on="H100-80GB"), period="quarter", hours_per_device=2190)
     (t,) = timed.classes
     assert t.chosen is not None and t.chosen.placement.gpu.id == "H100-80GB"
+
+
+def test_hours_on_without_measured_on_still_refuses_ranking_across_gpu_models() -> None:
+    # Review item 4: hours_on {B200: 400} and no measured_on ranked 128 x g6.48xlarge (L4) at $1,230,372.86 "ok",
+    # the 720 h taken to hold on an L4 as on the GPU hours_per_run was (not) measured on.
+    pretrain = {"name": "pretrain-405b", "kind": "training", "parameters_billion": 405, "runs_per_period": 1,
+                "gpus_per_run": 1024, "hours_per_run": 720, "hours_on": {"B200-180GB": 400},
+                "deadline_hours": 1000, "gang": True}  # fmt: skip
+    r = on(None, pretrain, period="quarter", hours_per_device=2190)
+    (cs,) = r.classes
+    assert cs.chosen is None and r.pools == [] and "gives no measured_on" in cs.refused

@@ -12,7 +12,7 @@ import datetime as dt
 from dataclasses import replace
 from fractions import Fraction
 
-from gpufleet.render.sizing import sizing_text
+from gpufleet.render.sizing import headline, sizing_text
 from gpufleet.sizing.interconnect import allreduce_seconds, intra_node_gb_per_s, ring
 from gpufleet.sizing.placement import catalog_placements, size_class
 from gpufleet.sizing.report import size
@@ -21,6 +21,7 @@ from model.catalog import network_gbit_per_s
 from model.load import parse_estate
 from tests.conftest import example_estate
 from tests.sizing.helpers import wclass, wfile
+from tests.sizing.test_cases import FT70B, on
 
 FINE_TUNE_13B = {"name": "ft-13b", "kind": "fine-tuning", "parameters_billion": 13, "runs_per_period": 1,
                  "hours_per_run": 4, "deadline_hours": 8}  # fmt: skip
@@ -149,3 +150,30 @@ def test_a_stacks_one_gpu_efa_pool_does_not_take_a_12_gpu_gang_from_its_nvlink_p
     ((name, why),) = c.passed_over
     assert name == "ft-13b" and why.startswith("h100-small (12.5 GB/s over the node's 100 Gbit/s network (line rate)")
     assert why.endswith("+1.49 h per run")
+
+
+def test_the_class_section_and_the_stack_section_penalise_against_the_same_rings() -> None:
+    # Review item 6: a 23 h run with a 24 h deadline on the owned `train` pool. The class section added +1.84 h
+    # against p5.48xlarge's published 487.09 GB/s and bought p5; the stack section penalised against the stack's
+    # pools only and placed ft70b on train. Now both say train misses the deadline, at its scaled line rate
+    # (200 × 487.09 ÷ 400 = 243.545 GB/s): 8,280 steps × (2 × 31/32 × 140 GB ÷ 243.545 - ÷ 487.09) = 8,280 ×
+    # 0.55688 s = 1.2808 h, 24.28 h > 24.
+    r = on("onprem", dict(FT70B, hours_per_run=23, hours_on={}))
+    (cs,) = r.classes
+    train = next(ch for ch in cs.choices if ch.placement.name == "train")
+    assert train.status == "misses deadline" and f"{float(train.penalty_hours):.2f}" == "1.28"
+    assert r.comparison is not None and r.comparison.unplaced and r.comparison.unplaced[0][0] == "ft70b"
+    assert "train for ft70b misses its deadline after +1.28 h ring penalty" in headline(r)
+
+
+def test_a_fabric_without_a_published_busbw_is_scaled_as_its_gpu_generation_s_published_run() -> None:
+    # Review item 6 / 10: bare metal was taken at line rate while p5 got 487.09 GB/s (1.22 × its 400 GB/s line
+    # rate), and p4d (400 Gbit/s EFA, A100) got a verify mark of 40 GB/s next to p4de's 62.7 on the same network.
+    # p4de.24xlarge published 78.33 GB/s over 50 GB/s line rate: p4d (A100-40GB, the same A100 node) 78.33 GB/s.
+    h100, a100 = catalog.gpu_model("H100-80GB"), catalog.gpu_model("A100-40GB")
+    owned = catalog.node_busbw(None, Fraction(1600), h100, 8)
+    assert owned.gb_per_s == Fraction(200) * Fraction("487.09") / 400 and not owned.measured
+    assert "p5.48xlarge's published busbw" in owned.source and "gpufleet's assumption" in owned.source
+    assert catalog.node_busbw("p4d.24xlarge", Fraction(400), a100, 8).gb_per_s == Fraction("78.33")
+    assert catalog.node_busbw(None, Fraction(1600)).gb_per_s == 200  # no GPU given: the line rate
+    assert catalog.node_busbw("p5.4xlarge", Fraction(100), h100, 1).gb_per_s == Fraction(100, 8)  # no NVLink ring

@@ -149,7 +149,7 @@ def test_every_problem_of_a_file_is_reported_in_one_run(tmp_path: Path) -> None:
 def test_online_inference_replicas_follow_from_requests_per_second_and_tokens() -> None:
     # 20 requests/s × 500 tokens = 10,000 tokens/s ÷ 2,400 tokens/s per replica = 4.17 -> 5 replicas
     serve = {"name": "chat", "kind": "online-inference", "parameters_billion": 70, "gpus_per_run": 4,
-             "hours_per_run": 120, "latency_p95_ms": 800,
+             "hours_per_run": 120, "latency_p95_ms": 800, "measured_on": "H100-80GB",
              "throughput": {"requests_per_second": 20, "tokens_per_request": 500,
                             "tokens_per_second_per_replica": 2400, "source": "vLLM benchmark on H100, 2026-11"}}  # fmt: skip
     (c,) = wfile(serve).classes
@@ -159,3 +159,19 @@ def test_online_inference_replicas_follow_from_requests_per_second_and_tokens() 
     with pytest.raises(SpecError) as err:
         parse_workloads(raw_file(dict(serve, runs_per_period=3)), "w.yaml")
     assert "classes[0].runs_per_period: 3 replicas disagree with throughput's 5" in str(err.value)
+
+
+def test_throughput_needs_the_gpu_model_it_was_measured_on_and_places_there_only() -> None:
+    # Review item 8: "vllm benchmark on 4 x H100" with no measured_on gave 5 replicas from H100 tokens/s, then
+    # bought p4de (A100) at those 5 replicas.
+    serve = {"name": "chat-70b", "kind": "online-inference", "parameters_billion": 70, "kv_cache_gb": 40,
+             "gpus_per_run": 4, "hours_per_run": 168, "latency_p95_ms": 800,
+             "throughput": {"requests_per_second": 20, "tokens_per_request": 500,
+                            "tokens_per_second_per_replica": 2400, "source": "vllm benchmark on 4 x H100"}}  # fmt: skip
+    with pytest.raises(SpecError) as err:
+        parse_workloads(raw_file(serve, hours_per_device=168), "w.yaml")
+    assert "classes[0].measured_on: throughput's tokens/s per replica hold on one GPU model" in str(err.value)
+    r = size(wfile(dict(serve, measured_on="H100-80GB"), hours_per_device=168), "w.yaml")
+    (cs,) = r.classes
+    assert {ch.placement.gpu.id for ch in cs.choices} == {"H100-80GB"}
+    assert cs.chosen is not None and cs.chosen.placement.name == "p5.48xlarge"

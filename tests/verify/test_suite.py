@@ -61,7 +61,9 @@ def test_onprem_fabric_without_declared_link_rate_is_shown_not_judged() -> None:
 def test_onprem_fabric_mark_from_declared_ports_and_rate() -> None:
     # The example declares NDR (400 Gbit/s) on each of its servers' four ports.
     check = by_id(derive(example_estate("onprem")))["fabric/dc1/train/multi-node"]
-    assert check.threshold is not None and check.threshold.value == 160.0  # 4 ports x 400 Gbit/s / 8 x 0.8
+    # 4 ports x 400 Gbit/s / 8 = 200 GB/s line rate, scaled by p5.48xlarge's published 487.09 GB/s over its 400 GB/s
+    # line rate (the same H100 NVLink node): 243.545 GB/s x 0.8 = 194.8 (was 160, the line rate: sizing review item 6)
+    assert check.threshold is not None and check.threshold.value == 194.8
 
 
 def test_mig_pool_gets_no_dcgm_diag_and_says_why() -> None:
@@ -97,7 +99,7 @@ def test_largest_all_reduce_fits_a_quarter_of_gpu_memory() -> None:
 
 def test_verify_marks_and_sizing_all_reduce_read_the_same_catalog_busbw() -> None:
     # The pass mark is NCCL_EFFICIENCY of the busbw `gpufleet size` times the pool's all-reduce with, for a pool
-    # with a published figure (p5, aws-train `h100`) and for one at its line rate (bare metal `train`, 4 x 400 Gbit/s).
+    # with a published figure (p5, aws-train `h100`) and for one at its scaled line rate (bare metal `train`).
     from fractions import Fraction
 
     from gpufleet.sizing.interconnect import ring
@@ -106,7 +108,10 @@ def test_verify_marks_and_sizing_all_reduce_read_the_same_catalog_busbw() -> Non
     from tests.sizing.helpers import wclass
 
     run = wclass(kind="fine-tuning", parameters_billion=13, gpus_per_run=16, gang=True)
-    for stack, pool, bw in (("aws-train", "h100", Fraction("487.09")), ("onprem", "train", Fraction(200))):
+    for stack, pool, bw in (
+        ("aws-train", "h100", Fraction("487.09")),
+        ("onprem", "train", Fraction(200) * Fraction("487.09") / 400),
+    ):
         spec = parse_estate(example_estate(stack), stack)
         placement = next(p for p in stack_placements(spec)[0] if p.name == pool)
         r = ring(run, placement)

@@ -1,0 +1,64 @@
+"""Storage sizing in `gpufleet size`: the GB/s each training node needs and the FSx for Lustre file system that
+feeds a recommended pool at its peak (the arithmetic of gpufleet/sizing/needs.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from gpufleet.sizing.arithmetic import ceil, q
+from gpufleet.sizing.placement import ClassSizing
+from gpufleet.sizing.pools import PoolRecommendation
+from model.catalog import FSX_LUSTRE_TIERS
+from model.spec import FsxLustreTier
+
+GB_PER_TIB = Fraction(1024**4, 10**9)  # 1,099.51 GB in a TiB
+FSX_STEP_GIB = 2400  # PERSISTENT_2 capacity: 1,200 GiB or a multiple of 2,400 (FsxLustreTier.capacity_gib)
+
+
+def guidance_gbps() -> Fraction:
+    """The estate's per-training-node need (FsxLustreTier's default), the floor a node is planned at."""
+    return q(FsxLustreTier.model_fields["min_gbps_per_training_node"].default)
+
+
+@dataclass(frozen=True)
+class ClassStorage:
+    name: str
+    average_gbps_per_node: Fraction  # the run's bytes over its hours and nodes
+    planned_gbps_per_node: Fraction  # the larger of that and the guidance
+    gb_stored: Fraction
+
+
+@dataclass(frozen=True)
+class PoolStorage:
+    pool: str
+    nodes: int  # at peak
+    gbps: Fraction  # planned GB/s per node × nodes
+    gb_stored: Fraction
+    capacity_gib: dict[int, int]  # per PERSISTENT_2 tier (MB/s/TiB): capacity that gives gbps and holds the data
+
+
+def class_storage(cs: ClassSizing) -> ClassStorage | None:
+    ch, need = cs.chosen, cs.cls.storage
+    if ch is None or need is None or not ch.hours_per_run:
+        return None
+    avg = need.gb_moved() / (ch.hours_per_run * 3600) / ch.nodes_per_run
+    return ClassStorage(cs.cls.name, avg, max(avg, guidance_gbps()), need.gb_stored())
+
+
+def fsx_capacity_gib(gbps: Fraction, gb_stored: Fraction, tier: int) -> int:
+    """GiB of a PERSISTENT_2 file system at `tier` MB/s/TiB that delivers `gbps` and holds `gb_stored`."""
+    tib = max(gbps * 1000 / tier, gb_stored / GB_PER_TIB)
+    gib = ceil(tib * 1024)
+    return 1200 if gib <= 1200 else ceil(Fraction(gib, FSX_STEP_GIB)) * FSX_STEP_GIB
+
+
+def pool_storage(rec: PoolRecommendation, classes: list[ClassStorage]) -> PoolStorage | None:
+    mine = [c for c in classes if c.name in rec.demand.classes]
+    if not mine:
+        return None
+    d = rec.demand
+    nodes = d.scale_max_nodes if d.placement.instance_type else d.max_nodes
+    gbps = max(c.planned_gbps_per_node for c in mine) * nodes
+    stored = sum((c.gb_stored for c in mine), Fraction(0))
+    return PoolStorage(rec.name, nodes, gbps, stored, {t: fsx_capacity_gib(gbps, stored, t) for t in FSX_LUSTRE_TIERS})
