@@ -184,6 +184,17 @@ def test_a_node_that_failed_dcgm_is_quarantined_and_kept_out_of_placement() -> N
     assert {cluster.node_of("next", i) for i in range(4)} == {"n1"}
 
 
+def test_a_node_whose_dcgm_job_printed_nothing_is_not_probed_and_stays_in_service() -> None:
+    # The diag Job asks for every GPU of the node; on a node whose GPUs tenants hold it stays Pending until the
+    # timeout and prints nothing. That is no evidence of a fault: report it, do not quarantine it.
+    cluster = FakeCluster(pool_nodes={"h100": ["n1", "n2"]})
+    cluster.logs = lambda job, ns: "" if job == "dcgm-2" else dcgm_document()
+    ctx, results = run("aws-train", cluster, categories=[suites.Category.gpus], pools=["h100"])
+    r = result(results, "gpus/use1/h100")
+    assert ctx.quarantined == [] and cluster.taints == {}
+    assert r.status is Status.error and r.measured == "1/2 nodes pass" and "n2: not probed" in r.detail
+
+
 def test_a_node_with_a_failed_health_condition_is_quarantined() -> None:
     cluster = FakeCluster(pool_nodes={"h100": ["n1", "n2"]}, conditions={"n1": {"AcceleratedHardwareReady": "False"}})
     ctx, _ = run("aws-train", cluster, categories=[])
