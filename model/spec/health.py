@@ -50,15 +50,16 @@ class RepairOverride(Model):
 class EksNodeRepair(Model):
     """EKS node repair's limits (NodeRepairConfig, https://docs.aws.amazon.com/eks/latest/APIReference/API_NodeRepairConfig.html).
 
-    gpufleet sets both limits by default. When a fifth of a pool is unhealthy at once the cause is rarely the
-    nodes (an AMI, a fabric, a driver), and replacing them throws away scarce GPU capacity. One repair at a time
-    keeps a gang's other nodes running while one is replaced."""
+    One repair at a time by default keeps a gang's other nodes running while one is replaced. The unhealthy
+    threshold is sent only when set: repair stops once unhealthy nodes are *above* it, so a default percentage
+    would stop repair at a small pool's first bad node (20% of a 2-node pool is under one node). Unset, EKS's
+    own default applies."""
 
-    max_unhealthy: int | str = Field(
-        default="20%",
+    max_unhealthy: int | str | None = Field(
+        default=None,
         description=(
             "Above this many unhealthy nodes (a count, or a percentage of the pool such as `20%`) repair stops "
-            "(maxUnhealthyNodeThresholdCount / Percentage)."
+            "(maxUnhealthyNodeThresholdCount / Percentage). Unset: EKS's default."
         ),
     )
     max_parallel: int | str = Field(
@@ -76,7 +77,9 @@ class EksNodeRepair(Model):
 
     @field_validator("max_unhealthy", "max_parallel")
     @classmethod
-    def _count_or_percent(cls, v: int | str) -> int | str:
+    def _count_or_percent(cls, v: int | str | None) -> int | str | None:
+        if v is None:
+            return v
         if isinstance(v, int):
             if v < 1:
                 raise ValueError("a count is 1 or more")

@@ -183,11 +183,9 @@ def test_node_repair_carries_the_pools_limits_and_overrides(example_plans: dict[
             }
         ],
     }
-    assert repairs["use1-l40s-ng"] == {
-        "enabled": True,
-        "maxUnhealthyNodeThresholdPercentage": 20,
-        "maxParallelNodesRepairedCount": 1,
-    }
+    # No threshold unless set: a default 20% would stop repair at the first bad node of a 2-node pool (AWS
+    # NodeRepairConfig: "above which node auto repair actions will stop").
+    assert repairs["use1-l40s-ng"] == {"enabled": True, "maxParallelNodesRepairedCount": 1}
 
 
 def test_another_remediator_turns_eks_node_repair_off(tmp_path: Path) -> None:

@@ -36,6 +36,22 @@ def test_repair_limits_are_a_count_or_a_percentage() -> None:
     assert len(problems) == 1 and f"{BASE}[1].health.repair.max_unhealthy" in problems[0], problems
 
 
+def test_no_unhealthy_threshold_by_default_and_a_warning_when_a_percentage_is_under_one_node() -> None:
+    # EKS NodeRepairConfig: repair stops *above* the threshold; 20% of at most 4 nodes is under one node.
+    estate = example_estate("aws-train")
+    pools = {h.pool: h for h in estate_health(parse_estate(estate, AWS))}
+    assert pools["l40s"].repair == {"enabled": True, "max_parallel_nodes_repaired_count": 1}
+    assert all(not h.warnings for h in pools.values())
+    estate["sites"][0]["node_pools"][1]["health"] = {"repair": {"max_unhealthy": "20%"}}  # l40s, max 6
+    estate["sites"][0]["node_pools"][2]["health"] = {"repair": {"max_unhealthy": "20%"}}  # agents-l40s, max 4
+    pools = {h.pool: h for h in estate_health(parse_estate(estate, AWS))}
+    assert pools["l40s"].warnings == ()
+    assert pools["agents-l40s"].warnings == (
+        "max_unhealthy 20% of at most 4 nodes is under one node: EKS node repair stops at the first unhealthy node; "
+        "set a count such as 1",
+    )
+
+
 def test_repair_settings_rejected_with_another_remediator() -> None:
     estate = example_estate("aws-train")
     estate["sites"][0]["node_pools"][1]["health"] = {"remediator": "nvsentinel-janitor", "repair": {"max_parallel": 2}}
