@@ -293,6 +293,8 @@ def test_aws_train_autoscaler_discovers_every_pool_that_can_grow(example_plans: 
     values = _autoscaler_values(plan, "use1")
     assert values["autoDiscovery"]["clusterName"] == "train-prod-use1"
     assert values["extraArgs"]["expander"] == "least-waste"
+    # a quarantined node picked as the group's template must not stop its scale-up: a status taint is sanitized
+    assert values["extraArgs"]["status-taint"] == "gpufleet.io/quarantine"
 
 
 def test_a_fixed_size_pool_is_neither_discovered_nor_left_to_the_autoscaler(
