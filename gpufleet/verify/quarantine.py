@@ -77,19 +77,21 @@ def failed_nodes(results: list[Result]) -> list[str]:
 
 
 def unhealthy_nodes(api: ClusterApi, pools: list[str]) -> list[str]:
-    """GPU nodes of `pools` on which a detector's condition (the node monitoring agent's) is not True."""
+    """Nodes of `pools` (those the node monitoring agent watches) on which one of its conditions is False.
+    Unknown says the agent has not reported (it is starting, or its node lost touch), not that the node is bad."""
     out = []
     for pool in pools:
         for node in api_call(api.core.list_node, label_selector=f"{POOL_LABEL}={pool}").items:
             conditions = (node.status.conditions if node.status is not None else None) or []
-            if any(c.type in HEALTH_CONDITIONS and c.status != "True" for c in conditions):
+            if any(c.type in HEALTH_CONDITIONS and c.status == "False" for c in conditions):
                 out.append(node.metadata.name)
     return out
 
 
 def quarantine_site(api: ClusterApi, results: list[Result], pools: list[str]) -> tuple[list[str], list[str]]:
-    """Quarantine every node a probe failed on or a detector reports unhealthy. Returns the nodes newly tainted,
-    each as `node (why)`, and the problems met."""
+    """Quarantine every node a probe failed on, and every node of `pools` (the pools in scope whose detectors
+    include the node monitoring agent) the agent reports unhealthy. Returns the nodes newly tainted, each as
+    `node (why)`, and the problems met."""
     done, problems = [], []
     wanted = {n: FAILED_PROBE for n in failed_nodes(results)}
     try:

@@ -13,9 +13,9 @@ from gpufleet.verify import suite as suites
 from gpufleet.verify.kube import ClusterApi, Context
 from gpufleet.verify.manifests import Run
 from gpufleet.verify.results import Status
-from gpufleet.verify.runner import run_site
-from model.load import read_stack
-from tests.conftest import ROOT
+from gpufleet.verify.runner import agent_pools, run_site
+from model.load import parse_estate, read_stack
+from tests.conftest import ROOT, example_estate
 from tests.verify.fake_kube import FakeBatch, FakeCluster, FakeCore, FakeCustom, apis, dcgm_document
 
 
@@ -199,6 +199,31 @@ def test_a_node_with_a_failed_health_condition_is_quarantined() -> None:
     cluster = FakeCluster(pool_nodes={"h100": ["n1", "n2"]}, conditions={"n1": {"AcceleratedHardwareReady": "False"}})
     ctx, _ = run("aws-train", cluster, categories=[])
     assert ctx.quarantined == ["n1 (health)"]
+
+
+def test_an_unknown_health_condition_quarantines_nothing() -> None:
+    # Unknown: the agent has not reported, which says nothing about the node.
+    cluster = FakeCluster(pool_nodes={"h100": ["n1", "n2"]}, conditions={"n1": {"KernelReady": "Unknown"}})
+    ctx, _ = run("aws-train", cluster, categories=[])
+    assert ctx.quarantined == [] and cluster.taints == {}
+
+
+def test_the_health_sweep_reads_only_pools_in_scope_whose_detectors_include_the_agent() -> None:
+    estate = example_estate("aws-train")
+    estate["sites"][0]["node_pools"][0]["health"] = {"detectors": ["dcgm"], "remediator": "none"}  # h100
+    spec = parse_estate(estate, "stacks/Pulumi.aws-train.yaml")
+    site = spec.sites[0]
+    s = suites.derive(spec, "aws-train", suites.Options(categories=[]))
+    ctx = Context(s, site, apis(FakeCluster()), Run("r1"))
+    assert "h100" not in agent_pools(ctx) and "l40s" in agent_pools(ctx)
+    s = suites.derive(spec, "aws-train", suites.Options(categories=[], pools=["l40s"]))
+    assert agent_pools(Context(s, site, apis(FakeCluster()), Run("r1"))) == ["l40s"]
+
+
+def test_the_health_sweep_stays_in_the_pools_of_the_run() -> None:
+    cluster = FakeCluster(pool_nodes={"h100": ["n1"]}, conditions={"n1": {"AcceleratedHardwareReady": "False"}})
+    ctx, _ = run("aws-train", cluster, categories=[], pools=["l40s"])
+    assert ctx.quarantined == [] and cluster.taints == {}
 
 
 def test_no_quarantine_leaves_every_node_alone() -> None:
