@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, get_args
 
 from gpufleet.verify.kube import ApiError, ClusterApi, api_call
@@ -25,6 +26,7 @@ HEALTH_CONDITIONS = frozenset(get_args(NodeCondition))  # the EKS node monitorin
 FAILED_PROBE = "verify"
 HEALTH = "health"
 DRILL = "drill"
+WRITE_ATTEMPTS = 5  # reads and writes of a node's taints before a conflict is given up
 
 
 class NotQuarantined(Exception):
@@ -41,25 +43,54 @@ def _taints(node: Any) -> list[dict[str, str]]:
     return out
 
 
+def _patch_taints(
+    api: ClusterApi, node: str, change: Callable[[list[dict[str, str]]], list[dict[str, str]] | None]
+) -> None:
+    """Read `node`, and write `change(taints)` back unless it is None. spec.taints is replaced whole (an atomic
+    list), so the patch carries the resourceVersion read: the API server answers 409 Conflict if another writer
+    changed the node meanwhile, and the read and change are retried (kubernetes/community
+    contributors/devel/sig-architecture/api-conventions.md, "Concurrency Control and Consistency")."""
+    for attempt in range(WRITE_ATTEMPTS):
+        read = api_call(api.core.read_node, node)
+        taints = change(_taints(read))
+        if taints is None:
+            return
+        patch = {"metadata": {"resourceVersion": read.metadata.resource_version}, "spec": {"taints": taints}}
+        try:
+            api_call(api.core.patch_node, node, patch)
+            return
+        except ApiError as e:
+            if e.status != 409 or attempt == WRITE_ATTEMPTS - 1:
+                raise
+
+
 def quarantine(api: ClusterApi, node: str, why: str) -> bool:
     """Taint `node` for `why`; False when it already carries the quarantine taint (the first reason stays)."""
-    taints = _taints(api_call(api.core.read_node, node))
-    if any(t["key"] == QUARANTINE_KEY for t in taints):
-        return False
-    patch = {"spec": {"taints": [*taints, quarantine_taint(why).as_k8s()]}}
-    api_call(api.core.patch_node, node, patch)
-    return True
+    added = False
+
+    def add(taints: list[dict[str, str]]) -> list[dict[str, str]] | None:
+        nonlocal added
+        added = not any(t["key"] == QUARANTINE_KEY for t in taints)
+        return [*taints, quarantine_taint(why).as_k8s()] if added else None
+
+    _patch_taints(api, node, add)
+    return added
 
 
 def release(api: ClusterApi, node: str) -> str:
     """Remove the quarantine taint from `node` and return why it was there; NotQuarantined when it has none.
     Other taints (the GPU taint, a tenant's) stay as they are."""
-    taints = _taints(api_call(api.core.read_node, node))
-    ours = [t for t in taints if t["key"] == QUARANTINE_KEY]
-    if not ours:
-        raise NotQuarantined(f"node {node} carries no {QUARANTINE_KEY} taint; nothing to return")
-    api_call(api.core.patch_node, node, {"spec": {"taints": [t for t in taints if t["key"] != QUARANTINE_KEY]}})
-    return ours[0].get("value", "")
+    why: list[str] = []
+
+    def remove(taints: list[dict[str, str]]) -> list[dict[str, str]]:
+        ours = [t for t in taints if t["key"] == QUARANTINE_KEY]
+        if not ours:
+            raise NotQuarantined(f"node {node} carries no {QUARANTINE_KEY} taint; nothing to return")
+        why[:] = [ours[0].get("value", "")]
+        return [t for t in taints if t["key"] != QUARANTINE_KEY]
+
+    _patch_taints(api, node, remove)
+    return why[0]
 
 
 def failed_nodes(results: list[Result]) -> list[str]:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from gpufleet.verify import quarantine
 from gpufleet.verify import suite as suites
 from gpufleet.verify.kube import ClusterApi, Context
 from gpufleet.verify.manifests import Run
@@ -224,6 +225,21 @@ def test_the_health_sweep_stays_in_the_pools_of_the_run() -> None:
     cluster = FakeCluster(pool_nodes={"h100": ["n1"]}, conditions={"n1": {"AcceleratedHardwareReady": "False"}})
     ctx, _ = run("aws-train", cluster, categories=[], pools=["l40s"])
     assert ctx.quarantined == [] and cluster.taints == {}
+
+
+def test_quarantine_and_return_keep_a_taint_added_concurrently() -> None:
+    # spec.taints is an atomic list: a whole-list write without a resourceVersion drops a taint added in between.
+    tenant = {"key": "gpufleet.io/tenant", "value": "research", "effect": "NoSchedule"}
+    cluster = FakeCluster(pool_nodes={"h100": ["n1"]}, racing_taints={"n1": tenant})
+    api = apis(cluster)
+    assert quarantine.quarantine(api, "n1", "verify")
+    assert cluster.taints["n1"] == [
+        tenant,
+        {"key": "gpufleet.io/quarantine", "value": "verify", "effect": "NoSchedule"},
+    ]
+    cluster.racing_taints["n1"] = {"key": "other", "effect": "NoSchedule"}
+    assert quarantine.release(api, "n1") == "verify"
+    assert cluster.taints["n1"] == [tenant, {"key": "other", "effect": "NoSchedule"}]
 
 
 def test_no_quarantine_leaves_every_node_alone() -> None:
