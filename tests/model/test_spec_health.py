@@ -75,6 +75,33 @@ def test_two_overrides_for_one_condition_and_reason_rejected() -> None:
     assert len(problems) == 1 and "two overrides for AcceleratedHardwareReady" in problems[0]
 
 
+@pytest.mark.parametrize(
+    ("condition", "reason"),
+    [("KernelReady", "NvidiaXID79Error"), ("AcceleratedHardwareReady", "NvidiaXID13Error"),
+     ("AcceleratedHardwareReady", "NvidiaXID79Warning"), ("StorageReady", "EBSVolumeIOPSExceeded")],
+)  # fmt: skip
+def test_an_override_for_a_reason_the_agent_never_sets_is_refused_with_the_choices(condition: str, reason: str) -> None:
+    # aws/eks-node-monitoring-agent v1.7.0: pkg/reasons/reasons.yaml (Fatal reasons set the condition; Warning
+    # ones are events) and WellKnownXidCodes in monitors/nvidia/dcgm/dcgm_policies.go (XID 13 is only a warning).
+    estate = example_estate("aws-train")
+    override = {"condition": condition, "reason": reason, "action": "Reboot", "wait_minutes": 10}
+    estate["sites"][0]["node_pools"][1]["health"] = {"repair": {"overrides": [override]}}
+    problems = _problems(estate)
+    assert len(problems) == 1 and f"never sets {condition} with reason {reason}" in problems[0], problems
+    if condition == "KernelReady":
+        assert "KernelReady reasons: ForkFailedOutOfPIDs" in problems[0]
+
+
+def test_the_agents_templated_reasons_are_accepted() -> None:
+    estate = example_estate("aws-train")
+    overrides = [
+        {"condition": "AcceleratedHardwareReady", "reason": r, "action": "Reboot", "wait_minutes": 10}
+        for r in ("NvidiaXID48Error", "DCGMHealthCode12", "NvidiaDoubleBitError")
+    ]
+    estate["sites"][0]["node_pools"][1]["health"] = {"repair": {"overrides": overrides}}
+    parse_estate(estate, AWS)
+
+
 def test_bare_metal_pool_cannot_name_eks_node_repair() -> None:
     estate = example_estate("onprem")
     estate["sites"][0]["node_pools"][0]["health"] = {"remediator": "eks-node-repair"}
