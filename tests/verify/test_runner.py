@@ -172,6 +172,15 @@ def test_drain_drill_quarantines_evicts_and_returns_the_node() -> None:
     assert cluster.taints == {"g1": []} and ctx.drilled == []
 
 
+def test_the_drill_leaves_a_quarantine_it_did_not_set() -> None:
+    theirs = {"key": "gpufleet.io/quarantine", "value": "verify", "effect": "NoSchedule"}
+    cluster = FakeCluster(pool_nodes={"train": ["g1", "g2", "g3"]}, racing_taints={"g1": theirs})
+    ctx, results = run("onprem", cluster, categories=[], degraded=True)
+    r = result(results, "degraded/dc1/train")
+    assert r.status is Status.error and "quarantined by another" in r.detail, r.detail
+    assert cluster.taints["g1"] == [theirs] and ctx.drilled == []
+
+
 def test_a_node_that_failed_dcgm_is_quarantined_and_kept_out_of_placement() -> None:
     cluster = FakeCluster(pool_nodes={"h100": ["n1", "n2"]})
     cluster.logs = lambda job, ns: dcgm_document("Fail", "XID 79 on GPU 3") if job == "dcgm-2" else dcgm_document()
