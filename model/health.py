@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from model.spec import EKS_NODE_REPAIR, AwsHealth, EksNodeRepair, EstateSpec, NodePool, Site
+from model.spec import EKS_NODE_REPAIR, AwsHealth, AwsNodePool, EksNodeRepair, EstateSpec, NodePool, Site
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,7 @@ class PoolHealth:
     detectors: tuple[str, ...]
     remediator: str
     repair: dict[str, Any] | None
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -28,10 +29,13 @@ class PoolHealth:
             "detectors": list(self.detectors),
             "remediator": self.remediator,
             "repair": self.repair,
+            "warnings": list(self.warnings),
         }
 
 
-def _limit(value: int | str, count_field: str, percent_field: str) -> dict[str, int]:
+def _limit(value: int | str | None, count_field: str, percent_field: str) -> dict[str, int]:
+    if value is None:
+        return {}
     if isinstance(value, int):
         return {count_field: value}
     return {percent_field: int(value.removesuffix("%"))}
@@ -63,6 +67,22 @@ def _repair_limits(r: EksNodeRepair) -> dict[str, Any]:
     return out
 
 
+def _threshold_warnings(health: AwsHealth, max_nodes: int) -> tuple[str, ...]:
+    """NodeRepairConfig: "a percentage threshold of unhealthy nodes, above which node auto repair actions will
+    stop" (https://docs.aws.amazon.com/eks/latest/APIReference/API_NodeRepairConfig.html). Below one node of
+    the pool's maximum, the first unhealthy node is already above it."""
+    limit = health.repair.max_unhealthy
+    if not isinstance(limit, str):
+        return ()
+    percent = int(limit.removesuffix("%"))
+    if percent * max_nodes >= 100:
+        return ()
+    return (
+        f"max_unhealthy {limit} of at most {max_nodes} nodes is under one node: EKS node repair stops at "
+        "the first unhealthy node; set a count such as 1",
+    )
+
+
 def pool_health(site: Site, pool: NodePool) -> PoolHealth:
     h = pool.health
     repair = eks_node_repair(h) if isinstance(h, AwsHealth) and h.remediator == EKS_NODE_REPAIR else None
@@ -72,6 +92,9 @@ def pool_health(site: Site, pool: NodePool) -> PoolHealth:
         detectors=tuple(h.detectors_with(site.kubernetes.gpu_stack == "gpu-operator")),
         remediator=h.remediator,
         repair=repair,
+        warnings=_threshold_warnings(h, pool.scaling.max)
+        if repair is not None and isinstance(h, AwsHealth) and isinstance(pool, AwsNodePool)
+        else (),
     )
 
 

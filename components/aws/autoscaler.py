@@ -26,6 +26,7 @@ import pulumi_kubernetes as k8s
 from components.aws import iam
 from components.kubernetes import helm
 from model import versions
+from model.conventions import QUARANTINE_KEY
 from model.kinds.aws import AUTOSCALED_TAG, CA_TAG_PREFIX, discovery_keys
 from model.nodes import ROLE_LABEL
 from model.spec import AwsSite, EstateSpec
@@ -116,6 +117,12 @@ def chart_values(cluster: str, region: str) -> dict[str, Any]:
             # Training pods use emptyDir scratch; by default such pods pin their node forever.
             "skip-nodes-with-local-storage": "false",
             "expander": "least-waste",
+            # A node template is built from a live node of the group; its taints stay in the template unless
+            # sanitized (utils/taints/taints.go SanitizeTaints: only the autoscaler's own, startup and status
+            # taints). A quarantined node as template would make the group look unable to run any pod and stop
+            # its scale-up. A status taint is stripped from templates and does not mark the node unready
+            # (--status-taint, cluster-autoscaler FAQ "What are the parameters to CA?" at the pinned 1.34.2).
+            "status-taint": QUARANTINE_KEY,
         },
         "nodeSelector": {ROLE_LABEL: "system"},
         # Requests, limits and the non-root user of the AWS example manifest

@@ -33,6 +33,15 @@ LOG_RETENTION_DAYS = 90
 # so EKS installs its default build for the cluster's minor; EKS does not update an add-on when the cluster's minor
 # changes (EKS user guide, updating-an-add-on).
 NODE_ADDONS = ("eks-node-monitoring-agent",)  # GPU/XID health conditions that node auto repair acts on
+# The agent reads XIDs only through DCGM, from the add-on's dcgm-server DaemonSet (nv-hostengine on localhost:5555);
+# without it the agent sets DCGMError on AcceleratedHardwareReady. That DaemonSet tolerates nothing by default
+# (dcgmAgent.tolerations: [] in charts/eks-node-monitoring-agent/values.yaml of aws/eks-node-monitoring-agent at
+# v1.7.0), so it never ran on GPU nodes (nvidia.com/gpu, tenant and quarantine taints). Tolerate every taint, as
+# the node agent itself does (nodeAgent.tolerations; both keys in charts/configuration.schema.json since v1.6.0).
+# The GPU Operator's dcgm-exporter runs its embedded host engine here (its standalone `dcgm` stays off), which
+# binds no host port, so the two coexist.
+NODE_MONITORING_AGENT_VALUES = {"dcgmAgent": {"tolerations": [{"operator": "Exists"}]}}
+ADDON_VALUES = {"vpc-cni": VPC_CNI_NETWORK_POLICY, "eks-node-monitoring-agent": NODE_MONITORING_AGENT_VALUES}
 # Add-ons that need running nodes to become ACTIVE (a Deployment): created after the system node group. The rest
 # (DaemonSets and the CNI) come before every node group, so nodes join with them.
 AFTER_NODES = frozenset({"coredns"})
@@ -255,7 +264,7 @@ class EksClusterStack(pulumi.ComponentResource):
             cluster_name=self.name,
             addon_name=addon,
             addon_version=version,
-            configuration_values=json.dumps(VPC_CNI_NETWORK_POLICY) if vpc_cni else None,
+            configuration_values=json.dumps(ADDON_VALUES[addon]) if addon in ADDON_VALUES else None,
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE" if vpc_cni else "PRESERVE",
             tags=self._args.tags.aws(),

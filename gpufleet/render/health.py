@@ -9,7 +9,9 @@ from model.spec import EstateSpec
 
 
 def _limit(repair: dict[str, Any], count: str, percent: str) -> str:
-    return f"{repair[count]}" if count in repair else f"{repair[percent]}%"
+    if count in repair:
+        return f"{repair[count]}"
+    return f"{repair[percent]}%" if percent in repair else ""
 
 
 def repair_text(h: PoolHealth) -> str:
@@ -19,13 +21,15 @@ def repair_text(h: PoolHealth) -> str:
     r = h.repair
     unhealthy = _limit(r, "max_unhealthy_node_threshold_count", "max_unhealthy_node_threshold_percentage")
     parallel = _limit(r, "max_parallel_nodes_repaired_count", "max_parallel_nodes_repaired_percentage")
-    text = f"{h.remediator} (stops above {unhealthy} unhealthy, {parallel} at a time"
+    stops = f"stops above {unhealthy} unhealthy" if unhealthy else "EKS's default unhealthy threshold"
+    text = f"{h.remediator} ({stops}, {parallel} at a time"
     overrides = [
         f"{o['node_monitoring_condition']}/{o['node_unhealthy_reason']}: {o['repair_action']} after "
         f"{o['min_repair_wait_time_mins']} min"
         for o in r.get("node_repair_config_overrides", [])
     ]
-    return text + (f"; {', '.join(overrides)})" if overrides else ")")
+    text += f"; {', '.join(overrides)})" if overrides else ")"
+    return text + "".join(f"; warning: {w}" for w in h.warnings)
 
 
 def health_lines(spec: EstateSpec) -> list[str]:

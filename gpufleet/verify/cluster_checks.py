@@ -134,7 +134,9 @@ def drain(ctx: Context, check: Check) -> Result:
     if pods is None:
         return Result(check, Status.error, detail="the gang job never had both pods running")
     node = pods[0].spec.node_name
-    quarantine.quarantine(ctx.api, node, DRILL)
+    if not quarantine.quarantine(ctx.api, node, DRILL):  # quarantined meanwhile by another: not the drill's to return
+        return Result(check, Status.error, detail=f"{node} was quarantined by another run or person meanwhile; "
+                      "the drill neither drained nor returned it")  # fmt: skip
     ctx.drilled.append(node)
     for p in pods:
         if p.spec.node_name == node:

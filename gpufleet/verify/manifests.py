@@ -267,6 +267,9 @@ def nccl_single_node_job(run: Run, name: str, check: str, spec: EstateSpec, site
 
 
 # -- GPUs: DCGM diagnostics -------------------------------------------------------------------------------------
+QUARANTINE_TOLERATION = {"key": conventions.QUARANTINE_KEY, "operator": "Exists", "effect": "NoSchedule"}
+
+
 def dcgm_diag_job(
     run: Run, name: str, check: str, spec: EstateSpec, site: Site, pool: Pool, node: str, level: int
 ) -> Manifest:
@@ -277,6 +280,8 @@ def dcgm_diag_job(
     script = f'nv-hostengine >/dev/null 2>&1; sleep 3; dcgmi diag -r {int(level)} -j; echo "dcgmi exit $?" >&2'
     placement = _placement(pool)
     placement["nodeSelector"] = {**placement["nodeSelector"], conventions.HOSTNAME_LABEL: node}
+    # A quarantined node is probed again, so a repaired one can be verified before its `--return`.
+    placement["tolerations"] = [*placement["tolerations"], QUARANTINE_TOLERATION]
     pod = {
         **placement,
         "containers": [

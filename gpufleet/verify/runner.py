@@ -17,6 +17,7 @@ from gpufleet.verify import cluster_checks, manifests, quarantine, tenancy_probe
 from gpufleet.verify.kube import ApiError, Context, api_call, create
 from gpufleet.verify.results import Result, Status, skipped
 from gpufleet.verify.suite import Check, Kind
+from model.health import pool_health
 
 
 # -- cleanup -------------------------------------------------------------------------------------------------------
@@ -79,6 +80,17 @@ def executors() -> dict[Kind, Executor]:
     }
 
 
+def agent_pools(ctx: Context) -> list[str]:
+    """The pools in scope (`--pool`, else all) whose detectors include the node monitoring agent: the ones whose
+    node conditions the quarantine sweep reads."""
+    scope = ctx.suite.options.pools
+    return [
+        p.name
+        for p in ctx.site.node_pools
+        if (not scope or p.name in scope) and "node-monitoring-agent" in pool_health(ctx.site, p).detectors
+    ]
+
+
 def run_site(ctx: Context) -> tuple[list[Result], list[str]]:
     """Every check of one site, in suite order, then cleanup. Returns the results and cleanup problems;
     KeyboardInterrupt propagates after cleanup."""
@@ -101,8 +113,7 @@ def run_site(ctx: Context) -> tuple[list[Result], list[str]]:
                 results.append(Result(check, Status.error, detail=f"Kubernetes API: {e}"))
             ctx.progress(check.id, str(results[-1].status))
         if ctx.suite.options.quarantine:
-            pools = [p.name for p in ctx.site.node_pools]
-            ctx.quarantined, problems = quarantine.quarantine_site(ctx.api, results, pools)
+            ctx.quarantined, problems = quarantine.quarantine_site(ctx.api, results, agent_pools(ctx))
             ctx.cleanup_problems += problems
     finally:
         ctx.cleanup_problems += cleanup(ctx)

@@ -118,6 +118,7 @@ def dcgm_diag(ctx: Context, check: Check) -> Result:
         jobs[node] = name
     per_node: dict[str, dict[str, object]] = {}
     failures: list[str] = []
+    unprobed: list[str] = []  # no output to parse (e.g. the Job stayed Pending): no evidence either way
     for node, name in jobs.items():
         outcome = wait_job(ctx, check, ctx.run.namespace, name, timeout={1: 600, 2: 1200}.get(level, 3600))
         logs = job_logs(ctx, ctx.run.namespace, name)
@@ -125,7 +126,7 @@ def dcgm_diag(ctx: Context, check: Check) -> Result:
             diag = parsers.parse_dcgm_diag(logs)
         except parsers.ParseError as e:
             per_node[node] = {"error": f"{outcome.reason or e}", "log": tail(logs)}
-            failures.append(f"{node}: no diagnostic result ({outcome.reason or e})")
+            unprobed.append(f"{node}: not probed, no diagnostic result ({outcome.reason or e})")
             continue
         findings = [
             f"{f.test} GPU {f.entity}: {f.message}" for f in diag.findings if f.xid_or_ecc or f.status != "pass"
@@ -133,11 +134,10 @@ def dcgm_diag(ctx: Context, check: Check) -> Result:
         per_node[node] = {"version": diag.version, "failed_tests": diag.failed, "findings": findings}
         if not diag.passed:
             failures.append(f"{node}: {', '.join(diag.failed) or 'XID / ECC findings'}")
-    passed = len(found) - len(failures)
+    passed = len(found) - len(failures) - len(unprobed)
     measured = f"{passed}/{len(found)} nodes pass"
-    unparsed = all("error" in v for v in per_node.values())
-    status = Status.error if unparsed else (Status.passed if not failures else Status.failed)
-    return Result(check, status, measured, "; ".join(failures), {"nodes": per_node})
+    status = Status.failed if failures else (Status.error if unprobed else Status.passed)
+    return Result(check, status, measured, "; ".join(failures + unprobed), {"nodes": per_node})
 
 
 def _tier(ctx: Context, name: str) -> FsxLustreTier | ParallelFsTier | EfsTier | NfsTier:

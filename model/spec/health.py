@@ -27,6 +27,36 @@ NodeCondition = Literal[
 ]
 # NodeRepairConfigOverrides.repairAction (https://docs.aws.amazon.com/eks/latest/APIReference/API_NodeRepairConfigOverrides.html).
 RepairAction = Literal["Replace", "Reboot", "NoAction"]
+# The reasons the agent sets a condition False with (DefaultSeverity Fatal; a Warning reason is only an event, so a
+# repair override on it never fires): aws/eks-node-monitoring-agent pkg/reasons/reasons.yaml at v1.7.0. XIDs come
+# as NvidiaXID<n>Error only for WellKnownXidCodes (monitors/nvidia/dcgm/dcgm_policies.go at v1.7.0); any other XID
+# is the event NvidiaXID<n>Warning.
+WELL_KNOWN_XIDS = (46, 48, 54, 62, 63, 64, 74, 79, 95, 109, 110, 119, 120, 136, 140, 142, 143, 151, 155, 156, 158)
+AGENT_REASONS: dict[str, tuple[str, ...]] = {
+    "AcceleratedHardwareReady": (
+        "DCGMDiagnosticFailure", "DCGMError", "FabricManagerNotRunning", "NeuronDMAError",
+        "NeuronHBMUncorrectableError", "NeuronNCUncorrectableError", "NeuronSRAMUncorrectableError",
+        "NvidiaDeviceCountMismatch", "NvidiaDoubleBitError", "NvidiaFabricError", "NvidiaNVLinkError",
+        *(f"NvidiaXID{x}Error" for x in WELL_KNOWN_XIDS),
+    ),
+    "ContainerRuntimeReady": ("PodStuckTerminating",),
+    "KernelReady": ("ForkFailedOutOfPIDs",),
+    "NetworkingReady": (
+        "IPAMDNotReady", "IPAMDNotRunning", "InterfaceNotRunning", "InterfaceNotUp", "MissingLoopbackInterface",
+        "NPANotRunning",
+    ),
+    "StorageReady": (),
+}  # fmt: skip
+DCGM_HEALTH_CODE = re.compile(r"^DCGMHealthCode[0-9]+$")  # DCGMHealthCode%d on AcceleratedHardwareReady
+
+
+def agent_sets(condition: str, reason: str) -> bool:
+    """Whether the node monitoring agent sets `condition` False with `reason`."""
+    if condition == "AcceleratedHardwareReady" and DCGM_HEALTH_CODE.match(reason):
+        return True
+    return reason in AGENT_REASONS.get(condition, ())
+
+
 REMEDIATOR_NAME = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"  # a label value: it goes on every node of the pool
 PERCENT = r"^([1-9][0-9]?|100)%$"
 
@@ -46,19 +76,33 @@ class RepairOverride(Model):
     action: RepairAction = Field(description="Replace, Reboot or NoAction (leave the node to a person).")
     wait_minutes: int = Field(ge=1, le=10080, description="Minutes the condition must hold before the repair.")
 
+    @model_validator(mode="after")
+    def _agent_reason(self) -> RepairOverride:
+        if not agent_sets(self.condition, self.reason):
+            choices = [r for r in AGENT_REASONS[self.condition] if not r.startswith("NvidiaXID")]
+            if self.condition == "AcceleratedHardwareReady":
+                xids = ", ".join(map(str, WELL_KNOWN_XIDS))
+                choices += [f"NvidiaXID<n>Error for XID {xids}", "DCGMHealthCode<n>"]
+            raise ValueError(
+                f"the node monitoring agent never sets {self.condition} with reason {self.reason}, so the override "
+                f"would never act; {self.condition} reasons: {', '.join(choices) or 'none (it only warns)'}"
+            )
+        return self
+
 
 class EksNodeRepair(Model):
     """EKS node repair's limits (NodeRepairConfig, https://docs.aws.amazon.com/eks/latest/APIReference/API_NodeRepairConfig.html).
 
-    gpufleet sets both limits by default. When a fifth of a pool is unhealthy at once the cause is rarely the
-    nodes (an AMI, a fabric, a driver), and replacing them throws away scarce GPU capacity. One repair at a time
-    keeps a gang's other nodes running while one is replaced."""
+    One repair at a time by default keeps a gang's other nodes running while one is replaced. The unhealthy
+    threshold is sent only when set: repair stops once unhealthy nodes are *above* it, so a default percentage
+    would stop repair at a small pool's first bad node (20% of a 2-node pool is under one node). Unset, EKS's
+    own default applies."""
 
-    max_unhealthy: int | str = Field(
-        default="20%",
+    max_unhealthy: int | str | None = Field(
+        default=None,
         description=(
             "Above this many unhealthy nodes (a count, or a percentage of the pool such as `20%`) repair stops "
-            "(maxUnhealthyNodeThresholdCount / Percentage)."
+            "(maxUnhealthyNodeThresholdCount / Percentage). Unset: EKS's default."
         ),
     )
     max_parallel: int | str = Field(
@@ -76,7 +120,9 @@ class EksNodeRepair(Model):
 
     @field_validator("max_unhealthy", "max_parallel")
     @classmethod
-    def _count_or_percent(cls, v: int | str) -> int | str:
+    def _count_or_percent(cls, v: int | str | None) -> int | str | None:
+        if v is None:
+            return v
         if isinstance(v, int):
             if v < 1:
                 raise ValueError("a count is 1 or more")

@@ -183,11 +183,9 @@ def test_node_repair_carries_the_pools_limits_and_overrides(example_plans: dict[
             }
         ],
     }
-    assert repairs["use1-l40s-ng"] == {
-        "enabled": True,
-        "maxUnhealthyNodeThresholdPercentage": 20,
-        "maxParallelNodesRepairedCount": 1,
-    }
+    # No threshold unless set: a default 20% would stop repair at the first bad node of a 2-node pool (AWS
+    # NodeRepairConfig: "above which node auto repair actions will stop").
+    assert repairs["use1-l40s-ng"] == {"enabled": True, "maxParallelNodesRepairedCount": 1}
 
 
 def test_another_remediator_turns_eks_node_repair_off(tmp_path: Path) -> None:
@@ -295,6 +293,8 @@ def test_aws_train_autoscaler_discovers_every_pool_that_can_grow(example_plans: 
     values = _autoscaler_values(plan, "use1")
     assert values["autoDiscovery"]["clusterName"] == "train-prod-use1"
     assert values["extraArgs"]["expander"] == "least-waste"
+    # a quarantined node picked as the group's template must not stop its scale-up: a status taint is sanitized
+    assert values["extraArgs"]["status-taint"] == "gpufleet.io/quarantine"
 
 
 def test_a_fixed_size_pool_is_neither_discovered_nor_left_to_the_autoscaler(

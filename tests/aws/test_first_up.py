@@ -227,6 +227,16 @@ def test_vpc_cni_addon_is_pinned_with_network_policy_on_before_the_system_nodes(
     assert addon.key in system.dependencies
 
 
+@pytest.mark.parametrize(("stack", "site"), [("aws-train", "use1"), ("hybrid", "cloud")])
+def test_node_monitoring_agents_dcgm_server_runs_on_tainted_gpu_nodes(
+    example_plans: dict[str, Plan], stack: str, site: str
+) -> None:
+    # aws/eks-node-monitoring-agent v1.7.0: the agent detects XIDs only through DCGM, and its dcgm-server DaemonSet
+    # defaults to dcgmAgent.tolerations: [] while every GPU node carries nvidia.com/gpu=present:NoSchedule.
+    addon = example_plans[stack].one(ADDON, f"{site}-cluster-eks-node-monitoring-agent")
+    assert json.loads(addon.inputs["configurationValues"]) == {"dcgmAgent": {"tolerations": [{"operator": "Exists"}]}}
+
+
 # -- item 12: in-cluster releases wait for the nodes they schedule on ------------------------------------------
 
 

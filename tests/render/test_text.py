@@ -27,6 +27,6 @@ def test_preview_shows_each_pools_detectors_and_remediator() -> None:
     assert "Node health" in text
     lines = [line.strip() for line in text.splitlines() if line.strip().startswith("h100 (")]
     assert lines == [
-        "h100 (use1): detectors node-monitoring-agent, dcgm; remediator eks-node-repair (stops above 20% unhealthy, "
-        "1 at a time)"
+        "h100 (use1): detectors node-monitoring-agent, dcgm; remediator eks-node-repair (EKS's default unhealthy "
+        "threshold, 1 at a time)"
     ]

@@ -92,6 +92,9 @@ class FakeCluster:
     unschedulable: dict[str, bool] = field(default_factory=dict)
     taints: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # node -> its spec.taints
     conditions: dict[str, dict[str, str]] = field(default_factory=dict)  # node -> condition type -> status
+    node_versions: dict[str, int] = field(default_factory=dict)  # node -> metadata.resourceVersion
+    # node -> a taint another controller adds right after gpufleet's next read of that node (a write race)
+    racing_taints: dict[str, dict[str, str]] = field(default_factory=dict)
     tenant_nodes: dict[str, str] = field(default_factory=dict)  # namespace -> node Kueue would place its pods on
     # A MultiKueue manager: the worker (its MultiKueueCluster name, its fake) an admitted Workload goes to.
     dispatch_to: tuple[str, FakeCluster] | None = None
@@ -209,10 +212,21 @@ class FakeCore:
 
     def read_node(self, name: str, **kw: Any) -> client.V1Node:
         self.c.record("read_node", name)
-        return client.V1Node(metadata=_meta(name, labels=self.c.node_labels.get(name, {})), spec=self._spec(name))
+        meta = _meta(name, labels=self.c.node_labels.get(name, {}))
+        meta.resource_version = str(self.c.node_versions.get(name, 1))
+        node = client.V1Node(metadata=meta, spec=self._spec(name))
+        if name in self.c.racing_taints:
+            self.c.taints.setdefault(name, []).append(self.c.racing_taints.pop(name))
+            self.c.node_versions[name] = self.c.node_versions.get(name, 1) + 1
+        return node
 
     def patch_node(self, name: str, body: dict[str, Any], **kw: Any) -> client.V1Node:
         self.c.record("patch_node", name, body)
+        # A resourceVersion in a patch is a precondition: 409 Conflict when the object changed since it was read.
+        wanted = body.get("metadata", {}).get("resourceVersion")
+        if wanted is not None and wanted != str(self.c.node_versions.get(name, 1)):
+            raise api_exception(409, "Conflict", "the object has been modified")
+        self.c.node_versions[name] = self.c.node_versions.get(name, 1) + 1
         if "unschedulable" in body["spec"]:
             self.c.unschedulable[name] = bool(body["spec"]["unschedulable"])
         if "taints" in body["spec"]:

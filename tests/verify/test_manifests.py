@@ -110,6 +110,8 @@ def test_dcgm_job_pins_one_node_and_asks_for_its_level() -> None:
     pod = _job("onprem", suite.Kind.dcgm_diag)["spec"]["template"]["spec"]
     assert pod["nodeSelector"]["kubernetes.io/hostname"] == "node-a"
     assert "dcgmi diag -r 2 -j" in pod["containers"][0]["command"][2]
+    # a quarantined node can be probed again before its return
+    assert {"key": "gpufleet.io/quarantine", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
 
 
 def test_tenant_namespace_pods_meet_pod_security_restricted() -> None:

@@ -9,13 +9,14 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from gpufleet.verify import quarantine
 from gpufleet.verify import suite as suites
 from gpufleet.verify.kube import ClusterApi, Context
 from gpufleet.verify.manifests import Run
 from gpufleet.verify.results import Status
-from gpufleet.verify.runner import run_site
-from model.load import read_stack
-from tests.conftest import ROOT
+from gpufleet.verify.runner import agent_pools, run_site
+from model.load import parse_estate, read_stack
+from tests.conftest import ROOT, example_estate
 from tests.verify.fake_kube import FakeBatch, FakeCluster, FakeCore, FakeCustom, apis, dcgm_document
 
 
@@ -171,6 +172,15 @@ def test_drain_drill_quarantines_evicts_and_returns_the_node() -> None:
     assert cluster.taints == {"g1": []} and ctx.drilled == []
 
 
+def test_the_drill_leaves_a_quarantine_it_did_not_set() -> None:
+    theirs = {"key": "gpufleet.io/quarantine", "value": "verify", "effect": "NoSchedule"}
+    cluster = FakeCluster(pool_nodes={"train": ["g1", "g2", "g3"]}, racing_taints={"g1": theirs})
+    ctx, results = run("onprem", cluster, categories=[], degraded=True)
+    r = result(results, "degraded/dc1/train")
+    assert r.status is Status.error and "quarantined by another" in r.detail, r.detail
+    assert cluster.taints["g1"] == [theirs] and ctx.drilled == []
+
+
 def test_a_node_that_failed_dcgm_is_quarantined_and_kept_out_of_placement() -> None:
     cluster = FakeCluster(pool_nodes={"h100": ["n1", "n2"]})
     cluster.logs = lambda job, ns: dcgm_document("Fail", "XID 79 on GPU 3") if job == "dcgm-2" else dcgm_document()
@@ -184,10 +194,61 @@ def test_a_node_that_failed_dcgm_is_quarantined_and_kept_out_of_placement() -> N
     assert {cluster.node_of("next", i) for i in range(4)} == {"n1"}
 
 
+def test_a_node_whose_dcgm_job_printed_nothing_is_not_probed_and_stays_in_service() -> None:
+    # The diag Job asks for every GPU of the node; on a node whose GPUs tenants hold it stays Pending until the
+    # timeout and prints nothing. That is no evidence of a fault: report it, do not quarantine it.
+    cluster = FakeCluster(pool_nodes={"h100": ["n1", "n2"]})
+    cluster.logs = lambda job, ns: "" if job == "dcgm-2" else dcgm_document()
+    ctx, results = run("aws-train", cluster, categories=[suites.Category.gpus], pools=["h100"])
+    r = result(results, "gpus/use1/h100")
+    assert ctx.quarantined == [] and cluster.taints == {}
+    assert r.status is Status.error and r.measured == "1/2 nodes pass" and "n2: not probed" in r.detail
+
+
 def test_a_node_with_a_failed_health_condition_is_quarantined() -> None:
     cluster = FakeCluster(pool_nodes={"h100": ["n1", "n2"]}, conditions={"n1": {"AcceleratedHardwareReady": "False"}})
     ctx, _ = run("aws-train", cluster, categories=[])
     assert ctx.quarantined == ["n1 (health)"]
+
+
+def test_an_unknown_health_condition_quarantines_nothing() -> None:
+    # Unknown: the agent has not reported, which says nothing about the node.
+    cluster = FakeCluster(pool_nodes={"h100": ["n1", "n2"]}, conditions={"n1": {"KernelReady": "Unknown"}})
+    ctx, _ = run("aws-train", cluster, categories=[])
+    assert ctx.quarantined == [] and cluster.taints == {}
+
+
+def test_the_health_sweep_reads_only_pools_in_scope_whose_detectors_include_the_agent() -> None:
+    estate = example_estate("aws-train")
+    estate["sites"][0]["node_pools"][0]["health"] = {"detectors": ["dcgm"], "remediator": "none"}  # h100
+    spec = parse_estate(estate, "stacks/Pulumi.aws-train.yaml")
+    site = spec.sites[0]
+    s = suites.derive(spec, "aws-train", suites.Options(categories=[]))
+    ctx = Context(s, site, apis(FakeCluster()), Run("r1"))
+    assert "h100" not in agent_pools(ctx) and "l40s" in agent_pools(ctx)
+    s = suites.derive(spec, "aws-train", suites.Options(categories=[], pools=["l40s"]))
+    assert agent_pools(Context(s, site, apis(FakeCluster()), Run("r1"))) == ["l40s"]
+
+
+def test_the_health_sweep_stays_in_the_pools_of_the_run() -> None:
+    cluster = FakeCluster(pool_nodes={"h100": ["n1"]}, conditions={"n1": {"AcceleratedHardwareReady": "False"}})
+    ctx, _ = run("aws-train", cluster, categories=[], pools=["l40s"])
+    assert ctx.quarantined == [] and cluster.taints == {}
+
+
+def test_quarantine_and_return_keep_a_taint_added_concurrently() -> None:
+    # spec.taints is an atomic list: a whole-list write without a resourceVersion drops a taint added in between.
+    tenant = {"key": "gpufleet.io/tenant", "value": "research", "effect": "NoSchedule"}
+    cluster = FakeCluster(pool_nodes={"h100": ["n1"]}, racing_taints={"n1": tenant})
+    api = apis(cluster)
+    assert quarantine.quarantine(api, "n1", "verify")
+    assert cluster.taints["n1"] == [
+        tenant,
+        {"key": "gpufleet.io/quarantine", "value": "verify", "effect": "NoSchedule"},
+    ]
+    cluster.racing_taints["n1"] = {"key": "other", "effect": "NoSchedule"}
+    assert quarantine.release(api, "n1") == "verify"
+    assert cluster.taints["n1"] == [tenant, {"key": "other", "effect": "NoSchedule"}]
 
 
 def test_no_quarantine_leaves_every_node_alone() -> None:
