@@ -124,6 +124,13 @@ class BurstWindow(Model):
     draining_until: Timestamp | None = Field(
         default=None, description="When the replaced window's capacity stops at the latest (its backstop time)."
     )
+    overrun_since: Timestamp | None = Field(
+        default=None,
+        description=(
+            "Set once the window is booked while its node group still held instances after the backstop time "
+            "(status overrun): booked until this moment. The window stays until a reconcile sees the group at zero."
+        ),
+    )
 
     @model_validator(mode="after")
     def _order(self) -> BurstWindow:
