@@ -242,10 +242,7 @@ def window_problems(spec: EstateSpec, window: BurstWindow) -> list[Problem]:
         )
     if window.nodes > pool.scaling.max:
         problems.append(Problem("nodes", f"{window.nodes} nodes exceed pool {pool.name}'s max of {pool.scaling.max}"))
-    zone = pool_zone(cloud_site(spec), pool)
-    if zone is not None and window.availability_zone != zone:
-        problems.append(Problem("availability_zone", f"pool {pool.name} runs in {zone}"))
-    return problems
+    return problems  # a changed zone: model.node_groups judges it (it replaces the node group)
 
 
 # -------------------------------------------------------------------------------------------------- spend

@@ -30,6 +30,7 @@ from model.conventions import BURST_TAG, POOL_TAG, SHARED, Taint, eks_rejects_la
 from model.efa import EFA_HUGEPAGES, efa_interfaces, efa_node_hugepages
 from model.kinds import aws as aws_kind
 from model.kinds.aws import burst_node_group_name
+from model.node_groups import CAPACITY_TYPES
 from model.nodes import pool_labels, pool_taints
 from model.queues import gpu_resource_name
 from model.rdma import EFA_RESOURCE
@@ -38,12 +39,6 @@ from model.tags import Tags
 from model.versions import kubernetes_minor
 
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
-CAPACITY_TYPES = {
-    "on-demand": "ON_DEMAND",
-    "spot": "SPOT",
-    "capacity-reservation": "ON_DEMAND",  # an ODCR is on-demand capacity targeted by the launch template
-    "capacity-block": "CAPACITY_BLOCK",  # EKS user guide, capacity-blocks-mng
-}
 MNG_TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
 
 
