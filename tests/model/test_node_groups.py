@@ -87,3 +87,29 @@ def test_validate_exits_2_on_a_replacing_change_under_a_live_window(tmp_path: Pa
     text = " ".join(result.output.split())
     assert "node_pools[0].capacity.type: pool burst-h100" in text and "gpufleet burst close" in text
     assert "Traceback" not in result.output
+
+
+def test_preview_exits_2_on_a_replacing_change_under_a_live_window(tmp_path: Path) -> None:
+    config = hybrid_config(window(NOW, 8, capacity_type="on-demand"))
+    config["gpufleet:estate"]["sites"][CLOUD]["node_pools"][0]["capacity"] = {"type": "spot", "checkpointing": True}
+    proj = write_project(tmp_path, config)
+    with clock.frozen(NOW + dt.timedelta(hours=1)):
+        result = CliRunner().invoke(app, ["preview", "--stack", "test", "--project", str(proj)])
+    assert result.exit_code == 2, result.output
+    assert "node_pools[0].capacity.type: pool burst-h100" in " ".join(result.output.split())
+
+
+def test_diff_exits_2_on_a_replacing_change_under_a_live_window(tmp_path: Path) -> None:
+    """Each side of a diff may run in a process of its own, so the window is live by the machine's clock."""
+    from tests.review import repos
+
+    start = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(hours=1)
+    config = hybrid_config(window(start, 8, capacity_type="on-demand"))
+    repo = repos.init_repo(tmp_path, repos.PROGRAM)
+    repos.write_stack(repo, "review", config)
+    repos.commit(repo, "base: on-demand")
+    config["gpufleet:estate"]["sites"][CLOUD]["node_pools"][0]["capacity"] = {"type": "spot", "checkpointing": True}
+    repos.write_stack(repo, "review", config)
+    result = CliRunner().invoke(app, ["diff", "-s", "review", "--base", "main", "-C", str(repo)])
+    assert result.exit_code == 2, result.output
+    assert "node_pools[0].capacity.type: pool burst-h100" in " ".join(result.output.split())
