@@ -242,10 +242,7 @@ def window_problems(spec: EstateSpec, window: BurstWindow) -> list[Problem]:
         )
     if window.nodes > pool.scaling.max:
         problems.append(Problem("nodes", f"{window.nodes} nodes exceed pool {pool.name}'s max of {pool.scaling.max}"))
-    zone = pool_zone(cloud_site(spec), pool)
-    if zone is not None and window.availability_zone != zone:
-        problems.append(Problem("availability_zone", f"pool {pool.name} runs in {zone}"))
-    return problems
+    return problems  # a changed zone: model.node_groups judges it (it replaces the node group)
 
 
 # -------------------------------------------------------------------------------------------------- spend
@@ -404,31 +401,31 @@ def within_budget(
     return window if expires >= window.expires else window.model_copy(update={"expires": expires})
 
 
-def booking(spec: EstateSpec, window: BurstWindow, closed_by: str, node_hours: float | None = None) -> BurstLedgerEntry:
+def booking(
+    spec: EstateSpec,
+    window: BurstWindow,
+    closed_by: str,
+    node_hours: float | None = None,
+    now: dt.datetime | None = None,
+) -> BurstLedgerEntry:
     """The one booking rule, whichever command books a window: the node-hours measured in service (until the
     backstop time, plus any AWS saw after it: gpufleet/burst/ledger.py) where AWS knows them, else every node of the
     cap until the backstop time (expiry + grace + lag), the most it can have cost. So a window is booked at the same
-    figure by `open`, `close`, `reconcile` and any later command, however late it runs."""
-    end = max(window.start, backstop_time(spec, window))
+    figure by `open`, `close`, `reconcile` and any later command, however late it runs. An overrun window
+    (`overrun_since`) is booked until then already: its next entry is the interval from there to `now` alone, by
+    the same rule, so no entry is ever rewritten."""
+    start = window.overrun_since or window.start
+    end = max(start, now if window.overrun_since and now else backstop_time(spec, window))
     price = window_usd_per_hour(spec, window)
-    usd = (
-        window_price(price, window.nodes, hours_between(window.start, end))
-        if node_hours is None
-        else round(price * node_hours, 2)
-    )
-    return _entry(window, end, usd, closed_by)
+    usd = window_price(price, window.nodes, hours_between(start, end)) if node_hours is None else price * node_hours
+    return _entry(window, start, end, round(usd, 2), closed_by)
 
 
-def _entry(window: BurstWindow, end: dt.datetime, usd: float, closed_by: str) -> BurstLedgerEntry:
+def _entry(window: BurstWindow, start: dt.datetime, end: dt.datetime, usd: float, closed_by: str) -> BurstLedgerEntry:
     return BurstLedgerEntry(
-        pool=window.pool,
-        instance_type=window.instance_type,
-        nodes=window.nodes,
-        start=window.start,
-        end=end,
-        usd=usd,
+        pool=window.pool, instance_type=window.instance_type, nodes=window.nodes, start=start, end=end, usd=usd,
         closed_by=closed_by,
-    )
+    )  # fmt: skip
 
 
 def close_entry(
@@ -437,8 +434,8 @@ def close_entry(
     """The ledger entry for `window` closed at `end` (never before its start; never later than its expiry unless
     `through_expiry`: nodes run past the expiry until the `up` that removes them has finished)."""
     end = max(window.start, end if through_expiry else min(end, window.expires))
-    price = window_usd_per_hour(spec, window)
-    return _entry(window, end, window_price(price, window.nodes, hours_between(window.start, end)), closed_by)
+    usd = window_price(window_usd_per_hour(spec, window), window.nodes, hours_between(window.start, end))
+    return _entry(window, window.start, end, usd, closed_by)
 
 
 # ------------------------------------------------------------------------------- window state (state stack)

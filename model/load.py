@@ -16,9 +16,11 @@ from pydantic import TypeAdapter, ValidationError
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from model.burst import READABLE_FORMATS, STATE_FORMAT, BurstState, window_problems
+from model.burst import READABLE_FORMATS, STATE_FORMAT, BurstState, judged_at, window_problems
 from model.catalog import CatalogError
+from model.clock import now
 from model.inputs import MAX_DEPTH, MAX_INT_DIGITS, JsonLimitError, SpecError, load_json, read_text
+from model.node_groups import replacement_problems as replaced
 from model.placeholders import placeholder_problems
 from model.rules.estate import estate_problems, unpriced_lines
 from model.schema_changes import Kind, change_at
@@ -139,13 +141,14 @@ def parse_window(raw: Any, source: str) -> BurstWindow | None:
 
 
 def check_window(spec: EstateSpec, window: BurstWindow | None, source: str) -> None:
-    """A window must grow an existing burst pool with that pool's instance type, in its AZ."""
+    """A window must grow an existing burst pool with that pool's instance type; while it is live, no change may
+    replace that pool's node group (model.node_groups)."""
     if window is None:
         return
-    base = f"config.{WINDOW_KEY}"
-    problems = window_problems(spec, window)
-    if problems:
-        raise SpecError([problem_line(source, base, p.path, p.message) for p in problems])
+    lines = [problem_line(source, f"config.{WINDOW_KEY}", p.path, p.message) for p in window_problems(spec, window)]
+    lines += [problem_line(source, f"config.{ESTATE_KEY}", p.path, p.message) for p in replaced(spec, window, now())]
+    if lines:
+        raise SpecError(lines)
 
 
 def parse_ledger(raw: Any, source: str) -> list[BurstLedgerEntry]:
@@ -490,6 +493,8 @@ def check_state(spec: EstateSpec, state: BurstState | None, source: str) -> None
     naming `source` and `outputs.window.<field>`)."""
     if state is None or state.window is None:
         return
-    problems = window_problems(spec, state.window)
-    if problems:
-        raise SpecError([problem_line(source, "outputs.window", p.path, p.message) for p in problems])
+    lines = [problem_line(source, "outputs.window", p.path, p.message) for p in window_problems(spec, state.window)]
+    at = judged_at(state.as_of, now())
+    lines += [problem_line(source, ESTATE_KEY, p.path, p.message) for p in replaced(spec, state.window, at)]
+    if lines:
+        raise SpecError(lines)

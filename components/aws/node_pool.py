@@ -33,6 +33,7 @@ from model.efa import EFA_HUGEPAGES, efa_interfaces, efa_node_hugepages
 from model.health import eks_node_repair
 from model.kinds import aws as aws_kind
 from model.kinds.aws import burst_node_group_name
+from model.node_groups import CAPACITY_TYPES
 from model.nodes import pool_labels, pool_taints
 from model.queues import gpu_resource_name
 from model.rdma import EFA_RESOURCE
@@ -44,12 +45,6 @@ from model.versions import kubernetes_minor
 # AWS::EKS::Nodegroup AmiType; pulumi-aws eks.NodeGroup amiType). Grace-based types (p6e-gb200) are arm64, and the
 # EKS user guide (ml-eks-nvidia-ultraserver) prescribes the AL2023 ARM NVIDIA AMI for them.
 GPU_AMI_TYPES = {"x86_64": "AL2023_x86_64_NVIDIA", "arm64": "AL2023_ARM_64_NVIDIA"}
-CAPACITY_TYPES = {
-    "on-demand": "ON_DEMAND",
-    "spot": "SPOT",
-    "capacity-reservation": "ON_DEMAND",  # an ODCR is on-demand capacity targeted by the launch template
-    "capacity-block": "CAPACITY_BLOCK",  # EKS user guide, capacity-blocks-mng
-}
 # The EKS AL2023 NVIDIA AMIs are Linux; a block's platform must match its instances' AMI (EC2 user guide,
 # capacity-blocks-launch: an instance "can't launch using an AMI with a different platform").
 BLOCK_PLATFORM = "Linux/UNIX"

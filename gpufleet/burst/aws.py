@@ -229,13 +229,14 @@ class Aws:
         names = sorted(g["AutoScalingGroupName"] for g in resp.get("AutoScalingGroups", []))
         return names[0] if names else None
 
-    def group_instances(self, group: str) -> int:
-        """Instances the Auto Scaling group holds now, in any lifecycle state (DescribeAutoScalingGroups
-        `Instances`)."""
+    def group_size(self, group: str) -> tuple[int, int]:
+        """(desired capacity, instances in any lifecycle state) of the Auto Scaling group now
+        (DescribeAutoScalingGroups `DesiredCapacity`, `Instances`)."""
         resp = self._call(
             "DescribeAutoScalingGroups", self.autoscaling.describe_auto_scaling_groups, AutoScalingGroupNames=[group]
         )
-        return sum(len(g.get("Instances", [])) for g in resp.get("AutoScalingGroups", []))
+        groups = resp.get("AutoScalingGroups", [])
+        return sum(int(g.get("DesiredCapacity", 0)) for g in groups), sum(len(g.get("Instances", [])) for g in groups)
 
     def enable_group_metrics(self, group: str) -> None:
         """Collect the group's `GroupTotalInstances` metric, at one-minute granularity (free for group metrics:

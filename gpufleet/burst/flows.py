@@ -268,14 +268,17 @@ def _reconcile_expired(
             summary,
         )
     entry = book(s, w, closed_by, now)
-    summary = _up(project_dir, stack, d, s, BurstState(None, (*s.state.ledger, entry), now), on_output)
-    if STILL_RUNNING in entry.closed_by:
+    ledger = (*s.state.ledger, entry)
+    if STILL_RUNNING in entry.closed_by:  # overrun: the window stays, booked until now, till the group is at zero
+        kept = w.model_copy(update={"overrun_since": entry.end})
+        summary = _up(project_dir, stack, d, s, BurstState(kept, ledger, now), on_output)
         raise BurstError(
-            f"{_closed(w, entry, summary).message}. The burst node group still had instances after its backstop "
+            f"{_closed(w, entry, summary).message}. The burst node group was not at zero after its backstop "
             f"time {backstop_time(s.spec, w):%Y-%m-%d %H:%M} UTC: the AWS-side stop did not empty it. The `up` set "
-            "its idle bounds; check the node group and its backstop schedule in AWS: its nodes' time after now is "
-            "not booked"
+            "its idle bounds; check the node group and its backstop schedule in AWS. The window stays (overrun): "
+            "each `gpufleet burst reconcile` books its nodes' time since the last booking until the group is at zero"
         )
+    summary = _up(project_dir, stack, d, s, BurstState(None, ledger, now), on_output)
     return _closed(w, entry, summary)
 
 
@@ -311,7 +314,7 @@ def status(spec: EstateSpec, state: BurstState, now: dt.datetime) -> Status:
     if w is not None:
         w = within_budget(spec, w, ledger)
     is_open = w is not None and w.is_open(now)
-    if w is not None and now >= w.start:
+    if w is not None and now >= w.start and w.overrun_since is None:  # an overrun window is booked until then
         so_far = close_entry(spec, w, min(now, backstop_time(spec, w)), "so far", through_expiry=True)
         ledger.append(so_far)
         committed = max(0.0, round(booking(spec, w, "worst case").usd - so_far.usd, 2))

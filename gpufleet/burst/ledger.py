@@ -37,38 +37,65 @@ RETAINED = dt.timedelta(days=15)
 
 def measured(
     aws: Aws, spec: EstateSpec, w: BurstWindow, stops: dt.datetime, now: dt.datetime
-) -> tuple[float | None, float, int, str]:
+) -> tuple[float | None, float, tuple[int, int], str]:
     """(node-hours in service from the window's start to `stops`, or None; node-hours seen from `stops` to `now`;
-    instances the group holds now; why None)."""
+    the group's desired size and instances now; why None)."""
     try:
         group = aws.group_by_tags(burst_group_tags(spec, w.pool))
         if group is None:
-            return None, 0.0, 0, "no Auto Scaling group carries the burst pool's tags"
+            return None, 0.0, (0, 0), "no Auto Scaling group carries the burst pool's tags"
         hours = aws.node_hours(group, w.start, stops, gap_nodes=w.nodes)
         if hours is None:
-            return None, 0.0, 0, f"CloudWatch has no {TOTAL_INSTANCES} datapoints for {group}"
+            return None, 0.0, (0, 0), f"CloudWatch has no {TOTAL_INSTANCES} datapoints for {group}"
         after = aws.node_hours(group, stops, min(now, stops + RETAINED), gap_nodes=0) or 0.0
-        return hours, after, aws.group_instances(group), ""
+        return hours, after, aws.group_size(group), ""
     except BurstError as err:
-        return None, 0.0, 0, str(err)
+        return None, 0.0, (0, 0), str(err)
+
+
+def overrun(aws: Aws, spec: EstateSpec, w: BurstWindow, now: dt.datetime) -> tuple[float | None, tuple[int, int], str]:
+    """(node-hours seen since the window was last booked, `overrun_since`, until `now`, or None; the group's
+    desired size and instances now; why None). A group gone holds nothing."""
+    assert w.overrun_since is not None
+    try:
+        group = aws.group_by_tags(burst_group_tags(spec, w.pool))
+        if group is None:
+            return None, (0, 0), "no Auto Scaling group carries the burst pool's tags"
+        return aws.node_hours(group, w.overrun_since, now, gap_nodes=0) or 0.0, aws.group_size(group), ""
+    except BurstError as err:  # nothing says the group stopped: the window stays overrun
+        return None, (1, 1), str(err)
+
+
+def _still_running(size: tuple[int, int], since: dt.datetime) -> str:
+    desired, instances = size
+    if not desired and not instances:
+        return ""
+    return f"; {instances} instances (desired {desired}) {STILL_RUNNING} {since:%Y-%m-%d %H:%M} UTC"
 
 
 def measured_booker(aws_factory: Callable[[str], Aws]) -> Booker:
     """Book a window at the node-hours measured by AWS until its backstop time, and any it measured after it until
-    now (a backstop that failed); at the cap, saying why, when they cannot be measured (yet)."""
+    now (a backstop that failed); at the cap, saying why, when they cannot be measured (yet). A group not at zero
+    (desired size or instances) is noted `STILL_RUNNING`: the window stays, overrun, and each later booking is the
+    interval since the last one."""
 
     def book(s: StackState, w: BurstWindow, closed_by: str, now: dt.datetime) -> BurstLedgerEntry:
         stops = backstop_time(s.spec, w)
+        region = cloud_site(s.spec).region
+        if w.overrun_since is not None:
+            seen, size, why = overrun(aws_factory(region), s.spec, w, now)
+            note = f"booked at the cap: {why}" if seen is None else f"{seen:g} node-hours measured"
+            since = f"since {w.overrun_since:%Y-%m-%d %H:%M} UTC"
+            return booking(s.spec, w, f"{closed_by} ({note} {since}{_still_running(size, stops)})", seen, now)
         if now < stops:
             why = f"its nodes may run until {stops:%Y-%m-%d %H:%M} UTC, so they cannot be measured yet"
             return booking(s.spec, w, f"{closed_by} (booked at the cap: {why})")
-        hours, after, running, why = measured(aws_factory(cloud_site(s.spec).region), s.spec, w, stops, now)
+        hours, after, size, why = measured(aws_factory(region), s.spec, w, stops, now)
         if hours is None:
             return booking(s.spec, w, f"{closed_by} (booked at the cap: {why})")
         note = f", {after:g} of them after the backstop time" if after else ""
-        if running:
-            note += f"; {running} instances {STILL_RUNNING} {stops:%Y-%m-%d %H:%M} UTC"
+        note += _still_running(size, stops)
         entry = booking(s.spec, w, f"{closed_by} ({hours + after:g} node-hours measured{note})", hours + after)
-        return entry.model_copy(update={"end": now}) if after or running else entry
+        return entry.model_copy(update={"end": now}) if after or note else entry
 
     return book

@@ -184,6 +184,7 @@ def window_of(
         nodes=nodes,
         instance_type=pool.instance_type,
         availability_zone=zone,
+        capacity_type=pool.capacity.type,
         start=start,
         expires=start + dt.timedelta(hours=hours),
         gpus=gpus,

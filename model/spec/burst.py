@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from model import catalog
-from model.spec.base import SYSTEM_NODES_HELP, Model, Name, SystemNodes
+from model.spec.base import SYSTEM_NODES_HELP, CapacityType, Model, Name, SystemNodes
 from model.spec.net import MAX_GPUS, MAX_NODES, MAX_USD, Timestamp
 
 
@@ -123,6 +123,16 @@ class BurstWindow(Model):
     )
     draining_until: Timestamp | None = Field(
         default=None, description="When the replaced window's capacity stops at the latest (its backstop time)."
+    )
+    capacity_type: CapacityType | None = Field(
+        default=None, description="The pool's capacity.type when the window opened (a change replaces its node group)."
+    )
+    overrun_since: Timestamp | None = Field(
+        default=None,
+        description=(
+            "Set once the window is booked while its node group still held instances after the backstop time "
+            "(status overrun): booked until this moment. The window stays until a reconcile sees the group at zero."
+        ),
     )
 
     @model_validator(mode="after")

@@ -96,6 +96,7 @@ def test_open_checks_then_writes_the_window_and_runs_up(
             "nodes": 2,
             "instance_type": "p5.48xlarge",
             "availability_zone": "us-east-1a",
+            "capacity_type": "on-demand",  # what a change that replaces the node group is judged against
             "start": "2026-11-20T12:00:00Z",
             "expires": "2026-11-20T20:00:00Z",
             "opened_by": "gpufleet burst",

@@ -123,12 +123,13 @@ def test_capacity_outliving_the_backstop_is_booked_and_reconcile_fails_loudly(
     monkeypatch.setattr(burst_cli, "make_driver", lambda p: FakeDriver(p))
     result = runner.invoke(app, ["burst", "reconcile", "--stack", STACK, "--project", str(proj)])
     assert result.exit_code == 1, result.output
-    assert "still had instances after its backstop time" in " ".join(result.output.split())
+    assert "was not at zero after its backstop time" in " ".join(result.output.split())
     state = burst_state(proj)
-    assert state is not None and state.window is None  # the `up` ran and idled the group
+    assert state is not None and state.window is not None  # the `up` ran and idled the group; the window stays
+    assert state.window.overrun_since == now
     (entry,) = state.ledger
     assert entry.usd == round(55.04 * 5, 2) and entry.end == now
-    assert "5 node-hours measured, 1.2333 of them after the backstop time; 1 instances still running" in (
+    assert "5 node-hours measured, 1.2333 of them after the backstop time; 1 instances (desired 1) still running" in (
         entry.closed_by
     )
 
@@ -142,3 +143,46 @@ def test_capacity_outliving_the_backstop_is_booked_and_reconcile_fails_loudly(
     assert result.exit_code == 0, result.output
     state = burst_state(again)
     assert state is not None and state.ledger[0].usd == entry.usd
+
+
+def test_an_overrun_window_stays_until_its_group_is_at_zero_and_each_interval_is_booked_once(
+    tmp_path: Path, moto_aws: Aws, burst_group: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After an overrun, the window stays in state (overrun) and every reconcile books the nodes' time since the
+    last booking, in an entry of its own, until it sees the group at zero (desired 0 and no instances)."""
+    start = NOW - dt.timedelta(days=10)  # apart from the other tests' datapoints (moto keeps them)
+    now = start + dt.timedelta(hours=5)
+    proj = project(tmp_path, hybrid_config(window(start, 3, nodes=2, usd_per_hour=55.04)))
+    in_service(moto_aws, start, 360, 1.0)  # one node until an hour after the first reconcile
+    in_service(moto_aws, start + dt.timedelta(hours=6), 60, 0.0)
+    moto_aws.autoscaling.set_desired_capacity(AutoScalingGroupName=GROUP, DesiredCapacity=1)
+    monkeypatch.setattr(burst_cli, "make_aws", lambda region: moto_aws)
+    monkeypatch.setattr(burst_cli, "make_driver", lambda p: FakeDriver(p))
+
+    def reconcile_at(t: dt.datetime) -> int:
+        monkeypatch.setattr(burst_cli, "clock", lambda region: t)
+        return runner.invoke(app, ["burst", "reconcile", "--stack", STACK, "--project", str(proj)]).exit_code
+
+    assert reconcile_at(now) == 1
+    first = burst_state(proj)
+    assert first is not None and first.window is not None and first.window.overrun_since == now
+    status = runner.invoke(app, ["burst", "status", "--stack", STACK, "--project", str(proj)])
+    assert "overrun" in status.output
+
+    # An hour on, still one node: the hour is booked in a second entry; the first is kept as it was
+    assert reconcile_at(now + dt.timedelta(hours=1)) == 1
+    second = burst_state(proj)
+    assert second is not None and second.window is not None
+    assert second.ledger[0] == first.ledger[0]
+    (hour,) = second.ledger[1:]
+    assert (hour.start, hour.end, hour.usd) == (now, now + dt.timedelta(hours=1), 55.04)
+    assert second.window.overrun_since == now + dt.timedelta(hours=1)
+
+    # The group at zero: the last interval (no node seen) is booked and the window leaves
+    moto_aws.autoscaling.set_desired_capacity(AutoScalingGroupName=GROUP, DesiredCapacity=0)
+    assert reconcile_at(now + dt.timedelta(hours=2)) == 0
+    done = burst_state(proj)
+    assert done is not None and done.window is None
+    assert done.ledger[:2] == second.ledger
+    (last,) = done.ledger[2:]
+    assert (last.start, last.end, last.usd) == (now + dt.timedelta(hours=1), now + dt.timedelta(hours=2), 0.0)

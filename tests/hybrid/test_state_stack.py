@@ -163,3 +163,17 @@ def test_a_window_reopened_over_draining_nodes_leaves_their_desired_size_to_the_
     group = burst_group(plan)
     assert group.inputs["scalingConfig"]["maxSize"] == 2
     assert "scalingConfig.desiredSize" in group.ignore_changes
+
+
+def test_an_up_that_would_replace_the_node_group_of_a_live_recorded_window_is_refused(tmp_path: Path) -> None:
+    """The window in the state stack was opened on on-demand capacity; the stack file now asks for spot, which the
+    node group's capacityType sends differently: a replacement, refused while the window is open (model.node_groups)."""
+    config = hybrid_config()
+    config["gpufleet:estate"]["sites"][1]["node_pools"][0]["capacity"] = {"type": "spot", "checkpointing": True}
+    proj = write_project(tmp_path, config, STACK)
+    state = state_at(LONG_AGO)
+    state["window"]["capacity_type"] = "on-demand"
+    with pytest.raises(
+        pulumi.RunError, match=r"node_pools\[0\]\.capacity\.type: pool burst-h100 has a burst window open"
+    ):
+        synth_stack(proj, STACK, read_stack(proj, STACK), burst_state=state, now=LONG_AGO)
