@@ -5,7 +5,7 @@
   cordon or a remediator's drain stays theirs.
 - The kube-scheduler places no new pod there, as no tenant pod tolerates the key. Kueue's topology-aware
   scheduling leaves such nodes out of its fit as well (FindMatchingUntoleratedTaint over scheduling taints,
-  kubernetes-sigs/kueue pkg/cache/scheduler/scheduling_simulator_default.go at v0.19.2).
+  kubernetes-sigs/kueue pkg/cache/scheduler/scheduling_simulator_default.go at the pinned tag, versions.KUEUE).
 - Without topology-aware scheduling, Kueue admits by flavor quota only. A workload then admitted for a
   quarantined node's capacity waits Pending until the node returns or the pool grows.
 - NoSchedule evicts nothing: running pods finish, and the drain drill evicts its own.

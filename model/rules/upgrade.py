@@ -70,7 +70,7 @@ ONE_MINOR_ADDONS = ("vpc-cni",)
 
 def addon_step_problems(base: dict[tuple[str, str], str], head: dict[tuple[str, str], str]) -> list[str]:
     """One message per (cluster, add-on) of ONE_MINOR_ADDONS whose version skips a minor from `base` to `head`
-    (`v1.21.1-eksbuild.7` -> `v1.23.1-eksbuild.1`)."""
+    (v1.21 to v1.23, say)."""
     problems = []
     for (cluster, addon), new in sorted(head.items()):
         old = base.get((cluster, addon))
