@@ -20,9 +20,10 @@ from gpufleet.engine.synth import synth
 from gpufleet.review import review
 from gpufleet.review.reality import validate
 from gpufleet.review.review import Review
-from model import catalog, dra, versions
+from model import catalog, dra, rdma, versions
 from model.conventions import DRA_DRIVER_NAMESPACE, HELM_RELEASE
 from model.load import SpecError, parse_estate
+from model.spec import EstateSpec
 from tests.aws.ultraserver import BLOCK, gb200_config
 from tests.conftest import write_project
 
@@ -44,6 +45,10 @@ def plan(project: Path) -> Plan:
 @pytest.fixture(scope="module")
 def reviewed(project: Path) -> Review:
     return review.build(project, "test", NOW)
+
+
+def plan_spec() -> EstateSpec:
+    return parse_estate(gb200_config()["gpufleet:estate"], "stacks/Pulumi.test.yaml")
 
 
 def _release(plan: Plan, chart: str) -> PlanResource:
@@ -101,11 +106,20 @@ def test_the_ultraserver_launch_template_is_the_one_eks_prescribes(plan: Plan) -
     assert lt.inputs["capacityReservationSpecification"]["capacityReservationTarget"]["capacityReservationId"] == BLOCK
     assert "placement" not in lt.inputs  # an UltraServer block is co-located; no cluster placement group
     nics = lt.inputs["networkInterfaces"]
-    # 17 network cards: card 0 is the ENA primary (EKS: "the primary NCI (index 0) must be of type interface"),
-    # cards 1-16 one EFA-only interface each.
+    # Card 0 is the ENA primary (EKS: "the primary NCI (index 0) must be of type interface"); EC2's "EFA
+    # configuration for P6e-GB200 instances" (efa-acc-inst-types#efa-for-p6e): EFA-only only on odd cards, the
+    # recommended 4 on cards 1, 5, 9 and 13, which the EKS page's "4 allocatable EFA devices per node" expects.
     assert (nics[0]["networkCardIndex"], nics[0]["interfaceType"]) == (0, "interface")
-    assert [n["networkCardIndex"] for n in nics[1:]] == list(range(1, 17))
+    assert [n["networkCardIndex"] for n in nics[1:]] == [1, 5, 9, 13]
     assert {n["interfaceType"] for n in nics[1:]} == {"efa-only"}
+    assert {n["deviceIndex"] for n in nics[1:]} == {0}
+    assert catalog.instance_type("p6e-gb200.36xlarge").max_efa_interfaces == 8  # every odd card, 1-15
+    assert (
+        rdma.fabric_requests(plan_spec(), plan_spec().sites[0], plan_spec().sites[0].node_pools[-1])[
+            "vpc.amazonaws.com/efa"
+        ]
+        == "4"
+    )
     # The three 7.5 TB instance stores are striped RAID0 by nodeadm (EKS: NodeConfig localStorage RAID0).
     assert "strategy: RAID0" in base64.b64decode(lt.inputs["userData"]).decode()
 
