@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components.kubernetes.device_plugin import device_plugin_values
 from gpufleet.charts.cache import ChartCache
 from gpufleet.charts.render import render_release
 from gpufleet.engine.plan import Plan, PlanResource
@@ -242,3 +243,14 @@ def test_the_dra_driver_values_are_chart_keys_and_render_channels_but_no_gpu_cla
     affinity = plugin.manifest["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
     terms = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert terms == [{"matchExpressions": [{"key": "gpufleet.io/pool", "operator": "In", "values": ["gb200"]}]}]
+
+
+def test_gfd_and_nfd_run_on_a_site_with_a_rack_scale_pool_for_the_clique_label() -> None:
+    # EKS user guide ml-eks-nvidia-ultraserver: NFD and GFD are required; GFD applies nvidia.com/gpu.clique. The GPU
+    # Operator runs both always; the standalone device plugin must turn them on for a rack-scale pool too.
+    config = gb200_config()
+    config["gpufleet:estate"]["sites"][0].setdefault("kubernetes", {})["gpu_stack"] = "device-plugin"
+    site = parse_estate(config["gpufleet:estate"], "stacks/Pulumi.test.yaml").sites[0]
+    assert all(p.sharing.mode == "whole" for p in site.node_pools)  # no sharing pool asks for GFD here
+    values = device_plugin_values(site, nfd_elsewhere=False)
+    assert values["gfd"] == {"enabled": True} and values["nfd"]["enabled"] is True
