@@ -67,6 +67,8 @@ def test_the_catalog_knows_p6e_gb200_as_a_rack_scale_arm_capacity_block_type() -
         "arm64",
     )
     assert (it.nvlink_domain_gpus, it.rack_scale, it.capacity_block_only) == (72, True, True)
+    # nvidia-smi on a GB200: 189471MiB per GPU (EC2: 740 GiB, 4 x 185 GiB), not 185e9 B (176429 MiB).
+    assert it.gpu.memory_mib == 189471
     # Not rack-scale: an HGX node's NVLink domain is its own 8 GPUs; a GPU without NVLink is alone.
     assert [catalog.instance_type(t).nvlink_domain_gpus for t in ("p5.48xlarge", "g6e.xlarge")] == [8, 1]
     assert not catalog.instance_type("p5.48xlarge").rack_scale
