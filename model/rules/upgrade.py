@@ -106,7 +106,8 @@ def ultraserver_upgrade_problems(base: Any, head: Any, source: str) -> list[str]
                 continue
             if not minor_moves and before.get("ami_release") == pool.get("ami_release"):
                 continue
-            scaling = pool.get("scaling") if isinstance(pool.get("scaling"), dict) else {}
+            scaling = pool.get("scaling")
+            scaling = scaling if isinstance(scaling, dict) else {}
             desired = scaling.get("desired", scaling.get("min", 0))
             if isinstance(desired, int) and desired > 0:
                 problems.append(
