@@ -278,7 +278,7 @@ def _ultraserver(path: str, s: AwsSite, p: AwsNodePool) -> Iterator[Problem]:
     if dra.kubernetes_too_old(s.cluster.version):
         yield Problem(
             f"{path.rsplit('.node_pools', 1)[0]}.cluster.version",
-            f"pool {p.name} is rack-scale ({p.instance.nvlink_domain_gpus}-GPU NVLink domain): its pods get IMEX "
+            f"pool {p.name} is rack-scale ({dra.domain_gpus(p)}-GPU NVLink domain): its pods get IMEX "
             f"channels from NVIDIA's DRA driver, whose objects are {dra.RESOURCE_API}, served from Kubernetes "
             f"{'.'.join(map(str, dra.MIN_KUBERNETES))}; set version {'.'.join(map(str, dra.MIN_KUBERNETES))} or later",
         )

@@ -48,6 +48,10 @@ def reviewed(project: Path) -> Review:
     return review.build(project, "test", NOW)
 
 
+def note_text() -> str:
+    return str(json.loads(catalog.INSTANCES_FILE.read_text())[catalog.PUBLISHED_KEY]["p6e-gb200.36xlarge"]["source"])
+
+
 def plan_spec() -> EstateSpec:
     return parse_estate(gb200_config()["gpufleet:estate"], "stacks/Pulumi.test.yaml")
 
@@ -69,6 +73,9 @@ def test_the_catalog_knows_p6e_gb200_as_a_rack_scale_arm_capacity_block_type() -
     assert (it.nvlink_domain_gpus, it.rack_scale, it.capacity_block_only) == (72, True, True)
     # nvidia-smi on a GB200: 189471MiB per GPU (EC2: 740 GiB, 4 x 185 GiB), not 185e9 B (176429 MiB).
     assert it.gpu.memory_mib == 189471
+    # 8 EFA-only interfaces at 400 Gbps (EC2's P6e-GB200 EFA section); the note says where the figure is unverified.
+    assert it.network_performance == "3200 Gigabit"
+    assert "no refresh account could describe it" not in note_text()
     # Not rack-scale: an HGX node's NVLink domain is its own 8 GPUs; a GPU without NVLink is alone.
     assert [catalog.instance_type(t).nvlink_domain_gpus for t in ("p5.48xlarge", "g6e.xlarge")] == [8, 1]
     assert not catalog.instance_type("p5.48xlarge").rack_scale
@@ -256,3 +263,26 @@ def test_gfd_and_nfd_run_on_a_site_with_a_rack_scale_pool_for_the_clique_label()
     assert all(p.sharing.mode == "whole" for p in site.node_pools)  # no sharing pool asks for GFD here
     values = device_plugin_values(site, nfd_elsewhere=False)
     assert values["gfd"] == {"enabled": True} and values["nfd"]["enabled"] is True
+
+
+def test_a_pool_of_one_x36_ultraserver_has_a_36_gpu_domain() -> None:
+    # EKS user guide ml-eks-nvidia-ultraserver: u-p6e-gb200x36 is 9 instances (36 GPUs), u-p6e-gb200x72 18 (72).
+    config = gb200_config()
+    config["gpufleet:estate"]["sites"][0]["node_pools"][-1]["scaling"]["max"] = 9
+    config["gpufleet:estate"]["tenants"][0]["gpu_quota"]["gb200"] = 36
+    spec = parse_estate(config["gpufleet:estate"], "stacks/Pulumi.test.yaml")
+    assert dra.domain_gpus(spec.sites[0].node_pools[-1]) == 36
+    assert dra.domain_gpus(plan_spec().sites[0].node_pools[-1]) == 72
+
+
+def test_the_rendered_channel_device_class_validates_against_the_pinned_schema(plan: Plan) -> None:
+    # The DeviceClasses are the driver chart's (templates/deviceclass-*.yaml at v25.12.0), as the product installs them.
+    version = next(v for v in validate.bundled_versions() if v.startswith("1.34"))
+    rendered = render_release(
+        _release(plan, versions.NVIDIA_DRA_DRIVER.name), ChartCache(Path(os.environ["GPUFLEET_CHART_CACHE"]))
+    )
+    (channel,) = [o for o in rendered.objects if o.kind == "DeviceClass" and o.name == dra.CHANNEL_DEVICE_CLASS]
+    assert channel.manifest["apiVersion"] == dra.RESOURCE_API
+    assert validate.builtin_issues(channel.manifest, version) == []
+    # The channel template the journey walks (claims.templates) is the controller's, and validates too.
+    assert validate.builtin_issues(dra.channel_claim_template("gang-gb200-channel", "research"), version) == []
