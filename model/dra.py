@@ -37,6 +37,20 @@ def rack_scale(pool: NodePool) -> bool:
     return isinstance(pool, AwsNodePool) and pool.instance.rack_scale
 
 
+def domain_gpus(pool: NodePool) -> int:
+    """GPUs of the NVLink domain a pool's nodes join. A p6e-gb200 UltraServer is an x72 (18 instances, 72 GPUs) or
+    an x36 (9 instances, 36 GPUs; EKS user guide ml-eks-nvidia-ultraserver): a pool whose max is not whole x72s holds
+    an x36, so its domain is taken as the x36's (the smaller, which a gang must fit)."""
+    if not isinstance(pool, AwsNodePool):
+        return 0  # bare-metal NVLink domains are not modelled yet
+    full = pool.instance.nvlink_domain_gpus
+    if not rack_scale(pool):
+        return full
+    per_node = pool.instance.gpu_count
+    x72_nodes = full // per_node
+    return full if pool.scaling.max % x72_nodes == 0 else full // 2
+
+
 def rack_scale_pools(site: Site) -> list[NodePool]:
     return [p for p in site.node_pools if rack_scale(p)]
 

@@ -29,6 +29,15 @@ class NetworkInterfaceSlot:
         return self.interface_type == EFA_ONLY
 
 
+# Types whose EFA-only interfaces go on named network cards only. P6e-GB200 (EC2 user guide efa-acc-inst-types,
+# "EFA configuration for P6e-GB200 instances", https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html#efa-for-p6e):
+# card 0 carries the 100 Gbps ENA primary; only the odd cards 1-15 take 400 Gbps EFA-only interfaces (an even card
+# shares a NIC with its odd partner); recommended: 4 EFA-only on cards 1, 5, 9 and 13 (1600 Gbps), or 8 on every odd
+# card. gpufleet takes the 4: the EKS user guide (ml-eks-nvidia-ultraserver) expects "4 allocatable EFA devices per
+# node".
+EFA_ONLY_CARDS: dict[str, tuple[int, ...]] = {"p6e-gb200.36xlarge": (1, 5, 9, 13)}
+
+
 def efa_interfaces(instance_type: str) -> list[NetworkInterfaceSlot]:
     """The launch-template interfaces of an EFA node of `instance_type`: ENA primary, then EFA-only per card.
 
@@ -41,12 +50,14 @@ def efa_interfaces(instance_type: str) -> list[NetworkInterfaceSlot]:
 
     The catalog gives `network_cards` and `max_efa_interfaces` (EC2 DescribeInstanceTypes). When an instance has
     more network cards than EFA interfaces (p6-b300: 17 cards, 16 EFA), the card without EFA is card 0, which
-    then carries only the primary ENA interface.
+    then carries only the primary ENA interface. A type in EFA_ONLY_CARDS uses the cards its EC2 section names.
     """
     it = catalog.instance_type(instance_type)
     if not it.efa_supported or it.max_efa_interfaces < 1:
         raise ValueError(f"{instance_type} does not support EFA")
     slots = [NetworkInterfaceSlot(0, 0, ENA)]
+    if instance_type in EFA_ONLY_CARDS:
+        return slots + [NetworkInterfaceSlot(card, 0, EFA_ONLY) for card in EFA_ONLY_CARDS[instance_type]]
     card0_has_efa = it.network_cards <= it.max_efa_interfaces
     first_card = 0 if card0_has_efa else 1
     for card in range(first_card, first_card + it.max_efa_interfaces):

@@ -8,6 +8,7 @@ for it before anything runs.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -77,3 +78,14 @@ def outside(cidrs: Iterable[str], allowed: Iterable[str]) -> list[str]:
         for c, n in zip(cidrs, networks(cidrs), strict=True)
         if not any(n.version == a.version and n.subnet_of(a) for a in nets)  # type: ignore[arg-type]
     ]
+
+
+def local_zone(region: str, az: str) -> bool:
+    """`az` names a Local Zone of `region` (`us-east-1-dfw-2a`: region, location, group number, zone letter), not
+    one of its Availability Zones (`us-east-1a`; https://docs.aws.amazon.com/local-zones/latest/ug/how-local-zones-work.html)."""
+    return re.fullmatch(rf"{re.escape(region)}-[a-z]+-\d+[a-z]", az) is not None
+
+
+def local_zone_group(az: str) -> str:
+    """The zone group a Local Zone's account opt-in names: the zone without its letter (`us-east-1-dfw-2`)."""
+    return az[:-1]

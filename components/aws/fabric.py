@@ -1,4 +1,5 @@
-"""EfaFabricStack: one AZ, one subnet, a security group open only to itself, an optional cluster placement group."""
+"""EfaFabricStack: one AZ (or Local Zone, opted in), one subnet, a security group open only to itself, an optional
+cluster placement group."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pulumi_aws as aws
 
 from model.conventions import FABRIC_TAG
 from model.spec import AwsNodePool, AwsSite, EfaFabric, FsxLustreTier
+from model.subnets import local_zone, local_zone_group
 from model.tags import Tags
 
 RESERVED_CAPACITY = ("capacity-reservation", "capacity-block")
@@ -79,6 +81,21 @@ class EfaFabricStack(pulumi.ComponentResource):
             return pulumi.Output.from_input(f.subnet_id)
         if not f.subnet_cidr:
             raise pulumi.RunError(f"fabric {f.name} needs subnet_cidr (created VPC) or subnet_id (adopted VPC)")
+        zone = f.availability_zone
+        opt_in = []
+        if local_zone(self._args.site.region, zone):
+            # EC2 sells P6e-GB200 UltraServer blocks only to accounts "opted in to the Dallas Local Zone"
+            # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html), and a subnet there
+            # needs the zone group's opt-in (https://docs.aws.amazon.com/local-zones/latest/ug/getting-started.html).
+            # Retained: an opt-in is the account's, not this stack's.
+            opt_in = [
+                aws.ec2.AvailabilityZoneGroup(
+                    f"{self._name}-zone-group",
+                    group_name=local_zone_group(zone),
+                    opt_in_status="opted-in",
+                    opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
+                )
+            ]
         subnet = aws.ec2.Subnet(
             f"{self._name}-subnet",
             vpc_id=self._args.vpc_id,
@@ -86,7 +103,9 @@ class EfaFabricStack(pulumi.ComponentResource):
             availability_zone=f.availability_zone,
             map_public_ip_on_launch=False,
             tags=self._args.tags.aws(Name=f"{self._name}-subnet", **{FABRIC_TAG: f.name}),
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=f.name in lustre_fabrics(self._args.site)),
+            opts=pulumi.ResourceOptions(
+                parent=self, retain_on_delete=f.name in lustre_fabrics(self._args.site), depends_on=opt_in
+            ),
         )
         if self._args.private_route_table_id is not None:
             aws.ec2.RouteTableAssociation(

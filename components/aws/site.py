@@ -166,7 +166,11 @@ class AwsSiteStack(pulumi.ComponentResource):
                     fabric=f,
                     tags=self._args.tags,
                     vpc_id=self.network.vpc_id,
-                    private_route_table_id=self.network.private_route_tables.get(f.availability_zone),
+                    private_route_table_id=self.network.private_route_tables.get(
+                        # A Local Zone fabric has no site zone of its own: it egresses through the first zone's NAT.
+                        f.availability_zone,
+                        self.network.private_route_tables.get(site.availability_zones[0]),
+                    ),
                 ),
                 self._child(),
             )

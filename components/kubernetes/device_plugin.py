@@ -9,7 +9,7 @@ The same named configs as the operator (sharing.py) select time-slicing per pool
 does not partition GPUs: on MIG pools the layout must already be applied on the hosts (mig-parted during
 bootstrap); the plugin advertises what it finds under `migStrategy`. GPU Feature Discovery is deployed when
 some pool shares GPUs (it publishes `nvidia.com/gpu.sharing-strategy` and the MIG labels policies and users
-select on); it needs NFD, which the chart's subchart provides unless the Network Operator already does.
+select on) or is rack-scale (`nvidia.com/gpu.clique`); it needs NFD, which the chart's subchart provides unless the Network Operator already does.
 """
 
 from __future__ import annotations
@@ -22,12 +22,15 @@ import pulumi_kubernetes as k8s
 
 from components.kubernetes import helm, placement, sharing
 from components.kubernetes.namespaces import DEVICE_PLUGIN_NAMESPACE
-from model import versions
+from model import dra, versions
 from model.spec import Site
 
 
 def gfd_needed(site: Site) -> bool:
-    return any(p.sharing.mode != "whole" for p in site.node_pools)
+    """GFD runs when a pool shares GPUs, or is rack-scale: GFD labels each node `nvidia.com/gpu.clique` (its NVLink
+    domain), which the EKS user guide (ml-eks-nvidia-ultraserver) lists NFD and GFD as required for and its
+    sample job's podAffinity selects on."""
+    return any(p.sharing.mode != "whole" for p in site.node_pools) or bool(dra.rack_scale_pools(site))
 
 
 def device_plugin_values(site: Site, *, nfd_elsewhere: bool) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from components.kubernetes.admission import (
     rdma_pod_policy,
     untrusted_validations,
 )
-from model import conventions, kinds, queues
+from model import conventions, dra, kinds, queues
 from model.cni import skips_standalone_pods
 from model.conventions import RDMA_LABEL, TRUST_LABEL, pod_security_labels
 from model.kinds.facts import StorageEgress
@@ -83,6 +83,18 @@ ROLE_RULES: tuple[dict[str, Any], ...] = (
     {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": READ},
     {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": READ},
 )
+# On a site with rack-scale pools a gang's pods share one NVIDIA ComputeDomain, which its user creates in the
+# namespace (NVIDIA/k8s-dra-driver-gpu README at versions.NVIDIA_DRA_DRIVER; model.dra).
+COMPUTE_DOMAIN_RULE: dict[str, Any] = {
+    "apiGroups": [dra.COMPUTE_DOMAIN_API.partition("/")[0]],
+    "resources": ["computedomains"],
+    "verbs": WRITE,
+}
+
+
+def role_rules(site: Site) -> tuple[dict[str, Any], ...]:
+    """The tenant-member Role's rules on `site`: ROLE_RULES, and ComputeDomains where a pool is rack-scale."""
+    return (*ROLE_RULES, COMPUTE_DOMAIN_RULE) if dra.rack_scale_pools(site) else ROLE_RULES
 
 
 def storage_egress(site: Site) -> list[StorageEgress]:
@@ -157,7 +169,7 @@ class TenantBundle(pulumi.ComponentResource):
         self.resource_quota = self._resource_quota(args.spec, args.site)
         self.limit_range = self._limit_range()
         self.network_policies = self._network_policies(args.site)
-        self.role, self.role_binding = self._rbac()
+        self.role, self.role_binding = self._rbac(args.site)
         self.default_service_account = self._default_service_account()
         aws = kinds.of(args.site).aws_site
         if aws is not None and tenant_s3.has_s3_access(args.spec, aws, args.tenant):
@@ -266,13 +278,13 @@ class TenantBundle(pulumi.ComponentResource):
             rules.append({"to": [{"ipBlock": {"cidr": e.cidr}}], "ports": list(e.ports)})
         return rules
 
-    def _rbac(self) -> tuple[k8s.rbac.v1.Role, k8s.rbac.v1.RoleBinding | None]:
+    def _rbac(self, site: Site) -> tuple[k8s.rbac.v1.Role, k8s.rbac.v1.RoleBinding | None]:
         role = k8s.rbac.v1.Role(
             f"{self._name}-role",
             metadata=self._meta("tenant-member"),
             rules=[
                 k8s.rbac.v1.PolicyRuleArgs(api_groups=r["apiGroups"], resources=r["resources"], verbs=r["verbs"])
-                for r in ROLE_RULES
+                for r in role_rules(site)
             ],
             opts=self._in_ns,
         )

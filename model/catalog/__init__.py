@@ -58,7 +58,7 @@ SHIPPED_INSTANCE_TYPES: tuple[str, ...] = (
 )  # fmt: skip
 
 
-# Instance facts typed from AWS's published pages, with their source, for types no refresh account could describe
+# Instance facts typed from AWS's published pages, with their source, for types the refresh account did not describe
 # (sold only as UltraServers through Capacity Blocks); `catalog refresh` keeps them until EC2 describes the type.
 PUBLISHED_KEY = "published"
 

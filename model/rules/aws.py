@@ -26,7 +26,7 @@ def site_problems(path: str, s: AwsSite) -> Iterator[Problem]:
         if not isinstance(f, EfaFabric):
             yield Problem(f"{fpath}.kind", f"an aws site's fabrics must be efa, not {f.kind}")
             continue
-        if f.availability_zone not in s.availability_zones:
+        if f.availability_zone not in s.availability_zones and not subnets.local_zone(s.region, f.availability_zone):
             yield Problem(
                 f"{fpath}.availability_zone",
                 f"{f.availability_zone} is not one of the site's availability_zones "
@@ -47,8 +47,23 @@ def site_problems(path: str, s: AwsSite) -> Iterator[Problem]:
     for j, az in enumerate(s.availability_zones):
         if not az.startswith(s.region):
             yield Problem(f"{path}.availability_zones[{j}]", f"{az} is not in region {s.region}")
+        elif az.startswith(f"{s.region}-"):
+            yield Problem(f"{path}.availability_zones[{j}]", _zone_refusal(az))
     yield from _autoscaler_version(path, s)
     yield from _ami_releases(path, s)
+
+
+def _zone_refusal(az: str) -> str:
+    """Why a zone outside the region's Availability Zones cannot be a site zone: every site zone gets a private
+    subnet that the EKS control plane uses, and EKS (user guide, network-reqs: "The subnets can't reside in AWS
+    Outposts, AWS Wavelength, or an AWS Local Zone"; local-zones: the control plane "can't run in the Local Zone")
+    refuses it."""
+    where = "a Local Zone" if "-wl" not in az else "a Wavelength Zone"
+    return (
+        f"{az} is {where}: every site zone holds the EKS cluster's subnets, which can't reside in one "
+        "(https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html). Name the Local Zone only as an EFA "
+        "fabric's availability_zone: gpufleet creates the fabric's subnet there for its pools (docs/rack-scale.md)"
+    )
 
 
 def _autoscaler_version(path: str, s: AwsSite) -> Iterator[Problem]:
@@ -268,7 +283,7 @@ def _ultraserver(path: str, s: AwsSite, p: AwsNodePool) -> Iterator[Problem]:
     if dra.kubernetes_too_old(s.cluster.version):
         yield Problem(
             f"{path.rsplit('.node_pools', 1)[0]}.cluster.version",
-            f"pool {p.name} is rack-scale ({p.instance.nvlink_domain_gpus}-GPU NVLink domain): its pods get IMEX "
+            f"pool {p.name} is rack-scale ({dra.domain_gpus(p)}-GPU NVLink domain): its pods get IMEX "
             f"channels from NVIDIA's DRA driver, whose objects are {dra.RESOURCE_API}, served from Kubernetes "
             f"{'.'.join(map(str, dra.MIN_KUBERNETES))}; set version {'.'.join(map(str, dra.MIN_KUBERNETES))} or later",
         )

@@ -1,4 +1,5 @@
-"""The Kubernetes upgrade rule between two versions of one stack: each EKS cluster moves one minor at a time.
+"""The upgrade rules between two versions of one stack: each EKS cluster moves one minor at a time, and an
+UltraServer node group is at desired 0 when a change replaces its nodes.
 
 A schema rule sees one stack file, not the state it replaces, so `gpufleet diff` runs this one: it sees the base
 and the head. It reads the raw estates, before either is validated, so a skip is named even to a minor the head's
@@ -8,6 +9,8 @@ schema refuses.
 from __future__ import annotations
 
 from typing import Any
+
+from model import catalog
 
 # EKS updates a control plane one minor at a time and never downgrades one (EKS API reference,
 # UpdateClusterVersion; https://docs.aws.amazon.com/eks/latest/userguide/update-cluster.html).
@@ -87,4 +90,59 @@ def addon_step_problems(base: dict[tuple[str, str], str], head: dict[tuple[str, 
             f"minor version at a time (EKS user guide, vpc-add-on-update.html); update it to the latest "
             f"v{a[0]}.{a[1] + 1} build for the cluster's Kubernetes minor first (`aws eks update-addon`), then `up`"
         )
+    return problems
+
+
+# EKS user guide ml-eks-nvidia-ultraserver: "When upgrading EKS managed node groups with P6e-GB200 UltraServers, you
+# must set the desired size of the node group to 0 before upgrading."
+ULTRASERVER_RULE = "ultraserver-upgrade-at-zero"
+
+
+def _rack_scale(instance_type: object) -> bool:
+    try:
+        return catalog.instance_type(str(instance_type)).rack_scale
+    except catalog.CatalogError:  # an unknown type: the head's schema names it
+        return False
+
+
+def _pools(site: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    pools = site.get("node_pools")
+    return [(j, p) for j, p in enumerate(pools if isinstance(pools, list) else []) if isinstance(p, dict)]
+
+
+def ultraserver_upgrade_problems(base: Any, head: Any, source: str) -> list[str]:
+    """One message per UltraServer pool whose nodes a change from `base` to `head` replaces (a new cluster minor or
+    `ami_release`) while the stack gives it a desired size above 0 (`scaling.desired`, else `min`). gpufleet cannot
+    see the group's live size, which the autoscaler sets: the rule holds the stack to what EKS asks."""
+    sites = [s for s in (head.get("sites") if isinstance(head, dict) else None) or [] if isinstance(s, dict)]
+    old_sites = {
+        str(s.get("name")): s
+        for s in (base.get("sites") if isinstance(base, dict) else None) or []
+        if isinstance(s, dict)
+    }
+    problems = []
+    for i, site in enumerate(sites):
+        old = old_sites.get(str(site.get("name")))
+        if old is None or site.get("kind") != "aws":
+            continue
+        minor_moves = (old.get("cluster") or {}).get("version") != (site.get("cluster") or {}).get("version")
+        old_pools = {str(p.get("name")): p for _, p in _pools(old)}
+        for j, pool in _pools(site):
+            before = old_pools.get(str(pool.get("name")))
+            if before is None or not _rack_scale(pool.get("instance_type")):
+                continue
+            if not minor_moves and before.get("ami_release") == pool.get("ami_release"):
+                continue
+            scaling = pool.get("scaling")
+            scaling = scaling if isinstance(scaling, dict) else {}
+            desired = scaling.get("desired", scaling.get("min", 0))
+            if isinstance(desired, int) and desired > 0:
+                problems.append(
+                    f"{source}: config.gpufleet:estate.sites[{i}].node_pools[{j}].scaling.desired: pool "
+                    f"{pool.get('name')} is an UltraServer node group and this change replaces its nodes, but it "
+                    f"is at desired {desired} ({ULTRASERVER_RULE}): EKS requires desired 0 before upgrading one "
+                    "(https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-nvidia-ultraserver.html). Drain its "
+                    "jobs, scale the group to 0 (aws eks update-nodegroup-config --scaling-config "
+                    "minSize=0,desiredSize=0), set scaling.min and scaling.desired to 0, then bump"
+                )
     return problems

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components.kubernetes.device_plugin import device_plugin_values
 from gpufleet.charts.cache import ChartCache
 from gpufleet.charts.render import render_release
 from gpufleet.engine.plan import Plan, PlanResource
@@ -20,9 +21,10 @@ from gpufleet.engine.synth import synth
 from gpufleet.review import review
 from gpufleet.review.reality import validate
 from gpufleet.review.review import Review
-from model import catalog, dra, versions
+from model import catalog, dra, rdma, versions
 from model.conventions import DRA_DRIVER_NAMESPACE, HELM_RELEASE
 from model.load import SpecError, parse_estate
+from model.spec import EstateSpec
 from tests.aws.ultraserver import BLOCK, gb200_config
 from tests.conftest import write_project
 
@@ -46,6 +48,14 @@ def reviewed(project: Path) -> Review:
     return review.build(project, "test", NOW)
 
 
+def note_text() -> str:
+    return str(json.loads(catalog.INSTANCES_FILE.read_text())[catalog.PUBLISHED_KEY]["p6e-gb200.36xlarge"]["source"])
+
+
+def plan_spec() -> EstateSpec:
+    return parse_estate(gb200_config()["gpufleet:estate"], "stacks/Pulumi.test.yaml")
+
+
 def _release(plan: Plan, chart: str) -> PlanResource:
     (r,) = [r for r in plan.find(HELM_RELEASE) if r.inputs.get("chart") == chart]
     return r
@@ -61,6 +71,11 @@ def test_the_catalog_knows_p6e_gb200_as_a_rack_scale_arm_capacity_block_type() -
         "arm64",
     )
     assert (it.nvlink_domain_gpus, it.rack_scale, it.capacity_block_only) == (72, True, True)
+    # nvidia-smi on a GB200: 189471MiB per GPU (EC2: 740 GiB, 4 x 185 GiB), not 185e9 B (176429 MiB).
+    assert it.gpu.memory_mib == 189471
+    # 8 EFA-only interfaces at 400 Gbps (EC2's P6e-GB200 EFA section); the note says where the figure is unverified.
+    assert it.network_performance == "3200 Gigabit"
+    assert "no refresh account could describe it" not in note_text()
     # Not rack-scale: an HGX node's NVLink domain is its own 8 GPUs; a GPU without NVLink is alone.
     assert [catalog.instance_type(t).nvlink_domain_gpus for t in ("p5.48xlarge", "g6e.xlarge")] == [8, 1]
     assert not catalog.instance_type("p5.48xlarge").rack_scale
@@ -101,11 +116,20 @@ def test_the_ultraserver_launch_template_is_the_one_eks_prescribes(plan: Plan) -
     assert lt.inputs["capacityReservationSpecification"]["capacityReservationTarget"]["capacityReservationId"] == BLOCK
     assert "placement" not in lt.inputs  # an UltraServer block is co-located; no cluster placement group
     nics = lt.inputs["networkInterfaces"]
-    # 17 network cards: card 0 is the ENA primary (EKS: "the primary NCI (index 0) must be of type interface"),
-    # cards 1-16 one EFA-only interface each.
+    # Card 0 is the ENA primary (EKS: "the primary NCI (index 0) must be of type interface"); EC2's "EFA
+    # configuration for P6e-GB200 instances" (efa-acc-inst-types#efa-for-p6e): EFA-only only on odd cards, the
+    # recommended 4 on cards 1, 5, 9 and 13, which the EKS page's "4 allocatable EFA devices per node" expects.
     assert (nics[0]["networkCardIndex"], nics[0]["interfaceType"]) == (0, "interface")
-    assert [n["networkCardIndex"] for n in nics[1:]] == list(range(1, 17))
+    assert [n["networkCardIndex"] for n in nics[1:]] == [1, 5, 9, 13]
     assert {n["interfaceType"] for n in nics[1:]} == {"efa-only"}
+    assert {n["deviceIndex"] for n in nics[1:]} == {0}
+    assert catalog.instance_type("p6e-gb200.36xlarge").max_efa_interfaces == 8  # every odd card, 1-15
+    assert (
+        rdma.fabric_requests(plan_spec(), plan_spec().sites[0], plan_spec().sites[0].node_pools[-1])[
+            "vpc.amazonaws.com/efa"
+        ]
+        == "4"
+    )
     # The three 7.5 TB instance stores are striped RAID0 by nodeadm (EKS: NodeConfig localStorage RAID0).
     assert "strategy: RAID0" in base64.b64decode(lt.inputs["userData"]).decode()
 
@@ -228,3 +252,37 @@ def test_the_dra_driver_values_are_chart_keys_and_render_channels_but_no_gpu_cla
     affinity = plugin.manifest["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
     terms = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert terms == [{"matchExpressions": [{"key": "gpufleet.io/pool", "operator": "In", "values": ["gb200"]}]}]
+
+
+def test_gfd_and_nfd_run_on_a_site_with_a_rack_scale_pool_for_the_clique_label() -> None:
+    # EKS user guide ml-eks-nvidia-ultraserver: NFD and GFD are required; GFD applies nvidia.com/gpu.clique. The GPU
+    # Operator runs both always; the standalone device plugin must turn them on for a rack-scale pool too.
+    config = gb200_config()
+    config["gpufleet:estate"]["sites"][0].setdefault("kubernetes", {})["gpu_stack"] = "device-plugin"
+    site = parse_estate(config["gpufleet:estate"], "stacks/Pulumi.test.yaml").sites[0]
+    assert all(p.sharing.mode == "whole" for p in site.node_pools)  # no sharing pool asks for GFD here
+    values = device_plugin_values(site, nfd_elsewhere=False)
+    assert values["gfd"] == {"enabled": True} and values["nfd"]["enabled"] is True
+
+
+def test_a_pool_of_one_x36_ultraserver_has_a_36_gpu_domain() -> None:
+    # EKS user guide ml-eks-nvidia-ultraserver: u-p6e-gb200x36 is 9 instances (36 GPUs), u-p6e-gb200x72 18 (72).
+    config = gb200_config()
+    config["gpufleet:estate"]["sites"][0]["node_pools"][-1]["scaling"]["max"] = 9
+    config["gpufleet:estate"]["tenants"][0]["gpu_quota"]["gb200"] = 36
+    spec = parse_estate(config["gpufleet:estate"], "stacks/Pulumi.test.yaml")
+    assert dra.domain_gpus(spec.sites[0].node_pools[-1]) == 36
+    assert dra.domain_gpus(plan_spec().sites[0].node_pools[-1]) == 72
+
+
+def test_the_rendered_channel_device_class_validates_against_the_pinned_schema(plan: Plan) -> None:
+    # The DeviceClasses are the driver chart's (templates/deviceclass-*.yaml at v25.12.0), as the product installs them.
+    version = next(v for v in validate.bundled_versions() if v.startswith("1.34"))
+    rendered = render_release(
+        _release(plan, versions.NVIDIA_DRA_DRIVER.name), ChartCache(Path(os.environ["GPUFLEET_CHART_CACHE"]))
+    )
+    (channel,) = [o for o in rendered.objects if o.kind == "DeviceClass" and o.name == dra.CHANNEL_DEVICE_CLASS]
+    assert channel.manifest["apiVersion"] == dra.RESOURCE_API
+    assert validate.builtin_issues(channel.manifest, version) == []
+    # The channel template the journey walks (claims.templates) is the controller's, and validates too.
+    assert validate.builtin_issues(dra.channel_claim_template("gang-gb200-channel", "research"), version) == []

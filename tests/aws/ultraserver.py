@@ -1,5 +1,5 @@
 """aws-train with a GB200 UltraServer pool: one u-p6e-gb200x72 (18 x p6e-gb200.36xlarge) on a Capacity Block in
-the Dallas Local Zone, on its own EFA fabric there; the research tenant holds the whole NVL72 domain."""
+the Dallas Local Zone, on its own EFA fabric there (the zone is the fabric's only: EKS refuses it as a site zone); the research tenant holds the whole NVL72 domain."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ def gb200_config() -> dict[str, Any]:
     config: dict[str, Any] = example_config("aws-train")
     estate = config["gpufleet:estate"]
     site = estate["sites"][0]
-    site["availability_zones"].append(ZONE)
     site["fabrics"].append(
         {"kind": "efa", "name": "nvl72-efa", "availability_zone": ZONE, "subnet_cidr": "10.40.144.0/20"}
     )

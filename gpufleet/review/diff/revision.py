@@ -34,7 +34,7 @@ from gpufleet.review.diff.plans import DiffError, PlanDiff, diff_plans, too_old
 from gpufleet.review.findings import Finding
 from model import kinds
 from model.load import ESTATE_KEY, StackFile, load_yaml, read_stack, stack_path
-from model.rules.upgrade import addon_step_problems, minor_step_problems
+from model.rules.upgrade import addon_step_problems, minor_step_problems, ultraserver_upgrade_problems
 from model.spec import EstateSpec
 
 # How a revision's own code prints the review of its stack (`python -m`); a revision without it is too old to review.
@@ -261,8 +261,9 @@ def _checkout(repo: Path, project_dir: Path, stack: str, base: str) -> tuple[_Si
 
 
 def _check_minor_steps(repo: Path, base: str, sf: StackFile) -> None:
-    """Refuse a head whose EKS clusters skip a Kubernetes minor from `base` (model.rules.upgrade): before either side
-    is reviewed, so the rule is named even where the head's minor is one gpufleet pins nothing for."""
+    """Refuse a head whose EKS clusters skip a Kubernetes minor from `base`, or that replaces the nodes of an
+    UltraServer group the stack keeps above desired 0 (model.rules.upgrade): before either side is reviewed, so
+    the rule is named even where the head's minor is one gpufleet pins nothing for."""
     head_file = sf.path.resolve()
     if not head_file.is_relative_to(repo):
         return
@@ -278,7 +279,9 @@ def _check_minor_steps(repo: Path, base: str, sf: StackFile) -> None:
     base_config = base_doc.get("config") if isinstance(base_doc, dict) else None
     if not isinstance(base_config, dict):
         return  # likewise
-    problems = minor_step_problems(base_config.get(ESTATE_KEY), sf.config.get(ESTATE_KEY), str(sf.path))
+    base_estate, head_estate = base_config.get(ESTATE_KEY), sf.config.get(ESTATE_KEY)
+    problems = minor_step_problems(base_estate, head_estate, str(sf.path))
+    problems += ultraserver_upgrade_problems(base_estate, head_estate, str(sf.path))
     if problems:
         raise DiffError("\n".join(problems))
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gpufleet.review.reality.journeys.core import QUEUE_LABEL, ClusterView, Journey, Verdict
-from gpufleet.review.reality.journeys.walk import walk
+from gpufleet.review.reality.journeys import api
+from gpufleet.review.reality.journeys.core import QUEUE_LABEL, Cite, ClusterView, Journey, Stage, Verdict
+from gpufleet.review.reality.journeys.walk import target, walk
 from gpufleet.review.reality.journeys.workloads import workload
 from model import conventions, dra, queues, rdma, versions
 from model.spec import EstateSpec, NodePool, Site, Tenant
@@ -34,6 +35,7 @@ class Canonical:
     expected: Verdict
     manifest: dict[str, Any]
     stage: str | None = None  # where a refusal must happen, when one stage alone may refuse it
+    companions: tuple[dict[str, Any], ...] = ()  # objects the user applies first (a gang's ComputeDomain)
 
 
 def _security(*, ipc_lock: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -125,16 +127,19 @@ def fabric_gang(spec: EstateSpec, site: Site, pool: NodePool, tenant: Tenant, ex
     }
     title = f"{tenant.name}: a {nodes}-node gang on {pool.name} with its fabric ({pool.fabric})"
     if dra.rack_scale(pool):
-        _claim_channel(job, f"gang-{pool.name}")
-        title += " in one ComputeDomain"
+        domain = dra.compute_domain(f"gang-{pool.name}", tenant.name, f"gang-{pool.name}-channel")
+        _claim_channel(job, domain)
+        return Canonical(title + " in one ComputeDomain", expected, job, companions=(domain,))
     return Canonical(title, expected, job)
 
 
-def _claim_channel(job: dict[str, Any], domain: str) -> None:
-    """Each pod of `job` claims an IMEX channel from the claim template of ComputeDomain `domain`
-    (model.dra.compute_domain names it `<domain>-channel`), and its container uses the claim."""
+def _claim_channel(job: dict[str, Any], domain: dict[str, Any]) -> None:
+    """Each pod of `job` claims an IMEX channel from the claim template ComputeDomain `domain` names (the
+    driver's controller creates it; NVIDIA/k8s-dra-driver-gpu README at versions.NVIDIA_DRA_DRIVER), and its
+    container uses the claim."""
     pod = job["spec"]["template"]["spec"]
-    pod["resourceClaims"] = [{"name": "imex", "resourceClaimTemplateName": f"{domain}-channel"}]
+    template = domain["spec"]["channel"]["resourceClaimTemplate"]["name"]
+    pod["resourceClaims"] = [{"name": "imex", "resourceClaimTemplateName": template}]
     for container in pod["containers"]:
         container["resources"]["claims"] = [{"name": "imex"}]
 
@@ -301,11 +306,49 @@ def promised(spec: EstateSpec, window: BurstWindow | None, views: dict[str, Clus
     """The estate's canonical journeys walked through its clusters, each carrying what it should answer."""
     out = []
     for c in canonical_by_site(spec, window):
-        journey = walk(workload(c.canonical.manifest, "canonical journey"), views, spec, c.site)
+        here = with_objects(views, c.canonical.companions)
+        w = workload(c.canonical.manifest, "canonical journey")
+        refused = [r for o in c.canonical.companions if (r := companion_refusal(target(w, views, c.site), spec, o))]
+        journey = Journey(w, (refused[0],)) if refused else walk(w, here, spec, c.site)
         out.append(
             replace(journey, expected=c.canonical.expected, title=c.canonical.title, expected_stage=c.canonical.stage)
         )
     return out
+
+
+RBAC_CITE = Cite(
+    "a namespaced Role grants verbs on resources of API groups",
+    "https://kubernetes.io/docs/reference/access-authn-authz/rbac/",
+)
+
+
+def companion_refusal(view: ClusterView, spec: EstateSpec, obj: dict[str, Any]) -> Stage | None:
+    """Why the tenant cannot apply `obj` before its workload: its kind is not served, or the tenant-member Role of
+    its namespace does not grant `create` on it (components/kubernetes/tenancy.py); None when it can."""
+    kind, version = str(obj["kind"]), api.version_of(view, spec)
+    group, ns = str(obj["apiVersion"]).rpartition("/")[0], obj["metadata"]["namespace"]
+    if not api.serves(view, str(obj["apiVersion"]), kind, version):
+        return Stage("api", False, f"{obj['apiVersion']} {kind} is not served on cluster {view.name}",
+                     f"CustomResourceDefinition/{kind.lower()}s.{group}", "install the driver that serves it")  # fmt: skip
+    resource = f"{kind.lower()}s"
+    role = view.get("Role", "tenant-member", ns)
+    for rule in (role or {}).get("rules") or []:
+        if (
+            group in rule.get("apiGroups", [])
+            and resource in rule.get("resources", [])
+            and "create" in rule.get("verbs", [])
+        ):
+            return None
+    return Stage("api", False, f"tenant members may not create {resource}.{group} in namespace {ns}, so the gang's "
+                 f"{kind} cannot be applied", f"Role/{ns}/tenant-member",
+                 f"grant create on {resource}.{group} in Role {ns}/tenant-member", (RBAC_CITE,))  # fmt: skip
+
+
+def with_objects(views: dict[str, ClusterView], objects: tuple[dict[str, Any], ...]) -> dict[str, ClusterView]:
+    """`views` with `objects` applied to every cluster (a user applies a gang's ComputeDomain where it runs)."""
+    if not objects:
+        return views
+    return {n: replace(v, objects=(*v.objects, *objects)) for n, v in views.items()}
 
 
 def _refusals(spec: EstateSpec, site: Site, tenant: Tenant) -> list[Canonical]:

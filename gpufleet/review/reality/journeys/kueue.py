@@ -58,6 +58,7 @@ class Config:
     transformations: tuple[dict[str, Any], ...]
     multikueue: bool
     pods_ready_timeout: str | None = None  # waitForPodsReady.timeout: how long a gang's pods may take to run
+    device_class_mappings: tuple[dict[str, Any], ...] = ()  # resources.deviceClassMappings (claims.py)
 
     def excluded(self, resource: str) -> bool:
         """Kueue ignores a resource matching `resources.excludeResourcePrefixes` (configuration_types.go)."""
@@ -115,6 +116,7 @@ def _config(cluster: ClusterView) -> Config | None:
         transformations=tuple(resources.get("transformations") or ()),
         multikueue="multiKueue" in raw,
         pods_ready_timeout=(raw.get("waitForPodsReady") or {}).get("timeout"),
+        device_class_mappings=tuple(resources.get("deviceClassMappings") or ()),
     )
 
 

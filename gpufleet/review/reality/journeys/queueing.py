@@ -3,7 +3,8 @@
 - Managed or not, and the queue: kueue.py. Without a queue name a managed workload goes to the LocalQueue
   `default` of its namespace (pkg/controller/jobframework/defaults.go).
 - LocalQueue -> ClusterQueue: it exists, is not stopped, and its namespaceSelector matches (null matches nothing).
-- Every requested resource is covered, after Kueue drops excluded prefixes and applies transformations.
+- Every requested resource is covered, after Kueue drops excluded prefixes and applies transformations; DRA
+  claims count through the device class mappings (claims.py).
 - Flavors in order: nodeTaints against the pod's tolerations, nodeLabels against its nodeSelector and required
   node affinity, then the whole workload against nominal quota plus what the cohort may lend (the estate idle).
 - A topology request needs a flavor whose Topology has the level.
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from gpufleet.review.reality.journeys import admission, kueue
+from gpufleet.review.reality.journeys import admission, claims, kueue
 from gpufleet.review.reality.journeys.core import QUEUE_LABEL, Cite, ClusterView, PodSet, Stage, Walk, Workload
 from gpufleet.review.reality.journeys.resources import Amounts, matches, namespace_labels, pod_requests, quantity, show
 from gpufleet.review.reality.scheduling import Node, fits
@@ -187,12 +188,20 @@ def _requests(ps: PodSet, cfg: kueue.Config) -> Amounts:
     return cfg.effective(pod_requests(ps.spec))
 
 
-def _assign(cluster: ClusterView, cq: dict[str, Any], pod_sets: list[PodSet], cfg: kueue.Config) -> Admitted | Stage:
+def _assign(
+    cluster: ClusterView, cq: dict[str, Any], pod_sets: list[PodSet], cfg: kueue.Config, namespace: str
+) -> Admitted | Stage:
     cq_name = cq["metadata"]["name"]
     groups = (cq.get("spec") or {}).get("resourceGroups") or []
     covered = {r for g in groups for r in g.get("coveredResources") or []}
+    needs: dict[str, Amounts] = {}
     for ps in pod_sets:
-        for r in _requests(ps, cfg):
+        claimed = claims.requests(cluster, namespace, ps, cfg)
+        if isinstance(claimed, tuple):
+            return _blocked(*claimed, claims.CLAIMS)
+        need = _requests(ps, cfg)
+        needs[ps.name] = {**need, **{r: need.get(r, Decimal(0)) + v for r, v in claimed.items()}}
+        for r in needs[ps.name]:
             if r not in covered:
                 return _blocked(
                     f"resource {r} unavailable in ClusterQueue {cq_name} (pod set {ps.name}): Kueue's quota check "
@@ -205,7 +214,7 @@ def _assign(cluster: ClusterView, cq: dict[str, Any], pod_sets: list[PodSet], cf
     chosen: dict[str, dict[str, Any]] = {}
     notes: list[str] = []
     for ps in pod_sets:
-        need = _requests(ps, cfg)
+        need = needs[ps.name]
         for g in groups:
             wanted = [r for r in g.get("coveredResources") or [] if r in need]
             if not wanted:
@@ -313,7 +322,7 @@ def judge(walk: Walk, cluster: ClusterView, pod_sets: list[PodSet]) -> Admitted 
         return _blocked(f"workload namespace {w.namespace} doesn't match ClusterQueue {cq_name}'s namespaceSelector",
                         f"ClusterQueue/{cq_name}", "submit it through a LocalQueue whose ClusterQueue admits the namespace",
                         QUEUES)  # fmt: skip
-    return _assign(cluster, cq, pod_sets, cfg)
+    return _assign(cluster, cq, pod_sets, cfg, w.namespace)
 
 
 def inject(pod_sets: list[PodSet], admitted: Admitted) -> None:
