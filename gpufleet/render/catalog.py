@@ -15,14 +15,14 @@ def catalog_table(region: str) -> Table:
     and every figure fit 80 columns, so nothing is cut with "…" on a standard terminal.
     """
     table = Table(
-        title=f"GPU instance catalog (facts {catalog.instances_generated()})",
+        title=f"GPU instance catalog (facts {catalog.instances_generated()}; NVMe in GB)",
         box=box.SIMPLE_HEAD,
         show_edge=False,
         pad_edge=False,
     )
     table.add_column("instance", no_wrap=True)
     table.add_column("GPU", no_wrap=True)
-    for col in ("GPUs", "vCPU", "EFA", "NVMe GB", "$/h", "$/GPU-h"):
+    for col in ("GPUs", "vCPU", "EFA", "NVMe", "$/h", "$/GPU-h"):
         table.add_column(col, justify="right", no_wrap=True)
     for it in catalog.instance_types().values():
         p = catalog.price(it.name, region)

@@ -30,7 +30,7 @@ from model import catalog
 from tests.conftest import ROOT
 
 runner = CliRunner()
-CATALOG_HEADERS = ("instance", "GPU", "GPUs", "vCPU", "EFA", "NVMe GB", "$/h", "$/GPU-h")
+CATALOG_HEADERS = ("instance", "GPU", "GPUs", "vCPU", "EFA", "NVMe", "$/h", "$/GPU-h")
 
 
 def gpufleet_through_a_pipe(*args: str, columns: str | None = None) -> str:
