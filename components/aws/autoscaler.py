@@ -121,7 +121,7 @@ def chart_values(cluster: str, region: str) -> dict[str, Any]:
             # sanitized (utils/taints/taints.go SanitizeTaints: only the autoscaler's own, startup and status
             # taints). A quarantined node as template would make the group look unable to run any pod and stop
             # its scale-up. A status taint is stripped from templates and does not mark the node unready
-            # (--status-taint, cluster-autoscaler FAQ "What are the parameters to CA?" at the pinned tag, versions.CLUSTER_AUTOSCALER).
+            # (--status-taint, cluster-autoscaler FAQ "What are the parameters to CA?" at the pinned tag, versions.CLUSTER_AUTOSCALER_APP).
             "status-taint": QUARANTINE_KEY,
         },
         "nodeSelector": {ROLE_LABEL: "system"},
