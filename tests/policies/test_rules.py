@@ -12,7 +12,7 @@ from components.kubernetes.admission import OWNED_POD, VOLUME_VALIDATIONS
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.review import check
 from gpufleet.review.findings import Finding
-from model.conventions import FABRIC_LABEL, GPU_PRESENT_LABEL, POOL_LABEL, ROLE_LABEL, TENANT_NODE_LABEL
+from model.conventions import FABRIC_LABEL, GPU_PRESENT_LABEL, POOL_LABEL, RACK_LABEL, ROLE_LABEL, TENANT_NODE_LABEL
 from tests.policies import fixtures as fx
 
 
@@ -50,7 +50,7 @@ LT_EFA_32 = fx.launch_template(efa=32)
 LT_G6E = fx.launch_template("small", instance_type="g6e.xlarge")  # no EFA on this type: no fabric to ask for
 TRAINING = {POOL_LABEL: "h100", GPU_PRESENT_LABEL: "true", ROLE_LABEL: "training"}
 EFA_TRAINING = {**TRAINING, FABRIC_LABEL: "train-efa"}
-EKS_LEVELS = [f"topology.k8s.aws/network-node-layer-{n}" for n in (1, 2, 3)]
+IB_TRAINING_NODES = [fx.node_patch(h, labels={**TRAINING, FABRIC_LABEL: "ib"}) for h in ("gpu-01", "gpu-02")]
 R_AGENTS = fx.tenant_role("agents")
 UNTRUSTED_NS = fx.namespace("agents", labels={"tenant": "agents", "gpufleet.io/trust": "untrusted"})
 S3_LIST = {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::b", "Condition": {"StringLike": {"s3:prefix": ["agents/in/*"]}}}  # fmt: skip
@@ -272,8 +272,10 @@ CASES = [
         [LT_EFA_32, fx.node_group(labels=TRAINING, lt=LT_EFA_32), LT_G6E, fx.node_group("small", labels=TRAINING, lt=LT_G6E)],
         [LT_P5, fx.node_group(labels=TRAINING, lt=LT_P5)],
     ),
-    Case("training-pool-topology", [fx.node_group(labels=EFA_TRAINING), *fx.kueue_flavor("h100", "train-efa", EKS_LEVELS)], [fx.node_group(labels=EFA_TRAINING), *fx.kueue_flavor("h100", None, [])]),
-    Case("training-pool-topology", [fx.node_group(labels=EFA_TRAINING, max_size=1), *fx.kueue_flavor("h100", None, [])], [fx.node_group(labels=EFA_TRAINING), *fx.kueue_flavor("h100", "gpufleet-hosts", [])], id="hosts-only"),
+    Case("training-pool-topology", [*IB_TRAINING_NODES, *fx.kueue_flavor("h100", "ib", [RACK_LABEL])], [*IB_TRAINING_NODES, *fx.kueue_flavor("h100", None, [])]),
+    # EKS (a g5.48xlarge EC2 describes no topology of, or any type): flavors not topology-aware, nothing to remedy.
+    Case("training-pool-topology", [fx.node_group(instance_type="g5.48xlarge", labels=EFA_TRAINING), *fx.kueue_flavor("h100", None, [])], [*IB_TRAINING_NODES, *fx.kueue_flavor("h100", "gpufleet-hosts", [])], id="eks"),
+    Case("training-pool-topology", [*IB_TRAINING_NODES[:1], *fx.kueue_flavor("h100", None, [])], [*IB_TRAINING_NODES, *fx.kueue_flavor("h100", "gpufleet-hosts", [])], id="hosts-only"),
     Case("fsx-colocated", [fx.efa_node_group(), fx.fsx()], [fx.efa_node_group(), fx.fsx(subnets=["subnet-b-id"])]),
     Case("time-slicing-single-tenant", fx.time_sliced_nodes(dedicated=True), fx.time_sliced_nodes(dedicated=False)),
     Case(
