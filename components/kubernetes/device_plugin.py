@@ -9,7 +9,7 @@ The same named configs as the operator (sharing.py) select time-slicing per pool
 does not partition GPUs: on MIG pools the layout must already be applied on the hosts (mig-parted during
 bootstrap); the plugin advertises what it finds under `migStrategy`. GPU Feature Discovery is deployed when
 some pool shares GPUs (it publishes `nvidia.com/gpu.sharing-strategy` and the MIG labels policies and users
-select on); it needs NFD, which the chart's subchart provides unless the Network Operator already does.
+select on) or spans NVLink domains (`nvidia.com/gpu.clique`, `gfd_needed`); it needs NFD, which the chart's subchart provides unless the Network Operator already does.
 """
 
 from __future__ import annotations
@@ -27,7 +27,10 @@ from model.spec import Site
 
 
 def gfd_needed(site: Site) -> bool:
-    return any(p.sharing.mode != "whole" for p in site.node_pools)
+    """Some pool shares GPUs, or spans NVLink domains: GFD publishes `nvidia.com/gpu.clique`, a level of that pool's
+    Topology, and Kueue drops a node missing a level's label from the flavor's capacity (kubernetes-sigs/kueue at
+    versions.KUEUE, pkg/util/tas/node.go NodeMatchesFlavor)."""
+    return any(p.sharing.mode != "whole" or getattr(p, "nvlink_domain_nodes", 1) > 1 for p in site.node_pools)
 
 
 def device_plugin_values(site: Site, *, nfd_elsewhere: bool) -> dict[str, Any]:
