@@ -73,7 +73,7 @@ def _tas_aws_train(e: Estate, check: bool) -> Estate:
     objects.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "train-efa"},
                     "spec": {"levels": [{"nodeLabel": lv} for lv in levels]}})  # fmt: skip
     objects.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": "prov"},
-                    "spec": {"controllerName": topology.PROVISIONING_CONTROLLER}})  # fmt: skip
+                    "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"}})  # fmt: skip
     return Estate({**e.clusters, name: replace(view, objects=tuple(objects))}, e.spec)
 
 

@@ -304,6 +304,7 @@ def test_a_topology_request_needs_a_flavor_with_that_topology_level(estate: Call
         (aws,) = estate("aws-train").walk(_topology_job(level))
         assert aws.blocked_at is not None and aws.blocked_at.name == "queueing", aws.to_dict()
         assert "TopologyAwareScheduling" in aws.blocked_at.detail, aws.blocked_at.detail
+        assert aws.blocked_at.unblock.startswith("drop the topology annotation"), aws.blocked_at.unblock
 
 
 def test_hybrid_a_topology_request_passes_the_manager_and_is_placed_by_the_on_prem_worker(
