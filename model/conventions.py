@@ -47,8 +47,10 @@ TOPOLOGY_LEVELS = (RACK_LABEL, LEAF_LABEL, HOSTNAME_LABEL)  # Kueue Topology lev
 # widest (https://docs.aws.amazon.com/eks/latest/userguide/ml-workload-topology.html; layer 4 only on types whose
 # topology has four layers). The types and their layer counts: model/catalog/topology.py.
 EKS_NETWORK_LAYER_LABELS = tuple(f"topology.k8s.aws/network-node-layer-{n}" for n in (1, 2, 3, 4))
-# The NVLink clique of a node on a multi-node NVLink system (`<ClusterUUID>.<CliqueID>`), set by NVIDIA's GPU
-# stack on the node (https://docs.nvidia.com/topograph/v0.5.0/providers/dra): nodes sharing it share NVLink.
+# The NVLink clique of a node on a multi-node NVLink system (`<ClusterUUID>.<CliqueID>` of its fabric-attached
+# GPUs), set by GPU Feature Discovery (NVIDIA/k8s-device-plugin, internal/lm/imex.go newImexLabeler; GFD runs with
+# the GPU Operator, and with the standalone plugin where components.kubernetes.device_plugin.gfd_needed): nodes
+# sharing it share NVLink.
 GPU_CLIQUE_LABEL = "nvidia.com/gpu.clique"
 
 # AWS tag keys components set besides the required ones, which policies read back.

@@ -125,9 +125,16 @@ def topology_fabrics(site: Site) -> list[str]:
 
 
 def schedules_by_topology(site: Site) -> bool:
-    """Every flavor of the site is topology-aware: the inventory labels every node (bare metal), or a fabric pool's
-    nodes carry network labels (EKS's layers)."""
-    return kinds.of(site).has_topology_labels or any(pool_topology(site, p) for p in scheduled_pools(site))
+    """Every flavor of the site is topology-aware: only where the inventory labels every node (bare metal).
+
+    EKS sites are not, though their EFA pools' nodes carry EKS's layers (`pool_topology` builds their Topology):
+    Kueue places a TAS pod set against Ready nodes before any pod exists, so a pool scaled below the gang admits
+    nothing and the autoscaler never sees a pending pod. TAS works with the autoscaler only behind the
+    ProvisioningRequest admission check, topology assigned after provisioning (kubernetes-sigs/kueue at
+    versions.KUEUE, site/content/en/docs/concepts/topology_aware_scheduling.md "Capacity calculation" and
+    "ClusterAutoscaler support"; pkg/scheduler/flavorassigner/tas_flavorassigner.go). Until that check guards the
+    TAS flavors of autoscaled EKS pools, EKS flavors have no topologyName."""
+    return kinds.of(site).has_topology_labels
 
 
 # A pod template's ask to run within one domain of a level when it fits (Kueue, apis/kueue/v1beta2/

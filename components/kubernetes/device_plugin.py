@@ -9,7 +9,7 @@ The same named configs as the operator (sharing.py) select time-slicing per pool
 does not partition GPUs: on MIG pools the layout must already be applied on the hosts (mig-parted during
 bootstrap); the plugin advertises what it finds under `migStrategy`. GPU Feature Discovery is deployed when
 some pool shares GPUs (it publishes `nvidia.com/gpu.sharing-strategy` and the MIG labels policies and users
-select on) or is rack-scale (`nvidia.com/gpu.clique`); it needs NFD, which the chart's subchart provides unless the Network Operator already does.
+select on), is rack-scale or spans NVLink domains (`nvidia.com/gpu.clique`, `gfd_needed`); it needs NFD, which the chart's subchart provides unless the Network Operator already does.
 """
 
 from __future__ import annotations
@@ -27,10 +27,14 @@ from model.spec import Site
 
 
 def gfd_needed(site: Site) -> bool:
-    """GFD runs when a pool shares GPUs, or is rack-scale: GFD labels each node `nvidia.com/gpu.clique` (its NVLink
-    domain), which the EKS user guide (ml-eks-nvidia-ultraserver) lists NFD and GFD as required for and its
-    sample job's podAffinity selects on."""
-    return any(p.sharing.mode != "whole" for p in site.node_pools) or bool(dra.rack_scale_pools(site))
+    """GFD runs when a pool shares GPUs, is rack-scale or spans NVLink domains: GFD labels each node
+    `nvidia.com/gpu.clique` (its NVLink domain). The EKS user guide (ml-eks-nvidia-ultraserver) lists NFD and GFD as
+    required on UltraServers, whose sample job's podAffinity selects on it; and Kueue drops a node missing a level's
+    label from the flavor's capacity (kubernetes-sigs/kueue at versions.KUEUE, pkg/util/tas/node.go
+    NodeMatchesFlavor)."""
+    return bool(dra.rack_scale_pools(site)) or any(
+        p.sharing.mode != "whole" or getattr(p, "nvlink_domain_nodes", 1) > 1 for p in site.node_pools
+    )
 
 
 def device_plugin_values(site: Site, *, nfd_elsewhere: bool) -> dict[str, Any]:

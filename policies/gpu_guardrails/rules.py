@@ -175,11 +175,15 @@ def training_pool_topology(args: StackValidationArgs, report: ReportViolation) -
     """A multi-node training pool on a fabric, where gangs run, has a Kueue flavor whose Topology has a level above
     single nodes: Kueue then packs a gang's pods close together on the fabric (kubernetes-sigs/kueue at
     versions.KUEUE, site/content/en/docs/concepts/topology_aware_scheduling.md). Pools Kueue does not schedule
-    here (no flavor names the pool) and burst pools, whose MultiKueue flavors have no Topology yet, are left out."""
+    here (no flavor names the pool) and burst pools, whose MultiKueue flavors have no Topology yet, are left out.
+    So are EKS node groups: their flavors stay non-topology-aware until a ProvisioningRequest admission check lets
+    Kueue place a gang on nodes the autoscaler has yet to add (model.queues.schedules_by_topology)."""
     pools: dict[str, list[PolicyResource]] = {}
     for r in args.resources:
         view = node_view(r.resource_type, r.props)
         burst = BURST_TAG in as_dict(r.props.get("tags"))  # MultiKueue burst pools: no Topology yet
+        if r.resource_type == NODE_GROUP:
+            continue  # EKS: no Topology until the ProvisioningRequest check guards its flavors
         if view and view.labels.get(ROLE_LABEL) == "training" and view.labels.get(FABRIC_LABEL) and not burst:
             pools.setdefault(view.labels.get(POOL_LABEL) or r.name, []).append(r)
     flavors = {
@@ -371,9 +375,9 @@ ALL = [
     stack_policy(
         training_pool_topology,
         name="training-pool-topology",
-        description="T18: a multi-node training pool on a fabric has a Kueue flavor whose Topology has a level above single nodes (EKS network-node layers, inventory rack / leaf, NVLink clique), so Kueue places gangs close together (Kueue topology_aware_scheduling.md).",
+        description="T18: a multi-node bare-metal training pool on a fabric has a Kueue flavor whose Topology has a level above single nodes (inventory rack / leaf, NVLink clique), so Kueue places gangs close together (Kueue topology_aware_scheduling.md). EKS pools are left out: their flavors are not topology-aware until a ProvisioningRequest check guards them.",
         enforcement=MANDATORY,
-        remediation="On AWS use an instance type EC2 describes the topology of (EKS labels its nodes topology.k8s.aws/network-node-layer-1..3); on bare metal give every server its rack and leaf.",
+        remediation="Give every server of the pool its rack and leaf in the inventory.",
     ),
     stack_policy(
         fsx_colocated,

@@ -68,3 +68,16 @@ def test_device_plugin_confined_to_gpu_nodes_with_exact_tolerations() -> None:
     ]
     assert values["gfd"] == {"enabled": False}  # whole GPUs only: no sharing labels to publish
     assert all(e.get("name") != "DP_DISABLE_HEALTHCHECKS" for e in values.get("env", []))
+
+
+def test_gfd_runs_where_a_pool_spans_nvlink_domains_so_nodes_carry_the_clique_level() -> None:
+    # Kueue drops a node missing a level's label (pkg/util/tas/node.go NodeMatchesFlavor): without GFD a pool whose
+    # Topology has nvidia.com/gpu.clique would lose all its capacity.
+    site = estate("onprem", _device_plugin_stack).sites[0]
+    whole = [p.model_copy(update={"sharing": type(p.sharing)()}) for p in site.node_pools]
+    assert device_plugin_values(site.model_copy(update={"node_pools": whole}), nfd_elsewhere=True)["gfd"] == {
+        "enabled": False
+    }
+    nvl = [whole[0].model_copy(update={"nvlink_domain_nodes": 2}), *whole[1:]]
+    values = device_plugin_values(site.model_copy(update={"node_pools": nvl}), nfd_elsewhere=True)
+    assert values["gfd"] == {"enabled": True}

@@ -76,3 +76,14 @@ def test_an_efa_fabric_outside_the_sites_zones_is_reported_where_it_is_set_not_a
     estate["sites"][0]["fabrics"][0]["availability_zone"] = "us-east-1f"
     [msg] = problems(estate)
     assert f"{BASE}.sites[0].fabrics[0].availability_zone: us-east-1f is not one of the site's" in msg
+
+
+def test_a_multikueue_worker_pool_with_an_nvlink_clique_is_refused() -> None:
+    # The manager's dispatch Topology (rack > leaf > hostname) lacks nvidia.com/gpu.clique: Kueue would refuse a
+    # gang asking for it there ("does not contain the requested level"), so the worker may not offer the level.
+    estate = example_estate("hybrid")
+    site, j, pool = next((s, j, p) for s in estate["sites"] for j, p in enumerate(s["node_pools"]) if "selector" in p)
+    pool["nvlink_domain_nodes"] = 2
+    i = estate["sites"].index(site)
+    (found,) = [p for p in problems(estate) if "nvlink_domain_nodes" in p]
+    assert f"sites[{i}].node_pools[{j}].nvlink_domain_nodes" in found and "MultiKueue worker" in found

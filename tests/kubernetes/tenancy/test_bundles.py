@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Callable
 from typing import Any
@@ -12,7 +11,6 @@ import yaml
 from components.kubernetes.admission import VOLUME_VALIDATIONS, grandfathered
 from components.kubernetes.priorities import PRIORITY_LEVELS
 from gpufleet.engine.plan import Plan
-from gpufleet.review.diff.plans import diff_plans
 from model import conventions, versions
 from model.cni import skips_standalone_pods
 from model.load import read_stack
@@ -239,7 +237,8 @@ def test_flavor_per_scheduled_pool_and_the_topologies_they_name(plan_of: PlanOf)
     assert names(plan_of("aws-train"), "ResourceFlavor") == ["agents-l40s", "h100", "l40s"]
     assert names(plan_of("onprem"), "ResourceFlavor") == ["dev", "train"]
     assert names(plan_of("onprem"), "Topology") == ["gpufleet-hosts", "ib"]  # pools off the fabric: single hosts
-    assert names(plan_of("aws-train"), "Topology") == ["gpufleet-hosts", "train-efa"]  # EKS's layers on the EFA pool
+    # EKS flavors are not topology-aware until a ProvisioningRequest check guards them (model.queues.schedules_by_topology)
+    assert names(plan_of("aws-train"), "Topology") == []
     assert "burst-h100" not in names(plan_of("hybrid"), "ResourceFlavor")  # the MultiKueue wiring's concern
 
 
@@ -276,37 +275,12 @@ def test_a_topology_flavor_is_replaced_with_its_cluster_queues_where_the_api_ser
         assert t.replace_on_changes == ["spec.levels"] and t.delete_before_replace, t.key
     for flavor in flavors.values():
         assert flavor.replace_with == [topologies[flavor.inputs["spec"]["topologyName"]].key], flavor.key
-    # An EKS flavor predating EKS's layers gains its Topology in place too (model.queues.flavor_replaced_on).
+    # An EKS flavor has no topologyName, so it stays mutable and is never replaced (model.queues.flavor_replaced_on).
     for flavor in k8s_objects(plan_of("aws-train"), "ResourceFlavor"):
-        assert flavor.inputs["spec"]["topologyName"], flavor.key
-        assert flavor.replace_on_changes == ["spec.nodeLabels", "spec.tolerations"], flavor.key
+        assert "topologyName" not in flavor.inputs["spec"] and flavor.replace_on_changes == [], flavor.key
     text = (chart_dir(versions.KUEUE) / "templates/crd/kueue.x-k8s.io_resourceflavors.yaml").read_text()
     rules = re.findall(r"message: \w+ (?:are|is) immutable when topologyName is set\n\s+rule: '([^']+)", text)
     assert len(rules) == 6 and all(r.startswith("!has(oldSelf.topologyName) ||") for r in rules)  # 2 versions
-
-
-def test_an_aws_train_estate_from_before_ekss_layers_updates_its_flavors_in_place(plan_of: PlanOf) -> None:
-    """The plan before EKS's layers: no Topology, flavors without topologyName. The diff to today's adds the two
-    Topologies and only `spec.topologyName` to each flavor, a path none of them replaces on, and leaves the
-    ClusterQueues alone: `up` updates in place (the CRD's `!has(oldSelf.topologyName) || ...`)."""
-    head = plan_of("aws-train")
-    old = []
-    for r in head.resources:
-        if r.type.endswith(":Topology"):
-            continue
-        if r.type.endswith(":ResourceFlavor"):
-            spec = {k: v for k, v in r.inputs["spec"].items() if k != "topologyName"}
-            r = dataclasses.replace(r, inputs={**r.inputs, "spec": spec}, replace_on_changes=[], replace_with=[])
-        old.append(r)
-    d = diff_plans(Plan(head.project, head.stack, old), head)
-    assert d.removed == [] and d.replaced == []
-    assert sorted(r.inputs["metadata"]["name"] for r in d.added) == ["gpufleet-hosts", "train-efa"]
-    changed = {c.resource.inputs["metadata"]["name"]: c for c in d.changed}
-    assert set(changed) == {"agents-l40s", "h100", "l40s"}  # the flavors, no ClusterQueue
-    for c in changed.values():
-        assert [p.path for p in c.changes] == ["spec.topologyName"], c.resource.key
-        assert "spec.topologyName" not in c.resource.replace_on_changes
-    assert changed["h100"].changes[0].after == "train-efa"
 
 
 def test_gpu_quota_per_flavor_never_exceeds_the_pool(plan_of: PlanOf) -> None:

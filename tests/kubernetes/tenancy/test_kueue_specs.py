@@ -39,8 +39,7 @@ def test_shared_pool_flavor_has_no_tenant_label_or_toleration() -> None:
     flavor = queues.resource_flavor_spec(spec.sites[0], spec.pool("l40s"))
     assert flavor["nodeLabels"] == {conventions.POOL_LABEL: "l40s"}
     assert flavor["tolerations"] == [conventions.GPU_TAINT.toleration()]
-    # Off the fabric, on a site whose EFA pool has a Topology: single hosts, so the ClusterQueue is TAS-only.
-    assert flavor["topologyName"] == queues.HOSTS_TOPOLOGY
+    assert "topologyName" not in flavor  # EKS sites are not topology-aware (queues.schedules_by_topology)
 
 
 def test_baremetal_fabric_pool_flavor_uses_the_fabric_topology() -> None:
@@ -107,27 +106,29 @@ def test_the_hybrid_managers_flavor_stays_topology_aware_when_the_workers_leave_
 EKS_LAYERS = [f"topology.k8s.aws/network-node-layer-{n}" for n in (1, 2, 3)]
 
 
-def test_an_efa_pool_of_a_type_eks_labels_gets_a_topology_of_ekss_layers() -> None:
-    # p5.48xlarge: three network nodes (EC2 User Guide, ec2-instance-topology-prerequisites); EKS labels them
-    # topology.k8s.aws/network-node-layer-1..3 (EKS User Guide, ml-workload-topology).
+def test_an_eks_site_with_an_efa_pool_of_a_type_eks_labels_stays_non_topology_aware() -> None:
+    # Kueue places a TAS pod set against Ready nodes before any pod exists; with the autoscaler it works only behind
+    # the ProvisioningRequest admission check (kueue v0.19.2 topology_aware_scheduling.md "Capacity calculation",
+    # "ClusterAutoscaler support"). h100 scales from 0: a TAS flavor there would never admit a gang.
     spec = estate("aws-train")
     site = spec.sites[0]
+    assert not queues.schedules_by_topology(site) and queues.site_topologies(site) == {}
+    for p in site.node_pools:
+        flavor = queues.resource_flavor_spec(site, p)
+        assert "topologyName" not in flavor and queues.flavor_replaced_on(site, flavor) == [], p.name
+    # The Topology of EKS's layers is still derived, for when that check lands. p5.48xlarge: three network nodes
+    # (EC2 User Guide, ec2-instance-topology-prerequisites); EKS labels them network-node-layer-1..3.
     assert queues.topology_fabrics(site) == ["train-efa"]
-    assert queues.resource_flavor_spec(site, spec.pool("h100"))["topologyName"] == "train-efa"
-    topologies = queues.site_topologies(site)
-    assert [lv["nodeLabel"] for lv in topologies["train-efa"]["levels"]] == [*EKS_LAYERS, conventions.HOSTNAME_LABEL]
-    assert set(topologies) == {"train-efa", queues.HOSTS_TOPOLOGY}
-    for p in queues.scheduled_pools(site):
-        assert queues.resource_flavor_spec(site, p).get("topologyName"), p.name
+    assert queues.pool_topology(site, spec.pool("h100")) == ("train-efa", tuple(EKS_LAYERS))
 
 
 def test_a_four_layer_type_gets_layer_four_and_an_efa_pool_eks_does_not_label_gets_none() -> None:
     def b200(raw: dict[str, Any]) -> None:
         raw["sites"][0]["node_pools"][0]["instance_type"] = "p6-b200.48xlarge"
 
-    site = estate("aws-train", b200).sites[0]
-    levels = [lv["nodeLabel"] for lv in queues.site_topologies(site)["train-efa"]["levels"]]
-    assert levels == [*EKS_LAYERS, "topology.k8s.aws/network-node-layer-4", conventions.HOSTNAME_LABEL]
+    spec = estate("aws-train", b200)
+    found = queues.pool_topology(spec.sites[0], spec.pool("h100"))
+    assert found == ("train-efa", (*EKS_LAYERS, "topology.k8s.aws/network-node-layer-4"))
 
     def g5(raw: dict[str, Any]) -> None:
         raw["sites"][0]["node_pools"][0]["instance_type"] = "g5.48xlarge"  # EFA, but EC2 describes no topology
@@ -151,16 +152,6 @@ def test_an_nvlink_domain_over_one_server_adds_the_clique_level_under_the_rack()
         conventions.LEAF_LABEL,
         conventions.HOSTNAME_LABEL,
     ]
-
-
-def test_an_aws_fabric_flavor_gains_its_topology_in_place() -> None:
-    # An EFA flavor deployed before EKS's layers has no topologyName; the CRD lets it gain one in place
-    # (`!has(oldSelf.topologyName) || ...`), and Pulumi would replace on an added key of a listed path.
-    spec = estate("aws-train")
-    site = spec.sites[0]
-    for p in site.node_pools:
-        paths = queues.flavor_replaced_on(site, queues.resource_flavor_spec(site, p))
-        assert "spec.topologyName" not in paths and paths == ["spec.nodeLabels", "spec.tolerations"], p.name
 
 
 def test_cluster_queue_quota_per_flavor_from_tenant() -> None:

@@ -62,6 +62,9 @@ def _unblock(reasons: list[str]) -> str:
         return (f"ask for topology-aware placement: annotate the pod template with {TOPOLOGY_ANNOTATIONS[1]}: "
                 "<a level of the flavor's Topology> (Kueue requires it on a topology flavor of a ClusterQueue that "
                 "has other flavors)")  # fmt: skip
+    if reasons and all("does not support TopologyAwareScheduling" in r for r in reasons):
+        return ("drop the topology annotation: no flavor it may use has a Topology (EKS flavors are not "
+                "topology-aware, docs/journeys.md)")  # fmt: skip
     return "ask for less at once, or give the tenant more quota on a flavor it may use"
 
 

@@ -6,9 +6,10 @@
   lowest level (pkg/scheduler/flavorassigner/tas_flavorassigner.go isTASImplied; pkg/cache/scheduler/
   tas_flavor_snapshot.go levelKeyWithImpliedFallback). gpufleet's sites are TAS-only where they schedule by
   topology (model.queues.flavor_topology).
-- A required level must hold the whole pod set in one domain. Where the inventory names every node's domain (rack,
-  leaf, hostname on bare metal) the stage counts the nodes; EKS's layer values come from EC2 at launch, so there
-  the stage says so.
+- Kueue assigns topology against Ready nodes before any pod exists ("Capacity calculation"): a pod set its pools'
+  minimum nodes cannot hold is blocked unless a ProvisioningRequest check guards the flavor ("ClusterAutoscaler
+  support"; tas_flavorassigner.go podSetTopologyRequest).
+- A required level must hold the pod set in one domain: counted where the inventory names the domains.
 """
 
 from __future__ import annotations
@@ -21,6 +22,11 @@ from model import conventions, kinds, nodes
 REQUIRED, PREFERRED, UNCONSTRAINED = queueing.TOPOLOGY_ANNOTATIONS
 DOC = Cite(
     "topology requests: required, preferred, unconstrained; implied on a TAS-only ClusterQueue",
+    f"{kueue.TAG} site/content/en/docs/concepts/topology_aware_scheduling.md",
+)
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+READY_NODES = Cite(
+    "TAS counts Ready nodes; with the autoscaler only behind a ProvisioningRequest check",
     f"{kueue.TAG} site/content/en/docs/concepts/topology_aware_scheduling.md",
 )
 IMPLIED = Cite(
@@ -58,27 +64,71 @@ def _domains(walk: Walk, pools: list[str], levels: list[str], level: str) -> dic
     return out
 
 
-def _judge(walk: Walk, ps: PodSet) -> tuple[bool, str]:
-    flavor = walk.cluster.get("ResourceFlavor", walk.flavors.get(ps.name, ""))
+def _provisioned(walk: Walk, flavor: str) -> bool:
+    """The workload's ClusterQueue here has a ProvisioningRequest admission check on `flavor` (no onFlavors: all)."""
+    w = walk.workload
+    lq = walk.cluster.get("LocalQueue", w.queue_name or "default", w.namespace) or {}
+    cq = walk.cluster.get("ClusterQueue", str((lq.get("spec") or {}).get("clusterQueue", ""))) or {}
+    for c in ((cq.get("spec") or {}).get("admissionChecksStrategy") or {}).get("admissionChecks") or []:
+        check = walk.cluster.get("AdmissionCheck", str(c.get("name"))) or {}
+        on = c.get("onFlavors") or []
+        if (check.get("spec") or {}).get("controllerName") == PROVISIONING_CONTROLLER and (not on or flavor in on):
+            return True
+    return False
+
+
+def _floor_nodes(walk: Walk, pools: list[str]) -> int:
+    """Nodes the pools run whatever the demand (an autoscaled pool's min; every server on bare metal)."""
+    spec = walk.spec
+    return sum(
+        kinds.of(spec.site_of_pool(p)).pool_floor_gpus(spec, p) // max(spec.pool_gpus_per_node(p), 1) for p in pools
+    )
+
+
+Verdict = tuple[bool, str, str]
+
+
+def _judge(walk: Walk, ps: PodSet) -> Verdict:
+    flavor_name = walk.flavors.get(ps.name, "")
+    flavor = walk.cluster.get("ResourceFlavor", flavor_name)
     name = ((flavor or {}).get("spec") or {}).get("topologyName")
     if not name:
-        return True, f"pod set {ps.name}: flavor {walk.flavors.get(ps.name)} has no Topology, no topology assignment"
+        return True, f"pod set {ps.name}: flavor {flavor_name} has no Topology, no topology assignment", ""
     topology = walk.cluster.get("Topology", str(name)) or {}
     levels = [str(lv.get("nodeLabel")) for lv in (topology.get("spec") or {}).get("levels") or []]
     kind, level = request(ps, levels)
     asked = f"{kind} at {level}" if kind != "implied" else f"none, so Kueue implies unconstrained at {level}"
     head = f"pod set {ps.name} ({ps.count} pods) on Topology {name} ({' > '.join(levels)}): request {asked}"
-    if kind != "required" or level is None or level not in levels:
-        return True, head
-    domains = _domains(walk, walk.pools.get(ps.name, []), levels, level)
-    if domains is None:
-        return True, f"{head}; the level's domains are known once the nodes run, so Kueue judges the fit then"
     per_node = _pods_per_node(walk, ps)
+    pools = walk.pools.get(ps.name, [])
+    floor = _floor_nodes(walk, pools) if pools else None
+    if per_node and floor is not None and floor * per_node < ps.count:
+        if _provisioned(walk, flavor_name):
+            return (
+                True,
+                f"{head}; a ProvisioningRequest check guards the flavor: topology assigned after provisioning",
+                "",
+            )
+        need = -(-ps.count // per_node)
+        return False, (f"{head}, but Kueue assigns the topology against Ready nodes before any pod exists, and its pools' "
+                       f"{floor} minimum nodes hold {floor * per_node} of {ps.count} pods: no pod is created, so the "
+                       "autoscaler never adds nodes"), (
+                       f"guard flavor {flavor_name} with a ProvisioningRequest admission check, or raise its pool's "
+                       f"scaling.min to {need} nodes")  # fmt: skip
+    if kind != "required" or level is None or level not in levels:
+        return True, head, ""
+    domains = _domains(walk, pools, levels, level)
+    if domains is None:
+        return (
+            True,
+            f"{head}; the inventory does not name the level's domains, so Kueue judges the Ready nodes' labels",
+            "",
+        )
     largest = max(domains.values(), default=0)
     if per_node is None or largest * per_node >= ps.count:
-        return True, f"{head}; the largest {level} domain has {largest} nodes"
+        return True, f"{head}; the largest {level} domain has {largest} nodes", ""
     return False, (f"{head}, but the largest {level} domain of its pools has {largest} nodes of {per_node} such "
-                   "pods each: it never fits")  # fmt: skip
+                   "pods each: it never fits"), f"ask for a wider level with {PREFERRED}, or for fewer pods"  # fmt: skip
 
 
 def _pods_per_node(walk: Walk, ps: PodSet) -> int | None:
@@ -94,15 +144,11 @@ def check(walk: Walk) -> Stage:
     if not walk.flavors:
         return Stage("topology", True, "Kueue assigned no flavor here: no topology assignment")
     results = [_judge(walk, ps) for ps in walk.pod_sets if ps.name in walk.flavors]
-    detail = "; ".join(d for _, d in results)
+    detail = "; ".join(d for _, d, _ in results)
     cites = (DOC, IMPLIED) if "implies" in detail else (DOC,)
-    if all(ok for ok, _ in results):
+    if "Ready nodes" in detail:
+        cites = (*cites, READY_NODES)
+    if all(ok for ok, _, _ in results):
         return Stage("topology", True, detail, cites=cites)
-    return Stage(
-        "topology",
-        False,
-        detail,
-        f"ResourceFlavor/{next(iter(walk.flavors.values()))}",
-        f"ask for a wider level with {PREFERRED}, or for fewer pods",
-        cites,
-    )
+    unblock = next(u for ok, _, u in results if not ok)
+    return Stage("topology", False, detail, f"ResourceFlavor/{next(iter(walk.flavors.values()))}", unblock, cites)

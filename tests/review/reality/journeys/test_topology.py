@@ -5,7 +5,9 @@ levelKeyWithImpliedFallback: unconstrained at the lowest level)."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from gpufleet.review.reality.journeys import topology
@@ -45,18 +47,48 @@ def _stage(j: Journey, name: str) -> Stage:
     return next(s for s in j.stages if s.name == name)
 
 
-def test_the_aws_train_canonical_gang_asks_for_ekss_lowest_layer_and_shows_it(
-    estate: Callable[[str], Estate],
-) -> None:
+def test_the_aws_train_canonical_gang_carries_no_topology_and_says_why(estate: Callable[[str], Estate]) -> None:
     e = estate("aws-train")
     (gang,) = [c for c in canonical(e.spec) if "gang on h100" in c.title]
-    annotations = gang.manifest["spec"]["template"]["metadata"]["annotations"]
-    assert annotations == {PREFERRED: LAYER_3}
+    assert "metadata" not in gang.manifest["spec"]["template"]
+    assert "no topology request" in gang.title and "ProvisioningRequest" in gang.title
     (j,) = e.walk(gang.manifest)
     assert j.verdict == "runs", j.to_dict()
-    topology = _stage(j, "topology")
-    assert "on Topology train-efa" in topology.detail and f"request preferred at {LAYER_3}" in topology.detail
-    assert any("topology_aware_scheduling.md" in c.where for c in topology.cites)
+    assert "flavor h100 has no Topology" in _stage(j, "topology").detail
+
+
+def _tas_aws_train(e: Estate, check: bool) -> Estate:
+    """aws-train as a cluster whose flavors name the EKS Topology (what the site had before fix b), with or without
+    a ProvisioningRequest admission check on research's ClusterQueue."""
+    name = next(n for n, c in e.clusters.items() if c.get("ResourceFlavor", "h100"))
+    view = e.clusters[name]
+    objects = []
+    for o in copy.deepcopy(list(view.objects)):
+        if o.get("kind") == "ResourceFlavor":
+            o["spec"]["topologyName"] = "train-efa"
+        if check and o.get("kind") == "ClusterQueue" and o["metadata"]["name"] == "research":
+            o["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "prov", "onFlavors": ["h100"]}]}
+        objects.append(o)
+    levels = [*(f"topology.k8s.aws/network-node-layer-{n}" for n in (1, 2, 3)), "kubernetes.io/hostname"]
+    objects.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "train-efa"},
+                    "spec": {"levels": [{"nodeLabel": lv} for lv in levels]}})  # fmt: skip
+    objects.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": "prov"},
+                    "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"}})  # fmt: skip
+    return Estate({**e.clusters, name: replace(view, objects=tuple(objects))}, e.spec)
+
+
+def test_a_gang_on_a_min_0_pool_of_a_tas_flavor_is_blocked_without_a_provisioning_check(
+    estate: Callable[[str], Estate],
+) -> None:
+    # h100 scales from 0; Kueue assigns topology against Ready nodes before any pod exists (review defects 1, 2).
+    e = estate("aws-train")
+    (gang,) = [c for c in canonical(e.spec) if "gang on h100" in c.title]
+    (j,) = _tas_aws_train(e, check=False).walk(gang.manifest)
+    assert j.verdict == "blocked" and j.blocked_at is not None and j.blocked_at.name == "topology", j.to_dict()
+    assert "0 minimum nodes" in j.blocked_at.detail and "ProvisioningRequest" in j.blocked_at.unblock
+    (ok,) = _tas_aws_train(e, check=True).walk(gang.manifest)
+    assert ok.verdict == "runs", ok.to_dict()
+    assert "topology assigned after provisioning" in _stage(ok, "topology").detail
 
 
 def test_the_onprem_canonical_gang_asks_for_its_leaf(estate: Callable[[str], Estate]) -> None:
@@ -67,7 +99,11 @@ def test_the_onprem_canonical_gang_asks_for_its_leaf(estate: Callable[[str], Est
 def test_a_gang_without_an_annotation_gets_the_implied_request_on_a_tas_only_queue(
     estate: Callable[[str], Estate],
 ) -> None:
-    (j,) = estate("aws-train").walk("efa-gang.yaml")
+    onprem = estate("onprem")
+    limits = fabric_requests(onprem.spec, onprem.spec.site_of_pool("train"), onprem.spec.pool("train"))
+    doc = job("research", "research", 2, limits)
+    doc["spec"]["template"]["spec"]["nodeSelector"] = {"gpufleet.io/pool": "train"}
+    (j,) = onprem.walk(doc)
     assert j.verdict == "runs", j.to_dict()
     topology = _stage(j, "topology")
     assert "request none, so Kueue implies unconstrained at kubernetes.io/hostname" in topology.detail
@@ -123,10 +159,8 @@ def test_a_required_rack_the_inventory_cannot_hold_is_refused_at_the_topology_st
     assert preferred.verdict == "runs", preferred.to_dict()
 
 
-def test_a_required_eks_layer_is_judged_once_the_nodes_run(estate: Callable[[str], Estate]) -> None:
+def test_a_required_eks_layer_on_a_non_tas_eks_flavor_is_refused_at_queueing(estate: Callable[[str], Estate]) -> None:
     doc = job("research", "research", 2, {"nvidia.com/gpu": 8})
     doc["spec"]["template"]["metadata"] = {"annotations": {REQUIRED: LAYER_3}}
     (j,) = estate("aws-train").walk(doc)
-    assert j.verdict == "runs", j.to_dict()
-    stage = _stage(j, "topology")
-    assert f"request required at {LAYER_3}" in stage.detail and "known once the nodes run" in stage.detail
+    assert j.verdict == "blocked" and j.blocked_at is not None and j.blocked_at.name == "queueing", j.to_dict()

@@ -284,8 +284,7 @@ def _topology_job(level: str) -> dict[str, Any]:
 
 
 def test_a_topology_request_needs_a_flavor_with_that_topology_level(estate: Callable[[str], Estate]) -> None:
-    # onprem's pool `base` is on an InfiniBand fabric with a Topology (rack, leaf, hostname); aws-train's EFA pool
-    # has one of EKS's network-node layers, which has no rack
+    # onprem's pool `base` is on an InfiniBand fabric with a Topology (rack, leaf, hostname)
     from gpufleet.review.reality.journeys import queueing
     from gpufleet.review.reality.journeys.core import Walk
     from gpufleet.review.reality.journeys.workloads import workload
@@ -300,10 +299,12 @@ def test_a_topology_request_needs_a_flavor_with_that_topology_level(estate: Call
     assert isinstance(on_onprem("topology.gpufleet.io/rack"), queueing.Admitted)
     zone = on_onprem("example.com/zone")
     assert isinstance(zone, Stage) and 'Flavor "base" does not contain the requested level' in zone.detail
-    (aws,) = estate("aws-train").walk(_topology_job("topology.gpufleet.io/rack"))
-    assert aws.blocked_at is not None and 'Flavor "h100" does not contain the requested level' in aws.blocked_at.detail
-    (layer,) = estate("aws-train").walk(_topology_job("topology.k8s.aws/network-node-layer-3"))
-    assert layer.verdict == "runs", layer.to_dict()
+    # aws-train's flavors have no Topology (model.queues.schedules_by_topology): any topology request is refused.
+    for level in ("topology.gpufleet.io/rack", "topology.k8s.aws/network-node-layer-3"):
+        (aws,) = estate("aws-train").walk(_topology_job(level))
+        assert aws.blocked_at is not None and aws.blocked_at.name == "queueing", aws.to_dict()
+        assert "TopologyAwareScheduling" in aws.blocked_at.detail, aws.blocked_at.detail
+        assert aws.blocked_at.unblock.startswith("drop the topology annotation"), aws.blocked_at.unblock
 
 
 def test_hybrid_a_topology_request_passes_the_manager_and_is_placed_by_the_on_prem_worker(
