@@ -269,15 +269,15 @@ def window_price(usd_per_hour: float, nodes: int, hours: float) -> float:
 
 
 def window_ceiling(spec: EstateSpec, window: BurstWindow) -> float | None:
-    """The most a window can cost: every node of the cap running from its start until the grace ends (None: the
-    window carries no price and the catalog holds none)."""
+    """The most a window can cost, as the ledger books it (`booking`): every node of the cap from its start to the
+    backstop time (the AWS stop plus the lag). None: the window carries no price and the catalog holds none."""
     price = window.usd_per_hour
     if price is None:
         try:
             price = node_hour_price(spec, window.instance_type)
         except CatalogError:
             return None
-    return window_price(price, window.nodes, hours_between(window.start, drain_ends(spec, window)))
+    return window_price(price, window.nodes, hours_between(window.start, backstop_time(spec, window)))
 
 
 def window_note(spec: EstateSpec, window: BurstWindow, now: dt.datetime) -> str:
@@ -313,7 +313,7 @@ def spend_in_month(ledger: Iterable[BurstLedgerEntry], now: dt.datetime) -> floa
     return round(sum(e.usd * _overlap_share(e.start, e.end, lo, hi) for e in ledger), 2)
 
 
-# The longest the capacity may outlive the backstop's minute (expiry + grace), so worst cases and bookings count it:
+# How long the capacity may outlive the AWS stop's minute (`aws_stop`); worst cases, bookings, ceilings count it:
 # - EventBridge Scheduler fires a one-time schedule within its minute (user guide, schedule-types.html#one-time);
 # - EKS drains each node before Auto Scaling terminates it: "after 5 minutes" when a node group is deleted (EKS user
 #   guide, delete-managed-node-group.html), 15 minutes for an update (managed-node-update-behavior.html). No page

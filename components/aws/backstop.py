@@ -6,10 +6,9 @@ the group's idle bounds: min 0, desired 0, max 1. It needs no runner and no reac
 Not an Auto Scaling scheduled action: EKS owns a managed node group's ASG.
 
 The role may call that one action on that one group. The schedule fires once (ACTION_AFTER_COMPLETION).
-Schedules take no tags, so the schedule sits in a tagged schedule group.
 
 A failed stop is never silent: an alarm tells the burst alert emails, and an encrypted dead-letter queue
-keeps AWS's answer.
+keeps AWS's answer. Only the schedule is per window: the rest outlives it.
 
 It is built before the capacity, which depends on it, so an `up` that cannot create it fails before the group is
 raised. The group's name is fixed (model.kinds.aws.burst_node_group_name), so it waits for nothing of the group.
@@ -42,10 +41,12 @@ ACTION_AFTER_COMPLETION = "NONE"
 RETRY = aws.scheduler.ScheduleTargetRetryPolicyArgs(maximum_event_age_in_seconds=86_400, maximum_retry_attempts=185)
 # The schedule group's metrics in AWS/Scheduler, dimension ScheduleGroup (Scheduler user guide,
 # monitoring-cloudwatch.html, "List of metrics"). TargetErrorCount counts the first failed call, a day before retries
-# run out; the other three count calls given up (dropped, sent to the dead-letter queue, or not even that).
+# run out, and TargetErrorThrottledCount a call the target throttled; the other three count calls given up
+# (dropped, sent to the dead-letter queue, or not even that).
 SCHEDULER_NAMESPACE = "AWS/Scheduler"
 FAILURE_METRICS = (
     "TargetErrorCount",
+    "TargetErrorThrottledCount",
     "InvocationDroppedCount",
     "InvocationsSentToDeadLetterCount",
     "InvocationsFailedToBeSentToDeadLetterCount",
@@ -92,7 +93,7 @@ class NodeGroupBackstopArgs:
     cluster_name: str
     node_group_name: str  # fixed before the group exists (model.kinds.aws.burst_node_group_name)
     node_role_arn: pulumi.Input[str]  # any ARN of the site's account: the account the schedule acts in
-    stop_at: dt.datetime
+    stop_at: dt.datetime | None  # None: no window holds capacity, so no schedule
     scaling: tuple[int, int, int]  # the node group's idle bounds (min, desired, max)
     tags: dict[str, str]
     alert_topic_arn: pulumi.Input[str] | None = None  # the burst alert topic (components.aws.burst_budget)
@@ -119,10 +120,10 @@ def failure_queries(schedule_group: pulumi.Input[str]) -> list[aws.cloudwatch.Me
 
 
 class NodeGroupBackstop(pulumi.ComponentResource):
-    """Creates the schedule group (tagged), the execution role and its policy, the dead-letter queue, the schedule
-    and the alarm on its failures."""
+    """Creates the schedule group (tagged), the execution role and its policy, the dead-letter queue and the alarm
+    on the group's failures; and, while a window holds capacity (`stop_at`), the schedule."""
 
-    schedule: aws.scheduler.Schedule
+    schedule: aws.scheduler.Schedule | None
     alarm: aws.cloudwatch.MetricAlarm
 
     def __init__(self, name: str, args: NodeGroupBackstopArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -156,25 +157,7 @@ class NodeGroupBackstop(pulumi.ComponentResource):
             opts=child,
         )
         group = aws.scheduler.ScheduleGroup(f"{name}-group", name=aws_name, tags=args.tags, opts=child)
-        request = update_request(args.cluster_name, args.node_group_name, args.scaling)
-        self.schedule = aws.scheduler.Schedule(
-            f"{name}-schedule",
-            name=aws_name,
-            group_name=group.name,
-            description=f"burst pool {args.pool}: to zero at {args.stop_at.astimezone(dt.UTC):%Y-%m-%d %H:%M} UTC",
-            schedule_expression=at_expression(args.stop_at),
-            schedule_expression_timezone="UTC",
-            flexible_time_window=aws.scheduler.ScheduleFlexibleTimeWindowArgs(mode="OFF"),
-            action_after_completion=ACTION_AFTER_COMPLETION,
-            target=aws.scheduler.ScheduleTargetArgs(
-                arn=UNIVERSAL_TARGET,
-                role_arn=role.arn,
-                input=request,
-                retry_policy=RETRY,
-                dead_letter_config=aws.scheduler.ScheduleTargetDeadLetterConfigArgs(arn=queue.arn),
-            ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
-        )
+        self.schedule = None if args.stop_at is None else self._schedule(name, args, group, role, queue, policy)
         # notBreaching: Scheduler publishes nothing before the schedule fires, and nothing is not a failure.
         actions = [args.alert_topic_arn] if args.alert_topic_arn is not None else []
         self.alarm = aws.cloudwatch.MetricAlarm(
@@ -192,3 +175,35 @@ class NodeGroupBackstop(pulumi.ComponentResource):
             opts=child,
         )
         self.register_outputs({})
+
+    def _schedule(
+        self,
+        name: str,
+        args: NodeGroupBackstopArgs,
+        group: aws.scheduler.ScheduleGroup,
+        role: aws.iam.Role,
+        queue: aws.sqs.Queue,
+        policy: aws.iam.RolePolicy,
+    ) -> aws.scheduler.Schedule:
+        """The window's one-time schedule: at `stop_at`, the node group's idle bounds."""
+        assert args.stop_at is not None
+        aws_name = backstop_name(args.cluster_name, args.region, args.pool)
+        request = update_request(args.cluster_name, args.node_group_name, args.scaling)
+        return aws.scheduler.Schedule(
+            f"{name}-schedule",
+            name=aws_name,
+            group_name=group.name,
+            description=f"burst pool {args.pool}: to zero at {args.stop_at.astimezone(dt.UTC):%Y-%m-%d %H:%M} UTC",
+            schedule_expression=at_expression(args.stop_at),
+            schedule_expression_timezone="UTC",
+            flexible_time_window=aws.scheduler.ScheduleFlexibleTimeWindowArgs(mode="OFF"),
+            action_after_completion=ACTION_AFTER_COMPLETION,
+            target=aws.scheduler.ScheduleTargetArgs(
+                arn=UNIVERSAL_TARGET,
+                role_arn=role.arn,
+                input=request,
+                retry_policy=RETRY,
+                dead_letter_config=aws.scheduler.ScheduleTargetDeadLetterConfigArgs(arn=queue.arn),
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
+        )

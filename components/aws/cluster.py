@@ -85,7 +85,10 @@ class EksClusterStack(pulumi.ComponentResource):
         self.key = self._key(node_role)
         self.key_arn = self.key.arn
         cluster = self._adopted() if site.cluster.adopt_name else self._created()
-        self.version = pulumi.Output.from_input(cluster.version)
+        # An adopted cluster's read always reports its minor (EKS API_Cluster.html `version`); offline synth
+        # answers a read with no outputs, so the stack file's pin stands in for it there.
+        pin = site.cluster.version
+        self.version = pulumi.Output.from_input(cluster.version).apply(lambda v: v or pin)
         if not site.cluster.adopt_name:
             warning = support_warning(self.name, site.cluster.version, site.cluster.support_type, clock.now().date())
             if warning:

@@ -226,13 +226,14 @@ class GpuNodePool(pulumi.ComponentResource):
             self._autoscaler_tags()
         self.register_outputs({})
 
-    def _backstop(self) -> NodeGroupBackstop | None:
-        """The window's AWS-side stop while it holds capacity. Its time comes from the window, not `now`
+    def _backstop(self) -> NodeGroupBackstop:
+        """The pool's AWS-side stop: its queue and alarm always (a failure after the window still tells and keeps
+        AWS's answer), the schedule while the window holds capacity. Its time comes from the window, not `now`
         (model.burst.aws_stop): an `up` minutes before the stop keeps the schedule as is."""
         a = self._args
         stop = backstop(a.spec, a.window, a.now)
-        if stop is None or a.window is None or stop.pool != a.pool.name:
-            return None
+        if stop is not None and stop.pool != a.pool.name:
+            stop = None
         return NodeGroupBackstop(
             f"{self._n}-backstop",
             NodeGroupBackstopArgs(
@@ -241,8 +242,8 @@ class GpuNodePool(pulumi.ComponentResource):
                 cluster_name=a.cluster_name,
                 node_group_name=burst_node_group_name(a.pool),
                 node_role_arn=a.node_role_arn,
-                stop_at=stop.aws_stop_at,
-                scaling=mng_scaling(a.spec, a.pool, a.window, stop.aws_stop_at),  # idle at the stop: 0, 0, 1
+                stop_at=None if stop is None else stop.aws_stop_at,
+                scaling=mng_scaling(a.spec, a.pool, a.window, a.now if stop is None else stop.aws_stop_at),  # idle
                 tags=self._tags,
                 alert_topic_arn=a.alert_topic_arn,
             ),

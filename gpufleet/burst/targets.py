@@ -4,8 +4,8 @@
   stopPolicy (model/burst.py). Their URNs come from the program, synthesized offline with no window: they exist in
   every phase. A URN is `urn:pulumi:<stack>::<project>::<qualified type>::<name>`
   (https://www.pulumi.com/docs/iac/concepts/resources/names/#urns).
-- A window adds its backstop, which those resources depend on. It exists only inside windows, so it is targeted
-  by a glob of its component type. The engine checks only literal targets for existence
+- A window adds its backstop's schedule and CronJobs, which those resources depend on. They exist only inside
+  windows, so the backstop is targeted by a glob of its component type. The engine checks only literal targets for existence
   (pulumi/pulumi pkg/resource/deploy/deployment.go `NewUrnTargets`, deployment_executor.go `checkTargets`).
 - The StackReference is read in a targeted `up` too: the step generator filters registrations by target, not
   reads (pkg/resource/deploy/step_generator.go, `GenerateReadSteps`).

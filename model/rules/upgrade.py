@@ -88,7 +88,10 @@ def addon_step_problems(base: dict[tuple[str, str], str], head: dict[tuple[str, 
         problems.append(
             f"cluster {cluster}: add-on {addon} {old} -> {new} skips a minor ({RULE}): EKS recommends updating it one "
             f"minor version at a time (EKS user guide, vpc-add-on-update.html); update it to the latest "
-            f"v{a[0]}.{a[1] + 1} build for the cluster's Kubernetes minor first (`aws eks update-addon`), then `up`"
+            f"v{a[0]}.{a[1] + 1} build for the cluster's Kubernetes minor first (`aws eks update-addon`), then `up`. "
+            f"This check compares the two revisions' pins, not the live add-on, so it stays: once the live add-on "
+            f"runs v{a[0]}.{a[1] + 1} (`aws eks describe-addon`), the `up` moves it one minor; review the change "
+            "with `gpufleet preview` instead of this diff"
         )
     return problems
 

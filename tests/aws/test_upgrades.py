@@ -157,3 +157,17 @@ def test_the_pod_identity_agent_is_pinned_per_minor_like_vpc_cni_coredns_and_kub
         )
     assert addons["eks-pod-identity-agent"].inputs["addonVersion"] == versions.POD_IDENTITY_AGENT_ADDON
     assert "addonVersion" not in addons["eks-node-monitoring-agent"].inputs  # no per-minor build found (model.versions)
+
+
+def test_an_adopted_cluster_s_burst_node_group_keeps_a_version_offline(tmp_path: Path) -> None:
+    """Review of L, defect 3: the offline mocks answer `aws.eks.Cluster.get` with no `version`, so the burst group
+    of an adopted cluster lost its `version` (None); offline it falls back to the stack file's pin. A real read
+    always reports one (EKS DescribeCluster `version`: docs.aws.amazon.com/eks/latest/APIReference/API_Cluster.html)."""
+    config = example_config("hybrid")
+    cloud = next(s for s in config["gpufleet:estate"]["sites"] if s["name"] == "cloud")
+    cloud["cluster"]["adopt_name"] = "shared-prod"
+    cloud.setdefault("kubernetes", {})["network_policy_cni"] = "vpc-cni"
+    proj = write_project(tmp_path, config, "hybrid")
+    plan = synth_stack(proj, "hybrid", read_stack(proj, "hybrid"))
+    groups = {r.name: r.inputs for r in plan.find(NODE_GROUP)}
+    assert groups["cloud-burst-h100-ng"]["version"] == "1.34"

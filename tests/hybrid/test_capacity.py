@@ -181,7 +181,7 @@ def test_the_cost_note_states_what_an_open_or_draining_window_may_cost_at_most(
     w = parse_window(window(start, 8, nodes=2, usd_per_hour=55.04), "hybrid")
     now = start + dt.timedelta(hours=8 if minutes else 1, minutes=minutes)
     (pool,) = [p for p in estate_cost(spec, w, now).pools if p.pool == "burst-h100"]
-    assert f"may cost at most ${55.04 * 2 * 8.5:,.2f}" in " ".join(pool.notes)
+    assert f"may cost at most ${55.04 * 2 * (8.5 + 16 / 60):,.2f}" in " ".join(pool.notes)
     assert pool.nodes == {"min": 0, "desired": 0, "max": 2}
 
 

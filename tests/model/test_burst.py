@@ -8,6 +8,7 @@ import pytest
 
 from model.burst import (
     admitting,
+    booking,
     burst_quotas,
     close_entry,
     effective_scaling,
@@ -59,11 +60,21 @@ def test_burst_quota_is_the_window_cap_until_the_grace_ends(spec: EstateSpec) ->
     assert (closed.gpus, closed.cpu, closed.memory_gib) == (0, 0, 0)
 
 
-def test_window_ceiling_counts_every_node_of_the_cap_until_the_grace_ends(spec: EstateSpec) -> None:
+def test_window_ceiling_counts_every_node_of_the_cap_until_the_backstop_time(spec: EstateSpec) -> None:
     w = BurstWindow.model_validate(window(NOW, 8, nodes=2, usd_per_hour=55.04))
-    assert window_ceiling(spec, w) == round(55.04 * 2 * 8.5, 2)  # 8 h open + 30 min grace
+    assert window_ceiling(spec, w) == round(55.04 * 2 * (8.5 + 16 / 60), 2)  # 8 h open + 30 min grace + 16 min lag
     unpriced = BurstWindow.model_validate(window(NOW, 8, nodes=2, instance_type="p5en.48xlarge"))
     assert unpriced.usd_per_hour is None and window_ceiling(spec, unpriced) is not None  # from the catalog
+
+
+def test_window_ceiling_is_never_below_what_the_ledger_books(spec: EstateSpec) -> None:
+    # Review of L, defect 2: with a 3-minute grace the AWS stop is 10 min after expiry, plus the 16-minute lag; the
+    # cost report's "at most" stopped at expiry + grace ($115.58) while the booking counted to 07:26 ($157.78).
+    short = spec.model_copy(update={"burst": spec.burst.model_copy(update={"grace_minutes": 3})})  # type: ignore[union-attr]
+    w = BurstWindow.model_validate(window(dt.datetime(2026, 11, 20, 6, tzinfo=dt.UTC), 1, nodes=2, usd_per_hour=55.04))
+    entry = booking(short, w, "test")
+    assert entry.end == dt.datetime(2026, 11, 20, 7, 26, tzinfo=dt.UTC)
+    assert window_ceiling(short, w) == entry.usd == 157.78
 
 
 def test_spend_books_a_window_across_month_end_pro_rata() -> None:

@@ -83,9 +83,9 @@ def test_an_open_window_is_not_priced_as_730_hours() -> None:
                          start=start, expires=start + dt.timedelta(hours=8))  # fmt: skip
     cost = estate_cost(spec, window, NOW)
     pool = next(p for p in cost.pools if p.pool == "burst-h100")
-    # The window: 2 × $55.04 × (8 h + 0.5 h grace) = $935.68 at most. Before, the month showed 730 × its $110.08/h
+    # The window: 2 × $55.04 × (8 h + 0.5 h grace + 16 min stop lag) = $965.03 at most, as booked. Before, the month showed 730 × its $110.08/h
     # = $80,358 for the pool; now the pool's month is its ceiling and the estate's max adds $20,000, not $80,358.
-    assert any("may cost at most $935.68" in n for n in pool.notes)
+    assert any("may cost at most $965.03" in n for n in pool.notes)
     rest = (cost.total().hourly.at("max") or 0) - 2 * P5
     assert cost.monthly()["max"] == pytest.approx(rest * 730 + 20_000)
     assert cost.pool_month_ceiling(pool) == 20_000  # min($20,000, 4 × $55.04 × 730 h)
@@ -126,18 +126,18 @@ def test_the_window_in_the_stack_is_shown_with_its_cost_before_during_and_after(
     start = NOW + dt.timedelta(hours=2)
     window = BurstWindow(pool="burst-h100", nodes=2, instance_type="p5.48xlarge", availability_zone="us-east-1a",
                          start=start, expires=start + dt.timedelta(hours=8))  # fmt: skip
-    # 2 nodes × $55.04 × (8 h + 0.5 h grace) = $935.68, whatever the moment
+    # 2 nodes × $55.04 × (8 h + 0.5 h grace + 16 min stop lag) = $965.03, whatever the moment (the booking)
     states = {}
     for hours in (0, 3, 10.25, 11):  # before the start, open, in the grace, after it
         b = estate_cost(spec, window, NOW + dt.timedelta(hours=hours)).burst
         assert b is not None and b.window is not None
-        assert b.window.usd_at_most == pytest.approx(2 * P5 * 8.5)
+        assert b.window.usd_at_most == pytest.approx(round(2 * P5 * (8.5 + 16 / 60), 2))
         states[hours] = b.window.state
     assert states == {0: "scheduled", 3: "open", 10.25: "draining", 11: "over"}
     out = text(estate_cost(spec, window, NOW))
     assert (
         "the window in the stack (scheduled): 2 × p5.48xlarge from 2026-12-01 14:00 to 2026-12-01 22:00 UTC, "
-        "grace until 22:30: at most $935.68"
+        "grace until 22:30: at most $965.03"
     ) in out
 
 

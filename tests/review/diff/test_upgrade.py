@@ -67,6 +67,11 @@ def test_vpc_cni_moving_two_minors_in_one_step_is_refused_with_the_step_to_take_
     (problem,) = addon_step_problems(base, head)
     assert "add-on vpc-cni v1.21.1-eksbuild.7 -> v1.23.1-eksbuild.1 skips a minor (one-minor-at-a-time)" in problem
     assert "latest v1.22 build" in problem
+    # Review of L, defect 1: the refusal compares the two revisions' pins, not the live add-on, so it says how
+    # to get past it once the live add-on took the intermediate minor.
+    assert "compares the two revisions' pins, not the live add-on" in problem
+    assert "once the live add-on runs v1.22 (`aws eks describe-addon`)" in problem
+    assert "with `gpufleet preview` instead of this diff" in problem
     assert addon_step_problems({("c", "vpc-cni"): "v1.22.3-eksbuild.1"}, head) == []
 
 
