@@ -1,0 +1,38 @@
+"""Regressions from the review of issue 32's purchase options (briefs/s40/P2-review.md), each with its arithmetic.
+
+Figures (us-east-1): p5.48xlarge $55.04/h on demand; its spot figures per AZ ID (skypilot-org/skypilot-catalog
+catalogs/v8/aws/vms.csv at 00148f2af3672e2229b4f7bf8157d5a3f36e3c35) have the mean 193.8685 / 6 = 32.31141667.
+aws-train's hour at max beside h100's 4 nodes (its other pools and the rest of the bill) is $91.5384/h.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from gpufleet.review.cost.envelope import estate_cost
+from model.load import parse_estate
+from tests.conftest import example_estate
+
+NOW = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+
+
+def _estate(pool: str, capacity: dict[str, Any], **policies: Any) -> dict[str, Any]:
+    estate = example_estate("aws-train")
+    p = next(p for p in estate["sites"][0]["node_pools"] if p["name"] == pool)
+    p["capacity"] = capacity
+    estate.setdefault("policies", {}).update(policies)
+    return estate
+
+
+def test_the_budget_hour_judges_spot_nodes_at_their_maximum_price_on_demand_not_the_mean() -> None:
+    # AWS bills spot up to the maximum price, on demand by default, and two of six recorded AZ IDs sit there.
+    on_demand = estate_cost(parse_estate(_estate("h100", {"type": "on-demand"}), "t"), now=NOW)
+    spot = estate_cost(parse_estate(_estate("h100", {"type": "spot", "checkpointing": True}), "t"), now=NOW)
+    # at max: 4 x 55.04 + 91.5384 = 311.6984 $/h, the same hour on demand and on spot
+    assert on_demand.budget_hour() == pytest.approx(311.6984, abs=1e-4)
+    assert spot.budget_hour() == pytest.approx(311.6984, abs=1e-4)
+    # the expected cost stays at the mean: 4 x 32.31141667 + 91.5384 = 220.78406667 $/h
+    assert spot.total().hourly.max == pytest.approx(220.7840667, abs=1e-4)
