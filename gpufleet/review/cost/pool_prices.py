@@ -42,7 +42,7 @@ def aws_pool_price(
     is its on-demand node-hour price (site_price)."""
     if pool.capacity.type == "capacity-block":
         return _capacity_block(site, pool, instance_type, nodes["max"], now)
-    rate = pool_rate(site, pool, instance_type)
+    rate = pool_rate(site, pool, instance_type, now.date())
     if rate is None:
         why = "no spot figure (set capacity.spot_discount)" if found is not None else "no catalog price"
         return PoolPrice(
@@ -54,7 +54,7 @@ def aws_pool_price(
         rate.date,
         rate.source if rate.source.startswith("stack:") else f"{rate.source}; {site.region}",
     )
-    notes = []
+    notes = [rate.note] if rate.note else []
     if site.price_override(instance_type) is not None:
         notes.append(f"priced by the stack (sites.{site.name}.prices), not the catalog's on-demand rate")
     elif rate.basis != "on demand":

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from gpufleet.review.cost.envelope import estate_cost
-from model.load import parse_estate
+from model.load import SpecError, parse_estate
 from tests.conftest import example_estate
 
 NOW = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
@@ -36,3 +36,27 @@ def test_the_budget_hour_judges_spot_nodes_at_their_maximum_price_on_demand_not_
     assert spot.budget_hour() == pytest.approx(311.6984, abs=1e-4)
     # the expected cost stays at the mean: 4 x 32.31141667 + 91.5384 = 220.78406667 $/h
     assert spot.total().hourly.max == pytest.approx(220.7840667, abs=1e-4)
+
+
+PLAN = {"kind": "savings-plan", "term": "1y", "payment": "no-upfront", "nodes": 1, "usd_per_hour": 40.0,
+        "date": "2020-01-01", "source": "AWS quote SP-9"}  # fmt: skip
+
+
+def test_a_commitment_on_a_burst_pool_is_refused() -> None:
+    # Priced, its budget hour read 4 x 40 = $160/h for burst-h100 where 40 + 3 x 55.04 = $205.12/h can bill.
+    raw = example_estate("hybrid")
+    pool = next(p for s in raw["sites"] for p in s.get("node_pools", []) if p["name"] == "burst-h100")
+    pool["capacity"] = {"type": "on-demand", "commitment": {**PLAN, "date": "2026-11-01"}}
+    with pytest.raises(SpecError) as err:
+        parse_estate(raw, "hybrid")
+    assert any("pool burst-h100: a burst pool idles at zero" in p for p in err.value.problems), err.value.problems
+
+
+def test_a_commitment_whose_term_has_ended_is_priced_on_demand_with_a_note() -> None:
+    # 1y from 2020-01-01 ended 2021-01-01; on 2026-12-01 l40s's 1 / 2 / 6 nodes pay 10.49264 $/h each:
+    # 10.49264, 20.98528, 62.95584 $/h (not 40 + (n - 1) x 10.49264)
+    cost = estate_cost(parse_estate(_estate("l40s", {"type": "on-demand", "commitment": PLAN}), "t"), now=NOW)
+    l40s = next(p for p in cost.pools if p.pool == "l40s")
+    assert (l40s.hourly.min, l40s.hourly.desired, l40s.hourly.max) == pytest.approx((10.49264, 20.98528, 62.95584))
+    assert l40s.purchase == "on demand"
+    assert any("(1y savings-plan of 2020-01-01) ended on 2021-01-01: its nodes pay on demand" in n for n in l40s.notes)
