@@ -60,3 +60,22 @@ def test_a_commitment_whose_term_has_ended_is_priced_on_demand_with_a_note() -> 
     assert (l40s.hourly.min, l40s.hourly.desired, l40s.hourly.max) == pytest.approx((10.49264, 20.98528, 62.95584))
     assert l40s.purchase == "on demand"
     assert any("(1y savings-plan of 2020-01-01) ended on 2021-01-01: its nodes pay on demand" in n for n in l40s.notes)
+
+
+def test_a_spot_burst_pool_needs_a_spot_figure_for_every_type_a_window_may_use() -> None:
+    # A window on a type with an on-demand price and no spot figure (p4d.24xlarge before the spot import;
+    # p6-b300.48xlarge here) left the pool unpriced: the budget hour dropped from 176.74 to 47.49 $/h.
+    raw = example_estate("hybrid")
+    pool = next(p for s in raw["sites"] for p in s.get("node_pools", []) if p["name"] == "burst-h100")
+    pool["capacity"] = {"type": "spot", "checkpointing": True}
+    raw["burst"]["allowed_instance_types"] = ["p5.48xlarge", "p6-b300.48xlarge"]
+    raw["burst"]["allow_spot"] = True
+    with pytest.raises(SpecError) as err:
+        parse_estate(raw, "hybrid")
+    assert any(
+        "burst.allowed_instance_types[1]: spot pool burst-h100 runs on spot, and the catalog holds no" in p
+        and "spot figure for p6-b300.48xlarge; set capacity.spot_discount" in p
+        for p in err.value.problems
+    ), err.value.problems
+    pool["capacity"]["spot_discount"] = 0.6  # then every allowed type is priced at 60 % off on demand
+    parse_estate(raw, "hybrid")
