@@ -404,11 +404,16 @@ def instance_gpu_hour(instance_type: str, region: str, site: AwsSite | None = No
 
 
 def aws_pool_gpu_hour(site: AwsSite, pool: AwsNodePool) -> GpuHourQuote:
-    """A node of a stack pool as it is bought (pool_rate: spot, a commitment's rate), else as instance_gpu_hour
-    quotes it; a capacity block keeps the instance's quote."""
+    """A node of a stack pool as it is bought (pool_rate: spot), else as instance_gpu_hour quotes it; a capacity
+    block keeps the instance's quote, and a committed pool quotes on demand (a node sizing adds is above the
+    commitment's nodes)."""
     rate = None if pool.capacity.type == "capacity-block" else pool_rate(site, pool, pool.instance_type)
     if rate is None or rate.basis in ("on demand", "the stack's own rate"):
         return instance_gpu_hour(pool.instance_type, site.region, site)
+    if rate.committed:
+        # The commitment's nodes are paid whether they run or not; a node sizing adds is one above them, on demand.
+        quote = instance_gpu_hour(pool.instance_type, site.region, site)
+        return GpuHourQuote(quote.usd, quote.gpus, f"{quote.basis}: nodes above the {rate.basis} pay on demand")
     gpus = catalog.instance_type(pool.instance_type).gpu_count
     return GpuHourQuote(rate.usd, gpus, f"{rate.basis}, {rate.date}")
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from gpufleet.review.cost.envelope import estate_cost
+from model import kinds
 from model.load import SpecError, parse_estate
 from tests.conftest import example_estate
 
@@ -79,3 +80,14 @@ def test_a_spot_burst_pool_needs_a_spot_figure_for_every_type_a_window_may_use()
     ), err.value.problems
     pool["capacity"]["spot_discount"] = 0.6  # then every allowed type is priced at 60 % off on demand
     parse_estate(raw, "hybrid")
+
+
+def test_size_quotes_a_committed_pools_added_nodes_on_demand() -> None:
+    # The commitment covers 1 node at $6.50/h (3.5 + 26,280 / 8,760); a node sizing adds is above it and pays
+    # g6e.12xlarge's on-demand 10.49264 $/h, not 6.50.
+    plan = {"kind": "savings-plan", "term": "1y", "payment": "partial-upfront", "nodes": 1, "usd_per_hour": 3.5,
+            "upfront_usd": 26280, "date": "2026-11-01", "source": "AWS quote SP-1"}  # fmt: skip
+    spec = parse_estate(_estate("l40s", {"type": "on-demand", "commitment": plan}), "t")
+    quote = kinds.of(spec.sites[0]).pool_gpu_hour(spec, "l40s")
+    assert quote.usd == pytest.approx(10.49264) and quote.gpus == 4
+    assert quote.basis.endswith("nodes above the 1y savings-plan (partial-upfront) on 1 node pay on demand")
