@@ -94,7 +94,7 @@ def pool_rate(site: AwsSite, pool: AwsNodePool, instance_type: str, today: dt.da
         if spot is None:
             return None
         basis = f"spot, the mean of {spot.zones} AZ IDs (${spot.low:,.2f} to ${spot.high:,.2f}/h on {spot.date})"
-        return PoolRate(spot.usd_per_hour, spot.date, f"{spot.source}; {site.region}", basis, od)
+        return PoolRate(spot.usd_per_hour, spot.date, spot.source, basis, od)  # pool_prices adds the region
     if cap.commitment is not None and today >= commitment_end(cap.commitment):
         c, where = cap.commitment, f"sites.{site.name}.node_pools.{pool.name}.capacity.commitment"
         note = f"{where} ({c.term} {c.kind} of {c.date}) ended on {commitment_end(c)}: its nodes pay on demand"

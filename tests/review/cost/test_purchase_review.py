@@ -11,10 +11,13 @@ import datetime as dt
 from typing import Any
 
 import pytest
+from rich.console import Console
 
+from gpufleet.render.cost import cost_details_text
 from gpufleet.review.cost.envelope import estate_cost
 from model import kinds
 from model.load import SpecError, parse_estate
+from model.spec import BurstWindow
 from tests.conftest import example_estate
 
 NOW = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
@@ -91,3 +94,34 @@ def test_size_quotes_a_committed_pools_added_nodes_on_demand() -> None:
     quote = kinds.of(spec.sites[0]).pool_gpu_hour(spec, "l40s")
     assert quote.usd == pytest.approx(10.49264) and quote.gpus == 4
     assert quote.basis.endswith("nodes above the 1y savings-plan (partial-upfront) on 1 node pay on demand")
+
+
+def test_spot_source_kms_month_and_rotation_cap_the_spot_window_note_and_adopted_clusters_logs() -> None:
+    spot = estate_cost(parse_estate(_estate("h100", {"type": "spot", "checkpointing": True}), "t"), now=NOW)
+    h100 = next(p for p in spot.pools if p.pool == "h100")
+    assert h100.price.source.endswith("rows in Local Zones (use1-atl2-az1) left out; us-east-1")  # the region once
+    console = Console(width=400, record=True)
+    cost_details_text(spot, console)
+    kms = next(ln for ln in console.export_text().splitlines() if "/KMS keys:" in ln)
+    # aws-train's 4 keys (the site key and one per EFS, FSx and S3 tier) x $1 = $4.00 a month, not the hour's
+    # 4 / 730 = $0.0055 shown as $0.01 (or, with 2 keys, $0.0027 as $0.00)
+    assert ": 4 keys: $4.00/month — " in kms
+    assert "for the first two rotations only (AWS caps rotation charges)" in kms
+    # a window on a spot burst pool is not "on demand"
+    raw = example_estate("hybrid")
+    pool = next(p for s in raw["sites"] for p in s.get("node_pools", []) if p["name"] == "burst-h100")
+    pool["capacity"] = {"type": "spot", "checkpointing": True}
+    raw["burst"]["allow_spot"] = True
+    spec = parse_estate(raw, "hybrid")
+    start = NOW - dt.timedelta(hours=1)
+    window = BurstWindow(pool="burst-h100", nodes=2, instance_type="p5.48xlarge", availability_zone="us-east-1a",
+                         start=start, expires=start + dt.timedelta(hours=8))  # fmt: skip
+    notes = next(p for p in estate_cost(spec, window, NOW).pools if p.pool == "burst-h100").notes
+    # 2 x 55.04 x (8 h + 0.5 h grace) = $935.68, at on demand (spot's maximum price)
+    assert any("2 × p5.48xlarge on spot, priced at on demand (spot's maximum price)" in n for n in notes), notes
+    assert any("may cost at most $935.68" in n for n in notes)
+    # an adopted cluster makes no control-plane log group (components/aws/cluster.py creates it for its own only)
+    site = parse_estate(example_estate("aws-train"), "t").sites[0]
+    adopted = site.model_copy(update={"cluster": site.cluster.model_copy(update={"adopt_name": "theirs"})})  # type: ignore[union-attr]
+    assert "CloudWatch logs (EKS control-plane logs)" not in kinds.of(adopted).bill_excludes  # type: ignore[attr-defined]
+    assert "CloudWatch logs (EKS control-plane logs)" in kinds.of(site).bill_excludes  # type: ignore[attr-defined]
