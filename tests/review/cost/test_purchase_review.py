@@ -125,3 +125,16 @@ def test_spot_source_kms_month_and_rotation_cap_the_spot_window_note_and_adopted
     adopted = site.model_copy(update={"cluster": site.cluster.model_copy(update={"adopt_name": "theirs"})})  # type: ignore[union-attr]
     assert "CloudWatch logs (EKS control-plane logs)" not in kinds.of(adopted).bill_excludes  # type: ignore[attr-defined]
     assert "CloudWatch logs (EKS control-plane logs)" in kinds.of(site).bill_excludes  # type: ignore[attr-defined]
+
+
+def test_the_vpn_price_cites_what_verifies_it_and_marks_the_rest() -> None:
+    # us-east-1: a stored AWS Price List extract (retrieved 2026-06-04) lists VPN-Usage-Hours:ipsec.1 at $0.0500
+    # an hour, so 730 h = $36.50 a month; the other regions stay unverified, and the old placeholder is not cited.
+    from model import catalog
+
+    east = catalog.service_price("vpn-connection", "us-east-1")
+    assert east is not None and east.verified and east.usd == pytest.approx(0.05)
+    assert "VPN-Usage-Hours:ipsec.1" in east.source and "retrieved 2026-06-04" in east.source
+    for region in ("us-east-2", "us-west-1", "us-west-2"):
+        other = catalog.service_price("vpn-connection", region)
+        assert other is not None and not other.verified and "api-evangelist" not in other.source
