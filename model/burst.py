@@ -288,7 +288,10 @@ def window_note(spec: EstateSpec, window: BurstWindow, now: dt.datetime) -> str:
     )
     ceiling = window_ceiling(spec, window)
     cost = "unpriced" if ceiling is None else f"may cost at most ${ceiling:,.2f}"
-    return f"burst window {when}: 0 to {window.nodes} × {window.instance_type} on demand (cluster-autoscaler); {cost}"
+    # A spot window is judged at on demand: spot's default maximum price, the most a spot node can bill.
+    spot = any(p.name == window.pool and p.capacity.type == "spot" for p in burst_pools(spec))
+    bought = "on spot, priced at on demand (spot's maximum price)" if spot else "on demand"
+    return f"burst window {when}: 0 to {window.nodes} × {window.instance_type} {bought} (cluster-autoscaler); {cost}"
 
 
 def month_start(now: dt.datetime) -> dt.datetime:

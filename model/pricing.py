@@ -36,6 +36,15 @@ def server_hour_usd(cost: OnPremCost) -> float:
     return depreciation + cost.power_kw * cost.usd_per_kwh + cost.ops_usd_per_server_month / HOURS_PER_MONTH
 
 
+def commitment_end(c: Commitment) -> dt.date:
+    """The day a commitment's term ends: its date plus its 1 or 3 years (29 February ends on 28 February)."""
+    years = TERM_YEARS[c.term]
+    try:
+        return c.date.replace(year=c.date.year + years)
+    except ValueError:
+        return c.date.replace(year=c.date.year + years, day=28)
+
+
 def commitment_hour_usd(c: Commitment) -> float:
     """One node-hour a commitment covers: its hourly rate plus its upfront fee spread over the term's hours."""
     return c.usd_per_hour + c.upfront_usd / (TERM_YEARS[c.term] * HOURS_PER_YEAR)
@@ -53,13 +62,16 @@ class PoolRate:
     basis: str
     on_demand: float
     committed: int = 0
+    note: str = ""  # e.g. a commitment whose term has ended
 
 
-def pool_rate(site: AwsSite, pool: AwsNodePool, instance_type: str) -> PoolRate | None:
+def pool_rate(site: AwsSite, pool: AwsNodePool, instance_type: str, today: dt.date | None = None) -> PoolRate | None:
     """A node-hour of `pool` (of `instance_type`, a window's when one changes it) on `site`: the stack's own price
     first; else spot at the stack's `spot_discount` or the catalog's dated spot figure, never the on-demand rate;
-    else a commitment's rate for its nodes; else on demand. None when nothing prices it. Capacity blocks are
-    priced apart (site_capacity_block_price)."""
+    else a commitment's rate for its nodes until its term ends on or before `today` (then on demand, with a
+    note); else on demand. None when nothing prices it. Capacity blocks are priced apart
+    (site_capacity_block_price)."""
+    today = today or clock.now().date()
     found = site_price(site, instance_type)
     if found is None:
         return None
@@ -82,7 +94,11 @@ def pool_rate(site: AwsSite, pool: AwsNodePool, instance_type: str) -> PoolRate 
         if spot is None:
             return None
         basis = f"spot, the mean of {spot.zones} AZ IDs (${spot.low:,.2f} to ${spot.high:,.2f}/h on {spot.date})"
-        return PoolRate(spot.usd_per_hour, spot.date, f"{spot.source}; {site.region}", basis, od)
+        return PoolRate(spot.usd_per_hour, spot.date, spot.source, basis, od)  # pool_prices adds the region
+    if cap.commitment is not None and today >= commitment_end(cap.commitment):
+        c, where = cap.commitment, f"sites.{site.name}.node_pools.{pool.name}.capacity.commitment"
+        note = f"{where} ({c.term} {c.kind} of {c.date}) ended on {commitment_end(c)}: its nodes pay on demand"
+        return PoolRate(od, found.date, found.source, "on demand", od, note=note)
     if cap.commitment is not None:
         c = cap.commitment
         where = f"stack: sites.{site.name}.node_pools.{pool.name}.capacity.commitment ({c.source})"
@@ -389,11 +405,16 @@ def instance_gpu_hour(instance_type: str, region: str, site: AwsSite | None = No
 
 
 def aws_pool_gpu_hour(site: AwsSite, pool: AwsNodePool) -> GpuHourQuote:
-    """A node of a stack pool as it is bought (pool_rate: spot, a commitment's rate), else as instance_gpu_hour
-    quotes it; a capacity block keeps the instance's quote."""
+    """A node of a stack pool as it is bought (pool_rate: spot), else as instance_gpu_hour quotes it; a capacity
+    block keeps the instance's quote, and a committed pool quotes on demand (a node sizing adds is above the
+    commitment's nodes)."""
     rate = None if pool.capacity.type == "capacity-block" else pool_rate(site, pool, pool.instance_type)
     if rate is None or rate.basis in ("on demand", "the stack's own rate"):
         return instance_gpu_hour(pool.instance_type, site.region, site)
+    if rate.committed:
+        # The commitment's nodes are paid whether they run or not; a node sizing adds is one above them, on demand.
+        quote = instance_gpu_hour(pool.instance_type, site.region, site)
+        return GpuHourQuote(quote.usd, quote.gpus, f"{quote.basis}: nodes above the {rate.basis} pay on demand")
     gpus = catalog.instance_type(pool.instance_type).gpu_count
     return GpuHourQuote(rate.usd, gpus, f"{rate.basis}, {rate.date}")
 

@@ -11,7 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from model.catalog import INSTANCES_FILE, OFFERINGS_KEY, PUBLISHED_KEY, SHIPPED_INSTANCE_TYPES
+from model.catalog import INSTANCES_FILE, OFFERINGS_KEY, OFFERINGS_SOURCES_KEY, PUBLISHED_KEY, SHIPPED_INSTANCE_TYPES
+
+SOURCES_KEY = OFFERINGS_SOURCES_KEY
+EC2_SOURCE = "ec2:DescribeInstanceTypeOfferings in the maintainer's account (gpufleet catalog refresh -r REGION)"
 
 
 def _facts(it: dict[str, Any]) -> dict[str, Any]:
@@ -72,8 +75,10 @@ def refresh(
     path: Path | None = None,
     instance_types: list[str] | None = None,
     today: dt.date | None = None,
+    source: str = EC2_SOURCE,
 ) -> dict[str, Any]:
-    """Rewrite the catalog's instance facts and `region`'s offerings by AZ ID; returns the new document.
+    """Rewrite the catalog's instance facts and `region`'s offerings by AZ ID, and record under SOURCES_KEY where
+    and when `region`'s offerings came from (`source`: what `ec2` answers from); returns the new document.
 
     EC2 answers DescribeInstanceTypes only for types that exist in the client's region and fails the whole
     call otherwise ("InvalidInstanceType: The following supplied instance types do not exist"), and no region
@@ -96,8 +101,9 @@ def refresh(
     published = {t: note for t, note in (doc.get(PUBLISHED_KEY) or {}).items() if t not in offered}
     for t, note in published.items():
         zones[t] = zones[t] or list(note.get(OFFERINGS_KEY, {}).get(region, []))
+    when = (today or dt.date.today()).isoformat()
     doc["source"] = "ec2:DescribeInstanceTypes and ec2:DescribeInstanceTypeOfferings (gpufleet catalog refresh)"
-    doc["generated"] = (today or dt.date.today()).isoformat()
+    doc["generated"] = when
     if published:
         doc[PUBLISHED_KEY] = published
     else:
@@ -106,5 +112,7 @@ def refresh(
     doc.pop("offerings", None)  # the by-name offerings of earlier catalogs: true of their account only
     doc.setdefault(OFFERINGS_KEY, {})[region] = zones
     doc[OFFERINGS_KEY] = dict(sorted(doc[OFFERINGS_KEY].items()))
+    doc.setdefault(SOURCES_KEY, {})[region] = {"source": source, "date": when}
+    doc[SOURCES_KEY] = dict(sorted(doc[SOURCES_KEY].items()))
     path.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
     return doc

@@ -112,6 +112,8 @@ def cost_details_text(cost: EstateCost, console: Console) -> None:
         console.print("[bold]Rest of the bill[/bold] ($ per hour at min / desired / max)")
         for ln in cost.bill:
             amount = _levels_text(ln.hourly.at) if ln.hourly else ln.status
+            if ln.hourly and ln.price and ln.price.unit == "key-month":  # KMS keys: a few $ a month, $0.0x an hour
+                amount = f"{usd((ln.hourly.at('max') or 0.0) * HOURS)}/month"
             console.print(
                 f"  {ln.site}/{ln.item}: {ln.quantity}: {amount}" + (f" — {ln.note}" if ln.note else ""), markup=False
             )

@@ -25,6 +25,7 @@ HERE = Path(__file__).parent
 # by AZ ID under OFFERINGS_KEY.
 INSTANCES_FILE = HERE / "aws_instances.json"
 OFFERINGS_KEY = "offerings_by_az_id"
+OFFERINGS_SOURCES_KEY = "offerings_sources"  # region -> {source, date}: where and when its offerings came from
 # On-demand Linux prices per region, each region with its date and source (`sources`); and storage / service list
 # prices per region, each figure dated and sourced.
 PRICES_FILE = HERE / "aws_prices.json"
@@ -291,6 +292,12 @@ def offered_zone_ids(name: str, region: str) -> list[str] | None:
     if region_offers is None:
         return None
     return list(region_offers.get(name, []))
+
+
+def offerings_source(region: str) -> str:
+    """Where and when `region`'s offerings by AZ ID were recorded, in words ("unrecorded" when the file has none)."""
+    entry = _instances_doc().get(OFFERINGS_SOURCES_KEY, {}).get(region)
+    return "an unrecorded source" if entry is None else f"{entry['source']}, recorded {entry['date']}"
 
 
 def instances_generated() -> str:

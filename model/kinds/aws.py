@@ -41,10 +41,11 @@ IMAGE_SHIPS_DRIVER = True  # EKS NVIDIA AMIs ship the NVIDIA driver and containe
 
 # What no catalog entry or usage figure prices yet: named in every envelope of an AWS site, never $0.
 UNPRICED = (
-    "CloudWatch logs (EKS control-plane logs)",
     "load balancers",
     "cross-AZ data transfer",
 )
+# Only a created cluster sends control-plane logs to a log group (components/aws/cluster.py); an adopted one not.
+CONTROL_PLANE_LOGS = "CloudWatch logs (EKS control-plane logs)"
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,8 @@ class AwsKind:
             extra.append("the transit gateway attachment (hourly and per GB)")
         if self.site.vpc.interface_endpoints:
             extra.append("interface VPC endpoints (hourly per AZ and per GB)")
-        return (*UNPRICED, *extra)
+        logs = (CONTROL_PLANE_LOGS,) if self.site.cluster.adopt_name is None else ()
+        return (*logs, *UNPRICED, *extra)
 
     @property
     def diagram_where(self) -> str:

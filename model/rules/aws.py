@@ -354,8 +354,9 @@ def _aws_pool_zone(
     if zone_ids == []:
         yield Problem(
             f"{path}.instance_type",
-            f"{p.instance_type} is offered in no AZ of {s.region} (the catalog's EC2 offerings by AZ ID); pick "
-            "another instance type or region",
+            f"{p.instance_type} is offered in no AZ of {s.region} (the catalog's EC2 offerings by AZ ID: "
+            f"{catalog.offerings_source(s.region)}); pick another instance type or region, or, if AWS offers it "
+            f"there now, record the region again with `gpufleet catalog refresh -r {s.region}` (AWS credentials)",
         )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from model import kinds, versions
+from model import kinds, pricing, versions
 from model.dispatch import workers
 from model.spec.aws import AwsNodePool
 from model.spec.base import Problem
@@ -119,3 +119,17 @@ def _workers_without_nvlink_cliques(spec: EstateSpec) -> Iterator[Problem]:
                     f"{n}; the manager's dispatch Topology has no NVLink clique level, so it "
                     "refuses a gang asking for one: leave it at 1 on a worker",
                 )
+
+
+def spot_windows_unpriced(spec: EstateSpec) -> Iterator[Problem]:
+    """A spot burst pool's window may run any of `burst.allowed_instance_types`; one the catalog holds on demand but
+    no spot figure for (and the pool sets no `capacity.spot_discount`) would leave the window unpriced."""
+    cloud = _cloud_site(spec) if spec.burst is not None else None
+    if cloud is None or spec.burst is None:
+        return
+    for pool in (p for p in cloud.node_pools if p.burst and p.capacity.type == "spot"):
+        for k, t in enumerate(spec.burst.allowed_instance_types):
+            listed = t != pool.instance_type and pricing.site_price(cloud, t) is not None
+            if listed and pricing.pool_rate(cloud, pool, t) is None:
+                need = pricing.PriceNeed("", t, "spot", f"spot pool {pool.name}", pool=pool.name)
+                yield Problem(f"burst.allowed_instance_types[{k}]", pricing.spot_unpriced(cloud, need))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from model import catalog, kinds
 from model.cni import network_policy_problems
 from model.reach import access_problems
-from model.rules.burst import burst_problems, burst_references
+from model.rules.burst import burst_problems, burst_references, spot_windows_unpriced
 from model.rules.sharing import (
     enforcement_overrides_effective,
     pool_sharing_problems,
@@ -80,6 +80,7 @@ def unpriced_lines(spec: EstateSpec) -> Iterator[Problem]:
     """
     for i, s in enumerate(spec.sites):
         yield from kinds.of(s).unpriced_problems(f"sites[{i}]")
+    yield from spot_windows_unpriced(spec)
 
 
 # --------------------------------------------------------------------------------------------------- pools

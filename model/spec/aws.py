@@ -65,6 +65,17 @@ class AwsNodePool(PoolBase):
         catalog.instance_type(v)  # raises CatalogError (a LookupError) with the known types
         return v
 
+    @model_validator(mode="after")
+    def _no_commitment_on_burst(self) -> AwsNodePool:
+        # A commitment is paid every hour of its term whether or not nodes run, and a burst pool idles at zero
+        # outside its windows (https://docs.aws.amazon.com/savingsplans/latest/userguide/what-is-savings-plans.html).
+        if self.burst and self.capacity.commitment is not None:
+            raise ValueError(
+                f"pool {self.name}: a burst pool idles at zero outside its windows, and capacity.commitment is paid "
+                "every hour of its term whether or not nodes run: put the commitment on a steady pool"
+            )
+        return self
+
     @property
     def instance(self) -> catalog.InstanceType:
         return catalog.instance_type(self.instance_type)

@@ -63,4 +63,16 @@ def test_an_eu_west_1_p5_and_g6e_estate_is_refused_by_validate_naming_file_and_f
             "Pulumi.test.yaml" in out
             and f"node_pools[{j}].instance_type: {itype} is offered in no AZ of eu-west-1" in out
         )
-    assert "refresh" not in out and "unpriced" not in out and "Traceback" not in out
+    # the way out is recording the region's offerings again (`catalog refresh -r`), never refreshing prices
+    assert "--prices" not in out and "refresh prices" not in out and "unpriced" not in out and "Traceback" not in out
+
+
+def test_the_refusal_names_where_and_when_the_offerings_were_recorded_and_the_way_out() -> None:
+    # The offerings of every region came from moto 5.2.5's bundled files, not the maintainer's account; AWS may
+    # offer the type since, so the message gives the source, its date and the command that records the region.
+    with pytest.raises(SpecError) as err:
+        parse_estate(_with_pool(instance_type="p5e.48xlarge"), "test")
+    line = next(p for p in err.value.problems if "p5e.48xlarge is offered in no AZ of us-east-1" in p)
+    assert "moto 5.2.5's bundled EC2 offerings" in line
+    assert "availability-zone-id/us-east-1.json.gz" in line and "recorded 2026-11-29" in line
+    assert line.endswith("record the region again with `gpufleet catalog refresh -r us-east-1` (AWS credentials)")

@@ -135,7 +135,12 @@ def _kms_line(site: AwsSite) -> BillLine:
     quantity = f"{keys} key{'' if keys == 1 else 's'}"
     if found is None:
         return BillLine(site.name, item, quantity, "unpriced", None, None, f"no catalog price for {key}", key)
-    note = "the site key and one per EFS, FSx and S3 tier; each yearly rotation adds $1/key-month from the second year"
+    # AWS KMS pricing (https://aws.amazon.com/kms/pricing/): $1 a key-month, and each of the first two rotations of
+    # a key adds $1 a month; rotations after the second are free (the cap AWS set in 2024).
+    note = (
+        "the site key and one per EFS, FSx and S3 tier; each yearly rotation adds $1/key-month for the first two "
+        "rotations only (AWS caps rotation charges), so a key costs at most $3/month from its third year"
+    )
     return BillLine(site.name, item, quantity, "priced", _ref(found), _flat(keys * found.usd / HOURS), note, key)
 
 

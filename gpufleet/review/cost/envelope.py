@@ -136,15 +136,22 @@ class EstateCost:
 
     def budget_hour(self) -> float | None:
         """$ per hour at max size with every burst pool at its own max size, their nodes' root volumes included (a
-        window opened at max; an idle burst pool is $0/h in the envelope): the one figure the hourly budget judges in `cost`, comments and budget-cap."""
+        window opened at max; an idle burst pool is $0/h in the envelope), and spot nodes at the most they can
+        bill (their maximum price, on demand: PoolCost.max_rate), not the snapshot's mean: the one figure the
+        hourly budget judges in `cost`, comments and budget-cap."""
         at_max = self.total().hourly.at("max")
-        if at_max is None or self.burst is None:
-            return at_max
-        ceilings = {b.pool: b.usd_per_hour_at_max for b in self.burst.pools}
+        if at_max is None:
+            return None
+        burst = {b.pool: b for b in self.burst.pools} if self.burst is not None else {}
         for p in self.pools:
-            if p.burst and p.priced:
-                at_max += (ceilings.get(p.pool) or 0.0) - (p.hourly.at("max") or 0.0)
-        return at_max + self.burst_root_usd_per_hour
+            rate = p.max_rate
+            if rate is None or p.price is None:
+                continue
+            if p.burst and p.pool in burst:
+                at_max += burst[p.pool].max_nodes * rate - (p.hourly.at("max") or 0.0)
+            elif not p.burst:
+                at_max += p.nodes["max"] * (rate - p.price.usd)
+        return at_max if self.burst is None else at_max + self.burst_root_usd_per_hour
 
     def pool_month_ceiling(self, p: PoolCost) -> float | None:
         """A pool's $ per month at max: 730 h, or for a burst pool its own month ceiling (min(budget, 730 h at

@@ -27,6 +27,7 @@ class PoolPrice:
     notes: list[str] = field(default_factory=list)
     on_demand: float | None = None  # a node's on-demand rate (None: a capacity block, or unpriced)
     basis: str = "on demand"
+    max_rate: float | None = None  # the most a node-hour can bill (spot: on demand); None: `price.usd`
 
 
 def aws_pool_price(
@@ -41,7 +42,7 @@ def aws_pool_price(
     is its on-demand node-hour price (site_price)."""
     if pool.capacity.type == "capacity-block":
         return _capacity_block(site, pool, instance_type, nodes["max"], now)
-    rate = pool_rate(site, pool, instance_type)
+    rate = pool_rate(site, pool, instance_type, now.date())
     if rate is None:
         why = "no spot figure (set capacity.spot_discount)" if found is not None else "no catalog price"
         return PoolPrice(
@@ -53,7 +54,7 @@ def aws_pool_price(
         rate.date,
         rate.source if rate.source.startswith("stack:") else f"{rate.source}; {site.region}",
     )
-    notes = []
+    notes = [rate.note] if rate.note else []
     if site.price_override(instance_type) is not None:
         notes.append(f"priced by the stack (sites.{site.name}.prices), not the catalog's on-demand rate")
     elif rate.basis != "on demand":
@@ -70,7 +71,18 @@ def aws_pool_price(
         )
     else:
         hourly = Figures(*(nodes[lv] * price.usd for lv in LEVELS))
-    return PoolPrice(price, hourly, notes=notes, on_demand=rate.on_demand, basis=rate.basis)
+    # Spot bills the going price up to the maximum price, which is the on-demand price unless one is set
+    # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/how-spot-instances-work.html); the node group sets
+    # none (components/aws/node_pool.py), so the hourly budget judges a spot node at on demand.
+    spot = pool.capacity.type == "spot" and site.price_override(instance_type) is None
+    return PoolPrice(
+        price,
+        hourly,
+        notes=notes,
+        on_demand=rate.on_demand,
+        basis=rate.basis,
+        max_rate=rate.on_demand if spot else None,
+    )
 
 
 def _purchase_note(pool: AwsNodePool, rate: PoolRate) -> str:

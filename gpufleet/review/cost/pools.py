@@ -47,6 +47,14 @@ class PoolCost:
     usd_per_gpu_hour: float | None = None
     on_demand_usd_per_hour: float | None = None  # an AWS node's on-demand rate, to set a purchase against
     purchase: str = "on demand"  # how the nodes are bought (model.pricing.PoolRate.basis)
+    max_usd_per_hour: float | None = None  # the most a node-hour can bill (spot: on demand); None: `price.usd`
+
+    @property
+    def max_rate(self) -> float | None:
+        """The most one node-hour can bill: a spot node up to its maximum price (on demand), else its price."""
+        if self.price is None:
+            return None
+        return self.max_usd_per_hour if self.max_usd_per_hour is not None else self.price.usd
 
     def monthly(self, level: str) -> float | None:
         """$ for a month at `level`: the hourly figure over the hours the pool is billed in a month."""
@@ -121,6 +129,7 @@ def aws_pool(
         usd_per_gpu_hour=None if priced.price is None else priced.price.usd / instance.gpu_count,
         on_demand_usd_per_hour=priced.on_demand,
         purchase=priced.basis,
+        max_usd_per_hour=priced.max_rate,
     )
 
 
