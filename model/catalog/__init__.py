@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import difflib
 import json
 import re
@@ -18,6 +17,15 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from model.catalog.gpus import GPUS_FILE as GPUS_FILE
+from model.catalog.gpus import GpuModel as GpuModel
+from model.catalog.gpus import MigProfile as MigProfile
+from model.catalog.gpus import gpu_models as gpu_models
+from model.catalog.s3_ranges import S3_RANGES_FILE as S3_RANGES_FILE
+from model.catalog.s3_ranges import S3_RANGES_STALE_DAYS as S3_RANGES_STALE_DAYS
+from model.catalog.s3_ranges import s3_ranges as s3_ranges
+from model.catalog.s3_ranges import s3_ranges_age_days as s3_ranges_age_days
+from model.catalog.s3_ranges import s3_ranges_dated as s3_ranges_dated
 from model.yaml_text import safe_load
 
 HERE = Path(__file__).parent
@@ -29,10 +37,6 @@ OFFERINGS_SOURCES_KEY = "offerings_sources"  # region -> {source, date}: where a
 # On-demand Linux prices per region, each region with its date and source (`sources`); and storage / service list
 # prices per region, each figure dated and sourced.
 PRICES_FILE = HERE / "aws_prices.json"
-# GPU models (API memory, MIG profiles, time-slicing) with sources.
-GPUS_FILE = HERE / "gpus.yaml"
-# AWS's published S3 IPv4 ranges per region (ip-ranges.json, dated by its createDate).
-S3_RANGES_FILE = HERE / "aws_s3_ranges.json"
 # The AWS commercial regions (botocore's endpoints data), written by `gpufleet catalog refresh --prices`; a stack's
 # aws site must name one of them.
 REGIONS_FILE = HERE / "aws_regions.json"
@@ -73,45 +77,6 @@ ULTRASERVER_NVLINK_DOMAIN_GPUS: dict[str, int] = {"p6e-gb200.36xlarge": 72}
 
 class CatalogError(LookupError, ValueError):
     """A GPU model, instance type or price the catalog does not hold."""
-
-
-@dataclass(frozen=True)
-class MigProfile:
-    name: str  # e.g. "1g.10gb"
-    per_gpu: int  # how many fit on one GPU
-
-
-@dataclass(frozen=True)
-class GpuModel:
-    id: str  # e.g. "H100-80GB"; the name stack files use for bare-metal servers
-    aws_name: str  # the name EC2 reports, e.g. "H100"
-    memory_mib: int
-    mig_profiles: tuple[MigProfile, ...]
-    time_slicing: bool = False
-    # GPU-to-GPU links as NVIDIA publishes them (total bidirectional GB/s per GPU): NVLink, or None for a part
-    # without it; and the GPU's PCIe x16 link. Sources in gpus.yaml.
-    nvlink_gb_per_s: int | None = None
-    pcie_gb_per_s: int | None = None
-    nvlink_domain_gpus: int = 1  # GPUs one NVLink domain joins (8 on an HGX board, 72 on NVL72; 1 without NVLink)
-
-    def mig_profile(self, name: str) -> MigProfile | None:
-        return next((p for p in self.mig_profiles if p.name == name), None)
-
-    def sharing_modes(self) -> tuple[str, ...]:
-        """The `sharing.mode` values a pool of this GPU may use (gpus.yaml: MIG profiles, time_slicing)."""
-        return ("whole", *(("mig",) if self.mig_profiles else ()), *(("time-slicing",) if self.time_slicing else ()))
-
-    def sharing_summary(self) -> str:
-        """What sharing this GPU allows and what a quota counts, for schema errors."""
-        parts = ["whole (1 nvidia.com/gpu per GPU)"]
-        if self.mig_profiles:
-            slices = ", ".join(f"{p.name} x{p.per_gpu}" for p in self.mig_profiles)
-            parts.append(f"mig (hardware-isolated slices, each counted as one unit in quotas: {slices} per GPU)")
-        if self.time_slicing:
-            parts.append(
-                "time-slicing (no memory or fault isolation; each GPU counts as `replicas` nvidia.com/gpu in quotas)"
-            )
-        return f"{self.id} GPUs allow " + "; ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -216,24 +181,6 @@ def unknown_region(region: str) -> str | None:
     close = difflib.get_close_matches(region, list(aws_regions()), n=3, cutoff=0.6)
     hint = f"did you mean {' or '.join(close)}?" if close else f"known: {', '.join(aws_regions())}"
     return f"{region} is not an AWS commercial region; {hint}"
-
-
-@cache
-def gpu_models() -> dict[str, GpuModel]:
-    doc = safe_load(GPUS_FILE.read_text())
-    return {
-        gid: GpuModel(
-            id=gid,
-            aws_name=g["aws_name"],
-            memory_mib=int(g["memory_mib"]),
-            mig_profiles=tuple(MigProfile(n, int(c)) for n, c in (g.get("mig_profiles") or {}).items()),
-            time_slicing=bool(g.get("time_slicing", False)),
-            nvlink_gb_per_s=g.get("nvlink_gb_per_s"),
-            pcie_gb_per_s=g.get("pcie_gb_per_s"),
-            nvlink_domain_gpus=int(g.get("nvlink_domain_gpus", 1)),
-        )
-        for gid, g in doc["models"].items()
-    }
 
 
 def gpu_model(gid: str) -> GpuModel:
@@ -518,30 +465,3 @@ def capacity_block_price(name: str, region: str) -> ListPrice | None:
 def price_table() -> dict[str, Any]:
     """The whole price document (instances and storage), for tools that need more than one figure."""
     return _prices_doc()
-
-
-@cache
-def _s3_ranges_doc() -> dict[str, Any]:
-    return json.loads(S3_RANGES_FILE.read_text())
-
-
-def s3_ranges(region: str) -> list[str]:
-    """AWS's published S3 IPv4 ranges in `region` (empty for a region the file does not hold)."""
-    return list(_s3_ranges_doc()["regions"].get(region, []))
-
-
-def s3_ranges_dated() -> str:
-    """When the S3 ranges were published (ip-ranges.json createDate)."""
-    return str(_s3_ranges_doc()["createDate"])
-
-
-# AWS changes its ranges several times a month and asks users to check ip-ranges.json regularly
-# (docs.aws.amazon.com/vpc/latest/userguide/subscribe-notifications.html). A copy older than a month likely lacks
-# a range S3 now answers from, so preview and check say so: the deploy workflow refreshes it before every `up`.
-S3_RANGES_STALE_DAYS = 30
-
-
-def s3_ranges_age_days(now: dt.datetime) -> int:
-    """Whole days from the S3 ranges' publication (createDate, UTC) to `now`."""
-    published = dt.datetime.strptime(s3_ranges_dated(), "%Y-%m-%d-%H-%M-%S").replace(tzinfo=dt.UTC)
-    return (now - published).days
