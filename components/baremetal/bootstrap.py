@@ -37,9 +37,12 @@ LOCAL_VOLUME_ROOT = "/mnt/gpufleet"  # the local volume provisioner's discovery 
 # init writes it). The join, leave and preflight scripts all decide "already a node" by it and an active kubelet.
 KUBELET_KUBECONFIG = {"kubeadm": "/etc/kubernetes/kubelet.conf", "eks-hybrid": "/var/lib/kubelet/kubeconfig"}
 READY_TIMEOUT_SECONDS = 15 * 60  # from the join's end: the Node registers, then turns Ready
-# A minted token lives for a day, so a failed join can be retried by the next `up` that day with the same token;
-# the node-ready step deletes it as soon as the node is Ready, so a joined server leaves no credential behind.
-JOIN_TOKEN_TTL_MINUTES = 24 * 60
+# A minted token lives for an hour, well past a join and its wait for Ready; a failed join retried later gets a
+# fresh one (the join-attempt probe), and the node-ready step deletes it as soon as the node is Ready, so a joined
+# server leaves no credential behind.
+JOIN_TOKEN_TTL_MINUTES = 60
+# Where node-ready records the attempt a node joined with, which the join-attempt probe reads back.
+JOIN_ATTEMPT_ANNOTATION = "gpufleet.io/join-attempt"
 DRAIN_TIMEOUT = "30m"
 
 
@@ -72,7 +75,7 @@ _ENV.filters["qwords"] = shell_words
 class Script:
     """A rendered script: its text (a changed text re-runs the step) and its sha256 (a short handle to compare texts by)."""
 
-    name: str  # preflight, scratch, join-token, join, leave, node-ready, node-drain, node-delete
+    name: str  # preflight, scratch, join-attempt, join-token, join, leave, node-ready, node-drain, node-delete
     text: str
 
     @property
@@ -84,6 +87,7 @@ class Script:
 class ServerScripts:
     preflight: Script
     scratch: Script | None
+    join_attempt: Script | None  # with join.token minted (kubeadm)
     join_token: Script | None  # with join.token minted (kubeadm)
     join: Script
     leave: Script
@@ -95,6 +99,7 @@ class ServerScripts:
         scripts = [
             self.preflight,
             self.scratch,
+            self.join_attempt,
             self.join_token,
             self.join,
             self.leave,
@@ -211,6 +216,7 @@ def render_server(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool
             md_name=SCRATCH_MD_NAME,
         )
     kubeadm = site.join.method == "kubeadm"
+    mints = site.join.mints_token
     return ServerScripts(
         preflight=render(
             "preflight.sh.j2",
@@ -222,7 +228,8 @@ def render_server(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool
             ipoib_interface=preflight_ipoib_interface(site, pool),
         ),
         scratch=scratch,
-        join_token=(render("join-token.sh.j2", ttl_minutes=JOIN_TOKEN_TTL_MINUTES) if site.join.mints_token else None),
+        join_attempt=render("join-attempt.sh.j2", annotation=JOIN_ATTEMPT_ANNOTATION) if mints else None,
+        join_token=render("join-token.sh.j2", ttl_minutes=JOIN_TOKEN_TTL_MINUTES) if mints else None,
         join=render(
             "join-kubeadm.sh.j2" if kubeadm else "join-eks-hybrid.sh.j2",
             **common,
@@ -230,7 +237,11 @@ def render_server(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool
             node_config="" if kubeadm else nodeadm_config(site.join, flags),
         ),
         leave=render("leave-kubeadm.sh.j2" if kubeadm else "leave-eks-hybrid.sh.j2", **common),
-        node_ready=render("node-ready.sh.j2", ready_timeout_seconds=READY_TIMEOUT_SECONDS),
+        node_ready=render(
+            "node-ready.sh.j2",
+            ready_timeout_seconds=READY_TIMEOUT_SECONDS,
+            attempt_annotation=JOIN_ATTEMPT_ANNOTATION,
+        ),
         node_drain=render("node-drain.sh.j2", drain_timeout=DRAIN_TIMEOUT),
         node_delete=render("node-delete.sh.j2"),
     )
@@ -323,9 +334,12 @@ class ServerBootstrap(pulumi.ComponentResource):
         node-delete (local; delete: kubectl delete node)
           -> preflight (remote; refuses a server that does not match the inventory; judges a joined server as joined)
           -> scratch (remote; only with a scratch tier and NVMe devices)
-          -> join-token (local; kubeadm with join.token minted: a bootstrap token valid for a day)
+          -> join-token (local; kubeadm with join.token minted: a bootstrap token valid for an hour, minted
+             again whenever the join-attempt probe, run on every preview and up, answers a new attempt: a server
+             not yet joined)
           -> join (remote; kubeadm join / nodeadm init; delete: kubeadm reset / nodeadm uninstall)
-          -> node-ready (local; waits for Ready, deletes a minted token; delete: kubectl drain)
+          -> node-ready (local; waits for Ready, deletes a minted token, records the attempt on the node;
+             delete: kubectl drain)
           -> NodePatch (labels and taints; see node_patch.py)
 
     Destroy runs it backwards, which is the kubeadm "remove a node" order: drain through the API, reset on the
@@ -352,8 +366,11 @@ class ServerBootstrap(pulumi.ComponentResource):
             before_join = [self._ssh_step("scratch", args.scripts.scratch, [preflight])]
         stdin = args.join_stdin
         token_id: pulumi.Output[str] | None = None
+        attempt: pulumi.Output[str] | None = None
         if args.scripts.join_token is not None:
-            token = self._join_token(args.scripts.join_token, hostname, before_join)
+            assert args.scripts.join_attempt is not None  # rendered together (render_server)
+            attempt = self._join_attempt(args.scripts.join_attempt, hostname)
+            token = self._join_token(args.scripts.join_token, hostname, attempt, before_join)
             stdin, before_join = join_stdin(args.site, args.secret, token.stdout), [token]
             token_id = token.stdout.apply(lambda out: minted_token(out or "").token_id)
         assert stdin is not None  # the site passes its join secrets unless the stack mints the token
@@ -369,6 +386,7 @@ class ServerBootstrap(pulumi.ComponentResource):
             delete=args.scripts.node_drain,
             after=[join],
             token_id=token_id,
+            attempt=attempt,
         )
         self.register_outputs({"nodeName": self.node_name})
 
@@ -400,17 +418,42 @@ class ServerBootstrap(pulumi.ComponentResource):
     def _join(self, after: list[pulumi.Resource], stdin: pulumi.Output[str]) -> command.remote.Command:
         return self._ssh_step("join", self._args.scripts.join, after, stdin=stdin, delete=self._args.scripts.leave)
 
+    def _join_attempt(self, script: Script, node: pulumi.Output[str]) -> pulumi.Output[str]:
+        """The server's join attempt (templates/join-attempt.sh.j2), asked on every preview and up: an invoke,
+        which pulumi-command runs unconditionally (`local.run`), where a Command would run only when its inputs
+        change. Unchanged for a joined server; fresh for one that has not joined, so its token is minted again."""
+        environment = pulumi.Output.all(node, self._kubeconfig).apply(
+            lambda v: {"GPUFLEET_NODE": v[0], "GPUFLEET_KUBECONFIG": v[1]}
+        )
+        result = command.local.run_output(
+            command=script.text,
+            interpreter=["/bin/bash", "-c"],
+            environment=environment,
+            logging=command.local.Logging.STDERR,
+        )
+        return result.stdout.apply(lambda out: (out or "").strip())
+
     def _join_token(
-        self, script: Script, node: pulumi.Output[str], after: list[pulumi.Resource]
+        self,
+        script: Script,
+        node: pulumi.Output[str],
+        attempt: pulumi.Output[str],
+        after: list[pulumi.Resource],
     ) -> command.local.Command:
         """Mint the server's bootstrap token through the API just before it joins (templates/join-token.sh.j2).
-        Its stdout is the token: kept secret in state and never logged (only stderr is)."""
+        Its stdout is the token: kept secret in state and never logged (only stderr is). A new `attempt` changes
+        the environment, so the step runs its `update` and mints a fresh token: an update, not a replacement
+        (no `triggers`, see _ssh_step); the step has no `delete`."""
         return command.local.Command(
             f"{self._prefix}-join-token",
             create=script.text,
             update=script.text,
             interpreter=["/bin/bash", "-c"],
-            environment={"GPUFLEET_NODE": node, "GPUFLEET_KUBECONFIG": self._kubeconfig},
+            environment={
+                "GPUFLEET_NODE": node,
+                "GPUFLEET_KUBECONFIG": self._kubeconfig,
+                "GPUFLEET_JOIN_ATTEMPT": attempt,
+            },
             logging=command.local.Logging.STDERR,
             opts=pulumi.ResourceOptions(parent=self, depends_on=after, additional_secret_outputs=["stdout"]),
         )
@@ -424,16 +467,19 @@ class ServerBootstrap(pulumi.ComponentResource):
         delete: Script | None,
         after: list[pulumi.Resource] | None = None,
         token_id: pulumi.Output[str] | None = None,
+        attempt: pulumi.Output[str] | None = None,
     ) -> command.local.Command:
         """A step against the Kubernetes API, run where `pulumi up` runs (kubectl), with the site's kubeconfig.
 
-        The environment (node name, kubeconfig, the minted token's id to delete) is kept in state, so the delete
-        step still has it on destroy.
+        The environment (node name, kubeconfig, the minted token's id to delete, the join attempt to record) is
+        kept in state, so the delete step still has it on destroy.
         """
         text = create.text if create else None
         environment: dict[str, pulumi.Input[str]] = {"GPUFLEET_NODE": node, "GPUFLEET_KUBECONFIG": self._kubeconfig}
         if token_id is not None:
             environment["GPUFLEET_TOKEN_ID"] = token_id
+        if attempt is not None:
+            environment["GPUFLEET_JOIN_ATTEMPT"] = attempt
         return command.local.Command(
             f"{self._prefix}-{step}",
             create=text,

@@ -46,9 +46,23 @@ def _instance_type(args: dict[str, Any]) -> dict[str, Any]:
     return {"instanceType": it.name, "defaultVcpus": it.vcpus, "memorySize": it.memory_mib, "gpuses": []}
 
 
+# What a bare-metal server's join-attempt probe answers offline (components/baremetal/bootstrap.py): a constant,
+# so plans are deterministic; only a real preview or up asks the cluster whether the server has joined.
+OFFLINE_JOIN_ATTEMPT = "offline"
+
+
+def _local_run(args: dict[str, Any]) -> dict[str, Any]:
+    """pulumi-command's `local.run`, answered only for the join-attempt probe: any other command is an error."""
+    header = str(args.get("command") or "").splitlines()[1:2]  # the line after the shebang names the script
+    if not header or not header[0].startswith("# gpufleet join-attempt "):
+        raise ValueError("only the join-attempt probe of a bare-metal server can be answered offline")
+    return {**args, "stdout": OFFLINE_JOIN_ATTEMPT + "\n", "stderr": ""}
+
+
 # Invokes answered offline. Add a token here only with an answer derived from the catalog or the spec.
 INVOKES: dict[str, Invoke] = {
     "aws:ec2/getInstanceType:getInstanceType": _instance_type,
+    "command:local:run": _local_run,
 }
 
 

@@ -22,6 +22,7 @@ def _fields(scripts: ServerScripts) -> dict[str, str]:
     named = {
         "preflight": scripts.preflight,
         "scratch": scripts.scratch,
+        "join-attempt": scripts.join_attempt,
         "join-token": scripts.join_token,
         "join": scripts.join,
         "leave": scripts.leave,

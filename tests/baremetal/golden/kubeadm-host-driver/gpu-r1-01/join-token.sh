@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpufleet join-token for node $GPUFLEET_NODE: mint a kubeadm bootstrap token, valid for `ttl_minutes`,
 # just before the node joins, and print it (`<id>.<secret>`, for the join step's stdin) and its expiry (RFC 3339,
-# UTC), one line each, as all of stdout. The node-ready step deletes it once the node is Ready.
+# UTC), one line each, as all of stdout. The node-ready step deletes it once the node is Ready. It runs again
+# (a fresh token) whenever the join-attempt probe answers a new attempt: the server has not joined.
 # A bootstrap token is a Secret `bootstrap-token-<id>` of type bootstrap.kubernetes.io/token in kube-system
 # (kubernetes.io/docs/reference/access-authn-authz/bootstrap-tokens/), what `kubeadm token create` writes; its
 # extra group is the one kubeadm binds node bootstrap and CSR auto-approval to. The controller manager's token
@@ -9,7 +10,7 @@
 # Runs where `pulumi up` runs; needs kubectl. Rendered from components/baremetal/templates/join-token.sh.j2.
 set -euo pipefail
 : "${GPUFLEET_NODE:?node name}" "${GPUFLEET_KUBECONFIG:?kubeconfig}"
-ttl_minutes=1440
+ttl_minutes=60
 umask 077
 kubeconfig="$(mktemp)"
 trap 'rm -f "$kubeconfig"' EXIT

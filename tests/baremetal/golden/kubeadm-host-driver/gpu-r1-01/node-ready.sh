@@ -3,11 +3,13 @@
 # NodePatch that follows finds it. Runs where `pulumi up` runs; needs kubectl.
 # The kubeconfig arrives in $GPUFLEET_KUBECONFIG (a secret) and lives in a 0600 temp file for the run.
 # With $GPUFLEET_TOKEN_ID set (a bootstrap token minted for this join), the token is deleted once the node is
-# Ready: no join credential outlives the join (kubeadm's `kubeadm token delete` does the same).
+# Ready: no join credential outlives the join (kubeadm's `kubeadm token delete` does the same). With
+# $GPUFLEET_JOIN_ATTEMPT set, the attempt the node joined with is recorded on it, for the join-attempt probe.
 # Rendered from components/baremetal/templates/node-ready.sh.j2.
 set -euo pipefail
 : "${GPUFLEET_NODE:?node name}" "${GPUFLEET_KUBECONFIG:?kubeconfig}"
 timeout_seconds=900
+attempt_annotation=gpufleet.io/join-attempt
 umask 077
 kubeconfig="$(mktemp)"
 trap 'rm -f "$kubeconfig"' EXIT
@@ -33,4 +35,8 @@ if [ -n "${GPUFLEET_TOKEN_ID:-}" ]; then
   kubectl --kubeconfig "$kubeconfig" --namespace kube-system delete secret "bootstrap-token-$GPUFLEET_TOKEN_ID" \
     --ignore-not-found >/dev/null
   printf 'node-ready %s: deleted bootstrap token %s\n' "$GPUFLEET_NODE" "$GPUFLEET_TOKEN_ID" >&2
+fi
+if [ -n "${GPUFLEET_JOIN_ATTEMPT:-}" ]; then
+  kubectl --kubeconfig "$kubeconfig" annotate --overwrite "node/$GPUFLEET_NODE" \
+    "$attempt_annotation=$GPUFLEET_JOIN_ATTEMPT" >/dev/null
 fi

@@ -35,8 +35,8 @@ if [ -z "$token" ] || [ -z "$ca_hash" ]; then
   exit 2
 fi
 if [ -n "$expires" ] && [ "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \> "$expires" ]; then
-  printf 'join %s: the bootstrap token minted for this server expired at %s (a failed join retried a day later). ' "$node" "$expires" >&2
-  printf 'Mint a fresh one: pulumi up --replace <URN of the join-token step of %s> (pulumi stack --show-urns lists it)\n' "$node" >&2
+  printf 'join %s: the bootstrap token minted for this server expired at %s, before its join ran. ' "$node" "$expires" >&2
+  printf 'Run pulumi up again: a server not yet joined gets a fresh token on every up\n' >&2
   exit 2
 fi
 
