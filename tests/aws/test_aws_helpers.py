@@ -240,7 +240,9 @@ def test_a_site_whose_pools_can_grow_runs_the_autoscaler_at_its_kubernetes_minor
 
 
 def _block_pool(start: dt.datetime | None) -> AwsNodePool:
-    block = {"days": 7, **({"start": start.isoformat()} if start else {})}
+    # EC2 blocks end at 11:30 UTC (EC2 user guide, ec2-capacity-blocks), so a start off 11:30 gives its end
+    end = (start + dt.timedelta(days=7)).replace(hour=11, minute=30) if start else None
+    block = {"days": 7, **({"start": start.isoformat(), "end": end.isoformat()} if start and end else {})}
     capacity = {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0", "block": block}
     return _efa_pool(capacity).model_copy(update={"scaling": Scaling(min=0, desired=2, max=2)})
 

@@ -69,11 +69,11 @@ def _capacity_block(
     total = instances * block.hours * price.usd
     rate = f"${price.usd:,.3f}/h" + ("" if found.verified else f" (unverified, of {found.date})")
     notes = [
-        f"capacity block {cr}: {instances} × {instance_type} for {block.days} days ({block.hours} h) at the block "
+        f"capacity block {cr}: {instances} × {instance_type} for {block.days} days ({block.hours:g} h) at the block "
         f"rate {rate} = ${total:,.2f} paid up front, whether or not nodes run; a month counts "
-        f"{min(block.hours, HOURS)} h of it"
+        f"{min(block.hours, HOURS):g} h of it"
     ]
-    end = block.end()
+    end = block.end_at()
     if block.start is not None and end is not None:
         notes.append(f"the block runs {block.start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC")
         if now >= end:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from gpufleet.burst.aws import Aws
 from model import kinds
@@ -145,6 +146,9 @@ def _reservation(where: str, site: AwsSite, pool: AwsNodePool, aws: Aws, result:
         problems.append(f"it is in {zone}, not the pool's {az}")
     if state in ("expired", "cancelled", "failed", "payment-failed"):
         problems.append(f"its state is {state}")
+    block = pool.capacity.block if pool.capacity.type == "capacity-block" else None
+    if block is not None:
+        problems += _dates(cr, block.start, block.end_at(), "reservation")
     what = f"{where}: reservation {rid} ({count} x {kind} in {zone}, {state})"
     if problems:
         result.problems.append(f"{what}: {'; '.join(problems)}")
@@ -156,7 +160,7 @@ def _block_offerings(where: str, pool: AwsNodePool, aws: Aws, result: AccountChe
     block, c = pool.capacity.block, pool.capacity
     if block is None or c.instances is None:
         return
-    offerings = aws.capacity_block_offerings(pool.instance_type, c.instances, block.hours, block.start)
+    offerings = aws.capacity_block_offerings(pool.instance_type, c.instances, block.days * 24, block.start)
     for o in offerings:
         result.checks.append(
             f"{where}: EC2 offers {o.get('CapacityBlockOfferingId')}: {o.get('InstanceCount')} x "
@@ -180,12 +184,24 @@ def _block_offerings(where: str, pool: AwsNodePool, aws: Aws, result: AccountChe
         problems.append(
             f"it is in {mine.get('AvailabilityZone')}, not capacity.availability_zone {c.availability_zone}"
         )
-    if block.start is not None and mine.get("StartDate") != block.start:
-        problems.append(f"it starts {_when(mine.get('StartDate'))}, not block.start {_when(block.start)}")
+    problems += _dates(mine, block.start, block.end_at(), "offering")
     if problems:
         result.problems.append(f"{where}: offering {block.offering_id}: {'; '.join(problems)}")
     else:
-        result.checks.append(f"{where}: offering {block.offering_id} matches the stack (fee, AZ, start)")
+        result.checks.append(f"{where}: offering {block.offering_id} matches the stack (fee, AZ, start, end)")
+
+
+def _dates(held: dict[str, Any], start: dt.datetime | None, end: dt.datetime | None, what: str) -> list[str]:
+    """The block's start and end against EC2's StartDate and EndDate (blocks end at 11:30 UTC, so an end of
+    start + days x 24 h may not be the block's: EC2 user guide, ec2-capacity-blocks)."""
+    out = []
+    if start is not None and held.get("StartDate") != start:
+        out.append(f"it starts {_when(held.get('StartDate'))}, not block.start {_when(start)}")
+    if end is not None and held.get("EndDate") != end:
+        out.append(
+            f"it ends {_when(held.get('EndDate'))}, not the block's end {_when(end)} (give block.end: {what} EndDate)"
+        )
+    return out
 
 
 def _when(at: object) -> str:

@@ -73,7 +73,7 @@ def test_the_offerings_are_printed_and_the_stacks_own_is_held_to_its_fee(ec2: tu
         "pool block of site use1: EC2 offers cb-0fedcba9876543210: 2 x p5en.48xlarge in us-east-1b from "
         "2026-12-03 11:30 UTC to 2026-12-10 11:30 UTC, upfront 17990.40 USD"
     ) in result.checks
-    assert f"pool block of site use1: offering {OFFERING} matches the stack (fee, AZ, start)" in result.checks
+    assert f"pool block of site use1: offering {OFFERING} matches the stack (fee, AZ, start, end)" in result.checks
 
 
 def test_an_offering_whose_fee_differs_from_the_stacks_is_a_problem(ec2: tuple[Aws, Stubber]) -> None:
@@ -100,4 +100,32 @@ def test_an_adopted_reservation_smaller_than_the_pool_or_elsewhere_is_a_problem(
     assert result.problems == [
         f"pool block of site use1: reservation {RESERVATION} (2 x p5en.48xlarge in us-east-1b, scheduled): it holds "
         "2 instances, fewer than the pool's 4 at most; it is in us-east-1b, not the pool's us-east-1a"
+    ]
+
+
+def test_an_offering_or_adopted_block_whose_dates_differ_from_the_stacks_is_a_problem(ec2: tuple[Aws, Stubber]) -> None:
+    """EC2 blocks end at 11:30 UTC (EC2 user guide, ec2-capacity-blocks), so check --aws holds the stack's end to
+    EndDate, for a block to buy and for an adopted one (and the adopted one's start to StartDate)."""
+    aws, stub = ec2
+    late = {**_offering(OFFERING, "18453.12"), "EndDate": START + dt.timedelta(days=8)}
+    stub.add_response("describe_capacity_block_offerings", {"CapacityBlockOfferings": [late]}, ASKED)
+    result = AccountCheck()
+    reservation_checks(_site(BUY), aws, result)
+    assert result.problems == [
+        f"pool block of site use1: offering {OFFERING}: it ends 2026-12-11 11:30 UTC, not the block's end "
+        "2026-12-10 11:30 UTC (give block.end: offering EndDate)"
+    ]
+    cr = {"CapacityReservationId": RESERVATION, "InstanceType": "p5en.48xlarge", "AvailabilityZone": "us-east-1a",
+          "TotalInstanceCount": 2, "State": "scheduled", "ReservationType": "capacity-block",
+          "StartDate": START + dt.timedelta(days=1), "EndDate": START + dt.timedelta(days=8)}  # fmt: skip
+    stub.add_response(
+        "describe_capacity_reservations", {"CapacityReservations": [cr]}, {"CapacityReservationIds": [RESERVATION]}
+    )
+    adopt = {"type": "capacity-block", "reservation_id": RESERVATION, "block": {"days": 7, "start": START.isoformat()}}
+    result = AccountCheck()
+    reservation_checks(_site(adopt), aws, result)
+    assert result.problems == [
+        f"pool block of site use1: reservation {RESERVATION} (2 x p5en.48xlarge in us-east-1a, scheduled): it "
+        "starts 2026-12-04 11:30 UTC, not block.start 2026-12-03 11:30 UTC; it ends 2026-12-11 11:30 UTC, not the "
+        "block's end 2026-12-10 11:30 UTC (give block.end: reservation EndDate)"
     ]
