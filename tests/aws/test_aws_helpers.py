@@ -68,6 +68,9 @@ def test_named_placement_group_is_used_even_by_reserved_pools() -> None:
     fabric = EfaFabric(kind="efa", name="f", availability_zone="us-east-1a", placement_group_name="odcr-pg")
     odcr = _efa_pool({"type": "capacity-reservation", "reservation_id": "cr-0123456789abcdef0"})
     assert pool_placement_group(odcr, fabric, None) == "odcr-pg"
+    # Capacity Blocks don't support placement groups (EC2 user guide, ec2-capacity-blocks, Considerations).
+    block = _efa_pool({"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"})
+    assert pool_placement_group(block, fabric, None) is None
     assert not fabric_needs_placement_group(fabric, [odcr, _efa_pool({"type": "on-demand"})])
 
 

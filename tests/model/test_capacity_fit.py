@@ -120,3 +120,12 @@ def test_a_block_ends_at_half_past_eleven_utc_not_days_after_its_start() -> None
     assert pool.capacity.block.hours == pytest.approx(28 + 35 / 60)
     assert blocks.block_phase(pool, dt.datetime(2026, 12, 3, 7, tzinfo=dt.UTC)) == "active"
     assert blocks.admission_stops(pool) == dt.datetime(2026, 12, 3, 10, 30, tzinfo=dt.UTC)
+
+
+def test_a_block_pool_on_a_fabric_with_a_named_placement_group_is_refused() -> None:
+    """EC2 user guide, ec2-capacity-blocks, Considerations: Capacity Blocks don't support placement groups."""
+    estate = _estate(_block(instances=2))
+    fabric = next(f for f in estate["sites"][0]["fabrics"] if f["name"] == "train-efa")
+    fabric["placement_group_name"] = "odcr-pg"
+    (problem,) = _problems(estate)
+    assert "capacity blocks take no placement group: pool block0 is on fabric train-efa" in problem
