@@ -121,8 +121,8 @@ def _quotas(needs: list[PoolQuota], aws: Aws, result: AccountCheck, own: list[di
 
 def reservation_checks(site: AwsSite, aws: Aws, result: AccountCheck) -> None:
     """Each reserved pool of `site` against its reservation as EC2 holds it (DescribeCapacityReservations: type,
-    AZ, count, state); each block to buy: the offerings EC2 sells now (DescribeCapacityBlockOfferings), printed,
-    and the stack's own offering's fee, AZ and start against the stack."""
+    AZ, count, state, ReservationType, a block's dates); each block to buy: the offerings EC2 sells now
+    (DescribeCapacityBlockOfferings), printed, and the stack's own offering's fee, AZ, start and end against it."""
     for pool in site.node_pools:
         where = f"pool {pool.name} of site {site.name}"
         if pool.capacity.offering_id is not None:
@@ -146,6 +146,12 @@ def _reservation(where: str, site: AwsSite, pool: AwsNodePool, aws: Aws, result:
         problems.append(f"it is in {zone}, not the pool's {az}")
     if state in ("expired", "cancelled", "failed", "payment-failed"):
         problems.append(f"its state is {state}")
+    # CapacityReservation.ReservationType is "default" or "capacity-block" (EC2 API reference,
+    # https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityReservation.html).
+    wanted = "capacity-block" if pool.capacity.type == "capacity-block" else "default"
+    held = cr.get("ReservationType", "default")
+    if held != wanted:
+        problems.append(f"its ReservationType is {held}, not {wanted} (capacity.type {pool.capacity.type})")
     block = pool.capacity.block if pool.capacity.type == "capacity-block" else None
     if block is not None:
         problems += _dates(cr, block.start, block.end_at(), "reservation")

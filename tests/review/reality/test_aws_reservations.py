@@ -90,7 +90,7 @@ def test_an_offering_whose_fee_differs_from_the_stacks_is_a_problem(ec2: tuple[A
 def test_an_adopted_reservation_smaller_than_the_pool_or_elsewhere_is_a_problem(ec2: tuple[Aws, Stubber]) -> None:
     aws, stub = ec2
     cr = {"CapacityReservationId": RESERVATION, "InstanceType": "p5en.48xlarge", "AvailabilityZone": "us-east-1b",
-          "TotalInstanceCount": 2, "State": "scheduled"}  # fmt: skip
+          "TotalInstanceCount": 2, "State": "scheduled", "ReservationType": "capacity-block"}  # fmt: skip
     stub.add_response(
         "describe_capacity_reservations", {"CapacityReservations": [cr]}, {"CapacityReservationIds": [RESERVATION]}
     )
@@ -129,3 +129,24 @@ def test_an_offering_or_adopted_block_whose_dates_differ_from_the_stacks_is_a_pr
         "starts 2026-12-04 11:30 UTC, not block.start 2026-12-03 11:30 UTC; it ends 2026-12-11 11:30 UTC, not the "
         "block's end 2026-12-10 11:30 UTC (give block.end: reservation EndDate)"
     ]
+
+
+def test_an_adopted_reservation_of_the_other_type_is_a_problem(ec2: tuple[Aws, Stubber]) -> None:
+    """A capacity-block pool adopts a Capacity Block (ReservationType capacity-block), an ODCR pool an ODCR
+    (ReservationType default): EC2 API reference, CapacityReservation."""
+    aws, stub = ec2
+    for kind, held in (("capacity-block", "default"), ("capacity-reservation", "capacity-block")):
+        cr = {"CapacityReservationId": RESERVATION, "InstanceType": "p5en.48xlarge", "AvailabilityZone": "us-east-1a",
+              "TotalInstanceCount": 2, "State": "active", "ReservationType": held}  # fmt: skip
+        stub.add_response(
+            "describe_capacity_reservations", {"CapacityReservations": [cr]}, {"CapacityReservationIds": [RESERVATION]}
+        )
+        result = AccountCheck()
+        reservation_checks(_site({"type": kind, "reservation_id": RESERVATION, "block": {"days": 7}}
+                                 if kind == "capacity-block" else {"type": kind, "reservation_id": RESERVATION}),
+                           aws, result)  # fmt: skip
+        assert result.problems == [
+            f"pool block of site use1: reservation {RESERVATION} (2 x p5en.48xlarge in us-east-1a, active): its "
+            f"ReservationType is {held}, not {'default' if held == 'capacity-block' else 'capacity-block'} "
+            f"(capacity.type {kind})"
+        ]
