@@ -124,7 +124,7 @@ class CapacityBlock(Model):
     days: int = Field(
         description=(
             "The block's length in days, as purchased: 1 to 14, or 21 to 182 in steps of 7 (EC2 user guide, "
-            "capacity-blocks-purchase). Cost counts days x 24 h for the pool's max nodes (the block's instances)."
+            "capacity-blocks-purchase). Cost counts its hours for the block's instances (capacity.instances, else the pool's max)."
         )
     )
     start: Timestamp | None = Field(

@@ -37,7 +37,7 @@ def aws_pool_price(
 ) -> PoolPrice:
     """The pool's price and $/h at each size of `nodes`; `found` is its node-hour price (site_price)."""
     if pool.capacity.type == "capacity-block":
-        return _capacity_block(site, pool, instance_type, nodes["max"], now)
+        return _capacity_block(site, pool, instance_type, _block_instances(site, pool, nodes["max"]), now)
     notes = []
     own = site.price_override(instance_type) is not None
     if pool.capacity.type != "on-demand" and not own:
@@ -51,6 +51,16 @@ def aws_pool_price(
     if not pool.burst and pool.autoscaled:
         notes.append(_autoscaled_note(nodes, price.usd))
     return PoolPrice(price, Figures(*(nodes[lv] * price.usd for lv in LEVELS)), notes=notes)
+
+
+def _block_instances(site: AwsSite, pool: AwsNodePool, most: int) -> int:
+    """The instances a block pool pays for: the whole block (`capacity.instances`) when no other pool of the site
+    shares its reservation, else the pool's max (its share)."""
+    c = pool.capacity
+    shared = c.reservation_id is not None and any(
+        q is not pool and q.capacity.reservation_id == c.reservation_id for q in site.node_pools
+    )
+    return most if shared or c.instances is None else c.instances
 
 
 def _capacity_block(

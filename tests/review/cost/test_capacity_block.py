@@ -233,3 +233,17 @@ def test_a_longer_block_at_the_same_rate_keeps_its_pool_line_in_diff() -> None:
     (line,) = [c for c in d.cost_pools if c.name == "h100"]
     assert line.delta("max") == 0
     assert round(line.month_delta("max"), 2) == 20_000.00  # type: ignore[arg-type]
+
+
+def test_a_blocks_node_hour_is_its_fee_over_its_instances_not_the_pools_max() -> None:
+    # A block of 4 instances for 7 days at $20,000 under a pool of max 2: the node-hour is 20,000 / (4 × 168 h)
+    # = $29.761905, and the pool still pays the whole block, 4 × 29.761905 = $119.047619/h (168 h: $20,000).
+    capacity = {"type": "capacity-block", "instances": 4, "availability_zone": "us-east-1a",
+                "block": {"offering_id": "cb-0123456789abcdefg", "days": 7, "start": "2026-12-03T11:30:00Z",
+                          "upfront_usd": 20_000.0}}  # fmt: skip
+    estate = _estate(None)
+    estate["sites"][0]["node_pools"][-1]["capacity"] = capacity
+    cost = estate_cost(parse_estate(estate, "test"), None, NOW)
+    pool = next(p for p in cost.pools if p.pool == "block")
+    assert pool.price is not None and pool.price.usd == pytest.approx(20_000 / (4 * 168))
+    assert pool.hourly.at("max") == pytest.approx(20_000 / 168)
