@@ -15,7 +15,7 @@ Nothing is changed. A problem says what to request or change; AWS errors raise B
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,7 @@ from gpufleet.burst.aws import Aws
 from model import kinds
 from model.aws_account import QUOTA_CODES, PoolQuota, pool_quotas, quota_totals
 from model.burst import pool_zone
+from model.conventions import POOL_TAG
 from model.kinds.aws import cluster_name
 from model.spec import AwsNodePool, AwsSite, EstateSpec
 from model.tags import Tags
@@ -52,7 +53,7 @@ def check_account(spec: EstateSpec, connect: Callable[[str], Aws]) -> AccountChe
         offered: dict[str, list[str]] = {}
         for site in (s for s in sites if s.region == region):
             _offerings(site, zone_ids, offered, aws, result)
-            reservation_checks(site, aws, result)
+            reservation_checks(site, aws, result, Tags.from_spec(spec).base)
         _quotas([n for n in needs if n.region == region], aws, result, own_nodes(spec))
     return result
 
@@ -119,14 +120,17 @@ def _quotas(needs: list[PoolQuota], aws: Aws, result: AccountCheck, own: list[di
             result.checks.append(f"{what} {have}: room for the pools' {most} vCPUs at most")
 
 
-def reservation_checks(site: AwsSite, aws: Aws, result: AccountCheck) -> None:
+def reservation_checks(
+    site: AwsSite, aws: Aws, result: AccountCheck, estate_tags: Mapping[str, str] | None = None
+) -> None:
     """Each reserved pool of `site` against its reservation as EC2 holds it (DescribeCapacityReservations: type,
     AZ, count, state, ReservationType, a block's dates); each block to buy: the offerings EC2 sells now
-    (DescribeCapacityBlockOfferings), printed, and the stack's own offering's fee, AZ, start and end against it."""
+    (DescribeCapacityBlockOfferings), printed, and the stack's own offering's fee, AZ, start and end against it;
+    an offering not on sale is a problem unless a reservation tagged with the estate's tags and the pool exists."""
     for pool in site.node_pools:
         where = f"pool {pool.name} of site {site.name}"
         if pool.capacity.offering_id is not None:
-            _block_offerings(where, pool, aws, result)
+            _block_offerings(where, pool, aws, result, estate_tags or {})
         elif pool.capacity.reservation_id is not None:
             _reservation(where, site, pool, aws, result)
 
@@ -162,7 +166,9 @@ def _reservation(where: str, site: AwsSite, pool: AwsNodePool, aws: Aws, result:
         result.checks.append(f"{what} fits the pool")
 
 
-def _block_offerings(where: str, pool: AwsNodePool, aws: Aws, result: AccountCheck) -> None:
+def _block_offerings(
+    where: str, pool: AwsNodePool, aws: Aws, result: AccountCheck, estate_tags: Mapping[str, str]
+) -> None:
     block, c = pool.capacity.block, pool.capacity
     if block is None or c.instances is None:
         return
@@ -175,10 +181,18 @@ def _block_offerings(where: str, pool: AwsNodePool, aws: Aws, result: AccountChe
         )
     mine = next((o for o in offerings if o.get("CapacityBlockOfferingId") == block.offering_id), None)
     if mine is None:
-        result.checks.append(
-            f"{where}: offering {block.offering_id} is not among them: already bought by this stack, or sold; "
-            "pick one of those above before the first `up`"
-        )
+        # The bought block carries the pool's tags (components/aws/node_pool.py _bought_block: tags.aws(pool=...)).
+        bought = aws.tagged_reservations({**estate_tags, POOL_TAG: pool.name})
+        if bought:
+            ids = ", ".join(str(r.get("CapacityReservationId")) for r in bought)
+            result.checks.append(
+                f"{where}: offering {block.offering_id} is no longer on sale: bought by this stack ({ids})"
+            )
+        else:
+            result.problems.append(
+                f"{where}: offering {block.offering_id} is not on sale and no reservation is tagged with pool "
+                f"{pool.name}: it was sold to someone else or expired; pick one of those above before the first `up`"
+            )
         return
     problems = []
     fee = float(mine.get("UpfrontFee", "nan"))

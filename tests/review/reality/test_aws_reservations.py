@@ -150,3 +150,27 @@ def test_an_adopted_reservation_of_the_other_type_is_a_problem(ec2: tuple[Aws, S
             f"ReservationType is {held}, not {'default' if held == 'capacity-block' else 'capacity-block'} "
             f"(capacity.type {kind})"
         ]
+
+
+def test_an_offering_not_on_sale_is_a_problem_unless_the_pool_bought_it(ec2: tuple[Aws, Stubber]) -> None:
+    aws, stub = ec2
+    other = [_offering("cb-0fedcba9876543210", "17990.40", "us-east-1b")]
+    tagged = {"Filters": [{"Name": "tag:cluster", "Values": ["c"]}, {"Name": "tag:pool", "Values": ["block"]}]}
+    stub.add_response("describe_capacity_block_offerings", {"CapacityBlockOfferings": other}, ASKED)
+    stub.add_response("describe_capacity_reservations", {"CapacityReservations": []}, tagged)
+    result = AccountCheck()
+    reservation_checks(_site(BUY), aws, result, {"cluster": "c"})
+    assert result.problems == [
+        f"pool block of site use1: offering {OFFERING} is not on sale and no reservation is tagged with pool block: "
+        "it was sold to someone else or expired; pick one of those above before the first `up`"
+    ]
+    stub.add_response("describe_capacity_block_offerings", {"CapacityBlockOfferings": other}, ASKED)
+    stub.add_response("describe_capacity_reservations", {"CapacityReservations": [{"CapacityReservationId": RESERVATION}]},
+                      tagged)  # fmt: skip
+    result = AccountCheck()
+    reservation_checks(_site(BUY), aws, result, {"cluster": "c"})
+    assert result.problems == []
+    assert (
+        f"pool block of site use1: offering {OFFERING} is no longer on sale: bought by this stack ({RESERVATION})"
+        in (result.checks)
+    )
