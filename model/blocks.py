@@ -30,7 +30,7 @@ ADMISSION_LEAD = dt.timedelta(hours=1)
 def admission_stops(pool: AwsNodePool) -> dt.datetime | None:
     """When Kueue stops admitting to the block pool's flavor; None without a block start (or for another pool)."""
     block = pool.capacity.block if pool.capacity.type == "capacity-block" else None
-    end = block.end() if block is not None else None
+    end = block.end_at() if block is not None else None
     return None if end is None else end - ADMISSION_LEAD
 
 
@@ -39,7 +39,7 @@ def block_phase(pool: AwsNodePool, now: dt.datetime) -> BlockPhase | None:
     if pool.capacity.type != "capacity-block":
         return None
     block = pool.capacity.block
-    end = block.end() if block is not None else None
+    end = block.end_at() if block is not None else None
     if block is None or block.start is None or end is None:
         return "unscheduled"
     if now >= end:

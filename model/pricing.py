@@ -147,7 +147,7 @@ def site_cpu_price(site: AwsSite, instance_type: str) -> catalog.ListPrice | Non
 
 def site_capacity_block_price(site: AwsSite, pool: AwsNodePool) -> catalog.ListPrice | None:
     """A node-hour of `pool` on its EC2 Capacity Block: the block's own upfront fee (`capacity.block.upfront_usd`)
-    over its hours and instances (the pool's max), before the catalog's capacity-block rate in the site's region;
+    over its hours and instances (`capacity.instances`, else the pool's max), before the catalog's capacity-block rate in the site's region;
     None when the block's length is not stated or neither prices it. Never the on-demand rate: AWS prices a block
     apart, and charges it whether or not nodes run."""
     block = pool.capacity.block
@@ -155,7 +155,7 @@ def site_capacity_block_price(site: AwsSite, pool: AwsNodePool) -> catalog.ListP
         return None
     if block.upfront_usd is None:
         return catalog.capacity_block_price(pool.instance_type, site.region)
-    rate = block.upfront_usd / block.hours / max(pool.scaling.max, 1)
+    rate = block.upfront_usd / block.hours / max(pool.capacity.instances or pool.scaling.max, 1)
     where = f"stack: sites.{site.name}.node_pools.{pool.name}.capacity.block.upfront_usd"
     date = block.start.date().isoformat() if block.start is not None else "stack file"
     return catalog.ListPrice(pool.instance_type, rate, "node-hour", site.region, date, where, True)

@@ -19,11 +19,14 @@ RESERVED_CAPACITY = ("capacity-reservation", "capacity-block")
 def pool_placement_group(pool: AwsNodePool, fabric: EfaFabric, created_name: str | None) -> str | None:
     """The placement group name a pool's launch template uses, or None.
 
-    A named group (`placement_group_name`, e.g. the one a capacity reservation was made in) always wins.
-    Pools on capacity reservations or blocks get no group otherwise: capacity blocks are already co-located,
+    Capacity-block pools get none: Capacity Blocks don't support placement groups (EC2 user guide,
+    ec2-capacity-blocks, Considerations). Otherwise a named group (`placement_group_name`, e.g. the one a capacity
+    reservation was made in) wins. Pools on capacity reservations get no group otherwise: capacity blocks are co-located,
     and an ODCR launches only into the group it targets (terraform-aws-eks PR #3730: a forced cluster group
     makes reserved launches fail with InsufficientInstanceCapacity).
     """
+    if pool.capacity.type == "capacity-block":
+        return None
     if fabric.placement_group_name:
         return fabric.placement_group_name
     if pool.capacity.type in RESERVED_CAPACITY:

@@ -194,6 +194,15 @@ class Aws:
             raise BurstError(f"capacity reservation {reservation_id} was not found in {self.region}")
         return dict(found[0])
 
+    def tagged_reservations(self, tags: dict[str, str]) -> list[dict[str, Any]]:
+        """The capacity reservations carrying every tag of `tags` (DescribeCapacityReservations, filter
+        tag:<key>: EC2 API reference, DescribeCapacityReservations), first page."""
+        filters = [{"Name": f"tag:{k}", "Values": [v]} for k, v in tags.items()]
+        resp = self._call(
+            "DescribeCapacityReservations by tags", self.ec2.describe_capacity_reservations, Filters=filters
+        )
+        return list(resp.get("CapacityReservations", []))
+
     def capacity_block_offerings(
         self, instance_type: str, instances: int, hours: int, start: dt.datetime | None
     ) -> list[dict[str, Any]]:

@@ -317,6 +317,14 @@ def _reservation_fit(
             f"pool {p.name} runs in {az} ({where}), but {c.type} {c.reservation} is in {c.availability_zone}: "
             "instances launch into a reservation only from a subnet in its AZ; move the pool there",
         )
+    if c.type == "capacity-block" and isinstance(fabric, EfaFabric) and fabric.placement_group_name:
+        # EC2 user guide, ec2-capacity-blocks, Considerations: Capacity Blocks don't support placement groups.
+        yield Problem(
+            f"{path}.fabric",
+            f"capacity blocks take no placement group: pool {p.name} is on fabric {fabric.name}, whose "
+            f"placement_group_name {fabric.placement_group_name} its instances cannot launch into; put the pool on a "
+            "fabric without one",
+        )
     if c.availability_zone is not None and c.availability_zone not in s.availability_zones:
         yield Problem(
             f"{path}.capacity.availability_zone",

@@ -124,11 +124,19 @@ class CapacityBlock(Model):
     days: int = Field(
         description=(
             "The block's length in days, as purchased: 1 to 14, or 21 to 182 in steps of 7 (EC2 user guide, "
-            "capacity-blocks-purchase). Cost counts days x 24 h for the pool's max nodes (the block's instances)."
+            "capacity-blocks-purchase). Cost counts its hours for the block's instances (capacity.instances, else the pool's max)."
         )
     )
     start: Timestamp | None = Field(
         default=None, description="When the block starts (its startDate); cost then says when it ends."
+    )
+    end: Timestamp | None = Field(
+        default=None,
+        description=(
+            "When the block ends (its EndDate). EC2 blocks end at 11:30 UTC and an offering may start at any time "
+            "(its duration is capacityBlockDurationHours + capacityBlockDurationMinutes), so give it unless start "
+            "+ days x 24 h lands on 11:30 UTC (EC2 user guide, ec2-capacity-blocks, Considerations)."
+        ),
     )
     upfront_usd: Usd | None = Field(
         default=None,
@@ -157,12 +165,33 @@ class CapacityBlock(Model):
             )
         return days
 
-    @property
-    def hours(self) -> int:
-        return self.days * 24
+    @model_validator(mode="after")
+    def _ends_at_half_past_eleven(self) -> CapacityBlock:
+        if self.end is not None and self.start is None:
+            raise ValueError("block.end needs block.start")
+        end = self.end_at()
+        if self.start is not None and end is not None:
+            utc = end.astimezone(dt.UTC)
+            if (utc.hour, utc.minute, utc.second) != (11, 30, 0) or end <= self.start:
+                raise ValueError(
+                    f"the block ends {utc:%Y-%m-%d %H:%M} UTC, but Capacity Blocks end at 11:30 UTC after they start "
+                    "(EC2 user guide, ec2-capacity-blocks): give block.end, the offering's or reservation's EndDate"
+                )
+        return self
 
-    def end(self) -> dt.datetime | None:
-        return None if self.start is None else self.start + dt.timedelta(hours=self.hours)
+    @property
+    def hours(self) -> float:
+        """The block's paid hours: start to end when both are known, else days x 24 h."""
+        end = self.end_at()
+        if self.start is None or end is None:
+            return float(self.days * 24)
+        return (end - self.start).total_seconds() / 3600
+
+    def end_at(self) -> dt.datetime | None:
+        """The block's end: block.end, else start + days x 24 h; None without a start."""
+        if self.start is None:
+            return None
+        return self.end if self.end is not None else self.start + dt.timedelta(days=self.days)
 
 
 CommitmentTerm = Literal["1y", "3y"]

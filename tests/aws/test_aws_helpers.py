@@ -68,6 +68,9 @@ def test_named_placement_group_is_used_even_by_reserved_pools() -> None:
     fabric = EfaFabric(kind="efa", name="f", availability_zone="us-east-1a", placement_group_name="odcr-pg")
     odcr = _efa_pool({"type": "capacity-reservation", "reservation_id": "cr-0123456789abcdef0"})
     assert pool_placement_group(odcr, fabric, None) == "odcr-pg"
+    # Capacity Blocks don't support placement groups (EC2 user guide, ec2-capacity-blocks, Considerations).
+    block = _efa_pool({"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"})
+    assert pool_placement_group(block, fabric, None) is None
     assert not fabric_needs_placement_group(fabric, [odcr, _efa_pool({"type": "on-demand"})])
 
 
@@ -240,7 +243,9 @@ def test_a_site_whose_pools_can_grow_runs_the_autoscaler_at_its_kubernetes_minor
 
 
 def _block_pool(start: dt.datetime | None) -> AwsNodePool:
-    block = {"days": 7, **({"start": start.isoformat()} if start else {})}
+    # EC2 blocks end at 11:30 UTC (EC2 user guide, ec2-capacity-blocks), so a start off 11:30 gives its end
+    end = (start + dt.timedelta(days=7)).replace(hour=11, minute=30) if start else None
+    block = {"days": 7, **({"start": start.isoformat(), "end": end.isoformat()} if start and end else {})}
     capacity = {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0", "block": block}
     return _efa_pool(capacity).model_copy(update={"scaling": Scaling(min=0, desired=2, max=2)})
 

@@ -103,3 +103,29 @@ def test_a_blocks_phases_follow_its_end() -> None:
     assert phases == ["scheduled", "active", "draining", "ended"]
     assert blocks.closed_flavors(spec.sites[0], at - dt.timedelta(minutes=60)) == {"block0"}
     assert blocks.closed_flavors(spec.sites[0], at - dt.timedelta(minutes=61)) == frozenset()
+
+
+def test_a_block_ends_at_half_past_eleven_utc_not_days_after_its_start() -> None:
+    """EC2 user guide, ec2-capacity-blocks, Considerations: "Capacity Blocks end at 11:30AM Coordinated Universal
+    Time (UTC)"; an offering starting 06:55 for a day ends 11:30 the next day (CapacityBlockDurationMinutes 35),
+    not 24 h later, so the pool was closed 4.5 paid hours early."""
+    capacity = _block(instances=2)
+    capacity["block"].update(days=1, start="2026-12-02T06:55:00Z")
+    (problem,) = _problems(_estate(capacity))
+    assert "the block ends 2026-12-03 06:55 UTC, but Capacity Blocks end at 11:30 UTC" in problem
+    capacity["block"]["end"] = "2026-12-03T11:30:00Z"
+    spec = parse_estate(_estate(capacity), "s.yaml")
+    pool = next(p for p in spec.sites[0].node_pools if p.name == "block0")
+    assert isinstance(pool, AwsNodePool) and pool.capacity.block is not None
+    assert pool.capacity.block.hours == pytest.approx(28 + 35 / 60)
+    assert blocks.block_phase(pool, dt.datetime(2026, 12, 3, 7, tzinfo=dt.UTC)) == "active"
+    assert blocks.admission_stops(pool) == dt.datetime(2026, 12, 3, 10, 30, tzinfo=dt.UTC)
+
+
+def test_a_block_pool_on_a_fabric_with_a_named_placement_group_is_refused() -> None:
+    """EC2 user guide, ec2-capacity-blocks, Considerations: Capacity Blocks don't support placement groups."""
+    estate = _estate(_block(instances=2))
+    fabric = next(f for f in estate["sites"][0]["fabrics"] if f["name"] == "train-efa")
+    fabric["placement_group_name"] = "odcr-pg"
+    (problem,) = _problems(estate)
+    assert "capacity blocks take no placement group: pool block0 is on fabric train-efa" in problem

@@ -41,7 +41,7 @@ def aws_pool_price(
     """The pool's price and $/h at each size of `nodes`, as the pool is bought (model.pricing.pool_rate); `found`
     is its on-demand node-hour price (site_price)."""
     if pool.capacity.type == "capacity-block":
-        return _capacity_block(site, pool, instance_type, nodes["max"], now)
+        return _capacity_block(site, pool, instance_type, _block_instances(site, pool, nodes["max"]), now)
     rate = pool_rate(site, pool, instance_type, now.date())
     if rate is None:
         why = "no spot figure (set capacity.spot_discount)" if found is not None else "no catalog price"
@@ -96,6 +96,16 @@ def _purchase_note(pool: AwsNodePool, rate: PoolRate) -> str:
     return note
 
 
+def _block_instances(site: AwsSite, pool: AwsNodePool, most: int) -> int:
+    """The instances a block pool pays for: the whole block (`capacity.instances`) when no other pool of the site
+    shares its reservation, else the pool's max (its share)."""
+    c = pool.capacity
+    shared = c.reservation_id is not None and any(
+        q is not pool and q.capacity.reservation_id == c.reservation_id for q in site.node_pools
+    )
+    return most if shared or c.instances is None else c.instances
+
+
 def _capacity_block(
     site: AwsSite, pool: AwsNodePool, instance_type: str, instances: int, now: dt.datetime
 ) -> PoolPrice:
@@ -112,11 +122,11 @@ def _capacity_block(
     total = instances * block.hours * price.usd
     rate = f"${price.usd:,.3f}/h" + ("" if found.verified else f" (unverified, of {found.date})")
     notes = [
-        f"capacity block {cr}: {instances} × {instance_type} for {block.days} days ({block.hours} h) at the block "
+        f"capacity block {cr}: {instances} × {instance_type} for {block.days} days ({block.hours:g} h) at the block "
         f"rate {rate} = ${total:,.2f} paid up front, whether or not nodes run; a month counts "
-        f"{min(block.hours, HOURS)} h of it"
+        f"{min(block.hours, HOURS):g} h of it"
     ]
-    end = block.end()
+    end = block.end_at()
     if block.start is not None and end is not None:
         notes.append(f"the block runs {block.start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC")
         if now >= end:

@@ -349,7 +349,8 @@ def _cost_lines(base: _SideCost | None, head: _SideCost | None) -> tuple[CostLin
         )
         for n in names
     ]
-    return total, [c for c in lines if c.base != c.head]
+    # A block's month can change while its rate does not (days 7 to 14 at twice the fee): keep the line then.
+    return total, [c for c in lines if c.base != c.head or c.base_month != c.head_month]
 
 
 def dependency_order(plan: Plan) -> dict[str, int]:

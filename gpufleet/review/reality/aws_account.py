@@ -15,13 +15,15 @@ Nothing is changed. A problem says what to request or change; AWS errors raise B
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from gpufleet.burst.aws import Aws
 from model import kinds
 from model.aws_account import QUOTA_CODES, PoolQuota, pool_quotas, quota_totals
 from model.burst import pool_zone
+from model.conventions import POOL_TAG
 from model.kinds.aws import cluster_name
 from model.spec import AwsNodePool, AwsSite, EstateSpec
 from model.tags import Tags
@@ -51,7 +53,7 @@ def check_account(spec: EstateSpec, connect: Callable[[str], Aws]) -> AccountChe
         offered: dict[str, list[str]] = {}
         for site in (s for s in sites if s.region == region):
             _offerings(site, zone_ids, offered, aws, result)
-            reservation_checks(site, aws, result)
+            reservation_checks(site, aws, result, Tags.from_spec(spec).base)
         _quotas([n for n in needs if n.region == region], aws, result, own_nodes(spec))
     return result
 
@@ -118,14 +120,17 @@ def _quotas(needs: list[PoolQuota], aws: Aws, result: AccountCheck, own: list[di
             result.checks.append(f"{what} {have}: room for the pools' {most} vCPUs at most")
 
 
-def reservation_checks(site: AwsSite, aws: Aws, result: AccountCheck) -> None:
+def reservation_checks(
+    site: AwsSite, aws: Aws, result: AccountCheck, estate_tags: Mapping[str, str] | None = None
+) -> None:
     """Each reserved pool of `site` against its reservation as EC2 holds it (DescribeCapacityReservations: type,
-    AZ, count, state); each block to buy: the offerings EC2 sells now (DescribeCapacityBlockOfferings), printed,
-    and the stack's own offering's fee, AZ and start against the stack."""
+    AZ, count, state, ReservationType, a block's dates); each block to buy: the offerings EC2 sells now
+    (DescribeCapacityBlockOfferings), printed, and the stack's own offering's fee, AZ, start and end against it;
+    an offering not on sale is a problem unless a reservation tagged with the estate's tags and the pool exists."""
     for pool in site.node_pools:
         where = f"pool {pool.name} of site {site.name}"
         if pool.capacity.offering_id is not None:
-            _block_offerings(where, pool, aws, result)
+            _block_offerings(where, pool, aws, result, estate_tags or {})
         elif pool.capacity.reservation_id is not None:
             _reservation(where, site, pool, aws, result)
 
@@ -145,6 +150,15 @@ def _reservation(where: str, site: AwsSite, pool: AwsNodePool, aws: Aws, result:
         problems.append(f"it is in {zone}, not the pool's {az}")
     if state in ("expired", "cancelled", "failed", "payment-failed"):
         problems.append(f"its state is {state}")
+    # CapacityReservation.ReservationType is "default" or "capacity-block" (EC2 API reference,
+    # https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityReservation.html).
+    wanted = "capacity-block" if pool.capacity.type == "capacity-block" else "default"
+    held = cr.get("ReservationType", "default")
+    if held != wanted:
+        problems.append(f"its ReservationType is {held}, not {wanted} (capacity.type {pool.capacity.type})")
+    block = pool.capacity.block if pool.capacity.type == "capacity-block" else None
+    if block is not None:
+        problems += _dates(cr, block.start, block.end_at(), "reservation")
     what = f"{where}: reservation {rid} ({count} x {kind} in {zone}, {state})"
     if problems:
         result.problems.append(f"{what}: {'; '.join(problems)}")
@@ -152,11 +166,13 @@ def _reservation(where: str, site: AwsSite, pool: AwsNodePool, aws: Aws, result:
         result.checks.append(f"{what} fits the pool")
 
 
-def _block_offerings(where: str, pool: AwsNodePool, aws: Aws, result: AccountCheck) -> None:
+def _block_offerings(
+    where: str, pool: AwsNodePool, aws: Aws, result: AccountCheck, estate_tags: Mapping[str, str]
+) -> None:
     block, c = pool.capacity.block, pool.capacity
     if block is None or c.instances is None:
         return
-    offerings = aws.capacity_block_offerings(pool.instance_type, c.instances, block.hours, block.start)
+    offerings = aws.capacity_block_offerings(pool.instance_type, c.instances, block.days * 24, block.start)
     for o in offerings:
         result.checks.append(
             f"{where}: EC2 offers {o.get('CapacityBlockOfferingId')}: {o.get('InstanceCount')} x "
@@ -165,10 +181,18 @@ def _block_offerings(where: str, pool: AwsNodePool, aws: Aws, result: AccountChe
         )
     mine = next((o for o in offerings if o.get("CapacityBlockOfferingId") == block.offering_id), None)
     if mine is None:
-        result.checks.append(
-            f"{where}: offering {block.offering_id} is not among them: already bought by this stack, or sold; "
-            "pick one of those above before the first `up`"
-        )
+        # The bought block carries the pool's tags (components/aws/node_pool.py _bought_block: tags.aws(pool=...)).
+        bought = aws.tagged_reservations({**estate_tags, POOL_TAG: pool.name})
+        if bought:
+            ids = ", ".join(str(r.get("CapacityReservationId")) for r in bought)
+            result.checks.append(
+                f"{where}: offering {block.offering_id} is no longer on sale: bought by this stack ({ids})"
+            )
+        else:
+            result.problems.append(
+                f"{where}: offering {block.offering_id} is not on sale and no reservation is tagged with pool "
+                f"{pool.name}: it was sold to someone else or expired; pick one of those above before the first `up`"
+            )
         return
     problems = []
     fee = float(mine.get("UpfrontFee", "nan"))
@@ -180,12 +204,24 @@ def _block_offerings(where: str, pool: AwsNodePool, aws: Aws, result: AccountChe
         problems.append(
             f"it is in {mine.get('AvailabilityZone')}, not capacity.availability_zone {c.availability_zone}"
         )
-    if block.start is not None and mine.get("StartDate") != block.start:
-        problems.append(f"it starts {_when(mine.get('StartDate'))}, not block.start {_when(block.start)}")
+    problems += _dates(mine, block.start, block.end_at(), "offering")
     if problems:
         result.problems.append(f"{where}: offering {block.offering_id}: {'; '.join(problems)}")
     else:
-        result.checks.append(f"{where}: offering {block.offering_id} matches the stack (fee, AZ, start)")
+        result.checks.append(f"{where}: offering {block.offering_id} matches the stack (fee, AZ, start, end)")
+
+
+def _dates(held: dict[str, Any], start: dt.datetime | None, end: dt.datetime | None, what: str) -> list[str]:
+    """The block's start and end against EC2's StartDate and EndDate (blocks end at 11:30 UTC, so an end of
+    start + days x 24 h may not be the block's: EC2 user guide, ec2-capacity-blocks)."""
+    out = []
+    if start is not None and held.get("StartDate") != start:
+        out.append(f"it starts {_when(held.get('StartDate'))}, not block.start {_when(start)}")
+    if end is not None and held.get("EndDate") != end:
+        out.append(
+            f"it ends {_when(held.get('EndDate'))}, not the block's end {_when(end)} (give block.end: {what} EndDate)"
+        )
+    return out
 
 
 def _when(at: object) -> str:

@@ -213,3 +213,37 @@ def test_moving_a_pool_from_on_demand_to_a_bought_block_diffs_by_the_blocks_upfr
     doc = json.loads(diff_json(d))
     (pool,) = [p for p in doc["cost"]["pools"] if p["name"] == "h100"]
     assert pool["delta_month"] == {"min": 20_000.0, "desired": -60_358.4, "max": -140_716.8}
+
+
+def test_a_longer_block_at_the_same_rate_keeps_its_pool_line_in_diff() -> None:
+    # h100's block of 4 instances goes from 7 days for $20,000 to 14 days for $40,000: the node-hour stays
+    # 20,000 / (4 × 168 h) = 40,000 / (4 × 336 h) = $29.761905, but the month goes from 168 h ($20,000.00) to
+    # 336 h ($40,000.00): +$20,000.00 at every size.
+    def cost(days: int, fee: float) -> dict[str, Any]:
+        raw = example_estate("aws-train")
+        raw["sites"][0]["node_pools"][0]["capacity"] = {
+            "type": "capacity-block", "instances": 4, "availability_zone": "us-east-1a",
+            "block": {"offering_id": "cb-0123456789abcdefg", "days": days, "start": "2026-12-03T11:30:00Z",
+                      "upfront_usd": fee},
+        }  # fmt: skip
+        return json.loads(json.dumps(estate_cost(parse_estate(raw, "test"), None, NOW).to_dict()))
+
+    plan = Plan(project="gpufleet", stack="aws-train", resources=[])
+    d = diff_plans(plan, plan, base_cost=cost(7, 20_000.0), head_cost=cost(14, 40_000.0))
+    (line,) = [c for c in d.cost_pools if c.name == "h100"]
+    assert line.delta("max") == 0
+    assert round(line.month_delta("max"), 2) == 20_000.00  # type: ignore[arg-type]
+
+
+def test_a_blocks_node_hour_is_its_fee_over_its_instances_not_the_pools_max() -> None:
+    # A block of 4 instances for 7 days at $20,000 under a pool of max 2: the node-hour is 20,000 / (4 × 168 h)
+    # = $29.761905, and the pool still pays the whole block, 4 × 29.761905 = $119.047619/h (168 h: $20,000).
+    capacity = {"type": "capacity-block", "instances": 4, "availability_zone": "us-east-1a",
+                "block": {"offering_id": "cb-0123456789abcdefg", "days": 7, "start": "2026-12-03T11:30:00Z",
+                          "upfront_usd": 20_000.0}}  # fmt: skip
+    estate = _estate(None)
+    estate["sites"][0]["node_pools"][-1]["capacity"] = capacity
+    cost = estate_cost(parse_estate(estate, "test"), None, NOW)
+    pool = next(p for p in cost.pools if p.pool == "block")
+    assert pool.price is not None and pool.price.usd == pytest.approx(20_000 / (4 * 168))
+    assert pool.hourly.at("max") == pytest.approx(20_000 / 168)

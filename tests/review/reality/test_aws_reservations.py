@@ -73,7 +73,7 @@ def test_the_offerings_are_printed_and_the_stacks_own_is_held_to_its_fee(ec2: tu
         "pool block of site use1: EC2 offers cb-0fedcba9876543210: 2 x p5en.48xlarge in us-east-1b from "
         "2026-12-03 11:30 UTC to 2026-12-10 11:30 UTC, upfront 17990.40 USD"
     ) in result.checks
-    assert f"pool block of site use1: offering {OFFERING} matches the stack (fee, AZ, start)" in result.checks
+    assert f"pool block of site use1: offering {OFFERING} matches the stack (fee, AZ, start, end)" in result.checks
 
 
 def test_an_offering_whose_fee_differs_from_the_stacks_is_a_problem(ec2: tuple[Aws, Stubber]) -> None:
@@ -90,7 +90,7 @@ def test_an_offering_whose_fee_differs_from_the_stacks_is_a_problem(ec2: tuple[A
 def test_an_adopted_reservation_smaller_than_the_pool_or_elsewhere_is_a_problem(ec2: tuple[Aws, Stubber]) -> None:
     aws, stub = ec2
     cr = {"CapacityReservationId": RESERVATION, "InstanceType": "p5en.48xlarge", "AvailabilityZone": "us-east-1b",
-          "TotalInstanceCount": 2, "State": "scheduled"}  # fmt: skip
+          "TotalInstanceCount": 2, "State": "scheduled", "ReservationType": "capacity-block"}  # fmt: skip
     stub.add_response(
         "describe_capacity_reservations", {"CapacityReservations": [cr]}, {"CapacityReservationIds": [RESERVATION]}
     )
@@ -101,3 +101,76 @@ def test_an_adopted_reservation_smaller_than_the_pool_or_elsewhere_is_a_problem(
         f"pool block of site use1: reservation {RESERVATION} (2 x p5en.48xlarge in us-east-1b, scheduled): it holds "
         "2 instances, fewer than the pool's 4 at most; it is in us-east-1b, not the pool's us-east-1a"
     ]
+
+
+def test_an_offering_or_adopted_block_whose_dates_differ_from_the_stacks_is_a_problem(ec2: tuple[Aws, Stubber]) -> None:
+    """EC2 blocks end at 11:30 UTC (EC2 user guide, ec2-capacity-blocks), so check --aws holds the stack's end to
+    EndDate, for a block to buy and for an adopted one (and the adopted one's start to StartDate)."""
+    aws, stub = ec2
+    late = {**_offering(OFFERING, "18453.12"), "EndDate": START + dt.timedelta(days=8)}
+    stub.add_response("describe_capacity_block_offerings", {"CapacityBlockOfferings": [late]}, ASKED)
+    result = AccountCheck()
+    reservation_checks(_site(BUY), aws, result)
+    assert result.problems == [
+        f"pool block of site use1: offering {OFFERING}: it ends 2026-12-11 11:30 UTC, not the block's end "
+        "2026-12-10 11:30 UTC (give block.end: offering EndDate)"
+    ]
+    cr = {"CapacityReservationId": RESERVATION, "InstanceType": "p5en.48xlarge", "AvailabilityZone": "us-east-1a",
+          "TotalInstanceCount": 2, "State": "scheduled", "ReservationType": "capacity-block",
+          "StartDate": START + dt.timedelta(days=1), "EndDate": START + dt.timedelta(days=8)}  # fmt: skip
+    stub.add_response(
+        "describe_capacity_reservations", {"CapacityReservations": [cr]}, {"CapacityReservationIds": [RESERVATION]}
+    )
+    adopt = {"type": "capacity-block", "reservation_id": RESERVATION, "block": {"days": 7, "start": START.isoformat()}}
+    result = AccountCheck()
+    reservation_checks(_site(adopt), aws, result)
+    assert result.problems == [
+        f"pool block of site use1: reservation {RESERVATION} (2 x p5en.48xlarge in us-east-1a, scheduled): it "
+        "starts 2026-12-04 11:30 UTC, not block.start 2026-12-03 11:30 UTC; it ends 2026-12-11 11:30 UTC, not the "
+        "block's end 2026-12-10 11:30 UTC (give block.end: reservation EndDate)"
+    ]
+
+
+def test_an_adopted_reservation_of_the_other_type_is_a_problem(ec2: tuple[Aws, Stubber]) -> None:
+    """A capacity-block pool adopts a Capacity Block (ReservationType capacity-block), an ODCR pool an ODCR
+    (ReservationType default): EC2 API reference, CapacityReservation."""
+    aws, stub = ec2
+    for kind, held in (("capacity-block", "default"), ("capacity-reservation", "capacity-block")):
+        cr = {"CapacityReservationId": RESERVATION, "InstanceType": "p5en.48xlarge", "AvailabilityZone": "us-east-1a",
+              "TotalInstanceCount": 2, "State": "active", "ReservationType": held}  # fmt: skip
+        stub.add_response(
+            "describe_capacity_reservations", {"CapacityReservations": [cr]}, {"CapacityReservationIds": [RESERVATION]}
+        )
+        result = AccountCheck()
+        reservation_checks(_site({"type": kind, "reservation_id": RESERVATION, "block": {"days": 7}}
+                                 if kind == "capacity-block" else {"type": kind, "reservation_id": RESERVATION}),
+                           aws, result)  # fmt: skip
+        assert result.problems == [
+            f"pool block of site use1: reservation {RESERVATION} (2 x p5en.48xlarge in us-east-1a, active): its "
+            f"ReservationType is {held}, not {'default' if held == 'capacity-block' else 'capacity-block'} "
+            f"(capacity.type {kind})"
+        ]
+
+
+def test_an_offering_not_on_sale_is_a_problem_unless_the_pool_bought_it(ec2: tuple[Aws, Stubber]) -> None:
+    aws, stub = ec2
+    other = [_offering("cb-0fedcba9876543210", "17990.40", "us-east-1b")]
+    tagged = {"Filters": [{"Name": "tag:cluster", "Values": ["c"]}, {"Name": "tag:pool", "Values": ["block"]}]}
+    stub.add_response("describe_capacity_block_offerings", {"CapacityBlockOfferings": other}, ASKED)
+    stub.add_response("describe_capacity_reservations", {"CapacityReservations": []}, tagged)
+    result = AccountCheck()
+    reservation_checks(_site(BUY), aws, result, {"cluster": "c"})
+    assert result.problems == [
+        f"pool block of site use1: offering {OFFERING} is not on sale and no reservation is tagged with pool block: "
+        "it was sold to someone else or expired; pick one of those above before the first `up`"
+    ]
+    stub.add_response("describe_capacity_block_offerings", {"CapacityBlockOfferings": other}, ASKED)
+    stub.add_response("describe_capacity_reservations", {"CapacityReservations": [{"CapacityReservationId": RESERVATION}]},
+                      tagged)  # fmt: skip
+    result = AccountCheck()
+    reservation_checks(_site(BUY), aws, result, {"cluster": "c"})
+    assert result.problems == []
+    assert (
+        f"pool block of site use1: offering {OFFERING} is no longer on sale: bought by this stack ({RESERVATION})"
+        in (result.checks)
+    )

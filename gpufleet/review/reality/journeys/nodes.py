@@ -346,7 +346,7 @@ def _group_shape(spec: EstateSpec, view: ClusterView, devices: Devices, r: PlanR
         notes.append(burst_note(spec, view, desired, most if scaler else 0))
     block = pool.capacity.block if pool.capacity.type == "capacity-block" else None
     if pool.capacity.type == "capacity-block":
-        end = block.end() if block else None
+        end = block.end_at() if block else None
         when = f" ({block.start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC)" if block and block.start and end else ""
         notes.append(f"a capacity-block pool: its nodes run only within the block{when}")
     return NodeShape(
