@@ -117,9 +117,9 @@ def test_spot_source_kms_month_and_rotation_cap_the_spot_window_note_and_adopted
     window = BurstWindow(pool="burst-h100", nodes=2, instance_type="p5.48xlarge", availability_zone="us-east-1a",
                          start=start, expires=start + dt.timedelta(hours=8))  # fmt: skip
     notes = next(p for p in estate_cost(spec, window, NOW).pools if p.pool == "burst-h100").notes
-    # 2 x 55.04 x (8 h + 0.5 h grace) = $935.68, at on demand (spot's maximum price)
+    # 2 x 55.04 x (8 h + 0.5 h grace + 16 min stop lag) = $965.03, at on demand (spot's maximum price)
     assert any("2 × p5.48xlarge on spot, priced at on demand (spot's maximum price)" in n for n in notes), notes
-    assert any("may cost at most $935.68" in n for n in notes)
+    assert any("may cost at most $965.03" in n for n in notes)
     # an adopted cluster makes no control-plane log group (components/aws/cluster.py creates it for its own only)
     site = parse_estate(example_estate("aws-train"), "t").sites[0]
     adopted = site.model_copy(update={"cluster": site.cluster.model_copy(update={"adopt_name": "theirs"})})  # type: ignore[union-attr]
