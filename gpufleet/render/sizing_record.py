@@ -29,7 +29,7 @@ def decision_record(r: SizingReport) -> list[Block]:
             num(c.runs_per_period),
             str(c.gpus_per_run),
             num(c.hours_per_run),
-            c.measured_on or "any",
+            (c.measured_on or "any") + (f" (pool {c.measured_on_pool})" if c.measured_on_pool else ""),
             "yes" if c.gang else "no",
             "scenarios" if (u := class_utilisation(c, p)) is None else f"{num(u)} %",
             c.source or "(file)",

@@ -107,12 +107,14 @@ def steps_per_run(c: WorkloadClass) -> tuple[Fraction, str]:
     ) * 3600 / DEFAULT_STEP_SECONDS, f"default: one step per {DEFAULT_STEP_SECONDS} s of the run"
 
 
-def penalise(c: WorkloadClass, choices: list[Choice]) -> list[Choice]:
-    """A placement whose ring is slower than the fastest ring of the same GPU model runs longer.
+def penalise(c: WorkloadClass, choices: list[Choice], measured: Choice | None = None) -> list[Choice]:
+    """A placement whose ring is slower than the ring the file's hours hold on, for the same GPU model, runs longer.
 
-    The fastest ring is the setup the file's hours hold on (a benchmark runs the GPUs in as few, as well-connected
-    nodes as possible). Each step of a slower ring spends the difference of the two all-reduce times more, so its
-    run takes steps × Δt longer, priced at its own rate and judged against the deadline again.
+    The hours hold on `measured` (the pool named by measured_on_pool) for its GPU model; otherwise on the fastest
+    ring the candidates offer (a benchmark runs the GPUs in as few, as well-connected nodes as possible). Each step
+    of a slower ring spends the difference of the two all-reduce times more, so its run takes steps × Δt longer,
+    priced at its own rate and judged against the deadline again. A faster ring than the measured one is not
+    credited: the file says nothing about how the run scales.
     """
     best: dict[str, Choice] = {}
     for ch in choices:
@@ -121,6 +123,8 @@ def penalise(c: WorkloadClass, choices: list[Choice]) -> list[Choice]:
         held = best.get(ch.placement.gpu.id)
         if held is None or (held.ring is not None and ch.ring.allreduce_s < (held.ring.allreduce_s or 0)):
             best[ch.placement.gpu.id] = ch
+    if measured is not None and measured.ring is not None and measured.ring.allreduce_s is not None:
+        best[measured.placement.gpu.id] = measured
     steps, _ = steps_per_run(c)
     out = []
     for ch in choices:

@@ -17,8 +17,9 @@ from typing import Literal
 
 from gpufleet.sizing.arithmetic import GpuFit, MemoryNeed, billed_gpus, ceil, memory_fit, memory_need, q
 from gpufleet.sizing.interconnect import Ring, instance_network_gbit_per_s, penalise, ring
-from gpufleet.sizing.workloads import WorkloadClass
+from gpufleet.sizing.workloads import CLASS_RULES, WorkloadClass, WorkloadFile, run_rules
 from model import catalog, kinds
+from model.load import SpecError, problem_line
 from model.pricing import GpuHourQuote, instance_gpu_hour
 from model.spec import AwsNodePool, BaremetalNodePool, EstateSpec, Role
 
@@ -261,7 +262,9 @@ class ClassSizing:
         return q(self.cls.runs_per_period) * self.cls.gpus_per_run * ch.hours_per_run
 
 
-def size_class(c: WorkloadClass, placements: list[Placement]) -> ClassSizing:
+def size_class(c: WorkloadClass, placements: list[Placement], measured: Placement | None = None) -> ClassSizing:
+    """Rank the placements a class fits on. `measured` is the stack pool its hours were measured on
+    (`measured_on_pool`, resolved by `measured_pools`): its ring, not the fastest, is what the hours hold on."""
     need = memory_need(c)
     fits = sorted(
         (memory_fit(need, g) for g in catalog.gpu_models().values()), key=lambda f: (-f.gpu_memory_gb, f.gpu.id)
@@ -270,9 +273,50 @@ def size_class(c: WorkloadClass, placements: list[Placement]) -> ClassSizing:
     refused = untimed_across_models(c, choices)
     if refused:
         choices = [replace(ch, hours_per_run=None, cost_per_run=None, status="no timing") for ch in choices]
-    return ClassSizing(
-        cls=c, gpu_hours=c.gpu_hours(), need=need, fits=fits, choices=rank(penalise(c, choices)), refused=refused
-    )
+    reference = evaluate(c, need, measured) if measured is not None else None
+    ranked = rank(penalise(c, choices, reference if isinstance(reference, Choice) else None))
+    return ClassSizing(cls=c, gpu_hours=c.gpu_hours(), need=need, fits=fits, choices=ranked, refused=refused)
+
+
+def measured_pools(
+    workloads: WorkloadFile, source: str, spec: EstateSpec | None, stack: str | None
+) -> tuple[WorkloadFile, dict[str, Placement]]:
+    """Resolve each class's `measured_on_pool` against the stack: the class gets the pool's GPU model as
+    measured_on, and the pool's placement is returned by class name (its ring is the one the hours hold on).
+
+    Raises SpecError naming the file and field when no stack is given, the pool is not in it or cannot be sized
+    against, or measured_on names another GPU model."""
+    named = [(i, c) for i, c in enumerate(workloads.classes) if c.measured_on_pool is not None]
+    if not named:
+        return workloads, {}
+    pools, skipped = stack_placements(spec, burst=True) if spec is not None else ([], [])
+    by_pool = {p.pool: p for p in pools if p.pool is not None}
+    why_skipped = dict(skipped)
+    classes = list(workloads.classes)
+    found: dict[str, Placement] = {}
+    errors: list[str] = []
+    for i, c in named:
+        name = c.measured_on_pool or ""
+        where = f"classes[{i}]"
+        place = by_pool.get(name)
+        if spec is None:
+            errors.append(problem_line(source, where, "measured_on_pool", "names a stack's pool: give --stack"))
+        elif place is None:
+            why = why_skipped.get(name)
+            known = ", ".join(sorted(by_pool)) or "none"
+            msg = f"pool {name} cannot be sized against: {why}" if why else f"stack {stack} has no pool {name}"
+            errors.append(problem_line(source, where, "measured_on_pool", f"{msg} (pools: {known})"))
+        elif c.measured_on is not None and c.measured_on != place.gpu.id:
+            msg = f"{c.measured_on} is not pool {name}'s GPU model ({place.gpu.id}); leave measured_on out"
+            errors.append(problem_line(source, where, "measured_on", msg))
+        else:
+            resolved = c.model_copy(update={"measured_on": place.gpu.id})
+            errors += [problem_line(source, where, p.path, p.message) for p in run_rules(resolved, CLASS_RULES)]
+            classes[i] = resolved
+            found[c.name] = place
+    if errors:
+        raise SpecError(errors)
+    return workloads.model_copy(update={"classes": classes}), found
 
 
 def untimed_across_models(c: WorkloadClass, choices: list[Choice]) -> str:
@@ -281,7 +325,7 @@ def untimed_across_models(c: WorkloadClass, choices: list[Choice]) -> str:
 
     Serving and notebooks last as long as they are open whatever the GPU, so only work-bound classes are refused."""
     models = sorted({ch.placement.gpu.id for ch in choices})
-    if not c.work_bound or c.measured_on is not None or len(models) < 2:
+    if not c.work_bound or c.measured_on is not None or c.measured_on_pool is not None or len(models) < 2:
         return ""
     return (
         f"{c.name} fits {', '.join(models)} but gives no measured_on: its {c.hours_per_run:g} h cannot be compared "

@@ -7,7 +7,14 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from gpufleet.sizing.arithmetic import Scenario, demand_scenarios, gang_minimum
-from gpufleet.sizing.placement import ClassSizing, catalog_placements, onprem_placements, size_class, stack_region
+from gpufleet.sizing.placement import (
+    ClassSizing,
+    catalog_placements,
+    measured_pools,
+    onprem_placements,
+    size_class,
+    stack_region,
+)
 from gpufleet.sizing.pools import PoolRecommendation, StackComparison, compare_stack, fill_owned, recommend_pools
 from gpufleet.sizing.workloads import WorkloadFile
 from model.spec import EstateSpec
@@ -68,7 +75,9 @@ def size(
     stack: str | None = None,
     today: dt.date | None = None,
 ) -> SizingReport:
-    """Size the fleet for a workload file; with a stack, judge the stack's pools against the range."""
+    """Size the fleet for a workload file; with a stack, judge the stack's pools against the range.
+
+    Raises SpecError when a class's measured_on_pool does not name a pool of the stack it can be sized against."""
     region = stack_region(spec)
     placements = catalog_placements(region)
     notes = []
@@ -79,7 +88,8 @@ def size(
             notes.append(
                 f"pools of stack {stack} (owned, burst) are candidates too: {', '.join(p.name for p in onprem)}"
             )
-    sized = fill_owned([size_class(c, placements) for c in workloads.classes], workloads.planning)
+    workloads, measured = measured_pools(workloads, source, spec, stack)
+    sized = fill_owned([size_class(c, placements, measured.get(c.name)) for c in workloads.classes], workloads.planning)
     # Demand on the GPUs the classes are placed on (a class's hours there, not its reference hours), so that the
     # portfolio adds up to the pools it recommends; a class no placement takes stays at its reference hours.
     parts = [(cs.cls, cs.placed_gpu_hours) for cs in sized]

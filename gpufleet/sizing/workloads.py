@@ -170,6 +170,13 @@ class WorkloadClass(Model):
         description="Catalog GPU model hours_per_run was measured on (e.g. H100-80GB). When set, only GPU models "
         "with a timing (this one or hours_on) are ranked; when not set, hours are assumed equal on every GPU.",
     )
+    measured_on_pool: str | None = Field(
+        default=None,
+        max_length=63,
+        description="Node pool of the stack (`gpufleet size -s STACK`) hours_per_run was measured on: measured_on "
+        "is its GPU model, and the hours hold on its interconnect (other pools of that GPU model are judged "
+        "against its ring, not the fastest one).",
+    )
     hours_on: dict[str, Annotated[float, Field(le=MAX_HOURS)]] = Field(
         default_factory=dict, description="Hours per run on other catalog GPU models (benchmarks or estimates)."
     )
@@ -320,7 +327,7 @@ def _known_gpus(c: WorkloadClass) -> Iterator[Problem]:
 
 
 def _ratios_need_measured_on(c: WorkloadClass) -> Iterator[Problem]:
-    if c.speed_vs_measured and c.measured_on is None:
+    if c.speed_vs_measured and c.measured_on is None and c.measured_on_pool is None:
         yield Problem("speed_vs_measured", "a speed ratio is relative to measured_on: set measured_on")
     for gid in c.speed_vs_measured:
         if why := _unknown_gpu(gid):
@@ -339,7 +346,7 @@ def _throughput_sizes_serving(c: WorkloadClass) -> Iterator[Problem]:
         return
     if c.kind != "online-inference":
         yield Problem("throughput", f"throughput sizes online-inference replicas; a {c.kind} class gives its runs")
-    elif c.measured_on is None:
+    elif c.measured_on is None and c.measured_on_pool is None:
         yield Problem("measured_on", "throughput's tokens/s per replica hold on one GPU model: set measured_on")
     elif q(c.runs_per_period) != c.throughput.replicas:
         why = f"{c.runs_per_period:g} replicas disagree with throughput's {c.throughput.replicas}; give one of them"

@@ -12,13 +12,15 @@ import datetime as dt
 from dataclasses import replace
 from fractions import Fraction
 
+import pytest
+
 from gpufleet.render.sizing import headline, sizing_text
 from gpufleet.sizing.interconnect import allreduce_seconds, intra_node_gb_per_s, ring
 from gpufleet.sizing.placement import catalog_placements, size_class
 from gpufleet.sizing.report import size
 from model import catalog
 from model.catalog import network_gbit_per_s
-from model.load import parse_estate
+from model.load import SpecError, parse_estate
 from tests.conftest import example_estate
 from tests.sizing.helpers import wclass, wfile
 from tests.sizing.test_cases import FT70B, on
@@ -177,3 +179,32 @@ def test_a_fabric_without_a_published_busbw_is_scaled_as_its_gpu_generation_s_pu
     assert catalog.node_busbw("p4d.24xlarge", Fraction(400), a100, 8).gb_per_s == Fraction("78.33")
     assert catalog.node_busbw(None, Fraction(1600)).gb_per_s == 200  # no GPU given: the line rate
     assert catalog.node_busbw("p5.4xlarge", Fraction(100), h100, 1).gb_per_s == Fraction(100, 8)  # no NVLink ring
+
+
+def test_hours_measured_on_an_owned_pool_hold_on_its_ring_not_the_fastest_one() -> None:
+    # The same 23 h ft70b as above, measured on the owned `train` pool itself: its ring is the one the hours hold
+    # on, so train meets the 24 h deadline with no penalty and is used first; p5's faster ring is not credited
+    # (the file says nothing of how the run scales), so p5 also takes 23 h.
+    r = on("onprem", dict(FT70B, hours_per_run=23, hours_on={}, measured_on=None, measured_on_pool="train"))
+    (cs,) = r.classes
+    assert cs.cls.measured_on == "H100-80GB"  # the pool's GPU model
+    train = next(ch for ch in cs.choices if ch.placement.name == "train")
+    assert train.status == "ok" and train.penalty_hours == 0 and train.hours_per_run == 23
+    assert cs.chosen is train
+    p5 = next(ch for ch in cs.choices if ch.placement.name == "p5.48xlarge")
+    assert p5.hours_per_run == 23 and p5.penalty_hours == 0
+
+
+def test_measured_on_pool_names_a_pool_of_the_stack() -> None:
+    with pytest.raises(SpecError) as err:
+        on("onprem", dict(FT70B, measured_on=None, measured_on_pool="trian"))
+    assert str(err.value).startswith("w.yaml: classes[0].measured_on_pool: stack onprem has no pool trian (pools: ")
+    with pytest.raises(SpecError) as err:
+        on(None, dict(FT70B, measured_on=None, measured_on_pool="train"))
+    assert "w.yaml: classes[0].measured_on_pool: names a stack's pool: give --stack" in str(err.value)
+    with pytest.raises(SpecError) as err:
+        on("onprem", dict(FT70B, measured_on="A100-40GB", measured_on_pool="train"))
+    assert "classes[0].measured_on: A100-40GB is not pool train's GPU model (H100-80GB)" in str(err.value)
+    with pytest.raises(SpecError) as err:  # the resolved GPU model given hours twice
+        on("onprem", dict(FT70B, measured_on=None, measured_on_pool="train", hours_on={"H100-80GB": 9}))
+    assert "classes[0].hours_on.H100-80GB: H100-80GB is measured_on" in str(err.value)
