@@ -284,8 +284,8 @@ def measured_pools(
     """Resolve each class's `measured_on_pool` against the stack: the class gets the pool's GPU model as
     measured_on, and the pool's placement is returned by class name (its ring is the one the hours hold on).
 
-    Raises SpecError naming the file and field when no stack is given, the pool is not in it or cannot be sized
-    against, or measured_on names another GPU model."""
+    Raises SpecError naming the file and field when no stack is given, the pool is not in it, cannot be sized
+    against or cannot run the class, or measured_on names another GPU model."""
     named = [(i, c) for i, c in enumerate(workloads.classes) if c.measured_on_pool is not None]
     if not named:
         return workloads, {}
@@ -309,6 +309,9 @@ def measured_pools(
         elif c.measured_on is not None and c.measured_on != place.gpu.id:
             msg = f"{c.measured_on} is not pool {name}'s GPU model ({place.gpu.id}); leave measured_on out"
             errors.append(problem_line(source, where, "measured_on", msg))
+        elif isinstance(unfit := evaluate(c, memory_need(c), place), str):
+            msg = f"the class cannot run on pool {name}: {unfit}"
+            errors.append(problem_line(source, where, "measured_on_pool", msg))
         else:
             resolved = c.model_copy(update={"measured_on": place.gpu.id})
             errors += [problem_line(source, where, p.path, p.message) for p in run_rules(resolved, CLASS_RULES)]

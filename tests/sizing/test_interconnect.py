@@ -205,6 +205,9 @@ def test_measured_on_pool_names_a_pool_of_the_stack() -> None:
     with pytest.raises(SpecError) as err:
         on("onprem", dict(FT70B, measured_on="A100-40GB", measured_on_pool="train"))
     assert "classes[0].measured_on: A100-40GB is not pool train's GPU model (H100-80GB)" in str(err.value)
+    with pytest.raises(SpecError) as err:  # 64 GPUs at once on a 32-GPU pool: no measurement was made there
+        on("onprem", dict(FT70B, gpus_per_run=64, measured_on=None, measured_on_pool="train"))
+    assert "classes[0].measured_on_pool: the class cannot run on pool train: needs 64 GPUs at once" in str(err.value)
     with pytest.raises(SpecError) as err:  # the resolved GPU model given hours twice
         on("onprem", dict(FT70B, measured_on=None, measured_on_pool="train", hours_on={"H100-80GB": 9}))
     assert "classes[0].hours_on.H100-80GB: H100-80GB is measured_on" in str(err.value)
