@@ -88,6 +88,7 @@ EFA_LABEL = "vpc.amazonaws.com/efa.present"
 
 # EKS managed node groups spell taint effects the AWS API's way (eks CreateNodegroup, Taint.effect).
 AWS_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+EKS_EFFECTS = {k8s: eks for eks, k8s in AWS_EFFECTS.items()}
 
 
 @dataclass(frozen=True)
@@ -113,11 +114,26 @@ class Taint:
     def toleration(self) -> dict[str, str]:
         return {"key": self.key, "operator": "Equal", "value": self.value, "effect": self.effect}
 
+    def as_eks(self) -> dict[str, str]:
+        """The taint as the EKS API spells it (`NoSchedule` as `NO_SCHEDULE`; botocore eks service-2.json,
+        TaintEffect)."""
+        return {"key": self.key, "value": self.value, "effect": EKS_EFFECTS[self.effect]}
+
 
 GPU_TAINT = Taint(GPU_RESOURCE, "present", "NoSchedule")  # on every GPU node
 # A node taken out of service by `gpufleet verify` (gpufleet/verify/quarantine.py); the value says why: `verify`
 # (a failed probe), `health` (a detector's node condition) or `drill` (the degraded drill, removed after it).
 QUARANTINE_KEY = f"{LABEL_PREFIX}quarantine"
+
+
+# Set on a burst node group by its AWS-side stop, with the idle bounds (components/aws/backstop.py). EKS requires a
+# max of at least 1, so the stopped group could still grow one node for a pod the cluster's own stop left pending;
+# the autoscaler builds a node of an empty managed group with the group's taints (kubernetes/autoscaler
+# cluster-autoscaler/cloudprovider/aws/aws_manager.go, buildNodeFromTemplate), so no pod without this toleration
+# fits it. Its copy of them is up to 7 minutes old (managed_nodegroup_cache.go): a node it starts in those minutes
+# carries the taint, runs nothing and is removed as unneeded. The next window's `up` refreshes the group and removes
+# the taint: the program never sets it.
+BURST_STOPPED_TAINT = Taint(f"{LABEL_PREFIX}burst-stopped", "backstop", "NoSchedule")
 
 
 def quarantine_taint(reason: str) -> Taint:

@@ -1,7 +1,9 @@
 """NodeGroupBackstop: at a burst window's expiry + grace, AWS scales the burst node group to zero by itself.
 
 An EventBridge Scheduler one-time schedule calls `eks:UpdateNodegroupConfig` through its universal target and sets
-the group's idle bounds: min 0, desired 0, max 1. It needs no runner and no reachable API.
+the group's idle bounds (min 0, desired 0, max 1) and the stopped taint (model.conventions.BURST_STOPPED_TAINT), so
+the autoscaler cannot grow the group again for work the cluster's own stop left pending. It needs no runner and no
+reachable API.
 
 Not an Auto Scaling scheduled action: EKS owns a managed node group's ASG.
 
@@ -25,6 +27,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws import iam
+from model.conventions import BURST_STOPPED_TAINT
 from model.kinds.aws import backstop_name
 
 # `arn:aws:scheduler:::aws-sdk:<service>:<apiAction>`, the input being "the request parameters that EventBridge
@@ -64,7 +67,8 @@ def at_expression(when: dt.datetime) -> str:
 
 
 def update_request(cluster: str, node_group: str, scaling: tuple[int, int, int]) -> str:
-    """The UpdateNodegroupConfig request parameters: the node group's idle (min, desired, max).
+    """The UpdateNodegroupConfig request parameters: the node group's idle (min, desired, max), and the stopped
+    taint added (UpdateTaintsPayload.addOrUpdateTaints; the group's other taints stay).
 
     The keys are the API's member names, camelCase as the EKS API model spells them (botocore
     data/eks/2017-11-01/service-2.json, UpdateNodegroupConfigRequest and NodegroupScalingConfig; a test reads it).
@@ -75,6 +79,7 @@ def update_request(cluster: str, node_group: str, scaling: tuple[int, int, int])
         "clusterName": cluster,
         "nodegroupName": node_group,
         "scalingConfig": {"minSize": lo, "desiredSize": desired, "maxSize": hi},
+        "taints": {"addOrUpdateTaints": [BURST_STOPPED_TAINT.as_eks()]},
     }
     return json.dumps(body)
 

@@ -48,7 +48,6 @@ GPU_AMI_TYPES = {"x86_64": "AL2023_x86_64_NVIDIA", "arm64": "AL2023_ARM_64_NVIDI
 # The EKS AL2023 NVIDIA AMIs are Linux; a block's platform must match its instances' AMI (EC2 user guide,
 # capacity-blocks-launch: an instance "can't launch using an AMI with a different platform").
 BLOCK_PLATFORM = "Linux/UNIX"
-MNG_TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
 
 
 def ami_release(pool: AwsNodePool) -> str | None:
@@ -86,7 +85,7 @@ def mng_labels(spec: EstateSpec, pool: AwsNodePool) -> dict[str, str]:
 
 
 def mng_taint(t: Taint) -> aws.eks.NodeGroupTaintArgs:
-    return aws.eks.NodeGroupTaintArgs(key=t.key, value=t.value, effect=MNG_TAINT_EFFECTS[t.effect])
+    return aws.eks.NodeGroupTaintArgs(**t.as_eks())
 
 
 def mng_scaling(

@@ -31,6 +31,7 @@ from model.burst import (
     booking,
     minute_at_or_after,
 )
+from model.conventions import GPU_TAINT
 from model.kinds.aws import backstop_name
 from model.load import ESTATE_KEY, check_window, parse_window, read_stack
 from tests.burst.helpers import STACK, hybrid_config, window
@@ -222,9 +223,12 @@ def test_backstop_times_are_whole_minutes_never_before_the_moment() -> None:
     assert at_expression(local) == "at(2026-06-01T10:00:00)" and cron_schedule(local) == "0 10 1 6 *"
 
 
-def test_the_update_request_names_the_group_and_its_bounds() -> None:
+def test_the_update_request_names_the_group_its_bounds_and_the_stopped_taint() -> None:
     assert json.loads(update_request("c", "ng", (0, 0, 1))) == {
-        "clusterName": "c", "nodegroupName": "ng", "scalingConfig": {"minSize": 0, "desiredSize": 0, "maxSize": 1}
+        "clusterName": "c", "nodegroupName": "ng", "scalingConfig": {"minSize": 0, "desiredSize": 0, "maxSize": 1},
+        "taints": {"addOrUpdateTaints": [
+            {"key": "gpufleet.io/burst-stopped", "value": "backstop", "effect": "NO_SCHEDULE"},
+        ]},
     }  # fmt: skip
     assert role_rules(["a", "b"])[0]["resourceNames"] == ["a", "b"]
 
@@ -239,6 +243,36 @@ def test_the_request_keys_are_the_eks_api_member_names() -> None:
     members = model["shapes"]["UpdateNodegroupConfigRequest"]["members"]
     assert set(request) <= set(members)
     assert set(request["scalingConfig"]) == set(model["shapes"]["NodegroupScalingConfig"]["members"])
+    assert set(request["taints"]) <= set(model["shapes"]["UpdateTaintsPayload"]["members"])
+    (taint,) = request["taints"]["addOrUpdateTaints"]
+    assert set(taint) == set(model["shapes"]["Taint"]["members"])
+    assert taint["effect"] in model["shapes"]["TaintEffect"]["enum"]
+
+
+def test_a_stopped_group_cannot_grow_again_for_the_pods_the_cluster_left_pending(open_plan: Plan) -> None:
+    """EKS keeps a max of at least 1, so the stopped group could grow one node. The autoscaler builds an empty
+    managed group's node with the group's taints from DescribeNodegroup (kubernetes/autoscaler
+    cluster-autoscaler/cloudprovider/aws/aws_manager.go, buildNodeFromTemplate; cached up to 7 minutes,
+    managed_nodegroup_cache.go) and EKS puts them on the nodes it launches, so a pod that does not tolerate the
+    stopped taint fits neither. No pod
+    gpufleet writes tolerates it, and the program never sets it (the next window's refreshed `up` removes it)."""
+    request = json.loads(only(open_plan, SCHEDULE).inputs["target"]["input"])
+    (stopped,) = request["taints"]["addOrUpdateTaints"]
+    assert stopped["key"] not in {t["key"] for t in burst_group(open_plan).inputs.get("taints", [])}
+    tolerated = {t.get("key") for r in open_plan.resources for t in _tolerations(r.inputs)}
+    assert GPU_TAINT.key in tolerated  # the walk finds the tolerations gpufleet writes
+    assert stopped["key"] not in tolerated and None not in tolerated  # nor does any tolerate every taint
+
+
+def _tolerations(value: object) -> list[dict[str, object]]:
+    """Every toleration anywhere in a resource's inputs."""
+    if isinstance(value, dict):
+        own = value.get("tolerations")
+        found = [t for t in own if isinstance(t, dict)] if isinstance(own, list) else []
+        return found + [t for v in value.values() for t in _tolerations(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _tolerations(v)]
+    return []
 
 
 def test_backstop_names_fit_aws_limits_whatever_the_site_and_pool_names() -> None:
