@@ -131,6 +131,14 @@ def _replaced(
     w = s.window
     if w is None:
         return s.state.ledger, {}
+    if w.overrun_since is not None:
+        raise BurstError(
+            f"the burst window on pool {w.pool} overran: its node group was not at zero after its backstop time, "
+            f"and its nodes are booked only until {w.overrun_since:%Y-%m-%d %H:%M} UTC. A new window would take "
+            "over the group and stop tracking them. Check the node group and its backstop schedule in AWS, then run "
+            "`gpufleet burst reconcile` until it finds the group at zero (it then books and removes the window); "
+            "open a new window after that"
+        )
     ledger = (*s.state.ledger, book(s, w, "gpufleet burst open (the window it replaced)", now))
     stops = backstop_time(s.spec, w)
     if now >= stops:
@@ -314,7 +322,10 @@ def status(spec: EstateSpec, state: BurstState, now: dt.datetime) -> Status:
     if w is not None:
         w = within_budget(spec, w, ledger)
     is_open = w is not None and w.is_open(now)
-    if w is not None and now >= w.start and w.overrun_since is None:  # an overrun window is booked until then
+    if w is not None and w.overrun_since is not None:
+        # Booked until `overrun_since`; since then its nodes run unbooked, at most every node of the cap.
+        ledger.append(booking(spec, w, "so far", now=max(now, w.overrun_since)))
+    elif w is not None and now >= w.start:
         so_far = close_entry(spec, w, min(now, backstop_time(spec, w)), "so far", through_expiry=True)
         ledger.append(so_far)
         committed = max(0.0, round(booking(spec, w, "worst case").usd - so_far.usd, 2))

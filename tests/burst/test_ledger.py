@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from gpufleet.burst import flows
 from gpufleet.burst.aws import TOTAL_INSTANCES, Aws
 from gpufleet.burst.ledger import burst_group_tags
 from gpufleet.cli import burst as burst_cli
 from gpufleet.cli.app import app
-from model.load import parse_estate
+from model.load import parse_estate, read_stack
 from tests.burst.helpers import NOW, STACK, FakeDriver, burst_state, hybrid_config, project, window
 
 runner = CliRunner()
@@ -168,6 +169,15 @@ def test_an_overrun_window_stays_until_its_group_is_at_zero_and_each_interval_is
     assert first is not None and first.window is not None and first.window.overrun_since == now
     status = runner.invoke(app, ["burst", "status", "--stack", STACK, "--project", str(proj)])
     assert "overrun" in status.output
+    # Its nodes' time since the last booking is not booked yet: status counts it at the cap (2 nodes, half an hour)
+    spec = read_stack(proj, STACK).estate()
+    later = flows.status(spec, first, now + dt.timedelta(minutes=30))
+    assert later.spend_usd == round(first.ledger[0].usd + 2 * 55.04 * 0.5, 2)
+    # A new window would take over the group and stop tracking the overrun: refused, nothing written
+    refused = runner.invoke(app, ["burst", "open", "--stack", STACK, "--project", str(proj), "--gpus", "8",
+                                  "--hours", "2"])  # fmt: skip
+    assert refused.exit_code != 0 and "overran" in " ".join(refused.output.split()), refused.output
+    assert burst_state(proj) == first
 
     # An hour on, still one node: the hour is booked in a second entry; the first is kept as it was
     assert reconcile_at(now + dt.timedelta(hours=1)) == 1
