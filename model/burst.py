@@ -73,6 +73,25 @@ def judged_at(as_of: dt.datetime, now: dt.datetime) -> dt.datetime:
     return max(as_of, now)
 
 
+# How far behind AWS's clock the machine running an `up` may be. AWS denies a signed request that does not reach it
+# "within five minutes of the time stamp in the request" (IAM user guide, reference_aws-signing.html); SDKs retry
+# with a corrected time, so this is a margin, not a bound.
+CLOCK_SKEW = dt.timedelta(minutes=5)
+
+
+def queue_phase(spec: EstateSpec, window: BurstWindow | None, now: dt.datetime) -> WindowPhase:
+    """The phase the burst ClusterQueues' stopPolicy is set from: once the window has started, its phase
+    CLOCK_SKEW after `now`.
+
+    The in-cluster stops patch the queues at the expiry and at the end of the grace, and an `up` that refreshes
+    them takes the patch back to the program's value (components/hybrid/burst_stop.py, PATCH_FORCE). Judged by a
+    clock a few minutes slow, that value would reopen admission the stop had just held. Judged a little late, an
+    `up` in the minutes before a stop applies it early: admission stops sooner, never later."""
+    if window is None or now < window.start:
+        return window_phase(spec, window, now)
+    return window_phase(spec, window, now + CLOCK_SKEW)
+
+
 def burst_cap(spec: EstateSpec, pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime) -> int:
     """Most nodes the burst pool may have now: the window's while it is open or draining, else zero."""
     if window is None or window.pool != pool.name or window_phase(spec, window, now) == "idle":

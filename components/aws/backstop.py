@@ -1,16 +1,13 @@
 """NodeGroupBackstop: at a burst window's expiry + grace, AWS scales the burst node group to zero by itself.
 
-An EventBridge Scheduler one-time schedule calls `eks:UpdateNodegroupConfig` through its universal target and sets
-the group's idle bounds (min 0, desired 0, max 1) and the stopped taint (model.conventions.BURST_STOPPED_TAINT), so
-the autoscaler cannot grow the group again for work the cluster's own stop left pending. It needs no runner and no
-reachable API.
+An EventBridge Scheduler one-time schedule calls `eks:UpdateNodegroupConfig` through its universal target: idle
+bounds (min 0, desired 0, max 1) and the stopped taint (model.conventions.BURST_STOPPED_TAINT), so the autoscaler
+cannot regrow the group for work the in-cluster stop left pending. No runner, no reachable API. Not an Auto
+Scaling scheduled action: EKS owns a managed node group's ASG.
 
-Not an Auto Scaling scheduled action: EKS owns a managed node group's ASG.
-
-The role may call that one action on that one group. The schedule fires once (ACTION_AFTER_COMPLETION).
-
-A failed stop is never silent: an alarm tells the burst alert emails, and an encrypted dead-letter queue
-keeps AWS's answer. Only the schedule is per window: the rest outlives it.
+The role may call that one action on that one group; the schedule fires once (ACTION_AFTER_COMPLETION). A failed
+stop alarms the burst alert emails and an encrypted dead-letter queue keeps AWS's answer. Only the schedule is
+per window.
 
 It is built before the capacity, which depends on it, so an `up` that cannot create it fails before the group is
 raised. The group's name is fixed (model.kinds.aws.burst_node_group_name), so it waits for nothing of the group.

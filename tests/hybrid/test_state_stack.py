@@ -177,3 +177,14 @@ def test_an_up_that_would_replace_the_node_group_of_a_live_recorded_window_is_re
         pulumi.RunError, match=r"node_pools\[0\]\.capacity\.type: pool burst-h100 has a burst window open"
     ):
         synth_stack(proj, STACK, read_stack(proj, STACK), burst_state=state, now=LONG_AGO)
+
+
+def test_a_clock_minutes_slow_cannot_reopen_what_the_in_cluster_stop_held(tmp_path: Path) -> None:
+    """The hold CronJob patched the queues at the expiry; a refreshing `up` on a machine 4 minutes slow judges the
+    window 4 minutes before it and would take the patch back (pulumi.com/patchForce). The queues are judged
+    CLOCK_SKEW (5 minutes, the SigV4 window: IAM user guide, reference_aws-signing.html) later, so they stay held."""
+    w = parse_window(window(LONG_AGO - dt.timedelta(hours=1), 8, nodes=2), "test")
+    state = BurstState(w, (), LONG_AGO).outputs()
+    plan = synth_state(tmp_path, state, now=w.expires - dt.timedelta(minutes=4))
+    assert cloud_queue(plan)["stopPolicy"] == "Hold"
+    assert burst_group(plan).inputs["scalingConfig"]["maxSize"] == 2  # only admission moves early, not the nodes
