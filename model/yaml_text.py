@@ -4,7 +4,8 @@
 same values; only the parser is C. A stack file with a 1,250-server inventory takes seconds in the pure-Python
 parser. Error messages differ in wording, but both loaders mark the line and column of a problem.
 
-For YAML that gpufleet ships or generates (the GPU catalog, a kubeconfig it builds, Kueue's config it renders).
+For YAML that gpufleet ships, generates or has Helm render (the GPU catalog, a kubeconfig it builds, Kueue's config,
+a pinned chart's manifests and CRDs: a fleet's charts are tens of thousands of lines).
 Files a user writes (stack, workload, usage, Pulumi.yaml, kubeconfigs handed to `verify`) go through
 `model.load.read_yaml`, which bounds size, depth, aliases and numbers.
 """
@@ -24,6 +25,11 @@ SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 def safe_load(text: str) -> Any:
     """`yaml.safe_load(text)` on the fastest safe loader available."""
     return yaml.load(text, Loader=SAFE_LOADER)
+
+
+def safe_load_all(text: str) -> list[Any]:
+    """`yaml.safe_load_all(text)` on the fastest safe loader available, as a list."""
+    return list(yaml.load_all(text, Loader=SAFE_LOADER))
 
 
 def check_unique_keys(constructor: BaseConstructor, node: MappingNode) -> None:

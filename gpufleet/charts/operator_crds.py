@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from model.versions import NETWORK_OPERATOR, PROVISIONING_REQUEST_CRD_URL
+from model.yaml_text import safe_load_all
 
 DATA_DIR = Path(__file__).with_name("operator_crds")
 RAW_PREFIX = "https://raw.githubusercontent.com/"
@@ -114,7 +113,7 @@ def _read(repo: str, tag: str, path: str, checkout: Path | None) -> str:
 
 
 def _documents(text: str) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(text) if isinstance(d, dict)]
+    return [d for d in safe_load_all(text) if isinstance(d, dict)]
 
 
 def data_file(src: OperatorSource | AppliedFile) -> Path:

@@ -1,4 +1,4 @@
-"""Stack files, the GPU catalog and kubeconfigs are read with libyaml's safe loader: the same values as PyYAML's."""
+"""Stack files, the GPU catalog, kubeconfigs and rendered charts are read with libyaml's safe loader: the same values as PyYAML's."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from model.catalog import GPUS_FILE
-from model.yaml_text import SAFE_LOADER, safe_load
+from model.yaml_text import SAFE_LOADER, safe_load, safe_load_all
 from tests.conftest import ROOT
 
 FILES = [*sorted((ROOT / "stacks").glob("Pulumi.*.yaml")), GPUS_FILE, ROOT / "Pulumi.yaml"]
@@ -28,3 +28,10 @@ def test_a_syntax_error_still_marks_line_and_column() -> None:
     with pytest.raises(yaml.MarkedYAMLError) as e:
         safe_load("config:\n  a: b: c\n")
     assert e.value.problem_mark is not None and e.value.problem_mark.line == 1
+
+
+def test_a_multi_document_render_reads_as_pyyaml_reads_it() -> None:
+    # Helm joins a template's documents with `---` and leaves empty ones where a template renders nothing.
+    text = "---\n# Source: a/templates/x.yaml\n---\nkind: A\nx: &v [1, 2]\ny: *v\n---\nkind: B\nz: 'on'\nw: on\n"
+    assert safe_load_all(text) == list(yaml.safe_load_all(text))
+    assert [d["kind"] for d in safe_load_all(text) if d] == ["A", "B"]
