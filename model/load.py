@@ -16,7 +16,8 @@ from pydantic import TypeAdapter, ValidationError
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from model.burst import READABLE_FORMATS, STATE_FORMAT, BurstState, judged_at, window_problems
+from model.burst import judged_at, window_problems
+from model.burst_state import READABLE_FORMATS, STATE_FORMAT, BurstState
 from model.catalog import CatalogError
 from model.clock import now
 from model.inputs import MAX_DEPTH, MAX_INT_DIGITS, JsonLimitError, SpecError, load_json, read_text
@@ -112,7 +113,6 @@ def parse_estate(raw: Any, source: str, *, priced: bool = True) -> EstateSpec:
         spec = EstateSpec.model_validate(raw)
     except ValidationError as err:
         raise SpecError(validation_problems(err, source, base, estate=True)) from None
-    # Cross-field rules need the whole estate, so they run once the schema holds.
     problems = estate_problems(spec) or (list(unpriced_lines(spec)) if priced else [])
     if problems:
         raise SpecError([problem_line(source, base, p.path, p.message) for p in problems])

@@ -209,7 +209,7 @@ class AutomationDriver:
         """The state stack as an inline-program stack of this project (its name and backend from Pulumi.yaml)."""
         from pulumi import automation as auto
 
-        from model.burst import state_stack_name
+        from model.burst_state import state_stack_name
 
         command = auto.PulumiCommand(root=str(self.pulumi_root), skip_version_check=True) if self.pulumi_root else None
         settings = auto.LocalWorkspace(work_dir=str(self.project_dir), pulumi_command=command).project_settings()

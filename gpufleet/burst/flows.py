@@ -32,7 +32,6 @@ from gpufleet.burst.stack import StackState, apply_and_up, load_state, record_st
 from gpufleet.burst.targets import burst_targets
 from model.burst import (
     RECONCILE_LAG,
-    BurstState,
     backstop_time,
     booking,
     close_entry,
@@ -48,6 +47,7 @@ from model.burst import (
     within_budget,
     worst_case,
 )
+from model.burst_state import BurstState
 from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec
 
 # Now, by the one clock every window is judged by: AWS's, the `Date` header of an EC2 response (`Aws.server_time`),

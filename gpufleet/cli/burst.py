@@ -31,7 +31,8 @@ from gpufleet.burst.ledger import burst_group_tags, measured_booker
 from gpufleet.burst.preflight import check_hours, offline_check
 from gpufleet.burst.stack import legacy_keys, load_spec, load_state, record_state
 from gpufleet.cli.options import HERE, ProjectOpt, StackOpt, out
-from model.burst import BurstState, cloud_site, state_stack_name
+from model.burst import cloud_site
+from model.burst_state import BurstState, state_stack_name
 from model.spec import EstateSpec
 
 # Seams for tests: how the command reaches Pulumi and AWS.

@@ -30,7 +30,7 @@ from pulumi.runtime.proto import source_pb2
 
 from gpufleet.engine.plan import Plan, PlanResource, normalise
 from model import catalog, clock
-from model.burst import BurstState, state_stack_name
+from model.burst_state import BurstState, state_stack_name
 from model.load import LEDGER_KEY, WINDOW_KEY, StackFile, read_stack
 
 SECRET_PLACEHOLDER = "[secret: not decrypted offline]"

@@ -23,7 +23,8 @@ from gpufleet.review.reality.teardown import Teardown
 from gpufleet.review.reality.teardown import simulate as simulate_teardown
 from gpufleet.review.stack_file import judged, policy_check
 from model import catalog, clock
-from model.burst import Backstop, BurstState, backstop
+from model.burst import Backstop, backstop
+from model.burst_state import BurstState
 from model.load import StackFile, read_stack, stack_path
 from model.spec import BurstWindow, EstateSpec
 from model.tenant_s3 import tenant_s3_access

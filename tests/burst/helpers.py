@@ -12,7 +12,7 @@ import yaml
 from botocore.stub import Stubber
 
 from gpufleet.burst.driver import DriverError, OutputSink, StackLocked, StateMoved, generation
-from model.burst import BurstState, state_stack_name
+from model.burst_state import BurstState, state_stack_name
 from model.load import LEDGER_KEY, WINDOW_KEY, parse_ledger, parse_state, parse_window
 from tests.conftest import example_config, write_project
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from gpufleet.burst.targets import burst_targets
 from gpufleet.engine.plan import Plan
 from gpufleet.engine.synth import synth_stack
-from model.burst import BurstState
+from model.burst_state import BurstState
 from model.load import parse_window, read_stack
 from tests.burst.helpers import STACK, hybrid_config, window
 from tests.conftest import write_project

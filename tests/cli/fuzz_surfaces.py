@@ -17,7 +17,7 @@ import yaml
 from hypothesis import strategies as st
 
 from gpufleet.catalog.s3_ranges import NOT_PUBLIC, WIDEST_S3_PREFIX
-from model.burst import STATE_FORMAT
+from model.burst_state import STATE_FORMAT
 from model.load import SpecError, parse_state
 from tests.cli.badinput import Answer, invoke, snapshot, stack_project
 from tests.cli.fuzz import ODD_VALUES, TEXT_DAMAGE, mutate, paths

@@ -23,14 +23,8 @@ from components.hybrid.burst_stop import cron_schedule, role_rules
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.engine.synth import synth_stack
 from model import clock, versions
-from model.burst import (
-    AWS_STOP_LEAD,
-    RECONCILE_LAG,
-    BurstState,
-    backstop,
-    booking,
-    minute_at_or_after,
-)
+from model.burst import AWS_STOP_LEAD, RECONCILE_LAG, backstop, booking, minute_at_or_after
+from model.burst_state import BurstState
 from model.conventions import GPU_TAINT
 from model.kinds.aws import backstop_name
 from model.load import ESTATE_KEY, check_window, parse_window, read_stack

@@ -49,7 +49,7 @@ def test_mermaid_parses_every_diagram_of_the_docs() -> None:
 
 def test_hybrid_doc_says_where_the_window_lives_and_names_every_burst_command() -> None:
     from gpufleet.cli.app import COMMANDS, burst_app
-    from model.burst import STATE_STACK_SUFFIX
+    from model.burst_state import STATE_STACK_SUFFIX
 
     text = HYBRID_DOC.read_text()
     assert f"`<stack>{STATE_STACK_SUFFIX}`" in text and "pulumi.StackReference" in text and "`as_of`" in text

@@ -15,7 +15,7 @@ import pytest
 
 from gpufleet.engine.plan import Plan
 from gpufleet.engine.synth import SynthError, _RecordingMocks, engine_config, run_program, synth_stack
-from model.burst import BurstState, state_reference
+from model.burst_state import BurstState, state_reference
 from model.load import WINDOW_KEY, parse_window, read_stack
 from tests.burst.helpers import STACK, hybrid_config, window
 from tests.conftest import write_project

@@ -20,7 +20,7 @@ from gpufleet.review.reality.journeys.core import Walk
 from gpufleet.review.reality.journeys.estate import clusters
 from gpufleet.review.reality.scheduling import pod_spec
 from model import catalog, kinds
-from model.burst import BurstState
+from model.burst_state import BurstState
 from model.load import ESTATE_KEY, parse_estate, parse_window, read_stack
 from model.rdma import EFA_RESOURCE, RDMA_RESOURCE_PREFIX, fabric_requests
 from tests.burst.helpers import window as burst_window
