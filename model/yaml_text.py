@@ -5,7 +5,7 @@ same values; only the parser is C. A stack file with a 1,250-server inventory ta
 parser. Error messages differ in wording, but both loaders mark the line and column of a problem.
 
 For YAML that gpufleet ships, generates or has Helm render (the GPU catalog, a kubeconfig it builds, Kueue's config,
-a pinned chart's manifests and CRDs: a fleet's charts are tens of thousands of lines).
+a pinned chart's manifests and CRDs).
 Files a user writes (stack, workload, usage, Pulumi.yaml, kubeconfigs handed to `verify`) go through
 `model.load.read_yaml`, which bounds size, depth, aliases and numbers.
 """
