@@ -79,14 +79,15 @@ def judged_at(as_of: dt.datetime, now: dt.datetime) -> dt.datetime:
 CLOCK_SKEW = dt.timedelta(minutes=5)
 
 
-def queue_phase(spec: EstateSpec, window: BurstWindow | None, now: dt.datetime) -> WindowPhase:
-    """The phase the burst ClusterQueues' stopPolicy is set from: once the window has started, its phase
-    CLOCK_SKEW after `now`.
+def stop_phase(spec: EstateSpec, window: BurstWindow | None, now: dt.datetime) -> WindowPhase:
+    """The phase the program sets what a stop also sets (the burst ClusterQueues' stopPolicy, a burst node group's
+    bounds and stopped taint): once the window has started, its phase CLOCK_SKEW after `now`.
 
-    The in-cluster stops patch the queues at the expiry and at the end of the grace, and an `up` that refreshes
-    them takes the patch back to the program's value (components/hybrid/burst_stop.py, PATCH_FORCE). Judged by a
-    clock a few minutes slow, that value would reopen admission the stop had just held. Judged a little late, an
-    `up` in the minutes before a stop applies it early: admission stops sooner, never later."""
+    The stops act at the expiry and at the end of the grace, and an `up` that refreshes their objects takes them
+    back to the program's value (components/hybrid/burst_stop.py, PATCH_FORCE; the node group's scaling config and
+    taints). Judged by a clock a few minutes slow, that value would undo a stop that had just acted. Judged a
+    little late, an `up` in the minutes before a stop applies it early: admission and capacity stop sooner, never
+    later."""
     if window is None or now < window.start:
         return window_phase(spec, window, now)
     return window_phase(spec, window, now + CLOCK_SKEW)
@@ -122,14 +123,20 @@ def burst_group_size(
     ignorechanges/), and the burst commands' `up` refreshes the group first, so that value is the live count
     (gpufleet/burst/driver.py). Any figure the program sent instead would be wrong: 0 stops nodes still draining,
     a replaced window's cap starts idle ones. So:
-    - idle: 0 is sent; nothing may run.
+    - stopped (`group_stopped`): 0 is sent; nothing may run.
     - inside a window: the desired size is never sent. The max keeps room for the nodes of a window it replaced
       (`draining_nodes`), so the bounds never shrink under them.
     """
-    cap = burst_cap(spec, pool, window, now)
-    if window is None or cap == 0:
+    if window is None or group_stopped(spec, pool, window, now):
         return 0, 1, True  # EKS requires a max of at least 1
-    return 0, max(1, cap, window.draining_nodes or 0), False
+    return 0, max(1, window.nodes, window.draining_nodes or 0), False
+
+
+def group_stopped(spec: EstateSpec, pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime) -> bool:
+    """Whether the burst pool's node group is stopped: idle bounds and the stopped taint, as the AWS stop leaves it
+    (components/aws/backstop.py). Judged by `stop_phase`, so a refreshing `up` from a slow clock cannot undo the
+    stop; the program declares the taint too, so no later `up` removes it while no window holds the pool."""
+    return window is None or window.pool != pool.name or stop_phase(spec, window, now) == "idle"
 
 
 @dataclass(frozen=True)

@@ -126,13 +126,14 @@ GPU_TAINT = Taint(GPU_RESOURCE, "present", "NoSchedule")  # on every GPU node
 QUARANTINE_KEY = f"{LABEL_PREFIX}quarantine"
 
 
-# Set on a burst node group by its AWS-side stop, with the idle bounds (components/aws/backstop.py). EKS requires a
-# max of at least 1, so the stopped group could still grow one node for a pod the cluster's own stop left pending;
-# the autoscaler builds a node of an empty managed group with the group's taints (kubernetes/autoscaler
+# Set on a burst node group by its AWS-side stop, with the idle bounds (components/aws/backstop.py), and declared by
+# the program on every stopped burst group (components/aws/node_pool.py, mng_taints), so no later `up` removes it.
+# EKS requires a max of at least 1, so a stopped group could still grow one node for a pod left pending; the
+# autoscaler builds a node of an empty managed group with the group's taints (kubernetes/autoscaler
 # cluster-autoscaler/cloudprovider/aws/aws_manager.go, buildNodeFromTemplate), so no pod without this toleration
-# fits it. Its copy of them is up to 7 minutes old (managed_nodegroup_cache.go): a node it starts in those minutes
-# carries the taint, runs nothing and is removed as unneeded. The next window's `up` refreshes the group and removes
-# the taint: the program never sets it.
+# fits it. Its copy of them is up to 6 minutes old (managed_nodegroup_cache.go, managedNodegroupCachedTTL; the
+# jitter only expires an entry sooner). A node it starts from an older copy carries the taint, runs nothing and is
+# removed as unneeded; and a window's first scale-up can wait that long after its `up` removes the taint.
 BURST_STOPPED_TAINT = Taint(f"{LABEL_PREFIX}burst-stopped", "backstop", "NoSchedule")
 
 

@@ -27,8 +27,8 @@ from components.aws.launch import (
 )
 from model import clock
 from model.blocks import block_phase, block_warning
-from model.burst import backstop, burst_group_size, effective_scaling
-from model.conventions import BURST_TAG, POOL_TAG, SHARED, Taint, eks_rejects_label
+from model.burst import backstop, burst_group_size, effective_scaling, group_stopped
+from model.conventions import BURST_STOPPED_TAINT, BURST_TAG, POOL_TAG, SHARED, Taint, eks_rejects_label
 from model.efa import EFA_HUGEPAGES, efa_interfaces, efa_node_hugepages
 from model.health import eks_node_repair
 from model.kinds import aws as aws_kind
@@ -86,6 +86,13 @@ def mng_labels(spec: EstateSpec, pool: AwsNodePool) -> dict[str, str]:
 
 def mng_taint(t: Taint) -> aws.eks.NodeGroupTaintArgs:
     return aws.eks.NodeGroupTaintArgs(**t.as_eks())
+
+
+def mng_taints(spec: EstateSpec, pool: AwsNodePool, window: BurstWindow | None, now: dt.datetime) -> list[Taint]:
+    """The node group's taints: the pool's, and on a stopped burst group the stopped taint its AWS stop adds
+    (model.burst.group_stopped), so a refreshing `up` keeps it. Kueue's flavors never tolerate it."""
+    stopped = pool.burst and group_stopped(spec, pool, window, now)
+    return [*pool_taints(pool), *([BURST_STOPPED_TAINT] if stopped else [])]
 
 
 def mng_scaling(
@@ -363,7 +370,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 **mng_labels(a.spec, pool),
                 **burst_node_labels(pool),
             },
-            taints=[mng_taint(t) for t in pool_taints(pool)],
+            taints=[mng_taint(t) for t in mng_taints(a.spec, pool, a.window, a.now)],
             update_config=update_config(),
             node_repair_config=node_repair_config(pool),
             tags=self._tags,

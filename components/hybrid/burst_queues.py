@@ -30,7 +30,7 @@ from components.kubernetes.admission import TenantTolerations, TenantVolumes
 from components.kubernetes.cluster import ClusterStack
 from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs
 from model import queues
-from model.burst import BurstQuota, WindowPhase, backstop, burst_pools, burst_quotas, queue_phase
+from model.burst import BurstQuota, WindowPhase, backstop, burst_pools, burst_quotas, stop_phase
 from model.nodes import shared_pools
 from model.spec import AwsSite, BurstWindow, EstateSpec, Tenant
 from model.tags import Tags
@@ -122,7 +122,7 @@ class BurstQueues(pulumi.ComponentResource):
         self._n, self._labels = name, args.tags.labels()
         self._release = args.stack.kueue.release
         quotas = burst_quotas(spec, args.window, args.now)
-        phase = queue_phase(spec, args.window, args.now)
+        phase = stop_phase(spec, args.window, args.now)
         flavors = [
             self._object(f"flavor-{p.name}", "ResourceFlavor", {"name": p.name}, queues.resource_flavor_spec(site, p))
             for p in burst_pools(spec)

@@ -246,16 +246,39 @@ def test_the_request_keys_are_the_eks_api_member_names() -> None:
 def test_a_stopped_group_cannot_grow_again_for_the_pods_the_cluster_left_pending(open_plan: Plan) -> None:
     """EKS keeps a max of at least 1, so the stopped group could grow one node. The autoscaler builds an empty
     managed group's node with the group's taints from DescribeNodegroup (kubernetes/autoscaler
-    cluster-autoscaler/cloudprovider/aws/aws_manager.go, buildNodeFromTemplate; cached up to 7 minutes,
+    cluster-autoscaler/cloudprovider/aws/aws_manager.go, buildNodeFromTemplate; cached up to 6 minutes,
     managed_nodegroup_cache.go) and EKS puts them on the nodes it launches, so a pod that does not tolerate the
-    stopped taint fits neither. No pod
-    gpufleet writes tolerates it, and the program never sets it (the next window's refreshed `up` removes it)."""
+    stopped taint fits neither. No pod gpufleet writes tolerates it, and an open window's group does not carry it."""
     request = json.loads(only(open_plan, SCHEDULE).inputs["target"]["input"])
     (stopped,) = request["taints"]["addOrUpdateTaints"]
     assert stopped["key"] not in {t["key"] for t in burst_group(open_plan).inputs.get("taints", [])}
     tolerated = {t.get("key") for r in open_plan.resources for t in _tolerations(r.inputs)}
     assert GPU_TAINT.key in tolerated  # the walk finds the tolerations gpufleet writes
     assert stopped["key"] not in tolerated and None not in tolerated  # nor does any tolerate every taint
+
+
+@pytest.mark.parametrize("after_stop", [dt.timedelta(minutes=-4), dt.timedelta(hours=1)])
+def test_no_later_up_undoes_the_aws_stop(tmp_path: Path, after_stop: dt.timedelta) -> None:
+    """After the AWS stop, a refreshing `up` compares the live group with the program's. The program declares the
+    stop's bounds and taint itself, so the update sends nothing back (Pulumi sends only what differs from the
+    refreshed state). An `up` judged 4 minutes before the stop, a clock that far behind AWS's, judges the group
+    stopped too (model.burst.stop_phase, CLOCK_SKEW)."""
+    aws_stop = minute_at_or_after(EXPIRES + dt.timedelta(minutes=30))  # hybrid_config: 30 minutes' grace
+    (tmp_path / "open").mkdir()
+    (tmp_path / "later").mkdir()
+    opened = synth_at(tmp_path / "open", aws_stop - dt.timedelta(minutes=6))
+    assert burst_group(opened).inputs["scalingConfig"]["maxSize"] == 2  # a clock 6 minutes behind: not yet
+    plan = synth_at(tmp_path / "later", aws_stop + after_stop)
+    group = burst_group(plan)
+    stop = json.loads(update_request("c", "ng", (0, 0, 1)))
+    assert group.inputs["scalingConfig"] == {
+        "minSize": stop["scalingConfig"]["minSize"],
+        "desiredSize": stop["scalingConfig"]["desiredSize"],
+        "maxSize": stop["scalingConfig"]["maxSize"],
+    }
+    (stopped,) = stop["taints"]["addOrUpdateTaints"]
+    assert stopped in group.inputs["taints"]
+    assert "scalingConfig.desiredSize" not in group.ignore_changes
 
 
 def _tolerations(value: object) -> list[dict[str, object]]:
