@@ -350,9 +350,28 @@ def spend_in_month(ledger: Iterable[BurstLedgerEntry], now: dt.datetime) -> floa
 RECONCILE_LAG = dt.timedelta(minutes=16)
 
 
+def stop_tail(spec: EstateSpec, lag: dt.timedelta = RECONCILE_LAG) -> dt.timedelta:
+    """How long after its (whole-minute) expiry a window's capacity may still run: to the AWS stop, plus the lag."""
+    return stop_after_expiry(spec) + lag
+
+
+def stopped_by(spec: EstateSpec, expires: dt.datetime, lag: dt.timedelta = RECONCILE_LAG) -> dt.datetime:
+    """When the capacity of a window expiring at `expires` has stopped at the latest: the AWS stop's minute
+    (`aws_stop`; the grace and AWS_STOP_LEAD are whole minutes) plus the lag. The one rule every worst case,
+    booking and ceiling counts to."""
+    return minute_at_or_after(expires) + stop_tail(spec, lag)
+
+
 def backstop_time(spec: EstateSpec, window: BurstWindow, lag: dt.timedelta = RECONCILE_LAG) -> dt.datetime:
-    """When the window's capacity has stopped at the latest: the AWS schedule's time (`aws_stop`) plus the lag."""
-    return aws_stop(spec, window) + lag
+    """When the window's capacity has stopped at the latest (`stopped_by` its expiry)."""
+    return stopped_by(spec, window.expires, lag)
+
+
+def window_start(now: dt.datetime) -> dt.datetime:
+    """The start `open` records: the whole UTC minute at or before `now`. Its expiry is then a whole minute too, so
+    the AWS stop falls exactly grace (or AWS_STOP_LEAD) after it, as the worst case shows; the window counts from
+    up to a minute before it opened, never after."""
+    return now.astimezone(dt.UTC).replace(second=0, microsecond=0)
 
 
 def window_usd_per_hour(spec: EstateSpec, window: BurstWindow) -> float:
@@ -369,26 +388,31 @@ def latest_expiry(
     expires: dt.datetime,
     lag: dt.timedelta = RECONCILE_LAG,
 ) -> dt.datetime | None:
-    """The latest expiry, no later than `expires` and in whole minutes from `start`, at which the window's worst
-    case fits the budget; None when no minute fits.
+    """The latest expiry, `expires` or a whole number of minutes from `start` before it, at which the window's
+    worst case fits the budget; None when no minute fits.
 
-    Worst case: every node of the cap in service from `start` to expiry + grace + lag (`worst_case`). Each month
-    it touches must hold its part on top of what the ledger books there (`spend_in_month`)."""
+    Worst case: every node of the cap in service from `start` until `stopped_by` the expiry. Each month it
+    touches must hold its part on top of what the ledger books there (`spend_in_month`)."""
     assert spec.burst is not None
+    budget, ledger = spec.burst.budget_usd, list(ledger)
     rate = usd_per_hour * nodes
-    tail = stop_after_expiry(spec) + lag
-    limit = expires + tail
-    lo = month_start(start)
-    while lo < limit and rate > 0:
-        hi = next_month(lo)
-        left = spec.burst.budget_usd - spend_in_month(ledger, lo)
-        seg = max(start, lo)
-        room = seg + dt.timedelta(minutes=math.floor(max(0.0, left) * 60 / rate + 1e-6))
-        if room < min(limit, hi):  # this month's budget ends the worst case early
-            limit = room
-        lo = hi
-    minutes = math.floor((limit - tail - start).total_seconds() / 60 + 1e-6)
-    return start + dt.timedelta(minutes=minutes) if minutes >= 1 else None
+
+    def fits(expiry: dt.datetime) -> bool:
+        end, lo = stopped_by(spec, expiry, lag), month_start(start)
+        while lo < end:
+            hi = next_month(lo)
+            if rate * hours_between(max(start, lo), min(end, hi)) > budget - spend_in_month(ledger, lo) + 1e-6:
+                return False
+            lo = hi
+        return True
+
+    if fits(expires):
+        return expires
+    lo, hi = 0, math.ceil((expires - start).total_seconds() / 60) - 1  # whole minutes; the worst case grows with them
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(start + dt.timedelta(minutes=mid)) else (lo, mid - 1)
+    return start + dt.timedelta(minutes=lo) if lo >= 1 and fits(start + dt.timedelta(minutes=lo)) else None
 
 
 def hours_text(hours: float) -> str:
@@ -400,14 +424,22 @@ def hours_text(hours: float) -> str:
 
 
 def worst_case(
-    spec: EstateSpec, nodes: int, usd_per_hour: float, hours: float, lag: dt.timedelta = RECONCILE_LAG
+    spec: EstateSpec,
+    nodes: int,
+    usd_per_hour: float,
+    start: dt.datetime,
+    expires: dt.datetime,
+    lag: dt.timedelta = RECONCILE_LAG,
 ) -> str:
-    """The worst-case arithmetic of a window, as messages show it."""
-    g, lag_h = stop_after_expiry(spec).total_seconds() / 3600, lag.total_seconds() / 3600
+    """The worst-case arithmetic of a window from `start` to `expires`, as messages show it: every node of the cap
+    until `stopped_by` the expiry."""
+    end = stopped_by(spec, expires, lag)
+    hours, lag_h = hours_between(start, expires), lag.total_seconds() / 3600
+    tail = hours_between(expires, end) - lag_h
     until = "grace" if grace(spec) >= AWS_STOP_LEAD else "to the AWS stop"
-    usd = window_price(usd_per_hour, nodes, hours + g + lag_h)
+    usd = window_price(usd_per_hour, nodes, hours_between(start, end))
     return (
-        f"${usd:,.2f} at worst ({nodes} x ${usd_per_hour:,.2f}/h x ({hours_text(hours)} + {hours_text(g)} {until} + "
+        f"${usd:,.2f} at worst ({nodes} x ${usd_per_hour:,.2f}/h x ({hours_text(hours)} + {hours_text(tail)} {until} + "
         f"{hours_text(lag_h)} stop lag))"
     )
 

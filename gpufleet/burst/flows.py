@@ -31,7 +31,6 @@ from gpufleet.burst.preflight import (
 from gpufleet.burst.stack import StackState, apply_and_up, load_state, record_state
 from gpufleet.burst.targets import burst_targets
 from model.burst import (
-    RECONCILE_LAG,
     backstop_time,
     booking,
     close_entry,
@@ -40,7 +39,7 @@ from model.burst import (
     hours_between,
     latest_expiry,
     spend_in_month,
-    stop_after_expiry,
+    stopped_by,
     window_phase,
     window_price,
     window_usd_per_hour,
@@ -380,10 +379,11 @@ def extend(
         most = (
             "no later expiry fits" if fits is None or fits <= w.expires else f"it fits until {fits:%Y-%m-%d %H:%M} UTC"
         )
-        end = expires + stop_after_expiry(s.spec) + RECONCILE_LAG
+        end = stopped_by(s.spec, expires)
         raise BurstError(
             f"extended, the window ({w.nodes} x {w.instance_type} for {total:g} h from its start) costs "
-            f"{worst_case(s.spec, w.nodes, price, total)}, but only {budget_line(s.spec, s.ledger, w.start, end)}; "
+            f"{worst_case(s.spec, w.nodes, price, w.start, expires)}, but only "
+            f"{budget_line(s.spec, s.ledger, w.start, end)}; "
             f"{most}"
         )
     after = BurstState(w.model_copy(update={"expires": expires}), s.state.ledger, now)

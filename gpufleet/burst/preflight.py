@@ -17,10 +17,8 @@ from model import catalog
 from model.aws_account import QUOTA_CODES
 from model.burst import (
     MIN_WINDOW_HOURS,
-    RECONCILE_LAG,
     burst_pools,
     cloud_site,
-    grace,
     hours_between,
     hours_text,
     latest_expiry,
@@ -29,7 +27,9 @@ from model.burst import (
     node_hour_price,
     pool_zone,
     spend_in_month,
+    stopped_by,
     window_price,
+    window_start,
     worst_case,
 )
 from model.spec import AwsNodePool, BurstLedgerEntry, BurstWindow, EstateSpec
@@ -176,9 +176,9 @@ def preflight(
 def window_of(
     pool: AwsNodePool, nodes: int, zone: str, now: dt.datetime, hours: float, gpus: int, usd_per_hour: float
 ) -> BurstWindow:
-    """The window `open` records: `nodes` of `pool` in `zone` from `now` (to the second) for `hours`, at the price
-    the budget was judged at."""
-    start = now.astimezone(dt.UTC).replace(microsecond=0)
+    """The window `open` records: `nodes` of `pool` in `zone` from `now` (its whole minute, model.burst.window_start)
+    for `hours`, at the price the budget was judged at."""
+    start = window_start(now)
     return BurstWindow(
         pool=pool.name,
         nodes=nodes,
@@ -215,20 +215,20 @@ def _budget(
         usd_per_hour = node_hour_price(spec, itype)
     except catalog.CatalogError as err:
         raise BurstError(f"cannot price the window against the budget: {str(err).strip(chr(39))}") from None
-    start = now.astimezone(dt.UTC).replace(microsecond=0)
+    start = window_start(now)
     asked = start + dt.timedelta(hours=request.hours)
     spent = spend_in_month(ledger, now)
     fits = latest_expiry(spec, ledger, nodes, usd_per_hour, start, asked)
     hours = request.hours if fits is None else hours_between(start, fits)
-    budget = budget_line(spec, ledger, start, start + dt.timedelta(hours=hours) + grace(spec) + RECONCILE_LAG)
-    worst = worst_case(spec, nodes, usd_per_hour, request.hours)
+    budget = budget_line(spec, ledger, start, stopped_by(spec, fits or asked))
+    worst = worst_case(spec, nodes, usd_per_hour, start, asked)
     asked_costs = f"{nodes} x {itype} for {hours_text(request.hours)} cost {worst}"
     if fits is None:
         raise BurstError(f"{asked_costs}, but only {budget}; no window fits")
     if fits < asked:
         checks.append(
             f"window shortened to {hours_text(hours)}: {asked_costs}, but only {budget}; {hours_text(hours)} cost "
-            f"{worst_case(spec, nodes, usd_per_hour, hours)}"
+            f"{worst_case(spec, nodes, usd_per_hour, start, fits)}"
         )
     else:
         checks.append(f"worst case {worst} within {budget}")

@@ -163,11 +163,11 @@ def burst_lines(cost: EstateCost) -> list[str]:
     out = [
         f"{pools}: {usd(b.usd_per_hour_at_max)}/h at max size; the budget of {usd(b.budget_usd, 0)}/month "
         f"buys {b.budget_hours_at_max or 0:,.1f} h at max size",
-        f"one window: at most {b.max_window_hours} h + {b.grace_hours * 60:g} min grace at max size = "
-        f"{usd(b.longest_window_usd)}",
-        f"a month: at most {usd(b.month_ceiling_usd, 0)} (windows open only within what is left of the budget; "
-        f"730 h at max size would be {usd(b.usd_per_hour_at_max * HOURS, 0)}); a window's grace can add up to "
-        f"{usd(b.grace_usd)} after the budget check",
+        f"one window: at most {b.max_window_hours} h + {b.stop_hours * 60:g} min after expiry until stopped "
+        f"({b.grace_hours * 60:g} min grace, the AWS stop and its lag) at max size = {usd(b.longest_window_usd)}",
+        f"a month: at most {usd(b.month_ceiling_usd, 0)} (a window opens only when its worst case, "
+        f"{usd(b.after_expiry_usd)} after expiry at max size included, fits what is left of the budget; "
+        f"730 h at max size would be {usd(b.usd_per_hour_at_max * HOURS, 0)})",
     ]
     if (w := b.window) is not None:
         at_most = "unpriced" if w.usd_at_most is None else f"at most {usd(w.usd_at_most)}"

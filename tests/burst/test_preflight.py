@@ -16,10 +16,11 @@ from botocore.stub import Stubber
 from gpufleet.burst.aws import Aws
 from gpufleet.burst.errors import BurstError
 from gpufleet.burst.preflight import BurstRequest, preflight
-from model.burst import RECONCILE_LAG, booking, latest_expiry, spend_in_month
+from model.burst import RECONCILE_LAG, booking, latest_expiry, spend_in_month, worst_case
+from model.load import parse_window
 from model.spec import BurstLedgerEntry, EstateSpec
 from tests.aws_stubs import Quotas
-from tests.burst.helpers import NOW
+from tests.burst.helpers import NOW, window
 from tests.conftest import example_estate
 
 P_ON_DEMAND = "L-417A185B"
@@ -125,16 +126,18 @@ def test_a_window_costing_exactly_what_is_left_is_shortened_by_its_grace(aws_env
 
 @pytest.mark.parametrize("left", [440.32, 467.83, 27.52, 1000.0, 5.0])
 @pytest.mark.parametrize("hours", [1, 8, 24])
+@pytest.mark.parametrize("seconds", [0, 30])
 def test_the_month_cannot_end_over_budget_even_if_every_node_serves_through_the_grace(
-    aws_env: dict[str, Any], left: float, hours: int
+    aws_env: dict[str, Any], left: float, hours: int, seconds: int
 ) -> None:
     """Whatever is admitted, booked as the backstop allows it at worst (every node of the cap until expiry +
-    grace + lag, model.burst.booking), leaves the month within its budget."""
+    grace + lag, model.burst.booking), leaves the month within its budget, whatever second AWS's clock reads."""
     aws_env["quotas"].value(P_ON_DEMAND, 768)
     spec = estate()
     ledger = [spent_in_november(round(20_000 - left, 2))]
+    now = NOW + dt.timedelta(seconds=seconds)
     try:
-        check = preflight(spec, ledger, BurstRequest(gpus=16, hours=hours), NOW, aws_env["aws"])
+        check = preflight(spec, ledger, BurstRequest(gpus=16, hours=hours), now, aws_env["aws"])
     except BurstError as err:
         assert "no window fits" in str(err)
         tail = 0.5 + RECONCILE_LAG.total_seconds() / 3600  # the grace and the stop lag
@@ -154,6 +157,23 @@ def test_the_worst_case_counts_the_lag_until_the_stop_has_taken_hold() -> None:
     assert latest_expiry(spec, ledger, 1, 55.04, start, asked) == start + dt.timedelta(hours=7, minutes=14)
     lagging = latest_expiry(spec, ledger, 1, 55.04, start, asked, lag=dt.timedelta(hours=1))
     assert lagging == start + dt.timedelta(hours=6, minutes=30)
+
+
+@pytest.mark.parametrize("seconds", [1, 30, 59])
+def test_the_budget_counts_to_the_minute_the_booking_counts_to(seconds: int) -> None:
+    """A window that starts between minutes (one recorded before open started at whole minutes) is stopped at the
+    AWS stop's minute, rounded up (EventBridge Scheduler fires on the minute: schedule-types.html#one-time). The
+    budget check, the message and the booking all count to that minute (model.burst.stopped_by): the latest
+    expiry admitted is booked within what is left, one minute more is not."""
+    spec, left = estate(), 440.32
+    ledger = [spent_in_november(20_000 - left)]
+    start = NOW + dt.timedelta(seconds=seconds)
+    fits = latest_expiry(spec, ledger, 1, 55.04, start, start + dt.timedelta(hours=8))
+    assert fits is not None
+    w = parse_window(window(start, 8, nodes=1), "test")
+    booked = booking(spec, w.model_copy(update={"expires": fits}), "worst").usd
+    assert booked <= left < booking(spec, w.model_copy(update={"expires": fits + dt.timedelta(minutes=1)}), "x").usd
+    assert worst_case(spec, 1, 55.04, start, fits).startswith(f"${booked:,.2f} at worst")
 
 
 def test_last_month_spend_does_not_count_against_this_month(aws_env: dict[str, Any]) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from gpufleet.review.cost.prices import HOURS, rounded
-from model.burst import burst_pools, drain_ends, window_ceiling, window_phase
+from model.burst import burst_pools, drain_ends, stop_tail, window_ceiling, window_phase
 from model.spec import BurstWindow, EstateSpec
 
 WindowState = Literal["scheduled", "open", "draining", "over"]
@@ -85,6 +85,7 @@ class BurstCeiling:
     budget_usd: float  # per calendar month
     max_window_hours: int
     grace_hours: float
+    stop_hours: float  # from a window's expiry until its capacity has stopped at the latest (model.burst.stop_tail)
     window: WindowCost | None = None  # the window in the stack's config, if any
 
     @property
@@ -106,15 +107,17 @@ class BurstCeiling:
 
     @property
     def longest_window_usd(self) -> float | None:
-        """One window of the longest length at max size, its grace included (the most one window can cost)."""
+        """One window of the longest length at max size until its capacity has stopped (the most one window can
+        cost, as the budget check and the ledger count it)."""
         at_max = self.usd_per_hour_at_max
-        return None if at_max is None else at_max * (self.max_window_hours + self.grace_hours)
+        return None if at_max is None else at_max * (self.max_window_hours + self.stop_hours)
 
     @property
-    def grace_usd(self) -> float | None:
-        """What one window's grace at max size can add after the budget check."""
+    def after_expiry_usd(self) -> float | None:
+        """What one window at max size costs after its expiry: the grace (at least the AWS stop's lead) and the stop
+        lag. The budget check counts it."""
         at_max = self.usd_per_hour_at_max
-        return None if at_max is None else at_max * self.grace_hours
+        return None if at_max is None else at_max * self.stop_hours
 
     @property
     def month_ceiling_usd(self) -> float | None:
@@ -138,10 +141,11 @@ class BurstCeiling:
             "budget_usd_per_month": self.budget_usd,
             "max_window_hours": self.max_window_hours,
             "grace_hours": self.grace_hours,
+            "stop_hours": self.stop_hours,
             "usd_per_hour_at_max": rounded(self.usd_per_hour_at_max),
             "budget_hours_at_max": rounded(self.budget_hours_at_max),
             "longest_window_usd": rounded(self.longest_window_usd),
-            "grace_usd_per_window": rounded(self.grace_usd),
+            "after_expiry_usd_per_window": rounded(self.after_expiry_usd),
             "month_ceiling_usd": rounded(self.month_ceiling_usd),
             "window": None if self.window is None else self.window.to_dict(),
         }
@@ -163,6 +167,7 @@ def burst_ceiling(
         budget_usd=spec.burst.budget_usd,
         max_window_hours=spec.burst.max_window_hours,
         grace_hours=spec.burst.grace_minutes / 60,
+        stop_hours=stop_tail(spec).total_seconds() / 3600,
         window=window_cost(spec, window, now) if window is not None and now is not None else None,
     )
 

@@ -54,8 +54,9 @@ def test_the_budget_becomes_hours_at_max_size_one_window_and_a_month() -> None:
     assert b is not None
     assert b.usd_per_hour_at_max == pytest.approx(AT_MAX)  # 4 × $55.04
     assert b.budget_hours_at_max == pytest.approx(20_000 / AT_MAX)  # = 90.84 h
-    assert b.longest_window_usd == pytest.approx(AT_MAX * 48.5)  # 48 h + 0.5 h grace = $10,677.76
-    assert b.grace_usd == pytest.approx(AT_MAX * 0.5)  # $110.08
+    # 48 h + 30 min grace + 16 min stop lag (model.burst.stopped_by: the budget check and the ledger count them)
+    assert b.longest_window_usd == pytest.approx(AT_MAX * (48 + 46 / 60))  # $10,736.47
+    assert b.after_expiry_usd == pytest.approx(AT_MAX * 46 / 60)  # $168.79
     # 730 h at max size would be $160,716.80; the budget caps the month at $20,000
     assert b.month_ceiling_usd == 20_000
 
@@ -95,7 +96,10 @@ def test_cost_shows_budget_hours_window_and_month_ceilings_and_the_idle_site() -
     cost = estate_cost(hybrid(), None, NOW)
     out = text(cost)
     assert "burst-h100: 0-4 × p5.48xlarge: $220.16/h at max size; the budget of $20,000/month buys 90.8 h" in out
-    assert "one window: at most 48 h + 30 min grace at max size = $10,677.76" in out
+    assert (
+        "one window: at most 48 h + 46 min after expiry until stopped (30 min grace, the AWS stop and its lag) at max size = $10,736.47"
+        in out
+    )
     assert "a month: at most $20,000" in out
     assert f"idle (no window): site cloud still costs $0.68/h = ${IDLE_SITE * 730:,.0f}/month" in out
     assert cost.site_total("cloud").hourly.at("min") == pytest.approx(IDLE_SITE)  # the one computation: the bill
