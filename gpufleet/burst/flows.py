@@ -2,10 +2,11 @@
 
 - Opening a window checks AWS first (gpufleet/burst/preflight.py). Only then is the state recorded and a
   targeted `pulumi up` run (gpufleet/burst/stack.py, gpufleet/burst/targets.py).
-- The Pulumi program alone decides sizes, from the recorded window judged at the state's `as_of`.
-- One clock judges every window: AWS's (`Clock`). So a phase changes only when a burst command records it.
-- Phases: `open` records a window (open). `close` moves its expiry to now (draining). `reconcile` records
-  draining once a window expired, and after the grace books it and removes it (idle).
+- The Pulumi program alone decides sizes, from the recorded window judged at the later of the state's `as_of`
+  and its own clock (model.burst.judged_at); the backstop stops the capacity at expiry + grace without it.
+- The commands read time from AWS (`Clock`), never from the machine they run on.
+- `open` records a window (open). `close` moves its expiry to now (draining). `reconcile` records draining once
+  a window expired, and after the grace books it and removes it: the bookkeeper, not the safety.
 - Every command books a window by one rule (`model.burst.booking`), so the figure never depends on which command
   books it, or when. Every write names the state generation it read (gpufleet/burst/stack.py).
 """
