@@ -6,7 +6,8 @@
   first-fit decreasing onto the nodes that exist; where an autoscaler or a burst window grows a group, onto its
   max.
 - A blocked placement names the node group or servers that refuse and what would let the pods through.
-- A burst pool grows only inside a window, to its cap, and on AWS not all or none (nodes.burst_note).
+- A burst pool grows only inside a window, to its cap, and on AWS not all or none (nodes.burst_note); outside one
+  its group is stopped (model.conventions.BURST_STOPPED_TAINT).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from gpufleet.review.reality.journeys.core import Cite, Placement, PodSet, Stage
 from gpufleet.review.reality.journeys.nodes import NodeShape, cluster_nodes, pod_requests
 from gpufleet.review.reality.scheduling import Node, describe, fits
 from model import versions
-from model.conventions import POOL_LABEL, Taint
+from model.conventions import BURST_STOPPED_TAINT, POOL_LABEL, Taint
 from model.nodes import pool_taints
 from model.rdma import HUGEPAGES_PREFIX
 
@@ -46,6 +47,16 @@ BURST_CITES = (
     Cite(
         "waitForPodsReady evicts and requeues a workload whose pods are not all ready within the timeout",
         "https://kueue.sigs.k8s.io/docs/tasks/manage/setup_wait_for_pods_ready/",
+    ),
+)
+
+STOPPED = (BURST_STOPPED_TAINT.key, BURST_STOPPED_TAINT.value, BURST_STOPPED_TAINT.effect)
+STOPPED_CITES = (
+    Cite(
+        "the autoscaler builds an empty managed node group's node with the group's taints, so a pod that does not "
+        "tolerate them gives it no reason to grow the group",
+        f"kubernetes/autoscaler@cluster-autoscaler-{versions.CLUSTER_AUTOSCALER_APP} "
+        "cluster-autoscaler/cloudprovider/aws/aws_manager.go",
     ),
 )
 
@@ -143,6 +154,13 @@ def _no_node(walk: Walk, pod_set: PodSet, shapes: list[NodeShape]) -> Stage:
             f"pod set {pod_set.name}: the nodes of {where} carry taint {said}, which the pods do not tolerate "
             f"({describe(spec)})"
         )
+        if shape.burst and (taint.key, taint.value, taint.effect) == STOPPED:
+            detail = (
+                f"pod set {pod_set.name}: pool {shape.pool} is stopped: {_group(near)} carries taint {said}, set with "
+                "its idle bounds while no burst window holds it, and no pod tolerates it"
+            )
+            return Stage("placement", False, detail, shape.ref, f"open a burst window for pool {shape.pool}",
+                         CITES + STOPPED_CITES)  # fmt: skip
         if flavor and shape.pool and _gpufleet_taint(walk, shape.pool, taint):
             unblock = (
                 f"estate defect: ResourceFlavor/{flavor} selects pool {shape.pool} but does not add a toleration for "

@@ -121,12 +121,16 @@ def test_a_gpu_pod_that_bypasses_kueue_is_kept_off_the_gpu_nodes_by_their_taint(
 
 
 def test_a_burst_pool_outside_a_window_has_no_nodes_for_a_gang(estates: dict[str, Estate]) -> None:
-    """Idle, the burst group keeps EKS's least max of 1, but the burst Cohort holds no quota: no node may start."""
+    """Idle, the burst group keeps EKS's least max of 1, but it carries the stopped taint the AWS stop sets (the
+    program declares it too: model.burst.group_stopped) and the burst Cohort holds no quota: no node may start.
+    The journey says so, and does not advise tolerating the taint."""
     estate = estates["hybrid"]
     w = walk(estate, "cloud", "research", 1, {"containers": [container({"nvidia.com/gpu": 8})]}, "burst-h100")
     stage = placement.check(w)
-    assert not stage.ok and "has no nodes" in stage.detail
+    assert not stage.ok and "pool burst-h100 is stopped" in stage.detail
+    assert "gpufleet.io/burst-stopped=backstop:NoSchedule" in stage.detail
     assert stage.unblock == "open a burst window for pool burst-h100"
+    assert any("aws_manager.go" in c.where for c in stage.cites)
 
 
 @pytest.fixture(scope="module")
