@@ -20,7 +20,8 @@ import pulumi
 
 from components.estate import Estate, EstateArgs
 from model import clock
-from model.burst import judged_at, within_budget
+from model.burst import judged_at
+from model.burst_spend import within_budget
 from model.burst_state import state_reference, state_stack_name
 from model.load import (
     ESTATE_KEY,

@@ -7,7 +7,7 @@
 - The commands read time from AWS (`Clock`), never from the machine they run on.
 - `open` records a window (open). `close` moves its expiry to now (draining). `reconcile` records draining once
   a window expired, and after the grace books it and removes it: the bookkeeper, not the safety.
-- Every command books a window by one rule (`model.burst.booking`), so the figure never depends on which command
+- Every command books a window by one rule (`model.burst_spend.booking`), so the figure never depends on which command
   books it, or when. Every write names the state generation it read (gpufleet/burst/stack.py).
 """
 
@@ -31,17 +31,15 @@ from gpufleet.burst.preflight import (
 )
 from gpufleet.burst.stack import StackState, apply_and_up, load_state, record_state
 from gpufleet.burst.targets import burst_targets
-from model.burst import (
+from model.burst import cloud_site, drain_ends, window_phase
+from model.burst_spend import (
     backstop_time,
     booking,
     close_entry,
-    cloud_site,
-    drain_ends,
     hours_between,
     latest_expiry,
     spend_in_month,
     stopped_by,
-    window_phase,
     window_price,
     window_usd_per_hour,
     within_budget,
@@ -54,16 +52,23 @@ from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec
 # read by the CLI and passed in. Never the clock of the laptop or runner, which may be off. Every state a command
 # records carries that time as `as_of`, and the program judges the window's phase at it.
 Clock = Callable[[], dt.datetime]
-# Books a window at AWS's `now` (gpufleet/burst/ledger.py measures node-hours once the capacity has stopped).
-Booker = Callable[[StackState, BurstWindow, str, dt.datetime], BurstLedgerEntry]
+# Books a window at AWS's `now` (gpufleet/burst/ledger.py measures node-hours once the capacity has stopped): its
+# ledger entries, one per calendar month where node-hours were measured.
+Booker = Callable[[StackState, BurstWindow, str, dt.datetime], tuple[BurstLedgerEntry, ...]]
 # In `closed_by` of a window whose node group still held instances past its backstop time when it was booked (the
 # AWS-side stop failed): `reconcile` runs its `up` (which idles the group) and then fails, saying so.
 STILL_RUNNING = "still running after the backstop time"
 
 
-def book_cap(s: StackState, w: BurstWindow, closed_by: str, now: dt.datetime) -> BurstLedgerEntry:
+def book_cap(s: StackState, w: BurstWindow, closed_by: str, now: dt.datetime) -> tuple[BurstLedgerEntry, ...]:
     """Every node of the cap from the window's start until its backstop time (the most it can cost)."""
-    return booking(s.spec, w, closed_by)
+    return (booking(s.spec, w, closed_by),)
+
+
+def booked(entries: tuple[BurstLedgerEntry, ...]) -> BurstLedgerEntry:
+    """One booking's entries as one, for messages: from the first's start to the last's end, at their total."""
+    first, last = entries[0], entries[-1]
+    return last.model_copy(update={"start": first.start, "usd": round(sum(e.usd for e in entries), 2)})
 
 
 @dataclass(frozen=True)
@@ -139,7 +144,7 @@ def _replaced(
             "`gpufleet burst reconcile` until it finds the group at zero (it then books and removes the window); "
             "open a new window after that"
         )
-    ledger = (*s.state.ledger, book(s, w, "gpufleet burst open (the window it replaced)", now))
+    ledger = (*s.state.ledger, *book(s, w, "gpufleet burst open (the window it replaced)", now))
     stops = backstop_time(s.spec, w)
     if now >= stops:
         return ledger, {}
@@ -275,8 +280,8 @@ def _reconcile_expired(
             f"work has until {ends:%Y-%m-%d %H:%M} UTC (burst.grace_minutes), then the pool empties",
             summary,
         )
-    entry = book(s, w, closed_by, now)
-    ledger = (*s.state.ledger, entry)
+    entries = book(s, w, closed_by, now)
+    ledger, entry = (*s.state.ledger, *entries), booked(entries)
     if STILL_RUNNING in entry.closed_by:  # overrun: the window stays, booked until now, till the group is at zero
         kept = w.model_copy(update={"overrun_since": entry.end})
         summary = _up(project_dir, stack, d, s, BurstState(kept, ledger, now), on_output)
@@ -359,7 +364,7 @@ def extend(
     w = s.window
     now = clock()
     if w is not None and now >= w.expires:
-        entry = book(s, w, "", now)  # the figure every command books it at; closed_by says how it was found
+        entry = booked(book(s, w, "", now))  # the figure every command books it at; closed_by says how it was found
         raise BurstError(
             f"the burst window on pool {w.pool} expired at {w.expires:%Y-%m-%d %H:%M} UTC, so it cannot be extended; "
             f"`gpufleet burst reconcile` books it at ${entry.usd:,.2f}{entry.closed_by}; then open a new one"

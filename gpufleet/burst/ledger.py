@@ -7,19 +7,22 @@ included, come from CloudWatch's `AWS/AutoScaling` `GroupTotalInstances` (collec
 enabled group metrics; a minute without a datapoint counts at the cap). Where AWS
 cannot say (no group, no datapoints, an API refusing), or cannot say yet (the capacity may still run: before the
 backstop time), the window is booked at its cap until the backstop time, the most it can have cost, and the
-ledger entry says so. Either way by the one rule, `model.burst.booking`.
+ledger entry says so. Either way by the one rule, `model.burst_spend.booking`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
+import math
 from collections.abc import Callable
 
 from gpufleet.burst.aws import TOTAL_INSTANCES, Aws
 from gpufleet.burst.errors import BurstError
 from gpufleet.burst.flows import STILL_RUNNING, Booker
 from gpufleet.burst.stack import StackState
-from model.burst import backstop_time, booking, cloud_site
+from model.burst import cloud_site
+from model.burst_spend import backstop_time, booking, measured_entries, month_cuts, month_start
 from model.kinds.aws import cluster_name, discovery_tags
 from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec
 from model.tags import Tags
@@ -35,33 +38,60 @@ def burst_group_tags(spec: EstateSpec, pool: str) -> dict[str, str]:
 RETAINED = dt.timedelta(days=15)
 
 
+Pieces = list[tuple[dt.datetime, dt.datetime, float]]  # (from, to, node-hours)
+
+
+def pieces(aws: Aws, group: str, start: dt.datetime, end: dt.datetime, stops: dt.datetime, cap: int) -> Pieces | None:
+    """Node-hours of the group in [start, end), cut at each calendar month (UTC) and at `stops` (the backstop
+    time). A minute with no datapoint counts every node of the cap before `stops`, none after. None: CloudWatch
+    holds no datapoint in the whole span."""
+    cuts = sorted({*month_cuts(start, end), *([stops] if start < stops < end else [])})
+    out: Pieces = []
+    seen = False
+    for lo, hi in itertools.pairwise(cuts):
+        gap = cap if hi <= stops else 0
+        hours = aws.node_hours(group, lo, hi, gap_nodes=gap)
+        seen = seen or hours is not None
+        out.append((lo, hi, hours if hours is not None else math.ceil((hi - lo).total_seconds() / 60) * gap / 60))
+    return out if seen else None
+
+
+def by_month(found: Pieces) -> Pieces:
+    """The pieces joined per calendar month (UTC)."""
+    months: dict[dt.datetime, tuple[dt.datetime, dt.datetime, float]] = {}
+    for lo, hi, hours in found:
+        first = months.get(month_start(lo), (lo, hi, 0.0))
+        months[month_start(lo)] = (first[0], hi, first[2] + hours)
+    return [(lo, hi, round(h, 4)) for lo, hi, h in months.values()]
+
+
 def measured(
     aws: Aws, spec: EstateSpec, w: BurstWindow, stops: dt.datetime, now: dt.datetime
-) -> tuple[float | None, float, tuple[int, int], str]:
-    """(node-hours in service from the window's start to `stops`, or None; node-hours seen from `stops` to `now`;
-    the group's desired size and instances now; why None)."""
+) -> tuple[Pieces | None, tuple[int, int], str]:
+    """(node-hours in service from the window's start until `now`, at most RETAINED past `stops`, in pieces, or
+    None; the group's desired size and instances now; why None)."""
     try:
         group = aws.group_by_tags(burst_group_tags(spec, w.pool))
         if group is None:
-            return None, 0.0, (0, 0), "no Auto Scaling group carries the burst pool's tags"
-        hours = aws.node_hours(group, w.start, stops, gap_nodes=w.nodes)
-        if hours is None:
-            return None, 0.0, (0, 0), f"CloudWatch has no {TOTAL_INSTANCES} datapoints for {group}"
-        after = aws.node_hours(group, stops, min(now, stops + RETAINED), gap_nodes=0) or 0.0
-        return hours, after, aws.group_size(group), ""
+            return None, (0, 0), "no Auto Scaling group carries the burst pool's tags"
+        found = pieces(aws, group, w.start, max(stops, min(now, stops + RETAINED)), stops, w.nodes)
+        if found is None:
+            return None, (0, 0), f"CloudWatch has no {TOTAL_INSTANCES} datapoints for {group}"
+        return found, aws.group_size(group), ""
     except BurstError as err:
-        return None, 0.0, (0, 0), str(err)
+        return None, (0, 0), str(err)
 
 
-def overrun(aws: Aws, spec: EstateSpec, w: BurstWindow, now: dt.datetime) -> tuple[float | None, tuple[int, int], str]:
-    """(node-hours seen since the window was last booked, `overrun_since`, until `now`, or None; the group's
-    desired size and instances now; why None). A group gone holds nothing."""
+def overrun(aws: Aws, spec: EstateSpec, w: BurstWindow, now: dt.datetime) -> tuple[Pieces | None, tuple[int, int], str]:
+    """(node-hours seen since the window was last booked, `overrun_since`, until `now`, per month, or None; the
+    group's desired size and instances now; why None). A group gone holds nothing."""
     assert w.overrun_since is not None
     try:
         group = aws.group_by_tags(burst_group_tags(spec, w.pool))
         if group is None:
             return None, (0, 0), "no Auto Scaling group carries the burst pool's tags"
-        return aws.node_hours(group, w.overrun_since, now, gap_nodes=0) or 0.0, aws.group_size(group), ""
+        found = pieces(aws, group, w.overrun_since, now, w.overrun_since, 0) or [(w.overrun_since, now, 0.0)]
+        return by_month(found), aws.group_size(group), ""
     except BurstError as err:  # nothing says the group stopped: the window stays overrun
         return None, (1, 1), str(err)
 
@@ -79,23 +109,31 @@ def measured_booker(aws_factory: Callable[[str], Aws]) -> Booker:
     (desired size or instances) is noted `STILL_RUNNING`: the window stays, overrun, and each later booking is the
     interval since the last one."""
 
-    def book(s: StackState, w: BurstWindow, closed_by: str, now: dt.datetime) -> BurstLedgerEntry:
+    def book(s: StackState, w: BurstWindow, closed_by: str, now: dt.datetime) -> tuple[BurstLedgerEntry, ...]:
         stops = backstop_time(s.spec, w)
         region = cloud_site(s.spec).region
         if w.overrun_since is not None:
-            seen, size, why = overrun(aws_factory(region), s.spec, w, now)
-            note = f"booked at the cap: {why}" if seen is None else f"{seen:g} node-hours measured"
+            months, size, why = overrun(aws_factory(region), s.spec, w, now)
             since = f"since {w.overrun_since:%Y-%m-%d %H:%M} UTC"
-            return booking(s.spec, w, f"{closed_by} ({note} {since}{_still_running(size, stops)})", seen, now)
+            if months is None:
+                note = f"booked at the cap: {why} {since}{_still_running(size, stops)}"
+                return (booking(s.spec, w, f"{closed_by} ({note})", now=now),)
+            seen = sum(h for _, _, h in months)
+            note = f"{seen:g} node-hours measured {since}{_still_running(size, stops)}"
+            return measured_entries(s.spec, w, f"{closed_by} ({note})", months)
         if now < stops:
             why = f"its nodes may run until {stops:%Y-%m-%d %H:%M} UTC, so they cannot be measured yet"
-            return booking(s.spec, w, f"{closed_by} (booked at the cap: {why})")
-        hours, after, size, why = measured(aws_factory(region), s.spec, w, stops, now)
-        if hours is None:
-            return booking(s.spec, w, f"{closed_by} (booked at the cap: {why})")
+            return (booking(s.spec, w, f"{closed_by} (booked at the cap: {why})"),)
+        found, size, why = measured(aws_factory(region), s.spec, w, stops, now)
+        if found is None:
+            return (booking(s.spec, w, f"{closed_by} (booked at the cap: {why})"),)
+        after = round(sum(h for lo, _, h in found if lo >= stops), 4)
         note = f", {after:g} of them after the backstop time" if after else ""
         note += _still_running(size, stops)
-        entry = booking(s.spec, w, f"{closed_by} ({hours + after:g} node-hours measured{note})", hours + after)
-        return entry.model_copy(update={"end": now}) if after or note else entry
+        if not note:  # nothing ran after the backstop time: the booking ends there
+            found = [p for p in found if p[1] <= stops]
+        months = by_month(found)
+        total = round(sum(h for _, _, h in months), 4)
+        return measured_entries(s.spec, w, f"{closed_by} ({total:g} node-hours measured{note})", months)
 
     return book

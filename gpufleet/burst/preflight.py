@@ -15,17 +15,15 @@ from gpufleet.burst.aws import Aws, quota_family
 from gpufleet.burst.errors import BurstError
 from model import catalog
 from model.aws_account import QUOTA_CODES
-from model.burst import (
+from model.burst import burst_pools, cloud_site, pool_zone
+from model.burst_spend import (
     MIN_WINDOW_HOURS,
-    burst_pools,
-    cloud_site,
     hours_between,
     hours_text,
     latest_expiry,
     month_start,
     next_month,
     node_hour_price,
-    pool_zone,
     spend_in_month,
     stopped_by,
     window_price,
@@ -176,7 +174,7 @@ def preflight(
 def window_of(
     pool: AwsNodePool, nodes: int, zone: str, now: dt.datetime, hours: float, gpus: int, usd_per_hour: float
 ) -> BurstWindow:
-    """The window `open` records: `nodes` of `pool` in `zone` from `now` (its whole minute, model.burst.window_start)
+    """The window `open` records: `nodes` of `pool` in `zone` from `now` (its whole minute, model.burst_spend.window_start)
     for `hours`, at the price the budget was judged at."""
     start = window_start(now)
     return BurstWindow(

@@ -19,7 +19,7 @@ from pathlib import Path
 from gpufleet.burst.driver import DriverError, NotStarted, OutputSink, StackDriver, StateMoved, SummaryUnread
 from gpufleet.burst.errors import BurstError
 from gpufleet.review.stack_file import judged
-from model.burst import within_budget
+from model.burst_spend import within_budget
 from model.burst_state import BurstState, state_stack_name
 from model.load import LEDGER_KEY, WINDOW_KEY, SpecError, check_state, parse_state, read_stack
 from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec

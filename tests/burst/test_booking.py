@@ -1,4 +1,4 @@
-"""One booking rule (model.burst.booking) whichever command books a window, re-opening over draining nodes, and
+"""One booking rule (model.burst_spend.booking) whichever command books a window, re-opening over draining nodes, and
 `burst status` without AWS or a Pulumi backend."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from gpufleet.burst.errors import BurstError
 from gpufleet.cli import burst as burst_cli
 from gpufleet.cli.app import app
-from model.burst import spend_in_month
+from model.burst_spend import spend_in_month
 from tests.burst.helpers import NOW, STACK, FakeDriver, allow, burst_state, hybrid_config, project, window
 
 runner = CliRunner()
@@ -115,7 +115,7 @@ def test_with_440_32_left_the_month_ends_within_the_budget_even_at_the_cap(
 def test_a_lowered_budget_closes_the_open_window_for_the_commands_too(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The same rule as the program's (model.burst.within_budget): 2 x p5.48xlarge opened 4 h 10 min ago for 8 h,
+    """The same rule as the program's (model.burst_spend.within_budget): 2 x p5.48xlarge opened 4 h 10 min ago for 8 h,
     budget lowered to $500. Its worst case fits only until 3 h 46 min from its start, so reconcile finds it expired
     and records the draining phase with the earlier expiry."""
     start = NOW - dt.timedelta(hours=4, minutes=10)

@@ -18,6 +18,7 @@ from gpufleet.burst.aws import TOTAL_INSTANCES, Aws
 from gpufleet.burst.ledger import burst_group_tags
 from gpufleet.cli import burst as burst_cli
 from gpufleet.cli.app import app
+from model.burst_spend import spend_in_month
 from model.load import parse_estate, read_stack
 from tests.burst.helpers import NOW, STACK, FakeDriver, burst_state, hybrid_config, project, window
 
@@ -75,6 +76,31 @@ def test_reconcile_books_the_node_hours_aws_measured_not_the_cap(
         entry.usd == round(55.04 * 1.5, 2) and entry.closed_by == "gpufleet burst reconcile (1.5 node-hours measured)"
     )
     assert entry.nodes == 2 and entry.end == start + dt.timedelta(hours=3, minutes=46)  # the cap, to the backstop
+
+
+def test_a_window_across_a_month_boundary_is_booked_to_the_month_its_nodes_ran_in(
+    tmp_path: Path, moto_aws: Aws, burst_group: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From 22:00 on November 30th for 3 h: 2 nodes ran until midnight, none after. One entry per month holds what
+    ran in it, so December's budget is charged nothing; one entry split by time would have charged December
+    106/226 of the window ($103.26)."""
+    start = dt.datetime(2026, 11, 30, 22, 0, tzinfo=dt.UTC)
+    now = start + dt.timedelta(hours=5)  # past the backstop time, 01:46
+    proj = project(tmp_path, hybrid_config(window(start, 3, nodes=2, usd_per_hour=55.04)))
+    in_service(moto_aws, start, 120, 2.0)
+    in_service(moto_aws, start + dt.timedelta(minutes=120), 106, 0.0)
+    monkeypatch.setattr(burst_cli, "make_aws", lambda region: moto_aws)
+    monkeypatch.setattr(burst_cli, "clock", lambda region: now)
+    monkeypatch.setattr(burst_cli, "make_driver", lambda p: FakeDriver(p))
+    result = runner.invoke(app, ["burst", "reconcile", "--stack", STACK, "--project", str(proj)])
+    assert result.exit_code == 0, result.output
+    state = burst_state(proj)
+    assert state is not None
+    november, december = state.ledger
+    assert (november.start, november.end, november.usd) == (start, dt.datetime(2026, 12, 1, tzinfo=dt.UTC), 220.16)
+    assert (december.end, december.usd) == (start + dt.timedelta(hours=3, minutes=46), 0.0)
+    assert spend_in_month(state.ledger, now) == 0.0 and spend_in_month(state.ledger, start) == 220.16
+    assert "booked at $220.16" in result.output
 
 
 def test_open_turns_on_the_groups_in_service_metric(

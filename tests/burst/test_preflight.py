@@ -16,7 +16,7 @@ from botocore.stub import Stubber
 from gpufleet.burst.aws import Aws
 from gpufleet.burst.errors import BurstError
 from gpufleet.burst.preflight import BurstRequest, preflight
-from model.burst import RECONCILE_LAG, booking, latest_expiry, spend_in_month, worst_case
+from model.burst_spend import RECONCILE_LAG, booking, latest_expiry, spend_in_month, worst_case
 from model.load import parse_window
 from model.spec import BurstLedgerEntry, EstateSpec
 from tests.aws_stubs import Quotas
@@ -109,7 +109,7 @@ def test_budget_refusal_gives_the_worst_case_arithmetic(aws_env: dict[str, Any])
 
 def test_a_window_costing_exactly_what_is_left_is_shortened_by_its_grace(aws_env: dict[str, Any]) -> None:
     """$440.32 left and 1 x p5.48xlarge for 8 h at $55.04/h is exactly $440.32, but its nodes may serve through
-    the 30-minute grace and the 16 minutes until the stop has taken hold (model.burst.RECONCILE_LAG) too: admitted
+    the 30-minute grace and the 16 minutes until the stop has taken hold (model.burst_spend.RECONCILE_LAG) too: admitted
     as asked, the month would end $42.20 over. It opens for 7 h 14 min."""
     aws_env["quotas"].value(P_ON_DEMAND, 768)
     check = preflight(estate(), [spent_in_november(20_000 - 440.32)], BurstRequest(gpus=8, hours=8), NOW,
@@ -131,7 +131,7 @@ def test_the_month_cannot_end_over_budget_even_if_every_node_serves_through_the_
     aws_env: dict[str, Any], left: float, hours: int, seconds: int
 ) -> None:
     """Whatever is admitted, booked as the backstop allows it at worst (every node of the cap until expiry +
-    grace + lag, model.burst.booking), leaves the month within its budget, whatever second AWS's clock reads."""
+    grace + lag, model.burst_spend.booking), leaves the month within its budget, whatever second AWS's clock reads."""
     aws_env["quotas"].value(P_ON_DEMAND, 768)
     spec = estate()
     ledger = [spent_in_november(round(20_000 - left, 2))]
@@ -149,7 +149,7 @@ def test_the_month_cannot_end_over_budget_even_if_every_node_serves_through_the_
 
 def test_the_worst_case_counts_the_lag_until_the_stop_has_taken_hold() -> None:
     """16 minutes after the backstop's minute: Scheduler fires within the minute, EKS drains a node up to 15 minutes
-    before termination (model.burst.RECONCILE_LAG). A longer lag, as passed, shortens the window further."""
+    before termination (model.burst_spend.RECONCILE_LAG). A longer lag, as passed, shortens the window further."""
     spec = estate()
     start = NOW
     asked = start + dt.timedelta(hours=8)
@@ -163,7 +163,7 @@ def test_the_worst_case_counts_the_lag_until_the_stop_has_taken_hold() -> None:
 def test_the_budget_counts_to_the_minute_the_booking_counts_to(seconds: int) -> None:
     """A window that starts between minutes (one recorded before open started at whole minutes) is stopped at the
     AWS stop's minute, rounded up (EventBridge Scheduler fires on the minute: schedule-types.html#one-time). The
-    budget check, the message and the booking all count to that minute (model.burst.stopped_by): the latest
+    budget check, the message and the booking all count to that minute (model.burst_spend.stopped_by): the latest
     expiry admitted is booked within what is left, one minute more is not."""
     spec, left = estate(), 440.32
     ledger = [spent_in_november(20_000 - left)]

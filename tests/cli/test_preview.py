@@ -114,7 +114,7 @@ def test_the_what_if_window_is_the_one_open_would_record_offline_shortened_by_th
     offline_check): with $500 of the month's $20,000 left, 16 GPUs (2 x p5.48xlarge at $55.04/h) for 8 h are cut
     to the minutes whose worst case (cap x (hours + 30 min grace)) fits, as `open` would cut them."""
     from gpufleet.burst.preflight import BurstRequest, offline_check
-    from model.burst import month_start
+    from model.burst_spend import month_start
     from model.load import read_stack
 
     now = dt.datetime.now(dt.UTC)

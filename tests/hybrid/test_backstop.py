@@ -23,7 +23,8 @@ from components.hybrid.burst_stop import cron_schedule, role_rules
 from gpufleet.engine.plan import Plan, PlanResource
 from gpufleet.engine.synth import synth_stack
 from model import clock, versions
-from model.burst import AWS_STOP_LEAD, RECONCILE_LAG, backstop, booking, minute_at_or_after
+from model.burst import AWS_STOP_LEAD, backstop, minute_at_or_after
+from model.burst_spend import RECONCILE_LAG, booking
 from model.burst_state import BurstState
 from model.conventions import GPU_TAINT
 from model.kinds.aws import backstop_name
@@ -387,7 +388,7 @@ def test_a_failed_stop_raises_an_alarm_to_the_burst_alert_emails(open_plan: Plan
 def test_a_close_with_a_short_grace_sends_a_stop_far_enough_ahead_and_books_to_it(tmp_path: Path) -> None:
     """`close` records the expiry as now; with a 3-minute grace the schedule would name a minute that can pass
     before its `up` sends it. It goes AWS_STOP_LEAD after the expiry instead, and the money is booked to that time
-    (one rule: model.burst.backstop_time); the cloud queues still drain at expiry + grace."""
+    (one rule: model.burst_spend.backstop_time); the cloud queues still drain at expiry + grace."""
     config = hybrid_config()
     config[ESTATE_KEY]["burst"]["grace_minutes"] = 3
     proj = write_project(tmp_path, config, STACK)

@@ -6,16 +6,8 @@ import datetime as dt
 
 import pytest
 
-from model.burst import (
-    admitting,
-    booking,
-    burst_quotas,
-    close_entry,
-    effective_scaling,
-    spend_in_month,
-    window_ceiling,
-    window_phase,
-)
+from model.burst import admitting, burst_quotas, effective_scaling, window_phase
+from model.burst_spend import booking, close_entry, spend_in_month, window_ceiling
 from model.load import SpecError, check_window, parse_ledger, parse_window
 from model.spec import AwsNodePool, BurstLedgerEntry, BurstWindow, EstateSpec, Scaling
 from tests.burst.helpers import NOW, window

@@ -4,7 +4,7 @@
   of the month's `burst.budget_usd` (gpufleet/burst/preflight.py).
 - So a month of bursting costs at most the budget, and never more than every burst node running all 730 hours.
   730 × the hourly figure of an open window is a month that cannot happen.
-- Nodes still draining in a window's grace are booked after it (`model.burst.close_entry`). So each window
+- Nodes still draining in a window's grace are booked after it (`model.burst_spend.close_entry`). So each window
   may add its grace on top of the budget, and the report says so (`BurstCeiling.grace_usd`).
 - The node-hour prices are the burst pools' own PoolCost figures, so each price has one computation.
 """
@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from gpufleet.review.cost.prices import HOURS, rounded
-from model.burst import burst_pools, drain_ends, stop_tail, window_ceiling, window_phase
+from model.burst import burst_pools, drain_ends, window_phase
+from model.burst_spend import stop_tail, window_ceiling
 from model.spec import BurstWindow, EstateSpec
 
 WindowState = Literal["scheduled", "open", "draining", "over"]
@@ -49,7 +50,7 @@ class WindowCost:
 
 
 def window_cost(spec: EstateSpec, window: BurstWindow, now: dt.datetime) -> WindowCost:
-    """A window's cost at most (model.burst.window_ceiling) and where it stands at `now`."""
+    """A window's cost at most (model.burst_spend.window_ceiling) and where it stands at `now`."""
     phase = window_phase(spec, window, now)
     state: WindowState = phase if phase != "idle" else ("scheduled" if now < window.start else "over")
     return WindowCost(
@@ -85,7 +86,9 @@ class BurstCeiling:
     budget_usd: float  # per calendar month
     max_window_hours: int
     grace_hours: float
-    stop_hours: float  # from a window's expiry until its capacity has stopped at the latest (model.burst.stop_tail)
+    stop_hours: (
+        float  # from a window's expiry until its capacity has stopped at the latest (model.burst_spend.stop_tail)
+    )
     window: WindowCost | None = None  # the window in the stack's config, if any
 
     @property

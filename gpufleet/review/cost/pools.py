@@ -12,7 +12,8 @@ from typing import Any
 from gpufleet.review.cost.pool_prices import aws_pool_price
 from gpufleet.review.cost.prices import HOURS, LEVELS, Figures, PriceRef, price_dict, rounded
 from model import catalog
-from model.burst import effective_scaling, window_note, window_phase
+from model.burst import effective_scaling, window_phase
+from model.burst_spend import window_note
 from model.capacity import gpu_units
 from model.conventions import SiteKind
 from model.pricing import pool_gpu_hour_price, site_price

@@ -485,7 +485,7 @@ def test_a_stack_price_also_prices_sizing_placements_and_the_burst_budget() -> N
     from fractions import Fraction
 
     from gpufleet.sizing.placement import stack_placements
-    from model import burst
+    from model import burst, burst_spend
     from model.spec import AwsSite
 
     raw = _with_prices(
@@ -501,4 +501,4 @@ def test_a_stack_price_also_prices_sizing_placements_and_the_burst_budget() -> N
     cloud["prices"] = [{"instance_type": burst_type, "usd_per_hour": 1.5, "date": "2026-10-01", "source": "EDP"}]
     hspec = parse_estate(hybrid, "hybrid")
     assert isinstance(burst.cloud_site(hspec), AwsSite)
-    assert burst.node_hour_price(hspec, burst_type) == 1.5
+    assert burst_spend.node_hour_price(hspec, burst_type) == 1.5
