@@ -136,7 +136,7 @@ def test_a_window_left_in_stack_config_is_not_read_by_up_and_says_how_to_migrate
 def test_a_budget_lowered_mid_window_closes_admission_in_a_plain_up(tmp_path: Path) -> None:
     """A 2-node window opened 3 h ago for 8 h, within a $20,000 budget. The stack file's budget is lowered to $500:
     its worst case (2 x $55.04/h x (8 h + 0.5 h grace)) no longer fits, so the program moves its expiry earlier
-    (model.burst.within_budget) to where it does: 4 h 2 min from its start. 3 h in, the window still admits; 4 h
+    (model.burst_spend.within_budget) to where it does: 4 h 2 min from its start. 3 h in, the window still admits; 4 h
     10 min in, a plain `up` holds admission and the pool drains, with no burst command run."""
     proj = write_project(tmp_path, hybrid_config(), STACK)
     config = read_stack(proj, STACK)

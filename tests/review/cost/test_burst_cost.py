@@ -54,7 +54,7 @@ def test_the_budget_becomes_hours_at_max_size_one_window_and_a_month() -> None:
     assert b is not None
     assert b.usd_per_hour_at_max == pytest.approx(AT_MAX)  # 4 × $55.04
     assert b.budget_hours_at_max == pytest.approx(20_000 / AT_MAX)  # = 90.84 h
-    # 48 h + 30 min grace + 16 min stop lag (model.burst.stopped_by: the budget check and the ledger count them)
+    # 48 h + 30 min grace + 16 min stop lag (model.burst_spend.stopped_by: the budget check and the ledger count them)
     assert b.longest_window_usd == pytest.approx(AT_MAX * (48 + 46 / 60))  # $10,736.47
     assert b.after_expiry_usd == pytest.approx(AT_MAX * 46 / 60)  # $168.79
     # 730 h at max size would be $160,716.80; the budget caps the month at $20,000
