@@ -65,18 +65,21 @@ def at_expression(when: dt.datetime) -> str:
 
 def update_request(cluster: str, node_group: str, scaling: tuple[int, int, int]) -> str:
     """The UpdateNodegroupConfig request parameters: the node group's idle (min, desired, max), and the stopped
-    taint added (UpdateTaintsPayload.addOrUpdateTaints; the group's other taints stay).
+    taint added (UpdateTaintsPayload.AddOrUpdateTaints; the group's other taints stay).
 
-    The keys are the API's member names, camelCase as the EKS API model spells them (botocore
-    data/eks/2017-11-01/service-2.json, UpdateNodegroupConfigRequest and NodegroupScalingConfig; a test reads it).
-    `clusterName` and `nodegroupName` travel in the request path of the REST API; that Scheduler takes them from
-    the input by those names is what its guide implies, but no AWS example for EKS shows it: unverified offline."""
+    A universal target takes "the request parameters" as the AWS SDK names them (Scheduler user guide,
+    managing-targets-universal.html): the API model's member names with a capital first letter, as AWS's SDK
+    integrations spell them ("Parameters ... are expressed in PascalCase, even if the native service API is in
+    camelCase", Step Functions developer guide, supported-services-awssdk.html). Public Scheduler configs for this
+    action report that the API's own camelCase is refused at create ("missing field ClusterName"). Enum values stay
+    as the API spells them. A test derives the keys from botocore's EKS model."""
     lo, desired, hi = scaling
+    taint = BURST_STOPPED_TAINT.as_eks()
     body: dict[str, Any] = {
-        "clusterName": cluster,
-        "nodegroupName": node_group,
-        "scalingConfig": {"minSize": lo, "desiredSize": desired, "maxSize": hi},
-        "taints": {"addOrUpdateTaints": [BURST_STOPPED_TAINT.as_eks()]},
+        "ClusterName": cluster,
+        "NodegroupName": node_group,
+        "ScalingConfig": {"MinSize": lo, "DesiredSize": desired, "MaxSize": hi},
+        "Taints": {"AddOrUpdateTaints": [{"Key": taint["key"], "Value": taint["value"], "Effect": taint["effect"]}]},
     }
     return json.dumps(body)
 

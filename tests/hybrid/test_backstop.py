@@ -68,8 +68,8 @@ def test_the_node_group_goes_to_zero_at_expiry_plus_grace_by_an_aws_schedule(ope
     target = schedule["target"]
     assert target["arn"] == "arn:aws:scheduler:::aws-sdk:eks:updateNodegroupConfig"
     request = json.loads(target["input"])
-    assert request["clusterName"] == burst_group(open_plan).inputs["clusterName"]
-    assert request["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 1}  # the idle group's bounds
+    assert request["ClusterName"] == burst_group(open_plan).inputs["clusterName"]
+    assert request["ScalingConfig"] == {"MinSize": 0, "DesiredSize": 0, "MaxSize": 1}  # the idle group's bounds
     assert target["retryPolicy"] == {"maximumRetryAttempts": 185, "maximumEventAgeInSeconds": 86400}
 
 
@@ -220,28 +220,41 @@ def test_backstop_times_are_whole_minutes_never_before_the_moment() -> None:
 
 def test_the_update_request_names_the_group_its_bounds_and_the_stopped_taint() -> None:
     assert json.loads(update_request("c", "ng", (0, 0, 1))) == {
-        "clusterName": "c", "nodegroupName": "ng", "scalingConfig": {"minSize": 0, "desiredSize": 0, "maxSize": 1},
-        "taints": {"addOrUpdateTaints": [
-            {"key": "gpufleet.io/burst-stopped", "value": "backstop", "effect": "NO_SCHEDULE"},
+        "ClusterName": "c", "NodegroupName": "ng", "ScalingConfig": {"MinSize": 0, "DesiredSize": 0, "MaxSize": 1},
+        "Taints": {"AddOrUpdateTaints": [
+            {"Key": "gpufleet.io/burst-stopped", "Value": "backstop", "Effect": "NO_SCHEDULE"},
         ]},
     }  # fmt: skip
     assert role_rules(["a", "b"])[0]["resourceNames"] == ["a", "b"]
 
 
-def test_the_request_keys_are_the_eks_api_member_names() -> None:
+def sdk_name(member: str) -> str:
+    """A member name as AWS's SDK integrations spell it: PascalCase (Step Functions developer guide,
+    supported-services-awssdk.html: "expressed in PascalCase, even if the native service API is in camelCase")."""
+    return member[:1].upper() + member[1:]
+
+
+def test_the_request_keys_are_the_eks_api_member_names_as_the_sdk_spells_them() -> None:
     """The universal target's input is the API's request parameters (Scheduler user guide,
-    managing-targets-universal.html): the member names of the EKS API model, as botocore ships it."""
+    managing-targets-universal.html), named as the SDK names them: botocore's EKS model members, PascalCase.
+    camelCase is refused at create (third-party reports, components/aws/backstop.py update_request)."""
     import botocore.loaders
 
     model = botocore.loaders.Loader().load_service_model("eks", "service-2")
+    shapes = model["shapes"]
+
+    def names(shape: str) -> set[str]:
+        return {sdk_name(m) for m in shapes[shape]["members"]}
+
     request = json.loads(update_request("c", "ng", (0, 0, 1)))
-    members = model["shapes"]["UpdateNodegroupConfigRequest"]["members"]
-    assert set(request) <= set(members)
-    assert set(request["scalingConfig"]) == set(model["shapes"]["NodegroupScalingConfig"]["members"])
-    assert set(request["taints"]) <= set(model["shapes"]["UpdateTaintsPayload"]["members"])
-    (taint,) = request["taints"]["addOrUpdateTaints"]
-    assert set(taint) == set(model["shapes"]["Taint"]["members"])
-    assert taint["effect"] in model["shapes"]["TaintEffect"]["enum"]
+    assert set(request) <= names("UpdateNodegroupConfigRequest")
+    assert {"ClusterName", "NodegroupName"} <= set(request)  # the request's required members
+    assert {sdk_name(m) for m in shapes["UpdateNodegroupConfigRequest"]["required"]} <= set(request)
+    assert set(request["ScalingConfig"]) == names("NodegroupScalingConfig")
+    assert set(request["Taints"]) <= names("UpdateTaintsPayload")
+    (taint,) = request["Taints"]["AddOrUpdateTaints"]
+    assert set(taint) == names("Taint")
+    assert taint["Effect"] in shapes["TaintEffect"]["enum"]
 
 
 def test_a_stopped_group_cannot_grow_again_for_the_pods_the_cluster_left_pending(open_plan: Plan) -> None:
@@ -251,11 +264,11 @@ def test_a_stopped_group_cannot_grow_again_for_the_pods_the_cluster_left_pending
     managed_nodegroup_cache.go) and EKS puts them on the nodes it launches, so a pod that does not tolerate the
     stopped taint fits neither. No pod gpufleet writes tolerates it, and an open window's group does not carry it."""
     request = json.loads(only(open_plan, SCHEDULE).inputs["target"]["input"])
-    (stopped,) = request["taints"]["addOrUpdateTaints"]
-    assert stopped["key"] not in {t["key"] for t in burst_group(open_plan).inputs.get("taints", [])}
+    (stopped,) = request["Taints"]["AddOrUpdateTaints"]
+    assert stopped["Key"] not in {t["key"] for t in burst_group(open_plan).inputs.get("taints", [])}
     tolerated = {t.get("key") for r in open_plan.resources for t in _tolerations(r.inputs)}
     assert GPU_TAINT.key in tolerated  # the walk finds the tolerations gpufleet writes
-    assert stopped["key"] not in tolerated and None not in tolerated  # nor does any tolerate every taint
+    assert stopped["Key"] not in tolerated and None not in tolerated  # nor does any tolerate every taint
 
 
 @pytest.mark.parametrize("after_stop", [dt.timedelta(minutes=-4), dt.timedelta(hours=1)])
@@ -273,12 +286,12 @@ def test_no_later_up_undoes_the_aws_stop(tmp_path: Path, after_stop: dt.timedelt
     group = burst_group(plan)
     stop = json.loads(update_request("c", "ng", (0, 0, 1)))
     assert group.inputs["scalingConfig"] == {
-        "minSize": stop["scalingConfig"]["minSize"],
-        "desiredSize": stop["scalingConfig"]["desiredSize"],
-        "maxSize": stop["scalingConfig"]["maxSize"],
+        "minSize": stop["ScalingConfig"]["MinSize"],
+        "desiredSize": stop["ScalingConfig"]["DesiredSize"],
+        "maxSize": stop["ScalingConfig"]["MaxSize"],
     }
-    (stopped,) = stop["taints"]["addOrUpdateTaints"]
-    assert stopped in group.inputs["taints"]
+    (stopped,) = stop["Taints"]["AddOrUpdateTaints"]
+    assert {"key": stopped["Key"], "value": stopped["Value"], "effect": stopped["Effect"]} in group.inputs["taints"]
     assert "scalingConfig.desiredSize" not in group.ignore_changes
 
 
@@ -309,7 +322,7 @@ def test_the_backstop_is_named_explicitly_and_names_the_node_group_it_stops(open
     ng = burst_group(open_plan)
     assert ng.inputs["nodeGroupName"] == "burst-h100"
     schedule = only(open_plan, SCHEDULE).inputs
-    assert json.loads(schedule["target"]["input"])["nodegroupName"] == "burst-h100"
+    assert json.loads(schedule["target"]["input"])["NodegroupName"] == "burst-h100"
     name = backstop_name(ng.inputs["clusterName"], "us-east-1", "burst-h100")
     group = only(open_plan, "aws:scheduler/scheduleGroup:ScheduleGroup").inputs
     (role,) = [r for r in open_plan.find("aws:iam/role:Role") if r.name.endswith("-backstop-role")]
