@@ -128,12 +128,14 @@ QUARANTINE_KEY = f"{LABEL_PREFIX}quarantine"
 
 # Set on a burst node group by its AWS-side stop, with the idle bounds (components/aws/backstop.py), and declared by
 # the program on every stopped burst group (components/aws/node_pool.py, mng_taints), so no later `up` removes it.
-# EKS requires a max of at least 1, so a stopped group could still grow one node for a pod left pending; the
-# autoscaler builds a node of an empty managed group with the group's taints (kubernetes/autoscaler
-# cluster-autoscaler/cloudprovider/aws/aws_manager.go, buildNodeFromTemplate), so no pod without this toleration
-# fits it. Its copy of them is up to 6 minutes old (managed_nodegroup_cache.go, managedNodegroupCachedTTL; the
-# jitter only expires an entry sooner). A node it starts from an older copy carries the taint, runs nothing and is
-# removed as unneeded; and a window's first scale-up can wait that long after its `up` removes the taint.
+# EKS requires a max of at least 1, so a stopped group could still grow one node for a pod left pending. The
+# autoscaler builds an emptied group's node from its copy of the group's last node for a few minutes
+# (components/aws/autoscaler.py, NODE_INFO_CACHE), then from the group's template with its taints from EKS
+# (kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/aws_manager.go, buildNodeFromTemplate; EKS's answer
+# cached up to 6 minutes, managed_nodegroup_cache.go). From then on no pod without this toleration fits it. A node
+# it starts before then carries the taint (EKS puts the group's taints on its nodes), runs nothing, is removed as
+# unneeded and leaves a tainted copy. A window's first scale-up can wait up to 6 minutes after its `up` removes the
+# taint.
 BURST_STOPPED_TAINT = Taint(f"{LABEL_PREFIX}burst-stopped", "backstop", "NoSchedule")
 
 

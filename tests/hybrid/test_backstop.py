@@ -261,7 +261,8 @@ def test_a_stopped_group_cannot_grow_again_for_the_pods_the_cluster_left_pending
     """EKS keeps a max of at least 1, so the stopped group could grow one node. The autoscaler builds an empty
     managed group's node with the group's taints from DescribeNodegroup (kubernetes/autoscaler
     cluster-autoscaler/cloudprovider/aws/aws_manager.go, buildNodeFromTemplate; cached up to 6 minutes,
-    managed_nodegroup_cache.go) and EKS puts them on the nodes it launches, so a pod that does not tolerate the
+    managed_nodegroup_cache.go), once its copy of the group's last node has expired (5 minutes,
+    components/aws/autoscaler.py NODE_INFO_CACHE), and EKS puts them on the nodes it launches, so a pod that does not tolerate the
     stopped taint fits neither. No pod gpufleet writes tolerates it, and an open window's group does not carry it."""
     request = json.loads(only(open_plan, SCHEDULE).inputs["target"]["input"])
     (stopped,) = request["Taints"]["AddOrUpdateTaints"]
