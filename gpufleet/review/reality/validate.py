@@ -8,12 +8,14 @@
   setting would be lost.
 - `x-kubernetes-validations` CEL rules are evaluated as on create (`cel_issues`).
 - A rule that cannot be evaluated offline is reported as unchecked, never as passed.
+- The checks are pure, so a result is kept by the value checked (`_memo`): a fleet holds many alike objects.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -45,6 +47,41 @@ def _path(parts: Any) -> str:
 
 def _judgeable(err: jsonschema.ValidationError) -> bool:
     return not (isinstance(err.instance, str) and err.instance in MARKERS)
+
+
+# -- results kept by value ----------------------------------------------------------------------------------------
+
+_SCALARS = (str, int, float, bool, type(None))
+_MEMO: dict[Any, Any] = {}
+MEMO_LIMIT = 50_000  # results kept before the memo starts over
+
+
+def _plain(value: Any) -> bool:
+    """Whether `value` is made of dicts with string keys, lists and scalars of exactly the JSON types: then two
+    values with the same repr are equal, and check alike."""
+    t = type(value)
+    if t is dict:
+        return all(type(k) is str and _plain(v) for k, v in value.items())
+    if t is list:
+        return all(_plain(v) for v in value)
+    return t in _SCALARS
+
+
+def _digest(value: Any) -> bytes | None:
+    """A key for a plain value (`_plain`), None for any other."""
+    return hashlib.blake2b(repr(value).encode(), digest_size=16).digest() if _plain(value) else None
+
+
+def _memo(key: tuple[Any, ...], compute: Any) -> Any:
+    """`compute()`, kept under `key`; computed every time when the key holds None (a value not plain)."""
+    if None in key:
+        return compute()
+    if key in _MEMO:
+        return _MEMO[key]
+    if len(_MEMO) >= MEMO_LIMIT:
+        _MEMO.clear()
+    _MEMO[key] = value = compute()
+    return value
 
 
 # -- built-in kinds -----------------------------------------------------------------------------------------------
@@ -108,12 +145,15 @@ def builtin_issues(obj: dict[str, Any], version: str, *, partial: bool = False) 
     validator = _core_validator(version, str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
     if validator is None:
         return None
-    issues = []
-    for err in sorted(validator.iter_errors(obj), key=lambda e: list(e.absolute_path)):
-        if not _judgeable(err) or (partial and err.validator == "required"):
-            continue
-        issues.append(SchemaIssue(_path(err.absolute_path), _message(err)))
-    return issues
+
+    def check() -> tuple[SchemaIssue, ...]:
+        return tuple(
+            SchemaIssue(_path(err.absolute_path), _message(err))
+            for err in sorted(validator.iter_errors(obj), key=lambda e: list(e.absolute_path))
+            if _judgeable(err) and not (partial and err.validator == "required")
+        )
+
+    return list(_memo(("builtin", version, partial, _digest(obj)), check))
 
 
 def _message(err: jsonschema.ValidationError) -> str:
@@ -189,21 +229,34 @@ def crd_issues(obj: dict[str, Any], crd: dict[str, Any]) -> list[SchemaIssue]:
     `jsonschema` checks what the API server checks of a structural schema: types, enums, required fields, bounds.
     CEL rules run only on a schema-valid object, after the schema's defaults are applied, as on create.
     """
-    schema = served_schema(crd, str(obj.get("apiVersion", "")))
-    if schema is None:
+    api_version = str(obj.get("apiVersion", ""))
+    # The CRD's digest is kept by its id: the entry holds the CRD, so no other dict takes that id meanwhile.
+    crd_digest = _memo(("crd id", id(crd)), lambda: (crd, _digest(crd)))[1]
+    found = _memo(("crd", crd_digest, api_version), lambda: _crd_validator(crd, api_version))
+    if found is None:
         name = (crd.get("metadata") or {}).get("name")
         return [SchemaIssue("apiVersion", f"CRD {name} does not serve {obj.get('apiVersion')}")]
+    schema, validator = found
+
+    def check() -> tuple[SchemaIssue, ...]:
+        issues = [
+            SchemaIssue(_path(e.absolute_path), _message(e))
+            for e in sorted(validator.iter_errors(obj), key=lambda e: list(e.absolute_path))
+            if _judgeable(e)
+        ]
+        return tuple(issues or cel_issues(_defaulted(obj, schema), schema))
+
+    return list(_memo(("crd", crd_digest, api_version, _digest(obj)), check))
+
+
+def _crd_validator(crd: dict[str, Any], api_version: str) -> tuple[dict[str, Any], jsonschema.Draft4Validator] | None:
+    """The served schema of `api_version` and its structural validator; None when the CRD does not serve it."""
+    schema = served_schema(crd, api_version)
+    if schema is None:
+        return None
     import jsonschema
 
-    validator = jsonschema.Draft4Validator(_structural(schema, root=True))
-    issues = [
-        SchemaIssue(_path(e.absolute_path), _message(e))
-        for e in sorted(validator.iter_errors(obj), key=lambda e: list(e.absolute_path))
-        if _judgeable(e)
-    ]
-    if not issues:
-        issues.extend(cel_issues(_defaulted(obj, schema), schema))
-    return issues
+    return schema, jsonschema.Draft4Validator(_structural(schema, root=True))
 
 
 def cel_issues(value: Any, schema: dict[str, Any], path: tuple[Any, ...] = ()) -> list[SchemaIssue]:
@@ -250,21 +303,29 @@ def _program(expression: str) -> Any:
     return env.program(env.compile(expression))
 
 
-def _evaluate(rule: dict[str, Any], value: Any, path: tuple[Any, ...]) -> SchemaIssue | None:
-    expression = str(rule.get("rule", ""))
-    if "oldSelf" in expression and not rule.get("optionalOldSelf"):
-        return None  # a transition rule: it applies on update only
+def _outcome(expression: str, value: Any) -> str | None:
+    """None when the rule holds on `value`, "" when it fails, else why it could not be checked."""
     if _contains_marker(value):
-        return SchemaIssue(_path(path), f"CEL rule not checked (value unknown offline): {expression}", unchecked=True)
+        return "value unknown offline"
     from celpy import celtypes, json_to_cel
 
     try:
         result = _program(expression).evaluate({"self": json_to_cel(value)})
     except Exception as err:  # cel-python lacks some Kubernetes CEL libraries
-        return SchemaIssue(_path(path), f"CEL rule not checked ({type(err).__name__}): {expression}", unchecked=True)
+        return type(err).__name__
     if isinstance(result, Exception) or not isinstance(result, bool | celtypes.BoolType):
-        return SchemaIssue(_path(path), f"CEL rule not checked (no boolean result): {expression}", unchecked=True)
-    if bool(result):
+        return "no boolean result"
+    return None if bool(result) else ""
+
+
+def _evaluate(rule: dict[str, Any], value: Any, path: tuple[Any, ...]) -> SchemaIssue | None:
+    expression = str(rule.get("rule", ""))
+    if "oldSelf" in expression and not rule.get("optionalOldSelf"):
+        return None  # a transition rule: it applies on update only
+    outcome = _memo(("cel", expression, _digest(value)), lambda: _outcome(expression, value))
+    if outcome:
+        return SchemaIssue(_path(path), f"CEL rule not checked ({outcome}): {expression}", unchecked=True)
+    if outcome is None:
         return None
     where = _path((*path, *str(rule.get("fieldPath", "")).lstrip(".").split("."))) if rule.get("fieldPath") else None
     return SchemaIssue(where or _path(path), f"{rule.get('message') or 'CEL rule failed'} (rule: {expression})")

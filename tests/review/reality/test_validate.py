@@ -84,6 +84,24 @@ def test_a_patch_is_not_asked_for_required_fields() -> None:
     assert [i.message for i in builtin_issues(patch, "1.34") or []] == ["'effect' is a required property"]
 
 
+def test_a_result_kept_by_value_is_only_for_a_value_of_the_same_types() -> None:
+    # 1 == True in Python, but the schema tells them apart: a result kept for one must not answer for the other
+    def paths(priority: Any) -> set[str]:
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"priority": priority}}
+        return {i.path for i in builtin_issues(pod, "1.34") or []}
+
+    assert "spec.priority" not in paths(1)
+    assert "spec.priority" in paths(True)
+    assert "spec.priority" in paths("1")
+    assert "spec.priority" not in paths(1)
+
+
+def test_a_kept_result_is_a_new_list_each_time() -> None:
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "t", "labelz": {}}}
+    (builtin_issues(ns, "1.34") or []).clear()
+    assert builtin_issues(ns, "1.34")
+
+
 def test_unknown_kind_is_not_a_builtin() -> None:
     assert builtin_issues({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue"}, "1.34") is None
 
