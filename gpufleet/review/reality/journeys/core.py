@@ -12,11 +12,12 @@ tolerations), and cites the upstream file or page it follows (`Cite`).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from gpufleet.engine.plan import PlanResource
 
@@ -137,6 +138,15 @@ class NodeGroup:
     autoscaled: bool
 
 
+class _Index(NamedTuple):
+    """A view's objects of one kind: the first of each name, and of each (name, namespace); those of each
+    namespace, in the view's order."""
+
+    named: dict[Any, dict[str, Any]]
+    named_in: dict[tuple[Any, Any], dict[str, Any]]
+    in_namespace: dict[Any, list[dict[str, Any]]]
+
+
 @dataclass(frozen=True)
 class ClusterView:
     """One Kubernetes cluster of the estate as the plan makes it: a site's cluster or the MultiKueue manager.
@@ -168,15 +178,32 @@ class ClusterView:
             return list(objects)
         return [o for o in objects if str(o.get("apiVersion", "")).rpartition("/")[0] == api_group]
 
+    @cached_property
+    def _indexes(self) -> dict[str, _Index]:
+        """Per kind, once asked for (`_index`): the walks look objects up by name and namespace many times."""
+        return {}
+
+    def _index(self, kind: str) -> _Index:
+        if kind not in self._indexes:
+            index = _Index({}, {}, {})
+            for o in self._by_kind.get(kind, []):
+                meta = o.get("metadata") or {}
+                name, namespace = meta.get("name"), meta.get("namespace")
+                with contextlib.suppress(TypeError):  # an unhashable name or namespace: no lookup finds it
+                    index.named.setdefault(name, o)
+                    index.named_in.setdefault((name, namespace), o)
+                with contextlib.suppress(TypeError):
+                    index.in_namespace.setdefault(namespace, []).append(o)
+            self._indexes[kind] = index
+        return self._indexes[kind]
+
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
-        for o in self.of(kind):
-            meta = o.get("metadata") or {}
-            if meta.get("name") == name and (namespace is None or meta.get("namespace") == namespace):
-                return o
-        return None
+        """The first object of `kind` named `name` (in `namespace`, when given)."""
+        index = self._index(kind)
+        return index.named.get(name) if namespace is None else index.named_in.get((name, namespace))
 
     def in_namespace(self, kind: str, namespace: str) -> list[dict[str, Any]]:
-        return [o for o in self.of(kind) if (o.get("metadata") or {}).get("namespace") == namespace]
+        return list(self._index(kind).in_namespace.get(namespace, []))
 
 
 def ref(obj: dict[str, Any]) -> str:
