@@ -452,6 +452,20 @@ def controller_config(
     return config
 
 
+def cpu_memory_ceiling(site: Site, tenant: Tenant) -> tuple[int, int]:
+    """(vCPUs, memory GiB) the tenant's pods may request at once on the site: its own `cpu_quota` and
+    `memory_quota_gib`, and for a tenant with `burst: true` every burst pool of the site at its max (catalog vCPUs and
+    memory per node), as `gpu_quota_ceiling` counts their GPUs. A burst gang's pods would otherwise be refused by
+    the namespace quota after the autoscaler had started their nodes."""
+    cpu, memory = tenant.cpu_quota, tenant.memory_quota_gib
+    for p in site.node_pools:
+        if isinstance(p, AwsNodePool) and p.burst and tenant.burst:
+            inst = p.instance
+            cpu += p.scaling.max * inst.vcpus
+            memory += p.scaling.max * inst.memory_mib // 1024
+    return cpu, memory
+
+
 def gpu_quota_ceiling(spec: EstateSpec, site: Site, tenant: Tenant) -> dict[str, int]:
     """GPU units per advertised resource the tenant's pods may request at once on the site.
 

@@ -50,16 +50,20 @@ def manager_quota(spec: EstateSpec, tenant: Tenant) -> dict[str, int | str]:
     The manager reserves quota before it dispatches, and "ideally, the quota in the manager cluster should equal the
     total quota available in all worker clusters" (kueue site/content/en/docs/concepts/multikueue.md at the pinned
     tag, versions.KUEUE). So it is the sum, over the tenant's workers, of its GPU ceiling there (nominal +
-    borrowing; on the burst site the burst pools at their max) and its CPU and memory quota.
+    borrowing; on the burst site the burst pools at their max) and its CPU and memory there
+    (model.queues.cpu_memory_ceiling).
     """
     sites = dispatch.tenant_workers(spec, tenant)
     gpus: dict[str, int] = {}
+    cpu = memory = 0
     for site in sites:
         for resource, n in queues.gpu_quota_ceiling(spec, site, tenant).items():
             gpus[resource] = gpus.get(resource, 0) + n
+        site_cpu, site_memory = queues.cpu_memory_ceiling(site, tenant)
+        cpu, memory = cpu + site_cpu, memory + site_memory
     return {
-        "cpu": tenant.cpu_quota * len(sites),
-        "memory": f"{tenant.memory_quota_gib * len(sites)}Gi",
+        "cpu": cpu,
+        "memory": f"{memory}Gi",
         **{r: n for r, n in gpus.items() if n > 0},
     }
 

@@ -118,11 +118,13 @@ def namespace_labels(tags: Tags, tenant: Tenant) -> dict[str, str]:
 
 
 def resource_quota_hard(spec: EstateSpec, site: Site, tenant: Tenant) -> dict[str, str]:
-    """ResourceQuota `hard`: GPUs only as `requests.<resource>` (extended resources allow no `limits.`)."""
-    memory = f"{tenant.memory_quota_gib}Gi"
+    """ResourceQuota `hard`: GPUs only as `requests.<resource>` (extended resources allow no `limits.`); CPU and
+    memory as model.queues.cpu_memory_ceiling allows them on the site."""
+    cpu, gib = queues.cpu_memory_ceiling(site, tenant)
+    memory = f"{gib}Gi"
     hard = {
-        "requests.cpu": str(tenant.cpu_quota),
-        "limits.cpu": str(tenant.cpu_quota),
+        "requests.cpu": str(cpu),
+        "limits.cpu": str(cpu),
         "requests.memory": memory,
         "limits.memory": memory,
         **{f"requests.{name}": str(n) for name, n in sorted(queues.gpu_quota_ceiling(spec, site, tenant).items())},

@@ -74,8 +74,18 @@ class Tenant(Model):
     )
     cost_center: str | None = Field(default=None, description="Cost centre (defaults to the estate's).")
     burst: bool = Field(default=False, description="May burst to the cloud site of a hybrid estate.")
-    cpu_quota: int = Field(default=256, ge=1, le=10_000_000, description="CPU cores requested in the namespace.")
-    memory_quota_gib: int = Field(default=2048, ge=1, le=100_000_000, description="Memory requested in the namespace.")
+    cpu_quota: int = Field(
+        default=256,
+        ge=1,
+        le=10_000_000,
+        description="CPU cores requested in the namespace (on the burst site, plus the burst pools at their max).",
+    )
+    memory_quota_gib: int = Field(
+        default=2048,
+        ge=1,
+        le=100_000_000,
+        description="Memory requested in the namespace (on the burst site, plus the burst pools at their max).",
+    )
     rdma: bool = Field(default=False, description="Namespace may run RDMA/EFA jobs (IPC_LOCK).")
     file_systems: list[Name] | None = Field(
         default=None,

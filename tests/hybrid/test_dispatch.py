@@ -85,9 +85,23 @@ def test_manager_quota_is_what_the_workers_together_can_admit(hybrid: Plan) -> N
     spec = named(hybrid, "ClusterQueue", "research", "manager").inputs["spec"]
     # on-prem: 24 nominal + 8 borrowing on base; cloud: the burst pool at its max, 4 x 8 H100
     assert quota(spec["resourceGroups"], "nvidia.com/gpu") == 24 + 8 + 32
-    assert quota(spec["resourceGroups"], "cpu") == 2 * 256
+    # CPU and memory likewise: research's own on each worker, and on the cloud the burst pool at its max, 4 x p5
+    assert quota(spec["resourceGroups"], "cpu") == 2 * 256 + 4 * 192
     product = named(hybrid, "ClusterQueue", "product", "manager").inputs["spec"]
     assert quota(product["resourceGroups"], "nvidia.com/gpu") == 8
+
+
+def test_a_burst_gang_fits_the_tenants_namespace_quota_on_the_cloud_worker(hybrid: Plan) -> None:
+    """A gang of 4 pods, each a whole p5.48xlarge (8 GPUs, 150 of its 192 vCPUs, 1,536 GiB of its 2,048), asks more
+    CPU and memory than research's own quota (256 vCPUs, 2,048 GiB). The namespace ResourceQuota refuses a pod past
+    `hard` (https://kubernetes.io/docs/concepts/policy/resource-quotas/), after the autoscaler started its node; so
+    on the burst site it also holds the burst pool at its max, as Kueue's burst quota does."""
+    (rq,) = [r for r in hybrid.find("kubernetes:core/v1:ResourceQuota")
+             if cluster(r) == "cloud" and r.inputs["metadata"]["namespace"] == "research"]  # fmt: skip
+    hard = rq.inputs["spec"]["hard"]
+    assert int(hard["requests.cpu"]) >= 4 * 150 and int(hard["requests.cpu"]) == 256 + 4 * 192
+    assert int(hard["requests.memory"].removesuffix("Gi")) >= 4 * 1536
+    assert int(hard["requests.nvidia.com/gpu"]) >= 4 * 8
 
 
 def _rules(role: PlanResource) -> dict[tuple[str, str], set[str]]:

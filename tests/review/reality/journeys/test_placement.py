@@ -14,7 +14,7 @@ from gpufleet.charts.cache import ChartCache
 from gpufleet.charts.render import render_plan
 from gpufleet.engine.plan import Plan
 from gpufleet.engine.synth import synth_stack
-from gpufleet.review.reality.journeys import placement
+from gpufleet.review.reality.journeys import admission, placement
 from gpufleet.review.reality.journeys.canonical import canonical
 from gpufleet.review.reality.journeys.core import Walk
 from gpufleet.review.reality.journeys.estate import clusters
@@ -161,6 +161,18 @@ def test_a_gang_on_a_cold_burst_pool_is_placed_by_nodes_the_autoscaler_adds_one_
     assert "one by one, not all or none" in stage.detail and "Kueue waits 25m" in stage.detail
     assert "15 min of it for the nodes' boot" in stage.detail
     assert any("AtomicIncreaseSize" in c.what for c in stage.cites)
+
+
+def test_a_burst_gang_at_whole_node_sizes_is_admitted_by_the_namespace_quota_and_placed(windowed: Estate) -> None:
+    """2 pods, each 8 GPUs, 150 vCPUs and 1,536 GiB of a p5.48xlarge (192 vCPUs, 2,048 GiB): more than research's
+    own CPU and memory quota (256, 2,048 GiB). On the cloud worker its namespace quota holds the burst pool at its
+    max too (model.queues.cpu_memory_ceiling), so the pods are admitted and placed, not refused after their nodes
+    started."""
+    gang = {"containers": [container({"nvidia.com/gpu": 8, "cpu": "150", "memory": "1536Gi"})]}
+    w = walk(windowed, "cloud", "research", 2, gang, "burst-h100")
+    stage = admission.check(w)
+    assert stage.ok, stage.detail
+    assert placement.check(w).ok
 
 
 def test_a_gang_larger_than_the_windows_cap_is_blocked_with_the_window_it_needs(windowed: Estate) -> None:
