@@ -94,15 +94,31 @@ def _borrowable(cluster: ClusterView, cq: dict[str, Any], flavor: str, resource:
     if not cohort:
         return Decimal(0)
     total = Decimal(0)
+    for other, lends in _lenders(cluster, cohort, flavor, resource):
+        if other is not cq:
+            total += lends
+    return total
+
+
+Lenders = list[tuple[dict[str, Any], Decimal]]
+
+
+def _lenders(cluster: ClusterView, cohort: Any, flavor: str, resource: str) -> Lenders:
+    """The ClusterQueues of `cohort`, then the Cohort, that hold `resource` in `flavor`, each with what it lends
+    the estate idle; kept in the view's derived values (for a cohort named by a string), as every walk asks again."""
+    kept: dict[tuple[str, str, str], Lenders] = cluster.derived.setdefault("lenders", {})
+    if isinstance(cohort, str) and (cohort, flavor, resource) in kept:
+        return kept[(cohort, flavor, resource)]
+    out = []
     for other in [*cluster.of("ClusterQueue"), *[c for c in cluster.of("Cohort") if c["metadata"]["name"] == cohort]]:
-        if other is cq or (
-            other.get("kind") == "ClusterQueue" and (other.get("spec") or {}).get("cohortName") != cohort
-        ):
+        if other.get("kind") == "ClusterQueue" and (other.get("spec") or {}).get("cohortName") != cohort:
             continue
         q = _quota(other, flavor, resource)
         if q is not None:
-            total += q[0] if q[2] is None else min(q[2], q[0])
-    return total
+            out.append((other, q[0] if q[2] is None else min(q[2], q[0])))
+    if isinstance(cohort, str):
+        kept[(cohort, flavor, resource)] = out
+    return out
 
 
 def _tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
