@@ -73,15 +73,24 @@ def _gang_nodes(spec: EstateSpec, pool: NodePool, tenant: Tenant) -> int:
     return min(pool_nodes, (tenant.gpu_quota.get(pool.name, 0) + tenant.borrowing_limit) // per_node)
 
 
-def allowed_tenants(spec: EstateSpec, site: Site, pool: NodePool) -> list[Tenant]:
-    """Tenants whose ClusterQueue lists the pool (burst pools: tenants that may burst)."""
+OnSiteTenants = list[tuple[Tenant, list[NodePool]]]
+
+
+def allowed_tenants(spec: EstateSpec, site: Site, pool: NodePool, on_site: OnSiteTenants | None = None) -> list[Tenant]:
+    """Tenants whose ClusterQueue lists the pool (burst pools: tenants that may burst). `on_site`: the site's
+    tenants with their flavors (`tenants_with_flavors`), when the caller already has them."""
     if queues.is_burst(pool):
         return [t for t in spec.tenants if t.burst and t.trust == "trusted"]
     return [
         t
-        for t in queues.tenants_on_site(spec, site)
-        if pool in queues.tenant_flavors(site, t) and t.gpu_quota.get(pool.name)
+        for t, flavors in on_site or tenants_with_flavors(spec, site)
+        if pool in flavors and t.gpu_quota.get(pool.name)
     ]
+
+
+def tenants_with_flavors(spec: EstateSpec, site: Site) -> OnSiteTenants:
+    """The site's tenants (queues.tenants_on_site), each with the pools its ClusterQueue lists."""
+    return [(t, queues.tenant_flavors(site, t)) for t in queues.tenants_on_site(spec, site)]
 
 
 def _select(pool: NodePool) -> dict[str, str]:
@@ -249,12 +258,13 @@ def whole_file_system(site: Site, tenant: Tenant) -> Canonical | None:
 INTERNET_URL = "https://example.com/"
 
 
-def open_egress(spec: EstateSpec, site: Site, tenant: Tenant) -> Canonical | None:
+def open_egress(spec: EstateSpec, site: Site, tenant: Tenant, on_site: OnSiteTenants | None = None) -> Canonical | None:
     """A one-GPU Job on a pool the tenant may use that fetches an internet address: the tenant has no open
     egress, so its NetworkPolicies must refuse it. The journey reads the destination from the command, as the
     network stage reads every URL a workload names (docs/journeys.md). None when the tenant has no pool here."""
     pool = next(
-        (p for p in site.node_pools if not queues.is_burst(p) and tenant in allowed_tenants(spec, site, p)), None
+        (p for p in site.node_pools if not queues.is_burst(p) and tenant in allowed_tenants(spec, site, p, on_site)),
+        None,
     )
     if pool is None:
         return None
@@ -283,12 +293,13 @@ def canonical_by_site(spec: EstateSpec, window: BurstWindow | None = None) -> li
     out: list[OnSite] = []
     for site in spec.sites:
         here: list[Canonical] = []
+        on_site = tenants_with_flavors(spec, site)
         for pool in site.node_pools:
             expected: Verdict = "blocked" if queues.is_burst(pool) and window is None else "runs"
-            for t in allowed_tenants(spec, site, pool):
+            for t in allowed_tenants(spec, site, pool, on_site):
                 here += _promises(spec, site, pool, t, expected)
-        for tenant in (t for t in queues.tenants_on_site(spec, site) if t.trust == "untrusted"):
-            here += _refusals(spec, site, tenant)
+        for tenant in (t for t, _ in on_site if t.trust == "untrusted"):
+            here += _refusals(spec, site, tenant, on_site)
         out += [OnSite(site.name, c) for c in here]
     return out
 
@@ -355,7 +366,7 @@ def with_objects(views: dict[str, ClusterView], objects: tuple[dict[str, Any], .
     return {n: replace(v, objects=(*v.objects, *objects)) for n, v in views.items()}
 
 
-def _refusals(spec: EstateSpec, site: Site, tenant: Tenant) -> list[Canonical]:
+def _refusals(spec: EstateSpec, site: Site, tenant: Tenant, on_site: OnSiteTenants) -> list[Canonical]:
     out: list[Canonical] = []
     for pool in site.node_pools:
         if pool.sharing.mode == "time-slicing":
@@ -370,7 +381,7 @@ def _refusals(spec: EstateSpec, site: Site, tenant: Tenant) -> list[Canonical]:
     whole = whole_file_system(site, tenant)
     if whole is not None:
         out.append(whole)
-    egress = open_egress(spec, site, tenant)
+    egress = open_egress(spec, site, tenant, on_site)
     if egress is not None:
         out.append(egress)
     return out
