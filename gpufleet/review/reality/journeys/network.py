@@ -96,10 +96,8 @@ class Policies:
 
     def _selecting(self, pod: Pod, direction: str) -> list[dict[str, Any]]:
         out = []
-        for p in self.policies:
+        for p in self.view.in_namespace("NetworkPolicy", pod.namespace):
             spec = p.get("spec") or {}
-            if (p.get("metadata") or {}).get("namespace") != pod.namespace:
-                continue
             if not selector_matches(spec.get("podSelector"), pod.labels):
                 continue
             types = spec.get("policyTypes") or (["Ingress"] + (["Egress"] if "egress" in spec else []))
