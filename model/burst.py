@@ -30,6 +30,7 @@ from model.spec import (
     Problem,
     Scaling,
 )
+from model.spec.burst import CLOCK_SKEW_MINUTES
 
 WindowPhase = Literal["idle", "open", "draining"]
 
@@ -69,10 +70,7 @@ def judged_at(as_of: dt.datetime, now: dt.datetime) -> dt.datetime:
     return max(as_of, now)
 
 
-# How far behind AWS's clock the machine running an `up` may be. AWS denies a signed request that does not reach it
-# "within five minutes of the time stamp in the request" (IAM user guide, reference_aws-signing.html); SDKs retry
-# with a corrected time, so this is a margin, not a bound.
-CLOCK_SKEW = dt.timedelta(minutes=5)
+CLOCK_SKEW = dt.timedelta(minutes=CLOCK_SKEW_MINUTES)  # model.spec.burst says why
 
 
 def stop_phase(spec: EstateSpec, window: BurstWindow | None, now: dt.datetime) -> WindowPhase:

@@ -234,12 +234,14 @@ class GpuNodePool(pulumi.ComponentResource):
 
     def _backstop(self) -> NodeGroupBackstop:
         """The pool's AWS-side stop: its queue and alarm always (a failure after the window still tells and keeps
-        AWS's answer), the schedule while the window holds capacity. Its time comes from the window, not `now`
-        (model.burst.aws_stop): an `up` minutes before the stop keeps the schedule as is."""
+        AWS's answer), the schedule while the window holds the group's capacity. Its time comes from the window, not
+        `now` (model.burst.aws_stop), so a later `up` leaves it as is. Within CLOCK_SKEW of the stop the program
+        stops the group itself (model.burst.group_stopped) and sends no schedule: none with a time so near that AWS
+        could refuse it and hold back the group's update, which depends on it."""
         a = self._args
         stop = backstop(a.spec, a.window, a.now)
-        if stop is not None and stop.pool != a.pool.name:
-            stop = None
+        if stop is not None and (stop.pool != a.pool.name or group_stopped(a.spec, a.pool, a.window, a.now)):
+            stop = None  # another pool's window, or the program stops this group itself
         return NodeGroupBackstop(
             f"{self._n}-backstop",
             NodeGroupBackstopArgs(

@@ -251,6 +251,14 @@ def reconcile(
     if window_phase(s.spec, w, s.state.as_of) != "open":  # recorded before its start: the program holds it shut
         summary = _up(project_dir, stack, driver, s, BurstState(w, s.state.ledger, now), on_output)
         return Outcome(f"burst window on pool {w.pool} opened (until {w.expires:%Y-%m-%d %H:%M} UTC)", summary)
+    if s.recorded_expiry is not None and w.expires < s.recorded_expiry:
+        # A lowered budget moved the expiry: the stops in the estate still name the old one until an `up` moves them.
+        summary = _up(project_dir, stack, driver, s, BurstState(w, s.state.ledger, now), on_output)
+        return Outcome(
+            f"the burst budget was lowered: the window on pool {w.pool} now expires at {w.expires:%Y-%m-%d %H:%M} "
+            f"UTC (was {s.recorded_expiry:%Y-%m-%d %H:%M} UTC), and its backstop moved with it",
+            summary,
+        )
     return Outcome(f"burst window on pool {w.pool} is open until {w.expires:%Y-%m-%d %H:%M} UTC; nothing to do")
 
 

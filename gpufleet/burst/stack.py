@@ -35,6 +35,7 @@ class StackState:
     spec: EstateSpec
     state: BurstState
     recorded: bool  # the state stack exists
+    recorded_expiry: dt.datetime | None = None  # the window's expiry as recorded, before a lowered budget moved it
 
     @property
     def window(self) -> BurstWindow | None:
@@ -85,9 +86,10 @@ def load_state(project_dir: Path, stack: str, driver: StackDriver) -> StackState
         check_state(spec, state, source)
     except SpecError as err:
         raise BurstError(str(err), 2) from None
+    recorded = state.window.expires if state.window is not None else None
     if state.window is not None:  # a budget lowered since the window opened moves its expiry earlier
         state = replace(state, window=within_budget(spec, state.window, state.ledger))
-    return StackState(spec, state, recorded=True)
+    return StackState(spec, state, recorded=True, recorded_expiry=recorded)
 
 
 INTERRUPTED = 130  # 128 + SIGINT: what a shell reports for a command stopped by Ctrl-C

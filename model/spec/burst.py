@@ -36,6 +36,13 @@ class KueueManager(Model):
     system_nodes: list[SystemNodes] = Field(default_factory=list, max_length=16, description=SYSTEM_NODES_HELP)
 
 
+# How far behind AWS's clock the machine running an `up` may be, in minutes. AWS denies a signed request that does not
+# reach it "within five minutes of the time stamp in the request" (IAM user guide, reference_aws-signing.html); SDKs
+# retry with a corrected time, so this is a margin, not a bound. The program applies a stop this much early
+# (model.burst.stop_phase), so a grace must be longer.
+CLOCK_SKEW_MINUTES = 5
+
+
 class BurstPolicy(Model):
     """Limits on bursting a hybrid estate to its cloud site."""
 
@@ -47,7 +54,8 @@ class BurstPolicy(Model):
         le=24 * 60,
         description=(
             "After a window closes or expires: minutes running cloud work may still finish or checkpoint (no new "
-            "work is admitted) before it is evicted back to the queue and the burst pools shrink to zero."
+            "work is admitted) before it is evicted back to the queue and the burst pools shrink to zero. 0, or "
+            "more than 5: a stop may be applied up to 5 minutes early."
         ),
     )
     node_boot_minutes: int = Field(
@@ -75,6 +83,17 @@ class BurstPolicy(Model):
             "told."
         ),
     )
+
+    @field_validator("grace_minutes")
+    @classmethod
+    def _grace_outlasts_the_clock_margin(cls, v: int) -> int:
+        if 0 < v <= CLOCK_SKEW_MINUTES:
+            raise ValueError(
+                f"a grace of {v} minutes is no grace: the program stops the burst pools up to {CLOCK_SKEW_MINUTES} "
+                f"minutes early, so a window's nodes would stop at its close; use 0 or at least "
+                f"{CLOCK_SKEW_MINUTES + 1}"
+            )
+        return v
 
     @field_validator("alert_emails")
     @classmethod

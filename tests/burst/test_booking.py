@@ -112,6 +112,31 @@ def test_with_440_32_left_the_month_ends_within_the_budget_even_at_the_cap(
     assert spend_in_month(state.ledger, NOW) == 20_000.00
 
 
+def test_reconcile_moves_the_backstop_of_an_open_window_a_lowered_budget_shortened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """2 x p5.48xlarge opened 1 h ago for 8 h, budget lowered to $500: the window fits only until 3 h 46 min from its
+    start, still ahead. The estate's stops (the AWS schedule, the CronJobs) name the old expiry until an `up` moves
+    them, so reconcile records the earlier expiry and runs its targeted `up` now, not at the old one."""
+    start = NOW - dt.timedelta(hours=1)
+    config = hybrid_config(window(start, 8, nodes=2, usd_per_hour=55.04), ledger=[])
+    config["gpufleet:estate"]["burst"]["budget_usd"] = 500
+    proj = project(tmp_path, config)
+    drivers: list[FakeDriver] = []
+    monkeypatch.setattr(burst_cli, "make_driver", lambda p: drivers.append(FakeDriver(p)) or drivers[-1])
+    monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
+    result = invoke(proj, "reconcile")
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "the burst budget was lowered" in said and "now expires at 2026-11-20 14:46 UTC" in said
+    assert "up" in drivers[-1].names()
+    state = burst_state(proj)
+    assert state is not None and state.window is not None
+    assert state.window.expires == start + dt.timedelta(hours=3, minutes=46)
+    result = invoke(proj, "reconcile")  # recorded: nothing more to do
+    assert "nothing to do" in result.output
+
+
 def test_a_lowered_budget_closes_the_open_window_for_the_commands_too(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

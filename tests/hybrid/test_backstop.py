@@ -340,14 +340,24 @@ def test_no_grace_leaves_only_the_drain_so_no_hold_can_land_after_it(tmp_path: P
     assert [(s.name, s.stop_policy) for s in stops(spec, w, START)] == [("drain", "HoldAndDrain")]
 
 
-def test_an_up_minutes_before_the_stop_keeps_the_aws_schedule(tmp_path: Path) -> None:
-    """The stop is judged from the window, not the program's now: an `up` 4 minutes before the stop (deploy.yml, a
-    draining reconcile) keeps the schedule it made earlier, unchanged, rather than deleting or moving it."""
+def test_an_up_long_before_the_stop_keeps_the_aws_schedule_and_one_minutes_before_stops_the_group_itself(
+    tmp_path: Path,
+) -> None:
+    """The stop is judged from the window, not the program's now: an `up` an hour before the stop keeps the
+    schedule it made earlier, unchanged. An `up` 4 minutes before it (deploy.yml, a draining reconcile, a lowered
+    budget's moved expiry) stops the group itself (model.burst.group_stopped, CLOCK_SKEW) and sends no schedule,
+    so no schedule time so near that AWS might refuse it can hold back the group's update, which depends on it."""
     stop = minute_at_or_after(EXPIRES + dt.timedelta(minutes=30))
-    late = synth_at(tmp_path, stop - dt.timedelta(minutes=4))
-    early = synth_at(tmp_path, START + dt.timedelta(hours=1))
-    assert only(late, SCHEDULE).inputs == only(early, SCHEDULE).inputs
-    assert only(late, SCHEDULE).inputs["scheduleExpression"] == at_expression(stop)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "c").mkdir()
+    early = synth_at(tmp_path / "a", START + dt.timedelta(hours=1))
+    later = synth_at(tmp_path / "b", stop - dt.timedelta(hours=1))
+    assert only(later, SCHEDULE).inputs == only(early, SCHEDULE).inputs
+    assert only(later, SCHEDULE).inputs["scheduleExpression"] == at_expression(stop)
+    late = synth_at(tmp_path / "c", stop - dt.timedelta(minutes=4))
+    assert not late.find(SCHEDULE)
+    assert burst_group(late).inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 1}
     assert set(cron_jobs(late)) == {"burst-drain"}
 
 
@@ -400,11 +410,11 @@ def test_a_failed_stop_raises_an_alarm_to_the_burst_alert_emails(open_plan: Plan
 
 
 def test_a_close_with_a_short_grace_sends_a_stop_far_enough_ahead_and_books_to_it(tmp_path: Path) -> None:
-    """`close` records the expiry as now; with a 3-minute grace the schedule would name a minute that can pass
+    """`close` records the expiry as now; with a 6-minute grace the schedule would name a minute that can pass
     before its `up` sends it. It goes AWS_STOP_LEAD after the expiry instead, and the money is booked to that time
     (one rule: model.burst_spend.backstop_time); the cloud queues still drain at expiry + grace."""
     config = hybrid_config()
-    config[ESTATE_KEY]["burst"]["grace_minutes"] = 3
+    config[ESTATE_KEY]["burst"]["grace_minutes"] = 6
     proj = write_project(tmp_path, config, STACK)
     spec = read_stack(proj, STACK).estate()
     closed_at = START + dt.timedelta(hours=1)
@@ -417,6 +427,6 @@ def test_a_close_with_a_short_grace_sends_a_stop_far_enough_ahead_and_books_to_i
     assert only(plan, SCHEDULE).inputs["scheduleExpression"] == at_expression(aws_stop)
     assert aws_stop - closed_at >= AWS_STOP_LEAD
     assert cron_jobs(plan)["burst-drain"]["schedule"] == cron_schedule(
-        minute_at_or_after(closed_at + dt.timedelta(minutes=3))
+        minute_at_or_after(closed_at + dt.timedelta(minutes=6))
     )
     assert booking(spec, closed, "test").end == aws_stop + RECONCILE_LAG

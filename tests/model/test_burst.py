@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 
 import pytest
 
 from model.burst import admitting, burst_quotas, effective_scaling, window_phase
 from model.burst_spend import booking, close_entry, spend_in_month, window_ceiling
-from model.load import SpecError, check_window, parse_ledger, parse_window
+from model.load import SpecError, check_window, parse_estate, parse_ledger, parse_window
 from model.spec import AwsNodePool, BurstLedgerEntry, BurstWindow, EstateSpec, Scaling
 from tests.burst.helpers import NOW, window
 from tests.conftest import example_estate
@@ -60,13 +61,25 @@ def test_window_ceiling_counts_every_node_of_the_cap_until_the_backstop_time(spe
 
 
 def test_window_ceiling_is_never_below_what_the_ledger_books(spec: EstateSpec) -> None:
-    # Review of L, defect 2: with a 3-minute grace the AWS stop is 10 min after expiry, plus the 16-minute lag; the
-    # cost report's "at most" stopped at expiry + grace ($115.58) while the booking counted to 07:26 ($157.78).
-    short = spec.model_copy(update={"burst": spec.burst.model_copy(update={"grace_minutes": 3})})  # type: ignore[union-attr]
+    # Review of L, defect 2: with a 6-minute grace the AWS stop is 10 min after expiry, plus the 16-minute lag; the
+    # cost report's "at most" stopped at expiry + grace while the booking counted to 07:26 ($157.78).
+    short = spec.model_copy(update={"burst": spec.burst.model_copy(update={"grace_minutes": 6})})  # type: ignore[union-attr]
     w = BurstWindow.model_validate(window(dt.datetime(2026, 11, 20, 6, tzinfo=dt.UTC), 1, nodes=2, usd_per_hour=55.04))
     entry = booking(short, w, "test")
     assert entry.end == dt.datetime(2026, 11, 20, 7, 26, tzinfo=dt.UTC)
     assert window_ceiling(short, w) == entry.usd == 157.78
+
+
+@pytest.mark.parametrize("grace", [1, 5])
+def test_a_grace_no_longer_than_the_clock_margin_is_refused_naming_the_field(grace: int) -> None:
+    """The program applies a stop CLOCK_SKEW (5 minutes) early (model.burst.stop_phase): a grace of 1 to 5 minutes
+    would stop a closed window's nodes at once."""
+    raw = copy.deepcopy(example_estate("hybrid"))
+    raw["burst"]["grace_minutes"] = grace
+    with pytest.raises(SpecError, match=r"burst\.grace_minutes: .*no grace.*use 0 or at least 6"):
+        parse_estate(raw, "test")
+    raw["burst"]["grace_minutes"] = 6
+    assert parse_estate(raw, "test").burst is not None
 
 
 def test_spend_books_a_window_across_month_end_pro_rata() -> None:
