@@ -39,7 +39,8 @@ SUSPEND_DOCS = "https://kubernetes.io/docs/concepts/workloads/controllers/cron-j
 # `suspend` back from those patches instead of failing on the server-side apply conflict (pulumi-kubernetes docs,
 # managing-resources-with-server-side-apply, "Upsert a Resource": the annotation forces an override of conflicts).
 PATCH_FORCE = {"pulumi.com/patchForce": "true"}
-# The image is pinned by digest, so the node's copy is the same bytes: no registry pull is needed at the stop.
+# The image is pinned by digest, so a node's copy is the same bytes and is used without a pull. A node that has
+# never run it pulls it at the stop (from registry.k8s.io): a stop can be late while the registry is unreachable.
 PULL_POLICY = "IfNotPresent"
 
 
