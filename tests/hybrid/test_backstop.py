@@ -31,7 +31,7 @@ from model.kinds.aws import backstop_name
 from model.load import ESTATE_KEY, check_window, parse_window, read_stack
 from tests.burst.helpers import STACK, hybrid_config, window
 from tests.conftest import write_project
-from tests.hybrid.plan_helpers import cluster, kueue_objects
+from tests.hybrid.plan_helpers import cluster, depends_on, kueue_objects
 from tests.hybrid.test_capacity import burst_group
 
 START = dt.datetime(2026, 11, 20, 9, 0, 30, tzinfo=dt.UTC)  # 8 h window, 30 min grace (hybrid_config)
@@ -182,6 +182,15 @@ def test_the_aws_schedule_fires_once_and_is_kept_for_the_stack_to_remove(open_pl
     schedule = only(open_plan, SCHEDULE).inputs
     assert schedule["scheduleExpression"].startswith("at(2026-")
     assert schedule["actionAfterCompletion"] == "NONE"
+
+
+def test_an_open_windows_queues_wait_for_the_node_group_update(open_plan: Plan) -> None:
+    """Opening: the queues admit only once EKS has raised the group's max and removed the stopped taint (Pulumi
+    waits for the update to finish before dependents), so Kueue's ProvisioningRequest is not judged against a
+    stopped group (cluster-autoscaler would mark it CapacityIsNotFound and retry). The worker's Kubernetes stack,
+    which the queues wait for, waits for the site's node groups."""
+    (cq,) = [r for r in kueue_objects(open_plan, "ClusterQueue", "cloud") if r.inputs["metadata"]["name"] == "research"]
+    assert depends_on(open_plan, cq, burst_group(open_plan))
 
 
 def test_the_next_up_takes_the_stop_policy_back_from_the_jobs_patch(open_plan: Plan) -> None:
