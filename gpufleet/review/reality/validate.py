@@ -230,7 +230,8 @@ def crd_issues(obj: dict[str, Any], crd: dict[str, Any]) -> list[SchemaIssue]:
     CEL rules run only on a schema-valid object, after the schema's defaults are applied, as on create.
     """
     api_version = str(obj.get("apiVersion", ""))
-    # The CRD's digest is kept by its id: the entry holds the CRD, so no other dict takes that id meanwhile.
+    # The CRD's digest is kept by its id (a CRD is not changed once checked): the entry holds the CRD, so no
+    # other dict takes that id meanwhile.
     crd_digest = _memo(("crd id", id(crd)), lambda: (crd, _digest(crd)))[1]
     found = _memo(("crd", crd_digest, api_version), lambda: _crd_validator(crd, api_version))
     if found is None:
