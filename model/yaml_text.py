@@ -32,6 +32,19 @@ def safe_load_all(text: str) -> list[Any]:
     return list(yaml.load_all(text, Loader=SAFE_LOADER))
 
 
+class _ManifestLoader(SAFE_LOADER):
+    """The safe loader, reading a plain `=` as the string Kubernetes' YAML reads (prometheus-operator's CRDs list
+    the matcher `=` in enums). PyYAML resolves it to YAML 1.1's `value` type and has no constructor for it."""
+
+
+_ManifestLoader.add_constructor("tag:yaml.org,2002:value", yaml.SafeLoader.construct_yaml_str)
+
+
+def manifests(text: str) -> list[Any]:
+    """The documents of rendered Kubernetes YAML (a chart's manifests and CRDs), as Kubernetes reads them."""
+    return list(yaml.load_all(text, Loader=_ManifestLoader))
+
+
 def check_unique_keys(constructor: BaseConstructor, node: MappingNode) -> None:
     """Refuse a key written twice in one mapping, naming both lines.
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from gpufleet.charts.cache import CachedChart, ChartCache, ChartCacheError, chart_for
 from gpufleet.engine.plan import Plan, PlanResource
-from model.yaml_text import safe_load_all
+from model import yaml_text
 
 INSTALL_HINT = "pip install 'gpufleet[render]'"
 # Built-in kinds that are not namespaced (`kubectl api-resources --namespaced=false` on Kubernetes 1.34; API reference
@@ -132,7 +132,7 @@ def as_applied(obj: RenderedObject, release_namespace: str, cluster_scoped: set[
 
 
 def _documents(source: str, text: str) -> Iterable[RenderedObject]:
-    for doc in safe_load_all(text):
+    for doc in yaml_text.manifests(text):
         if not isinstance(doc, dict) or not doc:
             continue
         hook = str(((doc.get("metadata") or {}).get("annotations") or {}).get("helm.sh/hook", ""))

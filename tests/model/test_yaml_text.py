@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from model.catalog import GPUS_FILE
-from model.yaml_text import SAFE_LOADER, safe_load, safe_load_all
+from model.yaml_text import SAFE_LOADER, manifests, safe_load, safe_load_all
 from tests.conftest import ROOT
 
 FILES = [*sorted((ROOT / "stacks").glob("Pulumi.*.yaml")), GPUS_FILE, ROOT / "Pulumi.yaml"]
@@ -35,3 +35,13 @@ def test_a_multi_document_render_reads_as_pyyaml_reads_it() -> None:
     text = "---\n# Source: a/templates/x.yaml\n---\nkind: A\nx: &v [1, 2]\ny: *v\n---\nkind: B\nz: 'on'\nw: on\n"
     assert safe_load_all(text) == list(yaml.safe_load_all(text))
     assert [d["kind"] for d in safe_load_all(text) if d] == ["A", "B"]
+
+
+def test_a_rendered_manifest_reads_a_bare_equals_sign_as_kubernetes_does() -> None:
+    # prometheus-operator's CRDs (kube-prometheus-stack's crds subchart) list the matcher `=` in enums; PyYAML's
+    # safe loader refuses the bare scalar (YAML 1.1's `value` type), Kubernetes reads it as a string.
+    text = "kind: CustomResourceDefinition\nenum:\n  - =\n  - =~\n  - '!='\n"
+    with pytest.raises(yaml.constructor.ConstructorError):
+        safe_load_all(text)
+    (doc,) = manifests(text)
+    assert doc["enum"] == ["=", "=~", "!="]
