@@ -129,13 +129,13 @@ QUARANTINE_KEY = f"{LABEL_PREFIX}quarantine"
 # Set on a burst node group by its AWS-side stop, with the idle bounds (components/aws/backstop.py), and declared by
 # the program on every stopped burst group (components/aws/node_pool.py, mng_taints), so no later `up` removes it.
 # EKS requires a max of at least 1, so a stopped group could still grow one node for a pod left pending. The
-# autoscaler builds an emptied group's node from its copy of the group's last node for a few minutes
-# (components/aws/autoscaler.py, NODE_INFO_CACHE), then from the group's template with its taints from EKS
-# (kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/aws_manager.go, buildNodeFromTemplate; EKS's answer
-# cached up to 6 minutes, managed_nodegroup_cache.go). From then on no pod without this toleration fits it. A node
-# it starts before then carries the taint (EKS puts the group's taints on its nodes), runs nothing, is removed as
-# unneeded and leaves a tainted copy. A window's first scale-up can wait up to 6 minutes after its `up` removes the
-# taint.
+# autoscaler builds a never-used empty managed group's node with the group's taints (kubernetes/autoscaler
+# cluster-autoscaler/cloudprovider/aws/aws_manager.go, buildNodeFromTemplate; EKS's answer cached up to 7 minutes,
+# managed_nodegroup_cache.go), so no pod without this toleration fits it. A group that has had nodes is built from
+# its copy of its last node, untainted, until the autoscaler restarts (cloudprovider/aws/README.md: DescribeNodegroup
+# is called only for a group that "has never had any nodes"); so the program's next `up` also takes the group out of
+# the autoscaler's reach (AUTOSCALED_TAG, node_pool.py `_autoscaler_tags`). A window's first scale-up can wait up
+# to 7 minutes after its `up` removes the taint.
 BURST_STOPPED_TAINT = Taint(f"{LABEL_PREFIX}burst-stopped", "backstop", "NoSchedule")
 
 
@@ -187,6 +187,7 @@ def pod_security_labels(level: PodSecurityLevel, modes: tuple[str, ...] = POD_SE
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
 NETWORK_OPERATOR_NAMESPACE = "network-operator"
 DRA_DRIVER_NAMESPACE = "nvidia-dra-driver-gpu"  # NVIDIA's DRA driver; its chart refuses `default`
+MONITORING_NAMESPACE = "monitoring"  # kube-prometheus-stack, where a site has `prometheus_operator: install`
 KUBE_SYSTEM = "kube-system"
 
 # The only namespaces whose Pod Security level may be `privileged` (checks T6, P5): the system namespaces gpufleet
@@ -197,8 +198,21 @@ PRIVILEGED_NAMESPACES: frozenset[str] = frozenset(
         NETWORK_OPERATOR_NAMESPACE,  # DOCA driver, RDMA / SR-IOV device plugins, multus, CNI installers
         KUBE_SYSTEM,  # standalone NVIDIA device plugin, AWS EFA device plugin, the cluster's own CNI/proxy
         DRA_DRIVER_NAMESPACE,  # NVIDIA DRA driver kubelet plugin and IMEX daemons: privileged, host paths
+        MONITORING_NAMESPACE,  # prometheus-node-exporter: hostNetwork, hostPID, the host's root mounted
     }
 )
+
+# ------------------------------------------------------------------------------------------------- metrics
+
+# The Helm release of kube-prometheus-stack where gpufleet installs it. Its Prometheus selects ServiceMonitors and
+# PrometheusRules carrying `release: <release>`, as the chart's own do (`kube-prometheus-stack.labels` in
+# charts/kube-prometheus-stack/templates/_helpers.tpl at versions.KUBE_PROMETHEUS_STACK's tag).
+METRICS_RELEASE = "kube-prometheus-stack"
+METRICS_SELECTOR = {"release": METRICS_RELEASE}
+# The label the Grafana sidecar loads dashboard ConfigMaps by (`grafana.sidecar.dashboards.label` / `labelValue`
+# in the same chart's values.yaml).
+GRAFANA_DASHBOARD_LABEL = {"grafana_dashboard": "1"}
+
 
 # -------------------------------------------------------------------------------------------- type tokens
 

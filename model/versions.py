@@ -58,6 +58,13 @@ LOCAL_STATIC_PROVISIONER = Chart(
     "local-static-provisioner", "2.9.0", "https://kubernetes-sigs.github.io/sig-storage-local-static-provisioner"
 )
 
+# -- Metrics ----------------------------------------------------------------------------------------------
+# kube-prometheus-stack (prometheus-community/helm-charts tag kube-prometheus-stack-88.5.3,
+# charts/kube-prometheus-stack/Chart.yaml: Prometheus Operator v0.93.1, with the subcharts kube-state-metrics 8.4.0,
+# prometheus-node-exporter 4.56.1 and grafana 12.11.1 from grafana-community/helm-charts), for sites with
+# `kubernetes.monitoring.prometheus_operator: install`.
+KUBE_PROMETHEUS_STACK = Chart("kube-prometheus-stack", "88.5.3", "https://prometheus-community.github.io/helm-charts")
+
 # -- EKS managed add-ons ---------------------------------------------------------------------------------
 # Amazon VPC CNI, managed by gpufleet with NetworkPolicy enforcement on (needs v1.14 or later: EKS user guide,
 # cni-network-policy-configure). Not v1.21.1-eksbuild.7, the build the EKS user guide's table lists for 1.29 to 1.35

@@ -1,4 +1,4 @@
-"""ClusterStack: everything gpufleet installs into one site's cluster (GPU stack, Kueue, tenants)."""
+"""ClusterStack: everything gpufleet installs into one site's cluster (metrics, GPU stack, Kueue, tenants)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from components.kubernetes.admission import TenantTolerations, TenantVolumes
 from components.kubernetes.gpu_stack import GpuStack, GpuStackArgs
 from components.kubernetes.job_operators import JobOperators
 from components.kubernetes.kueue import Kueue, KueueArgs
+from components.kubernetes.metrics_stack import MetricsStack, MetricsStackArgs
 from components.kubernetes.priorities import Priorities, PrioritiesArgs
 from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs
 from model.frameworks import enabled, operators
@@ -36,8 +37,13 @@ class ClusterStack(pulumi.ComponentResource):
     def __init__(self, name: str, args: ClusterStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:kubernetes:ClusterStack", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        # -- metrics first: its CRDs come before every ServiceMonitor ------------------------------------------
+        self.metrics: MetricsStack | None = None
+        if args.site.kubernetes.monitoring.installed:
+            self.metrics = MetricsStack(f"{name}-metrics", MetricsStackArgs(args.site, args.tags), child)
+        after: list[pulumi.Resource] = [self.metrics.release] if self.metrics else []
         # -- GPU software stack (GPU Operator / device plugin, EFA plugin, Network Operator) -------------
-        self.gpu_stack = GpuStack(f"{name}-gpu", GpuStackArgs(args.spec, args.site, args.tags), child)
+        self.gpu_stack = GpuStack(f"{name}-gpu", GpuStackArgs(args.spec, args.site, args.tags, after), child)
         # -- scheduling and tenants (Kueue, priorities, tenant bundles) -----------------------------------
         self.tenants = {
             t.name: TenantBundle(f"{name}-tenant-{t.name}", TenantBundleArgs(args.spec, args.site, t, args.tags), child)
@@ -51,7 +57,10 @@ class ClusterStack(pulumi.ComponentResource):
         frameworks = args.site.kubernetes.job_frameworks
         if operators(enabled(frameworks)):  # job kinds beyond Kubernetes' own: their operators first
             crds.append(JobOperators(f"{name}-job-operators", frameworks, opts=child))
-        kueue_args = KueueArgs(args.spec, args.site, args.tags, namespaces, crds, args.provisioning_crd is not None)
+        kueue_args = KueueArgs(
+            args.spec, args.site, args.tags, namespaces, crds, args.provisioning_crd is not None,
+            metrics=self.metrics.release if self.metrics else None,
+        )  # fmt: skip
         self.kueue = Kueue(f"{name}-kueue", kueue_args, child)
         self.priorities = Priorities(f"{name}-priorities", PrioritiesArgs(args.tags, self.kueue.release), child)
         self.register_outputs({})

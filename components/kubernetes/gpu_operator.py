@@ -15,6 +15,7 @@ Key names are checked against NVIDIA/gpu-operator `deployments/gpu-operator/valu
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,12 +60,7 @@ def gpu_operator_values(spec: EstateSpec, site: Site) -> dict[str, Any]:
                 "data": sharing.device_plugin_configs(site),
             },
         },
-        "dcgmExporter": {
-            "enabled": True,
-            "serviceMonitor": monitoring.dcgm_service_monitor(k.monitoring),
-            "enablePodLabels": False,  # both need a cluster-wide pod reader (check P7)
-            "enablePodUID": False,
-        },
+        "dcgmExporter": _dcgm_exporter(site),
         "gfd": {"enabled": True},
         "migManager": {
             "enabled": True,
@@ -79,6 +75,18 @@ def gpu_operator_values(spec: EstateSpec, site: Site) -> dict[str, Any]:
         # RDMA; NFS and object tiers gain nothing from nvidia-fs.
         "gds": {"enabled": gds_enabled(site)},
     }
+
+
+def _dcgm_exporter(site: Site) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "enabled": True,
+        "serviceMonitor": monitoring.dcgm_service_monitor(site.kubernetes.monitoring),
+        "enablePodLabels": False,  # both need a cluster-wide pod reader (check P7)
+        "enablePodUID": False,
+    }
+    if (config := monitoring.dcgm_metrics_config(site.kubernetes.monitoring)) is not None:
+        values["config"] = config
+    return values
 
 
 def _toolkit_enabled(site: Site) -> bool:
@@ -102,6 +110,9 @@ class GpuOperatorArgs:
     spec: EstateSpec
     site: Site
     namespace: pulumi.Resource  # the gpu-operator namespace (namespaces.SystemNamespaces)
+    # Installed before the operator: the metrics stack, whose ServiceMonitor CRD the operator checks once per
+    # reconcile and otherwise skips DCGM exporter's ServiceMonitor (controllers/object_controls.go at the pinned tag).
+    after: Sequence[pulumi.Resource] = ()
 
 
 class GpuOperator(pulumi.ComponentResource):
@@ -124,7 +135,7 @@ class GpuOperator(pulumi.ComponentResource):
             disable_openapi_validation=True,
             max_history=10,
             timeout=900,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.namespace]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.namespace, *args.after]),
         )
         # NVIDIADriver's CRD comes with the chart (crds/), so the fabric drivers wait for the release.
         self.fabric_drivers = {

@@ -13,6 +13,7 @@ Network Operator when there is one, else from the device plugin's subchart (only
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -40,6 +41,7 @@ class GpuStackArgs:
     spec: EstateSpec
     site: Site
     tags: Tags
+    after: Sequence[pulumi.Resource] = ()  # what the GPU Operator waits for (the metrics stack)
 
 
 class GpuStack(pulumi.ComponentResource):
@@ -85,7 +87,7 @@ class GpuStack(pulumi.ComponentResource):
         if self.uses_operator:
             ns = self.namespaces.resources[GPU_OPERATOR_NAMESPACE]
             self.gpu_operator = GpuOperator(
-                f"{self._name}-gpu-operator", GpuOperatorArgs(a.spec, a.site, ns), self._child()
+                f"{self._name}-gpu-operator", GpuOperatorArgs(a.spec, a.site, ns, a.after), self._child()
             )
             return
         ns = self.namespaces.resources[DEVICE_PLUGIN_NAMESPACE]

@@ -84,6 +84,7 @@ class KueueArgs:
     # What brings CRDs Kueue looks for when it starts (job operators, the ProvisioningRequest CRD); Kueue waits.
     crds: Sequence[pulumi.Resource] = ()
     provisioning_crd: bool = False  # `crds` include the ProvisioningRequest CRD
+    metrics: pulumi.Resource | None = None  # the installed metrics stack, whose CRDs the ServiceMonitor needs
 
 
 class Kueue(pulumi.ComponentResource):
@@ -103,7 +104,9 @@ class Kueue(pulumi.ComponentResource):
         crds = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
         self.service_monitor: pulumi.CustomResource | None = None
         if args.site.kubernetes.monitoring.service_monitors:
-            self.service_monitor = self._service_monitor(args.site.kubernetes.monitoring.service_monitor_labels, crds)
+            after = [self.release, *([args.metrics] if args.metrics is not None else [])]
+            monitor = pulumi.ResourceOptions(parent=self, depends_on=after)
+            self.service_monitor = self._service_monitor(args.site.kubernetes.monitoring.monitor_labels, monitor)
         self.topologies = {n: self._topology(n, spec, crds) for n, spec in site_topologies(args.site).items()}
         self.flavors = {p.name: self._flavor(args.site, p, crds) for p in scheduled_pools(args.site)}
         self.cluster_queues: dict[str, pulumi.CustomResource] = {}
@@ -141,7 +144,8 @@ class Kueue(pulumi.ComponentResource):
 
     def _service_monitor(self, labels: Mapping[str, str], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
         """Kueue's metrics ServiceMonitor with the labels the site's Prometheus selects (see monitoring.py); after
-        the release, which creates the Service it selects. Its CRD is the site's existing operator's."""
+        the release, which creates the Service it selects, and after the metrics stack gpufleet installs, whose
+        chart brings its CRD (an existing operator's is there before `up`)."""
         return kube_object(
             f"{self._name}-service-monitor",
             monitoring.SERVICE_MONITOR_API,

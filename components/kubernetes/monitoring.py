@@ -1,8 +1,8 @@
 """Prometheus Operator integration of a site's cluster, from the one setting `kubernetes.monitoring`.
 
-- gpufleet installs no Prometheus Operator. A site declares one that already runs (`prometheus_operator:
-  existing`), so its ServiceMonitor CRD (monitoring.coreos.com/v1) exists before `up`.
-- The site also declares the labels its Prometheus selects ServiceMonitors by.
+- A site declares an operator that already runs (`prometheus_operator: existing`), so its ServiceMonitor CRD
+  (monitoring.coreos.com/v1) exists before `up`, and the labels its Prometheus selects ServiceMonitors by.
+- Or gpufleet installs one (`install`, metrics_stack.py) and sets those labels itself.
 - Every chart value that renders a ServiceMonitor follows that setting: the GPU Operator's DCGM exporter
   (`dcgm_service_monitor`) and Kueue's metrics (`kueue_service_monitor_spec`). So do Kueue's ClusterQueue
   resource metrics.
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from model.observability.metrics import DCGM_CONFIGMAP, DCGM_NODE, dcgm_metrics_csv
 from model.spec import Monitoring
 
 SERVICE_MONITOR_API = "monitoring.coreos.com/v1"
@@ -28,11 +29,26 @@ KUEUE_METRICS_SELECTOR = {
 def dcgm_service_monitor(monitoring: Monitoring) -> dict[str, Any]:
     """GPU Operator `dcgmExporter.serviceMonitor` values: `enabled` and `additionalLabels`
     (deployments/gpu-operator/values.yaml at the pinned tag). The chart turns it on by default, so gpufleet sets it
-    either way. The operator creates that ServiceMonitor itself."""
+    either way. The operator creates that ServiceMonitor itself.
+
+    Each GPU's series also get the scraped pod's node as `node` (the chart's `relabelings` example): gpufleet's
+    rules join GPUs to pools by it."""
     values: dict[str, Any] = {"enabled": monitoring.service_monitors}
     if monitoring.service_monitors:
-        values["additionalLabels"] = dict(monitoring.service_monitor_labels)
+        values["additionalLabels"] = monitoring.monitor_labels
+        values["relabelings"] = [
+            {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": DCGM_NODE, "action": "replace"}
+        ]
     return values
+
+
+def dcgm_metrics_config(monitoring: Monitoring) -> dict[str, Any] | None:
+    """GPU Operator `dcgmExporter.config` (templates/dcgm_exporter_config.yaml at the pinned tag: a ConfigMap of
+    `data` under key dcgm-metrics.csv): the exporter's fields, with the health counters gpufleet's alerts read.
+    None where nothing scrapes the exporter: the chart's default then stands."""
+    if not monitoring.service_monitors:
+        return None
+    return {"name": DCGM_CONFIGMAP, "create": True, "data": dcgm_metrics_csv()}
 
 
 def kueue_service_monitor_spec() -> dict[str, Any]:

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from model import catalog
+from model import catalog, conventions
 from model.frameworks import DEFAULT_FRAMEWORKS, FrameworkName, offered
 from model.spec.access import Interconnect
 from model.spec.aws import (
@@ -62,33 +62,70 @@ NetworkPolicyCni = Literal["calico", "cilium", "antrea", "kube-router", "vpc-cni
 
 class Monitoring(Model):
     """How a site's cluster is monitored: the one setting every chart value that needs the Prometheus Operator's
-    CRDs (monitoring.coreos.com/v1 ServiceMonitor) follows. gpufleet installs no Prometheus Operator."""
+    CRDs (monitoring.coreos.com/v1 ServiceMonitor) follows."""
 
-    prometheus_operator: Literal["none", "existing"] = Field(
+    prometheus_operator: Literal["none", "existing", "install"] = Field(
         default="none",
         description=(
-            "`existing`: a Prometheus Operator (e.g. kube-prometheus-stack) already runs on the cluster, so its "
-            "ServiceMonitor CRD exists before `up`; gpufleet then adds ServiceMonitors for DCGM exporter and "
-            "Kueue. `none`: no ServiceMonitor anywhere. A cluster the stack creates has none on its first `up`."
+            "`install`: gpufleet installs kube-prometheus-stack (Prometheus, its operator, node exporter, "
+            "kube-state-metrics, Grafana) with gpufleet's GPU and Kueue rules, alerts and dashboards. `existing`: a "
+            "Prometheus Operator already runs on the cluster, so its ServiceMonitor CRD exists before `up`. With "
+            "either, gpufleet adds ServiceMonitors for DCGM exporter and Kueue. `none`: no ServiceMonitor anywhere."
         ),
     )
     service_monitor_labels: dict[str, str] = Field(
         default_factory=dict,
         description=(
-            "Labels the operator's Prometheus selects ServiceMonitors by (its serviceMonitorSelector); "
-            "kube-prometheus-stack's default selects `release: <its Helm release name>`."
+            "With `existing`: the labels the operator's Prometheus selects ServiceMonitors by (its "
+            "serviceMonitorSelector); kube-prometheus-stack's default selects `release: <its Helm release name>`. "
+            "With `install` gpufleet sets them."
+        ),
+    )
+    retention_days: int = Field(
+        default=15, ge=1, le=3650, description="With `install`: how many days Prometheus keeps its samples."
+    )
+    storage_gib: int = Field(
+        default=50,
+        ge=10,
+        le=65536,
+        description=(
+            "With `install`: the size of Prometheus's persistent volume. Prometheus also stops keeping samples "
+            "once they fill 85% of it, whatever retention_days says."
+        ),
+    )
+    storage_class: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        max_length=253,
+        description=(
+            "With `install`: the StorageClass of Prometheus's volume; unset, the cluster's default StorageClass. "
+            "An EKS cluster gpufleet creates has no EBS CSI driver, so name a class the cluster provides."
         ),
     )
 
     @model_validator(mode="after")
-    def _labels_need_operator(self) -> Monitoring:
-        if self.service_monitor_labels and self.prometheus_operator == "none":
-            raise ValueError("service_monitor_labels need prometheus_operator: existing")
+    def _settings_need_their_mode(self) -> Monitoring:
+        if self.service_monitor_labels and self.prometheus_operator != "existing":
+            raise ValueError(
+                "service_monitor_labels need prometheus_operator: existing (with install gpufleet sets them)"
+            )
+        installed = ("retention_days", "storage_gib", "storage_class")
+        if self.prometheus_operator != "install" and (set_here := [k for k in installed if k in self.model_fields_set]):
+            raise ValueError(f"{', '.join(set_here)} need prometheus_operator: install")
         return self
 
     @property
     def service_monitors(self) -> bool:
-        return self.prometheus_operator == "existing"
+        return self.prometheus_operator != "none"
+
+    @property
+    def installed(self) -> bool:
+        return self.prometheus_operator == "install"
+
+    @property
+    def monitor_labels(self) -> dict[str, str]:
+        """The labels every ServiceMonitor and PrometheusRule of gpufleet carries, so the Prometheus selects it."""
+        return dict(conventions.METRICS_SELECTOR) if self.installed else dict(self.service_monitor_labels)
 
 
 class KubernetesStack(Model):

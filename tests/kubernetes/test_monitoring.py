@@ -35,7 +35,7 @@ def _operator_releases(plan: Plan) -> list[Any]:
 def test_no_chart_renders_a_service_monitor_without_a_declared_operator(example_plans: dict[str, Plan]) -> None:
     """Kueue's chart renders a ServiceMonitor whenever enablePrometheus is set, and the GPU Operator chart
     enables DCGM exporter's by default; on a cluster without the CRD the Kueue release fails (and every resource
-    after it). None of the examples declares an operator, so none may render one."""
+    after it). The examples without an operator (all but onprem, which installs one) may render none."""
     kueue_monitor = (chart_dir(versions.KUEUE) / "templates" / "prometheus" / "monitor.yaml").read_text()
     assert (
         "{{- if .Values.enablePrometheus }}\napiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor"
@@ -44,6 +44,8 @@ def test_no_chart_renders_a_service_monitor_without_a_declared_operator(example_
     gpu_values = yaml.safe_load((chart_dir(versions.GPU_OPERATOR) / "values.yaml").read_text())
     assert gpu_values["dcgmExporter"]["serviceMonitor"]["enabled"] is True  # so gpufleet must set it
     for stack, plan in example_plans.items():
+        if stack == "onprem":
+            continue
         for site in example_estate(stack)["sites"]:
             assert site.get("kubernetes", {}).get("monitoring", {}).get("prometheus_operator", "none") == "none"
         for r in _kueue_releases(plan):
@@ -68,7 +70,9 @@ def monitored(tmp_path_factory: pytest.TempPathFactory) -> Plan:
 
 def test_with_an_operator_every_service_monitor_carries_the_selected_labels(monitored: Plan) -> None:
     (dcgm,) = [r.inputs["values"]["dcgmExporter"]["serviceMonitor"] for r in _operator_releases(monitored)]
-    assert dcgm == {"enabled": True, "additionalLabels": KPS}
+    assert dcgm["enabled"] is True and dcgm["additionalLabels"] == KPS
+    (relabel,) = dcgm["relabelings"]  # the node of each GPU, for gpufleet's pool rules
+    assert relabel["sourceLabels"] == ["__meta_kubernetes_pod_node_name"] and relabel["targetLabel"] == "node"
     gpu_values = yaml.safe_load((chart_dir(versions.GPU_OPERATOR) / "values.yaml").read_text())
     assert "additionalLabels" in gpu_values["dcgmExporter"]["serviceMonitor"]  # the chart's key
     (kueue,) = _kueue_releases(monitored)
@@ -124,3 +128,18 @@ def test_service_monitor_labels_without_an_operator_are_refused() -> None:
         k["monitoring"] = {"service_monitor_labels": KPS}
 
     assert "service_monitor_labels need prometheus_operator: existing" in _problem(labels_only)
+
+
+def test_install_sets_the_labels_itself_and_its_settings_need_it() -> None:
+    def install_with_labels(k: dict[str, Any]) -> None:
+        k["monitoring"] = {"prometheus_operator": "install", "service_monitor_labels": KPS}
+
+    def retention_without_install(k: dict[str, Any]) -> None:
+        k["monitoring"] = {"prometheus_operator": "existing", "service_monitor_labels": KPS, "retention_days": 7}
+
+    assert "(with install gpufleet sets them)" in _problem(install_with_labels)
+    assert "retention_days need prometheus_operator: install" in _problem(retention_without_install)
+    estate = example_estate("aws-train")
+    estate["sites"][0]["kubernetes"]["monitoring"] = {"prometheus_operator": "install", "storage_class": "gp3"}
+    monitoring = parse_estate(estate, "Pulumi.aws-train.yaml").sites[0].kubernetes.monitoring
+    assert monitoring.monitor_labels == {"release": "kube-prometheus-stack"} and monitoring.service_monitors

@@ -23,8 +23,9 @@ def _namespaces(plan: Plan) -> dict[str, dict[str, str]]:
     return out
 
 
-def test_register_is_exactly_the_gpu_stacks_system_namespaces() -> None:
-    assert {"gpu-operator", "network-operator", "kube-system", "nvidia-dra-driver-gpu"} == PRIVILEGED_NAMESPACES
+def test_register_is_exactly_the_gpu_and_metrics_stacks_system_namespaces() -> None:
+    expected = {"gpu-operator", "network-operator", "kube-system", "nvidia-dra-driver-gpu", "monitoring"}
+    assert expected == PRIVILEGED_NAMESPACES
 
 
 @pytest.mark.parametrize("stack", ["aws-train", "onprem", "hybrid"])

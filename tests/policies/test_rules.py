@@ -141,7 +141,7 @@ CASES = [
     Case(
         "namespace-pod-security",
         [fx.namespace()],
-        [fx.k8s("Namespace", "monitoring", metadata={"labels": {"pod-security.kubernetes.io/enforce": "privileged"}})],
+        [fx.k8s("Namespace", "telemetry", metadata={"labels": {"pod-security.kubernetes.io/enforce": "privileged"}})],
         id="unregistered-privileged",
     ),
     Case("tenant-tolerations-guarded", [fx.namespace(), TOL_VAP, TOL_BINDING], [fx.namespace(), TOL_VAP]),

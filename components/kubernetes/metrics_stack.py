@@ -1,0 +1,129 @@
+"""kube-prometheus-stack on a site with `kubernetes.monitoring.prometheus_operator: install`, with gpufleet's
+recording rules, alerts and dashboard.
+
+- Prometheus selects ServiceMonitors and PrometheusRules by `release: <release>` (conventions.METRICS_SELECTOR).
+  The chart's own carry it, and so do gpufleet's: DCGM exporter's, Kueue's and its PrometheusRule.
+- Helm applies the chart's CRDs (its `crds` subchart) before any template. So the PrometheusRule here, and every
+  ServiceMonitor elsewhere, waits for this release.
+- Prometheus keeps samples for `retention_days` on a persistent volume of `storage_gib`.
+- Node exporter runs on every node: it tolerates the site's GPU and pool taints and the control plane's.
+  Nothing else tolerates a GPU taint, so the rest stays on the system nodes.
+- The dashboard is a ConfigMap that the Grafana sidecar loads by its label.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.kubernetes import helm, placement
+from components.kubernetes.kueue import kube_object
+from components.kubernetes.monitoring import SERVICE_MONITOR_API
+from components.kubernetes.namespaces import SystemNamespaces, SystemNamespacesArgs
+from model import conventions, versions
+from model.observability import dashboards, rules
+from model.observability.metrics import KSM_LABELS_ALLOWLIST
+from model.spec import Site
+from model.tags import Tags
+
+RETENTION_SHARE = 0.85  # Prometheus stops keeping samples before its volume is full (retentionSize)
+CONTROL_PLANE = {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def metrics_stack_values(site: Site) -> dict[str, Any]:
+    """Helm values for kube-prometheus-stack (keys of its values.yaml and its subcharts' at the pinned tag)."""
+    mon = site.kubernetes.monitoring
+    selector = {"matchLabels": dict(conventions.METRICS_SELECTOR)}
+    claim: dict[str, Any] = {
+        "accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": f"{mon.storage_gib}Gi"}},
+    }
+    if mon.storage_class:
+        claim["storageClassName"] = mon.storage_class
+    return {
+        "crds": {"enabled": True},
+        "prometheus": {
+            "prometheusSpec": {
+                "retention": f"{mon.retention_days}d",
+                "retentionSize": f"{int(mon.storage_gib * RETENTION_SHARE)}GB",
+                "storageSpec": {"volumeClaimTemplate": {"spec": claim}},
+                # explicit, not the chart's "nil uses Helm values" default, so the selector is the one written here
+                "serviceMonitorSelectorNilUsesHelmValues": False,
+                "serviceMonitorSelector": selector,
+                "ruleSelectorNilUsesHelmValues": False,
+                "ruleSelector": selector,
+            }
+        },
+        "kube-state-metrics": {"metricLabelsAllowlist": list(KSM_LABELS_ALLOWLIST)},
+        # the chart tolerates every NoSchedule taint; gpufleet names the ones node exporter must run under
+        "prometheus-node-exporter": {"tolerations": [CONTROL_PLANE, *placement.tolerations(site.node_pools)]},
+    }
+
+
+@dataclass(frozen=True)
+class MetricsStackArgs:
+    site: Site
+    tags: Tags
+
+
+class MetricsStack(pulumi.ComponentResource):
+    """The monitoring namespace (Pod Security privileged, for node exporter), the kube-prometheus-stack release,
+    gpufleet's PrometheusRule and its dashboard ConfigMap."""
+
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: MetricsStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpufleet:kubernetes:MetricsStack", name, None, opts)
+        self._name = name
+        self._labels = args.tags.labels()
+        namespaces = SystemNamespaces(
+            f"{name}-namespaces",
+            SystemNamespacesArgs(args.tags, (conventions.MONITORING_NAMESPACE,)),
+            pulumi.ResourceOptions(parent=self),
+        )
+        namespace = namespaces.resources[conventions.MONITORING_NAMESPACE]
+        self.release = helm.release(
+            f"{name}-release",
+            versions.KUBE_PROMETHEUS_STACK,
+            name=conventions.METRICS_RELEASE,
+            namespace=conventions.MONITORING_NAMESPACE,
+            create_namespace=False,
+            values=metrics_stack_values(args.site),
+            max_history=10,
+            timeout=900,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
+        )
+        self.rule = self._rule(namespace)
+        self.dashboard = self._dashboard(namespace)
+        self.register_outputs({"status": self.release.status})
+
+    def _rule(self, namespace: pulumi.Resource) -> pulumi.CustomResource:
+        """gpufleet's PrometheusRule, after its namespace and the release whose CRDs define it."""
+        return kube_object(
+            f"{self._name}-rules",
+            SERVICE_MONITOR_API,
+            "PrometheusRule",
+            {
+                "name": "gpufleet",
+                "namespace": conventions.MONITORING_NAMESPACE,
+                "labels": {**self._labels, **conventions.METRICS_SELECTOR},
+            },
+            {"spec": {"groups": rules.rule_groups()}},
+            pulumi.ResourceOptions(parent=self, depends_on=[namespace, self.release]),
+        )
+
+    def _dashboard(self, namespace: pulumi.Resource) -> k8s.core.v1.ConfigMap:
+        return k8s.core.v1.ConfigMap(
+            f"{self._name}-dashboard",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name="gpufleet-dashboard",
+                namespace=conventions.MONITORING_NAMESPACE,
+                labels={**self._labels, **conventions.GRAFANA_DASHBOARD_LABEL},
+            ),
+            data={"gpufleet-gpus.json": json.dumps(dashboards.dashboard(), indent=1, sort_keys=True)},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
+        )

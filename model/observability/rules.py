@@ -1,0 +1,123 @@
+"""gpufleet's recording rules and alerts: one PrometheusRule spec per site with an installed Prometheus.
+
+- Recording rules answer "how many GPUs does each tenant hold, and how many does it use": allocated from running
+  pods' GPU requests (kube-state-metrics), used as the sum of each GPU's utilisation fraction (DCGM exporter),
+  idle as the difference. Kueue's admitted GPUs per tenant and pool sit beside them.
+- Alerts cover XID errors, ECC and row-remap failures, thermal throttling, NVLink errors and gangs that Kueue
+  admits but whose pods never all become ready, or queues that stop admitting.
+- Every metric comes from model.observability.metrics; thresholds are gpufleet's choices, named here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from model.observability import metrics as m
+
+GPU_HOT_CELSIUS = 85  # sustained core temperature worth a look; GPUs slow down near 90 C
+GANG_WINDOW = "30m"  # how far back the queue alerts look
+RECORDED = "gpufleet"
+
+
+def _by_tenant(expr: str) -> str:
+    """`expr` over DCGM series, with the GPU's workload namespace moved to `namespace`."""
+    return f'label_replace({expr}, "namespace", "$1", "{m.DCGM_WORKLOAD_NAMESPACE}", "(.+)")'
+
+
+def recording_rules() -> list[dict[str, str]]:
+    tenant_util = _by_tenant(f'avg_over_time(DCGM_FI_DEV_GPU_UTIL{{{m.DCGM_WORKLOAD_NAMESPACE}!=""}}[5m]) / 100')
+    pool_util = (
+        f"avg_over_time(DCGM_FI_DEV_GPU_UTIL[5m]) / 100 * on ({m.DCGM_NODE}) group_left ({m.POOL_NODE_LABEL}) "
+        f"max by ({m.DCGM_NODE}, {m.POOL_NODE_LABEL}) ({m.KSM_NODE_LABELS})"
+    )
+    allocated = (
+        f'sum by (namespace) ({m.KSM_POD_REQUESTS}{{resource=~"{m.KSM_GPU_RESOURCES}"}} * on (namespace, pod) '
+        f'group_left () max by (namespace, pod) ({m.KSM_POD_PHASE}{{phase="Running"}}))'
+    )
+    return [
+        {"record": "namespace:gpufleet_gpus_allocated:sum", "expr": allocated},
+        {"record": "namespace:gpufleet_gpus_used:sum", "expr": f"sum by (namespace) ({tenant_util})"},
+        {"record": "namespace:gpufleet_gpu_utilisation:avg", "expr": f"avg by (namespace) ({tenant_util})"},
+        {
+            "record": "namespace:gpufleet_gpus_idle:sum",
+            "expr": "clamp_min(namespace:gpufleet_gpus_allocated:sum - on (namespace) "
+            "(namespace:gpufleet_gpus_used:sum or namespace:gpufleet_gpus_allocated:sum * 0), 0)",
+        },
+        {
+            "record": "pool:gpufleet_gpu_utilisation:avg",
+            "expr": f'label_replace(avg by ({m.POOL_NODE_LABEL}) ({pool_util}), "pool", "$1", '
+            f'"{m.POOL_NODE_LABEL}", "(.+)")',
+        },
+        {
+            "record": "cluster_queue_flavor:gpufleet_gpus_admitted:sum",
+            "expr": f'sum by (cluster_queue, flavor) ({m.KUEUE_RESOURCE_USAGE}{{resource=~"{m.KUEUE_GPU_RESOURCES}"}})',
+        },
+    ]
+
+
+def _alert(name: str, expr: str, severity: str, summary: str, wait: str = "0m") -> dict[str, Any]:
+    return {
+        "alert": name,
+        "expr": expr,
+        "for": wait,
+        "labels": {"severity": severity, "source": RECORDED},
+        "annotations": {"summary": summary},
+    }
+
+
+GPU = "GPU {{ $labels.gpu }} on {{ $labels.node }}"
+
+
+def gpu_alerts() -> list[dict[str, Any]]:
+    nvlink = " or ".join(
+        f"increase({f}[10m]) > 0"
+        for f in (
+            "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+            "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+            "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+            "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+        )
+    )
+    return [
+        _alert("GpuXidError", "max_over_time(DCGM_FI_DEV_XID_ERRORS[5m]) > 0", "critical",
+               f"{GPU} reported XID {{{{ $value }}}}"),
+        _alert("GpuEccDoubleBitError", "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m]) > 0", "critical",
+               f"{GPU} had uncorrectable (double-bit) ECC errors"),
+        _alert("GpuRowRemapFailure", "DCGM_FI_DEV_ROW_REMAP_FAILURE > 0", "critical",
+               f"{GPU} failed to remap a memory row: take the node out of service"),
+        _alert("GpuUncorrectableRowRemapped", "increase(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS[1h]) > 0",
+               "warning", f"{GPU} remapped a row after an uncorrectable error: it needs a GPU reset"),
+        _alert("GpuThermalThrottling", "rate(DCGM_FI_DEV_THERMAL_VIOLATION[5m]) > 0", "warning",
+               f"{GPU} is slowed down by its temperature", "10m"),
+        _alert("GpuHot", f"DCGM_FI_DEV_GPU_TEMP > {GPU_HOT_CELSIUS}", "warning",
+               f"{GPU} has been above {GPU_HOT_CELSIUS} C for 10 minutes", "10m"),
+        _alert("GpuNvlinkErrors", nvlink, "warning", f"{GPU} counts NVLink errors"),
+    ]  # fmt: skip
+
+
+def queue_alerts() -> list[dict[str, Any]]:
+    gang = f'sum by (cluster_queue) (increase({m.KUEUE_EVICTED_TOTAL}{{reason="PodsReadyTimeout"}}[{GANG_WINDOW}])) > 0'
+    stalled = (
+        f'sum by (cluster_queue) ({m.KUEUE_PENDING}{{status="active"}}) > 0 unless on (cluster_queue) '
+        f"sum by (cluster_queue) (increase({m.KUEUE_ADMITTED_TOTAL}[{GANG_WINDOW}])) > 0"
+    )
+    return [
+        _alert("KueueGangNotReady", gang, "warning",
+               "Kueue evicted a workload of {{ $labels.cluster_queue }} whose pods were not all ready in time"),
+        _alert("KueueQueueStalled", stalled, "warning",
+               "{{ $labels.cluster_queue }} has pending workloads and admitted none for " + GANG_WINDOW, GANG_WINDOW),
+    ]  # fmt: skip
+
+
+def rule_groups() -> list[dict[str, Any]]:
+    """The `spec.groups` of gpufleet's PrometheusRule (monitoring.coreos.com/v1)."""
+    return [
+        {"name": "gpufleet-gpu-allocation", "interval": "1m", "rules": recording_rules()},
+        {"name": "gpufleet-gpu-health", "rules": gpu_alerts()},
+        {"name": "gpufleet-queues", "rules": queue_alerts()},
+    ]
+
+
+def expressions() -> list[str]:
+    """Every PromQL expression of the rules."""
+    return [r["expr"] for g in rule_groups() for r in g["rules"]]
