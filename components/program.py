@@ -114,6 +114,7 @@ def _with_window(
         if state is None or state.window is None:
             build(None, NO_WINDOW_TIME)
         else:  # a budget lowered since the window opened moves its expiry earlier
-            build(within_budget(spec, state.window, state.ledger), judged_at(state.as_of, clock.now()))
+            judged = judged_at(state.as_of, clock.now())
+            build(within_budget(spec, state.window, state.ledger, judged), judged)
 
     return apply

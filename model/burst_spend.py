@@ -199,12 +199,18 @@ def worst_case(
 
 
 def within_budget(
-    spec: EstateSpec, window: BurstWindow, ledger: Iterable[BurstLedgerEntry], lag: dt.timedelta = RECONCILE_LAG
+    spec: EstateSpec,
+    window: BurstWindow,
+    ledger: Iterable[BurstLedgerEntry],
+    now: dt.datetime,
+    lag: dt.timedelta = RECONCILE_LAG,
 ) -> BurstWindow:
-    """The window as the budget allows it now: its expiry moved earlier when its worst case no longer fits a
-    lowered `burst.budget_usd` (the earliest it can move is its start). The program and the burst commands both
+    """The window as the budget allows it at `now`: its expiry moved earlier when its worst case no longer fits a
+    lowered `burst.budget_usd`, but never before `now` (nor its start). The program and the burst commands both
     judge the window through this.
 
+    Never before `now`: the estate's stops still name the old expiry until an `up` applies the new one, so what
+    ran until then ran; an expiry moved into the past would book the cap to a stop that never happened.
     The expiry moves, never the cap: a smaller cap would change the node group's bounds mid-window, and EKS would
     then receive the old desired size (see `burst_group_size`)."""
     try:
@@ -212,7 +218,7 @@ def within_budget(
     except CatalogError:
         return window  # unpriced: `gpufleet burst` refuses to open such a window, so there is nothing to cap
     fits = latest_expiry(spec, ledger, window.nodes, price, window.start, window.expires, lag)
-    expires = fits if fits is not None else window.start + dt.timedelta(seconds=1)
+    expires = max(fits if fits is not None else window.start + dt.timedelta(seconds=1), now)
     return window if expires >= window.expires else window.model_copy(update={"expires": expires})
 
 

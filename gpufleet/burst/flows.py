@@ -117,6 +117,7 @@ def plan_open(
     state = load_state(project_dir, stack, driver)
     pool, nodes = check_request(state.spec, request)  # bad input fails before any AWS call, the clock's included
     now = clock()
+    state = state.at(now)
     refuse_if_open(state.window, stack, now)
     ledger, room = _replaced(state, pool.name, nodes, now, book)
     check = preflight(state.spec, ledger, request, now, aws_factory(cloud_site(state.spec).region))
@@ -200,10 +201,12 @@ def close_window(
     pool empties, and the window is booked, at the first `reconcile` after it); one past its grace is booked and
     removed at once."""
     s = load_state(project_dir, stack, driver)
-    w = s.window
-    if w is None:
+    if s.window is None:
         return Outcome("no burst window recorded; nothing to close")
     now = clock()
+    s = s.at(now)
+    w = s.window
+    assert w is not None
     if now <= w.start:
         summary = _up(project_dir, stack, driver, s, BurstState(None, s.state.ledger, now), on_output)
         return Outcome(f"burst window on pool {w.pool} cancelled before its start; nothing booked", summary)
@@ -231,8 +234,9 @@ def reconcile(
     """Move the recorded phase on to AWS's now: record draining once a window expired, book and remove it after
     the grace; run an `up` a previous command left unfinished (unsettled); create the state stack if missing."""
     s = load_state(project_dir, stack, driver)
-    w = s.window
     now = clock()
+    s = s.at(now)
+    w = s.window
     if not s.recorded:
         record_state(driver, stack, BurstState(None, (), now), on_output, read=s.state.generation)
         return Outcome(f"recorded an empty burst state (no window) in the new state stack of {stack}")
@@ -333,7 +337,7 @@ def status(spec: EstateSpec, state: BurstState, now: dt.datetime) -> Status:
     w = state.window
     committed = 0.0
     if w is not None:
-        w = within_budget(spec, w, ledger)
+        w = within_budget(spec, w, ledger, now)
     is_open = w is not None and w.is_open(now)
     if w is not None and w.overrun_since is not None:
         # Booked until `overrun_since`; since then its nodes run unbooked, at most every node of the cap.
@@ -369,8 +373,9 @@ def extend(
     s = load_state(project_dir, stack, driver)
     policy = s.spec.burst
     assert policy is not None
-    w = s.window
     now = clock()
+    s = s.at(now)
+    w = s.window
     if w is not None and now >= w.expires:
         entry = booked(book(s, w, "", now))  # the figure every command books it at; closed_by says how it was found
         raise BurstError(

@@ -41,6 +41,15 @@ class StackState:
     def window(self) -> BurstWindow | None:
         return self.state.window
 
+    def at(self, now: dt.datetime) -> StackState:
+        """The state as the budget allows it at `now` (model.burst_spend.within_budget): a budget lowered since the
+        window opened moves its expiry earlier, never before `now`. `recorded_expiry` keeps the recorded one."""
+        w = self.state.window
+        if w is None:
+            return self
+        moved = within_budget(self.spec, w, self.state.ledger, now)
+        return replace(self, state=replace(self.state, window=moved), recorded_expiry=w.expires)
+
     @property
     def ledger(self) -> list[BurstLedgerEntry]:
         return list(self.state.ledger)
@@ -86,10 +95,7 @@ def load_state(project_dir: Path, stack: str, driver: StackDriver) -> StackState
         check_state(spec, state, source)
     except SpecError as err:
         raise BurstError(str(err), 2) from None
-    recorded = state.window.expires if state.window is not None else None
-    if state.window is not None:  # a budget lowered since the window opened moves its expiry earlier
-        state = replace(state, window=within_budget(spec, state.window, state.ledger))
-    return StackState(spec, state, recorded=True, recorded_expiry=recorded)
+    return StackState(spec, state, recorded=True)
 
 
 INTERRUPTED = 130  # 128 + SIGINT: what a shell reports for a command stopped by Ctrl-C

@@ -132,7 +132,7 @@ def _offline_dry_run(project: Path, stack: str, request: BurstRequest) -> None:
     now = dt.datetime.now(dt.UTC)
     spec = load_spec(project, stack)
     try:
-        state = load_state(project, stack, make_driver(project)).state
+        state = load_state(project, stack, make_driver(project)).at(now).state
         source = f"the ledger of stack {state_stack_name(stack)}"
     except BurstError as err:
         if err.exit_code == 2:

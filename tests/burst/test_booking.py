@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from gpufleet.burst.errors import BurstError
 from gpufleet.cli import burst as burst_cli
 from gpufleet.cli.app import app
-from model.burst_spend import spend_in_month
+from model.burst_spend import booking, spend_in_month
+from model.load import parse_estate
 from tests.burst.helpers import NOW, STACK, FakeDriver, allow, burst_state, hybrid_config, project, window
 
 runner = CliRunner()
@@ -141,8 +142,9 @@ def test_a_lowered_budget_closes_the_open_window_for_the_commands_too(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same rule as the program's (model.burst_spend.within_budget): 2 x p5.48xlarge opened 4 h 10 min ago for 8 h,
-    budget lowered to $500. Its worst case fits only until 3 h 46 min from its start, so reconcile finds it expired
-    and records the draining phase with the earlier expiry."""
+    budget lowered to $500. Its worst case fits only until 3 h 46 min from its start, 24 minutes ago; but its stops
+    still named the old expiry until now, so the expiry moves to now, never into the past, and the window is booked
+    to now + grace + lag (a past expiry would book the cap to a stop that never happened, under what ran)."""
     start = NOW - dt.timedelta(hours=4, minutes=10)
     config = hybrid_config(window(start, 8, nodes=2, usd_per_hour=55.04), ledger=[])
     config["gpufleet:estate"]["burst"]["budget_usd"] = 500
@@ -151,7 +153,10 @@ def test_a_lowered_budget_closes_the_open_window_for_the_commands_too(
     monkeypatch.setattr(burst_cli, "clock", lambda region: NOW)
     result = invoke(proj, "reconcile")
     assert result.exit_code == 0, result.output
-    assert "expired at 2026-11-20 11:36 UTC; admission stopped" in " ".join(result.output.split())
+    assert "expired at 2026-11-20 12:00 UTC; admission stopped" in " ".join(result.output.split())
     state = burst_state(proj)
     assert state is not None and state.window is not None
-    assert state.window.expires == start + dt.timedelta(hours=3, minutes=46)
+    assert state.window.expires == NOW
+    assert booking(parse_estate(config["gpufleet:estate"], "test"), state.window, "cap").end == NOW + dt.timedelta(
+        minutes=46
+    )
