@@ -39,12 +39,6 @@ SERVICE_ACCOUNT = "cluster-autoscaler"
 # pools carry it.
 GPU_LABEL = "k8s.amazonaws.com/accelerator"
 SCALE_DOWN_UNNEEDED = "10m"
-# How long the autoscaler builds an emptied group's nodes from its copy of the group's last real node (flag
-# --node-info-cache-expire-time, cluster-autoscaler/config/flags/flags.go; default 10 years). After it, from the
-# group's template: its Auto Scaling group's tags and the managed group's taints from EKS (cloudprovider/aws/
-# README.md: DescribeNodegroup is otherwise called only for a group that "has never had any nodes"). So a stopped
-# burst group's stopped taint reaches the autoscaler minutes after the group empties, not only after a restart.
-NODE_INFO_CACHE = "5m"
 # Atomic where the cloud provider implements AtomicIncreaseSize. AWS does not ("AtomicIncreaseSize is not
 # implemented", cloudprovider/aws/aws_cloud_provider.go), so on AWS the scale-up "doesn't guarantee atomicity"
 # (cluster-autoscaler FAQ, "Supported ProvisioningClasses"): waitForPodsReady on the burst site is the net
@@ -120,7 +114,6 @@ def chart_values(cluster: str, region: str) -> dict[str, Any]:
             "enable-provisioning-requests": "true",
             "kube-api-content-type": "application/json",
             "scale-down-unneeded-time": SCALE_DOWN_UNNEEDED,
-            "node-info-cache-expire-time": NODE_INFO_CACHE,
             # Training pods use emptyDir scratch; by default such pods pin their node forever.
             "skip-nodes-with-local-storage": "false",
             "expander": "least-waste",

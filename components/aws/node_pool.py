@@ -154,12 +154,6 @@ def burst_node_labels(pool: AwsNodePool) -> dict[str, str]:
     return {autoscaler.GPU_LABEL: pool.gpu_model.id.lower()} if pool.autoscaled else {}
 
 
-def tag_slug(key: str) -> str:
-    """A resource-name fragment for an Auto Scaling group tag key (unique per key)."""
-    short = key.removeprefix(f"{aws_kind.CA_TAG_PREFIX}/")
-    return "".join(c if c.isalnum() else "-" for c in short.lower())
-
-
 def _asg_name(groups: Sequence[aws.eks.outputs.NodeGroupResource] | None) -> str:
     """The Auto Scaling group EKS made for a node group ("" until it exists)."""
     asgs = groups[0].autoscaling_groups if groups else None
@@ -389,9 +383,14 @@ class GpuNodePool(pulumi.ComponentResource):
         # known only once the node group exists (an Output, passed as input: no resource is made in apply()).
         a = self._args
         asg = self.node_group.resources.apply(_asg_name)
-        for key, value in asg_tags(a.spec, a.site, a.pool, a.cluster_name).items():
+        tags = asg_tags(a.spec, a.site, a.pool, a.cluster_name)
+        if a.pool.burst and group_stopped(a.spec, a.pool, a.window, a.now):
+            # A stopped burst group is no autoscaled group: the autoscaler no longer discovers it, and its IAM policy
+            # lets it scale only groups with this tag (components/aws/autoscaler.py iam_policy).
+            del tags[aws_kind.AUTOSCALED_TAG]
+        for key, value in tags.items():
             aws.autoscaling.Tag(
-                f"{self._n}-asg-{tag_slug(key)}",
+                aws_kind.asg_tag_name(self._n, key),
                 autoscaling_group_name=asg,
                 tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.node_group]),

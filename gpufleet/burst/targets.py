@@ -4,8 +4,8 @@
   stopPolicy (model/burst.py). Their URNs come from the program, synthesized offline with no window: they exist in
   every phase. A URN is `urn:pulumi:<stack>::<project>::<qualified type>::<name>`
   (https://www.pulumi.com/docs/iac/concepts/resources/names/#urns).
-- A window adds its backstop's schedule and CronJobs, which those resources depend on. They exist only inside
-  windows, so the backstop is targeted by a glob of its component type. The engine checks only literal targets for existence
+- A window adds its backstop's schedule and CronJobs, which those resources depend on, and the burst groups'
+  discovery tag (AUTOSCALED_TAG). They exist only inside windows, so they are targeted by globs. The engine checks only literal targets for existence
   (pulumi/pulumi pkg/resource/deploy/deployment.go `NewUrnTargets`, deployment_executor.go `checkTargets`).
 - The StackReference is read in a targeted `up` too: the step generator filters registrations by target, not
   reads (pkg/resource/deploy/step_generator.go, `GenerateReadSteps`).
@@ -19,10 +19,12 @@ from pathlib import Path
 from gpufleet.engine.plan import Plan, PlanResource
 from model.burst import burst_pools
 from model.conventions import AWS_SITE_TYPE, NODE_GROUP, POOL_LABEL
+from model.kinds.aws import AUTOSCALED_TAG, asg_tag_name
 from model.load import read_stack
 from model.spec import EstateSpec
 
 BURST_QUEUES = "gpufleet:hybrid:BurstQueues"
+ASG_TAG = "aws:autoscaling/tag:Tag"
 BACKSTOPS = ("gpufleet:aws:NodeGroupBackstop", "gpufleet:hybrid:BurstStop")
 KUEUE_KINDS = ("kubernetes:kueue.x-k8s.io/v1beta2:Cohort", "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")
 
@@ -74,7 +76,13 @@ def burst_targets(project_dir: Path, stack: str) -> list[str]:
     if cached is None:
         spec = sf.estate()
         plan = synth_stack(project_dir, stack, sf, burst_state={})
-        cached = [urn(stack, sf.project, r.key) for r in window_resources(plan, spec)]
+        found = window_resources(plan, spec)
+        cached = [urn(stack, sf.project, r.key) for r in found]
         cached += backstop_globs(stack, sf.project)
+        cached += [  # a stopped burst group has no discovery tag; an open one does
+            urn(stack, sf.project, f"**{ASG_TAG}::{asg_tag_name(r.name.removesuffix('-ng'), AUTOSCALED_TAG)}")
+            for r in found
+            if r.type == NODE_GROUP
+        ]
         _CACHE[(sf.project, stack, digest)] = cached
     return list(cached)

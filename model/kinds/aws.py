@@ -316,6 +316,13 @@ def discovery_tags(cluster: str, pool: str) -> dict[str, str]:
     return {f"{CA_TAG_PREFIX}/enabled": "true", f"{CA_TAG_PREFIX}/{cluster}": "owned", AUTOSCALED_TAG: pool}
 
 
+def asg_tag_name(pool_component: str, key: str) -> str:
+    """The Pulumi name of a pool's Auto Scaling group tag `key` (components/aws/node_pool.py): the pool component's
+    name and the key as a name fragment, unique per key. The burst commands target the burst pools' by it."""
+    short = key.removeprefix(f"{CA_TAG_PREFIX}/")
+    return f"{pool_component}-asg-" + "".join(c if c.isalnum() else "-" for c in short.lower())
+
+
 def discovery_keys(cluster: str) -> list[str]:
     """`autoDiscovery.tags` of the chart: the keys of `discovery_tags`."""
     return list(discovery_tags(cluster, "").keys())

@@ -295,9 +295,6 @@ def test_aws_train_autoscaler_discovers_every_pool_that_can_grow(example_plans: 
     assert values["extraArgs"]["expander"] == "least-waste"
     # a quarantined node picked as the group's template must not stop its scale-up: a status taint is sanitized
     assert values["extraArgs"]["status-taint"] == "gpufleet.io/quarantine"
-    # an emptied group is built from its template (and EKS's taints: a stopped burst group's stopped taint) 5 minutes
-    # after its last node, not from that node's copy for the flag's default of 10 years (config/flags/flags.go)
-    assert values["extraArgs"]["node-info-cache-expire-time"] == "5m"
 
 
 def test_a_fixed_size_pool_is_neither_discovered_nor_left_to_the_autoscaler(

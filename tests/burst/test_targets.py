@@ -62,7 +62,7 @@ def glob_matches(glob: str, target: str) -> bool:
 
 def test_what_a_window_adds_is_its_backstop_targeted_by_glob_and_built_before_the_capacity(tmp_path: Path) -> None:
     """A window adds only its backstop's schedule and CronJobs (components.aws.backstop, components.hybrid.
-    burst_stop). The targets reach every part of it by glob (a literal URN of a backstop not there would fail the
+    burst_stop) and the burst group's discovery tag. The targets reach every part of them by glob (a literal URN of a backstop not there would fail the
     `up`), and the node group and ClusterQueues depend on it, so an `up` that cannot create it never raises the
     capacity."""
     proj = write_project(tmp_path, hybrid_config(), STACK)

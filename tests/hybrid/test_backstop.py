@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from components.aws.autoscaler import iam_policy
 from components.aws.backstop import at_expression, update_request
 from components.hybrid.burst_queues import stops
 from components.hybrid.burst_stop import cron_schedule, role_rules
@@ -27,7 +28,7 @@ from model.burst import AWS_STOP_LEAD, backstop, minute_at_or_after
 from model.burst_spend import RECONCILE_LAG, booking
 from model.burst_state import BurstState
 from model.conventions import GPU_TAINT
-from model.kinds.aws import backstop_name
+from model.kinds.aws import AUTOSCALED_TAG, backstop_name
 from model.load import ESTATE_KEY, check_window, parse_window, read_stack
 from tests.burst.helpers import STACK, hybrid_config, window
 from tests.conftest import write_project
@@ -269,9 +270,8 @@ def test_the_request_keys_are_the_eks_api_member_names_as_the_sdk_spells_them() 
 def test_a_stopped_group_cannot_grow_again_for_the_pods_the_cluster_left_pending(open_plan: Plan) -> None:
     """EKS keeps a max of at least 1, so the stopped group could grow one node. The autoscaler builds an empty
     managed group's node with the group's taints from DescribeNodegroup (kubernetes/autoscaler
-    cluster-autoscaler/cloudprovider/aws/aws_manager.go, buildNodeFromTemplate; cached up to 6 minutes,
-    managed_nodegroup_cache.go), once its copy of the group's last node has expired (5 minutes,
-    components/aws/autoscaler.py NODE_INFO_CACHE), and EKS puts them on the nodes it launches, so a pod that does not tolerate the
+    cluster-autoscaler/cloudprovider/aws/aws_manager.go, buildNodeFromTemplate; cached up to 7 minutes,
+    managed_nodegroup_cache.go) and EKS puts them on the nodes it launches, so a pod that does not tolerate the
     stopped taint fits neither. No pod gpufleet writes tolerates it, and an open window's group does not carry it."""
     request = json.loads(only(open_plan, SCHEDULE).inputs["target"]["input"])
     (stopped,) = request["Taints"]["AddOrUpdateTaints"]
@@ -303,6 +303,25 @@ def test_no_later_up_undoes_the_aws_stop(tmp_path: Path, after_stop: dt.timedelt
     (stopped,) = stop["Taints"]["AddOrUpdateTaints"]
     assert {"key": stopped["Key"], "value": stopped["Value"], "effect": stopped["Effect"]} in group.inputs["taints"]
     assert "scalingConfig.desiredSize" not in group.ignore_changes
+
+
+def test_a_stopped_group_is_out_of_the_autoscalers_reach_until_a_window_opens(open_plan: Plan, tmp_path: Path) -> None:
+    """A group that has had nodes is built from the autoscaler's copy of its last node, untainted, until the
+    autoscaler restarts (kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/README.md at the pinned tag:
+    DescribeNodegroup only for a group that "has never had any nodes"). So a stopped group loses gpufleet's
+    discovery tag: the autoscaler discovers groups with every key of autoDiscovery.tags, and its IAM policy scales
+    only groups carrying that tag. An open window's group has it."""
+    stopped = synth_at(tmp_path, EXPIRES + dt.timedelta(hours=1))
+
+    def tagged(plan: Plan) -> set[str]:
+        group = burst_group(plan)
+        return {t.inputs["tag"]["key"] for t in plan.find("aws:autoscaling/tag:Tag") if t.parent == group.parent}
+
+    assert AUTOSCALED_TAG in tagged(open_plan) and AUTOSCALED_TAG not in tagged(stopped)
+    assert "gpufleet.io/burst-stopped" in {t["key"] for t in burst_group(stopped).inputs["taints"]}
+    policy = json.loads(iam_policy("c"))
+    (scale,) = [st for st in policy["Statement"] if "autoscaling:SetDesiredCapacity" in st["Action"]]
+    assert scale["Condition"]["Null"] == {f"aws:ResourceTag/{AUTOSCALED_TAG}": "false"}
 
 
 def _tolerations(value: object) -> list[dict[str, object]]:

@@ -134,8 +134,10 @@ def _asg_tags(plan: Plan) -> dict[str, str]:
     return {r.inputs["tag"]["key"]: r.inputs["tag"]["value"] for r in plan.find("aws:autoscaling/tag:Tag")}
 
 
-def test_burst_group_carries_what_the_autoscaler_needs_to_scale_it_from_zero(example_plans: dict[str, Plan]) -> None:
-    plan = example_plans["hybrid"]
+def test_burst_group_carries_what_the_autoscaler_needs_to_scale_it_from_zero(
+    synth_config: Callable[[dict[str, Any]], Plan],
+) -> None:
+    plan = at(synth_config, dt.datetime.now(dt.UTC) - dt.timedelta(hours=1), 8)  # a window open: the group is found
     tags = _asg_tags(plan)
     values = releases(plan, "cluster-autoscaler")["cloud"].inputs["values"]
     assert set(values["autoDiscovery"]["tags"]) <= set(tags)  # discovered: every listed tag is on the group
