@@ -202,11 +202,11 @@ def test_default_device_plugin_config_cannot_collide_with_a_pool_name() -> None:
 # -- DCGM, health checks, placement ----------------------------------------------------------------------
 
 
-def test_dcgm_exporter_on_and_its_service_monitor_only_with_an_operator(example_plans: dict[str, Plan]) -> None:
+def test_dcgm_exporter_on_without_a_service_monitor_unless_an_operator_exists(example_plans: dict[str, Plan]) -> None:
     eks = operator_values(example_plans["aws-train"])["dcgmExporter"]  # monitoring.prometheus_operator: none
-    bm = operator_values(example_plans["onprem"])["dcgmExporter"]  # monitoring.prometheus_operator: install
+    bm = operator_values(example_plans["onprem"])["dcgmExporter"]  # monitoring unset
     assert eks["enabled"] is True and eks["serviceMonitor"] == {"enabled": False}
-    assert bm["enabled"] is True and bm["serviceMonitor"]["enabled"] is True
+    assert bm["enabled"] is True and bm["serviceMonitor"] == {"enabled": False}
     for v in (eks, bm):
         assert v["enablePodLabels"] is False and v["enablePodUID"] is False
 

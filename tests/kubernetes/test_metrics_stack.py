@@ -1,4 +1,4 @@
-"""`kubernetes.monitoring.prometheus_operator: install` (the onprem example): kube-prometheus-stack rendered from the
+"""`kubernetes.monitoring.prometheus_operator: install` (the onprem example with it): kube-prometheus-stack rendered from the
 chart cache with gpufleet's values, its CRDs before every ServiceMonitor and PrometheusRule, Prometheus selecting
 gpufleet's objects, and gpufleet's rules and dashboard checked with a real PromQL parser.
 
@@ -20,12 +20,15 @@ import yaml
 from gpufleet.charts.cache import ENV_VAR, ChartCache
 from gpufleet.charts.render import RenderedObject, RenderedRelease, render_plan
 from gpufleet.engine.plan import Plan, PlanResource
+from gpufleet.engine.synth import synth
 from gpufleet.review.reality.first_up import simulate
 from model import conventions, versions
-from model.load import read_stack
+from model.load import ESTATE_KEY, parse_estate
 from model.nodes import pool_taints
 from model.observability import dashboards, metrics, rules
-from tests.conftest import ROOT
+from model.spec import EstateSpec
+from tests.charts import require_built
+from tests.conftest import example_config, write_project
 from tests.review.reality.test_charts import _unknown_keys
 
 PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
@@ -33,19 +36,33 @@ SERVICE_MONITOR = "kubernetes:monitoring.coreos.com/v1:ServiceMonitor"
 DASHBOARD = "kubernetes:core/v1:ConfigMap"
 
 
+# What the onprem example's site would write to have gpufleet install the metrics stack.
+MONITORING = {"prometheus_operator": "install", "retention_days": 30, "storage_gib": 200}
+
+
+def with_metrics_stack() -> dict[str, Any]:
+    """The onprem example with `monitoring: {prometheus_operator: install, ...}` on its site."""
+    config = example_config("onprem")
+    config[ESTATE_KEY]["sites"][0].setdefault("kubernetes", {})["monitoring"] = dict(MONITORING)
+    return config
+
+
 @dataclass
 class Installed:
+    spec: EstateSpec
     plan: Plan
     releases: dict[str, RenderedRelease]
     kps: PlanResource
 
 
 @pytest.fixture(scope="module")
-def installed(example_plans: dict[str, Plan]) -> Installed:
-    plan = example_plans["onprem"]
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    require_built(versions.KUBE_PROMETHEUS_STACK)
+    config = with_metrics_stack()
+    plan = synth(write_project(tmp_path_factory.mktemp("metrics"), config), "test")
     releases = render_plan(plan, ChartCache(os.environ[ENV_VAR]))
     (kps,) = [r for r in plan.helm_releases() if r.inputs["chart"] == versions.KUBE_PROMETHEUS_STACK.name]
-    return Installed(plan, releases, kps)
+    return Installed(parse_estate(config[ESTATE_KEY], "test"), plan, releases, kps)
 
 
 def _rendered(i: Installed, key: str, kind: str) -> list[RenderedObject]:
@@ -61,9 +78,8 @@ def _chart_values() -> dict[str, Any]:
     return values
 
 
-def test_install_previews_with_no_first_up_problem(installed: Installed, example_plans: dict[str, Plan]) -> None:
-    spec = read_stack(ROOT, "onprem").estate()
-    result = simulate(installed.plan, spec, installed.releases)
+def test_install_previews_with_no_first_up_problem(installed: Installed) -> None:
+    result = simulate(installed.plan, installed.spec, installed.releases)
     assert result.problems == []
     crds = {c.manifest["spec"]["names"]["kind"] for c in installed.releases[installed.kps.key].crds}
     assert {"ServiceMonitor", "PrometheusRule", "Prometheus"} <= crds
@@ -73,7 +89,7 @@ def test_install_previews_with_no_first_up_problem(installed: Installed, example
 
 
 def test_every_monitor_and_rule_waits_for_the_release_that_brings_its_crd(installed: Installed) -> None:
-    spec = read_stack(ROOT, "onprem").estate()
+    spec = installed.spec
     waiting = [*installed.plan.find(SERVICE_MONITOR), *installed.plan.find(PROMETHEUS_RULE)]
     assert len(waiting) == 2  # Kueue's ServiceMonitor and gpufleet's rules
     for r in waiting:
@@ -107,7 +123,7 @@ def test_prometheus_selects_the_monitors_and_rules_gpufleet_labels(installed: In
 def test_retention_and_volume_come_from_the_stack_file(installed: Installed) -> None:
     (prometheus,) = _rendered(installed, installed.kps.key, "Prometheus")
     spec = prometheus.manifest["spec"]
-    assert spec["retention"] == "30d"  # retention_days: 30 in stacks/Pulumi.onprem.yaml
+    assert spec["retention"] == "30d"  # retention_days: 30 (MONITORING)
     assert spec["retentionSize"] == "170GB"  # 85% of storage_gib: 200
     claim = spec["storage"]["volumeClaimTemplate"]["spec"]
     assert claim["resources"]["requests"]["storage"] == "200Gi"
@@ -115,7 +131,7 @@ def test_retention_and_volume_come_from_the_stack_file(installed: Installed) -> 
 
 
 def test_only_node_exporter_tolerates_the_gpu_taints(installed: Installed) -> None:
-    site = read_stack(ROOT, "onprem").estate().sites[0]
+    site = installed.spec.sites[0]
     needed = {(t.key, t.value) for p in site.node_pools for t in pool_taints(p)}
     gpu = (conventions.GPU_TAINT.key, conventions.GPU_TAINT.value)
     for obj in installed.releases[installed.kps.key].objects:
@@ -149,7 +165,7 @@ def test_dcgm_exporter_gets_the_metrics_file_the_rules_read(
     assert policy.manifest["spec"]["dcgmExporter"]["config"] == {"name": metrics.DCGM_CONFIGMAP}
     used = {w for e in [*rules.expressions(), *dashboards.expressions()] for w in _names(e) if w.startswith("DCGM_FI_")}
     assert used and used <= served
-    for stack in ("aws-train", "hybrid"):  # nothing scrapes the exporter there: the chart's default stands
+    for stack in ("aws-train", "hybrid", "onprem"):  # nothing scrapes the exporter there: the chart's default stands
         for r in example_plans[stack].helm_releases():
             if r.inputs["chart"] == "gpu-operator":
                 assert "config" not in r.inputs["values"]["dcgmExporter"]

@@ -35,7 +35,7 @@ def _operator_releases(plan: Plan) -> list[Any]:
 def test_no_chart_renders_a_service_monitor_without_a_declared_operator(example_plans: dict[str, Plan]) -> None:
     """Kueue's chart renders a ServiceMonitor whenever enablePrometheus is set, and the GPU Operator chart
     enables DCGM exporter's by default; on a cluster without the CRD the Kueue release fails (and every resource
-    after it). The examples without an operator (all but onprem, which installs one) may render none."""
+    after it). None of the examples declares an operator, so none may render one."""
     kueue_monitor = (chart_dir(versions.KUEUE) / "templates" / "prometheus" / "monitor.yaml").read_text()
     assert (
         "{{- if .Values.enablePrometheus }}\napiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor"
@@ -44,8 +44,6 @@ def test_no_chart_renders_a_service_monitor_without_a_declared_operator(example_
     gpu_values = yaml.safe_load((chart_dir(versions.GPU_OPERATOR) / "values.yaml").read_text())
     assert gpu_values["dcgmExporter"]["serviceMonitor"]["enabled"] is True  # so gpufleet must set it
     for stack, plan in example_plans.items():
-        if stack == "onprem":
-            continue
         for site in example_estate(stack)["sites"]:
             assert site.get("kubernetes", {}).get("monitoring", {}).get("prometheus_operator", "none") == "none"
         for r in _kueue_releases(plan):

@@ -14,6 +14,7 @@ from model.spec import EstateSpec
 from model.tags import Tags
 from tests.aws.ultraserver import gb200_config
 from tests.conftest import ROOT, example_estate, write_project
+from tests.kubernetes.test_metrics_stack import with_metrics_stack
 from tests.policies import fixtures as fx
 
 
@@ -61,9 +62,15 @@ def test_aws_tags_carry_every_required_tag_key() -> None:
 def test_every_privileged_namespace_of_the_examples_is_registered_and_the_tenancy_pack_accepts_it(
     example_plans: dict[str, Plan], tmp_path: Path
 ) -> None:
-    # The examples and aws-train with a GB200 UltraServer pool (NVIDIA's DRA driver namespace) between them use
-    # every registered namespace.
-    plans = [*example_plans.values(), synth(write_project(tmp_path, gb200_config()), "test")]
+    # The examples, aws-train with a GB200 UltraServer pool (NVIDIA's DRA driver namespace) and onprem with the
+    # metrics stack installed (its node exporter's) between them use every registered namespace.
+    (tmp_path / "gb200").mkdir()
+    (tmp_path / "metrics").mkdir()
+    plans = [
+        *example_plans.values(),
+        synth(write_project(tmp_path / "gb200", gb200_config()), "test"),
+        synth(write_project(tmp_path / "metrics", with_metrics_stack()), "test"),
+    ]
     for plan in plans:
         assert check.run(plan, None, only={"namespace-pod-security"}) == []
     privileged = {

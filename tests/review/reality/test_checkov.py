@@ -27,7 +27,10 @@ from gpufleet.engine.plan import Plan
 from gpufleet.engine.synth import synth
 from gpufleet.render.export import export, export_rendered
 from gpufleet.review.review import build
+from model import versions
+from tests.charts import unbuilt
 from tests.conftest import EXAMPLES, ROOT, example_config, write_project
+from tests.kubernetes.test_metrics_stack import with_metrics_stack
 from tests.review.reality.conftest import Checked
 
 REGISTER = Path(__file__).with_name("checkov_exemptions.yaml")
@@ -87,7 +90,10 @@ def _with_sriov() -> dict[str, Any]:
     return config
 
 
-VARIANTS = {"hybrid-jobset": _with_jobset, "onprem-sriov": _with_sriov}
+VARIANTS = {"hybrid-jobset": _with_jobset, "onprem-sriov": _with_sriov, "onprem-metrics": with_metrics_stack}
+# A variant's chart that the chart cache may hold without its dependencies (tests/charts.py require_built): where it
+# does, the variant is not scanned and the register's entries for the chart are not judged stale.
+NEEDS_BUILT = {"onprem-metrics": versions.KUBE_PROMETHEUS_STACK}
 WINDOW = "16:8"  # GPUS:HOURS of the what-if window
 
 
@@ -108,6 +114,8 @@ def checkov_failures(
         export(c.plan, root / stack)
         export_rendered(c.plan, c.releases, root / stack)
     for name, config in VARIANTS.items():
+        if name in NEEDS_BUILT and unbuilt(NEEDS_BUILT[name]):
+            continue
         plan = synth(write_project(tmp_path_factory.mktemp(name), config()), "test")
         export(plan, root / name)
         export_rendered(plan, render_plan(plan, chart_cache), root / name)
@@ -145,12 +153,17 @@ def test_every_checkov_failure_is_registered_with_why(checkov_failures: list[Fai
 
 
 def test_no_exemption_is_stale(checkov_failures: list[Failure]) -> None:
-    """Every check and every chart an entry names still fails somewhere under it."""
+    """Every check and every chart an entry names still fails somewhere under it (a chart the scan could not render,
+    its dependencies missing from the chart cache, is not judged)."""
+    unscanned = {c.name for c in NEEDS_BUILT.values() if unbuilt(c)}
     stale = []
     for e in _register():
+        charts = [ch for ch in e["charts"] if ch not in unscanned]
+        if not charts:
+            continue
         covered = [f for f in checkov_failures if _covers(e, f)]
-        stale += [f"{c} in {e['charts']}" for c in e["checks"] if c not in {f.check for f in covered}]
-        stale += [f"{ch} under {e['checks']}" for ch in e["charts"] if ch not in {f.chart for f in covered}]
+        stale += [f"{c} in {charts}" for c in e["checks"] if c not in {f.check for f in covered}]
+        stale += [f"{ch} under {e['checks']}" for ch in charts if ch not in {f.chart for f in covered}]
     assert stale == []
 
 
