@@ -152,13 +152,8 @@ def latest_expiry(
     rate = usd_per_hour * nodes
 
     def fits(expiry: dt.datetime) -> bool:
-        end, lo = stopped_by(spec, expiry, lag), month_start(start)
-        while lo < end:
-            hi = next_month(lo)
-            if rate * hours_between(max(start, lo), min(end, hi)) > budget - spend_in_month(ledger, lo) + 1e-6:
-                return False
-            lo = hi
-        return True
+        spans = month_spans(start, stopped_by(spec, expiry, lag))
+        return all(rate * hours_between(lo, hi) <= budget - spend_in_month(ledger, lo) + 1e-6 for lo, hi in spans)
 
     if fits(expires):
         return expires
@@ -256,13 +251,14 @@ def measured_entries(
     )
 
 
-def month_cuts(start: dt.datetime, end: dt.datetime) -> list[dt.datetime]:
-    """`start`, every calendar month's start (UTC) inside (start, end), and `end`."""
-    cuts, lo = [start], next_month(month_start(start))
+def month_spans(start: dt.datetime, end: dt.datetime) -> list[tuple[dt.datetime, dt.datetime]]:
+    """[start, end) cut at each calendar month's start (UTC): one (from, to) per month it touches, in order."""
+    spans, lo = [], start
     while lo < end:
-        cuts.append(lo)
-        lo = next_month(lo)
-    return [*cuts, end] if end > start else cuts
+        hi = min(end, next_month(month_start(lo)))
+        spans.append((lo, hi))
+        lo = hi
+    return spans
 
 
 def _entry(window: BurstWindow, start: dt.datetime, end: dt.datetime, usd: float, closed_by: str) -> BurstLedgerEntry:

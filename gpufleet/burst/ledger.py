@@ -22,7 +22,7 @@ from gpufleet.burst.errors import BurstError
 from gpufleet.burst.flows import STILL_RUNNING, Booker
 from gpufleet.burst.stack import StackState
 from model.burst import cloud_site
-from model.burst_spend import backstop_time, booking, measured_entries, month_cuts, month_start
+from model.burst_spend import backstop_time, booking, measured_entries, month_spans, month_start
 from model.kinds.aws import cluster_name, discovery_tags
 from model.spec import BurstLedgerEntry, BurstWindow, EstateSpec
 from model.tags import Tags
@@ -45,7 +45,7 @@ def pieces(aws: Aws, group: str, start: dt.datetime, end: dt.datetime, stops: dt
     """Node-hours of the group in [start, end), cut at each calendar month (UTC) and at `stops` (the backstop
     time). A minute with no datapoint counts every node of the cap before `stops`, none after. None: CloudWatch
     holds no datapoint in the whole span."""
-    cuts = sorted({*month_cuts(start, end), *([stops] if start < stops < end else [])})
+    cuts = sorted({t for span in month_spans(start, end) for t in span} | ({stops} if start < stops < end else set()))
     out: Pieces = []
     seen = False
     for lo, hi in itertools.pairwise(cuts):

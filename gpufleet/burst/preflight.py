@@ -21,8 +21,7 @@ from model.burst_spend import (
     hours_between,
     hours_text,
     latest_expiry,
-    month_start,
-    next_month,
+    month_spans,
     node_hour_price,
     spend_in_month,
     stopped_by,
@@ -237,7 +236,7 @@ def budget_line(spec: EstateSpec, ledger: list[BurstLedgerEntry], start: dt.date
     """What is left of the monthly budget in each month of [start, end), and what the ledger booked there."""
     assert spec.burst is not None
     parts = []
-    for month, _ in month_hours(start, end):
+    for month, _ in month_spans(start, end):
         spent = spend_in_month(ledger, month)
         parts.append(f"${spec.burst.budget_usd - spent:,.2f} left in {month:%B %Y} (${spent:,.2f} spent)")
     return f"{' and '.join(parts)} of the ${spec.burst.budget_usd:,.2f} monthly burst budget"
@@ -265,18 +264,6 @@ def offline_check(
     zone = pool_zone(site, pool) or site.availability_zones[0]  # EC2's offerings are not known offline
     window = window_of(pool, nodes, zone, now, hours, request.gpus, usd_per_hour)
     return Preflight(window, site.region, price, spent, policy.budget_usd, checks)
-
-
-def month_hours(start: dt.datetime, end: dt.datetime) -> list[tuple[dt.datetime, float]]:
-    """(month start, hours of [start, end) in that calendar month, UTC) for every month the span touches: each
-    month's part of a window is checked against that month's budget, as `spend_in_month` books it pro rata."""
-    out = []
-    lo = month_start(start)
-    while lo < end:
-        hi = next_month(lo)
-        out.append((lo, hours_between(max(start, lo), min(end, hi))))
-        lo = hi
-    return out
 
 
 def _reservation_check(aws: Aws, pool: AwsNodePool, nodes: int, az: str, now: dt.datetime, hours: float) -> str:
