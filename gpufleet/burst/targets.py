@@ -80,9 +80,9 @@ def burst_targets(project_dir: Path, stack: str) -> list[str]:
         cached = [urn(stack, sf.project, r.key) for r in found]
         cached += backstop_globs(stack, sf.project)
         cached += [  # a stopped burst group has no discovery tag; an open one does
-            urn(stack, sf.project, f"**{ASG_TAG}::{asg_tag_name(r.name.removesuffix('-ng'), AUTOSCALED_TAG)}")
+            urn(stack, sf.project, f"**{ASG_TAG}::{asg_tag_name(plan.get(r.parent).name, AUTOSCALED_TAG)}")
             for r in found
-            if r.type == NODE_GROUP
+            if r.type == NODE_GROUP and r.parent is not None  # the group's pool component names its tags
         ]
         _CACHE[(sf.project, stack, digest)] = cached
     return list(cached)
