@@ -87,7 +87,7 @@ EKS_VERSIONS_URL = "https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-
 class EksMinor:
     """What gpufleet pins for one EKS Kubernetes minor: its support dates, the managed add-ons at builds for it,
     the EKS-optimized AL2023 AMI release its node groups run (the NVIDIA AMI holds the GPU driver), and the
-    cluster-autoscaler whose minor matches it (None: none is pinned, so autoscaled pools cannot run on it)."""
+    cluster-autoscaler whose minor matches it."""
 
     minor: str
     eks_release: dt.date
@@ -97,8 +97,8 @@ class EksMinor:
     addons: tuple[tuple[str, str], ...]  # (EKS add-on name, addon version) in the order an upgrade moves them
     ami_release: str  # the newest AL2023 release checked for the minor (`<patch>-<YYYYMMDD>`), for a pool to pin
     ami_gpu_driver: str  # kmod-nvidia-latest-dkms in that AL2023 NVIDIA AMI release
-    cluster_autoscaler: Chart | None
-    cluster_autoscaler_app: str | None
+    cluster_autoscaler: Chart
+    cluster_autoscaler_app: str
 
     def addon_version(self, name: str) -> str | None:
         return dict(self.addons).get(name)
@@ -111,18 +111,18 @@ class EksMinor:
 # per-minor build was found, so EKS installs its default build for the minor.
 AL2023_RELEASE = "v20260714"
 AL2023_NVIDIA_DRIVER = "580.159.03"
-# cluster-autoscaler chart 9.53.0 = cluster-autoscaler 1.34.2 (kubernetes/autoscaler tag
-# cluster-autoscaler-chart-9.53.0, cluster-autoscaler/charts/cluster-autoscaler/Chart.yaml appVersion), the newest
-# chart for Kubernetes 1.34: the autoscaler's minor must match the control plane's (cluster-autoscaler README,
-# "Releases"). No chart for 1.35 is pinned (none was found at a confirmed tag, and none is in the chart cache).
-# Not chart 9.53.0 with image tag v1.35.x for 1.35: cluster-autoscaler 1.35 always handles DRA objects
+# cluster-autoscaler, one chart per Kubernetes minor: the autoscaler's minor must match the control plane's
+# (cluster-autoscaler README, "Releases"). Chart 9.53.0 = cluster-autoscaler 1.34.2 and chart 9.54.0 =
+# cluster-autoscaler 1.35.0 (kubernetes/autoscaler tags cluster-autoscaler-chart-9.53.0 and -9.54.0,
+# cluster-autoscaler/charts/cluster-autoscaler/Chart.yaml appVersion). 1.35 always handles DRA objects
 # (cluster-autoscaler/config/flags/flags.go at cluster-autoscaler-1.35.0: --enable-dynamic-resource-allocation
-# "locked to true"), and only chart 9.54.0 (appVersion 1.35.0) grants get/list/watch on resource.k8s.io
-# resourceslices, deviceclasses and resourceclaims (compare cluster-autoscaler-chart-9.53.0...9.54.0,
-# templates/clusterrole.yaml, the chart's one change besides Chart.yaml).
-AUTOSCALER_CHART_NEEDED = {"1.35": "cluster-autoscaler chart 9.54.0 or later (appVersion 1.35.0)"}
+# "locked to true"), and chart 9.54.0 is the first that grants get/list/watch on resource.k8s.io resourceslices,
+# deviceclasses and resourceclaims. Its only change from 9.53.0 besides Chart.yaml is that ClusterRole rule, so
+# values.yaml, and gpufleet's values, are the same for both.
 CLUSTER_AUTOSCALER = Chart("cluster-autoscaler", "9.53.0", "https://kubernetes.github.io/autoscaler")
 CLUSTER_AUTOSCALER_APP = "1.34.2"
+CLUSTER_AUTOSCALER_135 = Chart("cluster-autoscaler", "9.54.0", "https://kubernetes.github.io/autoscaler")
+CLUSTER_AUTOSCALER_135_APP = "1.35.0"
 EKS_MINORS: dict[str, EksMinor] = {
     m.minor: m
     for m in (
@@ -157,17 +157,11 @@ EKS_MINORS: dict[str, EksMinor] = {
             ),
             f"1.35.6-{AL2023_RELEASE[1:]}",
             AL2023_NVIDIA_DRIVER,
-            None,
-            None,
+            CLUSTER_AUTOSCALER_135,
+            CLUSTER_AUTOSCALER_135_APP,
         ),
     )
 }
-
-
-def autoscaler_needed(minor: str) -> str:
-    """What pinning the cluster-autoscaler step of `minor` takes, where gpufleet knows it ("" otherwise)."""
-    needed = AUTOSCALER_CHART_NEEDED.get(minor)
-    return f"; its cluster-autoscaler step needs {needed} in the chart cache, then pinned" if needed else ""
 
 
 def eks_minor(version: str) -> EksMinor | None:

@@ -211,11 +211,10 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             f"{name}-provisioning-request-crd", file=versions.PROVISIONING_REQUEST_CRD_URL, opts=on_cluster
         )
         pinned = versions.eks_minor(a.site.cluster.version)
-        chart = pinned.cluster_autoscaler if pinned else None
-        assert chart is not None, "model.rules refuses autoscaled pools on a minor without a pinned autoscaler"
+        assert pinned is not None, "the schema refuses an EKS minor gpufleet does not pin"
         self.release = helm.release(
             f"{name}-release",
-            chart,
+            pinned.cluster_autoscaler,
             name="cluster-autoscaler",
             namespace=NAMESPACE,
             values=chart_values(a.cluster_name, a.site.region),

@@ -49,7 +49,6 @@ def site_problems(path: str, s: AwsSite) -> Iterator[Problem]:
             yield Problem(f"{path}.availability_zones[{j}]", f"{az} is not in region {s.region}")
         elif az.startswith(f"{s.region}-"):
             yield Problem(f"{path}.availability_zones[{j}]", _zone_refusal(az))
-    yield from _autoscaler_version(path, s)
     yield from _ami_releases(path, s)
 
 
@@ -64,27 +63,6 @@ def _zone_refusal(az: str) -> str:
         "(https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html). Name the Local Zone only as an EFA "
         "fabric's availability_zone: gpufleet creates the fabric's subnet there for its pools (docs/rack-scale.md)"
     )
-
-
-def _autoscaler_version(path: str, s: AwsSite) -> Iterator[Problem]:
-    """A site with a pool whose min is below its max runs cluster-autoscaler, whose minor must match the control
-    plane's (cluster-autoscaler README, "Releases"): one is pinned per minor (versions.EKS_MINORS), and a minor
-    without one cannot run autoscaled pools. A burst site is judged by model.rules.burst."""
-    scaled = [p.name for p in s.node_pools if p.autoscaled]
-    pinned = versions.eks_minor(s.cluster.version)
-    if scaled and not any(p.burst for p in s.node_pools) and pinned and pinned.cluster_autoscaler is None:
-        yield Problem(
-            f"{path}.cluster.version",
-            f"pools {', '.join(scaled)} of site {s.name} scale between min and max through cluster-autoscaler, whose "
-            f"minor must match the control plane's (cluster-autoscaler README, Releases), and gpufleet pins none for "
-            f"Kubernetes {s.cluster.version} (pinned for: {', '.join(autoscaled_minors())}){versions.autoscaler_needed(s.cluster.version)}; "
-            "keep a pinned minor, or min equal to max on those pools",
-        )
-
-
-def autoscaled_minors() -> list[str]:
-    """The Kubernetes minors with a pinned cluster-autoscaler."""
-    return [m.minor for m in versions.EKS_MINORS.values() if m.cluster_autoscaler is not None]
 
 
 def _ami_releases(path: str, s: AwsSite) -> Iterator[Problem]:

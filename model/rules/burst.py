@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from model import kinds, pricing, versions
+from model import kinds, pricing
 from model.dispatch import workers
 from model.spec.aws import AwsNodePool
 from model.spec.base import Problem
@@ -64,16 +64,6 @@ def _burst_manager(spec: EstateSpec) -> Iterator[Problem]:
 
 
 def _burst_site(spec: EstateSpec, cloud: AwsSite) -> Iterator[Problem]:
-    i = next(i for i, s in enumerate(spec.sites) if s.name == cloud.name)
-    pinned = versions.eks_minor(cloud.cluster.version)
-    if pinned is not None and pinned.cluster_autoscaler is None:
-        minors = [m.minor for m in versions.EKS_MINORS.values() if m.cluster_autoscaler is not None]
-        yield Problem(
-            f"sites[{i}].cluster.version",
-            f"site {cloud.name} bursts through cluster-autoscaler, whose minor must match the control plane's "
-            f"(cluster-autoscaler README, Releases), and gpufleet pins none for Kubernetes {cloud.cluster.version} "
-            f"(pinned for: {', '.join(minors)}){versions.autoscaler_needed(cloud.cluster.version)}; keep a pinned minor",
-        )
     steady_pools = {p.name for p in cloud.node_pools if not p.burst}
     for j, t in enumerate(spec.tenants):
         steady = sorted(p for p, n in t.gpu_quota.items() if n > 0 and p in steady_pools)

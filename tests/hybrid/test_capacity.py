@@ -153,8 +153,12 @@ def test_burst_group_carries_what_the_autoscaler_needs_to_scale_it_from_zero(
             if r.inputs["tag"]["key"] == AUTOSCALED_TAG] == ["burst-h100"]  # fmt: skip
 
 
-def test_autoscaler_values_are_settings_of_the_pinned_chart(example_plans: dict[str, Plan]) -> None:
-    chart = chart_dir(versions.CLUSTER_AUTOSCALER)
+@pytest.mark.parametrize("minor", list(versions.EKS_MINORS))
+def test_autoscaler_values_are_settings_of_the_chart_pinned_for_each_minor(
+    minor: str, example_plans: dict[str, Plan]
+) -> None:
+    pinned = versions.EKS_MINORS[minor]
+    chart = chart_dir(pinned.cluster_autoscaler)
     defaults = yaml.safe_load((chart / "values.yaml").read_text())
     values = releases(example_plans["hybrid"], "cluster-autoscaler")["cloud"].inputs["values"]
     for key, value in values.items():
@@ -167,7 +171,30 @@ def test_autoscaler_values_are_settings_of_the_pinned_chart(example_plans: dict[
                  ".Values.rbac.serviceAccount.name", ".Values.nodeSelector", ".Values.awsRegion",
                  ".Values.resources", ".Values.securityContext", ".Values.containerSecurityContext"):  # fmt: skip
         assert used in templates or used in (chart / "templates" / "_helpers.tpl").read_text(), used
-    assert yaml.safe_load((chart / "Chart.yaml").read_text())["appVersion"] == versions.CLUSTER_AUTOSCALER_APP
+    assert yaml.safe_load((chart / "Chart.yaml").read_text())["appVersion"] == pinned.cluster_autoscaler_app
+
+
+def test_the_1_35_autoscaler_may_read_the_dra_objects_it_always_handles(
+    synth_config: Callable[[dict[str, Any]], Plan],
+) -> None:
+    """cluster-autoscaler 1.35 locks --enable-dynamic-resource-allocation to true (cluster-autoscaler/config/flags/
+    flags.go at cluster-autoscaler-1.35.0), so the ClusterRole its release renders on a 1.35 site must grant
+    get/list/watch on resource.k8s.io resourceslices, deviceclasses and resourceclaims (templates/clusterrole.yaml at
+    cluster-autoscaler-chart-9.54.0 grants it; 9.53.0 does not)."""
+    from gpufleet.charts.cache import ChartCache
+    from gpufleet.charts.render import render_release
+    from tests.conftest import example_config
+
+    chart = chart_dir(versions.EKS_MINORS["1.35"].cluster_autoscaler)
+    config = example_config("aws-train")
+    config["gpufleet:estate"]["sites"][0]["cluster"]["version"] = "1.35"
+    (release,) = releases(synth_config(config), "cluster-autoscaler").values()
+    rendered = render_release(release, ChartCache(chart.parent))
+    assert rendered.rendered, rendered.error
+    (role,) = [o.manifest for o in rendered.objects if o.kind == "ClusterRole"]
+    (dra,) = [r for r in role["rules"] if r.get("apiGroups") == ["resource.k8s.io"]]
+    assert {"resourceslices", "deviceclasses", "resourceclaims"} <= set(dra["resources"])
+    assert {"get", "list", "watch"} <= set(dra["verbs"])
 
 
 @pytest.mark.parametrize("minutes", [0, 29])

@@ -16,13 +16,6 @@ from tests.conftest import example_config
 from tests.review.repos import commit, init_repo, write_stack
 
 
-def _fixed_size(config: dict[str, Any]) -> dict[str, Any]:
-    # No cluster-autoscaler is pinned for 1.35 (model.versions): pools at a fixed size need none.
-    for p in config["gpufleet:estate"]["sites"][0]["node_pools"]:
-        p["scaling"] = {"min": p["scaling"]["max"], "max": p["scaling"]["max"]}
-    return config
-
-
 def _bump(tmp_path: Path, config: dict[str, Any], version: str) -> Path:
     repo = init_repo(tmp_path, None)
     write_stack(repo, "aws-train", config)
@@ -35,7 +28,7 @@ def _bump(tmp_path: Path, config: dict[str, Any], version: str) -> Path:
 def test_a_one_minor_bump_lists_control_plane_add_ons_and_node_groups_in_the_order_up_moves_them(
     tmp_path: Path,
 ) -> None:
-    repo = _bump(tmp_path, _fixed_size(example_config("aws-train")), "1.35")
+    repo = _bump(tmp_path, example_config("aws-train"), "1.35")
     d = diff_revision(repo, "aws-train", "main")
     assert not (d.added or d.removed or d.replaced)
     changed = [(c.resource.name, {p.path for p in c.changes}) for c in d.changed]
@@ -79,17 +72,26 @@ def test_the_diff_reads_each_clusters_pinned_add_on_versions_from_the_plan(tmp_p
     from gpufleet.engine.synth import synth_stack
     from model.load import read_stack
 
-    repo = _bump(tmp_path, _fixed_size(example_config("aws-train")), "1.34")
+    repo = _bump(tmp_path, example_config("aws-train"), "1.34")
     plan = synth_stack(repo, "aws-train", read_stack(repo, "aws-train"))
     pinned = {addon: v for (_, addon), v in addon_versions(plan).items()}
     assert pinned["vpc-cni"] == versions.VPC_CNI_ADDON
 
 
-def test_the_1_35_bump_of_aws_train_is_refused_naming_the_autoscaler_step_and_the_chart_it_needs(
+def test_the_1_35_bump_of_aws_train_moves_the_autoscaler_to_the_chart_of_its_minor_after_the_node_groups(
     tmp_path: Path,
 ) -> None:
-    """cluster-autoscaler 1.35 handles DRA objects always (flags.go at cluster-autoscaler-1.35.0), which chart 9.53.0's
-    ClusterRole does not grant (compare cluster-autoscaler-chart-9.53.0...9.54.0): no image-tag-only pin on it."""
+    """The done-when diff: aws-train as it is (autoscaled pools). cluster-autoscaler's minor must match the control
+    plane's (cluster-autoscaler README, "Releases"), so the bump also moves it to chart 9.54.0 (appVersion 1.35.0,
+    kubernetes/autoscaler tag cluster-autoscaler-chart-9.54.0), after the pools it scales."""
     repo = _bump(tmp_path, example_config("aws-train"), "1.35")
-    with pytest.raises(Exception, match=r"cluster-autoscaler step needs cluster-autoscaler chart 9\.54\.0 or later"):
-        diff_revision(repo, "aws-train", "main")
+    d = diff_revision(repo, "aws-train", "main")
+    assert not (d.added or d.removed or d.replaced)
+    names = [c.resource.name for c in d.changed]
+    assert names[0] == "use1-cluster-eks"
+    assert names.index("use1-cluster-kube-proxy") < names.index("use1-cluster-system") < names.index("use1-h100-ng")
+    assert names.index("use1-cluster-coredns") < names.index("use1-h100-ng")
+    assert names[-1] == "use1-autoscaler-release"
+    (release,) = [c for c in d.changed if c.resource.name == "use1-autoscaler-release"]
+    assert {p.path for p in release.changes} == {"version"}
+    assert release.resource.inputs["version"] == versions.EKS_MINORS["1.35"].cluster_autoscaler.version
