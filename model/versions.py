@@ -118,7 +118,8 @@ AL2023_NVIDIA_DRIVER = "580.159.03"
 # (cluster-autoscaler/config/flags/flags.go at cluster-autoscaler-1.35.0: --enable-dynamic-resource-allocation
 # "locked to true"), and chart 9.54.0 is the first that grants get/list/watch on resource.k8s.io resourceslices,
 # deviceclasses and resourceclaims. Its only change from 9.53.0 besides Chart.yaml is that ClusterRole rule, so
-# values.yaml, and gpufleet's values, are the same for both.
+# values.yaml, and gpufleet's values, are the same for both. Its values.yaml still runs image v1.34.2, so gpufleet
+# names the image of the app below (components/aws/autoscaler.py).
 CLUSTER_AUTOSCALER = Chart("cluster-autoscaler", "9.53.0", "https://kubernetes.github.io/autoscaler")
 CLUSTER_AUTOSCALER_APP = "1.34.2"
 CLUSTER_AUTOSCALER_135 = Chart("cluster-autoscaler", "9.54.0", "https://kubernetes.github.io/autoscaler")

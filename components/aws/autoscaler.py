@@ -91,9 +91,14 @@ def iam_policy(cluster: str) -> str:
     )
 
 
-def chart_values(cluster: str, region: str) -> dict[str, Any]:
-    """Values of the cluster-autoscaler chart (charts/cluster-autoscaler/values.yaml at the pinned chart)."""
+def chart_values(cluster: str, region: str, app: str) -> dict[str, Any]:
+    """Values of the cluster-autoscaler chart (charts/cluster-autoscaler/values.yaml at the pinned chart), running
+    cluster-autoscaler `app`."""
     return {
+        # The image is named, not left to the chart: the chart pinned for 1.35 declares appVersion 1.35 but its
+        # values.yaml still runs the 1.34 image (`image.tag`; kubernetes/autoscaler moved the default in a later
+        # chart, commit 3dd933cf64). model/versions.py names both.
+        "image": {"tag": f"v{app}"},
         "cloudProvider": "aws",
         "awsRegion": region,
         "autoDiscovery": {"clusterName": cluster, "tags": discovery_keys(cluster)},
@@ -217,7 +222,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             pinned.cluster_autoscaler,
             name="cluster-autoscaler",
             namespace=NAMESPACE,
-            values=chart_values(a.cluster_name, a.site.region),
+            values=chart_values(a.cluster_name, a.site.region, pinned.cluster_autoscaler_app),
             opts=pulumi.ResourceOptions.merge(
                 on_cluster, pulumi.ResourceOptions(depends_on=[identity, policy, self.crd])
             ),

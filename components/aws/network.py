@@ -89,15 +89,17 @@ class SiteNetwork(pulumi.ComponentResource):
             aws.ec2.RouteTableAssociation(
                 f"{n}-public-{az}", subnet_id=public.id, route_table_id=public_rt.id, opts=self._opts()
             )
-            eip = aws.ec2.Eip(
-                f"{n}-nat-{az}", domain="vpc", tags=self._tags.aws(Name=f"{n}-nat-{az}"), opts=self._opts()
-            )
+            # "It's recommended to denote that the NAT Gateway depends on the Internet Gateway for the VPC in which the
+            # NAT Gateway's subnet is located" (pulumi-aws and Terraform aws_nat_gateway docs): created after it,
+            # deleted before it.
+            after_igw = pulumi.ResourceOptions.merge(self._opts(), pulumi.ResourceOptions(depends_on=[igw]))
+            eip = aws.ec2.Eip(f"{n}-nat-{az}", domain="vpc", tags=self._tags.aws(Name=f"{n}-nat-{az}"), opts=after_igw)
             nat = aws.ec2.NatGateway(
                 f"{n}-nat-{az}",
                 subnet_id=public.id,
                 allocation_id=eip.id,
                 tags=self._tags.aws(Name=f"{n}-nat-{az}"),
-                opts=self._opts(),
+                opts=after_igw,
             )
             private_rt = aws.ec2.RouteTable(
                 f"{n}-private-{az}",

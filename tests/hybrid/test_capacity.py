@@ -195,6 +195,18 @@ def test_the_1_35_autoscaler_may_read_the_dra_objects_it_always_handles(
     (dra,) = [r for r in role["rules"] if r.get("apiGroups") == ["resource.k8s.io"]]
     assert {"resourceslices", "deviceclasses", "resourceclaims"} <= set(dra["resources"])
     assert {"get", "list", "watch"} <= set(dra["verbs"])
+    # and it runs cluster-autoscaler 1.35: chart 9.54.0's values.yaml alone would run v1.34.2 (`image.tag`)
+    (deployment,) = [o.manifest for o in rendered.objects if o.kind == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"].endswith(":v1.35.0")
+
+
+def test_each_site_runs_the_cluster_autoscaler_of_its_minor(example_plans: dict[str, Plan]) -> None:
+    """The release names the image of the minor's autoscaler: a chart's default image can lag its appVersion."""
+    (release,) = releases(example_plans["aws-train"], "cluster-autoscaler").values()
+    pinned = versions.EKS_MINORS["1.34"]
+    assert release.inputs["values"]["image"]["tag"] == f"v{pinned.cluster_autoscaler_app}"
+    assert release.inputs["version"] == pinned.cluster_autoscaler.version
 
 
 @pytest.mark.parametrize("minutes", [0, 29])

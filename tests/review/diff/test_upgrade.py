@@ -93,5 +93,5 @@ def test_the_1_35_bump_of_aws_train_moves_the_autoscaler_to_the_chart_of_its_min
     assert names.index("use1-cluster-coredns") < names.index("use1-h100-ng")
     assert names[-1] == "use1-autoscaler-release"
     (release,) = [c for c in d.changed if c.resource.name == "use1-autoscaler-release"]
-    assert {p.path for p in release.changes} == {"version"}
+    assert {p.path for p in release.changes} == {"version", "values.image.tag"}  # chart and image of 1.35
     assert release.resource.inputs["version"] == versions.EKS_MINORS["1.35"].cluster_autoscaler.version
