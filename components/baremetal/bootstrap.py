@@ -226,6 +226,7 @@ def render_server(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePool
             driver_version=preflight_driver_version(site, server),
             gpudirect=preflight_gpudirect(site, pool),
             ipoib_interface=preflight_ipoib_interface(site, pool),
+            nvlink_domain=server.nvlink_domain if pool.nvlink_domain_nodes > 1 else None,
         ),
         scratch=scratch,
         join_attempt=render("join-attempt.sh.j2", annotation=JOIN_ATTEMPT_ANNOTATION) if mints else None,

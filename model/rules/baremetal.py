@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 # The spec imports the kinds, which import this module: project modules by module, so any may be imported first.
 from model.rules import storage
 from model.spec.aws import EfaFabric
-from model.spec.baremetal import InfinibandFabric, RoceFabric
+from model.spec.baremetal import InfinibandFabric, RoceFabric, Server
 from model.spec.base import Problem
 from model.spec.sites import BAREMETAL_STORAGE, BaremetalSite
 
@@ -68,7 +68,34 @@ def pool_problems(spec: EstateSpec, path: str, s: BaremetalSite) -> Iterator[Pro
         models = sorted({x.gpu_model for x in servers})
         if len(models) > 1:
             yield Problem(f"{path}.node_pools[{j}].selector", f"pool {p.name} mixes GPU models {models}; split it")
+        if p.nvlink_domain_nodes > 1:
+            yield from _nvlink_domains(path, s, j, servers)
     yield from _address_blocks(spec, path, s)
+
+
+def _nvlink_domains(path: str, s: BaremetalSite, j: int, servers: list[Server]) -> Iterator[Problem]:
+    """A multi-node NVLink pool's servers each name their domain, and no domain holds more servers than the pool's
+    nvlink_domain_nodes: a domain is the set of servers one NVLink fabric joins (NVIDIA IMEX guide, "Overview"),
+    so the inventory is where a ComputeDomain gang's reach is known before any node exists."""
+    pool = s.node_pools[j]
+    index = {x.hostname: i for i, x in enumerate(s.inventory)}
+    members: dict[str, list[str]] = {}
+    for server in servers:
+        if server.nvlink_domain is None:
+            yield Problem(
+                f"{path}.inventory[{index[server.hostname]}].nvlink_domain",
+                f"server {server.hostname} is in pool {pool.name}, whose nvlink_domain_nodes is "
+                f"{pool.nvlink_domain_nodes}: name the NVLink domain its GPUs belong to",
+            )
+        else:
+            members.setdefault(server.nvlink_domain, []).append(server.hostname)
+    for domain, hosts in sorted(members.items()):
+        if len(hosts) > pool.nvlink_domain_nodes:
+            yield Problem(
+                f"{path}.node_pools[{j}].nvlink_domain_nodes",
+                f"NVLink domain {domain} holds {len(hosts)} servers of pool {pool.name} ({', '.join(hosts)}), more "
+                f"than its nvlink_domain_nodes ({pool.nvlink_domain_nodes}); fix the inventory or the pool",
+            )
 
 
 def node_blocks(cidr: str, per_node: int) -> int:

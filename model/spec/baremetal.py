@@ -303,6 +303,13 @@ class Server(Model):
     rack: LabelValue = Field(min_length=1)
     leaf: LabelValue = Field(min_length=1, description="Leaf switch the server's fabric ports attach to.")
     rail: LabelValue | None = Field(default=None, description="Rail (rail-optimised fabrics).")
+    nvlink_domain: LabelValue | None = Field(
+        default=None,
+        description=(
+            "The multi-node NVLink domain the server's GPUs belong to (a GB200 NVL72 rack's, e.g. `rack-a1-nvl`). "
+            "Required on servers of a pool with nvlink_domain_nodes above 1."
+        ),
+    )
     bmc_address: HostAddress | None = None
     labels: dict[str, str] = Field(default_factory=dict, description="Inventory labels pools select on.")
     driver_version: DriverVersion | None = Field(

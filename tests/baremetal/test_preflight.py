@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from model import versions
+from model.spec import BaremetalSite
 from tests.baremetal.helpers import SAMPLE, onprem_spec, scripts_for
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
@@ -80,6 +81,24 @@ class Machine:
     nvidia_license: str | None = None  # what `modinfo -F license nvidia` prints (None: no such module)
     files: tuple[str, ...] = ()  # host files that exist (e.g. a joined node's kubelet kubeconfig), see _on_host
     links: dict[str, str] = field(default_factory=lambda: {IPOIB: "infiniband", "eno1": "ether"})  # name -> type
+    fabric: list[tuple[str, str, str, str]] = field(default_factory=list)  # per GPU: State, Status, CliqueId, UUID
+    imex_active: bool = False  # what `systemctl is-active --quiet nvidia-imex` answers
+
+
+def _fabric_block(state: str, status: str, clique: str, uuid: str) -> str:
+    """One GPU's part of `nvidia-smi -q` on a GB200 NVL72 tray, as the NVIDIA GPU Operator issue #2511 and
+    Azure/azhpc-images PR #506 quote it (the Fabric block under each GPU)."""
+    return f"""GPU 00000008:01:00.0
+    Product Name                          : NVIDIA GB200
+    Fabric
+        State                             : {state}
+        Status                            : {status}
+        CliqueId                          : {clique}
+        ClusterUUID                       : {uuid}
+        Health
+            Summary                       : Healthy
+    Inforom Version
+"""
 
 
 def _host_driver(estate: dict[str, Any]) -> None:
@@ -117,7 +136,8 @@ def run_preflight(tmp_path: Path, machine: Machine, script: str | None = None) -
     data.mkdir(parents=True)
     if machine.has_nvidia_smi:
         (data / "gpus.csv").write_text("".join(g + "\n" for g in machine.gpus))
-        _tool(bin_dir, "nvidia-smi", f'cat "{data}/gpus.csv"\n')
+        (data / "query").write_text("".join(_fabric_block(*f) for f in machine.fabric))
+        _tool(bin_dir, "nvidia-smi", f'[ "$1" = "-q" ] && exec cat "{data}/query"\ncat "{data}/gpus.csv"\n')
     # lspci -d 10de: -n: only answers the vendor filter the script uses (anything else is a test bug)
     (data / "lspci").write_text("".join(line + "\n" for line in machine.pci))
     _tool(
@@ -155,6 +175,7 @@ def run_preflight(tmp_path: Path, machine: Machine, script: str | None = None) -
     _tool(
         bin_dir,
         "systemctl",
+        f'[ "$*" = "is-active --quiet nvidia-imex" ] && exit {0 if machine.imex_active else 3}\n'
         '[ "$*" = "is-active --quiet kubelet" ] || { echo "fake systemctl: unexpected $*" >&2; exit 2; }\n'
         f"exit {0 if machine.kubelet_active else 3}\n",
     )
@@ -567,3 +588,76 @@ def test_the_ipoib_interface_is_checked_only_on_servers_of_an_ipoib_fabric() -> 
 
     assert "ipoib.interface" not in scripts_for(onprem_spec(no_ipoib)).preflight.text
     assert f"iface={IPOIB}\n" in operator_preflight()
+
+
+UUID = "9c6f5af3-53bf-49b5-a436-b66766c413c3"
+GB200 = "NVIDIA GB200, 189471, 580.126.20"
+
+
+def _nvl72(estate: dict[str, Any]) -> None:
+    """The onprem example's first pool as GB200 NVL72 trays: 4 GPUs a server, 18 servers a domain."""
+    _host_driver(estate)
+    site = estate["sites"][0]
+    site["node_pools"][0]["nvlink_domain_nodes"] = 18
+    for server in site["inventory"]:
+        if server["labels"] == site["node_pools"][0]["selector"]:
+            server.update(gpu_model="GB200-185GB", gpu_count=4, nvlink_domain="rack-a1-nvl")
+    for tenant in estate["tenants"]:  # 4 GPUs a tray, not 8: the quotas halve
+        if "train" in tenant["gpu_quota"]:
+            tenant["gpu_quota"]["train"] //= 2
+
+
+def _nvl72_machine(**changes: Any) -> Machine:
+    fabric = [("Completed", "Success", "4026", UUID)] * 4
+    return Machine(**{"gpus": [GB200] * 4, "pci": [], "fabric": fabric, **changes})
+
+
+def test_an_nvl72_server_whose_gpus_joined_the_fabric_and_whose_imex_service_is_off_passes(tmp_path: Path) -> None:
+    out = run_preflight(tmp_path, _nvl72_machine(), scripts_for(onprem_spec(_nvl72)).preflight.text)
+    assert out.returncode == 0, out.stderr
+    assert (
+        f"ok nvlink.fabric: 4 GPUs registered with NVLink fabric {UUID}.4026 (inventory domain rack-a1-nvl)"
+        in out.stdout
+    )
+    assert "ok nvlink.imex-service" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"imex_active": True}, "FAILED nvlink.imex-service"),
+        # Azure/azhpc-images PR #506: State Completed but Status Insufficient Resources, CliqueId 0, zero UUID
+        ({"fabric": [("Completed", "Success", "4026", UUID)] * 3
+          + [("Completed", "Insufficient Resources", "0", "00000000-0000-0000-0000-000000000000")]},
+         "FAILED nvlink.fabric"),
+        ({"fabric": [("In Progress", "N/A", "N/A", "N/A")] * 4}, "FAILED nvlink.fabric"),  # gpu-operator #2511
+        ({"fabric": [("Completed", "Success", "4026", UUID)] * 2 + [("Completed", "Success", "4027", UUID)] * 2},
+         "FAILED nvlink.fabric"),  # two cliques on one tray
+    ],
+)  # fmt: skip
+def test_an_nvl72_server_off_the_fabric_or_running_its_own_imex_is_refused(
+    tmp_path: Path, changes: dict[str, Any], expected: str
+) -> None:
+    out = run_preflight(tmp_path, _nvl72_machine(**changes), scripts_for(onprem_spec(_nvl72)).preflight.text)
+    assert out.returncode == 1 and expected in out.stderr, out.stdout + out.stderr
+
+
+def test_servers_of_an_nvlink_pool_name_their_domain_and_no_domain_outgrows_the_pool() -> None:
+    from model.load import SpecError
+
+    def unnamed(estate: dict[str, Any]) -> None:
+        _nvl72(estate)
+        del estate["sites"][0]["inventory"][0]["nvlink_domain"]
+
+    with pytest.raises(SpecError, match=r"inventory\[0\]\.nvlink_domain: server .* name the NVLink domain"):
+        onprem_spec(unnamed)
+
+    def crowded(estate: dict[str, Any]) -> None:
+        _nvl72(estate)
+        estate["sites"][0]["node_pools"][0]["nvlink_domain_nodes"] = 2
+
+    spec = onprem_spec(_nvl72)
+    site = spec.sites[0]
+    assert isinstance(site, BaremetalSite) and len(spec.pool_servers(site, site.node_pools[0])) > 2
+    with pytest.raises(SpecError, match=r"nvlink_domain_nodes: NVLink domain rack-a1-nvl holds \d+ servers"):
+        onprem_spec(crowded)

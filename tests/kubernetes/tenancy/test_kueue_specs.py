@@ -140,7 +140,11 @@ def test_a_four_layer_type_gets_layer_four_and_an_efa_pool_eks_does_not_label_ge
 
 def test_an_nvlink_domain_over_one_server_adds_the_clique_level_under_the_rack() -> None:
     def nvl(raw: dict[str, Any]) -> None:
-        next(p for p in raw["sites"][0]["node_pools"] if p["name"] == "train")["nvlink_domain_nodes"] = 4
+        train = next(p for p in raw["sites"][0]["node_pools"] if p["name"] == "train")
+        train["nvlink_domain_nodes"] = 4
+        for server in raw["sites"][0]["inventory"]:  # each server names its NVLink domain (its rack's here)
+            if server["labels"] == train["selector"]:
+                server["nvlink_domain"] = f"{server['rack']}-nvl"
 
     spec = estate("onprem", nvl)
     site = spec.sites[0]
