@@ -212,6 +212,9 @@ METRICS_SELECTOR = {"release": METRICS_RELEASE}
 # The label the Grafana sidecar loads dashboard ConfigMaps by (`grafana.sidecar.dashboards.label` / `labelValue`
 # in the same chart's values.yaml).
 GRAFANA_DASHBOARD_LABEL = {"grafana_dashboard": "1"}
+# The gp3 StorageClass gpufleet makes on an EKS cluster it creates, with the EBS CSI driver add-on, for Prometheus's
+# volume: such a cluster has neither a default StorageClass nor an EBS CSI driver otherwise.
+EBS_GP3_CLASS = "gpufleet-gp3"
 
 
 # -------------------------------------------------------------------------------------------- type tokens

@@ -31,6 +31,7 @@ LATER: dict[str, tuple[str, ...]] = {
     "burst": ("render", "cli"),
     "catalog": ("render", "cli"),
     "verify": ("render", "cli"),
+    "showback": ("render", "cli"),
     "render": ("cli",),
 }
 

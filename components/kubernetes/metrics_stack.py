@@ -5,7 +5,8 @@ recording rules, alerts and dashboard.
   The chart's own carry it, and so do gpufleet's: DCGM exporter's, Kueue's and its PrometheusRule.
 - Helm applies the chart's CRDs (its `crds` subchart) before any template. So the PrometheusRule here, and every
   ServiceMonitor elsewhere, waits for this release.
-- Prometheus keeps samples for `retention_days` on a persistent volume of `storage_gib`.
+- Prometheus keeps samples for `retention_days` on a persistent volume of `storage_gib`, of the site kind's class
+  (model.kinds: on an EKS cluster gpufleet creates, its own gp3 class).
 - Node exporter runs on every node: it tolerates the site's GPU and pool taints and the control plane's.
   Nothing else tolerates a GPU taint, so the rest stays on the system nodes.
 - The dashboard is a ConfigMap that the Grafana sidecar loads by its label.
@@ -24,7 +25,7 @@ from components.kubernetes import helm, placement
 from components.kubernetes.kueue import kube_object
 from components.kubernetes.monitoring import SERVICE_MONITOR_API
 from components.kubernetes.namespaces import SystemNamespaces, SystemNamespacesArgs
-from model import conventions, versions
+from model import conventions, kinds, versions
 from model.observability import dashboards, rules
 from model.observability.metrics import KSM_LABELS_ALLOWLIST
 from model.spec import Site
@@ -42,8 +43,8 @@ def metrics_stack_values(site: Site) -> dict[str, Any]:
         "accessModes": ["ReadWriteOnce"],
         "resources": {"requests": {"storage": f"{mon.storage_gib}Gi"}},
     }
-    if mon.storage_class:
-        claim["storageClassName"] = mon.storage_class
+    if volume_class := kinds.of(site).metrics_volume_class:
+        claim["storageClassName"] = volume_class
     return {
         "crds": {"enabled": True},
         "prometheus": {

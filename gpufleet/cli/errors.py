@@ -76,6 +76,8 @@ def _known(e: Exception) -> tuple[list[str], int] | None:
         return [str(e)], e.exit_code
     if _raised_from(e, "gpufleet.review.diff.plans", "DiffError"):
         return [str(e)], 2
+    if _raised_from(e, "gpufleet.showback.prometheus", "PrometheusError"):
+        return [str(e)], 2
     if isinstance(e, CatalogError):
         return [str(e).strip("'\"")], 1
     # The engine's errors: checked without importing Pulumi into commands that never synthesize.

@@ -186,10 +186,26 @@ class AwsKind:
     def aws_site(self) -> AwsSite:
         return self.site
 
+    @property
+    def metrics_volume_class(self) -> str | None:
+        mon = self.site.kubernetes.monitoring
+        if mon.storage_class or self.site.cluster.adopt_name is not None:
+            return mon.storage_class
+        return conventions.EBS_GP3_CLASS  # components/aws/storage/ebs.py
+
+    @property
+    def prices_metrics_volume(self) -> bool:
+        """Whether Prometheus's volume is gp3 from gpufleet's own class, so the bill prices it."""
+        return self.site.kubernetes.monitoring.installed and self.metrics_volume_class == conventions.EBS_GP3_CLASS
+
     # -- cost and diagram
     @property
     def bill_excludes(self) -> tuple[str, ...]:
         extra = []
+        mon = self.site.kubernetes.monitoring
+        if mon.installed and not self.prices_metrics_volume:
+            where = f"StorageClass {mon.storage_class}" if mon.storage_class else "the cluster's default StorageClass"
+            extra.append(f"Prometheus's {mon.storage_gib} GiB volume on site {self.site.name} ({where})")
         kinds = {t.kind for t in self.site.storage}
         # Named only where the stack makes them: FSx backups (7-day automatic backups) and its CloudWatch logs
         # (components/aws/storage/fsx.py), AWS Backup of EFS (components/aws/storage/efs.py), S3 requests.

@@ -203,10 +203,21 @@ class BaremetalKind:
     def aws_site(self) -> None:
         return None
 
+    @property
+    def metrics_volume_class(self) -> str | None:
+        return self.site.kubernetes.monitoring.storage_class
+
     # -- cost and diagram
     @property
     def bill_excludes(self) -> tuple[str, ...]:
-        return UNPRICED
+        mon = self.site.kubernetes.monitoring
+        if not mon.installed:
+            return UNPRICED
+        where = f"StorageClass {mon.storage_class}" if mon.storage_class else "the cluster's default StorageClass"
+        return (
+            *UNPRICED,
+            f"Prometheus's {mon.storage_gib} GiB volume on site {self.site.name} (owned storage, {where})",
+        )
 
     @property
     def diagram_where(self) -> str:

@@ -218,6 +218,12 @@ class SiteKindFacts(Protocol):
         granted through IAM); None for a kind that offers none of them."""
         ...
 
+    @property
+    def metrics_volume_class(self) -> str | None:
+        """The StorageClass of Prometheus's volume where the site installs the metrics stack: the stack file's,
+        else one gpufleet makes for it; None: the cluster's default."""
+        ...
+
     # -- cost and diagram
     @property
     def bill_excludes(self) -> tuple[str, ...]:

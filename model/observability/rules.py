@@ -2,7 +2,8 @@
 
 - Recording rules answer "how many GPUs does each tenant hold, and how many does it use": allocated from running
   pods' GPU requests (kube-state-metrics), used as the sum of each GPU's utilisation fraction (DCGM exporter),
-  idle as the difference. Kueue's admitted GPUs per tenant and pool sit beside them.
+  idle as the difference. The same per tenant and pool (the node's pool label) is what showback prices.
+  Kueue's admitted GPUs per tenant and pool sit beside them.
 - Alerts cover XID errors, ECC and row-remap failures, thermal throttling, NVLink errors and gangs that Kueue
   admits but whose pods never all become ready, or queues that stop admitting.
 - Every metric comes from model.observability.metrics; thresholds are gpufleet's choices, named here.
@@ -17,11 +18,22 @@ from model.observability import metrics as m
 GPU_HOT_CELSIUS = 85  # sustained core temperature worth a look; GPUs slow down near 90 C
 GANG_WINDOW = "30m"  # how far back the queue alerts look
 RECORDED = "gpufleet"
+# The allocation group is evaluated once a minute, so each recorded sample stands for one minute of GPUs.
+ALLOCATION_INTERVAL_MINUTES = 1
+# Per tenant (`namespace`) and pool (`pool`): what `gpufleet cost --actual` sums over its window.
+ALLOCATED_BY_POOL = "namespace_pool:gpufleet_gpus_allocated:sum"
+USED_BY_POOL = "namespace_pool:gpufleet_gpus_used:sum"
 
 
 def _by_tenant(expr: str) -> str:
     """`expr` over DCGM series, with the GPU's workload namespace moved to `namespace`."""
     return f'label_replace({expr}, "namespace", "$1", "{m.DCGM_WORKLOAD_NAMESPACE}", "(.+)")'
+
+
+def _by_pool(expr: str) -> str:
+    """`expr` (series with a `node` label) summed per namespace and the node's pool, as label `pool`."""
+    joined = f"{expr} * on ({m.DCGM_NODE}) group_left ({m.POOL_NODE_LABEL}) max by ({m.DCGM_NODE}, {m.POOL_NODE_LABEL}) ({m.KSM_NODE_LABELS})"
+    return f'sum by (namespace, pool) (label_replace({joined}, "pool", "$1", "{m.POOL_NODE_LABEL}", "(.+)"))'
 
 
 def recording_rules() -> list[dict[str, str]]:
@@ -30,12 +42,12 @@ def recording_rules() -> list[dict[str, str]]:
         f"avg_over_time(DCGM_FI_DEV_GPU_UTIL[5m]) / 100 * on ({m.DCGM_NODE}) group_left ({m.POOL_NODE_LABEL}) "
         f"max by ({m.DCGM_NODE}, {m.POOL_NODE_LABEL}) ({m.KSM_NODE_LABELS})"
     )
-    allocated = (
-        f'sum by (namespace) ({m.KSM_POD_REQUESTS}{{resource=~"{m.KSM_GPU_RESOURCES}"}} * on (namespace, pod) '
-        f'group_left () max by (namespace, pod) ({m.KSM_POD_PHASE}{{phase="Running"}}))'
+    running = (
+        f'{m.KSM_POD_REQUESTS}{{resource=~"{m.KSM_GPU_RESOURCES}"}} * on (namespace, pod) '
+        f'group_left () max by (namespace, pod) ({m.KSM_POD_PHASE}{{phase="Running"}})'
     )
     return [
-        {"record": "namespace:gpufleet_gpus_allocated:sum", "expr": allocated},
+        {"record": "namespace:gpufleet_gpus_allocated:sum", "expr": f"sum by (namespace) ({running})"},
         {"record": "namespace:gpufleet_gpus_used:sum", "expr": f"sum by (namespace) ({tenant_util})"},
         {"record": "namespace:gpufleet_gpu_utilisation:avg", "expr": f"avg by (namespace) ({tenant_util})"},
         {
@@ -48,6 +60,9 @@ def recording_rules() -> list[dict[str, str]]:
             "expr": f'label_replace(avg by ({m.POOL_NODE_LABEL}) ({pool_util}), "pool", "$1", '
             f'"{m.POOL_NODE_LABEL}", "(.+)")',
         },
+        # kube_pod_container_resource_requests carries the pod's `node`; DCGM series carry theirs (metrics.DCGM_NODE)
+        {"record": ALLOCATED_BY_POOL, "expr": _by_pool(running)},
+        {"record": USED_BY_POOL, "expr": _by_pool(tenant_util)},
         {
             "record": "cluster_queue_flavor:gpufleet_gpus_admitted:sum",
             "expr": f'sum by (cluster_queue, flavor) ({m.KUEUE_RESOURCE_USAGE}{{resource=~"{m.KUEUE_GPU_RESOURCES}"}})',
@@ -112,7 +127,11 @@ def queue_alerts() -> list[dict[str, Any]]:
 def rule_groups() -> list[dict[str, Any]]:
     """The `spec.groups` of gpufleet's PrometheusRule (monitoring.coreos.com/v1)."""
     return [
-        {"name": "gpufleet-gpu-allocation", "interval": "1m", "rules": recording_rules()},
+        {
+            "name": "gpufleet-gpu-allocation",
+            "interval": f"{ALLOCATION_INTERVAL_MINUTES}m",
+            "rules": recording_rules(),
+        },
         {"name": "gpufleet-gpu-health", "rules": gpu_alerts()},
         {"name": "gpufleet-queues", "rules": queue_alerts()},
     ]

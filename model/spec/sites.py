@@ -98,8 +98,9 @@ class Monitoring(Model):
         pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
         max_length=253,
         description=(
-            "With `install`: the StorageClass of Prometheus's volume; unset, the cluster's default StorageClass. "
-            "An EKS cluster gpufleet creates has no EBS CSI driver, so name a class the cluster provides."
+            "With `install`: the StorageClass of Prometheus's volume. Unset on an EKS cluster gpufleet creates, "
+            "gpufleet adds the EBS CSI driver and a gp3 class (gpufleet-gp3) and prices the volume; unset "
+            "elsewhere, the cluster's default StorageClass."
         ),
     )
 

@@ -5,7 +5,7 @@
 - shared-hot (`fsx`): FSx for Lustre with a data repository on S3 and a directory per tenant.
 - shared-warm (`efs`): EFS with an access point per tenant and one per dynamic claim.
 - object (`s3`): S3 buckets per purpose: SSE-KMS, TLS only, versioned, logged.
-- `csi`: the FSx and EFS CSI drivers, StorageClasses and the tenants' pre-bound volumes.
+- `csi`, `ebs`: the CSI drivers, StorageClasses (Prometheus's gp3 one too) and tenants' pre-bound volumes.
 
 Why:
 - A tenant gets volumes only on the shared file systems it may mount (`tenants[].file_systems`), and only on
@@ -19,9 +19,11 @@ import pulumi
 
 from components.aws.storage.context import SiteStorageArgs, StorageContext
 from components.aws.storage.csi import efs_driver, fsx_driver, tenant_uid
+from components.aws.storage.ebs import metrics_volume_class
 from components.aws.storage.efs import efs_tier
 from components.aws.storage.fsx import DataRepositoryLink, fsx_tier, throughput_warning, training_need_gbps
 from components.aws.storage.s3 import EstateBucket, bucket_name, grant_fsx_access, s3_tier
+from model import conventions, kinds
 from model.spec import EfsTier, FsxLustreTier, S3Tier
 
 __all__ = [
@@ -59,6 +61,8 @@ class SiteStorage(pulumi.ComponentResource):
             driver = efs_driver(ctx)
             for e in efs:
                 efs_tier(ctx, e, driver)
+        if site.kubernetes.monitoring.installed and kinds.of(site).metrics_volume_class == conventions.EBS_GP3_CLASS:
+            metrics_volume_class(ctx)
         self.register_outputs({})
 
     @staticmethod

@@ -4,7 +4,7 @@ Per AWS site, from the catalog's prices for its region:
 - EKS control plane of a created cluster. An adopted cluster is billed to its owner.
 - NAT gateways: one per AZ of a created VPC, each with a public IPv4 address, and their data processing.
 - The system node pool of a created cluster.
-- EBS gp3 root volumes of every node (`_root_volumes`).
+- EBS gp3 root volumes of every node (`_root_volumes`), and Prometheus's volume in gpufleet's gp3 class.
 - Data transfer out to the internet.
 - The KMS keys the stack creates, and a VPN interconnect's connection.
 - The burst site's AWS Budgets alert: $0 without actions.
@@ -23,6 +23,8 @@ from gpufleet.review.cost.pools import PoolCost
 from gpufleet.review.cost.prices import HOURS, LEVELS, Figures, PriceRef, price_dict
 from gpufleet.review.cost.usage import SiteUsage
 from model import catalog
+from model.conventions import EBS_GP3_CLASS
+from model.kinds.aws import AwsKind
 from model.nodes import SYSTEM_POOL_DESIRED, SYSTEM_POOL_MAX, SYSTEM_POOL_MIN, SYSTEM_ROOT_VOLUME_GIB
 from model.pricing import VPC_SERVICES, eks_cluster_key, kms_keys, site_cpu_price, site_service_price
 from model.spec import AwsSite
@@ -113,6 +115,8 @@ def aws_site_bill(
             )
         )
     lines.append(_root_volumes(site, pool_nodes, system if created_cluster else dict.fromkeys(LEVELS, 0)))
+    if AwsKind(site).prices_metrics_volume:
+        lines.append(_metrics_volume(site))
     lines.append(
         _usage_line(site, "data transfer out", "data-transfer-out", usage.data_transfer_out_gb, "data_transfer_out_gb")
     )
@@ -181,6 +185,23 @@ def _root_volumes(site: AwsSite, pool_nodes: dict[str, dict[str, int]], system: 
         Figures(*(gb[lv] * ref.usd / HOURS for lv in LEVELS)),
         note,
         "ebs-gp3",
+    )
+
+
+def _metrics_volume(site: AwsSite) -> BillLine:
+    """Prometheus's persistent volume: `storage_gib` of gp3 in gpufleet's class, per GB-month ÷ 730 h."""
+    mon = site.kubernetes.monitoring
+    item, quantity = "Prometheus volume", f"{mon.storage_gib} GB gp3"
+    found = site_service_price(site, "ebs-gp3")
+    if found is None:
+        note = "no catalog price for ebs-gp3"
+        return BillLine(site.name, item, quantity, "unpriced", None, None, note, "ebs-gp3")
+    note = (
+        f"kube-prometheus-stack's volume in StorageClass {EBS_GP3_CLASS}, keeping {mon.retention_days} days of "
+        "samples; the same at every size"
+    )
+    return BillLine(
+        site.name, item, quantity, "priced", _ref(found), _flat(mon.storage_gib * found.usd / HOURS), note, "ebs-gp3"
     )
 
 
