@@ -2,8 +2,7 @@
 
 - It scales every pool whose min is below its max (AwsNodePool.autoscaled). Kueue admits up to the quota, sized
   at max, and the pending pods make it add nodes.
-- On a burst pool, and on a pool whose Kueue flavor is topology-aware, Kueue asks for nodes with a
-  ProvisioningRequest (model.provisioning); the autoscaler grows the group, a burst pool up to the window's nodes.
+- On burst and topology-aware pools Kueue asks for nodes with a ProvisioningRequest (model.provisioning).
 - Nodes without work are removed after SCALE_DOWN_UNNEEDED, never below the pool's min.
 - It finds groups by their Auto Scaling group tags. Only autoscaled pools carry AUTOSCALED_TAG, so it leaves
   the system nodes and fixed-size pools alone.
