@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from model import conventions, dra, kinds, nodes
+from model import conventions, dra, kinds, nodes, provisioning
 from model.frameworks import DEFAULT_FRAMEWORKS
 from model.frameworks import enabled as enabled_frameworks
 from model.spec import AwsNodePool, EstateSpec, NodePool, Site, Tenant
@@ -125,43 +125,56 @@ def topology_fabrics(site: Site) -> list[str]:
 
 
 def schedules_by_topology(site: Site) -> bool:
-    """Every flavor of the site is topology-aware: only where the inventory labels every node (bare metal).
-
-    EKS sites are not, though their EFA pools' nodes carry EKS's layers (`pool_topology` builds their Topology):
-    Kueue places a TAS pod set against Ready nodes before any pod exists, so a pool scaled below the gang admits
-    nothing and the autoscaler never sees a pending pod. TAS works with the autoscaler only behind the
-    ProvisioningRequest admission check, topology assigned after provisioning (kubernetes-sigs/kueue at
-    versions.KUEUE, site/content/en/docs/concepts/topology_aware_scheduling.md "Capacity calculation" and
-    "ClusterAutoscaler support"; pkg/scheduler/flavorassigner/tas_flavorassigner.go). Until that check guards the
-    TAS flavors of autoscaled EKS pools, EKS flavors have no topologyName."""
+    """Every flavor of the site is topology-aware: where the inventory labels every node (bare metal). Elsewhere
+    (EKS) only the flavors of fabric pools whose nodes carry network labels are (`flavor_topology`)."""
     return kinds.of(site).has_topology_labels
 
 
 # A pod template's ask to run within one domain of a level when it fits (Kueue, apis/kueue/v1beta2/
 # topology_types.go at versions.KUEUE): the canonical gang sets it on fabric pools.
 PREFERRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"
-HOSTS_TOPOLOGY = "gpufleet-hosts"
-"""The Topology of the flavors of pools off a fabric on a site that schedules by topology: hostname only."""
+HOSTS_TOPOLOGY = "gpufleet-hosts"  # hostname only: off-fabric flavors of a site that schedules by topology
 
 
 def flavor_topology(site: Site, pool: Pool) -> str | None:
-    """The Topology of a pool's flavor on a site that schedules by topology: its fabric's (`pool_topology`), else
-    `HOSTS_TOPOLOGY`; elsewhere none.
+    """The Topology of a pool's flavor: its fabric's (`pool_topology`); on a site that schedules by topology
+    `HOSTS_TOPOLOGY` off a fabric; elsewhere none, and none on a burst pool (MultiKueue's flavors).
 
     A flavor's topologyName is never dropped once set: the CRD refuses that update (`!has(oldSelf.topologyName) ||
     (has(self.topologyName) && ...)`, apis/kueue/v1beta2/resourceflavor_types.go at versions.KUEUE), so the last
-    fabric pool of a site leaving its fabric must not turn the site's flavors non-TAS.
+    fabric pool of a bare-metal site leaving its fabric must not turn the site's flavors non-TAS.
 
-    So every flavor of a ClusterQueue is topology-aware once one is, and Kueue implies a topology request for a pod
-    set that makes none. A ClusterQueue mixing TAS and other flavors refuses such a pod set on the TAS ones
-    ("supports only TopologyAwareScheduling"); a TAS-only one takes it as unconstrained at the lowest level
-    (kubernetes-sigs/kueue at versions.KUEUE, pkg/scheduler/flavorassigner/tas_flavorassigner.go isTASImplied and
-    checkPodSetAndFlavorMatchForTAS; pkg/cache/scheduler/clusterqueue.go isTASOnly;
-    pkg/cache/scheduler/tas_flavor_snapshot.go levelKeyWithImpliedFallback). Users then need no annotation."""
-    if not schedules_by_topology(site):
+    Kueue implies a topology request for a pod set only on a ClusterQueue whose flavors are all TAS (bare metal);
+    one mixing TAS and other flavors (EKS) refuses a pod set without a request on the TAS ones ("supports only
+    TopologyAwareScheduling"), so there a gang on a fabric pool asks (`topology_request`; kueue at versions.KUEUE,
+    pkg/scheduler/flavorassigner/tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS, isTASImplied)."""
+    if is_burst(pool):
         return None
     found = pool_topology(site, pool)
-    return found[0] if found else HOSTS_TOPOLOGY
+    if found:
+        return found[0]
+    return HOSTS_TOPOLOGY if schedules_by_topology(site) else None
+
+
+def topology_request(site: Site, pool: Pool) -> dict[str, str]:
+    """A gang's pod-template annotations: preferred at its fabric Topology's narrowest level above single nodes, so
+    Kueue packs it there and goes a level up when it does not fit (topology_aware_scheduling.md, "User-facing
+    APIs"); none where the flavor names no fabric Topology."""
+    found = pool_topology(site, pool)
+    if found is None or flavor_topology(site, pool) is None:
+        return {}
+    return {PREFERRED_TOPOLOGY_ANNOTATION: found[1][-1]}
+
+
+def provisioned_pools(site: Site) -> list[Pool]:
+    """Scheduled pools whose flavor is topology-aware and whose nodes the autoscaler adds (min < max): Kueue places
+    a TAS pod set on Ready nodes only ("Capacity calculation"), so their flavors need the ProvisioningRequest check
+    (model.provisioning), after which Kueue assigns the topology on the new nodes ("ClusterAutoscaler support")."""
+    return [
+        p
+        for p in scheduled_pools(site)
+        if isinstance(p, AwsNodePool) and p.autoscaled and flavor_topology(site, p) is not None
+    ]
 
 
 def site_topologies(site: Site) -> dict[str, dict[str, Any]]:
@@ -262,7 +275,7 @@ def cluster_queue_spec(
     cohort: str,
     covered: Sequence[str],
     flavors: Sequence[FlavorQuotas],
-    admission_checks: Sequence[str] = (),
+    admission_checks: Mapping[str, Sequence[str]] | None = None,
     fair_sharing: bool = FAIR_SHARING,
     borrow_preempt_max_priority: int | None = None,
     stop_policy: str | None = None,
@@ -282,8 +295,7 @@ def cluster_queue_spec(
     flavor appears in one resource group only; `lendingLimit` must not exceed `nominalQuota`; borrowing and
     lending limits need a cohort. `preemption.borrowWithinCohort` is classical preemption only: with fair sharing
     on, Kueue ignores it (pkg/scheduler/preemption/preemption.go getTargets; site docs concepts/preemption.md), so
-    it is set only when fair sharing is off. `admissionChecksStrategy.admissionChecks[].name` replaces v1beta1's
-    `admissionChecks` list.
+    it is set only when fair sharing is off. `admission_checks`: check name -> its `onFlavors` (model.provisioning).
     """
     preemption: dict[str, Any] = {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
     if not fair_sharing:
@@ -310,7 +322,7 @@ def cluster_queue_spec(
         "preemption": preemption,
     }
     if admission_checks:
-        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": c} for c in admission_checks]}
+        spec["admissionChecksStrategy"] = provisioning.strategy(admission_checks)
     if stop_policy is not None:
         spec["stopPolicy"] = stop_policy
     return spec
@@ -327,7 +339,8 @@ def tenant_cluster_queue_spec(
     CPU and memory are covered so that Kueue admits pods requesting them: each flavor allows up to the
     tenant's totals without borrowing or lending; the namespace ResourceQuota enforces the totals across
     flavors. A `closed` flavor (a capacity block past its admission stop, model.blocks) gets no GPU quota at all,
-    so Kueue admits nothing more to it while what runs drains.
+    so Kueue admits nothing more to it while what runs drains. The ProvisioningRequest check runs on the flavors of
+    `provisioned_pools` only (`onFlavors`).
     """
     quota = {k: v for k, v in site_gpu_quota(site, tenant).items() if k not in closed}
     pools = tenant_flavors(site, tenant)
@@ -349,11 +362,13 @@ def tenant_cluster_queue_spec(
             per_flavor[dra.IMEX_CHANNEL_RESOURCE] = gpus if dra.rack_scale(p) else Quota(0)
         flavors.append(FlavorQuotas(p.name, per_flavor))
     covered = covered_resources(resources)
+    guarded = [p.name for p in provisioned_pools(site) if p in pools]
     return cluster_queue_spec(
         namespace=tenant.name,
         cohort=spec.metadata.name,
         covered=[*covered, dra.IMEX_CHANNEL_RESOURCE] if channels else covered,
         flavors=flavors,
+        admission_checks={provisioning.TOPOLOGY_CHECK: guarded} if guarded else None,
     )
 
 

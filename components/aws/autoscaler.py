@@ -2,8 +2,7 @@
 
 - It scales every pool whose min is below its max (AwsNodePool.autoscaled). Kueue admits up to the quota, sized
   at max, and the pending pods make it add nodes.
-- On a burst pool, Kueue asks for nodes with a ProvisioningRequest and the autoscaler grows the group up to the
-  window's nodes.
+- On burst and topology-aware pools Kueue asks for nodes with a ProvisioningRequest (model.provisioning).
 - Nodes without work are removed after SCALE_DOWN_UNNEEDED, never below the pool's min.
 - It finds groups by their Auto Scaling group tags. Only autoscaled pools carry AUTOSCALED_TAG, so it leaves
   the system nodes and fixed-size pools alone.
@@ -39,11 +38,6 @@ SERVICE_ACCOUNT = "cluster-autoscaler"
 # pools carry it.
 GPU_LABEL = "k8s.amazonaws.com/accelerator"
 SCALE_DOWN_UNNEEDED = "10m"
-# Atomic where the cloud provider implements AtomicIncreaseSize. AWS does not ("AtomicIncreaseSize is not
-# implemented", cloudprovider/aws/aws_cloud_provider.go), so on AWS the scale-up "doesn't guarantee atomicity"
-# (cluster-autoscaler FAQ, "Supported ProvisioningClasses"): waitForPodsReady on the burst site is the net
-# (model.queues.pods_ready_timeout).
-PROVISIONING_CLASS = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
 PROVISIONING_REQUEST_API_GROUP = "autoscaling.x-k8s.io"
 
 
@@ -146,26 +140,6 @@ def chart_values(cluster: str, region: str, app: str) -> dict[str, Any]:
             "capabilities": {"drop": ["ALL"]},
             "readOnlyRootFilesystem": True,
         },
-    }
-
-
-def provisioning_check_spec(config: str) -> dict[str, Any]:
-    """AdmissionCheck spec asking the autoscaler for capacity before Kueue admits (kueue
-    site/content/en/docs/concepts/admission_check/provisioning_request.md at the pinned tag, versions.KUEUE)."""
-    return {
-        "controllerName": "kueue.x-k8s.io/provisioning-request",
-        "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": config},
-    }
-
-
-def provisioning_config_spec(gpu_resources: list[str]) -> dict[str, Any]:
-    """ProvisioningRequestConfig: a best-effort atomic scale-up (PROVISIONING_CLASS) for the GPUs of a workload, its
-    identical pod templates merged, retried with backoff when capacity is short."""
-    return {
-        "provisioningClassName": PROVISIONING_CLASS,
-        "managedResources": gpu_resources,
-        "retryStrategy": {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800},
-        "podSetMergePolicy": "IdenticalWorkloadSchedulingRequirements",
     }
 
 

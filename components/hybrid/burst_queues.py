@@ -23,13 +23,12 @@ from typing import Any
 
 import pulumi
 
-from components.aws.autoscaler import provisioning_check_spec, provisioning_config_spec
 from components.hybrid.burst_stop import PATCH_FORCE, BurstStop, BurstStopArgs, Stop
 from components.kubernetes import kueue
 from components.kubernetes.admission import TenantTolerations, TenantVolumes
 from components.kubernetes.cluster import ClusterStack
 from components.kubernetes.tenancy import TenantBundle, TenantBundleArgs
-from model import queues
+from model import provisioning, queues
 from model.burst import BurstQuota, WindowPhase, backstop, burst_pools, burst_quotas, stop_phase
 from model.nodes import shared_pools
 from model.spec import AwsSite, BurstWindow, EstateSpec, Tenant
@@ -98,7 +97,7 @@ def burst_cluster_queue_spec(
         cohort=burst_cohort_name(spec),
         covered=queues.covered_resources(_gpu_resources(site, quotas)),
         flavors=[queues.FlavorQuotas(q.flavor, {}) for q in quotas],
-        admission_checks=[capacity_check_name(spec)],
+        admission_checks={capacity_check_name(spec): ()},
         stop_policy=STOP_POLICY[phase],
     )
 
@@ -134,10 +133,10 @@ class BurstQueues(pulumi.ComponentResource):
         check_name = capacity_check_name(spec)
         config = self._object(
             "capacity-config", "ProvisioningRequestConfig", {"name": check_name},
-            provisioning_config_spec(sorted(set(_gpu_resources(site, quotas)))),
+            provisioning.config_spec(sorted(set(_gpu_resources(site, quotas)))),
         )  # fmt: skip
         check = self._object(
-            "capacity-check", "AdmissionCheck", {"name": check_name}, provisioning_check_spec(check_name), [config]
+            "capacity-check", "AdmissionCheck", {"name": check_name}, provisioning.check_spec(check_name), [config]
         )
         tenants = burst_tenants(spec)
         if tenants and not args.stack.tenants:  # this cluster's tenant namespaces are all made here

@@ -79,7 +79,7 @@ def manager_cluster_queue_spec(spec: EstateSpec, tenant: Tenant) -> dict[str, An
         cohort="",
         covered=covered,
         flavors=[queues.FlavorQuotas(DISPATCH_FLAVOR, {r: queues.Quota(v) for r, v in quota.items()})],
-        admission_checks=[dispatch.order_name(spec, order)],
+        admission_checks={dispatch.order_name(spec, order): ()},
     )
 
 

@@ -1,7 +1,7 @@
 """Kueue on one site's cluster: the pinned chart with gpufleet's controller configuration, a ResourceFlavor per
 node pool, the Topologies its flavors name (one per fabric whose nodes carry network labels, one of single
-hosts), and per tenant with GPU quota on the site a ClusterQueue (in one cohort per estate) and a LocalQueue in
-the tenant's namespace.
+hosts), the ProvisioningRequest check of topology-aware flavors on autoscaled pools, and per tenant with GPU quota
+on the site a ClusterQueue (in one cohort per estate) and a LocalQueue in the tenant's namespace.
 
 - What to create is data from model.queues: flavors, topologies, ClusterQueue specs and the Configuration. That
   module holds the naming contract and the Kueue API facts behind them, each with its upstream source.
@@ -22,7 +22,7 @@ from components.kubernetes import monitoring
 from components.kubernetes.kueue_release import KUEUE_NAMESPACE as KUEUE_NAMESPACE
 from components.kubernetes.kueue_release import namespace as namespace
 from components.kubernetes.kueue_release import release as release
-from model import clock, dra
+from model import clock, dra, provisioning
 from model.blocks import closed_flavors
 from model.frameworks import enabled as enabled_frameworks
 from model.queues import (
@@ -31,7 +31,9 @@ from model.queues import (
     Pool,
     controller_config,
     flavor_replaced_on,
+    gpu_resource_name,
     pods_ready_timeout,
+    provisioned_pools,
     resource_flavor_spec,
     scheduled_pools,
     site_topologies,
@@ -109,6 +111,7 @@ class Kueue(pulumi.ComponentResource):
             self.service_monitor = self._service_monitor(args.site.kubernetes.monitoring.monitor_labels, monitor)
         self.topologies = {n: self._topology(n, spec, crds) for n, spec in site_topologies(args.site).items()}
         self.flavors = {p.name: self._flavor(args.site, p, crds) for p in scheduled_pools(args.site)}
+        self.topology_check = self._topology_check(args.site, crds)
         self.cluster_queues: dict[str, pulumi.CustomResource] = {}
         self.local_queues: dict[str, pulumi.CustomResource] = {}
         self.default_local_queues: dict[str, pulumi.CustomResource] = {}
@@ -195,6 +198,21 @@ class Kueue(pulumi.ComponentResource):
             pulumi.ResourceOptions.merge(opts, replace),
         )
 
+    def _topology_check(self, site: Site, opts: pulumi.ResourceOptions) -> pulumi.CustomResource | None:
+        """The ProvisioningRequest AdmissionCheck and its config guarding the topology-aware flavors of autoscaled
+        pools (model.queues.provisioned_pools), when the site has any. The release waits for the ProvisioningRequest
+        CRD (`KueueArgs.crds`), so these come after it."""
+        pools = provisioned_pools(site)
+        if not pools:
+            return None
+        name = provisioning.TOPOLOGY_CHECK
+        gpus = sorted({gpu_resource_name(site, p) for p in pools})
+        config = self._object(f"{self._name}-topology-capacity-config", "ProvisioningRequestConfig", {"name": name},
+                              {"spec": provisioning.config_spec(gpus)}, opts)  # fmt: skip
+        after = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[config]))
+        return self._object(f"{self._name}-topology-capacity-check", "AdmissionCheck", {"name": name},
+                            {"spec": provisioning.check_spec(name)}, after)  # fmt: skip
+
     def _cluster_queue(
         self, spec: EstateSpec, site: Site, tenant: Tenant, opts: pulumi.ResourceOptions
     ) -> pulumi.CustomResource:
@@ -202,13 +220,17 @@ class Kueue(pulumi.ComponentResource):
         # while a ClusterQueue names it (pkg/controller/core/resourceflavor_controller.go at versions.KUEUE), and
         # Pulumi deletes a replace_with dependent before a delete-before-replace target (pulumi/pulumi#20693).
         flavors: list[pulumi.Resource] = [self.flavors[p.name] for p in tenant_flavors(site, tenant)]
+        checks = [self.topology_check] if self.topology_check is not None else []
         return self._object(
             f"{self._name}-cq-{tenant.name}",
             "ClusterQueue",
             {"name": tenant.name, "labels": self._tenant_labels(tenant)},
             {"spec": tenant_cluster_queue_spec(spec, site, tenant, closed_flavors(site, clock.now()))},
             pulumi.ResourceOptions.merge(
-                opts, pulumi.ResourceOptions(depends_on=flavors, replace_with=flavors, delete_before_replace=True)
+                opts,
+                pulumi.ResourceOptions(
+                    depends_on=[*flavors, *checks], replace_with=flavors, delete_before_replace=True
+                ),
             ),
         )
 

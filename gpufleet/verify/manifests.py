@@ -236,8 +236,9 @@ def nccl_multi_node_job(run: Run, name: str, check: str, spec: EstateSpec, site:
         ],
     }
     job = job_manifest(run, name, check, pod, count=node_count, indexed=True, deadline=2400, namespace=tenant)
-    if network:
-        job["spec"]["template"]["metadata"]["annotations"] = {NETWORKS_ANNOTATION: network}
+    annotations = {**queues.topology_request(site, pool), **({NETWORKS_ANNOTATION: network} if network else {})}
+    if annotations:
+        job["spec"]["template"]["metadata"]["annotations"] = annotations
     return queued(job, tenant)
 
 
@@ -263,6 +264,8 @@ def nccl_single_node_job(run: Run, name: str, check: str, spec: EstateSpec, site
         "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory"}}],
     }
     job = job_manifest(run, name, check, pod, deadline=1200, namespace=tenant)
+    if annotations := queues.topology_request(site, pool):
+        job["spec"]["template"]["metadata"]["annotations"] = annotations
     return queued(job, tenant)
 
 

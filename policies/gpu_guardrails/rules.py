@@ -15,6 +15,7 @@ from typing import Any
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, StackValidationArgs
 
 from model import catalog, kinds
+from model.catalog import topology as ec2_topology
 from model.conventions import (
     BURST_TAG,
     DEVICE_PLUGIN_CONFIG_LABEL,
@@ -176,14 +177,15 @@ def training_pool_topology(args: StackValidationArgs, report: ReportViolation) -
     single nodes: Kueue then packs a gang's pods close together on the fabric (kubernetes-sigs/kueue at
     versions.KUEUE, site/content/en/docs/concepts/topology_aware_scheduling.md). Pools Kueue does not schedule
     here (no flavor names the pool) and burst pools, whose MultiKueue flavors have no Topology yet, are left out.
-    So are EKS node groups: their flavors stay non-topology-aware until a ProvisioningRequest admission check lets
-    Kueue place a gang on nodes the autoscaler has yet to add (model.queues.schedules_by_topology)."""
+    An EKS node group counts where its instance type carries EKS's network-node layers (model.catalog.topology):
+    its flavor then has a Topology of them, behind a ProvisioningRequest check where it autoscales
+    (model.queues.provisioned_pools)."""
     pools: dict[str, list[PolicyResource]] = {}
     for r in args.resources:
         view = node_view(r.resource_type, r.props)
         burst = BURST_TAG in as_dict(r.props.get("tags"))  # MultiKueue burst pools: no Topology yet
-        if r.resource_type == NODE_GROUP:
-            continue  # EKS: no Topology until the ProvisioningRequest check guards its flavors
+        if r.resource_type == NODE_GROUP and not ec2_topology.network_layers(node_group_instance_type(r) or ""):
+            continue  # EC2 describes no topology of the type: EKS labels no layer, nothing to remedy
         if view and view.labels.get(ROLE_LABEL) == "training" and view.labels.get(FABRIC_LABEL) and not burst:
             pools.setdefault(view.labels.get(POOL_LABEL) or r.name, []).append(r)
     flavors = {
@@ -375,7 +377,7 @@ ALL = [
     stack_policy(
         training_pool_topology,
         name="training-pool-topology",
-        description="T18: a multi-node bare-metal training pool on a fabric has a Kueue flavor whose Topology has a level above single nodes (inventory rack / leaf, NVLink clique), so Kueue places gangs close together (Kueue topology_aware_scheduling.md). EKS pools are left out: their flavors are not topology-aware until a ProvisioningRequest check guards them.",
+        description="T18: a multi-node training pool on a fabric has a Kueue flavor whose Topology has a level above single nodes (EKS network-node layers where the instance type carries them, inventory rack / leaf, NVLink clique), so Kueue places gangs close together (Kueue topology_aware_scheduling.md).",
         enforcement=MANDATORY,
         remediation="Give every server of the pool its rack and leaf in the inventory.",
     ),

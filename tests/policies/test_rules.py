@@ -59,6 +59,7 @@ LT_G6E = fx.launch_template("small", instance_type="g6e.xlarge")  # no EFA on th
 TRAINING = {POOL_LABEL: "h100", GPU_PRESENT_LABEL: "true", ROLE_LABEL: "training"}
 JANITOR = {POOL_LABEL: "h100", GPU_PRESENT_LABEL: "true", REMEDIATOR_LABEL: "nvsentinel-janitor"}
 EFA_TRAINING = {**TRAINING, FABRIC_LABEL: "train-efa"}
+EKS_LEVELS = [f"topology.k8s.aws/network-node-layer-{n}" for n in (1, 2, 3)]
 IB_TRAINING_NODES = [fx.node_patch(h, labels={**TRAINING, FABRIC_LABEL: "ib"}) for h in ("gpu-01", "gpu-02")]
 R_AGENTS = fx.tenant_role("agents")
 UNTRUSTED_NS = fx.namespace("agents", labels={"tenant": "agents", "gpufleet.io/trust": "untrusted"})
@@ -283,8 +284,10 @@ CASES = [
         [LT_P5, fx.node_group(labels=TRAINING, lt=LT_P5)],
     ),
     Case("training-pool-topology", [*IB_TRAINING_NODES, *fx.kueue_flavor("h100", "ib", [RACK_LABEL])], [*IB_TRAINING_NODES, *fx.kueue_flavor("h100", None, [])]),
-    # EKS (a g5.48xlarge EC2 describes no topology of, or any type): flavors not topology-aware, nothing to remedy.
-    Case("training-pool-topology", [fx.node_group(instance_type="g5.48xlarge", labels=EFA_TRAINING), *fx.kueue_flavor("h100", None, [])], [*IB_TRAINING_NODES, *fx.kueue_flavor("h100", "gpufleet-hosts", [])], id="eks"),
+    # EKS: a p5.48xlarge carries network-node-layer-1..3 (model.catalog.topology; EKS User Guide ml-workload-topology),
+    # so its EFA flavor needs their Topology; a g5.48xlarge EC2 describes no topology of has nothing to remedy.
+    Case("training-pool-topology", [fx.node_group(instance_type="p5.48xlarge", labels=EFA_TRAINING), *fx.kueue_flavor("h100", "train-efa", EKS_LEVELS)], [fx.node_group(instance_type="p5.48xlarge", labels=EFA_TRAINING), *fx.kueue_flavor("h100", None, [])], id="eks"),
+    Case("training-pool-topology", [fx.node_group(instance_type="g5.48xlarge", labels=EFA_TRAINING), *fx.kueue_flavor("h100", None, [])], [*IB_TRAINING_NODES, *fx.kueue_flavor("h100", "gpufleet-hosts", [])], id="eks-unlabelled"),
     Case("training-pool-topology", [*IB_TRAINING_NODES[:1], *fx.kueue_flavor("h100", None, [])], [*IB_TRAINING_NODES, *fx.kueue_flavor("h100", "gpufleet-hosts", [])], id="hosts-only"),
     Case("fsx-colocated", [fx.efa_node_group(), fx.fsx()], [fx.efa_node_group(), fx.fsx(subnets=["subnet-b-id"])]),
     Case("time-slicing-single-tenant", fx.time_sliced_nodes(dedicated=True), fx.time_sliced_nodes(dedicated=False)),

@@ -145,3 +145,17 @@ def test_quota_probe_pod_is_refused_by_nothing_but_the_quota() -> None:
             rules += untrusted_validations(tenant, site.kubernetes.sandbox_runtime_class, skips_standalone_pods(site))
         namespace = {"metadata": {"name": tenant.name, "labels": {"tenant": tenant.name}}}
         assert refused(rules, pod, namespace=namespace) == [], check.id
+
+
+def test_an_eks_nccl_probe_asks_for_the_efa_flavors_topology_and_an_l40s_one_for_none() -> None:
+    # aws-train's h100 flavor is topology-aware beside flavors that are not: Kueue refuses a pod set without a
+    # topology request there (kueue v0.19.2 pkg/scheduler/flavorassigner/tas_flavorassigner.go).
+    spec = read_stack(ROOT, "aws-train").estate()
+    site = spec.sites[0]
+    multi = manifests.nccl_multi_node_job(RUN, "nccl-1", "c", spec, site, spec.pool("h100"), 2, "research")
+    single = manifests.nccl_single_node_job(RUN, "nccl-2", "c", spec, site, spec.pool("h100"), "research")
+    want = {"kueue.x-k8s.io/podset-preferred-topology": "topology.k8s.aws/network-node-layer-3"}
+    for job in (multi, single):
+        assert job["spec"]["template"]["metadata"]["annotations"] == want
+    l40s = manifests.nccl_single_node_job(RUN, "nccl-3", "c", spec, site, spec.pool("l40s"), "product")
+    assert "annotations" not in l40s["spec"]["template"]["metadata"]

@@ -237,8 +237,8 @@ def test_flavor_per_scheduled_pool_and_the_topologies_they_name(plan_of: PlanOf)
     assert names(plan_of("aws-train"), "ResourceFlavor") == ["agents-l40s", "h100", "l40s"]
     assert names(plan_of("onprem"), "ResourceFlavor") == ["dev", "train"]
     assert names(plan_of("onprem"), "Topology") == ["gpufleet-hosts", "ib"]  # pools off the fabric: single hosts
-    # EKS flavors are not topology-aware until a ProvisioningRequest check guards them (model.queues.schedules_by_topology)
-    assert names(plan_of("aws-train"), "Topology") == []
+    # EKS: a Topology of EKS's network-node layers for the EFA fabric, none of single hosts (model.queues.flavor_topology)
+    assert names(plan_of("aws-train"), "Topology") == ["train-efa"]
     assert "burst-h100" not in names(plan_of("hybrid"), "ResourceFlavor")  # the MultiKueue wiring's concern
 
 
@@ -275,9 +275,12 @@ def test_a_topology_flavor_is_replaced_with_its_cluster_queues_where_the_api_ser
         assert t.replace_on_changes == ["spec.levels"] and t.delete_before_replace, t.key
     for flavor in flavors.values():
         assert flavor.replace_with == [topologies[flavor.inputs["spec"]["topologyName"]].key], flavor.key
-    # An EKS flavor has no topologyName, so it stays mutable and is never replaced (model.queues.flavor_replaced_on).
+    # An EKS fabric flavor gains its Topology in place on upgrade, so topologyName is no replace path there; the
+    # others have none and are never replaced (model.queues.flavor_replaced_on).
     for flavor in k8s_objects(plan_of("aws-train"), "ResourceFlavor"):
-        assert "topologyName" not in flavor.inputs["spec"] and flavor.replace_on_changes == [], flavor.key
+        tas = flavor.inputs["spec"].get("topologyName") == "train-efa"
+        assert flavor.replace_on_changes == (["spec.nodeLabels", "spec.tolerations"] if tas else []), flavor.key
+        assert tas == (flavor.inputs["metadata"]["name"] == "h100"), flavor.key
     text = (chart_dir(versions.KUEUE) / "templates/crd/kueue.x-k8s.io_resourceflavors.yaml").read_text()
     rules = re.findall(r"message: \w+ (?:are|is) immutable when topologyName is set\n\s+rule: '([^']+)", text)
     assert len(rules) == 6 and all(r.startswith("!has(oldSelf.topologyName) ||") for r in rules)  # 2 versions
@@ -360,3 +363,42 @@ def test_every_cluster_with_tenants_refuses_inline_network_volumes(plan_of: Plan
         assert [p.inputs["spec"]["validations"] for p in policies] == [grandfathered(VOLUME_VALIDATIONS)] * clusters, (
             stack
         )
+
+
+def test_aws_train_guards_its_tas_flavor_with_a_provisioning_check_after_the_crd(plan_of: PlanOf) -> None:
+    """h100 (p5.48xlarge, EFA, min 0 < max 4) is topology-aware; Kueue places TAS pod sets on Ready nodes only, so
+    its flavor gets a ProvisioningRequest check (kueue v0.19.2 site/content/en/docs/concepts/
+    topology_aware_scheduling.md "ClusterAutoscaler support"), on that flavor alone (`onFlavors`,
+    admission_check/_index.md), with the autoscaler's ProvisioningRequest support on (cluster-autoscaler FAQ.md at
+    cluster-autoscaler-1.34.2, "Enabling ProvisioningRequest Support") and its CRD before Kueue."""
+    plan = plan_of("aws-train")
+    (topology,) = [t for t in k8s_objects(plan, "Topology") if t.inputs["metadata"]["name"] == "train-efa"]
+    levels = [lv["nodeLabel"] for lv in topology.inputs["spec"]["levels"]]
+    assert levels == [*(f"topology.k8s.aws/network-node-layer-{n}" for n in (1, 2, 3)), "kubernetes.io/hostname"]
+    check = k8s_object(plan, "AdmissionCheck", "gpufleet-topology-capacity")
+    assert check.inputs["spec"] == {
+        "controllerName": "kueue.x-k8s.io/provisioning-request",
+        "parameters": {
+            "apiGroup": "kueue.x-k8s.io",
+            "kind": "ProvisioningRequestConfig",
+            "name": "gpufleet-topology-capacity",
+        },
+    }
+    config = k8s_object(plan, "ProvisioningRequestConfig", "gpufleet-topology-capacity")
+    assert config.inputs["spec"]["managedResources"] == ["nvidia.com/gpu"]
+    assert config.key in check.dependencies
+    queues = {r.inputs["metadata"]["name"]: r for r in k8s_objects(plan, "ClusterQueue")}
+    for name in ("research", "product"):  # both list h100
+        rules = queues[name].inputs["spec"]["admissionChecksStrategy"]["admissionChecks"]
+        assert rules == [{"name": "gpufleet-topology-capacity", "onFlavors": ["h100"]}], name
+        assert check.key in queues[name].dependencies
+    assert "admissionChecksStrategy" not in queues["agents"].inputs["spec"]  # agents-l40s only
+    (ca,) = [
+        r
+        for r in plan.resources
+        if r.type == "kubernetes:helm.sh/v3:Release" and r.inputs.get("name") == "cluster-autoscaler"
+    ]
+    assert ca.inputs["values"]["extraArgs"]["enable-provisioning-requests"] == "true"
+    (crd,) = [r for r in plan.resources if r.name.endswith("-autoscaler-provisioning-request-crd")]
+    (kueue,) = [r for r in plan.resources if r.name == "use1-k8s-kueue-release"]
+    assert crd.key in kueue.dependencies and kueue.key in config.dependencies

@@ -9,7 +9,7 @@ import yaml
 
 from components.kubernetes.priorities import PRIORITY_LEVELS
 from gpufleet.engine.plan import Plan
-from model import conventions, nodes, queues
+from model import conventions, nodes, provisioning, queues
 from model.load import ESTATE_KEY
 from tests.conftest import example_config
 from tests.kubernetes.tenancy.conftest import estate, k8s_objects
@@ -106,20 +106,51 @@ def test_the_hybrid_managers_flavor_stays_topology_aware_when_the_workers_leave_
 EKS_LAYERS = [f"topology.k8s.aws/network-node-layer-{n}" for n in (1, 2, 3)]
 
 
-def test_an_eks_site_with_an_efa_pool_of_a_type_eks_labels_stays_non_topology_aware() -> None:
-    # Kueue places a TAS pod set against Ready nodes before any pod exists; with the autoscaler it works only behind
-    # the ProvisioningRequest admission check (kueue v0.19.2 topology_aware_scheduling.md "Capacity calculation",
-    # "ClusterAutoscaler support"). h100 scales from 0: a TAS flavor there would never admit a gang.
+def test_an_efa_pool_of_a_type_eks_labels_gets_a_topology_of_ekss_layers_and_the_rest_none() -> None:
+    # p5.48xlarge: three network nodes (EC2 User Guide, ec2-instance-topology-prerequisites); EKS labels them
+    # topology.k8s.aws/network-node-layer-1..3 (EKS User Guide, ml-workload-topology). Kueue's levels go broadest
+    # first, kubernetes.io/hostname last (kueue v0.19.2 apis/kueue/v1beta2/topology_types.go).
     spec = estate("aws-train")
     site = spec.sites[0]
-    assert not queues.schedules_by_topology(site) and queues.site_topologies(site) == {}
-    for p in site.node_pools:
-        flavor = queues.resource_flavor_spec(site, p)
-        assert "topologyName" not in flavor and queues.flavor_replaced_on(site, flavor) == [], p.name
-    # The Topology of EKS's layers is still derived, for when that check lands. p5.48xlarge: three network nodes
-    # (EC2 User Guide, ec2-instance-topology-prerequisites); EKS labels them network-node-layer-1..3.
-    assert queues.topology_fabrics(site) == ["train-efa"]
-    assert queues.pool_topology(site, spec.pool("h100")) == ("train-efa", tuple(EKS_LAYERS))
+    assert not queues.schedules_by_topology(site)  # a mixed site: no gpufleet-hosts Topology on EKS
+    assert queues.site_topologies(site) == {
+        "train-efa": {"levels": [{"nodeLabel": lv} for lv in (*EKS_LAYERS, conventions.HOSTNAME_LABEL)]}
+    }
+    h100 = queues.resource_flavor_spec(site, spec.pool("h100"))
+    assert h100["topologyName"] == "train-efa"
+    # gained in place on upgrade (the CRD's rules start !has(oldSelf.topologyName)): not a replace path
+    assert queues.flavor_replaced_on(site, h100) == ["spec.nodeLabels", "spec.tolerations"]
+    # g6e carries EKS's layers too, but its pools are on no fabric: no topology, never replaced
+    for name in ("l40s", "agents-l40s"):
+        flavor = queues.resource_flavor_spec(site, spec.pool(name))
+        assert "topologyName" not in flavor and queues.flavor_replaced_on(site, flavor) == [], name
+    assert queues.topology_request(site, spec.pool("h100")) == {queues.PREFERRED_TOPOLOGY_ANNOTATION: EKS_LAYERS[-1]}
+    assert queues.topology_request(site, spec.pool("l40s")) == {}
+
+
+def test_the_tas_flavor_of_an_autoscaled_eks_pool_gets_the_provisioning_check_on_it_alone() -> None:
+    # kueue v0.19.2 admission_check/_index.md: onFlavors limits a check to those flavors; tas_flavorassigner.go
+    # podSetTopologyRequest delays the topology to after the ProvisioningRequest check on such a flavor.
+    spec = estate("aws-train")
+    site = spec.sites[0]
+    assert [p.name for p in queues.provisioned_pools(site)] == ["h100"]  # min 0 < max 4
+    research = queues.tenant_cluster_queue_spec(spec, site, spec.tenant("research"))
+    assert research["admissionChecksStrategy"] == {
+        "admissionChecks": [{"name": provisioning.TOPOLOGY_CHECK, "onFlavors": ["h100"]}]
+    }
+    agents = queues.tenant_cluster_queue_spec(spec, site, spec.tenant("agents"))  # agents-l40s only
+    assert "admissionChecksStrategy" not in agents
+
+
+def test_a_fixed_size_efa_pool_keeps_its_topology_without_the_check() -> None:
+    def fixed(raw: dict[str, Any]) -> None:
+        raw["sites"][0]["node_pools"][0]["scaling"] = {"min": 4, "desired": 4, "max": 4}
+
+    spec = estate("aws-train", fixed)
+    site = spec.sites[0]
+    assert queues.resource_flavor_spec(site, spec.pool("h100"))["topologyName"] == "train-efa"
+    assert queues.provisioned_pools(site) == []
+    assert "admissionChecksStrategy" not in queues.tenant_cluster_queue_spec(spec, site, spec.tenant("research"))
 
 
 def test_a_four_layer_type_gets_layer_four_and_an_efa_pool_eks_does_not_label_gets_none() -> None:
@@ -241,7 +272,7 @@ def test_cluster_queue_builder_for_burst_queues() -> None:
         cohort="hyb",
         covered=["cpu", "nvidia.com/gpu"],
         flavors=[queues.FlavorQuotas("burst-h100", {"nvidia.com/gpu": queues.Quota(16)})],
-        admission_checks=["multikueue"],
+        admission_checks={"multikueue": ()},
     )
     assert cq["namespaceSelector"] == {}
     assert cq["admissionChecksStrategy"] == {"admissionChecks": [{"name": "multikueue"}]}

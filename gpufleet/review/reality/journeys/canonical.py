@@ -100,14 +100,10 @@ def _select(pool: NodePool) -> dict[str, str]:
 
 
 def _topology_request(site: Site, pool: NodePool) -> dict[str, Any]:
-    """A gang's ask to run close together, as users write it: preferred at the fabric Topology's narrowest level
-    above single nodes, so Kueue packs it there and goes a level up when it does not fit (Kueue
-    site/content/en/docs/concepts/topology_aware_scheduling.md at versions.KUEUE); nothing off a fabric Topology, or
-    where the flavor names none (EKS: `queues.schedules_by_topology`; Kueue refuses a TAS request on such a flavor)."""
-    found = queues.pool_topology(site, pool)
-    if found is None or queues.is_burst(pool) or queues.flavor_topology(site, pool) is None:
-        return {}
-    return {"metadata": {"annotations": {queues.PREFERRED_TOPOLOGY_ANNOTATION: found[1][-1]}}}
+    """A gang's ask to run close together (model.queues.topology_request): on a ClusterQueue mixing TAS and other
+    flavors (EKS) Kueue refuses a pod set without one on the TAS flavor."""
+    annotations = {} if queues.is_burst(pool) else queues.topology_request(site, pool)
+    return {"metadata": {"annotations": annotations}} if annotations else {}
 
 
 def fabric_gang(spec: EstateSpec, site: Site, pool: NodePool, tenant: Tenant, expected: Verdict) -> Canonical:
@@ -136,9 +132,6 @@ def fabric_gang(spec: EstateSpec, site: Site, pool: NodePool, tenant: Tenant, ex
         },
     }
     title = f"{tenant.name}: a {nodes}-node gang on {pool.name} with its fabric ({pool.fabric})"
-    if queues.pool_topology(site, pool) and queues.flavor_topology(site, pool) is None and not queues.is_burst(pool):
-        title += (", no topology request: EKS flavors stay non-topology-aware until a ProvisioningRequest check "
-                  "lets Kueue place gangs on nodes the autoscaler has yet to add")  # fmt: skip
     if dra.rack_scale(pool):
         domain = dra.compute_domain(f"gang-{pool.name}", tenant.name, f"gang-{pool.name}-channel")
         _claim_channel(job, domain)

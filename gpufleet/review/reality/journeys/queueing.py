@@ -22,7 +22,7 @@ from gpufleet.review.reality.journeys import admission, claims, kueue
 from gpufleet.review.reality.journeys.core import QUEUE_LABEL, Cite, ClusterView, PodSet, Stage, Walk, Workload
 from gpufleet.review.reality.journeys.resources import Amounts, matches, namespace_labels, pod_requests, quantity, show
 from gpufleet.review.reality.scheduling import Node, fits
-from model import nodes
+from model import nodes, provisioning
 
 TAG = kueue.TAG
 ASSIGNER = Cite(
@@ -34,6 +34,10 @@ QUEUES = Cite(
     "LocalQueue -> ClusterQueue, namespaceSelector, stopPolicy", f"{TAG} apis/kueue/v1beta2/clusterqueue_types.go"
 )
 INJECT = Cite("flavor nodeLabels and tolerations injected into the pods", f"{TAG} pkg/podset/podset.go")
+PROVISIONING = Cite(
+    "ProvisioningRequest check: quota reserved, then a ProvisioningRequest, admitted once Provisioned",
+    f"{TAG} site/content/en/docs/concepts/admission_check/provisioning_request.md",
+)
 DISPATCH = Cite(
     "MultiKueue: clusters of the MultiKueueConfig in order", f"{TAG} site/content/en/docs/concepts/multikueue.md"
 )
@@ -62,9 +66,10 @@ def _unblock(reasons: list[str]) -> str:
         return (f"ask for topology-aware placement: annotate the pod template with {TOPOLOGY_ANNOTATIONS[1]}: "
                 "<a level of the flavor's Topology> (Kueue requires it on a topology flavor of a ClusterQueue that "
                 "has other flavors)")  # fmt: skip
-    if reasons and all("does not support TopologyAwareScheduling" in r for r in reasons):
-        return ("drop the topology annotation: no flavor it may use has a Topology (EKS flavors are not "
-                "topology-aware, docs/journeys.md)")  # fmt: skip
+    unsupported = [r for r in reasons if "does not support TopologyAwareScheduling" in r]
+    if unsupported and all(r in unsupported or "doesn't match node affinity" in r for r in reasons):
+        return ("drop the topology annotation, or pick a pool whose flavor has a Topology (on EKS: an EFA pool of a "
+                "type EKS labels with network layers, docs/journeys.md)")  # fmt: skip
     return "ask for less at once, or give the tenant more quota on a flavor it may use"
 
 
@@ -273,8 +278,12 @@ def _assign(
                                 ASSIGNER)  # fmt: skip
     flavors = ", ".join(sorted({rf["metadata"]["name"] for rf in chosen.values()})) or "none"
     detail = f"ClusterQueue {cq_name} admits it on flavor {flavors}" + (f" ({'; '.join(notes)})" if notes else "")
+    # A check runs for the workload when its onFlavors is empty or names a flavor the workload got
+    # (pkg/util/admissioncheck/admissioncheck.go NewAdmissionChecks; pkg/workload/admissionchecks.go).
+    names = {rf["metadata"]["name"] for rf in chosen.values()}
+    rules = ((cq.get("spec") or {}).get("admissionChecksStrategy") or {}).get("admissionChecks") or []
     checks = [cluster.get("AdmissionCheck", str(c.get("name"))) or {"metadata": {"name": c.get("name")}}
-              for c in ((cq.get("spec") or {}).get("admissionChecksStrategy") or {}).get("admissionChecks") or []]  # fmt: skip
+              for c in rules if not c.get("onFlavors") or names & set(c["onFlavors"])]  # fmt: skip
     return Admitted(cq, chosen, detail, checks)
 
 
@@ -423,12 +432,26 @@ def check(walk: Walk) -> Stage:
     if isinstance(result, Stage):
         return result
     notes = []
+    cites: tuple[Cite, ...] = (QUEUES, ASSIGNER, INJECT)
     for c in result.checks:
         controller = (c.get("spec") or {}).get("controllerName")
         if controller == kueue.MULTIKUEUE_CONTROLLER:
             return _dispatch(walk, c, result)
+        if controller == provisioning.CONTROLLER:
+            notes.append(_provisioning_note(walk.cluster, c))
+            cites = (*cites, PROVISIONING)
+            continue
         notes.append(f"admission check {c['metadata']['name']} ({controller or 'unknown controller'}) must pass too")
     if refusal := _settle(walk, walk.cluster, walk.pod_sets, result):
         return refusal
     extra = f"; {'; '.join(notes)}" if notes else ""
-    return Stage("queueing", True, f"{result.detail} on {walk.cluster.name}{extra}", cites=(QUEUES, ASSIGNER, INJECT))
+    return Stage("queueing", True, f"{result.detail} on {walk.cluster.name}{extra}", cites=cites)
+
+
+def _provisioning_note(cluster: ClusterView, check: dict[str, Any]) -> str:
+    """What the ProvisioningRequest check does before Kueue admits (admission_check/provisioning_request.md)."""
+    params = (check.get("spec") or {}).get("parameters") or {}
+    config = cluster.get("ProvisioningRequestConfig", str(params.get("name"))) or {}
+    klass = (config.get("spec") or {}).get("provisioningClassName", "unknown class")
+    return (f"admission check {check['metadata']['name']}: Kueue holds the quota, creates a ProvisioningRequest "
+            f"({klass}) and admits once cluster-autoscaler reports it Provisioned")  # fmt: skip

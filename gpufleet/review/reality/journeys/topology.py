@@ -7,8 +7,9 @@
   tas_flavor_snapshot.go levelKeyWithImpliedFallback). gpufleet's sites are TAS-only where they schedule by
   topology (model.queues.flavor_topology).
 - Kueue assigns topology against Ready nodes before any pod exists ("Capacity calculation"): a pod set its pools'
-  minimum nodes cannot hold is blocked unless a ProvisioningRequest check guards the flavor ("ClusterAutoscaler
-  support"; tas_flavorassigner.go podSetTopologyRequest).
+  minimum nodes cannot hold is blocked unless a ProvisioningRequest check guards the flavor. Behind that check
+  Kueue assigns the topology after provisioning ("ClusterAutoscaler support"; tas_flavorassigner.go
+  podSetTopologyRequest).
 - A required level must hold the pod set in one domain: counted where the inventory names the domains.
 """
 
@@ -17,14 +18,18 @@ from __future__ import annotations
 from gpufleet.review.reality.journeys import kueue, queueing
 from gpufleet.review.reality.journeys.core import Cite, PodSet, Stage, Walk
 from gpufleet.review.reality.journeys.resources import pod_requests
-from model import conventions, kinds, nodes
+from model import conventions, kinds, nodes, provisioning
 
 REQUIRED, PREFERRED, UNCONSTRAINED = queueing.TOPOLOGY_ANNOTATIONS
 DOC = Cite(
     "topology requests: required, preferred, unconstrained; implied on a TAS-only ClusterQueue",
     f"{kueue.TAG} site/content/en/docs/concepts/topology_aware_scheduling.md",
 )
-PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+PROVISIONING_CONTROLLER = provisioning.CONTROLLER
+PROVISIONED = Cite(
+    "behind a ProvisioningRequest check on the flavor, the topology waits for the check, then fits the new nodes",
+    f"{kueue.TAG} pkg/scheduler/flavorassigner/tas_flavorassigner.go",
+)
 READY_NODES = Cite(
     "TAS counts Ready nodes; with the autoscaler only behind a ProvisioningRequest check",
     f"{kueue.TAG} site/content/en/docs/concepts/topology_aware_scheduling.md",
@@ -102,13 +107,13 @@ def _judge(walk: Walk, ps: PodSet) -> Verdict:
     per_node = _pods_per_node(walk, ps)
     pools = walk.pools.get(ps.name, [])
     floor = _floor_nodes(walk, pools) if pools else None
-    if per_node and floor is not None and floor * per_node < ps.count:
-        if _provisioned(walk, flavor_name):
-            return (
-                True,
-                f"{head}; a ProvisioningRequest check guards the flavor: topology assigned after provisioning",
-                "",
-            )
+    if _provisioned(walk, flavor_name):
+        # podSetTopologyRequest: no topology on the first pass (DelayedTopologyRequest Pending); NeedsSecondPass
+        # (pkg/workload/workload.go) once every check is Ready, retried with backoff until the pod set fits.
+        head += ("; a ProvisioningRequest check guards the flavor: Kueue reserves quota without a topology, the "
+                 "autoscaler adds the nodes, then Kueue assigns the topology on them (topology assigned after "
+                 "provisioning)")  # fmt: skip
+    elif per_node and floor is not None and floor * per_node < ps.count:
         need = -(-ps.count // per_node)
         return False, (f"{head}, but Kueue assigns the topology against Ready nodes before any pod exists, and its pools' "
                        f"{floor} minimum nodes hold {floor * per_node} of {ps.count} pods: no pod is created, so the "
@@ -148,6 +153,8 @@ def check(walk: Walk) -> Stage:
     cites = (DOC, IMPLIED) if "implies" in detail else (DOC,)
     if "Ready nodes" in detail:
         cites = (*cites, READY_NODES)
+    if "after provisioning" in detail:
+        cites = (*cites, PROVISIONED)
     if all(ok for ok, _, _ in results):
         return Stage("topology", True, detail, cites=cites)
     unblock = next(u for ok, _, u in results if not ok)

@@ -1,5 +1,5 @@
-"""Topology-aware scheduling on bare metal: every flavor of a site with a fabric Topology is topology-aware, so a
-job asks for no topology and Kueue implies one (kubernetes-sigs/kueue at versions.KUEUE,
+"""Topology-aware scheduling. On bare metal every flavor of a site with a fabric Topology is topology-aware, so a
+job asks for no topology and Kueue implies one; on EKS only the EFA flavor is, behind a ProvisioningRequest check (kubernetes-sigs/kueue at versions.KUEUE,
 pkg/scheduler/flavorassigner/tas_flavorassigner.go isTASImplied; pkg/cache/scheduler/tas_flavor_snapshot.go
 levelKeyWithImpliedFallback: unconstrained at the lowest level)."""
 
@@ -47,48 +47,51 @@ def _stage(j: Journey, name: str) -> Stage:
     return next(s for s in j.stages if s.name == name)
 
 
-def test_the_aws_train_canonical_gang_carries_no_topology_and_says_why(estate: Callable[[str], Estate]) -> None:
+def test_the_aws_train_gang_asks_for_ekss_lowest_layer_and_is_admitted_through_the_provisioning_check(
+    estate: Callable[[str], Estate],
+) -> None:
+    # kueue v0.19.2: the annotation (topology_aware_scheduling.md "User-facing APIs"); the check on h100 only
+    # (admission_check/_index.md onFlavors); the topology after provisioning (tas_flavorassigner.go
+    # podSetTopologyRequest, "ClusterAutoscaler support").
     e = estate("aws-train")
     (gang,) = [c for c in canonical(e.spec) if "gang on h100" in c.title]
-    assert "metadata" not in gang.manifest["spec"]["template"]
-    assert "no topology request" in gang.title and "ProvisioningRequest" in gang.title
+    assert gang.manifest["spec"]["template"]["metadata"]["annotations"] == {PREFERRED: LAYER_3}
     (j,) = e.walk(gang.manifest)
     assert j.verdict == "runs", j.to_dict()
-    assert "flavor h100 has no Topology" in _stage(j, "topology").detail
+    queueing = _stage(j, "queueing")
+    assert "flavor h100" in queueing.detail and "admission check gpufleet-topology-capacity" in queueing.detail
+    assert "ProvisioningRequest (best-effort-atomic-scale-up.autoscaling.x-k8s.io)" in queueing.detail
+    assert any("provisioning_request.md" in c.where for c in queueing.cites)
+    stage = _stage(j, "topology")
+    assert "on Topology train-efa" in stage.detail and f"request preferred at {LAYER_3}" in stage.detail
+    assert "topology assigned after provisioning" in stage.detail
+    assert any("tas_flavorassigner.go" in c.where for c in stage.cites)
+    # a job on l40s meets no check: onFlavors names h100 alone
+    (notebook,) = e.walk(job("product", "product", 1, {"nvidia.com/gpu": 1}))
+    assert "gpufleet-topology-capacity" not in _stage(notebook, "queueing").detail
 
 
-def _tas_aws_train(e: Estate, check: bool) -> Estate:
-    """aws-train as a cluster whose flavors name the EKS Topology (what the site had before fix b), with or without
-    a ProvisioningRequest admission check on research's ClusterQueue."""
+def _without_check(e: Estate) -> Estate:
+    """aws-train as a cluster whose research ClusterQueue lost its ProvisioningRequest check."""
     name = next(n for n, c in e.clusters.items() if c.get("ResourceFlavor", "h100"))
     view = e.clusters[name]
     objects = []
     for o in copy.deepcopy(list(view.objects)):
-        if o.get("kind") == "ResourceFlavor":
-            o["spec"]["topologyName"] = "train-efa"
-        if check and o.get("kind") == "ClusterQueue" and o["metadata"]["name"] == "research":
-            o["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "prov", "onFlavors": ["h100"]}]}
+        if o.get("kind") == "ClusterQueue" and o["metadata"]["name"] == "research":
+            o["spec"].pop("admissionChecksStrategy")
         objects.append(o)
-    levels = [*(f"topology.k8s.aws/network-node-layer-{n}" for n in (1, 2, 3)), "kubernetes.io/hostname"]
-    objects.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "train-efa"},
-                    "spec": {"levels": [{"nodeLabel": lv} for lv in levels]}})  # fmt: skip
-    objects.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": "prov"},
-                    "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"}})  # fmt: skip
     return Estate({**e.clusters, name: replace(view, objects=tuple(objects))}, e.spec)
 
 
 def test_a_gang_on_a_min_0_pool_of_a_tas_flavor_is_blocked_without_a_provisioning_check(
     estate: Callable[[str], Estate],
 ) -> None:
-    # h100 scales from 0; Kueue assigns topology against Ready nodes before any pod exists (review defects 1, 2).
+    # h100 scales from 0; Kueue assigns topology against Ready nodes before any pod exists ("Capacity calculation").
     e = estate("aws-train")
     (gang,) = [c for c in canonical(e.spec) if "gang on h100" in c.title]
-    (j,) = _tas_aws_train(e, check=False).walk(gang.manifest)
+    (j,) = _without_check(e).walk(gang.manifest)
     assert j.verdict == "blocked" and j.blocked_at is not None and j.blocked_at.name == "topology", j.to_dict()
     assert "0 minimum nodes" in j.blocked_at.detail and "ProvisioningRequest" in j.blocked_at.unblock
-    (ok,) = _tas_aws_train(e, check=True).walk(gang.manifest)
-    assert ok.verdict == "runs", ok.to_dict()
-    assert "topology assigned after provisioning" in _stage(ok, "topology").detail
 
 
 def test_the_onprem_canonical_gang_asks_for_its_leaf(estate: Callable[[str], Estate]) -> None:
@@ -159,8 +162,10 @@ def test_a_required_rack_the_inventory_cannot_hold_is_refused_at_the_topology_st
     assert preferred.verdict == "runs", preferred.to_dict()
 
 
-def test_a_required_eks_layer_on_a_non_tas_eks_flavor_is_refused_at_queueing(estate: Callable[[str], Estate]) -> None:
+def test_a_required_eks_layer_is_judged_on_the_nodes_the_autoscaler_adds(estate: Callable[[str], Estate]) -> None:
     doc = job("research", "research", 2, {"nvidia.com/gpu": 8})
     doc["spec"]["template"]["metadata"] = {"annotations": {REQUIRED: LAYER_3}}
     (j,) = estate("aws-train").walk(doc)
-    assert j.verdict == "blocked" and j.blocked_at is not None and j.blocked_at.name == "queueing", j.to_dict()
+    assert j.verdict == "runs", j.to_dict()
+    stage = _stage(j, "topology")
+    assert f"request required at {LAYER_3}" in stage.detail and "Ready nodes' labels" in stage.detail

@@ -148,16 +148,25 @@ def test_a_workload_above_the_namespace_quota_is_blocked_naming_the_quota(estate
     assert "requests.nvidia.com/gpu 56" in stop.detail
 
 
+def _on_efa(doc: dict[str, Any]) -> dict[str, Any]:
+    """An aws-train job that asks for a topology, as Kueue needs on the topology-aware h100 flavor."""
+    doc["spec"]["template"]["metadata"] = {"annotations": {"kueue.x-k8s.io/podset-preferred-topology": EKS_LAYER_3}}
+    return doc
+
+
+EKS_LAYER_3 = "topology.k8s.aws/network-node-layer-3"
+
+
 def test_a_gang_above_nominal_plus_borrowing_is_blocked_by_kueue(estate: Callable[[str], Estate]) -> None:
     # research: 24 nominal + 8 borrowable H100s; 5 pods x 8 = 40 fit the namespace quota (48) but not Kueue
-    (j,) = estate("aws-train").walk(job("research", "research", 5, {"nvidia.com/gpu": 8}))
+    (j,) = estate("aws-train").walk(_on_efa(job("research", "research", 5, {"nvidia.com/gpu": 8})))
     stop = j.blocked_at
     assert stop is not None and stop.name == "queueing" and stop.blocker == "ClusterQueue/research"
     assert "insufficient quota for nvidia.com/gpu in flavor h100" in stop.detail
 
 
 def test_a_gang_that_borrows_from_the_cohort_is_admitted_saying_so(estate: Callable[[str], Estate]) -> None:
-    (j,) = estate("aws-train").walk(job("research", "research", 4, {"nvidia.com/gpu": 8}))
+    (j,) = estate("aws-train").walk(_on_efa(job("research", "research", 4, {"nvidia.com/gpu": 8})))
     assert j.stages[2].ok and "borrows 8 nvidia.com/gpu from the cohort" in j.stages[2].detail
     # The pool's desired nodes run and cluster-autoscaler adds the rest up to max (issue 28, 4.5).
     assert j.verdict == "runs", j.to_dict()
@@ -299,12 +308,34 @@ def test_a_topology_request_needs_a_flavor_with_that_topology_level(estate: Call
     assert isinstance(on_onprem("topology.gpufleet.io/rack"), queueing.Admitted)
     zone = on_onprem("example.com/zone")
     assert isinstance(zone, Stage) and 'Flavor "base" does not contain the requested level' in zone.detail
-    # aws-train's flavors have no Topology (model.queues.schedules_by_topology): any topology request is refused.
-    for level in ("topology.gpufleet.io/rack", "topology.k8s.aws/network-node-layer-3"):
-        (aws,) = estate("aws-train").walk(_topology_job(level))
-        assert aws.blocked_at is not None and aws.blocked_at.name == "queueing", aws.to_dict()
-        assert "TopologyAwareScheduling" in aws.blocked_at.detail, aws.blocked_at.detail
-        assert aws.blocked_at.unblock.startswith("drop the topology annotation"), aws.blocked_at.unblock
+    # aws-train: h100's Topology has EKS's layers, no rack; l40s and agents-l40s have no Topology at all.
+    (rack,) = estate("aws-train").walk(_topology_job("topology.gpufleet.io/rack"))
+    assert rack.blocked_at is not None and rack.blocked_at.name == "queueing", rack.to_dict()
+    assert 'Flavor "h100" does not contain the requested level' in rack.blocked_at.detail
+    assert 'Flavor "l40s" does not support TopologyAwareScheduling' in rack.blocked_at.detail
+    (layer,) = estate("aws-train").walk(_topology_job("topology.k8s.aws/network-node-layer-3"))
+    assert layer.verdict == "runs", layer.to_dict()
+    # a required layer on a pool whose flavor has no Topology: refused as Kueue would (checkPodSetAndFlavorMatchForTAS)
+    doc = _topology_job("topology.k8s.aws/network-node-layer-3")
+    doc["spec"]["template"]["spec"]["nodeSelector"] = {"gpufleet.io/pool": "l40s"}
+    doc["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": 1}}
+    (l40s,) = estate("aws-train").walk(doc)
+    assert l40s.blocked_at is not None and l40s.blocked_at.name == "queueing", l40s.to_dict()
+    assert 'Flavor "l40s" does not support TopologyAwareScheduling' in l40s.blocked_at.detail
+    assert l40s.blocked_at.unblock.startswith("drop the topology annotation"), l40s.blocked_at.unblock
+
+
+def test_an_eks_gang_for_the_efa_pool_without_a_topology_request_is_refused_by_kueue(
+    estate: Callable[[str], Estate],
+) -> None:
+    # h100 is topology-aware on a ClusterQueue that also has l40s: Kueue refuses a pod set that asks for no topology
+    # there ("supports only TopologyAwareScheduling", kueue v0.19.2 tas_flavorassigner.go).
+    doc = job("research", "research", 2, {"nvidia.com/gpu": 8})
+    doc["spec"]["template"]["spec"]["nodeSelector"] = {"gpufleet.io/pool": "h100"}
+    (j,) = estate("aws-train").walk(doc)
+    assert j.blocked_at is not None and j.blocked_at.name == "queueing", j.to_dict()
+    assert 'Flavor "h100" supports only TopologyAwareScheduling' in j.blocked_at.detail
+    assert "kueue.x-k8s.io/podset-preferred-topology" in j.blocked_at.unblock
 
 
 def test_hybrid_a_topology_request_passes_the_manager_and_is_placed_by_the_on_prem_worker(
