@@ -125,9 +125,9 @@ def topology_fabrics(site: Site) -> list[str]:
 
 
 def schedules_by_topology(site: Site) -> bool:
-    """Every flavor of the site is topology-aware: where the inventory labels every node (bare metal). Elsewhere
-    (EKS) only the flavors of fabric pools whose nodes carry network labels are (`flavor_topology`)."""
-    return kinds.of(site).has_topology_labels
+    """Every scheduled flavor is topology-aware: on bare metal, and on an EKS site with a fabric pool whose nodes
+    carry EKS's network labels. Its ClusterQueues are then TAS-only (`flavor_topology`)."""
+    return kinds.of(site).has_topology_labels or bool(topology_fabrics(site))
 
 
 # A pod template's ask to run within one domain of a level when it fits (Kueue, apis/kueue/v1beta2/
@@ -144,10 +144,10 @@ def flavor_topology(site: Site, pool: Pool) -> str | None:
     (has(self.topologyName) && ...)`, apis/kueue/v1beta2/resourceflavor_types.go at versions.KUEUE), so the last
     fabric pool of a bare-metal site leaving its fabric must not turn the site's flavors non-TAS.
 
-    Kueue implies a topology request for a pod set only on a ClusterQueue whose flavors are all TAS (bare metal);
-    one mixing TAS and other flavors (EKS) refuses a pod set without a request on the TAS ones ("supports only
-    TopologyAwareScheduling"), so there a gang on a fabric pool asks (`topology_request`; kueue at versions.KUEUE,
-    pkg/scheduler/flavorassigner/tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS, isTASImplied)."""
+    Kueue implies a topology request for a pod set only on a ClusterQueue whose flavors are all TAS; one mixing TAS
+    and other flavors refuses a pod set without a request on the TAS ones ("supports only
+    TopologyAwareScheduling"; kueue at versions.KUEUE, tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS,
+    isTASImplied). So a job written without Kueue's annotations still runs on a site that schedules by topology."""
     if is_burst(pool):
         return None
     found = pool_topology(site, pool)

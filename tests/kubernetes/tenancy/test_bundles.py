@@ -237,8 +237,9 @@ def test_flavor_per_scheduled_pool_and_the_topologies_they_name(plan_of: PlanOf)
     assert names(plan_of("aws-train"), "ResourceFlavor") == ["agents-l40s", "h100", "l40s"]
     assert names(plan_of("onprem"), "ResourceFlavor") == ["dev", "train"]
     assert names(plan_of("onprem"), "Topology") == ["gpufleet-hosts", "ib"]  # pools off the fabric: single hosts
-    # EKS: a Topology of EKS's network-node layers for the EFA fabric, none of single hosts (model.queues.flavor_topology)
-    assert names(plan_of("aws-train"), "Topology") == ["train-efa"]
+    # EKS: a Topology of EKS's network-node layers for the EFA fabric, and single hosts for the pools off it, so every
+    # ClusterQueue is TAS-only and Kueue implies a request for a job that makes none (model.queues.flavor_topology)
+    assert names(plan_of("aws-train"), "Topology") == ["gpufleet-hosts", "train-efa"]
     assert "burst-h100" not in names(plan_of("hybrid"), "ResourceFlavor")  # the MultiKueue wiring's concern
 
 
@@ -275,12 +276,12 @@ def test_a_topology_flavor_is_replaced_with_its_cluster_queues_where_the_api_ser
         assert t.replace_on_changes == ["spec.levels"] and t.delete_before_replace, t.key
     for flavor in flavors.values():
         assert flavor.replace_with == [topologies[flavor.inputs["spec"]["topologyName"]].key], flavor.key
-    # An EKS fabric flavor gains its Topology in place on upgrade, so topologyName is no replace path there; the
-    # others have none and are never replaced (model.queues.flavor_replaced_on).
+    # An EKS flavor gains its Topology in place on upgrade, so topologyName is no replace path there
+    # (model.queues.flavor_replaced_on); the EFA flavor names EKS's layers, the others single hosts.
     for flavor in k8s_objects(plan_of("aws-train"), "ResourceFlavor"):
-        tas = flavor.inputs["spec"].get("topologyName") == "train-efa"
-        assert flavor.replace_on_changes == (["spec.nodeLabels", "spec.tolerations"] if tas else []), flavor.key
-        assert tas == (flavor.inputs["metadata"]["name"] == "h100"), flavor.key
+        assert flavor.replace_on_changes == ["spec.nodeLabels", "spec.tolerations"], flavor.key
+        want = "train-efa" if flavor.inputs["metadata"]["name"] == "h100" else "gpufleet-hosts"
+        assert flavor.inputs["spec"]["topologyName"] == want, flavor.key
     text = (chart_dir(versions.KUEUE) / "templates/crd/kueue.x-k8s.io_resourceflavors.yaml").read_text()
     rules = re.findall(r"message: \w+ (?:are|is) immutable when topologyName is set\n\s+rule: '([^']+)", text)
     assert len(rules) == 6 and all(r.startswith("!has(oldSelf.topologyName) ||") for r in rules)  # 2 versions
@@ -388,11 +389,11 @@ def test_aws_train_guards_its_tas_flavor_with_a_provisioning_check_after_the_crd
     assert config.inputs["spec"]["managedResources"] == ["nvidia.com/gpu"]
     assert config.key in check.dependencies
     queues = {r.inputs["metadata"]["name"]: r for r in k8s_objects(plan, "ClusterQueue")}
-    for name in ("research", "product"):  # both list h100
+    for name, flavors in (("research", ["h100", "l40s"]), ("product", ["h100", "l40s"]), ("agents", ["agents-l40s"])):
+        # every flavor is TAS and every pool autoscaled: the check guards each flavor of each queue
         rules = queues[name].inputs["spec"]["admissionChecksStrategy"]["admissionChecks"]
-        assert rules == [{"name": "gpufleet-topology-capacity", "onFlavors": ["h100"]}], name
+        assert rules == [{"name": "gpufleet-topology-capacity", "onFlavors": flavors}], name
         assert check.key in queues[name].dependencies
-    assert "admissionChecksStrategy" not in queues["agents"].inputs["spec"]  # agents-l40s only
     (ca,) = [
         r
         for r in plan.resources

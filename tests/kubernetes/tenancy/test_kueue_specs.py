@@ -39,7 +39,8 @@ def test_shared_pool_flavor_has_no_tenant_label_or_toleration() -> None:
     flavor = queues.resource_flavor_spec(spec.sites[0], spec.pool("l40s"))
     assert flavor["nodeLabels"] == {conventions.POOL_LABEL: "l40s"}
     assert flavor["tolerations"] == [conventions.GPU_TAINT.toleration()]
-    assert "topologyName" not in flavor  # EKS sites are not topology-aware (queues.schedules_by_topology)
+    # aws-train schedules by topology (its EFA pool's nodes carry EKS's layers): off the fabric, single hosts
+    assert flavor["topologyName"] == queues.HOSTS_TOPOLOGY
 
 
 def test_baremetal_fabric_pool_flavor_uses_the_fabric_topology() -> None:
@@ -112,34 +113,35 @@ def test_an_efa_pool_of_a_type_eks_labels_gets_a_topology_of_ekss_layers_and_the
     # first, kubernetes.io/hostname last (kueue v0.19.2 apis/kueue/v1beta2/topology_types.go).
     spec = estate("aws-train")
     site = spec.sites[0]
-    assert not queues.schedules_by_topology(site)  # a mixed site: no gpufleet-hosts Topology on EKS
+    # every flavor TAS, so Kueue implies a request for a job without one (tas_flavorassigner.go isTASImplied)
+    assert queues.schedules_by_topology(site)
     assert queues.site_topologies(site) == {
-        "train-efa": {"levels": [{"nodeLabel": lv} for lv in (*EKS_LAYERS, conventions.HOSTNAME_LABEL)]}
+        queues.HOSTS_TOPOLOGY: queues.hosts_topology_spec(),
+        "train-efa": {"levels": [{"nodeLabel": lv} for lv in (*EKS_LAYERS, conventions.HOSTNAME_LABEL)]},
     }
     h100 = queues.resource_flavor_spec(site, spec.pool("h100"))
     assert h100["topologyName"] == "train-efa"
     # gained in place on upgrade (the CRD's rules start !has(oldSelf.topologyName)): not a replace path
     assert queues.flavor_replaced_on(site, h100) == ["spec.nodeLabels", "spec.tolerations"]
-    # g6e carries EKS's layers too, but its pools are on no fabric: no topology, never replaced
+    # g6e carries EKS's layers too, but its pools are on no fabric: single hosts, gained in place
     for name in ("l40s", "agents-l40s"):
         flavor = queues.resource_flavor_spec(site, spec.pool(name))
-        assert "topologyName" not in flavor and queues.flavor_replaced_on(site, flavor) == [], name
+        assert flavor["topologyName"] == queues.HOSTS_TOPOLOGY, name
+        assert queues.flavor_replaced_on(site, flavor) == ["spec.nodeLabels", "spec.tolerations"], name
     assert queues.topology_request(site, spec.pool("h100")) == {queues.PREFERRED_TOPOLOGY_ANNOTATION: EKS_LAYERS[-1]}
     assert queues.topology_request(site, spec.pool("l40s")) == {}
 
 
-def test_the_tas_flavor_of_an_autoscaled_eks_pool_gets_the_provisioning_check_on_it_alone() -> None:
+def test_the_tas_flavors_of_autoscaled_eks_pools_get_the_provisioning_check() -> None:
     # kueue v0.19.2 admission_check/_index.md: onFlavors limits a check to those flavors; tas_flavorassigner.go
     # podSetTopologyRequest delays the topology to after the ProvisioningRequest check on such a flavor.
     spec = estate("aws-train")
     site = spec.sites[0]
-    assert [p.name for p in queues.provisioned_pools(site)] == ["h100"]  # min 0 < max 4
+    assert [p.name for p in queues.provisioned_pools(site)] == ["h100", "l40s", "agents-l40s"]  # each min < max
     research = queues.tenant_cluster_queue_spec(spec, site, spec.tenant("research"))
     assert research["admissionChecksStrategy"] == {
-        "admissionChecks": [{"name": provisioning.TOPOLOGY_CHECK, "onFlavors": ["h100"]}]
+        "admissionChecks": [{"name": provisioning.TOPOLOGY_CHECK, "onFlavors": ["h100", "l40s"]}]
     }
-    agents = queues.tenant_cluster_queue_spec(spec, site, spec.tenant("agents"))  # agents-l40s only
-    assert "admissionChecksStrategy" not in agents
 
 
 def test_a_fixed_size_efa_pool_keeps_its_topology_without_the_check() -> None:
@@ -149,8 +151,9 @@ def test_a_fixed_size_efa_pool_keeps_its_topology_without_the_check() -> None:
     spec = estate("aws-train", fixed)
     site = spec.sites[0]
     assert queues.resource_flavor_spec(site, spec.pool("h100"))["topologyName"] == "train-efa"
-    assert queues.provisioned_pools(site) == []
-    assert "admissionChecksStrategy" not in queues.tenant_cluster_queue_spec(spec, site, spec.tenant("research"))
+    assert "h100" not in [p.name for p in queues.provisioned_pools(site)]
+    research = queues.tenant_cluster_queue_spec(spec, site, spec.tenant("research"))
+    assert research["admissionChecksStrategy"]["admissionChecks"][0]["onFlavors"] == ["l40s"]
 
 
 def test_a_four_layer_type_gets_layer_four_and_an_efa_pool_eks_does_not_label_gets_none() -> None:

@@ -308,34 +308,33 @@ def test_a_topology_request_needs_a_flavor_with_that_topology_level(estate: Call
     assert isinstance(on_onprem("topology.gpufleet.io/rack"), queueing.Admitted)
     zone = on_onprem("example.com/zone")
     assert isinstance(zone, Stage) and 'Flavor "base" does not contain the requested level' in zone.detail
-    # aws-train: h100's Topology has EKS's layers, no rack; l40s and agents-l40s have no Topology at all.
+    # aws-train: h100's Topology has EKS's layers, no rack; l40s and agents-l40s single hosts (gpufleet-hosts).
     (rack,) = estate("aws-train").walk(_topology_job("topology.gpufleet.io/rack"))
     assert rack.blocked_at is not None and rack.blocked_at.name == "queueing", rack.to_dict()
     assert 'Flavor "h100" does not contain the requested level' in rack.blocked_at.detail
-    assert 'Flavor "l40s" does not support TopologyAwareScheduling' in rack.blocked_at.detail
+    assert 'Flavor "l40s" does not contain the requested level' in rack.blocked_at.detail
     (layer,) = estate("aws-train").walk(_topology_job("topology.k8s.aws/network-node-layer-3"))
     assert layer.verdict == "runs", layer.to_dict()
-    # a required layer on a pool whose flavor has no Topology: refused as Kueue would (checkPodSetAndFlavorMatchForTAS)
+    # a required layer on a pool whose Topology lacks it: refused as Kueue would (checkPodSetAndFlavorMatchForTAS)
     doc = _topology_job("topology.k8s.aws/network-node-layer-3")
     doc["spec"]["template"]["spec"]["nodeSelector"] = {"gpufleet.io/pool": "l40s"}
     doc["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": 1}}
     (l40s,) = estate("aws-train").walk(doc)
     assert l40s.blocked_at is not None and l40s.blocked_at.name == "queueing", l40s.to_dict()
-    assert 'Flavor "l40s" does not support TopologyAwareScheduling' in l40s.blocked_at.detail
-    assert l40s.blocked_at.unblock.startswith("drop the topology annotation"), l40s.blocked_at.unblock
+    assert 'Flavor "l40s" does not contain the requested level' in l40s.blocked_at.detail
 
 
-def test_an_eks_gang_for_the_efa_pool_without_a_topology_request_is_refused_by_kueue(
+def test_an_eks_gang_for_the_efa_pool_written_without_a_topology_request_runs(
     estate: Callable[[str], Estate],
 ) -> None:
-    # h100 is topology-aware on a ClusterQueue that also has l40s: Kueue refuses a pod set that asks for no topology
-    # there ("supports only TopologyAwareScheduling", kueue v0.19.2 tas_flavorassigner.go).
+    # Every flavor of aws-train's ClusterQueues is TAS, so Kueue implies a request for a pod set that makes none
+    # (kueue v0.19.2 tas_flavorassigner.go isTASImplied; a queue mixing TAS and other flavors would refuse it with
+    # "supports only TopologyAwareScheduling"): the job as a user writes it, pinned to the pool, runs.
     doc = job("research", "research", 2, {"nvidia.com/gpu": 8})
     doc["spec"]["template"]["spec"]["nodeSelector"] = {"gpufleet.io/pool": "h100"}
     (j,) = estate("aws-train").walk(doc)
-    assert j.blocked_at is not None and j.blocked_at.name == "queueing", j.to_dict()
-    assert 'Flavor "h100" supports only TopologyAwareScheduling' in j.blocked_at.detail
-    assert "kueue.x-k8s.io/podset-preferred-topology" in j.blocked_at.unblock
+    assert j.verdict == "runs", j.to_dict()
+    assert j.placement is not None and j.placement.pool == "h100"
 
 
 def test_hybrid_a_topology_request_passes_the_manager_and_is_placed_by_the_on_prem_worker(
