@@ -9,7 +9,7 @@ import ipaddress
 from collections.abc import Iterator
 
 # The spec imports the kinds, which import this module: project modules by module, so any may be imported first.
-from model import catalog, dra, pricing, subnets, versions
+from model import catalog, clock, dra, pricing, subnets, versions
 from model.conventions import EKS_RESERVED_LABEL_PREFIXES, eks_rejects_label
 from model.rules import storage
 from model.spec.access import PrivateInterconnect
@@ -50,6 +50,7 @@ def site_problems(path: str, s: AwsSite) -> Iterator[Problem]:
         elif az.startswith(f"{s.region}-"):
             yield Problem(f"{path}.availability_zones[{j}]", _zone_refusal(az))
     yield from _ami_releases(path, s)
+    yield from _support_type(path, s)
 
 
 def _zone_refusal(az: str) -> str:
@@ -63,6 +64,21 @@ def _zone_refusal(az: str) -> str:
         "(https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html). Name the Local Zone only as an EFA "
         "fabric's availability_zone: gpufleet creates the fabric's subnet there for its pools (docs/rack-scale.md)"
     )
+
+
+def _support_type(path: str, s: AwsSite) -> Iterator[Problem]:
+    """STANDARD only while the minor is in standard support: "You cannot disable extended support once your cluster
+    has entered it" (EKS user guide, disable-extended-support), so EKS refuses the upgrade policy `up` would set."""
+    pinned = versions.eks_minor(s.cluster.version)
+    if s.cluster.adopt_name or s.cluster.support_type != "STANDARD" or pinned is None:
+        return
+    if clock.now().date() >= pinned.end_of_standard_support:
+        yield Problem(
+            f"{path}.cluster.support_type",
+            f"Kubernetes {s.cluster.version} left standard support on {pinned.end_of_standard_support}; EKS cannot "
+            "set support_type STANDARD on a cluster in extended support (disable-extended-support): bump "
+            "cluster.version one minor first, or keep EXTENDED",
+        )
 
 
 def _ami_releases(path: str, s: AwsSite) -> Iterator[Problem]:

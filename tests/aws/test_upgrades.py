@@ -90,7 +90,7 @@ def test_the_upgrade_policy_is_the_stacks_support_type(tmp_path: Path, example_p
     default = example_plans["aws-train"].one("aws:eks/cluster:Cluster", "use1-cluster-eks")
     assert default.inputs["upgradePolicy"] == {"supportType": "EXTENDED"}
     config = example_config("aws-train")
-    config["gpufleet:estate"]["sites"][0]["cluster"]["support_type"] = "STANDARD"
+    config["gpufleet:estate"]["sites"][0]["cluster"].update(version="1.35", support_type="STANDARD")
     cluster = _synth(tmp_path, config).one("aws:eks/cluster:Cluster", "use1-cluster-eks")
     assert cluster.inputs["upgradePolicy"] == {"supportType": "STANDARD"}
 

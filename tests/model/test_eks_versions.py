@@ -53,7 +53,7 @@ def test_a_pool_ami_release_for_another_minor_is_refused() -> None:
 def test_support_type_defaults_to_extended_and_takes_standard() -> None:
     estate = example_estate("aws-train")
     assert parse_estate(estate, "t").sites[0].cluster.support_type == "EXTENDED"
-    estate["sites"][0]["cluster"]["support_type"] = "STANDARD"
+    estate["sites"][0]["cluster"].update(version="1.35", support_type="STANDARD")  # 1.35: in standard support
     assert parse_estate(estate, "t").sites[0].cluster.support_type == "STANDARD"
     estate["sites"][0]["cluster"]["support_type"] = "LONG"
     with pytest.raises(SpecError, match=r"cluster\.support_type"):
@@ -83,3 +83,28 @@ def test_the_support_warning_starts_sixty_days_before_the_end_of_standard_suppor
     assert soon is not None and "ends in 60 days" in soon and "upgrades its control plane alone" in soon
     late = versions.support_warning("c", "1.34", "EXTENDED", end + dt.timedelta(days=3))
     assert late is not None and "ended 3 days ago" in late and "extended-support rate" in late
+
+
+def test_standard_support_type_is_refused_on_a_minor_past_its_standard_support() -> None:
+    """EKS user guide, disable-extended-support: "You cannot disable extended support once your cluster has entered
+    it." 1.34's standard support ended 2026-12-02 (model.versions.EKS_MINORS)."""
+    import datetime as dt
+
+    from model import clock
+    from model.load import SpecError, parse_estate
+    from tests.conftest import example_estate
+
+    estate = example_estate("aws-train")
+    estate["sites"][0]["cluster"]["support_type"] = "STANDARD"
+    with clock.frozen(dt.datetime(2026, 12, 1, tzinfo=dt.UTC)):
+        parse_estate(estate, "f")  # still in standard support
+    with (
+        clock.frozen(dt.datetime(2026, 12, 3, tzinfo=dt.UTC)),
+        pytest.raises(
+            SpecError, match=r"sites\[0\]\.cluster\.support_type: Kubernetes 1\.34 left standard support on 2026-12-02"
+        ),
+    ):
+        parse_estate(estate, "f")
+    estate["sites"][0]["cluster"]["version"] = "1.35"
+    with clock.frozen(dt.datetime(2026, 12, 3, tzinfo=dt.UTC)):
+        parse_estate(estate, "f")  # the bump is the way out
