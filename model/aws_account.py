@@ -3,7 +3,8 @@
 - EC2 counts running On-Demand and Spot instances against per-family vCPU quotas, per account and region.
   A fresh account has 0 vCPUs for P instances, so a node group fails late with VcpuLimitExceeded
   (https://docs.aws.amazon.com/ec2/latest/instancetypes/ec2-instance-quotas.html).
-- A pool needs `nodes x vCPUs` of its quota, at its desired size and at its largest (vCPUs from the catalog).
+- A pool needs `nodes x vCPUs` of its quota, at its desired size and at its largest (vCPUs from the catalog), and
+  during a node group update its largest plus the nodes EKS launches before it drains (model.node_groups).
 - A pool in a capacity reservation or block draws no quota at launch: the reservation holds the capacity. An
   On-Demand Capacity Reservation drew on the On-Demand quota when it was created.
 """
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from model import kinds
+from model.node_groups import update_surge
 
 if TYPE_CHECKING:
     from model.spec.estate import EstateSpec
@@ -59,6 +61,7 @@ class PoolQuota:
     vcpus_per_node: int
     desired_nodes: int
     max_nodes: int
+    surge_nodes: int  # launched on top during a node group update (a Kubernetes or AMI bump)
 
     @property
     def desired_vcpus(self) -> int:
@@ -68,6 +71,10 @@ class PoolQuota:
     def max_vcpus(self) -> int:
         return self.max_nodes * self.vcpus_per_node
 
+    @property
+    def update_vcpus(self) -> int:
+        return (self.max_nodes + self.surge_nodes) * self.vcpus_per_node
+
     def sentence(self) -> str:
         what = f"pool {self.pool} of site {self.site} ({self.max_nodes} x {self.instance_type} at most)"
         if self.code is None:
@@ -75,7 +82,7 @@ class PoolQuota:
         return (
             f"{what} needs EC2 quota {self.code} ({self.title}) in {self.region}: {self.desired_vcpus} vCPUs at "
             f"desired size ({_nodes(self.desired_nodes)}), {self.max_vcpus} at most ({self.max_nodes} x "
-            f"{self.vcpus_per_node})"
+            f"{self.vcpus_per_node}), {self.update_vcpus} while an update rolls its nodes (+{_nodes(self.surge_nodes)})"
         )
 
 
@@ -98,20 +105,23 @@ def pool_quotas(spec: EstateSpec) -> list[PoolQuota]:
                 code, title = QUOTA_CODES[family]["spot" if capacity == "spot" else "on-demand"]
             out.append(
                 PoolQuota(aws.name, aws.region, p.name, p.instance_type, capacity, code, title,
-                          p.instance.vcpus, p.scaling.desired_nodes, p.reachable_nodes)
+                          p.instance.vcpus, p.scaling.desired_nodes, p.reachable_nodes, update_surge(aws, p))
             )  # fmt: skip
     return out
 
 
-def quota_totals(needs: list[PoolQuota]) -> dict[tuple[str, str], tuple[str, int, int]]:
-    """(region, quota code) -> (its title, vCPUs at desired, vCPUs at most), summed over the pools drawing on it:
-    a quota is per account and region, so pools of one region share it."""
-    totals: dict[tuple[str, str], tuple[str, int, int]] = {}
+def quota_totals(needs: list[PoolQuota]) -> dict[tuple[str, str], tuple[str, int, int, int]]:
+    """(region, quota code) -> (its title, vCPUs at desired, at most, while updates roll), summed over the pools
+    drawing on it: a quota is per account and region, so pools of one region share it. One `up` of a Kubernetes
+    bump updates every node group at once (they wait on the same add-ons), so their surges add up."""
+    totals: dict[tuple[str, str], tuple[str, int, int, int]] = {}
     for n in needs:
         if n.code is None:
             continue
-        _, desired, most = totals.get((n.region, n.code), (n.title, 0, 0))
-        totals[(n.region, n.code)] = (n.title, desired + n.desired_vcpus, most + n.max_vcpus)
+        _, desired, most, rolling = totals.get((n.region, n.code), (n.title, 0, 0, 0))
+        totals[(n.region, n.code)] = (
+            n.title, desired + n.desired_vcpus, most + n.max_vcpus, rolling + n.update_vcpus
+        )  # fmt: skip
     return dict(sorted(totals.items()))
 
 
@@ -119,9 +129,10 @@ def quota_notes(spec: EstateSpec) -> list[str]:
     """One line per pool and one per quota the estate draws on: what the offline check says to request."""
     needs = pool_quotas(spec)
     lines = [f"quota: {n.sentence()}" for n in needs]
-    for (region, code), (title, desired, most) in quota_totals(needs).items():
+    for (region, code), (title, desired, most, rolling) in quota_totals(needs).items():
         lines.append(
-            f"quota: {code} ({title}) in {region}: the estate needs {desired} vCPUs at desired size and {most} at "
-            f"most; a fresh account may have 0 (`gpufleet check --aws` reads the account's value)"
+            f"quota: {code} ({title}) in {region}: the estate needs {desired} vCPUs at desired size, {most} at "
+            f"most and {rolling} while node group updates roll; a fresh account may have 0 (`gpufleet check --aws` "
+            "reads the account's value)"
         )
     return lines

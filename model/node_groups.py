@@ -15,6 +15,20 @@ from collections.abc import Iterator
 from model.burst import cloud_site, drain_ends, pool_zone, window_phase
 from model.spec import AwsNodePool, AwsSite, BurstWindow, EfaFabric, EstateSpec, Problem
 
+# A node group update replaces nodes rolling: EKS launches new nodes, cordons and drains old ones honouring
+# PodDisruptionBudgets (evicting by force after 15 minutes), at most this many unavailable at a time
+# (https://docs.aws.amazon.com/eks/latest/userguide/managed-node-update-behavior.html).
+MAX_UNAVAILABLE = 1
+
+
+def update_surge(site: AwsSite, pool: AwsNodePool) -> int:
+    """The nodes an update of the pool's group launches beyond its size: EKS raises the group's maximum and desired
+    size by the larger of up to twice its Availability Zones and maxUnavailable (managed-node-update-behavior,
+    "Scale up phase")."""
+    zones = 1 if pool_zone(site, pool) else max(1, len(site.availability_zones))
+    return max(2 * zones, MAX_UNAVAILABLE)
+
+
 # `capacity.type` as the node group's `capacityType` (EKS API reference, CreateNodegroup `capacityType`).
 CAPACITY_TYPES = {
     "on-demand": "ON_DEMAND",

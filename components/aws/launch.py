@@ -10,6 +10,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from model.node_groups import MAX_UNAVAILABLE
 from model.spec import AwsSite, FsxLustreTier
 
 ROOT_DEVICE = "/dev/xvda"  # AL2023 EKS AMIs
@@ -135,12 +136,6 @@ def template_version(version: int) -> str:
     return None if version is None else str(int(version))
 
 
-# A node group update replaces nodes rolling: EKS launches new nodes, cordons and drains old ones honouring
-# PodDisruptionBudgets (evicting by force after 15 minutes), at most this many unavailable at a time
-# (https://docs.aws.amazon.com/eks/latest/userguide/managed-node-update-behavior.html).
-MAX_UNAVAILABLE = 1
-
-
 def update_config() -> aws.eks.NodeGroupUpdateConfigArgs:
-    """Rolling replacement for every node group gpufleet creates (MAX_UNAVAILABLE)."""
+    """Rolling replacement for every node group gpufleet creates (model.node_groups.MAX_UNAVAILABLE)."""
     return aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=MAX_UNAVAILABLE)

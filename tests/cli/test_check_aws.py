@@ -40,18 +40,18 @@ def account(monkeypatch: pytest.MonkeyPatch, example_plans: dict[str, Plan]) -> 
 
 def test_a_fresh_accounts_p_quota_exits_1_saying_what_to_request(account: Quotas) -> None:
     account.value("L-417A185B", 0)
-    account.value("L-DB2E81BA", 304)
+    account.value("L-DB2E81BA", 616)
     result = runner.invoke(app, CHECK)
     assert result.exit_code == 1, result.output
     text = " ".join(result.output.split())
     assert "AWS account (read-only): 1 problem" in text
     assert "L-417A185B (Running On-Demand P instances) in us-east-1 is 0 vCPUs" in text
-    assert "Request at least 768 vCPUs" in text
+    assert "Request at least 1152 vCPUs" in text
 
 
 def test_an_account_with_room_and_offerings_passes_in_json(account: Quotas) -> None:
-    account.value("L-417A185B", 768)
-    account.value("L-DB2E81BA", 304)
+    account.value("L-417A185B", 1152)
+    account.value("L-DB2E81BA", 616)
     result = runner.invoke(app, [*CHECK, "-f", "json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)

@@ -26,10 +26,12 @@ def test_each_pool_names_its_on_demand_quota_and_the_vcpus_of_its_desired_and_ma
 
 
 def test_pools_of_one_region_add_up_on_the_quota_they_share() -> None:
-    # Quotas are per account and region: the two L40S pools draw on the one G quota.
+    # Quotas are per account and region: the two L40S pools draw on the one G quota. While an update rolls, EKS adds
+    # the larger of 2 x the group's AZs and maxUnavailable (managed-node-update-behavior, "Scale up phase"):
+    # h100 (one AZ, its EFA fabric's) (4 + 2) x 192 = 1152; l40s (3 AZs) (6 + 6) x 48 = 576, agents (4 + 6) x 4 = 40.
     totals = quota_totals(pool_quotas(_spec("aws-train")))
-    assert totals[("us-east-1", "L-417A185B")] == ("Running On-Demand P instances", 384, 768)
-    assert totals[("us-east-1", "L-DB2E81BA")] == ("Running On-Demand G and VT instances", 100, 304)
+    assert totals[("us-east-1", "L-417A185B")] == ("Running On-Demand P instances", 384, 768, 1152)
+    assert totals[("us-east-1", "L-DB2E81BA")] == ("Running On-Demand G and VT instances", 100, 304, 616)
 
 
 def test_spot_and_reserved_pools_name_their_own_quota_or_none() -> None:
@@ -59,7 +61,8 @@ def test_the_notes_say_what_to_request_per_quota() -> None:
     notes = quota_notes(_spec("aws-train"))
     assert (
         "quota: pool h100 of site use1 (4 x p5.48xlarge at most) needs EC2 quota L-417A185B (Running On-Demand P "
-        "instances) in us-east-1: 384 vCPUs at desired size (2 nodes), 768 at most (4 x 192)"
+        "instances) in us-east-1: 384 vCPUs at desired size (2 nodes), 768 at most (4 x 192), 1152 while an update "
+        "rolls its nodes (+2 nodes)"
     ) in notes
     assert any(n.startswith("quota: L-417A185B (Running On-Demand P instances) in us-east-1: the estate needs 384")
                and "gpufleet check --aws" in n for n in notes)  # fmt: skip

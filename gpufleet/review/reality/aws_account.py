@@ -97,7 +97,7 @@ def _offerings(site: AwsSite, zone_ids: dict[str, str], offered: dict[str, list[
 
 
 def _quotas(needs: list[PoolQuota], aws: Aws, result: AccountCheck, own: list[dict[str, str]]) -> None:
-    for (region, code), (title, desired, most) in quota_totals(needs).items():
+    for (region, code), (title, desired, most, rolling) in quota_totals(needs).items():
         family, market = next((f, m) for f, by in QUOTA_CODES.items() for m, (c, _) in by.items() if c == code)
         limit = aws.quota_vcpus(code)
         in_use = aws.vcpus_running(family, spot=market == "spot", skip=own)
@@ -106,18 +106,24 @@ def _quotas(needs: list[PoolQuota], aws: Aws, result: AccountCheck, own: list[di
             result.checks.append(f"{what} not checked: Service Quotas is not available in {region}")
             continue
         have = f"is {limit:g} vCPUs with {in_use} in use (running {family} instances, this estate's own left out)"
+        ask = f"Request at least {in_use + rolling:g} vCPUs ({rolling} while node group updates roll, plus what runs)"
         if in_use + desired > limit:
             result.problems.append(
                 f"{what} {have}; the pools need {desired} at desired size, so the first `up` fails with "
-                f"VcpuLimitExceeded. Request at least {in_use + most:g} vCPUs ({most} at most plus what runs)"
+                f"VcpuLimitExceeded. {ask}"
             )
         elif in_use + most > limit:
             result.problems.append(
-                f"{what} {have}; the pools need {most} at most, so they cannot grow to their max. Request at least "
-                f"{in_use + most:g} vCPUs"
+                f"{what} {have}; the pools need {most} at most, so they cannot grow to their max. {ask}"
+            )
+        elif in_use + rolling > limit:
+            # EKS launches the new nodes before it drains old ones (managed-node-update-behavior, "Scale up phase")
+            result.problems.append(
+                f"{what} {have}; a node group update (a Kubernetes or AMI bump) at max size launches new nodes "
+                f"before it drains old ones and needs {rolling}, so it fails to launch them. {ask}"
             )
         else:
-            result.checks.append(f"{what} {have}: room for the pools' {most} vCPUs at most")
+            result.checks.append(f"{what} {have}: room for the pools' {rolling} vCPUs while updates roll")
 
 
 def reservation_checks(

@@ -58,23 +58,32 @@ def test_a_quota_below_the_desired_size_fails_the_first_up_and_says_what_to_requ
     assert result.problems == [
         "EC2 quota L-417A185B (Running On-Demand P instances) in us-east-1 is 0 vCPUs with 0 in use (running P "
         "instances, this estate's own left out); the pools need 384 at desired size, so the first `up` fails with "
-        "VcpuLimitExceeded. Request at least 768 vCPUs (768 at most plus what runs)"
+        "VcpuLimitExceeded. Request at least 1152 vCPUs (1152 while node group updates roll, plus what runs)"
     ]
     assert any(c.startswith("EC2 quota L-DB2E81BA (Running On-Demand G and VT instances) in us-east-1 is 1000")
-               and "room for the pools' 304 vCPUs at most" in c for c in result.checks)  # fmt: skip
+               and "room for the pools' 616 vCPUs while updates roll" in c for c in result.checks)  # fmt: skip
 
 
 def test_a_quota_between_desired_and_max_size_is_a_problem_too(aws: Aws) -> None:
     result = _check(aws, _spec(), p=500, g=1000)
     assert len(result.problems) == 1
     assert (
-        "the pools need 768 at most, so they cannot grow to their max. Request at least 768 vCPUs"
+        "the pools need 768 at most, so they cannot grow to their max. Request at least 1152 vCPUs"
         in (result.problems[0])
     )
 
 
+def test_a_quota_for_the_max_size_but_not_an_update_roll_is_a_problem(aws: Aws) -> None:
+    """EKS raises a group's maximum and desired size by the larger of up to 2 x its AZs and maxUnavailable before it
+    drains old nodes (managed-node-update-behavior, "Scale up phase"): h100 at max 4 launches 2 more p5 nodes."""
+    result = _check(aws, _spec(), p=768, g=616)
+    (problem,) = result.problems
+    assert "a node group update (a Kubernetes or AMI bump) at max size launches new nodes" in problem
+    assert "needs 1152" in problem and "Request at least 1152 vCPUs" in problem
+
+
 def test_quotas_large_enough_and_offered_azs_pass(aws: Aws) -> None:
-    result = _check(aws, _spec(), p=768, g=304)
+    result = _check(aws, _spec(), p=1152, g=616)
     assert result.problems == []
     # moto's account maps us-east-1a to use1-az6, which offers p5.48xlarge.
     assert "pool h100 of site use1: p5.48xlarge offered in us-east-1a (use1-az6 in this account)" in result.checks
@@ -84,11 +93,11 @@ def test_running_instances_of_the_family_count_against_the_quota(aws: Aws) -> No
     run = aws.ec2.run_instances(ImageId="ami-12c6146b", InstanceType="p4d.24xlarge", MinCount=1, MaxCount=1)
     ids = [i["InstanceId"] for i in run["Instances"]]
     try:
-        result = _check(aws, _spec(), p=768, g=304)  # 96 P vCPUs already run
+        result = _check(aws, _spec(), p=1152, g=616)  # 96 P vCPUs already run
     finally:
         aws.ec2.terminate_instances(InstanceIds=ids)
     assert len(result.problems) == 1 and "with 96 in use" in result.problems[0]
-    assert "Request at least 864 vCPUs" in result.problems[0]
+    assert "Request at least 1248 vCPUs" in result.problems[0]
 
 
 def test_offerings_are_judged_by_this_accounts_az_ids_not_another_accounts_names(aws: Aws) -> None:
@@ -107,7 +116,7 @@ def test_offerings_are_judged_by_this_accounts_az_ids_not_another_accounts_names
 
     aws.ec2.meta.events.register("before-call.ec2.DescribeAvailabilityZones", zones)
     try:
-        result = _check(aws, _spec(instance_type="p5en.48xlarge"), p=768, g=304)
+        result = _check(aws, _spec(instance_type="p5en.48xlarge"), p=1152, g=616)
     finally:
         aws.ec2.meta.events.unregister("before-call.ec2.DescribeAvailabilityZones", zones)
     assert (
@@ -129,17 +138,17 @@ def test_an_estate_without_aws_sites_reads_nothing() -> None:
 
 def test_the_estates_own_running_nodes_are_not_counted_twice(aws: Aws) -> None:
     """A deployed, correctly sized estate passes: its 2 running p5 nodes (tagged by EKS with the estate's cluster)
-    are within the pools' max of 4 x 192 vCPUs, which the 768-vCPU quota holds. Anyone else's p5 still counts."""
+    are within the pools' max of 4 x 192 vCPUs (plus 2 while an update rolls), which the 1152-vCPU quota holds. Anyone else's p5 still counts."""
     tags = [{"ResourceType": "instance", "Tags": [{"Key": "eks:cluster-name", "Value": "train-prod-use1"}]}]
     run = aws.ec2.run_instances(
         ImageId="ami-12c6146b", InstanceType="p5.48xlarge", MinCount=2, MaxCount=2, TagSpecifications=tags
     )
     ids = [i["InstanceId"] for i in run["Instances"]]
     try:
-        result = _check(aws, _spec(), p=768, g=304)
+        result = _check(aws, _spec(), p=1152, g=616)
         other = aws.ec2.run_instances(ImageId="ami-12c6146b", InstanceType="p5.48xlarge", MinCount=1, MaxCount=1)
         ids += [i["InstanceId"] for i in other["Instances"]]
-        crowded = _check(aws, _spec(), p=768, g=304)
+        crowded = _check(aws, _spec(), p=1152, g=616)
     finally:
         aws.ec2.terminate_instances(InstanceIds=ids)
     assert result.problems == [], result.problems
