@@ -80,6 +80,8 @@ def diff_markdown(diff: PlanDiff, max_chars: int = MAX_COMMENT, summary_only: bo
         title = f"~ <code>{c.resource.type}</code> {c.resource.name} ({n} propert{'y' if n == 1 else 'ies'})"
         if c.renamed_from:
             title += " — renamed with an alias"
+            if c.resource.type == NODE_GROUP:
+                title += ": every node is replaced once, one at a time"
         sections.append(
             Section(f"change to {c.resource.name}", details(title, _property_table(c.changes)), "resource change")
         )
@@ -181,6 +183,19 @@ def node_groups_replaced(diff: PlanDiff) -> str | None:
     )
 
 
+def node_groups_renamed(diff: PlanDiff) -> str | None:
+    """The note for node groups a rename keeps by alias (None: none is): the group stays, but its launch template
+    names the pool (description, instance tags), so its new template version rolls every node once."""
+    names = [c.resource.name for c in diff.changed if c.resource.type == NODE_GROUP and c.renamed_from]
+    if not names:
+        return None
+    return (
+        f"Node group{'s' if len(names) > 1 else ''} {', '.join(names)} renamed with an alias: kept, with no second "
+        "set of nodes, but the launch template names the pool, so its new version replaces every node once, "
+        "one at a time, each drained first (EKS managed-node-update-behavior)."
+    )
+
+
 def _replacements_table(diff: PlanDiff) -> str:
     rows = ["| type | old name | new name | inputs equal | protected |", "|---|---|---|---:|---|"]
     for r in diff.replaced:
@@ -260,6 +275,8 @@ def diff_text(diff: PlanDiff, console: Console, summary_only: bool = False) -> N
         )
     if (groups := node_groups_replaced(diff)) is not None:
         console.print(f"[yellow]warning:[/yellow] {escape(groups)}")
+    if (kept := node_groups_renamed(diff)) is not None:
+        console.print(f"[yellow]note:[/yellow] {escape(kept)}")
     if diff.cost_total is not None:
         c = diff.cost_total
         base_ok, head_ok = diff.cost_complete

@@ -71,6 +71,14 @@ def test_the_diff_moves_the_node_group_with_an_alias_and_replaces_it_without(pla
     assert [c.renamed_from.rsplit("::", 1)[-1] for c in moved if c.renamed_from] == ["use1-h100-ng"]
     bare = diff_plans(plans["before"], plans["bare"])
     assert [r.removed.name for r in bare.replaced if r.removed.type == NODE_GROUP] == ["use1-h100-ng"]
+    # kept, but the launch template names the pool (its description), so the new template version rolls the nodes
+    from gpufleet.render.diff import node_groups_renamed
+
+    lt = next(c for c in aliased.changed if c.resource.type == "aws:ec2/launchTemplate:LaunchTemplate")
+    assert "description" in {p.path for p in lt.changes}
+    note = node_groups_renamed(aliased)
+    assert note is not None and "use1-h100x-ng renamed with an alias" in note and "replaces every node once" in note
+    assert node_groups_renamed(bare) is None
 
 
 def test_what_is_named_after_the_pool_moves(plans: dict[str, Plan]) -> None:
