@@ -95,3 +95,13 @@ def compute_domain(name: str, namespace: str, claim_template: str) -> dict[str, 
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": claim_template}}},
     }
+
+
+def claim_channel(pod: dict[str, Any], domain: dict[str, Any]) -> None:
+    """Pod spec `pod` claims an IMEX channel from the claim template ComputeDomain `domain` names (the driver's
+    controller creates it; NVIDIA/k8s-dra-driver-gpu README at versions.NVIDIA_DRA_DRIVER), and each of its
+    containers uses the claim."""
+    template = domain["spec"]["channel"]["resourceClaimTemplate"]["name"]
+    pod["resourceClaims"] = [{"name": "imex", "resourceClaimTemplateName": template}]
+    for container in pod["containers"]:
+        container.setdefault("resources", {})["claims"] = [{"name": "imex"}]

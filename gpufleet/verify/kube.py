@@ -13,7 +13,7 @@ from typing import Any
 
 from gpufleet.verify.manifests import QUEUE_LABEL, Manifest, Run
 from gpufleet.verify.suite import Check, Suite
-from model import conventions, queues
+from model import conventions, dra, queues
 from model.spec import EstateSpec, NodePool, Site
 
 Pool = NodePool
@@ -82,6 +82,16 @@ def new_run() -> Run:
 
 
 # -- API helpers -------------------------------------------------------------------------------------------------
+# (group, version, plural) of NVIDIA's ComputeDomain (crds/resource.nvidia.com_computedomains.yaml of the DRA driver).
+COMPUTE_DOMAIN = (*dra.COMPUTE_DOMAIN_API.split("/"), "computedomains")
+
+
+def custom_path(namespace: str) -> tuple[str, str, str, str]:
+    """CustomObjectsApi's (group, version, namespace, plural) of a ComputeDomain in `namespace`."""
+    group, version, plural = COMPUTE_DOMAIN
+    return group, version, namespace, plural
+
+
 def create(ctx: Context, obj: Manifest) -> Any:
     kind, meta = obj["kind"], obj["metadata"]
     ns = meta.get("namespace", ctx.run.namespace)
@@ -92,6 +102,7 @@ def create(ctx: Context, obj: Manifest) -> Any:
         "Secret": lambda: ctx.api.core.create_namespaced_secret(ns, obj),
         "Pod": lambda: ctx.api.core.create_namespaced_pod(ns, obj),
         "PersistentVolumeClaim": lambda: ctx.api.core.create_namespaced_persistent_volume_claim(ns, obj),
+        "ComputeDomain": lambda: ctx.api.custom.create_namespaced_custom_object(*custom_path(ns), obj),
     }[kind]
     created = api_call(call)
     if ns != ctx.run.namespace and kind == "Job":

@@ -16,7 +16,7 @@ from typing import Any
 
 from gpufleet.review.reality.journeys.core import QUEUE_LABEL
 from gpufleet.verify import thresholds
-from model import conventions, kinds, nodes, queues, versions
+from model import conventions, dra, kinds, nodes, queues, versions
 from model.rdma import SRIOV_RESOURCE_PREFIX, fabric_requests, sriov_network, sriov_resource_name, uses_sriov
 from model.spec import (
     EfaFabric,
@@ -235,11 +235,21 @@ def nccl_multi_node_job(run: Run, name: str, check: str, spec: EstateSpec, site:
             {"name": "shm", "emptyDir": {"medium": "Memory"}},
         ],
     }
+    if dra.rack_scale(pool):  # across the NVLink domain through one IMEX channel of the run's ComputeDomain
+        dra.claim_channel(pod, compute_domain(run, name, tenant))
     job = job_manifest(run, name, check, pod, count=node_count, indexed=True, deadline=2400, namespace=tenant)
     annotations = {**queues.topology_request(site, pool), **({NETWORKS_ANNOTATION: network} if network else {})}
     if annotations:
         job["spec"]["template"]["metadata"]["annotations"] = annotations
     return queued(job, tenant)
+
+
+def compute_domain(run: Run, name: str, tenant: str) -> Manifest:
+    """The run's ComputeDomain in the tenant's namespace (model.dra.compute_domain), labelled like every object of
+    the run: a rack-scale gang's pods reach each other's GPUs over multi-node NVLink only through its IMEX channel."""
+    domain = dra.compute_domain(name, tenant, f"{name}-channel")
+    domain["metadata"] = run.meta(name, tenant)
+    return domain
 
 
 def nccl_single_node_job(run: Run, name: str, check: str, spec: EstateSpec, site: Site, pool: Pool,

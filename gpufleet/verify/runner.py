@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpufleet.verify import cluster_checks, manifests, quarantine, tenancy_probes, workloads
-from gpufleet.verify.kube import ApiError, Context, api_call, create
+from gpufleet.verify.kube import ApiError, Context, api_call, create, custom_path
 from gpufleet.verify.results import Result, Status, skipped
 from gpufleet.verify.suite import Check, Kind
 from model.health import pool_health
@@ -44,6 +44,7 @@ def cleanup(ctx: Context) -> list[str]:
         "Secret": core.delete_namespaced_secret,
         "Service": core.delete_namespaced_service,
         "PersistentVolumeClaim": core.delete_namespaced_persistent_volume_claim,
+        "ComputeDomain": lambda name, ns: ctx.api.custom.delete_namespaced_custom_object(*custom_path(ns), name),
     }
     steps += [(f"delete {kind} {ns}/{name}", delete[kind], (name, ns), {}) for kind, ns, name in ctx.tenant_objects]
     steps.append((f"delete namespace {ctx.run.namespace}", core.delete_namespace, (ctx.run.namespace,), {}))

@@ -19,7 +19,7 @@ from gpufleet.verify.kube import (
 )
 from gpufleet.verify.results import Result, Status, judged, skipped
 from gpufleet.verify.suite import Check
-from model import queues
+from model import dra, queues
 from model.spec import EfsTier, FsxLustreTier, NfsTier, ParallelFsTier
 
 MAX_FIO_NODES = 8
@@ -82,6 +82,8 @@ def nccl_multi_node(ctx: Context, check: Check) -> Result:
     private, public = ssh_keypair()
     create(ctx, manifests.ssh_secret(ctx.run, name, private, public, ns))
     create(ctx, manifests.headless_service(ctx.run, name, ns))
+    if dra.rack_scale(pool):  # its pods claim the channel of the ComputeDomain, which must exist first
+        create(ctx, manifests.compute_domain(ctx.run, name, ns))
     job = manifests.nccl_multi_node_job(ctx.run, name, check.id, ctx.spec, ctx.site, pool, 2, ns)
     outcome, logs = _run_queued(ctx, check, job, 2400, index=0)
     if not outcome.succeeded:

@@ -89,6 +89,7 @@ class FakeCluster:
     deleted_namespaces: list[str] = field(default_factory=list)
     deleted_jobs: list[tuple[str, str]] = field(default_factory=list)
     deleted: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, namespace, name) besides Jobs
+    custom_objects: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)  # (plural, ns, name)
     unschedulable: dict[str, bool] = field(default_factory=dict)
     taints: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # node -> its spec.taints
     conditions: dict[str, dict[str, str]] = field(default_factory=dict)  # node -> condition type -> status
@@ -344,6 +345,20 @@ class FakeCustom:
 
     def __init__(self, cluster: FakeCluster) -> None:
         self.c = cluster
+
+    def create_namespaced_custom_object(
+        self, group: str, version: str, namespace: str, plural: str, body: dict[str, Any], **kw: Any
+    ) -> Any:
+        self.c.record("create_namespaced_custom_object", group, version, namespace, plural, body["metadata"]["name"])
+        self.c.custom_objects[(plural, namespace, body["metadata"]["name"])] = body
+        return body
+
+    def delete_namespaced_custom_object(
+        self, group: str, version: str, namespace: str, plural: str, name: str, **kw: Any
+    ) -> Any:
+        self.c.record("delete_namespaced_custom_object", group, version, namespace, plural, name)
+        self.c.custom_objects.pop((plural, namespace, name), None)
+        return {"status": "Success"}
 
     def list_namespaced_custom_object(self, group: str, version: str, namespace: str, plural: str, **kw: Any) -> Any:
         self.c.record("list_namespaced_custom_object", group, version, namespace, plural)

@@ -100,8 +100,8 @@ def _select(pool: NodePool) -> dict[str, str]:
 
 
 def _topology_request(site: Site, pool: NodePool) -> dict[str, Any]:
-    """A gang's ask to run close together (model.queues.topology_request): on a ClusterQueue mixing TAS and other
-    flavors (EKS) Kueue refuses a pod set without one on the TAS flavor."""
+    """A gang's ask to run close together (model.queues.topology_request): Kueue packs it in one domain of that
+    level when it fits. Without it, a TAS-only ClusterQueue places the gang unconstrained."""
     annotations = {} if queues.is_burst(pool) else queues.topology_request(site, pool)
     return {"metadata": {"annotations": annotations}} if annotations else {}
 
@@ -112,7 +112,7 @@ def fabric_gang(spec: EstateSpec, site: Site, pool: NodePool, tenant: Tenant, ex
     ib = any(k.startswith(rdma.RDMA_RESOURCE_PREFIX + "/") for k in limits)
     pod_sc, container_sc = _security(ipc_lock=ib)
     image = (versions.NCCL_TESTS_IB if ib else versions.NCCL_TESTS_EFA).reference
-    job = {
+    job: dict[str, Any] = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": _meta(f"gang-{pool.name}", tenant),
@@ -134,20 +134,9 @@ def fabric_gang(spec: EstateSpec, site: Site, pool: NodePool, tenant: Tenant, ex
     title = f"{tenant.name}: a {nodes}-node gang on {pool.name} with its fabric ({pool.fabric})"
     if dra.rack_scale(pool):
         domain = dra.compute_domain(f"gang-{pool.name}", tenant.name, f"gang-{pool.name}-channel")
-        _claim_channel(job, domain)
+        dra.claim_channel(job["spec"]["template"]["spec"], domain)
         return Canonical(title + " in one ComputeDomain", expected, job, companions=(domain,))
     return Canonical(title, expected, job)
-
-
-def _claim_channel(job: dict[str, Any], domain: dict[str, Any]) -> None:
-    """Each pod of `job` claims an IMEX channel from the claim template ComputeDomain `domain` names (the
-    driver's controller creates it; NVIDIA/k8s-dra-driver-gpu README at versions.NVIDIA_DRA_DRIVER), and its
-    container uses the claim."""
-    pod = job["spec"]["template"]["spec"]
-    template = domain["spec"]["channel"]["resourceClaimTemplate"]["name"]
-    pod["resourceClaims"] = [{"name": "imex", "resourceClaimTemplateName": template}]
-    for container in pod["containers"]:
-        container["resources"]["claims"] = [{"name": "imex"}]
 
 
 def one_gpu_job(site: Site, pool: NodePool, tenant: Tenant, expected: Verdict) -> Canonical:
