@@ -44,12 +44,14 @@ class Estate(pulumi.ComponentResource):
             # estate needs of a site it takes from what that component built.
             built: AwsSiteStack | BaremetalSiteStack
             crd: pulumi.Resource | None = None  # the autoscaler's CRD the cluster's objects wait for
+            metrics_class: pulumi.Resource | None = None  # the StorageClass Prometheus's volume claims
             after_cluster: Callable[[ClusterStack], None] | None = None
             match site:
                 case AwsSite():
                     site_args = AwsSiteArgs(spec, site, tags, args.window, args.now)
                     aws = AwsSiteStack(site.name, site_args, site_opts)
                     built, crd = aws, aws.autoscaler.crd if aws.autoscaler else None
+                    metrics_class = aws.storage.metrics_class
                     kubeconfigs[site.name] = aws.kubeconfig
                 case BaremetalSite():
                     bm = BaremetalSiteStack(site.name, BaremetalSiteArgs(spec, site, tags, args.secret), site_opts)
@@ -60,7 +62,7 @@ class Estate(pulumi.ComponentResource):
             self.sites[site.name] = built
             self.clusters[site.name] = ClusterStack(
                 f"{site.name}-k8s",
-                ClusterStackArgs(spec, site, tags, args.window, args.now, crd),
+                ClusterStackArgs(spec, site, tags, args.window, args.now, crd, metrics_class),
                 pulumi.ResourceOptions(parent=built, providers={"kubernetes": built.k8s_provider}),
             )
             if after_cluster is not None:

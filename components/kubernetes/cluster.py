@@ -29,6 +29,7 @@ class ClusterStackArgs:
     window: BurstWindow | None
     now: dt.datetime
     provisioning_crd: pulumi.Resource | None = None  # the site's ProvisioningRequest CRD (burst sites)
+    metrics_class: pulumi.Resource | None = None  # the StorageClass Prometheus's volume claims, where gpufleet makes it
 
 
 class ClusterStack(pulumi.ComponentResource):
@@ -40,7 +41,9 @@ class ClusterStack(pulumi.ComponentResource):
         # -- metrics first: its CRDs come before every ServiceMonitor ------------------------------------------
         self.metrics: MetricsStack | None = None
         if args.site.kubernetes.monitoring.installed:
-            self.metrics = MetricsStack(f"{name}-metrics", MetricsStackArgs(args.site, args.tags), child)
+            self.metrics = MetricsStack(
+                f"{name}-metrics", MetricsStackArgs(args.site, args.tags, args.metrics_class), child
+            )
         after: list[pulumi.Resource] = [self.metrics.release] if self.metrics else []
         # -- GPU software stack (GPU Operator / device plugin, EFA plugin, Network Operator) -------------
         self.gpu_stack = GpuStack(f"{name}-gpu", GpuStackArgs(args.spec, args.site, args.tags, after), child)

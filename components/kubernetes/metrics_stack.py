@@ -69,6 +69,7 @@ def metrics_stack_values(site: Site) -> dict[str, Any]:
 class MetricsStackArgs:
     site: Site
     tags: Tags
+    volume_class: pulumi.Resource | None = None  # a claim names no class that does not exist yet: it would pend
 
 
 class MetricsStack(pulumi.ComponentResource):
@@ -96,7 +97,9 @@ class MetricsStack(pulumi.ComponentResource):
             values=metrics_stack_values(args.site),
             max_history=10,
             timeout=900,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[namespace, *([args.volume_class] if args.volume_class else [])]
+            ),
         )
         self.rule = self._rule(namespace)
         self.dashboard = self._dashboard(namespace)

@@ -41,7 +41,10 @@ class Sample:
 
 def endpoint(url: str) -> str:
     """The query endpoint under `url` (which may carry a path prefix, e.g. behind a proxy)."""
-    parts = urllib.parse.urlsplit(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError as e:  # e.g. an unclosed IPv6 bracket
+        raise PrometheusError(f"--prometheus {url!r}: not a URL ({e})") from None
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise PrometheusError(f"--prometheus {url!r}: not an http(s) URL (e.g. http://localhost:9090)")
     if parts.query or parts.fragment:

@@ -59,10 +59,14 @@ class PoolUse:
     usd_per_gpu_hour: float | None
     allocated: float
     used: float
+    # False on MIG and time-sliced pools: DCGM's utilisation is per whole GPU there, and dcgm-exporter gives a
+    # shared GPU to one of its pods (NVIDIA/dcgm-exporter issues #216, #430), so a tenant's idle is not known
+    measured: bool = True
 
     @property
     def idle(self) -> float:
-        return max(0.0, self.allocated - self.used)
+        """Allocated less used; 0 where use is not measured (left out, and its dollars are None)."""
+        return max(0.0, self.allocated - self.used) if self.measured else 0.0
 
     def _usd(self, gpu_hours: float) -> float | None:
         return None if self.usd_per_gpu_hour is None else gpu_hours * self.usd_per_gpu_hour
@@ -73,7 +77,7 @@ class PoolUse:
 
     @property
     def idle_usd(self) -> float | None:
-        return self._usd(self.idle)
+        return self._usd(self.idle) if self.measured else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -85,6 +89,7 @@ class PoolUse:
             "idle_gpu_hours": rounded(self.idle),
             "allocated_usd": rounded(self.allocated_usd),
             "idle_usd": rounded(self.idle_usd),
+            "use_measured": self.measured,
         }
 
 
@@ -240,6 +245,13 @@ def showback(
         if cost is None:
             notes.append(f"pool {pool!r} (namespace {ns}) is not a pool of the stack: its GPU-hours are unpriced")
         ratio = _gpus_per_unit(cost) if cost is not None else 1.0
+        measured = ratio == 1.0
+        if not measured and not any(f"pool {pool}:" in n for n in notes):
+            notes.append(
+                f"pool {pool}: its GPUs are shared (MIG slices or time-sliced replicas), and DCGM reports use per whole "
+                "GPU, given to one of the pods sharing it (NVIDIA/dcgm-exporter #216, #430): used is not a tenant's "
+                "own there, and its idle is left out of the idle figures"
+            )
         use = PoolUse(
             namespace=ns,
             pool=pool,
@@ -247,6 +259,7 @@ def showback(
             usd_per_gpu_hour=None if cost is None else cost.usd_per_gpu_hour,
             allocated=units.get((ns, pool), 0.0) * SAMPLE_HOURS * ratio,
             used=gpu.get((ns, pool), 0.0) * SAMPLE_HOURS,
+            measured=measured,
         )
         rows.setdefault(ns, []).append(use)
     planned = envelope.tenants()

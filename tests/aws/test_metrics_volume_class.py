@@ -42,6 +42,9 @@ def test_a_created_cluster_gets_the_ebs_csi_addon_and_prometheus_claims_its_gp3_
     assert sc.inputs["volumeBindingMode"] == "WaitForFirstConsumer"
     assert addon.key in sc.dependencies
     assert _claim_class(plan) == EBS_GP3_CLASS
+    # the release waits for the class: a claim naming a class that does not exist yet stays Pending
+    (kps,) = [r for r in plan.helm_releases() if r.inputs["chart"] == versions.KUBE_PROMETHEUS_STACK.name]
+    assert sc.key in kps.dependencies
 
 
 def test_a_class_the_stack_names_is_claimed_and_no_driver_is_added(tmp_path: Path) -> None:

@@ -176,3 +176,21 @@ def test_a_pool_the_stack_does_not_have_is_unpriced_not_zero() -> None:
     assert sb.allocated_usd.complete is False
     assert any("a100-old" in n and "unpriced" in n for n in sb.notes)
     assert NOW - sb.start == dt.timedelta(hours=1)
+
+
+def test_a_url_that_does_not_parse_is_refused_in_one_line() -> None:
+    from gpufleet.showback.prometheus import PrometheusError, endpoint
+
+    with pytest.raises(PrometheusError, match=r"--prometheus 'http://\[::1': not a URL"):
+        endpoint("http://[::1")
+
+
+def test_on_a_shared_pool_idle_is_left_out_and_said_why() -> None:
+    """DCGM's utilisation is per whole GPU, and dcgm-exporter gives a shared GPU to one of its pods (NVIDIA/
+    dcgm-exporter #216, #430): on MIG or time-sliced pools a tenant's idle is not known, so it is not shown as fact."""
+    from gpufleet.showback.showback import PoolUse
+
+    shared = PoolUse("agents", "nb", "use1", 0.5, allocated=10.0, used=0.0, measured=False)
+    assert shared.idle == 0.0 and shared.idle_usd is None and shared.allocated_usd == 5.0
+    whole = PoolUse("agents", "g", "use1", 0.5, allocated=10.0, used=4.0)
+    assert whole.idle == 6.0 and whole.idle_usd == 3.0

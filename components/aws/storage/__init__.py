@@ -61,8 +61,10 @@ class SiteStorage(pulumi.ComponentResource):
             driver = efs_driver(ctx)
             for e in efs:
                 efs_tier(ctx, e, driver)
+        # the class Prometheus's volume claims, which its release waits for (components.kubernetes.metrics_stack)
+        self.metrics_class: pulumi.Resource | None = None
         if site.kubernetes.monitoring.installed and kinds.of(site).metrics_volume_class == conventions.EBS_GP3_CLASS:
-            metrics_volume_class(ctx)
+            self.metrics_class = metrics_volume_class(ctx)
         self.register_outputs({})
 
     @staticmethod
