@@ -262,6 +262,12 @@ def showback(
             measured=measured,
         )
         rows.setdefault(ns, []).append(use)
+    sampled = {pools[pool].site for _, pool in set(units) | set(gpu) if pool in pools}
+    for site in sorted({p.site for p in envelope.pools} - sampled):
+        notes.append(
+            f"site {site}: no GPU-hours in the answers, so it shows none: its pools ran no GPU pod in the window, or "
+            "its Prometheus was not asked (one --prometheus per site)"
+        )
     planned = envelope.tenants()
     out: list[TenantShowback] = []
     for name in [*tenants, *([UNASSIGNED] if UNASSIGNED in planned else [])]:

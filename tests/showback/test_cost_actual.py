@@ -176,6 +176,9 @@ def test_a_pool_the_stack_does_not_have_is_unpriced_not_zero() -> None:
     assert sb.allocated_usd.complete is False
     assert any("a100-old" in n and "unpriced" in n for n in sb.notes)
     assert NOW - sb.start == dt.timedelta(hours=1)
+    # no site's pool was sampled: each site is named, so a Prometheus left out is not read as an idle site
+    sites = {p.site for p in estate_cost(spec, None, NOW).pools}
+    assert sites and all(any(n.startswith(f"site {s}: no GPU-hours") for n in sb.notes) for s in sites)
 
 
 def test_a_url_that_does_not_parse_is_refused_in_one_line() -> None:
