@@ -126,19 +126,24 @@ def _cost_delta_table(diff: PlanDiff) -> list[str]:
         f"| this change | {_side(c.head.get('desired'), head_ok)}/h | {_side(c.head.get('max'), head_ok)}/h |",
         f"| **delta** | **{delta_text(diff, 'desired')}** | **{delta_text(diff, 'max')}** |",
     ]
-    if (burst := burst_delta_text(diff)) is not None:
-        rows.append(f"| **delta, burst windows open at max** | | **{burst}** |")
+    if (judged := budget_hour_delta_text(diff)) is not None:
+        rows.append(f"| **delta, {BUDGET_HOUR}** | | **{judged}** |")
     return rows
 
 
-def burst_delta_text(diff: PlanDiff) -> str | None:
-    """The change in the hour the budget judges (every burst pool at its max), when it differs from the change at
-    max size: an idle burst pool is $0/h at max, so a doubled burst max shows only here. None: no such change."""
+BUDGET_HOUR = "the hour the budget judges (max size, spot at on demand, burst pools at their max)"
+
+
+def budget_hour_delta_text(diff: PlanDiff) -> str | None:
+    """The change in the hour the budget judges (EstateCost.budget_hour: spot nodes at on demand, every burst pool
+    at its max), where it says something the change at max size does not: it differs from it (an idle burst pool is
+    $0/h at max, so a doubled burst max shows only here; a move to spot lowers max but not this hour), or burst
+    pools exist. None: no such change, or a price is missing."""
     b, h, c = diff.base_budget_hour, diff.budget_hour, diff.cost_total
     if b is None or h is None or c is None or diff.cost_no_price:
         return None
     change, at_max = h - b, c.delta("max")
-    if at_max is not None and abs(change - at_max) < 0.005:
+    if at_max is not None and abs(change - at_max) < 0.005 and not diff.bursts:
         return None
     return f"{signed(change)}/h"
 
@@ -286,8 +291,8 @@ def diff_text(diff: PlanDiff, console: Console, summary_only: bool = False) -> N
                 f"({delta_text(diff, lv)})",
                 markup=False,
             )
-        if (burst := burst_delta_text(diff)) is not None:
-            console.print(f"cost at max with burst windows open: {burst}", markup=False)
+        if (judged := budget_hour_delta_text(diff)) is not None:
+            console.print(f"{BUDGET_HOUR}: {judged}", markup=False)
     if diff.findings is None:
         console.print("policy: not evaluated")
     else:

@@ -9,6 +9,7 @@ import yaml
 
 from gpufleet.render.blocks import Block, Code, Heading, Para, Table, blocks_markdown, blocks_text
 from gpufleet.render.common import usd
+from gpufleet.render.sizing_headline import headline, work_cost
 from gpufleet.render.sizing_record import decision_record, num
 from gpufleet.sizing.arithmetic import class_utilisation
 from gpufleet.sizing.interconnect import GRADIENT_BYTES_PER_PARAMETER, steps_per_run, why_slower
@@ -74,8 +75,13 @@ def _portfolio(r: SizingReport) -> list[Block]:
             rows,
         ),
         Para(
-            f"Installed range: {ilo}-{ihi} GPUs, the recommended pools added up (each rounded up on its own and at "
-            f"least its gang and largest run; {nlo}-{nhi} GPUs in whole nodes). Pooled, the scenarios give {span} "
+            (
+                f"Installed range: {ilo}-{ihi} GPUs, the recommended pools added up (each rounded up on its own and "
+                f"at least its gang and largest run; {nlo}-{nhi} GPUs in whole nodes). "
+                if r.pools
+                else "No pool is recommended, so nothing is installed. "
+            )
+            + f"Pooled, the scenarios give {span} "
             f"({num(lo.equivalents)}-{num(hi.equivalents)} before reserves of {num(p.failure_reserve_pct)} % "
             f"failure, {num(p.maintenance_pct)} % maintenance, {num(p.growth_pct)} % growth)."
         ),
@@ -187,6 +193,8 @@ def _class(cs: ClassSizing, region: str) -> list[Block]:
     verdict = _chosen_words(chosen)
     if cs.refused:
         verdict += f" Not ranked: {cs.refused}."
+    if cs.too_small:
+        verdict += f" Not placed on a stack pool too small for one run at its max: {'; '.join(cs.too_small)}."
     if cs.overflow:
         verdict += f" Overflows to the next-ranked placement: {cs.overflow}."
     if chosen is not None and chosen.ring is not None:
@@ -260,7 +268,7 @@ def _pools(r: SizingReport) -> list[Block]:
                 f"{d.scale_min_nodes} / {d.scale_desired_nodes} / {d.scale_max_nodes}" if cloud else "-",
                 str(d.spare_nodes or "-") if cloud else "-",
                 f"{d.max_nodes} servers" if not cloud else "cluster-autoscaler",
-                _work_cost(d),
+                work_cost(d),
             ]
         )
     plan = r.workloads.planning
@@ -341,10 +349,6 @@ def _storage(r: SizingReport) -> list[Block]:
     ]
 
 
-def _work_cost(d: Demand) -> str:
-    return "-" if d.work_usd is None else usd(d.work_usd)
-
-
 def _comparison(c: StackComparison) -> list[Block]:
     rows = []
     for v in c.pools:
@@ -397,49 +401,6 @@ def _comparison(c: StackComparison) -> list[Block]:
     for pool, reason in c.skipped:
         blocks.append(Para(f"Pool {pool} not compared: {reason}."))
     return blocks
-
-
-def headline(r: SizingReport) -> str:
-    """What the recommendation uses, what it buys and why, in one line."""
-    owned = [rec for rec in r.pools if rec.demand.placement.instance_type is None]
-    bought = [
-        rec for rec in r.pools if rec.demand.placement.instance_type is not None and not rec.demand.placement.pool
-    ]
-    burst = [rec for rec in r.pools if rec.demand.placement.instance_type is not None and rec.demand.placement.pool]
-    used = "; ".join(f"{rec.name} for {', '.join(rec.demand.classes)}" for rec in owned)
-    buys = "; ".join(
-        f"{rec.name} ({rec.demand.scale_min_nodes}-{rec.demand.scale_max_nodes} × {rec.demand.placement.instance_type}, "
-        f"{_work_cost(rec.demand)} of work a {r.workloads.planning.period}) for {', '.join(rec.demand.classes)}"
-        for rec in bought
-    )
-    parts = [f"Uses owned servers (already paid for): {used}." if owned else "Uses no owned servers."]
-    parts.append(
-        f"Buys: {buys}, where no owned server has room or fits."
-        if bought
-        else "Buys no new pool."
-        if burst
-        else "Buys nothing: owned servers take it all."
-    )
-    late = [f"{ch.placement.name} for {cs.cls.name} misses its deadline after +{num(ch.penalty_hours)} h ring penalty"
-            for cs in r.classes for ch in cs.choices
-            if ch.owned and ch.status == "misses deadline" and ch.penalty_hours and cs.chosen is not None
-            and not cs.chosen.owned]  # fmt: skip
-    if late:
-        parts.append(f"Owned servers passed over: {'; '.join(late)}.")
-    if burst:
-        parts.append(
-            "Bursts to the stack's pools: "
-            + "; ".join(
-                f"{rec.name} ({_work_cost(rec.demand)} of work) for {', '.join(rec.demand.classes)}" for rec in burst
-            )
-            + "."
-        )
-    over = [f"{cs.cls.name} ({cs.overflow})" for cs in r.classes if cs.overflow]
-    if over:
-        parts.append(f"Overflow beyond the owned servers: {'; '.join(over)}.")
-    if r.unplaced:
-        parts.append(f"Not placed: {', '.join(r.unplaced)}.")
-    return " ".join(parts)
 
 
 def blocks(r: SizingReport) -> list[Block]:

@@ -113,6 +113,7 @@ def sizing_document(r: SizingReport) -> dict[str, Any]:
                 "chosen": cs.chosen.placement.name if cs.chosen else None,
                 "refused": cs.refused or None,
                 "overflow": cs.overflow or None,
+                "too_small": list(cs.too_small),
             }
             for cs in r.classes
         ],

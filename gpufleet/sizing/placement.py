@@ -154,7 +154,7 @@ def stack_region(spec: EstateSpec | None) -> str:
     return regions[0] if regions else DEFAULT_REGION
 
 
-Status = Literal["ok", "misses deadline", "no timing", "unpriced", "owned pool full"]
+Status = Literal["ok", "misses deadline", "no timing", "unpriced", "owned pool full", "burst pool full"]
 
 
 @dataclass(frozen=True)
@@ -191,8 +191,8 @@ def evaluate(c: WorkloadClass, need: MemoryNeed, p: Placement) -> Choice | str:
         return f"MIG {p.mig_profile} slices take one-slice notebooks and serving timed by session, not {c.kind} work"
     nodes = ceil(Fraction(c.gpus_per_run, p.gpus_per_node))
     billed = billed_gpus(c.gpus_per_run, p.gpus_per_node)
-    if p.instance_type is None and p.capacity_gpus is not None and billed > p.capacity_gpus:
-        return f"needs {billed} GPUs at once; pool {p.name} holds {p.capacity_gpus}"
+    if (too_small := capacity_refusal(p, billed)) is not None:
+        return too_small
     if nodes > 1 and not c.training:
         return f"a {c.kind} run of {c.gpus_per_run} GPUs must fit one node ({p.gpus_per_node} GPUs)"
     if nodes > 1 and not p.multi_node:
@@ -222,10 +222,23 @@ def evaluate(c: WorkloadClass, need: MemoryNeed, p: Placement) -> Choice | str:
     )
 
 
+def capacity_refusal(p: Placement, billed: int) -> str | None:
+    """Why a stack pool cannot hold one run at its max size, or None. Owned or burst, a pool's max is a declared
+    limit (servers bought; for a burst pool the quota and budget it was sized to), so it is never exceeded."""
+    if p.pool is None or p.capacity_gpus is None or billed <= p.capacity_gpus:
+        return None
+    return f"needs {billed} GPUs at once; pool {_holds(p)}"
+
+
+def _holds(p: Placement) -> str:
+    at_max = "" if p.instance_type is None else f" at its max of {(p.capacity_gpus or 0) // p.gpus_per_node} nodes"
+    return f"{p.name} holds {p.capacity_gpus} GPUs{at_max}"
+
+
 def rank(choices: Iterable[Choice]) -> list[Choice]:
     """Choices that meet the objective first: owned servers with room, then the cheapest per run; then the rest, by
     why they lost."""
-    order = {"ok": 0, "misses deadline": 1, "no timing": 2, "unpriced": 3, "owned pool full": 4}
+    order = {"ok": 0, "misses deadline": 1, "no timing": 2, "unpriced": 3, "owned pool full": 4, "burst pool full": 4}
     return sorted(
         choices,
         key=lambda ch: (
@@ -247,7 +260,8 @@ class ClassSizing:
     fits: list[GpuFit]
     choices: list[Choice]  # ranked; the first with status ok is chosen
     refused: str = ""  # why the placements were not ranked across GPU models (untimed_across_models)
-    overflow: str = ""  # why owned pools ranked first could not hold the class (pools.fill_owned)
+    overflow: str = ""  # why stack pools ranked first could not hold the class (pools.fill_stack_pools)
+    too_small: tuple[str, ...] = ()  # stack pools that would take the class but hold less than one run at max size
 
     @property
     def chosen(self) -> Choice | None:
@@ -269,13 +283,22 @@ def size_class(c: WorkloadClass, placements: list[Placement], measured: Placemen
     fits = sorted(
         (memory_fit(need, g) for g in catalog.gpu_models().values()), key=lambda f: (-f.gpu_memory_gb, f.gpu.id)
     )
-    choices = [ch for p in placements if isinstance(ch := evaluate(c, need, p), Choice)]
+    results = [(p, evaluate(c, need, p)) for p in placements]
+    choices = [ch for _, ch in results if isinstance(ch, Choice)]
+    # Refused for their size alone: the same pool with no max would take the class.
+    too_small = tuple(
+        f"{_holds(p)}, a run needs {billed_gpus(c.gpus_per_run, p.gpus_per_node)}"
+        for p, why in results
+        if isinstance(why, str) and isinstance(evaluate(c, need, replace(p, capacity_gpus=None)), Choice)
+    )
     refused = untimed_across_models(c, choices)
     if refused:
         choices = [replace(ch, hours_per_run=None, cost_per_run=None, status="no timing") for ch in choices]
     reference = evaluate(c, need, measured) if measured is not None else None
     ranked = rank(penalise(c, choices, reference if isinstance(reference, Choice) else None))
-    return ClassSizing(cls=c, gpu_hours=c.gpu_hours(), need=need, fits=fits, choices=ranked, refused=refused)
+    return ClassSizing(
+        cls=c, gpu_hours=c.gpu_hours(), need=need, fits=fits, choices=ranked, refused=refused, too_small=too_small
+    )
 
 
 def measured_pools(

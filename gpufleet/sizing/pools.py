@@ -26,6 +26,7 @@ from gpufleet.sizing.placement import (
     Choice,
     ClassSizing,
     Placement,
+    Status,
     catalog_placements,
     evaluate,
     rank,
@@ -139,23 +140,38 @@ def always_on_serving(c: WorkloadClass, planning: Planning) -> bool:
     return c.kind == "online-inference" and q(c.hours_per_run) >= q(planning.hours_per_device)
 
 
-def fill_owned(sized: list[ClassSizing], planning: Planning) -> list[ClassSizing]:
-    """Owned pools take the classes ranked onto them, in file order, while they hold them: at the pessimistic end
-    (lowest utilisation with reserves, gang and largest run included) within the pool's GPUs. A class the pool
-    cannot hold goes, whole, to its next-ranked placement (the pool marked "owned pool full"); it is not split."""
+def fill_stack_pools(sized: list[ClassSizing], planning: Planning) -> list[ClassSizing]:
+    """The stack's pools take the classes ranked onto them, in file order, while they hold them at their max size.
+    An owned pool holds the pessimistic end (lowest utilisation with reserves, gang and largest run included); a
+    burst pool holds that in whole nodes with its spares, the pool's max nodes. A class a pool cannot hold goes,
+    whole, to its next-ranked placement (the pool marked "owned pool full" or "burst pool full"); it is not split."""
     taken: dict[str, list[tuple[ClassSizing, Choice]]] = {}
     out = []
     for cs in sized:
         why = []
-        while (ch := cs.chosen) is not None and ch.owned and ch.placement.capacity_gpus is not None:
+        while (
+            (ch := cs.chosen) is not None and ch.placement.pool is not None and ch.placement.capacity_gpus is not None
+        ):
             p, cap = ch.placement, ch.placement.capacity_gpus
             trial = [*taken.get(p.name, []), (cs, ch)]
-            need = demand_on(p, trial, planning).max_gpus
+            d = demand_on(p, trial, planning)
+            owned = p.instance_type is None
+            need = d.max_gpus if owned else d.scale_max_nodes * p.gpus_per_node
             if need <= cap:
                 taken[p.name] = trial
                 break
-            why.append(f"owned pool {p.name} holds {cap} GPUs; with {cs.cls.name} it needs up to {need}")
-            full = [replace(x, status="owned pool full") if x.placement == p else x for x in cs.choices]
+            kind = "owned" if owned else "burst"
+            nodes = "" if owned else f" ({cap // p.gpus_per_node} nodes)"
+            spares = (
+                f", {d.spare_nodes} spare node{'s' if d.spare_nodes > 1 else ''} included"
+                if d.spare_nodes and not owned
+                else ""
+            )
+            why.append(
+                f"{kind} pool {p.name} holds {cap} GPUs{nodes}; with {cs.cls.name} it needs up to {need}{spares}"
+            )
+            status: Status = "owned pool full" if owned else "burst pool full"
+            full = [replace(x, status=status) if x.placement == p else x for x in cs.choices]
             cs = replace(cs, choices=full)
         out.append(replace(cs, overflow="; ".join(why)) if why else cs)
     return out

@@ -15,7 +15,7 @@ from gpufleet.sizing.placement import (
     size_class,
     stack_region,
 )
-from gpufleet.sizing.pools import PoolRecommendation, StackComparison, compare_stack, fill_owned, recommend_pools
+from gpufleet.sizing.pools import PoolRecommendation, StackComparison, compare_stack, fill_stack_pools, recommend_pools
 from gpufleet.sizing.workloads import WorkloadFile
 from model.spec import EstateSpec
 
@@ -89,7 +89,9 @@ def size(
                 f"pools of stack {stack} (owned, burst) are candidates too: {', '.join(p.name for p in onprem)}"
             )
     workloads, measured = measured_pools(workloads, source, spec, stack)
-    sized = fill_owned([size_class(c, placements, measured.get(c.name)) for c in workloads.classes], workloads.planning)
+    sized = fill_stack_pools(
+        [size_class(c, placements, measured.get(c.name)) for c in workloads.classes], workloads.planning
+    )
     # Demand on the GPUs the classes are placed on (a class's hours there, not its reference hours), so that the
     # portfolio adds up to the pools it recommends; a class no placement takes stays at its reference hours.
     parts = [(cs.cls, cs.placed_gpu_hours) for cs in sized]

@@ -70,7 +70,7 @@ def test_json_carries_the_headline_and_each_choice_s_busbw_penalty_and_ownership
     assert any(ch["owned"] for ch in chs)
     rings = [ch["ring"] for ch in chs if ch["ring"]]
     assert rings and all("busbw_gb_per_s" in g and "gb_per_s_per_gpu" not in g for g in rings)
-    assert all({"refused", "overflow"} <= cs.keys() for cs in doc["classes"])
+    assert all({"refused", "overflow", "too_small"} <= cs.keys() for cs in doc["classes"])
     assert all("work_usd" in p for p in doc["node_pools"])
 
 

@@ -24,7 +24,7 @@ def test_an_owned_pool_smaller_than_one_run_is_refused_and_the_headline_says_wha
     spec = parse_estate(example_estate("onprem"), "onprem")
     (train,) = [p for p in onprem_placements(spec) if p.name == "train"]
     c = wclass(**dict(FT70B, gpus_per_run=64))
-    assert evaluate(c, memory_need(c), train) == "needs 64 GPUs at once; pool train holds 48"
+    assert evaluate(c, memory_need(c), train) == "needs 64 GPUs at once; pool train holds 48 GPUs"
     assert cs.chosen is not None and cs.chosen.placement.instance_type is not None
     text = sizing_text(r)
     assert "Buys nothing" not in text and "Uses no owned servers." in headline(r)
@@ -57,20 +57,28 @@ def test_demand_beyond_the_owned_pool_overflows_to_the_next_ranked_bought_placem
     assert [ch.status for ch in b.choices if ch.placement.name == "train"] == ["owned pool full"]
     h = headline(r)
     assert "Uses owned servers (already paid for): train for fta." in h
-    assert "for ftb, where no owned server has room or fits" in h and "Overflow beyond the owned servers: ftb" in h
+    assert "for ftb, where no owned server has room or fits" in h and "Overflow beyond the stack's pools: ftb" in h
 
 
-def test_a_class_beyond_the_owned_servers_bursts_to_the_stack_s_burst_pool_not_a_new_one() -> None:
-    # Review item 9: burst pools were never ranked. The hybrid stack bursts to `burst-h100` (p5.48xlarge); a
-    # 40-GPU gang the owned `base` pool cannot hold goes there at the same on-demand price as a new p5 pool, and
-    # the snippet creates nothing: 7 runs × 5 nodes × $55.04 × 24 h = $46,233.60 a week.
+def test_a_class_beyond_both_the_owned_and_the_burst_pool_buys_a_new_pool_and_names_them() -> None:
+    # Review item 9 sent a 40-GPU gang the owned `base` pool (32 GPUs) cannot hold to `burst-h100`, at 0-15 nodes;
+    # but burst-h100's max is 4 nodes (32 GPUs), so a run of 5 nodes cannot start there (issue #32 audit, gap 1).
+    # Now it goes to a new p5.48xlarge pool: 7 × 40 × 24 = 6,720 GPU-hours ÷ 120 h ÷ 50 % = 112 GPUs, 14 nodes + 1
+    # spare; work 7 runs × 5 nodes × $55.04 × 24 h = $46,233.60 a week.
     big = dict(FT70B, name="ftb", runs_per_period=7, gpus_per_run=40, hours_per_run=24, hours_on={},
                deadline_hours=30)  # fmt: skip
     r = on("hybrid", big)
     (cs,) = r.classes
-    assert cs.chosen is not None and cs.chosen.placement.name == "burst-h100"
+    assert cs.chosen is not None and cs.chosen.placement.name == "p5.48xlarge"
+    assert all(ch.placement.name != "burst-h100" for ch in cs.choices)
     (rec,) = r.pools
-    assert rec.name == "burst-h100" and f"{float(rec.demand.work_usd or 0):,.2f}" == "46,233.60"
+    assert rec.name == "training-p5-48xlarge" and rec.demand.scale_max_nodes == 15
+    assert f"{float(rec.demand.work_usd or 0):,.2f}" == "46,233.60"
     h = headline(r)
-    assert "Buys no new pool. Bursts to the stack's pools: burst-h100 ($46,233.60 of work) for ftb." in h
-    assert node_pool_snippet(r.pools) == ""
+    assert "Buys: training-p5-48xlarge (0-15 × p5.48xlarge, $46,233.60 of work a week) for ftb" in h
+    assert "Bursts to" not in h
+    assert (
+        "Stack pools too small for one run at their max: ftb (base holds 32 GPUs, a run needs 40; burst-h100 holds "
+        "32 GPUs at its max of 4 nodes, a run needs 40)." in h
+    )
+    assert "max: 15" in node_pool_snippet(r.pools)

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpufleet.review.cost.bill import BillLine
@@ -115,24 +115,12 @@ class EstateCost:
 
     def monthly(self) -> dict[str, float | None]:
         """$ per month at min, desired and max: 730 h of every hourly figure, except that a pool on a capacity
-        block counts the block's hours when they are fewer, and burst pools count at most the month's burst
+        block counts the block's hours when they are fewer, and burst pools count their part of the month's burst
         ceiling at max (the budget caps the windows; 730 h of an open window cannot happen) and nothing at min
-        and desired (they idle at zero)."""
+        and desired (they idle at zero). The pools carry those months (`with_burst_months`), so pools, sites and
+        tenants add up to this."""
         total = self.total().hourly
-        burst_pools = [p for p in self.pools if p.burst]
-        ceiling = self.burst.month_ceiling_usd if self.burst is not None else None
-        out: dict[str, float | None] = {}
-        for lv in LEVELS:
-            hourly = total.at(lv)
-            if hourly is None:
-                out[lv] = None
-                continue
-            month = hourly * HOURS - sum((p.hourly.at(lv) or 0.0) * (HOURS - p.month_hours) for p in self.pools)
-            if ceiling is not None:
-                month -= sum((p.hourly.at(lv) or 0.0) * p.month_hours for p in burst_pools)
-                month += ceiling if lv == "max" else 0.0
-            out[lv] = month
-        return out
+        return {lv: total.monthly(lv) for lv in LEVELS}
 
     def budget_hour(self) -> float | None:
         """$ per hour at max size with every burst pool at its own max size, their nodes' root volumes included (a
@@ -233,6 +221,8 @@ def estate_cost(
         bill += site_bill
     storage = [storage_cost(site, tier, usage.site(site.name)) for site in spec.sites for tier in site.storage]
     priced = {p.pool: (p.instance_type or "", p.price.usd if p.price is not None else None) for p in pools}
+    burst = burst_ceiling(spec, priced, window, now)
+    pools = with_burst_months(pools, burst)
     return EstateCost(
         estate=spec.metadata.name,
         environment=spec.metadata.environment,
@@ -243,9 +233,27 @@ def estate_cost(
         budget_usd_per_hour=spec.policies.budget_usd_per_hour,
         excluded=_excluded(spec),
         bill=bill,
-        burst=burst_ceiling(spec, priced, window, now),
+        burst=burst,
         burst_root_usd_per_hour=_burst_root_volumes(spec, pools),
     )
+
+
+def with_burst_months(pools: list[PoolCost], burst: BurstCeiling | None) -> list[PoolCost]:
+    """Burst pools with their months: nothing at min and desired (idle at zero), and at max the month's burst
+    ceiling, split over the burst pools by their $/h at max size (the budget is one, shared by every window).
+    Unchanged when the ceiling is unpriced: then each burst pool's month is 730 h of its hourly figure."""
+    ceiling = burst.month_ceiling_usd if burst is not None else None
+    if burst is None or ceiling is None:
+        return pools
+    at_max = {b.pool: b.usd_per_hour_at_max or 0.0 for b in burst.pools}
+    whole = sum(at_max.values())
+    out = []
+    for p in pools:
+        if p.burst and p.pool in at_max:
+            part = ceiling * at_max[p.pool] / whole if whole else 0.0
+            p = replace(p, hourly=replace(p.hourly, month=(0.0, 0.0, part)))
+        out.append(p)
+    return out
 
 
 def _burst_root_volumes(spec: EstateSpec, pools: list[PoolCost]) -> float:

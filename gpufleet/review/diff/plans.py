@@ -122,6 +122,7 @@ class PlanDiff:
     cost_complete: tuple[bool, bool] = (True, True)  # base, head: whether each total leaves nothing out
     budget_hour: float | None = None  # the head's hour the hourly budget judges (burst pools at their max)
     base_budget_hour: float | None = None  # the same hour on the base side
+    bursts: bool = False  # either side has burst pools under a burst policy (its cost has a burst ceiling)
     findings: Findings | None = None  # head findings (None: no policy evaluation available)
     findings_new: Findings = field(default_factory=Findings)
     findings_fixed: Findings = field(default_factory=Findings)
@@ -289,6 +290,7 @@ class _SideCost:
     no_price: tuple[str, ...]
     complete: bool
     budget_hour: float | None
+    bursts: bool = False
 
 
 def _side_cost(doc: dict[str, Any] | None, label: str) -> _SideCost | None:
@@ -313,6 +315,7 @@ def _side_cost(doc: dict[str, Any] | None, label: str) -> _SideCost | None:
             no_price=tuple(total["no_price"]),
             complete=bool(total["complete"]),
             budget_hour=doc["budget_hour_usd"],
+            bursts=doc.get("burst") is not None,
         )
     except KeyError as e:
         raise too_old(label, f"its cost has no field {e}") from None
@@ -431,6 +434,7 @@ def diff_plans(
         cost_complete=(base_side.complete if base_side else True, head_side.complete if head_side else True),
         budget_hour=head_side.budget_hour if head_side else None,
         base_budget_hour=base_side.budget_hour if base_side else None,
+        bursts=any(side.bursts for side in (base_side, head_side) if side),
         spec=spec,
         plan=head,
     )

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+from typing import Any
 
 import pytest
+from rich.console import Console
 
 from gpufleet.engine.plan import Plan
-from gpufleet.render.diff import burst_delta_text, diff_markdown
+from gpufleet.render.diff import budget_hour_delta_text, diff_markdown, diff_text
 from gpufleet.review.cost.envelope import UNASSIGNED, EstateCost, estate_cost
-from gpufleet.review.diff.plans import diff_plans
+from gpufleet.review.diff.plans import PlanDiff, diff_plans
 from model.load import parse_estate
 from model.spec import BurstWindow
 from tests.conftest import example_estate
@@ -84,5 +86,51 @@ def test_the_diff_headline_shows_the_change_at_max_when_the_burst_max_doubles() 
     # 4 more p5.48xlarge at $55.04 = $220.16/h, and their roots 4 × 200 GB × $0.08 / 730 = $0.0877/h: $220.25/h
     assert diff.budget_hour is not None and diff.base_budget_hour is not None
     assert diff.budget_hour - diff.base_budget_hour == pytest.approx(220.16 + 4 * 200 * 0.08 / 730, abs=1e-3)
-    assert burst_delta_text(diff) == "+$220.25/h"
-    assert "| **delta, burst windows open at max** | | **+$220.25/h** |" in diff_markdown(diff)
+    assert budget_hour_delta_text(diff) == "+$220.25/h"
+    assert (
+        "| **delta, the hour the budget judges (max size, spot at on demand, burst pools at their max)** | | "
+        "**+$220.25/h** |"
+    ) in diff_markdown(diff)
+
+
+def _diff_text(diff: PlanDiff) -> str:
+    console = Console(record=True, width=300)
+    diff_text(diff, console, summary_only=True)
+    return console.export_text()
+
+
+def _aws_train(capacity: dict[str, object] | None = None, desired: int | None = None) -> dict[str, Any]:
+    raw = example_estate("aws-train")
+    pools = raw["sites"][0]["node_pools"]
+    if capacity is not None:
+        next(p for p in pools if p["name"] == "h100")["capacity"] = capacity
+    if desired is not None:
+        pools[1]["scaling"]["desired"] = desired
+    return estate_cost(parse_estate(raw, "aws-train"), None, NOW).to_dict()
+
+
+def test_a_move_to_spot_labels_the_budget_hour_for_what_it_is_on_a_stack_without_burst_pools() -> None:
+    # h100 (4 × p5.48xlarge) to spot: at max 4 × ($32.311417 mean spot − $55.04) = −$90.91/h; the budget judges
+    # spot at on demand (AWS bills up to the maximum price), so its hour does not move: ±$0/h. Before, that line
+    # read "cost at max with burst windows open: ±$0/h" on a stack with no burst pool.
+    diff = diff_plans(PLAN, PLAN, base_cost=_aws_train(), head_cost=_aws_train({"type": "spot", "checkpointing": True}))
+    assert diff.cost_total is not None and diff.cost_total.delta("max") == pytest.approx(4 * (32.31141667 - 55.04))
+    assert not diff.bursts and budget_hour_delta_text(diff) == "±$0/h"
+    out = _diff_text(diff)
+    assert "cost at max: " in out and "(−$90.91/h (−$66,367/month))" in out
+    assert "the hour the budget judges (max size, spot at on demand, burst pools at their max): ±$0/h" in out
+    assert "burst windows open" not in out
+
+
+def test_the_budget_hour_line_is_left_out_where_it_says_what_the_max_line_says() -> None:
+    # l40s desired 2 → 3: max and the budget hour are both unchanged, and aws-train has no burst pool.
+    diff = diff_plans(PLAN, PLAN, base_cost=_aws_train(), head_cost=_aws_train(desired=3))
+    assert budget_hour_delta_text(diff) is None
+    assert "the hour the budget judges" not in _diff_text(diff) + diff_markdown(diff)
+
+
+def test_the_budget_hour_line_stays_on_a_stack_with_burst_pools() -> None:
+    # hybrid, burst-h100 unchanged: the max line leaves the idle burst pool at $0/h; the budget hour counts it at
+    # max, so its line is shown even when it does not move.
+    diff = diff_plans(PLAN, PLAN, base_cost=_hybrid().to_dict(), head_cost=_hybrid().to_dict())
+    assert diff.bursts and budget_hour_delta_text(diff) == "±$0/h"

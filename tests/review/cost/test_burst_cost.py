@@ -208,3 +208,38 @@ def _hourly_budget_at_max(spec: EstateSpec) -> None:
     assert pack_config(spec, cost_pack)["budget-cap"]["maxUsdPerHour"] == pytest.approx(
         idle_max + AT_MAX + BURST_ROOTS, abs=1e-4
     )
+
+
+def test_pools_sites_and_tenants_carry_the_burst_month_ceiling_and_add_up_to_the_total_at_max() -> None:
+    # Before: the estate's max month counted the $20,000 ceiling (at NOW 730 × $47.404163 + $20,000 = $54,605.04),
+    # but burst-h100's month at max was $0, the sites summed to $34,605.04 and tenant research left it out. Now
+    # burst-h100 carries it at max (nothing at min and desired: it idles at zero), and so do its site cloud and the
+    # one bursting tenant (research). onprem: 4 servers × $11.575297/h × 730 h = $33,799.87; cloud: 730 ×
+    # $1.102974 + $20,000 = $20,805.17; research: 24/32 of onprem = $25,349.90 + $20,000 = $45,349.90.
+    cost = estate_cost(hybrid(), None, NOW)
+    (burst,) = [p for p in cost.pools if p.burst]
+    assert [burst.monthly(lv) for lv in ("min", "desired", "max")] == [0.0, 0.0, 20_000]
+    total = cost.monthly()["max"] or 0.0
+    pools = sum(p.monthly("max") or 0.0 for p in cost.pools)
+    storage = sum(t.monthly_usd or 0.0 for t in cost.storage if t.status == "priced")
+    bill = sum(ln.hourly.monthly("max") or 0.0 for ln in cost.bill if ln.hourly is not None)
+    assert pools + storage + bill == pytest.approx(total)
+    assert sum(cost.site_total(s).hourly.monthly("max") or 0.0 for s in cost.sites()) == pytest.approx(total)
+    tenants = cost.tenants()
+    assert sum(t.hourly.monthly("max") or 0.0 for t in tenants.values()) == pytest.approx(pools)
+    assert tenants["research"].hourly.monthly("max") == pytest.approx(0.75 * 4 * 11.575296803652968 * 730 + 20_000)
+    doc = json.loads(json.dumps(cost.to_dict()))
+    assert doc["total"]["monthly"]["max"] == pytest.approx(54_605.0387, abs=1e-3)
+    assert doc["sites"]["onprem"]["monthly"]["max"] == pytest.approx(33_799.8667, abs=1e-3)
+    assert doc["sites"]["cloud"]["monthly"]["max"] == pytest.approx(20_805.172, abs=1e-3)
+    assert doc["tenants"]["research"]["monthly"]["max"] == pytest.approx(45_349.90, abs=1e-2)
+
+
+def test_the_burst_month_ceiling_is_split_among_the_bursting_tenants_as_burst_spend_is() -> None:
+    # Two tenants with `burst: true` and no quota on burst-h100: each is booked half its $20,000 at max.
+    raw = example_estate("hybrid")
+    for t in raw["tenants"]:
+        t["burst"] = True
+    cost = estate_cost(parse_estate(raw, "hybrid"), None, NOW)
+    shares = [s for s in cost.tenant_shares if s.pool == "burst-h100"]
+    assert sorted((s.tenant, s.hourly.monthly("max")) for s in shares) == [("product", 10_000), ("research", 10_000)]
