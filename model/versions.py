@@ -70,14 +70,24 @@ KUBE_PROMETHEUS_STACK = Chart("kube-prometheus-stack", "88.5.3", "https://promet
 # cni-network-policy-configure). Not v1.21.1-eksbuild.7, the build the EKS user guide's table lists for 1.29 to 1.35
 # (managing-vpc-cni, 2026): on a fresh 1.34 cluster its network policy agent (v1.3.2-eksbuild.2) blocks all pod
 # traffic in standard mode with no policy at all (https://github.com/aws/aws-network-policy-agent/issues/553, filed
-# 2026-04-20, closed). v1.23.1 (aws/amazon-vpc-cni-k8s PR #3837, 2026-08-20) is a later release, paired with a new
-# network policy agent; which release first carried the #553 fix was not confirmed. v1.23.1-eksbuild.1 is the
-# add-on build public EKS stacks run on 1.32 to 1.36 in 2026-09.
+# 2026-04-20, closed). The v1.23 line runs agent v1.4.1: aws/amazon-vpc-cni-k8s charts/aws-vpc-cni/values.yaml at
+# v1.23.0, whose CHANGELOG says the CNI must run with it (IPAMD moved to a Unix socket, PR #3739). Agent v1.3.4
+# (2026-04-22) and v1.3.5 (2026-04-28, PR #551: the ClusterPolicyEndpoint CRD check at start removed) came after
+# #553; its thread does not name the fixing release, so this pin rests on a later agent, not on a cited fix.
+# v1.23.1 is aws/amazon-vpc-cni-k8s PR #3837 (2026-08-20); v1.23.1-eksbuild.1 is the add-on build public EKS
+# stacks run on 1.32 to 1.36 in 2026-09.
 VPC_CNI_ADDON = "v1.23.1-eksbuild.1"
 # EKS Pod Identity Agent, one build for 1.34 and 1.35 (and 1.36): public stacks pin v1.3.10-eksbuild.3 beside
 # kube-proxy v1.34.6, v1.35.3 and v1.36.0 builds (2026). Third-party, not read from `aws eks describe-addon-versions`
 # (no account offline); the EKS user guide (add-ons-pod-id) gives no per-minor table.
 POD_IDENTITY_AGENT_ADDON = "v1.3.10-eksbuild.3"
+# EKS node monitoring agent v1.7.0 (aws/eks-node-monitoring-agent tag v1.7.0, 2026-08-04), one build for 1.34 and
+# 1.35: its chart (charts/eks-node-monitoring-agent/values.yaml) runs image v1.7.0-eksbuild.1, the build named here.
+# Pinned because gpufleet's configuration values (`dcgmAgent.tolerations`) are in the add-on's configuration schema
+# only from v1.6.0 (charts/configuration.schema.json), and an unpinned add-on is EKS's default build of the day,
+# which a minor bump never moves (EKS user guide, updating-an-add-on). Not read from `aws eks
+# describe-addon-versions` (no account offline).
+NODE_MONITORING_AGENT_ADDON = "v1.7.0-eksbuild.1"
 
 # -- EKS Kubernetes minors ---------------------------------------------------------------------------------------
 EKS_VERSIONS_URL = "https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html"
@@ -107,8 +117,7 @@ class EksMinor:
 # AL2023 AMI release v20260714 (awslabs/amazon-eks-ami CHANGELOG.md, "AMI Release v20260714"): release versions
 # 1.34.9-20260714 and 1.35.6-20260714 for every AL2023 AMI type; the x86_64 NVIDIA AMIs carry
 # kmod-nvidia-latest-dkms 580.159.03. CoreDNS and kube-proxy: the EKS user guide's tables of the latest add-on build
-# per minor (managing-coredns and managing-kube-proxy, 2026). eks-node-monitoring-agent is not pinned per minor: no
-# per-minor build was found, so EKS installs its default build for the minor.
+# per minor (managing-coredns and managing-kube-proxy, 2026).
 AL2023_RELEASE = "v20260714"
 AL2023_NVIDIA_DRIVER = "580.159.03"
 # cluster-autoscaler, one chart per Kubernetes minor: the autoscaler's minor must match the control plane's
@@ -137,6 +146,7 @@ EKS_MINORS: dict[str, EksMinor] = {
                 ("vpc-cni", VPC_CNI_ADDON),
                 ("kube-proxy", "v1.34.6-eksbuild.2"),
                 ("eks-pod-identity-agent", POD_IDENTITY_AGENT_ADDON),
+                ("eks-node-monitoring-agent", NODE_MONITORING_AGENT_ADDON),
                 ("coredns", "v1.13.2-eksbuild.7"),
             ),
             f"1.34.9-{AL2023_RELEASE[1:]}",
@@ -154,6 +164,7 @@ EKS_MINORS: dict[str, EksMinor] = {
                 ("vpc-cni", VPC_CNI_ADDON),
                 ("kube-proxy", "v1.35.3-eksbuild.2"),
                 ("eks-pod-identity-agent", POD_IDENTITY_AGENT_ADDON),
+                ("eks-node-monitoring-agent", NODE_MONITORING_AGENT_ADDON),
                 ("coredns", "v1.14.2-eksbuild.4"),
             ),
             f"1.35.6-{AL2023_RELEASE[1:]}",

@@ -29,10 +29,6 @@ from model.versions import EksMinor, eks_minor, support_warning
 
 SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 LOG_RETENTION_DAYS = 90
-# EKS managed add-ons installed beside the pinned ones (versions.EKS_MINORS). No build is pinned for these per minor,
-# so EKS installs its default build for the cluster's minor; EKS does not update an add-on when the cluster's minor
-# changes (EKS user guide, updating-an-add-on).
-NODE_ADDONS = ("eks-node-monitoring-agent",)  # GPU/XID health conditions that node auto repair acts on
 # The agent reads XIDs only through DCGM, from the add-on's dcgm-server DaemonSet (nv-hostengine on localhost:5555);
 # without it the agent sets DCGMError on AcceleratedHardwareReady. That DaemonSet tolerates nothing by default
 # (dcgmAgent.tolerations: [] in charts/eks-node-monitoring-agent/values.yaml of aws/eks-node-monitoring-agent at
@@ -258,9 +254,7 @@ class EksClusterStack(pulumi.ComponentResource):
         assert pinned is not None, "the schema refuses a minor gpufleet pins nothing for"
         return pinned
 
-    def _addon(
-        self, cluster: aws.eks.Cluster, addon: str, version: str | None, after: list[pulumi.Resource]
-    ) -> aws.eks.Addon:
+    def _addon(self, cluster: aws.eks.Cluster, addon: str, version: str, after: list[pulumi.Resource]) -> aws.eks.Addon:
         vpc_cni = addon == "vpc-cni"
         return aws.eks.Addon(
             f"{self._n}-{addon}",
@@ -277,13 +271,10 @@ class EksClusterStack(pulumi.ComponentResource):
     def _addons_before_nodes(self, cluster: aws.eks.Cluster) -> list[aws.eks.Addon]:
         """The add-ons nodes join with, after the control plane: vpc-cni with NetworkPolicy enforcement on (without
         it EKS accepts NetworkPolicies and enforces none: EKS user guide, cni-network-policy-configure), kube-proxy,
-        then the node add-ons. Each takes over the self-managed copy EKS bootstraps. vpc-cni and kube-proxy at the
-        builds pinned for the minor, so a minor bump moves them right after the control plane (EKS user guide,
-        update-cluster: update the add-ons after the control plane)."""
-        pinned = [(a, v) for a, v in self.pins.addons if a not in AFTER_NODES]
-        return [self._addon(cluster, a, v, []) for a, v in pinned] + [
-            self._addon(cluster, a, None, []) for a in NODE_ADDONS
-        ]
+        then the pod identity and node monitoring agents. Each takes over the self-managed copy EKS bootstraps. All
+        at the builds pinned for the minor, so a minor bump moves them right after the control plane (EKS user
+        guide, update-cluster: update the add-ons after the control plane)."""
+        return [self._addon(cluster, a, v, []) for a, v in self.pins.addons if a not in AFTER_NODES]
 
     def _addons_after_nodes(self, cluster: aws.eks.Cluster, system_nodes: aws.eks.NodeGroup) -> None:
         """CoreDNS as an EKS add-on at the build pinned for the minor, once the system nodes exist to run it."""

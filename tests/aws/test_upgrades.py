@@ -156,7 +156,10 @@ def test_the_pod_identity_agent_is_pinned_per_minor_like_vpc_cni_coredns_and_kub
             pinned is not None and pinned.addon_version("eks-pod-identity-agent") == versions.POD_IDENTITY_AGENT_ADDON
         )
     assert addons["eks-pod-identity-agent"].inputs["addonVersion"] == versions.POD_IDENTITY_AGENT_ADDON
-    assert "addonVersion" not in addons["eks-node-monitoring-agent"].inputs  # no per-minor build found (model.versions)
+    # Pinned too: gpufleet's dcgmAgent values are in the add-on's configuration schema only from v1.6.0, and an
+    # unpinned add-on would be EKS's default of the day, never moved by a bump.
+    assert addons["eks-node-monitoring-agent"].inputs["addonVersion"] == versions.NODE_MONITORING_AGENT_ADDON
+    assert all(versions.EKS_MINORS[m].addon_version("eks-node-monitoring-agent") for m in versions.EKS_MINORS)
 
 
 def test_an_adopted_cluster_s_burst_node_group_keeps_a_version_offline(tmp_path: Path) -> None:

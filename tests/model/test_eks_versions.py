@@ -18,7 +18,13 @@ def _estate(version: str) -> dict[str, object]:
 
 def test_every_pinned_minor_names_its_add_ons_and_an_ami_release_for_itself() -> None:
     for minor, pins in versions.EKS_MINORS.items():
-        assert {a for a, _ in pins.addons} == {"vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns"}
+        assert {a for a, _ in pins.addons} == {
+            "vpc-cni",
+            "kube-proxy",
+            "eks-pod-identity-agent",
+            "eks-node-monitoring-agent",
+            "coredns",
+        }
         assert versions.kubernetes_minor(pins.ami_release) == minor
         assert (pins.addon_version("kube-proxy") or "").startswith(f"v{minor}.")
         assert pins.eks_release < pins.end_of_standard_support < pins.end_of_extended_support
