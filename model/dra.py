@@ -1,7 +1,8 @@
 """Rack-scale NVLink domains through NVIDIA's DRA driver: which pools need it, its device classes and objects.
 
-- A pool is rack-scale when one NVLink domain spans its nodes (catalog: an UltraServer). Its pods reach GPUs of
-  other nodes over multi-node NVLink only through IMEX channels, which the driver's ComputeDomains hand out.
+- A pool is rack-scale when one NVLink domain spans its nodes (an UltraServer type, or owned NVL72 servers). Its
+  pods reach GPUs of other nodes over multi-node NVLink only through IMEX channels, which the driver's
+  ComputeDomains hand out.
 - ComputeDomains are on and GPU allocation off: GPUs stay with the device plugin, as the EKS user guide
   recommends until the driver's GPU allocation leaves experimental.
 - Kueue counts DRA claims through `deviceClassMappings`; a claim of an unmapped class is inadmissible.
@@ -33,8 +34,11 @@ IMEX_CHANNEL_RESOURCE = f"{conventions.LABEL_PREFIX}imex-channel"
 
 
 def rack_scale(pool: NodePool) -> bool:
-    """The pool's NVLink domain spans nodes. Bare-metal NVL72 inventories are not modelled yet: only EC2 types."""
-    return isinstance(pool, AwsNodePool) and pool.instance.rack_scale
+    """The pool's NVLink domain spans nodes: an EC2 UltraServer type, or bare-metal servers whose inventory joins
+    them in NVLink domains (`nvlink_domain_nodes` above 1; model.rules.baremetal checks the GPU model can)."""
+    if isinstance(pool, AwsNodePool):
+        return pool.instance.rack_scale
+    return pool.nvlink_domain_nodes > 1
 
 
 def domain_gpus(pool: NodePool) -> int:

@@ -6,6 +6,8 @@ Chart `nvidia-dra-driver-gpu` (NVIDIA/k8s-dra-driver-gpu deployments/helm/nvidia
   guide (ml-eks-nvidia-ultraserver) recommends while the driver's GPU allocation is experimental.
 - The controller's chart default requires control-plane nodes, which EKS has none of: it runs off GPU nodes.
 - The kubelet plugin runs on the rack-scale pools' nodes only, tolerating exactly their taints.
+- `nvidiaDriverRoot` is where the driver lives: `/` for a driver on the host or in the node image, the GPU
+  Operator's driver container root where the operator installs it (the chart's values.yaml comment).
 """
 
 from __future__ import annotations
@@ -17,14 +19,20 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.kubernetes import helm, placement
+from components.kubernetes.gpu_driver import operator_installs_driver
 from model import dra, versions
 from model.conventions import DRA_DRIVER_NAMESPACE, POOL_LABEL
 from model.spec import Site
+
+# Where the GPU Operator's driver container mounts the driver on the host (nvidia-dra-driver-gpu values.yaml:
+# "If the NVIDIA GPU driver is managed using the NVIDIA GPU Driver Container, this is typically /run/nvidia/driver").
+OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
 
 
 def dra_driver_values(site: Site) -> dict[str, Any]:
     pools = dra.rack_scale_pools(site)
     return {
+        "nvidiaDriverRoot": OPERATOR_DRIVER_ROOT if operator_installs_driver(site) else "/",
         "resources": {"gpus": {"enabled": False}, "computeDomains": {"enabled": True}},
         "controller": {"nodeSelector": {}, "tolerations": [], "affinity": placement.off_gpu_nodes_affinity()},
         "kubeletPlugin": {

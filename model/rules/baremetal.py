@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 # The spec imports the kinds, which import this module: project modules by module, so any may be imported first.
+from model import catalog
 from model.rules import storage
 from model.spec.aws import EfaFabric
 from model.spec.baremetal import InfinibandFabric, RoceFabric, Server
@@ -78,6 +79,7 @@ def _nvlink_domains(path: str, s: BaremetalSite, j: int, servers: list[Server]) 
     nvlink_domain_nodes: a domain is the set of servers one NVLink fabric joins (NVIDIA IMEX guide, "Overview"),
     so the inventory is where a ComputeDomain gang's reach is known before any node exists."""
     pool = s.node_pools[j]
+    yield from _nvlink_reach(path, j, pool.name, pool.nvlink_domain_nodes, servers)
     index = {x.hostname: i for i, x in enumerate(s.inventory)}
     members: dict[str, list[str]] = {}
     for server in servers:
@@ -95,6 +97,26 @@ def _nvlink_domains(path: str, s: BaremetalSite, j: int, servers: list[Server]) 
                 f"{path}.node_pools[{j}].nvlink_domain_nodes",
                 f"NVLink domain {domain} holds {len(hosts)} servers of pool {pool.name} ({', '.join(hosts)}), more "
                 f"than its nvlink_domain_nodes ({pool.nvlink_domain_nodes}); fix the inventory or the pool",
+            )
+
+
+def _nvlink_reach(path: str, j: int, pool: str, nodes: int, servers: list[Server]) -> Iterator[Problem]:
+    """NVLink joins servers only where the GPU model's domain is larger than one server's GPUs (catalog
+    `nvlink_domain_gpus`: 72 for GB200 NVL72, 8 for an HGX board), and a domain holds at most that many GPUs."""
+    for model in sorted({x.gpu_model for x in servers}):
+        domain = catalog.gpu_model(model).nvlink_domain_gpus
+        per_server = max(x.gpu_count for x in servers if x.gpu_model == model)
+        if domain <= per_server:
+            yield Problem(
+                f"{path}.node_pools[{j}].nvlink_domain_nodes",
+                f"pool {pool}: {model}'s NVLink domain is {domain} GPUs, no more than one server's {per_server}, so "
+                "NVLink cannot join servers; set nvlink_domain_nodes to 1 (multi-node NVLink is GB200-class NVL72)",
+            )
+        elif nodes * per_server > domain:
+            yield Problem(
+                f"{path}.node_pools[{j}].nvlink_domain_nodes",
+                f"pool {pool}: {nodes} servers of {per_server} {model} GPUs are {nodes * per_server} GPUs, more than "
+                f"one NVLink domain of {model} joins ({domain})",
             )
 
 

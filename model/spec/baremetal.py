@@ -85,8 +85,10 @@ class BaremetalNodePool(PoolBase):
         default=1,
         ge=1,
         description=(
-            "Servers per NVLink domain (a GB200 NVL72 rack: 18). Above 1, the pool's Kueue Topology gets the NVLink "
-            "clique level (nvidia.com/gpu.clique) under the rack."
+            "Servers per NVLink domain (a GB200 NVL72 rack: 18), for GPUs whose NVLink domain spans servers. Above "
+            "1, the pool is rack-scale: NVIDIA's DRA driver gives its gangs IMEX channels through ComputeDomains "
+            "(docs/rack-scale.md), and its Kueue Topology gets the NVLink clique level (nvidia.com/gpu.clique) "
+            "under the rack."
         ),
     )
 

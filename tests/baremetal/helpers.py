@@ -19,6 +19,25 @@ def onprem_spec(mutate: Any = None) -> EstateSpec:
     return parse_estate(estate, "stacks/Pulumi.onprem.yaml")
 
 
+def host_driver(estate: dict[str, Any]) -> None:
+    """The onprem example with the NVIDIA driver on the host image, not the GPU Operator's."""
+    estate["sites"][0]["kubernetes"]["driver_managed_by"] = "host"
+    estate["sites"][0]["kubernetes"]["gpudirect_rdma"] = "off"  # GPUDirect RDMA not used (its own tests set dma-buf)
+
+
+def nvl72(estate: dict[str, Any]) -> None:
+    """The onprem example's first pool as GB200 NVL72 trays on a host driver: 4 GPUs a server, 18 a domain."""
+    host_driver(estate)
+    site = estate["sites"][0]
+    site["node_pools"][0]["nvlink_domain_nodes"] = 18
+    for server in site["inventory"]:
+        if server["labels"] == site["node_pools"][0]["selector"]:
+            server.update(gpu_model="GB200-185GB", gpu_count=4, nvlink_domain="rack-a1-nvl")
+    for tenant in estate["tenants"]:  # 4 GPUs a tray, not 8: the quotas halve
+        if "train" in tenant["gpu_quota"]:
+            tenant["gpu_quota"]["train"] //= 2
+
+
 def server_of(spec: EstateSpec, hostname: str) -> tuple[BaremetalSite, BaremetalNodePool, Server]:
     for site in spec.sites:
         if isinstance(site, BaremetalSite):

@@ -21,7 +21,7 @@ import pytest
 
 from model import versions
 from model.spec import BaremetalSite
-from tests.baremetal.helpers import SAMPLE, onprem_spec, scripts_for
+from tests.baremetal.helpers import SAMPLE, host_driver, nvl72, onprem_spec, scripts_for
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
@@ -101,13 +101,8 @@ def _fabric_block(state: str, status: str, clique: str, uuid: str) -> str:
 """
 
 
-def _host_driver(estate: dict[str, Any]) -> None:
-    estate["sites"][0]["kubernetes"]["driver_managed_by"] = "host"
-    estate["sites"][0]["kubernetes"]["gpudirect_rdma"] = "off"  # GPUDirect RDMA not used (its own tests set dma-buf)
-
-
 def host_driver_preflight() -> str:
-    return scripts_for(onprem_spec(_host_driver)).preflight.text
+    return scripts_for(onprem_spec(host_driver)).preflight.text
 
 
 def rate_preflight(gbps: int) -> str:
@@ -115,7 +110,7 @@ def rate_preflight(gbps: int) -> str:
 
     def rate(estate: dict[str, Any]) -> None:
         estate["sites"][0]["inventory"][0]["ib_rate_gbps"] = gbps
-        _host_driver(estate)
+        host_driver(estate)
 
     return scripts_for(onprem_spec(rate)).preflight.text
 
@@ -413,7 +408,7 @@ def test_preflight_has_no_switch_that_turns_checks_off() -> None:
 # -- operator-managed driver (the default): GPUs counted on the PCI bus, no host driver allowed ----------------
 
 
-def test_operator_site_passes_a_matching_server_without_a_host_driver(tmp_path: Path) -> None:
+def test_operator_site_passes_a_matching_server_without_ahost_driver(tmp_path: Path) -> None:
     # no nvidia-smi at all: the GPU Operator has not installed the driver yet
     result = run_preflight(tmp_path, Machine(has_nvidia_smi=False), operator_preflight())
     assert result.returncode == 0, result.stderr
@@ -532,7 +527,7 @@ OPEN_LICENSE = "Dual MIT/GPL"  # MODULE_LICENSE of NVIDIA/open-gpu-kernel-module
 
 def dma_buf_preflight(hostname: str = SAMPLE) -> str:
     def dma_buf(estate: dict[str, Any]) -> None:
-        _host_driver(estate)
+        host_driver(estate)
         estate["sites"][0]["kubernetes"]["gpudirect_rdma"] = "dma-buf"
 
     return scripts_for(onprem_spec(dma_buf), hostname).preflight.text
@@ -594,26 +589,13 @@ UUID = "9c6f5af3-53bf-49b5-a436-b66766c413c3"
 GB200 = "NVIDIA GB200, 189471, 580.126.20"
 
 
-def _nvl72(estate: dict[str, Any]) -> None:
-    """The onprem example's first pool as GB200 NVL72 trays: 4 GPUs a server, 18 servers a domain."""
-    _host_driver(estate)
-    site = estate["sites"][0]
-    site["node_pools"][0]["nvlink_domain_nodes"] = 18
-    for server in site["inventory"]:
-        if server["labels"] == site["node_pools"][0]["selector"]:
-            server.update(gpu_model="GB200-185GB", gpu_count=4, nvlink_domain="rack-a1-nvl")
-    for tenant in estate["tenants"]:  # 4 GPUs a tray, not 8: the quotas halve
-        if "train" in tenant["gpu_quota"]:
-            tenant["gpu_quota"]["train"] //= 2
-
-
 def _nvl72_machine(**changes: Any) -> Machine:
     fabric = [("Completed", "Success", "4026", UUID)] * 4
     return Machine(**{"gpus": [GB200] * 4, "pci": [], "fabric": fabric, **changes})
 
 
 def test_an_nvl72_server_whose_gpus_joined_the_fabric_and_whose_imex_service_is_off_passes(tmp_path: Path) -> None:
-    out = run_preflight(tmp_path, _nvl72_machine(), scripts_for(onprem_spec(_nvl72)).preflight.text)
+    out = run_preflight(tmp_path, _nvl72_machine(), scripts_for(onprem_spec(nvl72)).preflight.text)
     assert out.returncode == 0, out.stderr
     assert (
         f"ok nvlink.fabric: 4 GPUs registered with NVLink fabric {UUID}.4026 (inventory domain rack-a1-nvl)"
@@ -638,7 +620,7 @@ def test_an_nvl72_server_whose_gpus_joined_the_fabric_and_whose_imex_service_is_
 def test_an_nvl72_server_off_the_fabric_or_running_its_own_imex_is_refused(
     tmp_path: Path, changes: dict[str, Any], expected: str
 ) -> None:
-    out = run_preflight(tmp_path, _nvl72_machine(**changes), scripts_for(onprem_spec(_nvl72)).preflight.text)
+    out = run_preflight(tmp_path, _nvl72_machine(**changes), scripts_for(onprem_spec(nvl72)).preflight.text)
     assert out.returncode == 1 and expected in out.stderr, out.stdout + out.stderr
 
 
@@ -646,17 +628,17 @@ def test_servers_of_an_nvlink_pool_name_their_domain_and_no_domain_outgrows_the_
     from model.load import SpecError
 
     def unnamed(estate: dict[str, Any]) -> None:
-        _nvl72(estate)
+        nvl72(estate)
         del estate["sites"][0]["inventory"][0]["nvlink_domain"]
 
     with pytest.raises(SpecError, match=r"inventory\[0\]\.nvlink_domain: server .* name the NVLink domain"):
         onprem_spec(unnamed)
 
     def crowded(estate: dict[str, Any]) -> None:
-        _nvl72(estate)
+        nvl72(estate)
         estate["sites"][0]["node_pools"][0]["nvlink_domain_nodes"] = 2
 
-    spec = onprem_spec(_nvl72)
+    spec = onprem_spec(nvl72)
     site = spec.sites[0]
     assert isinstance(site, BaremetalSite) and len(spec.pool_servers(site, site.node_pools[0])) > 2
     with pytest.raises(SpecError, match=r"nvlink_domain_nodes: NVLink domain rack-a1-nvl holds \d+ servers"):

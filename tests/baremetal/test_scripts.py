@@ -12,7 +12,7 @@ import pytest
 
 from components.baremetal.bootstrap import ServerScripts, kubelet_flags, registration_labels, remote_command
 from model.conventions import GPU_TAINT, TENANT_NODE_LABEL, Taint
-from tests.baremetal.helpers import SAMPLE, onprem_spec, scripts_for
+from tests.baremetal.helpers import SAMPLE, host_driver, onprem_spec, scripts_for
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("GPUFLEET_UPDATE_GOLDEN") == "1"
@@ -42,15 +42,10 @@ def _eks_hybrid(estate: dict[str, Any]) -> None:
     }
 
 
-def _host_driver(estate: dict[str, Any]) -> None:
-    estate["sites"][0]["kubernetes"]["driver_managed_by"] = "host"
-    estate["sites"][0]["kubernetes"]["gpudirect_rdma"] = "off"  # GPUDirect RDMA not used (its own tests set dma-buf)
-
-
 CASES = {
     "kubeadm": onprem_spec,
     "eks-hybrid": lambda: onprem_spec(_eks_hybrid),
-    "kubeadm-host-driver": lambda: onprem_spec(_host_driver),  # the preflight checks nvidia-smi instead
+    "kubeadm-host-driver": lambda: onprem_spec(host_driver),  # the preflight checks nvidia-smi instead
 }
 
 

@@ -16,6 +16,7 @@ from gpufleet.verify.runner import run_site
 from model import dra
 from model.load import parse_estate
 from tests.aws.ultraserver import gb200_config
+from tests.baremetal.helpers import nvl72, onprem_spec
 from tests.verify.fake_kube import FakeCluster, apis
 from tests.verify.test_runner import Clock
 
@@ -65,3 +66,14 @@ def test_the_compute_domain_is_made_before_the_gang_and_deleted_after() -> None:
     assert args == (group, version, check.namespace, plural, "nccl-1")
     assert (group, version, plural) == ("resource.nvidia.com", "v1beta1", "computedomains")
     assert "delete_namespaced_custom_object" in calls and cluster.custom_objects == {}
+
+
+def test_an_owned_nvl72_pools_probe_claims_a_channel_too() -> None:
+    # The same ComputeDomain path on bare metal: the onprem example's train pool as GB200 NVL72 trays.
+    spec = onprem_spec(nvl72)
+    suite = suites.derive(spec, "onprem", suites.Options(categories=[suites.Category.fabric]))
+    check = next(c for c in suite.checks if c.kind is suites.Kind.nccl_multi and c.pool == "train")
+    assert check.namespace is not None
+    site, pool = spec.site(check.site), spec.pool("train")
+    job = manifests.nccl_multi_node_job(Run("r"), "nccl-1", check.id, spec, site, pool, 2, check.namespace)
+    assert job["spec"]["template"]["spec"]["resourceClaims"][0]["name"] == "imex"

@@ -176,9 +176,12 @@ def test_an_nvlink_domain_over_one_server_adds_the_clique_level_under_the_rack()
     def nvl(raw: dict[str, Any]) -> None:
         train = next(p for p in raw["sites"][0]["node_pools"] if p["name"] == "train")
         train["nvlink_domain_nodes"] = 4
-        for server in raw["sites"][0]["inventory"]:  # each server names its NVLink domain (its rack's here)
+        for server in raw["sites"][0]["inventory"]:  # GB200 trays, each naming its NVLink domain (its rack's here)
             if server["labels"] == train["selector"]:
-                server["nvlink_domain"] = f"{server['rack']}-nvl"
+                server.update(gpu_model="GB200-185GB", gpu_count=4, nvlink_domain=f"{server['rack']}-nvl")
+        for tenant in raw["tenants"]:  # 4 GPUs a tray, not 8
+            if "train" in tenant["gpu_quota"]:
+                tenant["gpu_quota"]["train"] //= 2
 
     spec = estate("onprem", nvl)
     site = spec.sites[0]
