@@ -52,6 +52,9 @@ EKS_NETWORK_LAYER_LABELS = tuple(f"topology.k8s.aws/network-node-layer-{n}" for 
 # the GPU Operator, and with the standalone plugin where components.kubernetes.device_plugin.gfd_needed): nodes
 # sharing it share NVLink.
 GPU_CLIQUE_LABEL = "nvidia.com/gpu.clique"
+# The NVLink domain the inventory puts a server in (`inventory[].nvlink_domain`), beside the clique GFD finds, so
+# `verify` can compare the two.
+NVLINK_DOMAIN_LABEL = f"{LABEL_PREFIX}nvlink-domain"
 
 # AWS tag keys components set besides the required ones, which policies read back.
 # The service account in a tenant namespace that EKS Pod Identity binds to the tenant's S3 role (tenant `s3`).

@@ -14,6 +14,7 @@ from model.conventions import (
     GPU_TAINT,
     LEAF_LABEL,
     MIG_CONFIG_LABEL,
+    NVLINK_DOMAIN_LABEL,
     POOL_LABEL,
     RACK_LABEL,
     RAIL_LABEL,
@@ -77,6 +78,8 @@ def server_topology_labels(server: Server) -> dict[str, str]:
     labels = {RACK_LABEL: server.rack, LEAF_LABEL: server.leaf}
     if server.rail is not None:
         labels[RAIL_LABEL] = server.rail
+    if server.nvlink_domain is not None:
+        labels[NVLINK_DOMAIN_LABEL] = server.nvlink_domain
     return labels
 
 

@@ -153,3 +153,40 @@ def drain(ctx: Context, check: Check) -> Result:
         detail = f"quarantined and drained {node}; pods running on {', '.join(where)}; {node} returned"
         return Result(check, Status.passed, "recovered", detail)
     return Result(check, Status.failed, "not returned", f"{node} still carries a NoSchedule taint after its return")
+
+
+def nvlink_domains(ctx: Context, check: Check) -> Result:
+    """The inventory's NVLink domains (conventions.NVLINK_DOMAIN_LABEL) against the cliques GPU Feature Discovery
+    labels: `<ClusterUUID>.<CliqueID>`, left off a node whose GPUs are not all attached to one fabric clique
+    (NVIDIA/k8s-device-plugin internal/lm/imex.go at versions.NVIDIA_DEVICE_PLUGIN). Kueue places a gang by the
+    clique, so a domain the fabric splits or merges is not the one sizing and the inventory promised."""
+    selector = f"{conventions.POOL_LABEL}={check.pool}"
+    listed = [n for n in api_call(ctx.api.core.list_node, label_selector=selector).items if _ready(n)]
+    if not listed:
+        return skipped(check, f"no ready node of pool {check.pool} now")
+    cliques: dict[str, set[str]] = {}
+    problems: list[str] = []
+    for node in sorted(listed, key=lambda n: n.metadata.name):
+        labels, name = node.metadata.labels or {}, node.metadata.name
+        domain, clique = labels.get(conventions.NVLINK_DOMAIN_LABEL), labels.get(conventions.GPU_CLIQUE_LABEL)
+        if domain is None:
+            problems.append(f"{name}: no {conventions.NVLINK_DOMAIN_LABEL} label (the inventory's nvlink_domain)")
+        elif clique is None:
+            problems.append(
+                f"{name} (domain {domain}): no {conventions.GPU_CLIQUE_LABEL}: its GPUs are not on one clique"
+            )
+        else:
+            cliques.setdefault(domain, set()).add(clique)
+    for domain, found in sorted(cliques.items()):
+        if len(found) > 1:
+            problems.append(f"domain {domain} spans cliques {', '.join(sorted(found))}")
+    owners: dict[str, list[str]] = {}
+    for domain, found in cliques.items():
+        for clique in found:
+            owners.setdefault(clique, []).append(domain)
+    problems += [f"clique {c} holds domains {', '.join(sorted(d))}" for c, d in sorted(owners.items()) if len(d) > 1]
+    evidence = {"nodes": len(listed), "domains": {d: sorted(c) for d, c in sorted(cliques.items())}}
+    shown = f"{len(listed)} nodes in {len(cliques)} domains"
+    if problems:
+        return Result(check, Status.failed, shown, "; ".join(problems), evidence)
+    return Result(check, Status.passed, shown, "each domain is one clique of its own", evidence)

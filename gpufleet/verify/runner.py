@@ -78,6 +78,7 @@ def executors() -> dict[Kind, Executor]:
         Kind.dedicated_nodes: tenancy_probes.dedicated_nodes,
         Kind.exporter: cluster_checks.exporter,
         Kind.drain: cluster_checks.drain,
+        Kind.nvlink_domains: cluster_checks.nvlink_domains,
     }
 
 

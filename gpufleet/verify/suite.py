@@ -17,7 +17,7 @@ from ipaddress import IPv4Address, IPv6Address
 from gpufleet.review.reality.journeys import canonical
 from gpufleet.verify import thresholds
 from gpufleet.verify.thresholds import Threshold
-from model import dispatch, kinds, queues
+from model import conventions, dispatch, kinds, queues
 from model.rdma import sriov_network, uses_sriov
 from model.spec import (
     AwsNodePool,
@@ -61,6 +61,7 @@ class Kind(StrEnum):
     queue_held = "no-queue-held-by-kueue"
     exporter = "dcgm-exporter"
     drain = "drain-and-readmit"
+    nvlink_domains = "nvlink-domains"
 
 
 @dataclass(frozen=True)
@@ -245,6 +246,24 @@ def fabric_checks(spec: EstateSpec, site: Site, pool: Pool) -> list[Check]:
             queue=single.name if single else None,
             journey=journey if single is tenant else "",
         ),
+    ]
+
+
+def nvlink_domain_checks(site: Site, pool: Pool) -> list[Check]:
+    """Where the inventory puts a pool's servers in NVLink domains: that the fabric agrees, node by node."""
+    if not any(s.nvlink_domain for s in kinds.of(site).selected_servers(pool.name)):
+        return []
+    return [
+        Check(
+            f"fabric/{site.name}/{pool.name}/nvlink-domains",
+            Category.fabric,
+            Kind.nvlink_domains,
+            site.name,
+            f"the nodes of pool {pool.name} form the NVLink domains the inventory names",
+            pool=pool.name,
+            criterion=f"every node carries {conventions.GPU_CLIQUE_LABEL}, and each inventory domain is one clique "
+            "that no other domain shares",
+        )
     ]
 
 
@@ -445,7 +464,7 @@ def derive(spec: EstateSpec, stack: str, options: Options) -> Suite:
         pools = [p for p in site.node_pools if not options.pools or p.name in options.pools]
         if Category.fabric in wanted:
             for p in pools:
-                checks += via_manager(spec, site, fabric_checks(spec, site, p))
+                checks += via_manager(spec, site, fabric_checks(spec, site, p)) + nvlink_domain_checks(site, p)
         if Category.gpus in wanted:
             for p in pools:
                 checks += gpu_checks(site, p, options.dcgm_level)

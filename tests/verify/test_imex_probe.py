@@ -12,11 +12,12 @@ from gpufleet.verify import manifests
 from gpufleet.verify import suite as suites
 from gpufleet.verify.kube import COMPUTE_DOMAIN, Context
 from gpufleet.verify.manifests import Run
+from gpufleet.verify.results import Status
 from gpufleet.verify.runner import run_site
-from model import dra
+from model import conventions, dra, nodes
 from model.load import parse_estate
 from tests.aws.ultraserver import gb200_config
-from tests.baremetal.helpers import nvl72, onprem_spec
+from tests.baremetal.helpers import SAMPLE, nvl72, onprem_spec, server_of
 from tests.verify.fake_kube import FakeCluster, apis
 from tests.verify.test_runner import Clock
 
@@ -77,3 +78,46 @@ def test_an_owned_nvl72_pools_probe_claims_a_channel_too() -> None:
     site, pool = spec.site(check.site), spec.pool("train")
     job = manifests.nccl_multi_node_job(Run("r"), "nccl-1", check.id, spec, site, pool, 2, check.namespace)
     assert job["spec"]["template"]["spec"]["resourceClaims"][0]["name"] == "imex"
+
+
+def _nvlink_check() -> tuple[Any, suites.Check]:
+    spec = onprem_spec(nvl72)
+    suite = suites.derive(spec, "onprem", suites.Options(categories=[suites.Category.fabric]))
+    (check,) = [c for c in suite.checks if c.kind is suites.Kind.nvlink_domains]
+    return spec, check
+
+
+def _run_nvlink(spec: Any, check: suites.Check, labels: dict[str, dict[str, str]]) -> Any:
+    cluster = FakeCluster(pool_nodes={"train": sorted(labels)}, node_labels=labels)
+    clock = Clock()
+    suite = dataclasses.replace(suites.derive(spec, "onprem", suites.Options()), checks=[check])
+    ctx = Context(suite, spec.site(check.site), apis(cluster), Run("r1"), clock=clock, sleep=clock.sleep,
+                  poll_seconds=10)  # fmt: skip
+    (result,) = run_site(ctx)[0]
+    return result
+
+
+def test_verify_compares_the_inventory_nvlink_domains_with_the_cliques_gfd_labels() -> None:
+    # GFD labels nvidia.com/gpu.clique = <ClusterUUID>.<CliqueID>, and none where the GPUs are not on one clique
+    # (NVIDIA/k8s-device-plugin internal/lm/imex.go at v0.20.0); the bootstrap labels the inventory's domain.
+    spec, check = _nvlink_check()
+    assert check.pool == "train" and check.mandatory
+    _, _, server = server_of(spec, SAMPLE)
+    assert nodes.server_topology_labels(server)[conventions.NVLINK_DOMAIN_LABEL] == "rack-a1-nvl"
+    domain, clique = conventions.NVLINK_DOMAIN_LABEL, conventions.GPU_CLIQUE_LABEL
+    one = {n: {domain: "rack-a1-nvl", clique: "9c6f.1"} for n in ("a", "b")}
+    assert _run_nvlink(spec, check, one).status is Status.passed
+    split = {**one, "b": {domain: "rack-a1-nvl", clique: "9c6f.2"}}
+    failed = _run_nvlink(spec, check, split)
+    assert failed.status is Status.failed and "domain rack-a1-nvl spans cliques 9c6f.1, 9c6f.2" in failed.detail
+    unlabelled = {**one, "b": {domain: "rack-a1-nvl"}}
+    failed = _run_nvlink(spec, check, unlabelled)
+    assert failed.status is Status.failed and "b (domain rack-a1-nvl): no nvidia.com/gpu.clique" in failed.detail
+    merged = {**one, "b": {domain: "rack-a2-nvl", clique: "9c6f.1"}}
+    failed = _run_nvlink(spec, check, merged)
+    assert failed.status is Status.failed and "clique 9c6f.1 holds domains rack-a1-nvl, rack-a2-nvl" in failed.detail
+
+
+def test_pools_without_inventory_nvlink_domains_get_no_such_check() -> None:
+    suite = suites.derive(onprem_spec(), "onprem", suites.Options(categories=[suites.Category.fabric]))
+    assert not [c for c in suite.checks if c.kind is suites.Kind.nvlink_domains]
