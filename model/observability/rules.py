@@ -1,7 +1,7 @@
 """gpufleet's recording rules and alerts: one PrometheusRule spec per site with an installed Prometheus.
 
 - Recording rules answer "how many GPUs does each tenant hold, and how many does it use": allocated from running
-  pods' GPU requests (kube-state-metrics), used as the sum of each GPU's utilisation fraction (DCGM exporter),
+  pods' effective GPU requests, init containers included (kube-state-metrics), used as the sum of each GPU's utilisation fraction (DCGM exporter),
   idle as the difference. The same per tenant and pool (the node's pool label) is what showback prices.
   Kueue's admitted GPUs per tenant and pool sit beside them.
 - Alerts cover XID errors, ECC and row-remap failures, thermal throttling, NVLink errors and gangs that Kueue
@@ -72,7 +72,7 @@ def recording_rules() -> list[dict[str, str]]:
     # each scraped sample once: a longer range (e.g. 5m) counts a minute in five samples, so its edges include use
     # from before the window, and after a job ends its labelled series still averages its last minutes for four
     # more samples (a range's average is over the samples it holds). The DCGM ServiceMonitor scrapes every
-    # monitoring.DCGM_SCRAPE_INTERVAL (15 s), so each minute holds about four samples.
+    # metrics.DCGM_SCRAPE_SECONDS (15 s), so each minute holds about four samples.
     tenant_util = _by_tenant(_utilisation(f'{{{m.DCGM_WORKLOAD_NAMESPACE}!=""}}'))
     pool_util = (
         f"{_utilisation()} * on ({m.DCGM_NODE}) group_left ({m.POOL_NODE_LABEL}) "

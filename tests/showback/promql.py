@@ -1,8 +1,8 @@
 """A small PromQL evaluator for gpufleet's own rules, over series a test writes, on promql-parser's syntax tree.
 
 It covers what the rules use: selectors, `sum`/`max`/`avg by`, arithmetic with `on` and `group_left`, `and`, `or`,
-`unless`, `avg_over_time`, `sum_over_time`, `label_replace` and `clamp_min`. Semantics as Prometheus 3 documents
-them (https://prometheus.io/docs/prometheus/latest/querying/basics/ and .../operators/): an instant selector takes a
+`unless`, `avg_over_time`, `sum_over_time`, `label_replace` and `clamp_min`. Semantics as Prometheus documents them
+(https://prometheus.io/docs/prometheus/latest/querying/basics/ and .../operators/): an instant selector takes a
 series' newest sample of the last 5 minutes unless the series went stale since; a range selector takes the samples
 in (t - range, t], left-open; staleness markers are never samples. Anything else raises, so a rule that outgrows
 this evaluator fails its test instead of passing on a guess.
