@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from model.observability.metrics import DCGM_CONFIGMAP, DCGM_NODE, dcgm_metrics_csv
+from model.observability.metrics import DCGM_CONFIGMAP, DCGM_NODE, DCGM_SCRAPE_SECONDS, dcgm_metrics_csv
 from model.spec import Monitoring
 
 SERVICE_MONITOR_API = "monitoring.coreos.com/v1"
@@ -32,10 +32,11 @@ def dcgm_service_monitor(monitoring: Monitoring) -> dict[str, Any]:
     either way. The operator creates that ServiceMonitor itself.
 
     Each GPU's series also get the scraped pod's node as `node` (the chart's `relabelings` example): gpufleet's
-    rules join GPUs to pools by it."""
+    rules join GPUs to pools by it. The interval is the chart's default, set so the used rule can rely on it."""
     values: dict[str, Any] = {"enabled": monitoring.service_monitors}
     if monitoring.service_monitors:
         values["additionalLabels"] = monitoring.monitor_labels
+        values["interval"] = f"{DCGM_SCRAPE_SECONDS}s"
         values["relabelings"] = [
             {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": DCGM_NODE, "action": "replace"}
         ]

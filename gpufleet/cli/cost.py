@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from gpufleet.cli.errors import CommandError, refuse_json_summary
-from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, SummaryOpt, out, progress
+from gpufleet.cli.options import HERE, Format, FormatOpt, ProjectOpt, StackOpt, SummaryOpt, err, out, progress
 from model.conventions import MONITORING_NAMESPACE
 
 AtOpt = Annotated[
@@ -93,7 +93,7 @@ def _actual(
     from gpufleet.review.cost.usage_file import read_usage, usage_path
     from gpufleet.review.stack_file import judged
     from gpufleet.showback.prometheus import query
-    from gpufleet.showback.showback import queries, showback, window_hours
+    from gpufleet.showback.showback import queries, retained, showback, window_hours
     from model.load import read_stack, stack_path
     from model.observability import rules
 
@@ -118,6 +118,10 @@ def _actual(
             f"--actual needs --prometheus URL: the Prometheus of site {', '.join(installed)} (service "
             f"prometheus-operated in namespace {MONITORING_NAMESPACE}, e.g. through kubectl port-forward)"
         )
+    kept = {s.name: s.kubernetes.monitoring.retention_days for s in spec.sites if s.kubernetes.monitoring.installed}
+    asked, (window, shortened) = window, retained(window, kept)
+    if shortened:
+        err.print(f"warning: {shortened}", markup=False)
     with progress(f"cost {stack}: asking {len(urls)} Prometheus for the last {window}"):
         usage = read_usage(usage_path(stack_path(project, stack), stack), spec)
         envelope = estate_cost(spec, burst_window, end, usage)
@@ -125,6 +129,9 @@ def _actual(
     result = showback(
         envelope, [t.name for t in spec.tenants], answers["allocated"], answers["used"], end, window, urls
     )
+    if shortened:
+        result.asked_window = asked
+        result.notes.append(shortened)
     if not installed:
         result.notes.append(
             f"no site of stack {stack} installs the metrics stack: these are the given Prometheus' series"

@@ -24,6 +24,8 @@ def _hours(v: float) -> str:
 def showback_text(sb: Showback, console: Console) -> None:
     """The tenants' table with the estate's total, then each tenant's pools and the notes."""
     span = f"{sb.start:%Y-%m-%d %H:%M} to {sb.end:%Y-%m-%d %H:%M} UTC, {sb.hours:g} h"
+    if sb.asked_window:
+        span += f" (only what Prometheus keeps of the {sb.asked_window} asked)"
     table = Table(
         title=f"Showback: {escape(sb.estate)} ({escape(sb.environment)}), {span}",
         box=box.SIMPLE_HEAD,

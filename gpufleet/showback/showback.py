@@ -41,6 +41,18 @@ def window_hours(window: str) -> float:
     return int(m.group(1)) * UNIT_HOURS[m.group(2)]
 
 
+def retained(window: str, retention_days: dict[str, int]) -> tuple[str, str | None]:
+    """The window to ask for, and the one line saying so when `window` reaches past the shortest retention of the
+    sites' Prometheus (`retention_days` per site that installs one): then the answer covers only those days."""
+    if not retention_days or window_hours(window) <= (kept := min(retention_days.values())) * 24:
+        return window, None
+    sites = ", ".join(s for s, days in retention_days.items() if days == kept)
+    return f"{kept}d", (
+        f"--window {window} is longer than the {kept} days the Prometheus of site {sites} keeps "
+        f"(sites[].kubernetes.monitoring.retention_days): showing the last {kept}d only"
+    )
+
+
 def queries(window: str) -> dict[str, str]:
     """The two instant queries: per namespace and pool, the window's sum of recorded samples."""
     return {
@@ -162,6 +174,7 @@ class Showback:
     tenants: list[TenantShowback]
     envelope: EstateCost
     notes: list[str] = field(default_factory=list)
+    asked_window: str | None = None  # the --window asked, where it reached past what Prometheus keeps
 
     @property
     def hours(self) -> float:
@@ -193,6 +206,7 @@ class Showback:
             "planned_at": LEVEL,
             "prometheus": list(self.sources),
             "window": self.window,
+            "asked_window": self.asked_window or self.window,
             "queries": queries(self.window),
             "tenants": [t.to_dict() for t in self.tenants],
             "total": {

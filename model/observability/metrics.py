@@ -60,10 +60,18 @@ DCGM_CONFIGMAP = "gpufleet-dcgm-metrics"  # the GPU Operator's `dcgmExporter.con
 # Where a GPU's workload namespace lands (see the docstring); `node` is set by the ServiceMonitor's relabeling.
 DCGM_WORKLOAD_NAMESPACE = "exported_namespace"
 DCGM_NODE = "node"
+# The DCGM ServiceMonitor's scrape interval (the GPU Operator chart's default `dcgmExporter.serviceMonitor.interval`,
+# set explicitly): the used rule's one-minute average holds about four samples.
+DCGM_SCRAPE_SECONDS = 15
 
 # kubernetes/kube-state-metrics v2.20.0 docs/metrics/cluster/node-metrics.md and workload/pod-metrics.md. Resource
 # and label names are sanitised to [a-zA-Z0-9_] (internal/store/utils.go, SanitizeLabelName).
 KSM_POD_REQUESTS = "kube_pod_container_resource_requests"
+# Same labels as the app containers' (`resource`, `container`, `node`, `uid`), from spec.initContainers.
+KSM_POD_INIT_REQUESTS = "kube_pod_init_container_resource_requests"
+# One series per init container with a status; `restart_policy` is `Always` for a sidecar, empty otherwise
+# (internal/store/pod.go, createPodInitContainerInfoFamilyGenerator).
+KSM_POD_INIT_INFO = "kube_pod_init_container_info"
 KSM_POD_PHASE = "kube_pod_status_phase"
 KSM_NODE_LABELS = "kube_node_labels"
 KSM_GPU_RESOURCES = r"nvidia_com_gpu|nvidia_com_mig_.+"  # nvidia.com/gpu and the mixed strategy's nvidia.com/mig-*

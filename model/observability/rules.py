@@ -1,7 +1,7 @@
 """gpufleet's recording rules and alerts: one PrometheusRule spec per site with an installed Prometheus.
 
 - Recording rules answer "how many GPUs does each tenant hold, and how many does it use": allocated from running
-  pods' GPU requests (kube-state-metrics), used as the sum of each GPU's utilisation fraction (DCGM exporter),
+  pods' effective GPU requests, init containers included (kube-state-metrics), used as the sum of each GPU's utilisation fraction (DCGM exporter),
   idle as the difference. The same per tenant and pool (the node's pool label) is what showback prices.
   Kueue's admitted GPUs per tenant and pool sit beside them.
 - Alerts cover XID errors, ECC and row-remap failures, thermal throttling, NVLink errors and gangs that Kueue
@@ -20,6 +20,7 @@ GANG_WINDOW = "30m"  # how far back the queue alerts look
 RECORDED = "gpufleet"
 # The allocation group is evaluated once a minute, so each recorded sample stands for one minute of GPUs.
 ALLOCATION_INTERVAL_MINUTES = 1
+USE_RANGE = f"{ALLOCATION_INTERVAL_MINUTES}m"  # what a used sample averages: its own minute
 # Per tenant (`namespace`) and pool (`pool`): what `gpufleet cost --actual` sums over its window.
 ALLOCATED_BY_POOL = "namespace_pool:gpufleet_gpus_allocated:sum"
 USED_BY_POOL = "namespace_pool:gpufleet_gpus_used:sum"
@@ -36,14 +37,49 @@ def _by_pool(expr: str) -> str:
     return f'sum by (namespace, pool) (label_replace({joined}, "pool", "$1", "{m.POOL_NODE_LABEL}", "(.+)"))'
 
 
+POD = "namespace, pod, uid, node, resource"  # one pod's request of one resource, on its node
+
+
+def effective_requests() -> str:
+    """Per pod and GPU resource, its effective request, as the scheduler holds it for the pod's life: the larger
+    of its app and sidecar containers' sum and its largest regular init container's request
+    (https://kubernetes.io/docs/concepts/workloads/pods/init-containers/#resource-sharing-within-containers,
+    https://kubernetes.io/docs/concepts/workloads/pods/sidecar-containers/#resource-sharing-within-containers).
+
+    Approximation: Kubernetes adds to a regular init container the sidecars started before it, but
+    kube-state-metrics gives no container order, so the sidecars are left out of that term; exact unless a sidecar
+    and a later regular init container both request GPUs. Pod overhead (RuntimeClass) is left out: it carries no
+    GPUs. A sidecar is an init container whose kube_pod_init_container_info says restart_policy="Always"."""
+    gpu = f'{{resource=~"{m.KSM_GPU_RESOURCES}"}}'
+    sidecar = f'{m.KSM_POD_INIT_INFO}{{restart_policy="Always"}}'
+    init = f"{m.KSM_POD_INIT_REQUESTS}{gpu}"
+    lasting = f"sum by ({POD}) ({m.KSM_POD_REQUESTS}{gpu} or ({init} and on (namespace, pod, container) {sidecar}))"
+    regular = f"max by ({POD}) ({init} unless on (namespace, pod, container) {sidecar})"
+    # a label tells the two apart, so `or` keeps both and `max` takes the larger
+    return (
+        f'max by ({POD}) (label_replace({lasting}, "part", "containers", "", "") '
+        f'or label_replace({regular}, "part", "init", "", ""))'
+    )
+
+
+def _utilisation(selector: str = "") -> str:
+    """Each GPU's busy fraction over the minute up to the evaluation."""
+    return f"avg_over_time(DCGM_FI_DEV_GPU_UTIL{selector}[{USE_RANGE}]) / 100"
+
+
 def recording_rules() -> list[dict[str, str]]:
-    tenant_util = _by_tenant(f'avg_over_time(DCGM_FI_DEV_GPU_UTIL{{{m.DCGM_WORKLOAD_NAMESPACE}!=""}}[5m]) / 100')
+    # Each recorded sample is the GPU's mean utilisation over the minute it stands for, so a window's sum counts
+    # each scraped sample once: a longer range (e.g. 5m) counts a minute in five samples, so its edges include use
+    # from before the window, and after a job ends its labelled series still averages its last minutes for four
+    # more samples (a range's average is over the samples it holds). The DCGM ServiceMonitor scrapes every
+    # metrics.DCGM_SCRAPE_SECONDS (15 s), so each minute holds about four samples.
+    tenant_util = _by_tenant(_utilisation(f'{{{m.DCGM_WORKLOAD_NAMESPACE}!=""}}'))
     pool_util = (
-        f"avg_over_time(DCGM_FI_DEV_GPU_UTIL[5m]) / 100 * on ({m.DCGM_NODE}) group_left ({m.POOL_NODE_LABEL}) "
+        f"{_utilisation()} * on ({m.DCGM_NODE}) group_left ({m.POOL_NODE_LABEL}) "
         f"max by ({m.DCGM_NODE}, {m.POOL_NODE_LABEL}) ({m.KSM_NODE_LABELS})"
     )
     running = (
-        f'{m.KSM_POD_REQUESTS}{{resource=~"{m.KSM_GPU_RESOURCES}"}} * on (namespace, pod) '
+        f"{effective_requests()} * on (namespace, pod) "
         f'group_left () max by (namespace, pod) ({m.KSM_POD_PHASE}{{phase="Running"}})'
     )
     return [
@@ -60,7 +96,7 @@ def recording_rules() -> list[dict[str, str]]:
             "expr": f'label_replace(avg by ({m.POOL_NODE_LABEL}) ({pool_util}), "pool", "$1", '
             f'"{m.POOL_NODE_LABEL}", "(.+)")',
         },
-        # kube_pod_container_resource_requests carries the pod's `node`; DCGM series carry theirs (metrics.DCGM_NODE)
+        # kube-state-metrics' requests carry the pod's `node`; DCGM series carry theirs (metrics.DCGM_NODE)
         {"record": ALLOCATED_BY_POOL, "expr": _by_pool(running)},
         {"record": USED_BY_POOL, "expr": _by_pool(tenant_util)},
         {

@@ -73,6 +73,7 @@ def test_with_an_operator_every_service_monitor_carries_the_selected_labels(moni
     assert relabel["sourceLabels"] == ["__meta_kubernetes_pod_node_name"] and relabel["targetLabel"] == "node"
     gpu_values = yaml.safe_load((chart_dir(versions.GPU_OPERATOR) / "values.yaml").read_text())
     assert "additionalLabels" in gpu_values["dcgmExporter"]["serviceMonitor"]  # the chart's key
+    assert dcgm["interval"] == gpu_values["dcgmExporter"]["serviceMonitor"]["interval"]  # its default, pinned
     (kueue,) = _kueue_releases(monitored)
     assert kueue.inputs["values"]["enablePrometheus"] is False  # its monitor could not carry `release`
     config = yaml.safe_load(kueue.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])

@@ -93,6 +93,27 @@ def test_cost_actual_matches_the_hand_calculation(tmp_path: Path) -> None:
     assert doc["hours"] == 24 and doc["start"] == "2026-11-30T12:00:00+00:00"
 
 
+def test_a_window_longer_than_prometheus_keeps_is_said_and_shortened(tmp_path: Path) -> None:
+    """The small estate's sites keep the default 15 days (retention_days): asked for 30d, `cost --actual` says so
+    in one line and shows the 15 days there are, planned over those 360 h (estate $127.356525/h → $45,848.35)."""
+    with prometheus() as (url, recorded):
+        args = ["-C", str(project(tmp_path)), "--actual", "--prometheus", url, "--window", "30d", "--at", AT]
+        result, doc_result = run(*args), run(*args, "-f", "json")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.strip().splitlines() == [
+        "warning: --window 30d is longer than the 15 days the Prometheus of site use1, dc keeps "
+        "(sites[].kubernetes.monitoring.retention_days): showing the last 15d only"
+    ]
+    assert {q["query"] for q in recorded.asked} == set(queries("15d").values())
+    assert "2026-11-16 12:00 to 2026-12-01 12:00 UTC, 360 h (only what Prometheus keeps of the 30d asked)" in (
+        " ".join(result.stdout.split())
+    )
+    assert "$45,848.35" in result.stdout.split("planned: the tenant's")[0]
+    doc = json.loads(doc_result.stdout)
+    assert (doc["window"], doc["asked_window"], doc["hours"]) == ("15d", "30d", 360)
+    assert any("showing the last 15d only" in n for n in doc["notes"])
+
+
 def test_cost_actual_sends_a_bearer_token_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(prom.TOKEN_ENV, "s3cret")
     with prometheus() as (url, recorded):
