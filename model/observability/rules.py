@@ -1,8 +1,8 @@
 """gpufleet's recording rules and alerts: one PrometheusRule spec per site with an installed Prometheus.
 
 - Recording rules answer "how many GPUs does each tenant hold, and how many does it use": allocated from running
-  pods' effective GPU requests, init containers included (kube-state-metrics), used as the sum of each GPU's utilisation fraction (DCGM exporter),
-  idle as the difference. The same per tenant and pool (the node's pool label) is what showback prices.
+  pods' effective GPU requests, init containers included (kube-state-metrics), used as the sum of each GPU's
+  utilisation fraction (DCGM exporter), idle as the difference. The same per tenant and pool (the node's pool label) is what showback prices.
   Kueue's admitted GPUs per tenant and pool sit beside them.
 - Alerts cover XID errors, ECC and row-remap failures, thermal throttling, NVLink errors and gangs that Kueue
   admits but whose pods never all become ready, or queues that stop admitting.
