@@ -11,12 +11,12 @@ from gpufleet.render.blocks import Block, Code, Heading, Para, Table, blocks_mar
 from gpufleet.render.common import usd
 from gpufleet.render.sizing_headline import headline, work_cost
 from gpufleet.render.sizing_record import decision_record, num
+from gpufleet.render.sizing_storage import storage_blocks
 from gpufleet.sizing.arithmetic import class_utilisation
 from gpufleet.sizing.interconnect import GRADIENT_BYTES_PER_PARAMETER, steps_per_run, why_slower
 from gpufleet.sizing.placement import Choice, ClassSizing, Placement
 from gpufleet.sizing.pools import Demand, PoolRecommendation, StackComparison
 from gpufleet.sizing.report import SizingReport
-from gpufleet.sizing.storage import class_storage, guidance_gbps, pool_storage
 from gpufleet.sizing.workloads import PERIOD_HOURS
 
 SHOWN_CHOICES = 6
@@ -317,38 +317,6 @@ def _pools(r: SizingReport) -> list[Block]:
     return blocks
 
 
-def _storage(r: SizingReport) -> list[Block]:
-    """Per training class with `storage:`, the GB/s a node needs; per pool, the FSx for Lustre that feeds its peak."""
-    classes = [c for cs in r.classes if (c := class_storage(cs)) is not None]
-    pools = [p for rec in r.pools if (p := pool_storage(rec, classes)) is not None]
-    if not pools:
-        return []
-    rows = [[c.name, num(c.average_gbps_per_node, 3), num(c.planned_gbps_per_node, 3), num(c.gb_stored)]
-            for c in classes]  # fmt: skip
-    tiers = sorted(pools[0].capacity_gib)
-    return [
-        Heading(2, "Shared storage"),
-        Table(["class", "average GB/s per node", "planned GB/s per node", "GB stored"], rows),
-        Para(
-            "Average: dataset × passes + checkpoint × checkpoints per run, over the run's hours and nodes. Planned: "
-            f"at least {num(guidance_gbps())} GB/s per training node (the estate's FsxLustreTier "
-            "min_gbps_per_training_node, the figure the FSx throughput warning and gpufleet verify use)."
-        ),
-        Table(
-            ["pool", "nodes at peak", "GB/s", "GB stored", *[f"FSx GiB at {t} MB/s/TiB" for t in tiers]],
-            [
-                [p.pool, str(p.nodes), num(p.gbps), num(p.gb_stored), *[f"{p.capacity_gib[t]:,}" for t in tiers]]
-                for p in pools
-            ],
-        ),
-        Para(
-            "FSx for Lustre PERSISTENT_2 delivers its tier in MB/s per TiB stored (FSx for Lustre User Guide, "
-            "https://docs.aws.amazon.com/fsx/latest/LustreGuide/ssd-storage.html): capacity is the larger of "
-            "GB/s × 1,000 ÷ tier and the data, in 1,200 GiB or 2,400 GiB steps (a storage tier's capacity_gib)."
-        ),
-    ]
-
-
 def _comparison(c: StackComparison) -> list[Block]:
     rows = []
     for v in c.pools:
@@ -417,7 +385,7 @@ def blocks(r: SizingReport) -> list[Block]:
     for cs in r.classes:
         out += _class(cs, r.region)
     out += _pools(r)
-    out += _storage(r)
+    out += storage_blocks(r)
     if r.comparison is not None:
         out += _comparison(r.comparison)
     out += decision_record(r)

@@ -21,7 +21,7 @@ from gpufleet.sizing.workloads import CLASS_RULES, WorkloadClass, WorkloadFile, 
 from model import catalog, kinds
 from model.load import SpecError, problem_line
 from model.pricing import GpuHourQuote, instance_gpu_hour
-from model.spec import AwsNodePool, BaremetalNodePool, EstateSpec, Role
+from model.spec import AwsNodePool, BaremetalNodePool, EstateSpec, Role, StorageTier
 
 DEFAULT_REGION = "us-east-1"
 
@@ -44,6 +44,8 @@ class Placement:
     floor_gpus: int | None = None  # stack pools: GPUs kept at the pool's min size (all of them on bare metal)
     network_gbit_per_s: Fraction | None = None  # one node's network (EFA / InfiniBand / RoCE), when fixed and known
     mig_profile: str | None = None  # a MIG pool: `gpu` is one slice, gpus_per_node and capacity_gpus count slices
+    on_premises: bool = False  # stack pools: on a data centre's site (its own storage, no FSx / EFS / S3)
+    site_storage: tuple[StorageTier, ...] = ()  # stack pools: the storage tiers their site declares
 
 
 def _per_gpu(quote: GpuHourQuote) -> tuple[Fraction | None, str]:
@@ -113,6 +115,8 @@ def stack_placements(spec: EstateSpec, burst: bool = False) -> tuple[list[Placem
                 capacity_gpus=spec.pool_gpu_capacity(pool.name),
                 floor_gpus=kind.pool_floor_gpus(spec, pool.name),
                 network_gbit_per_s=kind.node_network_gbit(spec, pool.name)[0],
+                on_premises=kind.on_premises,
+                site_storage=tuple(site.storage),
             )
             out.append(mig_slices(p, pool.sharing.mig_profile) if pool.sharing.mode == "mig" else p)
     return out, skipped

@@ -4,10 +4,15 @@ PERSISTENT_2 capacity that feeds a pool's peak (FSx for Lustre User Guide, throu
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 from gpufleet.render.sizing import sizing_text
-from gpufleet.sizing.storage import class_storage, fsx_capacity_gib, pool_storage
-from tests.sizing.test_cases import FT70B, on
+from gpufleet.sizing.report import SizingReport, size
+from gpufleet.sizing.storage import SiteStorage, class_storage, fsx_capacity_gib, pool_storage, site_storage
+from model.load import parse_estate
+from tests.conftest import example_estate
+from tests.sizing.helpers import wfile
+from tests.sizing.test_cases import FT70B, TODAY, on
 
 STORAGE = {"dataset_gb": 20000, "dataset_passes": 3, "checkpoint_gb": 1000, "checkpoints_per_run": 336}
 
@@ -34,3 +39,67 @@ def test_fsx_capacity_holds_the_data_when_the_data_needs_more_than_the_throughpu
     # 1 GB/s at 1,000 MB/s/TiB is 1 TiB, but 100,000 GB is 90.95 TiB = 93,132.3 GiB -> 93,600.
     assert fsx_capacity_gib(Fraction(1), Fraction(100000), 1000) == 93600
     assert fsx_capacity_gib(Fraction(1), Fraction(0), 1000) == 1200  # the smallest PERSISTENT_2 file system
+
+
+def _onprem_storage(*tiers: dict[str, Any]) -> SizingReport:
+    """ft70b with storage on the onprem stack's owned `train` pool (site dc1), the site's tiers plus `tiers`."""
+    raw = example_estate("onprem")
+    raw["sites"][0]["storage"] += list(tiers)
+    spec = parse_estate(raw, "onprem")
+    return size(wfile(dict(FT70B, storage=STORAGE)), "w.yaml", spec, "onprem", today=TODAY)
+
+
+def _site(r: SizingReport) -> SiteStorage:
+    (cs,) = r.classes
+    (rec,) = r.pools
+    st = class_storage(cs)
+    assert st is not None and rec.demand.placement.name == "train"
+    ps = pool_storage(rec, [st])
+    assert ps is not None
+    (site,) = site_storage([ps])
+    return site
+
+
+def _shared(r: SizingReport) -> str:
+    text = sizing_text(r)
+    return text[text.index("Shared storage") : text.index("Stack onprem")]
+
+
+def test_a_pool_on_a_bare_metal_site_gets_the_sites_own_tiers_not_fsx() -> None:
+    # Before: FSx for Lustre GiB per tier for the owned `train` pool, on site dc1 where FSx does not exist. dc1
+    # declares nfs `home`, scratch `nvme` and s3-onprem `objects`, no parallel-fs. Peak: 4 servers × 5 GB/s.
+    r = _onprem_storage()
+    s = _site(r)
+    assert (s.site, s.pools, s.gbps, s.gb_stored) == ("dc1", ("train",), 20, 22000)
+    assert [(t.name, t.kind) for t in s.tiers] == [("home", "nfs"), ("nvme", "scratch"), ("objects", "s3-onprem")]
+    assert s.shared_hot == [] and s.carried_by == []
+    shared = _shared(r)
+    assert "FSx GiB" not in shared and "FSx for Lustre PERSISTENT_2" not in shared
+    assert "home (nfs)" in shared and "nvme (scratch)" in shared and "objects (s3-onprem)" in shared
+    assert "Site dc1 declares no parallel-fs tier for the 20 GB/s its pools need at peak" in shared
+    assert "(kind: parallel-fs, a throughput_gbps of at least 20;" in shared
+
+
+def test_a_declared_parallel_fs_carries_the_peak_or_says_how_short_it_is() -> None:
+    fast = {"kind": "parallel-fs", "name": "lustre", "csi_driver": "lustre.csi.k8s.io", "throughput_gbps": 50}
+    r = _onprem_storage(fast)
+    assert [t.name for t in _site(r).carried_by] == ["lustre"]
+    shared = _shared(r)
+    assert "lustre (parallel-fs)" in shared and "50 GB/s declared: carries the 20 GB/s at peak" in shared
+    assert "declares no parallel-fs" not in shared and "FSx GiB" not in shared
+    slow = _onprem_storage(dict(fast, throughput_gbps=12))
+    assert _site(slow).carried_by == []
+    shared = _shared(slow)
+    assert "12 GB/s declared: 8 GB/s short of the 20 GB/s at peak" in shared
+    assert "No parallel-fs tier of site dc1 carries the 20 GB/s" in shared
+
+
+def test_a_catalog_instance_type_still_gets_fsx() -> None:
+    # The same class with no stack: a catalog instance type, on AWS, sized as FSx for Lustre as before.
+    r = on(None, dict(FT70B, storage=STORAGE))
+    st = class_storage(r.classes[0])
+    assert st is not None
+    ps = pool_storage(r.pools[0], [st])
+    assert ps is not None and ps.site is None and site_storage([ps]) == []
+    assert set(ps.capacity_gib) == {125, 250, 500, 1000}
+    assert "FSx GiB at 250 MB/s/TiB" in sizing_text(r)
