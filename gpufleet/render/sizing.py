@@ -210,7 +210,9 @@ def _class(cs: ClassSizing, region: str) -> list[Block]:
         verdict += f" {hidden} more placements that fit cost more (--format json lists every one)."
     untimed = sorted({ch.placement.gpu.id for ch in cs.choices if ch.status == "no timing"})
     if untimed:
-        verdict += f" Fit but not ranked, no timing in the file (add hours_on): {', '.join(untimed)}."
+        # A service's replicas run the whole period on any GPU: what differs is the speed, not the hours.
+        add = "speed_vs_measured" if c.kind == "online-inference" else "hours_on"
+        verdict += f" Fit but not ranked, no timing in the file (add {add}): {', '.join(untimed)}."
     unpriced = sorted(ch.placement.name for ch in cs.choices if ch.status == "unpriced")
     if unpriced:
         verdict += f" Fit but unpriced in {region}: {', '.join(unpriced)}."

@@ -280,9 +280,12 @@ class ClassSizing:
         return q(self.cls.runs_per_period) * self.cls.gpus_per_run * ch.hours_per_run
 
 
-def size_class(c: WorkloadClass, placements: list[Placement], measured: Placement | None = None) -> ClassSizing:
+def size_class(
+    c: WorkloadClass, placements: list[Placement], measured: Placement | None = None, where: str = "the class"
+) -> ClassSizing:
     """Rank the placements a class fits on. `measured` is the stack pool its hours were measured on
-    (`measured_on_pool`, resolved by `measured_pools`): its ring, not the fastest, is what the hours hold on."""
+    (`measured_on_pool`, resolved by `measured_pools`): its ring, not the fastest, is what the hours hold on.
+    `where` names the class in its file (`classes[0] of w.yaml`) for a refusal to say where to add a field."""
     need = memory_need(c)
     fits = sorted(
         (memory_fit(need, g) for g in catalog.gpu_models().values()), key=lambda f: (-f.gpu_memory_gb, f.gpu.id)
@@ -295,7 +298,7 @@ def size_class(c: WorkloadClass, placements: list[Placement], measured: Placemen
         for p, why in results
         if isinstance(why, str) and isinstance(evaluate(c, need, replace(p, capacity_gpus=None)), Choice)
     )
-    refused = untimed_across_models(c, choices)
+    refused = untimed_across_models(c, choices, where)
     if refused:
         choices = [replace(ch, hours_per_run=None, cost_per_run=None, status="no timing") for ch in choices]
     reference = evaluate(c, need, measured) if measured is not None else None
@@ -349,16 +352,26 @@ def measured_pools(
     return workloads.model_copy(update={"classes": classes}), found
 
 
-def untimed_across_models(c: WorkloadClass, choices: list[Choice]) -> str:
-    """Why a class's placements cannot be ranked, or "": work measured on no GPU model (no measured_on) compared
-    across GPU models would take hours_per_run on every model hours_on does not name, an L4 as fast as a B200.
-
-    Serving and notebooks last as long as they are open whatever the GPU, so only work-bound classes are refused."""
+def untimed_across_models(c: WorkloadClass, choices: list[Choice], where: str = "the class") -> str:
+    """Why a class's placements cannot be ranked, or "": what a class needs measured on no GPU model (no
+    measured_on) compared across GPU models would be the same on every model, an L4 as fast as a B200. For
+    work-bound classes that is hours_per_run on every model hours_on does not name; for online serving, the
+    replicas, though a faster GPU's replica serves more tokens/s. Notebooks last as long as they are open whatever
+    the GPU, so they are not refused. `where` names the class in its file."""
     models = sorted({ch.placement.gpu.id for ch in choices})
-    if not c.work_bound or c.measured_on is not None or c.measured_on_pool is not None or len(models) < 2:
+    serving = c.kind == "online-inference"
+    untimed = c.measured_on is None and c.measured_on_pool is None
+    if not (c.work_bound or serving) or not untimed or len(models) < 2:
         return ""
+    if serving:
+        return (
+            f"{c.name} fits {', '.join(models)} but gives no measured_on: its {c.runs_per_period:g} replicas cannot "
+            "be compared across GPU models (a replica on a faster GPU serves more tokens/s, so fewer are needed). "
+            f"Add measured_on to {where} (the GPU model the replicas were sized on), and speed_vs_measured ratios "
+            "per other model"
+        )
     return (
         f"{c.name} fits {', '.join(models)} but gives no measured_on: its {c.hours_per_run:g} h cannot be compared "
-        "across GPU models. Set measured_on (the GPU model hours_per_run was measured on) and hours_on per other "
-        "model, or speed_vs_measured ratios"
+        f"across GPU models. Add measured_on to {where} (the GPU model hours_per_run was measured on) and hours_on "
+        "per other model, or speed_vs_measured ratios"
     )

@@ -90,7 +90,11 @@ def size(
             )
     workloads, measured = measured_pools(workloads, source, spec, stack)
     sized = fill_stack_pools(
-        [size_class(c, placements, measured.get(c.name)) for c in workloads.classes], workloads.planning
+        [
+            size_class(c, placements, measured.get(c.name), f"classes[{i}] of {source}")
+            for i, c in enumerate(workloads.classes)
+        ],
+        workloads.planning,
     )
     # Demand on the GPUs the classes are placed on (a class's hours there, not its reference hours), so that the
     # portfolio adds up to the pools it recommends; a class no placement takes stays at its reference hours.

@@ -167,8 +167,10 @@ class WorkloadClass(Model):
     )
     measured_on: str | None = Field(
         default=None,
-        description="Catalog GPU model hours_per_run was measured on (e.g. H100-80GB). When set, only GPU models "
-        "with a timing (this one or hours_on) are ranked; when not set, hours are assumed equal on every GPU.",
+        description="Catalog GPU model hours_per_run (an online service: its replicas) was measured on (e.g. "
+        "H100-80GB). When set, only GPU models with a timing (this one, hours_on or speed_vs_measured) are ranked; "
+        "when not set, a training, batch or online-inference class is not ranked across GPU models, and a notebook "
+        "takes its hours on every GPU.",
     )
     measured_on_pool: str | None = Field(
         default=None,

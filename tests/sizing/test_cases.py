@@ -106,3 +106,43 @@ def test_hours_on_without_measured_on_still_refuses_ranking_across_gpu_models() 
     r = on(None, pretrain, period="quarter", hours_per_device=2190)
     (cs,) = r.classes
     assert cs.chosen is None and r.pools == [] and "gives no measured_on" in cs.refused
+
+
+CHAT = {"name": "chat-8b", "kind": "online-inference", "parameters_billion": 8, "kv_cache_gb": 2,
+        "runs_per_period": 4, "gpus_per_run": 1, "hours_per_run": 168, "latency_p95_ms": 500}  # fmt: skip
+
+
+def test_serving_measured_on_no_gpu_is_not_ranked_across_gpu_models() -> None:
+    # Before: 4 replicas on g6.xlarge (L4) at $135.21 each, ranked "ok" at the 4 replicas sized on no GPU model,
+    # as if an L4 replica served the tokens/s a B200's does.
+    r = on(None, CHAT, hours_per_device=168)
+    (cs,) = r.classes
+    assert cs.chosen is None and r.pools == []
+    assert "chat-8b fits" in cs.refused and "L4-24GB" in cs.refused and "gives no measured_on" in cs.refused
+    assert "its 4 replicas cannot be compared across GPU models" in cs.refused
+    assert "Add measured_on to classes[0] of w.yaml" in cs.refused and "speed_vs_measured" in cs.refused
+    assert "Not ranked: chat-8b fits" in sizing_text(r)
+
+
+def test_serving_measured_on_a_gpu_is_ranked_there_and_where_a_speed_ratio_is_declared() -> None:
+    r = on(None, dict(CHAT, measured_on="H100-80GB"), hours_per_device=168)
+    (cs,) = r.classes
+    assert cs.refused == "" and cs.chosen is not None and cs.chosen.placement.gpu.id == "H100-80GB"
+    assert {ch.placement.gpu.id for ch in cs.choices if ch.status == "ok"} == {"H100-80GB"}
+    assert any(ch.placement.gpu.id == "L4-24GB" and ch.status == "no timing" for ch in cs.choices)
+    assert "Fit but not ranked, no timing in the file (add speed_vs_measured): A100-40GB" in sizing_text(r)
+    # An L4 replica declared a quarter as fast: ranked too, at 4 × 168 h of L4 per H100 replica-week.
+    ratio = on(None, dict(CHAT, measured_on="H100-80GB", speed_vs_measured={"L4-24GB": 0.25}), hours_per_device=168)
+    l4 = [ch for ch in ratio.classes[0].choices if ch.placement.gpu.id == "L4-24GB"]
+    assert l4 and all(ch.status == "ok" and ch.hours_per_run == 672 for ch in l4)
+
+
+def test_notebooks_measured_on_no_gpu_are_still_ranked_and_the_training_refusal_names_the_file() -> None:
+    notebooks = {"name": "notebooks", "kind": "interactive", "parameters_billion": 8, "runs_per_period": 25,
+                 "gpus_per_run": 1, "hours_per_run": 8, "latency_p95_ms": 2000}  # fmt: skip
+    pretrain = {"name": "pretrain-405b", "kind": "training", "parameters_billion": 405, "runs_per_period": 1,
+                "gpus_per_run": 1024, "hours_per_run": 720, "deadline_hours": 1000, "gang": True}  # fmt: skip
+    r = on(None, notebooks, pretrain, period="quarter", hours_per_device=2190)
+    nb, pt = r.classes
+    assert nb.refused == "" and nb.chosen is not None
+    assert "Add measured_on to classes[1] of w.yaml (the GPU model hours_per_run was measured on)" in pt.refused

@@ -64,6 +64,7 @@ def test_70b_inference_is_placed_on_a_multi_gpu_node() -> None:
         gpus_per_run=4,
         runs_per_period=2,
         hours_per_run=168,
+        measured_on="H100-80GB",
         deadline_hours=None,
         latency_p95_ms=800,
     )
