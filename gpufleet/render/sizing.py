@@ -9,7 +9,7 @@ import yaml
 
 from gpufleet.render.blocks import Block, Code, Heading, Para, Table, blocks_markdown, blocks_text
 from gpufleet.render.common import usd
-from gpufleet.render.sizing_headline import headline, work_cost
+from gpufleet.render.sizing_headline import headline, scaling_words, work_cost
 from gpufleet.render.sizing_record import decision_record, num
 from gpufleet.render.sizing_storage import storage_blocks
 from gpufleet.sizing.arithmetic import class_utilisation
@@ -231,6 +231,11 @@ def _chosen_words(chosen: Choice | None) -> str:
             f"Uses owned servers: {at} ({p.price_basis}), a cost paid whether the servers run or idle, so it buys "
             "nothing new."
         )
+    if p.scale is not None:
+        return (
+            f"Uses existing pool {at} ({p.price_basis}): a pool the stack has goes before a new pool of "
+            f"{p.instance_type}; Recommended node pools gives its scaling."
+        )
     return f"Buys {at}: the cheapest placement that fits and meets the objective."
 
 
@@ -258,16 +263,18 @@ def _pools(r: SizingReport) -> list[Block]:
         return [*blocks, Para("None: no class has a priced placement that fits and meets its objective.")]
     rows = []
     for rec in r.pools:
-        d = rec.demand
+        d, to = rec.demand, rec.demand.raised
         cloud = d.placement.instance_type is not None
+        where = f"{d.placement.instance_type} (existing, {d.placement.site})" if to else d.placement.name
+        nodes = f"{d.scale_min_nodes} / {d.scale_desired_nodes} / {d.scale_max_nodes}" if cloud else "-"
         rows.append(
             [
                 rec.name,
                 rec.role,
-                d.placement.name if cloud else f"{d.placement.name} (on-prem, {d.placement.site})",
+                where if cloud else f"{d.placement.name} (on-prem, {d.placement.site})",
                 ", ".join(d.classes),
                 *_demand_cells(d),
-                f"{d.scale_min_nodes} / {d.scale_desired_nodes} / {d.scale_max_nodes}" if cloud else "-",
+                f"{to.min} / {to.desired} / {to.max}" if to else nodes,
                 str(d.spare_nodes or "-") if cloud else "-",
                 f"{d.max_nodes} servers" if not cloud else "cluster-autoscaler",
                 work_cost(d),
@@ -297,13 +304,21 @@ def _pools(r: SizingReport) -> list[Block]:
             "always on), desired the same floor (the node group starts there; no node idles before work arrives), max the peak in whole nodes plus "
             f"{plan.spare_nodes} spare node{'s' if plan.spare_nodes != 1 else ''} on pools of more than "
             f"{plan.spares_above_nodes} nodes (planning.spare_nodes, spares_above_nodes); cluster-autoscaler adds nodes "
-            "only for pending pods. Work $: each class's runs × its cost per run (whole "
+            "only for pending pods. A pool the stack has keeps its scaling, raised where its demand needs more. "
+            "Work $: each class's runs × its cost per run (whole "
             "nodes billed for a run across nodes), and an always-on serving floor's whole nodes for the hours they "
             "run: what the pool costs when it scales to its work."
         ),
     ]
     for rec in r.pools:
         p = rec.demand.placement
+        if p.scale is not None:
+            blocks.append(
+                Para(
+                    f"Use existing pool {p.name} ({scaling_words(rec.demand)}), not a new pool of {p.instance_type}: "
+                    f"its nodes at {p.price_basis}, for {', '.join(rec.demand.classes)}."
+                )
+            )
         if p.instance_type is None and p.capacity_gpus is not None and rec.demand.max_gpus > p.capacity_gpus:
             blocks.append(
                 Para(

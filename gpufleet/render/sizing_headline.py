@@ -1,7 +1,7 @@
 """The one-line headline of `gpufleet size`: what the recommendation uses, what it buys and why.
 
-Owned servers first, then new pools, then the stack's burst pools. A class no placement takes is named, and
-"owned servers take it all" is said only when owned servers take every class.
+Owned servers first, then the stack's cloud pools (scaled up), new pools and the stack's burst pools. A class no
+placement takes is named, and "owned servers take it all" is said only when owned servers take every class.
 """
 
 from __future__ import annotations
@@ -14,6 +14,18 @@ from gpufleet.sizing.report import SizingReport
 
 def work_cost(d: Demand) -> str:
     return "-" if d.work_usd is None else usd(d.work_usd)
+
+
+def scaling_words(d: Demand) -> str:
+    """How a cloud pool of the stack takes its demand: "raise desired from 2 to 3 and max from 4 to 5", or "no
+    change: its max of 4 nodes holds it"."""
+    s, to = d.placement.scale, d.raised
+    assert s is not None and to is not None
+    steps = (("min", s.min, to.min), ("desired", s.desired, to.desired), ("max", s.max, to.max))
+    changes = [f"{k} from {a} to {b}" for k, a, b in steps if a != b]
+    if not changes:
+        return f"no change: its max of {s.max} node{'s' if s.max != 1 else ''} holds it"
+    return "raise " + (f"{', '.join(changes[:-1])} and {changes[-1]}" if len(changes) > 1 else changes[0])
 
 
 def _buys(r: SizingReport) -> str:
@@ -41,9 +53,23 @@ def _buys(r: SizingReport) -> str:
 def headline(r: SizingReport) -> str:
     """What the recommendation uses, what it buys and why, in one line."""
     owned = [rec for rec in r.pools if rec.demand.placement.instance_type is None]
-    burst = [rec for rec in r.pools if rec.demand.placement.instance_type is not None and rec.demand.placement.pool]
+    cloud = [rec for rec in r.pools if rec.demand.placement.scale is not None]
+    burst = [rec for rec in r.pools if rec.demand.placement.instance_type and rec.demand.placement.pool
+             and rec.demand.placement.scale is None]  # fmt: skip
     used = "; ".join(f"{rec.name} for {', '.join(rec.demand.classes)}" for rec in owned)
-    parts = [f"Uses owned servers (already paid for): {used}." if owned else "Uses no owned servers.", _buys(r)]
+    parts = [f"Uses owned servers (already paid for): {used}." if owned else "Uses no owned servers."]
+    if cloud:
+        period = r.workloads.planning.period
+        parts.append(
+            "Uses existing pools of the stack: "
+            + "; ".join(
+                f"{rec.name} ({rec.demand.placement.instance_type}; {scaling_words(rec.demand)}; "
+                f"{work_cost(rec.demand)} of work a {period}) for {', '.join(rec.demand.classes)}"
+                for rec in cloud
+            )
+            + "."
+        )
+    parts.append(_buys(r))
     late = [f"{ch.placement.name} for {cs.cls.name} misses its deadline after +{num(ch.penalty_hours)} h ring penalty"
             for cs in r.classes for ch in cs.choices
             if ch.owned and ch.status == "misses deadline" and ch.penalty_hours and cs.chosen is not None

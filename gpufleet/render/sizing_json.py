@@ -44,6 +44,7 @@ def _choice_json(ch: Choice) -> dict[str, Any]:
         "cost_per_run_usd": _f(ch.cost_per_run),
         "status": ch.status,
         "owned": ch.owned,
+        "existing_pool": ch.placement.scale is not None,
         "penalty_hours": _f(ch.penalty_hours),
         "price_basis": ch.placement.price_basis,
         "ring": None
@@ -58,7 +59,11 @@ def _choice_json(ch: Choice) -> dict[str, Any]:
 
 
 def _pool_json(rec: PoolRecommendation) -> dict[str, Any]:
-    return {"name": rec.name, "role": rec.role, **_demand_json(rec.demand)}
+    s, to = rec.demand.placement.scale, rec.demand.raised
+    # A cloud pool the stack has: its scaling as declared and as raised to take the demand; None for other pools.
+    existing = None if s is None or to is None else {k: {"min": x.min, "desired": x.desired, "max": x.max}
+                                                     for k, x in (("declared", s), ("raised", to))}  # fmt: skip
+    return {"name": rec.name, "role": rec.role, **_demand_json(rec.demand), "existing_scaling": existing}
 
 
 def sizing_document(r: SizingReport) -> dict[str, Any]:

@@ -1,10 +1,11 @@
 """Where a workload class can run and what it costs there: catalog instance types and a stack's pools.
 
-A placement is priced per GPU-hour: on demand from the catalog (the stack's region, else us-east-1) or, on prem,
-at the amortised price of the pool's servers (model.pricing, the price `gpufleet cost` uses). Owned servers with
-room for a run come first: their cost is paid whether they run or idle, so using them buys nothing. Then the
-cheapest placement a class fits on (memory, one node for inference, a fabric across nodes) and meets its deadline
-on, a slower gradient ring counted as the hours it adds (interconnect.penalise).
+A placement is priced per GPU-hour: on demand from the catalog (the stack's region, else us-east-1), a stack's
+cloud pool as it is bought, or, on prem, at the amortised price of the pool's servers (model.pricing, the price
+`gpufleet cost` uses). Owned servers with room for a run come first: their cost is paid whether they run or idle,
+so using them buys nothing. Then the cheapest placement a class fits on (memory, one node for inference, a fabric
+across nodes) and meets its deadline on, a slower gradient ring counted as the hours it adds
+(interconnect.penalise); a cloud pool the stack has goes before a new pool of its instance type.
 """
 
 from __future__ import annotations
@@ -22,8 +23,19 @@ from model import catalog, kinds
 from model.load import SpecError, problem_line
 from model.pricing import GpuHourQuote, instance_gpu_hour
 from model.spec import AwsNodePool, BaremetalNodePool, EstateSpec, Role, StorageTier
+from model.spec.net import MAX_NODES
 
 DEFAULT_REGION = "us-east-1"
+
+
+@dataclass(frozen=True)
+class PoolScale:
+    """A steady cloud pool's node counts as the stack declares them (scaling min / desired / max)."""
+
+    min: int
+    desired: int
+    max: int
+    raisable: bool  # its max may be raised; a reservation's pool stays within the instances reserved
 
 
 @dataclass(frozen=True)
@@ -40,12 +52,13 @@ class Placement:
     pool: str | None = None
     site: str | None = None
     role: Role | None = None
-    capacity_gpus: int | None = None  # stack pools: GPUs at max size
+    capacity_gpus: int | None = None  # stack pools: GPUs at max size (a raisable cloud pool's: at MAX_NODES)
     floor_gpus: int | None = None  # stack pools: GPUs kept at the pool's min size (all of them on bare metal)
     network_gbit_per_s: Fraction | None = None  # one node's network (EFA / InfiniBand / RoCE), when fixed and known
     mig_profile: str | None = None  # a MIG pool: `gpu` is one slice, gpus_per_node and capacity_gpus count slices
     on_premises: bool = False  # stack pools: on a data centre's site (its own storage, no FSx / EFS / S3)
     site_storage: tuple[StorageTier, ...] = ()  # stack pools: the storage tiers their site declares
+    scale: PoolScale | None = None  # a steady (not burst) cloud pool of the stack, which sizing may scale up
 
 
 def _per_gpu(quote: GpuHourQuote) -> tuple[Fraction | None, str]:
@@ -152,13 +165,33 @@ def onprem_placements(spec: EstateSpec) -> list[Placement]:
     return [p for p in pools if p.instance_type is None or p.name in bursts]
 
 
+def cloud_pool_placements(spec: EstateSpec) -> list[Placement]:
+    """A stack's steady AWS pools (not burst) as candidates next to the catalog's new pools, each with its declared
+    scaling. Raising a node group's max is no more of a change than a new node group of the same instance type, so
+    an on-demand or spot pool has room up to MAX_NODES; a pool on a capacity reservation or block stays within its
+    max, the instances reserved (model.rules check it against them)."""
+    pools, _ = stack_placements(spec)
+    steady = {p.name: p for s in spec.sites for p in s.node_pools if isinstance(p, AwsNodePool) and not p.burst}
+    out = []
+    for p in pools:
+        if (pool := steady.get(p.name)) is None:
+            continue
+        raisable = pool.capacity.type in ("on-demand", "spot")
+        scale = PoolScale(pool.scaling.min, pool.scaling.desired_nodes, pool.scaling.max, raisable)
+        limit = MAX_NODES if raisable else pool.reachable_nodes
+        out.append(replace(p, scale=scale, capacity_gpus=limit * p.gpus_per_node))
+    return out
+
+
 def stack_region(spec: EstateSpec | None) -> str:
     """The region catalog placements are priced in: the stack's first cloud site's, else DEFAULT_REGION."""
     regions = [r for s in (spec.sites if spec is not None else []) if (r := kinds.of(s).region) is not None]
     return regions[0] if regions else DEFAULT_REGION
 
 
-Status = Literal["ok", "misses deadline", "no timing", "unpriced", "owned pool full", "burst pool full"]
+Status = Literal[
+    "ok", "misses deadline", "no timing", "unpriced", "owned pool full", "burst pool full", "cloud pool full"
+]
 
 
 @dataclass(frozen=True)
@@ -191,6 +224,8 @@ def evaluate(c: WorkloadClass, need: MemoryNeed, p: Placement) -> Choice | str:
         return f"needs {fit.gpus_needed} × {p.gpu.id} for memory, more than its {c.gpus_per_run} GPUs per run"
     if p.gpus_per_node == 0:
         return "no GPUs per node"
+    if p.scale is not None and p.role != c.role:
+        return f"pool {p.name} runs {p.role} work, not {c.role}: a new pool of the class's role is recommended instead"
     if p.mig_profile is not None and (c.work_bound or c.throughput is not None or c.gpus_per_run > 1):
         return f"MIG {p.mig_profile} slices take one-slice notebooks and serving timed by session, not {c.kind} work"
     nodes = ceil(Fraction(c.gpus_per_run, p.gpus_per_node))
@@ -241,14 +276,27 @@ def _holds(p: Placement) -> str:
 
 def rank(choices: Iterable[Choice]) -> list[Choice]:
     """Choices that meet the objective first: owned servers with room, then the cheapest per run; then the rest, by
-    why they lost."""
-    order = {"ok": 0, "misses deadline": 1, "no timing": 2, "unpriced": 3, "owned pool full": 4, "burst pool full": 4}
+    why they lost. A new pool of an instance type a cloud pool of the stack takes the class on ranks after that pool
+    even where the catalog quotes it lower (a stack's own rate): a new pool there would be bought the same way."""
+    order = {"ok": 0, "misses deadline": 1, "no timing": 2, "unpriced": 3}
+    chs = list(choices)
+    existing: dict[str, Fraction] = {}
+    for ch in chs:
+        it, usd = ch.placement.instance_type, ch.cost_per_run
+        if ch.placement.scale is not None and ch.status == "ok" and it is not None and usd is not None:
+            existing[it] = min(existing.get(it, usd), usd)
+
+    def cost(ch: Choice) -> Fraction:
+        c = ch.cost_per_run if ch.cost_per_run is not None else Fraction(0)
+        it = ch.placement.instance_type
+        return max(c, existing[it]) if ch.placement.pool is None and it in existing else c
+
     return sorted(
-        choices,
+        chs,
         key=lambda ch: (
-            order[ch.status],
+            order.get(ch.status, 4),  # then the stack pools that are full
             not ch.owned,
-            ch.cost_per_run if ch.cost_per_run is not None else 0,
+            cost(ch),
             ch.nodes_per_run,
             ch.placement.pool is None,  # at the same price, a pool the stack has before a new one
             ch.placement.name,

@@ -1,8 +1,9 @@
 """Node pools from the placements: the demand each placement carries, new pools to create, and a stack's verdict.
 
-`recommend_pools` groups the chosen placements into pools (one new cloud pool per instance type and role; an
-existing on-prem pool stays one pool), each sized over the utilisation scenarios in whole nodes. `compare_stack`
-places every class on the cheapest pool of a stack and judges each pool's capacity against what it hosts.
+`recommend_pools` groups the chosen placements into pools (one new cloud pool per instance type and role; a pool
+the stack has stays one pool, a cloud one scaled up to its demand), each sized over the utilisation scenarios in
+whole nodes. `compare_stack` places every class on the cheapest pool of a stack and judges each pool's capacity
+against what it hosts.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from gpufleet.sizing.placement import (
     Choice,
     ClassSizing,
     Placement,
+    PoolScale,
     Status,
     catalog_placements,
     evaluate,
@@ -93,6 +95,16 @@ class Demand:
     def scale_max_nodes(self) -> int:
         return self.max_nodes + self.spare_nodes
 
+    @property
+    def raised(self) -> PoolScale | None:
+        """A cloud pool of the stack's scaling once it takes this demand: min and desired at least the always-on
+        floor, max at least the peak with its spares. Nothing is lowered: the stack's verdict judges the excess."""
+        s = self.placement.scale
+        if s is None:
+            return None
+        floor, peak = self.scale_min_nodes, self.scale_max_nodes
+        return replace(s, min=max(s.min, floor), desired=max(s.desired, floor), max=max(s.max, peak, floor))
+
 
 def demand_on(p: Placement, placed: list[tuple[ClassSizing, Choice]], planning: Planning) -> Demand:
     parts = [(cs.cls, q(cs.cls.runs_per_period) * cs.cls.gpus_per_run * (ch.hours_per_run or 0)) for cs, ch in placed]
@@ -143,8 +155,9 @@ def always_on_serving(c: WorkloadClass, planning: Planning) -> bool:
 def fill_stack_pools(sized: list[ClassSizing], planning: Planning) -> list[ClassSizing]:
     """The stack's pools take the classes ranked onto them, in file order, while they hold them at their max size.
     An owned pool holds the pessimistic end (lowest utilisation with reserves, gang and largest run included); a
-    burst pool holds that in whole nodes with its spares, the pool's max nodes. A class a pool cannot hold goes,
-    whole, to its next-ranked placement (the pool marked "owned pool full" or "burst pool full"); it is not split."""
+    burst pool holds that in whole nodes with its spares, the pool's max nodes; so does a cloud pool on a
+    reservation (any other cloud pool's max may be raised, placement.cloud_pool_placements). A class a pool cannot
+    hold goes, whole, to its next-ranked placement (the pool marked "... pool full"); it is not split."""
     taken: dict[str, list[tuple[ClassSizing, Choice]]] = {}
     out = []
     for cs in sized:
@@ -160,8 +173,9 @@ def fill_stack_pools(sized: list[ClassSizing], planning: Planning) -> list[Class
             if need <= cap:
                 taken[p.name] = trial
                 break
-            kind = "owned" if owned else "burst"
-            nodes = "" if owned else f" ({cap // p.gpus_per_node} nodes)"
+            kind = "owned" if owned else "burst" if p.scale is None else "cloud"
+            reserved = ", the instances reserved" if p.scale is not None and not p.scale.raisable else ""
+            nodes = "" if owned else f" ({cap // p.gpus_per_node} nodes{reserved})"
             spares = (
                 f", {d.spare_nodes} spare node{'s' if d.spare_nodes > 1 else ''} included"
                 if d.spare_nodes and not owned
@@ -170,7 +184,7 @@ def fill_stack_pools(sized: list[ClassSizing], planning: Planning) -> list[Class
             why.append(
                 f"{kind} pool {p.name} holds {cap} GPUs{nodes}; with {cs.cls.name} it needs up to {need}{spares}"
             )
-            status: Status = "owned pool full" if owned else "burst pool full"
+            status: Status = "owned pool full" if owned else "burst pool full" if p.scale is None else "cloud pool full"
             full = [replace(x, status=status) if x.placement == p else x for x in cs.choices]
             cs = replace(cs, choices=full)
         out.append(replace(cs, overflow="; ".join(why)) if why else cs)
@@ -185,7 +199,8 @@ class PoolRecommendation:
 
 
 def recommend_pools(sized: list[ClassSizing], planning: Planning) -> list[PoolRecommendation]:
-    """One new cloud pool per (instance type, role); an existing on-prem pool stays one pool. Whole nodes."""
+    """One new cloud pool per (instance type, role); a pool the stack has (owned, burst or cloud) stays one pool.
+    Whole nodes."""
     groups: dict[tuple[str, str], list[tuple[ClassSizing, Choice]]] = {}
     for cs in sized:
         ch = cs.chosen

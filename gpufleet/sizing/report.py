@@ -10,6 +10,7 @@ from gpufleet.sizing.arithmetic import Scenario, demand_scenarios, gang_minimum
 from gpufleet.sizing.placement import (
     ClassSizing,
     catalog_placements,
+    cloud_pool_placements,
     measured_pools,
     onprem_placements,
     size_class,
@@ -82,11 +83,11 @@ def size(
     placements = catalog_placements(region)
     notes = []
     if spec is not None:
-        onprem = onprem_placements(spec)
-        placements += onprem
-        if onprem:
+        own = onprem_placements(spec) + cloud_pool_placements(spec)
+        placements += own
+        if own:
             notes.append(
-                f"pools of stack {stack} (owned, burst) are candidates too: {', '.join(p.name for p in onprem)}"
+                f"pools of stack {stack} (owned, burst, cloud) are candidates too: {', '.join(p.name for p in own)}"
             )
     workloads, measured = measured_pools(workloads, source, spec, stack)
     sized = fill_stack_pools(

@@ -20,7 +20,9 @@ def test_size_against_aws_train_gives_a_verdict_per_pool() -> None:
     assert res.exit_code == 0, res.output
     assert "Verdict for stack aws-train: over-provisioned." in res.output
     assert "Gang minimum: 8 compatible GPUs" in res.output
-    assert "- name: training-p5-48xlarge" in res.output
+    # The training classes take the stack's own p5.48xlarge pool `h100` (before: a new training-p5-48xlarge pool).
+    assert "Uses existing pools of the stack: h100 (p5.48xlarge; no change: its max of 4 nodes holds it;" in res.output
+    assert "- name: training-p5-48xlarge" not in res.output and "- name: inference-p5-48xlarge" in res.output
 
 
 def test_markdown_is_a_decision_record_with_formula_inputs_and_assumptions() -> None:
