@@ -93,8 +93,7 @@ def pool_rate(site: AwsSite, pool: AwsNodePool, instance_type: str, today: dt.da
         spot = catalog.spot_price(instance_type, site.region)
         if spot is None:
             return None
-        basis = f"spot, the mean of {spot.zones} AZ IDs (${spot.low:,.2f} to ${spot.high:,.2f}/h on {spot.date})"
-        return PoolRate(spot.usd_per_hour, spot.date, spot.source, basis, od)  # pool_prices adds the region
+        return PoolRate(spot.usd_per_hour, spot.date, spot.source, spot_basis(spot), od)  # pool_prices adds the region
     if cap.commitment is not None and today >= commitment_end(cap.commitment):
         c, where = cap.commitment, f"sites.{site.name}.node_pools.{pool.name}.capacity.commitment"
         note = f"{where} ({c.term} {c.kind} of {c.date}) ended on {commitment_end(c)}: its nodes pay on demand"
@@ -402,6 +401,24 @@ def instance_gpu_hour(instance_type: str, region: str, site: AwsSite | None = No
         return GpuHourQuote(None, gpus, f"unpriced: no on-demand price for {region} in the catalog")
     basis = p.source if p.source.startswith("stack:") else f"catalog on-demand {region}"
     return GpuHourQuote(p.usd_per_hour, gpus, f"{basis}, {p.date}")
+
+
+def spot_basis(spot: catalog.SpotPrice) -> str:
+    """A catalog spot figure in words: the mean over the AZ IDs recorded, their range and the snapshot's date."""
+    return f"spot, the mean of {spot.zones} AZ IDs (${spot.low:,.2f} to ${spot.high:,.2f}/h on {spot.date})"
+
+
+def spot_gpu_hour(instance_type: str, region: str, discount: float | None = None) -> GpuHourQuote | None:
+    """A spot node of a candidate `instance_type` in `region`, as pool_rate prices a spot pool: the catalog's dated
+    spot figure, else `discount` off the catalog's on-demand price; None when neither prices it."""
+    gpus = catalog.instance_type(instance_type).gpu_count
+    if (spot := catalog.spot_price(instance_type, region)) is not None:
+        return GpuHourQuote(spot.usd_per_hour, gpus, f"{spot_basis(spot)}, {region}")
+    od = catalog.price(instance_type, region)
+    if discount is None or od is None:
+        return None
+    basis = f"spot at {discount:.0%} off catalog on-demand {region} ({od.date}; planning.spot_discount)"
+    return GpuHourQuote(od.usd_per_hour * (1 - discount), gpus, basis)
 
 
 def aws_pool_gpu_hour(site: AwsSite, pool: AwsNodePool) -> GpuHourQuote:

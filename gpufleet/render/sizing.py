@@ -412,6 +412,14 @@ def blocks(r: SizingReport) -> list[Block]:
 # -------------------------------------------------------------------------------------------- renderers
 
 
+def _capacity(p: Placement) -> dict[str, object]:
+    """How a recommended pool is bought: on demand, or spot at the discount it was priced at when the catalog has
+    no spot figure (so `gpufleet cost` prices the pool as `size` did)."""
+    if not p.spot:
+        return {"type": "on-demand"}
+    return {"type": "spot"} if p.spot_discount is None else {"type": "spot", "spot_discount": p.spot_discount}
+
+
 def node_pool_snippet(pools: list[PoolRecommendation]) -> str:
     """AWS recommendations as stack-file `node_pools:` entries (the schema of model.spec.AwsNodePool)."""
     lines = ["node_pools:"]
@@ -424,12 +432,14 @@ def node_pool_snippet(pools: list[PoolRecommendation]) -> str:
             "role": r.role,
             "instance_type": d.placement.instance_type,
             "scaling": {"min": d.scale_min_nodes, "desired": d.scale_desired_nodes, "max": d.scale_max_nodes},
-            "capacity": {"type": "on-demand"},
+            "capacity": _capacity(d.placement),
         }
         spares = f", + {d.spare_nodes} spare node{'s' if d.spare_nodes > 1 else ''}" if d.spare_nodes else ""
         lines.append(f"  # {', '.join(d.classes)}: {d.min_gpus}-{d.max_gpus} GPUs{spares}")
         floor = "the always-on serving floor" if d.scale_min_nodes else "zero"
         lines.append(f"  # cluster-autoscaler scales it from {floor} to max for pending pods")
+        if d.placement.spot:
+            lines.append("  # spot: a node can be reclaimed at two minutes' notice; its runs resume or are retried")
         if d.multi_node_gang:  # any run that spans nodes, gang or not
             lines.append("  # runs span nodes (all their GPUs at once): set `fabric:` to an EFA fabric of the site")
         body = yaml.safe_dump([entry], sort_keys=False, default_flow_style=None).rstrip()

@@ -5,7 +5,10 @@ cloud pool as it is bought, or, on prem, at the amortised price of the pool's se
 `gpufleet cost` uses). Owned servers with room for a run come first: their cost is paid whether they run or idle,
 so using them buys nothing. Then the cheapest placement a class fits on (memory, one node for inference, a fabric
 across nodes) and meets its deadline on, a slower gradient ring counted as the hours it adds
-(interconnect.penalise); a cloud pool the stack has goes before a new pool of its instance type.
+(interconnect.penalise); a cloud pool the stack has goes before a new pool of its instance type. Spot is
+offered only to interruptible classes whose runs fit one node: EC2 reclaims a spot node with a two-minute warning
+("Spot Instance interruption notices",
+https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from gpufleet.sizing.interconnect import Ring, instance_network_gbit_per_s, pena
 from gpufleet.sizing.workloads import CLASS_RULES, WorkloadClass, WorkloadFile, run_rules
 from model import catalog, kinds
 from model.load import SpecError, problem_line
-from model.pricing import GpuHourQuote, instance_gpu_hour
+from model.pricing import GpuHourQuote, instance_gpu_hour, spot_gpu_hour
 from model.spec import AwsNodePool, BaremetalNodePool, EstateSpec, Role, StorageTier
 from model.spec.net import MAX_NODES
 
@@ -59,29 +62,38 @@ class Placement:
     on_premises: bool = False  # stack pools: on a data centre's site (its own storage, no FSx / EFS / S3)
     site_storage: tuple[StorageTier, ...] = ()  # stack pools: the storage tiers their site declares
     scale: PoolScale | None = None  # a steady (not burst) cloud pool of the stack, which sizing may scale up
+    spot: bool = False  # a candidate bought on spot: only interruptible classes, runs within one node
+    spot_discount: float | None = None  # the planning's declared discount it is priced at (no catalog spot figure)
 
 
 def _per_gpu(quote: GpuHourQuote) -> tuple[Fraction | None, str]:
     return (None if quote.usd is None else q(quote.usd) / quote.gpus), quote.basis
 
 
-def catalog_placements(region: str) -> list[Placement]:
-    """Every catalog instance type, priced on demand in `region`."""
+def catalog_placements(region: str, spot_discount: float | None = None) -> list[Placement]:
+    """Every catalog instance type, priced on demand in `region`; and on spot where the catalog has a dated spot
+    figure there or `spot_discount` (planning.spot_discount) is declared."""
     out = []
     for it in catalog.instance_types().values():
         price, basis = _per_gpu(instance_gpu_hour(it.name, region))
-        out.append(
-            Placement(
-                name=it.name,
-                gpu=it.gpu,
-                gpus_per_node=it.gpu_count,
-                multi_node=it.efa_supported,
-                usd_per_gpu_hour=price,
-                price_basis=basis,
-                instance_type=it.name,
-                network_gbit_per_s=instance_network_gbit_per_s(it.name),
-            )
+        p = Placement(
+            name=it.name,
+            gpu=it.gpu,
+            gpus_per_node=it.gpu_count,
+            multi_node=it.efa_supported,
+            usd_per_gpu_hour=price,
+            price_basis=basis,
+            instance_type=it.name,
+            network_gbit_per_s=instance_network_gbit_per_s(it.name),
         )
+        out.append(p)
+        if (spot := spot_gpu_hour(it.name, region, spot_discount)) is not None:
+            price, basis = _per_gpu(spot)
+            declared = spot_discount if catalog.spot_price(it.name, region) is None else None
+            out.append(
+                replace(p, name=f"{it.name} spot", usd_per_gpu_hour=price, price_basis=basis, spot=True,
+                        spot_discount=declared)
+            )  # fmt: skip
     return out
 
 
@@ -232,6 +244,10 @@ def evaluate(c: WorkloadClass, need: MemoryNeed, p: Placement) -> Choice | str:
     billed = billed_gpus(c.gpus_per_run, p.gpus_per_node)
     if (too_small := capacity_refusal(p, billed)) is not None:
         return too_small
+    if p.spot and not c.interruptible:
+        return "spot nodes are reclaimed at two minutes' notice; the class is not interruptible"
+    if p.spot and nodes > 1:
+        return f"spot: a run over {nodes} nodes stops when any one is reclaimed; spot takes runs within one node"
     if nodes > 1 and not c.training:
         return f"a {c.kind} run of {c.gpus_per_run} GPUs must fit one node ({p.gpus_per_node} GPUs)"
     if nodes > 1 and not p.multi_node:

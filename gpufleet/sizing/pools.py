@@ -211,7 +211,9 @@ def recommend_pools(sized: list[ClassSizing], planning: Planning) -> list[PoolRe
     for (pname, role_key), placed in groups.items():
         p = placed[0][1].placement
         if p.instance_type and p.pool is None:
-            name, pool_role = f"{role_key}-{pname.replace('.', '-')}"[:40].rstrip("-"), placed[0][0].cls.role
+            bought = "-spot" if p.spot else ""
+            name = f"{role_key}-{p.instance_type.replace('.', '-')}"[: 40 - len(bought)].rstrip("-") + bought
+            pool_role = placed[0][0].cls.role
         else:
             name, pool_role = pname, p.role or placed[0][0].cls.role
         out.append(PoolRecommendation(name=name, role=pool_role, demand=demand_on(p, placed, planning)))

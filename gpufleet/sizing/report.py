@@ -80,7 +80,7 @@ def size(
 
     Raises SpecError when a class's measured_on_pool does not name a pool of the stack it can be sized against."""
     region = stack_region(spec)
-    placements = catalog_placements(region)
+    placements = catalog_placements(region, workloads.planning.spot_discount)
     notes = []
     if spec is not None:
         own = onprem_placements(spec) + cloud_pool_placements(spec)

@@ -101,6 +101,10 @@ class Planning(Model):
         le=100_000,
         description="A pool gets spare_nodes only when its peak is more than this many nodes (default 4).",
     )
+    spot_discount: float | None = Field(
+        default=None, gt=0, lt=1, description="Share off on-demand to expect on spot where the catalog has no "
+        "dated spot price for a type in the region (e.g. 0.6); spot is offered to interruptible classes only.",
+    )  # fmt: skip
 
     @model_validator(mode="after")
     def _consistent(self) -> Planning:
@@ -227,6 +231,10 @@ class WorkloadClass(Model):
     )
 
     storage: StorageNeed | None = Field(default=None, description="Training: dataset and checkpoint sizes.")
+    interruptible: bool = Field(
+        default=False, description="A run survives losing its node (it checkpoints and resumes, or is retried): "
+        "spot capacity, reclaimed at two minutes' notice, is offered for runs within one node.",
+    )  # fmt: skip
 
     @model_validator(mode="after")
     def _consistent(self) -> WorkloadClass:

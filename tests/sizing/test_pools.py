@@ -196,7 +196,7 @@ def test_an_autoscaled_pools_excess_is_expected_only_for_the_nodes_its_min_keeps
 def test_recommended_cloud_pools_scale_to_zero_except_the_always_on_serving_floor() -> None:
     # The example at 50-70 %: training 13-18 GPUs (p5.48xlarge: 2-3 nodes), chat-70b 2 always-on replicas × 4 GPUs
     # = 8 GPUs = one p5.48xlarge, the H100 its replicas were sized on (with reserves 10 GPUs: 2 nodes at peak), the
-    # batch and notebooks on g6.xlarge.
+    # batch on g6.xlarge spot (interruptible, at the file's spot_discount) and the notebooks on g6.xlarge.
     # Before, every pool's min was its optimistic need (2, 2, 2, 3 nodes), running all month.
     r = sized()
     shape = {rec.name: (rec.demand.scale_min_nodes, rec.demand.scale_desired_nodes, rec.demand.scale_max_nodes)
@@ -204,7 +204,7 @@ def test_recommended_cloud_pools_scale_to_zero_except_the_always_on_serving_floo
     assert shape == {
         "training-p5-48xlarge": (0, 0, 3),  # desired at the floor: no idle node at first up (review item 7)
         "inference-p5-48xlarge": (1, 1, 2),
-        "batch-g6-xlarge": (0, 0, 2),
+        "batch-g6-xlarge-spot": (0, 0, 2),  # interruptible: on spot at the file's spot_discount
         "interactive-g6-xlarge": (0, 0, 3),
     }
     snippet = node_pool_snippet(r.pools)
