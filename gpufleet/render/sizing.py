@@ -412,12 +412,18 @@ def blocks(r: SizingReport) -> list[Block]:
 # -------------------------------------------------------------------------------------------- renderers
 
 
-def _capacity(p: Placement) -> dict[str, object]:
+def _capacity(p: Placement, role: str) -> dict[str, object]:
     """How a recommended pool is bought: on demand, or spot at the discount it was priced at when the catalog has
-    no spot figure (so `gpufleet cost` prices the pool as `size` did)."""
+    no spot figure (so `gpufleet cost` prices the pool as `size` did). A spot training pool says its jobs
+    checkpoint, as the stack's rules require: its classes are interruptible."""
     if not p.spot:
         return {"type": "on-demand"}
-    return {"type": "spot"} if p.spot_discount is None else {"type": "spot", "spot_discount": p.spot_discount}
+    out: dict[str, object] = {"type": "spot"}
+    if p.spot_discount is not None:
+        out["spot_discount"] = p.spot_discount
+    if role == "training":
+        out["checkpointing"] = True
+    return out
 
 
 def node_pool_snippet(pools: list[PoolRecommendation]) -> str:
@@ -432,7 +438,7 @@ def node_pool_snippet(pools: list[PoolRecommendation]) -> str:
             "role": r.role,
             "instance_type": d.placement.instance_type,
             "scaling": {"min": d.scale_min_nodes, "desired": d.scale_desired_nodes, "max": d.scale_max_nodes},
-            "capacity": _capacity(d.placement),
+            "capacity": _capacity(d.placement, r.role),
         }
         spares = f", + {d.spare_nodes} spare node{'s' if d.spare_nodes > 1 else ''}" if d.spare_nodes else ""
         lines.append(f"  # {', '.join(d.classes)}: {d.min_gpus}-{d.max_gpus} GPUs{spares}")

@@ -87,7 +87,8 @@ def catalog_placements(region: str, spot_discount: float | None = None) -> list[
             network_gbit_per_s=instance_network_gbit_per_s(it.name),
         )
         out.append(p)
-        if (spot := spot_gpu_hour(it.name, region, spot_discount)) is not None:
+        sold = "spot" in it.usage_classes
+        if sold and (spot := spot_gpu_hour(it.name, region, spot_discount)) is not None:
             price, basis = _per_gpu(spot)
             declared = spot_discount if catalog.spot_price(it.name, region) is None else None
             out.append(

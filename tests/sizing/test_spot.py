@@ -83,3 +83,19 @@ def test_a_declared_discount_prices_spot_where_the_catalog_has_no_figure_and_the
     # Without a declared discount there is no spot candidate for the type, never spot at the on-demand rate.
     names = {x.placement.name for x in on(None, small).classes[0].choices}
     assert "g6e.xlarge" in names and "g6e.xlarge spot" not in names and "p5.48xlarge spot" in names
+
+
+def test_a_spot_training_pool_from_the_snippet_is_accepted_by_the_stack_file_rules() -> None:
+    # An interruptible 8-GPU fine-tune on one p5.48xlarge: the snippet's pool says checkpointing (the stack's rule
+    # for spot training pools, model/rules/aws.py) and parses into aws-train with no problem.
+    ft = {"name": "ft8b", "kind": "fine-tuning", "parameters_billion": 8, "runs_per_period": 4, "gpus_per_run": 8,
+          "hours_per_run": 6, "measured_on": "H100-80GB", "deadline_hours": 12, "interruptible": True}  # fmt: skip
+    r = on(None, ft)
+    (rec,) = r.pools
+    assert rec.demand.placement.name == "p5.48xlarge spot" and rec.role == "training"
+    (entry,) = yaml.safe_load(node_pool_snippet(r.pools))["node_pools"]
+    assert entry["capacity"] == {"type": "spot", "checkpointing": True}
+    raw = example_estate("aws-train")
+    raw["sites"][0]["node_pools"].append(entry)
+    spec = parse_estate(raw, "aws-train")  # raises SpecError on any problem
+    assert any(p.name == rec.name for p in spec.sites[0].node_pools)
