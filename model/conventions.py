@@ -43,9 +43,9 @@ RAIL_LABEL = "topology.gpufleet.io/rail"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set by the API server on every namespace
 TOPOLOGY_LEVELS = (RACK_LABEL, LEAF_LABEL, HOSTNAME_LABEL)  # Kueue Topology levels, widest first
-# EKS labels each node of an instance type EC2 describes the topology of with the network nodes above it, layer 1
-# widest (https://docs.aws.amazon.com/eks/latest/userguide/ml-workload-topology.html; layer 4 only on types whose
-# topology has four layers). The types and their layer counts: model/catalog/topology.py.
+# EKS labels each node of an instance type EC2 describes the topology of, in a Region it describes it in, with the
+# network nodes above it, layer 1 widest (https://docs.aws.amazon.com/eks/latest/userguide/ml-workload-topology.html;
+# layer 4 only on types whose topology has four layers). The types, Regions and layer counts: model/catalog/topology.py.
 EKS_NETWORK_LAYER_LABELS = tuple(f"topology.k8s.aws/network-node-layer-{n}" for n in (1, 2, 3, 4))
 # The NVLink clique of a node on a multi-node NVLink system (`<ClusterUUID>.<CliqueID>` of its fabric-attached
 # GPUs), set by GPU Feature Discovery (NVIDIA/k8s-device-plugin, internal/lm/imex.go newImexLabeler; GFD runs with

@@ -165,8 +165,9 @@ class AwsKind:
         return False  # EKS nodes have no rack / leaf facts
 
     def pool_topology_levels(self, pool: str) -> tuple[str, ...]:
-        """EKS's network-node layers of the pool's instance type (model.catalog.topology), widest first."""
-        layers = topology.network_layers(self._pool(pool).instance_type)
+        """EKS's network-node layers of the pool's instance type in the site's Region (model.catalog.topology),
+        widest first; none where EC2 describes no topology of the type, or none in the Region."""
+        layers = topology.network_layers(self._pool(pool).instance_type, self.site.region)
         return conventions.EKS_NETWORK_LAYER_LABELS[:layers]
 
     def storage_egress(self) -> list[StorageEgress]:

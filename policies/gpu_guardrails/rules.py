@@ -172,20 +172,27 @@ def _pool_max_nodes(nodes: list[PolicyResource]) -> int:
     )
 
 
+def _labelled_layers(ng: PolicyResource) -> int:
+    """The network-node layers EKS labels a node group's nodes with: its type's, in its provider's Region."""
+    itype = node_group_instance_type(ng) or ""
+    region = ng.provider.props.get("region") if ng.provider is not None else None
+    return ec2_topology.network_layers(itype, str(region)) if region else ec2_topology.type_layers(itype)
+
+
 def training_pool_topology(args: StackValidationArgs, report: ReportViolation) -> None:
     """A multi-node training pool on a fabric, where gangs run, has a Kueue flavor whose Topology has a level above
     single nodes: Kueue then packs a gang's pods close together on the fabric (kubernetes-sigs/kueue at
     versions.KUEUE, site/content/en/docs/concepts/topology_aware_scheduling.md). Pools Kueue does not schedule
     here (no flavor names the pool) and burst pools, whose MultiKueue flavors have no Topology yet, are left out.
-    An EKS node group counts where its instance type carries EKS's network-node layers (model.catalog.topology):
-    its flavor then has a Topology of them, behind a ProvisioningRequest check where it autoscales
-    (model.queues.provisioned_pools)."""
+    An EKS node group counts where its instance type carries EKS's network-node layers in its provider's Region
+    (model.catalog.topology; the type alone when the provider names no Region): its flavor then has a Topology of
+    them, behind a ProvisioningRequest check where it autoscales (model.queues.provisioned_pools)."""
     pools: dict[str, list[PolicyResource]] = {}
     for r in args.resources:
         view = node_view(r.resource_type, r.props)
         burst = BURST_TAG in as_dict(r.props.get("tags"))  # MultiKueue burst pools: no Topology yet
-        if r.resource_type == NODE_GROUP and not ec2_topology.network_layers(node_group_instance_type(r) or ""):
-            continue  # EC2 describes no topology of the type: EKS labels no layer, nothing to remedy
+        if r.resource_type == NODE_GROUP and not _labelled_layers(r):
+            continue  # EC2 describes no topology of the type in the Region: EKS labels no layer, nothing to remedy
         if view and view.labels.get(ROLE_LABEL) == "training" and view.labels.get(FABRIC_LABEL) and not burst:
             pools.setdefault(view.labels.get(POOL_LABEL) or r.name, []).append(r)
     flavors = {

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -59,6 +59,16 @@ LT_G6E = fx.launch_template("small", instance_type="g6e.xlarge")  # no EFA on th
 TRAINING = {POOL_LABEL: "h100", GPU_PRESENT_LABEL: "true", ROLE_LABEL: "training"}
 JANITOR = {POOL_LABEL: "h100", GPU_PRESENT_LABEL: "true", REMEDIATOR_LABEL: "nvsentinel-janitor"}
 EFA_TRAINING = {**TRAINING, FABRIC_LABEL: "train-efa"}
+# A site in Europe (Milan), a Region the EC2 topology prerequisites page does not list: EKS labels no layer there.
+MILAN = PlanResource(
+    f"{fx.AWS_SITE}$pulumi:providers:aws::milan-aws",
+    "pulumi:providers:aws",
+    "milan-aws",
+    None,
+    True,
+    {"region": "eu-south-1"},
+)
+MILAN_P5 = replace(fx.node_group(instance_type="p5.48xlarge", labels=EFA_TRAINING), provider=MILAN.key)
 EKS_LEVELS = [f"topology.k8s.aws/network-node-layer-{n}" for n in (1, 2, 3)]
 IB_TRAINING_NODES = [fx.node_patch(h, labels={**TRAINING, FABRIC_LABEL: "ib"}) for h in ("gpu-01", "gpu-02")]
 R_AGENTS = fx.tenant_role("agents")
@@ -288,6 +298,7 @@ CASES = [
     # so its EFA flavor needs their Topology; a g5.48xlarge EC2 describes no topology of has nothing to remedy.
     Case("training-pool-topology", [fx.node_group(instance_type="p5.48xlarge", labels=EFA_TRAINING), *fx.kueue_flavor("h100", "train-efa", EKS_LEVELS)], [fx.node_group(instance_type="p5.48xlarge", labels=EFA_TRAINING), *fx.kueue_flavor("h100", None, [])], id="eks"),
     Case("training-pool-topology", [fx.node_group(instance_type="g5.48xlarge", labels=EFA_TRAINING), *fx.kueue_flavor("h100", None, [])], [*IB_TRAINING_NODES, *fx.kueue_flavor("h100", "gpufleet-hosts", [])], id="eks-unlabelled"),
+    Case("training-pool-topology", [MILAN, MILAN_P5, *fx.kueue_flavor("h100", None, [])], [fx.node_group(instance_type="p5.48xlarge", labels=EFA_TRAINING), *fx.kueue_flavor("h100", None, [])], id="eks-unlisted-region"),
     Case("training-pool-topology", [*IB_TRAINING_NODES[:1], *fx.kueue_flavor("h100", None, [])], [*IB_TRAINING_NODES, *fx.kueue_flavor("h100", "gpufleet-hosts", [])], id="hosts-only"),
     Case("fsx-colocated", [fx.efa_node_group(), fx.fsx()], [fx.efa_node_group(), fx.fsx(subnets=["subnet-b-id"])]),
     Case("time-slicing-single-tenant", fx.time_sliced_nodes(dedicated=True), fx.time_sliced_nodes(dedicated=False)),

@@ -9,8 +9,9 @@ import yaml
 
 from components.kubernetes.priorities import PRIORITY_LEVELS
 from gpufleet.engine.plan import Plan
-from model import conventions, nodes, provisioning, queues
+from model import conventions, nodes, pricing, provisioning, queues
 from model.load import ESTATE_KEY
+from model.spec.sites import AwsSite
 from tests.conftest import example_config
 from tests.kubernetes.tenancy.conftest import estate, k8s_objects
 
@@ -170,6 +171,53 @@ def test_a_four_layer_type_gets_layer_four_and_an_efa_pool_eks_does_not_label_ge
     site = estate("aws-train", g5).sites[0]
     assert queues.topology_fabrics(site) == [] and queues.site_topologies(site) == {}
     assert all("topologyName" not in queues.resource_flavor_spec(site, p) for p in site.node_pools)
+
+
+def _moved_to(region: str) -> Callable[[dict[str, Any]], None]:
+    """aws-train's site moved to `region`, each line its bill needs priced by the stack at the catalog's us-east-1
+    figure (the catalog holds no price for some of them there)."""
+    home = estate("aws-train").sites[0]
+    assert isinstance(home, AwsSite)
+    prices: list[dict[str, Any]] = []
+    for need in pricing.price_needs(home):
+        when, source = "2026-12-04", "test: the catalog's us-east-1 figure"
+        if need.kind == "gpu-instance":
+            gpu = pricing.site_price(home, need.key)
+            assert gpu is not None
+            prices.append({"instance_type": need.key, "usd_per_hour": gpu.usd_per_hour, "date": when, "source": source})
+        elif need.kind == "cpu-instance":
+            cpu = pricing.site_cpu_price(home, need.key)
+            assert cpu is not None
+            prices.append({"instance_type": need.key, "usd_per_hour": cpu.usd, "date": when, "source": source})
+        elif need.kind == "service" and (line := pricing.site_service_price(home, need.key)) is not None:
+            prices.append({"service": need.key, "usd": line.usd, "date": when, "source": source})
+
+    def move(raw: dict[str, Any]) -> None:
+        site = raw["sites"][0]
+        site["region"] = region
+        site["availability_zones"] = [f"{region}{az}" for az in "abc"]
+        for fabric in site["fabrics"]:
+            fabric["availability_zone"] = f"{region}a"
+        site["prices"] = [*site.get("prices", []), *prices]
+
+    return move
+
+
+def test_an_efa_pool_gets_ekss_layers_only_in_a_region_ec2_describes_its_topology_in() -> None:
+    # The EC2 topology prerequisites page lists the Regions it describes topology in; where it does not, EKS labels
+    # no network-node layer, and Kueue counts a node lacking a level as no capacity (v0.19.2, NodeMatchesFlavor).
+    # Europe (Milan) is not listed; the catalog sells p5 in no unlisted Region, so the stack prices it itself.
+    listed = estate("aws-train", _moved_to("us-west-2"))  # US West (Oregon): listed
+    assert queues.pool_topology(listed.sites[0], listed.pool("h100")) == ("train-efa", tuple(EKS_LAYERS))
+    spec = estate("aws-train", _moved_to("eu-south-1"))
+    site = spec.sites[0]
+    assert site.region == "eu-south-1"
+    # what a pool of a type EKS does not label gets: no Topology, no topology request, no TAS-only queues
+    assert queues.pool_topology(site, spec.pool("h100")) is None
+    assert queues.topology_fabrics(site) == [] and queues.site_topologies(site) == {}
+    assert not queues.schedules_by_topology(site)
+    assert all("topologyName" not in queues.resource_flavor_spec(site, p) for p in site.node_pools)
+    assert queues.topology_request(site, spec.pool("h100")) == {}
 
 
 def test_an_nvlink_domain_over_one_server_adds_the_clique_level_under_the_rack() -> None:
