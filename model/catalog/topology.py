@@ -1,13 +1,13 @@
 """Which instance types, in which Regions, EC2 describes the network topology of, and how many layers above each.
 
 From the Amazon EC2 User Guide, "Prerequisites for Amazon EC2 topology",
-https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-instance-topology-prerequisites.html (a stored copy, read
+https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-instance-topology-prerequisites.html (read
 2026-12-04): three network nodes for most types, four for p6-b200 and p6-b300 (its HPC types left out), and one
 list of supported Regions for every type.
 
 Amazon EKS exposes each node's place in that hierarchy as the labels `topology.k8s.aws/network-node-layer-1..4`
-(model.conventions.EKS_NETWORK_LAYER_LABELS; https://docs.aws.amazon.com/eks/latest/userguide/ml-workload-topology.html,
-whose part read here names no component): the AWS cloud controller manager sets them when it initialises a node, from
+(model.conventions.EKS_NETWORK_LAYER_LABELS; https://docs.aws.amazon.com/eks/latest/userguide/ml-workload-topology.html).
+The AWS cloud controller manager sets them when it initialises a node, from
 DescribeInstanceTopology, and sets none in a Region where that call is unsupported (kubernetes/cloud-provider-aws,
 pkg/providers/v1/instances_v2.go `InstanceMetadata`).
 """
