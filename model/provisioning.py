@@ -3,7 +3,8 @@
 - A burst site's queues use it on every flavor (components/hybrid/burst_queues.py).
 - An EKS site uses it on the topology-aware flavors of autoscaled pools (model.queues.provisioned_pools). Kueue assigns a
   topology against Ready nodes only, so a gang on a pool scaled below it would never be admitted. Behind the check,
-  Kueue reserves quota, waits for the check, then assigns the topology on the nodes the autoscaler added.
+  Kueue reserves quota, waits for the check, then assigns the topology on the nodes the autoscaler added. Its config
+  manages every resource, so a pod set asking for no GPU gets a request too (`config_spec`).
 - Sources: kubernetes-sigs/kueue at versions.KUEUE and cluster-autoscaler at versions.CLUSTER_AUTOSCALER_APP,
   cited beside each fact.
 """
@@ -31,13 +32,18 @@ def check_spec(config: str) -> dict[str, Any]:
     }
 
 
-def config_spec(gpu_resources: Sequence[str]) -> dict[str, Any]:
-    """ProvisioningRequestConfig: a best-effort atomic scale-up (PROVISIONING_CLASS) for the GPUs of a workload, its
-    identical pod templates merged, retried with backoff when capacity is short (provisioning_request.md,
-    "ProvisioningRequestConfig")."""
+def config_spec(managed_resources: Sequence[str] = ()) -> dict[str, Any]:
+    """ProvisioningRequestConfig: a best-effort atomic scale-up (PROVISIONING_CLASS), identical pod templates merged,
+    retried with backoff when capacity is short (provisioning_request.md, "ProvisioningRequestConfig").
+
+    `managed_resources`: the pod sets asking for one of them get a request; none given, every pod set does. A
+    workload asking for none of them passes the check at once with no request ("NoRequestNeeded",
+    pkg/controller/admissionchecks/provisioning/controller.go reqIsNeeded). That is harmless on a flavor without a Topology: its pods are created and the
+    autoscaler sees them Pending. On a TAS flavor Kueue waits for Ready nodes first, so there the check manages
+    everything (the topology check)."""
     return {
         "provisioningClassName": PROVISIONING_CLASS,
-        "managedResources": list(gpu_resources),
+        **({"managedResources": list(managed_resources)} if managed_resources else {}),
         "retryStrategy": {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800},
         "podSetMergePolicy": "IdenticalWorkloadSchedulingRequirements",
     }

@@ -172,6 +172,21 @@ def test_a_required_eks_layer_is_judged_on_the_nodes_the_autoscaler_adds(estate:
     assert f"request required at {LAYER_3}" in stage.detail and "Ready nodes' labels" in stage.detail
 
 
+def test_a_cpu_only_tenant_job_on_aws_train_is_admitted_and_asks_the_autoscaler_for_its_node(
+    estate: Callable[[str], Estate],
+) -> None:
+    # research's ClusterQueue lists h100 (min 0, behind gpufleet-topology-capacity) first, so a job asking for no
+    # GPU takes it. kueue v0.19.2 controller.go reqIsNeeded: a config with managedResources makes no request for a
+    # pod set using none of them (NoRequestNeeded), and TAS then waits for Ready nodes h100 does not have. With no
+    # managedResources every pod set gets one.
+    e = estate("aws-train")
+    (j,) = e.walk(job("research", "research", 1, {"cpu": "4", "memory": "8Gi"}))
+    assert j.verdict == "runs", j.to_dict()
+    assert "flavor h100" in _stage(j, "queueing").detail
+    assert "topology assigned after provisioning" in _stage(j, "topology").detail
+    assert j.placement is not None and j.placement.flavor == "h100"
+
+
 def test_a_cpu_only_job_behind_a_check_managing_gpus_only_is_blocked_on_a_min_0_pool(
     estate: Callable[[str], Estate],
 ) -> None:
