@@ -32,9 +32,20 @@ def check_spec(config: str) -> dict[str, Any]:
     }
 
 
+# Retries after a failed or expired request. cluster-autoscaler books a Provisioned request's capacity for 10
+# minutes (processors/provreq/processor.go defaultReservationTime), then marks it BookingExpired. Kueue retries a
+# workload not admitted by then while the attempt is at most backoffLimitCount, after b*2^(n-1) seconds
+# (pkg/controller/admissionchecks/provisioning/controller.go, pkg/workload/admissionchecks.go
+# UpdateAdmissionCheckRequeueState). 3 retries at base 60: 4 bookings and 60+120+240 s between them, about 47 minutes
+# before Kueue rejects the check, against the 15 minutes the autoscaler waits for a node to be Ready
+# (--max-node-provision-time, cluster-autoscaler FAQ.md). A retry's request counts the node still booting, which the
+# autoscaler puts in its snapshot (core/static_autoscaler.go, upcoming nodes), so it starts no second node.
+RETRY_STRATEGY = {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800}
+
+
 def config_spec(managed_resources: Sequence[str] = ()) -> dict[str, Any]:
     """ProvisioningRequestConfig: a best-effort atomic scale-up (PROVISIONING_CLASS), identical pod templates merged,
-    retried with backoff when capacity is short (provisioning_request.md, "ProvisioningRequestConfig").
+    retried with backoff (RETRY_STRATEGY; provisioning_request.md, "ProvisioningRequestConfig").
 
     `managed_resources`: the pod sets asking for one of them get a request; none given, every pod set does. A
     workload asking for none of them passes the check at once with no request ("NoRequestNeeded",
@@ -44,7 +55,7 @@ def config_spec(managed_resources: Sequence[str] = ()) -> dict[str, Any]:
     return {
         "provisioningClassName": PROVISIONING_CLASS,
         **({"managedResources": list(managed_resources)} if managed_resources else {}),
-        "retryStrategy": {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800},
+        "retryStrategy": dict(RETRY_STRATEGY),
         "podSetMergePolicy": "IdenticalWorkloadSchedulingRequirements",
     }
 
