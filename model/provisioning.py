@@ -3,7 +3,8 @@
 - A burst site's queues use it on every flavor (components/hybrid/burst_queues.py).
 - An EKS site uses it on the topology-aware flavors of autoscaled pools (model.queues.provisioned_pools). Kueue assigns a
   topology against Ready nodes only, so a gang on a pool scaled below it would never be admitted. Behind the check,
-  Kueue reserves quota, waits for the check, then assigns the topology on the nodes the autoscaler added.
+  Kueue reserves quota, waits for the check, then assigns the topology on the nodes the autoscaler added. Its config
+  manages every resource, so a pod set asking for no GPU gets a request too (`config_spec`).
 - Sources: kubernetes-sigs/kueue at versions.KUEUE and cluster-autoscaler at versions.CLUSTER_AUTOSCALER_APP,
   cited beside each fact.
 """
@@ -31,14 +32,30 @@ def check_spec(config: str) -> dict[str, Any]:
     }
 
 
-def config_spec(gpu_resources: Sequence[str]) -> dict[str, Any]:
-    """ProvisioningRequestConfig: a best-effort atomic scale-up (PROVISIONING_CLASS) for the GPUs of a workload, its
-    identical pod templates merged, retried with backoff when capacity is short (provisioning_request.md,
-    "ProvisioningRequestConfig")."""
+# Retries after a failed or expired request. cluster-autoscaler books a Provisioned request's capacity for 10
+# minutes (processors/provreq/processor.go defaultReservationTime), then marks it BookingExpired. Kueue retries a
+# workload not admitted by then while the attempt is at most backoffLimitCount, after b*2^(n-1) seconds
+# (pkg/controller/admissionchecks/provisioning/controller.go, pkg/workload/admissionchecks.go
+# UpdateAdmissionCheckRequeueState). 3 retries at base 60: 4 bookings and 60+120+240 s between them, about 47 minutes
+# before Kueue rejects the check, against the 15 minutes the autoscaler waits for a node to be Ready
+# (--max-node-provision-time, cluster-autoscaler FAQ.md). A retry's request counts the node still booting, which the
+# autoscaler puts in its snapshot (core/static_autoscaler.go, upcoming nodes), so it starts no second node.
+RETRY_STRATEGY = {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800}
+
+
+def config_spec(managed_resources: Sequence[str] = ()) -> dict[str, Any]:
+    """ProvisioningRequestConfig: a best-effort atomic scale-up (PROVISIONING_CLASS), identical pod templates merged,
+    retried with backoff (RETRY_STRATEGY; provisioning_request.md, "ProvisioningRequestConfig").
+
+    `managed_resources`: the pod sets asking for one of them get a request; none given, every pod set does. A
+    workload asking for none of them passes the check at once with no request ("NoRequestNeeded",
+    pkg/controller/admissionchecks/provisioning/controller.go reqIsNeeded). That is harmless on a flavor without a Topology: its pods are created and the
+    autoscaler sees them Pending. On a TAS flavor Kueue waits for Ready nodes first, so there the check manages
+    everything (the topology check)."""
     return {
         "provisioningClassName": PROVISIONING_CLASS,
-        "managedResources": list(gpu_resources),
-        "retryStrategy": {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800},
+        **({"managedResources": list(managed_resources)} if managed_resources else {}),
+        "retryStrategy": dict(RETRY_STRATEGY),
         "podSetMergePolicy": "IdenticalWorkloadSchedulingRequirements",
     }
 

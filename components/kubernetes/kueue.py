@@ -31,7 +31,6 @@ from model.queues import (
     Pool,
     controller_config,
     flavor_replaced_on,
-    gpu_resource_name,
     pods_ready_timeout,
     provisioned_pools,
     resource_flavor_spec,
@@ -202,13 +201,12 @@ class Kueue(pulumi.ComponentResource):
         """The ProvisioningRequest AdmissionCheck and its config guarding the topology-aware flavors of autoscaled
         pools (model.queues.provisioned_pools), when the site has any. The release waits for the ProvisioningRequest
         CRD (`KueueArgs.crds`), so these come after it."""
-        pools = provisioned_pools(site)
-        if not pools:
+        if not provisioned_pools(site):
             return None
         name = provisioning.TOPOLOGY_CHECK
-        gpus = sorted({gpu_resource_name(site, p) for p in pools})
+        # Every resource managed: a CPU-only pod set on these flavors needs its nodes asked for too (config_spec).
         config = self._object(f"{self._name}-topology-capacity-config", "ProvisioningRequestConfig", {"name": name},
-                              {"spec": provisioning.config_spec(gpus)}, opts)  # fmt: skip
+                              {"spec": provisioning.config_spec()}, opts)  # fmt: skip
         after = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[config]))
         return self._object(f"{self._name}-topology-capacity-check", "AdmissionCheck", {"name": name},
                             {"spec": provisioning.check_spec(name)}, after)  # fmt: skip

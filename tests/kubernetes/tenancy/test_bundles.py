@@ -386,7 +386,8 @@ def test_aws_train_guards_its_tas_flavor_with_a_provisioning_check_after_the_crd
         },
     }
     config = k8s_object(plan, "ProvisioningRequestConfig", "gpufleet-topology-capacity")
-    assert config.inputs["spec"]["managedResources"] == ["nvidia.com/gpu"]
+    # no managedResources: every pod set gets a request, a CPU-only one too (controller.go reqIsNeeded)
+    assert "managedResources" not in config.inputs["spec"]
     assert config.key in check.dependencies
     queues = {r.inputs["metadata"]["name"]: r for r in k8s_objects(plan, "ClusterQueue")}
     for name, flavors in (("research", ["h100", "l40s"]), ("product", ["h100", "l40s"]), ("agents", ["agents-l40s"])):

@@ -9,11 +9,13 @@
 - Kueue assigns topology against Ready nodes before any pod exists ("Capacity calculation"): a pod set its pools'
   minimum nodes cannot hold is blocked unless a ProvisioningRequest check guards the flavor. Behind that check
   Kueue assigns the topology after provisioning ("ClusterAutoscaler support"; tas_flavorassigner.go
-  podSetTopologyRequest).
+  podSetTopologyRequest), for a pod set the check's config manages (`_provisioned`).
 - A required level must hold the pod set in one domain: counted where the inventory names the domains.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from gpufleet.review.reality.journeys import kueue, queueing
 from gpufleet.review.reality.journeys.core import Cite, PodSet, Stage, Walk
@@ -33,6 +35,10 @@ PROVISIONED = Cite(
 READY_NODES = Cite(
     "TAS counts Ready nodes; with the autoscaler only behind a ProvisioningRequest check",
     f"{kueue.TAG} site/content/en/docs/concepts/topology_aware_scheduling.md",
+)
+NO_REQUEST = Cite(
+    "a pod set using none of the config's managedResources gets no ProvisioningRequest: the check is Ready at once",
+    f"{kueue.TAG} pkg/controller/admissionchecks/provisioning/controller.go",
 )
 IMPLIED = Cite(
     "no annotation on a TAS-only ClusterQueue: unconstrained at the lowest level",
@@ -69,17 +75,34 @@ def _domains(walk: Walk, pools: list[str], levels: list[str], level: str) -> dic
     return out
 
 
-def _provisioned(walk: Walk, flavor: str) -> bool:
-    """The workload's ClusterQueue here has a ProvisioningRequest admission check on `flavor` (no onFlavors: all)."""
+def _provisioning_configs(walk: Walk, flavor: str) -> list[dict[str, Any]]:
+    """The ProvisioningRequestConfig specs of the ProvisioningRequest checks the workload's ClusterQueue here runs
+    on `flavor` (no onFlavors: every flavor); a missing config as an empty spec."""
     w = walk.workload
     lq = walk.cluster.get("LocalQueue", w.queue_name or "default", w.namespace) or {}
     cq = walk.cluster.get("ClusterQueue", str((lq.get("spec") or {}).get("clusterQueue", ""))) or {}
+    out = []
     for c in ((cq.get("spec") or {}).get("admissionChecksStrategy") or {}).get("admissionChecks") or []:
-        check = walk.cluster.get("AdmissionCheck", str(c.get("name"))) or {}
+        check = (walk.cluster.get("AdmissionCheck", str(c.get("name"))) or {}).get("spec") or {}
         on = c.get("onFlavors") or []
-        if (check.get("spec") or {}).get("controllerName") == PROVISIONING_CONTROLLER and (not on or flavor in on):
-            return True
-    return False
+        if check.get("controllerName") == PROVISIONING_CONTROLLER and (not on or flavor in on):
+            name = str((check.get("parameters") or {}).get("name", ""))
+            out.append((walk.cluster.get("ProvisioningRequestConfig", name) or {}).get("spec") or {})
+    return out
+
+
+def _provisioned(walk: Walk, flavor: str, ps: PodSet) -> tuple[bool, list[str]]:
+    """(a ProvisioningRequest check guards `flavor`, the resources its configs manage when none asks the autoscaler
+    for `ps`): a config asks for a pod set using one of its managedResources, or any pod set when it lists none
+    (pkg/controller/admissionchecks/provisioning/controller.go reqIsNeeded, requiredPodSets). A pod set it does not
+    manage gets no request, the check turns Ready ("NoRequestNeeded"), and Kueue places it on Ready nodes as if no
+    check guarded the flavor."""
+    configs = _provisioning_configs(walk, flavor)
+    used = set(pod_requests(ps.spec))
+    managed = [list(c.get("managedResources") or []) for c in configs]
+    if any(not m or used & set(m) for m in managed):
+        return True, []
+    return bool(configs), sorted({r for m in managed for r in m})
 
 
 def _floor_nodes(walk: Walk, pools: list[str]) -> int:
@@ -107,12 +130,23 @@ def _judge(walk: Walk, ps: PodSet) -> Verdict:
     per_node = _pods_per_node(walk, ps)
     pools = walk.pools.get(ps.name, [])
     floor = _floor_nodes(walk, pools) if pools else None
-    if _provisioned(walk, flavor_name):
+    guarded, unmanaged = _provisioned(walk, flavor_name, ps)
+    if guarded and not unmanaged:
         # podSetTopologyRequest: no topology on the first pass (DelayedTopologyRequest Pending); NeedsSecondPass
         # (pkg/workload/workload.go) once every check is Ready, retried with backoff until the pod set fits.
         head += ("; a ProvisioningRequest check guards the flavor: Kueue reserves quota without a topology, the "
                  "autoscaler adds the nodes, then Kueue assigns the topology on them (topology assigned after "
                  "provisioning)")  # fmt: skip
+    elif guarded and per_node is None and floor == 0:
+        # A pod set asking for no GPU: reqIsNeeded false, the check Ready with NoRequestNeeded, and the second pass
+        # (needsSecondPassForDelayedAssignment) retried on no Ready node for as long as the pool stays at 0. The
+        # pods keep Kueue's scheduling gate, so the autoscaler never sees them.
+        return False, (f"{head}; the flavor's ProvisioningRequest check manages {', '.join(unmanaged)} only, which "
+                       f"pod set {ps.name} does not request: Kueue makes no ProvisioningRequest for it (check Ready, "
+                       f"NoRequestNeeded) and waits for Ready nodes, but its pools have 0 minimum nodes and no pod is "
+                       "created, so the autoscaler never adds one"), (
+                       "let the ProvisioningRequestConfig manage every resource (no managedResources), or send the "
+                       "job to a pool with running nodes (its nodeSelector)")  # fmt: skip
     elif per_node and floor is not None and floor * per_node < ps.count:
         need = -(-ps.count // per_node)
         return False, (f"{head}, but Kueue assigns the topology against Ready nodes before any pod exists, and its pools' "
@@ -155,6 +189,8 @@ def check(walk: Walk) -> Stage:
         cites = (*cites, READY_NODES)
     if "after provisioning" in detail:
         cites = (*cites, PROVISIONED)
+    if "NoRequestNeeded" in detail:
+        cites = (*cites, NO_REQUEST)
     if all(ok for ok, _, _ in results):
         return Stage("topology", True, detail, cites=cites)
     unblock = next(u for ok, _, u in results if not ok)

@@ -170,3 +170,39 @@ def test_a_required_eks_layer_is_judged_on_the_nodes_the_autoscaler_adds(estate:
     assert j.verdict == "runs", j.to_dict()
     stage = _stage(j, "topology")
     assert f"request required at {LAYER_3}" in stage.detail and "Ready nodes' labels" in stage.detail
+
+
+def test_a_cpu_only_tenant_job_on_aws_train_is_admitted_and_asks_the_autoscaler_for_its_node(
+    estate: Callable[[str], Estate],
+) -> None:
+    # research's ClusterQueue lists h100 (min 0, behind gpufleet-topology-capacity) first, so a job asking for no
+    # GPU takes it. kueue v0.19.2 controller.go reqIsNeeded: a config with managedResources makes no request for a
+    # pod set using none of them (NoRequestNeeded), and TAS then waits for Ready nodes h100 does not have. With no
+    # managedResources every pod set gets one.
+    e = estate("aws-train")
+    (j,) = e.walk(job("research", "research", 1, {"cpu": "4", "memory": "8Gi"}))
+    assert j.verdict == "runs", j.to_dict()
+    assert "flavor h100" in _stage(j, "queueing").detail
+    assert "topology assigned after provisioning" in _stage(j, "topology").detail
+    assert j.placement is not None and j.placement.flavor == "h100"
+
+
+def test_a_cpu_only_job_behind_a_check_managing_gpus_only_is_blocked_on_a_min_0_pool(
+    estate: Callable[[str], Estate],
+) -> None:
+    e = estate("aws-train")
+    name = next(n for n, c in e.clusters.items() if c.get("ResourceFlavor", "h100"))
+    view = e.clusters[name]
+    objects = []
+    for o in copy.deepcopy(list(view.objects)):
+        if o.get("kind") == "ProvisioningRequestConfig":
+            o["spec"]["managedResources"] = ["nvidia.com/gpu"]
+        objects.append(o)
+    gpus_only = Estate({**e.clusters, name: replace(view, objects=tuple(objects))}, e.spec)
+    (j,) = gpus_only.walk(job("research", "research", 1, {"cpu": "4", "memory": "8Gi"}))
+    assert j.verdict == "blocked" and j.blocked_at is not None and j.blocked_at.name == "topology", j.to_dict()
+    assert "NoRequestNeeded" in j.blocked_at.detail and "managedResources" in j.blocked_at.unblock
+    assert any("admissionchecks/provisioning/controller.go" in c.where for c in j.blocked_at.cites)
+    # a GPU job on the same flavor still gets its request
+    (gpu,) = gpus_only.walk(job("research", "research", 1, {"nvidia.com/gpu": 8}))
+    assert gpu.verdict == "runs", gpu.to_dict()
