@@ -140,9 +140,11 @@ def flavor_topology(site: Site, pool: Pool) -> str | None:
     """The Topology of a pool's flavor: its fabric's (`pool_topology`); on a site that schedules by topology
     `HOSTS_TOPOLOGY` off a fabric; elsewhere none, and none on a burst pool (MultiKueue's flavors).
 
-    A flavor's topologyName is never dropped once set: the CRD refuses that update (`!has(oldSelf.topologyName) ||
-    (has(self.topologyName) && ...)`, apis/kueue/v1beta2/resourceflavor_types.go at versions.KUEUE), so the last
-    fabric pool of a bare-metal site leaving its fabric must not turn the site's flavors non-TAS.
+    The CRD refuses dropping or changing a topologyName in place (`!has(oldSelf.topologyName) ||
+    (has(self.topologyName) && ...)`, apis/kueue/v1beta2/resourceflavor_types.go at versions.KUEUE), so a flavor
+    whose Topology changes is replaced (`flavor_replaced_on`). A bare-metal site's flavors stay TAS when its last
+    fabric pool leaves its fabric; an EKS site's drop their Topology, each replaced, once it has no fabric pool
+    whose nodes carry EKS's layers (`schedules_by_topology`).
 
     Kueue implies a topology request for a pod set only on a ClusterQueue whose flavors are all TAS; one mixing TAS
     and other flavors refuses a pod set without a request on the TAS ones ("supports only
@@ -209,26 +211,18 @@ def resource_flavor_spec(site: Site, pool: Pool) -> dict[str, Any]:
 
 # What the API server refuses to change on a ResourceFlavor once it has a topologyName (the CRD's
 # x-kubernetes-validations, apis/kueue/v1beta2/resourceflavor_types.go at versions.KUEUE: "topologyName is
-# immutable when topologyName is set", and likewise nodeLabels and tolerations). The component replaces the
-# flavor instead when one of them changes. Each rule starts `!has(oldSelf.topologyName) ||`, so a flavor without
-# a topologyName may gain one, and change anything, in place: such a flavor is never replaced.
-FLAVOR_IMMUTABLE_WITH_TOPOLOGY = ("spec.topologyName", "spec.nodeLabels", "spec.tolerations")
+# immutable when topologyName is set", and likewise nodeLabels and tolerations). Each rule starts
+# `!has(oldSelf.topologyName) ||`: a flavor without one may change anything, and gain a topologyName, in place.
+FLAVOR_IMMUTABLE_WITH_TOPOLOGY = ("spec.nodeLabels", "spec.tolerations")
 
 
-def flavor_replaced_on(site: Site, spec: dict[str, Any]) -> list[str]:
-    """The input paths whose change replaces a flavor of `spec` (resource_flavor_spec): none while it has no
-    topologyName. Pulumi replaces on any diff of a listed path, an added key included, and a flavor deployed
-    without a topology gains one in place (the CRD's rules). So topologyName is listed only for a fabric Topology
-    of a site whose every flavor always had one (bare metal): an off-fabric flavor gains `gpufleet-hosts`, and an
-    EKS fabric flavor its Topology of EKS's layers, in place on upgrade. A flavor moving from one Topology to another
-    there is refused by the API server: docs/deploy.md says how to replace it by hand."""
-    topology = spec.get("topologyName")
-    if not topology:
-        return []
-    paths = list(FLAVOR_IMMUTABLE_WITH_TOPOLOGY)
-    if topology == HOSTS_TOPOLOGY or not kinds.of(site).has_topology_labels:
-        return [p for p in paths if p != "spec.topologyName"]
-    return paths
+def flavor_replaced_on(spec: dict[str, Any]) -> list[str]:
+    """The input paths whose change replaces a flavor of `spec` (resource_flavor_spec), on every site: its
+    topologyName always, and while it has one its nodeLabels and tolerations. A set topologyName can neither
+    change nor go in place, and Pulumi replaces on any diff of a listed path, an added or removed key included, so
+    it cannot tell a flavor gaining its first topology (allowed in place) from one moving or dropping it: such a
+    flavor is replaced too. A flavor that has and keeps no topology changes in place."""
+    return ["spec.topologyName", *(FLAVOR_IMMUTABLE_WITH_TOPOLOGY if spec.get("topologyName") else ())]
 
 
 def topology_spec(levels: Sequence[str] = conventions.TOPOLOGY_LEVELS[:-1]) -> dict[str, Any]:

@@ -138,7 +138,7 @@ class KueueManagerStack(pulumi.ComponentResource):
         flavor = self._dispatch_flavor(spec)
         for tenant in dispatch.dispatched_tenants(spec):
             order = tuple(s.name for s in dispatch.tenant_workers(spec, tenant))
-            self._tenant(tenant, [flavor, checks[order]])
+            self._tenant(tenant, flavor, [flavor, checks[order]])
         self.register_outputs({})
 
     def _dispatch_flavor(self, spec: EstateSpec) -> pulumi.CustomResource:
@@ -147,18 +147,38 @@ class KueueManagerStack(pulumi.ComponentResource):
         leaves the topology to the worker (kubernetes-sigs/kueue at versions.KUEUE,
         pkg/scheduler/flavorassigner/tas_flavorassigner.go: checkPodSetAndFlavorMatchForTAS, then "Delay TAS when
         MultiKueue is used"). A TAS flavor needs a Topology and a node label (apis/kueue/v1beta2/
-        resourceflavor_types.go); the manager runs no job, so the label selects nothing and no user selects it."""
-        if not any(queues.site_topologies(site) for site in dispatch.workers(spec)):
-            return self._object("flavor", "ResourceFlavor", {"name": DISPATCH_FLAVOR}, {}, [self.release])
-        topology = self._object("topology", "Topology", {"name": DISPATCH_FLAVOR}, queues.topology_spec(), [])
-        flavor_spec = {"nodeLabels": {DISPATCH_NODE_LABEL: "true"}, "topologyName": DISPATCH_FLAVOR}
-        return self._object("flavor", "ResourceFlavor", {"name": DISPATCH_FLAVOR}, flavor_spec, [topology])
+        resourceflavor_types.go); the manager runs no job, so the label selects nothing and no user selects it.
+        Its Topology holds every worker's levels (model.dispatch.manager_topology_levels).
+
+        As on a site (components/kubernetes/kueue.py): the Topology's levels are immutable, so new levels replace it,
+        and its flavor with it; a flavor whose topologyName changes is replaced (model.queues.flavor_replaced_on),
+        and the ClusterQueues naming it with it (`_tenant`). Each is deleted first: the names are fixed."""
+        levels = dispatch.manager_topology_levels(spec)
+        topology: list[pulumi.Resource] = []
+        flavor_spec: dict[str, Any] = {}
+        if levels is not None:
+            replace = pulumi.ResourceOptions(replace_on_changes=["spec.levels"], delete_before_replace=True)
+            levels_spec = queues.topology_spec(levels)
+            topology = [self._object("topology", "Topology", {"name": DISPATCH_FLAVOR}, levels_spec, [], replace)]
+            flavor_spec = {"nodeLabels": {DISPATCH_NODE_LABEL: "true"}, "topologyName": DISPATCH_FLAVOR}
+        replace = pulumi.ResourceOptions(
+            replace_on_changes=queues.flavor_replaced_on(flavor_spec), delete_before_replace=True, replace_with=topology
+        )
+        return self._object("flavor", "ResourceFlavor", {"name": DISPATCH_FLAVOR}, flavor_spec, topology, replace)
 
     def _object(
-        self, name: str, kind: str, metadata: dict[str, Any], spec: dict[str, Any], deps: Sequence[pulumi.Resource]
+        self,
+        name: str,
+        kind: str,
+        metadata: dict[str, Any],
+        spec: dict[str, Any],
+        deps: Sequence[pulumi.Resource],
+        more: pulumi.ResourceOptions | None = None,
     ) -> pulumi.CustomResource:
         meta = {"labels": self._labels, **metadata}
         opts = pulumi.ResourceOptions.merge(self._on, pulumi.ResourceOptions(depends_on=[self.release, *deps]))
+        if more is not None:
+            opts = pulumi.ResourceOptions.merge(opts, more)
         return kueue.kube_object(f"{self._n}-{name}", queues.KUEUE_API, kind, meta, {"spec": spec}, opts)
 
     # -- how the manager reaches each worker ------------------------------------------------------------------
@@ -187,7 +207,7 @@ class KueueManagerStack(pulumi.ComponentResource):
         return self._object(f"check-{name}", "AdmissionCheck", {"name": name}, multikueue_check_spec(name), [config])
 
     # -- tenants ------------------------------------------------------------------------------------------------
-    def _tenant(self, tenant: Tenant, deps: list[pulumi.Resource]) -> None:
+    def _tenant(self, tenant: Tenant, flavor: pulumi.Resource, deps: list[pulumi.Resource]) -> None:
         n, t = f"{self._n}-tenant-{tenant.name}", tenant
         labels = self._args.tags.labels(tenant=t.name, cost_center=t.cost_center)
         ns = k8s.core.v1.Namespace(
@@ -214,6 +234,8 @@ class KueueManagerStack(pulumi.ComponentResource):
             {"name": t.name, "labels": labels},
             manager_cluster_queue_spec(self._args.spec, t),
             deps,
+            # replaced with the flavor: Kueue keeps a flavor a ClusterQueue names (its resource-in-use finalizer)
+            pulumi.ResourceOptions(replace_with=[flavor], delete_before_replace=True),
         )
         for queue in (t.name, queues.DEFAULT_LOCAL_QUEUE):
             suffix = "" if queue == t.name else f"-{queue}"

@@ -178,13 +178,13 @@ class Kueue(pulumi.ComponentResource):
         )
 
     def _flavor(self, site: Site, pool: Pool, opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
-        """A pool's ResourceFlavor, after its Topology and replaced with it. A change the API server refuses on a
-        topology flavor replaces it, deleted first since its name is fixed (model.queues.flavor_replaced_on); its
-        ClusterQueues go with it (`_cluster_queue`)."""
+        """A pool's ResourceFlavor, after its Topology and replaced with it. A change of its topologyName (set,
+        moved or dropped), or one the API server refuses on a topology flavor, replaces it, deleted first since its
+        name is fixed (model.queues.flavor_replaced_on); its ClusterQueues go with it (`_cluster_queue`)."""
         spec = resource_flavor_spec(site, pool)
         topology: list[pulumi.Resource] = [self.topologies[spec["topologyName"]]] if "topologyName" in spec else []
         replace = pulumi.ResourceOptions(
-            replace_on_changes=flavor_replaced_on(site, spec),
+            replace_on_changes=flavor_replaced_on(spec),
             delete_before_replace=True,
             depends_on=topology,
             replace_with=topology,

@@ -31,7 +31,6 @@ def burst_problems(spec: EstateSpec) -> Iterator[Problem]:
     yield from _burst_manager(spec)
     yield from _burst_site(spec, cloud)
     yield from _workers_serve_the_same_frameworks(spec)
-    yield from _workers_without_nvlink_cliques(spec)
 
 
 def _cloud_site(spec: EstateSpec) -> AwsSite | None:
@@ -92,23 +91,6 @@ def _workers_serve_the_same_frameworks(spec: EstateSpec) -> Iterator[Problem]:
                 "MultiKueue manager watches every framework it enables on every worker, and one a worker lacks "
                 "disconnects that worker, so every worker site lists the same job_frameworks",
             )
-
-
-def _workers_without_nvlink_cliques(spec: EstateSpec) -> Iterator[Problem]:
-    """The manager's dispatch Topology has the rack, leaf and hostname levels (model.queues.topology_spec): a pod
-    set asking for a worker's NVLink clique level is refused there ("does not contain the requested level";
-    kubernetes-sigs/kueue at versions.KUEUE, pkg/scheduler/flavorassigner/tas_flavorassigner.go), so a worker's
-    pool has no clique level until the manager's levels follow its workers'."""
-    for s in workers(spec):
-        i = next(i for i, x in enumerate(spec.sites) if x.name == s.name)
-        for j, p in enumerate(s.node_pools):
-            if (n := getattr(p, "nvlink_domain_nodes", 1)) > 1:
-                yield Problem(
-                    f"sites[{i}].node_pools[{j}].nvlink_domain_nodes",
-                    f"pool {p.name} of site {s.name}, a MultiKueue worker, sets nvlink_domain_nodes "
-                    f"{n}; the manager's dispatch Topology has no NVLink clique level, so it "
-                    "refuses a gang asking for one: leave it at 1 on a worker",
-                )
 
 
 def spot_windows_unpriced(spec: EstateSpec) -> Iterator[Problem]:

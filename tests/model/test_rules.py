@@ -78,12 +78,16 @@ def test_an_efa_fabric_outside_the_sites_zones_is_reported_where_it_is_set_not_a
     assert f"{BASE}.sites[0].fabrics[0].availability_zone: us-east-1f is not one of the site's" in msg
 
 
-def test_a_multikueue_worker_pool_with_an_nvlink_clique_is_refused() -> None:
-    # The manager's dispatch Topology (rack > leaf > hostname) lacks nvidia.com/gpu.clique: Kueue would refuse a
-    # gang asking for it there ("does not contain the requested level"), so the worker may not offer the level.
+def test_a_multikueue_worker_pool_with_an_nvlink_clique_is_accepted_and_the_managers_topology_has_the_level() -> None:
+    # The manager's dispatch Topology holds every worker's levels (model.dispatch.manager_topology_levels), so a
+    # gang asking for the clique passes there (Kueue refuses a level the flavor's Topology lacks: "does not contain
+    # the requested level").
+    from model import conventions, dispatch
+    from model.spec import EstateSpec
+
     estate = example_estate("hybrid")
-    site, j, pool = next((s, j, p) for s in estate["sites"] for j, p in enumerate(s["node_pools"]) if "selector" in p)
+    pool = next(p for s in estate["sites"] for p in s["node_pools"] if "selector" in p)
     pool["nvlink_domain_nodes"] = 2
-    i = estate["sites"].index(site)
-    (found,) = [p for p in problems(estate) if "MultiKueue worker" in p]
-    assert f"sites[{i}].node_pools[{j}].nvlink_domain_nodes" in found
+    assert not [p for p in problems(estate) if "MultiKueue worker" in p]
+    levels = dispatch.manager_topology_levels(EstateSpec.model_validate(estate))  # the other rules' problems aside
+    assert levels == (conventions.RACK_LABEL, conventions.GPU_CLIQUE_LABEL, conventions.LEAF_LABEL)

@@ -253,22 +253,16 @@ def test_a_topology_flavor_is_replaced_with_its_cluster_queues_where_the_api_ser
     plan = plan_of("onprem")
     flavors = {r.inputs["metadata"]["name"]: r for r in k8s_objects(plan, "ResourceFlavor")}
     for flavor in flavors.values():
-        topology = flavor.inputs["spec"]["topologyName"]
-        assert topology
-        if topology == "gpufleet-hosts":
-            # Gaining gpufleet-hosts is an in-place update for a flavor deployed without a topology (the upgrade of
-            # every off-fabric flavor); Pulumi replaces on an added key of a listed path, so topologyName is not one.
-            assert flavor.replace_on_changes == ["spec.nodeLabels", "spec.tolerations"], flavor.key
-        else:
-            assert flavor.replace_on_changes == ["spec.topologyName", "spec.nodeLabels", "spec.tolerations"]
+        assert flavor.inputs["spec"]["topologyName"]
+        assert flavor.replace_on_changes == ["spec.topologyName", "spec.nodeLabels", "spec.tolerations"]
         assert flavor.delete_before_replace
     assert {f.inputs["spec"]["topologyName"] for f in flavors.values()} == {"ib", "gpufleet-hosts"}
     for cq in k8s_objects(plan, "ClusterQueue"):
         listed = {f["name"] for f in cq.inputs["spec"]["resourceGroups"][0]["flavors"]}
         assert set(cq.replace_with) == {flavors[n].key for n in listed} and cq.delete_before_replace
-    # Off a topology site a flavor stays mutable, and gaining a topologyName is an update: every rule starts
-    # `!has(oldSelf.topologyName) ||` (the CRD in the pinned chart). So an estate upgraded to topology-only queues
-    # (gpufleet-hosts) updates its off-fabric flavors in place, and its ClusterQueues are not replaced.
+    # Off a topology site a flavor stays mutable: every rule starts `!has(oldSelf.topologyName) ||` (the CRD in
+    # the pinned chart). Pulumi replaces on an added key of a listed path too, so a flavor gaining a topologyName is
+    # replaced, though the API server would take it in place (tests/kubernetes/tenancy/test_flavor_day_two.py).
     # Topology levels are immutable (the CRD's `self == oldSelf`): new levels replace the Topology, deleted first,
     # and with it the flavors naming it, since Kueue keeps a Topology a flavor names (topology_controller.go).
     topologies = {r.inputs["metadata"]["name"]: r for r in k8s_objects(plan, "Topology")}
@@ -276,10 +270,10 @@ def test_a_topology_flavor_is_replaced_with_its_cluster_queues_where_the_api_ser
         assert t.replace_on_changes == ["spec.levels"] and t.delete_before_replace, t.key
     for flavor in flavors.values():
         assert flavor.replace_with == [topologies[flavor.inputs["spec"]["topologyName"]].key], flavor.key
-    # An EKS flavor gains its Topology in place on upgrade, so topologyName is no replace path there
-    # (model.queues.flavor_replaced_on); the EFA flavor names EKS's layers, the others single hosts.
+    # On EKS too (model.queues.flavor_replaced_on): the EFA flavor names EKS's layers, the others single hosts, and
+    # the site's losing its last such pool drops every flavor's topologyName.
     for flavor in k8s_objects(plan_of("aws-train"), "ResourceFlavor"):
-        assert flavor.replace_on_changes == ["spec.nodeLabels", "spec.tolerations"], flavor.key
+        assert flavor.replace_on_changes == ["spec.topologyName", "spec.nodeLabels", "spec.tolerations"], flavor.key
         want = "train-efa" if flavor.inputs["metadata"]["name"] == "h100" else "gpufleet-hosts"
         assert flavor.inputs["spec"]["topologyName"] == want, flavor.key
     text = (chart_dir(versions.KUEUE) / "templates/crd/kueue.x-k8s.io_resourceflavors.yaml").read_text()

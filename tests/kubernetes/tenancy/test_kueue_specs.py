@@ -122,13 +122,13 @@ def test_an_efa_pool_of_a_type_eks_labels_gets_a_topology_of_ekss_layers_and_the
     }
     h100 = queues.resource_flavor_spec(site, spec.pool("h100"))
     assert h100["topologyName"] == "train-efa"
-    # gained in place on upgrade (the CRD's rules start !has(oldSelf.topologyName)): not a replace path
-    assert queues.flavor_replaced_on(site, h100) == ["spec.nodeLabels", "spec.tolerations"]
-    # g6e carries EKS's layers too, but its pools are on no fabric: single hosts, gained in place
+    # a change of topologyName (set, moved or dropped) replaces the flavor, on EKS as on bare metal
+    assert queues.flavor_replaced_on(h100) == ["spec.topologyName", "spec.nodeLabels", "spec.tolerations"]
+    # g6e carries EKS's layers too, but its pools are on no fabric: single hosts
     for name in ("l40s", "agents-l40s"):
         flavor = queues.resource_flavor_spec(site, spec.pool(name))
         assert flavor["topologyName"] == queues.HOSTS_TOPOLOGY, name
-        assert queues.flavor_replaced_on(site, flavor) == ["spec.nodeLabels", "spec.tolerations"], name
+        assert queues.flavor_replaced_on(flavor) == ["spec.topologyName", "spec.nodeLabels", "spec.tolerations"]
     assert queues.topology_request(site, spec.pool("h100")) == {queues.PREFERRED_TOPOLOGY_ANNOTATION: EKS_LAYERS[-1]}
     assert queues.topology_request(site, spec.pool("l40s")) == {}
 
