@@ -130,8 +130,8 @@ def gpu_alerts() -> list[dict[str, Any]]:
         )
     )
     return [
-        _alert("GpuXidError", "max_over_time(DCGM_FI_DEV_XID_ERRORS[5m]) > 0", "critical",
-               f"{GPU} reported XID {{{{ $value }}}}"),
+        _alert("GpuXidError", f"{m.DCGM_XID_COUNT} > 0", "critical",
+               f"{GPU} reported XID {{{{ $labels.xid }}}} {{{{ $value }}}} times in {m.DCGM_XID_WINDOW}"),
         _alert("GpuEccDoubleBitError", "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m]) > 0", "critical",
                f"{GPU} had uncorrectable (double-bit) ECC errors"),
         _alert("GpuRowRemapFailure", "DCGM_FI_DEV_ROW_REMAP_FAILURE > 0", "critical",

@@ -163,7 +163,7 @@ def test_dcgm_exporter_gets_the_metrics_file_the_rules_read(
     }
     (policy,) = _rendered(installed, operator.key, "ClusterPolicy")
     assert policy.manifest["spec"]["dcgmExporter"]["config"] == {"name": metrics.DCGM_CONFIGMAP}
-    used = {w for e in [*rules.expressions(), *dashboards.expressions()] for w in _names(e) if w.startswith("DCGM_FI_")}
+    used = {w for e in [*rules.expressions(), *dashboards.expressions()] for w in _names(e) if w.startswith("DCGM_")}
     assert used and used <= served
     for stack in ("aws-train", "hybrid", "onprem"):  # nothing scrapes the exporter there: the chart's default stands
         for r in example_plans[stack].helm_releases():
