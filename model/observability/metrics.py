@@ -66,7 +66,10 @@ DCGM_FIELDS = (*DCGM_DEFAULT_FIELDS, *DCGM_HEALTH_FIELDS)
 # `--xid-count-window-size`, 300000 ms (pkg/cmd/app.go); the GPU Operator sets no other.
 DCGM_XID_COUNT = "DCGM_EXP_XID_ERRORS_COUNT"
 DCGM_XID_WINDOW = "5m"
-DCGM_CONFIGMAP = "gpufleet-dcgm-metrics"  # the GPU Operator's `dcgmExporter.config.name`
+DCGM_CONFIGMAP = "gpufleet-dcgm-metrics"
+# The `job` of the exporter's targets: its ServiceMonitor takes it from the Service's `app` label (NVIDIA/gpu-operator
+# at versions.GPU_OPERATOR, assets/state-dcgm-exporter/0500_service_monitor.yaml `jobLabel: app`, 0400_service.yaml).
+DCGM_JOB = "nvidia-dcgm-exporter"  # the GPU Operator's `dcgmExporter.config.name`
 # Where a GPU's workload namespace lands (see the docstring); `node` is set by the ServiceMonitor's relabeling.
 DCGM_WORKLOAD_NAMESPACE = "exported_namespace"
 DCGM_NODE = "node"
@@ -84,6 +87,7 @@ KSM_POD_INIT_REQUESTS = "kube_pod_init_container_resource_requests"
 KSM_POD_INIT_INFO = "kube_pod_init_container_info"
 KSM_POD_PHASE = "kube_pod_status_phase"
 KSM_NODE_LABELS = "kube_node_labels"
+KSM_NODE_CAPACITY = "kube_node_status_capacity"  # labels node, resource, unit"
 KSM_GPU_RESOURCES = r"nvidia_com_gpu|nvidia_com_mig_.+"  # nvidia.com/gpu and the mixed strategy's nvidia.com/mig-*
 
 

@@ -61,3 +61,31 @@ def test_an_xid_alert_fires_while_the_exporter_counts_the_xid_and_clears_after()
 def test_the_metrics_file_turns_on_the_xid_count() -> None:
     served = [line.split(",")[0] for line in m.dcgm_metrics_csv().splitlines() if not line.startswith("#")]
     assert XID_COUNT in served
+
+
+def test_a_gpu_node_whose_exporter_is_down_or_silent_is_alerted() -> None:
+    """Three GPU nodes and a CPU node. n1's exporter serves its GPUs; n2's target is down; n3 has no target at all
+    (its exporter pod never started), so it has no series, and nothing else would fire for its GPUs. The CPU node
+    needs no exporter. The exporter's job label is the GPU Operator's (`jobLabel: app`)."""
+    end = T0 + 120 * MINUTE
+    start = T0 - 60 * MINUTE
+    job = {"job": "nvidia-dcgm-exporter"}
+    ksm = "kube_node_status_capacity"
+    series = [
+        *(
+            _series(ksm, {"node": n, "resource": "nvidia_com_gpu", "unit": "integer"}, start, end, 8)
+            for n in ("n1", "n2", "n3")
+        ),
+        _series(ksm, {"node": "c1", "resource": "cpu", "unit": "core"}, start, end, 64),
+        _series("up", {**job, m.DCGM_NODE: "n1"}, start, end, 1),
+        _series("up", {**job, m.DCGM_NODE: "n2"}, start, end, 0),
+        _series("DCGM_FI_DEV_GPU_TEMP", {**GPU, **job}, start, end, 50),
+    ]
+    alerts = {r["alert"]: r for g in rules.rule_groups() for r in g["rules"] if "alert" in r}
+    down, absent = alerts["GpuMetricsExporterDown"], alerts["GpuMetricsAbsent"]
+    db = Evaluator(series)
+    assert [labels[m.DCGM_NODE] for labels, _ in db.query(down["expr"], T0)] == ["n2"]
+    assert sorted(labels["node"] for labels, _ in db.query(absent["expr"], T0)) == ["n2", "n3"]
+    for a in (down, absent):
+        assert a["labels"]["severity"] == "critical" and a["for"] != "0m"
+        assert "{{ $labels.node }}" in a["annotations"]["summary"]

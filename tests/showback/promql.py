@@ -1,6 +1,6 @@
 """A small PromQL evaluator for gpufleet's own rules, over series a test writes, on promql-parser's syntax tree.
 
-It covers what the rules use: selectors, `sum`/`max`/`avg by`, arithmetic with `on` and `group_left`, `and`, `or`,
+It covers what the rules use: selectors, `sum`/`max`/`avg`/`count by`, arithmetic with `on` and `group_left`, `and`, `or`,
 `unless`, comparisons with a number (filters, no `bool`), `avg_over_time`, `sum_over_time`, `max_over_time`,
 `label_replace` and `clamp_min`. Semantics as Prometheus documents them
 (https://prometheus.io/docs/prometheus/latest/querying/basics/ and .../operators/): an instant selector takes a
@@ -156,7 +156,7 @@ class Evaluator:
         for labels, value in self._eval(node.expr, t):
             key = tuple(sorted((k, labels[k]) for k in node.modifier.labels if k in labels))
             groups.setdefault(key, []).append(value)
-        fold = {"sum": sum, "max": max, "avg": lambda vs: sum(vs) / len(vs)}[op]
+        fold = {"sum": sum, "max": max, "avg": lambda vs: sum(vs) / len(vs), "count": len}[op]
         return [(dict(key), float(fold(values))) for key, values in groups.items()]
 
     def _binary(self, node: Any, t: float) -> Any:
