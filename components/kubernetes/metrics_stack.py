@@ -3,13 +3,14 @@ recording rules, alerts and dashboard.
 
 - Prometheus selects ServiceMonitors and PrometheusRules by `release: <release>` (conventions.METRICS_SELECTOR).
   The chart's own carry it, and so do gpufleet's: DCGM exporter's, Kueue's and its PrometheusRule.
-- Helm applies the chart's CRDs (its `crds` subchart) before any template. So the PrometheusRule here, and every
-  ServiceMonitor elsewhere, waits for this release.
+- Helm applies the chart's CRDs (its `crds` subchart) before any template, so the PrometheusRule here and every
+  ServiceMonitor elsewhere wait for this release.
 - Prometheus keeps samples for `retention_days` on a persistent volume of `storage_gib`, of the site kind's class
   (model.kinds: on an EKS cluster gpufleet creates, its own gp3 class).
 - Node exporter runs on every node: it tolerates the site's GPU and pool taints and the control plane's.
-  Nothing else tolerates a GPU taint, so the rest stays on the system nodes.
+  Nothing else tolerates a GPU taint.
 - The dashboard is a ConfigMap that the Grafana sidecar loads by its label.
+- Alerts go to the site's `alerts` receiver; without one, nowhere (preview warns).
 """
 
 from __future__ import annotations
@@ -29,8 +30,13 @@ from model import conventions, kinds, versions
 from model.observability import dashboards, rules
 from model.observability.metrics import KSM_LABELS_ALLOWLIST
 from model.spec import Site
+from model.spec.alerts import AlertReceiver, SecretKey
 from model.tags import Tags
 
+RECEIVER = "gpufleet"
+# The Prometheus Operator mounts each of `alertmanagerSpec.secrets` at /etc/alertmanager/secrets/<name>
+# (prometheus-operator Documentation/api.md, AlertmanagerSpec `secrets`).
+ALERTMANAGER_SECRETS = "/etc/alertmanager/secrets"
 RETENTION_SHARE = 0.85  # Prometheus stops keeping samples before its volume is full (retentionSize)
 CONTROL_PLANE = {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}
 
@@ -59,10 +65,51 @@ def metrics_stack_values(site: Site) -> dict[str, Any]:
                 "ruleSelector": selector,
             }
         },
+        **({"alertmanager": alertmanager_values(mon.alerts)} if mon.alerts else {}),
         "kube-state-metrics": {"metricLabelsAllowlist": list(KSM_LABELS_ALLOWLIST)},
         # the chart tolerates every NoSchedule taint; gpufleet names the ones node exporter must run under
         "prometheus-node-exporter": {"tolerations": [CONTROL_PLANE, *placement.tolerations(site.node_pools)]},
     }
+
+
+def alertmanager_values(alerts: AlertReceiver) -> dict[str, Any]:
+    """`alertmanager.config` (merged by Helm into the chart's, so its global, inhibit rules and timings stay) with
+    one receiver that every alert goes to but the chart's Watchdog, and the Secrets it reads its keys from (the
+    `*_file` settings of prometheus/alertmanager v0.34.0, the chart's image)."""
+
+    def file(ref: SecretKey) -> str:
+        return f"{ALERTMANAGER_SECRETS}/{ref.secret}/{ref.key}"
+
+    receiver: dict[str, Any] = {"name": RECEIVER}
+    if alerts.webhook_url is not None:
+        receiver["webhook_configs"] = [{"url": alerts.webhook_url, "send_resolved": True}]
+    if alerts.webhook_url_secret is not None:
+        receiver["webhook_configs"] = [{"url_file": file(alerts.webhook_url_secret), "send_resolved": True}]
+    if (slack := alerts.slack) is not None:
+        channel = {} if slack.channel is None else {"channel": slack.channel}
+        receiver["slack_configs"] = [{"api_url_file": file(slack), **channel, "send_resolved": True}]
+    if alerts.pagerduty is not None:
+        receiver["pagerduty_configs"] = [{"routing_key_file": file(alerts.pagerduty), "send_resolved": True}]
+    values: dict[str, Any] = {
+        "config": {
+            "route": {
+                "receiver": RECEIVER,
+                # the chart's: Watchdog always fires, to show the pipeline works; it stays on 'null'
+                "routes": [{"receiver": "null", "matchers": ['alertname = "Watchdog"']}],
+            },
+            "receivers": [{"name": "null"}, receiver],
+        }
+    }
+    if secrets := alerts.secrets():
+        values["alertmanagerSpec"] = {"secrets": secrets}
+    return values
+
+
+def no_receiver_warning(site: Site) -> str:
+    return (
+        f"site {site.name}: kubernetes.monitoring.alerts is unset, so kube-prometheus-stack routes every alert to "
+        "its 'null' receiver and gpufleet's GPU alerts reach nobody; name a webhook, Slack or PagerDuty receiver"
+    )
 
 
 @dataclass(frozen=True)
@@ -101,6 +148,8 @@ class MetricsStack(pulumi.ComponentResource):
                 parent=self, depends_on=[namespace, *([args.volume_class] if args.volume_class else [])]
             ),
         )
+        if args.site.kubernetes.monitoring.alerts is None:
+            pulumi.log.warn(no_receiver_warning(args.site), resource=self)
         self.rule = self._rule(namespace)
         self.dashboard = self._dashboard(namespace)
         self.register_outputs({"status": self.release.status})

@@ -17,8 +17,8 @@ def _money(m: Money | None) -> str:
     return "-" if m is None else usd_total(m.usd, m.complete)
 
 
-def _hours(v: float) -> str:
-    return f"{v:,.2f}"
+def _hours(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.2f}"
 
 
 def showback_text(sb: Showback, console: Console) -> None:

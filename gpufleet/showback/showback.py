@@ -4,7 +4,8 @@ beside what the plan books to the tenant.
 - Allocated and used come from gpufleet's recording rules per namespace and pool (model.observability.rules).
   Each recorded sample stands for one evaluation interval.
 - Allocated counts the units pods request. On a MIG or time-sliced pool a unit is part of a GPU, so units
-  become GPUs by the pool's GPUs per unit. Used sums each GPU's utilisation fraction (DCGM).
+  become GPUs by the pool's GPUs per unit. Used sums each GPU's utilisation fraction (DCGM); on those pools
+  it is not measured (None; a note says why).
 - Idle is allocated less used, never below zero. Both are priced at the pool's GPU-hour
   (gpufleet.review.cost.pools).
 - Planned is the tenant's share of the pools at desired size (EstateCost.tenants) over the window.
@@ -25,6 +26,17 @@ from gpufleet.review.cost.prices import price_dict, rounded
 from gpufleet.showback.prometheus import Sample
 from model.observability import rules
 
+# Why use is not measured on a shared pool, by sharing mode (spec Sharing.mode).
+SHARED_CAUSE = {
+    "mig": (
+        "its GPUs are MIG slices, and DCGM_FI_DEV_GPU_UTIL, which the used rule reads, is not reported for MIG "
+        "devices (NVIDIA/dcgm-exporter #216, #430)"
+    ),
+    "time-slicing": (
+        "its GPUs are time-sliced, and DCGM reports utilisation per GPU, not per pod sharing it, so no tenant's "
+        "share of it is known"
+    ),
+}
 SAMPLE_HOURS = rules.ALLOCATION_INTERVAL_MINUTES / 60  # GPU-hours one recorded sample of one GPU stands for
 LEVEL = "desired"  # the size the plan's share is taken at
 NO_POOL = "(no pool label)"
@@ -70,15 +82,16 @@ class PoolUse:
     site: str | None  # None: a pool the stack does not have
     usd_per_gpu_hour: float | None
     allocated: float
-    used: float
-    # False on MIG and time-sliced pools: DCGM's utilisation is per whole GPU there, and dcgm-exporter gives a
-    # shared GPU to one of its pods (NVIDIA/dcgm-exporter issues #216, #430), so a tenant's idle is not known
-    measured: bool = True
+    used: float | None  # None on MIG and time-sliced pools: not measured (SHARED_CAUSE)
+
+    @property
+    def measured(self) -> bool:
+        return self.used is not None
 
     @property
     def idle(self) -> float:
         """Allocated less used; 0 where use is not measured (left out, and its dollars are None)."""
-        return max(0.0, self.allocated - self.used) if self.measured else 0.0
+        return 0.0 if self.used is None else max(0.0, self.allocated - self.used)
 
     def _usd(self, gpu_hours: float) -> float | None:
         return None if self.usd_per_gpu_hour is None else gpu_hours * self.usd_per_gpu_hour
@@ -103,6 +116,13 @@ class PoolUse:
             "idle_usd": rounded(self.idle_usd),
             "use_measured": self.measured,
         }
+
+
+def _sum_measured(figures: Iterable[float | None]) -> float | None:
+    """The sum of the known figures; None when there are some and none is known."""
+    values = list(figures)
+    known = [v for v in values if v is not None]
+    return sum(known) if known or not values else None
 
 
 @dataclass(frozen=True)
@@ -134,8 +154,9 @@ class TenantShowback:
         return sum(p.allocated for p in self.pools)
 
     @property
-    def used(self) -> float:
-        return sum(p.used for p in self.pools)
+    def used(self) -> float | None:
+        """The measured pools' use; None when no pool of the tenant's is measured."""
+        return _sum_measured(p.used for p in self.pools)
 
     @property
     def idle(self) -> float:
@@ -192,8 +213,9 @@ class Showback:
     def idle_usd(self) -> Money:
         return Money.of(p.idle_usd for t in self.tenants for p in t.pools)
 
-    def gpu_hours(self, kind: str) -> float:
-        return sum(float(getattr(t, kind)) for t in self.tenants)
+    def gpu_hours(self, kind: str) -> float | None:
+        """The tenants' sum of `kind`; for used, of what is measured (None: nothing is)."""
+        return _sum_measured(getattr(p, kind) for t in self.tenants for p in t.pools)
 
     def to_dict(self) -> dict[str, Any]:
         pools = {p.pool for t in self.tenants for p in t.pools}
@@ -259,21 +281,16 @@ def showback(
         if cost is None:
             notes.append(f"pool {pool!r} (namespace {ns}) is not a pool of the stack: its GPU-hours are unpriced")
         ratio = _gpus_per_unit(cost) if cost is not None else 1.0
-        measured = ratio == 1.0
-        if not measured and not any(f"pool {pool}:" in n for n in notes):
-            notes.append(
-                f"pool {pool}: its GPUs are shared (MIG slices or time-sliced replicas), and DCGM reports use per whole "
-                "GPU, given to one of the pods sharing it (NVIDIA/dcgm-exporter #216, #430): used is not a tenant's "
-                "own there, and its idle is left out of the idle figures"
-            )
+        cause = None if cost is None else SHARED_CAUSE.get(cost.sharing)
+        if cause is not None and not any(n.startswith(f"pool {pool}:") for n in notes):
+            notes.append(f"pool {pool}: {cause}: its used GPU-hours are not measured, and its idle is left out")
         use = PoolUse(
             namespace=ns,
             pool=pool,
             site=None if cost is None else cost.site,
             usd_per_gpu_hour=None if cost is None else cost.usd_per_gpu_hour,
             allocated=units.get((ns, pool), 0.0) * SAMPLE_HOURS * ratio,
-            used=gpu.get((ns, pool), 0.0) * SAMPLE_HOURS,
-            measured=measured,
+            used=None if cause is not None else gpu.get((ns, pool), 0.0) * SAMPLE_HOURS,
         )
         rows.setdefault(ns, []).append(use)
     sampled = {pools[pool].site for _, pool in set(units) | set(gpu) if pool in pools}

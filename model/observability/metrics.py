@@ -3,7 +3,7 @@
 - DCGM exporter (the GPU Operator's): the fields of the metrics file gpufleet gives it. The operator's default is
   the image's etc/dcp-metrics-included.csv (NVIDIA/gpu-operator at versions.GPU_OPERATOR, internal/state/dcgm_exporter.go
   `dcgmExporterDefaultCollectors`), which leaves ECC, throttling and NVLink error counters commented out.
-  gpufleet's file keeps that default and turns those on.
+  gpufleet's file keeps that default and turns those on, and the exporter's XID count.
 - The exporter maps each GPU to the pod using it (DCGM_EXPORTER_KUBERNETES in assets/state-dcgm-exporter/
   0800_daemonset.yaml at the same tag) as labels `pod`, `namespace`, `container`. Prometheus renames them to
   `exported_pod` and `exported_namespace`, since the scrape's own target labels have those names and the
@@ -54,9 +54,22 @@ DCGM_HEALTH_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink data CRC errors."),
     ("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink retries."),
     ("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink recovery errors."),
+    # An exporter field, commented out in etc/default-counters.csv (not in dcp-metrics-included.csv) at the tag above.
+    # It counts each XID DCGM saw in the last window, one series per `xid`, or is one series of 0 without `xid`
+    # (internal/pkg/collector/expcollector.go). Its count goes back down, so it is typed a gauge here, as the
+    # exporter's own output types it (NVIDIA/dcgm-exporter pull request #239).
+    ("DCGM_EXP_XID_ERRORS_COUNT", "gauge", "reported XIDs during last window"),
 )
 DCGM_FIELDS = (*DCGM_DEFAULT_FIELDS, *DCGM_HEALTH_FIELDS)
-DCGM_CONFIGMAP = "gpufleet-dcgm-metrics"  # the GPU Operator's `dcgmExporter.config.name`
+# DCGM_FI_DEV_XID_ERRORS holds the last XID until a driver reset or exporter restart (NVIDIA/dcgm-exporter issues
+# #500, #190; NVIDIA/DCGM #277): alerts read the count instead. Its window is the exporter's default
+# `--xid-count-window-size`, 300000 ms (pkg/cmd/app.go); the GPU Operator sets no other.
+DCGM_XID_COUNT = "DCGM_EXP_XID_ERRORS_COUNT"
+DCGM_XID_WINDOW = "5m"
+DCGM_CONFIGMAP = "gpufleet-dcgm-metrics"
+# The `job` of the exporter's targets: its ServiceMonitor takes it from the Service's `app` label (NVIDIA/gpu-operator
+# at versions.GPU_OPERATOR, assets/state-dcgm-exporter/0500_service_monitor.yaml `jobLabel: app`, 0400_service.yaml).
+DCGM_JOB = "nvidia-dcgm-exporter"  # the GPU Operator's `dcgmExporter.config.name`
 # Where a GPU's workload namespace lands (see the docstring); `node` is set by the ServiceMonitor's relabeling.
 DCGM_WORKLOAD_NAMESPACE = "exported_namespace"
 DCGM_NODE = "node"
@@ -74,6 +87,7 @@ KSM_POD_INIT_REQUESTS = "kube_pod_init_container_resource_requests"
 KSM_POD_INIT_INFO = "kube_pod_init_container_info"
 KSM_POD_PHASE = "kube_pod_status_phase"
 KSM_NODE_LABELS = "kube_node_labels"
+KSM_NODE_CAPACITY = "kube_node_status_capacity"  # labels node, resource, unit"
 KSM_GPU_RESOURCES = r"nvidia_com_gpu|nvidia_com_mig_.+"  # nvidia.com/gpu and the mixed strategy's nvidia.com/mig-*
 
 
@@ -99,6 +113,6 @@ KUEUE_GPU_RESOURCES = r"nvidia.com/gpu|nvidia.com/mig-.+"
 
 def dcgm_metrics_csv() -> str:
     """The DCGM exporter's metrics file (`dcgm-metrics.csv`): one `field, type, help` line per field."""
-    lines = ["# gpufleet: DCGM exporter's default fields, with ECC, throttling and NVLink error counters"]
+    lines = ["# gpufleet: DCGM exporter's default fields, with ECC, throttling, NVLink error and XID counts"]
     lines += [f"{field}, {kind}, {help_text}" for field, kind, help_text in DCGM_FIELDS]
     return "\n".join(lines) + "\n"

@@ -4,8 +4,9 @@
   pods' effective GPU requests, init containers included (kube-state-metrics), used as the sum of each GPU's
   utilisation fraction (DCGM exporter), idle as the difference. The same per tenant and pool (the node's pool label) is what showback prices.
   Kueue's admitted GPUs per tenant and pool sit beside them.
-- Alerts cover XID errors, ECC and row-remap failures, thermal throttling, NVLink errors and gangs that Kueue
-  admits but whose pods never all become ready, or queues that stop admitting.
+- Alerts cover XID errors, ECC and row-remap failures, thermal throttling, NVLink errors, a GPU node whose
+  DCGM exporter is down or silent, and gangs that Kueue admits but whose pods never all become ready, or queues
+  that stop admitting.
 - Every metric comes from model.observability.metrics; thresholds are gpufleet's choices, named here.
 """
 
@@ -17,6 +18,8 @@ from model.observability import metrics as m
 
 GPU_HOT_CELSIUS = 85  # sustained core temperature worth a look; GPUs slow down near 90 C
 GANG_WINDOW = "30m"  # how far back the queue alerts look
+EXPORTER_WAIT = "10m"  # an exporter restarting, or a new node's first scrapes, is not an outage
+EXPORTER_SERIES = "DCGM_FI_DEV_GPU_TEMP"  # a field of every GPU (and MIG parent) in the exporter's default file
 RECORDED = "gpufleet"
 # The allocation group is evaluated once a minute, so each recorded sample stands for one minute of GPUs.
 ALLOCATION_INTERVAL_MINUTES = 1
@@ -130,8 +133,8 @@ def gpu_alerts() -> list[dict[str, Any]]:
         )
     )
     return [
-        _alert("GpuXidError", "max_over_time(DCGM_FI_DEV_XID_ERRORS[5m]) > 0", "critical",
-               f"{GPU} reported XID {{{{ $value }}}}"),
+        _alert("GpuXidError", f"{m.DCGM_XID_COUNT} > 0", "critical",
+               f"{GPU} reported XID {{{{ $labels.xid }}}} {{{{ $value }}}} times in {m.DCGM_XID_WINDOW}"),
         _alert("GpuEccDoubleBitError", "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m]) > 0", "critical",
                f"{GPU} had uncorrectable (double-bit) ECC errors"),
         _alert("GpuRowRemapFailure", "DCGM_FI_DEV_ROW_REMAP_FAILURE > 0", "critical",
@@ -143,6 +146,23 @@ def gpu_alerts() -> list[dict[str, Any]]:
         _alert("GpuHot", f"DCGM_FI_DEV_GPU_TEMP > {GPU_HOT_CELSIUS}", "warning",
                f"{GPU} has been above {GPU_HOT_CELSIUS} C for 10 minutes", "10m"),
         _alert("GpuNvlinkErrors", nvlink, "warning", f"{GPU} counts NVLink errors"),
+        *exporter_alerts(),
+    ]  # fmt: skip
+
+
+def exporter_alerts() -> list[dict[str, Any]]:
+    """Every GPU alert reads DCGM exporter: a node whose exporter is down, or serves no GPU series, would stay
+    silent. A GPU node is one whose capacity has GPUs (kube-state-metrics); its exporter target and series carry
+    its `node` (the ServiceMonitor's relabeling)."""
+    up = f'up{{job="{m.DCGM_JOB}"}}'
+    gpu_nodes = f'max by ({m.DCGM_NODE}) ({m.KSM_NODE_CAPACITY}{{resource=~"{m.KSM_GPU_RESOURCES}"}}) > 0'
+    silent = f"{gpu_nodes} unless on ({m.DCGM_NODE}) count by ({m.DCGM_NODE}) ({EXPORTER_SERIES})"
+    node = "{{ $labels.node }}"
+    return [
+        _alert("GpuMetricsExporterDown", f"{up} == 0", "critical",
+               f"DCGM exporter on {node} cannot be scraped: no GPU alert fires there", EXPORTER_WAIT),
+        _alert("GpuMetricsAbsent", silent, "critical",
+               f"GPU node {node} has no DCGM exporter series: no GPU alert fires there", EXPORTER_WAIT),
     ]  # fmt: skip
 
 

@@ -9,6 +9,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 from model import catalog, conventions
 from model.frameworks import DEFAULT_FRAMEWORKS, FrameworkName, offered
 from model.spec.access import Interconnect
+from model.spec.alerts import AlertReceiver
 from model.spec.aws import (
     AwsNodePool,
     EfaFabric,
@@ -104,13 +105,22 @@ class Monitoring(Model):
         ),
     )
 
+    alerts: AlertReceiver | None = Field(
+        default=None,
+        description=(
+            "With `install`: where alerts go, an Alertmanager receiver (a webhook and/or Slack and PagerDuty keys "
+            "held in Secrets of the `monitoring` namespace). Unset, the chart sends every alert to its 'null' "
+            "receiver, so none reaches anyone, and preview warns."
+        ),
+    )
+
     @model_validator(mode="after")
     def _settings_need_their_mode(self) -> Monitoring:
         if self.service_monitor_labels and self.prometheus_operator != "existing":
             raise ValueError(
                 "service_monitor_labels need prometheus_operator: existing (with install gpufleet sets them)"
             )
-        installed = ("retention_days", "storage_gib", "storage_class")
+        installed = ("retention_days", "storage_gib", "storage_class", "alerts")
         if self.prometheus_operator != "install" and (set_here := [k for k in installed if k in self.model_fields_set]):
             raise ValueError(f"{', '.join(set_here)} need prometheus_operator: install")
         return self

@@ -163,7 +163,7 @@ def test_dcgm_exporter_gets_the_metrics_file_the_rules_read(
     }
     (policy,) = _rendered(installed, operator.key, "ClusterPolicy")
     assert policy.manifest["spec"]["dcgmExporter"]["config"] == {"name": metrics.DCGM_CONFIGMAP}
-    used = {w for e in [*rules.expressions(), *dashboards.expressions()] for w in _names(e) if w.startswith("DCGM_FI_")}
+    used = {w for e in [*rules.expressions(), *dashboards.expressions()] for w in _names(e) if w.startswith("DCGM_")}
     assert used and used <= served
     for stack in ("aws-train", "hybrid", "onprem"):  # nothing scrapes the exporter there: the chart's default stands
         for r in example_plans[stack].helm_releases():
@@ -213,3 +213,12 @@ def test_the_dashboard_is_grafana_json_the_sidecar_loads(installed: Installed) -
         assert p["type"] == "timeseries" and p["datasource"]["uid"] == sidecar["datasources"]["uid"]
         assert p["gridPos"]["x"] >= 0 and p["gridPos"]["x"] + p["gridPos"]["w"] <= 24
         assert p["targets"] and all(t["refId"] and t["expr"] for t in p["targets"])
+
+
+def test_without_a_receiver_preview_warns_that_alerts_reach_nobody(installed: Installed) -> None:
+    (warning,) = [w for w in installed.plan.warnings if "kubernetes.monitoring.alerts" in w]
+    assert "'null' receiver" in warning and "dc1" in warning
+    from tests.kubernetes.test_alert_routing import alertmanager_config
+
+    config = alertmanager_config(installed)
+    assert config["route"]["receiver"] == "null"  # the chart's default, untouched

@@ -1,7 +1,8 @@
 """A small PromQL evaluator for gpufleet's own rules, over series a test writes, on promql-parser's syntax tree.
 
-It covers what the rules use: selectors, `sum`/`max`/`avg by`, arithmetic with `on` and `group_left`, `and`, `or`,
-`unless`, `avg_over_time`, `sum_over_time`, `label_replace` and `clamp_min`. Semantics as Prometheus documents them
+It covers what the rules use: selectors, `sum`/`max`/`avg`/`count by`, arithmetic with `on` and `group_left`, `and`, `or`,
+`unless`, comparisons with a number (filters, no `bool`), `avg_over_time`, `sum_over_time`, `max_over_time`,
+`label_replace` and `clamp_min`. Semantics as Prometheus documents them
 (https://prometheus.io/docs/prometheus/latest/querying/basics/ and .../operators/): an instant selector takes a
 series' newest sample of the last 5 minutes unless the series went stale since; a range selector takes the samples
 in (t - range, t], left-open; staleness markers are never samples. Anything else raises, so a rule that outgrows
@@ -10,6 +11,7 @@ this evaluator fails its test instead of passing on a guess.
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,6 +57,16 @@ def _unique(v: Vector, what: str) -> Vector:
     if len(set(seen)) != len(seen):
         raise ValueError(f"{what}: duplicate series in the result (Prometheus refuses this)")
     return v
+
+
+COMPARISONS = {
+    ">": operator.gt,
+    "<": operator.lt,
+    ">=": operator.ge,
+    "<=": operator.le,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
 
 
 def _arith(op: str, a: float, b: float) -> float:
@@ -108,7 +120,7 @@ class Evaluator:
 
     def _call(self, node: Any, t: float) -> Vector:
         name = node.func.name
-        if name in ("avg_over_time", "sum_over_time"):
+        if name in ("avg_over_time", "sum_over_time", "max_over_time"):
             (matrix,) = node.args
             span = matrix.range.total_seconds()
             out: Vector = []
@@ -116,7 +128,8 @@ class Evaluator:
                 values = [v for ts, v in s.samples if t - span < ts <= t]
                 if values:
                     labels = {k: v for k, v in s.labels.items() if k != "__name__"}
-                    out.append((labels, sum(values) / (len(values) if name == "avg_over_time" else 1)))
+                    folded = max(values) if name == "max_over_time" else sum(values)
+                    out.append((labels, folded / (len(values) if name == "avg_over_time" else 1)))
             return out
         args = [self._eval(a, t) for a in node.args]
         if name == "label_replace":
@@ -143,7 +156,7 @@ class Evaluator:
         for labels, value in self._eval(node.expr, t):
             key = tuple(sorted((k, labels[k]) for k in node.modifier.labels if k in labels))
             groups.setdefault(key, []).append(value)
-        fold = {"sum": sum, "max": max, "avg": lambda vs: sum(vs) / len(vs)}[op]
+        fold = {"sum": sum, "max": max, "avg": lambda vs: sum(vs) / len(vs), "count": len}[op]
         return [(dict(key), float(fold(values))) for key, values in groups.items()]
 
     def _binary(self, node: Any, t: float) -> Any:
@@ -157,6 +170,12 @@ class Evaluator:
                 return [(labels, v) for labels, v in lhs if _signature(labels, mod) not in right]
             left = {_signature(labels, mod) for labels, _ in lhs}
             return lhs + [(labels, v) for labels, v in rhs if _signature(labels, mod) not in left]
+        if op in COMPARISONS:
+            if mod is not None and mod.return_bool:
+                raise NotImplementedError("bool")
+            if isinstance(rhs, float) and isinstance(lhs, list):  # a filter: the samples that compare true
+                return [(labels, v) for labels, v in lhs if COMPARISONS[op](v, rhs)]
+            raise NotImplementedError(f"{op} of these operands")
         if isinstance(lhs, float) and isinstance(rhs, float):
             return _arith(op, lhs, rhs)
         if isinstance(rhs, float):

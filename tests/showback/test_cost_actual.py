@@ -209,12 +209,38 @@ def test_a_url_that_does_not_parse_is_refused_in_one_line() -> None:
         endpoint("http://[::1")
 
 
-def test_on_a_shared_pool_idle_is_left_out_and_said_why() -> None:
-    """DCGM's utilisation is per whole GPU, and dcgm-exporter gives a shared GPU to one of its pods (NVIDIA/
-    dcgm-exporter #216, #430): on MIG or time-sliced pools a tenant's idle is not known, so it is not shown as fact."""
+def test_on_a_shared_pool_use_is_not_measured_and_said_why() -> None:
+    """On MIG or time-sliced pools a tenant's use is not known, so used and idle are not shown as fact: used is
+    None (JSON null), idle is left out of the idle figures and its dollars are None."""
     from gpufleet.showback.showback import PoolUse
 
-    shared = PoolUse("agents", "nb", "use1", 0.5, allocated=10.0, used=0.0, measured=False)
-    assert shared.idle == 0.0 and shared.idle_usd is None and shared.allocated_usd == 5.0
+    shared = PoolUse("agents", "nb", "use1", 0.5, allocated=10.0, used=None)
+    assert shared.measured is False and shared.idle == 0.0 and shared.idle_usd is None
+    assert shared.allocated_usd == 5.0 and shared.to_dict()["used_gpu_hours"] is None
     whole = PoolUse("agents", "g", "use1", 0.5, allocated=10.0, used=4.0)
-    assert whole.idle == 6.0 and whole.idle_usd == 3.0
+    assert whole.measured and whole.idle == 6.0 and whole.idle_usd == 3.0
+
+
+def test_a_mig_pools_use_is_not_measured_even_at_one_slice_per_gpu() -> None:
+    """DCGM_FI_DEV_GPU_UTIL, which the used rule reads, is not reported for MIG devices (NVIDIA/dcgm-exporter #216,
+    #430), so a MIG pool's used GPU-hours would read 0.0. With 7g.80gb (one slice per GPU) units are GPUs, so the
+    unit ratio alone does not tell the pool is shared. h100 as MIG 7g.80gb, research allocated 60 one-minute
+    samples (1 GPU-h), no used samples: used is None, not 0.0, and the note names the cause."""
+    from gpufleet.review.cost.envelope import estate_cost
+    from gpufleet.showback.showback import showback
+    from model.load import parse_estate
+
+    estate = small()
+    estate["sites"][0]["node_pools"][0]["sharing"] = {"mode": "mig", "mig_profile": "7g.80gb"}
+    spec = parse_estate(estate, "t")
+    allocated = [prom.Sample({"namespace": "research", "pool": "h100"}, 60.0)]
+    sb = showback(estate_cost(spec, None, NOW), ["research"], allocated, [], NOW, "1h", ["http://p"])
+    (research,) = [t for t in sb.tenants if t.tenant == "research"]
+    (pool,) = research.pools
+    assert pool.allocated == 1.0 and pool.used is None and pool.measured is False
+    doc = sb.to_dict()
+    assert doc["tenants"][0]["pools"][0]["used_gpu_hours"] is None
+    assert doc["tenants"][0]["used_gpu_hours"] is None and doc["total"]["used_gpu_hours"] is None
+    (note,) = [n for n in sb.notes if n.startswith("pool h100:")]
+    assert "MIG" in note and "DCGM_FI_DEV_GPU_UTIL" in note and "#216" in note
+    assert "given to one of the pods" not in note  # the old, wrong cause

@@ -49,6 +49,7 @@ class PoolCost:
     on_demand_usd_per_hour: float | None = None  # an AWS node's on-demand rate, to set a purchase against
     purchase: str = "on demand"  # how the nodes are bought (model.pricing.PoolRate.basis)
     max_usd_per_hour: float | None = None  # the most a node-hour can bill (spot: on demand); None: `price.usd`
+    sharing: str = "whole"  # the pool's GPU sharing mode (spec Sharing.mode): whole, mig or time-slicing
 
     @property
     def max_rate(self) -> float | None:
@@ -121,6 +122,7 @@ def aws_pool(
         gpus_per_node=instance.gpu_count,
         nodes=nodes,
         gpu_units=_units(spec, pool.name, scaling.max * instance.gpu_count),
+        sharing=spec.pool(pool.name).sharing.mode,
         gpu_total=scaling.max * instance.gpu_count,
         burst=pool.burst,
         price=priced.price,
@@ -162,6 +164,7 @@ def baremetal_pool(spec: EstateSpec, site: BaremetalSite, pool: BaremetalNodePoo
         gpus_per_node=spec.pool_gpus_per_node(pool.name),
         nodes={"min": n, "desired": n, "max": n},
         gpu_units=_units(spec, pool.name, gpus),
+        sharing=spec.pool(pool.name).sharing.mode,
         gpu_total=gpus,
         burst=False,
         price=price,
