@@ -5,10 +5,9 @@ cloud pool as it is bought, or, on prem, at the amortised price of the pool's se
 `gpufleet cost` uses). Owned servers with room for a run come first: their cost is paid whether they run or idle,
 so using them buys nothing. Then the cheapest placement a class fits on (memory, one node for inference, a fabric
 across nodes) and meets its deadline on, a slower gradient ring counted as the hours it adds
-(interconnect.penalise); a cloud pool the stack has goes before a new pool of its instance type. Spot is
-offered only to interruptible classes whose runs fit one node: EC2 reclaims a spot node with a two-minute warning
-("Spot Instance interruption notices",
-https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html).
+(interconnect.penalise); a cloud pool the stack has goes before a new pool of its instance type. Spot goes to
+interruptible classes within one node only: EC2 reclaims a spot node at two minutes' notice
+(https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html).
 """
 
 from __future__ import annotations
