@@ -398,6 +398,10 @@ def _run_program(
             "two resources would share one URN (the engine rejects this): "
             + ", ".join(sorted({_key(u) for u in monitor.duplicates}))
         )
+    # The run's resources, Outputs and tasks are cyclic garbage now; the collector is paused (and `gpufleet` keeps it
+    # off for the whole command), so they would stay until the process exits, under the plan, the policy
+    # evaluation and the reality checks. One collection frees them for those to reuse.
+    gc.collect()
     return _plan(project, stack, monitor, collector.messages)
 
 
