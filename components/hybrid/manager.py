@@ -148,11 +148,12 @@ class KueueManagerStack(pulumi.ComponentResource):
         pkg/scheduler/flavorassigner/tas_flavorassigner.go: checkPodSetAndFlavorMatchForTAS, then "Delay TAS when
         MultiKueue is used"). A TAS flavor needs a Topology and a node label (apis/kueue/v1beta2/
         resourceflavor_types.go); the manager runs no job, so the label selects nothing and no user selects it.
-        Its Topology holds every worker's levels (model.dispatch.manager_topology_levels).
+        Its Topology has a fixed list of levels, every one a worker can have (model.dispatch.manager_topology_levels),
+        so a worker gaining or losing a level changes nothing here.
 
-        As on a site (components/kubernetes/kueue.py): the Topology's levels are immutable, so new levels replace it,
-        and its flavor with it; a flavor whose topologyName changes is replaced (model.queues.flavor_replaced_on),
-        and the ClusterQueues naming it with it (`_tenant`). Each is deleted first: the names are fixed."""
+        As on a site (components/kubernetes/kueue.py): a flavor whose topologyName changes (the first worker that
+        schedules by topology, or the last leaving) is replaced (model.queues.flavor_replaced_on), and the
+        ClusterQueues naming it with it (`_tenant`). Each is deleted first: the names are fixed."""
         levels = dispatch.manager_topology_levels(spec)
         topology: list[pulumi.Resource] = []
         flavor_spec: dict[str, Any] = {}
