@@ -158,12 +158,17 @@ class KueueManagerStack(pulumi.ComponentResource):
         topology: list[pulumi.Resource] = []
         flavor_spec: dict[str, Any] = {}
         if levels is not None:
-            replace = pulumi.ResourceOptions(replace_on_changes=["spec.levels"], delete_before_replace=True)
+            replace = pulumi.ResourceOptions(
+                replace_on_changes=["spec.levels"], delete_before_replace=True, custom_timeouts=kueue.QUEUE_TIMEOUTS
+            )
             levels_spec = queues.topology_spec(levels)
             topology = [self._object("topology", "Topology", {"name": DISPATCH_FLAVOR}, levels_spec, [], replace)]
             flavor_spec = {"nodeLabels": {DISPATCH_NODE_LABEL: "true"}, "topologyName": DISPATCH_FLAVOR}
         replace = pulumi.ResourceOptions(
-            replace_on_changes=queues.flavor_replaced_on(flavor_spec), delete_before_replace=True, replace_with=topology
+            replace_on_changes=queues.flavor_replaced_on(flavor_spec),
+            delete_before_replace=True,
+            replace_with=topology,
+            custom_timeouts=kueue.QUEUE_TIMEOUTS,
         )
         return self._object("flavor", "ResourceFlavor", {"name": DISPATCH_FLAVOR}, flavor_spec, topology, replace)
 
@@ -235,8 +240,11 @@ class KueueManagerStack(pulumi.ComponentResource):
             {"name": t.name, "labels": labels},
             manager_cluster_queue_spec(self._args.spec, t),
             deps,
-            # replaced with the flavor: Kueue keeps a flavor a ClusterQueue names (its resource-in-use finalizer)
-            pulumi.ResourceOptions(replace_with=[flavor], delete_before_replace=True),
+            # replaced with the flavor: Kueue keeps a flavor a ClusterQueue names (its resource-in-use finalizer);
+            # its delete waits for its admitted workloads (kueue.QUEUE_DELETE_TIMEOUT)
+            pulumi.ResourceOptions(
+                replace_with=[flavor], delete_before_replace=True, custom_timeouts=kueue.QUEUE_TIMEOUTS
+            ),
         )
         for queue in (t.name, queues.DEFAULT_LOCAL_QUEUE):
             suffix = "" if queue == t.name else f"-{queue}"
