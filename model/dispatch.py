@@ -67,34 +67,30 @@ def manager_frameworks(spec: EstateSpec) -> list[FrameworkName]:
     return enabled(sites[0].kubernetes.job_frameworks)
 
 
+# The levels of the manager's dispatch Topology above the hostname: every level label a worker's Topology can
+# have, whatever the workers are (model/kinds: bare metal's rack, NVLink clique and leaf in its order; EKS's network
+# layers, widest first). Kueue allows at most 16 unique levels, `kubernetes.io/hostname` only as the last
+# (kubernetes-sigs/kueue at versions.KUEUE, apis/kueue/v1beta2/topology_types.go).
+MANAGER_TOPOLOGY_LEVELS = (
+    conventions.RACK_LABEL,
+    conventions.GPU_CLIQUE_LABEL,
+    conventions.LEAF_LABEL,
+    *conventions.EKS_NETWORK_LAYER_LABELS,
+)
+
+
 def manager_topology_levels(spec: EstateSpec) -> tuple[str, ...] | None:
-    """The levels of the manager's dispatch Topology above the hostname: every level of every worker's Topologies,
-    each worker's order kept (widest first), so a pod set asking for any worker's level passes the manager. None
-    where no worker schedules by topology (the manager's flavor is then no TAS flavor).
+    """The levels of the manager's dispatch Topology above the hostname: the fixed `MANAGER_TOPOLOGY_LEVELS`, so a
+    pod set asking for any level a worker can have passes the manager, and the Topology (immutable levels), its
+    flavor and the manager's ClusterQueues are not replaced when a worker gains or loses a level. None where no
+    worker schedules by topology (the manager's flavor is then no TAS flavor).
 
     Kueue refuses on the manager a pod set whose requested level the flavor's Topology lacks ("does not contain the
     requested level"): it looks the level up in the Topology's levels only (kubernetes-sigs/kueue at
     versions.KUEUE, pkg/scheduler/flavorassigner/tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS;
     pkg/cache/scheduler/tas_flavor_snapshot.go HasLevel), then leaves the assignment to the worker ("Delay TAS
-    when MultiKueue is used", podSetTopologyRequest). So levels the manager's own nodes lack are fine there.
-    Kueue allows at most 16 levels (apis/kueue/v1beta2/topology_types.go)."""
-    orders = [
-        tuple(lv["nodeLabel"] for lv in topology["levels"] if lv["nodeLabel"] != conventions.HOSTNAME_LABEL)
-        for site in workers(spec)
-        for topology in queues.site_topologies(site).values()
-    ]
-    if not orders:
+    when MultiKueue is used", podSetTopologyRequest). So levels no worker has, and levels the manager's own nodes
+    lack, are fine there."""
+    if not any(queues.site_topologies(site) for site in workers(spec)):
         return None
-    return _merge(orders)
-
-
-def _merge(orders: list[tuple[str, ...]]) -> tuple[str, ...]:
-    """The union of `orders` with each one's order kept: a level goes after every level any order puts above it,
-    else by first appearance (bare metal's rack and leaf and EKS's network layers share no label)."""
-    first = list(dict.fromkeys(lv for order in orders for lv in order))
-    above = {lv: {o[j] for o in orders for i, x in enumerate(o) if x == lv for j in range(i)} for lv in first}
-    out: list[str] = []
-    while len(out) < len(first):
-        ready = [lv for lv in first if lv not in out and above[lv] <= set(out)]
-        out.append(ready[0] if ready else next(lv for lv in first if lv not in out))  # orders that disagree
-    return tuple(out)
+    return MANAGER_TOPOLOGY_LEVELS

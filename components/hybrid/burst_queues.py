@@ -184,6 +184,8 @@ class BurstQueues(pulumi.ComponentResource):
         spec: dict[str, Any],
         deps: Sequence[pulumi.Resource] = (),
     ) -> pulumi.CustomResource:
-        opts = pulumi.ResourceOptions(parent=self, depends_on=[self._release, *deps])
+        # a deleted ClusterQueue or flavor goes only once Kueue lets it (kueue.QUEUE_DELETE_TIMEOUT)
+        timeouts = kueue.QUEUE_TIMEOUTS if kind in ("ClusterQueue", "ResourceFlavor") else None
+        opts = pulumi.ResourceOptions(parent=self, depends_on=[self._release, *deps], custom_timeouts=timeouts)
         meta = {"labels": self._labels, **metadata}
         return kueue.kube_object(f"{self._n}-{name}", queues.KUEUE_API, kind, meta, {"spec": spec}, opts)

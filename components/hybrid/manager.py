@@ -148,21 +148,27 @@ class KueueManagerStack(pulumi.ComponentResource):
         pkg/scheduler/flavorassigner/tas_flavorassigner.go: checkPodSetAndFlavorMatchForTAS, then "Delay TAS when
         MultiKueue is used"). A TAS flavor needs a Topology and a node label (apis/kueue/v1beta2/
         resourceflavor_types.go); the manager runs no job, so the label selects nothing and no user selects it.
-        Its Topology holds every worker's levels (model.dispatch.manager_topology_levels).
+        Its Topology has a fixed list of levels, every one a worker can have (model.dispatch.manager_topology_levels),
+        so a worker gaining or losing a level changes nothing here.
 
-        As on a site (components/kubernetes/kueue.py): the Topology's levels are immutable, so new levels replace it,
-        and its flavor with it; a flavor whose topologyName changes is replaced (model.queues.flavor_replaced_on),
-        and the ClusterQueues naming it with it (`_tenant`). Each is deleted first: the names are fixed."""
+        As on a site (components/kubernetes/kueue.py): a flavor whose topologyName changes (the first worker that
+        schedules by topology, or the last leaving) is replaced (model.queues.flavor_replaced_on), and the
+        ClusterQueues naming it with it (`_tenant`). Each is deleted first: the names are fixed."""
         levels = dispatch.manager_topology_levels(spec)
         topology: list[pulumi.Resource] = []
         flavor_spec: dict[str, Any] = {}
         if levels is not None:
-            replace = pulumi.ResourceOptions(replace_on_changes=["spec.levels"], delete_before_replace=True)
+            replace = pulumi.ResourceOptions(
+                replace_on_changes=["spec.levels"], delete_before_replace=True, custom_timeouts=kueue.QUEUE_TIMEOUTS
+            )
             levels_spec = queues.topology_spec(levels)
             topology = [self._object("topology", "Topology", {"name": DISPATCH_FLAVOR}, levels_spec, [], replace)]
             flavor_spec = {"nodeLabels": {DISPATCH_NODE_LABEL: "true"}, "topologyName": DISPATCH_FLAVOR}
         replace = pulumi.ResourceOptions(
-            replace_on_changes=queues.flavor_replaced_on(flavor_spec), delete_before_replace=True, replace_with=topology
+            replace_on_changes=queues.flavor_replaced_on(flavor_spec),
+            delete_before_replace=True,
+            replace_with=topology,
+            custom_timeouts=kueue.QUEUE_TIMEOUTS,
         )
         return self._object("flavor", "ResourceFlavor", {"name": DISPATCH_FLAVOR}, flavor_spec, topology, replace)
 
@@ -234,8 +240,11 @@ class KueueManagerStack(pulumi.ComponentResource):
             {"name": t.name, "labels": labels},
             manager_cluster_queue_spec(self._args.spec, t),
             deps,
-            # replaced with the flavor: Kueue keeps a flavor a ClusterQueue names (its resource-in-use finalizer)
-            pulumi.ResourceOptions(replace_with=[flavor], delete_before_replace=True),
+            # replaced with the flavor: Kueue keeps a flavor a ClusterQueue names (its resource-in-use finalizer);
+            # its delete waits for its admitted workloads (kueue.QUEUE_DELETE_TIMEOUT)
+            pulumi.ResourceOptions(
+                replace_with=[flavor], delete_before_replace=True, custom_timeouts=kueue.QUEUE_TIMEOUTS
+            ),
         )
         for queue in (t.name, queues.DEFAULT_LOCAL_QUEUE):
             suffix = "" if queue == t.name else f"-{queue}"

@@ -50,6 +50,15 @@ from model.tags import Tags
 
 _PROVIDER_VERSION = importlib.metadata.version("pulumi_kubernetes")
 
+# How long `up` waits for a ClusterQueue, ResourceFlavor or Topology it deletes (a replacement included) to go.
+# Kueue keeps a ClusterQueue (its finalizer) while any workload holds quota in it (kubernetes-sigs/kueue at
+# versions.KUEUE, pkg/cache/scheduler/cache.go ClusterQueueEmpty), a flavor while a ClusterQueue names it and a
+# Topology while a flavor names it. pulumi-kubernetes gives up on a delete after 10 minutes unless the resource's
+# customTimeouts say otherwise (pulumi/pulumi-kubernetes provider/pkg/await/await.go Deletion;
+# https://www.pulumi.com/docs/iac/concepts/resources/options/customtimeouts/). docs/deploy.md documents the value.
+QUEUE_DELETE_TIMEOUT = "2h"
+QUEUE_TIMEOUTS = pulumi.CustomTimeouts(delete=QUEUE_DELETE_TIMEOUT)
+
 
 def kube_object(
     name: str,
@@ -168,7 +177,9 @@ class Kueue(pulumi.ComponentResource):
         """A Topology; its levels are immutable (the CRD's `self == oldSelf`, apis/kueue/v1beta2/topology_types.go at
         versions.KUEUE), so new levels replace it, deleted first (fixed name). Kueue keeps a Topology a flavor
         names (its resource-in-use finalizer, pkg/controller/tas/topology_controller.go): its flavors go with it."""
-        replace = pulumi.ResourceOptions(replace_on_changes=["spec.levels"], delete_before_replace=True)
+        replace = pulumi.ResourceOptions(
+            replace_on_changes=["spec.levels"], delete_before_replace=True, custom_timeouts=QUEUE_TIMEOUTS
+        )
         return self._object(
             f"{self._name}-topology-{name}",
             "Topology",
@@ -188,6 +199,7 @@ class Kueue(pulumi.ComponentResource):
             delete_before_replace=True,
             depends_on=topology,
             replace_with=topology,
+            custom_timeouts=QUEUE_TIMEOUTS,
         )
         return self._object(
             f"{self._name}-flavor-{pool.name}",
@@ -227,7 +239,10 @@ class Kueue(pulumi.ComponentResource):
             pulumi.ResourceOptions.merge(
                 opts,
                 pulumi.ResourceOptions(
-                    depends_on=[*flavors, *checks], replace_with=flavors, delete_before_replace=True
+                    depends_on=[*flavors, *checks],
+                    replace_with=flavors,
+                    delete_before_replace=True,
+                    custom_timeouts=QUEUE_TIMEOUTS,
                 ),
             ),
         )

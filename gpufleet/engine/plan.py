@@ -36,6 +36,7 @@ class PlanResource:
     replace_on_changes: list[str] = field(default_factory=list)  # input paths whose change replaces it
     delete_before_replace: bool = False
     replace_with: list[str] = field(default_factory=list)  # logical keys whose replacement replaces it too
+    delete_timeout: str = ""  # customTimeouts.delete ("" for the provider's default)
 
     @property
     def is_kubernetes_object(self) -> bool:

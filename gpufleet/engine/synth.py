@@ -82,6 +82,7 @@ class _Registration:
     replace_on_changes: list[str]
     delete_before_replace: bool
     replace_with: list[str]
+    delete_timeout: str
 
 
 STACK_REFERENCE = "pulumi:pulumi:StackReference"
@@ -171,6 +172,7 @@ class _RecordingMonitor(mocks.MockMonitor):
             replace_on_changes=list(request.replaceOnChanges),
             delete_before_replace=bool(request.deleteBeforeReplace),
             replace_with=[self._urn(u) for u in request.replace_with],
+            delete_timeout=request.customTimeouts.delete,
         )
         return response
 
@@ -488,6 +490,7 @@ def _plan(project: str, stack: str, monitor: _RecordingMonitor, warnings: list[s
                 replace_on_changes=reg.replace_on_changes,
                 delete_before_replace=reg.delete_before_replace,
                 replace_with=sorted(urn_to_key.get(u, u) for u in reg.replace_with),
+                delete_timeout=reg.delete_timeout,
             )
         )
     resources.sort(key=lambda r: r.key)

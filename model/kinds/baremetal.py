@@ -180,8 +180,9 @@ class BaremetalKind:
     def pool_topology_levels(self, pool: str) -> tuple[str, ...]:
         """Rack, then the NVLink clique where the pool's NVLink domains span servers, then leaf: the labels the
         bootstrap sets from the inventory (model.nodes.server_topology_labels) and, for the clique, NVIDIA's GPU
-        stack. A server's rail is no level: a Topology's levels are immutable, and the MultiKueue manager's must
-        hold every worker's, so adding one replaces Topologies, flavors and queues on every site."""
+        stack. A server's rail is no level: a Topology's levels are immutable, so adding one replaces Topologies,
+        flavors and queues on every site, and the MultiKueue manager's fixed levels
+        (model.dispatch.MANAGER_TOPOLOGY_LEVELS) would need it too."""
         clique = (conventions.GPU_CLIQUE_LABEL,) if self._pool(pool).nvlink_domain_nodes > 1 else ()
         return (conventions.RACK_LABEL, *clique, conventions.LEAF_LABEL)
 

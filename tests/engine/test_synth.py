@@ -217,3 +217,17 @@ def test_a_run_cut_short_leaves_no_report_of_its_unfinished_tasks(
     gc.collect()  # what destroys the abandoned tasks and coroutines
     assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
     assert unraisable == []
+
+
+def test_kueue_queues_flavors_and_topologies_wait_for_their_delete(example_plans: dict[str, Plan]) -> None:
+    # Kueue keeps a ClusterQueue while workloads hold quota in it, a flavor while a ClusterQueue names it and a
+    # Topology while a flavor names it; pulumi-kubernetes gives up on a delete after 10 minutes by default.
+    from components.kubernetes.kueue import QUEUE_DELETE_TIMEOUT
+
+    kinds = ("ClusterQueue", "ResourceFlavor", "Topology")
+    objects = [r for plan in example_plans.values() for r in plan.kubernetes_objects()]
+    held = [r for r in objects if r.inputs["kind"] in kinds]
+    assert {r.inputs["kind"] for r in held} == set(kinds)
+    assert any("KueueManager" in r.key for r in held)  # the hybrid manager's too
+    assert [r.key for r in held if r.delete_timeout != QUEUE_DELETE_TIMEOUT] == []
+    assert all(r.delete_timeout == "" for r in objects if r.inputs["kind"] == "LocalQueue")

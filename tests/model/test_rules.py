@@ -79,8 +79,8 @@ def test_an_efa_fabric_outside_the_sites_zones_is_reported_where_it_is_set_not_a
 
 
 def test_a_multikueue_worker_pool_with_an_nvlink_clique_is_accepted_and_the_managers_topology_has_the_level() -> None:
-    # The manager's dispatch Topology holds every worker's levels (model.dispatch.manager_topology_levels), so a
-    # gang asking for the clique passes there (Kueue refuses a level the flavor's Topology lacks: "does not contain
+    # The manager's dispatch Topology holds every level a worker can have (model.dispatch.manager_topology_levels),
+    # so a gang asking for the clique passes there (Kueue refuses a level the flavor's Topology lacks: "does not contain
     # the requested level").
     from model import conventions, dispatch
     from model.spec import EstateSpec
@@ -90,4 +90,4 @@ def test_a_multikueue_worker_pool_with_an_nvlink_clique_is_accepted_and_the_mana
     pool["nvlink_domain_nodes"] = 2
     assert not [p for p in problems(estate) if "MultiKueue worker" in p]
     levels = dispatch.manager_topology_levels(EstateSpec.model_validate(estate))  # the other rules' problems aside
-    assert levels == (conventions.RACK_LABEL, conventions.GPU_CLIQUE_LABEL, conventions.LEAF_LABEL)
+    assert levels is not None and conventions.GPU_CLIQUE_LABEL in levels

@@ -1,7 +1,8 @@
 """A hybrid estate whose EKS worker also schedules by topology: a p5 pool (not burst, for a tenant of its own) on an EFA fabric beside the
 bare-metal worker's InfiniBand fabric. The manager's dispatch Topology must hold both workers' levels, or Kueue
 refuses there a gang asking for EKS's layer ("does not contain the requested level", kubernetes-sigs/kueue v0.19.2
-pkg/scheduler/flavorassigner/tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS) and never dispatches it."""
+pkg/scheduler/flavorassigner/tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS) and never dispatches it. Its
+levels are fixed, every one a worker can have, so adding the pool leaves it as it was."""
 
 from __future__ import annotations
 
@@ -57,10 +58,40 @@ def test_the_managers_dispatch_topology_holds_every_workers_levels() -> None:
     spec = parse_estate(_with_eks_training_pool()[ESTATE_KEY], "hybrid-eks")
     cloud = spec.site("cloud")
     assert queues.topology_request(cloud, spec.pool("h100")) == {queues.PREFERRED_TOPOLOGY_ANNOTATION: EKS_LAYERS[-1]}
-    # on-prem's rack and leaf, then EKS's layers, each widest first; the hostname last
+    # every level a worker can have: bare metal's rack, NVLink clique and leaf, then EKS's four layers, widest first
     levels = dispatch.manager_topology_levels(spec)
-    assert levels == (conventions.RACK_LABEL, conventions.LEAF_LABEL, *EKS_LAYERS)
-    assert queues.topology_spec(levels)["levels"][-1] == {"nodeLabel": conventions.HOSTNAME_LABEL}
+    assert levels == (
+        conventions.RACK_LABEL,
+        conventions.GPU_CLIQUE_LABEL,
+        conventions.LEAF_LABEL,
+        *conventions.EKS_NETWORK_LAYER_LABELS,
+    )
+    worker_levels = {
+        lv["nodeLabel"]
+        for site in dispatch.workers(spec)
+        for topology in queues.site_topologies(site).values()
+        for lv in topology["levels"]
+    }
+    assert worker_levels - {conventions.HOSTNAME_LABEL} <= set(levels)
+    # Kueue: at most 16 levels, unique, the hostname only last (apis/kueue/v1beta2/topology_types.go at v0.19.2)
+    labels = [lv["nodeLabel"] for lv in queues.topology_spec(levels)["levels"]]
+    assert len(labels) <= 16 and len(set(labels)) == len(labels) and labels[-1] == conventions.HOSTNAME_LABEL
+
+
+def test_adding_a_worker_efa_pool_leaves_the_managers_topology_as_it_was(tmp_path: Path) -> None:
+    def dispatch_topology(name: str, config: dict[str, Any]) -> Any:
+        (tmp_path / name).mkdir()
+        plan = synth(write_project(tmp_path / name, config), "test")
+        (topology,) = [
+            r
+            for r in plan.kubernetes_objects()
+            if r.inputs["kind"] == "Topology" and r.inputs["metadata"].get("name") == "dispatch"
+        ]
+        return topology.key, topology.inputs["spec"]
+
+    before = dispatch_topology("before", example_config("hybrid"))
+    after = dispatch_topology("after", _with_eks_training_pool())
+    assert after == before
 
 
 def test_the_eks_gang_gpufleet_promises_is_dispatched_to_the_cloud_worker(hybrid_eks: tuple[Any, Any]) -> None:
@@ -79,7 +110,7 @@ def test_the_eks_gang_gpufleet_promises_is_dispatched_to_the_cloud_worker(hybrid
     assert j.placement is not None and (j.placement.site, j.placement.pool) == ("cloud", "h100")
     topology = views["manager"].get("Topology", "dispatch")
     assert topology is not None
-    assert [lv["nodeLabel"] for lv in topology["spec"]["levels"]][-4:] == [*EKS_LAYERS, conventions.HOSTNAME_LABEL]
+    assert set(EKS_LAYERS) <= {lv["nodeLabel"] for lv in topology["spec"]["levels"]}
 
 
 def test_the_dispatch_topology_and_its_flavor_and_queues_are_replaced_when_its_levels_change(
