@@ -127,6 +127,8 @@ GPU_TAINT = Taint(GPU_RESOURCE, "present", "NoSchedule")  # on every GPU node
 # A node taken out of service by `gpufleet verify` (gpufleet/verify/quarantine.py); the value says why: `verify`
 # (a failed probe), `health` (a detector's node condition) or `drill` (the degraded drill, removed after it).
 QUARANTINE_KEY = f"{LABEL_PREFIX}quarantine"
+# Tolerated whatever the reason by the node daemons (components/kubernetes/placement.py) and the verify re-probe.
+QUARANTINE_TOLERATION = {"key": QUARANTINE_KEY, "operator": "Exists", "effect": "NoSchedule"}
 
 
 # Set on a burst node group by its AWS-side stop, with the idle bounds (components/aws/backstop.py), and declared by

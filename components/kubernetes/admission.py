@@ -1,8 +1,9 @@
 """Built-in ValidatingAdmissionPolicies (admissionregistration.k8s.io/v1; no controller, no Kyverno) that back up
 tenancy at admission: an untrusted tenant's pods stay on its dedicated nodes (and in its sandbox RuntimeClass), an
 RDMA namespace enforces the Pod Security baseline with IPC_LOCK added (check P6), and no tenant pod tolerates
-every taint, another tenant's dedicated nodes or a shared pool that does not name its tenant (check T11), and no tenant
-pod mounts a volume type Pod Security restricted forbids (check T16). Used by `components.kubernetes.tenancy`.
+every taint, another tenant's dedicated nodes, a shared pool that does not name its tenant or a node gpufleet took
+out of service (check T11), and no tenant pod mounts a volume type Pod Security restricted forbids (check T16).
+Used by `components.kubernetes.tenancy`.
 """
 
 from __future__ import annotations
@@ -192,13 +193,23 @@ POD_RESOURCES = ("pods",)
 # (kubernetes.io/docs/reference/access-authn-authz/extensible-admission-controllers/#matching-requests-rules;
 # kubernetes.io/docs/concepts/workloads/pods/ephemeral-containers/). A policy that judges containers matches both.
 POD_AND_EPHEMERAL_RESOURCES = ("pods", "pods/ephemeralcontainers")
+# Taints gpufleet adds to take a node out of service: a node a probe or a detector failed (`gpufleet verify`), and
+# a stopped burst group's (model.conventions). Only gpufleet's own daemons and verify's re-probe tolerate them.
+OUT_OF_SERVICE_TAINT_KEYS = (conventions.QUARANTINE_KEY, conventions.BURST_STOPPED_TAINT.key)
 TOLERATION_VALIDATIONS = [
     {
         "expression": "!has(object.spec.tolerations) || object.spec.tolerations.all(t, has(t.key) && t.key != '' "
         f"&& (t.key != '{TENANT_LABEL}' || (has(t.value) && t.value == namespaceObject.metadata.labels['{TENANT_LABEL}'])))",
         "message": "tenant pods may not tolerate every taint (a toleration needs a key) nor another tenant's "
         "dedicated nodes (tenant=<other>)",
-    }
+    },
+    {
+        "expression": "!has(object.spec.tolerations) || object.spec.tolerations.all(t, !has(t.key) || "
+        f"!(t.key in [{', '.join(repr(k) for k in OUT_OF_SERVICE_TAINT_KEYS)}]))",
+        "message": "tenant pods may not tolerate the taints of nodes gpufleet took out of service ("
+        + ", ".join(OUT_OF_SERVICE_TAINT_KEYS)
+        + ")",
+    },
 ]
 
 
@@ -319,8 +330,9 @@ def pod_admission_policy(
 
 class TenantTolerations(pulumi.ComponentResource):
     """T11 for every tenant namespace of a cluster: one ValidatingAdmissionPolicy, bound (Deny) to namespaces
-    labelled `tenant`, refusing keyless tolerations and tolerations of another tenant's dedicated-node taint.
-    Kueue's injected tolerations (the GPU taint, the pod's own tenant taint) pass."""
+    labelled `tenant`, refusing keyless tolerations and tolerations of another tenant's dedicated-node taint or of
+    the quarantine and burst-stopped taints. Kueue's injected tolerations (the GPU taint, the pod's own tenant
+    taint) pass."""
 
     def __init__(
         self,

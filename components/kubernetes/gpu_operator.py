@@ -45,7 +45,7 @@ def gpu_operator_values(spec: EstateSpec, site: Site) -> dict[str, Any]:
         "operator": {"affinity": placement.off_gpu_nodes_affinity(), "upgradeCRD": True},
         # The operator deploys operands only to nodes labelled `nvidia.com/gpu.present=true`
         # (controllers/state_manager.go), which every pool sets (model.nodes); the chart has no node selector for
-        # operands (`daemonsets` has none). So the values add only the GPU and tenant taints of the site's pools.
+        # operands (`daemonsets` has none). So the values add only the taints placement.tolerations names.
         "daemonsets": {"tolerations": tolerations},
         "mig": {"strategy": k.mig_strategy},
         "driver": gpu_driver.driver_values(site),

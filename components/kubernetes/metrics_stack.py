@@ -7,8 +7,9 @@ recording rules, alerts and dashboard.
   ServiceMonitor elsewhere wait for this release.
 - Prometheus keeps samples for `retention_days` on a persistent volume of `storage_gib`, of the site kind's class
   (model.kinds: on an EKS cluster gpufleet creates, its own gp3 class).
-- Node exporter runs on every node: it tolerates the site's GPU and pool taints and the control plane's.
-  Nothing else tolerates a GPU taint.
+- Node exporter runs on every node: it tolerates the site's GPU and pool taints, the control plane's and the
+  ones gpufleet adds to take a node out of service (placement.tolerations).
+  Nothing else tolerates a GPU taint, so the rest stays on the system nodes.
 - The dashboard is a ConfigMap that the Grafana sidecar loads by its label.
 - Alerts go to the site's `alerts` receiver; without one, nowhere (preview warns).
 """
@@ -67,7 +68,8 @@ def metrics_stack_values(site: Site) -> dict[str, Any]:
         },
         **({"alertmanager": alertmanager_values(mon.alerts)} if mon.alerts else {}),
         "kube-state-metrics": {"metricLabelsAllowlist": list(KSM_LABELS_ALLOWLIST)},
-        # the chart tolerates every NoSchedule taint; gpufleet names the ones node exporter must run under
+        # the chart tolerates every NoSchedule taint (prometheus-node-exporter values.yaml); gpufleet's list
+        # replaces that, so it names every taint node exporter must run under, the quarantine taint included
         "prometheus-node-exporter": {"tolerations": [CONTROL_PLANE, *placement.tolerations(site.node_pools)]},
     }
 

@@ -280,7 +280,7 @@ def nccl_single_node_job(run: Run, name: str, check: str, spec: EstateSpec, site
 
 
 # -- GPUs: DCGM diagnostics -------------------------------------------------------------------------------------
-QUARANTINE_TOLERATION = {"key": conventions.QUARANTINE_KEY, "operator": "Exists", "effect": "NoSchedule"}
+QUARANTINE_TOLERATION = conventions.QUARANTINE_TOLERATION
 
 
 def dcgm_diag_job(

@@ -15,6 +15,7 @@ from model.conventions import (
     POD_SECURITY_MODES,
     POD_SECURITY_PREFIX,
     PRIVILEGED_NAMESPACES,
+    QUARANTINE_KEY,
     RDMA_LABEL,
     TENANT_LABEL,
 )
@@ -102,9 +103,17 @@ def _guarded_by(args: StackValidationArgs, judges: Callable[[str], bool]) -> boo
 
 def tenant_tolerations_guarded(args: StackValidationArgs, report: ReportViolation) -> None:
     """T11: where tenant namespaces exist, a Deny admission policy bound to namespaces labelled `tenant` refuses
-    keyless (wildcard) tolerations."""
-    if tenant_namespaces(args.resources) and not _guarded_by(args, lambda t: "tolerations" in t and "has(t.key)" in t):
-        report("no Deny admission policy bound to tenant namespaces refuses wildcard tolerations (T11)", None)
+    keyless (wildcard) tolerations and names the quarantine taint's key (which it refuses)."""
+
+    def judges(text: str) -> bool:
+        return "tolerations" in text and "has(t.key)" in text and f"'{QUARANTINE_KEY}'" in text
+
+    if tenant_namespaces(args.resources) and not _guarded_by(args, judges):
+        report(
+            "no Deny admission policy bound to tenant namespaces refuses wildcard tolerations and tolerations of "
+            f"the quarantine taint {QUARANTINE_KEY} (T11)",
+            None,
+        )
 
 
 # -- T16 --------------------------------------------------------------------------------------------------

@@ -65,6 +65,7 @@ def test_device_plugin_confined_to_gpu_nodes_with_exact_tolerations() -> None:
     assert values["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"},
         {"key": "tenant", "operator": "Equal", "value": "agents", "effect": "NoSchedule"},
+        {"key": "gpufleet.io/quarantine", "operator": "Exists", "effect": "NoSchedule"},
     ]
     assert values["gfd"] == {"enabled": False}  # whole GPUs only: no sharing labels to publish
     assert all(e.get("name") != "DP_DISABLE_HEALTHCHECKS" for e in values.get("env", []))

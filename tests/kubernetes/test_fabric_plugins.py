@@ -30,9 +30,10 @@ def test_efa_plugin_installed_for_the_efa_fabric_on_its_nodes(example_plans: dic
     assert r.inputs["repositoryOpts"] == {"repo": versions.AWS_EFA_DEVICE_PLUGIN.repository}
     assert r.inputs["namespace"] == "kube-system"
     assert r.inputs["values"]["nodeSelector"] == {FABRIC_LABEL: "train-efa"}
-    # the h100 pool on the fabric is shared, so only the GPU taint needs tolerating
+    # the h100 pool on the fabric is shared, so only the GPU taint (and a quarantine) needs tolerating
     assert r.inputs["values"]["tolerations"] == [
-        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"},
+        {"key": "gpufleet.io/quarantine", "operator": "Exists", "effect": "NoSchedule"},
     ]
 
 

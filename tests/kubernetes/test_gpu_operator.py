@@ -217,12 +217,16 @@ def test_device_plugin_health_checks_are_not_disabled(example_plans: dict[str, P
         assert all(e.get("name") != "DP_DISABLE_HEALTHCHECKS" for e in env)
 
 
-def test_operands_tolerate_the_gpu_and_dedicated_tenant_taints_only(example_plans: dict[str, Plan]) -> None:
+def test_operands_tolerate_the_gpu_dedicated_tenant_and_quarantine_taints_only(
+    example_plans: dict[str, Plan],
+) -> None:
     tolerations = operator_values(example_plans["aws-train"])["daemonsets"]["tolerations"]
     assert {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"} in tolerations
     # agents-l40s is dedicated to the agents tenant
     assert {"key": "tenant", "operator": "Equal", "value": "agents", "effect": "NoSchedule"} in tolerations
-    assert len(tolerations) == 2
+    # a node `gpufleet verify` quarantined keeps its operands (tests/kubernetes/test_quarantine_tolerated.py)
+    assert {"key": "gpufleet.io/quarantine", "operator": "Exists", "effect": "NoSchedule"} in tolerations
+    assert len(tolerations) == 3
     assert all(t.get("key") for t in tolerations)  # no wildcard toleration
 
 

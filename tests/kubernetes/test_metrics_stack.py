@@ -142,6 +142,8 @@ def test_only_node_exporter_tolerates_the_gpu_taints(installed: Installed) -> No
         keys = {(t["key"], t.get("value")) for t in tolerations}
         if "node-exporter" in obj.name:
             assert needed <= keys, obj.name
+            # gpufleet's list replaces the chart's NoSchedule/Exists, so the quarantine taint is named too
+            assert conventions.QUARANTINE_TOLERATION in tolerations, obj.name
         else:
             assert gpu not in keys, obj.name
 

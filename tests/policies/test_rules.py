@@ -100,9 +100,15 @@ TOL_VAP = fx.k8s(
     "ValidatingAdmissionPolicy",
     "gpufleet-tenant-tolerations",
     spec={
-        "validations": [{"expression": "!has(object.spec.tolerations) || object.spec.tolerations.all(t, has(t.key))"}]
+        "validations": [
+            {"expression": "!has(object.spec.tolerations) || object.spec.tolerations.all(t, has(t.key))"},
+            {"expression": "!has(object.spec.tolerations) || "
+             "object.spec.tolerations.all(t, !has(t.key) || !(t.key in ['gpufleet.io/quarantine']))"},
+        ]
     },
-)
+)  # fmt: skip
+# Refuses keyless tolerations but admits one of the quarantine taint: tenant pods would land on nodes that failed.
+TOL_VAP_NO_QUARANTINE = fx.with_(TOL_VAP, spec={"validations": TOL_VAP.inputs["spec"]["validations"][:1]})
 TOL_BINDING = fx.k8s(
     "ValidatingAdmissionPolicyBinding",
     "gpufleet-tenant-tolerations",
@@ -161,6 +167,12 @@ CASES = [
         [fx.namespace(), TOL_VAP, TOL_BINDING],
         [fx.namespace(), TOL_VAP, fx.with_(TOL_BINDING, spec={**TOL_BINDING.inputs["spec"], "validationActions": ["Warn"]})],
         id="warn-only",
+    ),
+    Case(
+        "tenant-tolerations-guarded",
+        [fx.namespace(), TOL_VAP, TOL_BINDING],
+        [fx.namespace(), TOL_VAP_NO_QUARANTINE, TOL_BINDING],
+        id="quarantine-tolerated",
     ),
     Case("tenant-inline-volumes-guarded", [fx.namespace(), VOL_VAP, VOL_BINDING], [fx.namespace(), VOL_VAP]),
     Case("tenant-inline-volumes-guarded", [fx.namespace(), VOL_VAP, VOL_BINDING], [fx.namespace(), VOL_ALLOWS_NFS, VOL_BINDING], id="allows-nfs"),

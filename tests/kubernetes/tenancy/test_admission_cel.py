@@ -16,7 +16,7 @@ from components.kubernetes.admission import (
     rdma_pod_policy,
     untrusted_validations,
 )
-from model.conventions import DEDICATED_TENANT_LABEL
+from model.conventions import BURST_STOPPED_TAINT, DEDICATED_TENANT_LABEL, GPU_TAINT, QUARANTINE_KEY
 from model.spec import Tenant
 
 ENV = celpy.Environment()
@@ -139,6 +139,26 @@ def test_tenant_pods_may_not_tolerate_everything_or_another_tenant(tenant: str) 
     assert len(tolerations(wildcard, tenant)) == 1
     assert len(tolerations(foreign, tenant)) == 1
     assert tolerations(own, tenant) == []
+
+
+OUT_OF_SERVICE = [
+    {"key": QUARANTINE_KEY, "operator": "Exists"},
+    {"key": QUARANTINE_KEY, "operator": "Exists", "effect": "NoSchedule"},
+    {"key": QUARANTINE_KEY, "operator": "Equal", "value": "verify", "effect": "NoSchedule"},
+    {"key": BURST_STOPPED_TAINT.key, "operator": "Exists"},
+    BURST_STOPPED_TAINT.toleration(),
+]
+
+
+@pytest.mark.parametrize("toleration", OUT_OF_SERVICE)
+def test_tenant_pods_may_not_tolerate_the_taints_that_take_a_node_out_of_service(toleration: dict[str, str]) -> None:
+    """A quarantined node (gpufleet verify) or a stopped burst group's node is out of service: a tenant pod
+    tolerating its taint would be placed on a node that failed a probe, or give a stopped group a reason to grow."""
+    gpu_only = {"spec": {"containers": [{"name": "a"}], "tolerations": [GPU_TAINT.toleration()]}}
+    assert tolerations(gpu_only, "research") == []
+    pod = {"spec": {"containers": [{"name": "a"}], "tolerations": [GPU_TAINT.toleration(), toleration]}}
+    found = tolerations(pod, "research")
+    assert len(found) == 1 and "out of service" in found[0], found
 
 
 PINNED: dict[str, Any] = {"nodeSelector": {DEDICATED_TENANT_LABEL: "agents"}, "containers": [{"name": "a"}]}
@@ -275,3 +295,13 @@ def test_a_toleration_added_by_an_update_is_judged_and_an_old_one_is_not() -> No
     compliant = {"spec": {"containers": [{"name": "a"}]}}
     assert len(refused(rules, wildcard, namespace=namespace, old=compliant)) == 1
     assert len(refused(rules, wildcard, namespace=namespace)) == 1
+
+
+def test_an_update_may_not_add_a_quarantine_toleration_to_a_running_pod() -> None:
+    """Pod updates may add tolerations (kubernetes.io/docs/concepts/workloads/pods/#pod-update-and-replacement)."""
+    rules, _ = as_synthesized(TOLERATION_VALIDATIONS)
+    namespace = {"metadata": {"name": "research", "labels": {"tenant": "research"}}}
+    running = {"spec": {"containers": [{"name": "a"}], "tolerations": [GPU_TAINT.toleration()]}}
+    tolerant = copy.deepcopy(running)
+    tolerant["spec"]["tolerations"].append({"key": QUARANTINE_KEY, "operator": "Exists"})
+    assert len(refused(rules, tolerant, namespace=namespace, old=running)) == 1
