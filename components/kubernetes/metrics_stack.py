@@ -5,11 +5,10 @@ recording rules, alerts and dashboard.
   The chart's own carry it, and so do gpufleet's: DCGM exporter's, Kueue's and its PrometheusRule.
 - Helm applies the chart's CRDs (its `crds` subchart) before any template, so the PrometheusRule here and every
   ServiceMonitor elsewhere wait for this release.
-- Prometheus keeps samples for `retention_days` on a persistent volume of `storage_gib`, of the site kind's class
-  (model.kinds: on an EKS cluster gpufleet creates, its own gp3 class).
-- Node exporter runs on every node: it tolerates the site's GPU and pool taints, the control plane's and the
-  ones gpufleet adds to take a node out of service (placement.tolerations).
-  Nothing else tolerates a GPU taint, so the rest stays on the system nodes.
+- Prometheus keeps samples for `retention_days` on a volume of `storage_gib`, of the site kind's class
+  (model.kinds).
+- Node exporter runs on every node: it tolerates the site's GPU and pool taints, the control plane's and
+  gpufleet's quarantine taint (placement.tolerations). Nothing else here tolerates a GPU taint.
 - The dashboard is a ConfigMap that the Grafana sidecar loads by its label.
 - Alerts go to the site's `alerts` receiver; without one, nowhere (preview warns).
 """
