@@ -2,7 +2,8 @@
 tenancy at admission: an untrusted tenant's pods stay on its dedicated nodes (and in its sandbox RuntimeClass), an
 RDMA namespace enforces the Pod Security baseline with IPC_LOCK added (check P6), and no tenant pod tolerates
 every taint, another tenant's dedicated nodes, a shared pool that does not name its tenant or a node gpufleet took
-out of service (check T11), and no tenant pod mounts a volume type Pod Security restricted forbids (check T16).
+out of service, nor is created bound to a node past the scheduler (check T11), and no tenant pod mounts a volume
+type Pod Security restricted forbids (check T16).
 Used by `components.kubernetes.tenancy`.
 """
 
@@ -196,6 +197,19 @@ POD_AND_EPHEMERAL_RESOURCES = ("pods", "pods/ephemeralcontainers")
 # Taints gpufleet adds to take a node out of service: a node a probe or a detector failed (`gpufleet verify`), and
 # a stopped burst group's (model.conventions). Only gpufleet's own daemons and verify's re-probe tolerate them.
 OUT_OF_SERVICE_TAINT_KEYS = (conventions.QUARANTINE_KEY, conventions.BURST_STOPPED_TAINT.key)
+# A pod created with spec.nodeName skips the scheduler, and the kubelet admits it against NoExecute taints only
+# (kubernetes/kubernetes pkg/kubelet/lifecycle/predicate.go, generalFilter: "Kubelet is only interested in the
+# NoExecute taint"; k8s.io/api core/v1 TaintEffectNoSchedule lets "pods submitted to Kubelet without going through
+# the scheduler" start). Whatever its tolerations, it would run on a quarantined node, a stopped burst group's or a
+# tenant's dedicated node, so tenant pods may not set it on CREATE. The scheduler binds through the pods/binding
+# subresource (pkg/scheduler/framework/plugins/defaultbinder: Pods(ns).Bind, POST .../pods/{name}/binding), which a
+# rule on `pods` does not match (see POD_AND_EPHEMERAL_RESOURCES) and tenants may not create (tenancy.ROLE_RULES).
+# An update cannot set the field (kubernetes.io/docs/concepts/workloads/pods/#pod-update-and-replacement).
+NODE_NAME_VALIDATION = {
+    "expression": "request.operation != 'CREATE' || !has(object.spec.nodeName) || object.spec.nodeName == ''",
+    "message": "tenant pods may not set spec.nodeName: the scheduler places them (a pod bound at creation skips "
+    "the NoSchedule taints of quarantined, stopped and dedicated nodes)",
+}
 TOLERATION_VALIDATIONS = [
     {
         "expression": "!has(object.spec.tolerations) || object.spec.tolerations.all(t, has(t.key) && t.key != '' "
@@ -210,6 +224,7 @@ TOLERATION_VALIDATIONS = [
         + ", ".join(OUT_OF_SERVICE_TAINT_KEYS)
         + ")",
     },
+    NODE_NAME_VALIDATION,
 ]
 
 
@@ -331,8 +346,8 @@ def pod_admission_policy(
 class TenantTolerations(pulumi.ComponentResource):
     """T11 for every tenant namespace of a cluster: one ValidatingAdmissionPolicy, bound (Deny) to namespaces
     labelled `tenant`, refusing keyless tolerations and tolerations of another tenant's dedicated-node taint or of
-    the quarantine and burst-stopped taints. Kueue's injected tolerations (the GPU taint, the pod's own tenant
-    taint) pass."""
+    the quarantine and burst-stopped taints, and pods created with spec.nodeName. Kueue's injected tolerations
+    (the GPU taint, the pod's own tenant taint) pass."""
 
     def __init__(
         self,

@@ -103,15 +103,21 @@ def _guarded_by(args: StackValidationArgs, judges: Callable[[str], bool]) -> boo
 
 def tenant_tolerations_guarded(args: StackValidationArgs, report: ReportViolation) -> None:
     """T11: where tenant namespaces exist, a Deny admission policy bound to namespaces labelled `tenant` refuses
-    keyless (wildcard) tolerations and names the quarantine taint's key (which it refuses)."""
+    keyless (wildcard) tolerations, names the quarantine taint's key (which it refuses) and judges spec.nodeName
+    (a pod created bound to a node skips the scheduler, so every NoSchedule taint)."""
 
     def judges(text: str) -> bool:
-        return "tolerations" in text and "has(t.key)" in text and f"'{QUARANTINE_KEY}'" in text
+        return (
+            "tolerations" in text
+            and "has(t.key)" in text
+            and f"'{QUARANTINE_KEY}'" in text
+            and "object.spec.nodeName" in text
+        )
 
     if tenant_namespaces(args.resources) and not _guarded_by(args, judges):
         report(
-            "no Deny admission policy bound to tenant namespaces refuses wildcard tolerations and tolerations of "
-            f"the quarantine taint {QUARANTINE_KEY} (T11)",
+            "no Deny admission policy bound to tenant namespaces refuses wildcard tolerations, tolerations of "
+            f"the quarantine taint {QUARANTINE_KEY} and pods created with spec.nodeName (T11)",
             None,
         )
 

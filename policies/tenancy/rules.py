@@ -377,7 +377,7 @@ ALL = [
     stack_policy(
         tenant_tolerations_guarded,
         name="tenant-tolerations-guarded",
-        description="T11: tenant pods may not carry wildcard tolerations (operator Exists without a key) or tolerate another tenant's dedicated nodes or gpufleet's quarantine and burst-stopped taints; a Deny admission policy bound to tenant namespaces enforces it (EKS BPG multitenancy).",
+        description="T11: tenant pods may not carry wildcard tolerations (operator Exists without a key) or tolerate another tenant's dedicated nodes or gpufleet's quarantine and burst-stopped taints, nor be created with spec.nodeName (which skips the scheduler and so every NoSchedule taint); a Deny admission policy bound to tenant namespaces enforces it (EKS BPG multitenancy).",
         enforcement=MANDATORY,
         remediation="Keep the gpufleet-tenant-tolerations admission policy that gpufleet installs on every cluster with tenants.",
     ),

@@ -104,11 +104,17 @@ TOL_VAP = fx.k8s(
             {"expression": "!has(object.spec.tolerations) || object.spec.tolerations.all(t, has(t.key))"},
             {"expression": "!has(object.spec.tolerations) || "
              "object.spec.tolerations.all(t, !has(t.key) || !(t.key in ['gpufleet.io/quarantine']))"},
+            {"expression": "request.operation != 'CREATE' || !has(object.spec.nodeName)"},
         ]
     },
 )  # fmt: skip
 # Refuses keyless tolerations but admits one of the quarantine taint: tenant pods would land on nodes that failed.
-TOL_VAP_NO_QUARANTINE = fx.with_(TOL_VAP, spec={"validations": TOL_VAP.inputs["spec"]["validations"][:1]})
+TOL_VAP_NO_QUARANTINE = fx.with_(
+    TOL_VAP, spec={"validations": [TOL_VAP.inputs["spec"]["validations"][i] for i in (0, 2)]}
+)
+# Refuses the tolerations but admits a pod created with spec.nodeName: it skips the scheduler and so every
+# NoSchedule taint, the quarantine taint included.
+TOL_VAP_NODE_NAME = fx.with_(TOL_VAP, spec={"validations": TOL_VAP.inputs["spec"]["validations"][:2]})
 TOL_BINDING = fx.k8s(
     "ValidatingAdmissionPolicyBinding",
     "gpufleet-tenant-tolerations",
@@ -173,6 +179,12 @@ CASES = [
         [fx.namespace(), TOL_VAP, TOL_BINDING],
         [fx.namespace(), TOL_VAP_NO_QUARANTINE, TOL_BINDING],
         id="quarantine-tolerated",
+    ),
+    Case(
+        "tenant-tolerations-guarded",
+        [fx.namespace(), TOL_VAP, TOL_BINDING],
+        [fx.namespace(), TOL_VAP_NODE_NAME, TOL_BINDING],
+        id="node-name-allowed",
     ),
     Case("tenant-inline-volumes-guarded", [fx.namespace(), VOL_VAP, VOL_BINDING], [fx.namespace(), VOL_VAP]),
     Case("tenant-inline-volumes-guarded", [fx.namespace(), VOL_VAP, VOL_BINDING], [fx.namespace(), VOL_ALLOWS_NFS, VOL_BINDING], id="allows-nfs"),

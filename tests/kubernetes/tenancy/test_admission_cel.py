@@ -14,6 +14,7 @@ from components.kubernetes.admission import (
     VOLUME_VALIDATIONS,
     policy_spec,
     rdma_pod_policy,
+    toleration_validations,
     untrusted_validations,
 )
 from model.conventions import BURST_STOPPED_TAINT, DEDICATED_TENANT_LABEL, GPU_TAINT, QUARANTINE_KEY
@@ -161,6 +162,25 @@ def test_tenant_pods_may_not_tolerate_the_taints_that_take_a_node_out_of_service
     assert len(found) == 1 and "out of service" in found[0], found
 
 
+def test_a_tenant_pod_created_bound_to_a_node_is_refused_and_an_unbound_one_admitted() -> None:
+    """spec.nodeName skips the scheduler, and the kubelet checks only NoExecute taints (kubernetes
+    pkg/kubelet/lifecycle/predicate.go): the pod would run on a quarantined node without tolerating its taint."""
+    pod = {"spec": {"containers": [{"name": "a"}], "tolerations": [GPU_TAINT.toleration()]}}
+    assert tolerations(pod, "research") == []
+    bound = copy.deepcopy(pod)
+    bound["spec"]["nodeName"] = "ip-10-0-1-7.ec2.internal"
+    found = tolerations(bound, "research")
+    assert len(found) == 1 and "spec.nodeName" in found[0], found
+
+
+def test_the_tolerations_policy_matches_pods_but_not_their_binding_subresource() -> None:
+    """A rule on `pods` matches no subresource, so the scheduler's POST of pods/{name}/binding is not judged."""
+    for shared in ({}, {"l40s": ["agents", "research"]}):
+        spec = policy_spec(toleration_validations(shared))
+        (rule,) = spec["matchConstraints"]["resourceRules"]
+        assert rule["resources"] == ["pods"] and rule["operations"] == ["CREATE", "UPDATE"]
+
+
 PINNED: dict[str, Any] = {"nodeSelector": {DEDICATED_TENANT_LABEL: "agents"}, "containers": [{"name": "a"}]}
 # What the Job controller sets on the pods it creates (kubernetes pkg/controller/job, metav1.NewControllerRef).
 JOB_OWNER = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "1f0c", "controller": True,
@@ -305,3 +325,13 @@ def test_an_update_may_not_add_a_quarantine_toleration_to_a_running_pod() -> Non
     tolerant = copy.deepcopy(running)
     tolerant["spec"]["tolerations"].append({"key": QUARANTINE_KEY, "operator": "Exists"})
     assert len(refused(rules, tolerant, namespace=namespace, old=running)) == 1
+
+
+def test_an_update_of_a_pod_the_scheduler_bound_is_admitted() -> None:
+    """The scheduler binds through pods/binding, which the policy does not match; later updates of the bound pod
+    (a label, a finalizer, an image) carry spec.nodeName and pass."""
+    rules, _ = as_synthesized(TOLERATION_VALIDATIONS)
+    namespace = {"metadata": {"name": "research", "labels": {"tenant": "research"}}}
+    bound = {"spec": {"containers": [{"name": "a"}], "nodeName": "ip-10-0-1-7.ec2.internal"}}
+    assert refused(rules, updated(bound, labels={"done": "true"}), namespace=namespace, old=bound) == []
+    assert len(refused(rules, bound, namespace=namespace)) == 1
