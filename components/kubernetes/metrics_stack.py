@@ -151,12 +151,14 @@ class MetricsStack(pulumi.ComponentResource):
         )
         if args.site.kubernetes.monitoring.alerts is None:
             pulumi.log.warn(no_receiver_warning(args.site), resource=self)
-        self.rule = self._rule(namespace)
+        self.rule = self._rule(namespace, args.site)
         self.dashboard = self._dashboard(namespace)
         self.register_outputs({"status": self.release.status})
 
-    def _rule(self, namespace: pulumi.Resource) -> pulumi.CustomResource:
-        """gpufleet's PrometheusRule, after its namespace and the release whose CRDs define it."""
+    def _rule(self, namespace: pulumi.Resource, site: Site) -> pulumi.CustomResource:
+        """gpufleet's PrometheusRule, after its namespace and the release whose CRDs define it. Its DCGM rules only
+        with the GPU Operator, whose DCGM exporter they read: the device plugin runs none."""
+        dcgm_exporter = site.kubernetes.gpu_stack == "gpu-operator"
         return kube_object(
             f"{self._name}-rules",
             SERVICE_MONITOR_API,
@@ -166,7 +168,7 @@ class MetricsStack(pulumi.ComponentResource):
                 "namespace": conventions.MONITORING_NAMESPACE,
                 "labels": {**self._labels, **conventions.METRICS_SELECTOR},
             },
-            {"spec": {"groups": rules.rule_groups()}},
+            {"spec": {"groups": rules.rule_groups(dcgm_exporter)}},
             pulumi.ResourceOptions(parent=self, depends_on=[namespace, self.release]),
         )
 

@@ -2,11 +2,11 @@
 
 - Recording rules answer "how many GPUs does each tenant hold, and how many does it use": allocated from running
   pods' effective GPU requests, init containers included (kube-state-metrics), used as the sum of each GPU's
-  utilisation fraction (DCGM exporter), idle as the difference. The same per tenant and pool (the node's pool label) is what showback prices.
-  Kueue's admitted GPUs per tenant and pool sit beside them.
+  utilisation fraction (DCGM exporter), idle as the difference; also per tenant and pool (the node's pool label),
+  which showback prices. Kueue's admitted GPUs per tenant and pool sit beside them.
 - Alerts cover XID errors, ECC and row-remap failures, thermal throttling, NVLink errors, a GPU node whose
-  DCGM exporter is down or silent, and gangs that Kueue admits but whose pods never all become ready, or queues
-  that stop admitting.
+  DCGM exporter is down or silent, and Kueue gangs never all ready, or queues that stop admitting.
+- DCGM-based rules only where DCGM exporter runs (the GPU Operator's).
 - Every metric comes from model.observability.metrics; thresholds are gpufleet's choices, named here.
 """
 
@@ -70,7 +70,8 @@ def _utilisation(selector: str = "") -> str:
     return f"avg_over_time(DCGM_FI_DEV_GPU_UTIL{selector}[{USE_RANGE}]) / 100"
 
 
-def recording_rules() -> list[dict[str, str]]:
+def recording_rules(dcgm_exporter: bool) -> list[dict[str, str]]:
+    """The allocation group's rules; those reading DCGM exporter (use, utilisation, idle) only with it."""
     # Each recorded sample is the GPU's mean utilisation over the minute it stands for, so a window's sum counts
     # each scraped sample once: a longer range (e.g. 5m) counts a minute in five samples, so its edges include use
     # from before the window, and after a job ends its labelled series still averages its last minutes for four
@@ -85,8 +86,18 @@ def recording_rules() -> list[dict[str, str]]:
         f"{effective_requests()} * on (namespace, pod) "
         f'group_left () max by (namespace, pod) ({m.KSM_POD_PHASE}{{phase="Running"}})'
     )
-    return [
+    allocated = [
         {"record": "namespace:gpufleet_gpus_allocated:sum", "expr": f"sum by (namespace) ({running})"},
+        {"record": ALLOCATED_BY_POOL, "expr": _by_pool(running)},
+        {
+            "record": "cluster_queue_flavor:gpufleet_gpus_admitted:sum",
+            "expr": f'sum by (cluster_queue, flavor) ({m.KUEUE_RESOURCE_USAGE}{{resource=~"{m.KUEUE_GPU_RESOURCES}"}})',
+        },
+    ]
+    if not dcgm_exporter:
+        return allocated
+    return [
+        *allocated,
         {"record": "namespace:gpufleet_gpus_used:sum", "expr": f"sum by (namespace) ({tenant_util})"},
         {"record": "namespace:gpufleet_gpu_utilisation:avg", "expr": f"avg by (namespace) ({tenant_util})"},
         {
@@ -100,12 +111,7 @@ def recording_rules() -> list[dict[str, str]]:
             f'"{m.POOL_NODE_LABEL}", "(.+)")',
         },
         # kube-state-metrics' requests carry the pod's `node`; DCGM series carry theirs (metrics.DCGM_NODE)
-        {"record": ALLOCATED_BY_POOL, "expr": _by_pool(running)},
         {"record": USED_BY_POOL, "expr": _by_pool(tenant_util)},
-        {
-            "record": "cluster_queue_flavor:gpufleet_gpus_admitted:sum",
-            "expr": f'sum by (cluster_queue, flavor) ({m.KUEUE_RESOURCE_USAGE}{{resource=~"{m.KUEUE_GPU_RESOURCES}"}})',
-        },
     ]
 
 
@@ -180,19 +186,18 @@ def queue_alerts() -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def rule_groups() -> list[dict[str, Any]]:
-    """The `spec.groups` of gpufleet's PrometheusRule (monitoring.coreos.com/v1)."""
-    return [
-        {
-            "name": "gpufleet-gpu-allocation",
-            "interval": f"{ALLOCATION_INTERVAL_MINUTES}m",
-            "rules": recording_rules(),
-        },
-        {"name": "gpufleet-gpu-health", "rules": gpu_alerts()},
-        {"name": "gpufleet-queues", "rules": queue_alerts()},
-    ]
+def rule_groups(dcgm_exporter: bool) -> list[dict[str, Any]]:
+    """The `spec.groups` of gpufleet's PrometheusRule (monitoring.coreos.com/v1) on a site that runs DCGM exporter
+    or not (every GPU alert reads it)."""
+    allocation = {
+        "name": "gpufleet-gpu-allocation",
+        "interval": f"{ALLOCATION_INTERVAL_MINUTES}m",
+        "rules": recording_rules(dcgm_exporter),
+    }
+    health = [{"name": "gpufleet-gpu-health", "rules": gpu_alerts()}] if dcgm_exporter else []
+    return [allocation, *health, {"name": "gpufleet-queues", "rules": queue_alerts()}]
 
 
 def expressions() -> list[str]:
-    """Every PromQL expression of the rules."""
-    return [r["expr"] for g in rule_groups() for r in g["rules"]]
+    """Every PromQL expression of the rules (those of a site with DCGM exporter, a superset)."""
+    return [r["expr"] for g in rule_groups(dcgm_exporter=True) for r in g["rules"]]

@@ -7,10 +7,17 @@ expcollector.go, pkg/cmd/app.go)."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from typing import Any
 
+import pytest
+
+from gpufleet.engine.plan import Plan
+from model.load import ESTATE_KEY
 from model.observability import metrics as m
 from model.observability import rules
+from tests.kubernetes.test_device_plugin import _device_plugin_stack
+from tests.kubernetes.test_metrics_stack import PROMETHEUS_RULE, _names, with_metrics_stack
 from tests.showback.promql import Evaluator, Series
 
 T0 = dt.datetime(2026, 12, 1, 10, 0, tzinfo=dt.UTC).timestamp()
@@ -21,7 +28,7 @@ GPU = {m.DCGM_NODE: "n1", "gpu": "0", "UUID": "GPU-0"}
 
 
 def _alert(name: str) -> dict[str, Any]:
-    (rule,) = [r for g in rules.rule_groups() for r in g["rules"] if r.get("alert") == name]
+    (rule,) = [r for g in rules.rule_groups(dcgm_exporter=True) for r in g["rules"] if r.get("alert") == name]
     return rule
 
 
@@ -81,7 +88,7 @@ def test_a_gpu_node_whose_exporter_is_down_or_silent_is_alerted() -> None:
         _series("up", {**job, m.DCGM_NODE: "n2"}, start, end, 0),
         _series("DCGM_FI_DEV_GPU_TEMP", {**GPU, **job}, start, end, 50),
     ]
-    alerts = {r["alert"]: r for g in rules.rule_groups() for r in g["rules"] if "alert" in r}
+    alerts = {r["alert"]: r for g in rules.rule_groups(dcgm_exporter=True) for r in g["rules"] if "alert" in r}
     down, absent = alerts["GpuMetricsExporterDown"], alerts["GpuMetricsAbsent"]
     db = Evaluator(series)
     assert [labels[m.DCGM_NODE] for labels, _ in db.query(down["expr"], T0)] == ["n2"]
@@ -89,3 +96,25 @@ def test_a_gpu_node_whose_exporter_is_down_or_silent_is_alerted() -> None:
     for a in (down, absent):
         assert a["labels"]["severity"] == "critical" and a["for"] != "0m"
         assert "{{ $labels.node }}" in a["annotations"]["summary"]
+
+
+@pytest.mark.parametrize("gpu_stack", ["gpu-operator", "device-plugin"])
+def test_dcgm_rules_only_where_the_gpu_operator_runs_dcgm_exporter(
+    gpu_stack: str, synth_config: Callable[..., Plan]
+) -> None:
+    """The device plugin runs no DCGM exporter (gpufleet.verify.suite skips its probe there): its rules would
+    record nothing, and GpuMetricsAbsent would fire on every GPU node for ever."""
+    config = with_metrics_stack()
+    if gpu_stack == "device-plugin":
+        _device_plugin_stack(config[ESTATE_KEY])
+    (rule,) = synth_config(config).find(PROMETHEUS_RULE)
+    groups = rule.inputs["spec"]["groups"]
+    alerts = {r["alert"] for g in groups for r in g["rules"] if "alert" in r}
+    records = {r["record"] for g in groups for r in g["rules"] if "record" in r}
+    dcgm = {w for g in groups for r in g["rules"] for w in _names(r["expr"]) if w.startswith("DCGM_")}
+    assert rules.ALLOCATED_BY_POOL in records and "KueueQueueStalled" in alerts  # not DCGM: on every site
+    if gpu_stack == "gpu-operator":
+        assert {"GpuMetricsAbsent", "GpuXidError"} <= alerts and rules.USED_BY_POOL in records and dcgm
+    else:
+        assert not dcgm and not {a for a in alerts if a.startswith("Gpu")}
+        assert rules.USED_BY_POOL not in records and "namespace:gpufleet_gpus_idle:sum" not in records
