@@ -21,6 +21,15 @@ GANG_WINDOW = "30m"  # how far back the queue alerts look
 EXPORTER_WAIT = "10m"  # an exporter restarting, or a new node's first scrapes, is not an outage
 EXPORTER_SERIES = "DCGM_FI_DEV_GPU_TEMP"  # a field of every GPU (and MIG parent) in the exporter's default file
 RECORDED = "gpufleet"
+# NVIDIA's Xid catalog (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html), its "Resolution
+# Bucket (Immediate Action)": the XIDs whose action is a GPU reset (RESET_GPU; WORKFLOW_XID_48, whose solo action is
+# RESET_GPU; WORKFLOW_NVLINK_ERR, reset the GPU or reboot the node), a bare-metal restart (RESTART_BM: 79, fallen off
+# the bus) or a VM restart (RESTART_VM). They page. Every other XID is a warning: RESTART_APP (13, 31, 94), IGNORE
+# (43, 63, 92) or a workflow that follows another XID (45), or the NVLink5 decode (144-150) the number alone lacks.
+XID_NEEDS_RESET = (46, 48, 62, 64, 74, 79, 95, 109, 110, 119, 120, 136, 140, 143, 151, 155, 156, 158)
+# The count holds an XID for the exporter's window (metrics.DCGM_XID_WINDOW) after it: a hardware XID pages at once,
+# as a `for` at least that long would let a single one pass; an application's XID warns only while it keeps recurring.
+XID_RECURRING = "10m"
 # The allocation group is evaluated once a minute, so each recorded sample stands for one minute of GPUs.
 ALLOCATION_INTERVAL_MINUTES = 1
 USE_RANGE = f"{ALLOCATION_INTERVAL_MINUTES}m"  # what a used sample averages: its own minute
@@ -138,9 +147,14 @@ def gpu_alerts() -> list[dict[str, Any]]:
             "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
         )
     )
+    reset = "|".join(str(x) for x in XID_NEEDS_RESET)
+    xid = f"{GPU} reported XID {{{{ $labels.xid }}}} {{{{ $value }}}} times in {m.DCGM_XID_WINDOW}"
     return [
-        _alert("GpuXidError", f"{m.DCGM_XID_COUNT} > 0", "critical",
-               f"{GPU} reported XID {{{{ $labels.xid }}}} {{{{ $value }}}} times in {m.DCGM_XID_WINDOW}"),
+        _alert("GpuXidError", f'{m.DCGM_XID_COUNT}{{xid=~"{reset}"}} > 0', "critical",
+               f"{xid}: NVIDIA's Xid catalog resets the GPU or restarts the node for it"),
+        _alert("GpuXidRecurring", f'{m.DCGM_XID_COUNT}{{xid!~"{reset}"}} > 0', "warning",
+               f"{xid}, and has kept reporting it for {XID_RECURRING}: NVIDIA's Xid catalog restarts the "
+               "application for it, or ignores it", XID_RECURRING),
         _alert("GpuEccDoubleBitError", "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m]) > 0", "critical",
                f"{GPU} had uncorrectable (double-bit) ECC errors"),
         _alert("GpuRowRemapFailure", "DCGM_FI_DEV_ROW_REMAP_FAILURE > 0", "critical",

@@ -65,6 +65,36 @@ def test_an_xid_alert_fires_while_the_exporter_counts_the_xid_and_clears_after()
     assert "$labels.xid" in xid["annotations"]["summary"] and xid["labels"]["severity"] == "critical"
 
 
+# NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html), immediate action: a GPU
+# reset or node restart, or the application's restart / nothing.
+XID_RESET = ("48", "64", "74", "79", "95", "119", "120")
+XID_APP = ("13", "31", "43", "45", "63", "92", "94")
+
+
+@pytest.mark.parametrize("xid", [*XID_RESET, *XID_APP])
+def test_an_xid_pages_only_when_nvidia_resets_the_gpu_or_node_for_it(xid: str) -> None:
+    """An application's XIDs (13, 31, 43, 45) and those the catalog ignores or restarts the application for (63,
+    92, 94) warn, and only while they recur for longer than the exporter's window; the rest page at once."""
+    window = {"window_size_in_ms": "300000"}
+    series = [
+        _series(XID_COUNT, {**GPU, **window}, T0 - 30 * MINUTE, T0, 0),
+        _series(XID_COUNT, {**GPU, **window, "xid": xid}, T0, T0 + 5 * MINUTE, 1),
+    ]
+    db = Evaluator(series)
+    critical, warning = _alert("GpuXidError"), _alert("GpuXidRecurring")
+    fired = {a["alert"] for a in (critical, warning) for labels, _ in db.query(a["expr"], T0 + MINUTE)}
+    assert fired == ({"GpuXidError"} if xid in XID_RESET else {"GpuXidRecurring"})
+    assert db.query(warning["expr"], T0 - MINUTE) == []  # the count's series of 0, without `xid`
+    assert critical["labels"]["severity"] == "critical" and critical["for"] == "0m"
+    # one XID stands for the exporter's 5-minute window, so the warning's `for` lets a single one pass
+    assert warning["labels"]["severity"] == "warning" and _minutes(warning["for"]) > 5
+
+
+def _minutes(duration: str) -> int:
+    assert duration.endswith("m")
+    return int(duration[:-1])
+
+
 def test_the_metrics_file_turns_on_the_xid_count() -> None:
     served = [line.split(",")[0] for line in m.dcgm_metrics_csv().splitlines() if not line.startswith("#")]
     assert XID_COUNT in served
