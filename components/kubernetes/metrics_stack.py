@@ -28,7 +28,7 @@ from components.kubernetes.monitoring import SERVICE_MONITOR_API
 from components.kubernetes.namespaces import SystemNamespaces, SystemNamespacesArgs
 from model import conventions, kinds, versions
 from model.observability import dashboards, rules
-from model.observability.metrics import KSM_LABELS_ALLOWLIST
+from model.observability.metrics import DCGM_NODE, KSM_LABELS_ALLOWLIST
 from model.spec import Site
 from model.spec.alerts import AlertReceiver, SecretKey
 from model.tags import Tags
@@ -38,6 +38,11 @@ RECEIVER = "gpufleet"
 # (prometheus-operator Documentation/api.md, AlertmanagerSpec `secrets`).
 ALERTMANAGER_SECRETS = "/etc/alertmanager/secrets"
 RETENTION_SHARE = 0.85  # Prometheus stops keeping samples before its volume is full (retentionSize)
+# Alertmanager sends one PagerDuty incident per alert group: the group key is its dedup_key (prometheus/alertmanager
+# v0.34.0 notify/pagerduty/pagerduty.go, `DedupKey: key.Hash()`). The chart groups by `namespace` alone, which every
+# DCGM alert shares (the exporter's), so a second node's fault would join the first's open incident. gpufleet's
+# alerts carry the GPU node as `node` (metrics.DCGM_NODE) and a queue as `cluster_queue`.
+GROUP_BY = ["alertname", "namespace", DCGM_NODE, "cluster_queue"]
 CONTROL_PLANE = {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}
 
 
@@ -95,6 +100,7 @@ def alertmanager_values(alerts: AlertReceiver) -> dict[str, Any]:
         "config": {
             "route": {
                 "receiver": RECEIVER,
+                "group_by": GROUP_BY,  # a list: Helm replaces the chart's, its other route settings stay
                 # the chart's: Watchdog always fires, to show the pipeline works; it stays on 'null'
                 "routes": [{"receiver": "null", "matchers": ['alertname = "Watchdog"']}],
             },
@@ -151,12 +157,14 @@ class MetricsStack(pulumi.ComponentResource):
         )
         if args.site.kubernetes.monitoring.alerts is None:
             pulumi.log.warn(no_receiver_warning(args.site), resource=self)
-        self.rule = self._rule(namespace)
+        self.rule = self._rule(namespace, args.site)
         self.dashboard = self._dashboard(namespace)
         self.register_outputs({"status": self.release.status})
 
-    def _rule(self, namespace: pulumi.Resource) -> pulumi.CustomResource:
-        """gpufleet's PrometheusRule, after its namespace and the release whose CRDs define it."""
+    def _rule(self, namespace: pulumi.Resource, site: Site) -> pulumi.CustomResource:
+        """gpufleet's PrometheusRule, after its namespace and the release whose CRDs define it. Its DCGM rules only
+        with the GPU Operator, whose DCGM exporter they read: the device plugin runs none."""
+        dcgm_exporter = site.kubernetes.gpu_stack == "gpu-operator"
         return kube_object(
             f"{self._name}-rules",
             SERVICE_MONITOR_API,
@@ -166,7 +174,7 @@ class MetricsStack(pulumi.ComponentResource):
                 "namespace": conventions.MONITORING_NAMESPACE,
                 "labels": {**self._labels, **conventions.METRICS_SELECTOR},
             },
-            {"spec": {"groups": rules.rule_groups()}},
+            {"spec": {"groups": rules.rule_groups(dcgm_exporter)}},
             pulumi.ResourceOptions(parent=self, depends_on=[namespace, self.release]),
         )
 

@@ -2,11 +2,11 @@
 
 - Recording rules answer "how many GPUs does each tenant hold, and how many does it use": allocated from running
   pods' effective GPU requests, init containers included (kube-state-metrics), used as the sum of each GPU's
-  utilisation fraction (DCGM exporter), idle as the difference. The same per tenant and pool (the node's pool label) is what showback prices.
-  Kueue's admitted GPUs per tenant and pool sit beside them.
+  utilisation fraction (DCGM exporter), idle as the difference; also per tenant and pool (the node's pool label),
+  which showback prices. Kueue's admitted GPUs per tenant and pool sit beside them.
 - Alerts cover XID errors, ECC and row-remap failures, thermal throttling, NVLink errors, a GPU node whose
-  DCGM exporter is down or silent, and gangs that Kueue admits but whose pods never all become ready, or queues
-  that stop admitting.
+  DCGM exporter is down or silent, and Kueue gangs never all ready, or queues that stop admitting.
+- DCGM-based rules only where DCGM exporter runs (the GPU Operator's).
 - Every metric comes from model.observability.metrics; thresholds are gpufleet's choices, named here.
 """
 
@@ -21,6 +21,15 @@ GANG_WINDOW = "30m"  # how far back the queue alerts look
 EXPORTER_WAIT = "10m"  # an exporter restarting, or a new node's first scrapes, is not an outage
 EXPORTER_SERIES = "DCGM_FI_DEV_GPU_TEMP"  # a field of every GPU (and MIG parent) in the exporter's default file
 RECORDED = "gpufleet"
+# NVIDIA's Xid catalog (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html), its "Resolution
+# Bucket (Immediate Action)": the XIDs whose action is a GPU reset (RESET_GPU; WORKFLOW_XID_48, whose solo action is
+# RESET_GPU; WORKFLOW_NVLINK_ERR, reset the GPU or reboot the node), a bare-metal restart (RESTART_BM: 79, fallen off
+# the bus) or a VM restart (RESTART_VM). They page. Every other XID is a warning: RESTART_APP (13, 31, 94), IGNORE
+# (43, 63, 92) or a workflow that follows another XID (45), or the NVLink5 decode (144-150) the number alone lacks.
+XID_NEEDS_RESET = (46, 48, 62, 64, 74, 79, 95, 109, 110, 119, 120, 136, 140, 143, 151, 155, 156, 158)
+# The count holds an XID for the exporter's window (metrics.DCGM_XID_WINDOW) after it: a hardware XID pages at once,
+# as a `for` at least that long would let a single one pass; an application's XID warns only while it keeps recurring.
+XID_RECURRING = "10m"
 # The allocation group is evaluated once a minute, so each recorded sample stands for one minute of GPUs.
 ALLOCATION_INTERVAL_MINUTES = 1
 USE_RANGE = f"{ALLOCATION_INTERVAL_MINUTES}m"  # what a used sample averages: its own minute
@@ -70,7 +79,8 @@ def _utilisation(selector: str = "") -> str:
     return f"avg_over_time(DCGM_FI_DEV_GPU_UTIL{selector}[{USE_RANGE}]) / 100"
 
 
-def recording_rules() -> list[dict[str, str]]:
+def recording_rules(dcgm_exporter: bool) -> list[dict[str, str]]:
+    """The allocation group's rules; those reading DCGM exporter (use, utilisation, idle) only with it."""
     # Each recorded sample is the GPU's mean utilisation over the minute it stands for, so a window's sum counts
     # each scraped sample once: a longer range (e.g. 5m) counts a minute in five samples, so its edges include use
     # from before the window, and after a job ends its labelled series still averages its last minutes for four
@@ -85,8 +95,18 @@ def recording_rules() -> list[dict[str, str]]:
         f"{effective_requests()} * on (namespace, pod) "
         f'group_left () max by (namespace, pod) ({m.KSM_POD_PHASE}{{phase="Running"}})'
     )
-    return [
+    allocated = [
         {"record": "namespace:gpufleet_gpus_allocated:sum", "expr": f"sum by (namespace) ({running})"},
+        {"record": ALLOCATED_BY_POOL, "expr": _by_pool(running)},
+        {
+            "record": "cluster_queue_flavor:gpufleet_gpus_admitted:sum",
+            "expr": f'sum by (cluster_queue, flavor) ({m.KUEUE_RESOURCE_USAGE}{{resource=~"{m.KUEUE_GPU_RESOURCES}"}})',
+        },
+    ]
+    if not dcgm_exporter:
+        return allocated
+    return [
+        *allocated,
         {"record": "namespace:gpufleet_gpus_used:sum", "expr": f"sum by (namespace) ({tenant_util})"},
         {"record": "namespace:gpufleet_gpu_utilisation:avg", "expr": f"avg by (namespace) ({tenant_util})"},
         {
@@ -100,12 +120,7 @@ def recording_rules() -> list[dict[str, str]]:
             f'"{m.POOL_NODE_LABEL}", "(.+)")',
         },
         # kube-state-metrics' requests carry the pod's `node`; DCGM series carry theirs (metrics.DCGM_NODE)
-        {"record": ALLOCATED_BY_POOL, "expr": _by_pool(running)},
         {"record": USED_BY_POOL, "expr": _by_pool(tenant_util)},
-        {
-            "record": "cluster_queue_flavor:gpufleet_gpus_admitted:sum",
-            "expr": f'sum by (cluster_queue, flavor) ({m.KUEUE_RESOURCE_USAGE}{{resource=~"{m.KUEUE_GPU_RESOURCES}"}})',
-        },
     ]
 
 
@@ -132,9 +147,14 @@ def gpu_alerts() -> list[dict[str, Any]]:
             "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
         )
     )
+    reset = "|".join(str(x) for x in XID_NEEDS_RESET)
+    xid = f"{GPU} reported XID {{{{ $labels.xid }}}} {{{{ $value }}}} times in {m.DCGM_XID_WINDOW}"
     return [
-        _alert("GpuXidError", f"{m.DCGM_XID_COUNT} > 0", "critical",
-               f"{GPU} reported XID {{{{ $labels.xid }}}} {{{{ $value }}}} times in {m.DCGM_XID_WINDOW}"),
+        _alert("GpuXidError", f'{m.DCGM_XID_COUNT}{{xid=~"{reset}"}} > 0', "critical",
+               f"{xid}: NVIDIA's Xid catalog resets the GPU or restarts the node for it"),
+        _alert("GpuXidRecurring", f'{m.DCGM_XID_COUNT}{{xid!~"{reset}"}} > 0', "warning",
+               f"{xid}, and has kept reporting it for {XID_RECURRING}: NVIDIA's Xid catalog restarts the "
+               "application for it, or ignores it", XID_RECURRING),
         _alert("GpuEccDoubleBitError", "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m]) > 0", "critical",
                f"{GPU} had uncorrectable (double-bit) ECC errors"),
         _alert("GpuRowRemapFailure", "DCGM_FI_DEV_ROW_REMAP_FAILURE > 0", "critical",
@@ -180,19 +200,18 @@ def queue_alerts() -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def rule_groups() -> list[dict[str, Any]]:
-    """The `spec.groups` of gpufleet's PrometheusRule (monitoring.coreos.com/v1)."""
-    return [
-        {
-            "name": "gpufleet-gpu-allocation",
-            "interval": f"{ALLOCATION_INTERVAL_MINUTES}m",
-            "rules": recording_rules(),
-        },
-        {"name": "gpufleet-gpu-health", "rules": gpu_alerts()},
-        {"name": "gpufleet-queues", "rules": queue_alerts()},
-    ]
+def rule_groups(dcgm_exporter: bool) -> list[dict[str, Any]]:
+    """The `spec.groups` of gpufleet's PrometheusRule (monitoring.coreos.com/v1) on a site that runs DCGM exporter
+    or not (every GPU alert reads it)."""
+    allocation = {
+        "name": "gpufleet-gpu-allocation",
+        "interval": f"{ALLOCATION_INTERVAL_MINUTES}m",
+        "rules": recording_rules(dcgm_exporter),
+    }
+    health = [{"name": "gpufleet-gpu-health", "rules": gpu_alerts()}] if dcgm_exporter else []
+    return [allocation, *health, {"name": "gpufleet-queues", "rules": queue_alerts()}]
 
 
 def expressions() -> list[str]:
-    """Every PromQL expression of the rules."""
-    return [r["expr"] for g in rule_groups() for r in g["rules"]]
+    """Every PromQL expression of the rules (those of a site with DCGM exporter, a superset)."""
+    return [r["expr"] for g in rule_groups(dcgm_exporter=True) for r in g["rules"]]

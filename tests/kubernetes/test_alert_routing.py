@@ -52,6 +52,27 @@ def alertmanager_config(i: Installed) -> dict[str, Any]:
     return dict(yaml.safe_load(base64.b64decode(secret.manifest["data"]["alertmanager.yaml"])))
 
 
+def _group(route: dict[str, Any], labels: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """The labels of the alert group `labels` falls in (dispatch/route.go: the route's group_by labels present)."""
+    return tuple(sorted((k, v) for k, v in labels.items() if k in route["group_by"]))
+
+
+def test_each_gpu_node_and_alert_is_its_own_group_and_so_its_own_pagerduty_incident(routed: Installed) -> None:
+    """PagerDuty's dedup_key is the alert group's key (notify/pagerduty/pagerduty.go): with the chart's
+    group_by [namespace] an XID on n2 joins n1's open incident, since both carry the exporter's namespace."""
+    route = alertmanager_config(routed)["route"]
+    exporter = {"namespace": "gpu-operator", "job": "nvidia-dcgm-exporter", "gpu": "0"}
+    n1 = {**exporter, "alertname": "GpuXidError", "node": "n1", "xid": "79"}
+    n2 = {**n1, "node": "n2"}
+    ecc = {**n1, "alertname": "GpuEccDoubleBitError"}
+    assert len({_group(route, a) for a in (n1, n2, ecc)}) == 3
+    queues = [{"alertname": "KueueQueueStalled", "cluster_queue": q} for q in ("team-a", "team-b")]
+    assert len({_group(route, a) for a in queues}) == 2
+    # the chart's other route settings stay: its timings and the Watchdog route
+    assert (route["group_wait"], route["group_interval"], route["repeat_interval"]) == ("30s", "5m", "12h")
+    assert "..." not in route["group_by"] and len(set(route["group_by"])) == len(route["group_by"])
+
+
 def test_alerts_go_to_the_receiver_the_stack_file_names(routed: Installed) -> None:
     config = alertmanager_config(routed)
     assert config["route"]["receiver"] == "gpufleet"

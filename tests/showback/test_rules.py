@@ -59,7 +59,7 @@ def pod(
 
 def window_sums(series: list[Series], end: float, window: str) -> dict[str, dict[tuple[str, str], float]]:
     """What `cost --actual` reads at `end`: per kind, GPU-hours per (namespace, pool)."""
-    db = record(series, rules.recording_rules(), T0, end, rules.ALLOCATION_INTERVAL_MINUTES * MINUTE)
+    db = record(series, rules.recording_rules(dcgm_exporter=True), T0, end, rules.ALLOCATION_INTERVAL_MINUTES * MINUTE)
     return {
         kind: {
             (labels["namespace"], labels["pool"]): value * SAMPLE_HOURS
@@ -90,7 +90,7 @@ def test_allocated_is_each_pods_effective_request_with_its_init_containers() -> 
     ]
     sums = window_sums(series, T0 + 60 * MINUTE, "1h")
     assert sums["allocated"] == {("research", "h100"): pytest.approx(170 / 60)}
-    now = Evaluator(record(series, rules.recording_rules(), T0, T0 + 5 * MINUTE, MINUTE))
+    now = Evaluator(record(series, rules.recording_rules(dcgm_exporter=True), T0, T0 + 5 * MINUTE, MINUTE))
     assert now.query("namespace:gpufleet_gpus_allocated:sum", T0 + 5 * MINUTE) == [
         ({"__name__": "namespace:gpufleet_gpus_allocated:sum", "namespace": "research"}, 17.0)
     ]
@@ -122,7 +122,7 @@ def test_a_steady_job_across_the_windows_edges_counts_each_minute_once() -> None
     gpu = Series({"__name__": "DCGM_FI_DEV_GPU_UTIL", m.DCGM_NODE: "n1", m.DCGM_WORKLOAD_NAMESPACE: "research"})
     gpu.samples = [(start + 5 + 15 * i, 100.0 if start + 5 + 15 * i < T0 else 50.0) for i in range(720)]
     series = [node_labels("n1", "h100", start, end), *pod("research", "job", "n1", start, end, {"train": 1}), gpu]
-    db = record(series, rules.recording_rules(), start, T0 + 60 * MINUTE, MINUTE)
+    db = record(series, rules.recording_rules(dcgm_exporter=True), start, T0 + 60 * MINUTE, MINUTE)
     (used,) = Evaluator(db).query(queries("1h")["used"], T0 + 60 * MINUTE)
     assert used[1] * SAMPLE_HOURS == pytest.approx(0.5)
 
