@@ -43,7 +43,6 @@ STACK_TYPE = "pulumi:pulumi:Stack"
 
 # Request fields the replay does not reproduce; a program that starts using one fails the recording loudly.
 _NOT_REPLAYED = (
-    "customTimeouts",
     "importId",
     "deletedWith",
     "replacement_trigger",
@@ -84,6 +83,7 @@ class Registration:
     provider: str | None
     providers: dict[str, str]  # package -> provider URN, as the request's providers map
     aliases: list[str | dict[str, Any]]
+    timeouts: tuple[str, str, str] = ("", "", "")  # customTimeouts create, update, delete ("" for none)
 
 
 @dataclass
@@ -175,6 +175,7 @@ def _decode(request: Any, urn: str) -> Registration:
         provider=_urn(request.provider) if request.provider and (request.custom or request.remote) else None,
         providers={pkg: _urn(r) for pkg, r in request.providers.items()},
         aliases=[_alias(a) for a in request.aliases],
+        timeouts=(request.customTimeouts.create, request.customTimeouts.update, request.customTimeouts.delete),
     )
 
 
@@ -289,6 +290,7 @@ def _register(reg: Registration, ref: ClassRef | None, run: _Replay) -> pulumi.R
         # The SDK folds `provider` into a component's providers map itself; passing it twice only warns.
         providers=[made[u] for u in reg.providers.values() if u != reg.provider] or None,  # type: ignore[misc]
         aliases=[a if isinstance(a, str) else pulumi.Alias(**a) for a in reg.aliases] or None,
+        custom_timeouts=pulumi.CustomTimeouts(*(t or None for t in reg.timeouts)) if any(reg.timeouts) else None,
         **reg.options,
     )
     inputs = run.inputs(reg)
@@ -347,7 +349,8 @@ def _same_form(call: Registration | Outputs | Invoke) -> str:
     if isinstance(call, Registration):
         deps = {k: sorted(v) for k, v in call.property_deps.items()}
         form: list[Any] = [call.urn, call.type, call.name, call.custom, call.remote, call.values, deps, sorted(call.depends_on),
-                           sorted(call.replace_with), call.options, call.parent, call.provider, call.providers, call.aliases]  # fmt: skip
+                           sorted(call.replace_with), call.options, call.parent, call.provider, call.providers, call.aliases,
+                           call.timeouts]  # fmt: skip
     elif isinstance(call, Outputs):
         form = ["outputs", call.urn, call.values]
     else:
