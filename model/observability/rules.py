@@ -21,8 +21,8 @@ GANG_WINDOW = "30m"  # how far back the queue alerts look
 EXPORTER_WAIT = "10m"  # an exporter restarting, or a new node's first scrapes, is not an outage
 EXPORTER_SERIES = "DCGM_FI_DEV_GPU_TEMP"  # a field of every GPU (and MIG parent) in the exporter's default file
 RECORDED = "gpufleet"
-# NVIDIA's Xid catalog (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html), its "Resolution
-# Bucket (Immediate Action)": the XIDs whose action is a GPU reset (RESET_GPU; WORKFLOW_XID_48, whose solo action is
+# NVIDIA's Xid catalog (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html; its later rows as
+# the leptonai/gpud project's copy of the catalog gives them), its "Resolution Bucket (Immediate Action)": the XIDs whose action is a GPU reset (RESET_GPU; WORKFLOW_XID_48, whose solo action is
 # RESET_GPU; WORKFLOW_NVLINK_ERR, reset the GPU or reboot the node), a bare-metal restart (RESTART_BM: 79, fallen off
 # the bus) or a VM restart (RESTART_VM). They page. Every other XID is a warning: RESTART_APP (13, 31, 94), IGNORE
 # (43, 63, 92) or a workflow that follows another XID (45), or the NVLink5 decode (144-150) the number alone lacks.
