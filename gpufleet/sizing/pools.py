@@ -34,6 +34,7 @@ from gpufleet.sizing.placement import (
     rank,
     stack_placements,
     stack_region,
+    untimed_across_models,
 )
 from gpufleet.sizing.workloads import Planning, WorkloadClass, WorkloadFile
 from model.pricing import HOURS_PER_MONTH
@@ -289,17 +290,25 @@ def _slower(ch: Choice) -> str:
     return f" ({why_slower(ch)})" if ch.penalty_hours else ""
 
 
-def compare_stack(stack: str, spec: EstateSpec, workloads: WorkloadFile) -> StackComparison:
-    """Place each class on the cheapest stack pool it fits (same role first) and judge every pool's capacity."""
+def compare_stack(stack: str, spec: EstateSpec, workloads: WorkloadFile, source: str = "") -> StackComparison:
+    """Place each class on the cheapest stack pool it fits (same role first) and judge every pool's capacity. A
+    class measured on no GPU model is not placed when the stack's pools it fits hold more than one model, as
+    `size` does not rank it (untimed_across_models); `source` names the file in the reason."""
     pools, skipped = stack_placements(spec)
     placed: dict[str, list[tuple[ClassSizing, Choice]]] = {p.name: [] for p in pools}
     mismatch: dict[str, list[str]] = {p.name: [] for p in pools}
     unplaced: list[tuple[str, list[str]]] = []
     passed_over: list[tuple[str, str]] = []
     refs = catalog_placements(stack_region(spec))
-    for c in workloads.classes:
+    for i, c in enumerate(workloads.classes):
         need = memory_need(c)
         results = [(p, evaluate(c, need, p)) for p in pools]
+        untimed = untimed_across_models(
+            c, [r for _, r in results if isinstance(r, Choice)], f"classes[{i}] of {source}"
+        )
+        if untimed:
+            unplaced.append((c.name, [untimed]))
+            continue
         # The same reference rings `size` ranks against (the catalog's and the stack's), so a pool's penalty is
         # the same in both sections of one report.
         others = [ch for p in refs if isinstance(ch := evaluate(c, need, p), Choice)]

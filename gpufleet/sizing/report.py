@@ -115,7 +115,7 @@ def size(
         gang_class=gang_class,
         pools=pools,
         unplaced_scenarios=demand_scenarios(unplaced, workloads.planning),
-        comparison=compare_stack(stack or "", spec, workloads) if spec is not None else None,
+        comparison=compare_stack(stack or "", spec, workloads, source) if spec is not None else None,
         today=today or dt.date.today(),
         notes=notes,
     )

@@ -124,6 +124,20 @@ def test_serving_measured_on_no_gpu_is_not_ranked_across_gpu_models() -> None:
     assert "Not ranked: chat-8b fits" in sizing_text(r)
 
 
+def test_the_stack_comparison_does_not_place_untimed_serving_on_a_pool_of_another_gpu_model() -> None:
+    # aws-train's pools hold H100 (h100) and L40S (l40s): chat-8b, sized on no GPU model, fits both. Before, the
+    # comparison placed its 4 replicas on the cheapest pool as if either served the same tokens/s.
+    r = on("aws-train", CHAT, hours_per_device=168)
+    assert r.comparison is not None
+    (why,) = dict(r.comparison.unplaced)["chat-8b"]
+    assert "gives no measured_on" in why and "H100-80GB" in why and "L40S-48GB" in why
+    assert "Add measured_on to classes[0] of w.yaml" in why
+    assert "Class chat-8b fits no pool of the stack: chat-8b fits" in sizing_text(r)
+    # measured on L40S, it is placed on a pool again
+    timed = on("aws-train", dict(CHAT, measured_on="L40S-48GB"), hours_per_device=168)
+    assert timed.comparison is not None and "chat-8b" not in dict(timed.comparison.unplaced)
+
+
 def test_serving_measured_on_a_gpu_is_ranked_there_and_where_a_speed_ratio_is_declared() -> None:
     r = on(None, dict(CHAT, measured_on="H100-80GB"), hours_per_device=168)
     (cs,) = r.classes
