@@ -61,7 +61,7 @@ class Placement:
     on_premises: bool = False  # stack pools: on a data centre's site (its own storage, no FSx / EFS / S3)
     site_storage: tuple[StorageTier, ...] = ()  # stack pools: the storage tiers their site declares
     scale: PoolScale | None = None  # a steady (not burst) cloud pool of the stack, which sizing may scale up
-    spot: bool = False  # a candidate bought on spot: only interruptible classes, runs within one node
+    spot: bool = False  # bought on spot (a candidate, or a stack pool): interruptible work within one node only
     spot_discount: float | None = None  # the planning's declared discount it is priced at (no catalog spot figure)
 
 
@@ -142,6 +142,7 @@ def stack_placements(spec: EstateSpec, burst: bool = False) -> tuple[list[Placem
                 network_gbit_per_s=kind.node_network_gbit(spec, pool.name)[0],
                 on_premises=kind.on_premises,
                 site_storage=tuple(site.storage),
+                spot=isinstance(pool, AwsNodePool) and pool.capacity.type == "spot",
             )
             out.append(mig_slices(p, pool.sharing.mig_profile) if pool.sharing.mode == "mig" else p)
     return out, skipped
@@ -248,6 +249,10 @@ def evaluate(c: WorkloadClass, need: MemoryNeed, p: Placement) -> Choice | str:
         return "spot nodes are reclaimed at two minutes' notice; the class is not interruptible"
     if p.spot and nodes > 1:
         return f"spot: a run over {nodes} nodes stops when any one is reclaimed; spot takes runs within one node"
+    if p.spot and c.gang_gpus > p.gpus_per_node:
+        return f"spot: a gang of {c.gang_gpus} GPUs spans nodes and stops when any one is reclaimed"
+    if p.spot and c.kind == "online-inference":
+        return "spot: a reclaimed node takes its serving replicas down with it; serving stays on demand"
     if nodes > 1 and not c.training:
         return f"a {c.kind} run of {c.gpus_per_run} GPUs must fit one node ({p.gpus_per_node} GPUs)"
     if nodes > 1 and not p.multi_node:
@@ -296,16 +301,17 @@ def rank(choices: Iterable[Choice]) -> list[Choice]:
     even where the catalog quotes it lower (a stack's own rate): a new pool there would be bought the same way."""
     order = {"ok": 0, "misses deadline": 1, "no timing": 2, "unpriced": 3}
     chs = list(choices)
-    existing: dict[str, Fraction] = {}
+    existing: dict[tuple[str, bool], Fraction] = {}  # (instance type, on spot): the stack's cheapest pool of it
     for ch in chs:
         it, usd = ch.placement.instance_type, ch.cost_per_run
         if ch.placement.scale is not None and ch.status == "ok" and it is not None and usd is not None:
-            existing[it] = min(existing.get(it, usd), usd)
+            key = (it, ch.placement.spot)
+            existing[key] = min(existing.get(key, usd), usd)
 
     def cost(ch: Choice) -> Fraction:
         c = ch.cost_per_run if ch.cost_per_run is not None else Fraction(0)
-        it = ch.placement.instance_type
-        return max(c, existing[it]) if ch.placement.pool is None and it in existing else c
+        key = (ch.placement.instance_type or "", ch.placement.spot)
+        return max(c, existing[key]) if ch.placement.pool is None and key in existing else c
 
     return sorted(
         chs,

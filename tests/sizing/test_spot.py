@@ -13,12 +13,14 @@ from fractions import Fraction
 import yaml
 
 from gpufleet.render.sizing import node_pool_snippet, sizing_text
+from gpufleet.sizing.report import size
 from model import catalog
 from model.load import parse_estate
 from model.pricing import pool_rate
 from model.spec import AwsNodePool, AwsSite
 from tests.conftest import example_estate
-from tests.sizing.test_cases import on
+from tests.sizing.helpers import wfile
+from tests.sizing.test_cases import TODAY, on
 
 # 70B in bf16: 140 GB + 20 % = 168 GB, three H100s at least; eight GPUs a run, on one p5.48xlarge.
 BATCH = {"name": "nightly-eval", "kind": "batch-inference", "parameters_billion": 70, "precision": "bf16",
@@ -99,3 +101,43 @@ def test_a_spot_training_pool_from_the_snippet_is_accepted_by_the_stack_file_rul
     raw["sites"][0]["node_pools"].append(entry)
     spec = parse_estate(raw, "aws-train")  # raises SpecError on any problem
     assert any(p.name == rec.name for p in spec.sites[0].node_pools)
+
+
+FT8B = {"name": "ft8b", "kind": "fine-tuning", "parameters_billion": 8, "runs_per_period": 4, "gpus_per_run": 8,
+        "hours_per_run": 6, "measured_on": "H100-80GB", "deadline_hours": 12}  # fmt: skip
+
+
+def test_an_interruptible_class_takes_a_new_spot_pool_over_the_stacks_on_demand_pool_of_its_type() -> None:
+    # aws-train's h100 (p5.48xlarge, on demand) ranks before a new on-demand p5 pool, but a spot pool is bought
+    # another way: 6 h × $32.3114 = $193.87 a run against h100's 6 h × $55.04 = $330.24.
+    r = on("aws-train", {**FT8B, "interruptible": True})
+    ch = r.classes[0].chosen
+    assert ch is not None and ch.placement.name == "p5.48xlarge spot"
+    assert f"{float(ch.cost_per_run or 0):,.2f}" == "193.87"
+    ranked = [x.placement.name for x in r.classes[0].choices if x.status == "ok"]
+    assert ranked.index("p5.48xlarge spot") < ranked.index("h100") < ranked.index("p5.48xlarge")
+    # not interruptible: the stack's own pool
+    plain = on("aws-train", FT8B).classes[0].chosen
+    assert plain is not None and plain.placement.name == "h100"
+
+
+def test_a_stack_pool_on_spot_takes_only_interruptible_work() -> None:
+    raw = example_estate("aws-train")
+    h100 = next(p for p in raw["sites"][0]["node_pools"] if p["name"] == "h100")
+    h100["capacity"] = {"type": "spot", "checkpointing": True}
+    spec = parse_estate(raw, "spotpool")
+    plain = size(wfile(FT8B), "w.yaml", spec, "spotpool", today=TODAY).classes[0]
+    assert not any(x.placement.name == "h100" for x in plain.choices)
+    spot = size(wfile({**FT8B, "interruptible": True}), "w.yaml", spec, "spotpool", today=TODAY).classes[0]
+    assert spot.chosen is not None and spot.chosen.placement.name in ("h100", "p5.48xlarge spot")
+    assert any(x.placement.name == "h100" and x.placement.spot for x in spot.choices)
+
+
+def test_gangs_across_nodes_and_online_serving_are_not_offered_spot() -> None:
+    gang = {**FT8B, "name": "ft3", "gang": True, "runs_started_together": 3, "interruptible": True}
+    serve = {"name": "chat", "kind": "online-inference", "parameters_billion": 8, "kv_cache_gb": 2,
+             "runs_per_period": 2, "gpus_per_run": 1, "hours_per_run": 168, "latency_p95_ms": 500,
+             "measured_on": "H100-80GB", "interruptible": True}  # fmt: skip
+    for cls in (gang, serve):
+        r = on(None, cls, hours_per_device=168)
+        assert not any(ch.placement.spot for ch in r.classes[0].choices), cls["name"]
