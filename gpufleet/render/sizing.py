@@ -412,34 +412,13 @@ def blocks(r: SizingReport) -> list[Block]:
 # -------------------------------------------------------------------------------------------- renderers
 
 
-def _capacity(p: Placement, role: str) -> dict[str, object]:
-    """How a recommended pool is bought: on demand, or spot at the discount it was priced at when the catalog has
-    no spot figure (so `gpufleet cost` prices the pool as `size` did). A spot training pool says its jobs
-    checkpoint, as the stack's rules require: its classes are interruptible."""
-    if not p.spot:
-        return {"type": "on-demand"}
-    out: dict[str, object] = {"type": "spot"}
-    if p.spot_discount is not None:
-        out["spot_discount"] = p.spot_discount
-    if role == "training":
-        out["checkpointing"] = True
-    return out
-
-
 def node_pool_snippet(pools: list[PoolRecommendation]) -> str:
     """AWS recommendations as stack-file `node_pools:` entries (the schema of model.spec.AwsNodePool)."""
     lines = ["node_pools:"]
     for r in pools:
-        d = r.demand
-        if d.placement.instance_type is None or d.placement.pool is not None:  # owned, or a pool the stack has
+        d, entry = r.demand, r.stack_entry()
+        if entry is None:  # owned, or a pool the stack has
             continue
-        entry = {
-            "name": r.name,
-            "role": r.role,
-            "instance_type": d.placement.instance_type,
-            "scaling": {"min": d.scale_min_nodes, "desired": d.scale_desired_nodes, "max": d.scale_max_nodes},
-            "capacity": _capacity(d.placement, r.role),
-        }
         spares = f", + {d.spare_nodes} spare node{'s' if d.spare_nodes > 1 else ''}" if d.spare_nodes else ""
         lines.append(f"  # {', '.join(d.classes)}: {d.min_gpus}-{d.max_gpus} GPUs{spares}")
         floor = "the always-on serving floor" if d.scale_min_nodes else "zero"

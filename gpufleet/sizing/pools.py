@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal
 
 from gpufleet.sizing.arithmetic import (
     Scenario,
@@ -197,6 +197,34 @@ class PoolRecommendation:
     name: str
     role: Role
     demand: Demand
+
+    def stack_entry(self) -> dict[str, Any] | None:
+        """A new cloud pool as a stack-file `node_pools` entry (model.spec.AwsNodePool); None for owned servers
+        and pools the stack has."""
+        d, p = self.demand, self.demand.placement
+        if p.instance_type is None or p.pool is not None:
+            return None
+        return {
+            "name": self.name,
+            "role": self.role,
+            "instance_type": p.instance_type,
+            "scaling": {"min": d.scale_min_nodes, "desired": d.scale_desired_nodes, "max": d.scale_max_nodes},
+            "capacity": _capacity(p, self.role),
+        }
+
+
+def _capacity(p: Placement, role: str) -> dict[str, Any]:
+    """How a recommended pool is bought: on demand, or spot at the discount it was priced at when the catalog has
+    no spot figure (so `gpufleet cost` prices the pool as `size` did). A spot training pool says its jobs
+    checkpoint, as the stack's rules require: its classes are interruptible."""
+    if not p.spot:
+        return {"type": "on-demand"}
+    out: dict[str, Any] = {"type": "spot"}
+    if p.spot_discount is not None:
+        out["spot_discount"] = p.spot_discount
+    if role == "training":
+        out["checkpointing"] = True
+    return out
 
 
 def recommend_pools(sized: list[ClassSizing], planning: Planning) -> list[PoolRecommendation]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from gpufleet.sizing.arithmetic import Scenario, demand_scenarios, gang_minimum
+from gpufleet.sizing.followups import follow_ups
 from gpufleet.sizing.placement import (
     ClassSizing,
     catalog_placements,
@@ -103,6 +104,8 @@ def size(
     total = sum((h for _, h in parts), Fraction(0))
     gang, gang_class = gang_minimum(workloads.classes)
     pools = recommend_pools(sized, workloads.planning)
+    if spec is not None:
+        notes += follow_ups(spec, pools, region)
     unplaced = [(cs.cls, cs.gpu_hours) for cs in sized if cs.chosen is None]
     return SizingReport(
         source=source,
