@@ -85,7 +85,9 @@ def pool_storage(rec: PoolRecommendation, classes: list[ClassStorage]) -> PoolSt
     if not mine:
         return None
     d, p = rec.demand, rec.demand.placement
-    nodes = d.scale_max_nodes if p.instance_type else d.max_nodes
+    # A pool the stack has runs up to its (raised) max, the nodes preview's FSx check counts; a new cloud pool up
+    # to its peak with spares; owned servers at the demand's peak.
+    nodes = d.raised.max if d.raised is not None else d.scale_max_nodes if p.instance_type else d.max_nodes
     gbps = max(c.planned_gbps_per_node for c in mine) * nodes
     stored = sum((c.gb_stored for c in mine), Fraction(0))
     if p.on_premises:

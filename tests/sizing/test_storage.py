@@ -103,3 +103,21 @@ def test_a_catalog_instance_type_still_gets_fsx() -> None:
     assert ps is not None and ps.site is None and site_storage([ps]) == []
     assert set(ps.capacity_gib) == {125, 250, 500, 1000}
     assert "FSx GiB at 250 MB/s/TiB" in sizing_text(r)
+
+
+def test_a_pool_the_stack_has_is_fed_at_its_max_the_nodes_preview_counts() -> None:
+    # aws-train's h100 (p5.48xlarge, max 4 nodes) takes an 8-GPU fine-tune a week: demand needs 1 node, but the
+    # pool runs up to its 4. A run moves 20,000 × 3 + 1,000 × 336 = 396,000 GB in 10 h on one node: 11 GB/s a
+    # node, × 4 nodes = 44 GB/s (found by review: the demand's node counted, 11 GB/s).
+    c = dict(
+        FT70B, parameters_billion=7, gpus_per_run=8, runs_per_period=1, hours_per_run=10, hours_on={}, storage=STORAGE
+    )
+    r = on("aws-train", c)
+    (rec,) = [x for x in r.pools if x.name == "h100"]
+    assert rec.demand.raised is not None and rec.demand.raised.max == 4 and rec.demand.scale_max_nodes < 4
+    cs = r.classes[0]
+    st = class_storage(cs)
+    assert st is not None
+    ps = pool_storage(rec, [st])
+    assert st.planned_gbps_per_node == 11
+    assert ps is not None and (ps.nodes, ps.gbps) == (4, 44)
