@@ -7,6 +7,7 @@ snapshots (tests/review/snapshots) and the piped-CLI tests in tests/cli/test_out
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import random
@@ -112,7 +113,7 @@ def test_the_console_script_is_the_entry_that_handles_ctrl_c_during_imports() ->
 # commands, parses its arguments, reads the stack, synthesizes (pulumi_kubernetes half-imported), renders. Each
 # answer is the one line and exit 130, or, when the command had already finished, its own exit 0.
 _ENTRY = """
-import os, signal, sys
+import os, signal, sys, time
 real = signal.signal
 def marked(*args):
     previous = real(*args)
@@ -120,6 +121,11 @@ def marked(*args):
     os.write(1, b"ready\\n")
     return previous
 signal.signal = marked
+real_exit = os._exit
+def leaving(code):
+    os.write(1, f"exit at {time.monotonic()}\\n".encode())
+    real_exit(code)
+os._exit = leaving
 from gpufleet.cli import main
 sys.argv = ["gpufleet", "preview", "-s", "onprem"]
 main.main()
@@ -146,18 +152,35 @@ def _started(args: list[str], line: str) -> subprocess.Popen[str]:
 def test_ctrl_c_at_any_moment_of_the_process_is_one_line_and_exit_130(delay: float) -> None:
     # Before: a traceback while importing (the console script imported every command before any handler), an
     # asyncio traceback at shutdown, or exit 70 from a module the interrupt left half-imported.
+    # A Ctrl-C that lands as the finished command exits (after its last line of Python, in os._exit) cannot run the
+    # handler: then the answer is the command's own, exit 0 with its whole output. The child says when it leaves
+    # (`exit at`, on the machine's monotonic clock): a Ctrl-C sent before that, with Python still running, must
+    # have been answered. Before, interpreter shutdown reset the handler to the default, and a Ctrl-C then killed
+    # the process: exit -2, nothing said.
     proc = _started([_ENTRY], "ready")
     time.sleep(delay)
     finished = proc.poll() is not None
+    before = time.monotonic()
     if not finished:
         proc.send_signal(signal.SIGINT)
     sent = time.monotonic()
-    _, stderr = proc.communicate(timeout=60)
-    if finished:
-        assert proc.returncode == 0, stderr
+    stdout, stderr = proc.communicate(timeout=60)
+    output, _, left = stdout.rpartition("exit at ")
+    if finished or proc.returncode == 0:
+        assert (proc.returncode, stderr, output) == (0, "", _complete_preview()), stderr
+        assert finished or before >= float(left) - 0.05, "a Ctrl-C sent while the command ran was not answered"
     else:
         assert (proc.returncode, stderr) == (130, "interrupted\n")
         assert time.monotonic() - sent < WATCHDOG_SECONDS + 10  # the watchdog's bound, with room for a busy machine
+
+
+@functools.cache
+def _complete_preview() -> str:
+    """What the child prints after `ready` when nothing interrupts it."""
+    proc = _started([_ENTRY], "ready")
+    stdout, stderr = proc.communicate(timeout=120)
+    assert (proc.returncode, stderr) == (0, ""), stderr
+    return stdout.rpartition("exit at ")[0]
 
 
 # A command in which library code swallows every Ctrl-C and waits for ever, as the one interrupt in about eight
