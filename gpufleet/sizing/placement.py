@@ -245,14 +245,8 @@ def evaluate(c: WorkloadClass, need: MemoryNeed, p: Placement) -> Choice | str:
     billed = billed_gpus(c.gpus_per_run, p.gpus_per_node)
     if (too_small := capacity_refusal(p, billed)) is not None:
         return too_small
-    if p.spot and not c.interruptible:
-        return "spot nodes are reclaimed at two minutes' notice; the class is not interruptible"
-    if p.spot and nodes > 1:
-        return f"spot: a run over {nodes} nodes stops when any one is reclaimed; spot takes runs within one node"
-    if p.spot and c.gang_gpus > p.gpus_per_node:
-        return f"spot: a gang of {c.gang_gpus} GPUs spans nodes and stops when any one is reclaimed"
-    if p.spot and c.kind == "online-inference":
-        return "spot: a reclaimed node takes its serving replicas down with it; serving stays on demand"
+    if p.spot and (why := _spot_refusal(c, p, nodes)) is not None:
+        return why
     if nodes > 1 and not c.training:
         return f"a {c.kind} run of {c.gpus_per_run} GPUs must fit one node ({p.gpus_per_node} GPUs)"
     if nodes > 1 and not p.multi_node:
@@ -280,6 +274,20 @@ def evaluate(c: WorkloadClass, need: MemoryNeed, p: Placement) -> Choice | str:
         ring=ring(c, p),
         gpus_per_run=c.gpus_per_run,
     )
+
+
+def _spot_refusal(c: WorkloadClass, p: Placement, nodes: int) -> str | None:
+    """Why a class's runs may not go on spot `p`, or None: a reclaimed node must cost one run, never a gang or a
+    service."""
+    if not c.interruptible:
+        return "spot nodes are reclaimed at two minutes' notice; the class is not interruptible"
+    if nodes > 1:
+        return f"spot: a run over {nodes} nodes stops when any one is reclaimed; spot takes runs within one node"
+    if c.gang_gpus > p.gpus_per_node:
+        return f"spot: a gang of {c.gang_gpus} GPUs spans nodes and stops when any one is reclaimed"
+    if c.kind == "online-inference":
+        return "spot: a reclaimed node takes its serving replicas down with it; serving stays on demand"
+    return None
 
 
 def capacity_refusal(p: Placement, billed: int) -> str | None:
